@@ -1,0 +1,94 @@
+import { ApiError } from './api-error.ts';
+
+/** Constructors for every error condition Hearth documents (README "Errors"). */
+
+export const invalidRequest = (message: string, param: string | null = null, code: string | null = null) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message, param, code });
+
+export const unsupportedParameter = (param: string, why = 'is not supported') =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `'${param}' ${why}`, param, code: 'unsupported_parameter' });
+
+export const malformedJson = (detail: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body is not valid JSON: ${detail}`, param: null, code: 'invalid_json' });
+
+export const contextLengthExceeded = (promptTokens: number, contextSize: number) =>
+  new ApiError({
+    status: 400,
+    type: 'invalid_request_error',
+    message: `This model's maximum context length is ${contextSize} tokens; the messages use ${promptTokens} tokens. Shorten the messages or max_tokens.`,
+    param: 'messages',
+    code: 'context_length_exceeded',
+  });
+
+export const payloadTooLarge = (limitBytes: number) =>
+  new ApiError({ status: 413, type: 'invalid_request_error', message: `Request body exceeds the limit of ${limitBytes} bytes`, param: null, code: 'payload_too_large' });
+
+export const unauthorized = (message = 'Unauthorized') =>
+  new ApiError({ status: 401, type: 'authentication_error', message, param: null, code: 'invalid_api_key' });
+
+export const notFound = (message: string, code: string) =>
+  new ApiError({ status: 404, type: 'not_found_error', message, param: null, code });
+
+export const modelNotFound = (model: string) =>
+  new ApiError({ status: 404, type: 'not_found_error', message: `The model '${model}' does not exist`, param: 'model', code: 'model_not_found' });
+
+export const routeNotFound = (method: string, path: string) =>
+  new ApiError({ status: 404, type: 'not_found_error', message: `No route for ${method} ${path}`, param: null, code: 'route_not_found' });
+
+export const methodNotAllowed = (method: string, path: string, allowed: string[]) =>
+  new ApiError({
+    status: 405,
+    type: 'invalid_request_error',
+    message: `Method ${method} is not allowed on ${path}; use ${allowed.join(', ')}`,
+    param: null,
+    code: 'method_not_allowed',
+    details: { allowed },
+  });
+
+export const unsupportedMediaType = (contentType: string) =>
+  new ApiError({ status: 415, type: 'invalid_request_error', message: `Content-Type must be application/json, got '${contentType || 'none'}'`, param: null, code: 'unsupported_media_type' });
+
+export const queueFull = (retryAfter = 1) =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The server is at capacity; retry shortly', param: null, code: 'queue_full', retryAfter });
+
+export const rateLimited = (retryAfter = 1) =>
+  new ApiError({ status: 429, type: 'rate_limit_error', message: 'Rate limit reached; retry shortly', param: null, code: 'rate_limit_exceeded', retryAfter });
+
+export const modelWarmingUp = (details: Record<string, unknown>) =>
+  new ApiError({
+    status: 503,
+    type: 'unavailable_error',
+    message: 'The model is warming up (first-time pull and load); retry in about 2 minutes',
+    param: null,
+    code: 'model_warming_up',
+    retryAfter: 120,
+    details,
+  });
+
+export const modelFailed = (reason: string) =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: `The model failed to load: ${reason}`, param: null, code: 'model_failed' });
+
+export const shuttingDown = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The server is shutting down', param: null, code: 'shutting_down', retryAfter: 5 });
+
+export const internalError = () =>
+  new ApiError({ status: 500, type: 'server_error', message: 'Internal server error', param: null, code: 'internal_error' });
+
+// Workspace / project conditions (service-spec section 7; contract.md).
+export const workspaceNotFound = () =>
+  new ApiError({ status: 404, type: 'not_found_error', message: 'Workspace not found', param: 'workspaceId', code: 'workspace_not_found' });
+
+export const noYamConfigured = () =>
+  new ApiError({ status: 409, type: 'invalid_request_error', message: 'No Yam configured: the workspace Yam is missing or not ready', param: null, code: 'no_yam_configured' });
+
+export const projectNotReady = (state: string) =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'Inference project is not ready', param: null, code: 'project_not_ready', retryAfter: 30, details: { state } });
+
+export const providerConfigurationMissing = (what: string) =>
+  new ApiError({ status: 500, type: 'server_error', message: `Provider configuration missing: ${what}`, param: null, code: 'provider_configuration_missing' });
+
+export const upstreamError = (provider: string, status: number, message: string) =>
+  new ApiError({ status: 502, type: 'upstream_error', message: `Upstream provider ${provider} failed (${status}): ${message}`, param: null, code: String(status) });
+
+export const upstreamTimeout = (provider: string, ms: number) =>
+  new ApiError({ status: 504, type: 'upstream_error', message: `Upstream provider ${provider} did not answer within ${ms} ms`, param: null, code: 'timeout' });

@@ -1,0 +1,3 @@
+export * from './api-error.ts';
+export * from './errors.ts';
+export * from './to-api-error.ts';

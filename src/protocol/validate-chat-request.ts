@@ -1,0 +1,137 @@
+import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
+import type { ChatMessage, ChatRequest, ChatRole } from './chat-request.ts';
+
+/** Limits applied while validating; the gateway passes the configured values. */
+export interface ChatRequestLimits {
+  /** Defaults to 2048. */
+  maxMessages: number;
+  /** Defaults to 4. */
+  maxStopSequences: number;
+}
+
+export const DEFAULT_CHAT_REQUEST_LIMITS = { maxMessages: 2048, maxStopSequences: 4 } satisfies Required<ChatRequestLimits>;
+
+/** Fields that are accepted and have no effect on generation (documented in the README). */
+const HARMLESS_FIELDS = new Set(['store', 'metadata', 'service_tier', 'parallel_tool_calls', 'user', 'stream_options']);
+const HONOURED_FIELDS = new Set([
+  'model', 'messages', 'stream', 'temperature', 'top_p', 'max_tokens', 'max_completion_tokens',
+  'stop', 'seed', 'presence_penalty', 'frequency_penalty',
+]);
+
+const ROLE_MAP: Record<string, ChatRole> = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant' };
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function optionalNumber(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
+  const v = body[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
+  if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
+  if (v < min || v > max) throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  return v;
+}
+
+/** Rejects parameters Hearth cannot honour: never silently dropped (contract.md). */
+function rejectUnsupported(body: Json): void {
+  if (body.n !== undefined && body.n !== null && body.n !== 1) throw unsupportedParameter('n', 'must be 1: only one choice per request is supported');
+  if (body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== false) throw unsupportedParameter('logprobs');
+  if (body.top_logprobs !== undefined && body.top_logprobs !== null) throw unsupportedParameter('top_logprobs');
+  if (Array.isArray(body.tools) ? body.tools.length > 0 : body.tools !== undefined && body.tools !== null) throw unsupportedParameter('tools');
+  if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'none') throw unsupportedParameter('tool_choice');
+  if (body.functions !== undefined && body.functions !== null) throw unsupportedParameter('functions');
+  if (body.function_call !== undefined && body.function_call !== null) throw unsupportedParameter('function_call');
+  if (body.logit_bias !== undefined && body.logit_bias !== null && !(isObject(body.logit_bias) && Object.keys(body.logit_bias).length === 0)) throw unsupportedParameter('logit_bias');
+  const rf = body.response_format;
+  if (rf !== undefined && rf !== null && !(isObject(rf) && rf.type === 'text')) throw unsupportedParameter('response_format', "is not supported (only {\"type\":\"text\"})");
+  for (const key of Object.keys(body)) {
+    if (HONOURED_FIELDS.has(key) || HARMLESS_FIELDS.has(key)) continue;
+    if (['n', 'logprobs', 'top_logprobs', 'tools', 'tool_choice', 'functions', 'function_call', 'logit_bias', 'response_format'].includes(key)) continue;
+    throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
+  }
+}
+
+function messageContent(raw: unknown, index: number): string {
+  const param = `messages[${index}].content`;
+  if (typeof raw === 'string') return raw;
+  if (Array.isArray(raw)) {
+    let text = '';
+    raw.forEach((part, j) => {
+      if (!isObject(part) || part.type !== 'text' || typeof part.text !== 'string') {
+        const type = isObject(part) && typeof part.type === 'string' ? part.type : typeof part;
+        throw invalidRequest(`${param}[${j}] must be a text part ({"type":"text","text":...}); '${type}' parts are not supported`, `${param}[${j}]`, 'unsupported_content_part');
+      }
+      text += part.text;
+    });
+    return text;
+  }
+  throw invalidRequest(`'${param}' must be a string or an array of text parts`, param, 'invalid_type');
+}
+
+function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
+  if (raw === undefined) throw invalidRequest("'messages' is required", 'messages', 'missing_required_parameter');
+  if (!Array.isArray(raw)) throw invalidRequest("'messages' must be an array", 'messages', 'invalid_type');
+  if (raw.length === 0) throw invalidRequest("'messages' must contain at least one message", 'messages', 'empty_array');
+  if (raw.length > limits.maxMessages) throw invalidRequest(`'messages' has ${raw.length} messages; the limit is ${limits.maxMessages}`, 'messages', 'too_many_messages');
+  return raw.map((m, i) => {
+    if (!isObject(m)) throw invalidRequest(`'messages[${i}]' must be an object`, `messages[${i}]`, 'invalid_type');
+    const role = typeof m.role === 'string' ? ROLE_MAP[m.role] : undefined;
+    if (role === undefined) {
+      throw invalidRequest(`'messages[${i}].role' must be one of system, user, assistant; got ${JSON.stringify(m.role)}`, `messages[${i}].role`, 'invalid_value');
+    }
+    if (m.tool_calls !== undefined || m.function_call !== undefined) throw unsupportedParameter(`messages[${i}].tool_calls`);
+    if (m.content === undefined || m.content === null) throw invalidRequest(`'messages[${i}].content' is required`, `messages[${i}].content`, 'missing_required_parameter');
+    return { role, content: messageContent(m.content, i) };
+  });
+}
+
+function parseStop(raw: unknown, limits: ChatRequestLimits): string[] {
+  if (raw === undefined || raw === null) return [];
+  const list = typeof raw === 'string' ? [raw] : raw;
+  if (!Array.isArray(list) || list.some((s) => typeof s !== 'string')) throw invalidRequest("'stop' must be a string or an array of strings", 'stop', 'invalid_type');
+  if (list.length > limits.maxStopSequences) throw invalidRequest(`'stop' accepts at most ${limits.maxStopSequences} sequences`, 'stop', 'invalid_value');
+  if (list.some((s) => s.length === 0)) throw invalidRequest("'stop' sequences must not be empty", 'stop', 'invalid_value');
+  return list as string[];
+}
+
+/**
+ * Turns a parsed JSON body into a ChatRequest, or throws an ApiError (400) that names the field.
+ * Pure: no I/O, no model knowledge (context length is checked next to the model).
+ */
+export function validateChatRequest(body: unknown, limits: ChatRequestLimits = DEFAULT_CHAT_REQUEST_LIMITS): ChatRequest {
+  if (!isObject(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
+  rejectUnsupported(body);
+  if (body.model === undefined) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
+  if (typeof body.model !== 'string' || body.model.length === 0) throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
+  const messages = parseMessages(body.messages, limits);
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw invalidRequest("'stream' must be a boolean", 'stream', 'invalid_type');
+  const stream = body.stream === true;
+  let includeUsage = false;
+  const so = body.stream_options;
+  if (so !== undefined && so !== null) {
+    if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
+    if (!stream) throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
+    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean') throw invalidRequest("'stream_options.include_usage' must be a boolean", 'stream_options.include_usage', 'invalid_type');
+    includeUsage = so.include_usage === true;
+  }
+  const maxTokens = optionalNumber(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true)
+    ?? optionalNumber(body, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER, true);
+  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  return {
+    model: body.model,
+    messages,
+    stream,
+    includeUsage,
+    temperature: optionalNumber(body, 'temperature', 0, 2),
+    topP: optionalNumber(body, 'top_p', 0, 1),
+    maxTokens,
+    stop: parseStop(body.stop, limits),
+    seed: optionalNumber(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true),
+    presencePenalty: optionalNumber(body, 'presence_penalty', -2, 2),
+    frequencyPenalty: optionalNumber(body, 'frequency_penalty', -2, 2),
+    user: typeof body.user === 'string' ? body.user : undefined,
+  };
+}

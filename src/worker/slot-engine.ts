@@ -1,0 +1,72 @@
+/**
+ * The token-level engine a model worker drives. Two implementations: the native continuous-batching
+ * loop (native/, default) and node-llama-cpp's own context sequences (portable fallback).
+ *
+ * Threading: an engine lives inside one Piscina worker thread and is used only from that thread's
+ * JavaScript. Callbacks of a job are invoked on that same thread, in order:
+ *   onPrompt? -> onText* -> (onDone | onError), exactly one terminal callback per job.
+ * After `cancel()` the job ends with onDone({finishReason:'cancelled'}) as soon as its slot is freed.
+ */
+export interface SlotJob {
+  /** Prompt after the chat template, tokenized (BOS included where the model wants one). */
+  promptTokens: Uint32Array;
+  /** Already capped by the server to what fits the context. >= 1. */
+  maxTokens: number;
+  /** Generation stops before any of these strings; the stop text itself is not emitted. */
+  stop: string[];
+  sampling: SamplingParams;
+}
+
+/** Sampler chain settings, mapped 1:1 onto llama.cpp's samplers. */
+export interface SamplingParams {
+  /** 0 = greedy. */
+  temperature: number;
+  /** 1 = disabled. */
+  topP: number;
+  /** 0 = disabled. */
+  topK: number;
+  /** 0 = disabled. */
+  minP: number;
+  /** 1 = disabled. */
+  repeatPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  /** How many recent tokens the penalties look at. */
+  penaltyLastN: number;
+  /** 32-bit unsigned seed. */
+  seed: number;
+}
+
+export type SlotFinishReason = 'stop' | 'length' | 'cancelled';
+
+export interface SlotJobResult {
+  finishReason: SlotFinishReason;
+  promptTokens: number;
+  /** Prompt tokens reused from the slot's prefix cache (not evaluated again). */
+  cachedTokens: number;
+  completionTokens: number;
+}
+
+export interface SlotJobEvents {
+  /** Prompt evaluated (or reused); generation of the first token follows. */
+  onPrompt?(info: { promptTokens: number; cachedTokens: number }): void;
+  /** New text since the last call (complete UTF-8 only, stop strings withheld); tokenCount tokens produced it. */
+  onText(text: string, tokenCount: number): void;
+  onDone(result: SlotJobResult): void;
+  onError(error: { message: string; code: string }): void;
+}
+
+export interface SlotJobHandle {
+  /** Idempotent. Frees the job's slot at the next step boundary (never waits for a whole step). */
+  cancel(): void;
+}
+
+export interface SlotEngine {
+  readonly kind: 'native' | 'node-llama-cpp' | 'instant';
+  readonly contextSize: number;
+  readonly slotCount: number;
+  /** Throws if all slots are busy (the main thread's admission keeps this from happening). */
+  submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle;
+  /** Idempotent: cancels running jobs and frees the context and model. */
+  dispose(): Promise<void>;
+}
