@@ -92,3 +92,11 @@ export const upstreamError = (provider: string, status: number, message: string)
 
 export const upstreamTimeout = (provider: string, ms: number) =>
   new ApiError({ status: 504, type: 'upstream_error', message: `Upstream provider ${provider} did not answer within ${ms} ms`, param: null, code: 'timeout' });
+
+/** Upstream 429 still failing after Hearth's retries (or asking for a longer wait than Hearth will hold a request). */
+export const upstreamRateLimited = (provider: string, message: string, retryAfter?: number) =>
+  new ApiError({ status: 429, type: 'rate_limit_error', message: `Upstream provider ${provider} rate-limited the request: ${message}`, param: null, code: 'upstream_rate_limited', retryAfter });
+
+/** The upstream could not be reached, or answered something that is not its documented wire format. */
+export const upstreamBadResponse = (provider: string, detail: string, code = 'bad_response') =>
+  new ApiError({ status: 502, type: 'upstream_error', message: `Upstream provider ${provider} failed: ${detail}`, param: null, code });

@@ -1,0 +1,43 @@
+import { ConfigError } from '../config/config.ts';
+import { keysCommand } from './keys-command.ts';
+import { serveCommand } from './serve-command.ts';
+
+/** The `hearth` command: serve, keys (and the record commands). Exit codes: 0 ok, 1 failed, 2 usage. */
+const HELP = `Usage: hearth <command> [options]
+
+Commands:
+  serve        Start the inference service (hearth serve --help)
+  keys         Create, list and revoke API keys (hearth keys --help)
+
+Run "hearth <command> --help" for a command's options.`;
+
+type Command = (argv: string[], out: (s: string) => void) => Promise<number>;
+const COMMANDS: Record<string, Command> = { serve: serveCommand, keys: keysCommand };
+
+export async function runCli(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    out(HELP);
+    return name ? 0 : 2;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`hearth: unknown command '${name}'\n\n${HELP}\n`);
+    return 2;
+  }
+  try {
+    return await command(rest, out);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`hearth ${name}: ${err.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`hearth ${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/hearth.ts')) {
+  const code = await runCli(process.argv.slice(2));
+  process.exitCode = code;
+}

@@ -1,0 +1,67 @@
+import { settingsHelp } from '../config/config.ts';
+import type { SettingSpec } from '../config/config-spec.ts';
+import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../store/api-key-repository.ts';
+import { HearthStore } from '../store/database.ts';
+import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, splitArgs } from './cli-args.ts';
+
+const SPECS: SettingSpec[] = [
+  DATA_DIR_SETTING,
+  { key: 'name', flag: '--name', env: 'HEARTH_KEY_NAME', type: 'string', default: undefined, help: 'Name of the new key (create)' },
+  { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: DEFAULT_ACCOUNT_ID, help: 'Account the key belongs to' },
+  JSON_SETTING,
+];
+
+export const KEYS_HELP = `Usage: hearth keys <create|list|revoke> [options]
+
+  hearth keys create --name NAME   Create an API key; the key is printed once, store it now
+  hearth keys list                 List keys (id, name, created, last used, revoked; never the secret)
+  hearth keys revoke ID            Revoke a key at once
+
+Works on the same data dir as a running server (safe while it runs).
+
+Options:
+${settingsHelp(SPECS)}`;
+
+export async function keysCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  const [action, ...rest] = argv;
+  if (!action || action === '--help' || action === '-h' || rest.includes('--help')) {
+    out(KEYS_HELP);
+    return action ? 0 : 2;
+  }
+  const { positional, options } = splitArgs(rest, SPECS);
+  const store = HearthStore.open(String(options.dataDir));
+  try {
+    const keys = new ApiKeyRepository(store);
+    const account = String(options.account);
+    switch (action) {
+      case 'create': {
+        if (!options.name) throw new ConfigError('keys create needs --name NAME');
+        const k = await keys.create(String(options.name), account);
+        if (options.json) out(JSON.stringify(k));
+        else out(`${k.key}\n\nid: ${k.id}  name: ${k.name}  account: ${k.accountId}\nThis key is shown once: store it now. Use it as "Authorization: Bearer <key>".`);
+        return 0;
+      }
+      case 'list': {
+        const list = keys.list(account);
+        if (options.json) out(JSON.stringify(list));
+        else if (list.length === 0) out('no keys');
+        else out(list.map((k) => `${k.id}\t${k.name}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}${k.revokedAt ? `\tREVOKED ${k.revokedAt}` : ''}`).join('\n'));
+        return 0;
+      }
+      case 'revoke': {
+        const id = positional[0];
+        if (!id) throw new ConfigError('keys revoke needs a key id (see hearth keys list)');
+        if (!(await keys.revoke(id, account))) {
+          out(`no key with id ${id}`);
+          return 1;
+        }
+        out(`revoked ${id}`);
+        return 0;
+      }
+      default:
+        throw new ConfigError(`unknown keys action '${action}' (create, list, revoke)`);
+    }
+  } finally {
+    await store.close();
+  }
+}

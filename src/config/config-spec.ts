@@ -1,0 +1,57 @@
+import os from 'node:os';
+
+/**
+ * Every setting of `hearth serve`, declared once: the flag, the HEARTH_* variable, the type, the default
+ * and the help text. The parser, `--help` and the README's configuration table all come from this list.
+ */
+export type SettingType = 'string' | 'int' | 'bool' | 'enum';
+
+export interface SettingSpec {
+  key: string;
+  flag: string;
+  env: string;
+  type: SettingType;
+  values?: readonly string[];
+  min?: number;
+  max?: number;
+  /** A value or a function of the machine (evaluated once at parse time). */
+  default: string | number | boolean | undefined | (() => string | number | boolean | undefined);
+  help: string;
+  /** Secret values are never printed (help shows only whether one is set). */
+  secret?: boolean;
+}
+
+export const DEFAULT_MODEL_URI = 'hf:bartowski/Qwen2.5-0.5B-Instruct-GGUF/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf';
+
+const cores = () => Math.max(1, os.availableParallelism());
+
+export const SERVE_SETTINGS = [
+  { key: 'port', flag: '--port', env: 'HEARTH_PORT', type: 'int', min: 0, max: 65535, default: 8080, help: 'TCP port to listen on (0 = any free port)' },
+  { key: 'host', flag: '--host', env: 'HEARTH_HOST', type: 'string', default: '127.0.0.1', help: 'Address to bind; 0.0.0.0 to listen on every interface' },
+  { key: 'publicUrl', flag: '--public-url', env: 'HEARTH_PUBLIC_URL', type: 'string', default: undefined, help: 'Base URL clients use, for endpoint URLs in API answers (default http://host:port)' },
+  { key: 'dataDir', flag: '--data-dir', env: 'HEARTH_DATA_DIR', type: 'string', default: './data', help: 'Directory of the LMDB records and the master key file' },
+  { key: 'model', flag: '--model', env: 'HEARTH_MODEL', type: 'string', default: DEFAULT_MODEL_URI, help: 'A local .gguf path or a hub URI hf:<user>/<repo>/<file>' },
+  { key: 'modelId', flag: '--model-id', env: 'HEARTH_MODEL_ID', type: 'string', default: undefined, help: 'Model id <namespace>/<name> served on the API (default derived from --model)' },
+  { key: 'modelsDir', flag: '--models-dir', env: 'HEARTH_MODELS_DIR', type: 'string', default: () => `${os.homedir()}/.cache/hearth/models`, help: 'Where pulled models are stored' },
+  { key: 'engine', flag: '--engine', env: 'HEARTH_ENGINE', type: 'enum', values: ['auto', 'native', 'node-llama-cpp', 'instant'], default: 'auto', help: 'Token engine: native batching loop, node-llama-cpp sequences, auto (native, else node-llama-cpp), instant (test engine, no model math)' },
+  { key: 'workers', flag: '--workers', env: 'HEARTH_WORKERS', type: 'int', min: 1, max: 64, default: 1, help: 'Model worker threads (each loads the model once)' },
+  { key: 'slots', flag: '--slots', env: 'HEARTH_SLOTS', type: 'int', min: 1, max: 256, default: 8, help: 'Concurrent sequences per worker (continuous batching width)' },
+  { key: 'threads', flag: '--threads', env: 'HEARTH_THREADS', type: 'int', min: 0, max: 256, default: 0, help: 'Compute threads per worker; 0 = chosen from the core count (see README)' },
+  { key: 'contextSize', flag: '--context-size', env: 'HEARTH_CONTEXT_SIZE', type: 'int', min: 64, max: 1 << 20, default: 2048, help: 'Context tokens per slot (prompt + completion), capped by the model' },
+  { key: 'batchSize', flag: '--batch-size', env: 'HEARTH_BATCH_SIZE', type: 'int', min: 16, max: 1 << 16, default: 512, help: 'Tokens per decode step (prompt chunking)' },
+  { key: 'maxTokens', flag: '--max-tokens', env: 'HEARTH_MAX_TOKENS', type: 'int', min: 1, max: 1 << 20, default: 4096, help: 'Upper bound on max_tokens; also the default when a request sets none' },
+  { key: 'bodyLimit', flag: '--body-limit', env: 'HEARTH_BODY_LIMIT', type: 'int', min: 1024, max: 1 << 30, default: 1 << 20, help: 'Largest accepted request body, in bytes' },
+  { key: 'queueLimit', flag: '--queue-limit', env: 'HEARTH_QUEUE_LIMIT', type: 'int', min: 0, max: 1 << 20, default: 64, help: 'Requests allowed to wait for a slot; beyond it 503 + Retry-After' },
+  { key: 'streamBufferLimit', flag: '--stream-buffer-limit', env: 'HEARTH_STREAM_BUFFER_LIMIT', type: 'int', min: 4096, max: 1 << 30, default: 1 << 20, help: 'Bytes buffered for a slow streaming client before its generation is cancelled' },
+  { key: 'keepAliveMs', flag: '--keep-alive-ms', env: 'HEARTH_KEEP_ALIVE_MS', type: 'int', min: 100, max: 600000, default: 15000, help: 'SSE keep-alive comment interval while a stream waits' },
+  { key: 'metricsToken', flag: '--metrics-token', env: 'HEARTH_METRICS_TOKEN', type: 'string', default: undefined, secret: true, help: 'When set, GET /metrics requires this bearer token' },
+  { key: 'secretKey', flag: '--secret-key', env: 'HEARTH_SECRET_KEY', type: 'string', default: undefined, secret: true, help: 'Master key (64 hex chars or 44-char base64) for provider-key encryption; default: a 0600 key file in the data dir' },
+  { key: 'providerTimeoutMs', flag: '--provider-timeout-ms', env: 'HEARTH_PROVIDER_TIMEOUT_MS', type: 'int', min: 100, max: 3600000, default: 60000, help: 'Upstream provider time-out (headers, and between stream events)' },
+  { key: 'providerMaxRetries', flag: '--provider-max-retries', env: 'HEARTH_PROVIDER_MAX_RETRIES', type: 'int', min: 0, max: 10, default: 2, help: 'Retries of an upstream 429/5xx (with backoff, honouring Retry-After)' },
+  { key: 'openaiBaseUrl', flag: '--openai-base-url', env: 'HEARTH_OPENAI_BASE_URL', type: 'string', default: 'https://api.openai.com/v1', help: 'OpenAI API base URL' },
+  { key: 'anthropicBaseUrl', flag: '--anthropic-base-url', env: 'HEARTH_ANTHROPIC_BASE_URL', type: 'string', default: 'https://api.anthropic.com', help: 'Anthropic API base URL' },
+  { key: 'geminiBaseUrl', flag: '--gemini-base-url', env: 'HEARTH_GEMINI_BASE_URL', type: 'string', default: 'https://generativelanguage.googleapis.com', help: 'Gemini API base URL' },
+  { key: 'mistralBaseUrl', flag: '--mistral-base-url', env: 'HEARTH_MISTRAL_BASE_URL', type: 'string', default: 'https://api.mistral.ai/v1', help: 'Mistral API base URL' },
+  { key: 'logLevel', flag: '--log-level', env: 'HEARTH_LOG_LEVEL', type: 'enum', values: ['debug', 'info', 'warn', 'error'], default: 'info', help: 'Log verbosity (JSON lines on stderr)' },
+  { key: 'defaultCores', flag: '--cores', env: 'HEARTH_CORES', type: 'int', min: 1, max: 1024, default: cores, help: 'CPU cores to plan threads for (default: what the OS reports)' },
+] as const satisfies readonly SettingSpec[];

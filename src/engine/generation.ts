@@ -1,0 +1,66 @@
+import type { ApiError } from '../errors/api-error.ts';
+import type { ChatMessage, SamplingOptions } from '../protocol/chat-request.ts';
+
+/** One chat generation as the gateway asks for it (validated; the template is applied in the worker). */
+export interface GenerationRequest extends SamplingOptions {
+  messages: ChatMessage[];
+}
+
+export interface GenerationResult {
+  finishReason: 'stop' | 'length';
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * Receives one generation's events on the main thread, in order: onText* then exactly one of onDone /
+ * onError. Not called after the handle was cancelled (a cancelled generation ends silently).
+ */
+export interface GenerationSink {
+  onText(text: string): void;
+  onDone(result: GenerationResult): void;
+  onError(error: ApiError): void;
+}
+
+export interface GenerationHandle {
+  /** Idempotent; frees the slot (or the queue place) at once. */
+  cancel(): void;
+}
+
+export type ModelState = 'pulling' | 'loading' | 'ready' | 'failed';
+
+export interface ModelStatus {
+  state: ModelState;
+  modelId: string;
+  /** Pull progress while pulling: bytes so far / total (0 when unknown). */
+  pull: { downloadedBytes: number; totalBytes: number; ratio: number } | null;
+  /** Workers that finished loading / all workers. */
+  workersReady: number;
+  workers: number;
+  engine: string | null;
+  error: string | null;
+  metadata: {
+    architecture: string;
+    contextLength: number | null;
+    parameterCount: number;
+    quantization: string | null;
+    hasChatTemplate: boolean;
+  } | null;
+  /** Context tokens per slot actually served. */
+  contextSize: number | null;
+  slots: number;
+  threads: number;
+  readyAt: number | null;
+}
+
+/** What the gateway needs of the shared model. */
+export interface ChatEngine {
+  readonly modelId: string;
+  status(): ModelStatus;
+  /** Throws an ApiError at once when not ready (warming up / failed) or when the queue is full. */
+  generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle;
+  /** Requests holding a slot, and waiting for one. */
+  load(): { running: number; waiting: number };
+  dispose(): Promise<void>;
+}

@@ -1,0 +1,283 @@
+import { MessageChannel } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import { ApiError } from '../errors/api-error.ts';
+import { modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
+import type { Logger } from '../log/logger.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import { samplingFor } from '../worker/sampling-defaults.ts';
+import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
+import { readModelMetadata } from './model-metadata.ts';
+import { pullModel, type ModelSource } from './model-source.ts';
+import { planThreads } from './thread-plan.ts';
+import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from './worker-protocol.ts';
+
+export interface LocalEngineOptions {
+  source: ModelSource;
+  modelsDir: string;
+  engine: ModelWorkerData['engine'];
+  workers: number;
+  slots: number;
+  /** 0 = planned from `cores` (thread-plan.ts). */
+  threads: number;
+  cores: number;
+  contextSize: number;
+  batchSize: number;
+  /** Server cap on completion tokens, and the default. */
+  maxTokens: number;
+  /** Requests allowed to wait for a slot. */
+  queueLimit: number;
+  showPullProgress: boolean;
+}
+
+/** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
+const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
+
+/**
+ * The main-thread face of local inference: pulls and checks the model, owns the Piscina pool of model
+ * workers, admits requests (slots + a bounded queue), relays each generation's port events to its sink
+ * and records the engine metrics. Single owner: main.ts; `dispose()` is idempotent.
+ */
+export class LocalEngine implements ChatEngine {
+  readonly modelId: string;
+  private pool: Piscina<GenerationTask, void> | null = null;
+  private readonly st: ModelStatus;
+  private running = 0;
+  private waiting = 0;
+  private disposed = false;
+  private readonly labels: { model: string };
+
+  constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
+    this.modelId = o.source.modelId;
+    this.labels = { model: this.modelId };
+    this.st = {
+      state: o.source.kind === 'hub' ? 'pulling' : 'loading',
+      modelId: this.modelId,
+      pull: null,
+      workersReady: 0,
+      workers: o.workers,
+      engine: null,
+      error: null,
+      metadata: null,
+      contextSize: null,
+      slots: o.slots,
+      threads: planThreads({ cores: o.cores, workers: o.workers, engine: o.engine, requested: o.threads }),
+      readyAt: null,
+    };
+    this.setState(this.st.state);
+  }
+
+  status(): ModelStatus {
+    return { ...this.st, pull: this.st.pull && { ...this.st.pull } };
+  }
+
+  load(): { running: number; waiting: number } {
+    return { running: this.running, waiting: this.waiting };
+  }
+
+  private setState(state: ModelStatus['state']): void {
+    this.st.state = state;
+    for (const s of ['pulling', 'loading', 'ready', 'failed']) this.metrics.modelState.set({ ...this.labels, state: s }, s === state ? 1 : 0);
+  }
+
+  private fail(reason: string): void {
+    this.st.error = reason;
+    this.setState('failed');
+    this.log.error('model failed', { model: this.modelId, reason });
+  }
+
+  /** Pulls (if needed), checks and loads the model in every worker. Never throws: failure is a state. */
+  async start(): Promise<void> {
+    try {
+      let modelPath: string;
+      if (this.o.source.kind === 'hub') {
+        this.log.info('pulling model', { model: this.modelId, uri: this.o.source.uri, dir: this.o.modelsDir });
+        let lastLogged = 0;
+        modelPath = await pullModel(this.o.source, {
+          modelsDir: this.o.modelsDir,
+          showCliProgress: this.o.showPullProgress,
+          onProgress: ({ downloadedBytes, totalBytes }) => {
+            const ratio = totalBytes > 0 ? downloadedBytes / totalBytes : 0;
+            this.st.pull = { downloadedBytes, totalBytes, ratio };
+            this.metrics.modelPullProgress.set(this.labels, ratio);
+            if (!this.o.showPullProgress && (ratio - lastLogged >= 0.1 || ratio === 1)) {
+              lastLogged = ratio;
+              this.log.info('pull progress', { model: this.modelId, percent: Math.round(ratio * 100), downloadedBytes, totalBytes });
+            }
+          },
+        });
+        this.setState('loading');
+      } else {
+        modelPath = this.o.source.path;
+      }
+      this.metrics.modelPullProgress.set(this.labels, 1);
+      const md = await readModelMetadata(modelPath);
+      this.st.metadata = { architecture: md.architecture, contextLength: md.contextLength, parameterCount: md.parameterCount, quantization: md.quantization, hasChatTemplate: md.chatTemplate !== null };
+      const contextSize = Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
+      this.st.contextSize = contextSize;
+      this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.o.slots, threads: this.st.threads });
+      if (this.disposed) return;
+      await this.startPool({
+        engine: this.o.engine,
+        modelPath,
+        contextSize,
+        slots: this.o.slots,
+        threads: this.st.threads,
+        fallbackThreads: planThreads({ cores: this.o.cores, workers: this.o.workers, engine: 'node-llama-cpp', requested: this.o.threads }),
+        batchSize: this.o.batchSize,
+      });
+    } catch (err) {
+      this.fail(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  private startPool(workerData: ModelWorkerData): Promise<void> {
+    return new Promise((resolve) => {
+      const pool = new Piscina<GenerationTask, void>({
+        filename: WORKER_URL.href,
+        minThreads: this.o.workers,
+        maxThreads: this.o.workers,
+        concurrentTasksPerWorker: this.o.slots,
+        idleTimeout: 2 ** 31 - 1,
+        maxQueue: Math.max(1, this.o.queueLimit + this.o.workers * this.o.slots),
+        atomics: 'disabled',
+        workerData,
+      });
+      this.pool = pool;
+      pool.on('message', (m: WorkerStatus) => {
+        if (m?.hearth === 'worker-ready') {
+          this.st.workersReady++;
+          this.st.engine = m.engine;
+          this.st.contextSize = m.contextSize;
+          if (m.fallbackReason) this.log.warn('native engine unavailable; using node-llama-cpp sequences', { reason: m.fallbackReason });
+          if (this.st.workersReady === this.o.workers && this.st.state === 'loading') {
+            this.st.readyAt = Date.now();
+            this.setState('ready');
+            this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.o.slots, threads: m.threads, contextSize: m.contextSize });
+            resolve();
+          }
+        } else if (m?.hearth === 'worker-failed') {
+          this.fail(`a model worker could not load the model: ${m.reason}`);
+          resolve();
+        }
+      });
+      pool.on('error', (err: Error) => {
+        this.log.error('model worker error', { error: err.message });
+        if (this.st.state === 'loading') {
+          this.fail(err.message);
+          resolve();
+        }
+      });
+    });
+  }
+
+  generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle {
+    if (this.disposed) throw shuttingDown();
+    if (this.st.state === 'failed') throw modelFailed(this.st.error ?? 'unknown error');
+    if (this.st.state !== 'ready' || !this.pool) {
+      throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
+    }
+    const capacity = this.o.workers * this.o.slots;
+    if (this.running + this.waiting >= capacity + this.o.queueLimit) throw queueFull(1);
+    return this.dispatch(this.pool, request, sink);
+  }
+
+  private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
+    const { port1, port2 } = new MessageChannel();
+    const m = this.metrics;
+    const labels = this.labels;
+    const admittedAt = performance.now();
+    let phase: 'waiting' | 'running' | 'ended' = 'waiting';
+    let cancelled = false;
+    let firstTokenAt = 0;
+    let lastTextAt = 0;
+    this.waiting++;
+    m.requestsWaiting.inc(labels);
+
+    const leave = () => {
+      if (phase === 'waiting') {
+        this.waiting--;
+        m.requestsWaiting.dec(labels);
+      } else if (phase === 'running') {
+        this.running--;
+        m.requestsRunning.dec(labels);
+      }
+      phase = 'ended';
+      port1.close();
+    };
+
+    port1.on('message', (e: WorkerEvent) => {
+      if (phase === 'ended') return;
+      switch (e.t) {
+        case 'start':
+          this.waiting--;
+          m.requestsWaiting.dec(labels);
+          this.running++;
+          m.requestsRunning.inc(labels);
+          phase = 'running';
+          m.queueTime.observe(labels, (performance.now() - admittedAt) / 1000);
+          return;
+        case 'prompt':
+          m.promptTokens.inc(labels, e.promptTokens);
+          m.prefixCacheQueries.inc(labels, e.promptTokens);
+          if (e.cachedTokens > 0) m.prefixCacheHits.inc(labels, e.cachedTokens);
+          return;
+        case 'text': {
+          const now = performance.now();
+          if (firstTokenAt === 0) {
+            firstTokenAt = now;
+            m.timeToFirstToken.observe(labels, (now - admittedAt) / 1000);
+          } else if (e.n > 0) {
+            const gap = (now - lastTextAt) / 1000 / e.n;
+            for (let i = 0; i < e.n; i++) m.interTokenLatency.observe(labels, gap);
+          }
+          lastTextAt = now;
+          if (!cancelled) sink.onText(e.text);
+          return;
+        }
+        case 'done':
+          leave();
+          m.generationTokens.inc(labels, e.completionTokens);
+          m.e2eLatency.observe(labels, (performance.now() - admittedAt) / 1000);
+          m.requestSuccess.inc({ ...labels, finished_reason: e.finishReason });
+          if (!cancelled && e.finishReason !== 'cancelled') {
+            sink.onDone({ finishReason: e.finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens });
+          }
+          return;
+        case 'error':
+          leave();
+          if (!cancelled) sink.onError(ApiError.fromData(e.error));
+          return;
+      }
+    });
+
+    const task: GenerationTask = {
+      messages: request.messages,
+      maxTokens: Math.min(request.maxTokens ?? this.o.maxTokens, this.o.maxTokens),
+      stop: request.stop,
+      sampling: samplingFor(request),
+      port: port2,
+    };
+    pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
+      if (phase === 'ended') return;
+      leave();
+      this.log.error('generation task failed', { error: err instanceof Error ? err.message : String(err) });
+      if (!cancelled) sink.onError(err instanceof ApiError ? err : new ApiError({ status: 500, type: 'server_error', message: 'The model worker failed', code: 'engine_error', param: null }));
+    });
+
+    return {
+      cancel: () => {
+        if (cancelled || phase === 'ended') return;
+        cancelled = true;
+        port1.postMessage({ t: 'cancel' } satisfies MainEvent);
+      },
+    };
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    const pool = this.pool;
+    this.pool = null;
+    if (pool) await pool.destroy();
+  }
+}

@@ -1,0 +1,58 @@
+import fs from 'node:fs';
+import { GGMLFileQuantizationType, gguf } from '@huggingface/gguf';
+
+/** What Hearth knows about a GGUF before loading it (read with @huggingface/gguf, header only). */
+export interface ModelMetadata {
+  architecture: string;
+  /** Context length the model was trained with. */
+  contextLength: number | null;
+  parameterCount: number;
+  quantization: string | null;
+  chatTemplate: string | null;
+  name: string | null;
+  fileBytes: number;
+}
+
+export class InvalidModelFileError extends Error {
+  override name = 'InvalidModelFileError';
+}
+
+function fileTypeName(t: unknown): string | null {
+  if (typeof t !== 'number') return null;
+  const name = (GGMLFileQuantizationType as unknown as Record<number, string>)[t];
+  return name ?? `type_${t}`;
+}
+
+/** Reads and checks a GGUF's metadata; a missing or non-GGUF file is an InvalidModelFileError naming it. */
+export async function readModelMetadata(filePath: string): Promise<ModelMetadata> {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(filePath);
+  } catch {
+    throw new InvalidModelFileError(`model file not found: ${filePath}`);
+  }
+  if (!stat.isFile()) throw new InvalidModelFileError(`model path is not a file: ${filePath}`);
+  const fd = fs.openSync(filePath, 'r');
+  const magic = Buffer.alloc(4);
+  fs.readSync(fd, magic, 0, 4, 0);
+  fs.closeSync(fd);
+  if (magic.toString('latin1') !== 'GGUF') throw new InvalidModelFileError(`not a GGUF file (bad magic): ${filePath}`);
+  let parsed: Awaited<ReturnType<typeof gguf>> & { parameterCount: number };
+  try {
+    parsed = await gguf(filePath, { allowLocalFile: true, computeParametersCount: true });
+  } catch (err) {
+    throw new InvalidModelFileError(`not a valid GGUF file: ${filePath} (${err instanceof Error ? err.message : String(err)})`);
+  }
+  const md = parsed.metadata as Record<string, unknown>;
+  const architecture = typeof md['general.architecture'] === 'string' ? (md['general.architecture'] as string) : 'unknown';
+  const ctx = md[`${architecture}.context_length`];
+  return {
+    architecture,
+    contextLength: typeof ctx === 'number' ? ctx : typeof ctx === 'bigint' ? Number(ctx) : null,
+    parameterCount: parsed.parameterCount,
+    quantization: fileTypeName(md['general.file_type']),
+    chatTemplate: typeof md['tokenizer.chat_template'] === 'string' ? (md['tokenizer.chat_template'] as string) : null,
+    name: typeof md['general.name'] === 'string' ? (md['general.name'] as string) : null,
+    fileBytes: stat.size,
+  };
+}

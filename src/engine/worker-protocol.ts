@@ -1,0 +1,48 @@
+import type { ApiErrorData } from '../errors/api-error.ts';
+import type { ChatMessage } from '../protocol/chat-request.ts';
+import type { SamplingParams, SlotFinishReason } from '../worker/slot-engine.ts';
+import type { MessagePort } from 'node:worker_threads';
+
+/**
+ * Messages between the main thread and model workers. Everything here is structured-clone data.
+ * Per request: the main thread runs one Piscina task carrying a MessagePort; events flow back on that
+ * port and a cancel message flows forward. The task's promise settles after the terminal event.
+ */
+
+/** workerData of every model worker (set once at pool creation). */
+export interface ModelWorkerData {
+  engine: 'native' | 'node-llama-cpp' | 'instant' | 'auto';
+  modelPath: string;
+  contextSize: number;
+  slots: number;
+  threads: number;
+  /** Threads to use instead if `auto` falls back to the node-llama-cpp engine. */
+  fallbackThreads: number;
+  batchSize: number;
+}
+
+/** The task payload of one generation. */
+export interface GenerationTask {
+  messages: ChatMessage[];
+  /** Requested completion cap (undefined: the server's maxTokens). */
+  maxTokens: number | undefined;
+  stop: string[];
+  sampling: SamplingParams;
+  port: MessagePort;
+}
+
+/** Worker -> main over the task's port. */
+export type WorkerEvent =
+  | { t: 'start' }
+  | { t: 'prompt'; promptTokens: number; cachedTokens: number }
+  | { t: 'text'; text: string; n: number }
+  | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number }
+  | { t: 'error'; error: ApiErrorData };
+
+/** Main -> worker over the task's port. */
+export type MainEvent = { t: 'cancel' };
+
+/** Worker -> main over parentPort (Piscina re-emits these as the pool's 'message' event). */
+export type WorkerStatus =
+  | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string }
+  | { hearth: 'worker-failed'; reason: string };

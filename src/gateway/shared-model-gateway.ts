@@ -1,0 +1,86 @@
+import type { ChatEngine, GenerationHandle, GenerationSink } from '../engine/generation.ts';
+import { modelNotFound } from '../errors/index.ts';
+import type { ChatRequest } from '../protocol/chat-request.ts';
+import type { ModelList } from '../protocol/openai-types.ts';
+
+/**
+ * Routes validated shared-endpoint requests to the local engine. Knows model ids and the served
+ * model's public description; knows nothing of HTTP.
+ */
+export class SharedModelGateway {
+  private readonly created: number;
+
+  constructor(private readonly engine: ChatEngine) {
+    this.created = Math.floor(Date.now() / 1000);
+  }
+
+  get modelId(): string {
+    return this.engine.modelId;
+  }
+
+  /** Throws model_not_found (404), model_warming_up (503), queue_full (503) before anything is sent. */
+  startChat(request: ChatRequest, sink: GenerationSink): GenerationHandle {
+    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    return this.engine.generate(
+      {
+        messages: request.messages,
+        maxTokens: request.maxTokens,
+        stop: request.stop,
+        temperature: request.temperature,
+        topP: request.topP,
+        seed: request.seed,
+        presencePenalty: request.presencePenalty,
+        frequencyPenalty: request.frequencyPenalty,
+      },
+      sink,
+    );
+  }
+
+  listModels(): ModelList {
+    const s = this.engine.status();
+    const [namespace] = this.engine.modelId.split('/');
+    return {
+      object: 'list',
+      data: [
+        {
+          id: this.engine.modelId,
+          object: 'model',
+          created: this.created,
+          owned_by: namespace ?? 'local',
+          hearth: {
+            state: s.state,
+            context_length: s.contextSize,
+            train_context_length: s.metadata?.contextLength ?? null,
+            architecture: s.metadata?.architecture ?? null,
+            parameter_count: s.metadata?.parameterCount ?? null,
+            quantization: s.metadata?.quantization ?? null,
+            chat_template: s.metadata?.hasChatTemplate ?? null,
+            engine: s.engine,
+            slots: s.workers * s.slots,
+          },
+        },
+      ],
+    };
+  }
+
+  /** Body and status of GET /health: 200 when ready, 503 while warming up or failed. */
+  health(): { status: number; body: Record<string, unknown> } {
+    const s = this.engine.status();
+    const load = this.engine.load();
+    const body: Record<string, unknown> = {
+      ok: s.state === 'ready',
+      state: s.state,
+      model: s.modelId,
+      engine: s.engine,
+      workers: { ready: s.workersReady, total: s.workers },
+      requests: load,
+    };
+    if (s.pull) body.pull = { downloaded_bytes: s.pull.downloadedBytes, total_bytes: s.pull.totalBytes, percent: Math.round(s.pull.ratio * 1000) / 10 };
+    if (s.state === 'failed') {
+      body.error = s.error;
+      body.hint = 'Serve a local GGUF instead: hearth serve --model path/to/model.gguf';
+    }
+    if (s.state === 'pulling' || s.state === 'loading') body.retry_after_seconds = 120;
+    return { status: s.state === 'ready' ? 200 : 503, body };
+  }
+}

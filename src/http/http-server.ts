@@ -1,0 +1,46 @@
+import uWS from 'uWebSockets.js';
+import type { Logger } from '../log/logger.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import type { HttpExchange } from './http-exchange.ts';
+import { mountRoutes, type Route } from './router.ts';
+
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  routes: readonly Route[];
+  metrics: Metrics;
+  log: Logger;
+}
+
+export interface RunningHttpServer {
+  /** The bound port (useful with port 0). */
+  port: number;
+  /** Stops accepting connections. Idempotent. In-flight responses finish on their own. */
+  close(): void;
+}
+
+/** Builds the uWS app from a route table and starts listening. Rejects when the port cannot be bound. */
+export function startHttpServer(o: HttpServerOptions): Promise<RunningHttpServer> {
+  const app = uWS.App();
+  const observe = (ex: HttpExchange, route: string) => {
+    const status = ex.aborted && ex.status === 0 ? 499 : ex.status;
+    o.metrics.httpRequests.inc({ route, status: String(status) });
+    o.metrics.httpDuration.observe({ route, status_class: `${String(status)[0]}xx` }, (performance.now() - ex.startedAt) / 1000);
+    if (ex.errorCode !== null) o.metrics.errors.inc({ route, code: ex.errorCode });
+  };
+  mountRoutes(app, o.routes, observe);
+  return new Promise((resolve, reject) => {
+    app.listen(o.host, o.port, (socket) => {
+      if (!socket) return reject(new Error(`cannot listen on ${o.host}:${o.port} (address in use or not permitted)`));
+      let open = true;
+      resolve({
+        port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket),
+        close: () => {
+          if (!open) return;
+          open = false;
+          uWS.us_listen_socket_close(socket);
+        },
+      });
+    });
+  });
+}

@@ -1,0 +1,101 @@
+import { SSE_HEADERS } from '../protocol/sse.ts';
+import type { HttpExchange } from './http-exchange.ts';
+
+export interface SseWriterOptions {
+  /** Bytes held for a client that does not read, before `onOverflow`. Defaults to 1 MiB. */
+  bufferLimit: number;
+  /** Interval of `: keep-alive` comments while nothing else is written. Defaults to 15 s. */
+  keepAliveMs: number;
+}
+
+export const DEFAULT_SSE_WRITER_OPTIONS = { bufferLimit: 1 << 20, keepAliveMs: 15_000 } satisfies Required<SseWriterOptions>;
+
+/**
+ * Writes one server-sent-event stream with backpressure (architecture habit 4). Events go straight to
+ * uWS while it accepts them; once `write()` reports backpressure they are held here until `onWritable`,
+ * at most `bufferLimit` bytes, after which `onOverflow` fires once (the caller cancels generation and the
+ * connection is dropped). Owned by one request on the main thread; `dispose()` is idempotent.
+ */
+export class SseWriter {
+  private readonly pending: string[] = [];
+  private pendingBytes = 0;
+  private draining = false;
+  private overflowed = false;
+  private keepAliveTimer: NodeJS.Timeout | null = null;
+  private lastWriteAt = performance.now();
+  private readonly options: SseWriterOptions;
+
+  constructor(
+    private readonly exchange: HttpExchange,
+    private readonly onOverflow: () => void,
+    options: Partial<SseWriterOptions> = {},
+  ) {
+    this.options = { ...DEFAULT_SSE_WRITER_OPTIONS, ...options };
+  }
+
+  /** Starts the keep-alive comments (sent only after `keepAliveMs` of silence). Headers go out with the first write. */
+  startKeepAlive(): void {
+    if (this.keepAliveTimer) return;
+    const period = Math.max(50, Math.floor(this.options.keepAliveMs / 3));
+    this.keepAliveTimer = setInterval(() => {
+      if (this.exchange.closed) return this.dispose();
+      if (performance.now() - this.lastWriteAt >= this.options.keepAliveMs && this.pending.length === 0) this.write(': keep-alive\n\n');
+    }, period);
+    this.keepAliveTimer.unref();
+  }
+
+  /** Queues or writes `text` (one or more complete events). */
+  write(text: string): void {
+    if (this.exchange.closed || this.overflowed) return;
+    this.lastWriteAt = performance.now();
+    if (this.draining) {
+      this.pending.push(text);
+      this.pendingBytes += text.length;
+      if (this.pendingBytes > this.options.bufferLimit) {
+        this.overflowed = true;
+        this.onOverflow();
+      }
+      return;
+    }
+    if (!this.exchange.writeChunk(text, 200, SSE_HEADERS)) void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    while (!this.exchange.closed) {
+      await this.exchange.waitWritable();
+      if (this.exchange.closed) break;
+      const batch = this.pending.splice(0).join('');
+      this.pendingBytes = 0;
+      if (batch.length === 0) break;
+      if (this.exchange.writeChunk(batch)) {
+        if (this.pending.length === 0) break;
+      }
+    }
+    this.draining = false;
+    if (this.endRequested !== null && !this.exchange.closed) this.finish(this.endRequested);
+  }
+
+  private endRequested: string | null = null;
+
+  /** Ends the stream after everything queued is written. */
+  end(last = ''): void {
+    this.dispose();
+    if (this.draining) {
+      this.endRequested = last;
+      return;
+    }
+    this.finish(last);
+  }
+
+  private finish(last: string): void {
+    const rest = this.pending.splice(0).join('') + last;
+    this.pendingBytes = 0;
+    this.exchange.endStream(rest);
+  }
+
+  dispose(): void {
+    if (this.keepAliveTimer) clearInterval(this.keepAliveTimer);
+    this.keepAliveTimer = null;
+  }
+}

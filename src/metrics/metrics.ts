@@ -1,0 +1,39 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * Every Prometheus metric of Hearth, declared once (contract.md "Metrics"). Histograms follow vLLM's
+ * names with a hearth_ prefix. Labels come only from closed sets (route, status class, model id of the
+ * served model, finish reason, provider, error code): never a key, token, workspace or project id.
+ * Owned by the main thread; worker threads report through engine events, never touch this registry.
+ */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60];
+const ITL_BUCKETS = [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5];
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'hearth_' });
+  const reg = [registry];
+  return {
+    registry,
+    timeToFirstToken: new Histogram({ name: 'hearth_time_to_first_token_seconds', help: 'Time from request admission to the first generated token', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: reg }),
+    interTokenLatency: new Histogram({ name: 'hearth_inter_token_latency_seconds', help: 'Time between consecutive output deliveries of one stream, per token', labelNames: ['model'], buckets: ITL_BUCKETS, registers: reg }),
+    e2eLatency: new Histogram({ name: 'hearth_e2e_request_latency_seconds', help: 'End-to-end latency of chat completion requests', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: reg }),
+    queueTime: new Histogram({ name: 'hearth_request_queue_time_seconds', help: 'Time a request waited for a slot', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: reg }),
+    requestsRunning: new Gauge({ name: 'hearth_num_requests_running', help: 'Requests holding a slot', labelNames: ['model'], registers: reg }),
+    requestsWaiting: new Gauge({ name: 'hearth_num_requests_waiting', help: 'Requests waiting for a slot', labelNames: ['model'], registers: reg }),
+    modelState: new Gauge({ name: 'hearth_model_state', help: 'Shared model state: 1 for the current state label', labelNames: ['model', 'state'], registers: reg }),
+    modelPullProgress: new Gauge({ name: 'hearth_model_pull_progress_ratio', help: 'Fraction of the model file pulled (1 once present)', labelNames: ['model'], registers: reg }),
+    promptTokens: new Counter({ name: 'hearth_prompt_tokens_total', help: 'Prompt tokens processed (cached ones included)', labelNames: ['model'], registers: reg }),
+    generationTokens: new Counter({ name: 'hearth_generation_tokens_total', help: 'Tokens generated', labelNames: ['model'], registers: reg }),
+    requestSuccess: new Counter({ name: 'hearth_request_success_total', help: 'Finished generations by finish reason', labelNames: ['model', 'finished_reason'], registers: reg }),
+    prefixCacheQueries: new Counter({ name: 'hearth_prefix_cache_queries_total', help: 'Prompt tokens looked up in the prefix cache', labelNames: ['model'], registers: reg }),
+    prefixCacheHits: new Counter({ name: 'hearth_prefix_cache_hits_total', help: 'Prompt tokens served from the prefix cache', labelNames: ['model'], registers: reg }),
+    httpRequests: new Counter({ name: 'hearth_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'], registers: reg }),
+    httpDuration: new Histogram({ name: 'hearth_http_request_duration_seconds', help: 'HTTP request duration by route and status class', labelNames: ['route', 'status_class'], buckets: LATENCY_BUCKETS, registers: reg }),
+    errors: new Counter({ name: 'hearth_errors_total', help: 'Error answers by code', labelNames: ['route', 'code'], registers: reg }),
+    providerLatency: new Histogram({ name: 'hearth_provider_request_duration_seconds', help: 'Upstream provider call duration (to last byte)', labelNames: ['provider', 'outcome'], buckets: LATENCY_BUCKETS, registers: reg }),
+    providerErrors: new Counter({ name: 'hearth_provider_errors_total', help: 'Upstream provider failures by kind', labelNames: ['provider', 'kind'], registers: reg }),
+  };
+}

@@ -1,0 +1,103 @@
+import { unauthorized } from '../errors/index.ts';
+import type { ApiKeyRecord, HearthStore } from './database.ts';
+import { issueCredential, parseCredential, randomId, secretMatches } from './secrets.ts';
+
+/** What the API and CLI show of a key: never the secret or its hash. */
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  accountId: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface CreatedApiKey extends ApiKeyView {
+  /** The whole key; shown once. */
+  key: string;
+}
+
+export interface AuthenticatedKey {
+  keyId: string;
+  accountId: string;
+}
+
+export const DEFAULT_ACCOUNT_ID = 'default';
+/** How often `lastUsedAt` is written for a busy key (a write per request would cost throughput). */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+function view(r: ApiKeyRecord): ApiKeyView {
+  return { id: r.id, name: r.name, accountId: r.accountId, createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt };
+}
+
+/** API keys of accounts. Lookup is by the key's public id (no scans), then a constant-time hash compare. */
+export class ApiKeyRepository {
+  private readonly lastUsedWritten = new Map<string, number>();
+
+  constructor(private readonly store: HearthStore) {}
+
+  async create(name: string, accountId: string = DEFAULT_ACCOUNT_ID): Promise<CreatedApiKey> {
+    const { apiKeys, accounts, index } = this.store.dbs;
+    const cred = issueCredential('hk', randomId());
+    const now = new Date().toISOString();
+    const record: ApiKeyRecord = { id: cred.id, accountId, name, secretHash: cred.secretHash, createdAt: now, lastUsedAt: null, revokedAt: null };
+    await this.store.transaction(() => {
+      if (accounts.get(accountId) === undefined) accounts.put(accountId, { id: accountId, name: accountId, createdAt: now });
+      apiKeys.put(record.id, record);
+      index.put(['key', accountId, record.id], true);
+    });
+    return { ...view(record), key: cred.plaintext };
+  }
+
+  list(accountId?: string): ApiKeyView[] {
+    const { apiKeys, index } = this.store.dbs;
+    if (accountId === undefined) return [...apiKeys.getRange()].map(({ value }) => view(value));
+    const out: ApiKeyView[] = [];
+    for (const { key } of index.getRange({ start: ['key', accountId], end: ['key', accountId, '\uffff'] })) {
+      const record = apiKeys.get(String(key[2]));
+      if (record) out.push(view(record));
+    }
+    return out;
+  }
+
+  get(id: string): ApiKeyView | undefined {
+    const r = this.store.dbs.apiKeys.get(id);
+    return r ? view(r) : undefined;
+  }
+
+  /** Revokes at once: the next request with the key is Unauthorized. False when no such key (for that account). */
+  async revoke(id: string, accountId?: string): Promise<boolean> {
+    const { apiKeys } = this.store.dbs;
+    return this.store.transaction(() => {
+      const r = apiKeys.get(id);
+      if (!r || (accountId !== undefined && r.accountId !== accountId)) return false;
+      if (r.revokedAt === null) apiKeys.put(id, { ...r, revokedAt: new Date().toISOString() });
+      return true;
+    });
+  }
+
+  /** Verifies a presented bearer key; throws `unauthorized()` for anything but a live, matching key. */
+  authenticate(presented: string | undefined): AuthenticatedKey {
+    if (!presented) throw unauthorized();
+    const parsed = parseCredential('hk', presented);
+    if (!parsed) throw unauthorized();
+    const record = this.store.dbs.apiKeys.get(parsed.id);
+    if (!record || record.revokedAt !== null || !secretMatches(parsed.secret, record.secretHash)) throw unauthorized();
+    this.touch(record);
+    return { keyId: record.id, accountId: record.accountId };
+  }
+
+  private touch(record: ApiKeyRecord): void {
+    const now = Date.now();
+    const last = this.lastUsedWritten.get(record.id) ?? 0;
+    if (now - last < LAST_USED_RESOLUTION_MS) return;
+    this.lastUsedWritten.set(record.id, now);
+    const { apiKeys } = this.store.dbs;
+    void this.store
+      .transaction(() => {
+        const current = apiKeys.get(record.id);
+        if (current) apiKeys.put(record.id, { ...current, lastUsedAt: new Date(now).toISOString() });
+      })
+      .catch(() => {});
+  }
+}

@@ -1,0 +1,74 @@
+import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
+import type { ModelWorkerData } from '../engine/worker-protocol.ts';
+import { InstantEngine } from './instant-engine.ts';
+import { LlamaSequenceEngine } from './llama-sequence-engine.ts';
+import { PromptBuilder } from './prompt-builder.ts';
+import type { SlotEngine } from './slot-engine.ts';
+
+/**
+ * Everything one model worker holds for its whole life: the llama.cpp runtime, the model (full for the
+ * node-llama-cpp engine, vocabulary-only for the native loop, none for the instant engine), the chat
+ * template and the slot engine. Loaded once per worker thread; `dispose()` is idempotent.
+ */
+export class ModelHost {
+  private disposed = false;
+
+  private constructor(
+    readonly engine: SlotEngine,
+    readonly prompts: PromptBuilder | null,
+    readonly fallbackReason: string | undefined,
+    private readonly llama: Llama | null,
+    private readonly model: LlamaModel | null,
+  ) {}
+
+  static async load(data: ModelWorkerData): Promise<ModelHost> {
+    if (data.engine === 'instant') return new ModelHost(new InstantEngine(data.contextSize, data.slots), null, undefined, null, null);
+    const llama = await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
+    let fallbackReason: string | undefined;
+    if (data.engine === 'native' || data.engine === 'auto') {
+      const native = await tryLoadNative(data);
+      if (native.ok) {
+        const model = await llama.loadModel({ modelPath: data.modelPath, vocabOnly: true });
+        return new ModelHost(native.engine, new PromptBuilder(model), undefined, llama, model);
+      }
+      if (data.engine === 'native') throw new Error(`native engine unavailable: ${native.reason}`);
+      fallbackReason = native.reason;
+    }
+    const model = await llama.loadModel({ modelPath: data.modelPath });
+    const engine = await LlamaSequenceEngine.load({ model, contextSize: data.contextSize, slots: data.slots, threads: fallbackReason ? data.fallbackThreads : data.threads, batchSize: data.batchSize });
+    return new ModelHost(engine, new PromptBuilder(model), fallbackReason, llama, model);
+  }
+
+  /** Prompt tokens and template stop strings; the instant engine estimates ~4 bytes per token. */
+  buildPrompt(messages: { role: string; content: string }[]): { tokens: Uint32Array; stops: string[] } {
+    if (this.prompts) return this.prompts.build(messages as Parameters<PromptBuilder['build']>[0]);
+    const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + 4, 0);
+    return { tokens: new Uint32Array(Math.max(1, Math.ceil(bytes / 4))), stops: [] };
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    await this.engine.dispose();
+    await this.model?.dispose();
+    await this.llama?.dispose();
+  }
+}
+
+async function tryLoadNative(data: ModelWorkerData): Promise<{ ok: true; engine: SlotEngine } | { ok: false; reason: string }> {
+  try {
+    const mod = await import('./native-slot-engine.ts');
+    const available = mod.nativeAddonAvailable();
+    if (!available.ok) return { ok: false, reason: available.reason };
+    const engine = await mod.loadNativeSlotEngine({
+      modelPath: data.modelPath,
+      contextSize: data.contextSize,
+      slots: data.slots,
+      threads: data.threads,
+      batchSize: data.batchSize,
+    });
+    return { ok: true, engine };
+  } catch (err) {
+    return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+  }
+}

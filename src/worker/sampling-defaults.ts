@@ -1,0 +1,30 @@
+import type { SamplingOptions } from '../protocol/chat-request.ts';
+import type { SamplingParams } from './slot-engine.ts';
+
+/**
+ * Sampler settings for a request. Unset fields take llama-server's defaults (temperature 0.8, top-k 40,
+ * top-p 0.95, min-p 0.05, no repeat penalty) so Hearth and llama.cpp sample alike; a request's `top_p` or
+ * `temperature` override them, OpenAI's presence/frequency penalties map onto llama.cpp's. No seed: random.
+ */
+export const DEFAULT_SAMPLING = {
+  temperature: 0.8,
+  topP: 0.95,
+  topK: 40,
+  minP: 0.05,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 0,
+} satisfies Required<SamplingParams>;
+
+export function samplingFor(o: SamplingOptions, randomSeed: () => number = () => (Math.random() * 0xffffffff) >>> 0): SamplingParams {
+  return {
+    ...DEFAULT_SAMPLING,
+    temperature: o.temperature ?? DEFAULT_SAMPLING.temperature,
+    topP: o.topP ?? DEFAULT_SAMPLING.topP,
+    presencePenalty: o.presencePenalty ?? 0,
+    frequencyPenalty: o.frequencyPenalty ?? 0,
+    seed: o.seed !== undefined ? o.seed >>> 0 : randomSeed(),
+  };
+}
