@@ -1,6 +1,4 @@
 import { ConfigError } from '../config/config.ts';
-import { keysCommand } from './keys-command.ts';
-import { serveCommand } from './serve-command.ts';
 
 /** The `hearth` command: serve, keys (and the record commands). Exit codes: 0 ok, 1 failed, 2 usage. */
 const HELP = `Usage: hearth <command> [options]
@@ -12,7 +10,11 @@ Commands:
 Run "hearth <command> --help" for a command's options.`;
 
 type Command = (argv: string[], out: (s: string) => void) => Promise<number>;
-const COMMANDS: Record<string, Command> = { serve: serveCommand, keys: keysCommand };
+/** Loaded on demand, so `hearth keys` does not pay for loading the engine. */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  serve: async () => (await import('./serve-command.ts')).serveCommand,
+  keys: async () => (await import('./keys-command.ts')).keysCommand,
+};
 
 export async function runCli(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
   const [name, ...rest] = argv;
@@ -20,12 +22,13 @@ export async function runCli(argv: string[], out: (s: string) => void = (s) => p
     out(HELP);
     return name ? 0 : 2;
   }
-  const command = COMMANDS[name];
-  if (!command) {
+  const load = COMMANDS[name];
+  if (!load) {
     process.stderr.write(`hearth: unknown command '${name}'\n\n${HELP}\n`);
     return 2;
   }
   try {
+    const command = await load();
     return await command(rest, out);
   } catch (err) {
     if (err instanceof ConfigError) {

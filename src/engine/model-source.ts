@@ -48,8 +48,9 @@ export interface PullOptions {
  * says how to serve a local file instead; never hangs.
  */
 export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, options: PullOptions): Promise<string> {
-  const fileName = source.uri.replace(/#.*$/, '').split('/').pop()!;
-  const existing = path.join(options.modelsDir, fileName);
+  // node-llama-cpp stores hf:<user>/<repo>/<file> as hf_<user>_<file>; a file already there is reused offline.
+  const [, user, , file] = HUB_URI.exec(source.uri)!;
+  const existing = path.join(options.modelsDir, `hf_${user}_${path.basename(file!)}`);
   if (fs.existsSync(existing)) {
     const size = fs.statSync(existing).size;
     options.onProgress({ downloadedBytes: size, totalBytes: size });

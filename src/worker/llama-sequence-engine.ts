@@ -104,7 +104,8 @@ export class LlamaSequenceEngine implements SlotEngine {
           : undefined,
       });
       let first = true;
-      let finish: 'stop' | 'length' | 'cancelled' = 'length';
+      // The generator ends by itself on an end-of-generation token: that is a 'stop'.
+      let finish: 'stop' | 'length' | 'cancelled' = 'stop';
       const room = Math.min(job.maxTokens, this.contextSize - prompt.length);
       for await (const token of iterator) {
         if (first) {

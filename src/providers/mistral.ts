@@ -1,0 +1,51 @@
+import { upstreamBadResponse } from '../errors/errors.ts';
+import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
+import { chatCompletionMessages, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
+import type { SseEvent } from './sse-parser.ts';
+import type { UpstreamRequest } from './upstream-fetch.ts';
+import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
+
+/**
+ * Mistral chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE
+ * (`data: [DONE]` at the end; usage arrives on the last chunk without asking). Differences from OpenAI:
+ * `max_tokens`, `random_seed` instead of `seed`, no `user` (Mistral rejects unknown fields with 422, so
+ * `user` is not sent), and finish reasons `model_length` (-> length) and `error` (-> 502).
+ */
+export function mistralFinishReason(reason: string, provider = 'mistral'): FinishReason {
+  if (reason === 'length' || reason === 'model_length') return 'length';
+  if (reason === 'error') throw upstreamBadResponse(provider, 'generation failed (finish_reason "error")', 'generation_error');
+  return 'stop'; // 'stop', 'tool_calls'
+}
+
+export function buildMistralRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
+  const r = call.request;
+  const body = compact({
+    model: call.model,
+    messages: chatCompletionMessages(call),
+    temperature: effectiveTemperature(call),
+    top_p: r.topP,
+    max_tokens: r.maxTokens,
+    stop: r.stop.length > 0 ? r.stop : undefined,
+    random_seed: r.seed,
+    presence_penalty: r.presencePenalty,
+    frequency_penalty: r.frequencyPenalty,
+    stream: stream ? true : undefined,
+  });
+  return {
+    url: `${options.baseUrl}/chat/completions`,
+    headers: {
+      authorization: `Bearer ${call.apiKey}`,
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+    },
+    body: JSON.stringify(body),
+  };
+}
+
+export const mistralAdapter: VendorAdapter = {
+  name: 'mistral',
+  buildRequest: buildMistralRequest,
+  parseReply: (body: unknown): VendorReply => parseChatCompletionReply(body, 'mistral', mistralFinishReason),
+  parseStreamEvent: (event: SseEvent): VendorStreamEvent[] => parseChatCompletionEvent(event, 'mistral', mistralFinishReason),
+};

@@ -1,0 +1,52 @@
+import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
+import { chatCompletionMessages, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
+import type { SseEvent } from './sse-parser.ts';
+import type { UpstreamRequest } from './upstream-fetch.ts';
+import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
+
+/**
+ * OpenAI chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE.
+ * Every request field Hearth honours maps one to one, except max tokens, sent as
+ * `max_completion_tokens` (the current name; reasoning models reject `max_tokens`). Streams always ask
+ * for `stream_options.include_usage` so usage is known; the usage chunk reaches the client only when
+ * it asked for it.
+ */
+export function openAiFinishReason(reason: string): FinishReason {
+  // 'content_filter', 'tool_calls', 'function_call': the answer ended; Hearth has only stop | length.
+  return reason === 'length' ? 'length' : 'stop';
+}
+
+export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
+  const r = call.request;
+  const body = compact({
+    model: call.model,
+    messages: chatCompletionMessages(call),
+    temperature: effectiveTemperature(call),
+    top_p: r.topP,
+    max_completion_tokens: r.maxTokens,
+    stop: r.stop.length > 0 ? r.stop : undefined,
+    seed: r.seed,
+    presence_penalty: r.presencePenalty,
+    frequency_penalty: r.frequencyPenalty,
+    user: r.user,
+    stream: stream ? true : undefined,
+    stream_options: stream ? { include_usage: true } : undefined,
+  });
+  return {
+    url: `${options.baseUrl}/chat/completions`,
+    headers: {
+      authorization: `Bearer ${call.apiKey}`,
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+    },
+    body: JSON.stringify(body),
+  };
+}
+
+export const openAiAdapter: VendorAdapter = {
+  name: 'openai',
+  buildRequest: buildOpenAiRequest,
+  parseReply: (body: unknown): VendorReply => parseChatCompletionReply(body, 'openai', openAiFinishReason),
+  parseStreamEvent: (event: SseEvent): VendorStreamEvent[] => parseChatCompletionEvent(event, 'openai', openAiFinishReason),
+};

@@ -1,0 +1,230 @@
+import { loadHearthNative, type NativeLoopEvent, type NativeSlotLoop } from '../../native/binding.ts';
+import { contextLengthExceeded } from '../errors/index.ts';
+import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle, SlotJobResult } from './slot-engine.ts';
+
+/**
+ * The default engine: Hearth's native continuous-batching loop (native/, a C++ addon over the prebuilt
+ * libllama of node-llama-cpp). One llama.cpp context holds `slots` sequences of `contextSize` tokens
+ * each; a native thread decodes every active slot in one llama_decode per step, samples, detects stop
+ * strings and sends each step's text for all slots back in one call.
+ *
+ * Threads: created and used on one JavaScript thread (a model worker); job callbacks run on that
+ * thread. Tokenization and the chat template happen elsewhere (node-llama-cpp, vocabulary only, in
+ * the same worker): this engine takes prompt token ids and returns text. Call `getLlama({ gpu: false })`
+ * there so node-llama-cpp maps the same CPU libllama file as the addon.
+ */
+
+export interface NativeSlotEngineOptions {
+  modelPath: string;
+  /** KV tokens per slot; a prompt may use at most contextSize - 1 of them. */
+  contextSize: number;
+  slots: number;
+  /** llama.cpp threads for every decode (generation and prompt batches). */
+  threads: number;
+  /** Most tokens per decode step (prompt chunks + one per generating slot). Defaults to 512. */
+  batchSize?: number;
+  /**
+   * One KV buffer shared by all slots instead of one stream per slot. Defaults to false, like
+   * llama-server with an explicit -np: attention then only spans a slot's own tokens.
+   */
+  kvUnified?: boolean;
+}
+
+export const DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS = {
+  batchSize: 512,
+  kvUnified: false,
+} satisfies Required<Pick<NativeSlotEngineOptions, 'batchSize' | 'kvUnified'>>;
+
+/** A refusal of submit() or a load failure; `code` is stable, the message is for people. */
+export class NativeEngineError extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+    this.name = 'NativeEngineError';
+  }
+}
+
+/** Whether the addon is built and loadable here (loads it once per thread; cheap). */
+export function nativeAddonAvailable(): { ok: true } | { ok: false; reason: string } {
+  const native = loadHearthNative();
+  return native.ok ? { ok: true } : { ok: false, reason: native.reason };
+}
+
+/** Loads the model on the native loop's thread; resolves once the context is ready. */
+export function loadNativeSlotEngine(options: NativeSlotEngineOptions): Promise<SlotEngine> {
+  return loadNativeSlotEngineInternal(options);
+}
+
+/** As loadNativeSlotEngine, typed as the concrete engine (tests and benchmarks read its extra fields). */
+export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOptions): Promise<NativeSlotEngine> {
+  const o = { ...DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS, ...options };
+  for (const key of ['contextSize', 'slots', 'threads', 'batchSize'] as const) {
+    if (!Number.isInteger(o[key]) || o[key] < 1) throw new NativeEngineError('invalid_option', `${key} must be a positive integer, got ${o[key]}`);
+  }
+  const native = loadHearthNative();
+  if (!native.ok) throw new NativeEngineError('addon_unavailable', native.reason);
+
+  return new Promise<NativeSlotEngine>((resolve, reject) => {
+    let engine: NativeSlotEngine | undefined;
+    const loop = new native.binding.SlotLoop(
+      { modelPath: o.modelPath, contextSize: o.contextSize, slots: o.slots, threads: o.threads, batchSize: o.batchSize, kvUnified: o.kvUnified },
+      (events) => {
+        if (engine) return engine.handle(events);
+        for (const e of events) {
+          if (e.type === 'ready') {
+            engine = new NativeSlotEngine(loop, o.slots, e);
+            resolve(engine);
+          } else if (e.type === 'loadFailed') {
+            reject(new NativeEngineError('model_load_failed', e.message));
+          }
+        }
+      },
+    );
+  });
+}
+
+interface JobState {
+  events: SlotJobEvents;
+  cancelRequested: boolean;
+  /** onDone / onError already called (a callback threw, or the job ended). */
+  ended: boolean;
+}
+
+export class NativeSlotEngine implements SlotEngine {
+  readonly kind = 'native' as const;
+  readonly contextSize: number;
+  readonly slotCount: number;
+  /** llama_n_ctx: KV cells of the whole context. */
+  readonly contextTotal: number;
+  /** llama_n_batch: the most tokens one step decodes. */
+  readonly batchSize: number;
+
+  /** Jobs submitted whose terminal native event has not arrived yet (their slots are taken). */
+  private readonly jobs = new Map<number, JobState>();
+  private nextJobId = 1;
+  private disposing: Promise<void> | undefined;
+  private resolveDisposed: (() => void) | undefined;
+
+  /** @internal created by loadNativeSlotEngine once the loop reported 'ready'. */
+  constructor(
+    private readonly loop: NativeSlotLoop,
+    slots: number,
+    ready: Extract<NativeLoopEvent, { type: 'ready' }>,
+  ) {
+    this.contextSize = ready.contextSize;
+    this.slotCount = slots;
+    this.contextTotal = ready.contextTotal;
+    this.batchSize = ready.batchSize;
+  }
+
+  /** Jobs holding a slot right now. */
+  get activeJobs(): number {
+    return this.jobs.size;
+  }
+
+  submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle {
+    if (this.disposing) throw new NativeEngineError('engine_disposed', 'the engine is disposed');
+    const n = job.promptTokens.length;
+    if (n === 0) throw new NativeEngineError('empty_prompt', 'the prompt has no tokens');
+    if (n + 1 > this.contextSize) throw contextLengthExceeded(n, this.contextSize);
+    if (this.jobs.size >= this.slotCount) throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy`);
+
+    const id = this.allocateJobId();
+    const refusal = this.loop.submit(id, job.promptTokens, job.maxTokens, job.stop, job.sampling);
+    if (refusal) {
+      if (refusal.code === 'context_length_exceeded') throw contextLengthExceeded(n, this.contextSize);
+      throw new NativeEngineError(refusal.code, refusal.message);
+    }
+    const state: JobState = { events, cancelRequested: false, ended: false };
+    this.jobs.set(id, state);
+    return {
+      cancel: () => {
+        if (state.cancelRequested || state.ended || !this.jobs.has(id)) return;
+        state.cancelRequested = true;
+        this.loop.cancel(id);
+      },
+    };
+  }
+
+  dispose(): Promise<void> {
+    if (!this.disposing) {
+      this.disposing = new Promise<void>((resolve) => {
+        this.resolveDisposed = resolve;
+      });
+      this.loop.dispose();
+    }
+    return this.disposing;
+  }
+
+  /** @internal the loop's events, on this engine's thread. */
+  handle(events: NativeLoopEvent[]): void {
+    for (const e of events) {
+      if (e.type === 'disposed') {
+        this.resolveDisposed?.();
+        continue;
+      }
+      if (e.type === 'ready' || e.type === 'loadFailed') continue;
+      const state = this.jobs.get(e.job);
+      if (!state) continue;
+      if (e.type === 'done' || e.type === 'error') this.jobs.delete(e.job);
+      if (state.ended) continue;
+      try {
+        this.dispatch(state, e);
+      } catch (err) {
+        this.callbackFailed(e.job, state, err);
+      }
+    }
+  }
+
+  private dispatch(state: JobState, e: Exclude<NativeLoopEvent, { type: 'ready' | 'loadFailed' | 'disposed' }>): void {
+    switch (e.type) {
+      case 'prompt':
+        if (!state.cancelRequested) state.events.onPrompt?.({ promptTokens: e.promptTokens, cachedTokens: e.cachedTokens });
+        return;
+      case 'text':
+        if (!state.cancelRequested) state.events.onText(e.text, e.tokens);
+        return;
+      case 'done': {
+        state.ended = true;
+        const result: SlotJobResult = {
+          finishReason: state.cancelRequested ? 'cancelled' : e.finishReason,
+          promptTokens: e.promptTokens,
+          cachedTokens: e.cachedTokens,
+          completionTokens: e.completionTokens,
+        };
+        state.events.onDone(result);
+        return;
+      }
+      case 'error':
+        state.ended = true;
+        state.events.onError({ message: e.message, code: e.code });
+        return;
+    }
+  }
+
+  /** A job callback threw: that job ends with onError and its slot is cancelled; other jobs go on. */
+  private callbackFailed(id: number, state: JobState, err: unknown): void {
+    const wasEnded = state.ended;
+    state.ended = true;
+    if (this.jobs.has(id) && !state.cancelRequested) {
+      state.cancelRequested = true;
+      this.loop.cancel(id);
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    if (wasEnded) {
+      process.emitWarning(`native engine: a job's terminal callback threw: ${message}`);
+      return;
+    }
+    try {
+      state.events.onError({ message: `job callback failed: ${message}`, code: 'callback_failed' });
+    } catch (again) {
+      process.emitWarning(`native engine: a job's onError threw: ${again instanceof Error ? again.message : String(again)}`);
+    }
+  }
+
+  private allocateJobId(): number {
+    do {
+      this.nextJobId = this.nextJobId >= 0xffffffff ? 1 : this.nextJobId + 1;
+    } while (this.jobs.has(this.nextJobId));
+    return this.nextJobId;
+  }
+}

@@ -1,0 +1,91 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const BIN = path.join(ROOT, 'bin/hearth.js');
+
+export interface HearthProcess {
+  baseUrl: string;
+  port: number;
+  /** An API key created with `hearth keys create` before start. */
+  key: string;
+  dataDir: string;
+  proc: ChildProcess;
+  /** Everything the server wrote to stderr/stdout so far. */
+  logs(): string;
+  /** Polls /health until 200 (or throws after timeoutMs). */
+  waitReady(timeoutMs?: number): Promise<void>;
+  /** SIGTERM (or the given signal) and wait for exit. Idempotent. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Runs the `hearth` CLI synchronously (keys, workspaces ...). */
+export function hearthCli(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+export function createKey(dataDir: string, name = 'test'): string {
+  const r = hearthCli(['keys', 'create', '--name', name, '--data-dir', dataDir, '--json']);
+  if (r.status !== 0) throw new Error(`keys create failed: ${r.stderr}`);
+  return (JSON.parse(r.stdout) as { key: string }).key;
+}
+
+/** Starts `hearth serve` as a child process on a free port with a fresh data dir (unless given). */
+export async function startHearthProcess(options: { args: string[]; env?: NodeJS.ProcessEnv; dataDir?: string }): Promise<HearthProcess> {
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-test-'));
+  const key = createKey(dataDir);
+  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...options.args], {
+    env: { ...process.env, HEARTH_LOG_LEVEL: 'debug', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  proc.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
+  proc.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    const check = () => {
+      const m = /"msg":"listening".*?"port":(\d+)/.exec(output);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    proc.stderr!.on('data', check);
+    void exited.then((code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${output}`)); });
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  let stopping: Promise<number | null> | null = null;
+  return {
+    baseUrl,
+    port,
+    key,
+    dataDir,
+    proc,
+    logs: () => output,
+    async waitReady(timeoutMs = 60_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        const r = await fetch(`${baseUrl}/health`).catch(() => null);
+        if (r?.status === 200) return;
+        const body = r ? ((await r.json()) as { state?: string; error?: string }) : null;
+        if (body?.state === 'failed') throw new Error(`model failed: ${body.error}\n${output}`);
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      throw new Error(`not ready after ${timeoutMs} ms:\n${output}`);
+    },
+    stop(signal: NodeJS.Signals = 'SIGTERM') {
+      stopping ??= (async () => {
+        if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+        const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+        const code = await exited;
+        clearTimeout(timer);
+        return code;
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../../src/errors/index.ts';
+import { validateChatRequest } from '../../../src/protocol/validate-chat-request.ts';
+
+const base = { model: 'local/m', messages: [{ role: 'user', content: 'hi' }] };
+const fail = (body: unknown): ApiError => {
+  try {
+    validateChatRequest(body);
+  } catch (e) {
+    if (e instanceof ApiError) return e;
+    throw e;
+  }
+  throw new Error('expected a validation error');
+};
+
+describe('validateChatRequest', () => {
+  it('accepts a minimal request with defaults', () => {
+    expect(validateChatRequest(base)).toEqual({
+      model: 'local/m', messages: [{ role: 'user', content: 'hi' }], stream: false, includeUsage: false, stop: [],
+      temperature: undefined, topP: undefined, maxTokens: undefined, seed: undefined, presencePenalty: undefined, frequencyPenalty: undefined, user: undefined,
+    });
+  });
+
+  it('maps every honoured field', () => {
+    const r = validateChatRequest({
+      ...base, stream: true, stream_options: { include_usage: true }, temperature: 0.5, top_p: 0.9, max_completion_tokens: 7,
+      stop: 'END', seed: 3, presence_penalty: 1, frequency_penalty: -1, user: 'u1',
+    });
+    expect(r).toMatchObject({ stream: true, includeUsage: true, temperature: 0.5, topP: 0.9, maxTokens: 7, stop: ['END'], seed: 3, presencePenalty: 1, frequencyPenalty: -1, user: 'u1' });
+  });
+
+  it('prefers max_tokens over max_completion_tokens', () => {
+    expect(validateChatRequest({ ...base, max_tokens: 5, max_completion_tokens: 9 }).maxTokens).toBe(5);
+  });
+
+  it('joins text parts and maps developer to system', () => {
+    const r = validateChatRequest({ ...base, messages: [{ role: 'developer', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }] });
+    expect(r.messages).toEqual([{ role: 'system', content: 'ab' }]);
+  });
+
+  it.each([
+    [{ ...base, model: 3 }, 'model', 'invalid_type'],
+    [{ messages: base.messages }, 'model', 'missing_required_parameter'],
+    [{ ...base, messages: 'hi' }, 'messages', 'invalid_type'],
+    [{ ...base, messages: [] }, 'messages', 'empty_array'],
+    [{ ...base, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role', 'invalid_value'],
+    [{ ...base, messages: [{ role: 'user' }] }, 'messages[0].content', 'missing_required_parameter'],
+    [{ ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content[0]', 'unsupported_content_part'],
+    [{ ...base, temperature: 2.5 }, 'temperature', 'invalid_value'],
+    [{ ...base, top_p: -0.1 }, 'top_p', 'invalid_value'],
+    [{ ...base, max_tokens: 0 }, 'max_tokens', 'invalid_value'],
+    [{ ...base, max_tokens: 1.5 }, 'max_tokens', 'invalid_type'],
+    [{ ...base, seed: 'x' }, 'seed', 'invalid_type'],
+    [{ ...base, stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop', 'invalid_value'],
+    [{ ...base, stop: [''] }, 'stop', 'invalid_value'],
+    [{ ...base, stop: 5 }, 'stop', 'invalid_type'],
+    [{ ...base, stream: 'yes' }, 'stream', 'invalid_type'],
+    [{ ...base, stream_options: { include_usage: true } }, 'stream_options', 'invalid_value'],
+    [{ ...base, n: 2 }, 'n', 'unsupported_parameter'],
+    [{ ...base, logprobs: true }, 'logprobs', 'unsupported_parameter'],
+    [{ ...base, tools: [{}] }, 'tools', 'unsupported_parameter'],
+    [{ ...base, response_format: { type: 'json_object' } }, 'response_format', 'unsupported_parameter'],
+    [{ ...base, mystery: 1 }, 'mystery', 'unknown_parameter'],
+  ])('rejects %j naming %s', (body, param, code) => {
+    const e = fail(body);
+    expect(e.status).toBe(400);
+    expect(e.param).toBe(param);
+    expect(e.code).toBe(code);
+    expect(e.message).toContain(param.split('[')[0]!);
+  });
+
+  it('accepts harmless fields and no-op values of unsupported ones', () => {
+    expect(() => validateChatRequest({ ...base, n: 1, logprobs: false, tools: [], tool_choice: 'none', store: false, metadata: {}, response_format: { type: 'text' } })).not.toThrow();
+  });
+
+  it('rejects a non-object body', () => {
+    expect(fail([1]).code).toBe('invalid_type');
+    expect(fail(null).code).toBe('invalid_type');
+  });
+});

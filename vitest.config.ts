@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// Model and e2e tests start real servers and model workers: on a 2-core machine they run two files at a
+// time at most, and get generous time-outs (never timing assertions).
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    pool: 'forks',
+    maxWorkers: 2,
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    teardownTimeout: 30_000,
+  },
+});
