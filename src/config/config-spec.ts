@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { DEFAULT_MODEL_URI, defaultModelsDir } from '../../models/manifest.ts';
 
 /**
  * Every setting of `hearth serve`, declared once: the flag, the HEARTH_* variable, the type, the default
@@ -21,7 +22,7 @@ export interface SettingSpec {
   secret?: boolean;
 }
 
-export const DEFAULT_MODEL_URI = 'hf:bartowski/Qwen2.5-0.5B-Instruct-GGUF/Qwen2.5-0.5B-Instruct-Q4_K_M.gguf';
+export { DEFAULT_MODEL_URI };
 
 const cores = () => Math.max(1, os.availableParallelism());
 
@@ -32,7 +33,7 @@ export const SERVE_SETTINGS = [
   { key: 'dataDir', flag: '--data-dir', env: 'HEARTH_DATA_DIR', type: 'string', default: './data', help: 'Directory of the LMDB records and the master key file' },
   { key: 'model', flag: '--model', env: 'HEARTH_MODEL', type: 'string', default: DEFAULT_MODEL_URI, help: 'A local .gguf path or a hub URI hf:<user>/<repo>/<file>' },
   { key: 'modelId', flag: '--model-id', env: 'HEARTH_MODEL_ID', type: 'string', default: undefined, help: 'Model id <namespace>/<name> served on the API (default derived from --model)' },
-  { key: 'modelsDir', flag: '--models-dir', env: 'HEARTH_MODELS_DIR', type: 'string', default: () => `${os.homedir()}/.cache/hearth/models`, help: 'Where pulled models are stored' },
+  { key: 'modelsDir', flag: '--models-dir', env: 'HEARTH_MODELS_DIR', type: 'string', default: defaultModelsDir, help: 'Where pulled models are stored' },
   { key: 'engine', flag: '--engine', env: 'HEARTH_ENGINE', type: 'enum', values: ['auto', 'native', 'node-llama-cpp', 'instant'], default: 'auto', help: 'Token engine: native batching loop, node-llama-cpp sequences, auto (native, else node-llama-cpp), instant (test engine, no model math)' },
   { key: 'workers', flag: '--workers', env: 'HEARTH_WORKERS', type: 'int', min: 1, max: 64, default: 1, help: 'Model worker threads (each loads the model once)' },
   { key: 'slots', flag: '--slots', env: 'HEARTH_SLOTS', type: 'int', min: 1, max: 256, default: 8, help: 'Concurrent sequences per worker (continuous batching width)' },
