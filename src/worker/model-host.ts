@@ -23,17 +23,19 @@ export class ModelHost {
 
   static async load(data: ModelWorkerData): Promise<ModelHost> {
     if (data.engine === 'instant') return new ModelHost(new InstantEngine(data.contextSize, data.slots), null, undefined, null, null);
-    const llama = await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
     let fallbackReason: string | undefined;
     if (data.engine === 'native' || data.engine === 'auto') {
       const native = await tryLoadNative(data);
       if (native.ok) {
+        // The CPU runtime: the same libllama file the addon links, so the process maps one copy.
+        const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
         const model = await llama.loadModel({ modelPath: data.modelPath, vocabOnly: true });
         return new ModelHost(native.engine, new PromptBuilder(model), undefined, llama, model);
       }
       if (data.engine === 'native') throw new Error(`native engine unavailable: ${native.reason}`);
       fallbackReason = native.reason;
     }
+    const llama = await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
     const model = await llama.loadModel({ modelPath: data.modelPath });
     const engine = await LlamaSequenceEngine.load({ model, contextSize: data.contextSize, slots: data.slots, threads: fallbackReason ? data.fallbackThreads : data.threads, batchSize: data.batchSize });
     return new ModelHost(engine, new PromptBuilder(model), fallbackReason, llama, model);
