@@ -74,9 +74,14 @@ export class LlamaSequenceEngine implements SlotEngine {
     best.busy = true;
     const state = { cancelled: false };
     const slot = best;
-    void this.run(slot, job, events, state, bestLen).finally(() => {
-      slot.busy = false;
-    });
+    // The slot is free again before the terminal callback runs, so a job submitted from it can reuse the prefix.
+    const release = () => { slot.busy = false; };
+    void this.run(slot, job, {
+      onPrompt: events.onPrompt?.bind(events),
+      onText: events.onText.bind(events),
+      onDone: (r) => { release(); events.onDone(r); },
+      onError: (e) => { release(); events.onError(e); },
+    }, state, bestLen);
     return { cancel: () => { state.cancelled = true; } };
   }
 
