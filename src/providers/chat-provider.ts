@@ -41,7 +41,7 @@ export interface ChatProvider {
   readonly name: ProviderName;
   /**
    * One JSON completion in the OpenAI shape. Rejects with an ApiError (upstream failures mapped per
-   * README "Upstream providers") or, when `call.signal` aborts, with a DOMException named 'AbortError'.
+   * src/providers/README.md) or, when `call.signal` aborts, with a DOMException named 'AbortError'.
    */
   complete(call: ProviderCall): Promise<ChatCompletion>;
   /**

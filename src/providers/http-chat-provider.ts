@@ -70,7 +70,7 @@ export class HttpChatProvider implements ChatProvider {
     try {
       return parser.push(bytes);
     } catch {
-      throw upstreamBadResponse(this.name, `a stream event exceeds ${this.options.maxResponseBytes} bytes`);
+      throw upstreamBadResponse(this.name, `a stream event exceeds the size limit (${this.options.maxResponseBytes})`);
     }
   }
 }

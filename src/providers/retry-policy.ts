@@ -32,6 +32,7 @@ export function retryAfterFromHeaders(headers: Headers, now: number = Date.now()
   if (after === null || after.trim() === '') return undefined;
   const trimmed = after.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed) * 1000;
+  if (!/[a-z]/i.test(trimmed)) return undefined; // '-3' or '2026' would parse as years
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - now);

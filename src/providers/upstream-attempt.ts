@@ -27,7 +27,7 @@ export class UpstreamAttempt {
     private readonly provider: string,
     private readonly callSignal: AbortSignal,
   ) {
-    this.signal = this.controller.signal;
+    this.signal = AbortSignal.any([callSignal, this.controller.signal]);
   }
 
   /** Starts the time-out: if `ms` pass before disarm(), the exchange is aborted and counts as timed out. */
