@@ -2,14 +2,24 @@ import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
+import { ManagementService } from './gateway/management-service.ts';
+import { ProjectGateway } from './gateway/project-gateway.ts';
+import { Provisioner } from './gateway/provisioner.ts';
 import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
 import { startHttpServer } from './http/http-server.ts';
+import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
+import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
 import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
+import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
 import { ApiKeyRepository } from './store/api-key-repository.ts';
 import { HearthStore } from './store/database.ts';
+import { loadMasterKey } from './store/master-key.ts';
+import { ProjectRepository } from './store/project-repository.ts';
+import { ProviderKeyCipher } from './store/provider-key-cipher.ts';
+import { WorkspaceRepository } from './store/workspace-repository.ts';
 
 export interface RunningHearth {
   port: number;
@@ -22,13 +32,18 @@ export interface RunningHearth {
 }
 
 /**
- * Composition root: config -> store -> metrics -> engine -> gateway -> http. The HTTP server listens at
+ * Composition root: config -> master key -> providers -> store -> metrics -> engine -> gateway -> http. The HTTP server listens at
  * once; the model is pulled and loaded in the background (chat calls answer model_warming_up meanwhile).
  */
 export async function startHearth(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningHearth> {
   setUnmappedErrorReporter((err) => log.error('unmapped error', { error: err instanceof Error ? err : String(err) }));
+  const masterKey = loadMasterKey({ secretKey: config.secretKey, dataDir: config.dataDir }); // a bad key file fails the boot here
+  if (masterKey.source === 'created') log.info('created the master key file', { file: masterKey.file });
+  const providers = providersFrom(config); // a bad provider option fails the boot here, before anything is opened
   const store = HearthStore.open(config.dataDir);
   const keys = new ApiKeyRepository(store);
+  const workspaces = new WorkspaceRepository(store);
+  const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
   const metrics = createMetrics();
   const source = resolveModelSource(config.model, config.modelId);
   const engine = new LocalEngine(
@@ -50,9 +65,15 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     log,
   );
   const gateway = new SharedModelGateway(engine);
+  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs });
+  let baseUrl = config.publicUrl ?? '';
+  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl });
+  const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
     ...sharedInferenceRoutes({ gateway, keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...managementRoutes({ management, keys, bodyLimit: config.bodyLimit }),
+    ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
   ];
   let server;
   try {
@@ -61,6 +82,9 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     await store.close();
     throw err;
   }
+  baseUrl = (config.publicUrl ?? defaultBaseUrl(config.host, server.port)).replace(/\/+$/, '');
+  const resumed = provisioner.resumePending();
+  if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
   log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });
   const modelSettled = engine.start();
   let closing: Promise<void> | null = null;
@@ -72,6 +96,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     close: () => {
       closing ??= (async () => {
         server.close();
+        provisioner.dispose();
         await engine.dispose();
         await store.close();
         log.info('stopped');
@@ -80,4 +105,17 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     },
   };
   return running;
+}
+
+/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out and retries. */
+function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
+  const baseUrls: Record<ProviderName, string> = { openai: config.openaiBaseUrl, anthropic: config.anthropicBaseUrl, gemini: config.geminiBaseUrl, mistral: config.mistralBaseUrl };
+  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries })] as const);
+  return Object.fromEntries(entries) as Record<ProviderName, ChatProvider>;
+}
+
+/** `http://host:port`, with a wildcard bind address replaced by loopback and IPv6 literals bracketed. */
+function defaultBaseUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
 }

@@ -6,6 +6,8 @@ const HELP = `Usage: hearth <command> [options]
 Commands:
   serve        Start the inference service (hearth serve --help)
   keys         Create, list and revoke API keys (hearth keys --help)
+  workspaces   Create, list, show and delete workspaces; create their Yam (hearth workspaces --help)
+  projects     Manage inference projects: create, list, get, update, delete, rotate-token (hearth projects --help)
 
 Run "hearth <command> --help" for a command's options.`;
 
@@ -14,6 +16,8 @@ type Command = (argv: string[], out: (s: string) => void) => Promise<number>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve-command.ts')).serveCommand,
   keys: async () => (await import('./keys-command.ts')).keysCommand,
+  workspaces: async () => (await import('./workspaces-command.ts')).workspacesCommand,
+  projects: async () => (await import('./projects-command.ts')).projectsCommand,
 };
 
 export async function runCli(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {

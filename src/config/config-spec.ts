@@ -47,6 +47,7 @@ export const SERVE_SETTINGS = [
   { key: 'keepAliveMs', flag: '--keep-alive-ms', env: 'HEARTH_KEEP_ALIVE_MS', type: 'int', min: 100, max: 600000, default: 15000, help: 'SSE keep-alive comment interval while a stream waits' },
   { key: 'metricsToken', flag: '--metrics-token', env: 'HEARTH_METRICS_TOKEN', type: 'string', default: undefined, secret: true, help: 'When set, GET /metrics requires this bearer token' },
   { key: 'secretKey', flag: '--secret-key', env: 'HEARTH_SECRET_KEY', type: 'string', default: undefined, secret: true, help: 'Master key (64 hex chars or 44-char base64) for provider-key encryption; default: a 0600 key file in the data dir' },
+  { key: 'provisionDelayMs', flag: '--provision-delay-ms', env: 'HEARTH_PROVISION_DELAY_MS', type: 'int', min: 0, max: 3600000, default: 0, help: 'Delay of the asynchronous step that takes a new Yam to ready and a new inference project to ready (0 = at once, after the answer)' },
   { key: 'providerTimeoutMs', flag: '--provider-timeout-ms', env: 'HEARTH_PROVIDER_TIMEOUT_MS', type: 'int', min: 100, max: 3600000, default: 60000, help: 'Upstream provider time-out (headers, and between stream events)' },
   { key: 'providerMaxRetries', flag: '--provider-max-retries', env: 'HEARTH_PROVIDER_MAX_RETRIES', type: 'int', min: 0, max: 10, default: 2, help: 'Retries of an upstream 429/5xx (with backoff, honouring Retry-After)' },
   { key: 'openaiBaseUrl', flag: '--openai-base-url', env: 'HEARTH_OPENAI_BASE_URL', type: 'string', default: 'https://api.openai.com/v1', help: 'OpenAI API base URL' },

@@ -24,6 +24,8 @@ export interface Config {
   keepAliveMs: number;
   metricsToken: string | undefined;
   secretKey: string | undefined;
+  /** Delay of Yam / project provisioning, ms (gateway/provisioner.ts). */
+  provisionDelayMs: number;
   providerTimeoutMs: number;
   providerMaxRetries: number;
   openaiBaseUrl: string;

@@ -36,12 +36,34 @@ export interface ApiKeyRecord {
 export type YamState = 'creating' | 'ready' | 'failed';
 export type ProjectState = 'provisioning' | 'ready' | 'suspended' | 'failed';
 
+/** A workspace's Yam (its application host). Created by PUT .../yam; `creating` -> `ready` (or `failed`). */
+export interface YamRecord {
+  state: YamState;
+  createdAt: string;
+  readyAt: string | null;
+  /** Why the Yam failed; null otherwise. */
+  error: string | null;
+}
+
 export interface WorkspaceRecord {
   id: string;
   accountId: string;
   name: string;
   createdAt: string;
-  yam: { state: YamState; createdAt: string; readyAt: string | null; error: string | null } | null;
+  yam: YamRecord | null;
+}
+
+/**
+ * An AES-256-GCM envelope (provider-key-cipher.ts): base64 `iv` (12 bytes), `tag` (16 bytes) and `data`;
+ * the associated data binds it to one record, so an envelope copied to another record does not decrypt.
+ * `last4` is the only part of the plaintext the API shows.
+ */
+export interface EncryptedSecret {
+  v: 1;
+  iv: string;
+  tag: string;
+  data: string;
+  last4: string;
 }
 
 export interface ProjectRecord {
@@ -49,16 +71,42 @@ export interface ProjectRecord {
   workspaceId: string;
   accountId: string;
   name: string;
+  /** One of openai, anthropic, gemini, mistral (validated by the gateway). */
   provider: string;
   model: string;
   temperature: number | null;
   state: ProjectState;
-  /** AES-256-GCM envelope of the provider key (see master-key.ts). */
-  providerKey: { iv: string; tag: string; data: string; last4: string } | null;
+  /** Why the project is failed or suspended; null otherwise. */
+  stateReason: string | null;
+  /** The provider key, encrypted under the master key; null means "not stored" (provider_configuration_missing). */
+  providerKey: EncryptedSecret | null;
+  /** Public id of the current bearer token (`hp_<tokenId>_<secret>`); index entry `projectToken(tokenId, id)`. */
   tokenId: string;
+  /** hex SHA-256 of the current token's secret. */
   tokenHash: string;
+  tokenIssuedAt: string;
   createdAt: string;
   updatedAt: string;
+}
+
+/**
+ * Keys of the `index` database, one function per kind. Every secondary lookup is a short range read
+ * under a known prefix (never a scan of a record database).
+ */
+export const indexKeys = {
+  /** An account's API keys. */
+  apiKey: (accountId: string, keyId: string) => ['key', accountId, keyId],
+  /** An account's workspaces. */
+  workspace: (accountId: string, workspaceId: string) => ['workspace', accountId, workspaceId],
+  /** A workspace's inference projects. */
+  project: (workspaceId: string, projectId: string) => ['project', workspaceId, projectId],
+  /** A project bearer token's public id -> its project. */
+  projectToken: (tokenId: string, projectId: string) => ['project-token', tokenId, projectId],
+} as const;
+
+/** The [start, end) range of index entries whose key starts with `prefix`. */
+export function indexRange(...prefix: string[]): { start: string[]; end: string[] } {
+  return { start: prefix, end: [...prefix, '\uffff'] };
 }
 
 export class HearthStore {
@@ -84,7 +132,11 @@ export class HearthStore {
     return new HearthStore(root);
   }
 
-  /** Runs `fn` in one write transaction: all of its puts/removes commit together or not at all. */
+  /**
+   * Runs `fn` in one write transaction: all of its puts/removes commit together. Reads inside `fn` see the
+   * committed state at write time (the check-then-write is atomic, also across processes). Caution: lmdb-js
+   * does NOT roll back puts made before a throw inside `fn`, so check everything first, then write.
+   */
   transaction<T>(fn: () => T): Promise<T> {
     return this.root.transaction(fn);
   }

@@ -1,0 +1,116 @@
+import { invalidRequest } from '../errors/index.ts';
+import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../providers/chat-provider.ts';
+
+/**
+ * Validation of management API bodies: raw JSON in, typed input out. Every 400 names the field in
+ * `param`; unknown fields are refused (never silently dropped). Pure.
+ */
+type Json = Record<string, unknown>;
+
+export interface NameInput {
+  name: string;
+}
+
+export interface ProjectInput {
+  name: string;
+  provider: ProviderName;
+  model: string;
+  providerApiKey: string;
+  temperature: number | null;
+}
+
+export interface ProjectPatch {
+  name?: string | undefined;
+  model?: string | undefined;
+  /** null clears it (the provider's default applies). */
+  temperature?: number | null | undefined;
+  providerApiKey?: string | undefined;
+  /** Suspend, or resume (`ready`: the project is provisioned again, then ready). */
+  state?: 'suspended' | 'ready' | undefined;
+}
+
+const MAX_NAME = 200;
+const MAX_MODEL = 256;
+const MAX_PROVIDER_KEY = 4096;
+/** Printable ASCII without spaces: a provider key travels in an HTTP header or query string. */
+const PROVIDER_KEY_CHARS = /^[\x21-\x7e]+$/;
+const MODEL_CHARS = /^[\x21-\x7e]+$/;
+
+function object(body: unknown): Json {
+  if (body === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
+  return body as Json;
+}
+
+function onlyFields(body: Json, allowed: readonly string[]): void {
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) throw invalidRequest(`Unrecognized field: ${key} (allowed: ${allowed.join(', ')})`, key, 'unknown_parameter');
+  }
+}
+
+function text(body: Json, field: string, max: number, pattern?: RegExp, what = 'characters'): string {
+  const v = body[field];
+  if (v === undefined || v === null) throw invalidRequest(`'${field}' is required`, field, 'missing_required_parameter');
+  if (typeof v !== 'string') throw invalidRequest(`'${field}' must be a string`, field, 'invalid_type');
+  const t = v.trim();
+  if (t.length === 0) throw invalidRequest(`'${field}' must not be empty`, field, 'invalid_value');
+  if (t.length > max) throw invalidRequest(`'${field}' must be at most ${max} characters`, field, 'invalid_value');
+  if (pattern && !pattern.test(t)) throw invalidRequest(`'${field}' contains ${what} that are not allowed`, field, 'invalid_value');
+  return t;
+}
+
+function optional<T>(body: Json, field: string, read: () => T): T | undefined {
+  return body[field] === undefined ? undefined : read();
+}
+
+function temperature(body: Json): number | null {
+  const v = body.temperature;
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidRequest("'temperature' must be a number", 'temperature', 'invalid_type');
+  if (v < 0 || v > 2) throw invalidRequest(`'temperature' must be between 0 and 2, got ${v}`, 'temperature', 'invalid_value');
+  return v;
+}
+
+function provider(body: Json): ProviderName {
+  const v = body.provider;
+  if (v === undefined || v === null) throw invalidRequest("'provider' is required", 'provider', 'missing_required_parameter');
+  if (!isProviderName(v)) throw invalidRequest(`'provider' must be one of ${PROVIDER_NAMES.join(', ')}`, 'provider', 'invalid_value');
+  return v;
+}
+
+const providerKey = (body: Json) => text(body, 'providerApiKey', MAX_PROVIDER_KEY, PROVIDER_KEY_CHARS, 'spaces or characters');
+const model = (body: Json) => text(body, 'model', MAX_MODEL, MODEL_CHARS, 'spaces or characters');
+
+/** POST /api/v1/workspaces and POST /api/v1/keys: {name}. */
+export function parseNameInput(body: unknown): NameInput {
+  const b = object(body);
+  onlyFields(b, ['name']);
+  return { name: text(b, 'name', MAX_NAME) };
+}
+
+/** POST .../inference: {name, provider, model, providerApiKey, temperature?}. */
+export function parseProjectInput(body: unknown): ProjectInput {
+  const b = object(body);
+  onlyFields(b, ['name', 'provider', 'model', 'providerApiKey', 'temperature']);
+  return { name: text(b, 'name', MAX_NAME), provider: provider(b), model: model(b), providerApiKey: providerKey(b), temperature: temperature(b) };
+}
+
+/** PATCH .../inference/{projectId}: any of name, model, temperature (null clears), providerApiKey, state. */
+export function parseProjectPatch(body: unknown): ProjectPatch {
+  const b = object(body);
+  if ('provider' in b) throw invalidRequest("'provider' cannot be changed; create a new project for another provider", 'provider', 'immutable_field');
+  const fields = ['name', 'model', 'temperature', 'providerApiKey', 'state'];
+  onlyFields(b, fields);
+  if (!fields.some((f) => b[f] !== undefined)) throw invalidRequest(`Nothing to update: give at least one of ${fields.join(', ')}`, null, 'empty_update');
+  const state = optional(b, 'state', () => {
+    if (b.state !== 'suspended' && b.state !== 'ready') throw invalidRequest("'state' must be 'suspended' or 'ready'", 'state', 'invalid_value');
+    return b.state;
+  });
+  return {
+    name: optional(b, 'name', () => text(b, 'name', MAX_NAME)),
+    model: optional(b, 'model', () => model(b)),
+    temperature: optional(b, 'temperature', () => temperature(b)),
+    providerApiKey: optional(b, 'providerApiKey', () => providerKey(b)),
+    state,
+  };
+}

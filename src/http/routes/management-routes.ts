@@ -1,0 +1,68 @@
+import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
+import type { ManagementService } from '../../gateway/management-service.ts';
+import type { HttpExchange } from '../http-exchange.ts';
+import { readJsonBody } from '../json-body.ts';
+import { bearerToken, type HttpMethod, type Route } from '../router.ts';
+
+export interface ManagementRouteDeps {
+  management: ManagementService;
+  keys: KeyAuthenticator;
+  bodyLimit: number;
+}
+
+/** What a management handler gets: the caller's account, the path parameters and (for writes) the JSON body. */
+interface ManagementCall {
+  accountId: string;
+  params: string[];
+  body: unknown;
+}
+
+type Answer = { status: number; value: unknown };
+
+/**
+ * The management API under /api/v1, authenticated with an account API key (Bearer). Handlers are thin:
+ * authenticate, read the body when the route takes one, call ManagementService, send its view. Answers:
+ * 201 for a creation (and for PUT .../yam when it started a Yam), 200 otherwise; errors per README.
+ */
+export function managementRoutes(d: ManagementRouteDeps): Route[] {
+  const m = d.management;
+  const route = (method: HttpMethod, pattern: string, name: string, takesBody: boolean, handle: (c: ManagementCall) => Answer | Promise<Answer>): Route => ({
+    method,
+    pattern,
+    name,
+    handler: async (ex: HttpExchange) => {
+      const body = takesBody ? readJsonBody(ex, d.bodyLimit) : Promise.resolve(undefined); // attach onData synchronously
+      body.catch(() => {});
+      const { accountId } = d.keys.authenticate(bearerToken(ex.authorization));
+      const answer = await handle({ accountId, params: ex.params, body: await body });
+      ex.sendJson(answer.status, answer.value);
+    },
+  });
+  const ok = (value: unknown): Answer => ({ status: 200, value });
+  const created = (value: unknown): Answer => ({ status: 201, value });
+  const WS = '/api/v1/workspaces/:workspaceId';
+  const PROJECT = `${WS}/inference/:projectId`;
+
+  return [
+    route('POST', '/api/v1/workspaces', 'workspaces', true, async (c) => created(await m.createWorkspace(c.accountId, c.body))),
+    route('GET', '/api/v1/workspaces', 'workspaces', false, (c) => ok(m.listWorkspaces(c.accountId))),
+    route('GET', WS, 'workspace', false, (c) => ok(m.getWorkspace(c.accountId, c.params[0]!))),
+    route('DELETE', WS, 'workspace', false, async (c) => ok(await m.deleteWorkspace(c.accountId, c.params[0]!))),
+    route('PUT', `${WS}/yam`, 'yam', false, async (c) => {
+      const r = await m.putYam(c.accountId, c.params[0]!);
+      return { status: r.created ? 201 : 200, value: r.yam };
+    }),
+    route('GET', `${WS}/yam`, 'yam', false, (c) => ok(m.getYam(c.accountId, c.params[0]!))),
+
+    route('POST', '/api/v1/keys', 'keys', true, async (c) => created(await m.createKey(c.accountId, c.body))),
+    route('GET', '/api/v1/keys', 'keys', false, (c) => ok(m.listKeys(c.accountId))),
+    route('DELETE', '/api/v1/keys/:keyId', 'key', false, async (c) => ok(await m.revokeKey(c.accountId, c.params[0]!))),
+
+    route('POST', `${WS}/inference`, 'projects', true, async (c) => created(await m.createProject(c.accountId, c.params[0]!, c.body))),
+    route('GET', `${WS}/inference`, 'projects', false, (c) => ok(m.listProjects(c.accountId, c.params[0]!))),
+    route('GET', PROJECT, 'project', false, (c) => ok(m.getProject(c.accountId, c.params[0]!, c.params[1]!))),
+    route('PATCH', PROJECT, 'project', true, async (c) => ok(await m.updateProject(c.accountId, c.params[0]!, c.params[1]!, c.body))),
+    route('DELETE', PROJECT, 'project', false, async (c) => ok(await m.deleteProject(c.accountId, c.params[0]!, c.params[1]!))),
+    route('POST', `${PROJECT}/token`, 'project_token', false, async (c) => ok(await m.rotateToken(c.accountId, c.params[0]!, c.params[1]!))),
+  ];
+}

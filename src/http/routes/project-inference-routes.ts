@@ -1,0 +1,41 @@
+import { invalidRequest } from '../../errors/index.ts';
+import type { ProjectGateway } from '../../gateway/project-gateway.ts';
+import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
+import { readJsonBody } from '../json-body.ts';
+import { respondFromUpstream } from '../provider-stream-responder.ts';
+import { bearerToken, type Route } from '../router.ts';
+
+export interface ProjectInferenceRouteDeps {
+  projects: ProjectGateway;
+  bodyLimit: number;
+  keepAliveMs: number;
+  streamBufferLimit: number;
+}
+
+/**
+ * The per-project endpoint: POST /api/v1/inference/{projectId}/chat/completions with the project's bearer
+ * token. Token, project state and provider configuration are checked before the body is awaited (401,
+ * 503, 500 in that order; see ProjectGateway), then the body is validated like the shared endpoint's (400).
+ * `model` is required by the request shape, but the project's stored model is what the upstream gets.
+ */
+export function projectInferenceRoutes(d: ProjectInferenceRouteDeps): Route[] {
+  return [
+    {
+      method: 'POST',
+      pattern: '/api/v1/inference/:projectId/chat/completions',
+      name: 'project_chat_completions',
+      handler: async (ex) => {
+        const body = readJsonBody(ex, d.bodyLimit); // attach onData synchronously
+        body.catch(() => {});
+        const session = d.projects.open(ex.params[0]!, bearerToken(ex.authorization));
+        const json = await body;
+        if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
+        const request = validateChatRequest(json);
+        await respondFromUpstream(ex, { stream: request.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, {
+          complete: (signal) => session.complete(request, signal),
+          stream: (signal) => session.stream(request, signal),
+        });
+      },
+    },
+  ];
+}
