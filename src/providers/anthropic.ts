@@ -12,7 +12,7 @@ import {
 
 /**
  * Anthropic Messages API: POST {base}/v1/messages with `x-api-key` and `anthropic-version` headers.
- * Translation (src/providers/README.md):
+ * Translation (README.md "Upstream providers"):
  *  - system messages are lifted into `system` (several are joined with a blank line, in order);
  *    consecutive messages of the same role are merged (joined with a blank line);
  *  - `max_tokens` is required by Anthropic: request.maxTokens, else options.anthropicDefaultMaxTokens (4096);

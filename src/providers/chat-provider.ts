@@ -41,7 +41,7 @@ export interface ChatProvider {
   readonly name: ProviderName;
   /**
    * One JSON completion in the OpenAI shape. Rejects with an ApiError (upstream failures mapped per
-   * src/providers/README.md) or, when `call.signal` aborts, with a DOMException named 'AbortError'.
+   * README.md "Upstream providers") or, when `call.signal` aborts, with a DOMException named 'AbortError'.
    */
   complete(call: ProviderCall): Promise<ChatCompletion>;
   /**

@@ -13,7 +13,7 @@ import {
 /**
  * Gemini API: POST {base}/v1beta/models/{model}:generateContent, or :streamGenerateContent?alt=sse
  * (SSE `data: {...}` events framed with `\r\n\r\n`, no end marker: the stream ends after the chunk
- * carrying finishReason), with the `x-goog-api-key` header. Translation (src/providers/README.md):
+ * carrying finishReason), with the `x-goog-api-key` header. Translation (README.md "Upstream providers"):
  *  - roles user -> user, assistant -> model; consecutive same-role messages merged (blank line);
  *    system messages -> `systemInstruction` (joined with a blank line);
  *  - generationConfig {temperature, topP, maxOutputTokens, stopSequences, seed, presencePenalty, frequencyPenalty};

@@ -7,7 +7,7 @@ import { isRetryableStatus, parseProtoDurationMs } from './retry-policy.ts';
  * client sees. Upstream text is scrubbed of the API key and of anything that looks like a key before it
  * is put in a message: vendors echo keys (OpenAI's 401 shows a masked key) and the message goes to clients.
  *
- * Policy (src/providers/README.md):
+ * Policy (README.md "Upstream providers"):
  *   401 / 403, or Gemini's 400 API_KEY_INVALID -> 502 upstream_error naming the provider (the project's key is bad, not the caller's token)
  *   400 / 413 / 422                           -> 400 invalid_request_error carrying the provider's message
  *   429 after the last retry                  -> 429 rate_limit_error `upstream_rate_limited`, Retry-After passed on
