@@ -219,7 +219,7 @@ export class LocalEngine implements ChatEngine {
         case 'prompt':
           m.promptTokens.inc(labels, e.promptTokens);
           m.prefixCacheQueries.inc(labels, e.promptTokens);
-          if (e.cachedTokens > 0) m.prefixCacheHits.inc(labels, e.cachedTokens);
+          m.prefixCacheHits.inc(labels, e.cachedTokens); // also when 0: the hit-rate series exists from the first request
           return;
         case 'text': {
           const now = performance.now();

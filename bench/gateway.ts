@@ -1,0 +1,82 @@
+import os from 'node:os';
+import autocannon, { type Result } from 'autocannon';
+import { ensureTinyModel } from '../models/test-model-path.ts';
+import { threadCpu } from './lib/cpu.ts';
+import { fmt, recordResults, table } from './lib/report.ts';
+import { startBareUws, startBenchHearth } from './lib/servers.ts';
+import { sleep } from './lib/stats.ts';
+
+/**
+ * bench:gateway: the cost of Hearth's HTTP layer. Authenticated GET /api/inference/v1/models on Hearth
+ * (uWS + router + bearer parsing + API-key lookup in LMDB with a constant-time SHA-256 compare + JSON +
+ * metrics) against a bare uWebSockets.js server (its own process) returning the same bytes. Same
+ * connections, pipelining and duration, alternating A/B rounds so drift hits both. Target: ratio >= 0.85.
+ * Options (env): BENCH_CONNECTIONS (default 32), BENCH_DURATION seconds per measurement (10),
+ * BENCH_ROUNDS (2), BENCH_WARMUP seconds (2).
+ */
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
+const TARGET = 0.85;
+
+interface Measurement { target: 'hearth' | 'bare'; round: number; reqPerSec: number; p50: number; p99: number; total: number; non2xx: number; errors: number; timeouts: number; cpuUsPerReq: number }
+
+const processCpu = (pid: number) => threadCpu(pid).reduce((a, t) => a + t.seconds, 0);
+
+async function measure(url: string, headers: Record<string, string>, duration: number): Promise<Result> {
+  return autocannon({ url, connections: CONNECTIONS, pipelining: 1, duration, headers, timeout: 10 });
+}
+
+const model = await ensureTinyModel();
+const hearth = await startBenchHearth(['--model', model, '--engine', 'instant']);
+const url = `${hearth.baseUrl}/api/inference/v1/models`;
+const auth = { authorization: `Bearer ${hearth.key}` };
+const res = await fetch(url, { headers: auth });
+if (res.status !== 200) throw new Error(`GET /models answered ${res.status}`);
+const body = await res.text();
+const bare = await startBareUws(body);
+const bareBody = await (await fetch(bare.url)).text();
+if (bareBody !== body) throw new Error('the bare server does not return the same bytes');
+
+const results: Measurement[] = [];
+try {
+  await measure(url, auth, WARMUP);
+  await measure(bare.url, {}, WARMUP);
+  for (let round = 1; round <= ROUNDS; round++) {
+    const order: Array<'bare' | 'hearth'> = round % 2 === 1 ? ['bare', 'hearth'] : ['hearth', 'bare'];
+    for (const target of order) {
+      await sleep(500);
+      const pid = target === 'hearth' ? hearth.proc.pid! : bare.proc.pid!;
+      const cpuBefore = processCpu(pid);
+      const r = target === 'hearth' ? await measure(url, auth, DURATION) : await measure(`${bare.url}/api/inference/v1/models`, {}, DURATION);
+      const cpuUsPerReq = ((processCpu(pid) - cpuBefore) / r.requests.total) * 1e6;
+      const m: Measurement = { target, round, reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, cpuUsPerReq };
+      console.log(`${target} round ${round}: ${fmt.int(m.reqPerSec)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, server CPU ${cpuUsPerReq.toFixed(1)} us/req, non-2xx ${m.non2xx}, errors ${m.errors}`);
+      results.push(m);
+    }
+  }
+} finally {
+  await bare.stop();
+  await hearth.stop();
+}
+
+const sum = (t: Measurement['target'], f: (m: Measurement) => number) => results.filter((m) => m.target === t).reduce((a, m) => a + f(m), 0) / ROUNDS;
+const hearthRps = sum('hearth', (m) => m.reqPerSec);
+const bareRps = sum('bare', (m) => m.reqPerSec);
+const ratio = hearthRps / bareRps;
+const bad = results.reduce((a, m) => a + m.non2xx + m.errors + m.timeouts, 0);
+const rows = results.map((m) => [m.round, m.target === 'hearth' ? 'Hearth (auth + LMDB key lookup)' : 'bare uWS, same bytes', fmt.int(m.reqPerSec), `${m.p50} ms`, `${m.p99} ms`, fmt.int(m.total), `${m.cpuUsPerReq.toFixed(1)} µs`, m.non2xx + m.errors + m.timeouts]);
+const hearthCpu = sum('hearth', (m) => m.cpuUsPerReq);
+const bareCpu = sum('bare', (m) => m.cpuUsPerReq);
+const markdown = `Authenticated \`GET /api/inference/v1/models\` (${body.length} bytes) vs a bare uWebSockets.js server returning the same bytes;
+autocannon, ${CONNECTIONS} connections, pipelining 1, ${DURATION} s per measurement, ${ROUNDS} alternating rounds after ${WARMUP} s warm-up each.
+Hearth runs with \`--engine instant\` (the route does not touch the model).
+
+${table(['round', 'server', 'req/s', 'latency p50', 'latency p99', 'requests', 'server CPU per request', 'non-2xx/errors'], rows)}
+
+**Ratio Hearth / bare (mean req/s over rounds): ${ratio.toFixed(3)}** (target >= ${TARGET}: ${ratio >= TARGET ? 'met' : 'NOT met'})${bad > 0 ? `; ${bad} non-2xx/errors/time-outs: the numbers are suspect` : ''}.
+Server CPU per request (all threads of the server process, /proc): Hearth ${hearthCpu.toFixed(1)} µs, bare ${bareCpu.toFixed(1)} µs
+(the load generator runs on the same ${os.availableParallelism()} cores; when it saturates them, req/s understates the difference that CPU per request shows).`;
+recordResults('gateway', 'Gateway overhead', { connections: CONNECTIONS, duration: DURATION, rounds: ROUNDS, bodyBytes: body.length, results, hearthRps, bareRps, ratio, target: TARGET, hearthCpuUsPerReq: hearthCpu, bareCpuUsPerReq: bareCpu }, markdown);
+if (bad > 0) process.exitCode = 1;
