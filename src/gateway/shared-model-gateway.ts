@@ -36,6 +36,16 @@ export class SharedModelGateway {
     );
   }
 
+  private modelsCache: { key: string; body: string } | null = null;
+
+  /** GET /models as JSON text, rendered again only when the model's state changes. */
+  modelsBody(): string {
+    const s = this.engine.status();
+    const key = `${s.state} ${s.engine} ${s.contextSize} ${s.workersReady}`;
+    if (this.modelsCache?.key !== key) this.modelsCache = { key, body: JSON.stringify(this.listModels()) };
+    return this.modelsCache.body;
+  }
+
   listModels(): ModelList {
     const s = this.engine.status();
     const [namespace] = this.engine.modelId.split('/');

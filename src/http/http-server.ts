@@ -22,10 +22,21 @@ export interface RunningHttpServer {
 /** Builds the uWS app from a route table and starts listening. Rejects when the port cannot be bound. */
 export function startHttpServer(o: HttpServerOptions): Promise<RunningHttpServer> {
   const app = uWS.App();
+  // Bound metric children per (route, status): label resolution once, not per request.
+  const children = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
   const observe = (ex: HttpExchange, route: string) => {
     const status = ex.aborted && ex.status === 0 ? 499 : ex.status;
-    o.metrics.httpRequests.inc({ route, status: String(status) });
-    o.metrics.httpDuration.observe({ route, status_class: `${String(status)[0]}xx` }, (performance.now() - ex.startedAt) / 1000);
+    const key = `${route} ${status}`;
+    let child = children.get(key);
+    if (child === undefined) {
+      child = {
+        count: o.metrics.httpRequests.labels({ route, status: String(status) }),
+        duration: o.metrics.httpDuration.labels({ route, status_class: `${String(status)[0]}xx` }),
+      };
+      children.set(key, child);
+    }
+    child.count.inc();
+    child.duration.observe((performance.now() - ex.startedAt) / 1000);
     if (ex.errorCode !== null) o.metrics.errors.inc({ route, code: ex.errorCode });
   };
   mountRoutes(app, o.routes, observe);

@@ -25,6 +25,7 @@ export interface AuthenticatedKey {
 export const DEFAULT_ACCOUNT_ID = 'default';
 /** How often `lastUsedAt` is written for a busy key (a write per request would cost throughput). */
 const LAST_USED_RESOLUTION_MS = 60_000;
+const VERIFIED_CACHE_LIMIT = 10_000;
 
 function view(r: ApiKeyRecord): ApiKeyView {
   return { id: r.id, name: r.name, accountId: r.accountId, createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt };
@@ -33,6 +34,8 @@ function view(r: ApiKeyRecord): ApiKeyView {
 /** API keys of accounts. Lookup is by the key's public id (no scans), then a constant-time hash compare. */
 export class ApiKeyRepository {
   private readonly lastUsedWritten = new Map<string, number>();
+  /** Presented key -> the record it was verified against. Bounded; holds nothing not already in memory per request. */
+  private readonly verified = new Map<string, { id: string; secretHash: string }>();
 
   constructor(private readonly store: HearthStore) {}
 
@@ -76,13 +79,29 @@ export class ApiKeyRepository {
     });
   }
 
-  /** Verifies a presented bearer key; throws `unauthorized()` for anything but a live, matching key. */
+  /**
+   * Verifies a presented bearer key; throws `unauthorized()` for anything but a live, matching key.
+   * The record is read on every call (a revocation, from this process or the CLI, is seen at once); what is
+   * cached is only the expensive part for a key already verified: parsing and the SHA-256 of its secret.
+   */
   authenticate(presented: string | undefined): AuthenticatedKey {
     if (!presented) throw unauthorized();
-    const parsed = parseCredential('hk', presented);
-    if (!parsed) throw unauthorized();
-    const record = this.store.dbs.apiKeys.get(parsed.id);
-    if (!record || record.revokedAt !== null || !secretMatches(parsed.secret, record.secretHash)) throw unauthorized();
+    let verified = this.verified.get(presented);
+    if (verified === undefined) {
+      const parsed = parseCredential('hk', presented);
+      if (!parsed) throw unauthorized();
+      const record = this.store.dbs.apiKeys.get(parsed.id);
+      if (!record || record.revokedAt !== null || !secretMatches(parsed.secret, record.secretHash)) throw unauthorized();
+      verified = { id: record.id, secretHash: record.secretHash };
+      if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
+      this.verified.set(presented, verified);
+    }
+    const record = this.store.dbs.apiKeys.get(verified.id);
+    // The stored hash must still be the one the secret was verified against (same record, not re-created).
+    if (!record || record.revokedAt !== null || record.secretHash !== verified.secretHash) {
+      this.verified.delete(presented);
+      throw unauthorized();
+    }
     this.touch(record);
     return { keyId: record.id, accountId: record.accountId };
   }

@@ -6,6 +6,8 @@ import { respondToChat } from '../chat-responder.ts';
 import { readJsonBody } from '../json-body.ts';
 import { bearerToken, type Route } from '../router.ts';
 
+const JSON_HEADERS = [['content-type', 'application/json']] as const;
+
 export interface SharedInferenceRouteDeps {
   gateway: SharedModelGateway;
   keys: KeyAuthenticator;
@@ -41,7 +43,7 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
       name: 'models',
       handler: (ex) => {
         d.keys.authenticate(bearerToken(ex.authorization));
-        ex.sendJson(200, d.gateway.listModels());
+        ex.send(200, d.gateway.modelsBody(), JSON_HEADERS);
       },
     },
   ];
