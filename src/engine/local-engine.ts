@@ -112,7 +112,8 @@ export class LocalEngine implements ChatEngine {
       this.metrics.modelPullProgress.set(this.labels, 1);
       const md = await readModelMetadata(modelPath);
       this.st.metadata = { architecture: md.architecture, contextLength: md.contextLength, parameterCount: md.parameterCount, quantization: md.quantization, hasChatTemplate: md.chatTemplate !== null };
-      const contextSize = Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
+      // The instant test engine has no model limits: its context is what the operator asked for.
+      const contextSize = this.o.engine === 'instant' ? this.o.contextSize : Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
       this.st.contextSize = contextSize;
       this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.o.slots, threads: this.st.threads });
       if (this.disposed) return;

@@ -163,10 +163,10 @@ export class HttpExchange {
   }
 
   /** Ends a streamed response (optionally with a last chunk). Idempotent. */
-  endStream(last = ''): void {
+  endStream(last = '', headers: HeaderList = []): void {
     if (this.closed) return;
     this.res.cork(() => {
-      if (!this.committed) this.writeHead(200, []);
+      if (!this.committed) this.writeHead(200, headers);
       this.res.end(last);
     });
     this.ended = true;
