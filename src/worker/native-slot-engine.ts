@@ -1,4 +1,4 @@
-import { loadHearthNative, type NativeLoopEvent, type NativeSlotLoop } from '../../native/binding.ts';
+import { loadHearthNative, type NativeLoopEvent, type NativeLoopStats, type NativeSlotLoop } from '../../native/binding.ts';
 import { contextLengthExceeded } from '../errors/index.ts';
 import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle, SlotJobResult } from './slot-engine.ts';
 
@@ -28,12 +28,18 @@ export interface NativeSlotEngineOptions {
    * llama-server with an explicit -np: attention then only spans a slot's own tokens.
    */
   kvUnified?: boolean;
+  /**
+   * Let llama.cpp repack weights into the CPU backend's faster layouts (AMX, interleaved Q4/Q8).
+   * Defaults to true; false matches llama-server's --no-repack (for like-for-like benchmarks).
+   */
+  weightRepack?: boolean;
 }
 
 export const DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS = {
   batchSize: 512,
   kvUnified: false,
-} satisfies Required<Pick<NativeSlotEngineOptions, 'batchSize' | 'kvUnified'>>;
+  weightRepack: true,
+} satisfies Required<Pick<NativeSlotEngineOptions, 'batchSize' | 'kvUnified' | 'weightRepack'>>;
 
 /** A refusal of submit() or a load failure; `code` is stable, the message is for people. */
 export class NativeEngineError extends Error {
@@ -66,7 +72,10 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
   return new Promise<NativeSlotEngine>((resolve, reject) => {
     let engine: NativeSlotEngine | undefined;
     const loop = new native.binding.SlotLoop(
-      { modelPath: o.modelPath, contextSize: o.contextSize, slots: o.slots, threads: o.threads, batchSize: o.batchSize, kvUnified: o.kvUnified },
+      {
+        modelPath: o.modelPath, contextSize: o.contextSize, slots: o.slots, threads: o.threads,
+        batchSize: o.batchSize, kvUnified: o.kvUnified, weightRepack: o.weightRepack,
+      },
       (events) => {
         if (engine) return engine.handle(events);
         for (const e of events) {
@@ -119,6 +128,11 @@ export class NativeSlotEngine implements SlotEngine {
   /** Jobs holding a slot right now. */
   get activeJobs(): number {
     return this.jobs.size;
+  }
+
+  /** The loop's counters (decode steps, prompt / generated tokens, KV stream migrations). */
+  stats(): NativeLoopStats {
+    return this.loop.stats();
   }
 
   submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle {

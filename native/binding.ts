@@ -1,0 +1,118 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { relative } from 'node:path';
+import { ADDON_PATH } from './paths.ts';
+
+/**
+ * Typed loader for native/build/hearth_native.node (built by native/build.ts). The addon is
+ * context-aware: each thread that loads it gets its own instance; loading it also maps the prebuilt
+ * libllama of node-llama-cpp into the process (one copy, shared with node-llama-cpp).
+ * `HEARTH_NATIVE_ADDON` overrides the path.
+ */
+
+export interface NativeLoopOptions {
+  modelPath: string;
+  /** KV tokens per slot. */
+  contextSize: number;
+  slots: number;
+  threads: number;
+  /** Threads for prompt batches. Defaults to `threads`. */
+  threadsBatch?: number;
+  /** Most tokens per llama_decode step. Defaults to 512 (raised to `slots` if smaller). */
+  batchSize?: number;
+  /** One KV buffer shared by all slots. Defaults to false: one KV stream per slot. */
+  kvUnified?: boolean;
+  /** Repacked / AMX weight buffers where the CPU backend offers them. Defaults to true (false = llama-server's --no-repack). */
+  weightRepack?: boolean;
+  /** Folder of the ggml CPU backends. Defaults to the folder of the loaded libllama. */
+  backendDir?: string;
+}
+
+export interface NativeSampling {
+  temperature: number;
+  topP: number;
+  topK: number;
+  minP: number;
+  repeatPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  /** -1 = the whole slot context. */
+  penaltyLastN: number;
+  seed: number;
+}
+
+/** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
+export type NativeLoopEvent =
+  | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number }
+  | { type: 'loadFailed'; message: string }
+  | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number }
+  | { type: 'text'; job: number; text: string; tokens: number }
+  | { type: 'done'; job: number; finishReason: 'stop' | 'length' | 'cancelled'; promptTokens: number; cachedTokens: number; completionTokens: number }
+  | { type: 'error'; job: number; code: string; message: string }
+  | { type: 'disposed' };
+
+export interface NativeSubmitRefusal {
+  code: 'engine_disposed' | 'engine_not_ready' | 'slots_busy' | 'empty_prompt' | 'context_length_exceeded' | 'invalid_token';
+  message: string;
+}
+
+export interface NativeSlotLoop {
+  /** Queues a job for the next step; returns why not instead of throwing for expected refusals. */
+  submit(jobId: number, tokens: Uint32Array | Int32Array, maxTokens: number, stops: string[], sampling: NativeSampling): NativeSubmitRefusal | undefined;
+  /** The job ends with a 'done' (cancelled) event at the next step boundary. */
+  cancel(jobId: number): void;
+  /** Cancels every job, frees context and model, then reports 'disposed'. Idempotent. */
+  dispose(): void;
+  /** Counters since the loop started. */
+  stats(): NativeLoopStats;
+}
+
+export interface NativeLoopStats {
+  /** llama_decode calls. */
+  steps: number;
+  /** Prompt tokens evaluated (reused prefix tokens excluded). */
+  promptTokens: number;
+  generatedTokens: number;
+  /** KV streams copied to close gaps between busy slots. */
+  migrations: number;
+}
+
+export interface NativeBuildInfo {
+  headerLlamaVersion: string;
+  headerGgmlVersion: string;
+  headerCommit: string;
+  llamaVersion: string;
+  ggmlVersion: string;
+  ggmlCommit: string;
+  versionsMatch: boolean;
+  mismatch?: string;
+  maxSlots: number;
+}
+
+export interface HearthNativeBinding {
+  SlotLoop: new (options: NativeLoopOptions, onEvents: (events: NativeLoopEvent[]) => void) => NativeSlotLoop;
+  buildInfo(): NativeBuildInfo;
+}
+
+export type HearthNativeLoad = { ok: true; binding: HearthNativeBinding; path: string } | { ok: false; reason: string };
+
+let loaded: HearthNativeLoad | undefined;
+
+/** Loads the addon once per thread; never throws. */
+export function loadHearthNative(): HearthNativeLoad {
+  if (loaded) return loaded;
+  const path = process.env.HEARTH_NATIVE_ADDON ?? ADDON_PATH;
+  if (!existsSync(path)) {
+    const shown = relative(process.cwd(), path);
+    loaded = { ok: false, reason: `${shown.startsWith('..') ? path : shown} is not built (run \`node --import tsx native/build.ts\`)` };
+    return loaded;
+  }
+  try {
+    const binding = createRequire(import.meta.url)(path) as HearthNativeBinding;
+    const info = binding.buildInfo();
+    loaded = info.versionsMatch ? { ok: true, binding, path } : { ok: false, reason: info.mismatch ?? 'llama.cpp header and library versions differ' };
+  } catch (err) {
+    loaded = { ok: false, reason: `cannot load ${path}: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  return loaded;
+}

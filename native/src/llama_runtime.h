@@ -1,0 +1,29 @@
+// Process-wide llama.cpp setup shared by every slot loop of every worker thread of this process:
+// ggml backends (loaded once), llama_backend_init (once), and the log callback.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+namespace hearth {
+
+/**
+ * Makes sure a CPU backend is registered, loading the prebuilt backends from `backendDir` (empty: the
+ * folder of the libllama this process loaded) unless one already is (node-llama-cpp in the same process
+ * may have loaded them). Thread-safe; cheap after the first success. Returns "" on success, else why not.
+ */
+std::string ensureLlamaRuntime(const std::string & backendDir);
+
+/**
+ * Installs Hearth's log callback (errors only, or everything with HEARTH_NATIVE_LOG=debug) unless
+ * someone else (node-llama-cpp) has already installed one. Called once when the addon loads.
+ */
+void installLogCallbackIfDefault();
+
+/** While *flag is true, Hearth's callback drops llama.cpp logs made on the calling thread. */
+void quietLogsOnThisThreadWhen(const std::atomic<bool> * flag);
+
+/** The last error line llama.cpp logged on the calling thread through Hearth's callback ("" if none). */
+std::string lastLlamaErrorOnThisThread();
+
+}  // namespace hearth

@@ -1,0 +1,81 @@
+// Plain data that crosses between the JavaScript thread and a slot loop's own thread.
+// Nothing here touches N-API or llama.cpp state; it is copied or moved, never shared.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+
+namespace hearth {
+
+/** Settings of one slot loop, fixed when it is created. */
+struct LoopOptions {
+    std::string modelPath;
+    /** Folder holding the prebuilt ggml backends (libggml-cpu-*.so), loaded once per process; "" = beside libllama. */
+    std::string backendDir;
+    /** Tokens of KV per slot. */
+    int32_t contextSize = 2048;
+    int32_t slots = 1;
+    int32_t threads = 2;
+    int32_t threadsBatch = 2;
+    /** Most tokens per llama_decode call (prompt chunks + one token per generating slot). */
+    int32_t batchSize = 512;
+    /** One KV buffer shared by all slots (true) or one stream per slot (false, llama-server's -np default). */
+    bool kvUnified = false;
+    /** Extra weight buffer types (CPU repack, AMX); false = llama-server's --no-repack. */
+    bool weightRepack = true;
+};
+
+/** Sampler chain settings of one job (see src/worker/slot-engine.ts SamplingParams). */
+struct SamplingSpec {
+    float temperature = 0.0f;
+    float topP = 1.0f;
+    int32_t topK = 0;
+    float minP = 0.0f;
+    float repeatPenalty = 1.0f;
+    float presencePenalty = 0.0f;
+    float frequencyPenalty = 0.0f;
+    /** -1 = the whole slot context. */
+    int32_t penaltyLastN = 64;
+    uint32_t seed = 0;
+};
+
+/** One generation request, owned by the loop once submitted. */
+struct JobSpec {
+    uint32_t id = 0;
+    std::vector<llama_token> prompt;
+    int32_t maxTokens = 1;
+    std::vector<std::string> stops;
+    SamplingSpec sampling;
+};
+
+enum class EventKind : uint8_t {
+    Ready,       // model and context loaded; submit() accepted from now on
+    LoadFailed,  // text = why; Disposed follows
+    Prompt,      // job's prompt evaluated (or reused)
+    Text,        // text = new complete UTF-8 text, tokenCount tokens produced it
+    Done,        // code = finish reason: stop | length | cancelled
+    Error,       // code + text = message; terminal
+    Disposed,    // the loop thread has freed everything and is about to exit
+};
+
+/** What the loop reports; delivered to JavaScript in batches, in order. */
+struct LoopEvent {
+    EventKind kind = EventKind::Text;
+    uint32_t job = 0;
+    std::string text;
+    std::string code;
+    int32_t tokenCount = 0;
+    int32_t promptTokens = 0;
+    int32_t cachedTokens = 0;
+    int32_t completionTokens = 0;
+    // Ready only
+    int32_t contextSize = 0;     // tokens per slot the loop enforces
+    int32_t contextTotal = 0;    // llama_n_ctx
+    int32_t batchSize = 0;       // llama_n_batch
+    int32_t vocabSize = 0;
+};
+
+}  // namespace hearth

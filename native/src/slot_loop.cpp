@@ -1,0 +1,603 @@
+#include "slot_loop.h"
+
+#include <algorithm>
+
+#include "live_loops.h"
+#include "llama_runtime.h"
+
+namespace hearth {
+
+namespace {
+
+/**
+ * With one KV stream per slot (kvUnified = false), llama.cpp only puts consecutive sequence ids into one
+ * micro-batch, so a gap between busy slots costs an extra pass over the weights on every step (measured:
+ * 4 jobs on slots 0,2,4,6 of 8 run at half the speed of 4 jobs on slots 0-3). compact() closes gaps by
+ * copying a job's KV stream; slot choice avoids needing that unless a gap buys this many reused tokens.
+ */
+constexpr int32_t kGapPenaltyTokens = 64;
+
+bool abortWhenAsked(void * data) {
+    return static_cast<std::atomic<bool> *>(data)->load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+SlotLoop::SlotLoop(LoopOptions options, EventSink sink) : options_(std::move(options)), sink_(std::move(sink)) {}
+
+SlotLoop::~SlotLoop() {
+    requestStop(true);
+    join();
+}
+
+void SlotLoop::start() {
+    thread_ = std::thread([this] { run(); });
+}
+
+bool SlotLoop::submit(JobSpec job, SubmitRefusal & refusal) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopRequested_) {
+            refusal = { "engine_disposed", "the engine is disposed" };
+            return false;
+        }
+        if (!ready_) {
+            refusal = { "engine_not_ready", "the model is not loaded yet" };
+            return false;
+        }
+        if (reserved_ >= options_.slots) {
+            refusal = { "slots_busy", "all slots are busy" };
+            return false;
+        }
+        if (job.prompt.empty()) {
+            refusal = { "empty_prompt", "the prompt has no tokens" };
+            return false;
+        }
+        if ((int64_t) job.prompt.size() + 1 > contextSize_) {
+            refusal = { "context_length_exceeded", "the prompt (" + std::to_string(job.prompt.size()) +
+                        " tokens) does not fit the slot context of " + std::to_string(contextSize_) + " tokens" };
+            return false;
+        }
+        for (llama_token t : job.prompt) {
+            if (t < 0 || t >= vocabSize_) {
+                refusal = { "invalid_token", "token id " + std::to_string(t) + " is outside the vocabulary" };
+                return false;
+            }
+        }
+        if (job.maxTokens < 1) {
+            job.maxTokens = 1;
+        }
+        reserved_++;
+        Command c;
+        c.jobId = job.id;
+        c.job = std::move(job);
+        inbox_.push_back(std::move(c));
+    }
+    wake_.notify_one();
+    return true;
+}
+
+void SlotLoop::cancel(uint32_t jobId) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopRequested_) {
+            return;  // every job is being cancelled anyway
+        }
+        Command c;
+        c.isCancel = true;
+        c.jobId = jobId;
+        inbox_.push_back(std::move(c));
+    }
+    wake_.notify_one();
+}
+
+void SlotLoop::requestStop(bool abortDecode) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopRequested_ = true;
+    }
+    if (abortDecode) {
+        abortDecode_.store(true);
+    }
+    wake_.notify_one();
+}
+
+LoopStats SlotLoop::stats() const {
+    LoopStats st;
+    st.steps = statSteps_.load(std::memory_order_relaxed);
+    st.promptTokens = statPromptTokens_.load(std::memory_order_relaxed);
+    st.generatedTokens = statGenerated_.load(std::memory_order_relaxed);
+    st.migrations = statMigrations_.load(std::memory_order_relaxed);
+    return st;
+}
+
+void SlotLoop::join() {
+    joinThread();
+    unregisterLiveLoop(this);
+}
+
+void SlotLoop::joinThread() {
+    std::lock_guard<std::mutex> lock(joinMutex_);
+    if (thread_.joinable()) {
+        thread_.join();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Loop thread
+
+void SlotLoop::run() {
+    quietLogsOnThisThreadWhen(&abortDecode_);
+    std::string error;
+    if (!load(error)) {
+        unload();
+        LoopEvent failed;
+        failed.kind = EventKind::LoadFailed;
+        failed.text = error;
+        events_.push_back(std::move(failed));
+        LoopEvent gone;
+        gone.kind = EventKind::Disposed;
+        events_.push_back(std::move(gone));
+        flushEvents();
+        return;
+    }
+    registerLiveLoop(this);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ready_ = true;
+    }
+    LoopEvent ready;
+    ready.kind = EventKind::Ready;
+    ready.contextSize = contextSize_;
+    ready.contextTotal = (int32_t) llama_n_ctx(ctx_);
+    ready.batchSize = nBatch_;
+    ready.vocabSize = vocabSize_;
+    events_.push_back(std::move(ready));
+    flushEvents();
+
+    std::vector<Command> commands;
+    while (true) {
+        bool stop = false;
+        {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, [&] { return stopRequested_ || !inbox_.empty() || anyBusy(); });
+            commands.swap(inbox_);
+            stop = stopRequested_;
+        }
+        apply(commands);
+        commands.clear();
+        if (stop) {
+            break;
+        }
+        if (anyBusy()) {
+            step();
+        }
+        flushEvents();
+    }
+
+    for (auto & slot : slots_) {
+        if (slot.busy) {
+            finish(slot, "cancelled", false);
+        }
+    }
+    flushEvents();
+    unload();
+    LoopEvent gone;
+    gone.kind = EventKind::Disposed;
+    events_.push_back(std::move(gone));
+    flushEvents();
+}
+
+bool SlotLoop::load(std::string & error) {
+    error = ensureLlamaRuntime(options_.backendDir);
+    if (!error.empty()) {
+        return false;
+    }
+    llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    mp.use_extra_bufts = options_.weightRepack;
+    // A stop requested while a big model loads (worker torn down) ends the load early.
+    mp.progress_callback = [](float, void * data) { return !static_cast<std::atomic<bool> *>(data)->load(); };
+    mp.progress_callback_user_data = &abortDecode_;
+    model_ = llama_model_load_from_file(options_.modelPath.c_str(), mp);
+    if (model_ == nullptr) {
+        if (abortDecode_.load()) {
+            error = "the engine was disposed while the model was loading";
+            return false;
+        }
+        const std::string why = lastLlamaErrorOnThisThread();
+        error = "llama.cpp could not load the model file " + options_.modelPath + (why.empty() ? "" : ": " + why);
+        return false;
+    }
+    if (!llama_model_has_decoder(model_) || llama_model_has_encoder(model_)) {
+        error = "the model is not a decoder-only language model";
+        return false;
+    }
+
+    const int32_t slots = std::max(1, options_.slots);
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t) options_.contextSize * (uint32_t) slots;
+    cp.n_seq_max = (uint32_t) slots;
+    cp.n_batch = (uint32_t) std::max(options_.batchSize, slots);
+    cp.n_ubatch = std::min<uint32_t>(cp.n_batch, 512);
+    cp.n_threads = options_.threads;
+    cp.n_threads_batch = options_.threadsBatch;
+    cp.kv_unified = options_.kvUnified;
+    cp.no_perf = true;
+    cp.abort_callback = abortWhenAsked;
+    cp.abort_callback_data = &abortDecode_;
+    ctx_ = llama_init_from_model(model_, cp);
+    if (ctx_ == nullptr) {
+        const std::string why = lastLlamaErrorOnThisThread();
+        error = "llama.cpp could not create a context of " + std::to_string(cp.n_ctx) + " tokens" + (why.empty() ? "" : ": " + why);
+        return false;
+    }
+    vocab_ = llama_model_get_vocab(model_);
+    memory_ = llama_get_memory(ctx_);
+    nBatch_ = (int32_t) llama_n_batch(ctx_);
+    batch_ = llama_batch_init(nBatch_, 0, 1);
+    batchAllocated_ = true;
+
+    canCompact_ = !options_.kvUnified && slots > 1 && !llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_);
+    const int32_t perSeq = options_.kvUnified ? options_.contextSize : (int32_t) llama_n_ctx_seq(ctx_);
+    slots_.resize(slots);
+    for (int32_t i = 0; i < slots; i++) {
+        slots_[i].seq = i;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    contextSize_ = std::min(options_.contextSize, perSeq);
+    vocabSize_ = llama_vocab_n_tokens(vocab_);
+    return true;
+}
+
+void SlotLoop::unload() {
+    for (auto & slot : slots_) {
+        slot.sampler.reset();
+        slot.scanner.reset();
+    }
+    if (batchAllocated_) {
+        llama_batch_free(batch_);
+        batchAllocated_ = false;
+    }
+    if (ctx_ != nullptr) {
+        llama_free(ctx_);
+        ctx_ = nullptr;
+    }
+    if (model_ != nullptr) {
+        llama_model_free(model_);
+        model_ = nullptr;
+    }
+}
+
+bool SlotLoop::anyBusy() const {
+    for (const auto & slot : slots_) {
+        if (slot.busy) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void SlotLoop::apply(std::vector<Command> & commands) {
+    for (auto & c : commands) {
+        if (!c.isCancel) {
+            assign(std::move(c.job));
+            continue;
+        }
+        for (auto & slot : slots_) {
+            if (slot.busy && slot.jobId == c.jobId) {
+                finish(slot, "cancelled", false);
+                break;
+            }
+        }
+    }
+}
+
+SlotLoop::Slot & SlotLoop::pickSlot(const std::vector<llama_token> & prompt, int32_t & reuse) {
+    const int32_t maxReuse = (int32_t) prompt.size() - 1;  // keep one token to evaluate so logits exist
+    const int32_t n = (int32_t) slots_.size();
+    Slot * best = nullptr;
+    int64_t bestScore = 0;
+    for (auto & slot : slots_) {
+        if (slot.busy) {
+            continue;
+        }
+        int32_t lcp = 0;
+        const int32_t limit = std::min<int32_t>((int32_t) slot.cache.size(), maxReuse);
+        while (lcp < limit && slot.cache[lcp] == prompt[lcp]) {
+            lcp++;
+        }
+        int64_t score = lcp;
+        if (!options_.kvUnified) {
+            const bool left = slot.seq > 0 && slots_[slot.seq - 1].busy;
+            const bool right = slot.seq + 1 < n && slots_[slot.seq + 1].busy;
+            score -= (int64_t) kGapPenaltyTokens * (1 - (int) left - (int) right);
+        }
+        if (best == nullptr || score > bestScore || (score == bestScore && slot.lastUsed < best->lastUsed)) {
+            best = &slot;
+            bestScore = score;
+            reuse = lcp;
+        }
+    }
+    return *best;  // submit() admits at most `slots` jobs, so a free slot exists
+}
+
+void SlotLoop::assign(JobSpec && job) {
+    int32_t reuse = 0;
+    Slot & slot = pickSlot(job.prompt, reuse);
+    if (!llama_memory_seq_rm(memory_, slot.seq, reuse, -1)) {
+        // This memory cannot drop a partial sequence (e.g. recurrent state): start from scratch.
+        llama_memory_seq_rm(memory_, slot.seq, -1, -1);
+        reuse = 0;
+    }
+    slot.cache.resize(reuse);
+
+    slot.busy = true;
+    slot.jobId = job.id;
+    slot.serial = ++clock_;
+    slot.lastUsed = slot.serial;
+    slot.cachedTokens = reuse;
+    slot.promptPos = (size_t) reuse;
+    slot.maxTokens = job.maxTokens;
+    slot.generated = 0;
+    slot.tokensSinceText = 0;
+    slot.generating = false;
+    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt);
+    slot.scanner = std::make_unique<StopScanner>(std::move(job.stops));
+    slot.prompt = std::move(job.prompt);
+}
+
+void SlotLoop::compact() {
+    if (!canCompact_) {
+        return;
+    }
+    const int32_t n = (int32_t) slots_.size();
+    int32_t busy = 0;
+    for (const auto & slot : slots_) {
+        busy += slot.busy ? 1 : 0;
+    }
+    if (busy == 0 || busy == n) {
+        return;
+    }
+    // The window of `busy` consecutive slots that already holds the most busy ones needs the fewest copies.
+    int32_t bestStart = 0;
+    int32_t bestInside = -1;
+    for (int32_t start = 0; start + busy <= n; start++) {
+        int32_t inside = 0;
+        for (int32_t i = start; i < start + busy; i++) {
+            inside += slots_[i].busy ? 1 : 0;
+        }
+        if (inside > bestInside) {
+            bestInside = inside;
+            bestStart = start;
+        }
+    }
+    if (bestInside == busy) {
+        return;
+    }
+    std::vector<Slot *> outside;
+    std::vector<Slot *> holes;
+    for (int32_t i = 0; i < n; i++) {
+        const bool in = i >= bestStart && i < bestStart + busy;
+        if (in && !slots_[i].busy) {
+            holes.push_back(&slots_[i]);
+        } else if (!in && slots_[i].busy) {
+            outside.push_back(&slots_[i]);
+        }
+    }
+    for (size_t i = 0; i < outside.size() && i < holes.size(); i++) {
+        migrate(*outside[i], *holes[i]);
+    }
+}
+
+void SlotLoop::migrate(Slot & from, Slot & to) {
+    // Queues a copy of the whole stream; llama.cpp performs it at the start of the next llama_decode.
+    llama_memory_seq_cp(memory_, from.seq, to.seq, -1, -1);
+    statMigrations_.fetch_add(1, std::memory_order_relaxed);
+    const int32_t fromSeq = from.seq;
+    const int32_t toSeq = to.seq;
+    std::swap(from, to);
+    from.seq = fromSeq;
+    to.seq = toSeq;
+    // `from` is free now and still holds the same tokens: it stays a prefix cache for them.
+    from.cache = to.cache;
+}
+
+void SlotLoop::step() {
+    compact();
+    // Token budget: one row per generating slot first (they never wait), then prompt chunks, oldest job first.
+    int32_t budget = nBatch_;
+    std::vector<Slot *> prompting;
+    for (auto & slot : slots_) {
+        slot.outputIndex = -1;
+        slot.chunk = 0;
+        if (!slot.busy) {
+            continue;
+        }
+        if (slot.generating) {
+            budget--;
+        } else {
+            prompting.push_back(&slot);
+        }
+    }
+    std::sort(prompting.begin(), prompting.end(), [](const Slot * a, const Slot * b) { return a->serial < b->serial; });
+    for (Slot * slot : prompting) {
+        const int32_t left = (int32_t) (slot->prompt.size() - slot->promptPos);
+        slot->chunk = std::max(0, std::min(budget, left));
+        budget -= slot->chunk;
+    }
+
+    // Rows in sequence-id order so that consecutive busy slots share one micro-batch.
+    batch_.n_tokens = 0;
+    auto add = [&](llama_token token, llama_pos pos, llama_seq_id seq, bool output) {
+        const int32_t i = batch_.n_tokens++;
+        batch_.token[i] = token;
+        batch_.pos[i] = pos;
+        batch_.n_seq_id[i] = 1;
+        batch_.seq_id[i][0] = seq;
+        batch_.logits[i] = output ? 1 : 0;
+        return i;
+    };
+    for (auto & slot : slots_) {
+        if (!slot.busy) {
+            continue;
+        }
+        if (slot.generating) {
+            slot.outputIndex = add(slot.pending, (llama_pos) slot.cache.size(), slot.seq, true);
+        } else if (slot.chunk > 0) {
+            for (int32_t k = 0; k < slot.chunk; k++) {
+                const size_t p = slot.promptPos + k;
+                const bool last = p + 1 == slot.prompt.size();
+                const int32_t row = add(slot.prompt[p], (llama_pos) (slot.cache.size() + k), slot.seq, last);
+                if (last) {
+                    slot.outputIndex = row;
+                }
+            }
+        }
+    }
+    if (batch_.n_tokens == 0) {
+        return;
+    }
+
+    const int32_t ret = llama_decode(ctx_, batch_);
+    statSteps_.fetch_add(1, std::memory_order_relaxed);
+    if (ret != 0) {
+        if (abortDecode_.load()) {
+            return;  // stopping: run() cancels every job next
+        }
+        const std::string message = "llama_decode failed with status " + std::to_string(ret);
+        for (auto & slot : slots_) {
+            if (slot.busy && (slot.generating || slot.chunk > 0)) {
+                fail(slot, "decode_failed", message);
+            }
+        }
+        return;
+    }
+
+    for (auto & slot : slots_) {
+        if (!slot.busy) {
+            continue;
+        }
+        if (slot.generating) {
+            slot.cache.push_back(slot.pending);
+        } else if (slot.chunk > 0) {
+            slot.cache.insert(slot.cache.end(), slot.prompt.begin() + slot.promptPos, slot.prompt.begin() + slot.promptPos + slot.chunk);
+            slot.promptPos += slot.chunk;
+            statPromptTokens_.fetch_add((uint64_t) slot.chunk, std::memory_order_relaxed);
+        }
+    }
+    for (auto & slot : slots_) {
+        if (!slot.busy || slot.outputIndex < 0) {
+            continue;
+        }
+        if (!slot.generating) {
+            slot.generating = true;
+            LoopEvent e;
+            e.kind = EventKind::Prompt;
+            e.job = slot.jobId;
+            e.promptTokens = (int32_t) slot.prompt.size();
+            e.cachedTokens = slot.cachedTokens;
+            events_.push_back(std::move(e));
+        }
+        onToken(slot, slot.sampler->sample(ctx_, slot.outputIndex));
+    }
+}
+
+void SlotLoop::onToken(Slot & slot, llama_token token) {
+    if (llama_vocab_is_eog(vocab_, token)) {
+        // Not a completion token (the node-llama-cpp engine does not count it either).
+        emitText(slot, slot.scanner->flush());
+        finish(slot, "stop", true);
+        return;
+    }
+    slot.generated++;
+    slot.tokensSinceText++;
+    statGenerated_.fetch_add(1, std::memory_order_relaxed);
+    emitText(slot, slot.scanner->push(piece(token)));
+    if (slot.scanner->stopped()) {
+        finish(slot, "stop", true);
+        return;
+    }
+    // The token must be decoded at position cache.size() before the next one can be sampled.
+    if (slot.generated >= slot.maxTokens || (int32_t) slot.cache.size() >= contextSize_) {
+        emitText(slot, slot.scanner->flush());
+        finish(slot, "length", true);
+        return;
+    }
+    slot.pending = token;
+}
+
+void SlotLoop::emitText(Slot & slot, std::string text) {
+    if (text.empty()) {
+        return;
+    }
+    LoopEvent e;
+    e.kind = EventKind::Text;
+    e.job = slot.jobId;
+    e.text = std::move(text);
+    e.tokenCount = slot.tokensSinceText;
+    slot.tokensSinceText = 0;
+    events_.push_back(std::move(e));
+}
+
+void SlotLoop::finish(Slot & slot, const char * reason, bool keepCache) {
+    if (!keepCache) {
+        llama_memory_seq_rm(memory_, slot.seq, -1, -1);
+        slot.cache.clear();
+    }
+    LoopEvent e;
+    e.kind = EventKind::Done;
+    e.job = slot.jobId;
+    e.code = reason;
+    e.promptTokens = (int32_t) slot.prompt.size();
+    e.cachedTokens = slot.cachedTokens;
+    e.completionTokens = slot.generated;
+    events_.push_back(std::move(e));
+    release(slot);
+}
+
+void SlotLoop::fail(Slot & slot, const std::string & code, const std::string & message) {
+    llama_memory_seq_rm(memory_, slot.seq, -1, -1);
+    slot.cache.clear();
+    LoopEvent e;
+    e.kind = EventKind::Error;
+    e.job = slot.jobId;
+    e.code = code;
+    e.text = message;
+    events_.push_back(std::move(e));
+    release(slot);
+}
+
+void SlotLoop::release(Slot & slot) {
+    slot.busy = false;
+    slot.generating = false;
+    slot.prompt.clear();
+    slot.prompt.shrink_to_fit();
+    slot.sampler.reset();
+    slot.scanner.reset();
+    slot.lastUsed = ++clock_;
+    std::lock_guard<std::mutex> lock(mutex_);
+    reserved_--;
+}
+
+void SlotLoop::flushEvents() {
+    if (events_.empty()) {
+        return;
+    }
+    std::vector<LoopEvent> out;
+    out.swap(events_);
+    sink_(std::move(out));
+}
+
+const std::string & SlotLoop::piece(llama_token token) {
+    pieceBuf_.resize(32);
+    int32_t n = llama_token_to_piece(vocab_, token, pieceBuf_.data(), (int32_t) pieceBuf_.size(), 0, false);
+    if (n < 0) {
+        pieceBuf_.resize((size_t) -n);
+        n = llama_token_to_piece(vocab_, token, pieceBuf_.data(), (int32_t) pieceBuf_.size(), 0, false);
+    }
+    pieceBuf_.resize(n > 0 ? (size_t) n : 0);
+    return pieceBuf_;
+}
+
+}  // namespace hearth

@@ -1,0 +1,163 @@
+// The continuous-batching slot loop: one llama.cpp model + context with N slots (llama sequences),
+// driven by its own std::thread the way llama-server drives its slots. Each step is one llama_decode
+// over all active slots (prompt chunks of new jobs + one token per generating slot), then native
+// sampling, stop-string and UTF-8 handling, then one batch of events to the sink.
+//
+// Threads: the constructor, start(), submit(), cancel(), requestStop() and join() are called by the
+// owner (the JavaScript thread); they only touch the mutex-protected inbox and never wait for a step.
+// Everything else, including every llama.cpp call, runs on the loop thread. The sink is called on the
+// loop thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "llama.h"
+#include "loop_types.h"
+#include "slot_sampler.h"
+#include "stop_scanner.h"
+
+namespace hearth {
+
+/** Counters since the loop started; read from any thread. */
+struct LoopStats {
+    uint64_t steps = 0;          // llama_decode calls
+    uint64_t promptTokens = 0;   // prompt tokens evaluated (cached ones excluded)
+    uint64_t generatedTokens = 0;
+    uint64_t migrations = 0;     // KV streams copied to close gaps between busy slots
+};
+
+/** Why submit() refused a job: a stable code and a human-readable message. */
+struct SubmitRefusal {
+    std::string code;
+    std::string message;
+};
+
+class SlotLoop {
+public:
+    using EventSink = std::function<void(std::vector<LoopEvent> &&)>;
+
+    SlotLoop(LoopOptions options, EventSink sink);
+    /** Stops (aborting any decode in flight) and joins the thread if the owner did not. */
+    ~SlotLoop();
+    SlotLoop(const SlotLoop &) = delete;
+    SlotLoop & operator=(const SlotLoop &) = delete;
+
+    /** Starts the loop thread, which loads the model and then reports Ready or LoadFailed. */
+    void start();
+
+    /** Queues a job for the next step. Returns a refusal instead when it cannot run; never blocks on a step. */
+    bool submit(JobSpec job, SubmitRefusal & refusal);
+
+    /** Queues a cancel; the job's slot is freed at the next step boundary and it ends with Done(cancelled). */
+    void cancel(uint32_t jobId);
+
+    /**
+     * Asks the loop to cancel every job, free the context and model, report Disposed and exit.
+     * With abortDecode, a llama_decode in flight is aborted too. Idempotent.
+     */
+    void requestStop(bool abortDecode);
+
+    LoopStats stats() const;
+
+    /** Waits for the loop thread to exit. Idempotent. */
+    void join();
+
+    /** join() without leaving the process-exit registry; for that registry's own use. */
+    void joinThread();
+
+private:
+    struct Slot {
+        int32_t seq = 0;
+        /** Tokens whose K/V this sequence holds, at positions 0..size-1 (the prefix cache). */
+        std::vector<llama_token> cache;
+        uint64_t lastUsed = 0;
+
+        bool busy = false;
+        uint32_t jobId = 0;
+        uint64_t serial = 0;
+        std::vector<llama_token> prompt;
+        size_t promptPos = 0;  // next prompt token to evaluate
+        int32_t cachedTokens = 0;
+        int32_t maxTokens = 0;
+        int32_t generated = 0;
+        int32_t tokensSinceText = 0;
+        bool generating = false;  // prompt done; `pending` waits to be decoded
+        llama_token pending = 0;
+        std::unique_ptr<SlotSampler> sampler;
+        std::unique_ptr<StopScanner> scanner;
+
+        // Per step
+        int32_t outputIndex = -1;  // batch row whose logits this slot samples from
+        int32_t chunk = 0;         // prompt tokens in this step's batch
+    };
+
+    struct Command {
+        bool isCancel = false;
+        uint32_t jobId = 0;
+        JobSpec job;
+    };
+
+    void run();
+    bool load(std::string & error);
+    void unload();
+    void apply(std::vector<Command> & commands);
+    void assign(JobSpec && job);
+    Slot & pickSlot(const std::vector<llama_token> & prompt, int32_t & reuse);
+    bool anyBusy() const;
+    void compact();
+    void migrate(Slot & from, Slot & to);
+    void step();
+    void onToken(Slot & slot, llama_token token);
+    void emitText(Slot & slot, std::string text);
+    void finish(Slot & slot, const char * reason, bool keepCache);
+    void fail(Slot & slot, const std::string & code, const std::string & message);
+    void release(Slot & slot);
+    void flushEvents();
+    const std::string & piece(llama_token token);
+
+    const LoopOptions options_;
+    const EventSink sink_;
+    std::thread thread_;
+    std::mutex joinMutex_;
+
+    // Guarded by mutex_: the owner's view of the loop.
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::vector<Command> inbox_;
+    int32_t reserved_ = 0;  // jobs submitted and not yet terminal
+    bool ready_ = false;
+    bool stopRequested_ = false;
+    int32_t contextSize_ = 0;
+    int32_t vocabSize_ = 0;
+
+    std::atomic<bool> abortDecode_{false};
+    std::atomic<uint64_t> statSteps_{0};
+    std::atomic<uint64_t> statPromptTokens_{0};
+    std::atomic<uint64_t> statGenerated_{0};
+    std::atomic<uint64_t> statMigrations_{0};
+
+    // Loop thread only.
+    llama_model * model_ = nullptr;
+    llama_context * ctx_ = nullptr;
+    const llama_vocab * vocab_ = nullptr;
+    llama_memory_t memory_ = nullptr;
+    llama_batch batch_{};
+    bool batchAllocated_ = false;
+    /** One KV stream per slot and a plain KV cache: busy slots can be packed by copying streams. */
+    bool canCompact_ = false;
+    int32_t nBatch_ = 0;
+    std::vector<Slot> slots_;
+    std::vector<LoopEvent> events_;
+    uint64_t clock_ = 0;
+    std::string pieceBuf_;
+};
+
+}  // namespace hearth

@@ -1,0 +1,67 @@
+// The JavaScript face of a SlotLoop: `new SlotLoop(options, onEvents)` with submit / cancel / dispose.
+//
+// Threads and lifetime: created, called and finalized on one JavaScript thread (a worker_thread or the
+// main thread); the SlotLoop it owns runs on its own thread and posts events into a mailbox here. At
+// most one thread-safe-function call is in flight: it drains the whole mailbox and calls onEvents once
+// with an array, so every step's events for all slots cross in one call (steps that finish while
+// JavaScript is busy are merged, a job's adjacent text pieces joined). The thread-safe function keeps
+// the event loop alive only while the model loads, jobs run, or a dispose is pending.
+// dispose() ends with a 'disposed' event, after which the object is inert. If the environment is torn
+// down first (worker terminated, process exit), a cleanup hook stops and joins the loop thread.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "napi.h"
+#include "slot_loop.h"
+
+namespace hearth {
+
+class SlotLoopWrap : public Napi::ObjectWrap<SlotLoopWrap> {
+public:
+    static Napi::Function Define(Napi::Env env);
+
+    explicit SlotLoopWrap(const Napi::CallbackInfo & info);
+    ~SlotLoopWrap() override;
+
+private:
+    static void CallJs(Napi::Env env, Napi::Function callback, SlotLoopWrap * self, void * data);
+    using Tsfn = Napi::TypedThreadSafeFunction<SlotLoopWrap, void, CallJs>;
+
+    Napi::Value Submit(const Napi::CallbackInfo & info);
+    Napi::Value Cancel(const Napi::CallbackInfo & info);
+    Napi::Value Dispose(const Napi::CallbackInfo & info);
+    Napi::Value Stats(const Napi::CallbackInfo & info);
+
+    /** Loop thread: appends events and schedules a delivery unless one is pending. */
+    void post(std::vector<LoopEvent> && events);
+    /** JavaScript thread: hands everything in the mailbox to onEvents. */
+    void deliver(Napi::Env env, Napi::Function callback);
+    void updateRef(Napi::Env env);
+    void onTsfnFinalized();
+    static void onEnvCleanup(void * self);
+
+    napi_env env_ = nullptr;
+    std::unique_ptr<SlotLoop> loop_;
+    Tsfn tsfn_;
+
+    std::mutex mailboxMutex_;
+    std::vector<LoopEvent> mailbox_;
+    std::unordered_map<uint32_t, size_t> lastEventOfJob_;
+    bool deliveryScheduled_ = false;
+
+    // JavaScript thread only.
+    int32_t activeJobs_ = 0;
+    bool loading_ = true;
+    bool disposeRequested_ = false;
+    bool finished_ = false;  // 'disposed' delivered and the thread-safe function released
+    bool envGone_ = false;   // the environment cleanup hook ran
+    bool refed_ = true;
+    bool cleanupHookAdded_ = false;
+    bool selfRefHeld_ = false;
+};
+
+}  // namespace hearth

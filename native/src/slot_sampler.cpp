@@ -1,0 +1,78 @@
+#include "slot_sampler.h"
+
+#include <cmath>
+
+namespace hearth {
+
+SlotSampler::SlotSampler(const SamplingSpec & s, const llama_vocab * vocab, int32_t slotContext,
+                         const std::vector<llama_token> & prompt) {
+    nVocab_ = llama_vocab_n_tokens(vocab);
+    llama_sampler_chain_params cp = llama_sampler_chain_default_params();
+    cp.no_perf = true;
+    chain_ = llama_sampler_chain_init(cp);
+
+    int32_t nSuppress = 0;
+    const llama_token * suppress = llama_vocab_get_suppress_tokens(vocab, &nSuppress);
+    if (suppress != nullptr && nSuppress > 0) {
+        std::vector<llama_logit_bias> bias;
+        bias.reserve(nSuppress);
+        for (int32_t i = 0; i < nSuppress; i++) {
+            bias.push_back({ suppress[i], -INFINITY });
+        }
+        llama_sampler_chain_add(chain_, llama_sampler_init_logit_bias(nVocab_, (int32_t) bias.size(), bias.data()));
+    }
+
+    const int32_t lastN = s.penaltyLastN < 0 ? slotContext : s.penaltyLastN;
+    const bool penalties = lastN > 0 && (s.repeatPenalty != 1.0f || s.frequencyPenalty != 0.0f || s.presencePenalty != 0.0f);
+    if (penalties) {
+        llama_sampler_chain_add(chain_, llama_sampler_init_penalties(nVocab_, lastN, s.repeatPenalty, s.frequencyPenalty, s.presencePenalty));
+    }
+
+    if (s.temperature <= 0.0f) {
+        llama_sampler_chain_add(chain_, llama_sampler_init_greedy());
+        plainGreedy_ = !penalties && llama_sampler_chain_n(chain_) == 1;
+    } else {
+        if (s.topK > 0) {
+            llama_sampler_chain_add(chain_, llama_sampler_init_top_k(s.topK));
+        }
+        if (s.topP < 1.0f) {
+            llama_sampler_chain_add(chain_, llama_sampler_init_top_p(s.topP, 1));
+        }
+        if (s.minP > 0.0f) {
+            llama_sampler_chain_add(chain_, llama_sampler_init_min_p(s.minP, 1));
+        }
+        llama_sampler_chain_add(chain_, llama_sampler_init_temp(s.temperature));
+        llama_sampler_chain_add(chain_, llama_sampler_init_dist(s.seed));
+    }
+
+    if (penalties) {
+        const size_t from = prompt.size() > (size_t) lastN ? prompt.size() - lastN : 0;
+        for (size_t i = from; i < prompt.size(); i++) {
+            llama_sampler_accept(chain_, prompt[i]);
+        }
+    }
+}
+
+SlotSampler::~SlotSampler() {
+    if (chain_ != nullptr) {
+        llama_sampler_free(chain_);
+    }
+}
+
+llama_token SlotSampler::sample(llama_context * ctx, int32_t outputIndex) {
+    if (plainGreedy_) {
+        const float * logits = llama_get_logits_ith(ctx, outputIndex);
+        llama_token best = 0;
+        float bestLogit = logits[0];
+        for (int32_t t = 1; t < nVocab_; t++) {
+            if (logits[t] > bestLogit) {  // first maximum wins, as llama.cpp's greedy sampler
+                bestLogit = logits[t];
+                best = t;
+            }
+        }
+        return best;
+    }
+    return llama_sampler_sample(chain_, ctx, outputIndex);
+}
+
+}  // namespace hearth
