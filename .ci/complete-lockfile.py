@@ -6,6 +6,8 @@ writes a lock without their entries and `npm ci` then refuses it as out of sync.
 dependency as an os/cpu-restricted entry that npm ci skips on Linux x64 without fetching it.
 Run after every `npm install`: python3 .ci/complete-lockfile.py package-lock.json
 """
+import json, re, sys
+
 p=sys.argv[1]
 d=json.load(open(p))
 pk=d['packages']
