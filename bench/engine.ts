@@ -1,0 +1,762 @@
+/**
+ * `npm run bench:engine`: Hearth's local engine vs llama.cpp's own llama-server, side by side, on the
+ * same GGUF, the same llama.cpp release (llama-server is built from node-llama-cpp's bundled source, see
+ * bench/llama-server.ts) and matching slots / threads / per-slot context / batch size.
+ *
+ *   npm run bench:engine -- [--threads 2[,1,...]] [--slots 8[,16]] [--context-size 2048] [--batch-size 512]
+ *     [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,node-llama-cpp]
+ *     [--no-llama-server] [--no-prefix] [--no-memory] [--memory-requests 100,1000] [--memory-concurrency 8]
+ *     [--prefix-trials 3] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]
+ *
+ * For every (threads, slots) pair, the servers run one after the other (never two loaded at once):
+ * llama-server, then `hearth serve --engine native` (reported unavailable when it does not come up as
+ * native), then `hearth serve --engine node-llama-cpp`. Each gets:
+ *  - a warm-up (one 32-token request per slot, discarded);
+ *  - per concurrency level N: N clients, each looping streaming requests (POST .../chat/completions,
+ *    stream: true, max_tokens, temperature 0, seed 1, a short prompt) until --duration seconds have passed
+ *    (every client does at least one request). Per request: time to the first content token, gaps between
+ *    content events, total. Aggregate tokens/s = completion tokens received (usage.completion_tokens of
+ *    each stream) / wall time from the level's start to its last response. llama-server gets
+ *    ignore_eos: true; Hearth has no such flag, so the tokens each request actually generated are reported
+ *    (tok/req) and only those are counted;
+ *  - prefix cache: a ~1,000-token system prompt (unique per trial) sent twice in a row with different
+ *    user messages (max_tokens 8); first-token latency of request 2 vs request 1 (llama-server:
+ *    cache_prompt: true), median over --prefix-trials;
+ *  - memory: VmRSS (/proc/<pid>/status; the whole process, worker threads included) after 100 and after
+ *    1,000 short requests (max_tokens 8, concurrency 8) and the growth ratio.
+ * --rounds N (for a machine whose load changes): the load levels run N times, the servers taking turns
+ * (llama-server, Hearth native, Hearth node-llama-cpp, llama-server, ...), each start a fresh process;
+ * the table shows each server's best round per concurrency, the JSON all rounds.
+ * Output: bench/out/engine-<timestamp>.json and a markdown section appended to bench/RESULTS.md.
+ * The load generator runs in this process on the same cores as the server under test (same for both).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import type http from 'node:http';
+import { loadavg } from 'node:os';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { DEFAULT_REALISTIC_LLAMA } from '../models/realistic-llama.ts';
+import { ensureRealisticModel } from '../models/test-model-path.ts';
+import { startHearthProcess } from '../test/helpers/hearth-process.ts';
+import { ensureLlamaServer, killLlamaServerBuild, type LlamaServerBinary, startLlamaServer } from './llama-server.ts';
+import { describeMachine, machineLine, type MachineInfo } from './lib/machine.ts';
+import { recordResults } from './lib/report.ts';
+import { mean as meanAll, percentile as percentileAll } from './lib/stats.ts';
+import { makeAgent, type StreamTarget, streamTimed, type TimedStream } from './lib/timed-sse.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const OUT_DIR = join(ROOT, 'bench/out');
+
+type HearthEngine = 'native' | 'node-llama-cpp';
+
+interface Options {
+  threads: number[];
+  slots: number[];
+  contextSize: number;
+  batchSize: number;
+  concurrency: number[];
+  durationS: number;
+  maxTokens: number;
+  engines: HearthEngine[];
+  llamaServer: boolean;
+  prefix: boolean;
+  prefixTrials: number;
+  memory: boolean;
+  memoryRequests: number[];
+  memoryConcurrency: number;
+  model: string | null;
+  label: string | null;
+  resultsMd: boolean;
+  /** Load rounds per server, alternating servers (prefix and memory in round 1 only). */
+  rounds: number;
+}
+
+const DEFAULTS: Options = {
+  threads: [2],
+  slots: [8],
+  contextSize: 2048,
+  batchSize: 512,
+  concurrency: [1, 4, 8, 16],
+  durationS: 20,
+  maxTokens: 128,
+  engines: ['native', 'node-llama-cpp'],
+  llamaServer: true,
+  prefix: true,
+  prefixTrials: 3,
+  memory: true,
+  memoryRequests: [100, 1000],
+  memoryConcurrency: 8,
+  model: null,
+  label: null,
+  resultsMd: true,
+  rounds: 1,
+};
+
+const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--context-size 2048] [--batch-size 512]
+  [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,node-llama-cpp]
+  [--no-llama-server] [--no-prefix] [--prefix-trials 3] [--no-memory] [--memory-requests 100,1000]
+  [--memory-concurrency 8] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]`;
+
+function parseArgs(argv: string[]): Options {
+  const o: Options = { ...DEFAULTS };
+  const ints = (s: string, flag: string): number[] => {
+    const v = s.split(',').map((x) => Number(x.trim()));
+    if (v.length === 0 || v.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error(`${flag}: expected positive integers, got ${s}`);
+    return v;
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const [flag, inline] = a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined];
+    const next = (): string => {
+      if (inline !== undefined) return inline;
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case '--threads': o.threads = ints(next(), flag); break;
+      case '--slots': o.slots = ints(next(), flag); break;
+      case '--context-size': case '--context': o.contextSize = ints(next(), flag)[0]!; break;
+      case '--batch-size': o.batchSize = ints(next(), flag)[0]!; break;
+      case '--concurrency': o.concurrency = ints(next(), flag); break;
+      case '--duration': {
+        const d = Number(next());
+        if (!(d > 0)) throw new Error('--duration: expected seconds > 0');
+        o.durationS = d;
+        break;
+      }
+      case '--max-tokens': o.maxTokens = ints(next(), flag)[0]!; break;
+      case '--engines': case '--engine': {
+        const list = next().split(',').map((s) => s.trim()).filter((s) => s !== '' && s !== 'none');
+        for (const e of list) if (e !== 'native' && e !== 'node-llama-cpp') throw new Error(`--engines: unknown engine ${e}`);
+        o.engines = list as HearthEngine[];
+        break;
+      }
+      case '--no-llama-server': o.llamaServer = false; break;
+      case '--no-prefix': o.prefix = false; break;
+      case '--prefix-trials': o.prefixTrials = ints(next(), flag)[0]!; break;
+      case '--no-memory': o.memory = false; break;
+      case '--memory-requests': o.memoryRequests = ints(next(), flag).sort((x, y) => x - y); break;
+      case '--memory-concurrency': o.memoryConcurrency = ints(next(), flag)[0]!; break;
+      case '--model': o.model = resolve(next()); break;
+      case '--label': o.label = next(); break;
+      case '--no-results-md': o.resultsMd = false; break;
+      case '--rounds': o.rounds = ints(next(), flag)[0]!; break;
+      case '--help': case '-h': process.stdout.write(`${USAGE}\n`); process.exit(0); break;
+      default: throw new Error(`unknown argument ${a}\n${USAGE}`);
+    }
+  }
+  return o;
+}
+
+const finite = (v: readonly number[]) => v.filter(Number.isFinite);
+const percentile = (v: readonly number[], p: number) => percentileAll(finite(v), p);
+const mean = (v: readonly number[]) => meanAll(finite(v));
+const median = (v: readonly number[]) => percentile(v, 50);
+const ratio = (a: number | null | undefined, b: number | null | undefined) =>
+  a === null || a === undefined || b === null || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? Number.NaN : a / b;
+/** Fixed decimals, '–' for missing. */
+const fmt = (n: number | null | undefined, digits = 1) => (n === null || n === undefined || !Number.isFinite(n) ? '–' : n.toFixed(digits));
+
+const log = (s: string) => process.stderr.write(`[bench:engine ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+
+// ---------------------------------------------------------------------------------------------------
+// Targets
+
+interface Target {
+  /** llama-server | hearth-native | hearth-node-llama-cpp */
+  name: string;
+  kind: 'llama-server' | 'hearth';
+  pid: number;
+  stream: StreamTarget;
+  /** Added to every request body. */
+  extraBody: Record<string, unknown>;
+  model: string;
+  /** What the server says about itself (engine actually running, threads ...). */
+  info: Record<string, unknown>;
+  stop(): Promise<unknown>;
+  /** Synchronous SIGKILL, for this process's exit. */
+  kill(): void;
+  logs(): string;
+}
+
+/** SIGKILLs this process's remaining direct children (a server still starting up). */
+function killChildProcesses(): void {
+  let entries: string[] = [];
+  try { entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d)); } catch { return; }
+  for (const pid of entries) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid) process.kill(Number(pid), 'SIGKILL');
+    } catch { /* gone */ }
+  }
+}
+
+/** Servers started and not yet stopped: killed if this process is interrupted or exits. */
+const liveTargets = new Set<Target>();
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(sig, () => {
+    process.stderr.write(`[bench:engine] ${sig}: stopping servers\n`);
+    killLlamaServerBuild();
+    for (const t of liveTargets) t.kill();
+    killChildProcesses();
+    process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1));
+  });
+}
+process.on('exit', () => { for (const t of liveTargets) t.kill(); });
+
+async function startLlamaServerTarget(bin: LlamaServerBinary, model: string, slots: number, threads: number, o: Options): Promise<Target> {
+  const s = await startLlamaServer({
+    binary: bin.path, model, slots, threads, contextPerSlot: o.contextSize,
+    extraArgs: ['-b', String(Math.max(o.batchSize, slots)), '-ub', String(Math.min(Math.max(o.batchSize, slots), 512))],
+  });
+  let props: Record<string, unknown> = {};
+  try {
+    const r = await fetch(`${s.baseUrl}/props`);
+    if (r.ok) {
+      const p = (await r.json()) as Record<string, unknown>;
+      props = { total_slots: p['total_slots'], build_info: p['build_info'], n_ctx: (p['default_generation_settings'] as Record<string, unknown> | undefined)?.['n_ctx'] };
+    }
+  } catch { /* optional */ }
+  return {
+    name: 'llama-server',
+    kind: 'llama-server',
+    pid: s.pid,
+    stream: { baseUrl: s.baseUrl, path: '/v1/chat/completions' },
+    extraBody: { ignore_eos: true, cache_prompt: true },
+    model: 'bench',
+    info: { args: s.args, notes: s.notes, ...props },
+    stop: () => s.stop(),
+    kill: () => { if (s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill('SIGKILL'); },
+    logs: () => s.logs(),
+  };
+}
+
+/** The ggml CPU backend libraries a process has mapped (node-llama-cpp picks one variant per CPU). */
+function loadedCpuBackends(pid: number): string[] {
+  try {
+    return [...new Set(readFileSync(`/proc/${pid}/maps`, 'utf8').match(/libggml-cpu[^/\s]*\.so/g) ?? [])];
+  } catch {
+    return [];
+  }
+}
+
+async function startHearthTarget(engine: HearthEngine, model: string, slots: number, threads: number, o: Options): Promise<Target> {
+  const h = await startHearthProcess({
+    args: ['--model', model, '--engine', engine, '--slots', String(slots), '--threads', String(threads),
+      '--context-size', String(o.contextSize), '--batch-size', String(o.batchSize), '--workers', '1'],
+    env: { HEARTH_LOG_LEVEL: 'info' },
+  });
+  try {
+    await h.waitReady(180_000);
+  } catch (e) {
+    await h.stop();
+    throw e;
+  }
+  const ready = h.logs().split('\n').find((l) => l.includes('"msg":"model ready"'));
+  let readyInfo: Record<string, unknown> = {};
+  try { if (ready) readyInfo = JSON.parse(ready) as Record<string, unknown>; } catch { /* not JSON */ }
+  const models = (await (await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } })).json()) as { data: { id: string; hearth?: Record<string, unknown> }[] };
+  const m = models.data[0]!;
+  return {
+    name: `hearth-${engine}`,
+    kind: 'hearth',
+    pid: h.proc.pid!,
+    stream: { baseUrl: h.baseUrl, path: '/api/inference/v1/chat/completions', headers: { authorization: `Bearer ${h.key}` } },
+    extraBody: {},
+    model: m.id,
+    info: {
+      engine: m.hearth?.['engine'] ?? readyInfo['engine'], threads: readyInfo['threads'], contextSize: readyInfo['contextSize'], slots: m.hearth?.['slots'], requestedEngine: engine,
+      ggmlCpuBackend: loadedCpuBackends(h.proc.pid!),
+    },
+    stop: async () => {
+      await h.stop();
+      rmSync(h.dataDir, { recursive: true, force: true });
+    },
+    kill: () => {
+      if (h.proc.exitCode === null && h.proc.signalCode === null) h.proc.kill('SIGKILL');
+      rmSync(h.dataDir, { recursive: true, force: true });
+    },
+    logs: () => h.logs(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Load
+
+const SHORT_PROMPTS = [
+  'Tell me a story about a dragon.', 'Write a poem about the sea.', 'Explain how rain forms.', 'Describe a busy market.',
+  'What makes a good friend?', 'List some uses of a spoon.', 'Why is the sky blue?', 'Describe your ideal garden.',
+  'Tell me about mountains.', 'How do birds fly?', 'Write a short letter to a neighbour.', 'Describe a winter morning.',
+  'What is a library for?', 'Tell me about trains.', 'Describe an old castle.', 'How do bees make honey?',
+];
+
+function chatBody(t: Target, messages: { role: string; content: string }[], maxTokens: number): Record<string, unknown> {
+  return {
+    model: t.model,
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+    max_tokens: maxTokens,
+    temperature: 0,
+    seed: 1,
+    ...t.extraBody,
+  };
+}
+
+function tokensOf(r: TimedStream): number {
+  return r.completionTokens ?? r.contentEvents;
+}
+
+interface LevelResult {
+  concurrency: number;
+  requests: number;
+  errors: number;
+  errorSamples: string[];
+  tokens: number;
+  wallS: number;
+  tokensPerSecond: number;
+  tokensPerRequest: { mean: number; min: number; max: number };
+  contentEventsPerRequest: number;
+  finishReasons: Record<string, number>;
+  promptTokens: number;
+  firstTokenMs: { p50: number; p95: number; max: number };
+  interTokenMs: { p50: number; p95: number; p99: number };
+  totalMs: { p50: number; p95: number };
+  serverCpuS: number | null;
+  loadAvg1Before: number;
+  /** Connections the server closed before answering, retried (see bench/lib/timed-sse.ts). */
+  connectionRetries: number;
+}
+
+/** `clients` parallel loops; each sends `next(i)` requests until `until()` says stop (>= 1 request each). */
+async function drive(t: Target, agent: http.Agent, clients: number, body: (n: number) => Record<string, unknown>, more: (done: number) => boolean): Promise<{ results: TimedStream[]; t0: number; t1: number }> {
+  const results: TimedStream[] = [];
+  let issued = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: clients }, async () => {
+    let mine = 0;
+    while (mine === 0 || more(issued)) {
+      const n = issued++;
+      mine++;
+      results.push(await streamTimed(t.stream, body(n), agent));
+    }
+  }));
+  return { results, t0, t1: performance.now() };
+}
+
+function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+    return ticks / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
+async function runLevel(t: Target, concurrency: number, o: Options): Promise<LevelResult> {
+  const agent = makeAgent(concurrency);
+  const load1 = loadavg()[0]!;
+  const cpu0 = cpuSeconds(t.pid);
+  const deadline = performance.now() + o.durationS * 1000;
+  const { results, t0 } = await drive(t, agent, concurrency,
+    (n) => chatBody(t, [{ role: 'user', content: SHORT_PROMPTS[n % SHORT_PROMPTS.length]! }], o.maxTokens),
+    () => performance.now() < deadline);
+  const cpu1 = cpuSeconds(t.pid);
+  agent.destroy();
+  const ok = results.filter((r) => r.ok);
+  const bad = results.filter((r) => !r.ok);
+  const t1 = Math.max(...results.map((r) => r.endedAt));
+  const tokens = ok.reduce((s, r) => s + tokensOf(r), 0);
+  const wallS = (t1 - t0) / 1000;
+  const finishReasons: Record<string, number> = {};
+  for (const r of ok) finishReasons[r.finishReason ?? 'none'] = (finishReasons[r.finishReason ?? 'none'] ?? 0) + 1;
+  const gaps = ok.flatMap((r) => r.gapsMs);
+  const perReq = ok.map(tokensOf);
+  return {
+    concurrency,
+    requests: results.length,
+    errors: bad.length,
+    errorSamples: [...new Set(bad.map((r) => r.error ?? `status ${r.status}`))].slice(0, 3),
+    tokens,
+    wallS,
+    tokensPerSecond: tokens / wallS,
+    tokensPerRequest: { mean: mean(perReq), min: Math.min(...perReq), max: Math.max(...perReq) },
+    contentEventsPerRequest: mean(ok.map((r) => r.contentEvents)),
+    finishReasons,
+    promptTokens: median(ok.map((r) => r.promptTokens ?? Number.NaN)),
+    firstTokenMs: { p50: percentile(ok.map((r) => r.firstTokenMs), 50), p95: percentile(ok.map((r) => r.firstTokenMs), 95), max: Math.max(...ok.map((r) => r.firstTokenMs)) },
+    interTokenMs: { p50: percentile(gaps, 50), p95: percentile(gaps, 95), p99: percentile(gaps, 99) },
+    totalMs: { p50: percentile(ok.map((r) => r.totalMs), 50), p95: percentile(ok.map((r) => r.totalMs), 95) },
+    serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
+    loadAvg1Before: load1,
+    connectionRetries: results.reduce((n, r) => n + r.retries, 0),
+  };
+}
+
+async function warmUp(t: Target, slots: number): Promise<void> {
+  const agent = makeAgent(slots);
+  const { results } = await drive(t, agent, slots, (n) => chatBody(t, [{ role: 'user', content: `Warm-up ${n}: ${SHORT_PROMPTS[n % SHORT_PROMPTS.length]}` }], 32), () => false);
+  agent.destroy();
+  const bad = results.filter((r) => !r.ok);
+  if (bad.length) throw new Error(`warm-up failed on ${t.name}: ${bad[0]!.error}`);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Prefix cache
+
+/** Deterministic English-like text of `words` words (about 1.2-1.4 Llama 2 tokens a word). */
+function longSystemPrompt(nonce: string, words = 760): string {
+  const vocab = ('the of and to in is was for on that with as by at from it his an were are which this be or had not but ' +
+    'have one their all new more first two after who its also they been has when there other into time would year most only ' +
+    'over city some made school can between world three where these under four united later while during since people state ' +
+    'such about many well known river house early name part used north music same through both before long team second high ' +
+    'county south family game until could each then them called work life area around east group west last water small book')
+    .split(' ');
+  let x = 0x9e3779b9;
+  const rnd = () => {
+    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    return x / 0x100000000;
+  };
+  const out: string[] = [`Session ${nonce}. You are a helpful assistant. Background notes follow.`];
+  let sentence: string[] = [];
+  for (let i = 0; i < words; i++) {
+    sentence.push(vocab[Math.floor(rnd() * vocab.length)]!);
+    if (sentence.length >= 8 + Math.floor(rnd() * 8)) {
+      const s = sentence.join(' ');
+      out.push(`${s[0]!.toUpperCase()}${s.slice(1)}.`);
+      sentence = [];
+    }
+  }
+  if (sentence.length) out.push(`${sentence.join(' ')}.`);
+  return out.join(' ');
+}
+
+interface PrefixTrial {
+  promptTokens1: number | null;
+  promptTokens2: number | null;
+  firstTokenMs1: number;
+  firstTokenMs2: number;
+  cachedTokens1: number | null;
+  cachedTokens2: number | null;
+}
+
+interface PrefixResult {
+  trials: PrefixTrial[];
+  firstTokenMs1: number;
+  firstTokenMs2: number;
+  ratio2to1: number;
+  promptTokens: number;
+  cachedTokens2: number;
+}
+
+async function runPrefix(t: Target, o: Options, runId: string): Promise<PrefixResult> {
+  const agent = makeAgent(1);
+  const trials: PrefixTrial[] = [];
+  for (let i = 0; i < o.prefixTrials; i++) {
+    const system = longSystemPrompt(`${runId}-${t.name}-${i}`);
+    const r1 = await streamTimed(t.stream, chatBody(t, [{ role: 'system', content: system }, { role: 'user', content: 'Summarise the notes in one line.' }], 8), agent);
+    const r2 = await streamTimed(t.stream, chatBody(t, [{ role: 'system', content: system }, { role: 'user', content: 'Which river is mentioned first?' }], 8), agent);
+    if (!r1.ok || !r2.ok) throw new Error(`prefix request failed on ${t.name}: ${r1.error ?? r2.error}`);
+    trials.push({
+      promptTokens1: r1.promptTokens, promptTokens2: r2.promptTokens,
+      firstTokenMs1: r1.firstTokenMs, firstTokenMs2: r2.firstTokenMs,
+      cachedTokens1: r1.cachedTokens, cachedTokens2: r2.cachedTokens,
+    });
+  }
+  agent.destroy();
+  const f1 = median(trials.map((x) => x.firstTokenMs1));
+  const f2 = median(trials.map((x) => x.firstTokenMs2));
+  return {
+    trials, firstTokenMs1: f1, firstTokenMs2: f2, ratio2to1: ratio(f2, f1),
+    promptTokens: median(trials.map((x) => x.promptTokens2 ?? Number.NaN)),
+    cachedTokens2: median(trials.map((x) => x.cachedTokens2 ?? Number.NaN)),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Memory
+
+function procStatusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+interface MemoryResult {
+  rssAfterLoadMiB: number | null;
+  points: { requests: number; rssMiB: number | null; hwmMiB: number | null; errors: number; seconds: number }[];
+  growthRatio: number;
+}
+
+async function runMemory(t: Target, o: Options, rssAfterLoadKb: number | null): Promise<MemoryResult> {
+  const agent = makeAgent(o.memoryConcurrency);
+  const points: MemoryResult['points'] = [];
+  let done = 0;
+  for (const target of o.memoryRequests) {
+    const count = target - done;
+    if (count <= 0) continue;
+    const start = performance.now();
+    const base = done;
+    const { results } = await drive(t, agent, Math.min(o.memoryConcurrency, count),
+      (n) => chatBody(t, [{ role: 'user', content: `Request ${base + n}: ${SHORT_PROMPTS[(base + n) % SHORT_PROMPTS.length]}` }], 8),
+      (issued) => issued < count);
+    done = target;
+    await new Promise((r) => setTimeout(r, 500));
+    const rss = procStatusKb(t.pid, 'VmRSS');
+    const hwm = procStatusKb(t.pid, 'VmHWM');
+    points.push({ requests: target, rssMiB: rss === null ? null : rss / 1024, hwmMiB: hwm === null ? null : hwm / 1024, errors: results.filter((r) => !r.ok).length, seconds: (performance.now() - start) / 1000 });
+    log(`  ${t.name} memory: ${target} requests -> RSS ${fmt(rss === null ? null : rss / 1024)} MiB`);
+  }
+  agent.destroy();
+  const first = points[0]?.rssMiB ?? null;
+  const last = points.at(-1)?.rssMiB ?? null;
+  return { rssAfterLoadMiB: rssAfterLoadKb === null ? null : rssAfterLoadKb / 1024, points, growthRatio: ratio(last, first) };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Orchestration
+
+interface TargetRun {
+  name: string;
+  available: boolean;
+  unavailableReason?: string;
+  info: Record<string, unknown>;
+  levels: LevelResult[];
+  prefix: PrefixResult | null;
+  memory: MemoryResult | null;
+  /** A failed section (prefix) that did not stop the others. */
+  sectionErrors: string[];
+  /** Every round's levels (levels = the best round per concurrency). */
+  rounds?: LevelResult[][];
+  error?: string;
+}
+
+interface ConfigRun {
+  slots: number;
+  threads: number;
+  contextSize: number;
+  batchSize: number;
+  targets: TargetRun[];
+}
+
+interface EngineMachine {
+  info: MachineInfo;
+  simd: string[];
+  kernel: string;
+  /** 1, 5, 15 minute load averages when the run started. */
+  loadAvgAtStart: number[];
+}
+
+function machine(): EngineMachine {
+  let flags: string[] = [];
+  try { flags = (/^flags\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '').split(' '); } catch { /* non-Linux */ }
+  return {
+    info: describeMachine(),
+    simd: ['avx2', 'avx512f', 'avx512_vnni', 'avx_vnni', 'amx_tile', 'amx_int8'].filter((f) => flags.includes(f)),
+    kernel: spawnSync('uname', ['-r'], { encoding: 'utf8' }).stdout.trim(),
+    loadAvgAtStart: loadavg().map((x) => +x.toFixed(2)),
+  };
+}
+
+async function modelShape(path: string, isDefault: boolean): Promise<Record<string, unknown>> {
+  const shape: Record<string, unknown> = { path, sizeMiB: 0 };
+  try { shape['sizeMiB'] = +(statSync(path).size / 2 ** 20).toFixed(1); } catch { /* */ }
+  if (isDefault) Object.assign(shape, { kind: 'realistic-llama (random weights, Llama 2 tokenizer)', ...DEFAULT_REALISTIC_LLAMA, tokenizerSource: undefined });
+  return shape;
+}
+
+async function runTarget(name: string, start: () => Promise<Target>, cfg: ConfigRun, o: Options, runId: string, expectEngine: HearthEngine | undefined, extras: boolean): Promise<TargetRun> {
+  const run: TargetRun = { name, available: false, info: {}, levels: [], prefix: null, memory: null, sectionErrors: [] };
+  let t: Target;
+  log(`starting ${name} (slots ${cfg.slots}, threads ${cfg.threads}, context ${cfg.contextSize}/slot)`);
+  try {
+    t = await start();
+    liveTargets.add(t);
+  } catch (e) {
+    run.unavailableReason = (e instanceof Error ? e.message : String(e)).slice(0, 2000);
+    log(`${name} unavailable: ${run.unavailableReason.split('\n')[0]}`);
+    return run;
+  }
+  run.info = t.info;
+  try {
+    if (expectEngine && t.info['engine'] !== expectEngine) {
+      run.unavailableReason = `requested --engine ${expectEngine}, server runs ${String(t.info['engine'])}`;
+      log(`${name} unavailable: ${run.unavailableReason}`);
+      return run;
+    }
+    run.available = true;
+    const rssAfterLoad = procStatusKb(t.pid, 'VmRSS');
+    await warmUp(t, cfg.slots);
+    for (const c of o.concurrency) {
+      const r = await runLevel(t, c, o);
+      run.levels.push(r);
+      log(`  ${name} c=${c}: ${fmt(r.tokensPerSecond)} tok/s, ${r.requests} req (${r.errors} err), tok/req ${fmt(r.tokensPerRequest.mean)}, first-token p50 ${fmt(r.firstTokenMs.p50, 0)} ms p95 ${fmt(r.firstTokenMs.p95, 0)} ms, inter-token p50 ${fmt(r.interTokenMs.p50)} ms${r.errors ? `; errors: ${r.errorSamples.join(' | ')}` : ''}`);
+    }
+    if (o.prefix && extras) {
+      try {
+        run.prefix = await runPrefix(t, o, runId);
+        log(`  ${name} prefix: ${fmt(run.prefix.promptTokens, 0)} prompt tokens, first token ${fmt(run.prefix.firstTokenMs1, 0)} ms -> ${fmt(run.prefix.firstTokenMs2, 0)} ms (cached ${fmt(run.prefix.cachedTokens2, 0)})`);
+      } catch (e) {
+        run.sectionErrors.push(`prefix: ${e instanceof Error ? e.message : String(e)}`);
+        log(`  ${name} prefix failed: ${run.sectionErrors.at(-1)}`);
+      }
+    }
+    if (o.memory && extras) run.memory = await runMemory(t, o, rssAfterLoad);
+  } catch (e) {
+    run.error = `${e instanceof Error ? e.message : String(e)}\n--- server log tail ---\n${t.logs().slice(-3000)}`;
+    log(`${name} failed: ${run.error.split('\n')[0]}`);
+  } finally {
+    await t.stop();
+    liveTargets.delete(t);
+  }
+  return run;
+}
+
+function markdown(o: Options, m: EngineMachine, bin: LlamaServerBinary | null, shape: Record<string, unknown>, configs: ConfigRun[], jsonPath: string): string {
+  const L: string[] = [];
+  if (o.label) L.push(`**${o.label}**`, '');
+  L.push(`- CPU flags: ${m.simd.join(', ') || '–'}; kernel ${m.kernel}; load average at start ${m.loadAvgAtStart.join(' / ')} (1 / 5 / 15 min)`);
+  L.push(`- llama.cpp: ${bin ? `${bin.tag ?? ''} ${bin.commit ? bin.commit.slice(0, 12) : ''} (${bin.source}${bin.cmakeOptions.length ? `: ${bin.cmakeOptions.filter((x) => !/BUILD_(TESTS|EXAMPLES|APP|UI)|USE_PREBUILT_UI|CURL|OPENSSL|BUILD_TOOLS|BUILD_SERVER/.test(x)).join(' ')}` : ''}) for llama-server; Hearth uses node-llama-cpp's prebuilt libllama of the same release` : 'llama-server not run'}`);
+  const dims = shape['embeddingLength'] !== undefined
+    ? `${shape['kind']}: width ${shape['embeddingLength']}, ${shape['blockCount']} layers, ${shape['headCount']} heads / ${shape['headCountKv']} KV heads, FFN ${shape['feedForwardLength']}, ${shape['weightType']}, ${shape['sizeMiB']} MiB`
+    : `${shape['path']} (${shape['sizeMiB']} MiB)`;
+  L.push(`- Model: ${dims}`);
+  L.push(`- Load: streaming chat completions, max_tokens ${o.maxTokens}, temperature 0, seed 1, short prompts, ${o.durationS} s per concurrency level after a warm-up${o.rounds > 1 ? `, ${o.rounds} rounds with the servers taking turns (best round shown)` : ''}; llama-server with ignore_eos, Hearth counts the tokens it actually generated (tok/req). Client in the same process on the same cores. JSON: ${jsonPath.replace(`${ROOT}/`, '')}`);
+  L.push('');
+  for (const cfg of configs) {
+    L.push(`### slots ${cfg.slots}, threads ${cfg.threads}, context ${cfg.contextSize}/slot, batch ${cfg.batchSize}`);
+    L.push('');
+    const unavailable = cfg.targets.filter((t) => !t.available || t.error);
+    for (const t of unavailable) L.push(`- **${t.name}**: ${t.available ? `failed: ${(t.error ?? '').split('\n')[0]}` : `unavailable: ${(t.unavailableReason ?? '').split('\n')[0]}`}`);
+    const noted = cfg.targets.filter((t) => Array.isArray(t.info['notes']) && (t.info['notes'] as string[]).length);
+    for (const t of noted) L.push(`- **${t.name}**: ${(t.info['notes'] as string[]).join('; ')}`);
+    for (const t of cfg.targets) {
+      const libs = t.info['ggmlCpuBackend'];
+      if (Array.isArray(libs) && libs.length) L.push(`- **${t.name}**: ggml CPU backend ${libs.join(', ')}`);
+    }
+    for (const t of cfg.targets) for (const err of t.sectionErrors) L.push(`- **${t.name}**: ${err.split('\n')[0]}`);
+    for (const t of cfg.targets) {
+      const retried = t.levels.reduce((n, l) => n + l.connectionRetries, 0);
+      if (retried) L.push(`- **${t.name}**: closed ${retried} of ${t.levels.reduce((n, l) => n + l.requests, 0)} load connections before answering; each was retried at once, the lost time counted in its first-token latency`);
+    }
+    L.push('');
+    const base = cfg.targets.find((t) => t.name === 'llama-server' && t.available);
+    const shown = cfg.targets.filter((t) => t.available && t.levels.length);
+    L.push('| clients | server | tok/s | vs llama-server | tok/req | first token p50 / p95 (ms) | inter-token p50 / p95 (ms) | requests (errors) | server CPU s / 1k tok |');
+    L.push('|---:|---|---:|---:|---:|---:|---:|---:|---:|');
+    for (const c of o.concurrency) {
+      const baseLevel = base?.levels.find((l) => l.concurrency === c);
+      for (const t of shown) {
+        const l = t.levels.find((x) => x.concurrency === c);
+        if (!l) continue;
+        const rel = t === base ? '1.00' : fmt(ratio(l.tokensPerSecond, baseLevel?.tokensPerSecond), 2);
+        L.push(`| ${c} | ${t.name} | ${fmt(l.tokensPerSecond)} | ${rel} | ${fmt(l.tokensPerRequest.mean, 1)} | ${fmt(l.firstTokenMs.p50, 0)} / ${fmt(l.firstTokenMs.p95, 0)} | ${fmt(l.interTokenMs.p50, 1)} / ${fmt(l.interTokenMs.p95, 1)} | ${l.requests} (${l.errors}) | ${l.serverCpuS === null ? '–' : fmt((l.serverCpuS / Math.max(1, l.tokens)) * 1000, 2)} |`);
+      }
+    }
+    L.push('');
+    const withPrefix = cfg.targets.filter((t) => t.prefix);
+    if (withPrefix.length) {
+      L.push(`Prefix cache (~1,000-token system prompt sent twice, different user turn; median of ${o.prefixTrials}):`);
+      L.push('');
+      L.push('| server | prompt tokens | first token, request 1 (ms) | request 2 (ms) | 2 / 1 | cached tokens reported (request 2) |');
+      L.push('|---|---:|---:|---:|---:|---:|');
+      for (const t of withPrefix) {
+        const p = t.prefix!;
+        L.push(`| ${t.name} | ${fmt(p.promptTokens, 0)} | ${fmt(p.firstTokenMs1, 0)} | ${fmt(p.firstTokenMs2, 0)} | ${fmt(p.ratio2to1, 2)} | ${fmt(p.cachedTokens2, 0)} |`);
+      }
+      L.push('');
+    }
+    const withMem = cfg.targets.filter((t) => t.memory);
+    if (withMem.length) {
+      const pts = o.memoryRequests;
+      L.push(`Memory (VmRSS of the server process, short requests: max_tokens 8, concurrency ${o.memoryConcurrency}):`);
+      L.push('');
+      L.push(`| server | after load (MiB) | ${pts.map((n) => `after ${n} req (MiB)`).join(' | ')} | growth ${pts.at(-1)} / ${pts[0]} | peak (VmHWM, MiB) |`);
+      L.push(`|---|---:|${pts.map(() => '---:').join('|')}|---:|---:|`);
+      for (const t of withMem) {
+        const mem = t.memory!;
+        L.push(`| ${t.name} | ${fmt(mem.rssAfterLoadMiB)} | ${pts.map((n) => fmt(mem.points.find((p) => p.requests === n)?.rssMiB)).join(' | ')} | ${fmt(mem.growthRatio, 3)} | ${fmt(mem.points.at(-1)?.hwmMiB)} |`);
+      }
+      L.push('');
+    }
+  }
+  return `${L.join('\n')}\n`;
+}
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2));
+  const m = machine();
+  const runId = m.info.date.replace(/[:.]/g, '-');
+  log(`machine: ${machineLine(m.info)}`);
+  const modelPath = o.model ?? (await ensureRealisticModel());
+  if (!existsSync(modelPath)) throw new Error(`model not found: ${modelPath}`);
+  const shape = await modelShape(modelPath, o.model === null);
+  log(`model: ${modelPath}`);
+  let bin: LlamaServerBinary | null = null;
+  let binError: string | null = null;
+  if (o.llamaServer) {
+    try {
+      bin = await ensureLlamaServer({ log: (s) => log(`llama-server: ${s}`) });
+      log(`llama-server: ${bin.path} (${bin.source}) ${bin.version.split('\n')[0]}`);
+    } catch (e) {
+      binError = e instanceof Error ? e.message : String(e);
+      log(`llama-server unavailable: ${binError}`);
+    }
+  }
+  const configs: ConfigRun[] = [];
+  for (const slots of o.slots) {
+    for (const threads of o.threads) {
+      const cfg: ConfigRun = { slots, threads, contextSize: o.contextSize, batchSize: o.batchSize, targets: [] };
+      const starters: { name: string; start: () => Promise<Target>; engine?: HearthEngine }[] = [];
+      if (o.llamaServer && bin) starters.push({ name: 'llama-server', start: () => startLlamaServerTarget(bin!, modelPath, slots, threads, o) });
+      for (const engine of o.engines) starters.push({ name: `hearth-${engine}`, start: () => startHearthTarget(engine, modelPath, slots, threads, o), engine });
+      const byName = new Map<string, TargetRun>();
+      for (let round = 1; round <= o.rounds; round++) {
+        if (o.rounds > 1) log(`round ${round} of ${o.rounds}`);
+        for (const st of starters) {
+          const prev = byName.get(st.name);
+          if (prev && !prev.available) continue;
+          const run = await runTarget(st.name, st.start, cfg, o, runId, st.engine, round === 1);
+          if (!prev) {
+            run.rounds = [run.levels];
+            byName.set(st.name, run);
+            continue;
+          }
+          prev.rounds!.push(run.levels);
+          prev.sectionErrors.push(...run.sectionErrors, ...(run.error ? [`round ${round}: ${run.error.split('\n')[0]}`] : []));
+          prev.levels = prev.levels.map((best) => {
+            const other = run.levels.find((l) => l.concurrency === best.concurrency);
+            return other && other.errors <= best.errors && other.tokensPerSecond > best.tokensPerSecond ? other : best;
+          });
+        }
+      }
+      if (o.llamaServer && !bin) cfg.targets.push({ name: 'llama-server', available: false, unavailableReason: binError ?? 'not built', info: {}, levels: [], prefix: null, memory: null, sectionErrors: [] });
+      cfg.targets.push(...byName.values());
+      configs.push(cfg);
+    }
+  }
+  const jsonPath = join(OUT_DIR, `engine-${runId}.json`); // the name recordResults gives it
+  const data = { options: o, machine: { simd: m.simd, kernel: m.kernel, loadAvgAtStart: m.loadAvgAtStart }, llamaServer: bin, llamaServerError: binError, model: shape, configs };
+  const md = markdown(o, m, bin, shape, configs, jsonPath);
+  if (o.resultsMd) {
+    recordResults('engine', 'Engine: Hearth vs llama-server', data, md, m.info);
+  } else {
+    mkdirSync(OUT_DIR, { recursive: true });
+    writeFileSync(jsonPath, `${JSON.stringify({ name: 'engine', machine: m.info, data }, null, 2)}\n`);
+    process.stdout.write(`${machineLine(m.info)}\n\n${md}`);
+    log(`wrote ${jsonPath}`);
+  }
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exitCode = 1;
+});
