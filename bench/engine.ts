@@ -4,7 +4,7 @@
  * bench/llama-server.ts) and matching slots / threads / per-slot context / batch size.
  *
  *   npm run bench:engine -- [--threads 2[,1,...]] [--slots 8[,16]] [--context-size 2048] [--batch-size 512]
- *     [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,node-llama-cpp]
+ *     [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,node-llama-cpp]
  *     [--no-llama-server] [--no-prefix] [--no-memory] [--memory-requests 100,1000] [--memory-concurrency 8]
  *     [--prefix-trials 3] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]
  *
@@ -48,7 +48,7 @@ import { makeAgent, type StreamTarget, streamTimed, type TimedStream } from './l
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
 
-type HearthEngine = 'native' | 'node-llama-cpp';
+type HearthEngine = 'native' | 'native-norepack' | 'node-llama-cpp';
 
 interface Options {
   threads: number[];
@@ -94,7 +94,7 @@ const DEFAULTS: Options = {
 };
 
 const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--context-size 2048] [--batch-size 512]
-  [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,node-llama-cpp]
+  [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,node-llama-cpp]
   [--no-llama-server] [--no-prefix] [--prefix-trials 3] [--no-memory] [--memory-requests 100,1000]
   [--memory-concurrency 8] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]`;
 
@@ -129,7 +129,7 @@ function parseArgs(argv: string[]): Options {
       case '--max-tokens': o.maxTokens = ints(next(), flag)[0]!; break;
       case '--engines': case '--engine': {
         const list = next().split(',').map((s) => s.trim()).filter((s) => s !== '' && s !== 'none');
-        for (const e of list) if (e !== 'native' && e !== 'node-llama-cpp') throw new Error(`--engines: unknown engine ${e}`);
+        for (const e of list) if (e !== 'native' && e !== 'native-norepack' && e !== 'node-llama-cpp') throw new Error(`--engines: unknown engine ${e}`);
         o.engines = list as HearthEngine[];
         break;
       }
@@ -245,7 +245,9 @@ function loadedCpuBackends(pid: number): string[] {
 
 async function startHearthTarget(engine: HearthEngine, model: string, slots: number, threads: number, o: Options): Promise<Target> {
   const h = await startHearthProcess({
-    args: ['--model', model, '--engine', engine, '--slots', String(slots), '--threads', String(threads),
+    // native-norepack: the native engine without repacked (AMX) weights, like-for-like with llama-server's --no-repack.
+    args: ['--model', model, '--engine', engine === 'native-norepack' ? 'native' : engine, ...(engine === 'native-norepack' ? ['--weight-repack', 'false'] : []),
+      '--slots', String(slots), '--threads', String(threads),
       '--context-size', String(o.contextSize), '--batch-size', String(o.batchSize), '--workers', '1'],
     env: { HEARTH_LOG_LEVEL: 'info' },
   });

@@ -57,6 +57,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       cores: config.defaultCores,
       contextSize: config.contextSize,
       batchSize: config.batchSize,
+      weightRepack: config.weightRepack,
       maxTokens: config.maxTokens,
       queueLimit: config.queueLimit,
       showPullProgress: process.stderr.isTTY === true,

@@ -40,6 +40,7 @@ export const SERVE_SETTINGS = [
   { key: 'threads', flag: '--threads', env: 'HEARTH_THREADS', type: 'int', min: 0, max: 256, default: 0, help: 'Compute threads per worker; 0 = chosen from the core count (see README)' },
   { key: 'contextSize', flag: '--context-size', env: 'HEARTH_CONTEXT_SIZE', type: 'int', min: 64, max: 1 << 20, default: 2048, help: 'Context tokens per slot (prompt + completion), capped by the model' },
   { key: 'batchSize', flag: '--batch-size', env: 'HEARTH_BATCH_SIZE', type: 'int', min: 16, max: 1 << 16, default: 512, help: 'Tokens per decode step (prompt chunking)' },
+  { key: 'weightRepack', flag: '--weight-repack', env: 'HEARTH_WEIGHT_REPACK', type: 'bool', default: true, help: "Native engine: keep llama.cpp's repacked (AMX / SIMD) weight layouts; false matches llama-server's --no-repack" },
   { key: 'maxTokens', flag: '--max-tokens', env: 'HEARTH_MAX_TOKENS', type: 'int', min: 1, max: 1 << 20, default: 4096, help: 'Upper bound on max_tokens; also the default when a request sets none' },
   { key: 'bodyLimit', flag: '--body-limit', env: 'HEARTH_BODY_LIMIT', type: 'int', min: 1024, max: 1 << 30, default: 1 << 20, help: 'Largest accepted request body, in bytes' },
   { key: 'queueLimit', flag: '--queue-limit', env: 'HEARTH_QUEUE_LIMIT', type: 'int', min: 0, max: 1 << 20, default: 64, help: 'Requests allowed to wait for a slot; beyond it 503 + Retry-After' },

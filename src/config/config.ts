@@ -17,6 +17,7 @@ export interface Config {
   threads: number;
   contextSize: number;
   batchSize: number;
+  weightRepack: boolean;
   maxTokens: number;
   bodyLimit: number;
   queueLimit: number;

@@ -22,6 +22,8 @@ export interface LocalEngineOptions {
   cores: number;
   contextSize: number;
   batchSize: number;
+  /** Native engine: keep repacked weight layouts. */
+  weightRepack: boolean;
   /** Server cap on completion tokens, and the default. */
   maxTokens: number;
   /** Requests allowed to wait for a slot. */
@@ -125,6 +127,7 @@ export class LocalEngine implements ChatEngine {
         threads: this.st.threads,
         fallbackThreads: planThreads({ cores: this.o.cores, workers: this.o.workers, engine: 'node-llama-cpp', requested: this.o.threads }),
         batchSize: this.o.batchSize,
+        weightRepack: this.o.weightRepack,
       });
     } catch (err) {
       this.fail(err instanceof Error ? err.message : String(err));

@@ -19,6 +19,8 @@ export interface ModelWorkerData {
   /** Threads to use instead if `auto` falls back to the node-llama-cpp engine. */
   fallbackThreads: number;
   batchSize: number;
+  /** Native engine only: keep llama.cpp's repacked weight layouts (false = llama-server's --no-repack). */
+  weightRepack: boolean;
 }
 
 /** The task payload of one generation. */

@@ -68,6 +68,7 @@ async function tryLoadNative(data: ModelWorkerData): Promise<{ ok: true; engine:
       slots: data.slots,
       threads: data.threads,
       batchSize: data.batchSize,
+      weightRepack: data.weightRepack,
     });
     return { ok: true, engine };
   } catch (err) {
