@@ -589,7 +589,8 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
   }
   run.info = t.info;
   try {
-    if (expectEngine && t.info['engine'] !== expectEngine) {
+    // native-norepack is the native engine with --weight-repack false.
+    if (expectEngine && t.info['engine'] !== (expectEngine === 'native-norepack' ? 'native' : expectEngine)) {
       run.unavailableReason = `requested --engine ${expectEngine}, server runs ${String(t.info['engine'])}`;
       log(`${name} unavailable: ${run.unavailableReason}`);
       return run;
