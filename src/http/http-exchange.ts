@@ -14,9 +14,7 @@ export type HeaderList = ReadonlyArray<readonly [string, string]>;
 export class HttpExchange {
   readonly method: string;
   readonly url: string;
-  readonly query: string;
   readonly authorization: string;
-  readonly contentType: string;
   readonly contentLength: number | undefined;
   readonly params: string[];
   readonly startedAt = performance.now();
@@ -29,31 +27,42 @@ export class HttpExchange {
   /** The `code` of the error answer sent, for metrics. */
   errorCode: string | null = null;
   private committed = false;
-  private readonly abortHandlers: Array<() => void> = [];
+  private abortHandlers: Array<() => void> | null = null;
+  private abortArmed = false;
   private writableWaiter: (() => void) | null = null;
   private bodyStarted = false;
 
   constructor(private readonly res: HttpResponse, req: HttpRequest, paramCount = 0) {
     this.method = req.getMethod().toUpperCase();
     this.url = req.getUrl();
-    this.query = req.getQuery() ?? '';
     this.authorization = req.getHeader('authorization');
-    this.contentType = req.getHeader('content-type');
     const cl = req.getHeader('content-length');
     this.contentLength = cl === '' ? undefined : Number(cl);
     this.params = [];
     for (let i = 0; i < paramCount; i++) this.params.push(decodeURIComponent(req.getParameter(i)));
-    res.onAborted(() => {
+  }
+
+  /**
+   * Attaches uWS's onAborted. The router calls it when a handler returns (still inside the uWS callback,
+   * so before any await can resume) without having ended the response; a response answered synchronously,
+   * the hot path of GET routes, never pays for it. Idempotent.
+   */
+  armAbort(): void {
+    if (this.abortArmed || this.ended) return;
+    this.abortArmed = true;
+    this.res.onAborted(() => {
       this.aborted = true;
       this.wakeWritable();
-      for (const h of this.abortHandlers.splice(0)) h();
+      const handlers = this.abortHandlers;
+      this.abortHandlers = null;
+      if (handlers) for (const h of handlers) h();
     });
   }
 
   /** Runs `h` when the client disconnects before the response ended (never after a normal end). */
   onAbort(h: () => void): void {
     if (this.aborted) h();
-    else if (!this.ended) this.abortHandlers.push(h);
+    else if (!this.ended) (this.abortHandlers ??= []).push(h);
   }
 
   get closed(): boolean {
@@ -175,6 +184,7 @@ export class HttpExchange {
   /** Drops the connection (e.g. a slow stream over its buffer limit). Triggers the abort handlers. */
   close(): void {
     if (this.closed) return;
+    this.armAbort(); // res.close() reports through onAborted
     this.res.close();
   }
 }

@@ -36,6 +36,7 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
       observe(ex, name);
       return;
     }
+    ex.armAbort(); // still inside the uWS callback: no await has resumed yet
     if (result instanceof Promise) {
       result.then(
         () => observe(ex, name),
