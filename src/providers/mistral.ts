@@ -1,7 +1,7 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
 import type { FinishReason } from '../protocol/openai-types.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
+import { chatCompletionMessages, chatCompletionsRequest, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
@@ -32,15 +32,7 @@ export function buildMistralRequest(call: ProviderCall, stream: boolean, options
     frequency_penalty: r.frequencyPenalty,
     stream: stream ? true : undefined,
   });
-  return {
-    url: `${options.baseUrl}/chat/completions`,
-    headers: {
-      authorization: `Bearer ${call.apiKey}`,
-      'content-type': 'application/json',
-      accept: stream ? 'text/event-stream' : 'application/json',
-    },
-    body: JSON.stringify(body),
-  };
+  return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);
 }
 
 export const mistralAdapter: VendorAdapter = {

@@ -2,6 +2,7 @@ import { upstreamBadResponse } from '../errors/errors.ts';
 import type { FinishReason } from '../protocol/openai-types.ts';
 import type { ProviderCall } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
+import type { UpstreamRequest } from './upstream-fetch.ts';
 import { scrubSecrets } from './upstream-errors.ts';
 import { count, isObject, parseUpstreamJson, type UsageCounts, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
 
@@ -63,4 +64,17 @@ export function parseChatCompletionEvent(event: SseEvent, provider: string, mapF
   const usage = chatCompletionUsage(chunk.usage);
   if (usage !== undefined) out.push({ type: 'usage', usage });
   return out;
+}
+
+/** POST {baseUrl}/chat/completions with a Bearer key: the request shape OpenAI and Mistral share. */
+export function chatCompletionsRequest(baseUrl: string, apiKey: string, body: unknown, stream: boolean): UpstreamRequest {
+  return {
+    url: `${baseUrl}/chat/completions`,
+    headers: {
+      authorization: `Bearer ${apiKey}`,
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+    },
+    body: JSON.stringify(body),
+  };
 }

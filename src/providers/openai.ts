@@ -1,6 +1,6 @@
 import type { FinishReason } from '../protocol/openai-types.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
+import { chatCompletionMessages, chatCompletionsRequest, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
@@ -33,15 +33,7 @@ export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options:
     stream: stream ? true : undefined,
     stream_options: stream ? { include_usage: true } : undefined,
   });
-  return {
-    url: `${options.baseUrl}/chat/completions`,
-    headers: {
-      authorization: `Bearer ${call.apiKey}`,
-      'content-type': 'application/json',
-      accept: stream ? 'text/event-stream' : 'application/json',
-    },
-    body: JSON.stringify(body),
-  };
+  return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);
 }
 
 export const openAiAdapter: VendorAdapter = {
