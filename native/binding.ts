@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { relative } from 'node:path';
 import { ADDON_PATH } from './paths.ts';
+import type { SamplingParams } from '../src/worker/slot-engine.ts';
 
 /**
  * Typed loader for native/build/hearth_native.node (built by native/build.ts). The addon is
@@ -28,18 +29,8 @@ export interface NativeLoopOptions {
   backendDir?: string;
 }
 
-export interface NativeSampling {
-  temperature: number;
-  topP: number;
-  topK: number;
-  minP: number;
-  repeatPenalty: number;
-  presencePenalty: number;
-  frequencyPenalty: number;
-  /** -1 = the whole slot context. */
-  penaltyLastN: number;
-  seed: number;
-}
+/** The addon takes the engine's sampler settings as they are (penaltyLastN -1 means the whole slot context). */
+export type NativeSampling = SamplingParams;
 
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
 export type NativeLoopEvent =
