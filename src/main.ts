@@ -98,6 +98,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       closing ??= (async () => {
         server.close();
         provisioner.dispose();
+        // In-flight generations finish (up to the grace period) before the workers stop.
+        await engine.drain(config.shutdownGraceMs);
         await engine.dispose();
         await store.close();
         log.info('stopped');

@@ -33,6 +33,7 @@ export interface Config {
   anthropicBaseUrl: string;
   geminiBaseUrl: string;
   mistralBaseUrl: string;
+  shutdownGraceMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   defaultCores: number;
 }

@@ -46,6 +46,7 @@ export class LocalEngine implements ChatEngine {
   private running = 0;
   private waiting = 0;
   private disposed = false;
+  private draining = false;
   private readonly labels: { model: string };
 
   constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
@@ -175,7 +176,7 @@ export class LocalEngine implements ChatEngine {
   }
 
   generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle {
-    if (this.disposed) throw shuttingDown();
+    if (this.disposed || this.draining) throw shuttingDown();
     if (this.st.state === 'failed') throw modelFailed(this.st.error ?? 'unknown error');
     if (this.st.state !== 'ready' || !this.pool) {
       throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
@@ -275,6 +276,16 @@ export class LocalEngine implements ChatEngine {
         port1.postMessage({ t: 'cancel' } satisfies MainEvent);
       },
     };
+  }
+
+  /**
+   * Graceful stop, step 1: new requests get 503 shutting_down; resolves once every admitted generation
+   * has finished, or after `graceMs` (whatever still runs is then cut by dispose()).
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    const deadline = performance.now() + graceMs;
+    while (this.running + this.waiting > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
   }
 
   async dispose(): Promise<void> {
