@@ -1,7 +1,7 @@
 import { noYamConfigured, unauthorized, workspaceNotFound } from '../errors/index.ts';
 import { type HearthStore, indexKeys, indexRange, type ProjectRecord, type ProjectState } from './database.ts';
 import type { ProviderKeyCipher } from './provider-key-cipher.ts';
-import { issueCredential, parseCredential, randomId, secretMatches } from './secrets.ts';
+import { issueCredential, parseCredential, randomId, secretMatches, sortableId } from './secrets.ts';
 
 /**
  * Inference projects. A project lives in a workspace of one account; reads that take (accountId,
@@ -47,7 +47,7 @@ export class ProjectRepository {
   ) {}
 
   static newId(): string {
-    return `proj_${randomId(16)}`;
+    return `proj_${sortableId()}`;
   }
 
   /**

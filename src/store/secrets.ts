@@ -24,6 +24,21 @@ export function randomId(length = 12): string {
   return id;
 }
 
+let lastIdMs = 0;
+let idCounter = 0;
+
+/**
+ * A 16-char id that sorts in creation order within a process (9 chars of base-36 milliseconds, 2 of a
+ * same-millisecond counter) and stays unguessable enough to name records (5 random chars). Lists of
+ * workspaces and projects use it to break ties between records created in the same millisecond.
+ */
+export function sortableId(): string {
+  const now = Date.now();
+  idCounter = now === lastIdMs ? idCounter + 1 : 0;
+  lastIdMs = now;
+  return now.toString(36).padStart(9, '0') + (idCounter % 1296).toString(36).padStart(2, '0') + randomId(5);
+}
+
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }

@@ -1,5 +1,5 @@
 import { type HearthStore, indexKeys, indexRange, type WorkspaceRecord, type YamRecord } from './database.ts';
-import { randomId } from './secrets.ts';
+import { sortableId } from './secrets.ts';
 
 /**
  * Workspaces of accounts, with their embedded Yam. Every read that takes an `accountId` treats another
@@ -10,7 +10,7 @@ export class WorkspaceRepository {
   constructor(private readonly store: HearthStore) {}
 
   static newId(): string {
-    return `ws_${randomId(16)}`;
+    return `ws_${sortableId()}`;
   }
 
   async create(accountId: string, name: string): Promise<WorkspaceRecord> {

@@ -28,3 +28,13 @@ describe('credentials', () => {
     }
   });
 });
+
+describe('sortableId', () => {
+  it('sorts in creation order, even within one millisecond', async () => {
+    const { sortableId } = await import('../../../src/store/secrets.ts');
+    const ids = Array.from({ length: 500 }, () => sortableId());
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^[a-z0-9]{16}$/);
+  });
+});
