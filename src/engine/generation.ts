@@ -1,9 +1,28 @@
 import type { ApiError } from '../errors/api-error.ts';
-import type { ChatMessage, SamplingOptions } from '../protocol/chat-request.ts';
+import type { ChatMessage, FunctionTool, SamplingOptions } from '../protocol/chat-request.ts';
 
 /** One chat generation as the gateway asks for it (validated; the template is applied in the worker). */
 export interface GenerationRequest extends SamplingOptions {
   messages: ChatMessage[];
+  /** Functions the chat template shows the model (absent or [] = none). */
+  tools?: FunctionTool[] | undefined;
+  /**
+   * A GBNF grammar (root rule `root`, llama.cpp syntax) the whole completion must match; absent = free text.
+   * The engine compiles each distinct grammar text once and caches it.
+   */
+  grammar?: string | undefined;
+  /** undefined: no logprobs (the hot path computes none). n (0..20): the chosen token's and the n best. */
+  topLogprobs?: number | undefined;
+}
+
+/** One generated token's log-probability, as OpenAI's `logprobs.content[i]` carries it. */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** UTF-8 bytes of the token's text. */
+  bytes: number[];
+  /** The most likely alternatives at that position (length = the request's topLogprobs), best first. */
+  top: Array<{ token: string; logprob: number; bytes: number[] }>;
 }
 
 export interface GenerationResult {
@@ -18,7 +37,8 @@ export interface GenerationResult {
  * onError. Not called after the handle was cancelled (a cancelled generation ends silently).
  */
 export interface GenerationSink {
-  onText(text: string): void;
+  /** `logprobs` is given (one entry per token of `text`) only when the request asked for them. */
+  onText(text: string, logprobs?: TokenLogprob[]): void;
   onDone(result: GenerationResult): void;
   onError(error: ApiError): void;
 }

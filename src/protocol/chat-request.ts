@@ -1,10 +1,45 @@
 /** The validated, internal form of a chat-completions request. Produced once, at the edge. */
-export type ChatRole = 'system' | 'user' | 'assistant';
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
+
+/** A function call the assistant made (OpenAI `tool_calls[i]` with `type: "function"`). */
+export interface ToolCall {
+  /** `call_...` as the model or Hearth named it; echoed back by the client in the `tool` message. */
+  id: string;
+  name: string;
+  /** The arguments as JSON text (exactly what OpenAI's `function.arguments` carries). */
+  arguments: string;
+}
 
 export interface ChatMessage {
   role: ChatRole;
+  /** Text content ('' for an assistant message that only calls tools). */
   content: string;
+  /** role 'assistant' only: the calls it made. */
+  toolCalls?: ToolCall[] | undefined;
+  /** role 'tool' only: the id of the call this message answers. */
+  toolCallId?: string | undefined;
 }
+
+/** A JSON Schema object as the client sent it (validated as JSON, interpreted by the grammar converter). */
+export type JsonSchema = { [key: string]: unknown };
+
+/** One declared function (OpenAI `tools[i]` with `type: "function"`). */
+export interface FunctionTool {
+  name: string;
+  description?: string | undefined;
+  /** JSON Schema of the arguments object; `{"type":"object","properties":{}}` when the client sent none. */
+  parameters: JsonSchema;
+  strict: boolean;
+}
+
+/** OpenAI `tool_choice`; a named function forces exactly that call. */
+export type ToolChoice = 'none' | 'auto' | 'required' | { name: string };
+
+/** OpenAI `response_format`. */
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: JsonSchema; strict: boolean };
 
 export interface SamplingOptions {
   /** 0..2; undefined means "the model's / project's default". */
@@ -20,6 +55,17 @@ export interface SamplingOptions {
   presencePenalty?: number | undefined;
   /** -2..2 */
   frequencyPenalty?: number | undefined;
+  /** llama-server extension: >= 0 (0 = off). */
+  topK?: number | undefined;
+  /** llama-server extension: 0..1. */
+  minP?: number | undefined;
+  /** llama-server / vLLM extension (`repetition_penalty`): > 0, 1 = off. */
+  repetitionPenalty?: number | undefined;
+}
+
+/** The fields of a request that asks for no tools, no structured output and no logprobs (a fresh object). */
+export function plainChatFields(): Pick<ChatRequest, 'tools' | 'toolChoice' | 'parallelToolCalls' | 'responseFormat'> {
+  return { tools: [], toolChoice: 'none', parallelToolCalls: true, responseFormat: { type: 'text' } };
 }
 
 export interface ChatRequest extends SamplingOptions {
@@ -29,4 +75,14 @@ export interface ChatRequest extends SamplingOptions {
   /** stream_options.include_usage */
   includeUsage: boolean;
   user?: string | undefined;
+  /** Declared functions ([] when none). */
+  tools: FunctionTool[];
+  /** 'none' when no tools; OpenAI's default 'auto' when tools are given without a choice. */
+  toolChoice: ToolChoice;
+  /** OpenAI default true. */
+  parallelToolCalls: boolean;
+  /** { type: 'text' } when absent. */
+  responseFormat: ResponseFormat;
+  /** undefined: no logprobs; n (0..20): each token's logprob with its n most likely alternatives. */
+  topLogprobs?: number | undefined;
 }

@@ -1,5 +1,5 @@
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
-import type { ChatMessage, ChatRequest, ChatRole } from './chat-request.ts';
+import { type ChatMessage, type ChatRequest, type ChatRole, plainChatFields } from './chat-request.ts';
 
 /** Limits applied while validating; the gateway passes the configured values. */
 export interface ChatRequestLimits {
@@ -121,6 +121,7 @@ export function validateChatRequest(body: unknown, limits: ChatRequestLimits = D
     ?? optionalNumber(body, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER, true);
   if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
   return {
+    ...plainChatFields(),
     model: body.model,
     messages,
     stream,

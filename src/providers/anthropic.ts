@@ -37,8 +37,9 @@ export function toAnthropicMessages(messages: readonly ChatMessage[]): { system:
       continue;
     }
     const last = out[out.length - 1];
-    if (last !== undefined && last.role === m.role) last.content = `${last.content}\n\n${m.content}`;
-    else out.push({ role: m.role, content: m.content });
+    const role = m.role === 'assistant' ? 'assistant' : 'user';
+    if (last !== undefined && last.role === role) last.content = `${last.content}\n\n${m.content}`;
+    else out.push({ role, content: m.content });
   }
   if (out.length === 0) {
     throw invalidRequest("Provider anthropic needs at least one user or assistant message; 'messages' has only system messages", 'messages', 'invalid_value');

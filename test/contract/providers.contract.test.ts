@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors/api-error.ts';
-import type { ChatRequest } from '../../src/protocol/chat-request.ts';
+import { type ChatRequest, plainChatFields } from '../../src/protocol/chat-request.ts';
 import type { ChatCompletionChunk } from '../../src/protocol/openai-types.ts';
 import { createProvider, isAbortError, type ProviderCall, type ProviderName, type ProviderOptions } from '../../src/providers/index.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/index.ts';
@@ -42,6 +42,7 @@ function chatRequest(overrides: Partial<ChatRequest> = {}): ChatRequest {
     stream: false,
     includeUsage: false,
     stop: [],
+    ...plainChatFields(),
     ...overrides,
   };
 }

@@ -1,4 +1,4 @@
-import type { ChatRequest } from '../../../src/protocol/chat-request.ts';
+import { type ChatRequest, plainChatFields } from '../../../src/protocol/chat-request.ts';
 import { resolveProviderOptions, type ProviderCall, type ProviderName } from '../../../src/providers/chat-provider.ts';
 import type { SseEvent } from '../../../src/providers/sse-parser.ts';
 
@@ -6,7 +6,7 @@ export const KEY = 'test-key-0123456789';
 
 export function makeCall(request: Partial<ChatRequest> = {}, overrides: Partial<ProviderCall> = {}): ProviderCall {
   return {
-    request: { model: 'ignored', messages: [{ role: 'user', content: 'Hi' }], stream: false, includeUsage: false, stop: [], ...request },
+    request: { ...plainChatFields(), model: 'ignored', messages: [{ role: 'user', content: 'Hi' }], stream: false, includeUsage: false, stop: [], ...request },
     model: 'the-model',
     apiKey: KEY,
     signal: new AbortController().signal,
