@@ -1,4 +1,5 @@
 import type { ApiError } from '../errors/api-error.ts';
+import type { TokenLogprob } from '../protocol/chat-delta.ts';
 import type { ChatMessage, FunctionTool, SamplingOptions } from '../protocol/chat-request.ts';
 
 /** One chat generation as the gateway asks for it (validated; the template is applied in the worker). */
@@ -15,15 +16,7 @@ export interface GenerationRequest extends SamplingOptions {
   topLogprobs?: number | undefined;
 }
 
-/** One generated token's log-probability, as OpenAI's `logprobs.content[i]` carries it. */
-export interface TokenLogprob {
-  token: string;
-  logprob: number;
-  /** UTF-8 bytes of the token's text. */
-  bytes: number[];
-  /** The most likely alternatives at that position (length = the request's topLogprobs), best first. */
-  top: Array<{ token: string; logprob: number; bytes: number[] }>;
-}
+export type { TokenLogprob } from '../protocol/chat-delta.ts';
 
 export interface GenerationResult {
   finishReason: 'stop' | 'length';

@@ -1,0 +1,34 @@
+/**
+ * The one stream a chat completion is answered from, whatever produced it (the shared model's engine or an
+ * upstream provider): content (with logprobs when asked for), tool-call fragments, then exactly one finish.
+ * The HTTP responder turns these into a JSON completion or SSE chunks; nothing upstream of it knows OpenAI's
+ * wire shape. Plain data; main thread.
+ */
+
+/** One generated token's log-probability, as OpenAI's `logprobs.content[i]` carries it. */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  /** UTF-8 bytes of the token's text. */
+  bytes: number[];
+  /** The most likely alternatives at that position (length = the request's topLogprobs), best first. */
+  top: Array<{ token: string; logprob: number; bytes: number[] }>;
+}
+
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls';
+
+export interface ChatUsage {
+  promptTokens: number;
+  completionTokens: number;
+  /** Prompt tokens served from a cache, when the producer knows. */
+  cachedTokens?: number | undefined;
+}
+
+export type ChatDelta =
+  | { type: 'content'; text: string; logprobs?: TokenLogprob[] | undefined }
+  /**
+   * A fragment of tool call `index` (0-based, in order): the first fragment of a call carries `id` and
+   * `name`, later ones only more `arguments` text (OpenAI streams them exactly so).
+   */
+  | { type: 'tool_call'; index: number; id?: string | undefined; name?: string | undefined; arguments: string }
+  | { type: 'finish'; reason: ChatFinishReason; usage?: ChatUsage | undefined };
