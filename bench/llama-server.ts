@@ -26,7 +26,7 @@ import { dirname, join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const NODE_LLAMA_CPP_LLAMA_DIR = join(ROOT, 'node_modules/node-llama-cpp/llama');
-const BUNDLE = join(NODE_LLAMA_CPP_LLAMA_DIR, 'gitRelease.bundle');
+export const BUNDLE = join(NODE_LLAMA_CPP_LLAMA_DIR, 'gitRelease.bundle');
 
 export interface LlamaServerBinary {
   path: string;
@@ -83,7 +83,7 @@ function extraCmakeArgs(): string[] {
   return raw.split(/\s+/).filter((s) => s !== '');
 }
 
-function declaredOptions(srcDir: string): Set<string> {
+export function declaredOptions(srcDir: string): Set<string> {
   const names = new Set<string>(['CMAKE_BUILD_TYPE', 'BUILD_SHARED_LIBS']);
   for (const file of ['CMakeLists.txt', 'ggml/CMakeLists.txt']) {
     const p = join(srcDir, file);
@@ -93,7 +93,7 @@ function declaredOptions(srcDir: string): Set<string> {
   return names;
 }
 
-function binaryVersion(path: string): string | null {
+export function binaryVersion(path: string): string | null {
   const r = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 30_000 });
   if (r.error || r.status !== 0) return null;
   const lines = `${r.stdout}${r.stderr}`.trim().split('\n');
@@ -110,7 +110,7 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-async function withLock<T>(lockPath: string, log: (s: string) => void, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(lockPath: string, log: (s: string) => void, fn: () => Promise<T>): Promise<T> {
   mkdirSync(dirname(lockPath), { recursive: true });
   let announced = false;
   for (;;) {
@@ -147,7 +147,7 @@ export function killLlamaServerBuild(): void {
   }
 }
 
-function runLogged(cmd: string, args: string[], logFile: string, cwd?: string): Promise<void> {
+export function runLogged(cmd: string, args: string[], logFile: string, cwd?: string): Promise<void> {
   writeFileSync(logFile, `\n$ ${cmd} ${args.join(' ')}\n`, { flag: 'a' });
   const fd = openSync(logFile, 'a');
   return new Promise((res, rej) => {
@@ -164,7 +164,7 @@ function runLogged(cmd: string, args: string[], logFile: string, cwd?: string): 
   });
 }
 
-function hasCommand(cmd: string): boolean {
+export function hasCommand(cmd: string): boolean {
   return spawnSync(cmd, ['--version'], { stdio: 'ignore' }).status === 0;
 }
 

@@ -27,6 +27,25 @@ export interface NativeLoopOptions {
   weightRepack?: boolean;
   /** Folder of the ggml CPU backends. Defaults to the folder of the loaded libllama. */
   backendDir?: string;
+  /** Persistent ggml compute threads (llama-server's threadpool). Defaults to true; false = threads started per decode. */
+  threadPool?: boolean;
+  /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll). Defaults to 50. */
+  threadPoll?: number;
+  /** Most tokens per step while a slot is generating (long prompts are prefilled in chunks). 0 (default) = batchSize. */
+  stepTokenBudget?: number;
+  /** > 0: time 1..threads compute threads at load and use the best for a machine of this many cores. */
+  calibrateCores?: number;
+  /** JavaScript work per step (ms) the calibration allows for. Defaults to 1. */
+  calibrateJsStepMs?: number;
+}
+
+/** One candidate of the load-time thread calibration. */
+export interface NativeThreadTiming {
+  threads: number;
+  /** Median llama_decode time of one step with a row per slot. */
+  msPerStep: number;
+  /** With the JavaScript allowance (see native/src/compute_threads.h). */
+  estimateMs: number;
 }
 
 /** The addon takes the engine's sampler settings as they are (penaltyLastN -1 means the whole slot context). */
@@ -34,7 +53,7 @@ export type NativeSampling = SamplingParams;
 
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
 export type NativeLoopEvent =
-  | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number }
+  | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number; threads: number; threadPool: boolean; cpuBackend: string; calibration?: NativeThreadTiming[] }
   | { type: 'loadFailed'; message: string }
   | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number }
   | { type: 'text'; job: number; text: string; tokens: number }

@@ -101,6 +101,20 @@ void quietLogsOnThisThreadWhen(const std::atomic<bool> * flag) {
     t_quietWhen = flag;
 }
 
+std::string cpuBackendLibrary() {
+    ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+    if (dev == nullptr) {
+        return {};
+    }
+    void * fn = ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_set_n_threads");
+    Dl_info info{};
+    if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_fname == nullptr) {
+        return {};
+    }
+    const char * name = std::strrchr(info.dli_fname, '/');
+    return name != nullptr ? name + 1 : info.dli_fname;
+}
+
 std::string lastLlamaErrorOnThisThread() {
     return t_lastError;
 }

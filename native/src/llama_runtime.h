@@ -23,6 +23,9 @@ void installLogCallbackIfDefault();
 /** While *flag is true, Hearth's callback drops llama.cpp logs made on the calling thread. */
 void quietLogsOnThisThreadWhen(const std::atomic<bool> * flag);
 
+/** File name of the ggml CPU backend library this process uses (e.g. libggml-cpu-zen4.so), "" if unknown. */
+std::string cpuBackendLibrary();
+
 /** The last error line llama.cpp logged on the calling thread through Hearth's callback ("" if none). */
 std::string lastLlamaErrorOnThisThread();
 

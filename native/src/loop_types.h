@@ -26,6 +26,16 @@ struct LoopOptions {
     bool kvUnified = false;
     /** Extra weight buffer types (CPU repack, AMX); false = llama-server's --no-repack. */
     bool weightRepack = true;
+    /** Persistent ggml compute threads attached to the context (compute_threads.h); false = ggml's per-decode threads. */
+    bool persistentThreads = true;
+    /** How long idle compute threads poll before sleeping (0..100, ggml's unit; llama-server's --poll). */
+    int32_t threadPoll = 50;
+    /** Most tokens per step while a slot is generating (step_budget.h); 0 = batchSize. */
+    int32_t stepTokenBudget = 0;
+    /** > 0: choose 1..threads compute threads at load by timing them (calibrateThreads), for this many cores. */
+    int32_t calibrateCores = 0;
+    /** The JavaScript work per step the calibration allows for (ms). */
+    double calibrateJsStepMs = 1.0;
 };
 
 /** Sampler chain settings of one job (see src/worker/slot-engine.ts SamplingParams). */
@@ -76,6 +86,10 @@ struct LoopEvent {
     int32_t contextTotal = 0;    // llama_n_ctx
     int32_t batchSize = 0;       // llama_n_batch
     int32_t vocabSize = 0;
+    int32_t threads = 0;             // compute threads decoding uses
+    bool threadPool = false;         // persistent compute threads attached
+    std::string cpuBackend;          // file of the ggml CPU backend library in use
+    std::vector<double> calibration; // (threads, ms per step, estimate ms) triples, when calibrated
 };
 
 }  // namespace hearth

@@ -4,6 +4,7 @@
 
 #include "live_loops.h"
 #include "llama_runtime.h"
+#include "step_budget.h"
 
 namespace hearth {
 
@@ -152,6 +153,12 @@ void SlotLoop::run() {
     ready.contextTotal = (int32_t) llama_n_ctx(ctx_);
     ready.batchSize = nBatch_;
     ready.vocabSize = vocabSize_;
+    ready.threads = threads_;
+    ready.threadPool = computeThreads_ != nullptr;
+    ready.cpuBackend = cpuBackendLibrary();
+    for (const auto & t : calibration_.timings) {
+        ready.calibration.insert(ready.calibration.end(), { (double) t.threads, t.msPerStep, t.estimateMs });
+    }
     events_.push_back(std::move(ready));
     flushEvents();
 
@@ -237,6 +244,7 @@ bool SlotLoop::load(std::string & error) {
     nBatch_ = (int32_t) llama_n_batch(ctx_);
     batch_ = llama_batch_init(nBatch_, 0, 1);
     batchAllocated_ = true;
+    setUpComputeThreads(slots);
 
     canCompact_ = !options_.kvUnified && slots > 1 && !llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_);
     const int32_t perSeq = options_.kvUnified ? options_.contextSize : (int32_t) llama_n_ctx_seq(ctx_);
@@ -250,6 +258,22 @@ bool SlotLoop::load(std::string & error) {
     return true;
 }
 
+void SlotLoop::setUpComputeThreads(int32_t slots) {
+    threads_ = options_.threads;
+    int32_t threadsBatch = options_.threadsBatch;
+    if (options_.calibrateCores > 0 && options_.threads > 1) {
+        calibration_ = calibrateThreads(ctx_, slots, options_.threads, options_.calibrateCores, options_.calibrateJsStepMs,
+                                        options_.threadPoll, options_.persistentThreads);
+        threadsBatch = threadsBatch == threads_ ? calibration_.chosen : threadsBatch;
+        threads_ = calibration_.chosen;
+    }
+    llama_set_n_threads(ctx_, threads_, threadsBatch);
+    if (options_.persistentThreads) {
+        std::string why;
+        computeThreads_ = ComputeThreads::attach(ctx_, threads_, threadsBatch, options_.threadPoll, why);
+    }
+}
+
 void SlotLoop::unload() {
     for (auto & slot : slots_) {
         slot.sampler.reset();
@@ -259,10 +283,14 @@ void SlotLoop::unload() {
         llama_batch_free(batch_);
         batchAllocated_ = false;
     }
+    if (computeThreads_) {
+        computeThreads_->detach();
+    }
     if (ctx_ != nullptr) {
         llama_free(ctx_);
         ctx_ = nullptr;
     }
+    computeThreads_.reset();
     if (model_ != nullptr) {
         llama_model_free(model_);
         model_ = nullptr;
@@ -406,7 +434,7 @@ void SlotLoop::migrate(Slot & from, Slot & to) {
 void SlotLoop::step() {
     compact();
     // Token budget: one row per generating slot first (they never wait), then prompt chunks, oldest job first.
-    int32_t budget = nBatch_;
+    int32_t generatingRows = 0;
     std::vector<Slot *> prompting;
     for (auto & slot : slots_) {
         slot.outputIndex = -1;
@@ -415,11 +443,12 @@ void SlotLoop::step() {
             continue;
         }
         if (slot.generating) {
-            budget--;
+            generatingRows++;
         } else {
             prompting.push_back(&slot);
         }
     }
+    int32_t budget = stepRowBudget(nBatch_, options_.stepTokenBudget, generatingRows) - generatingRows;
     std::sort(prompting.begin(), prompting.end(), [](const Slot * a, const Slot * b) { return a->serial < b->serial; });
     for (Slot * slot : prompting) {
         const int32_t left = (int32_t) (slot->prompt.size() - slot->promptPos);

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "compute_threads.h"
 #include "llama.h"
 #include "loop_types.h"
 #include "slot_sampler.h"
@@ -108,6 +109,8 @@ private:
     void run();
     bool load(std::string & error);
     void unload();
+    /** Thread count (calibrated when asked) and persistent compute threads; after the context exists. */
+    void setUpComputeThreads(int32_t slots);
     void apply(std::vector<Command> & commands);
     void assign(JobSpec && job);
     Slot & pickSlot(const std::vector<llama_token> & prompt, int32_t & reuse);
@@ -147,6 +150,9 @@ private:
     // Loop thread only.
     llama_model * model_ = nullptr;
     llama_context * ctx_ = nullptr;
+    std::unique_ptr<ComputeThreads> computeThreads_;  // attached to ctx_; freed after it
+    int32_t threads_ = 0;
+    ThreadCalibration calibration_;
     const llama_vocab * vocab_ = nullptr;
     llama_memory_t memory_ = nullptr;
     llama_batch batch_{};

@@ -43,6 +43,20 @@ Napi::Object toJs(Napi::Env env, const LoopEvent & e) {
             o.Set("contextTotal", e.contextTotal);
             o.Set("batchSize", e.batchSize);
             o.Set("vocabSize", e.vocabSize);
+            o.Set("threads", e.threads);
+            o.Set("threadPool", e.threadPool);
+            o.Set("cpuBackend", e.cpuBackend);
+            if (!e.calibration.empty()) {
+                Napi::Array timings = Napi::Array::New(env);
+                for (size_t i = 0; i + 2 < e.calibration.size(); i += 3) {
+                    Napi::Object t = Napi::Object::New(env);
+                    t.Set("threads", e.calibration[i]);
+                    t.Set("msPerStep", e.calibration[i + 1]);
+                    t.Set("estimateMs", e.calibration[i + 2]);
+                    timings.Set((uint32_t) (i / 3), t);
+                }
+                o.Set("calibration", timings);
+            }
             break;
         case EventKind::LoadFailed:
             o.Set("type", "loadFailed");
@@ -112,6 +126,11 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
     options.batchSize = o.Get("batchSize").IsUndefined() ? 512 : requiredInt(o, "batchSize", 1, 1 << 20);
     options.kvUnified = o.Get("kvUnified").ToBoolean().Value();
     options.weightRepack = o.Get("weightRepack").IsUndefined() ? true : o.Get("weightRepack").ToBoolean().Value();
+    options.persistentThreads = o.Get("threadPool").IsUndefined() ? true : o.Get("threadPool").ToBoolean().Value();
+    options.threadPoll = o.Get("threadPoll").IsUndefined() ? options.threadPoll : requiredInt(o, "threadPoll", 0, 100);
+    options.stepTokenBudget = o.Get("stepTokenBudget").IsUndefined() ? 0 : requiredInt(o, "stepTokenBudget", 0, 1 << 20);
+    options.calibrateCores = o.Get("calibrateCores").IsUndefined() ? 0 : requiredInt(o, "calibrateCores", 0, 4096);
+    options.calibrateJsStepMs = numberOr(o, "calibrateJsStepMs", options.calibrateJsStepMs);
 
     loop_ = std::make_unique<SlotLoop>(options, [this](std::vector<LoopEvent> && events) { post(std::move(events)); });
     tsfn_ = Tsfn::New(env, info[1].As<Napi::Function>(), "hearth-slot-loop", 0, 1, this,
