@@ -83,7 +83,7 @@ function extraCmakeArgs(): string[] {
   return raw.split(/\s+/).filter((s) => s !== '');
 }
 
-export function declaredOptions(srcDir: string): Set<string> {
+function declaredOptions(srcDir: string): Set<string> {
   const names = new Set<string>(['CMAKE_BUILD_TYPE', 'BUILD_SHARED_LIBS']);
   for (const file of ['CMakeLists.txt', 'ggml/CMakeLists.txt']) {
     const p = join(srcDir, file);
@@ -93,7 +93,7 @@ export function declaredOptions(srcDir: string): Set<string> {
   return names;
 }
 
-export function binaryVersion(path: string): string | null {
+function binaryVersion(path: string): string | null {
   const r = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 30_000 });
   if (r.error || r.status !== 0) return null;
   const lines = `${r.stdout}${r.stderr}`.trim().split('\n');
@@ -164,7 +164,7 @@ export function runLogged(cmd: string, args: string[], logFile: string, cwd?: st
   });
 }
 
-export function hasCommand(cmd: string): boolean {
+function hasCommand(cmd: string): boolean {
   return spawnSync(cmd, ['--version'], { stdio: 'ignore' }).status === 0;
 }
 

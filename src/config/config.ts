@@ -18,6 +18,10 @@ export interface Config {
   contextSize: number;
   batchSize: number;
   weightRepack: boolean;
+  /** Native engine: persistent compute threads, their idle polling (0-100), the per-step token budget (0 = batchSize). */
+  threadPool: boolean;
+  threadPoll: number;
+  stepTokenBudget: number;
   maxTokens: number;
   bodyLimit: number;
   queueLimit: number;

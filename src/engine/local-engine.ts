@@ -8,7 +8,7 @@ import { samplingFor } from '../worker/sampling-defaults.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import { readModelMetadata } from './model-metadata.ts';
 import { pullModel, type ModelSource } from './model-source.ts';
-import { planThreads } from './thread-plan.ts';
+import { calibrationCores, planThreads } from './thread-plan.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from './worker-protocol.ts';
 
 export interface LocalEngineOptions {
@@ -24,6 +24,10 @@ export interface LocalEngineOptions {
   batchSize: number;
   /** Native engine: keep repacked weight layouts. */
   weightRepack: boolean;
+  /** Native engine: persistent compute threads, idle polling (0-100), per-step token budget (0 = batchSize). */
+  threadPool: boolean;
+  threadPoll: number;
+  stepTokenBudget: number;
   /** Server cap on completion tokens, and the default. */
   maxTokens: number;
   /** Requests allowed to wait for a slot. */
@@ -129,6 +133,10 @@ export class LocalEngine implements ChatEngine {
         fallbackThreads: planThreads({ cores: this.o.cores, workers: this.o.workers, engine: 'node-llama-cpp', requested: this.o.threads }),
         batchSize: this.o.batchSize,
         weightRepack: this.o.weightRepack,
+        threadPool: this.o.threadPool,
+        threadPoll: this.o.threadPoll,
+        stepTokenBudget: this.o.stepTokenBudget,
+        calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
       });
     } catch (err) {
       this.fail(err instanceof Error ? err.message : String(err));
@@ -153,11 +161,12 @@ export class LocalEngine implements ChatEngine {
           this.st.workersReady++;
           this.st.engine = m.engine;
           this.st.contextSize = m.contextSize;
+          this.st.threads = m.threads;
           if (m.fallbackReason) this.log.warn('native engine unavailable; using node-llama-cpp sequences', { reason: m.fallbackReason });
           if (this.st.workersReady === this.o.workers && this.st.state === 'loading') {
             this.st.readyAt = Date.now();
             this.setState('ready');
-            this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.o.slots, threads: m.threads, contextSize: m.contextSize });
+            this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.o.slots, threads: m.threads, contextSize: m.contextSize, ...m.compute });
             resolve();
           }
         } else if (m?.hearth === 'worker-failed') {

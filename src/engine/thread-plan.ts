@@ -15,6 +15,17 @@ export interface ThreadPlanInput {
   requested: number;
 }
 
+/**
+ * With `--threads 0` on the native engine, planThreads() is only the most threads tried: the loop times
+ * one decode step (a row per slot) with 1..that many threads at load and keeps the count whose step,
+ * plus the JavaScript work of a step where no core is left for it, is fastest (native/src/compute_threads.h;
+ * logged with "model ready" as `calibration`). Returns the cores to calibrate for, 0 for no calibration.
+ */
+export function calibrationCores(i: ThreadPlanInput): number {
+  if (i.requested > 0 || (i.engine !== 'native' && i.engine !== 'auto')) return 0;
+  return planThreads(i) > 1 ? Math.max(1, Math.floor(i.cores / i.workers)) : 0;
+}
+
 export function planThreads(i: ThreadPlanInput): number {
   if (i.requested > 0) return i.requested;
   if (i.engine === 'instant') return 1;

@@ -21,6 +21,21 @@ export interface ModelWorkerData {
   batchSize: number;
   /** Native engine only: keep llama.cpp's repacked weight layouts (false = llama-server's --no-repack). */
   weightRepack: boolean;
+  /** Native engine only: persistent compute threads, their idle polling, the per-step token budget. */
+  threadPool: boolean;
+  threadPoll: number;
+  stepTokenBudget: number;
+  /** Native engine only, > 0: calibrate 1..threads compute threads at load for this many cores (thread-plan.ts). */
+  calibrateCores: number;
+}
+
+/** How the native engine computes, as it reported at load (logged with "model ready"). */
+export interface NativeComputeInfo {
+  threadPool: boolean;
+  /** The ggml CPU backend library in use, e.g. libggml-cpu-zen4.so. */
+  cpuBackend: string;
+  /** The load-time thread calibration (`--threads 0`): ms per decode step for each thread count tried. */
+  calibration?: { threads: number; msPerStep: number; estimateMs: number }[];
 }
 
 /** The task payload of one generation. */
@@ -46,5 +61,5 @@ export type MainEvent = { t: 'cancel' };
 
 /** Worker -> main over parentPort (Piscina re-emits these as the pool's 'message' event). */
 export type WorkerStatus =
-  | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string }
+  | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string; compute?: NativeComputeInfo }
   | { hearth: 'worker-failed'; reason: string };

@@ -1,5 +1,6 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
-import type { ModelWorkerData } from '../engine/worker-protocol.ts';
+import type { ModelWorkerData, NativeComputeInfo } from '../engine/worker-protocol.ts';
+import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InstantEngine } from './instant-engine.ts';
 import { LlamaSequenceEngine } from './llama-sequence-engine.ts';
 import { PromptBuilder } from './prompt-builder.ts';
@@ -17,12 +18,14 @@ export class ModelHost {
     readonly engine: SlotEngine,
     readonly prompts: PromptBuilder | null,
     readonly fallbackReason: string | undefined,
+    /** Native engine: how it computes (threads actually used, thread pool, CPU backend, calibration). */
+    readonly compute: ({ threads: number } & NativeComputeInfo) | undefined,
     private readonly llama: Llama | null,
     private readonly model: LlamaModel | null,
   ) {}
 
   static async load(data: ModelWorkerData): Promise<ModelHost> {
-    if (data.engine === 'instant') return new ModelHost(new InstantEngine(data.contextSize, data.slots), null, undefined, null, null);
+    if (data.engine === 'instant') return new ModelHost(new InstantEngine(data.contextSize, data.slots), null, undefined, undefined, null, null);
     let fallbackReason: string | undefined;
     if (data.engine === 'native' || data.engine === 'auto') {
       const native = await tryLoadNative(data);
@@ -30,7 +33,9 @@ export class ModelHost {
         // The CPU runtime: the same libllama file the addon links, so the process maps one copy.
         const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
         const model = await llama.loadModel({ modelPath: data.modelPath, vocabOnly: true });
-        return new ModelHost(native.engine, new PromptBuilder(model), undefined, llama, model);
+        const e = native.engine;
+        const compute = { threads: e.threads, threadPool: e.threadPool, cpuBackend: e.cpuBackend, ...(e.calibration ? { calibration: [...e.calibration] } : {}) };
+        return new ModelHost(e, new PromptBuilder(model), undefined, compute, llama, model);
       }
       if (data.engine === 'native') throw new Error(`native engine unavailable: ${native.reason}`);
       fallbackReason = native.reason;
@@ -38,7 +43,7 @@ export class ModelHost {
     const llama = await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
     const model = await llama.loadModel({ modelPath: data.modelPath });
     const engine = await LlamaSequenceEngine.load({ model, contextSize: data.contextSize, slots: data.slots, threads: fallbackReason ? data.fallbackThreads : data.threads, batchSize: data.batchSize });
-    return new ModelHost(engine, new PromptBuilder(model), fallbackReason, llama, model);
+    return new ModelHost(engine, new PromptBuilder(model), fallbackReason, undefined, llama, model);
   }
 
   /** Prompt tokens and template stop strings; the instant engine estimates ~4 bytes per token. */
@@ -57,18 +62,22 @@ export class ModelHost {
   }
 }
 
-async function tryLoadNative(data: ModelWorkerData): Promise<{ ok: true; engine: SlotEngine } | { ok: false; reason: string }> {
+async function tryLoadNative(data: ModelWorkerData): Promise<{ ok: true; engine: NativeSlotEngine } | { ok: false; reason: string }> {
   try {
     const mod = await import('./native-slot-engine.ts');
     const available = mod.nativeAddonAvailable();
     if (!available.ok) return { ok: false, reason: available.reason };
-    const engine = await mod.loadNativeSlotEngine({
+    const engine = await mod.loadNativeSlotEngineInternal({
       modelPath: data.modelPath,
       contextSize: data.contextSize,
       slots: data.slots,
       threads: data.threads,
       batchSize: data.batchSize,
       weightRepack: data.weightRepack,
+      threadPool: data.threadPool,
+      threadPoll: data.threadPoll,
+      stepTokenBudget: data.stepTokenBudget,
+      calibrateCores: data.calibrateCores,
     });
     return { ok: true, engine };
   } catch (err) {

@@ -1,4 +1,4 @@
-import { loadHearthNative, type NativeLoopEvent, type NativeLoopStats, type NativeSlotLoop } from '../../native/binding.ts';
+import { loadHearthNative, type NativeLoopEvent, type NativeLoopStats, type NativeSlotLoop, type NativeThreadTiming } from '../../native/binding.ts';
 import { contextLengthExceeded } from '../errors/index.ts';
 import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle, SlotJobResult } from './slot-engine.ts';
 
@@ -33,6 +33,16 @@ export interface NativeSlotEngineOptions {
    * Defaults to true; false matches llama-server's --no-repack (for like-for-like benchmarks).
    */
   weightRepack?: boolean;
+  /** Persistent compute threads (llama-server's threadpool) instead of threads started per decode. Defaults to true. */
+  threadPool?: boolean;
+  /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll). Defaults to 50. */
+  threadPoll?: number;
+  /** Most tokens per step while a slot is generating; longer prompts are prefilled in chunks. 0 = batchSize. */
+  stepTokenBudget?: number;
+  /** > 0: time 1..threads compute threads at load and keep the best for this many cores (`--threads 0`). */
+  calibrateCores?: number;
+  /** JavaScript work per step (ms) the calibration allows for. */
+  calibrateJsStepMs?: number;
 }
 
 export const DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS = {
@@ -75,6 +85,11 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
       {
         modelPath: o.modelPath, contextSize: o.contextSize, slots: o.slots, threads: o.threads,
         batchSize: o.batchSize, kvUnified: o.kvUnified, weightRepack: o.weightRepack,
+        ...(o.threadPool !== undefined ? { threadPool: o.threadPool } : {}),
+        ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}),
+        ...(o.stepTokenBudget !== undefined ? { stepTokenBudget: o.stepTokenBudget } : {}),
+        ...(o.calibrateCores !== undefined ? { calibrateCores: o.calibrateCores } : {}),
+        ...(o.calibrateJsStepMs !== undefined ? { calibrateJsStepMs: o.calibrateJsStepMs } : {}),
       },
       (events) => {
         if (engine) return engine.handle(events);
@@ -106,6 +121,14 @@ export class NativeSlotEngine implements SlotEngine {
   readonly contextTotal: number;
   /** llama_n_batch: the most tokens one step decodes. */
   readonly batchSize: number;
+  /** Compute threads decoding uses (the calibrated count when calibrateCores was set). */
+  readonly threads: number;
+  /** Persistent compute threads are attached. */
+  readonly threadPool: boolean;
+  /** The ggml CPU backend library in use, e.g. libggml-cpu-zen4.so. */
+  readonly cpuBackend: string;
+  /** The load-time thread calibration's measurements (absent when not calibrated). */
+  readonly calibration: readonly NativeThreadTiming[] | undefined;
 
   /** Jobs submitted whose terminal native event has not arrived yet (their slots are taken). */
   private readonly jobs = new Map<number, JobState>();
@@ -123,6 +146,10 @@ export class NativeSlotEngine implements SlotEngine {
     this.slotCount = slots;
     this.contextTotal = ready.contextTotal;
     this.batchSize = ready.batchSize;
+    this.threads = ready.threads;
+    this.threadPool = ready.threadPool;
+    this.cpuBackend = ready.cpuBackend;
+    this.calibration = ready.calibration;
   }
 
   /** Jobs holding a slot right now. */
