@@ -55,7 +55,7 @@ export type NativeSampling = SamplingParams;
 export type NativeLoopEvent =
   | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number; threads: number; threadPool: boolean; cpuBackend: string; calibration?: NativeThreadTiming[] }
   | { type: 'loadFailed'; message: string }
-  | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number }
+  | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number; /** Decode steps that evaluated this prompt (chunks). */ promptSteps: number }
   | { type: 'text'; job: number; text: string; tokens: number }
   | { type: 'done'; job: number; finishReason: 'stop' | 'length' | 'cancelled'; promptTokens: number; cachedTokens: number; completionTokens: number }
   | { type: 'error'; job: number; code: string; message: string }

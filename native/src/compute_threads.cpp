@@ -32,7 +32,7 @@ double medianOf(std::vector<double> v) {
 
 }  // namespace
 
-std::unique_ptr<ComputeThreads> ComputeThreads::attach(llama_context * ctx, int32_t threads, int32_t threadsBatch, int32_t poll, std::string & why) {
+std::unique_ptr<ComputeThreads> ComputeThreads::create(int32_t threads, int32_t threadsBatch, int32_t poll, std::string & why) {
     NewFn make = nullptr;
     FreeFn release = nullptr;
     if (!threadpoolApi(make, release)) {
@@ -41,6 +41,8 @@ std::unique_ptr<ComputeThreads> ComputeThreads::attach(llama_context * ctx, int3
     }
     std::unique_ptr<ComputeThreads> self(new ComputeThreads());
     self->free_ = release;
+    self->threads_ = threads;
+    self->threadsBatch_ = threadsBatch;
     ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
     tpp.poll = (uint32_t) std::clamp(poll, 0, 100);
     ggml_threadpool_params tppBatch = ggml_threadpool_params_default(threadsBatch);
@@ -59,10 +61,13 @@ std::unique_ptr<ComputeThreads> ComputeThreads::attach(llama_context * ctx, int3
         why = "ggml_threadpool_new failed for " + std::to_string(threads) + " threads";
         return nullptr;  // the destructor frees poolBatch_
     }
-    llama_set_n_threads(ctx, threads, threadsBatch);
-    llama_attach_threadpool(ctx, self->pool_, self->poolBatch_);
-    self->ctx_ = ctx;
     return self;
+}
+
+void ComputeThreads::attach(llama_context * ctx) {
+    llama_set_n_threads(ctx, threads_, threadsBatch_);
+    llama_attach_threadpool(ctx, pool_, poolBatch_);
+    ctx_ = ctx;
 }
 
 void ComputeThreads::detach() {
@@ -84,7 +89,8 @@ ComputeThreads::~ComputeThreads() {
     }
 }
 
-ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t maxThreads, int32_t cores, double jsStepMs, int32_t poll, bool persistent) {
+ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t maxThreads, int32_t cores, double jsStepMs, int32_t poll, bool persistent,
+                                   std::vector<std::unique_ptr<ComputeThreads>> & pools) {
     using Clock = std::chrono::steady_clock;
     ThreadCalibration out;
     rows = std::max(1, std::min(rows, (int32_t) llama_n_batch(ctx)));
@@ -106,10 +112,20 @@ ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t ma
         }
         return llama_decode(ctx, batch) == 0;
     };
-    for (int32_t t = 1; t <= std::max(1, maxThreads); t++) {
+    std::vector<int32_t> candidates;
+    maxThreads = std::max(1, maxThreads);
+    for (int32_t t = 1; t <= maxThreads; t = maxThreads <= 8 ? t + 1 : t * 2) {
+        candidates.push_back(t);
+    }
+    if (candidates.back() != maxThreads) {
+        candidates.push_back(maxThreads);
+    }
+    for (int32_t t : candidates) {
         std::string why;
-        std::unique_ptr<ComputeThreads> pool = persistent ? ComputeThreads::attach(ctx, t, t, poll, why) : nullptr;
-        if (!pool) {
+        std::unique_ptr<ComputeThreads> pool = persistent ? ComputeThreads::create(t, t, poll, why) : nullptr;
+        if (pool) {
+            pool->attach(ctx);
+        } else {
             llama_set_n_threads(ctx, t, t);
         }
         std::vector<double> ms;
@@ -133,6 +149,7 @@ ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t ma
         llama_memory_clear(memory, true);
         if (pool) {
             pool->detach();
+            pools.push_back(std::move(pool));
         }
         if (!ok || ms.empty()) {
             continue;

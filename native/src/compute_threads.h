@@ -4,8 +4,9 @@
 // Also the load-time thread calibration behind `--threads 0`.
 //
 // Threads: everything here is called on the slot loop's own thread, the one that calls llama_decode.
-// Lifetime: a ComputeThreads must outlive every llama_decode of the context it is attached to; detach()
-// (or llama_free of the context) comes before its destruction.
+// Lifetime: a ComputeThreads must outlive the context it was ever attached to (free it after llama_free):
+// ggml's CPU backend keeps a pointer to the last pool it ran on, and pauses that pool when it switches
+// to another one, so a pool freed while the context lives may be touched again.
 #pragma once
 
 #include <memory>
@@ -21,11 +22,14 @@ namespace hearth {
 class ComputeThreads {
 public:
     /**
-     * Creates the pool(s) (one when threads == threadsBatch, else one each, the generation one paused)
-     * and attaches them to `ctx`. Returns nullptr with `why` set when the CPU backend does not offer
-     * ggml_threadpool_new (the context then keeps ggml's per-decode threads).
+     * Creates the pool(s) (one when threads == threadsBatch, else one each, the generation one paused).
+     * Returns nullptr with `why` set when the CPU backend does not offer ggml_threadpool_new (the
+     * context then keeps ggml's per-decode threads).
      */
-    static std::unique_ptr<ComputeThreads> attach(llama_context * ctx, int32_t threads, int32_t threadsBatch, int32_t poll, std::string & why);
+    static std::unique_ptr<ComputeThreads> create(int32_t threads, int32_t threadsBatch, int32_t poll, std::string & why);
+    /** Makes `ctx` decode on these threads (and sets its thread counts to match). */
+    void attach(llama_context * ctx);
+    int32_t threads() const { return threads_; }
     ~ComputeThreads();
     ComputeThreads(const ComputeThreads &) = delete;
     ComputeThreads & operator=(const ComputeThreads &) = delete;
@@ -36,6 +40,8 @@ public:
 private:
     ComputeThreads() = default;
     llama_context * ctx_ = nullptr;
+    int32_t threads_ = 0;
+    int32_t threadsBatch_ = 0;
     ggml_threadpool * pool_ = nullptr;
     ggml_threadpool * poolBatch_ = nullptr;
     void (*free_)(ggml_threadpool *) = nullptr;
@@ -59,8 +65,10 @@ struct ThreadCalibration {
  * generating) with 1..maxThreads threads (persistent pools when `persistent`), then picks the count with
  * the lowest estimate: ms(t) + jsStepMs when t threads leave no core free (t >= cores: ggml's threads
  * and the JavaScript threads take turns), max(ms(t), jsStepMs) otherwise (they run side by side).
- * Leaves the context's memory empty and no pool attached.
+ * Tries 1..maxThreads when maxThreads <= 8, else 1, 2, 4, ... and maxThreads. Leaves the context's
+ * memory empty; the pools it used (when `persistent`) are appended to `pools`, which must outlive ctx.
  */
-ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t maxThreads, int32_t cores, double jsStepMs, int32_t poll, bool persistent);
+ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t maxThreads, int32_t cores, double jsStepMs, int32_t poll, bool persistent,
+                                   std::vector<std::unique_ptr<ComputeThreads>> & pools);
 
 }  // namespace hearth

@@ -81,6 +81,7 @@ struct LoopEvent {
     int32_t promptTokens = 0;
     int32_t cachedTokens = 0;
     int32_t completionTokens = 0;
+    int32_t promptSteps = 0;     // Prompt only: decode steps that evaluated prompt tokens of this job
     // Ready only
     int32_t contextSize = 0;     // tokens per slot the loop enforces
     int32_t contextTotal = 0;    // llama_n_ctx

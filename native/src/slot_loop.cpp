@@ -263,15 +263,29 @@ void SlotLoop::setUpComputeThreads(int32_t slots) {
     int32_t threadsBatch = options_.threadsBatch;
     if (options_.calibrateCores > 0 && options_.threads > 1) {
         calibration_ = calibrateThreads(ctx_, slots, options_.threads, options_.calibrateCores, options_.calibrateJsStepMs,
-                                        options_.threadPoll, options_.persistentThreads);
+                                        options_.threadPoll, options_.persistentThreads, computePools_);
         threadsBatch = threadsBatch == threads_ ? calibration_.chosen : threadsBatch;
         threads_ = calibration_.chosen;
     }
     llama_set_n_threads(ctx_, threads_, threadsBatch);
-    if (options_.persistentThreads) {
-        std::string why;
-        computeThreads_ = ComputeThreads::attach(ctx_, threads_, threadsBatch, options_.threadPoll, why);
+    if (!options_.persistentThreads) {
+        return;
     }
+    for (auto & pool : computePools_) {
+        if (pool->threads() == threads_ && threadsBatch == threads_) {
+            computeThreads_ = pool.get();  // the calibration's pool of the chosen size
+        }
+    }
+    if (computeThreads_ == nullptr) {
+        std::string why;
+        std::unique_ptr<ComputeThreads> pool = ComputeThreads::create(threads_, threadsBatch, options_.threadPoll, why);
+        if (!pool) {
+            return;  // ggml's per-decode threads
+        }
+        computeThreads_ = pool.get();
+        computePools_.push_back(std::move(pool));
+    }
+    computeThreads_->attach(ctx_);
 }
 
 void SlotLoop::unload() {
@@ -290,7 +304,8 @@ void SlotLoop::unload() {
         llama_free(ctx_);
         ctx_ = nullptr;
     }
-    computeThreads_.reset();
+    computeThreads_ = nullptr;
+    computePools_.clear();
     if (model_ != nullptr) {
         llama_model_free(model_);
         model_ = nullptr;
@@ -370,6 +385,7 @@ void SlotLoop::assign(JobSpec && job) {
     slot.generated = 0;
     slot.tokensSinceText = 0;
     slot.generating = false;
+    slot.promptSteps = 0;
     slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt);
     slot.scanner = std::make_unique<StopScanner>(std::move(job.stops));
     slot.prompt = std::move(job.prompt);
@@ -512,6 +528,7 @@ void SlotLoop::step() {
         } else if (slot.chunk > 0) {
             slot.cache.insert(slot.cache.end(), slot.prompt.begin() + slot.promptPos, slot.prompt.begin() + slot.promptPos + slot.chunk);
             slot.promptPos += slot.chunk;
+            slot.promptSteps++;
             statPromptTokens_.fetch_add((uint64_t) slot.chunk, std::memory_order_relaxed);
         }
     }
@@ -526,6 +543,7 @@ void SlotLoop::step() {
             e.job = slot.jobId;
             e.promptTokens = (int32_t) slot.prompt.size();
             e.cachedTokens = slot.cachedTokens;
+            e.promptSteps = slot.promptSteps;
             events_.push_back(std::move(e));
         }
         onToken(slot, slot.sampler->sample(ctx_, slot.outputIndex));

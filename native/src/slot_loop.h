@@ -98,6 +98,7 @@ private:
         // Per step
         int32_t outputIndex = -1;  // batch row whose logits this slot samples from
         int32_t chunk = 0;         // prompt tokens in this step's batch
+        int32_t promptSteps = 0;   // steps that evaluated some of this job's prompt
     };
 
     struct Command {
@@ -150,7 +151,9 @@ private:
     // Loop thread only.
     llama_model * model_ = nullptr;
     llama_context * ctx_ = nullptr;
-    std::unique_ptr<ComputeThreads> computeThreads_;  // attached to ctx_; freed after it
+    /** Compute thread pools the context has run on (calibration candidates too); freed after ctx_. */
+    std::vector<std::unique_ptr<ComputeThreads>> computePools_;
+    ComputeThreads * computeThreads_ = nullptr;  // the one attached to ctx_
     int32_t threads_ = 0;
     ThreadCalibration calibration_;
     const llama_vocab * vocab_ = nullptr;

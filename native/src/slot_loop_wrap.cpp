@@ -67,6 +67,7 @@ Napi::Object toJs(Napi::Env env, const LoopEvent & e) {
             o.Set("job", e.job);
             o.Set("promptTokens", e.promptTokens);
             o.Set("cachedTokens", e.cachedTokens);
+            o.Set("promptSteps", e.promptSteps);
             break;
         case EventKind::Text:
             o.Set("type", "text");

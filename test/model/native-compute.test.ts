@@ -1,0 +1,188 @@
+/**
+ * How the native loop computes, on the project's own tiny llama (always available): persistent compute
+ * threads give the same greedy output as ggml's per-decode threads; the per-step token budget prefills a
+ * prompt that arrives while another slot generates in chunks (one generated token per chunk) without
+ * changing anyone's output; the load-time thread calibration reports what it measured and picks one of
+ * the counts it tried. Behaviour only: no timing is asserted. Skipped, saying why, without the addon.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadHearthNative } from '../../native/binding.ts';
+import { ensureTinyModel } from '../../models/test-model-path.ts';
+import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
+import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine, type NativeSlotEngineOptions } from '../../src/worker/native-slot-engine.ts';
+import type { SamplingParams } from '../../src/worker/slot-engine.ts';
+
+const addon = nativeAddonAvailable();
+const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
+
+const GREEDY: SamplingParams = {
+  temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1,
+};
+
+/** The tiny vocabulary's byte token for "\n": after it the tiny model replies DEFAULT_TINY_REPLY (models/tiny-llama.ts). */
+const NEWLINE = 3 + 0x0a;
+
+/** Token ids that are ordinary pieces of the tiny vocabulary (no newline last: the model then never stops early). */
+const promptOf = (length: number, offset: number) => Uint32Array.from({ length }, (_, i) => 200 + ((i * 37 + offset) % 900));
+
+interface Run {
+  text: string;
+  tokens: number;
+  finishReason?: string;
+  error?: string;
+}
+
+function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens: number): Promise<Run> {
+  return new Promise((resolve) => {
+    const r: Run = { text: '', tokens: 0 };
+    engine.submit({ promptTokens: prompt, maxTokens, stop: [], sampling: GREEDY }, {
+      onPrompt: () => {},
+      onText: (text, n) => {
+        r.text += text;
+        r.tokens += n;
+      },
+      onDone: (res) => { r.finishReason = res.finishReason; resolve(r); },
+      onError: (e) => { r.error = `${e.code}: ${e.message}`; resolve(r); },
+    });
+  });
+}
+
+describe.skipIf(skipReason !== '')(`native compute threads and step budget${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
+  let modelPath: string;
+  const engines: NativeSlotEngine[] = [];
+  const load = async (o: Partial<NativeSlotEngineOptions>) => {
+    const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: 4, threads: 2, ...o });
+    engines.push(e);
+    return e;
+  };
+  beforeAll(async () => { modelPath = await ensureTinyModel(); });
+  afterAll(async () => { await Promise.all(engines.map((e) => e.dispose())); });
+
+  it('decodes the same greedy tokens with persistent compute threads as with per-decode threads', async () => {
+    const prompts = [promptOf(8, 0), promptOf(40, 3), promptOf(3, 9)];
+    const outputs: string[][] = [];
+    for (const threadPool of [false, true]) {
+      const engine = await load({ threadPool, threadPoll: 50 });
+      expect(engine.threadPool).toBe(threadPool);
+      expect(engine.threads).toBe(2);
+      outputs.push((await Promise.all(prompts.map((p) => run(engine, p, 40)))).map((r) => {
+        expect(r.finishReason).toBe('length');
+        return r.text;
+      }));
+      await engine.dispose();
+    }
+    expect(outputs[1]).toEqual(outputs[0]);
+    expect(outputs[0]!.every((t) => t.length > 0)).toBe(true);
+  });
+
+  it('names the ggml CPU backend library it computes with', async () => {
+    const engine = await load({ threads: 1 });
+    expect(engine.cpuBackend).toMatch(/^libggml-cpu.*\.so$/);
+  });
+});
+
+describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
+  let modelPath: string;
+  beforeAll(async () => { modelPath = await ensureTinyModel(); });
+
+  /**
+   * At the addon level (its prompt event says how many decode steps a prompt took): job G generates
+   * 1,000 tokens; once its first text arrives, job L brings a 300-token prompt ending in "\n". Returns L's prompt steps,
+   * whether G was still generating when L's prompt was done, and both outputs.
+   */
+  const scenario = (stepTokenBudget: number) => new Promise<{ promptSteps: number; genStillRunning: boolean; g: string; l: string; gTokens: number }>((resolve, reject) => {
+    const native = loadHearthNative();
+    if (!native.ok) throw new Error(native.reason);
+    const text = new Map<number, string>([[1, ''], [2, '']]);
+    let gTokens = 0;
+    let promptSteps = -1;
+    let genStillRunning = false;
+    let gDone = false;
+    let lSubmitted = false;
+    const finished = new Set<number>();
+    const loop = new native.binding.SlotLoop({ modelPath, contextSize: 2048, slots: 2, threads: 1, stepTokenBudget }, (events) => {
+      for (const e of events) {
+        if (e.type === 'ready') {
+          const refused = loop.submit(1, promptOf(12, 1), 1000, [], GREEDY);
+          if (refused) reject(new Error(refused.message));
+        } else if (e.type === 'text') {
+          text.set(e.job, text.get(e.job)! + e.text);
+          if (e.job === 1) gTokens += e.tokens;
+          if (e.job === 1 && !lSubmitted) {
+            lSubmitted = true;
+            const refused = loop.submit(2, Uint32Array.from([...promptOf(299, 5), NEWLINE]), 40, [], GREEDY);
+            if (refused) reject(new Error(refused.message));
+          }
+        } else if (e.type === 'prompt' && e.job === 2) {
+          promptSteps = e.promptSteps;
+          genStillRunning = !gDone;
+        } else if (e.type === 'done' || e.type === 'error') {
+          if (e.job === 1) gDone = true;
+          finished.add(e.job);
+          if (finished.size === 2) loop.dispose();
+        } else if (e.type === 'disposed') {
+          resolve({ promptSteps, genStillRunning, g: text.get(1)!, l: text.get(2)!, gTokens });
+        } else if (e.type === 'loadFailed') {
+          reject(new Error(e.message));
+        }
+      }
+    });
+  });
+
+  it('prefills a long prompt in budget-sized chunks while another slot generates, the prompt's reply unchanged', async () => {
+    const whole = await scenario(0);
+    const chunked = await scenario(16);
+    for (const s of [whole, chunked]) {
+      expect(s.genStillRunning).toBe(true);
+      expect(s.gTokens).toBe(1000);
+    }
+    // No budget: the whole prompt in one step. Budget 16 with one generating row: 15 prompt tokens per
+    // step, ceil(300 / 15) = 20 steps.
+    expect(whole.promptSteps).toBe(1);
+    expect(chunked.promptSteps).toBe(20);
+    // The generating job's text may differ: its row shares a batch of another shape, and llama.cpp's
+    // results depend on batch shape. The prompt job's scripted reply does not.
+    expect(whole.l).toBe(DEFAULT_TINY_REPLY);
+    expect(chunked.l).toBe(DEFAULT_TINY_REPLY);
+  });
+
+  it('uses the whole batch for a prompt when no slot is generating', async () => {
+    const native = loadHearthNative();
+    if (!native.ok) throw new Error(native.reason);
+    const steps = await new Promise<number>((resolve, reject) => {
+      let seen = -1;
+      const loop = new native.binding.SlotLoop({ modelPath, contextSize: 512, slots: 2, threads: 1, stepTokenBudget: 16 }, (events) => {
+        for (const e of events) {
+          if (e.type === 'ready') loop.submit(1, promptOf(300, 5), 2, [], GREEDY);
+          else if (e.type === 'prompt') seen = e.promptSteps;
+          else if (e.type === 'done') loop.dispose();
+          else if (e.type === 'disposed') resolve(seen);
+          else if (e.type === 'loadFailed' || e.type === 'error') reject(new Error(e.message));
+        }
+      });
+    });
+    expect(steps).toBe(1);
+  });
+});
+
+describe.skipIf(skipReason !== '')(`native thread calibration${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
+  it('times each thread count from 1 to the most allowed and uses one of them', async () => {
+    const engine = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyModel(), contextSize: 256, slots: 4, threads: 2, calibrateCores: 2 });
+    try {
+      expect(engine.calibration?.map((t) => t.threads)).toEqual([1, 2]);
+      for (const t of engine.calibration!) {
+        expect(t.msPerStep).toBeGreaterThan(0);
+        expect(t.estimateMs).toBeGreaterThanOrEqual(t.msPerStep);
+      }
+      expect([1, 2]).toContain(engine.threads);
+      const best = [...engine.calibration!].sort((a, b) => a.estimateMs - b.estimateMs)[0]!;
+      // The chosen count is the best estimate, or fewer threads within 3% of it.
+      const chosen = engine.calibration!.find((t) => t.threads === engine.threads)!;
+      expect(chosen.estimateMs).toBeLessThanOrEqual(best.estimateMs / 0.97);
+      const r = await run(engine, promptOf(10, 2), 12);
+      expect(r.finishReason).toBe('length');
+    } finally {
+      await engine.dispose();
+    }
+  });
+});
