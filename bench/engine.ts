@@ -44,6 +44,8 @@ import { describeMachine, machineLine, type MachineInfo } from './lib/machine.ts
 import { recordResults } from './lib/report.ts';
 import { mean as meanAll, percentile as percentileAll } from './lib/stats.ts';
 import { makeAgent, type StreamTarget, streamTimed, type TimedStream } from './lib/timed-sse.ts';
+import { floodPace, type FloodResult, type ScenarioServer, smoothDecode, type SmoothResult } from './lib/engine-scenarios.ts';
+import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, runBatchedBench } from './lib/kernel-ceiling.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
@@ -70,7 +72,32 @@ interface Options {
   resultsMd: boolean;
   /** Load rounds per server, alternating servers (prefix and memory in round 1 only). */
   rounds: number;
+  /** Model shapes (SHAPES keys) or .gguf paths; --model sets one path. */
+  shapes: string[];
+  /** Prompt sizes per load level, in tokens (16: a short user message; larger: a unique long text). */
+  promptLengths: number[];
+  /** Kernel ceiling: llama-batched-bench on the libraries and CPU variant Hearth loads. */
+  ceiling: boolean;
+  /** Smooth decode: 7 streams decoding while a ~smoothPromptTokens prompt arrives, per Hearth --step-token-budget. */
+  smooth: boolean;
+  budgets: number[];
+  smoothPromptTokens: number;
+  /** Pace of `floodStreams` streams under an autocannon flood on the models route (first shape only unless floodAllShapes). */
+  flood: boolean;
+  floodAllShapes: boolean;
+  floodStreams: number;
+  floodConnections: number;
+  /** Extra `hearth serve` arguments (e.g. "--thread-pool false"). */
+  hearthArgs: string[];
+  quick: boolean;
 }
+
+/** The model shapes of the issue: the 56M llama and the 0.5B-class body (Q8_0 from the project's writer; Q4_K_M by llama-quantize). */
+const SHAPES: Record<string, { label: string; maxTokens: number; options?: Parameters<typeof ensureRealisticModel>[0]; quantizeTo?: string }> = {
+  '56m': { label: '56M llama (width 512, 8 layers, 8/4 heads, FFN 1376), Q8_0', maxTokens: 128 },
+  '0.5b-q8': { label: '0.5B-class (width 896, 24 layers, 14/2 heads, FFN 4864, 32k vocab), Q8_0', maxTokens: 32, options: { embeddingLength: 896, blockCount: 24, headCount: 14, headCountKv: 2, feedForwardLength: 4864 } },
+  '0.5b-q4km': { label: '0.5B-class, Q4_K_M (llama-quantize of the Q8_0 file: the writer has no K-quants)', maxTokens: 32, options: { embeddingLength: 896, blockCount: 24, headCount: 14, headCountKv: 2, feedForwardLength: 4864 }, quantizeTo: 'Q4_K_M' },
+};
 
 const DEFAULTS: Options = {
   threads: [2],
@@ -91,15 +118,41 @@ const DEFAULTS: Options = {
   label: null,
   resultsMd: true,
   rounds: 1,
+  shapes: ['56m', '0.5b-q8', '0.5b-q4km'],
+  promptLengths: [16, 500],
+  ceiling: true,
+  smooth: true,
+  budgets: [0, 32, 128],
+  smoothPromptTokens: 1500,
+  flood: true,
+  floodAllShapes: false,
+  floodStreams: 8,
+  floodConnections: 50,
+  hearthArgs: [],
+  quick: false,
+};
+
+/** --quick: the key rows in about ten minutes on 2 cores. */
+const QUICK: Partial<Options> = {
+  shapes: ['56m', '0.5b-q8'], concurrency: [1, 8], promptLengths: [16, 500], durationS: 8, engines: ['native'],
+  prefix: false, memory: false, budgets: [0, 64], quick: true,
 };
 
 const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--context-size 2048] [--batch-size 512]
   [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,node-llama-cpp]
   [--no-llama-server] [--no-prefix] [--prefix-trials 3] [--no-memory] [--memory-requests 100,1000]
-  [--memory-concurrency 8] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]`;
+  [--memory-concurrency 8] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]
+  [--quick] [--shapes 56m,0.5b-q8,0.5b-q4km|<gguf>] [--prompt-lengths 16,500] [--no-ceiling] [--no-smooth]
+  [--budgets 0,32,128] [--smooth-prompt-tokens 1500] [--no-flood] [--flood-all-shapes] [--flood-streams 8]
+  [--flood-connections 50] [--hearth-args "--thread-pool false"]`;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { ...DEFAULTS };
+  const o: Options = { ...DEFAULTS, ...(argv.includes('--quick') ? QUICK : {}) };
+  const nonNegative = (s: string, flag: string): number[] => {
+    const v = s.split(',').map((x) => Number(x.trim()));
+    if (v.length === 0 || v.some((n) => !Number.isInteger(n) || n < 0)) throw new Error(`${flag}: expected integers >= 0, got ${s}`);
+    return v;
+  };
   const ints = (s: string, flag: string): number[] => {
     const v = s.split(',').map((x) => Number(x.trim()));
     if (v.length === 0 || v.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error(`${flag}: expected positive integers, got ${s}`);
@@ -143,6 +196,18 @@ function parseArgs(argv: string[]): Options {
       case '--label': o.label = next(); break;
       case '--no-results-md': o.resultsMd = false; break;
       case '--rounds': o.rounds = ints(next(), flag)[0]!; break;
+      case '--quick': break;
+      case '--shapes': o.shapes = next().split(',').map((s) => s.trim()).filter((s) => s !== ''); break;
+      case '--prompt-lengths': o.promptLengths = ints(next(), flag); break;
+      case '--no-ceiling': o.ceiling = false; break;
+      case '--no-smooth': o.smooth = false; break;
+      case '--budgets': o.budgets = nonNegative(next(), flag); break;
+      case '--smooth-prompt-tokens': o.smoothPromptTokens = ints(next(), flag)[0]!; break;
+      case '--no-flood': o.flood = false; break;
+      case '--flood-all-shapes': o.floodAllShapes = true; break;
+      case '--flood-streams': o.floodStreams = ints(next(), flag)[0]!; break;
+      case '--flood-connections': o.floodConnections = ints(next(), flag)[0]!; break;
+      case '--hearth-args': o.hearthArgs = next().split(/\s+/).filter((s) => s !== ''); break;
       case '--help': case '-h': process.stdout.write(`${USAGE}\n`); process.exit(0); break;
       default: throw new Error(`unknown argument ${a}\n${USAGE}`);
     }
@@ -172,6 +237,8 @@ interface Target {
   stream: StreamTarget;
   /** Added to every request body. */
   extraBody: Record<string, unknown>;
+  /** The models route, flooded without credentials in the flood scenario. */
+  floodPath: string;
   model: string;
   /** What the server says about itself (engine actually running, threads ...). */
   info: Record<string, unknown>;
@@ -226,6 +293,7 @@ async function startLlamaServerTarget(bin: LlamaServerBinary, model: string, slo
     pid: s.pid,
     stream: { baseUrl: s.baseUrl, path: '/v1/chat/completions' },
     extraBody: { ignore_eos: true, cache_prompt: true },
+    floodPath: '/v1/models',
     model: 'bench',
     info: { args: s.args, notes: s.notes, ...props },
     stop: () => s.stop(),
@@ -243,12 +311,12 @@ function loadedCpuBackends(pid: number): string[] {
   }
 }
 
-async function startHearthTarget(engine: HearthEngine, model: string, slots: number, threads: number, o: Options): Promise<Target> {
+async function startHearthTarget(engine: HearthEngine, model: string, slots: number, threads: number, o: Options, extraArgs: string[] = []): Promise<Target> {
   const h = await startHearthProcess({
     // native-norepack: the native engine without repacked (AMX) weights, like-for-like with llama-server's --no-repack.
     args: ['--model', model, '--engine', engine === 'native-norepack' ? 'native' : engine, ...(engine === 'native-norepack' ? ['--weight-repack', 'false'] : []),
       '--slots', String(slots), '--threads', String(threads),
-      '--context-size', String(o.contextSize), '--batch-size', String(o.batchSize), '--workers', '1'],
+      '--context-size', String(o.contextSize), '--batch-size', String(o.batchSize), '--workers', '1', ...o.hearthArgs, ...extraArgs],
     env: { HEARTH_LOG_LEVEL: 'info' },
   });
   try {
@@ -268,9 +336,11 @@ async function startHearthTarget(engine: HearthEngine, model: string, slots: num
     pid: h.proc.pid!,
     stream: { baseUrl: h.baseUrl, path: '/api/inference/v1/chat/completions', headers: { authorization: `Bearer ${h.key}` } },
     extraBody: {},
+    floodPath: '/api/inference/v1/models',
     model: m.id,
     info: {
       engine: m.hearth?.['engine'] ?? readyInfo['engine'], threads: readyInfo['threads'], contextSize: readyInfo['contextSize'], slots: m.hearth?.['slots'], requestedEngine: engine,
+      threadPool: readyInfo['threadPool'], cpuBackend: readyInfo['cpuBackend'], calibration: readyInfo['calibration'], args: [...o.hearthArgs, ...extraArgs],
       ggmlCpuBackend: loadedCpuBackends(h.proc.pid!),
     },
     stop: async () => {
@@ -314,6 +384,8 @@ function tokensOf(r: TimedStream): number {
 
 interface LevelResult {
   concurrency: number;
+  /** Prompt size asked for, in tokens (promptTokens says what the server counted). */
+  promptLength: number;
   requests: number;
   errors: number;
   errorSamples: string[];
@@ -360,13 +432,19 @@ function cpuSeconds(pid: number): number | null {
   }
 }
 
-async function runLevel(t: Target, concurrency: number, o: Options): Promise<LevelResult> {
+/** The user message of request `n` at a prompt size of about `tokens` tokens (unique per request above 16: no prefix reuse). */
+function promptFor(tokens: number, n: number, nonce: string): string {
+  if (tokens <= 16) return SHORT_PROMPTS[n % SHORT_PROMPTS.length]!;
+  return `${longSystemPrompt(`${nonce}-${n}`, Math.round(tokens / 1.32))}\nSummarise the notes.`;
+}
+
+async function runLevel(t: Target, concurrency: number, o: Options, promptLength = 16, maxTokens = o.maxTokens): Promise<LevelResult> {
   const agent = makeAgent(concurrency);
   const load1 = loadavg()[0]!;
   const cpu0 = cpuSeconds(t.pid);
   const deadline = performance.now() + o.durationS * 1000;
   const { results, t0 } = await drive(t, agent, concurrency,
-    (n) => chatBody(t, [{ role: 'user', content: SHORT_PROMPTS[n % SHORT_PROMPTS.length]! }], o.maxTokens),
+    (n) => chatBody(t, [{ role: 'user', content: promptFor(promptLength, n, `${t.name}-${concurrency}-${performance.now().toFixed(0)}`) }], maxTokens),
     () => performance.now() < deadline);
   const cpu1 = cpuSeconds(t.pid);
   agent.destroy();
@@ -381,6 +459,7 @@ async function runLevel(t: Target, concurrency: number, o: Options): Promise<Lev
   const perReq = ok.map(tokensOf);
   return {
     concurrency,
+    promptLength,
     requests: results.length,
     errors: bad.length,
     errorSamples: [...new Set(bad.map((r) => r.error ?? `status ${r.status}`))].slice(0, 3),
@@ -539,6 +618,8 @@ interface TargetRun {
   /** Every round's levels (levels = the best round per concurrency). */
   rounds?: LevelResult[][];
   error?: string;
+  smooth: SmoothResult | null;
+  flood: FloodResult | null;
 }
 
 interface ConfigRun {
@@ -575,8 +656,20 @@ async function modelShape(path: string, isDefault: boolean): Promise<Record<stri
   return shape;
 }
 
-async function runTarget(name: string, start: () => Promise<Target>, cfg: ConfigRun, o: Options, runId: string, expectEngine: HearthEngine | undefined, extras: boolean): Promise<TargetRun> {
-  const run: TargetRun = { name, available: false, info: {}, levels: [], prefix: null, memory: null, sectionErrors: [] };
+/** What one model shape runs besides the load levels. */
+interface ShapePlan {
+  maxTokens: number;
+  /** Run the smooth-decode scenario on this server (budget is what its command line says). */
+  smooth: boolean;
+  flood: boolean;
+  /** Only the smooth scenario (extra Hearth starts for other --step-token-budget values). */
+  smoothOnly?: boolean;
+  /** The long prompt of the smooth scenario (unique per server start). */
+  longPrompt: () => string;
+}
+
+async function runTarget(name: string, start: () => Promise<Target>, cfg: ConfigRun, o: Options, runId: string, expectEngine: HearthEngine | undefined, extras: boolean, plan: ShapePlan): Promise<TargetRun> {
+  const run: TargetRun = { name, available: false, info: {}, levels: [], prefix: null, memory: null, sectionErrors: [], smooth: null, flood: null };
   let t: Target;
   log(`starting ${name} (slots ${cfg.slots}, threads ${cfg.threads}, context ${cfg.contextSize}/slot)`);
   try {
@@ -598,10 +691,16 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
     run.available = true;
     const rssAfterLoad = procStatusKb(t.pid, 'VmRSS');
     await warmUp(t, cfg.slots);
-    for (const c of o.concurrency) {
-      const r = await runLevel(t, c, o);
+    const server: ScenarioServer = { stream: t.stream, body: (messages, maxTokens) => chatBody(t, messages, maxTokens) };
+    if (plan.smooth && (plan.smoothOnly || extras)) {
+      run.smooth = await smoothDecode(server, { decoders: 7, decoderMaxTokens: 4096, longPrompt: plan.longPrompt() });
+      log(`  ${name} smooth: long prompt ${fmt(run.smooth.longPromptTokens, 0)} tokens, TTFT ${fmt(run.smooth.longTtftMs, 0)} ms; decoders' median gap ${fmt(run.smooth.medianGapMs)} ms, longest during prefill ${fmt(run.smooth.maxGapDuringMs)} ms (x${fmt(run.smooth.gapRatio, 2)})`);
+    }
+    if (plan.smoothOnly) return run;
+    for (const pl of o.promptLengths) for (const c of o.concurrency) {
+      const r = await runLevel(t, c, o, pl, plan.maxTokens);
       run.levels.push(r);
-      log(`  ${name} c=${c}: ${fmt(r.tokensPerSecond)} tok/s, ${r.requests} req (${r.errors} err), tok/req ${fmt(r.tokensPerRequest.mean)}, first-token p50 ${fmt(r.firstTokenMs.p50, 0)} ms p95 ${fmt(r.firstTokenMs.p95, 0)} ms, inter-token p50 ${fmt(r.interTokenMs.p50)} ms${r.errors ? `; errors: ${r.errorSamples.join(' | ')}` : ''}`);
+      log(`  ${name} prompt ${pl} c=${c}: ${fmt(r.tokensPerSecond)} tok/s, ${r.requests} req (${r.errors} err), tok/req ${fmt(r.tokensPerRequest.mean)}, first-token p50 ${fmt(r.firstTokenMs.p50, 0)} ms p95 ${fmt(r.firstTokenMs.p95, 0)} ms, inter-token p50 ${fmt(r.interTokenMs.p50)} ms${r.errors ? `; errors: ${r.errorSamples.join(' | ')}` : ''}`);
     }
     if (o.prefix && extras) {
       try {
@@ -613,6 +712,10 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
       }
     }
     if (o.memory && extras) run.memory = await runMemory(t, o, rssAfterLoad);
+    if (plan.flood && extras) {
+      run.flood = await floodPace(server, { streams: o.floodStreams, durationS: o.durationS, maxTokens: plan.maxTokens, floodUrl: `${t.stream.baseUrl}${t.floodPath}`, floodConnections: o.floodConnections });
+      log(`  ${name} flood: ${o.floodStreams} streams ${fmt(run.flood.quietTokPerS)} -> ${fmt(run.flood.floodTokPerS)} tok/s under ${run.flood.floodRequests} flood requests (x${fmt(run.flood.paceRatio, 2)})`);
+    }
   } catch (e) {
     run.error = `${e instanceof Error ? e.message : String(e)}\n--- server log tail ---\n${t.logs().slice(-3000)}`;
     log(`${name} failed: ${run.error.split('\n')[0]}`);
@@ -632,7 +735,7 @@ function markdown(o: Options, m: EngineMachine, bin: LlamaServerBinary | null, s
     ? `${shape['kind']}: width ${shape['embeddingLength']}, ${shape['blockCount']} layers, ${shape['headCount']} heads / ${shape['headCountKv']} KV heads, FFN ${shape['feedForwardLength']}, ${shape['weightType']}, ${shape['sizeMiB']} MiB`
     : `${shape['path']} (${shape['sizeMiB']} MiB)`;
   L.push(`- Model: ${dims}`);
-  L.push(`- Load: streaming chat completions, max_tokens ${o.maxTokens}, temperature 0, seed 1, short prompts, ${o.durationS} s per concurrency level after a warm-up${o.rounds > 1 ? `, ${o.rounds} rounds with the servers taking turns (best round shown)` : ''}; llama-server with ignore_eos, Hearth counts the tokens it actually generated (tok/req). Client in the same process on the same cores. JSON: ${jsonPath.replace(`${ROOT}/`, '')}`);
+  L.push(`- Load: streaming chat completions, max_tokens ${shape['maxTokens'] ?? o.maxTokens}, temperature 0, seed 1, prompts of ${o.promptLengths.join(' and ')} tokens (long ones unique per request), ${o.durationS} s per concurrency level after a warm-up${o.rounds > 1 ? `, ${o.rounds} rounds with the servers taking turns (best round shown)` : ''}; llama-server with ignore_eos, Hearth counts the tokens it actually generated (tok/req). Client in the same process on the same cores. JSON: ${jsonPath.replace(`${ROOT}/`, '')}`);
   L.push('');
   for (const cfg of configs) {
     L.push(`### slots ${cfg.slots}, threads ${cfg.threads}, context ${cfg.contextSize}/slot, batch ${cfg.batchSize}`);
@@ -653,15 +756,15 @@ function markdown(o: Options, m: EngineMachine, bin: LlamaServerBinary | null, s
     L.push('');
     const base = cfg.targets.find((t) => t.name === 'llama-server' && t.available);
     const shown = cfg.targets.filter((t) => t.available && t.levels.length);
-    L.push('| clients | server | tok/s | vs llama-server | tok/req | first token p50 / p95 (ms) | inter-token p50 / p95 (ms) | requests (errors) | server CPU s / 1k tok |');
-    L.push('|---:|---|---:|---:|---:|---:|---:|---:|---:|');
-    for (const c of o.concurrency) {
-      const baseLevel = base?.levels.find((l) => l.concurrency === c);
+    L.push('| prompt (tok) | clients | server | tok/s | vs llama-server | tok/req | first token p50 / p95 (ms) | inter-token p50 / p99 (ms) | requests (errors) | server CPU s / 1k tok |');
+    L.push('|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|');
+    for (const pl of o.promptLengths) for (const c of o.concurrency) {
+      const baseLevel = base?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
       for (const t of shown) {
-        const l = t.levels.find((x) => x.concurrency === c);
+        const l = t.levels.find((x) => x.concurrency === c && x.promptLength === pl);
         if (!l) continue;
         const rel = t === base ? '1.00' : fmt(ratio(l.tokensPerSecond, baseLevel?.tokensPerSecond), 2);
-        L.push(`| ${c} | ${t.name} | ${fmt(l.tokensPerSecond)} | ${rel} | ${fmt(l.tokensPerRequest.mean, 1)} | ${fmt(l.firstTokenMs.p50, 0)} / ${fmt(l.firstTokenMs.p95, 0)} | ${fmt(l.interTokenMs.p50, 1)} / ${fmt(l.interTokenMs.p95, 1)} | ${l.requests} (${l.errors}) | ${l.serverCpuS === null ? '–' : fmt((l.serverCpuS / Math.max(1, l.tokens)) * 1000, 2)} |`);
+        L.push(`| ${fmt(l.promptTokens, 0)} | ${c} | ${t.name} | ${fmt(l.tokensPerSecond)} | ${rel} | ${fmt(l.tokensPerRequest.mean, 1)} | ${fmt(l.firstTokenMs.p50, 0)} / ${fmt(l.firstTokenMs.p95, 0)} | ${fmt(l.interTokenMs.p50, 1)} / ${fmt(l.interTokenMs.p99, 1)} | ${l.requests} (${l.errors}) | ${l.serverCpuS === null ? '–' : fmt((l.serverCpuS / Math.max(1, l.tokens)) * 1000, 2)} |`);
       }
     }
     L.push('');
@@ -694,15 +797,97 @@ function markdown(o: Options, m: EngineMachine, bin: LlamaServerBinary | null, s
   return `${L.join('\n')}\n`;
 }
 
+interface ShapeRun {
+  key: string;
+  label: string;
+  model: Record<string, unknown>;
+  maxTokens: number;
+  configs: ConfigRun[];
+  /** Kernel ceiling rows per prompt length (llama-batched-bench), or why there are none. */
+  ceiling: { promptLength: number; threads: number; rows: CeilingRow[]; args: string[] }[];
+  ceilingError?: string;
+  /** Smooth decode of Hearth per --step-token-budget (0 = the default batch) and of llama-server. */
+  smooth: { server: string; budget: number | null; result: SmoothResult }[];
+}
+
+/** Path of a shape's model (written / quantized on first use, cached). */
+async function shapeModel(key: string, o: Options, variant: string | null): Promise<{ path: string; label: string; maxTokens: number; model: Record<string, unknown> }> {
+  const spec = SHAPES[key];
+  if (!spec) {
+    const path = resolve(key);
+    if (!existsSync(path)) throw new Error(`--shapes: ${key} is neither one of ${Object.keys(SHAPES).join(', ')} nor a file`);
+    return { path, label: path, maxTokens: o.maxTokens, model: await modelShape(path, false) };
+  }
+  const q8 = await ensureRealisticModel(spec.options ?? {});
+  let path = q8;
+  if (spec.quantizeTo) {
+    if (!variant) throw new Error('quantizing needs the native addon (to pick the CPU variant) and llama-quantize');
+    path = q8.replace(/\.gguf$/, `-${spec.quantizeTo}.gguf`);
+    if (!existsSync(path)) log(`writing ${path} with llama-quantize (takes a minute)`);
+    quantizeModel(await ensureCeilingTools(log), variant, q8, path, spec.quantizeTo, Math.max(1, o.threads[0]!));
+  }
+  const model = { ...(await modelShape(path, false)), ...DEFAULT_REALISTIC_LLAMA, ...(spec.options ?? {}), tokenizerSource: undefined, weightType: spec.quantizeTo ?? 'Q8_0', kind: 'realistic-llama (random weights, Llama 2 tokenizer)', maxTokens: o.model ? o.maxTokens : spec.maxTokens };
+  return { path, label: spec.label, maxTokens: o.model ? o.maxTokens : spec.maxTokens, model };
+}
+
+function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): string {
+  const L: string[] = [];
+  const cfg = shape.configs[0];
+  if (!cfg) return '';
+  const ls = cfg.targets.find((t) => t.name === 'llama-server' && t.available);
+  const hearth = cfg.targets.find((t) => t.name.startsWith('hearth-native') && t.available) ?? cfg.targets.find((t) => t.name.startsWith('hearth') && t.available);
+  L.push(`#### Summary: ${shape.label} — slots ${cfg.slots}, threads ${cfg.threads}`);
+  L.push('');
+  L.push(`Ceiling: llama-batched-bench (decode-only generation tok/s, no HTTP, no sampling) on node-llama-cpp's own prebuilt libllama and ${variant ?? '?'} — the CPU library Hearth's process loads${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
+  L.push('');
+  L.push('| prompt | clients | ceiling tok/s | llama-server tok/s | Hearth tok/s | Hearth / ceiling | Hearth / llama-server | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |');
+  L.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const pl of o.promptLengths) for (const c of o.concurrency) {
+    const ceil = shape.ceiling.find((x) => x.promptLength === pl)?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
+    const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+    const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+    L.push(`| ${pl} | ${c} | ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}** | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}** | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`);
+  }
+  L.push('');
+  if (shape.smooth.length) {
+    L.push(`Smooth decode: 7 streams decoding, then one ~${o.smoothPromptTokens}-token prompt arrives (target: longest gap <= 2 x median).`);
+    L.push('');
+    L.push('| server | step token budget | long prompt tokens | its TTFT (ms) | decoders\' median gap (ms) | longest gap during its prefill (ms) | longest / median | errors |');
+    L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    for (const x of shape.smooth) {
+      const r = x.result;
+      L.push(`| ${x.server} | ${x.budget === null ? '–' : x.budget === 0 ? `0 (batch ${cfg.batchSize})` : x.budget} | ${fmt(r.longPromptTokens, 0)} | ${fmt(r.longTtftMs, 0)} | ${fmt(r.medianGapMs)} | ${fmt(r.maxGapDuringMs)} | **${fmt(r.gapRatio, 2)}** | ${r.errors} |`);
+    }
+    L.push('');
+  }
+  const flooded = cfg.targets.filter((t) => t.flood);
+  if (flooded.length) {
+    L.push(`Flood: ${o.floodStreams} streams, alone and under \`autocannon -c ${o.floodConnections}\` on the models route without credentials (a separate process, same machine).`);
+    L.push('');
+    L.push('| server | tok/s alone | tok/s under flood | pace ratio | flood requests (status counts) | errors |');
+    L.push('|---|---:|---:|---:|---|---:|');
+    for (const t of flooded) {
+      const f = t.flood!;
+      L.push(`| ${t.name} | ${fmt(f.quietTokPerS)} | ${fmt(f.floodTokPerS)} | **${fmt(f.paceRatio, 2)}** | ${f.floodRequests} (${Object.entries(f.floodStatus).map(([k, v]) => `${k}: ${v}`).join(', ')}) | ${f.errors} |`);
+    }
+    L.push('');
+  }
+  return L.join('\n');
+}
+
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  if (o.model) o.shapes = [o.model];
   const m = machine();
   const runId = m.info.date.replace(/[:.]/g, '-');
   log(`machine: ${machineLine(m.info)}`);
-  const modelPath = o.model ?? (await ensureRealisticModel());
-  if (!existsSync(modelPath)) throw new Error(`model not found: ${modelPath}`);
-  const shape = await modelShape(modelPath, o.model === null);
-  log(`model: ${modelPath}`);
+  let variant: string | null = null;
+  try {
+    variant = probeCpuBackend(ROOT);
+    log(`Hearth's native loop loads ${variant}`);
+  } catch (e) {
+    log(`CPU backend unknown (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); no ceiling, no Q4_K_M`);
+  }
   let bin: LlamaServerBinary | null = null;
   let binError: string | null = null;
   if (o.llamaServer) {
@@ -714,43 +899,88 @@ async function main(): Promise<void> {
       log(`llama-server unavailable: ${binError}`);
     }
   }
-  const configs: ConfigRun[] = [];
-  for (const slots of o.slots) {
-    for (const threads of o.threads) {
-      const cfg: ConfigRun = { slots, threads, contextSize: o.contextSize, batchSize: o.batchSize, targets: [] };
-      const starters: { name: string; start: () => Promise<Target>; engine?: HearthEngine }[] = [];
-      if (o.llamaServer && bin) starters.push({ name: 'llama-server', start: () => startLlamaServerTarget(bin!, modelPath, slots, threads, o) });
-      for (const engine of o.engines) starters.push({ name: `hearth-${engine}`, start: () => startHearthTarget(engine, modelPath, slots, threads, o), engine });
-      const byName = new Map<string, TargetRun>();
-      for (let round = 1; round <= o.rounds; round++) {
-        if (o.rounds > 1) log(`round ${round} of ${o.rounds}`);
-        for (const st of starters) {
-          const prev = byName.get(st.name);
-          if (prev && !prev.available) continue;
-          const run = await runTarget(st.name, st.start, cfg, o, runId, st.engine, round === 1);
-          if (!prev) {
-            run.rounds = [run.levels];
-            byName.set(st.name, run);
-            continue;
-          }
-          prev.rounds!.push(run.levels);
-          prev.sectionErrors.push(...run.sectionErrors, ...(run.error ? [`round ${round}: ${run.error.split('\n')[0]}`] : []));
-          prev.levels = prev.levels.map((best) => {
-            const other = run.levels.find((l) => l.concurrency === best.concurrency);
-            return other && other.errors <= best.errors && other.tokensPerSecond > best.tokensPerSecond ? other : best;
-          });
+  const shapes: ShapeRun[] = [];
+  for (const [shapeIndex, key] of o.shapes.entries()) {
+    let sm: Awaited<ReturnType<typeof shapeModel>>;
+    try {
+      sm = await shapeModel(key, o, variant);
+    } catch (e) {
+      log(`shape ${key} skipped: ${e instanceof Error ? e.message : String(e)}`);
+      continue;
+    }
+    const modelPath = sm.path;
+    log(`shape ${key}: ${sm.label}: ${modelPath}`);
+    const shape: ShapeRun = { key, label: sm.label, model: sm.model, maxTokens: sm.maxTokens, configs: [], ceiling: [], smooth: [] };
+    shapes.push(shape);
+    let longN = 0;
+    const longPrompt = () => `${longSystemPrompt(`${runId}-${key}-smooth-${longN++}`, Math.round(o.smoothPromptTokens / 1.32))}\nSummarise the notes.`;
+    if (o.ceiling && variant) {
+      try {
+        const tools = await ensureCeilingTools(log);
+        const slotsMax = Math.max(...o.slots);
+        const sequences = [...new Set(o.concurrency.map((c) => Math.min(c, slotsMax)))];
+        for (const pl of o.promptLengths) {
+          const r = runBatchedBench(tools, variant, modelPath, { threads: o.threads[0]!, promptTokens: pl, genTokens: sm.maxTokens, sequences, batchSize: o.batchSize });
+          shape.ceiling.push({ promptLength: pl, threads: o.threads[0]!, rows: r.rows, args: r.args });
+          log(`  ceiling prompt ${pl}: ${r.rows.map((x) => `${x.sequences} seq ${fmt(x.tgTokPerS)} tok/s`).join(', ')}`);
         }
+      } catch (e) {
+        shape.ceilingError = e instanceof Error ? e.message : String(e);
+        log(`  ceiling unavailable: ${shape.ceilingError.split('\n')[0]}`);
       }
-      if (o.llamaServer && !bin) cfg.targets.push({ name: 'llama-server', available: false, unavailableReason: binError ?? 'not built', info: {}, levels: [], prefix: null, memory: null, sectionErrors: [] });
-      cfg.targets.push(...byName.values());
-      configs.push(cfg);
+    }
+    const flood = o.flood && (o.floodAllShapes || shapeIndex === 0);
+    for (const slots of o.slots) {
+      for (const threads of o.threads) {
+        const cfg: ConfigRun = { slots, threads, contextSize: o.contextSize, batchSize: o.batchSize, targets: [] };
+        const first = slots === o.slots[0] && threads === o.threads[0];
+        const plan: ShapePlan = { maxTokens: sm.maxTokens, smooth: o.smooth && first, flood: flood && first, longPrompt };
+        const starters: { name: string; start: () => Promise<Target>; engine?: HearthEngine }[] = [];
+        if (o.llamaServer && bin) starters.push({ name: 'llama-server', start: () => startLlamaServerTarget(bin!, modelPath, slots, threads, o) });
+        for (const engine of o.engines) starters.push({ name: `hearth-${engine}`, start: () => startHearthTarget(engine, modelPath, slots, threads, o), engine });
+        const byName = new Map<string, TargetRun>();
+        for (let round = 1; round <= o.rounds; round++) {
+          if (o.rounds > 1) log(`round ${round} of ${o.rounds}`);
+          for (const st of starters) {
+            const prev = byName.get(st.name);
+            if (prev && !prev.available) continue;
+            const run = await runTarget(st.name, st.start, cfg, o, runId, st.engine, round === 1, plan);
+            if (run.smooth) shape.smooth.push({ server: st.name, budget: st.name === 'llama-server' ? null : 0, result: run.smooth });
+            if (!prev) {
+              run.rounds = [run.levels];
+              byName.set(st.name, run);
+              continue;
+            }
+            prev.rounds!.push(run.levels);
+            prev.sectionErrors.push(...run.sectionErrors, ...(run.error ? [`round ${round}: ${run.error.split('\n')[0]}`] : []));
+            prev.levels = prev.levels.map((best) => {
+              const other = run.levels.find((l) => l.concurrency === best.concurrency && l.promptLength === best.promptLength);
+              return other && other.errors <= best.errors && other.tokensPerSecond > best.tokensPerSecond ? other : best;
+            });
+          }
+        }
+        // The other step budgets: a Hearth start each, smooth scenario only.
+        if (plan.smooth && o.engines.includes('native')) {
+          for (const budget of o.budgets.filter((b) => b > 0)) {
+            const run = await runTarget(`hearth-native (budget ${budget})`, () => startHearthTarget('native', modelPath, slots, threads, o, ['--step-token-budget', String(budget)]), cfg, o, runId, 'native', true, { ...plan, smoothOnly: true, flood: false });
+            if (run.smooth) shape.smooth.push({ server: 'hearth-native', budget, result: run.smooth });
+            else if (run.unavailableReason || run.error) log(`  budget ${budget}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
+          }
+        }
+        if (o.llamaServer && !bin) cfg.targets.push({ name: 'llama-server', available: false, unavailableReason: binError ?? 'not built', info: {}, levels: [], prefix: null, memory: null, sectionErrors: [], smooth: null, flood: null });
+        cfg.targets.push(...byName.values());
+        shape.configs.push(cfg);
+      }
     }
   }
   const jsonPath = join(OUT_DIR, `engine-${runId}.json`); // the name recordResults gives it
-  const data = { options: o, machine: { simd: m.simd, kernel: m.kernel, loadAvgAtStart: m.loadAvgAtStart }, llamaServer: bin, llamaServerError: binError, model: shape, configs };
-  const md = markdown(o, m, bin, shape, configs, jsonPath);
+  const data = { options: o, machine: { simd: m.simd, kernel: m.kernel, loadAvgAtStart: m.loadAvgAtStart, cpuBackend: variant }, llamaServer: bin, llamaServerError: binError, shapes };
+  const md = [
+    `- CPU: ${m.info.cpu ?? ''}; Hearth's ggml CPU backend: **${variant ?? 'unknown'}**${o.quick ? '; --quick run' : ''}`,
+    ...shapes.map((sh) => `\n### ${sh.label}\n\n${summaryMarkdown(o, sh, variant)}\n\n${markdown(o, m, bin, sh.model, sh.configs, jsonPath)}`),
+  ].join('\n');
   if (o.resultsMd) {
-    recordResults('engine', 'Engine: Hearth vs llama-server', data, md, m.info);
+    recordResults('engine', 'Engine: Hearth vs llama-server vs the kernel ceiling', data, md, m.info);
   } else {
     mkdirSync(OUT_DIR, { recursive: true });
     writeFileSync(jsonPath, `${JSON.stringify({ name: 'engine', machine: m.info, data }, null, 2)}\n`);

@@ -119,3 +119,20 @@ export function quantizeModel(tools: CeilingTools, variantFile: string, input: s
   if (r.status !== 0) throw new Error(`llama-quantize failed (${r.status ?? r.signal}): ${`${r.stdout}${r.stderr}`.slice(-1500)}`);
   renameSync(tmp, out);
 }
+
+/**
+ * The ggml CPU backend library Hearth's native loop loads on this machine (e.g. libggml-cpu-zen4.so):
+ * loads the addon with the project's tiny model in a child process and asks it. Throws when the addon
+ * is not built.
+ */
+export function probeCpuBackend(root: string): string {
+  const code = `import { ensureTinyModel } from './models/test-model-path.ts';
+import { loadNativeSlotEngineInternal } from './src/worker/native-slot-engine.ts';
+const e = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyModel(), contextSize: 64, slots: 1, threads: 1 });
+process.stdout.write('CPU_BACKEND=' + e.cpuBackend + '\\n');
+await e.dispose();`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  const m = /CPU_BACKEND=(\S+)/.exec(r.stdout ?? '');
+  if (!m) throw new Error(`could not load the native addon to learn its CPU backend: ${(r.stderr ?? '').slice(-800)}`);
+  return m[1]!;
+}

@@ -129,7 +129,7 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
     });
   });
 
-  it('prefills a long prompt in budget-sized chunks while another slot generates, the prompt's reply unchanged', async () => {
+  it('prefills a long prompt in budget-sized chunks while another slot generates, its reply unchanged', async () => {
     const whole = await scenario(0);
     const chunked = await scenario(16);
     for (const s of [whole, chunked]) {

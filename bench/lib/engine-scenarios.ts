@@ -1,0 +1,136 @@
+/**
+ * Two load scenarios of `npm run bench:engine`, for any OpenAI-compatible streaming server:
+ *  - smoothDecode: `decoders` streams decoding, then one long prompt arrives. Reports the decoders'
+ *    median gap between content events before it, their longest gap while it is prefilled (from its
+ *    sending to its first token, plus one median gap), the ratio of the two, and the long prompt's TTFT.
+ *  - floodPace: `streams` streams decoding for `durationS`, with and without an HTTP flood (the
+ *    autocannon CLI, a separate process, `floodConnections` connections on `floodPath`, no credentials)
+ *    on the same server; the pace ratio is tokens/s under the flood / tokens/s without.
+ */
+import { spawn } from 'node:child_process';
+import type http from 'node:http';
+import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { percentile } from './stats.ts';
+import { makeAgent, type StreamTarget, streamTimed, type TimedStream } from './timed-sse.ts';
+
+export interface ScenarioServer {
+  stream: StreamTarget;
+  /** A streaming chat-completions body for these messages (model, stream, temperature 0 ...). */
+  body(messages: { role: string; content: string }[], maxTokens: number): Record<string, unknown>;
+}
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Times of a stream's content events (ms, performance.now() clock). */
+function eventTimes(r: TimedStream): number[] {
+  if (!Number.isFinite(r.firstTokenMs)) return [];
+  const out = [r.startedAt + r.firstTokenMs];
+  for (const g of r.gapsMs) out.push(out.at(-1)! + g);
+  return out;
+}
+
+export interface SmoothResult {
+  decoders: number;
+  longPromptTokens: number | null;
+  longTtftMs: number;
+  /** Median gap between the decoders' content events before the long prompt was sent. */
+  medianGapMs: number;
+  /** Longest gap of any decoder whose interval overlaps the long prompt's prefill window. */
+  maxGapDuringMs: number;
+  /** maxGapDuringMs / medianGapMs (the issue's target: <= 2). */
+  gapRatio: number;
+  errors: number;
+}
+
+/** See the file comment. `longPrompt` should be ~1,500 tokens and unique per call (no prefix cache hit). */
+export async function smoothDecode(s: ScenarioServer, o: { decoders: number; decoderMaxTokens: number; longPrompt: string; warmMs?: number }): Promise<SmoothResult> {
+  const agent: http.Agent = makeAgent(o.decoders + 1);
+  const started: Promise<TimedStream>[] = [];
+  for (let i = 0; i < o.decoders; i++) {
+    started.push(streamTimed(s.stream, s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens), agent));
+  }
+  // Let every decoder reach its steady pace before the long prompt arrives.
+  await sleep(o.warmMs ?? 1500);
+  const sentAt = performance.now();
+  const long = await streamTimed(s.stream, s.body([{ role: 'user', content: o.longPrompt }], 4), agent);
+  const decoders = await Promise.all(started);
+  agent.destroy();
+  const firstAt = sentAt + (Number.isFinite(long.firstTokenMs) ? long.firstTokenMs : long.totalMs);
+  const before: number[] = [];
+  for (const d of decoders) {
+    const t = eventTimes(d);
+    for (let i = 1; i < t.length; i++) if (t[i]! < sentAt) before.push(t[i]! - t[i - 1]!);
+  }
+  const median = percentile(before, 50);
+  let maxDuring = 0;
+  for (const d of decoders) {
+    const t = eventTimes(d);
+    for (let i = 1; i < t.length; i++) {
+      // A gap overlapping [sentAt, firstAt + median] is one the long prompt may have caused.
+      if (t[i]! > sentAt && t[i - 1]! < firstAt + median) maxDuring = Math.max(maxDuring, t[i]! - t[i - 1]!);
+    }
+  }
+  return {
+    decoders: o.decoders,
+    longPromptTokens: long.promptTokens,
+    longTtftMs: long.firstTokenMs,
+    medianGapMs: median,
+    maxGapDuringMs: maxDuring,
+    gapRatio: median > 0 ? maxDuring / median : Number.NaN,
+    errors: [long, ...decoders].filter((r) => !r.ok).length,
+  };
+}
+
+export interface FloodResult {
+  streams: number;
+  quietTokPerS: number;
+  floodTokPerS: number;
+  /** floodTokPerS / quietTokPerS. */
+  paceRatio: number;
+  floodRequests: number;
+  floodStatus: Record<string, number>;
+  errors: number;
+}
+
+async function paced(s: ScenarioServer, streams: number, durationS: number, maxTokens: number): Promise<{ tokPerS: number; errors: number }> {
+  const agent = makeAgent(streams);
+  const deadline = performance.now() + durationS * 1000;
+  const t0 = performance.now();
+  let tokens = 0;
+  let errors = 0;
+  let n = 0;
+  await Promise.all(Array.from({ length: streams }, async () => {
+    do {
+      const r = await streamTimed(s.stream, s.body([{ role: 'user', content: `Pace ${n++}: describe a winter morning.` }], maxTokens), agent);
+      if (r.ok) tokens += r.completionTokens ?? r.contentEvents;
+      else errors++;
+    } while (performance.now() < deadline);
+  }));
+  agent.destroy();
+  return { tokPerS: tokens / ((performance.now() - t0) / 1000), errors };
+}
+
+/** See the file comment. */
+export async function floodPace(s: ScenarioServer, o: { streams: number; durationS: number; maxTokens: number; floodUrl: string; floodConnections: number }): Promise<FloodResult> {
+  const quiet = await paced(s, o.streams, o.durationS, o.maxTokens);
+  const bin = join(ROOT, 'node_modules/.bin/autocannon');
+  const flood = spawn(bin, ['-j', '-c', String(o.floodConnections), '-d', String(o.durationS + 4), o.floodUrl], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let out = '';
+  flood.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+  const exited = new Promise<void>((r) => flood.on('exit', () => r()));
+  await sleep(1500);  // the flood is at full rate before the streams start
+  const loud = await paced(s, o.streams, o.durationS, o.maxTokens);
+  flood.kill('SIGINT');
+  await Promise.race([exited, sleep(5000)]);
+  if (flood.exitCode === null) flood.kill('SIGKILL');
+  let floodRequests = 0;
+  const floodStatus: Record<string, number> = {};
+  try {
+    const j = JSON.parse(out) as { requests?: { total?: number }; statusCodeStats?: Record<string, { count: number }> };
+    floodRequests = j.requests?.total ?? 0;
+    for (const [k, v] of Object.entries(j.statusCodeStats ?? {})) floodStatus[k] = v.count;
+  } catch { /* killed before its summary */ }
+  return { streams: o.streams, quietTokPerS: quiet.tokPerS, floodTokPerS: loud.tokPerS, paceRatio: loud.tokPerS / quiet.tokPerS, floodRequests, floodStatus, errors: quiet.errors + loud.errors };
+}
