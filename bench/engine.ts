@@ -693,7 +693,7 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
     await warmUp(t, cfg.slots);
     const server: ScenarioServer = { stream: t.stream, body: (messages, maxTokens) => chatBody(t, messages, maxTokens) };
     if (plan.smooth && (plan.smoothOnly || extras)) {
-      run.smooth = await smoothDecode(server, { decoders: 7, decoderMaxTokens: 4096, longPrompt: plan.longPrompt() });
+      run.smooth = await smoothDecode(server, { decoders: 7, decoderMaxTokens: Math.max(64, cfg.contextSize - 128), longPrompt: plan.longPrompt() });
       log(`  ${name} smooth: long prompt ${fmt(run.smooth.longPromptTokens, 0)} tokens, TTFT ${fmt(run.smooth.longTtftMs, 0)} ms; decoders' median gap ${fmt(run.smooth.medianGapMs)} ms, longest during prefill ${fmt(run.smooth.maxGapDuringMs)} ms (x${fmt(run.smooth.gapRatio, 2)})`);
     }
     if (plan.smoothOnly) return run;

@@ -48,13 +48,17 @@ export interface SmoothResult {
 export async function smoothDecode(s: ScenarioServer, o: { decoders: number; decoderMaxTokens: number; longPrompt: string; warmMs?: number }): Promise<SmoothResult> {
   const agent: http.Agent = makeAgent(o.decoders + 1);
   const started: Promise<TimedStream>[] = [];
+  // The decoders are cut off (client disconnect) once the long prompt has its answer.
+  const stop = new AbortController();
   for (let i = 0; i < o.decoders; i++) {
-    started.push(streamTimed(s.stream, s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens), agent));
+    started.push(streamTimed(s.stream, s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens), agent, 600_000, stop.signal));
   }
   // Let every decoder reach its steady pace before the long prompt arrives.
   await sleep(o.warmMs ?? 1500);
   const sentAt = performance.now();
   const long = await streamTimed(s.stream, s.body([{ role: 'user', content: o.longPrompt }], 4), agent);
+  await sleep(1000);
+  stop.abort();
   const decoders = await Promise.all(started);
   agent.destroy();
   const firstAt = sentAt + (Number.isFinite(long.firstTokenMs) ? long.firstTokenMs : long.totalMs);
@@ -79,7 +83,7 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
     medianGapMs: median,
     maxGapDuringMs: maxDuring,
     gapRatio: median > 0 ? maxDuring / median : Number.NaN,
-    errors: [long, ...decoders].filter((r) => !r.ok).length,
+    errors: [long, ...decoders].filter((r) => !r.ok && r.error !== 'aborted').length,
   };
 }
 

@@ -55,19 +55,20 @@ interface ChunkJson {
  * see it) is retried at once, up to 3 times; the clock keeps running from the first attempt (the lost
  * milliseconds count against the server) and `retries` says how often it happened.
  */
-export async function streamTimed(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs = 300_000): Promise<TimedStream> {
+export async function streamTimed(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs = 300_000, signal?: AbortSignal): Promise<TimedStream> {
   const startedAt = performance.now();
-  let r = await streamOnce(target, body, agent, timeoutMs, startedAt);
+  let r = await streamOnce(target, body, agent, timeoutMs, startedAt, signal);
   let retries = 0;
   while (!r.ok && r.status === 0 && !r.gotBytes && retries < 3 && performance.now() - startedAt < timeoutMs) {
     retries++;
-    r = await streamOnce(target, body, agent, timeoutMs, startedAt);
+    r = await streamOnce(target, body, agent, timeoutMs, startedAt, signal);
   }
   r.retries = retries;
   return r;
 }
 
-function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs: number, startedAt: number): Promise<TimedStream & { gotBytes: boolean }> {
+/** `signal` ends the stream early (error 'aborted'; what arrived until then is kept). */
+function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs: number, startedAt: number, signal?: AbortSignal): Promise<TimedStream & { gotBytes: boolean }> {
   const url = new URL(target.path, target.baseUrl);
   const payload = Buffer.from(JSON.stringify(body));
   const r: TimedStream & { gotBytes: boolean } = {
@@ -140,6 +141,8 @@ function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, time
     });
     req.setTimeout(timeoutMs, () => { req.destroy(new Error(`client time-out after ${timeoutMs} ms`)); });
     req.on('error', (e) => settle(e.message));
+    if (signal?.aborted) req.destroy(new Error('aborted'));
+    signal?.addEventListener('abort', () => req.destroy(new Error('aborted')), { once: true });
     req.end(payload);
   });
 }
