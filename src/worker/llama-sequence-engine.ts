@@ -106,7 +106,7 @@ export class LlamaSequenceEngine implements SlotEngine {
       const grammarEvaluationState = job.grammar !== undefined ? await this.grammarState(job.grammar) : undefined;
       if (state.cancelled) return events.onDone(result('cancelled'));
       const stop = new StopDetector(job.stop);
-      const decoder = new TokenTextDecoder((t, last) => this.model.detokenize(t as Token[], false, last as Token[]));
+      const decoder = new TokenTextDecoder((t, last) => this.model.detokenize(t as Token[], false, last as Token[]), undefined, prompt.slice(-4));
       const generated: Token[] = [];
       const s = job.sampling;
       const options = {

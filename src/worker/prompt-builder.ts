@@ -1,4 +1,4 @@
-import { type ChatWrapper, ChatMLChatWrapper, GeneralChatWrapper, type LlamaModel, LlamaText, resolveChatWrapper } from 'node-llama-cpp';
+import { type ChatWrapper, type ChatWrapperGeneratedContextState, ChatMLChatWrapper, GeneralChatWrapper, type LlamaModel, LlamaText, resolveChatWrapper } from 'node-llama-cpp';
 import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import { TOOL_CALL_OPEN } from '../protocol/tool-call-syntax.ts';
 import { functionCallHistory, hermesTextHistory, toChatModelFunctions } from './chat-history.ts';
@@ -38,14 +38,23 @@ export class PromptBuilder {
   }
 
   build(messages: readonly ChatMessage[], tools: readonly FunctionTool[] = []): { tokens: Uint32Array; stops: string[] } {
+    const state = this.contextState(messages, tools);
+    const tokens = state.contextText.tokenize(this.model.tokenizer);
+    return { tokens: Uint32Array.from(tokens), stops: plainTriggers(state.stopGenerationTriggers) };
+  }
+
+  /** The prompt as text (special tokens written out), for logs and tests. */
+  text(messages: readonly ChatMessage[], tools: readonly FunctionTool[] = []): string {
+    return this.contextState(messages, tools).contextText.toString();
+  }
+
+  private contextState(messages: readonly ChatMessage[], tools: readonly FunctionTool[]): ChatWrapperGeneratedContextState {
     const toolTraffic = tools.length > 0 || messages.some((m) => m.role === 'tool' || (m.toolCalls?.length ?? 0) > 0);
     const native = !toolTraffic || this.wrapperSpeaksHermes;
     const wrapper = native ? this.wrapper : this.toolWrapper();
-    const state = wrapper.generateContextState(native
+    return wrapper.generateContextState(native
       ? { chatHistory: functionCallHistory(messages), ...(tools.length > 0 ? { availableFunctions: toChatModelFunctions(tools), documentFunctionParams: true } : {}) }
       : { chatHistory: hermesTextHistory(messages, tools) });
-    const tokens = state.contextText.tokenize(this.model.tokenizer);
-    return { tokens: Uint32Array.from(tokens), stops: plainTriggers(state.stopGenerationTriggers) };
   }
 
   private toolWrapper(): ChatWrapper {
