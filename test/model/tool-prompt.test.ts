@@ -6,7 +6,7 @@
  */
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QWEN25_TEMPLATE } from '../../models/chat-templates.ts';
+import { QWEN25_TEMPLATE } from '../helpers/chat-templates.ts';
 import { ensureTinyChatModel, ensureTinyModel } from '../../models/test-model-path.ts';
 import type { ChatMessage, FunctionTool } from '../../src/protocol/chat-request.ts';
 import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../../src/protocol/tool-call-syntax.ts';
