@@ -119,4 +119,8 @@ std::string lastLlamaErrorOnThisThread() {
     return t_lastError;
 }
 
+void clearLastLlamaErrorOnThisThread() {
+    t_lastError.clear();
+}
+
 }  // namespace hearth

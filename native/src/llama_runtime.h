@@ -29,4 +29,7 @@ std::string cpuBackendLibrary();
 /** The last error line llama.cpp logged on the calling thread through Hearth's callback ("" if none). */
 std::string lastLlamaErrorOnThisThread();
 
+/** Forgets the last error line of the calling thread (before a call whose own error is wanted). */
+void clearLastLlamaErrorOnThisThread();
+
 }  // namespace hearth

@@ -24,10 +24,10 @@ export interface LocalEngineOptions {
   batchSize: number;
   /** Native engine: keep repacked weight layouts. */
   weightRepack: boolean;
-  /** Native engine: persistent compute threads, idle polling (0-100), per-step token budget (0 = batchSize). */
-  threadPool: boolean;
-  threadPoll: number;
-  stepTokenBudget: number;
+  /** Native engine: persistent compute threads (default true), idle polling 0-100 (default 50), per-step token budget (default 0 = batchSize). */
+  threadPool?: boolean;
+  threadPoll?: number;
+  stepTokenBudget?: number;
   /** Server cap on completion tokens, and the default. */
   maxTokens: number;
   /** Requests allowed to wait for a slot. */
@@ -133,9 +133,9 @@ export class LocalEngine implements ChatEngine {
         fallbackThreads: planThreads({ cores: this.o.cores, workers: this.o.workers, engine: 'node-llama-cpp', requested: this.o.threads }),
         batchSize: this.o.batchSize,
         weightRepack: this.o.weightRepack,
-        threadPool: this.o.threadPool,
-        threadPoll: this.o.threadPoll,
-        stepTokenBudget: this.o.stepTokenBudget,
+        threadPool: this.o.threadPool ?? true,
+        threadPoll: this.o.threadPoll ?? 50,
+        stepTokenBudget: this.o.stepTokenBudget ?? 0,
         calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
       });
     } catch (err) {
@@ -245,7 +245,10 @@ export class LocalEngine implements ChatEngine {
             for (let i = 0; i < e.n; i++) m.interTokenLatency.observe(labels, gap);
           }
           lastTextAt = now;
-          if (!cancelled) sink.onText(e.text);
+          if (!cancelled) {
+            if (e.logprobs) sink.onText(e.text, e.logprobs);
+            else sink.onText(e.text);
+          }
           return;
         }
         case 'done':
@@ -269,6 +272,9 @@ export class LocalEngine implements ChatEngine {
       maxTokens: Math.min(request.maxTokens ?? this.o.maxTokens, this.o.maxTokens),
       stop: request.stop,
       sampling: samplingFor(request),
+      ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
+      ...(request.grammar !== undefined ? { grammar: request.grammar } : {}),
+      ...(request.topLogprobs !== undefined ? { topLogprobs: request.topLogprobs } : {}),
       port: port2,
     };
     pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
