@@ -50,7 +50,19 @@ import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, ru
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
 
-type HearthEngine = 'native' | 'native-norepack' | 'node-llama-cpp';
+type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll0' | 'node-llama-cpp';
+
+/** Native-engine variants for A/B rows in one run: the `hearth serve` arguments each adds. */
+const NATIVE_VARIANTS: Record<string, string[]> = {
+  native: [],
+  // Like-for-like with llama-server's --no-repack.
+  'native-norepack': ['--weight-repack', 'false'],
+  // ggml's per-decode threads (before the persistent pool).
+  'native-nopool': ['--thread-pool', 'false'],
+  // Persistent pool whose idle threads sleep at once.
+  'native-poll0': ['--thread-poll', '0'],
+};
+const engineOf = (e: HearthEngine) => (e in NATIVE_VARIANTS ? 'native' : e);
 
 interface Options {
   threads: number[];
@@ -139,7 +151,7 @@ const QUICK: Partial<Options> = {
 };
 
 const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--context-size 2048] [--batch-size 512]
-  [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,node-llama-cpp]
+  [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,native-nopool,native-poll0,node-llama-cpp]
   [--no-llama-server] [--no-prefix] [--prefix-trials 3] [--no-memory] [--memory-requests 100,1000]
   [--memory-concurrency 8] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]
   [--quick] [--shapes 56m,0.5b-q8,0.5b-q4km|<gguf>] [--prompt-lengths 16,500] [--no-ceiling] [--no-smooth]
@@ -182,7 +194,7 @@ function parseArgs(argv: string[]): Options {
       case '--max-tokens': o.maxTokens = ints(next(), flag)[0]!; break;
       case '--engines': case '--engine': {
         const list = next().split(',').map((s) => s.trim()).filter((s) => s !== '' && s !== 'none');
-        for (const e of list) if (e !== 'native' && e !== 'native-norepack' && e !== 'node-llama-cpp') throw new Error(`--engines: unknown engine ${e}`);
+        for (const e of list) if (!(e in NATIVE_VARIANTS) && e !== 'node-llama-cpp') throw new Error(`--engines: unknown engine ${e} (${[...Object.keys(NATIVE_VARIANTS), 'node-llama-cpp'].join(', ')})`);
         o.engines = list as HearthEngine[];
         break;
       }
@@ -314,7 +326,7 @@ function loadedCpuBackends(pid: number): string[] {
 async function startHearthTarget(engine: HearthEngine, model: string, slots: number, threads: number, o: Options, extraArgs: string[] = []): Promise<Target> {
   const h = await startHearthProcess({
     // native-norepack: the native engine without repacked (AMX) weights, like-for-like with llama-server's --no-repack.
-    args: ['--model', model, '--engine', engine === 'native-norepack' ? 'native' : engine, ...(engine === 'native-norepack' ? ['--weight-repack', 'false'] : []),
+    args: ['--model', model, '--engine', engineOf(engine), ...(NATIVE_VARIANTS[engine] ?? []),
       '--slots', String(slots), '--threads', String(threads),
       '--context-size', String(o.contextSize), '--batch-size', String(o.batchSize), '--workers', '1', ...o.hearthArgs, ...extraArgs],
     env: { HEARTH_LOG_LEVEL: 'info' },
@@ -683,7 +695,7 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
   run.info = t.info;
   try {
     // native-norepack is the native engine with --weight-repack false.
-    if (expectEngine && t.info['engine'] !== (expectEngine === 'native-norepack' ? 'native' : expectEngine)) {
+    if (expectEngine && t.info['engine'] !== engineOf(expectEngine)) {
       run.unavailableReason = `requested --engine ${expectEngine}, server runs ${String(t.info['engine'])}`;
       log(`${name} unavailable: ${run.unavailableReason}`);
       return run;

@@ -50,11 +50,14 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
   const started: Promise<TimedStream>[] = [];
   // The decoders are cut off (client disconnect) once the long prompt has its answer.
   const stop = new AbortController();
+  const events = new Array<number>(o.decoders).fill(0);
   for (let i = 0; i < o.decoders; i++) {
-    started.push(streamTimed(s.stream, s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens), agent, 600_000, stop.signal));
+    started.push(streamTimed(s.stream, s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens), agent, 600_000, stop.signal, () => { events[i]!++; }));
   }
-  // Let every decoder reach its steady pace before the long prompt arrives.
-  await sleep(o.warmMs ?? 1500);
+  // Every decoder at its steady pace (10 content events each) before the long prompt arrives; at most a minute.
+  const warmUntil = performance.now() + (o.warmMs ?? 60_000);
+  while (events.some((n) => n < 10) && performance.now() < warmUntil) await sleep(50);
+  await sleep(300);
   const sentAt = performance.now();
   const long = await streamTimed(s.stream, s.body([{ role: 'user', content: o.longPrompt }], 4), agent);
   await sleep(1000);

@@ -55,20 +55,20 @@ interface ChunkJson {
  * see it) is retried at once, up to 3 times; the clock keeps running from the first attempt (the lost
  * milliseconds count against the server) and `retries` says how often it happened.
  */
-export async function streamTimed(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs = 300_000, signal?: AbortSignal): Promise<TimedStream> {
+export async function streamTimed(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs = 300_000, signal?: AbortSignal, onContent?: () => void): Promise<TimedStream> {
   const startedAt = performance.now();
-  let r = await streamOnce(target, body, agent, timeoutMs, startedAt, signal);
+  let r = await streamOnce(target, body, agent, timeoutMs, startedAt, signal, onContent);
   let retries = 0;
   while (!r.ok && r.status === 0 && !r.gotBytes && retries < 3 && performance.now() - startedAt < timeoutMs) {
     retries++;
-    r = await streamOnce(target, body, agent, timeoutMs, startedAt, signal);
+    r = await streamOnce(target, body, agent, timeoutMs, startedAt, signal, onContent);
   }
   r.retries = retries;
   return r;
 }
 
-/** `signal` ends the stream early (error 'aborted'; what arrived until then is kept). */
-function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs: number, startedAt: number, signal?: AbortSignal): Promise<TimedStream & { gotBytes: boolean }> {
+/** `signal` ends the stream early (error 'aborted'; what arrived until then is kept); `onContent` sees every content event. */
+function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs: number, startedAt: number, signal?: AbortSignal, onContent?: () => void): Promise<TimedStream & { gotBytes: boolean }> {
   const url = new URL(target.path, target.baseUrl);
   const payload = Buffer.from(JSON.stringify(body));
   const r: TimedStream & { gotBytes: boolean } = {
@@ -105,6 +105,7 @@ function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, time
         lastContent = now;
         r.contentEvents++;
         r.text += content;
+        onContent?.();
       }
       if (choice?.finish_reason) r.finishReason = choice.finish_reason;
       if (json.usage) {
