@@ -1,7 +1,21 @@
 /**
- * `npm run bench:engine`: Hearth's local engine vs llama.cpp's own llama-server, side by side, on the
- * same GGUF, the same llama.cpp release (llama-server is built from node-llama-cpp's bundled source, see
- * bench/llama-server.ts) and matching slots / threads / per-slot context / batch size.
+ * `npm run bench:engine`: Hearth's local engine vs llama.cpp's own llama-server vs the kernel ceiling,
+ * side by side, on the same GGUF, the same llama.cpp release (llama-server is built from node-llama-cpp's
+ * bundled source, see bench/llama-server.ts) and matching slots / threads / per-slot context / batch size.
+ *
+ *   npm run bench:engine -- --quick     the key rows in about ten minutes (56M and 0.5B Q8_0; 1 and 8
+ *                                       clients; 16- and 500-token prompts; budgets 0 and 64; flood)
+ *   npm run bench:engine                everything: 56M, 0.5B Q8_0, 0.5B Q4_K_M; 1, 4, 8, 16 clients;
+ *                                       budgets 0, 32, 128; prefix cache and memory
+ *
+ * Per model shape (--shapes; the 0.5B files are written by models/realistic-llama.ts on first use, the
+ * Q4_K_M one by llama-quantize): the kernel ceiling (bench/lib/kernel-ceiling.ts: llama-batched-bench on
+ * node-llama-cpp's prebuilt libllama and the libggml-cpu-<variant>.so Hearth's process loads, named in
+ * the output), the load levels below for each prompt length, the smooth-decode scenario (7 streams
+ * decoding while a ~1,500-token prompt arrives; Hearth once per --budgets value of --step-token-budget)
+ * and, on the first shape, the flood scenario (bench/lib/engine-scenarios.ts). A summary table per shape
+ * gives Hearth / ceiling and Hearth / llama-server. --engines native,native-nopool,native-poll0 adds A/B
+ * rows of the native engine without its persistent thread pool, or with idle threads that never spin.
  *
  *   npm run bench:engine -- [--threads 2[,1,...]] [--slots 8[,16]] [--context-size 2048] [--batch-size 512]
  *     [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,node-llama-cpp]

@@ -3,7 +3,8 @@
  * tokens each, optionally next to node-llama-cpp's own context sequences on the same model.
  *
  *   node --import tsx bench/native-engine-throughput.ts [--model stories|random|realistic|<path>]...
- *     [--threads 2] [--tokens 128] [--concurrency 1,4,8] [--repeat 3] [--kv-unified] [--no-repack] [--compare] [--llama-server]
+ *     [--threads 2] [--tokens 128] [--concurrency 1,4,8] [--repeat 3] [--kv-unified] [--no-repack] [--no-thread-pool]
+ *     [--thread-poll 0-100] [--compare] [--llama-server]
  *     [--json <file>]
  *
  * --compare adds node-llama-cpp's context sequences (one context, N sequences, same threads);
@@ -37,6 +38,9 @@ interface BenchOptions {
   kvUnified: boolean;
   /** Native engine without repacked/AMX weights, like llama-server --no-repack. */
   noRepack: boolean;
+  /** Native engine with ggml's per-decode threads instead of the persistent pool (A/B). */
+  noThreadPool: boolean;
+  threadPoll: number | undefined;
   compare: boolean;
   llamaServer: boolean;
   json: string | null;
@@ -50,6 +54,8 @@ const DEFAULT_BENCH_OPTIONS = {
   repeat: 3,
   kvUnified: false,
   noRepack: false,
+  noThreadPool: false,
+  threadPoll: undefined,
   compare: false,
   llamaServer: false,
   json: null as string | null,
@@ -107,6 +113,8 @@ function parseArgs(argv: string[]): BenchOptions {
     else if (a === '--repeat') o.repeat = Number(next());
     else if (a === '--kv-unified') o.kvUnified = true;
     else if (a === '--no-repack') o.noRepack = true;
+    else if (a === '--no-thread-pool') o.noThreadPool = true;
+    else if (a === '--thread-poll') o.threadPoll = Number(argv[++i]);
     else if (a === '--compare') o.compare = true;
     else if (a === '--llama-server') o.llamaServer = true;
     else if (a === '--json') o.json = next();
@@ -186,7 +194,7 @@ async function benchModel(llama: Llama, modelPath: string, o: BenchOptions): Pro
   try {
     const maxN = Math.max(...o.concurrency);
     const prompts = Array.from({ length: maxN }, (_, i) => Uint32Array.from([vocab.tokens.bos!, ...vocab.tokenize(PROMPTS[i % PROMPTS.length]!)]));
-    const engine = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: maxN, threads: o.threads, kvUnified: o.kvUnified, weightRepack: !o.noRepack });
+    const engine = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: maxN, threads: o.threads, kvUnified: o.kvUnified, weightRepack: !o.noRepack, threadPool: !o.noThreadPool, ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}) });
     try {
       await runNative(engine, prompts.slice(0, 1), 16); // warm-up: graph allocation, page cache
       let salt = 0;
@@ -246,7 +254,7 @@ function print(r: Row): void {
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   const names = o.models.length > 0 ? o.models : await defaultModels();
-  console.log(`threads=${o.threads} tokens=${o.tokens} kvUnified=${o.kvUnified} weightRepack=${!o.noRepack} load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(`threads=${o.threads} tokens=${o.tokens} kvUnified=${o.kvUnified} weightRepack=${!o.noRepack} threadPool=${!o.noThreadPool} threadPoll=${o.threadPoll ?? 'default'} load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
   const rows: Row[] = [];
   try {
