@@ -123,15 +123,16 @@ async function paced(s: ScenarioServer, streams: number, durationS: number, maxT
 export async function floodPace(s: ScenarioServer, o: { streams: number; durationS: number; maxTokens: number; floodUrl: string; floodConnections: number }): Promise<FloodResult> {
   const quiet = await paced(s, o.streams, o.durationS, o.maxTokens);
   const bin = join(ROOT, 'node_modules/.bin/autocannon');
-  const flood = spawn(bin, ['-j', '-c', String(o.floodConnections), '-d', String(o.durationS + 4), o.floodUrl], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // autocannon prints its summary only when its duration ends (not on SIGINT): it runs through the
+  // streams' measured window plus a margin for their last requests, and is waited for.
+  const flood = spawn(bin, ['-j', '-c', String(o.floodConnections), '-d', String(Math.ceil(o.durationS + 6)), o.floodUrl], { stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   flood.stdout.on('data', (b: Buffer) => { out += b.toString(); });
   const exited = new Promise<void>((r) => flood.on('exit', () => r()));
   await sleep(1500);  // the flood is at full rate before the streams start
   const loud = await paced(s, o.streams, o.durationS, o.maxTokens);
-  flood.kill('SIGINT');
-  await Promise.race([exited, sleep(5000)]);
-  if (flood.exitCode === null) flood.kill('SIGKILL');
+  await Promise.race([exited, sleep(30_000)]);
+  if (flood.exitCode === null && flood.signalCode === null) flood.kill('SIGKILL');
   let floodRequests = 0;
   const floodStatus: Record<string, number> = {};
   try {
