@@ -3,6 +3,8 @@
  * worker/ runs inside Piscina threads and imports only engine message types, protocol, errors, node-llama-cpp and native/.
  */
 const layer = (name) => `^src/${name}/`;
+/** The HTTP edge core (one exchange, one router) shared by the service and the standalone tool-server kit. */
+const EDGE_CORE = '^src/http/(http-exchange|router|json-body|request-limits|status-text)\\.ts$';
 module.exports = {
   forbidden: [
     { name: 'no-cycles', severity: 'error', from: { path: '^src/' }, to: { circular: true } },
@@ -16,7 +18,8 @@ module.exports = {
     { name: 'store-below-gateway', severity: 'error', from: { path: layer('store') }, to: { path: [layer('http'), layer('gateway'), layer('engine'), layer('providers'), layer('cli')] } },
     { name: 'gateway-below-http', severity: 'error', from: { path: layer('gateway') }, to: { path: [layer('http'), layer('cli')] } },
     { name: 'metrics-leaf', severity: 'error', from: { path: layer('metrics') }, to: { path: '^src/', pathNot: layer('metrics') } },
-    { name: 'tools-standalone', severity: 'error', from: { path: layer('tools') }, to: { path: '^src/', pathNot: [layer('tools'), layer('errors'), layer('log')] } },
+    { name: 'tools-standalone', severity: 'error', from: { path: layer('tools') }, to: { path: '^src/', pathNot: [layer('tools'), layer('errors'), layer('log'), EDGE_CORE] } },
+    { name: 'edge-core-standalone', severity: 'error', from: { path: EDGE_CORE }, to: { path: '^src/', pathNot: [EDGE_CORE, layer('errors')] } },
     { name: 'http-not-store', severity: 'error', from: { path: layer('http') }, to: { path: [layer('store'), layer('engine') + '(?!generation\\.ts)', layer('providers'), layer('cli')] } },
   ],
   options: {

@@ -100,3 +100,11 @@ export const upstreamRateLimited = (provider: string, message: string, retryAfte
 /** The upstream could not be reached, or answered something that is not its documented wire format. */
 export const upstreamBadResponse = (provider: string, detail: string, code = 'bad_response') =>
   new ApiError({ status: 502, type: 'upstream_error', message: `Upstream provider ${provider} failed: ${detail}`, param: null, code });
+
+/** A path segment that is not valid percent-encoded UTF-8 (`%E0`, `%zz`, a lone `%`, overlong or surrogate bytes). */
+export const malformedPath = () =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: 'The request path is not valid percent-encoded UTF-8', param: null, code: 'invalid_path' });
+
+/** A JSON body nested deeper than the edge accepts (README "Limits"). */
+export const jsonTooDeep = (maxDepth: number) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body nests arrays/objects deeper than ${maxDepth} levels`, param: null, code: 'json_too_deep' });

@@ -1,7 +1,6 @@
 import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
 import type { ManagementService } from '../../gateway/management-service.ts';
 import type { HttpExchange } from '../http-exchange.ts';
-import { readJsonBody } from '../json-body.ts';
 import { bearerToken, type HttpMethod, type Route } from '../router.ts';
 
 export interface ManagementRouteDeps {
@@ -26,17 +25,24 @@ type Answer = { status: number; value: unknown };
  */
 export function managementRoutes(d: ManagementRouteDeps): Route[] {
   const m = d.management;
+  const send = (ex: HttpExchange, answer: Answer) => ex.sendJson(answer.status, answer.value);
   const route = (method: HttpMethod, pattern: string, name: string, takesBody: boolean, handle: (c: ManagementCall) => Answer | Promise<Answer>): Route => ({
     method,
     pattern,
     name,
-    handler: async (ex: HttpExchange) => {
-      const body = takesBody ? readJsonBody(ex, d.bodyLimit) : Promise.resolve(undefined); // attach onData synchronously
-      body.catch(() => {});
-      const { accountId } = d.keys.authenticate(bearerToken(ex.authorization));
-      const answer = await handle({ accountId, params: ex.params, body: await body });
-      ex.sendJson(answer.status, answer.value);
-    },
+    ...(takesBody ? { body: { kind: 'json' as const, limit: d.bodyLimit } } : {}),
+    // A read answers synchronously (no promise): kept-alive and pipelined GETs are answered in order.
+    handler: takesBody
+      ? async (ex: HttpExchange) => {
+          const { accountId } = d.keys.authenticate(bearerToken(ex.authorization));
+          send(ex, await handle({ accountId, params: ex.params, body: await ex.json() }));
+        }
+      : (ex: HttpExchange) => {
+          const { accountId } = d.keys.authenticate(bearerToken(ex.authorization));
+          const answer = handle({ accountId, params: ex.params, body: undefined });
+          if (answer instanceof Promise) return answer.then((a) => send(ex, a));
+          send(ex, answer);
+        },
   });
   const ok = (value: unknown): Answer => ({ status: 200, value });
   const created = (value: unknown): Answer => ({ status: 201, value });

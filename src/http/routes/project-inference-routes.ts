@@ -1,7 +1,6 @@
 import { invalidRequest } from '../../errors/index.ts';
 import type { ProjectGateway } from '../../gateway/project-gateway.ts';
 import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
-import { readJsonBody } from '../json-body.ts';
 import { respondFromUpstream } from '../provider-stream-responder.ts';
 import { bearerToken, type Route } from '../router.ts';
 
@@ -24,11 +23,10 @@ export function projectInferenceRoutes(d: ProjectInferenceRouteDeps): Route[] {
       method: 'POST',
       pattern: '/api/v1/inference/:projectId/chat/completions',
       name: 'project_chat_completions',
+      body: { kind: 'json', limit: d.bodyLimit },
       handler: async (ex) => {
-        const body = readJsonBody(ex, d.bodyLimit); // attach onData synchronously
-        body.catch(() => {});
         const session = d.projects.open(ex.params[0]!, bearerToken(ex.authorization));
-        const json = await body;
+        const json = await ex.json();
         if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
         const request = validateChatRequest(json);
         await respondFromUpstream(ex, { stream: request.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, {

@@ -3,7 +3,6 @@ import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
 import { invalidRequest } from '../../errors/index.ts';
 import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
 import { respondToChat } from '../chat-responder.ts';
-import { readJsonBody } from '../json-body.ts';
 import { bearerToken, type Route } from '../router.ts';
 
 const JSON_HEADERS = [['content-type', 'application/json']] as const;
@@ -23,11 +22,10 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
       method: 'POST',
       pattern: '/api/inference/v1/chat/completions',
       name: 'chat_completions',
+      body: { kind: 'json', limit: d.bodyLimit },
       handler: async (ex) => {
-        const body = readJsonBody(ex, d.bodyLimit); // attach onData synchronously
-        body.catch(() => {});
         d.keys.authenticate(bearerToken(ex.authorization));
-        const json = await body;
+        const json = await ex.json();
         if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
         const request = validateChatRequest(json);
         await respondToChat(
