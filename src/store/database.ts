@@ -109,6 +109,46 @@ export function indexRange(...prefix: string[]): { start: string[]; end: string[
   return { start: prefix, end: [...prefix, '\uffff'] };
 }
 
+/**
+ * The longest key (UTF-8 bytes, all parts of an array key) that is ever looked up or written. LMDB refuses
+ * keys over its limit (1978 bytes as lmdb-js builds it) with an exception; a key over this bound names no
+ * record Hearth could have written (its ids are short), so it is treated as absent instead.
+ */
+export const MAX_KEY_BYTES = 1024;
+
+/** Whether `key` is within MAX_KEY_BYTES. */
+export function keyFits(key: unknown): boolean {
+  if (typeof key === 'string') return key.length * 3 <= MAX_KEY_BYTES || Buffer.byteLength(key) <= MAX_KEY_BYTES;
+  if (Array.isArray(key)) {
+    let bytes = 0;
+    for (const part of key) bytes += typeof part === 'string' ? Buffer.byteLength(part) + 1 : 9;
+    return bytes <= MAX_KEY_BYTES;
+  }
+  return true;
+}
+
+/**
+ * Bounds every key before it reaches LMDB (defence in depth behind the edge's own bounds): a read or range
+ * over an over-long key finds nothing, a remove removes nothing, a write throws a plain Error (ids are
+ * generated here, so that is a bug, not a client mistake).
+ */
+function guardKeys<D extends Database<any, any>>(db: D): D {
+  const get = db.get.bind(db);
+  const remove = db.remove.bind(db);
+  const put = db.put.bind(db);
+  const getRange = db.getRange.bind(db);
+  const guarded = db as unknown as Record<string, unknown>;
+  guarded.get = (key: unknown, ...rest: unknown[]) => (keyFits(key) ? (get as (...a: unknown[]) => unknown)(key, ...rest) : undefined);
+  guarded.remove = (key: unknown, ...rest: unknown[]) => (keyFits(key) ? (remove as (...a: unknown[]) => unknown)(key, ...rest) : false);
+  guarded.put = (key: unknown, ...rest: unknown[]) => {
+    if (!keyFits(key)) throw new Error(`refusing an LMDB key over ${MAX_KEY_BYTES} bytes`);
+    return (put as (...a: unknown[]) => unknown)(key, ...rest);
+  };
+  guarded.getRange = (options: { start?: unknown; end?: unknown } = {}) =>
+    keyFits(options.start) && keyFits(options.end) ? getRange(options as never) : [];
+  return db;
+}
+
 export class HearthStore {
   readonly root: RootDatabase;
   readonly dbs: HearthDatabases;
@@ -117,11 +157,11 @@ export class HearthStore {
   private constructor(root: RootDatabase) {
     this.root = root;
     this.dbs = {
-      accounts: root.openDB<AccountRecord, string>({ name: 'accounts' }),
-      apiKeys: root.openDB<ApiKeyRecord, string>({ name: 'api-keys' }),
-      workspaces: root.openDB<WorkspaceRecord, string>({ name: 'workspaces' }),
-      projects: root.openDB<ProjectRecord, string>({ name: 'projects' }),
-      index: root.openDB<true, (string | number)[]>({ name: 'index' }),
+      accounts: guardKeys(root.openDB<AccountRecord, string>({ name: 'accounts' })),
+      apiKeys: guardKeys(root.openDB<ApiKeyRecord, string>({ name: 'api-keys' })),
+      workspaces: guardKeys(root.openDB<WorkspaceRecord, string>({ name: 'workspaces' })),
+      projects: guardKeys(root.openDB<ProjectRecord, string>({ name: 'projects' })),
+      index: guardKeys(root.openDB<true, (string | number)[]>({ name: 'index' })),
     };
   }
 
