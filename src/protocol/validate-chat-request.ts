@@ -35,6 +35,16 @@ function optionalNumber(body: Json, field: string, min: number, max: number, int
   return v;
 }
 
+/**
+ * `max_tokens` and its alias `max_completion_tokens` are one limit. Each one given is validated; when both
+ * are given `max_tokens` wins (documented in the README).
+ */
+function parseMaxTokens(body: Json): number | undefined {
+  const legacy = optionalNumber(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true);
+  const alias = optionalNumber(body, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER, true);
+  return legacy ?? alias;
+}
+
 /** Rejects parameters Hearth cannot honour: never silently dropped (contract.md). */
 function rejectUnsupported(body: Json): void {
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw unsupportedParameter('n', 'must be 1: only one choice per request is supported');
@@ -71,6 +81,14 @@ function messageContent(raw: unknown, index: number): string {
   throw invalidRequest(`'${param}' must be a string or an array of text parts`, param, 'invalid_type');
 }
 
+/** A short description of a client value for an error message; never walks into it (its depth is the client's). */
+function describeValue(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}...` : v);
+  if (Array.isArray(v)) return 'an array';
+  if (v === null || typeof v !== 'object') return String(v);
+  return 'an object';
+}
+
 function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
   if (raw === undefined) throw invalidRequest("'messages' is required", 'messages', 'missing_required_parameter');
   if (!Array.isArray(raw)) throw invalidRequest("'messages' must be an array", 'messages', 'invalid_type');
@@ -80,7 +98,7 @@ function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
     if (!isObject(m)) throw invalidRequest(`'messages[${i}]' must be an object`, `messages[${i}]`, 'invalid_type');
     const role = typeof m.role === 'string' ? ROLE_MAP[m.role] : undefined;
     if (role === undefined) {
-      throw invalidRequest(`'messages[${i}].role' must be one of system, user, assistant; got ${JSON.stringify(m.role)}`, `messages[${i}].role`, 'invalid_value');
+      throw invalidRequest(`'messages[${i}].role' must be one of system, user, assistant; got ${describeValue(m.role)}`, `messages[${i}].role`, 'invalid_value');
     }
     if (m.tool_calls !== undefined || m.function_call !== undefined) throw unsupportedParameter(`messages[${i}].tool_calls`);
     if (m.content === undefined || m.content === null) throw invalidRequest(`'messages[${i}].content' is required`, `messages[${i}].content`, 'missing_required_parameter');
@@ -117,8 +135,7 @@ export function validateChatRequest(body: unknown, limits: ChatRequestLimits = D
     if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean') throw invalidRequest("'stream_options.include_usage' must be a boolean", 'stream_options.include_usage', 'invalid_type');
     includeUsage = so.include_usage === true;
   }
-  const maxTokens = optionalNumber(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true)
-    ?? optionalNumber(body, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER, true);
+  const maxTokens = parseMaxTokens(body);
   if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
   return {
     ...plainChatFields(),

@@ -61,6 +61,12 @@ describe('validateChatRequest', () => {
     [{ ...base, tools: [{}] }, 'tools', 'unsupported_parameter'],
     [{ ...base, response_format: { type: 'json_object' } }, 'response_format', 'unsupported_parameter'],
     [{ ...base, mystery: 1 }, 'mystery', 'unknown_parameter'],
+    // max_completion_tokens is validated even next to a valid max_tokens (issue 9, defect 9)
+    [{ ...base, max_tokens: 5, max_completion_tokens: 'abc' }, 'max_completion_tokens', 'invalid_type'],
+    [{ ...base, max_tokens: 5, max_completion_tokens: 0 }, 'max_completion_tokens', 'invalid_value'],
+    [{ ...base, max_tokens: 5, max_completion_tokens: -5 }, 'max_completion_tokens', 'invalid_value'],
+    [{ ...base, max_tokens: 5, max_completion_tokens: 2.5 }, 'max_completion_tokens', 'invalid_type'],
+    [{ ...base, max_completion_tokens: 'abc' }, 'max_completion_tokens', 'invalid_type'],
   ])('rejects %j naming %s', (body, param, code) => {
     const e = fail(body);
     expect(e.status).toBe(400);
@@ -76,5 +82,16 @@ describe('validateChatRequest', () => {
   it('rejects a non-object body', () => {
     expect(fail([1]).code).toBe('invalid_type');
     expect(fail(null).code).toBe('invalid_type');
+  });
+
+  it('describes a hostile role without walking into it (100,000 nested arrays: a 400, no stack overflow)', () => {
+    let role: unknown = 'user';
+    for (let i = 0; i < 100_000; i++) role = [role];
+    const e = fail({ ...base, messages: [{ role, content: 'x' }] });
+    expect(e.status).toBe(400);
+    expect(e.param).toBe('messages[0].role');
+    expect(e.message).toContain('got an array');
+    const long = fail({ ...base, messages: [{ role: 'r'.repeat(100_000), content: 'x' }] });
+    expect(long.message.length).toBeLessThan(200);
   });
 });

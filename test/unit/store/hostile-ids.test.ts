@@ -29,7 +29,7 @@ const { WorkspaceRepository } = await import('../../../src/store/workspace-repos
 const { parseCredential, issueCredential } = await import('../../../src/store/secrets.ts');
 
 let dir: string;
-let store: InstanceType<typeof HearthStore>;
+let store: ReturnType<typeof HearthStore.open>;
 let keys: InstanceType<typeof ApiKeyRepository>;
 let workspaces: InstanceType<typeof WorkspaceRepository>;
 let projects: InstanceType<typeof ProjectRepository>;
