@@ -246,8 +246,10 @@ export class HttpExchange {
       this.writeHead(status, headers);
       if (this.isHead) {
         // HEAD: the GET answer's headers, its length, no body (a kept-alive client would read it as the next answer).
+        // This uWS build (v20.30) mishandles any argument to endWithoutBody (it then counts the response as
+        // unanswered and aborts the process), so the length is a plain header and the connection stays open.
         this.res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
-        this.res.endWithoutBody(undefined, close);
+        this.res.endWithoutBody();
       } else this.res.end(body, close);
     });
     this.finishEnd();
