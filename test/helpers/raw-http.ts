@@ -63,7 +63,9 @@ export function parseResponses(text: string, headRequests = 0): RawResponse[] {
     }
     let bodyStart = end + 4;
     let body = '';
-    if (heads > 0) {
+    if (status < 200) {
+      // interim answers have no body
+    } else if (heads > 0) {
       heads--;
     } else if (headers.get('transfer-encoding') === 'chunked') {
       for (;;) {
@@ -84,8 +86,9 @@ export function parseResponses(text: string, headRequests = 0): RawResponse[] {
       body = text.slice(bodyStart, bodyStart + length);
       bodyStart += length;
     }
-    out.push({ status, headers, body });
     at = bodyStart;
+    if (status >= 100 && status < 200) continue; // interim (100 Continue): the real answer follows
+    out.push({ status, headers, body });
   }
   return out;
 }
