@@ -70,6 +70,8 @@ export class HttpExchange {
   private abortHandlers: Array<() => void> | null = null;
   private abortArmed = false;
   private writableWaiter: (() => void) | null = null;
+  /** Headers added to whatever answer this exchange sends (e.g. a key's rate-limit headers). */
+  private extraHeaders: HeaderList = [];
   private bodyState: 'none' | 'reading' | 'read' = 'none';
   private body: Promise<Buffer> | null = null;
   private parsed: Promise<unknown> | null = null;
@@ -103,6 +105,38 @@ export class HttpExchange {
   get authorization(): string {
     const v = this.header('authorization');
     return v.length > REQUEST_LIMITS.maxAuthorizationLength ? '' : v;
+  }
+
+  /** Headers the session auth and its CSRF check read ('' when absent). */
+  get cookie(): string {
+    return this.header('cookie');
+  }
+
+  get origin(): string {
+    return this.header('origin');
+  }
+
+  get host(): string {
+    return this.header('host');
+  }
+
+  get forwardedProto(): string {
+    return this.header('x-forwarded-proto');
+  }
+
+  get forwardedFor(): string {
+    return this.header('x-forwarded-for');
+  }
+
+  /** The peer's IP address as text. Call it synchronously in the handler (before the response can end). */
+  remoteAddress(): string {
+    if (this.closed) return '';
+    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
+  }
+
+  /** Adds headers to the answer this exchange will send, whichever it is (success, error or stream). */
+  addHeaders(headers: HeaderList): void {
+    if (headers.length > 0) this.extraHeaders = [...this.extraHeaders, ...headers];
   }
 
   /** The declared Content-Length, undefined when absent (uWS itself refuses a malformed one). */
@@ -227,6 +261,7 @@ export class HttpExchange {
     this.committed = true;
     this.res.writeStatus(statusLine(status));
     for (const [k, v] of headers) if (!OWNED_BY_UWS.has(k.toLowerCase())) this.res.writeHeader(k, v);
+    for (const [k, v] of this.extraHeaders) this.res.writeHeader(k, v);
   }
 
   private finishEnd(): void {
