@@ -53,6 +53,10 @@ async function api<T = Record<string, unknown>>(method: string, url: string, bod
   const headers: Record<string, string> = {};
   if (key !== null) headers.authorization = `Bearer ${key}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
+  // One event-loop turn first: a synchronous CLI run (spawnSync) can block this process past the server's
+  // ~10 s idle time-out; the turn lets fetch see the pooled connections the server closed meanwhile instead
+  // of sending a POST into one (an 'other side closed' that is the test's doing, not the server's).
+  await new Promise((resolve) => setImmediate(resolve));
   const r = await fetch(`${hearth.baseUrl}${url}`, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
   const text = await r.text();
   expect(r.headers.get('content-type')).toBe('application/json');
