@@ -325,7 +325,7 @@ export class HttpExchange {
     let ok = true;
     this.res.cork(() => {
       if (!this.committed) this.writeHead(status, headers);
-      ok = this.res.write(chunk);
+      if (!this.isHead) ok = this.res.write(chunk); // HEAD: headers only, the chunks are dropped
     });
     return ok;
   }
@@ -353,7 +353,8 @@ export class HttpExchange {
     if (this.closed) return;
     this.res.cork(() => {
       if (!this.committed) this.writeHead(200, headers);
-      this.res.end(last, this.closeAfter);
+      if (this.isHead) this.res.endWithoutBody();
+      else this.res.end(last, this.closeAfter);
     });
     this.finishEnd();
   }

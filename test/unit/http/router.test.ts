@@ -31,6 +31,15 @@ beforeAll(async () => {
         ex.sendJson(201, { name: body.name });
       },
     },
+    {
+      method: 'GET',
+      pattern: '/stream/*',
+      name: 'stream',
+      handler: (ex) => {
+        for (const part of ['a', 'b', 'c']) ex.writeChunk(Buffer.from(part), 200, [['content-type', 'text/plain']]);
+        ex.endStream();
+      },
+    },
     { method: 'POST', pattern: '/raw', name: 'raw', body: { kind: 'raw', limit: 8 }, handler: async (ex) => ex.sendJson(200, { bytes: (await ex.bytes()).length }) },
   ];
   const app = uWS.App();
@@ -75,6 +84,12 @@ describe('mountRoutes', () => {
     const r = await rawExchange(port, 'HEAD /items/abc HTTP/1.1\r\nHost: x\r\n\r\nGET /items/def HTTP/1.1\r\nHost: x\r\n\r\n', { expectResponses: 2, headRequests: 1 });
     expect(r.responses.map((x) => [x.status, x.body])).toEqual([[200, ''], [200, '{"id":"def"}']]);
     expect(r.responses[0]!.headers.get('content-length')).toBe(String('{"id":"abc"}'.length));
+  });
+
+  it('a streamed GET answers its chunks; under HEAD only its headers', async () => {
+    expect(await (await fetch(url('/stream/any/tail'))).text()).toBe('abc');
+    const r = await rawExchange(port, 'HEAD /stream/x HTTP/1.1\r\nHost: x\r\n\r\nGET /items/after HTTP/1.1\r\nHost: x\r\n\r\n', { expectResponses: 2, headRequests: 1 });
+    expect(r.responses.map((x) => [x.status, x.headers.get('content-type'), x.body])).toEqual([[200, 'text/plain', ''], [200, 'application/json', '{"id":"after"}']]);
   });
 
   it('unsafe requests pipelined in one write run only if their connection is still open (uWS closes it: none run)', async () => {
