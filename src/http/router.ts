@@ -77,7 +77,7 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
     app.any(pattern, (res, req) => {
       const ex = new HttpExchange(res, req, style, paramCount);
       const route = group.find((r) => r.method === ex.method) ?? (ex.isHead ? group.find((r) => r.method === 'GET') : undefined);
-      if (!route) return fail(ex, 'method_not_allowed', methodNotAllowed(ex.method, ex.url, allowed));
+      if (!route) return fail(ex, 'method_not_allowed', methodNotAllowed(ex.method, clip(ex.url), allowed));
       try {
         ex.params = decodeParams(ex);
         if (route.body) void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
@@ -91,15 +91,20 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
   }
   app.any('/*', (res, req) => {
     const ex = new HttpExchange(res, req, style, 0);
-    fail(ex, 'not_found', routeNotFound(ex.method, ex.url));
+    fail(ex, 'not_found', routeNotFound(ex.method, clip(ex.url)));
   });
+}
+
+/** A request path as echoed in an error message: at most 200 characters. */
+function clip(path: string): string {
+  return path.length > 200 ? `${path.slice(0, 200)}...` : path;
 }
 
 /** Percent-decodes the path parameters: 400 `invalid_path` for a malformed escape, 404 for an over-long one. */
 function decodeParams(ex: HttpExchange): string[] {
   const out: string[] = [];
   for (const raw of ex.rawParams) {
-    if (raw.length > REQUEST_LIMITS.maxPathParamLength) throw routeNotFound(ex.method, ex.url.slice(0, 64) + '...');
+    if (raw.length > REQUEST_LIMITS.maxPathParamLength) throw routeNotFound(ex.method, clip(ex.url));
     try {
       out.push(decodeURIComponent(raw));
     } catch {
