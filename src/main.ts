@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
@@ -7,10 +8,12 @@ import { ProjectGateway } from './gateway/project-gateway.ts';
 import { Provisioner } from './gateway/provisioner.ts';
 import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
 import { startHttpServer } from './http/http-server.ts';
+import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
 import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
 import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
 import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
+import { loadDashboardBundle } from './http/static-assets.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
@@ -75,6 +78,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...sharedInferenceRoutes({ gateway, keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...managementRoutes({ management, keys, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...dashboardRoutes({ bundle: loadDashboard(log), acceptsGzip: () => false }),
   ];
   let server;
   try {
@@ -108,6 +112,14 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     },
   };
   return running;
+}
+
+/** The built dashboard (web/dist, made by `npm run build:web` at install), read once; null with a warning when absent. */
+function loadDashboard(log: Logger) {
+  const dir = fileURLToPath(new URL('../web/dist', import.meta.url));
+  const bundle = loadDashboardBundle(dir);
+  if (bundle === null) log.warn('the dashboard is not built: / answers 503 until `npm run build:web` has run', { dir });
+  return bundle;
 }
 
 /** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out and retries. */

@@ -100,3 +100,7 @@ export const upstreamRateLimited = (provider: string, message: string, retryAfte
 /** The upstream could not be reached, or answered something that is not its documented wire format. */
 export const upstreamBadResponse = (provider: string, detail: string, code = 'bad_response') =>
   new ApiError({ status: 502, type: 'upstream_error', message: `Upstream provider ${provider} failed: ${detail}`, param: null, code });
+
+/** The dashboard's files are missing (web/dist was never built). */
+export const dashboardNotBuilt = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The dashboard is not built: run `npm run build:web` (npm ci does it)', param: null, code: 'dashboard_not_built' });
