@@ -66,7 +66,7 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
       </p>
       <div class="row">
         <input class="mono grow" readOnly value={value} aria-label={label} onFocus={(e) => e.currentTarget.select()} />
-        <CopyButton text={value} label={`Copy ${label.toLowerCase()}`} />
+        <CopyButton text={value} label={`Copy ${label}`} />
         <button type="button" class="secondary" onClick={onDone}>
           Done
         </button>
