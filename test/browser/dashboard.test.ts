@@ -27,6 +27,8 @@ describe.runIf(run)('dashboard in a browser', () => {
   let browser: Browser;
   let owner: BrowserContext;
   let page: Page;
+  const consoleErrors: string[] = [];
+  const offOrigin: string[] = [];
 
   beforeAll(async () => {
     openai = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY, reply: { text: 'Hello from upstream.' } });
@@ -38,6 +40,13 @@ describe.runIf(run)('dashboard in a browser', () => {
     owner = await browser.newContext({ baseURL: hearth.baseUrl });
     page = await owner.newPage();
     page.setDefaultTimeout(20_000);
+    page.on('console', (m) => {
+      if (m.type() === 'error') consoleErrors.push(m.text());
+    });
+    page.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.origin !== hearth.baseUrl && u.protocol !== 'data:') offOrigin.push(r.url());
+    });
   });
 
   afterAll(async () => {
@@ -198,6 +207,11 @@ describe.runIf(run)('dashboard in a browser', () => {
     await page.getByLabel('Project token').fill(rotated.token);
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('log', { name: 'Reply' }).getByText('Hello from upstream.').waitFor();
+  });
+
+  it('the pages broke no Content-Security-Policy rule and loaded nothing from another origin', () => {
+    expect(consoleErrors.filter((e) => /Content Security Policy|Refused to/i.test(e))).toEqual([]);
+    expect(offOrigin).toEqual([]);
   });
 
   it('an owner adds a member, and the member is refused the users page', async () => {

@@ -1,5 +1,5 @@
-import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { cloneElement, type ComponentChildren, type VNode } from 'preact';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { describeError } from '../api.ts';
 
 /** An error as the API gave it (role alert), or nothing. */
@@ -20,14 +20,25 @@ export function Note({ children, tone = 'info' }: { children: ComponentChildren;
   );
 }
 
-/** A labelled control: the label names the input for assistive technology and for tests. */
-export function Field({ label, hint, children }: { label: string; hint?: string; children: ComponentChildren }) {
+/**
+ * A labelled control: `<label for>` names the one child control (its accessible name is exactly `label`),
+ * and the hint is tied to it with aria-describedby, so it describes without renaming.
+ */
+export function Field({ label, hint, children }: { label: string; hint?: string; children: VNode<Record<string, unknown>> }) {
+  const id = useId();
+  const hintId = `${id}-hint`;
   return (
-    <label class="field">
-      <span class="field-label">{label}</span>
-      {children}
-      {hint && <span class="field-hint">{hint}</span>}
-    </label>
+    <div class="field">
+      <label class="field-label" for={id}>
+        {label}
+      </label>
+      {cloneElement(children, { id, 'aria-describedby': hint ? hintId : undefined })}
+      {hint && (
+        <span class="field-hint" id={hintId}>
+          {hint}
+        </span>
+      )}
+    </div>
   );
 }
 
