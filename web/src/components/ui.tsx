@@ -184,7 +184,7 @@ export function useAction(): { busy: boolean; error: unknown; run: (fn: () => Pr
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }
 
 /** `null`/blank -> null; otherwise a positive integer, or NaN for anything else. */

@@ -47,8 +47,8 @@ export function KeysPage() {
               <td>{k.name}</td>
               <td class="mono small">{k.id}</td>
               <td class="small">{describeLimits(k.limits)}</td>
-              <td>{formatTime(k.createdAt)}</td>
-              <td>{k.lastUsedAt ? formatTime(k.lastUsedAt) : 'never'}</td>
+              <td class="nowrap">{formatTime(k.createdAt)}</td>
+              <td class="nowrap">{k.lastUsedAt ? formatTime(k.lastUsedAt) : 'never'}</td>
               <td>
                 <StateBadge state={k.revokedAt ? 'revoked' : 'active'} />
               </td>

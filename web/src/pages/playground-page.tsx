@@ -117,6 +117,7 @@ export function PlaygroundPage() {
   return (
     <section aria-labelledby="pg-title">
       <h1 id="pg-title">Playground</h1>
+      <div class="playground-layout">
       <form class="card playground" onSubmit={send} aria-label="Chat request">
         <fieldset class="row">
           <legend class="sr-only">Target</legend>
@@ -192,6 +193,7 @@ export function PlaygroundPage() {
           {output || (running ? '' : <span class="muted">Nothing yet.</span>)}
         </div>
         {figures && <Figures f={figures} />}
+      </div>
       </div>
     </section>
   );

@@ -46,8 +46,8 @@ function OwnerUsers({ self }: { self: SessionUser }) {
               <td>
                 <StateBadge state={u.role} />
               </td>
-              <td>{formatTime(u.createdAt)}</td>
-              <td>{u.lastSignInAt ? formatTime(u.lastSignInAt) : 'never'}</td>
+              <td class="nowrap">{formatTime(u.createdAt)}</td>
+              <td class="nowrap">{u.lastSignInAt ? formatTime(u.lastSignInAt) : 'never'}</td>
               <td class="actions">
                 {u.email !== self.email && (
                   <ConfirmButton

@@ -57,7 +57,7 @@ export function WorkspacesPage() {
               <td>
                 <StateBadge state={ws.yam?.state ?? 'none'} />
               </td>
-              <td>{formatTime(ws.createdAt)}</td>
+              <td class="nowrap">{formatTime(ws.createdAt)}</td>
               <td class="actions">
                 <ConfirmButton
                   label={`Delete ${ws.name}`}
