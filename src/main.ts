@@ -93,6 +93,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...sessionRoutes({ accounts, auth, session, bodyLimit: config.bodyLimit }),
     ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    // Assets go out uncompressed until HttpExchange exposes the request's Accept-Encoding (then: acceptsGzip(ex.acceptEncoding)).
     ...dashboardRoutes({ bundle: loadDashboard(log), acceptsGzip: () => false }),
   ];
   let server;
