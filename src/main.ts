@@ -90,7 +90,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
     ...sharedInferenceRoutes({ gateway, keys, limiter: new KeyLimiter(), bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
-    ...sessionRoutes({ accounts, auth, session, bodyLimit: config.bodyLimit }),
+    ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     // Assets go out uncompressed until HttpExchange exposes the request's Accept-Encoding (then: acceptsGzip(ex.acceptEncoding)).

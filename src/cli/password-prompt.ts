@@ -16,8 +16,8 @@ export async function readPassword(prompt: string): Promise<string> {
 
 function askHidden(prompt: string): Promise<string> {
   const stdin = process.stdin;
+  stdin.setRawMode(true); // before the prompt: nothing typed after it may echo
   process.stderr.write(prompt);
-  stdin.setRawMode(true);
   stdin.resume();
   stdin.setEncoding('utf8');
   return new Promise((resolve, reject) => {

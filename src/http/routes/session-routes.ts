@@ -1,21 +1,19 @@
 import type { AccountService, StartedSession } from '../../gateway/account-service.ts';
-import type { ManagementAuthenticator } from '../../gateway/authenticator.ts';
 import { originMismatch } from '../../errors/index.ts';
 import type { HttpExchange } from '../http-exchange.ts';
 import { readJsonBody } from '../json-body.ts';
 import type { Route } from '../router.ts';
-import { presentedCredentials } from './management-routes.ts';
 import { clearedSessionCookie, clientAddress, isSameOrigin, readSessionCookie, type SessionHttpOptions, sessionCookie } from '../session-cookie.ts';
 
 export interface SessionRouteDeps {
   accounts: AccountService;
-  auth: ManagementAuthenticator;
   session: SessionHttpOptions;
   bodyLimit: number;
 }
 
 /**
- * First-run setup and dashboard sessions: GET|POST /api/v1/setup, POST|GET|DELETE /api/v1/session.
+ * First-run setup and dashboard sessions: GET|POST /api/v1/setup, POST|DELETE /api/v1/session (GET, who am I,
+ * is a management route: it authenticates like them).
  * Signing in (and setup, which signs the new owner in) answers with the `hearth_session` cookie. A sign-in
  * or setup POST that carries a foreign Origin is refused (403 origin_mismatch: no sign-in forced on a
  * browser by another site); one without Origin (curl, scripts) is accepted.
@@ -56,15 +54,6 @@ export function sessionRoutes(d: SessionRouteDeps): Route[] {
         refuseForeignOrigin(ex);
         const started = await d.accounts.signIn(await body, address);
         ex.send(204, '', [setCookie(ex, started), ['cache-control', 'no-store']]);
-      },
-    },
-    {
-      method: 'GET',
-      pattern: '/api/v1/session',
-      name: 'session',
-      handler: (ex) => {
-        const principal = d.auth.authenticate(presentedCredentials(ex, d.session));
-        ex.sendJson(200, d.accounts.whoAmI(principal), [['cache-control', 'no-store']]);
       },
     },
     {
