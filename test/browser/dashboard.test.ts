@@ -210,6 +210,18 @@ describe.runIf(run)('dashboard in a browser', () => {
     await page.getByRole('log', { name: 'Reply' }).getByText('Hello from upstream.').waitFor();
   });
 
+  it('every control on every page has an accessible name', async () => {
+    const ws = (await (await owner.request.get('/api/v1/workspaces')).json()) as { data: Array<{ workspaceId: string }> };
+    const pages: Array<[string, string]> = [['/', 'Overview'], ['/settings/keys', 'API keys'], ['/settings/users', 'Users'], ['/workspaces', 'Workspaces'], [`/workspaces/${ws.data[0]!.workspaceId}`, 'Client A'], ['/playground', 'Playground']];
+    const CONTROL = /^\s*- (button|link|textbox|searchbox|combobox|listbox|checkbox|radio|spinbutton|slider|switch|tab|menuitem)(?=\s*$|:|\s\[)/;
+    for (const [url, title] of pages) {
+      await page.goto(url);
+      await heading(page, title).waitFor();
+      const unnamed = (await page.locator('body').ariaSnapshot()).split('\n').filter((line) => CONTROL.test(line));
+      expect(unnamed, `unnamed controls on ${url}`).toEqual([]);
+    }
+  });
+
   it('the pages broke no Content-Security-Policy rule and loaded nothing from another origin', () => {
     expect(consoleErrors.filter((e) => /Content Security Policy|Refused to/i.test(e))).toEqual([]);
     expect(offOrigin).toEqual([]);
