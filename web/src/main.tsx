@@ -33,8 +33,9 @@ function App() {
 
   const isPublic = match !== null && PUBLIC_PAGES.has(match.page);
   useEffect(() => {
+    if (user && match?.page === 'signIn') navigate('/', true); // already signed in
     if (user === null && !isPublic) navigate(`/sign-in${path === '/' ? '' : `?next=${encodeURIComponent(path)}`}`, true);
-  }, [user, isPublic, path]);
+  }, [user, isPublic, path, match?.page]);
 
   useEffect(() => {
     document.title = `${match ? TITLES[match.page] : 'Not found'} · Hearth`;

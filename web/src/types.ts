@@ -95,19 +95,20 @@ export interface AppView {
 
 export interface DeploymentView {
   deploymentId: string;
-  state: string;
-  reason?: string | null;
-  source?: unknown;
-  createdAt?: string;
-  log?: string[] | string;
+  appId: string;
+  state: 'queued' | 'fetching' | 'building' | 'starting' | 'live' | 'failed' | 'retired';
+  reason: string | null;
+  createdAt: string;
+  liveAt: string | null;
+  /** The last lines of the build log. */
+  buildLog: string[];
 }
 
 export interface AppLogLine {
-  at?: string;
-  time?: string;
-  stream?: string;
-  line?: string;
-  text?: string;
+  time: string;
+  stream: 'stdout' | 'stderr' | string;
+  deploymentId?: string;
+  line: string;
 }
 
 /** GET /health (public). */

@@ -1,10 +1,17 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure, api, describeError, failureOf } from '../api.ts';
+import { ApiFailure, api, type CallOptions, describeError, failureOf } from '../api.ts';
 import { ConfirmButton, ErrorNote, Field, Note, StateBadge, formatTime, useAction, useInterval, useLoad } from '../components/ui.tsx';
 import { readEvents } from '../sse.ts';
 import type { AppLogLine, AppView, DeploymentView, ListOf } from '../types.ts';
 
 const POLL_MS = 2000;
+
+/**
+ * The app API, with the API's answer shown in the panel: a 401 here does not sign the user out (a server
+ * whose app routes take only Bearer keys would otherwise end every visit); a lost session is caught by the
+ * page's other calls.
+ */
+const appApi = <T,>(method: string, path: string, o: CallOptions = {}) => api<T>(method, path, { ...o, allowUnauthorized: true });
 const BUSY_STATES = new Set(['queued', 'fetching', 'building', 'starting']);
 
 /**
@@ -13,7 +20,7 @@ const BUSY_STATES = new Set(['queued', 'fetching', 'building', 'starting']);
  * list) shows "not available" and nothing else.
  */
 export function AppsPanel({ base, yamReady }: { base: string; yamReady: boolean }) {
-  const apps = useLoad(() => api<ListOf<AppView>>('GET', `${base}/apps`), [base, yamReady]);
+  const apps = useLoad(() => appApi<ListOf<AppView>>('GET', `${base}/apps`), [base, yamReady]);
   const [open, setOpen] = useState<string | null>(null);
   const absent = apps.error instanceof ApiFailure && apps.error.status === 404 && apps.error.error.code !== 'workspace_not_found';
   const noYam = apps.error instanceof ApiFailure && apps.error.error.code === 'no_yam_configured';
@@ -59,7 +66,7 @@ function CreateAppForm({ base, onCreated }: { base: string; onCreated: (a: AppVi
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
-      const a = await api<AppView>('POST', `${base}/apps`, { body: { name: name.trim(), env: parseEnv(env), apiKeyEnv: apiKeyEnv.trim() === '' ? null : apiKeyEnv.trim() } });
+      const a = await appApi<AppView>('POST', `${base}/apps`, { body: { name: name.trim(), env: parseEnv(env), apiKeyEnv: apiKeyEnv.trim() === '' ? null : apiKeyEnv.trim() } });
       setName('');
       setEnv('');
       onCreated(a);
@@ -118,10 +125,10 @@ function AppCard({ base, app: a, open, onToggle, onChanged }: { base: string; ap
           <Deployments path={path} live={a.liveDeploymentId} onChanged={onChanged} />
           <Logs path={path} name={a.name} />
           <div class="row">
-            <button type="button" class="secondary" onClick={() => action.run(async () => { await api('POST', `${path}/restart`); onChanged(); })}>
+            <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/restart`); onChanged(); })}>
               Restart {a.name}
             </button>
-            <ConfirmButton label={`Delete ${a.name}`} confirmLabel={`Confirm deleting ${a.name}`} onConfirm={() => action.run(async () => { await api('DELETE', path); onChanged(); })} />
+            <ConfirmButton label={`Delete ${a.name}`} confirmLabel={`Confirm deleting ${a.name}`} onConfirm={() => action.run(async () => { await appApi('DELETE', path); onChanged(); })} />
           </div>
           <ErrorNote error={action.error} />
         </>
@@ -148,7 +155,7 @@ function DeployForms({ path, onDeployed }: { path: string; onDeployed: () => voi
         onSubmit={(e) => {
           e.preventDefault();
           if (!file) return;
-          void action.run(async () => done(await api<DeploymentView>('POST', `${path}/deployments`, { raw: { data: file, contentType: 'application/gzip' } })));
+          void action.run(async () => done(await appApi<DeploymentView>('POST', `${path}/deployments`, { raw: { data: file, contentType: 'application/gzip' } })));
         }}
       >
         <Field label="Archive (.tar.gz)">
@@ -163,7 +170,7 @@ function DeployForms({ path, onDeployed }: { path: string; onDeployed: () => voi
         aria-label="Deploy from a repository"
         onSubmit={(e) => {
           e.preventDefault();
-          void action.run(async () => done(await api<DeploymentView>('POST', `${path}/deployments`, { body: ref.trim() ? { repository: repo.trim(), ref: ref.trim() } : { repository: repo.trim() } })));
+          void action.run(async () => done(await appApi<DeploymentView>('POST', `${path}/deployments`, { body: ref.trim() ? { repository: repo.trim(), ref: ref.trim() } : { repository: repo.trim() } })));
         }}
       >
         <Field label="Repository URL">
@@ -192,7 +199,7 @@ function EnvEditor({ path, names, onChanged }: { path: string; names: string[]; 
       onSubmit={(e) => {
         e.preventDefault();
         void action.run(async () => {
-          await api('PATCH', path, { body: { env: parseEnv(text) } });
+          await appApi('PATCH', path, { body: { env: parseEnv(text) } });
           setText('');
           onChanged();
         });
@@ -205,7 +212,7 @@ function EnvEditor({ path, names, onChanged }: { path: string; names: string[]; 
         Save variables
       </button>
       {names.map((n) => (
-        <button key={n} type="button" class="secondary align-end" onClick={() => action.run(async () => { await api('PATCH', path, { body: { env: { [n]: null } } }); onChanged(); })}>
+        <button key={n} type="button" class="secondary align-end" onClick={() => action.run(async () => { await appApi('PATCH', path, { body: { env: { [n]: null } } }); onChanged(); })}>
           Unset {n}
         </button>
       ))}
@@ -215,7 +222,7 @@ function EnvEditor({ path, names, onChanged }: { path: string; names: string[]; 
 }
 
 function Deployments({ path, live, onChanged }: { path: string; live: string | null; onChanged: () => void }) {
-  const list = useLoad(() => api<ListOf<DeploymentView>>('GET', `${path}/deployments`), [path, live]);
+  const list = useLoad(() => appApi<ListOf<DeploymentView>>('GET', `${path}/deployments`), [path, live]);
   const action = useAction();
   useInterval(() => {
     if (list.data?.data.some((d) => BUSY_STATES.has(d.state))) void list.reload().then(onChanged);
@@ -245,16 +252,16 @@ function Deployments({ path, live, onChanged }: { path: string; live: string | n
               </td>
               <td>{formatTime(d.createdAt)}</td>
               <td>
-                {d.log && (
+                {d.buildLog.length > 0 && (
                   <details>
-                    <summary>log</summary>
-                    <pre class="code">{Array.isArray(d.log) ? d.log.join('\n') : d.log}</pre>
+                    <summary>build log</summary>
+                    <pre class="code">{d.buildLog.join('\n')}</pre>
                   </details>
                 )}
               </td>
               <td class="actions">
                 {d.state === 'retired' && d.deploymentId !== live && (
-                  <button type="button" class="secondary" onClick={() => action.run(async () => { await api('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } }); await list.reload(); onChanged(); })}>
+                  <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } }); await list.reload(); onChanged(); })}>
                     Roll back to {d.deploymentId}
                   </button>
                 )}
@@ -273,11 +280,11 @@ function Logs({ path, name }: { path: string; name: string }) {
   const [following, setFollowing] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const abort = useRef<AbortController | null>(null);
-  const show = (l: AppLogLine | string) => (typeof l === 'string' ? l : `${l.at ?? l.time ?? ''} ${l.stream ?? ''} ${l.line ?? l.text ?? ''}`.trim());
+  const show = (l: AppLogLine | string) => (typeof l === 'string' ? l : `${l.time} ${l.stream} ${l.line}`);
   const load = async () => {
     try {
-      const r = await api<ListOf<AppLogLine> | { lines: AppLogLine[] }>('GET', `${path}/logs`);
-      setLines(('data' in r ? r.data : r.lines).map(show));
+      const r = await appApi<ListOf<AppLogLine>>('GET', `${path}/logs`);
+      setLines(r.data.map(show));
       setError(null);
     } catch (err) {
       setError(describeError(err));
