@@ -177,7 +177,7 @@ describe.runIf(run)('dashboard in a browser', () => {
   it('the playground streams a reply from the shared model with its figures, and shows API errors as given', async () => {
     await page.getByRole('link', { name: 'Playground' }).click();
     await heading(page, 'Playground').waitFor();
-    expect(await page.getByRole('textbox', { name: 'Model' }).inputValue()).toBe('local/instant');
+    await expect.poll(() => page.getByRole('textbox', { name: 'Model' }).inputValue(), { timeout: 20_000 }).toBe('local/instant'); // filled from /health
 
     await page.getByLabel('API key').fill('hk_wrong_key');
     await page.getByRole('button', { name: 'Send' }).click();
