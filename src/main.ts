@@ -109,6 +109,9 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });
   const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS); // null once a user exists
   if (setupToken !== null) log.info('first-run setup: open this link to create the first owner', { url: `${baseUrl}/setup?token=${setupToken}`, validHours: SETUP_TOKEN_TTL_MS / 3_600_000 });
+  const sweepSessions = () => void sessions.sweepExpired().catch((err: unknown) => log.warn('session sweep failed', { error: err instanceof Error ? err.message : String(err) }));
+  sweepSessions();
+  const sessionSweep = setInterval(sweepSessions, 3_600_000).unref();
   const modelSettled = engine.start();
   let closing: Promise<void> | null = null;
   const running: RunningHearth = {
@@ -119,6 +122,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     close: () => {
       closing ??= (async () => {
         server.close();
+        clearInterval(sessionSweep);
         provisioner.dispose();
         // In-flight generations finish (up to the grace period) before the workers stop.
         await engine.drain(config.shutdownGraceMs);

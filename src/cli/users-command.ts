@@ -62,7 +62,7 @@ export async function usersCommand(argv: string[], out: (s: string) => void): Pr
     return withUsers(options, async (users) => {
       const result = await users.delete(id, options.account === undefined ? undefined : String(options.account));
       if (result === 'deleted') out(`deleted ${id}`);
-      else out(result === 'not_found' ? `no user with id ${id}` : `${id} is the last owner of its account: make another user owner first`);
+      else out(result === 'not_found' ? `no user with id ${id}` : `${id} is the last owner of its account: add another owner first`);
       return result === 'deleted' ? 0 : 1;
     });
   }

@@ -126,7 +126,7 @@ export const emailTaken = () =>
   new ApiError({ status: 409, type: 'invalid_request_error', message: 'A user with this email exists already', param: 'email', code: 'email_taken' });
 
 export const lastOwner = () =>
-  new ApiError({ status: 409, type: 'invalid_request_error', message: 'The last owner of an account cannot be removed; make another user owner first', param: 'userId', code: 'last_owner' });
+  new ApiError({ status: 409, type: 'invalid_request_error', message: 'The last owner of an account cannot be removed; add another owner first', param: 'userId', code: 'last_owner' });
 
 export const tooManySignInAttempts = (retryAfter: number) =>
   new ApiError({ status: 429, type: 'rate_limit_error', message: `Too many failed sign-ins; retry in ${retryAfter} s`, param: null, code: 'too_many_sign_in_attempts', retryAfter });

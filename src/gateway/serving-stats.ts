@@ -94,14 +94,13 @@ export class ServingStats {
     const recent = this.figures.slice(this.head);
     const inWindow = recent.filter((f) => f.at > now - WINDOW_MS);
     const completionTokens = inWindow.reduce((s, f) => s + f.completionTokens, 0);
-    const series: StatsBucket[] = [];
     const firstBucket = Math.floor((now - SERIES_MS) / SERIES_BUCKET_MS) + 1;
-    for (let b = firstBucket; b * SERIES_BUCKET_MS <= now; b++) {
-      const start = b * SERIES_BUCKET_MS;
-      const inBucket = recent.filter((f) => f.at >= start && f.at < start + SERIES_BUCKET_MS);
-      const tokens = inBucket.reduce((s, f) => s + f.completionTokens, 0);
-      series.push({ t: new Date(start).toISOString(), requests: inBucket.length, completionTokens: tokens, tokensPerSecond: round1(tokens / (SERIES_BUCKET_MS / 1000)), ttftMs: percentiles(inBucket) });
-    }
+    const buckets: RequestFigures[][] = Array.from({ length: Math.floor(now / SERIES_BUCKET_MS) - firstBucket + 1 }, () => []);
+    for (const f of recent) buckets[Math.floor(f.at / SERIES_BUCKET_MS) - firstBucket]?.push(f); // one pass
+    const series = buckets.map((inBucket, i): StatsBucket => {
+      const tokens = inBucket.reduce((sum, f) => sum + f.completionTokens, 0);
+      return { t: new Date((firstBucket + i) * SERIES_BUCKET_MS).toISOString(), requests: inBucket.length, completionTokens: tokens, tokensPerSecond: round1(tokens / (SERIES_BUCKET_MS / 1000)), ttftMs: percentiles(inBucket) };
+    });
     const s = this.engine.status();
     return {
       at: new Date(now).toISOString(),

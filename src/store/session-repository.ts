@@ -18,7 +18,7 @@ export interface LiveSession extends SessionRecord {
  * Dashboard sessions. The cookie value is 256 random bits; only its SHA-256 is stored (a copy of the data
  * dir opens no session). Idle expiry counts from `lastSeenAt`, written at most every `touchIntervalMs`
  * (a tenth of the idle time, at most a minute), so a busy session costs no write per request. Expired
- * records are removed when met and, per user, at each new sign-in. Main thread.
+ * records are removed when met, per user at each new sign-in, and by `sweepExpired`. Main thread.
  */
 export class SessionRepository {
   private readonly touchIntervalMs: number;
@@ -76,6 +76,22 @@ export class SessionRepository {
     const hash = sha256Hex(token);
     const s = this.store.dbs.sessions.get(hash);
     if (s) await this.remove(hash, s.userId);
+  }
+
+  /** Removes every ended session (a maintenance scan: the server runs it at start and hourly). Returns how many. */
+  async sweepExpired(): Promise<number> {
+    const { sessions, index } = this.store.dbs;
+    const now = Date.now();
+    return this.store.transaction(() => {
+      let removed = 0;
+      for (const { key, value } of [...sessions.getRange()]) {
+        if (this.endsAt(value) > now) continue;
+        sessions.remove(key);
+        index.remove(indexKeys.userSession(value.userId, key));
+        removed++;
+      }
+      return removed;
+    });
   }
 
   private endsAt(s: SessionRecord): number {

@@ -73,4 +73,17 @@ describe('SessionRepository', () => {
     expect(store.dbs.sessions.get(sha256Hex(b.token))).toBeUndefined();
     expect([...store.dbs.sessions.getKeys()]).toHaveLength(1);
   });
+
+  it('sweepExpired removes every ended session and its index entry, and keeps live ones', async () => {
+    vi.useFakeTimers({ now: new Date('2026-01-01T00:00:00Z'), toFake: ['Date'] });
+    const sessions = new SessionRepository(store, { idleMs: 10_000, maxAgeMs: 60_000 });
+    await sessions.create('usr_1', 'a1');
+    await sessions.create('usr_2', 'a1');
+    vi.advanceTimersByTime(11_000);
+    const live = await sessions.create('usr_3', 'a1');
+    expect(await sessions.sweepExpired()).toBe(2);
+    expect([...store.dbs.sessions.getKeys()]).toEqual([sha256Hex(live.token)]);
+    expect([...store.dbs.index.getKeys()].filter((k) => k[0] === 'user-session')).toHaveLength(1);
+    expect(sessions.resolve(live.token)).not.toBeNull();
+  });
 });
