@@ -1,7 +1,10 @@
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeModelHub, startFakeModelHub } from '../fakes/fake-model-hub.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
@@ -11,8 +14,9 @@ import { browserAvailable, launchChromium } from './chromium.ts';
  * The dashboard in a real headless Chromium against a real `hearth serve` (instant engine, a fake OpenAI
  * upstream for projects). Every control is found by its role and accessible name, as a person using a
  * screen reader would find it. The flows run in order on one server: first-run setup, sign out, a wrong
- * password, sign in, keys, workspace + Yam + project, the playground, a member refused the users page;
- * a second server with a short idle time shows an expired session sent back to sign in.
+ * password, sign in, keys, workspace + Yam + project, the playground, a member refused the users page.
+ * A second server, whose model download is held at half and whose sessions end after 4 s idle, shows the
+ * warm-up progress and an expired session sent back to sign in.
  */
 const OWNER = { email: 'owner@example.com', password: 'correct horse battery staple' };
 const MEMBER = { email: 'member@example.com', password: 'member password 123' };
@@ -257,36 +261,57 @@ describe.runIf(run)('dashboard in a browser', () => {
   });
 });
 
-describe.runIf(run)('dashboard session expiry', () => {
+describe.runIf(run)('dashboard while the model downloads, and session expiry', () => {
   let hearth: HearthProcess;
+  let hub: FakeModelHub;
   let browser: Browser;
+  let page: Page;
 
   beforeAll(async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--engine', 'instant', '--workers', '1', '--slots', '1', '--session-idle-ms', '2000'] });
+    // The shared model is pulled from a local hub that holds the download at half: the server stays warming up.
+    const file = await tinyChatModel();
+    hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
+    const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
+    hearth = await startHearthProcess({
+      args: ['--model', 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf', '--models-dir', modelsDir, '--workers', '1', '--slots', '1', '--session-idle-ms', '4000'],
+      env: { HF_ENDPOINT: hub.endpoint },
+    });
     const made = spawnSync(process.execPath, [BIN, 'users', 'create', '--email', OWNER.email, '--account', 'default', '--role', 'owner', '--data-dir', hearth.dataDir], { input: `${OWNER.password}\n`, encoding: 'utf8' });
     expect(made.status, made.stderr).toBe(0);
-    await hearth.waitReady();
     browser = await launchChromium();
+    page = await (await browser.newContext({ baseURL: hearth.baseUrl })).newPage();
+    page.setDefaultTimeout(20_000);
   });
 
   afterAll(async () => {
+    hub?.release();
     await browser?.close();
     await hearth?.stop();
+    await hub?.close();
   });
 
-  it('an expired session sends the user back to sign in, saying so', async () => {
-    const context = await browser.newContext({ baseURL: hearth.baseUrl });
-    const page = await context.newPage();
-    page.setDefaultTimeout(20_000);
+  it('the Overview shows the model downloading, with its progress', async () => {
     await page.goto('/');
     await page.getByRole('textbox', { name: 'Email' }).fill(OWNER.email);
     await page.getByLabel('Password').fill(OWNER.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
-    // The Overview polls every 3 s; the session ends after 2 s idle: the next poll is refused.
+    await page.getByText('Downloading the model').waitFor();
+    const bar = page.getByRole('progressbar', { name: 'Warm-up progress' });
+    await expect.poll(async () => Number(await bar.getAttribute('aria-valuenow')), { timeout: 20_000 }).toBeGreaterThan(0);
+    expect(Number(await bar.getAttribute('aria-valuenow'))).toBeLessThan(100);
+    expect(await page.getByText('pulling', { exact: true }).count()).toBe(1);
+  });
+
+  it('an expired session sends the user back to sign in, saying so', async () => {
+    // A page that does not poll; the session ends after 4 s without a request.
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('heading', { name: 'API keys' }).waitFor();
+    await page.getByRole('row', { name: /test/ }).waitFor();
+    await new Promise((r) => setTimeout(r, 5000));
+    await page.getByRole('link', { name: 'Workspaces' }).click();
     await page.getByText('Your session has expired. Sign in again.').waitFor();
     await page.getByRole('heading', { name: 'Sign in to Hearth' }).waitFor();
     expect(new URL(page.url()).pathname).toBe('/sign-in');
-    await context.close();
   });
 });
