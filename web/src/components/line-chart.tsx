@@ -1,3 +1,5 @@
+import { niceMax } from './chart-scale.ts';
+
 /**
  * A small hand-written SVG line chart: fixed view box, one polyline per series, a zero-based y axis with
  * its maximum labelled, and an accessible summary of the latest values (role img). Pure rendering.
@@ -70,12 +72,4 @@ export function LineChart({ title, unit, series, capacity, format }: { title: st
 function latestText(values: Array<number | null>, format: (v: number) => string): string {
   const v = [...values].reverse().find((n) => n !== null);
   return v === undefined || v === null ? '—' : format(v);
-}
-
-/** The next "round" number at or above v (1, 2, 5 x 10^n), so the axis label reads well. */
-export function niceMax(v: number): number {
-  if (!(v > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 5, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
 }

@@ -139,7 +139,6 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): Loaded
     } finally {
       if (live.current) setLoading(false);
     }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, deps);
   useEffect(() => {
     live.current = true;
