@@ -208,7 +208,10 @@ describe.runIf(run)('dashboard in a browser', () => {
     const p = projects.data[0]!;
     const rotated = (await (await owner.request.post(`/api/v1/workspaces/${wsId}/inference/${p.projectId}/token`, { headers: { origin: hearth.baseUrl } })).json()) as { token: string };
     await page.getByRole('radio', { name: 'Inference project' }).check();
-    await page.getByRole('textbox', { name: 'Project endpoint' }).fill(p.endpoint);
+    await page.getByRole('option', { name: 'Client A / bot (ready)' }).waitFor({ state: 'attached' });
+    await page.getByRole('combobox', { name: 'Project' }).selectOption({ label: 'Client A / bot (ready)' });
+    expect(await page.getByRole('textbox', { name: 'Project endpoint' }).inputValue()).toBe(p.endpoint);
+    expect(await page.getByRole('textbox', { name: 'Model' }).inputValue()).toBe('gpt-4o-mini');
     await page.getByLabel('Project token').fill(rotated.token);
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByRole('log', { name: 'Reply' }).getByText('Hello from upstream.').waitFor();

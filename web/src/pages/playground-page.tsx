@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, failureOf, type ApiErrorBody } from '../api.ts';
 import { ErrorNote, Field, useAction } from '../components/ui.tsx';
 import { readEvents } from '../sse.ts';
-import type { CreatedKey, HealthView } from '../types.ts';
+import type { CreatedKey, HealthView, ListOf, ProjectView, WorkspaceView } from '../types.ts';
 
 /**
  * Playground: a streamed chat completion against the shared model (with an API key: the inference routes
@@ -148,7 +148,13 @@ export function PlaygroundPage() {
             </button>
           </div>
         ) : (
-          <div class="row">
+          <div class="row top">
+            <ProjectPicker
+              onPick={(p) => {
+                setEndpoint(p.endpoint);
+                setModel(p.model);
+              }}
+            />
             <Field label="Project endpoint">
               <input class="mono grow" value={endpoint} onInput={(e) => setEndpoint(e.currentTarget.value)} placeholder="http://…/api/v1/inference/proj_…/chat/completions" />
             </Field>
@@ -196,6 +202,35 @@ export function PlaygroundPage() {
       </div>
       </div>
     </section>
+  );
+}
+
+/** The account's projects, to fill the endpoint and model (the token was shown once: it is pasted). */
+function ProjectPicker({ onPick }: { onPick: (p: ProjectView) => void }) {
+  const [projects, setProjects] = useState<Array<{ label: string; project: ProjectView }>>([]);
+  useEffect(() => {
+    void (async () => {
+      const ws = await api<ListOf<WorkspaceView>>('GET', '/api/v1/workspaces');
+      const lists = await Promise.all(ws.data.filter((w) => w.yam?.state === 'ready').map(async (w) => ({ w, ps: await api<ListOf<ProjectView>>('GET', `/api/v1/workspaces/${encodeURIComponent(w.workspaceId)}/inference`) })));
+      setProjects(lists.flatMap(({ w, ps }) => ps.data.map((p) => ({ label: `${w.name} / ${p.name} (${p.state})`, project: p }))));
+    })().catch(() => setProjects([]));
+  }, []);
+  return (
+    <Field label="Project">
+      <select
+        onChange={(e) => {
+          const picked = projects[Number(e.currentTarget.value)];
+          if (picked) onPick(picked.project);
+        }}
+      >
+        <option value="">{projects.length ? 'Choose a project…' : 'No projects'}</option>
+        {projects.map((p, i) => (
+          <option key={p.project.projectId} value={i}>
+            {p.label}
+          </option>
+        ))}
+      </select>
+    </Field>
   );
 }
 
