@@ -110,10 +110,10 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   return running;
 }
 
-/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out and retries. */
+/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */
 function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
   const baseUrls: Record<ProviderName, string> = { openai: config.openaiBaseUrl, anthropic: config.anthropicBaseUrl, gemini: config.geminiBaseUrl, mistral: config.mistralBaseUrl };
-  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries })] as const);
+  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, deadlineMs: config.providerDeadlineMs, maxRetries: config.providerMaxRetries })] as const);
   return Object.fromEntries(entries) as Record<ProviderName, ChatProvider>;
 }
 

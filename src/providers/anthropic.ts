@@ -1,13 +1,12 @@
-import { invalidRequest, unsupportedParameter, upstreamBadResponse, upstreamError } from '../errors/errors.ts';
+import { invalidRequest, unsupportedParameter, upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatMessage } from '../protocol/chat-request.ts';
-import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { scrubSecrets } from './upstream-errors.ts';
 import {
   compact, count, effectiveTemperature, isObject, parseUpstreamJson,
-  type UsageCounts, type VendorAdapter, type VendorReply, type VendorStreamEvent,
+  type UsageCounts, type VendorAdapter, type VendorEvent,
 } from './vendor-adapter.ts';
 
 /**
@@ -47,8 +46,10 @@ export function toAnthropicMessages(messages: readonly ChatMessage[]): { system:
   return { system: system.length > 0 ? system.join('\n\n') : undefined, messages: out };
 }
 
-export function anthropicFinishReason(reason: string): FinishReason {
-  return reason === 'max_tokens' || reason === 'model_context_window_exceeded' ? 'length' : 'stop';
+export function anthropicFinishReason(reason: string): ChatFinishReason {
+  if (reason === 'max_tokens' || reason === 'model_context_window_exceeded') return 'length';
+  if (reason === 'tool_use') return 'tool_calls';
+  return 'stop';
 }
 
 export function anthropicUsage(usage: unknown): UsageCounts | undefined {
@@ -93,12 +94,23 @@ export function buildAnthropicRequest(call: ProviderCall, stream: boolean, optio
   };
 }
 
-export function parseAnthropicReply(body: unknown): VendorReply {
+export function parseAnthropicReply(body: unknown): VendorEvent[] {
   if (!isObject(body) || !Array.isArray(body.content)) throw upstreamBadResponse('anthropic', 'the answer has no content');
-  const text = body.content.map((block) => (isObject(block) && block.type === 'text' && typeof block.text === 'string' ? block.text : '')).join('');
-  const reason = typeof body.stop_reason === 'string' ? anthropicFinishReason(body.stop_reason) : 'stop';
-  return { text, finishReason: reason, usage: anthropicUsage(body.usage) };
+  const out: VendorEvent[] = [];
+  body.content.forEach((block, i) => {
+    if (!isObject(block)) return;
+    if (block.type === 'text' && typeof block.text === 'string') out.push({ type: 'text', text: block.text });
+    else if (block.type === 'tool_use') {
+      out.push({ type: 'tool_call', key: i, id: str(block.id), name: str(block.name), arguments: JSON.stringify(isObject(block.input) ? block.input : {}) });
+    }
+  });
+  out.push({ type: 'finish', reason: typeof body.stop_reason === 'string' ? anthropicFinishReason(body.stop_reason) : 'stop' });
+  const usage = anthropicUsage(body.usage);
+  if (usage !== undefined) out.push({ type: 'usage', usage });
+  return out;
 }
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /** Anthropic error types -> the HTTP status they stand for (for the code of a mid-stream `error` event). */
 const ERROR_TYPE_STATUS: Record<string, number> = {
@@ -106,7 +118,7 @@ const ERROR_TYPE_STATUS: Record<string, number> = {
   request_too_large: 413, rate_limit_error: 429, api_error: 500, overloaded_error: 529,
 };
 
-export function parseAnthropicEvent(event: SseEvent): VendorStreamEvent[] {
+export function parseAnthropicEvent(event: SseEvent): VendorEvent[] {
   if (event.data.trim() === '') return [];
   const data = parseUpstreamJson(event.data, 'anthropic');
   if (!isObject(data)) throw upstreamBadResponse('anthropic', 'a stream event is not a JSON object');
@@ -116,12 +128,21 @@ export function parseAnthropicEvent(event: SseEvent): VendorStreamEvent[] {
       const usage = anthropicUsage(isObject(data.message) ? data.message.usage : undefined);
       return usage ? [{ type: 'usage', usage }] : [];
     }
+    case 'content_block_start': {
+      const block = isObject(data.content_block) ? data.content_block : {};
+      if (block.type !== 'tool_use') return [];
+      // `input` is {} here; the arguments follow as input_json_delta fragments of the same block index.
+      return [{ type: 'tool_call', key: blockIndex(data.index), id: str(block.id), name: str(block.name), arguments: '' }];
+    }
     case 'content_block_delta': {
       const delta = isObject(data.delta) ? data.delta : {};
+      if (delta.type === 'input_json_delta') {
+        return typeof delta.partial_json === 'string' && delta.partial_json !== '' ? [{ type: 'tool_call', key: blockIndex(data.index), arguments: delta.partial_json }] : [];
+      }
       return delta.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '' ? [{ type: 'text', text: delta.text }] : [];
     }
     case 'message_delta': {
-      const out: VendorStreamEvent[] = [];
+      const out: VendorEvent[] = [];
       const delta = isObject(data.delta) ? data.delta : {};
       if (typeof delta.stop_reason === 'string') out.push({ type: 'finish', reason: anthropicFinishReason(delta.stop_reason) });
       const usage = anthropicUsage(data.usage);
@@ -133,13 +154,16 @@ export function parseAnthropicEvent(event: SseEvent): VendorStreamEvent[] {
     case 'error': {
       const err = isObject(data.error) ? data.error : {};
       const errType = typeof err.type === 'string' ? err.type : 'api_error';
-      const message = typeof err.message === 'string' ? scrubSecrets(err.message, []) : errType;
-      throw upstreamError('anthropic', ERROR_TYPE_STATUS[errType] ?? 500, `${errType}: ${message}`);
+      const message = typeof err.message === 'string' ? err.message : errType;
+      return [{ type: 'error', status: ERROR_TYPE_STATUS[errType] ?? 500, message: `${errType}: ${message}` }];
     }
     default:
-      return []; // ping, content_block_start/stop, and event types added later (Anthropic's versioning policy)
+      return []; // ping, content_block_stop, and event types added later (Anthropic's versioning policy)
   }
 }
+
+/** A content block's index as the key of its tool call (a missing index keys all fragments together). */
+const blockIndex = (v: unknown): number | string => (typeof v === 'number' ? v : 'block');
 
 export const anthropicAdapter: VendorAdapter = {
   name: 'anthropic',

@@ -1,13 +1,12 @@
-import { invalidRequest, upstreamBadResponse, upstreamError } from '../errors/errors.ts';
+import { invalidRequest, upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatMessage } from '../protocol/chat-request.ts';
-import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { scrubSecrets } from './upstream-errors.ts';
 import {
   compact, count, effectiveTemperature, isObject, parseUpstreamJson,
-  type Json, type UsageCounts, type VendorAdapter, type VendorReply, type VendorStreamEvent,
+  type Json, type UsageCounts, type VendorAdapter, type VendorEvent,
 } from './vendor-adapter.ts';
 
 /**
@@ -47,7 +46,7 @@ export function toGeminiContents(messages: readonly ChatMessage[]): { systemInst
   return { systemInstruction: system.length > 0 ? { parts: [{ text: system.join('\n\n') }] } : undefined, contents };
 }
 
-export function geminiFinishReason(reason: string): FinishReason {
+export function geminiFinishReason(reason: string): ChatFinishReason {
   return reason === 'MAX_TOKENS' ? 'length' : 'stop';
 }
 
@@ -95,42 +94,49 @@ export function buildGeminiRequest(call: ProviderCall, stream: boolean, options:
   };
 }
 
-/** Text, finish reason and usage of one GenerateContentResponse (a whole reply or one stream chunk). */
-function readResponse(body: Json): { text: string; finish: FinishReason | undefined; usage: UsageCounts | undefined } {
+/**
+ * The events of one GenerateContentResponse (a whole reply or one stream chunk), in part order: text parts
+ * (not `thought` parts) and functionCall parts (each a whole call: Gemini does not split arguments), then the
+ * finish and the usage. An `error` object is an error event (raw text; the provider scrubs it).
+ */
+function responseEvents(body: Json): VendorEvent[] {
+  if (isObject(body.error)) {
+    const status = typeof body.error.code === 'number' ? body.error.code : 500;
+    return [{ type: 'error', status, message: typeof body.error.message === 'string' ? body.error.message : 'unknown error' }];
+  }
+  const out: VendorEvent[] = [];
   const candidate = Array.isArray(body.candidates) && isObject(body.candidates[0]) ? body.candidates[0] : undefined;
   const parts = candidate !== undefined && isObject(candidate.content) && Array.isArray(candidate.content.parts) ? candidate.content.parts : [];
-  const text = parts.map((p) => (isObject(p) && p.thought !== true && typeof p.text === 'string' ? p.text : '')).join('');
-  let finish: FinishReason | undefined;
-  if (candidate !== undefined && typeof candidate.finishReason === 'string') finish = geminiFinishReason(candidate.finishReason);
-  else if (candidate === undefined && isObject(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string') finish = 'stop';
-  return { text, finish, usage: geminiUsage(body.usageMetadata) };
+  for (const p of parts) {
+    if (!isObject(p) || p.thought === true) continue;
+    if (typeof p.text === 'string' && p.text !== '') out.push({ type: 'text', text: p.text });
+    else if (isObject(p.functionCall)) {
+      const fc = p.functionCall;
+      out.push({
+        type: 'tool_call',
+        id: typeof fc.id === 'string' && fc.id !== '' ? fc.id : undefined,
+        name: typeof fc.name === 'string' ? fc.name : undefined,
+        arguments: JSON.stringify(isObject(fc.args) ? fc.args : {}),
+      });
+    }
+  }
+  if (candidate !== undefined && typeof candidate.finishReason === 'string') out.push({ type: 'finish', reason: geminiFinishReason(candidate.finishReason) });
+  else if (candidate === undefined && isObject(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string') out.push({ type: 'finish', reason: 'stop' });
+  const usage = geminiUsage(body.usageMetadata);
+  if (usage !== undefined) out.push({ type: 'usage', usage });
+  return out;
 }
 
-function throwIfError(body: Json): void {
-  if (!isObject(body.error)) return;
-  const status = typeof body.error.code === 'number' ? body.error.code : 500;
-  const message = typeof body.error.message === 'string' ? scrubSecrets(body.error.message, []) : 'unknown error';
-  throw upstreamError('gemini', status, message);
-}
-
-export function parseGeminiReply(body: unknown): VendorReply {
+export function parseGeminiReply(body: unknown): VendorEvent[] {
   if (!isObject(body)) throw upstreamBadResponse('gemini', 'the answer is not a JSON object');
-  throwIfError(body);
-  const { text, finish, usage } = readResponse(body);
-  return { text, finishReason: finish ?? 'stop', usage };
+  return responseEvents(body);
 }
 
-export function parseGeminiEvent(event: SseEvent): VendorStreamEvent[] {
+export function parseGeminiEvent(event: SseEvent): VendorEvent[] {
   if (event.data.trim() === '') return [];
   const body = parseUpstreamJson(event.data, 'gemini');
   if (!isObject(body)) throw upstreamBadResponse('gemini', 'a stream event is not a JSON object');
-  throwIfError(body);
-  const { text, finish, usage } = readResponse(body);
-  const out: VendorStreamEvent[] = [];
-  if (text !== '') out.push({ type: 'text', text });
-  if (finish !== undefined) out.push({ type: 'finish', reason: finish });
-  if (usage !== undefined) out.push({ type: 'usage', usage });
-  return out;
+  return responseEvents(body);
 }
 
 export const geminiAdapter: VendorAdapter = {

@@ -1,10 +1,10 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
-import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import { chatCompletionMessages, chatCompletionsRequest, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
+import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
 
 /**
  * Mistral chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE
@@ -12,10 +12,11 @@ import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, ty
  * `max_tokens`, `random_seed` instead of `seed`, no `user` (Mistral rejects unknown fields with 422, so
  * `user` is not sent), and finish reasons `model_length` (-> length) and `error` (-> 502).
  */
-export function mistralFinishReason(reason: string, provider = 'mistral'): FinishReason {
+export function mistralFinishReason(reason: string, provider = 'mistral'): ChatFinishReason {
   if (reason === 'length' || reason === 'model_length') return 'length';
   if (reason === 'error') throw upstreamBadResponse(provider, 'generation failed (finish_reason "error")', 'generation_error');
-  return 'stop'; // 'stop', 'tool_calls'
+  if (reason === 'tool_calls') return 'tool_calls';
+  return 'stop';
 }
 
 export function buildMistralRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
@@ -38,6 +39,6 @@ export function buildMistralRequest(call: ProviderCall, stream: boolean, options
 export const mistralAdapter: VendorAdapter = {
   name: 'mistral',
   buildRequest: buildMistralRequest,
-  parseReply: (body: unknown): VendorReply => parseChatCompletionReply(body, 'mistral', mistralFinishReason),
-  parseStreamEvent: (event: SseEvent): VendorStreamEvent[] => parseChatCompletionEvent(event, 'mistral', mistralFinishReason),
+  parseReply: (body: unknown): VendorEvent[] => parseChatCompletionReply(body, 'mistral', mistralFinishReason),
+  parseStreamEvent: (event: SseEvent): VendorEvent[] => parseChatCompletionEvent(event, 'mistral', mistralFinishReason),
 };

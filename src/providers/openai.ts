@@ -1,9 +1,9 @@
-import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import { chatCompletionMessages, chatCompletionsRequest, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
+import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
 
 /**
  * OpenAI chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE.
@@ -12,9 +12,10 @@ import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, ty
  * for `stream_options.include_usage` so usage is known; the usage chunk reaches the client only when
  * it asked for it.
  */
-export function openAiFinishReason(reason: string): FinishReason {
-  // 'content_filter', 'tool_calls', 'function_call': the answer ended; Hearth has only stop | length.
-  return reason === 'length' ? 'length' : 'stop';
+export function openAiFinishReason(reason: string): ChatFinishReason {
+  if (reason === 'length') return 'length';
+  if (reason === 'tool_calls' || reason === 'function_call') return 'tool_calls';
+  return 'stop'; // 'stop', 'content_filter'
 }
 
 export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
@@ -39,6 +40,6 @@ export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options:
 export const openAiAdapter: VendorAdapter = {
   name: 'openai',
   buildRequest: buildOpenAiRequest,
-  parseReply: (body: unknown): VendorReply => parseChatCompletionReply(body, 'openai', openAiFinishReason),
-  parseStreamEvent: (event: SseEvent): VendorStreamEvent[] => parseChatCompletionEvent(event, 'openai', openAiFinishReason),
+  parseReply: (body: unknown): VendorEvent[] => parseChatCompletionReply(body, 'openai', openAiFinishReason),
+  parseStreamEvent: (event: SseEvent): VendorEvent[] => parseChatCompletionEvent(event, 'openai', openAiFinishReason),
 };

@@ -32,7 +32,13 @@ export type FakeBehaviour =
   /** Send the first `afterPieces` pieces, then destroy the socket. */
   | { kind: 'drop-mid-stream'; afterPieces: number }
   /** Send the first `afterPieces` pieces, then the vendor's in-stream error event and end. */
-  | { kind: 'stream-error'; afterPieces: number; message?: string };
+  | { kind: 'stream-error'; afterPieces: number; message?: string }
+  /** A normal answer (JSON or stream), written one byte every `intervalMs`: never silent long, never done soon. */
+  | { kind: 'trickle'; intervalMs: number }
+  /** Stream headers and the first `afterPieces` pieces, then an SSE comment every `intervalMs`, forever. */
+  | { kind: 'comments-forever'; afterPieces: number; intervalMs: number }
+  /** Answer `status` (301/302/303/307/308) with `Location: location`. */
+  | { kind: 'redirect'; status: number; location: string };
 
 export interface RecordedRequest {
   method: string;
@@ -266,12 +272,25 @@ export class FakeUpstream {
     const behaviour = this.queue.shift() ?? { kind: 'reply' };
     record.outcome = behaviour.kind;
     if (behaviour.kind === 'stall') return; // never answer; the client's abort or close() ends it
+    if (behaviour.kind === 'redirect') {
+      res.writeHead(behaviour.status, { location: behaviour.location, 'content-length': '0' });
+      return void res.end();
+    }
     if (behaviour.kind === 'fail') {
       const response = this.dialect.error(behaviour.status, behaviour.message, behaviour.retryAfter);
       if (behaviour.retryAfterMs !== undefined) response.headers = { ...response.headers, 'retry-after-ms': behaviour.retryAfterMs };
       return this.send(res, response);
     }
     const reply = this.resolveReply(behaviour.kind === 'reply' ? behaviour.reply : undefined, this.dialect.describe(body, url));
+    if (behaviour.kind === 'trickle') {
+      const text = route.stream ? (({ head, pieces, tail }) => [...head, ...pieces, ...tail].join(''))(this.dialect.stream(reply, route.model, body)) : JSON.stringify(this.dialect.json(reply, route.model));
+      res.writeHead(200, route.stream ? this.dialect.streamHeaders : { 'content-type': 'application/json; charset=utf-8' });
+      return this.every(res, behaviour.intervalMs, (i) => {
+        if (i >= text.length) return false;
+        res.write(text[i]);
+        return true;
+      });
+    }
     if (!route.stream) {
       if (behaviour.kind !== 'reply') return this.send(res, { status: 500, body: { error: `fake misuse: '${behaviour.kind}' needs a streaming request` } });
       return this.send(res, { status: 200, body: this.dialect.json(reply, route.model) });
@@ -294,7 +313,25 @@ export class FakeUpstream {
       case 'stream-error':
         res.end(this.dialect.streamError(behaviour.message ?? 'Overloaded'));
         return;
+      case 'comments-forever':
+        return this.every(res, behaviour.intervalMs, () => {
+          res.write(': keep-alive\n\n');
+          return true;
+        });
     }
+  }
+
+  /** Calls `tick(i)` every `intervalMs` until it returns false (then ends the response) or the connection closes. */
+  private every(res: ServerResponse, intervalMs: number, tick: (i: number) => boolean): void {
+    let i = 0;
+    const timer = setInterval(() => {
+      if (res.destroyed || this.closing) return clearInterval(timer);
+      if (!tick(i++)) {
+        clearInterval(timer);
+        res.end();
+      }
+    }, intervalMs);
+    res.on('close', () => clearInterval(timer));
   }
 
   private resolveReply(override: Partial<FakeReply> | undefined, request: NormalizedRequest): Required<Omit<FakeReply, 'pieces'>> & { pieces: string[] } {

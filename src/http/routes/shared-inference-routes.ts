@@ -32,7 +32,7 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
         const request = validateChatRequest(json);
         await respondToChat(
           ex,
-          { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit, reportCachedTokens: true },
+          { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
           (sink) => d.gateway.startChat(request, sink),
         );
       },
