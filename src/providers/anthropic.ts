@@ -1,8 +1,9 @@
 import { invalidRequest, unsupportedParameter, upstreamBadResponse } from '../errors/errors.ts';
-import type { ChatMessage } from '../protocol/chat-request.ts';
+import type { ChatMessage, ChatRequest } from '../protocol/chat-request.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
+import { argumentsObject, toolNameOf } from './tool-arguments.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import {
   compact, count, effectiveTemperature, isObject, parseUpstreamJson,
@@ -18,32 +19,90 @@ import {
  *  - temperature is clamped to Anthropic's range 0..1 (OpenAI's is 0..2): 1.5 is sent as 1;
  *  - stop -> `stop_sequences`; user -> `metadata.user_id`;
  *  - seed and non-zero presence/frequency penalties have no Anthropic equivalent: 400 naming the field;
- *  - stop_reason end_turn / stop_sequence / tool_use / refusal -> stop; max_tokens and
+ *  - stop_reason end_turn / stop_sequence / refusal -> stop; tool_use -> tool_calls; max_tokens and
  *    model_context_window_exceeded -> length;
+ *  - tools -> `tools` {name, description, input_schema}; tool_choice and parallel_tool_calls -> `tool_choice`
+ *    (anthropicToolFields); an assistant's tool calls -> `tool_use` blocks (arguments parsed to `input`);
+ *    `tool` messages -> `tool_result` blocks of a user message (first in it); replies' `tool_use` blocks and
+ *    streamed `input_json_delta` fragments -> tool-call deltas; json_schema response_format -> `output_config.format`;
  *  - usage: prompt_tokens = input_tokens + cache_creation_input_tokens + cache_read_input_tokens,
  *    cached_tokens = cache_read_input_tokens, completion_tokens = output_tokens.
  */
 export const ANTHROPIC_MAX_TEMPERATURE = 1;
 
-type AnthropicMessage = { role: 'user' | 'assistant'; content: string };
+type AnthropicBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool_result'; tool_use_id: string; content: string };
+/** Plain text content stays a string (as before tools); a message with tool blocks carries a block list. */
+type AnthropicMessage = { role: 'user' | 'assistant'; content: string | AnthropicBlock[] };
+
+function blocksOf(m: ChatMessage, index: number, messages: readonly ChatMessage[]): AnthropicBlock[] {
+  if (m.role === 'tool') {
+    if (m.toolCallId === undefined || m.toolCallId === '') toolNameOf(messages, index, 'anthropic'); // throws the 400
+    return [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', content: m.content }];
+  }
+  const blocks: AnthropicBlock[] = m.content === '' ? [] : [{ type: 'text', text: m.content }];
+  (m.toolCalls ?? []).forEach((c, j) => {
+    blocks.push({ type: 'tool_use', id: c.id, name: c.name, input: argumentsObject(c.arguments, `messages[${index}].tool_calls[${j}].function.arguments`, 'anthropic') });
+  });
+  return blocks;
+}
+
+/** Merges `add` into `into` (same role): text joined with a blank line; tool_result blocks first, as Anthropic requires. */
+function merge(into: AnthropicMessage, add: AnthropicMessage): void {
+  if (typeof into.content === 'string' && typeof add.content === 'string') {
+    into.content = `${into.content}\n\n${add.content}`;
+    return;
+  }
+  const asBlocks = (c: string | AnthropicBlock[]): AnthropicBlock[] => (typeof c === 'string' ? (c === '' ? [] : [{ type: 'text', text: c }]) : c);
+  const all = [...asBlocks(into.content), ...asBlocks(add.content)];
+  into.content = [...all.filter((b) => b.type === 'tool_result'), ...all.filter((b) => b.type !== 'tool_result')];
+}
 
 export function toAnthropicMessages(messages: readonly ChatMessage[]): { system: string | undefined; messages: AnthropicMessage[] } {
   const system: string[] = [];
   const out: AnthropicMessage[] = [];
-  for (const m of messages) {
+  messages.forEach((m, i) => {
     if (m.role === 'system') {
       system.push(m.content);
-      continue;
+      return;
     }
-    const last = out[out.length - 1];
     const role = m.role === 'assistant' ? 'assistant' : 'user';
-    if (last !== undefined && last.role === role) last.content = `${last.content}\n\n${m.content}`;
-    else out.push({ role, content: m.content });
-  }
+    const plain = m.role !== 'tool' && (m.toolCalls === undefined || m.toolCalls.length === 0);
+    const next: AnthropicMessage = { role, content: plain ? m.content : blocksOf(m, i, messages) };
+    const last = out[out.length - 1];
+    if (last !== undefined && last.role === role) merge(last, next);
+    else out.push(next);
+  });
   if (out.length === 0) {
     throw invalidRequest("Provider anthropic needs at least one user or assistant message; 'messages' has only system messages", 'messages', 'invalid_value');
   }
   return { system: system.length > 0 ? system.join('\n\n') : undefined, messages: out };
+}
+
+/**
+ * `tools`, `tool_choice` (auto -> auto, required -> any, a name -> tool, none -> none;
+ * parallel_tool_calls false -> disable_parallel_tool_use) and `output_config.format` for a json_schema
+ * response_format. json_object has no Anthropic equivalent (its structured outputs need a schema): 400.
+ */
+export function anthropicToolFields(r: ChatRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (r.tools.length > 0) {
+    out.tools = r.tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), input_schema: t.parameters }));
+    const choice = r.toolChoice;
+    const parallel = r.parallelToolCalls ? {} : { disable_parallel_tool_use: true };
+    if (choice === 'none') out.tool_choice = { type: 'none' };
+    else if (choice === 'auto') out.tool_choice = { type: 'auto', ...parallel };
+    else if (choice === 'required') out.tool_choice = { type: 'any', ...parallel };
+    else out.tool_choice = { type: 'tool', name: choice.name, ...parallel };
+  }
+  const rf = r.responseFormat;
+  if (rf.type === 'json_object') {
+    throw unsupportedParameter('response_format', 'json_object is not supported by provider anthropic (its structured outputs need a schema): use {"type":"json_schema"}');
+  }
+  if (rf.type === 'json_schema') out.output_config = { format: { type: 'json_schema', schema: rf.schema } };
+  return out;
 }
 
 export function anthropicFinishReason(reason: string): ChatFinishReason {
@@ -80,6 +139,7 @@ export function buildAnthropicRequest(call: ProviderCall, stream: boolean, optio
     top_p: r.topP,
     stop_sequences: r.stop.length > 0 ? r.stop : undefined,
     metadata: r.user !== undefined ? { user_id: r.user } : undefined,
+    ...anthropicToolFields(r),
     stream: stream ? true : undefined,
   });
   return {

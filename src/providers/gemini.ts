@@ -1,8 +1,10 @@
 import { invalidRequest, upstreamBadResponse } from '../errors/errors.ts';
-import type { ChatMessage } from '../protocol/chat-request.ts';
+import type { ChatMessage, ChatRequest } from '../protocol/chat-request.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
+import { toGeminiSchema } from './gemini-schema.ts';
+import { argumentsObject, toolNameOf } from './tool-arguments.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import {
   compact, count, effectiveTemperature, isObject, parseUpstreamJson,
@@ -22,28 +24,93 @@ import {
  *    candidates) is an empty answer with finish_reason stop;
  *  - usageMetadata: prompt_tokens = promptTokenCount, completion_tokens = candidatesTokenCount +
  *    thoughtsTokenCount, cached_tokens = cachedContentTokenCount. Parts marked `thought` are not text.
- *  - a model stored as `models/gemini-x` is accepted (the prefix is dropped).
+ *  - a model stored as `models/gemini-x` is accepted (the prefix is dropped);
+ *  - tools / tool_choice / response_format: geminiToolFields; an assistant's tool calls -> `functionCall`
+ *    parts (arguments parsed to `args`); `tool` messages -> `functionResponse` parts of a user turn, named
+ *    after the call they answer; `functionCall` parts of the answer -> whole tool calls (ids generated),
+ *    finish_reason tool_calls.
  */
-type GeminiContent = { role: 'user' | 'model'; parts: Array<{ text: string }> };
+type GeminiPart =
+  | { text: string }
+  | { functionCall: { name: string; args: Record<string, unknown> } }
+  | { functionResponse: { name: string; response: Record<string, unknown> } };
+type GeminiContent = { role: 'user' | 'model'; parts: GeminiPart[] };
+
+/** A tool result as functionResponse.response (a JSON object): the result itself when it is one, else {result: <the JSON value or the text>}. */
+function functionResponseOf(content: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(content);
+    if (isObject(value)) return value;
+    return { result: value };
+  } catch {
+    return { result: content };
+  }
+}
+
+function partsOf(m: ChatMessage, index: number, messages: readonly ChatMessage[]): GeminiPart[] {
+  if (m.role === 'tool') return [{ functionResponse: { name: toolNameOf(messages, index, 'gemini'), response: functionResponseOf(m.content) } }];
+  const parts: GeminiPart[] = m.content === '' && (m.toolCalls?.length ?? 0) > 0 ? [] : [{ text: m.content }];
+  (m.toolCalls ?? []).forEach((c, j) => {
+    parts.push({ functionCall: { name: c.name, args: argumentsObject(c.arguments, `messages[${index}].tool_calls[${j}].function.arguments`, 'gemini') } });
+  });
+  return parts;
+}
 
 export function toGeminiContents(messages: readonly ChatMessage[]): { systemInstruction: { parts: Array<{ text: string }> } | undefined; contents: GeminiContent[] } {
   const system: string[] = [];
   const contents: GeminiContent[] = [];
-  for (const m of messages) {
+  messages.forEach((m, i) => {
     if (m.role === 'system') {
       system.push(m.content);
-      continue;
+      return;
     }
     const role = m.role === 'assistant' ? 'model' : 'user';
+    const parts = partsOf(m, i, messages);
     const last = contents[contents.length - 1];
-    const lastPart = last?.parts[0];
-    if (last !== undefined && last.role === role && lastPart !== undefined) lastPart.text = `${lastPart.text}\n\n${m.content}`;
-    else contents.push({ role, parts: [{ text: m.content }] });
-  }
+    if (last === undefined || last.role !== role) {
+      contents.push({ role, parts });
+      return;
+    }
+    // Same role again: text joins the previous text part (blank line); other parts are appended.
+    for (const part of parts) {
+      const prev = last.parts[last.parts.length - 1];
+      if ('text' in part && prev !== undefined && 'text' in prev) prev.text = `${prev.text}\n\n${part.text}`;
+      else last.parts.push(part);
+    }
+  });
   if (contents.length === 0) {
     throw invalidRequest("Provider gemini needs at least one user or assistant message; 'messages' has only system messages", 'messages', 'invalid_value');
   }
   return { systemInstruction: system.length > 0 ? { parts: [{ text: system.join('\n\n') }] } : undefined, contents };
+}
+
+/**
+ * `tools` -> one Tool of `functionDeclarations` (parameters converted to Gemini's Schema); tool_choice ->
+ * `toolConfig.functionCallingConfig` (auto -> AUTO, required -> ANY, a name -> ANY + allowedFunctionNames,
+ * none -> NONE). parallel_tool_calls has no Gemini switch and is not sent. response_format json_object ->
+ * responseMimeType application/json; json_schema -> that + `responseSchema`.
+ */
+export function geminiToolFields(r: ChatRequest): { tools?: unknown; toolConfig?: unknown; generation: Record<string, unknown> } {
+  const out: { tools?: unknown; toolConfig?: unknown; generation: Record<string, unknown> } = { generation: {} };
+  if (r.tools.length > 0) {
+    out.tools = [{
+      functionDeclarations: r.tools.map((t, i) => ({
+        name: t.name,
+        ...(t.description !== undefined ? { description: t.description } : {}),
+        parameters: toGeminiSchema(t.parameters, `tools[${i}].function.parameters`),
+      })),
+    }];
+    const c = r.toolChoice;
+    const config = c === 'none' ? { mode: 'NONE' } : c === 'auto' ? { mode: 'AUTO' } : c === 'required' ? { mode: 'ANY' } : { mode: 'ANY', allowedFunctionNames: [c.name] };
+    out.toolConfig = { functionCallingConfig: config };
+  }
+  const rf = r.responseFormat;
+  if (rf.type === 'json_object') out.generation.responseMimeType = 'application/json';
+  else if (rf.type === 'json_schema') {
+    out.generation.responseMimeType = 'application/json';
+    out.generation.responseSchema = toGeminiSchema(rf.schema, 'response_format');
+  }
+  return out;
 }
 
 export function geminiFinishReason(reason: string): ChatFinishReason {
@@ -68,6 +135,7 @@ export function geminiModelPath(model: string): string {
 export function buildGeminiRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
   const r = call.request;
   const { systemInstruction, contents } = toGeminiContents(r.messages);
+  const toolFields = geminiToolFields(r);
   const generationConfig = compact({
     temperature: effectiveTemperature(call),
     topP: r.topP,
@@ -76,10 +144,13 @@ export function buildGeminiRequest(call: ProviderCall, stream: boolean, options:
     seed: r.seed,
     presencePenalty: r.presencePenalty,
     frequencyPenalty: r.frequencyPenalty,
+    ...toolFields.generation,
   });
   const body = compact({
     contents,
     systemInstruction,
+    tools: toolFields.tools,
+    toolConfig: toolFields.toolConfig,
     generationConfig: Object.keys(generationConfig).length > 0 ? generationConfig : undefined,
   });
   const method = stream ? 'streamGenerateContent?alt=sse' : 'generateContent';

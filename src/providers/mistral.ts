@@ -1,7 +1,7 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, chatCompletionsRequest, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
+import { chatCompletionMessages, chatCompletionsRequest, chatCompletionToolFields, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
@@ -31,6 +31,7 @@ export function buildMistralRequest(call: ProviderCall, stream: boolean, options
     random_seed: r.seed,
     presence_penalty: r.presencePenalty,
     frequency_penalty: r.frequencyPenalty,
+    ...chatCompletionToolFields(r),
     stream: stream ? true : undefined,
   });
   return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);

@@ -1,5 +1,6 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
+import type { ChatRequest } from '../protocol/chat-request.ts';
 import type { ProviderCall } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
@@ -13,8 +14,40 @@ import { count, isObject, parseUpstreamJson, type UsageCounts, type VendorEvent 
 /** Maps a vendor's finish_reason string (null means not finished and is never passed). May throw (Mistral 'error'). */
 export type FinishMap = (reason: string, provider: string) => ChatFinishReason;
 
-export function chatCompletionMessages(call: ProviderCall): Array<{ role: string; content: string }> {
-  return call.request.messages.map((m) => ({ role: m.role, content: m.content }));
+/** Messages in the chat-completions shape: assistant tool calls as `tool_calls` (content null when empty), tool results as `tool` messages. */
+export function chatCompletionMessages(call: ProviderCall): Array<Record<string, unknown>> {
+  return call.request.messages.map((m) => {
+    if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId ?? '', content: m.content };
+    if (m.role === 'assistant' && m.toolCalls !== undefined && m.toolCalls.length > 0) {
+      return {
+        role: 'assistant',
+        content: m.content === '' ? null : m.content,
+        tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+      };
+    }
+    return { role: m.role, content: m.content };
+  });
+}
+
+/**
+ * `tools`, `tool_choice`, `parallel_tool_calls` and `response_format` as OpenAI and Mistral both take them
+ * (passed through). Nothing is sent for a request without tools and with text output, so plain requests
+ * look exactly as before.
+ */
+export function chatCompletionToolFields(r: ChatRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (r.tools.length > 0) {
+    out.tools = r.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters, ...(t.strict ? { strict: true } : {}) },
+    }));
+    out.tool_choice = typeof r.toolChoice === 'string' ? r.toolChoice : { type: 'function', function: { name: r.toolChoice.name } };
+    out.parallel_tool_calls = r.parallelToolCalls;
+  }
+  const rf = r.responseFormat;
+  if (rf.type === 'json_object') out.response_format = { type: 'json_object' };
+  else if (rf.type === 'json_schema') out.response_format = { type: 'json_schema', json_schema: { name: rf.name, schema: rf.schema, strict: rf.strict } };
+  return out;
 }
 
 /** Message / delta content: a string, null, or (Mistral, newer OpenAI) an array of typed parts of which text parts count. */

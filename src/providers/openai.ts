@@ -1,6 +1,6 @@
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, chatCompletionsRequest, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
+import { chatCompletionMessages, chatCompletionsRequest, chatCompletionToolFields, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
@@ -31,6 +31,7 @@ export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options:
     presence_penalty: r.presencePenalty,
     frequency_penalty: r.frequencyPenalty,
     user: r.user,
+    ...chatCompletionToolFields(r),
     stream: stream ? true : undefined,
     stream_options: stream ? { include_usage: true } : undefined,
   });

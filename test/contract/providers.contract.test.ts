@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors/api-error.ts';
 import { ChatAnswer } from '../../src/protocol/chat-answer.ts';
 import type { ChatDelta } from '../../src/protocol/chat-delta.ts';
-import { type ChatRequest, plainChatFields } from '../../src/protocol/chat-request.ts';
+import { type ChatMessage, type ChatRequest, type FunctionTool, plainChatFields } from '../../src/protocol/chat-request.ts';
 import { CompletionBuilder } from '../../src/protocol/completion-builder.ts';
 import type { ChatCompletion, ChatCompletionChunk } from '../../src/protocol/openai-types.ts';
 import { createProvider, isAbortError, type ChatProvider, type ProviderCall, type ProviderName, type ProviderOptions } from '../../src/providers/index.ts';
@@ -479,6 +479,170 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
       const result = await complete(provider({ maxRetries: 1 }), call());
       expect(result.choices[0]?.message.content).toBe('Hello from the fake upstream.');
       expect(fake.requests).toHaveLength(2);
+    });
+  });
+
+  describe('tools, tool_choice, parallel_tool_calls and response_format (issue 11)', () => {
+    const WEATHER: FunctionTool = {
+      name: 'get_weather',
+      description: 'Current weather of a city',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string', description: 'City name' }, unit: { type: ['string', 'null'], enum: ['c', 'f', null] } },
+        required: ['city', 'unit'],
+        additionalProperties: false,
+      },
+      strict: true,
+    };
+    const TIME: FunctionTool = { name: 'get_time', parameters: { type: 'object', properties: {} }, strict: false };
+    const ARGS = { city: 'Paris', unit: 'c' };
+    const withTools = (extra: Partial<ChatRequest> = {}): Partial<ChatRequest> => ({ tools: [WEATHER, TIME], toolChoice: 'auto', ...extra });
+
+    it('sends the declared functions in the vendor\'s shape (Gemini: its Schema subset) with tool_choice auto', async () => {
+      await complete(provider(), call(withTools()));
+      const seen = fake.lastRequest();
+      expect(seen.tools?.map((t) => [t.name, t.description])).toEqual([['get_weather', 'Current weather of a city'], ['get_time', undefined]]);
+      if (c.name === 'gemini') {
+        expect(seen.tools?.[0]?.parameters).toEqual({
+          type: 'OBJECT',
+          properties: { city: { type: 'STRING', description: 'City name' }, unit: { type: 'STRING', nullable: true, enum: ['c', 'f', null] } },
+          required: ['city', 'unit'],
+        });
+      } else {
+        expect(seen.tools?.[0]?.parameters).toEqual(WEATHER.parameters);
+      }
+      expect(seen.toolChoice).toBe('auto');
+    });
+
+    it.each([
+      ['required', 'required'],
+      ['none', 'none'],
+      ['a named function', { name: 'get_time' }],
+    ] as const)('maps tool_choice %s', async (_label, choice) => {
+      await complete(provider(), call(withTools({ toolChoice: choice })));
+      expect(fake.lastRequest().toolChoice).toEqual(choice);
+    });
+
+    it('passes parallel_tool_calls false on where the vendor has a switch (Gemini has none)', async () => {
+      await complete(provider(), call(withTools({ parallelToolCalls: false })));
+      expect(fake.lastRequest().parallelToolCalls).toBe(c.name === 'gemini' ? undefined : false);
+      await complete(provider(), call(withTools({ parallelToolCalls: true })));
+      expect(fake.lastRequest().parallelToolCalls).toBe(c.name === 'gemini' ? undefined : true);
+    });
+
+    it('sends no tool fields for a request without tools', async () => {
+      await complete(provider(), call());
+      const seen = fake.lastRequest();
+      expect([seen.tools, seen.toolChoice, seen.parallelToolCalls, seen.responseFormat]).toEqual([undefined, undefined, undefined, undefined]);
+    });
+
+    it('a JSON answer with a call -> message.tool_calls (content null, finish_reason tool_calls)', async () => {
+      fake.setReply({ toolCalls: [{ name: 'get_weather', arguments: ARGS }] });
+      const result = await complete(provider(), call(withTools()));
+      const choice = result.choices[0]!;
+      expect(choice.finish_reason).toBe('tool_calls');
+      expect(choice.message.content).toBeNull();
+      expect(choice.message.tool_calls).toHaveLength(1);
+      const tc = choice.message.tool_calls![0]!;
+      expect(tc.id).toMatch(/^\S{5,}$/);
+      expect(tc.type).toBe('function');
+      expect(tc.function.name).toBe('get_weather');
+      expect(JSON.parse(tc.function.arguments)).toEqual(ARGS);
+    });
+
+    it('a streamed call -> tool_call deltas (id and name first, then arguments) and OpenAI delta.tool_calls chunks', async () => {
+      fake.setReply({ toolCalls: [{ name: 'get_weather', arguments: ARGS }] });
+      const deltas = await collect(stream(provider(), call(withTools({ includeUsage: true }))));
+      const calls = deltas.filter((d) => d.type === 'tool_call');
+      expect(calls[0]).toMatchObject({ index: 0, name: 'get_weather' });
+      expect(calls[0]?.id).toBeTruthy();
+      expect(calls.slice(1).every((d) => d.index === 0 && d.id === undefined && d.name === undefined)).toBe(true);
+      expect(JSON.parse(calls.map((d) => d.arguments).join(''))).toEqual(ARGS);
+      expect(finishOf(deltas).map((d) => d.reason)).toEqual(['tool_calls']);
+
+      const chunks = chunksOf(deltas, c.model, true);
+      const toolChunks = chunks.filter((ch) => ch.choices[0]?.delta.tool_calls !== undefined);
+      expect(toolChunks[0]?.choices[0]?.delta.tool_calls).toEqual([{ index: 0, id: calls[0]?.id, type: 'function', function: { name: 'get_weather', arguments: calls[0]?.arguments } }]);
+      for (const ch of toolChunks.slice(1)) expect(Object.keys(ch.choices[0]!.delta.tool_calls![0]!)).toEqual(['index', 'function']);
+      expect(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0]?.finish_reason).toBe('tool_calls');
+      expect(completionOf(deltas, c.model).choices[0]?.message.tool_calls?.[0]?.function.arguments).toBe(JSON.stringify(ARGS));
+    });
+
+    it('parallel calls get indices 0 and 1, JSON and stream', async () => {
+      fake.setReply({ toolCalls: [{ name: 'get_weather', arguments: ARGS }, { name: 'get_time', arguments: {} }] });
+      const json = await complete(provider(), call(withTools()));
+      expect(json.choices[0]?.message.tool_calls?.map((t) => [t.function.name, JSON.parse(t.function.arguments)])).toEqual([['get_weather', ARGS], ['get_time', {}]]);
+      const deltas = await collect(stream(provider(), call(withTools())));
+      const firsts = deltas.filter((d) => d.type === 'tool_call' && d.name !== undefined);
+      expect(firsts.map((d) => (d.type === 'tool_call' ? [d.index, d.name] : null))).toEqual([[0, 'get_weather'], [1, 'get_time']]);
+      const answer = completionOf(deltas, c.model);
+      expect(answer.choices[0]?.message.tool_calls?.map((t) => JSON.parse(t.function.arguments))).toEqual([ARGS, {}]);
+      expect(new Set(answer.choices[0]?.message.tool_calls?.map((t) => t.id)).size).toBe(2);
+    });
+
+    it('text before a call keeps its content', async () => {
+      fake.setReply({ text: 'Let me check.', toolCalls: [{ name: 'get_time', arguments: {} }] });
+      const json = await complete(provider(), call(withTools()));
+      expect(json.choices[0]?.message.content).toBe('Let me check.');
+      expect(json.choices[0]?.message.tool_calls?.[0]?.function.name).toBe('get_time');
+      const deltas = await collect(stream(provider(), call(withTools())));
+      expect(textOf(deltas)).toBe('Let me check.');
+      expect(finishOf(deltas)[0]?.reason).toBe('tool_calls');
+    });
+
+    it('translates a history with an assistant call and its tool result (the vendor checks they pair up)', async () => {
+      const messages: ChatMessage[] = [
+        { role: 'system', content: 'Use tools.' },
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'call_abc123XYZ', name: 'get_weather', arguments: JSON.stringify(ARGS) }] },
+        { role: 'tool', content: '{"temperature":21}', toolCallId: 'call_abc123XYZ' },
+        { role: 'user', content: 'And in words?' },
+      ];
+      fake.setReply({ text: 'It is 21 degrees.' });
+      const result = await complete(provider(), call(withTools({ messages })));
+      expect(result.choices[0]?.message.content).toBe('It is 21 degrees.');
+      const seen = fake.lastRequest();
+      expect(seen.system).toBe('Use tools.');
+      const assistant = seen.messages.find((m) => m.role === 'assistant');
+      expect(assistant?.toolCalls?.map((t) => [t.name, t.arguments])).toEqual([['get_weather', ARGS]]);
+      const tool = seen.messages.find((m) => m.role === 'tool');
+      expect(JSON.parse(tool!.content)).toEqual({ temperature: 21 });
+      if (c.name === 'gemini') expect(tool?.toolName).toBe('get_weather');
+      else expect(tool?.toolCallId).toBe('call_abc123XYZ');
+      expect(seen.messages.at(-1)).toMatchObject({ role: 'user', content: 'And in words?' });
+    });
+
+    it('a tool message answering no known call is a 400 where the vendor needs the function name (Gemini), else the vendor\'s own 400', async () => {
+      const messages: ChatMessage[] = [{ role: 'user', content: 'Hi' }, { role: 'tool', content: 'orphan', toolCallId: 'call_nowhere' }];
+      const err = await apiFailure(complete(provider(), call(withTools({ messages }))));
+      expect(err.status).toBe(400);
+      if (c.name === 'gemini') {
+        expect(err.param).toBe('messages[1].tool_call_id');
+        expect(fake.requests).toHaveLength(0);
+      }
+    });
+
+    it('response_format json_schema is sent as the vendor\'s structured output', async () => {
+      const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+      fake.setReply({ text: '{"answer":"yes"}' });
+      const result = await complete(provider(), call({ responseFormat: { type: 'json_schema', name: 'reply', schema, strict: true } }));
+      expect(JSON.parse(result.choices[0]!.message.content!)).toEqual({ answer: 'yes' });
+      const seen = fake.lastRequest();
+      expect(seen.responseFormat?.type).toBe('json_schema');
+      const sent = seen.responseFormat?.type === 'json_schema' ? seen.responseFormat.schema : undefined;
+      if (c.name === 'gemini') expect(sent).toEqual({ type: 'OBJECT', properties: { answer: { type: 'STRING' } }, required: ['answer'] });
+      else expect(sent).toEqual(schema);
+    });
+
+    it(c.name === 'anthropic' ? 'response_format json_object is a 400 naming it (Anthropic needs a schema)' : 'response_format json_object is sent as JSON mode', async () => {
+      if (c.name === 'anthropic') {
+        const err = await apiFailure(complete(provider(), call({ responseFormat: { type: 'json_object' } })));
+        expect(err).toMatchObject({ status: 400, param: 'response_format' });
+        expect(fake.requests).toHaveLength(0);
+      } else {
+        await complete(provider(), call({ responseFormat: { type: 'json_object' } }));
+        expect(fake.lastRequest().responseFormat).toEqual({ type: 'json_object' });
+      }
     });
   });
 

@@ -10,9 +10,20 @@ import type { ProviderName } from '../../src/providers/chat-provider.ts';
  * (or per describe block), reset() between tests.
  */
 
+/** A function call the fake's answer makes; the dialect renders it in the vendor's own shape. */
+export interface FakeToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  /** How a stream splits the arguments' JSON text, for vendors that stream it in fragments (OpenAI, Anthropic). Defaults to 3 parts. */
+  pieces?: string[] | undefined;
+}
+
 /** What a successful answer says. Vendor-neutral; the dialect renders it. */
 export interface FakeReply {
+  /** Defaults to a fixed sentence, or '' when the answer makes tool calls. */
   text: string;
+  /** Function calls after the text (finish reason defaults to the dialect's tool finish). */
+  toolCalls?: FakeToolCall[] | undefined;
   /** How a stream splits `text`. Defaults to words with their trailing spaces. */
   pieces?: string[] | undefined;
   /** The vendor's own finish reason (e.g. 'max_tokens' for Anthropic). Defaults to the dialect's "stop". */
@@ -64,11 +75,27 @@ export interface VendorResponse {
 }
 
 /** A request in vendor-neutral terms, as read back from the vendor's wire format (for assertions). */
+export interface NormalizedMessage {
+  role: 'user' | 'assistant' | 'tool';
+  content: string;
+  /** assistant: the calls it made (arguments parsed). */
+  toolCalls?: Array<{ id?: string | undefined; name: string; arguments: unknown }> | undefined;
+  /** tool: the id of the call answered (OpenAI, Mistral, Anthropic) ... */
+  toolCallId?: string | undefined;
+  /** ... or the function's name (Gemini). */
+  toolName?: string | undefined;
+}
+
 export interface NormalizedRequest {
   model: string;
   stream: boolean;
   system: string | undefined;
-  messages: Array<{ role: 'user' | 'assistant'; content: string }>;
+  messages: NormalizedMessage[];
+  tools?: Array<{ name: string; description?: string | undefined; parameters: unknown }> | undefined;
+  toolChoice?: 'auto' | 'required' | 'none' | { name: string } | undefined;
+  /** false when the vendor was told to make at most one call. */
+  parallelToolCalls?: boolean | undefined;
+  responseFormat?: { type: 'json_object' } | { type: 'json_schema'; schema: unknown } | undefined;
   temperature?: number | undefined;
   topP?: number | undefined;
   maxTokens?: number | undefined;
@@ -98,15 +125,28 @@ export interface VendorDialect {
   validate(headers: IncomingHttpHeaders, body: unknown, url: URL): VendorResponse | null;
   /** The vendor's error response for `status`. */
   error(status: number, message: string | undefined, retryAfter: string | undefined): VendorResponse;
-  json(reply: Required<Omit<FakeReply, 'pieces'>> & { pieces: string[] }, model: string): unknown;
-  stream(reply: Required<Omit<FakeReply, 'pieces'>> & { pieces: string[] }, model: string, body: unknown): RenderedStream;
+  json(reply: ResolvedReply, model: string): unknown;
+  stream(reply: ResolvedReply, model: string, body: unknown): RenderedStream;
   /** The vendor's in-stream error event. */
   streamError(message: string): string;
   /** Response headers of a stream. */
   readonly streamHeaders: Record<string, string>;
   /** The stop reason the dialect uses by default. */
   readonly stopReason: string;
+  /** The stop reason of an answer that makes tool calls. */
+  readonly toolStopReason: string;
   describe(body: unknown, url: URL): NormalizedRequest;
+}
+
+/** A reply with every default applied. */
+export type ResolvedReply = Required<Omit<FakeReply, 'pieces' | 'toolCalls'>> & { pieces: string[]; toolCalls: Array<Required<FakeToolCall>> };
+
+/** Splits `text` into `n` nearly equal non-empty parts (fewer when it is short). */
+export function splitInto(text: string, n = 3): string[] {
+  const size = Math.max(1, Math.ceil(text.length / n));
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
 }
 
 export interface FakeUpstreamOptions {
@@ -334,16 +374,18 @@ export class FakeUpstream {
     res.on('close', () => clearInterval(timer));
   }
 
-  private resolveReply(override: Partial<FakeReply> | undefined, request: NormalizedRequest): Required<Omit<FakeReply, 'pieces'>> & { pieces: string[] } {
+  private resolveReply(override: Partial<FakeReply> | undefined, request: NormalizedRequest): ResolvedReply {
     const merged = { ...this.defaultReply, ...override };
-    const text = merged.text ?? DEFAULT_TEXT;
+    const toolCalls = (merged.toolCalls ?? []).map((c) => ({ ...c, pieces: c.pieces ?? splitInto(JSON.stringify(c.arguments)) }));
+    const text = merged.text ?? (toolCalls.length > 0 ? '' : DEFAULT_TEXT);
     const pieces = merged.pieces ?? (text.match(/\S+\s*|\s+/g) ?? []);
     const promptWords = [request.system ?? '', ...request.messages.map((m) => m.content)].join(' ').split(/\s+/).filter(Boolean).length;
     return {
       text,
       pieces,
-      finishReason: merged.finishReason ?? this.dialect.stopReason,
-      usage: merged.usage ?? { prompt: promptWords, completion: pieces.length },
+      toolCalls,
+      finishReason: merged.finishReason ?? (toolCalls.length > 0 ? this.dialect.toolStopReason : this.dialect.stopReason),
+      usage: merged.usage ?? { prompt: promptWords, completion: pieces.length + toolCalls.length },
     };
   }
 
