@@ -24,14 +24,14 @@ export class CompletionBuilder {
       `"model":${JSON.stringify(model)},"system_fingerprint":null,"choices":[{"index":0,"delta":{"content":`;
   }
 
-  chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: FinishReason | null): ChatCompletionChunk {
+  chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: FinishReason | null, logprobs: ChatLogprobs | null = null): ChatCompletionChunk {
     return {
       id: this.id,
       object: 'chat.completion.chunk',
       created: this.created,
       model: this.model,
       system_fingerprint: null,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+      choices: [{ index: 0, delta, logprobs, finish_reason: finishReason }],
     };
   }
 
@@ -85,7 +85,7 @@ export class CompletionBuilder {
     switch (delta.type) {
       case 'content':
         if (delta.logprobs === undefined) return this.contentEvent(delta.text);
-        return sseData({ ...this.chunk({ content: delta.text }, null), choices: [{ index: 0, delta: { content: delta.text }, logprobs: toChatLogprobs(delta.logprobs), finish_reason: null }] });
+        return sseData(this.chunk({ content: delta.text }, null, toChatLogprobs(delta.logprobs)));
       case 'tool_call':
         return sseData(this.chunk({ tool_calls: [toolCallDelta(delta)] }, null));
       case 'finish': {

@@ -4,7 +4,7 @@ import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import { toGeminiSchema } from './gemini-schema.ts';
-import { argumentsObject, toolNameOf } from './tool-arguments.ts';
+import { argumentsObject, jsonDepth, MAX_ARGUMENT_DEPTH, toolNameOf } from './tool-arguments.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import {
   compact, count, effectiveTemperature, isObject, parseUpstreamJson,
@@ -36,8 +36,9 @@ type GeminiPart =
   | { functionResponse: { name: string; response: Record<string, unknown> } };
 type GeminiContent = { role: 'user' | 'model'; parts: GeminiPart[] };
 
-/** A tool result as functionResponse.response (a JSON object): the result itself when it is one, else {result: <the JSON value or the text>}. */
+/** A tool result as functionResponse.response (a JSON object): the result itself when it is one, else {result: <the JSON value or the text>} (over-deep JSON stays text). */
 function functionResponseOf(content: string): Record<string, unknown> {
+  if (jsonDepth(content) > MAX_ARGUMENT_DEPTH) return { result: content };
   try {
     const value: unknown = JSON.parse(content);
     if (isObject(value)) return value;

@@ -7,8 +7,29 @@ import type { ChatMessage } from '../protocol/chat-request.ts';
  * object, and the function name a `tool` message answers (vendors other than OpenAI key results by name).
  */
 
-/** The call's JSON arguments as an object; anything else is a 400 naming the field. */
+/** Deepest nesting Hearth re-serializes from client JSON text (JSON.stringify recurses: deeper input would overflow the stack). */
+export const MAX_ARGUMENT_DEPTH = 64;
+
+/** The deepest `[` / `{` nesting of JSON text, strings skipped; linear, no recursion. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 92) i++; // backslash: skip the escaped character
+      else if (ch === 34) inString = false;
+    } else if (ch === 34) inString = true;
+    else if (ch === 123 || ch === 91) max = Math.max(max, ++depth);
+    else if (ch === 125 || ch === 93) depth--;
+  }
+  return max;
+}
+
+/** The call's JSON arguments as an object; anything else (or nesting deeper than MAX_ARGUMENT_DEPTH) is a 400 naming the field. */
 export function argumentsObject(args: string, param: string, provider: string): Record<string, unknown> {
+  if (jsonDepth(args) > MAX_ARGUMENT_DEPTH) throw invalidRequest(`'${param}' is nested deeper than ${MAX_ARGUMENT_DEPTH} levels`, param, 'invalid_value');
   let value: unknown;
   try {
     value = args.trim() === '' ? {} : JSON.parse(args);

@@ -2,8 +2,6 @@ import type { ApiError } from '../errors/api-error.ts';
 import { upstreamTimeout } from '../errors/errors.ts';
 import type { UpstreamCall } from './upstream-call.ts';
 
-export { clientAbortError, isAbortError } from './abort-error.ts';
-
 /**
  * One HTTP exchange with a vendor: owns its AbortController and its one time-out timer. The fetch and the
  * body read use `signal`, which aborts when the call's signal aborts (caller gone, or the call's deadline),

@@ -3,7 +3,8 @@ import { upstreamBadResponse } from '../errors/errors.ts';
 import type { ResolvedProviderOptions } from './chat-provider.ts';
 import { describeNetworkError, readBodyText } from './body-reader.ts';
 import { backoffDelayMs, retryAfterFromHeaders } from './retry-policy.ts';
-import { UpstreamAttempt, clientAbortError } from './upstream-attempt.ts';
+import { clientAbortError } from './abort-error.ts';
+import { UpstreamAttempt } from './upstream-attempt.ts';
 import type { UpstreamCall } from './upstream-call.ts';
 import { isRetryableFailure, parseUpstreamErrorBody, upstreamFailureToApiError } from './upstream-errors.ts';
 
