@@ -10,7 +10,9 @@ import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } f
  * Mistral chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE
  * (`data: [DONE]` at the end; usage arrives on the last chunk without asking). Differences from OpenAI:
  * `max_tokens`, `random_seed` instead of `seed`, no `user` (Mistral rejects unknown fields with 422, so
- * `user` is not sent), and finish reasons `model_length` (-> length) and `error` (-> 502).
+ * `user` is not sent), and finish reasons `model_length` (-> length) and `error` (-> 502). Tools,
+ * tool_choice, parallel_tool_calls and response_format pass through as for OpenAI; Mistral streams each
+ * tool call whole in one chunk.
  */
 export function mistralFinishReason(reason: string, provider = 'mistral'): ChatFinishReason {
   if (reason === 'length' || reason === 'model_length') return 'length';

@@ -10,7 +10,8 @@ import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } f
  * Every request field Hearth honours maps one to one, except max tokens, sent as
  * `max_completion_tokens` (the current name; reasoning models reject `max_tokens`). Streams always ask
  * for `stream_options.include_usage` so usage is known; the usage chunk reaches the client only when
- * it asked for it.
+ * it asked for it. tools / tool_choice / parallel_tool_calls / response_format pass through
+ * (chatCompletionToolFields); finish `tool_calls` (and the legacy `function_call`) -> tool_calls.
  */
 export function openAiFinishReason(reason: string): ChatFinishReason {
   if (reason === 'length') return 'length';
