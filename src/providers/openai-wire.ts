@@ -31,8 +31,8 @@ export function chatCompletionMessages(call: ProviderCall): Array<Record<string,
 
 /**
  * `tools`, `tool_choice`, `parallel_tool_calls` and `response_format` as OpenAI and Mistral both take them
- * (passed through). Nothing is sent for a request without tools and with text output, so plain requests
- * look exactly as before.
+ * (passed through; parallel_tool_calls only when false, the vendors' default being true). Nothing is sent
+ * for a request without tools and with text output, so plain requests look exactly as before.
  */
 export function chatCompletionToolFields(r: ChatRequest): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -42,7 +42,7 @@ export function chatCompletionToolFields(r: ChatRequest): Record<string, unknown
       function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters, ...(t.strict ? { strict: true } : {}) },
     }));
     out.tool_choice = typeof r.toolChoice === 'string' ? r.toolChoice : { type: 'function', function: { name: r.toolChoice.name } };
-    out.parallel_tool_calls = r.parallelToolCalls;
+    if (!r.parallelToolCalls) out.parallel_tool_calls = false; // true is the default; some models reject the field itself
   }
   const rf = r.responseFormat;
   if (rf.type === 'json_object') out.response_format = { type: 'json_object' };
