@@ -3,6 +3,7 @@ import type { ChatMessage, ChatRequest } from '../protocol/chat-request.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
+import { newToolCallId } from './delta-assembler.ts';
 import { toGeminiSchema } from './gemini-schema.ts';
 import { argumentsObject, jsonDepth, MAX_ARGUMENT_DEPTH, toolNameOf } from './tool-arguments.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
@@ -28,13 +29,29 @@ import {
  *  - tools / tool_choice / response_format: geminiToolFields; an assistant's tool calls -> `functionCall`
  *    parts (arguments parsed to `args`); `tool` messages -> `functionResponse` parts of a user turn, named
  *    after the call they answer; `functionCall` parts of the answer -> whole tool calls (ids generated),
- *    finish_reason tool_calls.
+ *    finish_reason tool_calls; a part's thoughtSignature travels in the call's id and is sent back with it.
  */
 type GeminiPart =
   | { text: string }
-  | { functionCall: { name: string; args: Record<string, unknown> } }
+  | { functionCall: { name: string; args: Record<string, unknown> }; thoughtSignature?: string }
   | { functionResponse: { name: string; response: Record<string, unknown> } };
 type GeminiContent = { role: 'user' | 'model'; parts: GeminiPart[] };
+
+/**
+ * Gemini 3 answers a call with a `thoughtSignature` on its functionCall part and rejects (4xx) a history that
+ * does not send it back (ai.google.dev/gemini-api/docs/thought-signatures). OpenAI's shape has no place for it
+ * but the call's id, which clients echo verbatim: the id is `<id>~<signature>`, split again on the way back.
+ */
+const SIGNATURE_SEPARATOR = '~';
+
+export function toolCallIdWithSignature(id: string, signature: string | undefined): string {
+  return signature === undefined || signature === '' ? id : `${id}${SIGNATURE_SEPARATOR}${signature}`;
+}
+
+export function thoughtSignatureOf(toolCallId: string): string | undefined {
+  const at = toolCallId.indexOf(SIGNATURE_SEPARATOR);
+  return at === -1 || at === toolCallId.length - 1 ? undefined : toolCallId.slice(at + 1);
+}
 
 /** A tool result as functionResponse.response (a JSON object): the result itself when it is one, else {result: <the JSON value or the text>} (over-deep JSON stays text). */
 function functionResponseOf(content: string): Record<string, unknown> {
@@ -52,7 +69,11 @@ function partsOf(m: ChatMessage, index: number, messages: readonly ChatMessage[]
   if (m.role === 'tool') return [{ functionResponse: { name: toolNameOf(messages, index, 'gemini'), response: functionResponseOf(m.content) } }];
   const parts: GeminiPart[] = m.content === '' && (m.toolCalls?.length ?? 0) > 0 ? [] : [{ text: m.content }];
   (m.toolCalls ?? []).forEach((c, j) => {
-    parts.push({ functionCall: { name: c.name, args: argumentsObject(c.arguments, `messages[${index}].tool_calls[${j}].function.arguments`, 'gemini') } });
+    const signature = thoughtSignatureOf(c.id);
+    parts.push({
+      functionCall: { name: c.name, args: argumentsObject(c.arguments, `messages[${index}].tool_calls[${j}].function.arguments`, 'gemini') },
+      ...(signature !== undefined ? { thoughtSignature: signature } : {}),
+    });
   });
   return parts;
 }
@@ -184,9 +205,11 @@ function responseEvents(body: Json): VendorEvent[] {
     if (typeof p.text === 'string' && p.text !== '') out.push({ type: 'text', text: p.text });
     else if (isObject(p.functionCall)) {
       const fc = p.functionCall;
+      const signature = typeof p.thoughtSignature === 'string' ? p.thoughtSignature : undefined;
+      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : signature !== undefined ? newToolCallId() : undefined;
       out.push({
         type: 'tool_call',
-        id: typeof fc.id === 'string' && fc.id !== '' ? fc.id : undefined,
+        id: id === undefined ? undefined : toolCallIdWithSignature(id, signature),
         name: typeof fc.name === 'string' ? fc.name : undefined,
         arguments: JSON.stringify(isObject(fc.args) ? fc.args : {}),
       });

@@ -623,6 +623,31 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
       }
     });
 
+    it.runIf(c.name === 'gemini')('Gemini 3: a call\'s thoughtSignature travels in its id and goes back with the history', async () => {
+      fake.setReply({ toolCalls: [{ name: 'get_weather', arguments: ARGS }] });
+      const gemini3 = (request: Partial<ChatRequest>) => call(request, { model: 'gemini-3-pro-preview' });
+      const deltas = await collect(stream(provider(), gemini3(withTools())));
+      const first = deltas.find((d) => d.type === 'tool_call');
+      const id = first?.type === 'tool_call' ? first.id! : '';
+      const signature = id.slice(id.indexOf('~') + 1);
+      expect(id).toMatch(/^call_[A-Za-z0-9_-]{24}~/);
+      expect(signature).toMatch(/^c2lnbmF0dXJl\+\//);
+
+      const history = (callId: string): ChatMessage[] => [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: '', toolCalls: [{ id: callId, name: 'get_weather', arguments: JSON.stringify(ARGS) }] },
+        { role: 'tool', content: '{"temperature":21}', toolCallId: callId },
+      ];
+      fake.setReply({ text: 'It is 21 degrees.' });
+      const ok = await complete(provider(), gemini3(withTools({ messages: history(id) })));
+      expect(ok.choices[0]?.message.content).toBe('It is 21 degrees.');
+      expect(fake.lastRequest().messages.find((m) => m.role === 'assistant')?.toolCalls?.[0]?.signature).toBe(signature);
+
+      const err = await apiFailure(complete(provider(), gemini3(withTools({ messages: history('call_without_signature') }))));
+      expect(err.status).toBe(400);
+      expect(err.message).toContain('thought_signature');
+    });
+
     it('response_format json_schema is sent as the vendor\'s structured output', async () => {
       const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
       fake.setReply({ text: '{"answer":"yes"}' });

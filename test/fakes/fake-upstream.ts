@@ -78,8 +78,8 @@ export interface VendorResponse {
 export interface NormalizedMessage {
   role: 'user' | 'assistant' | 'tool';
   content: string;
-  /** assistant: the calls it made (arguments parsed). */
-  toolCalls?: Array<{ id?: string | undefined; name: string; arguments: unknown }> | undefined;
+  /** assistant: the calls it made (arguments parsed; Gemini: the part's thoughtSignature). */
+  toolCalls?: Array<{ id?: string | undefined; name: string; arguments: unknown; signature?: string | undefined }> | undefined;
   /** tool: the id of the call answered (OpenAI, Mistral, Anthropic) ... */
   toolCallId?: string | undefined;
   /** ... or the function's name (Gemini). */

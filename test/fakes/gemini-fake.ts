@@ -108,7 +108,7 @@ function describeContent(c: Record<string, unknown>, partsText: (v: unknown) => 
   if (c.role === 'model') {
     const calls = parts.filter((p) => isObj(p.functionCall)).map((p) => {
       const fc = p.functionCall as Record<string, unknown>;
-      return { name: String(fc.name), arguments: fc.args ?? {} };
+      return { name: String(fc.name), arguments: fc.args ?? {}, ...(typeof p.thoughtSignature === 'string' ? { signature: p.thoughtSignature } : {}) };
     });
     return [{ role: 'assistant', content: text, ...(calls.length > 0 ? { toolCalls: calls } : {}) }];
   }
@@ -119,7 +119,21 @@ function describeContent(c: Record<string, unknown>, partsText: (v: unknown) => 
   return text === '' && results.length > 0 ? results : [...results, { role: 'user', content: text }];
 }
 
-const functionCallParts = (reply: ResolvedReply) => reply.toolCalls.map((c) => ({ functionCall: { name: c.name, args: c.arguments } }));
+/** Like Gemini 3, the first functionCall part of an answer carries a thoughtSignature (parallel calls: only the first). */
+const functionCallParts = (reply: ResolvedReply) =>
+  reply.toolCalls.map((c, i) => ({ functionCall: { name: c.name, args: c.arguments }, ...(i === 0 ? { thoughtSignature: `c2lnbmF0dXJl+/${fakeId(16)}==` } : {}) }));
+
+/** Gemini 3 models reject a history whose model turn has calls but no thoughtSignature on the first one (2.x models do not check). */
+function signatureProblem(model: string, contents: unknown[]): string | null {
+  if (!model.startsWith('gemini-3')) return null;
+  for (const [i, c] of contents.entries()) {
+    const calls = isObj(c) && c.role === 'model' && Array.isArray(c.parts) ? c.parts.filter((p) => isObj(p) && isObj(p.functionCall)) : [];
+    if (calls.length > 0 && !(isObj(calls[0]) && typeof calls[0].thoughtSignature === 'string')) {
+      return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${String((calls[0] as { functionCall: { name?: unknown } }).functionCall.name)}\` , position ${i + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`;
+    }
+  }
+  return null;
+}
 
 function usageMetadata(prompt: number, completion: number | undefined): Record<string, unknown> {
   return {
@@ -168,7 +182,7 @@ export const geminiDialect: VendorDialect = {
     for (const c of body.contents) {
       if (!isObj(c) || (c.role !== undefined && c.role !== 'user' && c.role !== 'model')) return googleError(400, 'Please use a valid role: user, model.');
     }
-    const problem = toolProblem(body);
+    const problem = toolProblem(body) ?? signatureProblem(decodeURIComponent(ROUTE.exec(url.pathname)?.[1] ?? ''), body.contents);
     return problem === null ? null : googleError(400, problem);
   },
   error(status, message, retryAfter) {
