@@ -25,12 +25,12 @@ export class SharedModelGateway {
    * queue_full (503) before anything is sent.
    */
   startChat(request: ChatRequest, out: ChatDeltaSink): GenerationHandle {
+    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
     const sink: GenerationSink = {
       onText: (text, logprobs) => out.push({ type: 'content', text, logprobs }),
       onDone: (r) => out.push({ type: 'finish', reason: r.finishReason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens } }),
       onError: (e) => out.fail(e),
     };
-    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
     return this.engine.generate(
       {
         messages: request.messages,
