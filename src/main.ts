@@ -136,18 +136,10 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   return running;
 }
 
-/** The built dashboard (web/dist, made by `npm run build:web` at install), read once; null with a warning when absent. */
-function loadDashboard(log: Logger) {
-  const dir = fileURLToPath(new URL('../web/dist', import.meta.url));
-  const bundle = loadDashboardBundle(dir);
-  if (bundle === null) log.warn('the dashboard is not built: / answers 503 until `npm run build:web` has run', { dir });
-  return bundle;
-}
-
-/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out and retries. */
+/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */
 function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
   const baseUrls: Record<ProviderName, string> = { openai: config.openaiBaseUrl, anthropic: config.anthropicBaseUrl, gemini: config.geminiBaseUrl, mistral: config.mistralBaseUrl };
-  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries })] as const);
+  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, deadlineMs: config.providerDeadlineMs, maxRetries: config.providerMaxRetries })] as const);
   return Object.fromEntries(entries) as Record<ProviderName, ChatProvider>;
 }
 
@@ -155,4 +147,12 @@ function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
 function defaultBaseUrl(host: string, port: number): string {
   const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/** The built dashboard (web/dist, made by `npm run build:web` at install), read once; null with a warning when absent. */
+function loadDashboard(log: Logger) {
+  const dir = fileURLToPath(new URL('../web/dist', import.meta.url));
+  const bundle = loadDashboardBundle(dir);
+  if (bundle === null) log.warn('the dashboard is not built: / answers 503 until `npm run build:web` has run', { dir });
+  return bundle;
 }
