@@ -1,3 +1,5 @@
+import { AppHost } from './apps/app-host.ts';
+import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
@@ -7,6 +9,8 @@ import { ProjectGateway } from './gateway/project-gateway.ts';
 import { Provisioner } from './gateway/provisioner.ts';
 import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
 import { startHttpServer } from './http/http-server.ts';
+import { appProxyRoutes } from './http/routes/app-proxy-routes.ts';
+import { appRoutes } from './http/routes/app-routes.ts';
 import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
 import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
@@ -15,6 +19,7 @@ import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
 import { ApiKeyRepository } from './store/api-key-repository.ts';
+import { AppRepository } from './store/app-repository.ts';
 import { HearthStore } from './store/database.ts';
 import { loadMasterKey } from './store/master-key.ts';
 import { ProjectRepository } from './store/project-repository.ts';
@@ -43,7 +48,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const store = HearthStore.open(config.dataDir);
   const keys = new ApiKeyRepository(store);
   const workspaces = new WorkspaceRepository(store);
-  const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
+  const cipher = new ProviderKeyCipher(masterKey.key);
+  const projects = new ProjectRepository(store, cipher);
   const metrics = createMetrics();
   const source = resolveModelSource(config.model, config.modelId);
   const engine = new LocalEngine(
@@ -66,8 +72,9 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     log,
   );
   const gateway = new SharedModelGateway(engine);
-  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs });
   let baseUrl = config.publicUrl ?? '';
+  const appHost = new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config));
+  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost);
   const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl });
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
@@ -75,6 +82,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...sharedInferenceRoutes({ gateway, keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...managementRoutes({ management, keys, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...appRoutes({ host: appHost, keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
+    ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http' }),
   ];
   let server;
   try {
@@ -84,6 +93,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     throw err;
   }
   baseUrl = (config.publicUrl ?? defaultBaseUrl(config.host, server.port)).replace(/\/+$/, '');
+  await appHost.start(); // live apps start again
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
   log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });
@@ -98,6 +108,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       closing ??= (async () => {
         server.close();
         provisioner.dispose();
+        await appHost.dispose();
         // In-flight generations finish (up to the grace period) before the workers stop.
         await engine.drain(config.shutdownGraceMs);
         await engine.dispose();
