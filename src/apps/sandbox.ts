@@ -12,7 +12,7 @@ import path from 'node:path';
  *
  * The uid: when Hearth runs as root, bwrap runs privileged and the command drops to 65534 (nobody) with
  * setpriv (real uid, no capabilities, no_new_privs); otherwise an unprivileged user namespace maps the
- * caller to uid 65534. Limits: prlimit sets RLIMIT_AS (memory, as address space), RLIMIT_NPROC
+ * caller to uid 65534. Limits: prlimit sets RLIMIT_DATA (memory: heap and anonymous mappings; not RLIMIT_AS, which WebAssembly reservations of Node's own fetch exceed), RLIMIT_NPROC
  * (processes, counted per uid) and RLIMIT_NOFILE (open files); cgroups are not used.
  * `none` runs the command directly (same env, same limits, no isolation): only when the operator asks.
  * Pure: builds argv; app-process.ts spawns it.
@@ -23,7 +23,7 @@ export interface SandboxOptions {
   mode: SandboxMode;
   /** The bubblewrap binary. Defaults to `bwrap` (on PATH). */
   bwrapPath: string;
-  /** RLIMIT_AS in bytes. */
+  /** RLIMIT_DATA in bytes. */
   memoryBytes: number;
   maxProcesses: number;
   maxOpenFiles: number;
@@ -58,7 +58,7 @@ export function sandboxPath(appDir: string): string {
 
 /** Argv, env and cwd that run `shellCommand` (a /bin/sh -c line) for the app whose directory is `dir`. */
 export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string, env: Record<string, string>): LaunchPlan {
-  const limits = ['/usr/bin/prlimit', `--as=${o.memoryBytes}`, `--nproc=${o.maxProcesses}`, `--nofile=${o.maxOpenFiles}`, '--'];
+  const limits = ['/usr/bin/prlimit', `--data=${o.memoryBytes}`, `--nproc=${o.maxProcesses}`, `--nofile=${o.maxOpenFiles}`, '--'];
   if (o.mode === 'none') {
     return { command: limits[0]!, args: [...limits.slice(1), '/bin/sh', '-c', shellCommand], env: { ...env, PATH: sandboxPath(dir), HOME: dir }, cwd: dir };
   }
@@ -74,10 +74,11 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
     if (st.isSymbolicLink()) args.push('--symlink', fs.readlinkSync(link), link);
     else args.push('--ro-bind', link, link);
   }
+  args.push('--perms', '0755', '--dir', '/etc'); // directories bwrap makes are 0700 otherwise: unreadable after the uid drop
   for (const f of ETC_FILES) args.push('--ro-bind-try', f, f);
   const prefix = nodePrefix();
   if (prefix) args.push('--ro-bind', prefix, prefix);
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--bind', dir, APP_MOUNT, '--chdir', APP_MOUNT, '--clearenv');
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '01777', '--tmpfs', '/tmp', '--bind', dir, APP_MOUNT, '--chdir', APP_MOUNT, '--clearenv');
   const inner = { ...env, PATH: sandboxPath(APP_MOUNT), HOME: APP_MOUNT };
   for (const [k, v] of Object.entries(inner)) args.push('--setenv', k, v);
   const dropUid = runsAsRoot()
