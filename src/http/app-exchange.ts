@@ -60,11 +60,16 @@ export class AppExchange {
     this.ex.streamBody(onChunk);
   }
 
+  private paused = false;
+
   pauseBody(): void {
+    this.paused = true;
     this.ex.pauseBody();
   }
 
   resumeBody(): void {
+    if (!this.paused) return;
+    this.paused = false;
     this.ex.resumeBody();
   }
 
@@ -77,11 +82,13 @@ export class AppExchange {
   }
 
   sendError(err: ApiError): void {
+    this.resumeBody();
     this.ex.sendError(err);
   }
 
   /** A complete answer without streaming (204, 304, HEAD). */
   send(status: number, body: string, headers: HeaderList): void {
+    this.resumeBody(); // the socket must read the next request of a keep-alive connection
     this.ex.send(status, body, headers);
   }
 
@@ -95,6 +102,7 @@ export class AppExchange {
   }
 
   end(status: number, headers: HeaderList): void {
+    this.resumeBody();
     if (!this.ex.isCommitted) this.ex.writeChunk('', status, headers);
     this.ex.endStream();
   }

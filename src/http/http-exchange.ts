@@ -124,12 +124,13 @@ export class HttpExchange {
     this.res.onData((chunk, isLast) => onChunk(Buffer.from(chunk.slice(0)), isLast));
   }
 
+  /** Stops reading the socket (backpressure on an upload). Pair with `resumeBody`, also after the response ended: a paused keep-alive socket reads no next request. */
   pauseBody(): void {
     if (!this.closed) this.res.pause();
   }
 
   resumeBody(): void {
-    if (!this.closed) this.res.resume();
+    if (!this.aborted) this.res.resume();
   }
 
   private writeHead(status: number, headers: HeaderList): void {
