@@ -341,6 +341,8 @@ export class AppHost {
       const reason = err instanceof DeploymentFailure || (err instanceof Error && /^(build_failed|health_check_failed)/.test(err.message))
         ? (err as Error).message
         : `build_failed: ${(err as Error).message}`;
+      // What the process said before it failed its checks belongs in the build log too.
+      for (const l of rt.logs.tail(200).filter((l) => l.deploymentId === dep.id && l.stream !== 'hearth').slice(-20)) appendLog(`[${l.stream}] ${l.line}`);
       appendLog(reason);
       await state('failed', reason);
       if (dep.source.kind !== 'release') await fs.promises.rm(codeDir, { recursive: true, force: true }).catch(() => {});

@@ -8,6 +8,7 @@ Commands:
   keys         Create, list and revoke API keys (hearth keys --help)
   workspaces   Create, list, show and delete workspaces; create their Yam (hearth workspaces --help)
   projects     Manage inference projects: create, list, get, update, delete, rotate-token (hearth projects --help)
+  apps         Deploy and run apps on a workspace's Yam, through the running server (hearth apps --help)
 
 Run "hearth <command> --help" for a command's options.`;
 
@@ -18,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   keys: async () => (await import('./keys-command.ts')).keysCommand,
   workspaces: async () => (await import('./workspaces-command.ts')).workspacesCommand,
   projects: async () => (await import('./projects-command.ts')).projectsCommand,
+  apps: async () => (await import('./apps-command.ts')).appsCommand,
 };
 
 export async function runCli(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
