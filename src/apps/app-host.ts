@@ -125,8 +125,9 @@ export class AppHost {
     if (this.options.sandbox.mode === 'none') this.d.log.warn('apps run WITHOUT a sandbox (--app-sandbox none): they can read everything Hearth can');
     const interrupted = await this.d.apps.failInterrupted();
     if (interrupted > 0) this.d.log.warn('deployments interrupted by the last stop marked failed', { count: interrupted });
-    for (const app of this.d.apps.withLiveDeployment()) {
+    for (const app of this.d.apps.all()) {
       const rt = this.runtime(app.id);
+      if (app.liveDeploymentId === null) continue;
       rt.setState('starting');
       this.track(rt.restartNow());
     }

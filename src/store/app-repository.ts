@@ -94,11 +94,9 @@ export class AppRepository {
     return out.sort((a, b) => a.id.localeCompare(b.id));
   }
 
-  /** Every app that has a live deployment (boot: start them again). Scans; boot only. */
-  withLiveDeployment(): AppRecord[] {
-    const out: AppRecord[] = [];
-    for (const { value } of this.store.dbs.apps.getRange()) if (value.liveDeploymentId !== null) out.push(value);
-    return out;
+  /** Every app of every workspace (boot: supervise them, start the live ones again). Scans; boot only. */
+  all(): AppRecord[] {
+    return [...this.store.dbs.apps.getRange()].map(({ value }) => value);
   }
 
   async update(appId: string, changes: AppChanges): Promise<AppRecord | undefined> {

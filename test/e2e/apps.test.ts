@@ -442,3 +442,25 @@ describe('the app API refuses', () => {
     expect((await fetch(`${hearth.baseUrl}/api/v1/workspaces/${ws}/apps`)).status).toBe(401);
   });
 });
+
+describe('a Yam where the sandbox cannot run', () => {
+  it('fails with a reason naming the missing tool', async () => {
+    const other = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-bwrap', '/nonexistent/bwrap'] });
+    try {
+      const headers = { authorization: `Bearer ${other.key}`, 'content-type': 'application/json' };
+      const wsId = ((await (await fetch(`${other.baseUrl}/api/v1/workspaces`, { method: 'POST', headers, body: '{"name":"x"}' })).json()) as { workspaceId: string }).workspaceId;
+      await fetch(`${other.baseUrl}/api/v1/workspaces/${wsId}/yam`, { method: 'PUT', headers });
+      let yam: { state: string; error: string | null } = { state: 'creating', error: null };
+      for (let i = 0; i < 100 && yam.state === 'creating'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        yam = (await (await fetch(`${other.baseUrl}/api/v1/workspaces/${wsId}/yam`, { headers })).json()) as typeof yam;
+      }
+      expect(yam.state).toBe('failed');
+      expect(yam.error).toMatch(/bubblewrap .* is not installed/);
+      const app = await fetch(`${other.baseUrl}/api/v1/workspaces/${wsId}/apps`, { method: 'POST', headers, body: '{"name":"x"}' });
+      expect(app.status).toBe(409);
+    } finally {
+      await other.stop();
+    }
+  });
+});
