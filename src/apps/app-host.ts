@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
@@ -96,24 +96,27 @@ export class AppHost {
     } catch (err) {
       return `cannot create the Yam's directory: ${(err as Error).message}`;
     }
-    return this.sandboxProblem();
+    return await this.sandboxProblem();
   }
 
   /** Why the configured sandbox cannot run here (a trial run of `true` inside it), or null. */
-  sandboxProblem(): string | null {
+  async sandboxProblem(): Promise<string | null> {
     const s = this.options.sandbox;
     if (s.mode === 'none') return null;
-    const dir = fs.mkdtempSync(path.join(this.options.rootDir, '.sandbox-check-'));
+    await fs.promises.mkdir(this.options.rootDir, { recursive: true, mode: 0o711 });
+    const dir = await fs.promises.mkdtemp(path.join(this.options.rootDir, '.sandbox-check-'));
     try {
       const plan = launchPlan(s, dir, 'exit 0', {});
-      const r = spawnSync(plan.command, plan.args, { env: plan.env, cwd: plan.cwd, timeout: 10_000, encoding: 'utf8' });
-      if (r.error && (r.error as NodeJS.ErrnoException).code === 'ENOENT') {
-        return `the sandbox tool bubblewrap ('${s.bwrapPath}') is not installed: install the Debian package bubblewrap, or start Hearth with --app-sandbox none (no isolation)`;
-      }
-      if (r.status !== 0) return `the sandbox tool bubblewrap ('${s.bwrapPath}') cannot run here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim().slice(0, 300)}`;
-      return null;
+      const failure = await new Promise<{ code: string | number | null; stderr: string } | null>((resolve) => {
+        execFile(plan.command, plan.args, { env: plan.env, cwd: plan.cwd, timeout: 10_000 }, (err, _stdout, stderr) => {
+          resolve(err ? { code: (err as NodeJS.ErrnoException).code ?? null, stderr: String(stderr) || err.message } : null);
+        });
+      });
+      if (failure === null) return null;
+      if (failure.code === 'ENOENT') return `the sandbox tool bubblewrap ('${s.bwrapPath}') is not installed: install the Debian package bubblewrap, or start Hearth with --app-sandbox none (no isolation)`;
+      return `the sandbox tool bubblewrap ('${s.bwrapPath}') cannot run here: ${failure.stderr.trim().slice(0, 300)}`;
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      await fs.promises.rm(dir, { recursive: true, force: true });
     }
   }
 

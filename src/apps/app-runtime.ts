@@ -178,7 +178,7 @@ export class AppRuntime {
     this.attempt++;
     this.setState('crashed');
     this.restartAt = Date.now() + delay;
-    this.logs.push('hearth', null, `restarting in ${Math.round(delay / 1000)} s`);
+    this.logs.push('hearth', null, `restarting in ${delay >= 1000 ? `${delay / 1000} s` : `${delay} ms`}`);
     this.restartTimer = setTimeout(() => {
       this.restartTimer = null;
       const input = this.events.relaunchInput();

@@ -386,7 +386,7 @@ describe('crashes', () => {
     await until(async () => (await api<AppView>('GET', appUrl(mainApp))).body.state === 'running', 'the app to run again');
     expect((await whoami(mainApp)).status).toBe(200);
     const logs = (await api<{ data: Array<{ stream: string; line: string }> }>('GET', `${appUrl(mainApp)}/logs?lines=200`)).body.data;
-    expect(logs.some((l) => l.stream === 'hearth' && l.line === 'restarting in 1 s')).toBe(true);
+    expect(logs.some((l) => l.stream === 'hearth' && l.line === "restarting in 1 s")).toBe(true);
     const metrics = await (await fetch(`${hearth.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/^hearth_app_restarts_total [1-9]/m);
     expect(metrics).toMatch(/^hearth_app_deployments_total\{result="live"\} [1-9]/m);
