@@ -1,6 +1,9 @@
+import type { PresentedCredentials } from '../gateway/authenticator.ts';
 import type { ApiError } from '../errors/index.ts';
 import type { HeaderList, HttpExchange } from './http-exchange.ts';
 import { readJsonBody } from './json-body.ts';
+import { presentedCredentials } from './routes/management-routes.ts';
+import type { SessionHttpOptions } from './session-cookie.ts';
 import { SseWriter } from './sse-writer.ts';
 
 /**
@@ -28,6 +31,11 @@ export class AppExchange {
     this.rawQuery = head.query;
     this.query = new URLSearchParams(head.query);
     this.remoteAddress = head.remoteAddress;
+  }
+
+  /** The API key or session cookie the request presents (management auth); call synchronously. */
+  credentials(session: SessionHttpOptions): PresentedCredentials {
+    return presentedCredentials(this.ex, session);
   }
 
   header(name: string): string | undefined {

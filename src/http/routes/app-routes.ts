@@ -1,22 +1,25 @@
 import type { AppHost } from '../../apps/app-host.ts';
 import { listView } from '../../gateway/management-views.ts';
-import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
+import type { ManagementAuthenticator } from '../../gateway/authenticator.ts';
 import { invalidRequest, unsupportedMediaType } from '../../errors/index.ts';
 import { sseData } from '../../protocol/sse.ts';
 import { AppExchange } from '../app-exchange.ts';
 import type { HttpExchange } from '../http-exchange.ts';
-import { bearerToken, type HttpMethod, type Route } from '../router.ts';
+import type { HttpMethod, Route } from '../router.ts';
+import type { SessionHttpOptions } from '../session-cookie.ts';
 
 /**
  * The app API under /api/v1/workspaces/{workspaceId}/apps (contract "Applications on the Yam"),
- * authenticated with an account API key like the rest of /api/v1. Thin: authenticate, read the body the
+ * authenticated like the rest of /api/v1 (an account API key, or a session cookie). Thin: authenticate, read the body the
  * route takes, call AppHost, send its view. A deployment is either a .tar.gz body (`application/gzip`,
  * at most the archive limit) or JSON {repository, ref?}: 202. `logs?follow=1` is an SSE stream of new
  * lines (`data: {time, stream, deploymentId, line}`), kept alive with comments until the client leaves.
  */
 export interface AppRouteDeps {
   host: AppHost;
-  keys: KeyAuthenticator;
+  /** The management authentication: an API key, or a session cookie (with its CSRF check). */
+  auth: ManagementAuthenticator;
+  session: SessionHttpOptions;
   bodyLimit: number;
   keepAliveMs: number;
 }
@@ -42,7 +45,7 @@ export function appRoutes(d: AppRouteDeps): Route[] {
     handler: async (raw: HttpExchange) => {
       const ex = new AppExchange(raw);
       // Authenticated (synchronously) before any body is read: an anonymous upload is refused unread.
-      const { accountId } = d.keys.authenticate(bearerToken(ex.authorization));
+      const { accountId } = d.auth.authenticate(ex.credentials(d.session));
       let bodyPromise: Promise<unknown> = Promise.resolve(undefined);
       if (body === 'json') bodyPromise = ex.readJson(d.bodyLimit);
       else if (body === 'deployment') {
