@@ -98,7 +98,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
-    ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http' }),
+    ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
   ];
   let server;
   try {

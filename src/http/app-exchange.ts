@@ -109,9 +109,9 @@ export class AppExchange {
     return this.ex.waitWritable();
   }
 
-  end(status: number, headers: HeaderList): void {
+  /** Ends a response started with `write`. */
+  end(): void {
     this.resumeBody();
-    if (!this.ex.isCommitted) this.ex.writeChunk('', status, headers);
     this.ex.endStream();
   }
 

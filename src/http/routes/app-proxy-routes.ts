@@ -21,6 +21,8 @@ export interface AppProxyDeps {
   idleTimeoutMs: number;
   /** `http` or `https`: what the client used to reach Hearth (from --public-url). */
   proto: string;
+  /** Behind a proxy that sets X-Forwarded-For (--trust-proxy): keep its chain and append the peer; else the peer alone. */
+  trustProxy: boolean;
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'content-length']);
@@ -58,7 +60,8 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
   }
   if (ex.contentLength !== undefined) headers['content-length'] = String(ex.contentLength);
   else if (hasBody) headers['transfer-encoding'] = 'chunked';
-  headers['x-forwarded-for'] = ex.remoteAddress;
+  const chain = d.trustProxy ? ex.header('x-forwarded-for') : undefined;
+  headers['x-forwarded-for'] = chain ? `${chain}, ${ex.remoteAddress}` : ex.remoteAddress;
   headers['x-forwarded-proto'] = d.proto;
   headers['x-forwarded-prefix'] = prefix;
   const host = ex.header('host');
@@ -127,8 +130,10 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
         return;
       }
       res.setTimeout(d.idleTimeoutMs, () => fail(appTimeout(d.idleTimeoutMs)));
+      let wroteBody = false;
       res.on('data', (chunk: Buffer) => {
-        if (finished) return;
+        if (finished || chunk.length === 0) return;
+        wroteBody = true;
         if (!ex.write(chunk, status, outHeaders)) {
           res.pause();
           void ex.waitWritable().then(() => {
@@ -138,7 +143,9 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
       });
       res.on('end', () => {
         if (finished) return;
-        ex.end(status, outHeaders);
+        // An empty answer goes out whole (Content-Length: 0), never as an empty chunk of a chunked one.
+        if (wroteBody) ex.end();
+        else ex.send(status, '', outHeaders);
         finish();
       });
       res.on('aborted', () => {
