@@ -89,7 +89,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   let baseUrl = config.publicUrl ?? '';
   const appHost = new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config));
   const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost);
-  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl });
+  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl, apps: appHost });
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),

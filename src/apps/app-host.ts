@@ -129,6 +129,10 @@ export class AppHost {
     const interrupted = await this.d.apps.failInterrupted();
     if (interrupted > 0) this.d.log.warn('deployments interrupted by the last stop marked failed', { count: interrupted });
     for (const app of this.d.apps.all()) {
+      if (this.d.workspaces.getById(app.workspaceId) === undefined) {
+        await this.remove(app); // its workspace was deleted while Hearth was not running apps (e.g. by the CLI)
+        continue;
+      }
       const rt = this.runtime(app.id);
       if (app.liveDeploymentId === null) continue;
       rt.setState('starting');
@@ -192,16 +196,27 @@ export class AppHost {
 
   /** Stops the app, removes its files and records, and revokes its key. */
   async deleteApp(accountId: string, workspaceId: string, appId: string): Promise<{ appId: string; deleted: true }> {
-    const app = this.app(accountId, workspaceId, appId);
-    const rt = this.runtimes.get(appId);
-    this.runtimes.delete(appId);
+    await this.remove(this.app(accountId, workspaceId, appId));
+    return { appId, deleted: true };
+  }
+
+  /** The workspace is being deleted: every app of it goes (stopped, files removed, keys revoked). */
+  async removeWorkspaceApps(workspaceId: string): Promise<number> {
+    const apps = this.d.apps.all().filter((a) => a.workspaceId === workspaceId);
+    for (const app of apps) await this.remove(app);
+    await fs.promises.rm(this.workspaceDir(workspaceId), { recursive: true, force: true });
+    return apps.length;
+  }
+
+  private async remove(app: AppRecord): Promise<void> {
+    const rt = this.runtimes.get(app.id);
+    this.runtimes.delete(app.id);
     await rt?.dispose();
     if (app.apiKeyId) await this.d.keys.revoke(app.apiKeyId);
-    await this.d.apps.delete(appId);
+    await this.d.apps.delete(app.id);
     await fs.promises.rm(this.appDir(app), { recursive: true, force: true });
     this.updateGauge();
-    this.d.log.info('app deleted', { appId });
-    return { appId, deleted: true };
+    this.d.log.info('app deleted', { appId: app.id });
   }
 
   // Deployments -----------------------------------------------------------------------------------------
@@ -273,10 +288,10 @@ export class AppHost {
     return this.runtime(appId).logs.tail(lines);
   }
 
-  /** Subscribes to new log lines; returns the unsubscribe function. */
-  followLogs(accountId: string, workspaceId: string, appId: string, onLine: (l: LogLine) => void): () => void {
+  /** Subscribes to new log lines; `onEnd` runs when the app is deleted or Hearth stops. Returns the unsubscribe function. */
+  followLogs(accountId: string, workspaceId: string, appId: string, onLine: (l: LogLine) => void, onEnd: () => void): () => void {
     this.app(accountId, workspaceId, appId);
-    return this.runtime(appId).logs.subscribe(onLine);
+    return this.runtime(appId).logs.subscribe(onLine, onEnd);
   }
 
   // The proxy's view ------------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ export class AppRuntime {
     this.disposed = true;
     await this.stopAll();
     this.setState('stopped');
-    this.logs.clearSubscribers();
+    this.logs.close();
   }
 
   setState(state: AppRunState): void {

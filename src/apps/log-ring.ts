@@ -17,7 +17,7 @@ export const MAX_LOG_LINE = 8 * 1024;
 export class LogRing {
   private readonly lines: LogLine[] = [];
   private start = 0;
-  private readonly subscribers = new Set<LogSubscriber>();
+  private readonly subscribers = new Map<LogSubscriber, () => void>();
 
   constructor(private readonly capacity = 1000) {}
 
@@ -28,7 +28,7 @@ export class LogRing {
       this.lines[this.start] = entry;
       this.start = (this.start + 1) % this.capacity;
     }
-    for (const s of this.subscribers) s(entry);
+    for (const s of this.subscribers.keys()) s(entry);
   }
 
   /** The last `n` lines, oldest first. */
@@ -37,14 +37,17 @@ export class LogRing {
     return ordered.slice(Math.max(0, ordered.length - n));
   }
 
-  subscribe(s: LogSubscriber): () => void {
-    this.subscribers.add(s);
+  /** `onEnd` runs when the ring closes (the app was deleted, or Hearth stops). Returns the unsubscribe function. */
+  subscribe(s: LogSubscriber, onEnd: () => void = () => {}): () => void {
+    this.subscribers.set(s, onEnd);
     return () => this.subscribers.delete(s);
   }
 
-  /** Ends every follower (app deleted). */
-  clearSubscribers(): void {
+  /** Ends every follower. */
+  close(): void {
+    const ends = [...this.subscribers.values()];
     this.subscribers.clear();
+    for (const end of ends) end();
   }
 }
 

@@ -412,6 +412,7 @@ describe('lifecycle', () => {
     const key = body.env.HEARTH_API_KEY!;
     const port = Number(body.env.PORT);
     expect((await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    const follower = await fetch(`${hearth.baseUrl}${appUrl(mainApp)}/logs?follow=1&lines=0`, { headers: { authorization: `Bearer ${hearth.key}` } });
     const r = await api<{ deleted: boolean }>('DELETE', appUrl(mainApp));
     expect(r.body).toEqual({ appId: mainApp, deleted: true });
     expect(fs.existsSync(path.join(dataDir, 'apps', ws, mainApp))).toBe(false);
@@ -421,6 +422,23 @@ describe('lifecycle', () => {
     expect(((await proxied.json()) as ErrorBody).error.code).toBe('app_not_found');
     expect((await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
     expect((await api<ErrorBody>('GET', appUrl(mainApp))).body.error.code).toBe('app_not_found');
+    expect(await follower.text()).toContain(': following'); // the log stream ended with the app
+  });
+
+  it('deletes the apps of a deleted workspace with it', async () => {
+    const doomed = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'doomed' })).body.workspaceId;
+    await api('PUT', `/api/v1/workspaces/${doomed}/yam`);
+    await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${doomed}/yam`)).body.state === 'ready', 'the Yam to be ready');
+    const created = await api<AppView>('POST', `/api/v1/workspaces/${doomed}/apps`, { name: 'inside', apiKeyEnv: 'HEARTH_API_KEY' });
+    const appId = created.body.appId;
+    const dep = await api<DeploymentView>('POST', `/api/v1/workspaces/${doomed}/apps/${appId}/deployments`, probeAppArchive({ version: 'doomed', healthy: true }), { type: 'application/gzip' });
+    await until(async () => (await api<DeploymentView>('GET', `/api/v1/workspaces/${doomed}/apps/${appId}/deployments/${dep.body.deploymentId}`)).body.state === 'live', 'the app to be live');
+    const { body } = await whoami(appId);
+    expect((await api('DELETE', `/api/v1/workspaces/${doomed}`)).status).toBe(200);
+    await expect(fetch(`http://127.0.0.1:${body.env.PORT}/health`)).rejects.toThrow();
+    expect(fs.existsSync(path.join(dataDir, 'apps', doomed))).toBe(false);
+    expect((await fetch(`${hearth.baseUrl}/apps/${appId}/whoami`)).status).toBe(404);
+    expect((await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${body.env.HEARTH_API_KEY}` } })).status).toBe(401);
   });
 });
 

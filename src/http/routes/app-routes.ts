@@ -92,7 +92,7 @@ export function appRoutes(d: AppRouteDeps): Route[] {
       });
       writer.write(': following\n\n');
       for (const l of backlog) writer.write(sseData(l));
-      unsubscribe = h.followLogs(c.accountId, c.ws, c.appId, (l) => writer.write(sseData(l)));
+      unsubscribe = h.followLogs(c.accountId, c.ws, c.appId, (l) => writer.write(sseData(l)), () => writer.end());
       writer.startKeepAlive();
       return null;
     }),
