@@ -1,7 +1,8 @@
 import type { AppRecord, DeploymentRecord, DeploymentSource, DeploymentState } from '../store/database.ts';
 import type { AppRunState } from './app-runtime.ts';
+import { maskUrlCredentials } from './deployment-builder.ts';
 
-/** What the API and CLI show of apps and deployments: env names, never values; never the app's key. Pure. */
+/** What the API and CLI show of apps and deployments: env names, never values; never the app's key; repository URLs without credentials. Pure. */
 export interface AppView {
   appId: string;
   workspaceId: string;
@@ -57,7 +58,7 @@ export function deploymentView(d: DeploymentRecord): DeploymentView {
     appId: d.appId,
     state: d.state,
     reason: d.reason,
-    source: d.source,
+    source: d.source.kind === 'repository' ? { ...d.source, repository: maskUrlCredentials(d.source.repository) } : d.source,
     codeFrom: d.codeFrom,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,

@@ -29,6 +29,11 @@ function git(args: string[], timeoutMs: number, cwd?: string): Promise<{ ok: boo
   });
 }
 
+/** Text with the credentials of any `scheme://user:secret@host` URL masked (build logs, views, Hearth's log). */
+export function maskUrlCredentials(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/gi, '$1***@');
+}
+
 /** A repository URL git may be asked for: anything git can clone, but never an option or a command transport. */
 export function isAcceptableRepositoryUrl(url: string): boolean {
   return url.length > 0 && url.length <= 2048 && !url.startsWith('-') && !/^(ext|fd)::/i.test(url) && !/[\0\n\r]/.test(url);
@@ -37,14 +42,14 @@ export function isAcceptableRepositoryUrl(url: string): boolean {
 /** Whether git can reach the repository (ls-remote); the error text otherwise. */
 export async function probeRepository(url: string, timeoutMs: number): Promise<string | null> {
   const r = await git(['ls-remote', '--quiet', '--', url, 'HEAD'], timeoutMs);
-  return r.ok ? null : lastLines(r.stderr, 3) || 'git ls-remote failed';
+  return r.ok ? null : maskUrlCredentials(lastLines(r.stderr, 3)) || 'git ls-remote failed';
 }
 
 /** Clones `url` into `dest` (which must not exist) at `ref` (branch, tag or commit; default HEAD); returns the commit. */
 export async function fetchRepository(url: string, ref: string | null, dest: string, timeoutMs: number, log: BuildLog): Promise<string> {
-  log(`$ git clone ${url}${ref ? ` (ref ${ref})` : ''}`);
+  log(`$ git clone ${maskUrlCredentials(url)}${ref ? ` (ref ${ref})` : ''}`);
   const clone = await git(['clone', '--quiet', '--no-checkout', '--', url, dest], timeoutMs);
-  if (!clone.ok) throw new DeploymentFailure(`build_failed: git clone failed: ${lastLines(clone.stderr, 3)}`);
+  if (!clone.ok) throw new DeploymentFailure(`build_failed: git clone failed: ${maskUrlCredentials(lastLines(clone.stderr, 3))}`);
   const candidates = ref === null ? ['HEAD'] : [`refs/remotes/origin/${ref}`, `refs/tags/${ref}`, ref];
   let commit: string | null = null;
   for (const c of candidates) {
