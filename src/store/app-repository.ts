@@ -218,7 +218,7 @@ export class AppRepository {
   async failInterrupted(): Promise<number> {
     const stale: string[] = [];
     for (const { value } of this.store.dbs.deployments.getRange()) if (['queued', 'fetching', 'building', 'starting'].includes(value.state)) stale.push(value.id);
-    for (const id of stale) await this.setDeploymentState(id, 'failed', { reason: 'interrupted: Hearth stopped during the deployment' });
+    for (const id of stale) await this.setDeploymentState(id, 'failed', { reason: 'build_failed: interrupted: Hearth stopped during the deployment' });
     return stale.length;
   }
 }
