@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { AppHost } from './apps/app-host.ts';
 import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import type { Config } from './config/config.ts';
@@ -16,11 +17,13 @@ import { SignInLimiter } from './gateway/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
 import { appProxyRoutes } from './http/routes/app-proxy-routes.ts';
 import { appRoutes } from './http/routes/app-routes.ts';
+import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
 import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
 import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
 import { sessionRoutes } from './http/routes/session-routes.ts';
 import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
+import { loadDashboardBundle } from './http/static-assets.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
@@ -99,6 +102,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
     ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
+    // Assets go out uncompressed until HttpExchange exposes the request's Accept-Encoding (then: acceptsGzip(ex.acceptEncoding)).
+    ...dashboardRoutes({ bundle: loadDashboard(log), acceptsGzip: () => false }),
   ];
   let server;
   try {
@@ -142,10 +147,10 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   return running;
 }
 
-/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out and retries. */
+/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */
 function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
   const baseUrls: Record<ProviderName, string> = { openai: config.openaiBaseUrl, anthropic: config.anthropicBaseUrl, gemini: config.geminiBaseUrl, mistral: config.mistralBaseUrl };
-  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries })] as const);
+  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, deadlineMs: config.providerDeadlineMs, maxRetries: config.providerMaxRetries })] as const);
   return Object.fromEntries(entries) as Record<ProviderName, ChatProvider>;
 }
 
@@ -153,4 +158,12 @@ function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
 function defaultBaseUrl(host: string, port: number): string {
   const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/** The built dashboard (web/dist, made by `npm run build:web` at install), read once; null with a warning when absent. */
+function loadDashboard(log: Logger) {
+  const dir = fileURLToPath(new URL('../web/dist', import.meta.url));
+  const bundle = loadDashboardBundle(dir);
+  if (bundle === null) log.warn('the dashboard is not built: / answers 503 until `npm run build:web` has run', { dir });
+  return bundle;
 }

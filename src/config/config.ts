@@ -50,6 +50,8 @@ export interface Config {
   appProxyTimeout: number;
   appProxyBodyLimit: number;
   providerTimeoutMs: number;
+  /** Deadline of one upstream call's whole answer, ms (providers/upstream-call.ts). */
+  providerDeadlineMs: number;
   providerMaxRetries: number;
   openaiBaseUrl: string;
   anthropicBaseUrl: string;

@@ -150,6 +150,8 @@ describe('deploying from an archive', () => {
     expect(body.version).toBe('v1');
     expect(body.url).toBe('/whoami?x=1&y=two');
     expect(body.forwarded).toEqual({ prefix: `/apps/${mainApp}`, for: '127.0.0.1', proto: 'http' });
+    // Pages of apps run in an opaque origin: they cannot use a dashboard session on the same host.
+    expect(r.headers.get('content-security-policy')).toMatch(/^sandbox allow-scripts/);
   });
 
   it('streams request bodies to the app and back, and refuses one over the proxy body limit', async () => {

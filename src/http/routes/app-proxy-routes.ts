@@ -25,6 +25,13 @@ export interface AppProxyDeps {
   trustProxy: boolean;
 }
 
+/**
+ * Apps share Hearth's origin with the dashboard: a page an app serves runs in a sandboxed, opaque origin, so
+ * its scripts cannot call /api/v1 with a signed-in user's session (the cookie is SameSite=Strict and the
+ * Origin check fails). Added to every proxied answer, on top of any policy the app sets itself.
+ */
+const APP_SANDBOX_CSP: [string, string] = ['content-security-policy', 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads'];
+
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'content-length']);
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
@@ -122,6 +129,7 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
         const k = res.rawHeaders[i]!.toLowerCase();
         if (!HOP_BY_HOP.has(k) && k !== 'date') out.push([k, res.rawHeaders[i + 1]!]);
       }
+      out.push(APP_SANDBOX_CSP);
       const outHeaders: HeaderList = out;
       if (ex.method === 'HEAD' || status === 204 || status === 304) {
         res.resume();
