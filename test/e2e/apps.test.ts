@@ -44,7 +44,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await hearth?.stop();
-  for (const dir of bareRepos) fs.rmSync(dir, { recursive: true, force: true });
+  for (const dir of [...bareRepos, dataDir]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 interface Answer<T> {
