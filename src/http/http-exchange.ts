@@ -17,13 +17,13 @@ export interface EdgeStyle {
   errorBody(err: ApiError): unknown;
 }
 
-/** The request body a route reads, declared in its route table entry (router.ts). */
-export interface BodySpec {
-  /** `json`: parsed (depth-bounded) by `ex.json()`; `raw`: bytes by `ex.bytes()`. */
-  kind: 'json' | 'raw';
-  /** Largest accepted body in bytes (413 past it, declared or observed). */
-  limit: number;
-}
+/**
+ * The request body a route reads, declared in its route table entry (router.ts). `json`: parsed
+ * (depth-bounded) by `ex.json()`; `raw`: bytes by `ex.bytes()`; both read by the router, at most `limit`
+ * bytes (413 past it, declared or observed). `handler`: the handler reads it itself, synchronously
+ * (`readBody`, or `streamBody` for a proxy), because what to read depends on the request.
+ */
+export type BodySpec = { kind: 'json' | 'raw'; limit: number } | { kind: 'handler' };
 
 /** Thrown into a pending body read when the client went away. */
 export class ClientGoneError extends Error {
@@ -50,8 +50,9 @@ export class HttpExchange {
   readonly url: string;
   /** The raw query string without `?` ('' when none). */
   readonly query: string;
-  /** Header name (lower-case) -> value; repeated headers joined with ', '. Raw: untrusted. */
-  readonly headers: ReadonlyMap<string, string>;
+  /** Every request header in order, names lower-case, repeats kept. Raw: untrusted. */
+  readonly headerList: ReadonlyArray<readonly [string, string]>;
+  private headerMap: Map<string, string> | null = null;
   /** Raw path parameters as uWS matched them (percent-encoded). */
   readonly rawParams: readonly string[];
   /** Decoded path parameters; filled by the router (guarded) before the handler runs. */
@@ -88,12 +89,30 @@ export class HttpExchange {
     this.method = req.getCaseSensitiveMethod().toUpperCase();
     this.url = req.getUrl();
     this.query = req.getQuery() ?? '';
-    const headers = new Map<string, string>();
-    req.forEach((k, v) => headers.set(k, headers.has(k) ? `${headers.get(k)}, ${v}` : v));
-    this.headers = headers;
+    const list: Array<[string, string]> = [];
+    req.forEach((k, v) => list.push([k, v]));
+    this.headerList = list;
     const raw: string[] = [];
     for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i));
     this.rawParams = raw;
+  }
+
+  /** Header name (lower-case) -> value; repeated headers joined with ', '. Raw: untrusted. */
+  get headers(): ReadonlyMap<string, string> {
+    if (this.headerMap === null) {
+      const map = new Map<string, string>();
+      for (const [k, v] of this.headerList) map.set(k, map.has(k) ? `${map.get(k)}, ${v}` : v);
+      this.headerMap = map;
+    }
+    return this.headerMap;
+  }
+
+  /**
+   * Every request header (repeats kept), the query string and the peer address, as the app proxy forwards
+   * them. Call it synchronously in the handler (the peer address needs the live response).
+   */
+  requestHead(): { headers: Array<[string, string]>; query: string; remoteAddress: string } {
+    return { headers: this.headerList.map(([k, v]) => [k, v]), query: this.query, remoteAddress: this.remoteAddress() };
   }
 
   /** A header's raw value, '' when absent. */
@@ -211,6 +230,7 @@ export class HttpExchange {
    */
   readBody(limit: number): Promise<Buffer> {
     if (this.body !== null) return this.body;
+    if (this.bodyState !== 'none') throw new Error('body already streamed');
     this.bodyState = 'reading';
     this.body = new Promise<Buffer>((resolve, reject) => {
       const declared = this.contentLength;
@@ -254,6 +274,30 @@ export class HttpExchange {
     this.parsed ??= this.body.then((bytes) => parseJsonBody(bytes));
     this.parsed.catch(() => {});
     return this.parsed;
+  }
+
+  /**
+   * Streams the body chunk by chunk (each chunk copied; `isLast` ends it) instead of reading it whole: for a
+   * route declared `body: {kind: 'handler'}`, called synchronously in the handler. The chunks arrive as they
+   * come (a proxy forwards them at once); the limit and any deferral are the caller's. Pair with
+   * `pauseBody` / `resumeBody` for backpressure.
+   */
+  streamBody(onChunk: (chunk: Buffer, isLast: boolean) => void): void {
+    if (this.bodyState !== 'none') throw new Error('body already read');
+    this.bodyState = 'reading';
+    this.res.onData((chunk, isLast) => {
+      if (isLast) this.bodyState = 'read';
+      onChunk(Buffer.from(chunk.slice(0)), isLast);
+    });
+  }
+
+  /** Stops reading the socket (backpressure on an upload). Pair with `resumeBody`, also after the response ended: a paused keep-alive socket reads no next request. */
+  pauseBody(): void {
+    if (!this.closed) this.res.pause();
+  }
+
+  resumeBody(): void {
+    if (!this.aborted) this.res.resume();
   }
 
   private writeHead(status: number, headers: HeaderList): void {

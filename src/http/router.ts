@@ -80,7 +80,7 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
       if (!route) return fail(ex, 'method_not_allowed', methodNotAllowed(ex.method, clip(ex.url), allowed));
       try {
         ex.params = decodeParams(ex);
-        if (route.body) void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
+        if (route.body && route.body.kind !== 'handler') void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
       } catch (err) {
         return fail(ex, route.name, err);
       }
