@@ -40,6 +40,23 @@ beforeAll(async () => {
         ex.endStream();
       },
     },
+    {
+      method: 'PUT',
+      pattern: '/upload',
+      name: 'upload',
+      body: { kind: 'handler' },
+      handler: (ex) =>
+        new Promise<void>((resolve) => {
+          const chunks: Buffer[] = [];
+          ex.streamBody((chunk, isLast) => {
+            chunks.push(chunk);
+            if (isLast) {
+              ex.sendJson(200, { received: Buffer.concat(chunks).toString() });
+              resolve();
+            }
+          });
+        }),
+    },
     { method: 'POST', pattern: '/raw', name: 'raw', body: { kind: 'raw', limit: 8 }, handler: async (ex) => ex.sendJson(200, { bytes: (await ex.bytes()).length }) },
   ];
   const app = uWS.App();
@@ -78,6 +95,13 @@ describe('mountRoutes', () => {
     expect(await (await post('/items', `{"name":${'['.repeat(70)}${']'.repeat(70)}}`)).json()).toMatchObject({ code: 'json_too_deep' });
     expect(await (await post('/raw', '1234')).json()).toEqual({ bytes: 4 });
     expect((await post('/raw', '123456789')).status).toBe(413);
+  });
+
+  it("a body the handler streams itself (kind 'handler') reaches it whole, chunked uploads included", async () => {
+    const r = await fetch(url('/upload'), { method: 'PUT', body: 'x'.repeat(100_000) });
+    expect(((await r.json()) as { received: string }).received.length).toBe(100_000);
+    const chunked = await rawExchange(port, 'PUT /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n', { expectResponses: 1 });
+    expect(JSON.parse(chunked.responses[0]!.body)).toEqual({ received: 'abcde' });
   });
 
   it('HEAD runs the GET route and sends no body', async () => {
