@@ -90,6 +90,7 @@ const TEMPLATES = [
   '/api/v1/workspaces/{}', '/api/v1/workspaces/{}/yam', '/api/v1/workspaces/{}/inference', '/api/v1/workspaces/{}/inference/{}',
   '/api/v1/workspaces/{}/inference/{}/token', '/api/v1/keys', '/api/v1/keys/{}', '/api/v1/inference/{}/chat/completions', '/{}', '/api/{}/v1/{}',
   '/api/v1/setup', '/api/v1/session', '/api/v1/users', '/api/v1/users/{}', '/api/v1/stats',
+  '/api/v1/workspaces/{}/apps', '/api/v1/workspaces/{}/apps/{}', '/apps/{}', '/apps/{}/{}',
 ];
 
 const percentGarbage = fc
@@ -111,6 +112,7 @@ const ROUTE_METHODS: Record<string, string[]> = {
   '/api/v1/workspaces/{}/inference/{}/token': ['POST'], '/api/v1/keys': ['GET', 'POST'], '/api/v1/keys/{}': ['PATCH', 'DELETE'],
   '/api/v1/inference/{}/chat/completions': ['POST'], '/{}': ['GET'], '/api/{}/v1/{}': ['GET'],
   '/api/v1/setup': ['GET', 'POST'], '/api/v1/session': ['GET', 'POST', 'DELETE'], '/api/v1/users': ['GET', 'POST'], '/api/v1/users/{}': ['DELETE'], '/api/v1/stats': ['GET'],
+  '/api/v1/workspaces/{}/apps': ['GET', 'POST'], '/api/v1/workspaces/{}/apps/{}': ['GET', 'PATCH', 'DELETE'], '/apps/{}': ['GET', 'POST'], '/apps/{}/{}': ['GET', 'POST', 'PUT'],
 };
 const pathArb = fc.tuple(fc.constantFrom(...TEMPLATES), fc.array(segment, { minLength: 2, maxLength: 2 }), query, fc.nat()).map(([template, segs, q, pick]) => {
   let i = 0;
