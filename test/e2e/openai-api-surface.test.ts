@@ -67,7 +67,7 @@ describe('Responses API (text)', () => {
     expect(r.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed' });
     expect(r.usage!.output_tokens).toBe(3);
     expect(r.usage!.total_tokens).toBe(r.usage!.input_tokens + 3);
-    expect(r.store).toBe(false);
+    expect((r as unknown as { store: boolean }).store).toBe(false);
   });
 
   it('multi-turn input items and max_output_tokens (incomplete)', async () => {
