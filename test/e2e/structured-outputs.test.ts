@@ -13,7 +13,8 @@ import { tinyChatModel } from '../helpers/test-model.ts';
  * Structured outputs and forced function calls end to end over a real `hearth serve` on the tiny chat model,
  * whose weights are random for any prompt it was not scripted for: every reply here is valid only because
  * the engine samples under the grammar Hearth built from the schema. (Needs the engine's grammar support.)
- * Schemas keep strings short (enums, maxLength) so a random walk ends well within max_tokens.
+ * Strings are enums: a random walk through free text ends late, and llama.cpp's grammar matcher takes any
+ * byte as a UTF-8 continuation, so random byte tokens can pass as one character yet decode to several U+FFFD.
  */
 let hearth: HearthProcess;
 let client: OpenAI;
@@ -25,7 +26,7 @@ const Weather = z.object({
   celsius: z.number().int().min(-30).max(45),
   sunny: z.boolean(),
   tags: z.array(z.enum(['windy', 'humid', 'dry'])).max(2),
-  note: z.string().max(8).nullable(),
+  note: z.enum(['ok', 'meh']).nullable(),
 });
 
 const WEATHER_TOOL = {
@@ -39,7 +40,7 @@ const WEATHER_TOOL = {
 };
 const TIME_TOOL = {
   type: 'function' as const,
-  function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', maxLength: 4 } }, required: ['zone'], additionalProperties: false }, strict: true },
+  function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET', 'JST'] } }, required: ['zone'], additionalProperties: false }, strict: true },
 };
 
 beforeAll(async () => {

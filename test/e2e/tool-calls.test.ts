@@ -29,7 +29,7 @@ const TOOLS: ChatCompletionTool[] = [
       strict: true,
     },
   },
-  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', maxLength: 4 } }, required: ['zone'], additionalProperties: false }, strict: true } },
+  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET', 'JST'] } }, required: ['zone'], additionalProperties: false }, strict: true } },
 ];
 const validators = new Map(TOOLS.map((t) => [t.type === 'function' ? t.function.name : '', new Ajv2020({ strict: false }).compile(t.type === 'function' ? t.function.parameters! : {})]));
 
