@@ -55,13 +55,11 @@ const question: ChatCompletionMessageParam[] = [{ role: 'user', content: 'What i
 
 describe('tool calls (official SDK)', () => {
   it("tool_choice 'required': well-formed calls to declared functions, finish_reason tool_calls", async () => {
-    for (const seed of [1, 2]) {
-      const r = await client.chat.completions.create({ model: MODEL_ID, messages: question, tools: TOOLS, tool_choice: 'required', max_tokens: MAX_TOKENS, seed });
-      const choice = r.choices[0]!;
-      expect(choice.finish_reason).toBe('tool_calls');
-      expect(choice.message.tool_calls!.length).toBeGreaterThanOrEqual(1);
-      for (const c of choice.message.tool_calls!) expectValidCall(c as never);
-    }
+    const r = await client.chat.completions.create({ model: MODEL_ID, messages: question, tools: TOOLS, tool_choice: 'required', max_tokens: MAX_TOKENS, seed: 1 });
+    const choice = r.choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect(choice.message.tool_calls!.length).toBeGreaterThanOrEqual(1);
+    for (const c of choice.message.tool_calls!) expectValidCall(c as never);
   });
 
   it('a named function, parallel_tool_calls false: exactly that one call', async () => {
