@@ -1,6 +1,6 @@
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, FunctionTool, ResponseFormat, ToolCall, ToolChoice } from './chat-request.ts';
-import { MAX_TOOLS, MAX_TOP_LOGPROBS } from './validate-chat-features.ts';
+import { checkToolChoice, functionName as name, MAX_TOOLS, MAX_TOP_LOGPROBS } from './validate-chat-features.ts';
 
 /**
  * The OpenAI Responses API request (`POST /responses`), validated and turned into the ChatRequest the shared
@@ -32,7 +32,6 @@ export interface ResponseEcho {
 
 type Json = Record<string, unknown>;
 
-const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const ROLES: Record<string, ChatMessage['role']> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
 /** Accepted and without effect (nothing is stored or billed; truncation never happens silently: a long input is a 400). */
 const HARMLESS = new Set(['metadata', 'user', 'service_tier', 'truncation', 'prompt_cache_key', 'safety_identifier', 'stream_options', 'store']);
@@ -45,11 +44,6 @@ const STATEFUL = ['previous_response_id', 'conversation', 'background', 'prompt'
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const absent = (v: unknown) => v === undefined || v === null;
-
-function name(v: unknown, param: string): string {
-  if (typeof v !== 'string' || !FUNCTION_NAME.test(v)) throw invalidRequest(`'${param}' must be 1 to 64 letters, digits, '_' or '-'`, param, absent(v) ? 'missing_required_parameter' : 'invalid_value');
-  return v;
-}
 
 function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
   const v = body[field];
@@ -138,9 +132,7 @@ function parseToolChoice(raw: unknown, tools: FunctionTool[]): ToolChoice {
   if (raw === 'none' || raw === 'auto' || raw === 'required') choice = raw;
   else if (isObject(raw) && raw.type === 'function') choice = { name: name(raw.name, 'tool_choice.name') };
   else throw invalidRequest("'tool_choice' must be 'none', 'auto', 'required' or {\"type\":\"function\",\"name\":...}", 'tool_choice', 'invalid_value');
-  if (choice !== 'none' && choice !== 'auto' && tools.length === 0) throw invalidRequest("'tool_choice' requires 'tools'", 'tool_choice', 'invalid_value');
-  if (typeof choice === 'object' && !tools.some((t) => t.name === choice.name)) throw invalidRequest(`'tool_choice' names '${choice.name}', which is not in 'tools'`, 'tool_choice', 'invalid_value');
-  return choice;
+  return checkToolChoice(choice, tools);
 }
 
 function parseTextFormat(raw: unknown): { format: ResponseFormat; echo: ResponseEcho['text']['format'] } {

@@ -28,7 +28,8 @@ function optionalBoolean(v: unknown, param: string): boolean | undefined {
   return v;
 }
 
-function functionName(v: unknown, param: string): string {
+/** A function name by OpenAI's rule (1-64 of [a-zA-Z0-9_-]); a 400 naming `param` otherwise. */
+export function functionName(v: unknown, param: string): string {
   if (typeof v !== 'string') throw invalidRequest(`'${param}' must be a string`, param, absent(v) ? 'missing_required_parameter' : 'invalid_type');
   if (!FUNCTION_NAME.test(v)) throw invalidRequest(`'${param}' must be 1 to 64 letters, digits, '_' or '-'; got ${JSON.stringify(v)}`, param, 'invalid_value');
   return v;
@@ -70,6 +71,11 @@ export function parseToolChoice(raw: unknown, tools: FunctionTool[]): ToolChoice
   if (raw === 'none' || raw === 'auto' || raw === 'required') choice = raw;
   else if (isObject(raw) && raw.type === 'function' && isObject(raw.function)) choice = { name: functionName(raw.function.name, 'tool_choice.function.name') };
   else throw invalidRequest("'tool_choice' must be 'none', 'auto', 'required' or {\"type\":\"function\",\"function\":{\"name\":...}}", 'tool_choice', 'invalid_value');
+  return checkToolChoice(choice, tools);
+}
+
+/** A forcing choice needs tools, and a named one a declared function (chat and Responses alike). */
+export function checkToolChoice(choice: ToolChoice, tools: FunctionTool[]): ToolChoice {
   if (choice !== 'none' && choice !== 'auto' && tools.length === 0) throw invalidRequest("'tool_choice' requires 'tools'", 'tool_choice', 'invalid_value');
   if (typeof choice === 'object' && !tools.some((t) => t.name === choice.name)) {
     throw invalidRequest(`'tool_choice' names the function '${choice.name}', which is not in 'tools'`, 'tool_choice', 'invalid_value');
