@@ -1,5 +1,6 @@
 import type { ApiErrorData } from '../errors/api-error.ts';
-import type { ChatMessage } from '../protocol/chat-request.ts';
+import type { TokenLogprob } from '../protocol/chat-delta.ts';
+import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import type { SamplingParams, SlotFinishReason } from '../worker/slot-engine.ts';
 import type { MessagePort } from 'node:worker_threads';
 
@@ -30,6 +31,12 @@ export interface GenerationTask {
   maxTokens: number | undefined;
   stop: string[];
   sampling: SamplingParams;
+  /** Functions the chat template shows the model (absent or []: none). */
+  tools?: FunctionTool[] | undefined;
+  /** GBNF the completion must match (absent: free text). */
+  grammar?: string | undefined;
+  /** Absent: no logprobs. 0..20: text events carry each token's logprob and this many alternatives. */
+  topLogprobs?: number | undefined;
   port: MessagePort;
 }
 
@@ -37,7 +44,7 @@ export interface GenerationTask {
 export type WorkerEvent =
   | { t: 'start' }
   | { t: 'prompt'; promptTokens: number; cachedTokens: number }
-  | { t: 'text'; text: string; n: number }
+  | { t: 'text'; text: string; n: number; logprobs?: TokenLogprob[] }
   | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number }
   | { t: 'error'; error: ApiErrorData };
 

@@ -1,4 +1,4 @@
-import type { ChatEngine, GenerationHandle } from '../engine/generation.ts';
+import type { ChatEngine, GenerationHandle, GenerationSink } from '../engine/generation.ts';
 import { modelNotFound } from '../errors/index.ts';
 import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
 import type { ChatRequest } from '../protocol/chat-request.ts';
@@ -6,6 +6,7 @@ import { GrammarCache } from '../protocol/grammar-cache.ts';
 import type { ModelList } from '../protocol/openai-types.ts';
 import { ToolCallStreamParser } from '../protocol/tool-call-parser.ts';
 import { planChatGeneration } from './chat-generation-plan.ts';
+import type { ServingStats } from './serving-stats.ts';
 
 /**
  * Routes validated shared-endpoint requests to the local engine. Knows model ids and the served
@@ -16,7 +17,11 @@ export class SharedModelGateway {
   /** Grammars of schemas and tool lists seen recently (LRU). */
   private readonly grammars = new GrammarCache();
 
-  constructor(private readonly engine: ChatEngine) {
+  /** `stats`, when given, records every generation's figures for GET /api/v1/stats. */
+  constructor(
+    private readonly engine: ChatEngine,
+    private readonly stats?: ServingStats,
+  ) {
     this.created = Math.floor(Date.now() / 1000);
   }
 
@@ -35,7 +40,7 @@ export class SharedModelGateway {
     if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
     const plan = planChatGeneration(request, this.grammars);
     const parser = plan.toolNames === null ? null : new ToolCallStreamParser(plan.toolNames);
-    return this.engine.generate(plan.generation, {
+    const sink: GenerationSink = {
       onText: (text, logprobs) => {
         if (parser === null) out.push({ type: 'content', text, logprobs });
         else for (const d of parser.push(text, logprobs)) out.push(d);
@@ -46,7 +51,8 @@ export class SharedModelGateway {
         out.push({ type: 'finish', reason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens } });
       },
       onError: (e) => out.fail(e),
-    });
+    };
+    return this.engine.generate(plan.generation, this.stats ? this.stats.observe(sink) : sink);
   }
 
   /** GET /models/{id} as JSON text; model_not_found (404) for any other id. */

@@ -6,6 +6,15 @@ import { statusLine } from './status-text.ts';
 /** A client-sent x-request-id Hearth echoes and logs (anything else is replaced: logs stay clean). */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** A path parameter percent-decoded; a malformed escape (`%E0%A4`) is kept as sent (never a thrown URIError). */
+function decodePathParameter(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
 export type HeaderList = ReadonlyArray<readonly [string, string]>;
 
 /**
@@ -19,6 +28,12 @@ export class HttpExchange {
   readonly method: string;
   readonly url: string;
   readonly authorization: string;
+  /** Headers the session auth and its CSRF check read ('' when absent). */
+  readonly cookie: string;
+  readonly origin: string;
+  readonly host: string;
+  readonly forwardedProto: string;
+  readonly forwardedFor: string;
   readonly contentLength: number | undefined;
   readonly params: string[];
   readonly startedAt = performance.now();
@@ -37,17 +52,24 @@ export class HttpExchange {
   private abortArmed = false;
   private writableWaiter: (() => void) | null = null;
   private bodyStarted = false;
+  /** Headers added to whatever answer this exchange sends (e.g. a key's rate-limit headers). */
+  private extraHeaders: HeaderList = [];
 
   constructor(private readonly res: HttpResponse, req: HttpRequest, paramCount = 0) {
     this.method = req.getMethod().toUpperCase();
     this.url = req.getUrl();
     this.authorization = req.getHeader('authorization');
+    this.cookie = req.getHeader('cookie');
+    this.origin = req.getHeader('origin');
+    this.host = req.getHeader('host');
+    this.forwardedProto = req.getHeader('x-forwarded-proto');
+    this.forwardedFor = req.getHeader('x-forwarded-for');
     const cl = req.getHeader('content-length');
     this.contentLength = cl === '' ? undefined : Number(cl);
     const rid = req.getHeader('x-request-id');
     this.requestId = REQUEST_ID.test(rid) ? rid : `req_${randomBytes(16).toString('hex')}`;
     this.params = [];
-    for (let i = 0; i < paramCount; i++) this.params.push(decodeURIComponent(req.getParameter(i)));
+    for (let i = 0; i < paramCount; i++) this.params.push(decodePathParameter(req.getParameter(i)));
   }
 
   /**
@@ -115,6 +137,18 @@ export class HttpExchange {
     this.res.writeStatus(statusLine(status));
     this.res.writeHeader('x-request-id', this.requestId);
     for (const [k, v] of headers) this.res.writeHeader(k, v);
+    for (const [k, v] of this.extraHeaders) this.res.writeHeader(k, v);
+  }
+
+  /** Adds headers to the answer this exchange will send, whichever it is (success, error or stream). */
+  addHeaders(headers: HeaderList): void {
+    if (headers.length > 0) this.extraHeaders = [...this.extraHeaders, ...headers];
+  }
+
+  /** The peer's IP address as text. Call it synchronously in the handler (before the response can end). */
+  remoteAddress(): string {
+    if (this.closed) return '';
+    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
   }
 
   /** Sends a complete response. No-op when the client is gone or the response already ended. */

@@ -1,5 +1,6 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import type { ModelWorkerData } from '../engine/worker-protocol.ts';
+import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import { InstantEngine } from './instant-engine.ts';
 import { LlamaSequenceEngine } from './llama-sequence-engine.ts';
 import { PromptBuilder } from './prompt-builder.ts';
@@ -41,9 +42,9 @@ export class ModelHost {
     return new ModelHost(engine, new PromptBuilder(model), fallbackReason, llama, model);
   }
 
-  /** Prompt tokens and template stop strings; the instant engine estimates ~4 bytes per token. */
-  buildPrompt(messages: { role: string; content: string }[]): { tokens: Uint32Array; stops: string[] } {
-    if (this.prompts) return this.prompts.build(messages as Parameters<PromptBuilder['build']>[0]);
+  /** Prompt tokens and template stop strings; the instant engine estimates ~4 bytes per token (and ignores tools). */
+  buildPrompt(messages: ChatMessage[], tools?: FunctionTool[]): { tokens: Uint32Array; stops: string[] } {
+    if (this.prompts) return this.prompts.build(messages, tools);
     const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + 4, 0);
     return { tokens: new Uint32Array(Math.max(1, Math.ceil(bytes / 4))), stops: [] };
   }

@@ -1,5 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { workerData } from 'piscina';
+import type { ApiErrorData } from '../errors/api-error.ts';
 import { contextLengthExceeded } from '../errors/errors.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from '../engine/worker-protocol.ts';
 import { ModelHost } from './model-host.ts';
@@ -24,6 +25,12 @@ try {
   parentPort?.postMessage({ hearth: 'worker-failed', reason: loadError } satisfies WorkerStatus);
 }
 
+/** A grammar llama.cpp refuses is the request's (400); anything else the engine reports is a 500. */
+function engineErrorData(e: { message: string; code: string }): ApiErrorData {
+  if (e.code === 'invalid_grammar') return { status: 400, type: 'invalid_request_error', message: `The requested output format cannot be enforced: ${e.message}`, code: 'invalid_grammar', param: null };
+  return { status: 500, type: 'server_error', message: e.message, code: e.code, param: null };
+}
+
 export default async function generate(task: GenerationTask): Promise<void> {
   const port = task.port;
   const post = (e: WorkerEvent) => port.postMessage(e);
@@ -42,7 +49,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
     await new Promise((r) => setImmediate(r));
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
-    const prompt = host.buildPrompt(task.messages);
+    const prompt = host.buildPrompt(task.messages, task.tools);
     if (prompt.tokens.length + 1 > engine.contextSize) {
       return post({ t: 'error', error: contextLengthExceeded(prompt.tokens.length, engine.contextSize).toData() });
     }
@@ -50,12 +57,16 @@ export default async function generate(task: GenerationTask): Promise<void> {
     const stop = [...new Set([...task.stop, ...prompt.stops])];
     await new Promise<void>((resolve) => {
       handle = engine.submit(
-        { promptTokens: prompt.tokens, maxTokens, stop, sampling: task.sampling },
+        {
+          promptTokens: prompt.tokens, maxTokens, stop, sampling: task.sampling,
+          ...(task.grammar !== undefined ? { grammar: task.grammar } : {}),
+          ...(task.topLogprobs !== undefined ? { topLogprobs: task.topLogprobs } : {}),
+        },
         {
           onPrompt: (info) => post({ t: 'prompt', ...info }),
-          onText: (text, n) => post({ t: 'text', text, n }),
+          onText: (text, n, logprobs) => post(logprobs ? { t: 'text', text, n, logprobs } : { t: 'text', text, n }),
           onDone: (r) => { post({ t: 'done', ...r }); resolve(); },
-          onError: (e) => { post({ t: 'error', error: { status: 500, type: 'server_error', message: e.message, code: e.code, param: null } }); resolve(); },
+          onError: (e) => { post({ t: 'error', error: engineErrorData(e) }); resolve(); },
         },
       );
       if (cancelled) handle.cancel();

@@ -35,6 +35,9 @@ describe('models.retrieve', () => {
     expect(((await plain.json()) as { id: string }).id).toBe(MODEL_ID);
     await expect(client.models.retrieve('local/other')).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
     expect((await fetch(`${hearth.baseUrl}/api/inference/v1/models/${encodeURIComponent(MODEL_ID)}`)).status).toBe(401);
+    const malformed = await fetch(`${hearth.baseUrl}/api/inference/v1/models/local%E0%A4`, { headers: auth });
+    expect(malformed.status).toBe(404);
+    expect((await client.models.retrieve(MODEL_ID)).id).toBe(MODEL_ID); // the server is still up
   });
 });
 

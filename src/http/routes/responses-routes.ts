@@ -1,18 +1,21 @@
 import type { GenerationHandle } from '../../engine/generation.ts';
 import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
+import type { KeyLimiter } from '../../gateway/key-limiter.ts';
 import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
-import { type ApiError, invalidRequest, toApiError } from '../../errors/index.ts';
+import { type ApiError, toApiError } from '../../errors/index.ts';
 import type { ChatDeltaSink } from '../../protocol/chat-delta.ts';
 import { type ResponseEvent, ResponseRenderer } from '../../protocol/responses-events.ts';
 import { validateResponsesRequest } from '../../protocol/responses-request.ts';
 import type { HttpExchange } from '../http-exchange.ts';
 import { readJsonBody } from '../json-body.ts';
-import { bearerToken, type Route } from '../router.ts';
+import type { Route } from '../router.ts';
 import { SseWriter } from '../sse-writer.ts';
+import { withKeyAdmission } from './key-admission.ts';
 
 export interface ResponsesRouteDeps {
   gateway: SharedModelGateway;
   keys: KeyAuthenticator;
+  limiter: KeyLimiter;
   bodyLimit: number;
   keepAliveMs: number;
   streamBufferLimit: number;
@@ -34,15 +37,14 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       method: 'POST',
       pattern: '/api/inference/v1/responses',
       name: 'responses',
-      handler: async (ex) => {
+      handler: (ex) => {
         const body = readJsonBody(ex, d.bodyLimit); // attach onData synchronously
         body.catch(() => {});
-        d.keys.authenticate(bearerToken(ex.authorization));
-        const json = await body;
-        if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
-        const request = validateResponsesRequest(json);
-        const renderer = new ResponseRenderer(d.gateway.modelId, request.echo, request.includeLogprobs);
-        await answer(ex, d, request.chat.stream, renderer, (sink) => d.gateway.startChat(request.chat, sink));
+        return withKeyAdmission(ex, d.keys, d.limiter, body, async (json, meter) => {
+          const request = validateResponsesRequest(json);
+          const renderer = new ResponseRenderer(d.gateway.modelId, request.echo, request.includeLogprobs);
+          await answer(ex, d, request.chat.stream, renderer, (sink) => d.gateway.startChat(request.chat, meter(sink)));
+        });
       },
     },
   ];
