@@ -81,7 +81,7 @@ describe('tool calls (official SDK)', () => {
   });
 
   it('streams delta.tool_calls as OpenAI does (index, id and name first, then arguments)', async () => {
-    const stream = await client.chat.completions.create({ model: MODEL_ID, messages: question, tools: TOOLS, tool_choice: 'required', max_tokens: MAX_TOKENS, stream: true, seed: 3 });
+    const stream = await client.chat.completions.create({ model: MODEL_ID, messages: question, tools: TOOLS, tool_choice: 'required', parallel_tool_calls: false, max_tokens: MAX_TOKENS, stream: true, seed: 3 });
     const calls: Array<{ id: string; name: string; args: string }> = [];
     let finish: string | null = null;
     for await (const chunk of stream) {
