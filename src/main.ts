@@ -1,3 +1,6 @@
+import { fileURLToPath } from 'node:url';
+import { AppHost } from './apps/app-host.ts';
+import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
@@ -12,15 +15,20 @@ import { ServingStats } from './gateway/serving-stats.ts';
 import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
 import { SignInLimiter } from './gateway/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
+import { appProxyRoutes } from './http/routes/app-proxy-routes.ts';
+import { appRoutes } from './http/routes/app-routes.ts';
+import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
 import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
 import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
 import { sessionRoutes } from './http/routes/session-routes.ts';
 import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
+import { loadDashboardBundle } from './http/static-assets.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
 import { ApiKeyRepository } from './store/api-key-repository.ts';
+import { AppRepository } from './store/app-repository.ts';
 import { HearthStore } from './store/database.ts';
 import { loadMasterKey } from './store/master-key.ts';
 import { ProjectRepository } from './store/project-repository.ts';
@@ -51,7 +59,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const store = HearthStore.open(config.dataDir);
   const keys = new ApiKeyRepository(store);
   const workspaces = new WorkspaceRepository(store);
-  const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
+  const cipher = new ProviderKeyCipher(masterKey.key);
+  const projects = new ProjectRepository(store, cipher);
   const users = new UserRepository(store);
   const sessions = new SessionRepository(store, { idleMs: config.sessionIdleMs, maxAgeMs: config.sessionMaxAgeMs });
   const metrics = createMetrics();
@@ -80,9 +89,10 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
   const auth = new ManagementAuthenticator(keys, sessions, users);
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
-  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs });
   let baseUrl = config.publicUrl ?? '';
-  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl });
+  const appHost = new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config));
+  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost);
+  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl, apps: appHost });
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
@@ -90,6 +100,10 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
+    ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
+    // Assets go out uncompressed until HttpExchange exposes the request's Accept-Encoding (then: acceptsGzip(ex.acceptEncoding)).
+    ...dashboardRoutes({ bundle: loadDashboard(log), acceptsGzip: () => false }),
   ];
   let server;
   try {
@@ -99,6 +113,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     throw err;
   }
   baseUrl = (config.publicUrl ?? defaultBaseUrl(config.host, server.port)).replace(/\/+$/, '');
+  await appHost.start(); // live apps start again
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
   log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });
@@ -119,6 +134,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
         server.close();
         clearInterval(sessionSweep);
         provisioner.dispose();
+        await appHost.dispose();
         // In-flight generations finish (up to the grace period) before the workers stop.
         await engine.drain(config.shutdownGraceMs);
         await engine.dispose();
@@ -142,4 +158,12 @@ function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
 function defaultBaseUrl(host: string, port: number): string {
   const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/** The built dashboard (web/dist, made by `npm run build:web` at install), read once; null with a warning when absent. */
+function loadDashboard(log: Logger) {
+  const dir = fileURLToPath(new URL('../web/dist', import.meta.url));
+  const bundle = loadDashboardBundle(dir);
+  if (bundle === null) log.warn('the dashboard is not built: / answers 503 until `npm run build:web` has run', { dir });
+  return bundle;
 }

@@ -105,6 +105,19 @@ export const upstreamRateLimited = (provider: string, message: string, retryAfte
 export const upstreamBadResponse = (provider: string, detail: string, code = 'bad_response') =>
   new ApiError({ status: 502, type: 'upstream_error', message: `Upstream provider ${provider} failed: ${detail}`, param: null, code });
 
+// Applications on the Yam (contract.md "Applications on the Yam").
+export const appNotFound = () => notFound('App not found', 'app_not_found');
+
+export const deploymentNotFound = () => notFound('Deployment not found', 'deployment_not_found');
+
+export const invalidArchive = (detail: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Invalid archive: ${detail}`, param: null, code: 'invalid_archive' });
+
+export const repositoryUnreachable = (detail: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Repository unreachable: ${detail}`, param: 'repository', code: 'repository_unreachable' });
+
+export const appNotLive = (retryAfter: number) =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The app has no live deployment right now', param: null, code: 'app_not_live', retryAfter });
 // Users, sessions and per-key limits (contract "Accounts, users and the dashboard", "Per-key limits").
 export const invalidCredentials = () =>
   new ApiError({ status: 401, type: 'authentication_error', message: 'Wrong email or password', param: null, code: 'invalid_credentials' });
@@ -138,3 +151,7 @@ export const tooManySignInAttempts = (retryAfter: number) =>
 /** A per-key limit of the shared endpoint; `limit` names which one (requests, tokens, concurrent). */
 export const keyRateLimited = (message: string, param: string, limit: 'requests' | 'tokens' | 'concurrent', retryAfter: number) =>
   new ApiError({ status: 429, type: 'rate_limit_error', message, param, code: 'rate_limit_exceeded', retryAfter, details: { limit } });
+
+/** The dashboard's files are missing (web/dist was never built). */
+export const dashboardNotBuilt = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The dashboard is not built: run `npm run build:web` (npm ci does it)', param: null, code: 'dashboard_not_built' });
