@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { type ApiError, payloadTooLarge } from '../errors/index.ts';
 import { parseJsonBody } from './json-body.ts';
@@ -5,6 +6,9 @@ import { REQUEST_LIMITS } from './request-limits.ts';
 import { statusLine } from './status-text.ts';
 
 export type HeaderList = ReadonlyArray<readonly [string, string]>;
+
+/** A client-sent x-request-id Hearth echoes and logs (anything else is replaced: logs stay clean). */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * How one edge writes its JSON answers. The service answers errors in OpenAI's shape, the tool-server kit
@@ -58,6 +62,8 @@ export class HttpExchange {
   /** Decoded path parameters; filled by the router (guarded) before the handler runs. */
   params: string[] = [];
   readonly startedAt = performance.now();
+  /** Sent as `x-request-id` on the answer and logged with it: the client's own id when sane, else `req_<hex>`. */
+  readonly requestId: string;
   /** Set once the client went away; nothing more may be written. */
   aborted = false;
   /** Set once the response has ended. */
@@ -92,6 +98,8 @@ export class HttpExchange {
     const list: Array<[string, string]> = [];
     req.forEach((k, v) => list.push([k, v]));
     this.headerList = list;
+    const rid = req.getHeader('x-request-id');
+    this.requestId = REQUEST_ID.test(rid) ? rid : `req_${randomBytes(16).toString('hex')}`;
     const raw: string[] = [];
     for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i));
     this.rawParams = raw;
@@ -304,6 +312,7 @@ export class HttpExchange {
     this.status = status;
     this.committed = true;
     this.res.writeStatus(statusLine(status));
+    this.res.writeHeader('x-request-id', this.requestId);
     for (const [k, v] of headers) if (!OWNED_BY_UWS.has(k.toLowerCase())) this.res.writeHeader(k, v);
     for (const [k, v] of this.extraHeaders) this.res.writeHeader(k, v);
   }
