@@ -4,10 +4,10 @@ import { ApiError } from '../errors/api-error.ts';
 import { modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { samplingFor } from '../worker/sampling-defaults.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import { readModelMetadata } from './model-metadata.ts';
 import { pullModel, type ModelSource } from './model-source.ts';
+import { samplingFor } from './sampling-defaults.ts';
 import { planThreads } from './thread-plan.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from './worker-protocol.ts';
 

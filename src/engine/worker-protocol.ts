@@ -1,6 +1,6 @@
 import type { ApiErrorData } from '../errors/api-error.ts';
 import type { ChatMessage } from '../protocol/chat-request.ts';
-import type { SamplingParams, SlotFinishReason } from '../worker/slot-engine.ts';
+import type { SamplingParams } from './sampling-defaults.ts';
 import type { MessagePort } from 'node:worker_threads';
 
 /**
@@ -32,6 +32,9 @@ export interface GenerationTask {
   sampling: SamplingParams;
   port: MessagePort;
 }
+
+/** How a slot job ended (a cancelled job ends silently on the main thread). */
+export type SlotFinishReason = 'stop' | 'length' | 'cancelled';
 
 /** Worker -> main over the task's port. */
 export type WorkerEvent =

@@ -1,3 +1,6 @@
+import type { SamplingParams } from '../engine/sampling-defaults.ts';
+import type { SlotFinishReason } from '../engine/worker-protocol.ts';
+
 /**
  * The token-level engine a model worker drives. Two implementations: the native continuous-batching
  * loop (native/, default) and node-llama-cpp's own context sequences (portable fallback).
@@ -16,28 +19,6 @@ export interface SlotJob {
   stop: string[];
   sampling: SamplingParams;
 }
-
-/** Sampler chain settings, mapped 1:1 onto llama.cpp's samplers. */
-export interface SamplingParams {
-  /** 0 = greedy. */
-  temperature: number;
-  /** 1 = disabled. */
-  topP: number;
-  /** 0 = disabled. */
-  topK: number;
-  /** 0 = disabled. */
-  minP: number;
-  /** 1 = disabled. */
-  repeatPenalty: number;
-  presencePenalty: number;
-  frequencyPenalty: number;
-  /** How many recent tokens the penalties look at. */
-  penaltyLastN: number;
-  /** 32-bit unsigned seed. */
-  seed: number;
-}
-
-export type SlotFinishReason = 'stop' | 'length' | 'cancelled';
 
 export interface SlotJobResult {
   finishReason: SlotFinishReason;

@@ -5,8 +5,8 @@ import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { LlamaSequenceEngine } from '../../src/worker/llama-sequence-engine.ts';
 import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import { PromptBuilder } from '../../src/worker/prompt-builder.ts';
-import { DEFAULT_SAMPLING } from '../../src/worker/sampling-defaults.ts';
-import type { SamplingParams, SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
+import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
 
 /**
  * One contract for both token engines: the native continuous-batching loop and node-llama-cpp's sequences.
