@@ -6,7 +6,7 @@ import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import { readModelMetadata } from './model-metadata.ts';
-import { pullModel, type ModelSource } from './model-source.ts';
+import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts';
 import { samplingFor } from './sampling-defaults.ts';
 import { planThreads } from './thread-plan.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from './worker-protocol.ts';
@@ -47,6 +47,10 @@ export class LocalEngine implements ChatEngine {
   private waiting = 0;
   private disposed = false;
   private draining = false;
+  /** Aborted by dispose(): stops a pull or a load in progress (shutdown in any model state). */
+  private readonly startup = new AbortController();
+  /** Settles start()'s wait for the workers (ready, failed, or disposed meanwhile). */
+  private settleStart: () => void = () => {};
   private readonly labels: { model: string };
 
   constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
@@ -88,7 +92,11 @@ export class LocalEngine implements ChatEngine {
     this.log.error('model failed', { model: this.modelId, reason });
   }
 
-  /** Pulls (if needed), checks and loads the model in every worker. Never throws: failure is a state. */
+  /**
+   * Pulls (if needed), checks and loads the model in every worker. Never throws: failure is a state.
+   * dispose() during the pull or the load abandons it (the pull is aborted, the workers torn down) and
+   * this resolves at once.
+   */
   async start(): Promise<void> {
     try {
       let modelPath: string;
@@ -97,6 +105,7 @@ export class LocalEngine implements ChatEngine {
         let lastLogged = 0;
         modelPath = await pullModel(this.o.source, {
           modelsDir: this.o.modelsDir,
+          signal: this.startup.signal,
           showCliProgress: this.o.showPullProgress,
           onProgress: ({ downloadedBytes, totalBytes }) => {
             const ratio = totalBytes > 0 ? downloadedBytes / totalBytes : 0;
@@ -131,12 +140,17 @@ export class LocalEngine implements ChatEngine {
         weightRepack: this.o.weightRepack,
       });
     } catch (err) {
+      if (this.disposed || err instanceof ModelPullAborted) {
+        this.log.info('model start abandoned: shutting down', { model: this.modelId, state: this.st.state });
+        return;
+      }
       this.fail(err instanceof Error ? err.message : String(err));
     }
   }
 
   private startPool(workerData: ModelWorkerData): Promise<void> {
     return new Promise((resolve) => {
+      this.settleStart = resolve;
       const pool = new Piscina<GenerationTask, void>({
         filename: WORKER_URL.href,
         minThreads: this.o.workers,
@@ -149,6 +163,7 @@ export class LocalEngine implements ChatEngine {
       });
       this.pool = pool;
       pool.on('message', (m: WorkerStatus) => {
+        if (this.disposed) return;
         if (m?.hearth === 'worker-ready') {
           this.st.workersReady++;
           this.st.engine = m.engine;
@@ -166,6 +181,7 @@ export class LocalEngine implements ChatEngine {
         }
       });
       pool.on('error', (err: Error) => {
+        if (this.disposed) return;
         this.log.error('model worker error', { error: err.message });
         if (this.st.state === 'loading') {
           this.fail(err.message);
@@ -288,9 +304,15 @@ export class LocalEngine implements ChatEngine {
     while (this.running + this.waiting > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
   }
 
+  /**
+   * Idempotent; in any model state. A pull in progress is aborted, workers (loading or ready) are
+   * terminated, and start() resolves. Generations still running are cut (drain() first to let them finish).
+   */
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    this.startup.abort();
+    this.settleStart();
     const pool = this.pool;
     this.pool = null;
     if (pool) await pool.destroy();
