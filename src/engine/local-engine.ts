@@ -1,7 +1,8 @@
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { ApiError } from '../errors/api-error.ts';
+import { engineFailure } from '../errors/engine-failure.ts';
 import { modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
+import { toApiError } from '../errors/to-api-error.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
@@ -193,7 +194,7 @@ export class LocalEngine implements ChatEngine {
 
   generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle {
     if (this.disposed || this.draining) throw shuttingDown();
-    if (this.st.state === 'failed') throw modelFailed(this.st.error ?? 'unknown error');
+    if (this.st.state === 'failed') throw modelFailed();
     if (this.st.state !== 'ready' || !this.pool) {
       throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
     }
@@ -266,7 +267,7 @@ export class LocalEngine implements ChatEngine {
           return;
         case 'error':
           leave();
-          if (!cancelled) sink.onError(ApiError.fromData(e.error));
+          if (!cancelled) sink.onError(toApiError(e.failure));
           return;
       }
     });
@@ -281,8 +282,8 @@ export class LocalEngine implements ChatEngine {
     pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
       if (phase === 'ended') return;
       leave();
-      this.log.error('generation task failed', { error: err instanceof Error ? err.message : String(err) });
-      if (!cancelled) sink.onError(err instanceof ApiError ? err : new ApiError({ status: 500, type: 'server_error', message: 'The model worker failed', code: 'engine_error', param: null }));
+      const failure = toApiError(engineFailure.internal('worker_task_failed', err)); // logged by the mapper
+      if (!cancelled) sink.onError(failure);
     });
 
     return {

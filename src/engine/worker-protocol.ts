@@ -1,4 +1,4 @@
-import type { ApiErrorData } from '../errors/api-error.ts';
+import type { EngineFailure } from '../errors/engine-failure.ts';
 import type { ChatMessage } from '../protocol/chat-request.ts';
 import type { SamplingParams } from './sampling-defaults.ts';
 import type { MessagePort } from 'node:worker_threads';
@@ -42,7 +42,8 @@ export type WorkerEvent =
   | { t: 'prompt'; promptTokens: number; cachedTokens: number }
   | { t: 'text'; text: string; n: number }
   | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number }
-  | { t: 'error'; error: ApiErrorData };
+  /** A failure as a code (mapped to the client's error on the main thread by toApiError; details for the log only). */
+  | { t: 'error'; failure: EngineFailure };
 
 /** Main -> worker over the task's port. */
 export type MainEvent = { t: 'cancel' };

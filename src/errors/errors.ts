@@ -65,8 +65,9 @@ export const modelWarmingUp = (details: Record<string, unknown>) =>
     details,
   });
 
-export const modelFailed = (reason: string) =>
-  new ApiError({ status: 503, type: 'unavailable_error', message: `The model failed to load: ${reason}`, param: null, code: 'model_failed' });
+/** The reason (an engine's or the pull's own message) is the operator's: GET /health and the log show it, clients do not. */
+export const modelFailed = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The model failed to pull or load; GET /health and the server log say why', param: null, code: 'model_failed' });
 
 export const shuttingDown = () =>
   new ApiError({ status: 503, type: 'unavailable_error', message: 'The server is shutting down', param: null, code: 'shutting_down', retryAfter: 5 });

@@ -1,6 +1,7 @@
 import { parentPort } from 'node:worker_threads';
 import { workerData } from 'piscina';
-import { contextLengthExceeded } from '../errors/errors.ts';
+import { ApiError } from '../errors/api-error.ts';
+import { engineFailure, type EngineFailure } from '../errors/engine-failure.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from '../engine/worker-protocol.ts';
 import { ModelHost } from './model-host.ts';
 import type { SlotJobHandle } from './slot-engine.ts';
@@ -29,6 +30,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
   const post = (e: WorkerEvent) => port.postMessage(e);
   let handle: SlotJobHandle | null = null;
   let cancelled = false;
+  let promptSize: { tokens: number; contextSize: number } | null = null;
   port.on('message', (m: MainEvent) => {
     if (m.t === 'cancel') {
       cancelled = true;
@@ -43,8 +45,9 @@ export default async function generate(task: GenerationTask): Promise<void> {
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
     const prompt = host.buildPrompt(task.messages);
+    promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
     if (prompt.tokens.length + 1 > engine.contextSize) {
-      return post({ t: 'error', error: contextLengthExceeded(prompt.tokens.length, engine.contextSize).toData() });
+      return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.tokens.length, engine.contextSize) });
     }
     const maxTokens = Math.max(1, Math.min(task.maxTokens ?? Number.MAX_SAFE_INTEGER, engine.contextSize - prompt.tokens.length));
     const stop = [...new Set([...task.stop, ...prompt.stops])];
@@ -55,13 +58,19 @@ export default async function generate(task: GenerationTask): Promise<void> {
           onPrompt: (info) => post({ t: 'prompt', ...info }),
           onText: (text, n) => post({ t: 'text', text, n }),
           onDone: (r) => { post({ t: 'done', ...r }); resolve(); },
-          onError: (e) => { post({ t: 'error', error: { status: 500, type: 'server_error', message: e.message, code: e.code, param: null } }); resolve(); },
+          onError: (e) => { post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
         },
       );
       if (cancelled) handle.cancel();
     });
   } catch (err) {
-    post({ t: 'error', error: { status: 500, type: 'server_error', message: err instanceof Error ? err.message : String(err), code: 'engine_error', param: null } });
+    post({ t: 'error', failure: failureOf(err, promptSize) });
   }
   // The main thread closes the port after the terminal event (closing here could drop queued events).
+}
+
+/** A thrown error as it crosses to the main thread: a code, with the message for the log only. */
+function failureOf(err: unknown, prompt: { tokens: number; contextSize: number } | null): EngineFailure {
+  if (err instanceof ApiError && err.code === 'context_length_exceeded' && prompt) return engineFailure.contextLengthExceeded(prompt.tokens, prompt.contextSize);
+  return engineFailure.internal(err instanceof ApiError && err.code ? err.code : 'engine_error', err);
 }
