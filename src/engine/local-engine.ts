@@ -1,16 +1,17 @@
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { engineFailure } from '../errors/engine-failure.ts';
-import { modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
+import { contextLengthExceeded, modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
 import { toApiError } from '../errors/to-api-error.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import { readModelMetadata } from './model-metadata.ts';
 import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts';
+import { promptTokensAtLeast } from './prompt-bound.ts';
 import { samplingFor } from './sampling-defaults.ts';
 import { planThreads } from './thread-plan.ts';
-import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from './worker-protocol.ts';
+import { type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type WorkerEvent, type WorkerStatus } from './worker-protocol.ts';
 
 export interface LocalEngineOptions {
   source: ModelSource;
@@ -50,6 +51,8 @@ export class LocalEngine implements ChatEngine {
   private draining = false;
   /** Aborted by dispose(): stops a pull or a load in progress (shutdown in any model state). */
   private readonly startup = new AbortController();
+  /** Most bytes of text one token covers (the vocabulary's longest piece); null: no bound known. */
+  private maxTokenBytes: number | null = null;
   /** Settles start()'s wait for the workers (ready, failed, or disposed meanwhile). */
   private settleStart: () => void = () => {};
   private readonly labels: { model: string };
@@ -128,6 +131,7 @@ export class LocalEngine implements ChatEngine {
       // The instant test engine has no model limits: its context is what the operator asked for.
       const contextSize = this.o.engine === 'instant' ? this.o.contextSize : Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
       this.st.contextSize = contextSize;
+      this.maxTokenBytes = this.o.engine === 'instant' ? INSTANT_TOKEN_BYTES : md.maxTokenBytes;
       this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.o.slots, threads: this.st.threads });
       if (this.disposed) return;
       await this.startPool({
@@ -197,6 +201,12 @@ export class LocalEngine implements ChatEngine {
     if (this.st.state === 'failed') throw modelFailed();
     if (this.st.state !== 'ready' || !this.pool) {
       throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
+    }
+    // A prompt that cannot fit is refused here, from its bytes, before it takes a queue place or a worker's time.
+    const contextSize = this.st.contextSize;
+    if (this.maxTokenBytes !== null && contextSize !== null) {
+      const atLeast = promptTokensAtLeast(request.messages, this.maxTokenBytes);
+      if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
     const capacity = this.o.workers * this.o.slots;
     if (this.running + this.waiting >= capacity + this.o.queueLimit) throw queueFull(1);

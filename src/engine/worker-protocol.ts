@@ -9,6 +9,9 @@ import type { MessagePort } from 'node:worker_threads';
  * port and a cancel message flows forward. The task's promise settles after the terminal event.
  */
 
+/** The instant test engine has no vocabulary: it counts one token per this many bytes of the messages. */
+export const INSTANT_TOKEN_BYTES = 4;
+
 /** workerData of every model worker (set once at pool creation). */
 export interface ModelWorkerData {
   engine: 'native' | 'node-llama-cpp' | 'instant' | 'auto';

@@ -8,12 +8,13 @@ import { contextLengthExceeded, internalError } from './errors.ts';
  * `engineFailureToApiError` (also reached through `toApiError`), the one place that decides what a client sees.
  */
 export type EngineFailure =
-  | { kind: 'engine-failure'; code: 'context_length_exceeded'; promptTokens: number; contextSize: number }
+  | { kind: 'engine-failure'; code: 'context_length_exceeded'; promptTokens: number; contextSize: number; atLeast: boolean }
   /** Anything else (`code` names it for the log and metrics: engine_error, model_not_loaded, callback_failed ...). */
   | { kind: 'engine-failure'; code: string; detail: string };
 
 export const engineFailure = {
-  contextLengthExceeded: (promptTokens: number, contextSize: number): EngineFailure => ({ kind: 'engine-failure', code: 'context_length_exceeded', promptTokens, contextSize }),
+  /** `atLeast`: tokenizing stopped at the limit, so `promptTokens` is a lower bound. */
+  contextLengthExceeded: (promptTokens: number, contextSize: number, atLeast = false): EngineFailure => ({ kind: 'engine-failure', code: 'context_length_exceeded', promptTokens, contextSize, atLeast }),
   /** `detail` goes to the log only. */
   internal: (code: string, detail: unknown): EngineFailure => ({ kind: 'engine-failure', code, detail: detail instanceof Error ? detail.message : String(detail) }),
 };
@@ -24,7 +25,7 @@ export function isEngineFailure(value: unknown): value is EngineFailure {
 
 /** What a client sees of an engine failure: the documented error for known codes, else the generic 500 internal_error. */
 export function engineFailureToApiError(f: EngineFailure): ApiError {
-  if (f.code === 'context_length_exceeded' && 'promptTokens' in f) return contextLengthExceeded(f.promptTokens, f.contextSize);
+  if (f.code === 'context_length_exceeded' && 'promptTokens' in f) return contextLengthExceeded(f.promptTokens, f.contextSize, f.atLeast);
   return internalError();
 }
 

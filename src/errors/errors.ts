@@ -11,11 +11,12 @@ export const unsupportedParameter = (param: string, why = 'is not supported') =>
 export const malformedJson = (detail: string) =>
   new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body is not valid JSON: ${detail}`, param: null, code: 'invalid_json' });
 
-export const contextLengthExceeded = (promptTokens: number, contextSize: number) =>
+/** `atLeast`: the count is a lower bound (tokenizing stopped early, or it was bounded from the prompt's bytes). */
+export const contextLengthExceeded = (promptTokens: number, contextSize: number, atLeast = false) =>
   new ApiError({
     status: 400,
     type: 'invalid_request_error',
-    message: `This model's maximum context length is ${contextSize} tokens; the messages use ${promptTokens} tokens. Shorten the messages or max_tokens.`,
+    message: `This model's maximum context length is ${contextSize} tokens; the messages use ${atLeast ? 'at least ' : ''}${promptTokens} tokens. Shorten the messages or max_tokens.`,
     param: 'messages',
     code: 'context_length_exceeded',
   });

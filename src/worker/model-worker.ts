@@ -4,6 +4,7 @@ import { ApiError } from '../errors/api-error.ts';
 import { engineFailure, type EngineFailure } from '../errors/engine-failure.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from '../engine/worker-protocol.ts';
 import { ModelHost } from './model-host.ts';
+import { PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotJobHandle } from './slot-engine.ts';
 
 /**
@@ -44,11 +45,16 @@ export default async function generate(task: GenerationTask): Promise<void> {
     await new Promise((r) => setImmediate(r));
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
-    const prompt = host.buildPrompt(task.messages);
-    promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
-    if (prompt.tokens.length + 1 > engine.contextSize) {
-      return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.tokens.length, engine.contextSize) });
+    // A prompt may use contextSize - 1 tokens (one is left to generate); tokenizing stops past that.
+    const prompt = await host.buildPrompt(task.messages, engine.contextSize - 1).catch((err: unknown) => {
+      if (err instanceof PromptTooLong) return err;
+      throw err;
+    });
+    if (prompt instanceof PromptTooLong) {
+      return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.atLeastTokens, engine.contextSize, true) });
     }
+    if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
+    promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
     const maxTokens = Math.max(1, Math.min(task.maxTokens ?? Number.MAX_SAFE_INTEGER, engine.contextSize - prompt.tokens.length));
     const stop = [...new Set([...task.stop, ...prompt.stops])];
     await new Promise<void>((resolve) => {

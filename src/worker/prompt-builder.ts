@@ -1,5 +1,6 @@
 import { type ChatHistoryItem, type ChatWrapper, GeneralChatWrapper, type LlamaModel, type LlamaText, resolveChatWrapper } from 'node-llama-cpp';
 import type { ChatMessage } from '../protocol/chat-request.ts';
+import { PromptTokenizer } from './prompt-tokenizer.ts';
 
 /**
  * Applies the model's chat template next to the model (architecture habit 1): the model's own Jinja
@@ -11,8 +12,10 @@ export class PromptBuilder {
   readonly wrapper: ChatWrapper;
   /** Plain-text stop triggers of the template (e.g. "\n\n### Human:" for the general wrapper). */
   private readonly templateStops = new Map<string, string[]>();
+  private readonly tokenizer: PromptTokenizer;
 
   constructor(private readonly model: LlamaModel) {
+    this.tokenizer = new PromptTokenizer(model);
     this.wrapper = resolveChatWrapper(model, { fallbackToOtherWrappersOnJinjaError: true }) ?? new GeneralChatWrapper();
   }
 
@@ -20,15 +23,16 @@ export class PromptBuilder {
     return this.wrapper.wrapperName;
   }
 
-  build(messages: readonly ChatMessage[]): { tokens: Uint32Array; stops: string[] } {
+  /** Rejects with PromptTooLong once the prompt passes `maxTokens` (tokenizing stops there). */
+  async build(messages: readonly ChatMessage[], maxTokens: number): Promise<{ tokens: Uint32Array; stops: string[] }> {
     const history: ChatHistoryItem[] = messages.map((m): ChatHistoryItem =>
       m.role === 'system' ? { type: 'system', text: m.content }
         : m.role === 'user' ? { type: 'user', text: m.content }
         : { type: 'model', response: [m.content] });
     history.push({ type: 'model', response: [] });
     const state = this.wrapper.generateContextState({ chatHistory: history });
-    const tokens = state.contextText.tokenize(this.model.tokenizer);
-    return { tokens: Uint32Array.from(tokens), stops: plainTriggers(state.stopGenerationTriggers) };
+    const tokens = await this.tokenizer.tokenize(state.contextText, maxTokens);
+    return { tokens, stops: plainTriggers(state.stopGenerationTriggers) };
   }
 }
 

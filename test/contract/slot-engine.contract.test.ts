@@ -15,6 +15,8 @@ import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-e
  */
 const SLOTS = 3;
 const CONTEXT = 512;
+/** PromptBuilder.build without a token limit. */
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 type EngineFactory = (modelPath: string, llama: Llama, model: LlamaModel) => Promise<SlotEngine>;
 const native = nativeAddonAvailable();
@@ -84,7 +86,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       await endlessModel?.dispose();
     });
 
-    const hello = () => chatPrompt.build([{ role: 'user', content: 'Say hello.' }]).tokens;
+    const hello = async () => (await chatPrompt.build([{ role: 'user', content: 'Say hello.' }], NO_LIMIT)).tokens;
 
     it('reports its shape', () => {
       expect(chat.slotCount).toBe(SLOTS);
@@ -92,27 +94,27 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('answers greedily with the scripted reply and stops on end of generation', async () => {
-      const { text, result } = await run(chat, job(hello())).done;
+      const { text, result } = await run(chat, job(await hello())).done;
       expect(text).toBe(DEFAULT_TINY_REPLY);
       expect(result.finishReason).toBe('stop');
       expect(result.completionTokens).toBe(3); // the scripted reply: 3 tokens, then EOS
-      expect(result.promptTokens).toBe(hello().length);
+      expect(result.promptTokens).toBe((await hello()).length);
     });
 
     it('stops at maxTokens with exactly that many tokens', async () => {
-      const { result, text } = await run(chat, job(hello(), { maxTokens: 2 })).done;
+      const { result, text } = await run(chat, job(await hello(), { maxTokens: 2 })).done;
       expect(result).toMatchObject({ finishReason: 'length', completionTokens: 2 });
       expect(DEFAULT_TINY_REPLY.startsWith(text)).toBe(true);
     });
 
     it('stops before a stop string without emitting it', async () => {
-      const { text, result } = await run(chat, job(hello(), { stop: ['tiny test'] })).done;
+      const { text, result } = await run(chat, job(await hello(), { stop: ['tiny test'] })).done;
       expect(result.finishReason).toBe('stop');
       expect(text).toBe('Hello! I am a ');
     });
 
     it('is deterministic for a seed and varies across seeds', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'Once' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }], NO_LIMIT)).tokens;
       const sampled = (seed: number) => run(endless, job(tokens, { maxTokens: 16, sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, topK: 0, topP: 1, minP: 0, seed } })).done;
       const [a, b, c] = [await sampled(7), await sampled(7), await sampled(8)];
       expect(a.text).toBe(b.text);
@@ -121,7 +123,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('runs a full batch of concurrent jobs, each correct', async () => {
-      const runs = Array.from({ length: SLOTS }, (_, i) => run(chat, job(chatPrompt.build([{ role: 'user', content: `Question ${i}` }]).tokens)).done);
+      const runs = await Promise.all(Array.from({ length: SLOTS }, async (_, i) => (await chatPrompt.build([{ role: 'user', content: `Question ${i}` }], NO_LIMIT)).tokens)).then((prompts) => prompts.map((t) => run(chat, job(t)).done));
       for (const r of await Promise.all(runs)) {
         expect(r.text).toBe(DEFAULT_TINY_REPLY);
         expect(r.result.finishReason).toBe('stop');
@@ -129,7 +131,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('cancel frees the slot; slots never leak across many cancels', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'go' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }], NO_LIMIT)).tokens;
       for (let round = 0; round < 3; round++) {
         const runs = Array.from({ length: SLOTS }, () => {
           const r = run(endless, job(tokens, { maxTokens: 100_000 }), (n) => { if (n === 3) r.cancel(); });
@@ -146,7 +148,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
 
     it('reuses a cached prefix and gives the same greedy answer', async () => {
       const system = 'You are a helpful assistant that always answers in one short sentence, politely.';
-      const tokens = chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }]).tokens;
+      const tokens = (await chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }], NO_LIMIT)).tokens;
       const first = await run(chat, job(tokens)).done;
       const second = await run(chat, job(tokens)).done;
       expect(second.text).toBe(first.text);
@@ -155,7 +157,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('ends at the context limit with length, never crashing', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'go' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }], NO_LIMIT)).tokens;
       const { result } = await run(endless, job(tokens, { maxTokens: CONTEXT - tokens.length })).done;
       expect(result.finishReason).toBe('length');
       expect(result.promptTokens + result.completionTokens).toBeLessThanOrEqual(CONTEXT);
@@ -166,7 +168,8 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       const e = await factory(path, llama, chatModel);
       await e.dispose();
       await e.dispose();
-      expect(() => e.submit(job(hello()), { onText() {}, onDone() {}, onError() {} })).toThrow();
+      const tokens = await hello();
+      expect(() => e.submit(job(tokens), { onText() {}, onDone() {}, onError() {} })).toThrow();
     });
   });
 });
