@@ -1,5 +1,5 @@
 import type { ApiError } from './api-error.ts';
-import { contextLengthExceeded, internalError } from './errors.ts';
+import { contextLengthExceeded, internalError, invalidRequest } from './errors.ts';
 
 /**
  * A failure of a model worker or of its engine, as it crosses from the worker thread to the main thread:
@@ -23,10 +23,15 @@ export function isEngineFailure(value: unknown): value is EngineFailure {
   return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'engine-failure' && typeof (value as { code?: unknown }).code === 'string';
 }
 
+/** Engine codes that are the request's fault: a 400 of their own, still without the engine's message. */
+const REQUEST_FAILURES: Record<string, () => ApiError> = {
+  invalid_grammar: () => invalidRequest('The requested output format cannot be enforced (its grammar was refused)', null, 'invalid_grammar'),
+};
+
 /** What a client sees of an engine failure: the documented error for known codes, else the generic 500 internal_error. */
 export function engineFailureToApiError(f: EngineFailure): ApiError {
   if (f.code === 'context_length_exceeded' && 'promptTokens' in f) return contextLengthExceeded(f.promptTokens, f.contextSize, f.atLeast);
-  return internalError();
+  return REQUEST_FAILURES[f.code]?.() ?? internalError();
 }
 
 /** The log-only part of a failure (undefined for failures that are the client's, like an over-long prompt). */

@@ -23,8 +23,8 @@ export class PromptBuilder {
     return this.wrapper.wrapperName;
   }
 
-  /** Rejects with PromptTooLong once the prompt passes `maxTokens` (tokenizing stops there). */
-  async build(messages: readonly ChatMessage[], maxTokens: number): Promise<{ tokens: Uint32Array; stops: string[] }> {
+  /** Rejects with PromptTooLong once the prompt passes `maxTokens` (tokenizing stops there; default: no limit). */
+  async build(messages: readonly ChatMessage[], maxTokens = Number.MAX_SAFE_INTEGER): Promise<{ tokens: Uint32Array; stops: string[] }> {
     const history: ChatHistoryItem[] = messages.map((m): ChatHistoryItem =>
       m.role === 'system' ? { type: 'system', text: m.content }
         : m.role === 'user' ? { type: 'user', text: m.content }

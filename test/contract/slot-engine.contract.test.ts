@@ -15,8 +15,6 @@ import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-e
  */
 const SLOTS = 3;
 const CONTEXT = 512;
-/** PromptBuilder.build without a token limit. */
-const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 type EngineFactory = (modelPath: string, llama: Llama, model: LlamaModel) => Promise<SlotEngine>;
 const native = nativeAddonAvailable();
@@ -86,7 +84,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       await endlessModel?.dispose();
     });
 
-    const hello = async () => (await chatPrompt.build([{ role: 'user', content: 'Say hello.' }], NO_LIMIT)).tokens;
+    const hello = async () => (await chatPrompt.build([{ role: 'user', content: 'Say hello.' }])).tokens;
 
     it('reports its shape', () => {
       expect(chat.slotCount).toBe(SLOTS);
@@ -114,7 +112,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('is deterministic for a seed and varies across seeds', async () => {
-      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }], NO_LIMIT)).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
       const sampled = (seed: number) => run(endless, job(tokens, { maxTokens: 16, sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, topK: 0, topP: 1, minP: 0, seed } })).done;
       const [a, b, c] = [await sampled(7), await sampled(7), await sampled(8)];
       expect(a.text).toBe(b.text);
@@ -123,7 +121,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('runs a full batch of concurrent jobs, each correct', async () => {
-      const runs = await Promise.all(Array.from({ length: SLOTS }, async (_, i) => (await chatPrompt.build([{ role: 'user', content: `Question ${i}` }], NO_LIMIT)).tokens)).then((prompts) => prompts.map((t) => run(chat, job(t)).done));
+      const runs = await Promise.all(Array.from({ length: SLOTS }, async (_, i) => (await chatPrompt.build([{ role: 'user', content: `Question ${i}` }])).tokens)).then((prompts) => prompts.map((t) => run(chat, job(t)).done));
       for (const r of await Promise.all(runs)) {
         expect(r.text).toBe(DEFAULT_TINY_REPLY);
         expect(r.result.finishReason).toBe('stop');
@@ -131,7 +129,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('cancel frees the slot; slots never leak across many cancels', async () => {
-      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }], NO_LIMIT)).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       for (let round = 0; round < 3; round++) {
         const runs = Array.from({ length: SLOTS }, () => {
           const r = run(endless, job(tokens, { maxTokens: 100_000 }), (n) => { if (n === 3) r.cancel(); });
@@ -148,7 +146,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
 
     it('reuses a cached prefix and gives the same greedy answer', async () => {
       const system = 'You are a helpful assistant that always answers in one short sentence, politely.';
-      const tokens = (await chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }], NO_LIMIT)).tokens;
+      const tokens = (await chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }])).tokens;
       const first = await run(chat, job(tokens)).done;
       const second = await run(chat, job(tokens)).done;
       expect(second.text).toBe(first.text);
@@ -157,7 +155,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('ends at the context limit with length, never crashing', async () => {
-      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }], NO_LIMIT)).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       const { result } = await run(endless, job(tokens, { maxTokens: CONTEXT - tokens.length })).done;
       expect(result.finishReason).toBe('length');
       expect(result.promptTokens + result.completionTokens).toBeLessThanOrEqual(CONTEXT);

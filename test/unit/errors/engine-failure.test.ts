@@ -28,6 +28,13 @@ describe('engine failures', () => {
     expect(logged).toHaveLength(0);
   });
 
+  it('a refused grammar is the request\'s 400 invalid_grammar, without the engine\'s message', () => {
+    const e = toApiError(structuredClone(engineFailure.internal('invalid_grammar', 'parse: expecting name at 3:7 in /opt/hearth/grammar.cpp')));
+    expect(e.status).toBe(400);
+    expect(e.code).toBe('invalid_grammar');
+    expect(e.message).not.toContain('grammar.cpp');
+  });
+
   it('a failure with an unknown code is still the generic 500 (never its detail)', () => {
     setUnmappedErrorReporter(() => {});
     const e = toApiError({ kind: 'engine-failure', code: 'callback_failed', detail: 'job callback failed: TypeError: x is undefined' });
