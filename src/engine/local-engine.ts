@@ -292,7 +292,8 @@ export class LocalEngine implements ChatEngine {
     pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
       if (phase === 'ended') return;
       leave();
-      const failure = toApiError(engineFailure.internal('worker_task_failed', err)); // logged by the mapper
+      // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
+      const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
       if (!cancelled) sink.onError(failure);
     });
 

@@ -114,6 +114,19 @@ describe('shutdown in every model state', () => {
     expect(h.logs()).toMatch(/"msg":"draining","state":"failed"/);
   });
 
+  it('ready on the default engine (native loop where built): the model workers and their native threads stop, exit 0', async () => {
+    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat'] });
+    await hearth.waitReady();
+    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 8 }),
+    });
+    expect(r.status).toBe(200);
+    expect(await hearth.stop('SIGTERM')).toBe(0);
+    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":true/);
+  });
+
   it('ready: a running stream finishes within the grace period, then exit 0', async () => {
     hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '30000'] });
     await hearth.waitReady();
