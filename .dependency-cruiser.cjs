@@ -16,8 +16,8 @@ module.exports = {
     { name: 'worker-only-engine-protocol', severity: 'error', from: { path: layer('worker') }, to: { path: layer('engine'), pathNot: '^src/engine/(worker-protocol|sampling-defaults)\\.ts$' } },
     // The main thread reaches a worker only through its entry URL (local-engine.ts), never by import.
     { name: 'engine-not-worker', severity: 'error', from: { path: layer('engine') }, to: { path: [layer('worker'), '^native/'] } },
-    // native/ is the addon's loader and build: it knows the engine's sampler types and nothing else of src/.
-    { name: 'native-only-sampling-types', severity: 'error', from: { path: '^native/' }, to: { path: '^src/', pathNot: '^src/engine/sampling-defaults\\.ts$' } },
+    // native/ is the addon's loader and build: of src/ it knows the engine's sampler types and protocol types only.
+    { name: 'native-only-sampling-and-protocol', severity: 'error', from: { path: '^native/' }, to: { path: '^src/', pathNot: ['^src/engine/sampling-defaults\\.ts$', layer('protocol')] } },
     { name: 'engine-below-gateway', severity: 'error', from: { path: layer('engine') }, to: { path: [layer('http'), layer('gateway'), layer('store'), layer('providers'), layer('cli')] } },
     { name: 'providers-below-gateway', severity: 'error', from: { path: layer('providers') }, to: { path: [layer('http'), layer('gateway'), layer('store'), layer('engine'), layer('cli')] } },
     { name: 'store-below-gateway', severity: 'error', from: { path: layer('store') }, to: { path: [layer('http'), layer('gateway'), layer('engine'), layer('providers'), layer('cli')] } },

@@ -66,7 +66,7 @@ describe('PromptTokenizer', () => {
       const builder = new PromptBuilder(model);
       const messages = [{ role: 'system' as const, content: 'Be brief.' }, { role: 'user' as const, content: `Hi 😀 ${'🙂'.repeat(700)} there` }];
       const state = builder.wrapper.generateContextState({ chatHistory: [{ type: 'system', text: 'Be brief.' }, { type: 'user', text: messages[1]!.content }, { type: 'model', response: [] }] });
-      expect(Array.from((await builder.build(messages, NO_LIMIT)).tokens)).toEqual(state.contextText.tokenize(model.tokenizer));
+      expect(Array.from((await builder.build(messages)).tokens)).toEqual(state.contextText.tokenize(model.tokenizer));
     }
   });
 
