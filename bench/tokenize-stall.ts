@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ensureTinyChatModel } from '../models/test-model-path.ts';
-import { fmt, table } from './lib/report.ts';
+import { fmt, recordResults, table } from './lib/report.ts';
 import { startBenchHearth } from './lib/servers.ts';
 import { sleep } from './lib/stats.ts';
 
@@ -46,12 +46,13 @@ try {
   await sleep(DELAY_MS);
   const small = await chat(hearth.baseUrl, hearth.key, model, smallMessages, 4);
   const bigDone = await big;
-  console.log(`model ${path.basename(modelPath)}, ${EMOJI.toLocaleString('en-US')} emoji (${fmt.int(EMOJI * 4)} bytes) in a ${ROLE} message, small request sent ${DELAY_MS} ms after\n`);
-  console.log(table(['request', 'status', 'code', 'ms'], [
+  const markdown = `model ${path.basename(modelPath)}${EXTRA.length > 0 ? ` (${EXTRA.join(' ')})` : ''}, ${EMOJI.toLocaleString('en-US')} emoji (${fmt.int(EMOJI * 4)} bytes) in a ${ROLE} message, small request (max_tokens 4) sent ${DELAY_MS} ms after\n\n${table(['request', 'status', 'code', 'ms'], [
     ['small request alone', alone.status, alone.code ?? '', alone.ms.toFixed(1)],
     ['big request (emoji)', bigDone.status, bigDone.code ?? '', bigDone.ms.toFixed(1)],
     [`small request, ${DELAY_MS} ms after the big one`, small.status, small.code ?? '', small.ms.toFixed(1)],
-  ]));
+  ])}`;
+  console.log(markdown);
+  recordResults('tokenize-stall', 'Tokenizing a prompt outside the vocabulary', { model: path.basename(modelPath), args: EXTRA, role: ROLE, emoji: EMOJI, delayMs: DELAY_MS, alone, big: bigDone, small }, markdown);
 } finally {
   await hearth.stop();
 }

@@ -8,8 +8,8 @@ export class PromptTooLong extends Error {
   }
 }
 
-/** Bytes of text tokenized per llama.cpp call (a piece is cut only where it is sound; see below). */
-const PIECE_BYTES = 1024;
+/** Length (UTF-16 units) of the text tokenized per llama.cpp call; a piece is cut only where that is sound (see below). */
+const PIECE_LENGTH = 1024;
 /** The tokenizer yields to the worker's event loop after this much work, so other slots' text keeps flowing. */
 const SLICE_MS = 4;
 
@@ -23,7 +23,7 @@ const SLICE_MS = 4;
  * outside the vocabulary (emoji, most CJK on small vocabularies) costs quadratic time in one synchronous call
  * (150,000 emoji: 9 to 36 s on the worker's thread, stalling every stream it serves).
  *
- * How: text is cut into pieces of about PIECE_BYTES before a character that no vocabulary piece contains.
+ * How: text is cut into pieces of about PIECE_LENGTH before a character that no vocabulary piece contains.
  * Such a character can never be part of a merged token, so no token spans the cut, and the pieces'
  * tokens concatenated are the whole text's tokens; each piece restarts llama.cpp's output vector, so the
  * cost is linear. Every piece is tokenized without a leading space, as node-llama-cpp's LlamaText does. Cutting is done only for SentencePiece ("llama") vocabularies, where the
@@ -78,20 +78,20 @@ export class PromptTokenizer {
     return Uint32Array.from(out);
   }
 
-  /** Cuts `text` before characters outside the vocabulary, into pieces of about PIECE_BYTES (UTF-16 length as the measure). */
+  /** Cuts `text` before characters outside the vocabulary, into pieces of about PIECE_LENGTH UTF-16 units. */
   private *pieces(text: string): Generator<string> {
     const chars = this.vocabularyChars;
-    if (chars === null || text.length <= PIECE_BYTES) {
+    if (chars === null || text.length <= PIECE_LENGTH) {
       yield text;
       return;
     }
     let start = 0;
-    for (let i = PIECE_BYTES; i < text.length; ) {
+    for (let i = PIECE_LENGTH; i < text.length; ) {
       const cp = text.codePointAt(i)!;
       if (!chars.has(cp) && !isWhitespace(cp) && !isLowSurrogate(text.charCodeAt(i))) {
         yield text.slice(start, i);
         start = i;
-        i += PIECE_BYTES;
+        i += PIECE_LENGTH;
       } else {
         i += cp > 0xffff ? 2 : 1;
       }
