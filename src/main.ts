@@ -2,14 +2,20 @@ import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
+import { AccountService } from './gateway/account-service.ts';
+import { ManagementAuthenticator } from './gateway/authenticator.ts';
+import { KeyLimiter } from './gateway/key-limiter.ts';
 import { ManagementService } from './gateway/management-service.ts';
 import { ProjectGateway } from './gateway/project-gateway.ts';
 import { Provisioner } from './gateway/provisioner.ts';
+import { ServingStats } from './gateway/serving-stats.ts';
 import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
+import { SignInLimiter } from './gateway/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
 import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
 import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
+import { sessionRoutes } from './http/routes/session-routes.ts';
 import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
 import { Disposables } from './lifecycle/disposables.ts';
 import { createLogger, type Logger } from './log/logger.ts';
@@ -20,6 +26,8 @@ import { HearthStore } from './store/database.ts';
 import { loadMasterKey } from './store/master-key.ts';
 import { ProjectRepository } from './store/project-repository.ts';
 import { ProviderKeyCipher } from './store/provider-key-cipher.ts';
+import { SessionRepository } from './store/session-repository.ts';
+import { SETUP_TOKEN_TTL_MS, UserRepository } from './store/user-repository.ts';
 import { WorkspaceRepository } from './store/workspace-repository.ts';
 
 export interface RunningHearth {
@@ -67,6 +75,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const keys = new ApiKeyRepository(store);
   const workspaces = new WorkspaceRepository(store);
   const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
+  const users = new UserRepository(store);
+  const sessions = new SessionRepository(store, { idleMs: config.sessionIdleMs, maxAgeMs: config.sessionMaxAgeMs });
   const metrics = createMetrics();
   const source = resolveModelSource(config.model, config.modelId);
   const engine = new LocalEngine(
@@ -89,7 +99,11 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     log,
   );
   disposables.add('engine', () => engine.dispose());
-  const gateway = new SharedModelGateway(engine);
+  const stats = new ServingStats(engine);
+  const gateway = new SharedModelGateway(engine, stats);
+  const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
+  const auth = new ManagementAuthenticator(keys, sessions, users);
+  const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
   const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs });
   disposables.add('provisioner', () => provisioner.dispose());
   let baseUrl = config.publicUrl ?? '';
@@ -97,8 +111,9 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
-    ...sharedInferenceRoutes({ gateway, keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
-    ...managementRoutes({ management, keys, bodyLimit: config.bodyLimit }),
+    ...sharedInferenceRoutes({ gateway, keys, limiter: new KeyLimiter(), bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
+    ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
   ];
   let server;
@@ -114,6 +129,12 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
   log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });
+  const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS); // null once a user exists
+  if (setupToken !== null) log.info('first-run setup: open this link to create the first owner', { url: `${baseUrl}/setup?token=${setupToken}`, validHours: SETUP_TOKEN_TTL_MS / 3_600_000 });
+  const sweepSessions = () => void sessions.sweepExpired().catch((err: unknown) => log.warn('session sweep failed', { error: err instanceof Error ? err.message : String(err) }));
+  sweepSessions();
+  const sessionSweep = setInterval(sweepSessions, 3_600_000).unref();
+  disposables.add('session-sweep', () => clearInterval(sessionSweep));
   const modelSettled = engine.start();
   let closing: Promise<ShutdownOutcome> | null = null;
   const running: RunningHearth = {

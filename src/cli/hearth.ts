@@ -6,6 +6,7 @@ const HELP = `Usage: hearth <command> [options]
 Commands:
   serve        Start the inference service (hearth serve --help)
   keys         Create, list and revoke API keys (hearth keys --help)
+  users        Create, list and delete users who sign in to the dashboard (hearth users --help)
   workspaces   Create, list, show and delete workspaces; create their Yam (hearth workspaces --help)
   projects     Manage inference projects: create, list, get, update, delete, rotate-token (hearth projects --help)
 
@@ -16,6 +17,7 @@ type Command = (argv: string[], out: (s: string) => void) => Promise<number>;
 const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve-command.ts')).serveCommand,
   keys: async () => (await import('./keys-command.ts')).keysCommand,
+  users: async () => (await import('./users-command.ts')).usersCommand,
   workspaces: async () => (await import('./workspaces-command.ts')).workspacesCommand,
   projects: async () => (await import('./projects-command.ts')).projectsCommand,
 };

@@ -1,7 +1,7 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
 import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../store/api-key-repository.ts';
-import { HearthStore } from '../store/database.ts';
+import { HearthStore, type KeyLimits } from '../store/database.ts';
 import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, splitArgs } from './cli-args.ts';
 
 const SPECS: SettingSpec[] = [
@@ -21,6 +21,12 @@ Works on the same data dir as a running server (safe while it runs).
 
 Options:
 ${settingsHelp(SPECS)}`;
+
+/** `\tlimits 60 rpm, 2 concurrent` for a key with limits; '' without. */
+function limitsText(l: KeyLimits): string {
+  const parts = [l.requestsPerMinute !== null && `${l.requestsPerMinute} rpm`, l.tokensPerMinute !== null && `${l.tokensPerMinute} tpm`, l.maxConcurrent !== null && `${l.maxConcurrent} concurrent`].filter(Boolean);
+  return parts.length === 0 ? '' : `\tlimits ${parts.join(', ')}`;
+}
 
 export async function keysCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const [action, ...rest] = argv;
@@ -45,7 +51,7 @@ export async function keysCommand(argv: string[], out: (s: string) => void): Pro
         const list = keys.list(account);
         if (options.json) out(JSON.stringify(list));
         else if (list.length === 0) out('no keys');
-        else out(list.map((k) => `${k.id}\t${k.name}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}${k.revokedAt ? `\tREVOKED ${k.revokedAt}` : ''}`).join('\n'));
+        else out(list.map((k) => `${k.id}\t${k.name}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}${limitsText(k.limits)}${k.revokedAt ? `\tREVOKED ${k.revokedAt}` : ''}`).join('\n'));
         return 0;
       }
       case 'revoke': {

@@ -25,6 +25,11 @@ export interface Config {
   keepAliveMs: number;
   metricsToken: string | undefined;
   secretKey: string | undefined;
+  /** Dashboard session idle and absolute lifetimes, ms. */
+  sessionIdleMs: number;
+  sessionMaxAgeMs: number;
+  /** Whether X-Forwarded-For names the client (sign-in limits per address). */
+  trustProxy: boolean;
   /** Delay of Yam / project provisioning, ms (gateway/provisioner.ts). */
   provisionDelayMs: number;
   providerTimeoutMs: number;

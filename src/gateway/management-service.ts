@@ -3,7 +3,7 @@ import type { ApiKeyRepository, ApiKeyView, CreatedApiKey } from '../store/api-k
 import type { ProjectRecord, WorkspaceRecord } from '../store/database.ts';
 import type { ProjectRepository } from '../store/project-repository.ts';
 import type { WorkspaceRepository } from '../store/workspace-repository.ts';
-import { parseNameInput, parseProjectInput, parseProjectPatch } from './management-input.ts';
+import { parseKeyInput, parseKeyPatch, parseNameInput, parseProjectInput, parseProjectPatch } from './management-input.ts';
 import {
   listView,
   type ListView,
@@ -76,8 +76,18 @@ export class ManagementService {
 
   // API keys of the caller's account --------------------------------------------------------------------
 
+  /** {name, limits?}: the key is in this answer only. */
   async createKey(accountId: string, body: unknown): Promise<CreatedApiKey> {
-    return this.d.keys.create(parseNameInput(body).name, accountId);
+    const input = parseKeyInput(body);
+    return this.d.keys.create(input.name, accountId, input.limits);
+  }
+
+  /** PATCH {name?, limits?}: limits apply from the key's next request. */
+  async updateKey(accountId: string, keyId: string, body: unknown): Promise<ApiKeyView> {
+    const patch = parseKeyPatch(body);
+    const updated = await this.d.keys.update(keyId, accountId, patch);
+    if (!updated) throw keyNotFound();
+    return updated;
   }
 
   listKeys(accountId: string): ListView<ApiKeyView> {

@@ -2,6 +2,7 @@ import type { ChatEngine, GenerationHandle, GenerationSink } from '../engine/gen
 import { modelNotFound } from '../errors/index.ts';
 import type { ChatRequest } from '../protocol/chat-request.ts';
 import type { ModelList } from '../protocol/openai-types.ts';
+import type { ServingStats } from './serving-stats.ts';
 
 /**
  * Routes validated shared-endpoint requests to the local engine. Knows model ids and the served
@@ -10,7 +11,11 @@ import type { ModelList } from '../protocol/openai-types.ts';
 export class SharedModelGateway {
   private readonly created: number;
 
-  constructor(private readonly engine: ChatEngine) {
+  /** `stats`, when given, records every generation's figures for GET /api/v1/stats. */
+  constructor(
+    private readonly engine: ChatEngine,
+    private readonly stats?: ServingStats,
+  ) {
     this.created = Math.floor(Date.now() / 1000);
   }
 
@@ -32,7 +37,7 @@ export class SharedModelGateway {
         presencePenalty: request.presencePenalty,
         frequencyPenalty: request.frequencyPenalty,
       },
-      sink,
+      this.stats ? this.stats.observe(sink) : sink,
     );
   }
 

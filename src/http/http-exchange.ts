@@ -15,6 +15,12 @@ export class HttpExchange {
   readonly method: string;
   readonly url: string;
   readonly authorization: string;
+  /** Headers the session auth and its CSRF check read ('' when absent). */
+  readonly cookie: string;
+  readonly origin: string;
+  readonly host: string;
+  readonly forwardedProto: string;
+  readonly forwardedFor: string;
   readonly contentLength: number | undefined;
   readonly params: string[];
   readonly startedAt = performance.now();
@@ -31,11 +37,18 @@ export class HttpExchange {
   private abortArmed = false;
   private writableWaiter: (() => void) | null = null;
   private bodyStarted = false;
+  /** Headers added to whatever answer this exchange sends (e.g. a key's rate-limit headers). */
+  private extraHeaders: HeaderList = [];
 
   constructor(private readonly res: HttpResponse, req: HttpRequest, paramCount = 0) {
     this.method = req.getMethod().toUpperCase();
     this.url = req.getUrl();
     this.authorization = req.getHeader('authorization');
+    this.cookie = req.getHeader('cookie');
+    this.origin = req.getHeader('origin');
+    this.host = req.getHeader('host');
+    this.forwardedProto = req.getHeader('x-forwarded-proto');
+    this.forwardedFor = req.getHeader('x-forwarded-for');
     const cl = req.getHeader('content-length');
     this.contentLength = cl === '' ? undefined : Number(cl);
     this.params = [];
@@ -106,6 +119,18 @@ export class HttpExchange {
     this.committed = true;
     this.res.writeStatus(statusLine(status));
     for (const [k, v] of headers) this.res.writeHeader(k, v);
+    for (const [k, v] of this.extraHeaders) this.res.writeHeader(k, v);
+  }
+
+  /** Adds headers to the answer this exchange will send, whichever it is (success, error or stream). */
+  addHeaders(headers: HeaderList): void {
+    if (headers.length > 0) this.extraHeaders = [...this.extraHeaders, ...headers];
+  }
+
+  /** The peer's IP address as text. Call it synchronously in the handler (before the response can end). */
+  remoteAddress(): string {
+    if (this.closed) return '';
+    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
   }
 
   /** Sends a complete response. No-op when the client is gone or the response already ended. */

@@ -1,5 +1,5 @@
 import { unauthorized } from '../errors/index.ts';
-import type { ApiKeyRecord, HearthStore } from './database.ts';
+import type { ApiKeyRecord, HearthStore, KeyLimits } from './database.ts';
 import { issueCredential, parseCredential, randomId, secretMatches } from './secrets.ts';
 
 /** What the API and CLI show of a key: never the secret or its hash. */
@@ -10,6 +10,7 @@ export interface ApiKeyView {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  limits: KeyLimits;
 }
 
 export interface CreatedApiKey extends ApiKeyView {
@@ -20,7 +21,11 @@ export interface CreatedApiKey extends ApiKeyView {
 export interface AuthenticatedKey {
   keyId: string;
   accountId: string;
+  /** The key's limits as stored now (a PATCH applies to the next request). */
+  limits: KeyLimits;
 }
+
+export const NO_LIMITS: KeyLimits = Object.freeze({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
 
 export const DEFAULT_ACCOUNT_ID = 'default';
 /** How often `lastUsedAt` is written for a busy key (a write per request would cost throughput). */
@@ -28,7 +33,7 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 const VERIFIED_CACHE_LIMIT = 10_000;
 
 function view(r: ApiKeyRecord): ApiKeyView {
-  return { id: r.id, name: r.name, accountId: r.accountId, createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt };
+  return { id: r.id, name: r.name, accountId: r.accountId, createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt, limits: { ...NO_LIMITS, ...r.limits } };
 }
 
 /** API keys of accounts. Lookup is by the key's public id (no scans), then a constant-time hash compare. */
@@ -39,11 +44,11 @@ export class ApiKeyRepository {
 
   constructor(private readonly store: HearthStore) {}
 
-  async create(name: string, accountId: string = DEFAULT_ACCOUNT_ID): Promise<CreatedApiKey> {
+  async create(name: string, accountId: string = DEFAULT_ACCOUNT_ID, limits: KeyLimits = NO_LIMITS): Promise<CreatedApiKey> {
     const { apiKeys, accounts, index } = this.store.dbs;
     const cred = issueCredential('hk', randomId());
     const now = new Date().toISOString();
-    const record: ApiKeyRecord = { id: cred.id, accountId, name, secretHash: cred.secretHash, createdAt: now, lastUsedAt: null, revokedAt: null };
+    const record: ApiKeyRecord = { id: cred.id, accountId, name, secretHash: cred.secretHash, createdAt: now, lastUsedAt: null, revokedAt: null, limits: { ...limits } };
     await this.store.transaction(() => {
       if (accounts.get(accountId) === undefined) accounts.put(accountId, { id: accountId, name: accountId, createdAt: now });
       apiKeys.put(record.id, record);
@@ -80,6 +85,23 @@ export class ApiKeyRepository {
   }
 
   /**
+   * Renames a key and/or changes its limits (a limit left undefined keeps its value). Undefined when there
+   * is no such key for the account; a revoked key can still be renamed but stays revoked.
+   */
+  async update(id: string, accountId: string, change: { name?: string | undefined; limits?: Partial<KeyLimits> | undefined }): Promise<ApiKeyView | undefined> {
+    const { apiKeys } = this.store.dbs;
+    return this.store.transaction(() => {
+      const r = apiKeys.get(id);
+      if (!r || r.accountId !== accountId) return undefined;
+      const limits = { ...NO_LIMITS, ...r.limits };
+      for (const k of ['requestsPerMinute', 'tokensPerMinute', 'maxConcurrent'] as const) if (change.limits?.[k] !== undefined) limits[k] = change.limits[k];
+      const updated: ApiKeyRecord = { ...r, name: change.name ?? r.name, limits };
+      apiKeys.put(id, updated);
+      return view(updated);
+    });
+  }
+
+  /**
    * Verifies a presented bearer key; throws `unauthorized()` for anything but a live, matching key.
    * The record is read on every call (a revocation, from this process or the CLI, is seen at once); what is
    * cached is only the expensive part for a key already verified: parsing and the SHA-256 of its secret.
@@ -103,7 +125,7 @@ export class ApiKeyRepository {
       throw unauthorized();
     }
     this.touch(record);
-    return { keyId: record.id, accountId: record.accountId };
+    return { keyId: record.id, accountId: record.accountId, limits: record.limits ?? NO_LIMITS };
   }
 
   private touch(record: ApiKeyRecord): void {

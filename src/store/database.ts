@@ -13,6 +13,12 @@ export interface HearthDatabases {
   apiKeys: Database<ApiKeyRecord, string>;
   workspaces: Database<WorkspaceRecord, string>;
   projects: Database<ProjectRecord, string>;
+  /** People who sign in (user-repository.ts). */
+  users: Database<UserRecord, string>;
+  /** Dashboard sessions, keyed by the hex SHA-256 of the cookie value (session-repository.ts). */
+  sessions: Database<SessionRecord, string>;
+  /** First-run setup tokens, keyed by the hex SHA-256 of the token (user-repository.ts). */
+  setupTokens: Database<SetupTokenRecord, string>;
   /** Secondary indexes, keyed `[kind, ownerId, recordId]` -> true. */
   index: Database<true, (string | number)[]>;
 }
@@ -31,6 +37,44 @@ export interface ApiKeyRecord {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
+  /** Per-key limits on the shared endpoint; absent on records written before limits existed (= unlimited). */
+  limits?: KeyLimits;
+}
+
+/** Per-key limits (contract "Per-key limits"); null = unlimited. */
+export interface KeyLimits {
+  requestsPerMinute: number | null;
+  tokensPerMinute: number | null;
+  maxConcurrent: number | null;
+}
+
+export type UserRole = 'owner' | 'member';
+
+export interface UserRecord {
+  id: string;
+  accountId: string;
+  /** Trimmed and lower-cased; unique across the service (index `userEmail`). */
+  email: string;
+  role: UserRole;
+  /** `scrypt$<N>$<r>$<p>$<salt b64>$<hash b64>` (password-hash.ts). */
+  passwordHash: string;
+  createdAt: string;
+  lastSignInAt: string | null;
+}
+
+export interface SessionRecord {
+  userId: string;
+  accountId: string;
+  createdAt: string;
+  /** Last request seen (written at a bounded rate); idle expiry counts from here. */
+  lastSeenAt: string;
+  /** Absolute expiry. */
+  expiresAt: string;
+}
+
+export interface SetupTokenRecord {
+  createdAt: string;
+  expiresAt: string;
 }
 
 export type YamState = 'creating' | 'ready' | 'failed';
@@ -102,6 +146,12 @@ export const indexKeys = {
   project: (workspaceId: string, projectId: string) => ['project', workspaceId, projectId],
   /** A project bearer token's public id -> its project. */
   projectToken: (tokenId: string, projectId: string) => ['project-token', tokenId, projectId],
+  /** An account's users. */
+  user: (accountId: string, userId: string) => ['user', accountId, userId],
+  /** A (normalized) email -> its user; at most one entry per email. */
+  userEmail: (email: string, userId: string) => ['user-email', email, userId],
+  /** A user's sessions (by session hash), to end them all when the user is removed. */
+  userSession: (userId: string, sessionHash: string) => ['user-session', userId, sessionHash],
 } as const;
 
 /** The [start, end) range of index entries whose key starts with `prefix`. */
@@ -121,6 +171,9 @@ export class HearthStore {
       apiKeys: root.openDB<ApiKeyRecord, string>({ name: 'api-keys' }),
       workspaces: root.openDB<WorkspaceRecord, string>({ name: 'workspaces' }),
       projects: root.openDB<ProjectRecord, string>({ name: 'projects' }),
+      users: root.openDB<UserRecord, string>({ name: 'users' }),
+      sessions: root.openDB<SessionRecord, string>({ name: 'sessions' }),
+      setupTokens: root.openDB<SetupTokenRecord, string>({ name: 'setup-tokens' }),
       index: root.openDB<true, (string | number)[]>({ name: 'index' }),
     };
   }

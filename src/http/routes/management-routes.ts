@@ -1,28 +1,52 @@
-import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
+import type { AccountService } from '../../gateway/account-service.ts';
+import type { ManagementAuthenticator, Principal, PresentedCredentials } from '../../gateway/authenticator.ts';
 import type { ManagementService } from '../../gateway/management-service.ts';
+import type { ServingStats } from '../../gateway/serving-stats.ts';
+import { ApiError } from '../../errors/index.ts';
 import type { HttpExchange } from '../http-exchange.ts';
 import { readJsonBody } from '../json-body.ts';
 import { bearerToken, type HttpMethod, type Route } from '../router.ts';
+import { clearedSessionCookie, isSameOrigin, readSessionCookie, type SessionHttpOptions } from '../session-cookie.ts';
 
 export interface ManagementRouteDeps {
   management: ManagementService;
-  keys: KeyAuthenticator;
+  accounts: AccountService;
+  auth: ManagementAuthenticator;
+  stats: ServingStats;
+  session: SessionHttpOptions;
   bodyLimit: number;
 }
 
-/** What a management handler gets: the caller's account, the path parameters and (for writes) the JSON body. */
+/** What a management handler gets: the caller (its account), the path parameters and (for writes) the JSON body. */
 interface ManagementCall {
   accountId: string;
+  principal: Principal;
   params: string[];
   body: unknown;
+}
+
+const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The credentials of a request, read from what the exchange captured synchronously. */
+export function presentedCredentials(ex: HttpExchange, session: SessionHttpOptions): PresentedCredentials {
+  const sessionToken = readSessionCookie(ex.cookie);
+  return {
+    authorization: ex.authorization,
+    bearer: bearerToken(ex.authorization),
+    sessionToken,
+    changes: CHANGES.has(ex.method),
+    sameOrigin: sessionToken !== undefined && isSameOrigin(ex, session),
+  };
 }
 
 type Answer = { status: number; value: unknown };
 
 /**
- * The management API under /api/v1, authenticated with an account API key (Bearer). Handlers are thin:
- * authenticate, read the body when the route takes one, call ManagementService, send its view. Answers:
- * 201 for a creation (and for PUT .../yam when it started a Yam), 200 otherwise; errors per README.
+ * The management API under /api/v1, authenticated with an account API key (Bearer) or a session cookie
+ * (ManagementAuthenticator: CSRF check included). Handlers are thin: authenticate, read the body when the
+ * route takes one, call ManagementService / AccountService, send its view. Answers: 201 for a creation
+ * (and for PUT .../yam when it started a Yam), 200 otherwise; errors per README. An ended session also
+ * clears the cookie.
  */
 export function managementRoutes(d: ManagementRouteDeps): Route[] {
   const m = d.management;
@@ -33,8 +57,14 @@ export function managementRoutes(d: ManagementRouteDeps): Route[] {
     handler: async (ex: HttpExchange) => {
       const body = takesBody ? readJsonBody(ex, d.bodyLimit) : Promise.resolve(undefined); // attach onData synchronously
       body.catch(() => {});
-      const { accountId } = d.keys.authenticate(bearerToken(ex.authorization));
-      const answer = await handle({ accountId, params: ex.params, body: await body });
+      let principal: Principal;
+      try {
+        principal = d.auth.authenticate(presentedCredentials(ex, d.session));
+      } catch (err) {
+        if (err instanceof ApiError && err.code === 'session_expired') ex.addHeaders([['set-cookie', clearedSessionCookie(ex, d.session)]]);
+        throw err;
+      }
+      const answer = await handle({ accountId: principal.accountId, principal, params: ex.params, body: await body });
       ex.sendJson(answer.status, answer.value);
     },
   });
@@ -56,7 +86,15 @@ export function managementRoutes(d: ManagementRouteDeps): Route[] {
 
     route('POST', '/api/v1/keys', 'keys', true, async (c) => created(await m.createKey(c.accountId, c.body))),
     route('GET', '/api/v1/keys', 'keys', false, (c) => ok(m.listKeys(c.accountId))),
+    route('PATCH', '/api/v1/keys/:keyId', 'key', true, async (c) => ok(await m.updateKey(c.accountId, c.params[0]!, c.body))),
     route('DELETE', '/api/v1/keys/:keyId', 'key', false, async (c) => ok(await m.revokeKey(c.accountId, c.params[0]!))),
+
+    route('GET', '/api/v1/session', 'session', false, (c) => ok(d.accounts.whoAmI(c.principal))),
+    route('GET', '/api/v1/users', 'users', false, (c) => ok(d.accounts.listUsers(c.principal))),
+    route('POST', '/api/v1/users', 'users', true, async (c) => created(await d.accounts.createUser(c.principal, c.body))),
+    route('DELETE', '/api/v1/users/:userId', 'user', false, async (c) => ok(await d.accounts.deleteUser(c.principal, c.params[0]!))),
+
+    route('GET', '/api/v1/stats', 'stats', false, () => ok(d.stats.snapshot())),
 
     route('POST', `${WS}/inference`, 'projects', true, async (c) => created(await m.createProject(c.accountId, c.params[0]!, c.body))),
     route('GET', `${WS}/inference`, 'projects', false, (c) => ok(m.listProjects(c.accountId, c.params[0]!))),

@@ -1,4 +1,5 @@
 import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
+import type { KeyLimiter } from '../../gateway/key-limiter.ts';
 import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
 import { invalidRequest } from '../../errors/index.ts';
 import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
@@ -11,6 +12,8 @@ const JSON_HEADERS = [['content-type', 'application/json']] as const;
 export interface SharedInferenceRouteDeps {
   gateway: SharedModelGateway;
   keys: KeyAuthenticator;
+  /** Per-key limits (429 rate_limit_exceeded, x-ratelimit-* headers on every answer of a limited key). */
+  limiter: KeyLimiter;
   bodyLimit: number;
   keepAliveMs: number;
   streamBufferLimit: number;
@@ -26,15 +29,31 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
       handler: async (ex) => {
         const body = readJsonBody(ex, d.bodyLimit); // attach onData synchronously
         body.catch(() => {});
-        d.keys.authenticate(bearerToken(ex.authorization));
-        const json = await body;
-        if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
-        const request = validateChatRequest(json);
-        await respondToChat(
-          ex,
-          { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit, reportCachedTokens: true },
-          (sink) => d.gateway.startChat(request, sink),
-        );
+        const key = d.keys.authenticate(bearerToken(ex.authorization));
+        const admission = d.limiter.admit(key.keyId, key.limits);
+        ex.addHeaders(admission.headers);
+        if (!admission.ok) throw admission.error;
+        const { lease } = admission;
+        try {
+          const json = await body;
+          if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
+          const request = validateChatRequest(json);
+          await respondToChat(
+            ex,
+            { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit, reportCachedTokens: true },
+            (sink) =>
+              d.gateway.startChat(request, {
+                onText: (text, logprobs) => sink.onText(text, logprobs),
+                onDone: (r) => {
+                  lease.recordTokens(r.promptTokens + r.completionTokens);
+                  sink.onDone(r);
+                },
+                onError: (e) => sink.onError(e),
+              }),
+          );
+        } finally {
+          lease.release(); // every path: answered, failed, or the client went away (respondToChat resolves on abort)
+        }
       },
     },
     {
@@ -42,7 +61,8 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
       pattern: '/api/inference/v1/models',
       name: 'models',
       handler: (ex) => {
-        d.keys.authenticate(bearerToken(ex.authorization));
+        const key = d.keys.authenticate(bearerToken(ex.authorization));
+        ex.addHeaders(d.limiter.peek(key.keyId, key.limits));
         ex.send(200, d.gateway.modelsBody(), JSON_HEADERS);
       },
     },

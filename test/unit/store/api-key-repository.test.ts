@@ -35,7 +35,7 @@ const expectUnauthorized = (fn: () => unknown) => {
 describe('ApiKeyRepository', () => {
   it('authenticates a created key and never stores or lists its secret', async () => {
     const created = await keys.create('ci', 'acct1');
-    expect(keys.authenticate(created.key)).toEqual({ keyId: created.id, accountId: 'acct1' });
+    expect(keys.authenticate(created.key)).toEqual({ keyId: created.id, accountId: 'acct1', limits: { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null } });
     const listed = keys.list('acct1');
     expect(listed).toHaveLength(1);
     expect(JSON.stringify(listed)).not.toContain(created.key.split('_')[2]);
@@ -77,5 +77,16 @@ describe('ApiKeyRepository', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('stores limits at creation, changes them by update (partial), and authenticate reads them fresh', async () => {
+    const k = await keys.create('lim', 'acct1', { requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2 });
+    expect(k.limits).toEqual({ requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2 });
+    expect(keys.authenticate(k.key).limits).toEqual({ requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2 });
+    expect(await keys.update(k.id, 'acct2', { limits: { maxConcurrent: 5 } })).toBeUndefined();
+    const updated = await keys.update(k.id, 'acct1', { name: 'renamed', limits: { tokensPerMinute: 1000, requestsPerMinute: null } });
+    expect(updated).toMatchObject({ name: 'renamed', limits: { requestsPerMinute: null, tokensPerMinute: 1000, maxConcurrent: 2 } });
+    expect(keys.authenticate(k.key).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: 1000, maxConcurrent: 2 });
+    expect(JSON.stringify(keys.list('acct1'))).not.toContain(k.key.slice(`hk_${k.id}_`.length));
   });
 });

@@ -1,0 +1,79 @@
+import { settingsHelp } from '../config/config.ts';
+import type { SettingSpec } from '../config/config-spec.ts';
+import { parseUserInput } from '../gateway/management-input.ts';
+import { HearthStore } from '../store/database.ts';
+import { UserRepository, type UserView, userView } from '../store/user-repository.ts';
+import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, splitArgs } from './cli-args.ts';
+import { readPassword } from './password-prompt.ts';
+
+const SPECS: SettingSpec[] = [
+  DATA_DIR_SETTING,
+  { key: 'email', flag: '--email', env: 'HEARTH_USER_EMAIL', type: 'string', default: undefined, help: 'Email of the new user (create)' },
+  { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: undefined, help: 'Account of the user (create: required; list: only this account)' },
+  { key: 'role', flag: '--role', env: 'HEARTH_USER_ROLE', type: 'enum', values: ['owner', 'member'], default: 'member', help: 'Role of the new user' },
+  JSON_SETTING,
+];
+
+export const USERS_HELP = `Usage: hearth users <create|list|delete> [options]
+
+  hearth users create --email E --account A [--role owner]   Create a user; the password is asked on the
+                                                             terminal, or read from stdin when piped
+  hearth users list [--account A]                            List users (never a password hash)
+  hearth users delete ID                                     Remove a user and end its sessions
+                                                             (the last owner of an account stays)
+
+Works on the same data dir as a running server (safe while it runs).
+
+Options:
+${settingsHelp(SPECS)}`;
+
+const line = (u: UserView) => `${u.id}\t${u.email}\t${u.role}\taccount ${u.accountId}\tcreated ${u.createdAt}\tlast sign-in ${u.lastSignInAt ?? 'never'}`;
+
+export async function usersCommand(argv: string[], out: (s: string) => void): Promise<number> {
+  const [action, ...rest] = argv;
+  if (!action || action === '--help' || action === '-h' || rest.includes('--help')) {
+    out(USERS_HELP);
+    return action ? 0 : 2;
+  }
+  const { positional, options } = splitArgs(rest, SPECS);
+  if (action === 'create') {
+    // Validate and read the password before the store is opened, so a typo costs no prompt.
+    if (!options.email) throw new ConfigError('users create needs --email E');
+    if (!options.account) throw new ConfigError('users create needs --account A (the account the user belongs to, e.g. default)');
+    const password = await readPassword('Password: ');
+    const input = parseUserInput({ email: options.email, password, role: options.role });
+    return withUsers(options, async (users) => {
+      const u = userView(await users.create({ ...input, accountId: String(options.account) }));
+      out(options.json ? JSON.stringify(u) : `created ${u.role} ${u.email} (id ${u.id}, account ${u.accountId})`);
+      return 0;
+    });
+  }
+  if (action === 'list') {
+    return withUsers(options, async (users) => {
+      const list = users.list(options.account === undefined ? undefined : String(options.account)).map(userView);
+      if (options.json) out(JSON.stringify(list));
+      else out(list.length === 0 ? 'no users' : list.map(line).join('\n'));
+      return 0;
+    });
+  }
+  if (action === 'delete') {
+    const id = positional[0];
+    if (!id) throw new ConfigError('users delete needs a user id (see hearth users list)');
+    return withUsers(options, async (users) => {
+      const result = await users.delete(id, options.account === undefined ? undefined : String(options.account));
+      if (result === 'deleted') out(`deleted ${id}`);
+      else out(result === 'not_found' ? `no user with id ${id}` : `${id} is the last owner of its account: add another owner first`);
+      return result === 'deleted' ? 0 : 1;
+    });
+  }
+  throw new ConfigError(`unknown users action '${action}' (create, list, delete)`);
+}
+
+async function withUsers(options: Record<string, unknown>, fn: (users: UserRepository) => Promise<number>): Promise<number> {
+  const store = HearthStore.open(String(options.dataDir));
+  try {
+    return await fn(new UserRepository(store));
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,69 @@
+import type { HttpExchange } from './http-exchange.ts';
+
+/**
+ * The dashboard session cookie and the browser checks around it: reading the cookie, building
+ * `Set-Cookie` (HttpOnly, SameSite=Strict, Path=/, Secure behind https), and the same-origin test that
+ * guards changes made with the cookie (CSRF). Pure functions of what the exchange read synchronously.
+ */
+export const SESSION_COOKIE = 'hearth_session';
+
+export interface SessionHttpOptions {
+  /** `--public-url` (no trailing slash), when set. */
+  publicUrl: string | undefined;
+  /** Whether X-Forwarded-For names the client (`--trust-proxy`). */
+  trustProxy: boolean;
+  /** Cookie Max-Age: the session's absolute lifetime, ms. */
+  maxAgeMs: number;
+}
+
+/** The value of the `hearth_session` cookie in a Cookie header, if any. */
+export function readSessionCookie(cookieHeader: string): string | undefined {
+  if (cookieHeader === '') return undefined;
+  for (const part of cookieHeader.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== SESSION_COOKIE) continue;
+    const value = part.slice(eq + 1).trim();
+    return /^[A-Za-z0-9_-]{1,128}$/.test(value) ? value : undefined;
+  }
+  return undefined;
+}
+
+/** Whether the client reached the service over https (by the public URL or the proxy's X-Forwarded-Proto). */
+export function isHttps(ex: HttpExchange, o: SessionHttpOptions): boolean {
+  return o.publicUrl?.startsWith('https://') === true || ex.forwardedProto.split(',')[0]!.trim().toLowerCase() === 'https';
+}
+
+export function sessionCookie(ex: HttpExchange, o: SessionHttpOptions, token: string): string {
+  return `${SESSION_COOKIE}=${token}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${Math.floor(o.maxAgeMs / 1000)}${isHttps(ex, o) ? '; Secure' : ''}`;
+}
+
+export function clearedSessionCookie(ex: HttpExchange, o: SessionHttpOptions): string {
+  return `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${isHttps(ex, o) ? '; Secure' : ''}`;
+}
+
+/**
+ * Whether the request's Origin is the service's own: the public URL's origin, or http(s)://<Host> of the
+ * request itself. A missing or opaque (`null`) Origin is not.
+ */
+export function isSameOrigin(ex: HttpExchange, o: SessionHttpOptions): boolean {
+  const origin = ex.origin.toLowerCase();
+  if (origin === '' || origin === 'null') return false;
+  if (o.publicUrl !== undefined) {
+    try {
+      if (new URL(o.publicUrl).origin.toLowerCase() === origin) return true;
+    } catch {
+      // an unparsable public URL matches nothing
+    }
+  }
+  const host = ex.host.toLowerCase();
+  return host !== '' && (origin === `http://${host}` || origin === `https://${host}`);
+}
+
+/** The client address for sign-in limits: the socket's, or with `trustProxy` the first X-Forwarded-For entry. */
+export function clientAddress(ex: HttpExchange, o: SessionHttpOptions): string {
+  if (o.trustProxy) {
+    const first = ex.forwardedFor.split(',')[0]!.trim();
+    if (first !== '') return first;
+  }
+  return ex.remoteAddress();
+}
