@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { relative } from 'node:path';
 import { ADDON_PATH } from './paths.ts';
+import type { TokenLogprob } from '../src/protocol/chat-delta.ts';
 import type { SamplingParams } from '../src/engine/sampling-defaults.ts';
 
 /**
@@ -32,12 +33,20 @@ export interface NativeLoopOptions {
 /** The addon takes the engine's sampler settings as they are (penaltyLastN -1 means the whole slot context). */
 export type NativeSampling = SamplingParams;
 
+/** Per-job options beyond sampling; absent fields cost nothing. */
+export interface NativeJobExtras {
+  /** GBNF (root rule `root`); parsed once per distinct text by the loop. Invalid: an 'error' event with code 'invalid_grammar'. */
+  grammar?: string;
+  /** 0..20: 'text' events carry `logprobs` (raw model distribution), one entry per token. */
+  topLogprobs?: number;
+}
+
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
 export type NativeLoopEvent =
   | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number }
   | { type: 'loadFailed'; message: string }
   | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number }
-  | { type: 'text'; job: number; text: string; tokens: number }
+  | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }
   | { type: 'done'; job: number; finishReason: 'stop' | 'length' | 'cancelled'; promptTokens: number; cachedTokens: number; completionTokens: number }
   | { type: 'error'; job: number; code: string; message: string }
   | { type: 'disposed' };
@@ -49,7 +58,7 @@ export interface NativeSubmitRefusal {
 
 export interface NativeSlotLoop {
   /** Queues a job for the next step; returns why not instead of throwing for expected refusals. */
-  submit(jobId: number, tokens: Uint32Array | Int32Array, maxTokens: number, stops: string[], sampling: NativeSampling): NativeSubmitRefusal | undefined;
+  submit(jobId: number, tokens: Uint32Array | Int32Array, maxTokens: number, stops: string[], sampling: NativeSampling, extras?: NativeJobExtras): NativeSubmitRefusal | undefined;
   /** The job ends with a 'done' (cancelled) event at the next step boundary. */
   cancel(jobId: number): void;
   /** Cancels every job, frees context and model, then reports 'disposed'. Idempotent. */

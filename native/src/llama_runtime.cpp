@@ -105,4 +105,8 @@ std::string lastLlamaErrorOnThisThread() {
     return t_lastError;
 }
 
+void clearLastLlamaErrorOnThisThread() {
+    t_lastError.clear();
+}
+
 }  // namespace hearth

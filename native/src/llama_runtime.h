@@ -26,4 +26,7 @@ void quietLogsOnThisThreadWhen(const std::atomic<bool> * flag);
 /** The last error line llama.cpp logged on the calling thread through Hearth's callback ("" if none). */
 std::string lastLlamaErrorOnThisThread();
 
+/** Forgets the last error line of the calling thread (before a call whose own error is wanted). */
+void clearLastLlamaErrorOnThisThread();
+
 }  // namespace hearth

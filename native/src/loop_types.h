@@ -49,13 +49,34 @@ struct JobSpec {
     int32_t maxTokens = 1;
     std::vector<std::string> stops;
     SamplingSpec sampling;
+    /** GBNF (root rule `root`) the completion must match; "" = free text. */
+    std::string grammar;
+    /** -1: no logprobs (nothing is computed). 0..20: each token's logprob and this many alternatives. */
+    int32_t topLogprobs = -1;
+};
+
+/** One alternative at a position: the token's text (raw bytes, maybe partial UTF-8) and its logprob. */
+struct TokenAlternative {
+    std::string piece;
+    float logprob = 0.0f;
+};
+
+/**
+ * One generated token's log-probability under the model's raw distribution at that position (the
+ * log-softmax of its logits over the whole vocabulary, before logit bias, grammar, penalties, truncation
+ * and temperature), with the most likely alternatives, best first.
+ */
+struct TokenLogprob {
+    std::string piece;
+    float logprob = 0.0f;
+    std::vector<TokenAlternative> top;
 };
 
 enum class EventKind : uint8_t {
     Ready,       // model and context loaded; submit() accepted from now on
     LoadFailed,  // text = why; Disposed follows
     Prompt,      // job's prompt evaluated (or reused)
-    Text,        // text = new complete UTF-8 text, tokenCount tokens produced it
+    Text,        // text = new complete UTF-8 text, tokenCount tokens produced it (+ their logprobs if asked)
     Done,        // code = finish reason: stop | length | cancelled
     Error,       // code + text = message; terminal
     Disposed,    // the loop thread has freed everything and is about to exit
@@ -71,6 +92,8 @@ struct LoopEvent {
     int32_t promptTokens = 0;
     int32_t cachedTokens = 0;
     int32_t completionTokens = 0;
+    // Text only, when the job asked for logprobs: one entry per token that produced `text`.
+    std::vector<TokenLogprob> logprobs;
     // Ready only
     int32_t contextSize = 0;     // tokens per slot the loop enforces
     int32_t contextTotal = 0;    // llama_n_ctx

@@ -4,6 +4,7 @@
 
 #include "live_loops.h"
 #include "llama_runtime.h"
+#include "token_logprobs.h"
 
 namespace hearth {
 
@@ -16,6 +17,9 @@ namespace {
  * copying a job's KV stream; slot choice avoids needing that unless a gap buys this many reused tokens.
  */
 constexpr int32_t kGapPenaltyTokens = 64;
+
+/** Distinct grammars kept parsed per loop (a few schemas are typical; each template is small). */
+constexpr size_t kGrammarCacheSize = 32;
 
 bool abortWhenAsked(void * data) {
     return static_cast<std::atomic<bool> *>(data)->load(std::memory_order_relaxed);
@@ -233,6 +237,7 @@ bool SlotLoop::load(std::string & error) {
         return false;
     }
     vocab_ = llama_model_get_vocab(model_);
+    grammars_ = std::make_unique<GrammarCache>(kGrammarCacheSize);
     memory_ = llama_get_memory(ctx_);
     nBatch_ = (int32_t) llama_n_batch(ctx_);
     batch_ = llama_batch_init(nBatch_, 0, 1);
@@ -255,6 +260,7 @@ void SlotLoop::unload() {
         slot.sampler.reset();
         slot.scanner.reset();
     }
+    grammars_.reset();
     if (batchAllocated_) {
         llama_batch_free(batch_);
         batchAllocated_ = false;
@@ -323,6 +329,15 @@ SlotLoop::Slot & SlotLoop::pickSlot(const std::vector<llama_token> & prompt, int
 }
 
 void SlotLoop::assign(JobSpec && job) {
+    llama_sampler * grammar = nullptr;
+    if (!job.grammar.empty()) {
+        std::string error;
+        grammar = grammars_->instantiate(vocab_, job.grammar, error);
+        if (grammar == nullptr) {
+            refuse(job.id, "invalid_grammar", error);
+            return;
+        }
+    }
     int32_t reuse = 0;
     Slot & slot = pickSlot(job.prompt, reuse);
     if (!llama_memory_seq_rm(memory_, slot.seq, reuse, -1)) {
@@ -342,7 +357,9 @@ void SlotLoop::assign(JobSpec && job) {
     slot.generated = 0;
     slot.tokensSinceText = 0;
     slot.generating = false;
-    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt);
+    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt, grammar);
+    slot.topLogprobs = job.topLogprobs;
+    slot.pendingLogprobs.clear();
     slot.scanner = std::make_unique<StopScanner>(std::move(job.stops));
     slot.prompt = std::move(job.prompt);
 }
@@ -499,8 +516,32 @@ void SlotLoop::step() {
             e.cachedTokens = slot.cachedTokens;
             events_.push_back(std::move(e));
         }
-        onToken(slot, slot.sampler->sample(ctx_, slot.outputIndex));
+        std::string error;
+        const llama_token token = slot.sampler->sample(ctx_, slot.outputIndex, error);
+        if (token < 0) {
+            fail(slot, "grammar_failed", error);
+            continue;
+        }
+        if (slot.topLogprobs >= 0) {
+            recordLogprob(slot, token);
+        }
+        onToken(slot, token);
     }
+}
+
+void SlotLoop::recordLogprob(Slot & slot, llama_token token) {
+    if (llama_vocab_is_eog(vocab_, token)) {
+        return;  // not a completion token
+    }
+    const RawLogprobs raw = rawLogprobs(llama_get_logits_ith(ctx_, slot.outputIndex), vocabSize_, token, slot.topLogprobs);
+    TokenLogprob entry;
+    entry.piece = piece(token);
+    entry.logprob = raw.chosen;
+    entry.top.reserve(raw.top.size());
+    for (const auto & alt : raw.top) {
+        entry.top.push_back(TokenAlternative{ piece(alt.first), alt.second });
+    }
+    slot.pendingLogprobs.push_back(std::move(entry));
 }
 
 void SlotLoop::onToken(Slot & slot, llama_token token) {
@@ -537,6 +578,9 @@ void SlotLoop::emitText(Slot & slot, std::string text) {
     e.text = std::move(text);
     e.tokenCount = slot.tokensSinceText;
     slot.tokensSinceText = 0;
+    if (slot.topLogprobs >= 0) {
+        e.logprobs.swap(slot.pendingLogprobs);
+    }
     events_.push_back(std::move(e));
 }
 
@@ -568,8 +612,21 @@ void SlotLoop::fail(Slot & slot, const std::string & code, const std::string & m
     release(slot);
 }
 
+void SlotLoop::refuse(uint32_t jobId, const std::string & code, const std::string & message) {
+    LoopEvent e;
+    e.kind = EventKind::Error;
+    e.job = jobId;
+    e.code = code;
+    e.text = message;
+    events_.push_back(std::move(e));
+    std::lock_guard<std::mutex> lock(mutex_);
+    reserved_--;
+}
+
 void SlotLoop::release(Slot & slot) {
     slot.busy = false;
+    slot.topLogprobs = -1;
+    slot.pendingLogprobs.clear();
     slot.generating = false;
     slot.prompt.clear();
     slot.prompt.shrink_to_fit();

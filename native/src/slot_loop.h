@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "grammar_cache.h"
 #include "llama.h"
 #include "loop_types.h"
 #include "slot_sampler.h"
@@ -93,6 +94,9 @@ private:
         llama_token pending = 0;
         std::unique_ptr<SlotSampler> sampler;
         std::unique_ptr<StopScanner> scanner;
+        /** -1: the job wants no logprobs. Else entries of tokens whose text is not emitted yet. */
+        int32_t topLogprobs = -1;
+        std::vector<TokenLogprob> pendingLogprobs;
 
         // Per step
         int32_t outputIndex = -1;  // batch row whose logits this slot samples from
@@ -119,6 +123,9 @@ private:
     void emitText(Slot & slot, std::string text);
     void finish(Slot & slot, const char * reason, bool keepCache);
     void fail(Slot & slot, const std::string & code, const std::string & message);
+    /** Ends a job that never got a slot (its submit was counted in reserved_). */
+    void refuse(uint32_t jobId, const std::string & code, const std::string & message);
+    void recordLogprob(Slot & slot, llama_token token);
     void release(Slot & slot);
     void flushEvents();
     const std::string & piece(llama_token token);
@@ -155,6 +162,8 @@ private:
     bool canCompact_ = false;
     int32_t nBatch_ = 0;
     std::vector<Slot> slots_;
+    /** Parsed grammars by text (templates cloned per job); freed before the model. */
+    std::unique_ptr<GrammarCache> grammars_;
     std::vector<LoopEvent> events_;
     uint64_t clock_ = 0;
     std::string pieceBuf_;

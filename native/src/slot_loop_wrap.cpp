@@ -1,5 +1,6 @@
 #include "slot_loop_wrap.h"
 
+#include <iterator>
 #include <string>
 
 #include "addon_info.h"
@@ -34,6 +35,37 @@ std::string requiredString(const Napi::Object & o, const char * key) {
     return v.As<Napi::String>().Utf8Value();
 }
 
+Napi::Array bytesOf(Napi::Env env, const std::string & piece) {
+    Napi::Array bytes = Napi::Array::New(env, piece.size());
+    for (size_t i = 0; i < piece.size(); i++) {
+        bytes.Set((uint32_t) i, (double) (uint8_t) piece[i]);
+    }
+    return bytes;
+}
+
+/** { token, logprob, bytes, top: [{ token, logprob, bytes }] } per entry (OpenAI's logprobs.content shape). */
+Napi::Array logprobsToJs(Napi::Env env, const std::vector<TokenLogprob> & entries) {
+    Napi::Array out = Napi::Array::New(env, entries.size());
+    for (size_t i = 0; i < entries.size(); i++) {
+        const TokenLogprob & entry = entries[i];
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("token", Napi::String::New(env, entry.piece));
+        o.Set("logprob", (double) entry.logprob);
+        o.Set("bytes", bytesOf(env, entry.piece));
+        Napi::Array top = Napi::Array::New(env, entry.top.size());
+        for (size_t k = 0; k < entry.top.size(); k++) {
+            Napi::Object alt = Napi::Object::New(env);
+            alt.Set("token", Napi::String::New(env, entry.top[k].piece));
+            alt.Set("logprob", (double) entry.top[k].logprob);
+            alt.Set("bytes", bytesOf(env, entry.top[k].piece));
+            top.Set((uint32_t) k, alt);
+        }
+        o.Set("top", top);
+        out.Set((uint32_t) i, o);
+    }
+    return out;
+}
+
 Napi::Object toJs(Napi::Env env, const LoopEvent & e) {
     Napi::Object o = Napi::Object::New(env);
     switch (e.kind) {
@@ -59,6 +91,9 @@ Napi::Object toJs(Napi::Env env, const LoopEvent & e) {
             o.Set("job", e.job);
             o.Set("text", Napi::String::New(env, e.text));
             o.Set("tokens", e.tokenCount);
+            if (!e.logprobs.empty()) {
+                o.Set("logprobs", logprobsToJs(env, e.logprobs));
+            }
             break;
         case EventKind::Done:
             o.Set("type", "done");
@@ -138,7 +173,7 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     if (info.Length() < 5 || !info[0].IsNumber() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsArray() ||
         !info[4].IsObject()) {
-        throw Napi::TypeError::New(env, "usage: submit(jobId, tokens: Uint32Array | Int32Array, maxTokens, stops: string[], sampling)");
+        throw Napi::TypeError::New(env, "usage: submit(jobId, tokens: Uint32Array | Int32Array, maxTokens, stops: string[], sampling, extras?)");
     }
     JobSpec job;
     job.id = info[0].As<Napi::Number>().Uint32Value();
@@ -173,6 +208,25 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
     sp.frequencyPenalty = (float) numberOr(s, "frequencyPenalty", sp.frequencyPenalty);
     sp.penaltyLastN = (int32_t) numberOr(s, "penaltyLastN", sp.penaltyLastN);
     sp.seed = (uint32_t) (int64_t) numberOr(s, "seed", sp.seed);
+    if (info.Length() >= 6 && info[5].IsObject()) {
+        Napi::Object extras = info[5].As<Napi::Object>();
+        Napi::Value grammar = extras.Get("grammar");
+        if (grammar.IsString()) {
+            job.grammar = grammar.As<Napi::String>().Utf8Value();
+        } else if (!grammar.IsUndefined()) {
+            throw Napi::TypeError::New(env, "extras.grammar must be a string");
+        }
+        Napi::Value top = extras.Get("topLogprobs");
+        if (top.IsNumber()) {
+            const double n = top.As<Napi::Number>().DoubleValue();
+            if (!(n >= 0 && n <= 20) || n != (double) (int32_t) n) {
+                throw Napi::RangeError::New(env, "extras.topLogprobs must be an integer in [0, 20]");
+            }
+            job.topLogprobs = (int32_t) n;
+        } else if (!top.IsUndefined()) {
+            throw Napi::TypeError::New(env, "extras.topLogprobs must be a number");
+        }
+    }
 
     if (finished_ || envGone_) {
         Napi::Object refusal = Napi::Object::New(env);
@@ -229,8 +283,13 @@ void SlotLoopWrap::post(std::vector<LoopEvent> && events) {
             if (e.kind == EventKind::Text) {
                 auto it = lastEventOfJob_.find(e.job);
                 if (it != lastEventOfJob_.end() && mailbox_[it->second].kind == EventKind::Text) {
-                    mailbox_[it->second].text += e.text;
-                    mailbox_[it->second].tokenCount += e.tokenCount;
+                    LoopEvent & joined = mailbox_[it->second];
+                    joined.text += e.text;
+                    joined.tokenCount += e.tokenCount;
+                    if (!e.logprobs.empty()) {
+                        joined.logprobs.insert(joined.logprobs.end(), std::make_move_iterator(e.logprobs.begin()),
+                                               std::make_move_iterator(e.logprobs.end()));
+                    }
                     continue;
                 }
             }

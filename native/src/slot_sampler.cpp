@@ -1,11 +1,13 @@
 #include "slot_sampler.h"
 
 #include <cmath>
+#include <exception>
 
 namespace hearth {
 
 SlotSampler::SlotSampler(const SamplingSpec & s, const llama_vocab * vocab, int32_t slotContext,
-                         const std::vector<llama_token> & prompt) {
+                         const std::vector<llama_token> & prompt, llama_sampler * grammar) {
+    grammar_ = grammar;
     nVocab_ = llama_vocab_n_tokens(vocab);
     llama_sampler_chain_params cp = llama_sampler_chain_default_params();
     cp.no_perf = true;
@@ -30,7 +32,7 @@ SlotSampler::SlotSampler(const SamplingSpec & s, const llama_vocab * vocab, int3
 
     if (s.temperature <= 0.0f) {
         llama_sampler_chain_add(chain_, llama_sampler_init_greedy());
-        plainGreedy_ = !penalties && llama_sampler_chain_n(chain_) == 1;
+        plainGreedy_ = !penalties && llama_sampler_chain_n(chain_) == 1 && grammar_ == nullptr;
     } else {
         if (s.topK > 0) {
             llama_sampler_chain_add(chain_, llama_sampler_init_top_k(s.topK));
@@ -57,9 +59,15 @@ SlotSampler::~SlotSampler() {
     if (chain_ != nullptr) {
         llama_sampler_free(chain_);
     }
+    if (grammar_ != nullptr) {
+        llama_sampler_free(grammar_);
+    }
 }
 
-llama_token SlotSampler::sample(llama_context * ctx, int32_t outputIndex) {
+llama_token SlotSampler::sample(llama_context * ctx, int32_t outputIndex, std::string & error) {
+    if (grammar_ != nullptr) {
+        return sampleWithGrammar(llama_get_logits_ith(ctx, outputIndex), error);
+    }
     if (plainGreedy_) {
         const float * logits = llama_get_logits_ith(ctx, outputIndex);
         llama_token best = 0;
@@ -73,6 +81,55 @@ llama_token SlotSampler::sample(llama_context * ctx, int32_t outputIndex) {
         return best;
     }
     return llama_sampler_sample(chain_, ctx, outputIndex);
+}
+
+void SlotSampler::fillCandidates(const float * logits) {
+    candidates_.resize((size_t) nVocab_);
+    for (int32_t t = 0; t < nVocab_; t++) {
+        candidates_[t] = llama_token_data{ t, logits[t], 0.0f };
+    }
+}
+
+llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & error) {
+    try {
+        fillCandidates(logits);
+        llama_token_data_array all{ candidates_.data(), candidates_.size(), -1, false };
+        llama_sampler_apply(chain_, &all);
+        llama_token token = all.selected >= 0 ? all.data[all.selected].id : -1;
+
+        bool allowed = false;
+        if (token >= 0) {
+            llama_token_data one{ token, 1.0f, 0.0f };
+            llama_token_data_array single{ &one, 1, -1, false };
+            llama_sampler_apply(grammar_, &single);
+            allowed = std::isfinite(one.logit);
+        }
+        if (!allowed) {
+            fillCandidates(logits);
+            llama_token_data_array constrained{ candidates_.data(), candidates_.size(), -1, false };
+            llama_sampler_apply(grammar_, &constrained);
+            bool any = false;
+            for (size_t i = 0; i < constrained.size && !any; i++) {
+                any = std::isfinite(constrained.data[i].logit);
+            }
+            if (!any) {
+                error = "the grammar allows no token of the vocabulary here";
+                return -1;
+            }
+            llama_sampler_apply(chain_, &constrained);
+            token = constrained.selected >= 0 ? constrained.data[constrained.selected].id : -1;
+            if (token < 0 || !std::isfinite(constrained.data[constrained.selected].logit)) {
+                error = "sampling under the grammar selected no allowed token";
+                return -1;
+            }
+        }
+        llama_sampler_accept(grammar_, token);
+        llama_sampler_accept(chain_, token);
+        return token;
+    } catch (const std::exception & e) {
+        error = std::string("grammar: ") + e.what();
+        return -1;
+    }
 }
 
 }  // namespace hearth

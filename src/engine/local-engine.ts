@@ -263,7 +263,10 @@ export class LocalEngine implements ChatEngine {
             for (let i = 0; i < e.n; i++) m.interTokenLatency.observe(labels, gap);
           }
           lastTextAt = now;
-          if (!cancelled) sink.onText(e.text);
+          if (!cancelled) {
+            if (e.logprobs) sink.onText(e.text, e.logprobs);
+            else sink.onText(e.text);
+          }
           return;
         }
         case 'done':
@@ -287,6 +290,9 @@ export class LocalEngine implements ChatEngine {
       maxTokens: Math.min(request.maxTokens ?? this.o.maxTokens, this.o.maxTokens),
       stop: request.stop,
       sampling: samplingFor(request),
+      ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
+      ...(request.grammar !== undefined ? { grammar: request.grammar } : {}),
+      ...(request.topLogprobs !== undefined ? { topLogprobs: request.topLogprobs } : {}),
       port: port2,
     };
     pool.run(task, { transferList: [port2] }).catch((err: unknown) => {

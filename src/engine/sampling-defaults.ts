@@ -22,8 +22,9 @@ export interface SamplingParams {
 
 /**
  * Sampler settings for a request. Unset fields take llama-server's defaults (temperature 0.8, top-k 40,
- * top-p 0.95, min-p 0.05, no repeat penalty) so Hearth and llama.cpp sample alike; a request's `top_p` or
- * `temperature` override them, OpenAI's presence/frequency penalties map onto llama.cpp's. No seed: random.
+ * top-p 0.95, min-p 0.05, no repeat penalty) so Hearth and llama.cpp sample alike; a request's `temperature`,
+ * `top_p` and the llama-server extensions `top_k`, `min_p`, `repetition_penalty` override them, OpenAI's
+ * presence/frequency penalties map onto llama.cpp's. No seed: random.
  */
 export const DEFAULT_SAMPLING = {
   temperature: 0.8,
@@ -42,6 +43,9 @@ export function samplingFor(o: SamplingOptions, randomSeed: () => number = () =>
     ...DEFAULT_SAMPLING,
     temperature: o.temperature ?? DEFAULT_SAMPLING.temperature,
     topP: o.topP ?? DEFAULT_SAMPLING.topP,
+    topK: o.topK ?? DEFAULT_SAMPLING.topK,
+    minP: o.minP ?? DEFAULT_SAMPLING.minP,
+    repeatPenalty: o.repetitionPenalty ?? DEFAULT_SAMPLING.repeatPenalty,
     presencePenalty: o.presencePenalty ?? 0,
     frequencyPenalty: o.frequencyPenalty ?? 0,
     seed: o.seed !== undefined ? o.seed >>> 0 : randomSeed(),

@@ -1,5 +1,6 @@
 import type { EngineFailure } from '../errors/engine-failure.ts';
-import type { ChatMessage } from '../protocol/chat-request.ts';
+import type { TokenLogprob } from '../protocol/chat-delta.ts';
+import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import type { SamplingParams } from './sampling-defaults.ts';
 import type { MessagePort } from 'node:worker_threads';
 
@@ -33,6 +34,12 @@ export interface GenerationTask {
   maxTokens: number | undefined;
   stop: string[];
   sampling: SamplingParams;
+  /** Functions the chat template shows the model (absent or []: none). */
+  tools?: FunctionTool[] | undefined;
+  /** GBNF the completion must match (absent: free text). */
+  grammar?: string | undefined;
+  /** Absent: no logprobs. 0..20: text events carry each token's logprob and this many alternatives. */
+  topLogprobs?: number | undefined;
   port: MessagePort;
 }
 
@@ -43,7 +50,7 @@ export type SlotFinishReason = 'stop' | 'length' | 'cancelled';
 export type WorkerEvent =
   | { t: 'start' }
   | { t: 'prompt'; promptTokens: number; cachedTokens: number }
-  | { t: 'text'; text: string; n: number }
+  | { t: 'text'; text: string; n: number; logprobs?: TokenLogprob[] }
   | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number }
   /** A failure as a code (mapped to the client's error on the main thread by toApiError; details for the log only). */
   | { t: 'error'; failure: EngineFailure };

@@ -1,3 +1,4 @@
+import type { TokenLogprob } from '../protocol/chat-delta.ts';
 import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle } from './slot-engine.ts';
 import { StopDetector } from './stop-detector.ts';
 
@@ -5,7 +6,8 @@ import { StopDetector } from './stop-detector.ts';
  * A test engine with no model math, enabled only by `--engine instant`: every step (one macrotask) gives
  * each active job its next `tokensPerStep` tokens of a fixed word cycle, so benchmarks measure what the
  * gateway, the worker port and the SSE writer can carry. Deterministic: job output depends only on
- * maxTokens and stop strings.
+ * maxTokens and stop strings. A grammar is accepted and ignored; asked for logprobs, it reports each word
+ * as certain (logprob 0) with the next words of the cycle as alternatives at a fixed -10.
  */
 const WORDS = [' the', ' quick', ' brown', ' fox', ' jumps', ' over', ' a', ' lazy', ' dog', '.'];
 
@@ -15,6 +17,16 @@ interface InstantJob {
   produced: number;
   cancelled: boolean;
   stop: StopDetector;
+  /** Entries of words whose text is not emitted yet (jobs that asked for logprobs only). */
+  logprobs: TokenLogprob[] | null;
+}
+
+function wordLogprob(index: number, top: number): TokenLogprob {
+  const entry = (i: number, logprob: number) => {
+    const token = WORDS[i % WORDS.length] as string;
+    return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
+  };
+  return { ...entry(index, 0), top: Array.from({ length: top }, (_, k) => entry(index + k, k === 0 ? 0 : -10)) };
 }
 
 export class InstantEngine implements SlotEngine {
@@ -28,7 +40,7 @@ export class InstantEngine implements SlotEngine {
   submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle {
     if (this.disposed) throw new Error('engine disposed');
     if (this.active.size >= this.slotCount) throw new Error('no free slot');
-    const j: InstantJob = { job, events, produced: 0, cancelled: false, stop: new StopDetector(job.stop) };
+    const j: InstantJob = { job, events, produced: 0, cancelled: false, stop: new StopDetector(job.stop), logprobs: job.topLogprobs !== undefined ? [] : null };
     this.active.add(j);
     events.onPrompt?.({ promptTokens: job.promptTokens.length, cachedTokens: 0 });
     this.schedule();
@@ -52,18 +64,28 @@ export class InstantEngine implements SlotEngine {
       }
       const n = Math.min(this.tokensPerStep, j.job.maxTokens - j.produced);
       let text = '';
-      for (let i = 0; i < n; i++) text += WORDS[(j.produced + i) % WORDS.length];
+      for (let i = 0; i < n; i++) {
+        text += WORDS[(j.produced + i) % WORDS.length];
+        j.logprobs?.push(wordLogprob(j.produced + i, j.job.topLogprobs ?? 0));
+      }
       j.produced += n;
       const out = j.stop.push(text);
-      if (out.length > 0) j.events.onText(out, n);
+      if (out.length > 0) this.emit(j, out, n);
       if (j.stop.stopped || j.produced >= j.job.maxTokens) {
         this.active.delete(j);
         const rest = j.stop.flush();
-        if (rest.length > 0) j.events.onText(rest, 0);
+        if (rest.length > 0) this.emit(j, rest, 0);
         j.events.onDone({ ...base, finishReason: j.stop.stopped ? 'stop' : 'length', completionTokens: j.produced });
       }
     }
     this.schedule();
+  }
+
+  private emit(j: InstantJob, text: string, tokens: number): void {
+    if (j.logprobs === null) return j.events.onText(text, tokens);
+    const logprobs = j.logprobs;
+    j.logprobs = [];
+    j.events.onText(text, tokens, logprobs);
   }
 
   async dispose(): Promise<void> {

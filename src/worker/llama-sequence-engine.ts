@@ -1,4 +1,5 @@
-import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
+import { LlamaGrammarEvaluationState, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp';
+import type { TokenLogprob } from '../protocol/chat-delta.ts';
 import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle } from './slot-engine.ts';
 import { StopDetector } from './stop-detector.ts';
 import { TokenTextDecoder } from './text-decoder.ts';
@@ -16,6 +17,12 @@ interface Slot {
   sequence: LlamaContextSequence;
   busy: boolean;
 }
+
+/** Distinct grammars kept parsed (as evaluation-state templates, cloned per job). */
+const GRAMMAR_CACHE_SIZE = 32;
+
+/** Thrown (and reported as onError code 'invalid_grammar') when node-llama-cpp cannot parse a grammar. */
+class InvalidGrammarError extends Error {}
 
 function commonPrefixLength(a: readonly number[], b: Uint32Array): number {
   const n = Math.min(a.length, b.length);
@@ -35,6 +42,8 @@ export class LlamaSequenceEngine implements SlotEngine {
   readonly contextSize: number;
   readonly slotCount: number;
   private disposed = false;
+  /** Grammar text -> a parsed, never-used evaluation state; Map order = least recently used first. */
+  private readonly grammars = new Map<string, LlamaGrammarEvaluationState>();
 
   private constructor(
     private readonly model: LlamaModel,
@@ -94,11 +103,13 @@ export class LlamaSequenceEngine implements SlotEngine {
     try {
       if (seq.nextTokenIndex > reuse) await seq.eraseContextTokenRanges([{ start: reuse, end: seq.nextTokenIndex }]);
       if (state.cancelled) return events.onDone(result('cancelled'));
+      const grammarEvaluationState = job.grammar !== undefined ? await this.grammarState(job.grammar) : undefined;
+      if (state.cancelled) return events.onDone(result('cancelled'));
       const stop = new StopDetector(job.stop);
-      const decoder = new TokenTextDecoder((t, last) => this.model.detokenize(t as Token[], false, last as Token[]));
+      const decoder = new TokenTextDecoder((t, last) => this.model.detokenize(t as Token[], false, last as Token[]), undefined, prompt.slice(-4));
       const generated: Token[] = [];
       const s = job.sampling;
-      const iterator = seq.evaluate(prompt.slice(reuse), {
+      const options = {
         temperature: s.temperature,
         topK: s.topK,
         topP: s.topP,
@@ -107,12 +118,21 @@ export class LlamaSequenceEngine implements SlotEngine {
         repeatPenalty: s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0
           ? { punishTokens: () => generated.slice(-s.penaltyLastN), penalty: s.repeatPenalty, presencePenalty: s.presencePenalty, frequencyPenalty: s.frequencyPenalty }
           : undefined,
-      });
+        ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
+      };
+      const wantLogprobs = job.topLogprobs !== undefined;
+      // Plain requests keep node-llama-cpp's plain token iterator (no probabilities computed).
+      const iterator: AsyncIterable<Token | { token: Token; probabilities: Map<Token, number> }> = wantLogprobs
+        ? seq.evaluateWithMetadata(prompt.slice(reuse), { probabilities: true }, options)
+        : seq.evaluate(prompt.slice(reuse), options);
+      let pendingLogprobs: TokenLogprob[] = [];
       let first = true;
       // The generator ends by itself on an end-of-generation token: that is a 'stop'.
       let finish: 'stop' | 'length' | 'cancelled' = 'stop';
       const room = Math.min(job.maxTokens, this.contextSize - prompt.length);
-      for await (const token of iterator) {
+      for await (const item of iterator) {
+        const token = typeof item === 'number' ? item : item.token;
+        const probabilities = typeof item === 'number' ? undefined : item.probabilities;
         if (first) {
           events.onPrompt?.({ promptTokens: prompt.length, cachedTokens: reuse });
           first = false;
@@ -121,19 +141,68 @@ export class LlamaSequenceEngine implements SlotEngine {
         if (this.model.isEogToken(token)) { finish = 'stop'; break; }
         generated.push(token);
         completionTokens++;
+        if (probabilities) pendingLogprobs.push(this.logprobOf(token, probabilities, job.topLogprobs ?? 0, generated.length > 1 ? generated.slice(-2, -1) : prompt.slice(-1)));
         const text = stop.push(decoder.push(token));
-        if (text.length > 0) events.onText(text, 1);
+        if (text.length > 0) {
+          if (wantLogprobs) {
+            events.onText(text, 1, pendingLogprobs);
+            pendingLogprobs = [];
+          } else {
+            events.onText(text, 1);
+          }
+        }
         if (stop.stopped) { finish = 'stop'; break; }
         if (completionTokens >= room) { finish = 'length'; break; }
       }
       if (finish !== 'cancelled') {
         const rest = stop.flush();
-        if (rest.length > 0) events.onText(rest, 0);
+        if (rest.length > 0) {
+          if (wantLogprobs) events.onText(rest, 0, pendingLogprobs);
+          else events.onText(rest, 0);
+        }
       }
       events.onDone(result(finish));
     } catch (err) {
-      events.onError({ message: err instanceof Error ? err.message : String(err), code: 'engine_error' });
+      events.onError({ message: err instanceof Error ? err.message : String(err), code: err instanceof InvalidGrammarError ? 'invalid_grammar' : 'engine_error' });
     }
+  }
+
+  /** A fresh evaluation state for `text`: parsed once per distinct text, then cloned. */
+  private async grammarState(text: string): Promise<LlamaGrammarEvaluationState> {
+    let template = this.grammars.get(text);
+    if (template) {
+      this.grammars.delete(text);
+    } else {
+      try {
+        const grammar = await this.model.llama.createGrammar({ grammar: text });
+        template = new LlamaGrammarEvaluationState({ model: this.model, grammar });
+      } catch (err) {
+        throw new InvalidGrammarError(`invalid grammar (node-llama-cpp: ${err instanceof Error ? err.message : String(err)})`);
+      }
+      if (this.grammars.size >= GRAMMAR_CACHE_SIZE) this.grammars.delete(this.grammars.keys().next().value as string);
+    }
+    this.grammars.set(text, template);
+    return template.clone();
+  }
+
+  /**
+   * node-llama-cpp reports the distribution after its sampler chain (token bias, penalties, grammar, and for
+   * temperature > 0 top-k / top-p / min-p truncation and temperature), sorted best first: at temperature 0
+   * without penalties that is the raw model distribution the native engine reports. A token's bytes are
+   * those of its detokenized text (a token holding part of a UTF-8 character shows U+FFFD), so they can differ
+   * from the native engine's raw token bytes for such tokens.
+   */
+  private logprobOf(token: Token, probabilities: Map<Token, number>, topN: number, before: Token[]): TokenLogprob {
+    const entry = (t: Token, p: number) => {
+      const text = this.model.detokenize([t], false, before); // after `before`, a word-start space is kept
+      return { token: text, logprob: Math.log(p), bytes: [...Buffer.from(text, 'utf8')] };
+    };
+    const top: TokenLogprob['top'] = [];
+    for (const [t, p] of probabilities) {
+      if (top.length >= topN) break;
+      top.push(entry(t, p));
+    }
+    return { ...entry(token, probabilities.get(token) ?? 0), top };
   }
 
   async dispose(): Promise<void> {

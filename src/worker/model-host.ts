@@ -1,5 +1,6 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { INSTANT_TOKEN_BYTES, type ModelWorkerData } from '../engine/worker-protocol.ts';
+import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import { InstantEngine } from './instant-engine.ts';
 import { LlamaSequenceEngine } from './llama-sequence-engine.ts';
 import { PromptBuilder } from './prompt-builder.ts';
@@ -44,10 +45,10 @@ export class ModelHost {
 
   /**
    * Prompt tokens and template stop strings; rejects with PromptTooLong once the prompt passes `maxTokens`.
-   * The instant engine has no vocabulary: it counts INSTANT_TOKEN_BYTES bytes per token.
+   * The instant engine has no vocabulary: it counts INSTANT_TOKEN_BYTES bytes per token (and ignores tools).
    */
-  async buildPrompt(messages: { role: string; content: string }[], maxTokens: number): Promise<{ tokens: Uint32Array; stops: string[] }> {
-    if (this.prompts) return this.prompts.build(messages as Parameters<PromptBuilder['build']>[0], maxTokens);
+  async buildPrompt(messages: ChatMessage[], tools: FunctionTool[] | undefined, maxTokens: number): Promise<{ tokens: Uint32Array; stops: string[] }> {
+    if (this.prompts) return this.prompts.build(messages, tools, maxTokens);
     const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + INSTANT_TOKEN_BYTES, 0);
     const count = Math.max(1, Math.ceil(bytes / INSTANT_TOKEN_BYTES));
     if (count > maxTokens) throw new PromptTooLong(count);

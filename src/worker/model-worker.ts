@@ -46,7 +46,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
     // A prompt may use contextSize - 1 tokens (one is left to generate); tokenizing stops past that.
-    const prompt = await host.buildPrompt(task.messages, engine.contextSize - 1).catch((err: unknown) => {
+    const prompt = await host.buildPrompt(task.messages, task.tools, engine.contextSize - 1).catch((err: unknown) => {
       if (err instanceof PromptTooLong) return err;
       throw err;
     });
@@ -59,10 +59,14 @@ export default async function generate(task: GenerationTask): Promise<void> {
     const stop = [...new Set([...task.stop, ...prompt.stops])];
     await new Promise<void>((resolve) => {
       handle = engine.submit(
-        { promptTokens: prompt.tokens, maxTokens, stop, sampling: task.sampling },
+        {
+          promptTokens: prompt.tokens, maxTokens, stop, sampling: task.sampling,
+          ...(task.grammar !== undefined ? { grammar: task.grammar } : {}),
+          ...(task.topLogprobs !== undefined ? { topLogprobs: task.topLogprobs } : {}),
+        },
         {
           onPrompt: (info) => post({ t: 'prompt', ...info }),
-          onText: (text, n) => post({ t: 'text', text, n }),
+          onText: (text, n, logprobs) => post(logprobs ? { t: 'text', text, n, logprobs } : { t: 'text', text, n }),
           onDone: (r) => { post({ t: 'done', ...r }); resolve(); },
           onError: (e) => { post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
         },

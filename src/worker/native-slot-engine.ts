@@ -93,6 +93,8 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
 
 interface JobState {
   events: SlotJobEvents;
+  /** The job asked for logprobs: every onText carries them (the addon omits an empty list). */
+  wantsLogprobs: boolean;
   cancelRequested: boolean;
   /** onDone / onError already called (a callback threw, or the job ended). */
   ended: boolean;
@@ -143,12 +145,15 @@ export class NativeSlotEngine implements SlotEngine {
     if (this.jobs.size >= this.slotCount) throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy`);
 
     const id = this.allocateJobId();
-    const refusal = this.loop.submit(id, job.promptTokens, job.maxTokens, job.stop, job.sampling);
+    const extras = job.grammar !== undefined || job.topLogprobs !== undefined
+      ? { ...(job.grammar !== undefined ? { grammar: job.grammar } : {}), ...(job.topLogprobs !== undefined ? { topLogprobs: job.topLogprobs } : {}) }
+      : undefined;
+    const refusal = this.loop.submit(id, job.promptTokens, job.maxTokens, job.stop, job.sampling, extras);
     if (refusal) {
       if (refusal.code === 'context_length_exceeded') throw contextLengthExceeded(n, this.contextSize);
       throw new NativeEngineError(refusal.code, refusal.message);
     }
-    const state: JobState = { events, cancelRequested: false, ended: false };
+    const state: JobState = { events, wantsLogprobs: job.topLogprobs !== undefined, cancelRequested: false, ended: false };
     this.jobs.set(id, state);
     return {
       cancel: () => {
@@ -195,7 +200,10 @@ export class NativeSlotEngine implements SlotEngine {
         if (!state.cancelRequested) state.events.onPrompt?.({ promptTokens: e.promptTokens, cachedTokens: e.cachedTokens });
         return;
       case 'text':
-        if (!state.cancelRequested) state.events.onText(e.text, e.tokens);
+        if (!state.cancelRequested) {
+          if (state.wantsLogprobs) state.events.onText(e.text, e.tokens, e.logprobs ?? []);
+          else state.events.onText(e.text, e.tokens);
+        }
         return;
       case 'done': {
         state.ended = true;

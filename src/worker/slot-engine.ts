@@ -1,5 +1,6 @@
 import type { SamplingParams } from '../engine/sampling-defaults.ts';
 import type { SlotFinishReason } from '../engine/worker-protocol.ts';
+import type { TokenLogprob } from '../protocol/chat-delta.ts';
 
 /**
  * The token-level engine a model worker drives. Two implementations: the native continuous-batching
@@ -18,6 +19,14 @@ export interface SlotJob {
   /** Generation stops before any of these strings; the stop text itself is not emitted. */
   stop: string[];
   sampling: SamplingParams;
+  /**
+   * GBNF (root rule `root`, llama.cpp syntax) the completion must match; absent = free text. Each engine
+   * parses a distinct text once and caches it; end of generation is allowed only where the grammar is
+   * complete. An invalid grammar ends the job with onError code 'invalid_grammar'.
+   */
+  grammar?: string | undefined;
+  /** Absent: no logprobs (nothing computed). 0..20: onText gets each token's logprob and this many alternatives. */
+  topLogprobs?: number | undefined;
 }
 
 export interface SlotJobResult {
@@ -31,8 +40,11 @@ export interface SlotJobResult {
 export interface SlotJobEvents {
   /** Prompt evaluated (or reused); generation of the first token follows. */
   onPrompt?(info: { promptTokens: number; cachedTokens: number }): void;
-  /** New text since the last call (complete UTF-8 only, stop strings withheld); tokenCount tokens produced it. */
-  onText(text: string, tokenCount: number): void;
+  /**
+   * New text since the last call (complete UTF-8 only, stop strings withheld); tokenCount tokens produced it.
+   * `logprobs` only when the job asked for them: one entry per token whose text this call carries.
+   */
+  onText(text: string, tokenCount: number, logprobs?: TokenLogprob[]): void;
   onDone(result: SlotJobResult): void;
   onError(error: { message: string; code: string }): void;
 }

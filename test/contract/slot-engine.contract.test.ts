@@ -7,6 +7,8 @@ import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/nat
 import { PromptBuilder } from '../../src/worker/prompt-builder.ts';
 import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import type { TokenLogprob } from '../../src/protocol/chat-delta.ts';
+import { jsonGrammar, OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
 
 /**
  * One contract for both token engines: the native continuous-batching loop and node-llama-cpp's sequences.
@@ -30,23 +32,33 @@ it('the native addon is built where CI runs', () => {
 
 const greedy: SamplingParams = { ...DEFAULT_SAMPLING, temperature: 0 };
 
+const JSON_GRAMMAR = jsonGrammar();
+
 interface Run {
   text: string;
   result: SlotJobResult;
   pieces: number;
   prompt?: { promptTokens: number; cachedTokens: number };
+  /** Every logprob entry received, in order; undefined when no onText call carried any. */
+  logprobs?: TokenLogprob[];
 }
 
 function run(engine: SlotEngine, job: SlotJob, onPiece?: (n: number) => void): { done: Promise<Run>; cancel: () => void } {
   let text = '';
   let pieces = 0;
   let prompt: Run['prompt'];
+  let logprobs: TokenLogprob[] | undefined;
   let cancel = () => {};
   const done = new Promise<Run>((resolve, reject) => {
     const h = engine.submit(job, {
       onPrompt: (p) => { prompt = p; },
-      onText: (t) => { text += t; pieces++; onPiece?.(pieces); },
-      onDone: (result) => resolve({ text, result, pieces, prompt }),
+      onText: (t, _n, lp) => {
+        text += t;
+        pieces++;
+        if (lp) (logprobs ??= []).push(...lp);
+        onPiece?.(pieces);
+      },
+      onDone: (result) => resolve({ text, result, pieces, prompt, ...(logprobs ? { logprobs } : {}) }),
       onError: (e) => reject(new Error(`${e.code}: ${e.message}`)),
     });
     cancel = () => h.cancel();
@@ -159,6 +171,78 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       const { result } = await run(endless, job(tokens, { maxTokens: CONTEXT - tokens.length })).done;
       expect(result.finishReason).toBe('length');
       expect(result.promptTokens + result.completionTokens).toBeLessThanOrEqual(CONTEXT);
+    });
+
+    it('keeps a JSON grammar whatever the weights: every completed output parses, and EOG comes only when it is complete', async () => {
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
+      let completed = 0;
+      for (let seed = 1; seed <= 8; seed++) {
+        const r = await run(endless, job(tokens, { maxTokens: 120, grammar: JSON_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature: 1, seed } })).done;
+        expect(r.text.startsWith('{')).toBe(true);
+        if (r.result.finishReason === 'stop') {
+          completed++;
+          expect(() => JSON.parse(r.text)).not.toThrow();
+        } else {
+          expect(r.result).toMatchObject({ finishReason: 'length', completionTokens: 120 });
+        }
+      }
+      expect(completed).toBeGreaterThan(0); // the endless model never stops by itself: only the grammar ends it
+    });
+
+    it('ends a grammar-forced output exactly when the grammar is complete', async () => {
+      const grammar = OK_OBJECT_GRAMMAR;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
+      for (const seed of [1, 2, 3]) {
+        const r = await run(endless, job(tokens, { maxTokens: 64, grammar, sampling: { ...DEFAULT_SAMPLING, temperature: 1.2, seed } })).done;
+        expect(r.result.finishReason).toBe('stop');
+        expect(JSON.parse(r.text)).toHaveProperty('ok');
+      }
+    });
+
+    it('ends a job with an invalid grammar with code invalid_grammar, and goes on serving', async () => {
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
+      for (const grammar of ['root ::= undefined_rule', 'root ::= "unterminated', 'notroot ::= "x"']) {
+        await expect(run(endless, job(tokens, { maxTokens: 4, grammar })).done).rejects.toThrow(/^invalid_grammar: invalid grammar/);
+      }
+      const after = await Promise.all(Array.from({ length: SLOTS }, () => run(endless, job(tokens, { maxTokens: 3 })).done));
+      for (const r of after) expect(r.result).toMatchObject({ finishReason: 'length', completionTokens: 3 });
+    });
+
+    it('reports logprobs only when asked: one finite entry <= 0 per token, alternatives sorted, greedy choice = top 1', async () => {
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
+      const plain = await run(endless, job(tokens, { maxTokens: 12 })).done;
+      expect(plain.logprobs).toBeUndefined();
+      const asked = await run(endless, job(tokens, { maxTokens: 12, topLogprobs: 5 })).done;
+      expect(asked.text).toBe(plain.text); // asking for logprobs does not change sampling
+      const lp = asked.logprobs ?? [];
+      expect(lp).toHaveLength(12);
+      // A token holding part of a UTF-8 character shows U+FFFD as its text; whole-character tokens add up to the text.
+      const partial = (e: TokenLogprob) => e.token.includes('\uFFFD');
+      if (!lp.some(partial)) expect(lp.map((e) => e.token).join('')).toBe(asked.text);
+      for (const e of lp) {
+        expect(Number.isFinite(e.logprob)).toBe(true);
+        expect(e.logprob).toBeLessThanOrEqual(0);
+        if (!partial(e)) expect(e.bytes).toEqual([...Buffer.from(e.token, 'utf8')]);
+        expect(e.top).toHaveLength(5);
+        for (let i = 1; i < e.top.length; i++) expect(e.top[i]!.logprob).toBeLessThanOrEqual(e.top[i - 1]!.logprob);
+        expect(e.top[0]!.token).toBe(e.token);
+        expect(e.top[0]!.logprob).toBeCloseTo(e.logprob, 5);
+      }
+      const none = await run(endless, job(tokens, { maxTokens: 3, topLogprobs: 0 })).done;
+      expect(none.logprobs?.map((e) => e.top.length)).toEqual([0, 0, 0]);
+    });
+
+    it('honours top_k, min_p and the repetition penalty', async () => {
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
+      const greedyText = (await run(endless, job(tokens, { maxTokens: 24 })).done).text;
+      const hot = { ...DEFAULT_SAMPLING, temperature: 2, topP: 1, minP: 0, topK: 0 };
+      const free = await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, seed: 3 } })).done;
+      expect(free.text).not.toBe(greedyText);
+      // top_k 1 and min_p 1 both leave only the most likely token: greedy whatever the temperature.
+      expect((await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, topK: 1, seed: 3 } })).done).text).toBe(greedyText);
+      expect((await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, minP: 1, seed: 3 } })).done).text).toBe(greedyText);
+      const penalised = await run(endless, job(tokens, { maxTokens: 24, sampling: { ...greedy, repeatPenalty: 100 } })).done;
+      expect(penalised.text).not.toBe(greedyText);
     });
 
     it('dispose is idempotent', async () => {

@@ -1,0 +1,116 @@
+/**
+ * Grammar, logprobs, tools and the sampler extensions across the whole local engine (main thread ->
+ * Piscina model worker -> slot engine -> back), for each engine kind, on the project's tiny GGUFs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTinyChatModel, ensureTinyModel } from '../../models/test-model-path.ts';
+import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
+import { LocalEngine } from '../../src/engine/local-engine.ts';
+import { resolveModelSource } from '../../src/engine/model-source.ts';
+import type { GenerationRequest, GenerationResult, TokenLogprob } from '../../src/engine/generation.ts';
+import type { ApiError } from '../../src/errors/api-error.ts';
+import { silentLogger } from '../../src/log/logger.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
+import { OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
+
+interface Outcome {
+  text: string;
+  logprobs?: TokenLogprob[];
+  result?: GenerationResult;
+  error?: ApiError;
+}
+
+function generate(engine: LocalEngine, request: Partial<GenerationRequest>): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const out: Outcome = { text: '' };
+    engine.generate({ messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0, ...request }, {
+      onText: (text, logprobs) => {
+        out.text += text;
+        if (logprobs) (out.logprobs ??= []).push(...logprobs);
+      },
+      onDone: (result) => resolve({ ...out, result }),
+      onError: (error) => resolve({ ...out, error }),
+    });
+  });
+}
+
+async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' | 'instant'): Promise<LocalEngine> {
+  const engine = new LocalEngine({
+    source: resolveModelSource(modelPath), modelsDir: '', engine: kind, workers: 1, slots: 2, threads: 1, cores: 2,
+    contextSize: 512, batchSize: 128, weightRepack: true, maxTokens: 64, queueLimit: 8, showPullProgress: false,
+  }, createMetrics({ defaultMetrics: false }), silentLogger);
+  await engine.start();
+  if (engine.status().state !== 'ready') throw new Error(`engine not ready: ${engine.status().error}`);
+  return engine;
+}
+
+const kinds = (['native', 'node-llama-cpp'] as const).filter((k) => k !== 'native' || nativeAddonAvailable().ok);
+
+describe.each(kinds)('local engine (%s)', (kind) => {
+  let chat: LocalEngine;
+  let endless: LocalEngine;
+
+  beforeAll(async () => {
+    chat = await startEngine(await ensureTinyChatModel(), kind);
+    endless = await startEngine(await ensureTinyModel({ reply: null }), kind);
+  });
+  afterAll(async () => {
+    await chat?.dispose();
+    await endless?.dispose();
+  });
+
+  it('answers a plain request as before, with no logprobs', async () => {
+    const r = await generate(chat, {});
+    expect(r.text).toBe(DEFAULT_TINY_REPLY);
+    expect(r.logprobs).toBeUndefined();
+  });
+
+  it('delivers logprobs with the text when asked', async () => {
+    const r = await generate(chat, { topLogprobs: 2 });
+    expect(r.text).toBe(DEFAULT_TINY_REPLY);
+    expect(r.logprobs?.map((e) => e.token).join('')).toBe(DEFAULT_TINY_REPLY);
+    for (const e of r.logprobs ?? []) {
+      expect(e.top).toHaveLength(2);
+      expect(e.top[0]!.logprob).toBeCloseTo(e.logprob, 5);
+    }
+  });
+
+  it('enforces a grammar, and answers an invalid one with a 400 invalid_grammar', async () => {
+    const r = await generate(endless, { grammar: OK_OBJECT_GRAMMAR, temperature: 1, seed: 4 });
+    expect(r.result?.finishReason).toBe('stop');
+    expect(JSON.parse(r.text)).toHaveProperty('ok');
+    const bad = await generate(endless, { grammar: 'root ::= (' });
+    expect(bad.error?.toData()).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'invalid_grammar' });
+    expect((await generate(endless, { maxTokens: 3 })).result).toMatchObject({ finishReason: 'length', completionTokens: 3 });
+  });
+
+  it('passes tools to the prompt and the sampler extensions to the sampler', async () => {
+    const tools = [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];
+    const plain = await generate(chat, { maxTokens: 8 });
+    const withTools = await generate(chat, { maxTokens: 8, tools });
+    expect(withTools.result!.promptTokens).toBeGreaterThan(plain.result!.promptTokens + 40); // the instructions and schema
+    const greedy = await generate(endless, { maxTokens: 48 });
+    const topK1 = await generate(endless, { maxTokens: 48, temperature: 2, topK: 1, seed: 3 });
+    expect(topK1.text).toBe(greedy.text);
+    const penalised = await generate(endless, { maxTokens: 48, repetitionPenalty: 100 });
+    expect(penalised.text).not.toBe(greedy.text);
+  });
+});
+
+describe('local engine (instant)', () => {
+  let engine: LocalEngine;
+  beforeAll(async () => {
+    engine = await startEngine(await ensureTinyChatModel(), 'instant');
+  });
+  afterAll(async () => {
+    await engine?.dispose();
+  });
+
+  it('accepts a grammar and tools and ignores them', async () => {
+    const plain = await generate(engine, { maxTokens: 4 });
+    const r = await generate(engine, { maxTokens: 4, grammar: OK_OBJECT_GRAMMAR, tools: [{ name: 'f', parameters: {}, strict: false }] });
+    expect(r.text).toBe(plain.text);
+    expect(r.result?.finishReason).toBe('length');
+  });
+});
