@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
@@ -12,11 +13,13 @@ import { ServingStats } from './gateway/serving-stats.ts';
 import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
 import { SignInLimiter } from './gateway/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
+import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
 import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
 import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
 import { sessionRoutes } from './http/routes/session-routes.ts';
 import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
+import { loadDashboardBundle } from './http/static-assets.ts';
 import { Disposables } from './lifecycle/disposables.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
@@ -115,6 +118,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    // Assets go out uncompressed until HttpExchange exposes the request's Accept-Encoding (then: acceptsGzip(ex.acceptEncoding)).
+    ...dashboardRoutes({ bundle: loadDashboard(log), acceptsGzip: () => false }),
   ];
   let server;
   try {
@@ -129,7 +134,11 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
   log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });
-  const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS); // null once a user exists
+  // A start that fails after listening releases what it opened (else the listening socket would keep the process alive).
+  const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS).catch(async (err: unknown) => { // null once a user exists
+    await disposables.disposeAll(log);
+    throw err;
+  });
   if (setupToken !== null) log.info('first-run setup: open this link to create the first owner', { url: `${baseUrl}/setup?token=${setupToken}`, validHours: SETUP_TOKEN_TTL_MS / 3_600_000 });
   const sweepSessions = () => void sessions.sweepExpired().catch((err: unknown) => log.warn('session sweep failed', { error: err instanceof Error ? err.message : String(err) }));
   sweepSessions();
@@ -170,10 +179,10 @@ async function waitFor(done: () => boolean, deadline: number): Promise<void> {
   while (!done() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
 }
 
-/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out and retries. */
+/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */
 function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
   const baseUrls: Record<ProviderName, string> = { openai: config.openaiBaseUrl, anthropic: config.anthropicBaseUrl, gemini: config.geminiBaseUrl, mistral: config.mistralBaseUrl };
-  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries })] as const);
+  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, deadlineMs: config.providerDeadlineMs, maxRetries: config.providerMaxRetries })] as const);
   return Object.fromEntries(entries) as Record<ProviderName, ChatProvider>;
 }
 
@@ -181,4 +190,12 @@ function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
 function defaultBaseUrl(host: string, port: number): string {
   const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/** The built dashboard (web/dist, made by `npm run build:web` at install), read once; null with a warning when absent. */
+function loadDashboard(log: Logger) {
+  const dir = fileURLToPath(new URL('../web/dist', import.meta.url));
+  const bundle = loadDashboardBundle(dir);
+  if (bundle === null) log.warn('the dashboard is not built: / answers 503 until `npm run build:web` has run', { dir });
+  return bundle;
 }

@@ -33,6 +33,8 @@ export interface Config {
   /** Delay of Yam / project provisioning, ms (gateway/provisioner.ts). */
   provisionDelayMs: number;
   providerTimeoutMs: number;
+  /** Deadline of one upstream call's whole answer, ms (providers/upstream-call.ts). */
+  providerDeadlineMs: number;
   providerMaxRetries: number;
   openaiBaseUrl: string;
   anthropicBaseUrl: string;

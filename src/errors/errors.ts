@@ -95,6 +95,10 @@ export const upstreamError = (provider: string, status: number, message: string)
 export const upstreamTimeout = (provider: string, ms: number) =>
   new ApiError({ status: 504, type: 'upstream_error', message: `Upstream provider ${provider} did not answer within ${ms} ms`, param: null, code: 'timeout' });
 
+/** The whole upstream answer (retries included) did not complete within the call's deadline (--provider-deadline-ms). */
+export const upstreamDeadline = (provider: string, ms: number) =>
+  new ApiError({ status: 504, type: 'upstream_error', message: `Upstream provider ${provider} did not complete its answer within the ${ms} ms deadline`, param: null, code: 'deadline_exceeded' });
+
 /** Upstream 429 still failing after Hearth's retries (or asking for a longer wait than Hearth will hold a request). */
 export const upstreamRateLimited = (provider: string, message: string, retryAfter?: number) =>
   new ApiError({ status: 429, type: 'rate_limit_error', message: `Upstream provider ${provider} rate-limited the request: ${message}`, param: null, code: 'upstream_rate_limited', retryAfter });
@@ -136,3 +140,7 @@ export const tooManySignInAttempts = (retryAfter: number) =>
 /** A per-key limit of the shared endpoint; `limit` names which one (requests, tokens, concurrent). */
 export const keyRateLimited = (message: string, param: string, limit: 'requests' | 'tokens' | 'concurrent', retryAfter: number) =>
   new ApiError({ status: 429, type: 'rate_limit_error', message, param, code: 'rate_limit_exceeded', retryAfter, details: { limit } });
+
+/** The dashboard's files are missing (web/dist was never built). */
+export const dashboardNotBuilt = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The dashboard is not built: run `npm run build:web` (npm ci does it)', param: null, code: 'dashboard_not_built' });

@@ -1,5 +1,6 @@
 import type { ChatEngine, GenerationHandle, GenerationSink } from '../engine/generation.ts';
 import { modelNotFound } from '../errors/index.ts';
+import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
 import type { ChatRequest } from '../protocol/chat-request.ts';
 import type { ModelList } from '../protocol/openai-types.ts';
 import type { ServingStats } from './serving-stats.ts';
@@ -23,9 +24,18 @@ export class SharedModelGateway {
     return this.engine.modelId;
   }
 
-  /** Throws model_not_found (404), model_warming_up (503), queue_full (503) before anything is sent. */
-  startChat(request: ChatRequest, sink: GenerationSink): GenerationHandle {
+  /**
+   * Starts a generation whose events reach `out` as ChatDeltas (content, then one finish with usage), on the
+   * engine's push path: no promise per token. Throws model_not_found (404), model_warming_up (503),
+   * queue_full (503) before anything is sent.
+   */
+  startChat(request: ChatRequest, out: ChatDeltaSink): GenerationHandle {
     if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    const sink: GenerationSink = {
+      onText: (text, logprobs) => out.push({ type: 'content', text, logprobs }),
+      onDone: (r) => out.push({ type: 'finish', reason: r.finishReason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens } }),
+      onError: (e) => out.fail(e),
+    };
     return this.engine.generate(
       {
         messages: request.messages,

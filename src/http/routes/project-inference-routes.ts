@@ -1,8 +1,8 @@
 import { invalidRequest } from '../../errors/index.ts';
 import type { ProjectGateway } from '../../gateway/project-gateway.ts';
 import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
+import { respondFromDeltas } from '../chat-responder.ts';
 import { readJsonBody } from '../json-body.ts';
-import { respondFromUpstream } from '../provider-stream-responder.ts';
 import { bearerToken, type Route } from '../router.ts';
 
 export interface ProjectInferenceRouteDeps {
@@ -31,10 +31,11 @@ export function projectInferenceRoutes(d: ProjectInferenceRouteDeps): Route[] {
         const json = await body;
         if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
         const request = validateChatRequest(json);
-        await respondFromUpstream(ex, { stream: request.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, {
-          complete: (signal) => session.complete(request, signal),
-          stream: (signal) => session.stream(request, signal),
-        });
+        await respondFromDeltas(
+          ex,
+          { stream: request.stream, includeUsage: request.includeUsage, model: session.model, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
+          (signal) => session.chat(request, signal),
+        );
       },
     },
   ];

@@ -40,15 +40,14 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
           const request = validateChatRequest(json);
           await respondToChat(
             ex,
-            { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit, reportCachedTokens: true },
+            { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
             (sink) =>
               d.gateway.startChat(request, {
-                onText: (text, logprobs) => sink.onText(text, logprobs),
-                onDone: (r) => {
-                  lease.recordTokens(r.promptTokens + r.completionTokens);
-                  sink.onDone(r);
+                push: (delta) => {
+                  if (delta.type === 'finish' && delta.usage !== undefined) lease.recordTokens(delta.usage.promptTokens + delta.usage.completionTokens);
+                  sink.push(delta);
                 },
-                onError: (e) => sink.onError(e),
+                fail: (e) => sink.fail(e),
               }),
           );
         } finally {
