@@ -1,4 +1,6 @@
 import { fileURLToPath } from 'node:url';
+import { AppHost } from './apps/app-host.ts';
+import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
@@ -13,6 +15,8 @@ import { ServingStats } from './gateway/serving-stats.ts';
 import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
 import { SignInLimiter } from './gateway/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
+import { appProxyRoutes } from './http/routes/app-proxy-routes.ts';
+import { appRoutes } from './http/routes/app-routes.ts';
 import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
 import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
@@ -25,6 +29,7 @@ import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
 import { ApiKeyRepository } from './store/api-key-repository.ts';
+import { AppRepository } from './store/app-repository.ts';
 import { HearthStore } from './store/database.ts';
 import { loadMasterKey } from './store/master-key.ts';
 import { ProjectRepository } from './store/project-repository.ts';
@@ -77,7 +82,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   disposables.add('store', () => store.close());
   const keys = new ApiKeyRepository(store);
   const workspaces = new WorkspaceRepository(store);
-  const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
+  const cipher = new ProviderKeyCipher(masterKey.key);
+  const projects = new ProjectRepository(store, cipher);
   const users = new UserRepository(store);
   const sessions = new SessionRepository(store, { idleMs: config.sessionIdleMs, maxAgeMs: config.sessionMaxAgeMs });
   const metrics = createMetrics();
@@ -107,10 +113,12 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
   const auth = new ManagementAuthenticator(keys, sessions, users);
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
-  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs });
-  disposables.add('provisioner', () => provisioner.dispose());
   let baseUrl = config.publicUrl ?? '';
-  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl });
+  const appHost = new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config));
+  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost);
+  disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
+  disposables.add('provisioner', () => provisioner.dispose());
+  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl, apps: appHost });
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
@@ -118,6 +126,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
+    ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
     // Assets go out uncompressed until HttpExchange exposes the request's Accept-Encoding (then: acceptsGzip(ex.acceptEncoding)).
     ...dashboardRoutes({ bundle: loadDashboard(log), acceptsGzip: () => false }),
   ];
@@ -131,6 +141,12 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const http = server;
   disposables.add('http', () => http.closeConnections());
   baseUrl = (config.publicUrl ?? defaultBaseUrl(config.host, server.port)).replace(/\/+$/, '');
+  try {
+    await appHost.start(); // live apps start again
+  } catch (err) {
+    await disposables.disposeAll(log); // a start that fails after listening releases what it opened
+    throw err;
+  }
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
   log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });

@@ -107,6 +107,19 @@ export const upstreamRateLimited = (provider: string, message: string, retryAfte
 export const upstreamBadResponse = (provider: string, detail: string, code = 'bad_response') =>
   new ApiError({ status: 502, type: 'upstream_error', message: `Upstream provider ${provider} failed: ${detail}`, param: null, code });
 
+// Applications on the Yam (contract.md "Applications on the Yam").
+export const appNotFound = () => notFound('App not found', 'app_not_found');
+
+export const deploymentNotFound = () => notFound('Deployment not found', 'deployment_not_found');
+
+export const invalidArchive = (detail: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Invalid archive: ${detail}`, param: null, code: 'invalid_archive' });
+
+export const repositoryUnreachable = (detail: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Repository unreachable: ${detail}`, param: 'repository', code: 'repository_unreachable' });
+
+export const appNotLive = (retryAfter: number) =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The app has no live deployment right now', param: null, code: 'app_not_live', retryAfter });
 // Users, sessions and per-key limits (contract "Accounts, users and the dashboard", "Per-key limits").
 export const invalidCredentials = () =>
   new ApiError({ status: 401, type: 'authentication_error', message: 'Wrong email or password', param: null, code: 'invalid_credentials' });

@@ -37,10 +37,13 @@ export class HttpExchange {
   private abortArmed = false;
   private writableWaiter: (() => void) | null = null;
   private bodyStarted = false;
+  /** Valid only during the synchronous part of the handler (uWS frees it after): see `requestHead`. */
+  private readonly req: HttpRequest;
   /** Headers added to whatever answer this exchange sends (e.g. a key's rate-limit headers). */
   private extraHeaders: HeaderList = [];
 
   constructor(private readonly res: HttpResponse, req: HttpRequest, paramCount = 0) {
+    this.req = req;
     this.method = req.getMethod().toUpperCase();
     this.url = req.getUrl();
     this.authorization = req.getHeader('authorization');
@@ -114,6 +117,35 @@ export class HttpExchange {
     });
   }
 
+  /**
+   * Every request header, the query string and the peer address (the app proxy forwards them). Must be
+   * called synchronously in the handler, before its first await.
+   */
+  requestHead(): { headers: Array<[string, string]>; query: string; remoteAddress: string } {
+    const headers: Array<[string, string]> = [];
+    this.req.forEach((k, v) => headers.push([k, v]));
+    return { headers, query: this.req.getQuery() ?? '', remoteAddress: Buffer.from(this.res.getRemoteAddressAsText()).toString() };
+  }
+
+  /**
+   * Streams the body chunk by chunk (the chunk is copied; `isLast` ends it), instead of `readBody`. Pair
+   * with `pauseBody` / `resumeBody` for backpressure. Must be called synchronously in the handler.
+   */
+  streamBody(onChunk: (chunk: Buffer, isLast: boolean) => void): void {
+    if (this.bodyStarted) throw new Error('body already read');
+    this.bodyStarted = true;
+    this.res.onData((chunk, isLast) => onChunk(Buffer.from(chunk.slice(0)), isLast));
+  }
+
+  /** Stops reading the socket (backpressure on an upload). Pair with `resumeBody`, also after the response ended: a paused keep-alive socket reads no next request. */
+  pauseBody(): void {
+    if (!this.closed) this.res.pause();
+  }
+
+  resumeBody(): void {
+    if (!this.aborted) this.res.resume();
+  }
+
   private writeHead(status: number, headers: HeaderList): void {
     this.status = status;
     this.committed = true;
@@ -168,7 +200,7 @@ export class HttpExchange {
    * Streaming: writes status + headers (first call) and a chunk. Returns false when uWS built up
    * backpressure: the caller must stop and `await waitWritable()`. The chunk itself is always buffered.
    */
-  writeChunk(chunk: string, status = 200, headers: HeaderList = []): boolean {
+  writeChunk(chunk: string | Uint8Array, status = 200, headers: HeaderList = []): boolean {
     if (this.closed) return false;
     let ok = true;
     this.res.cork(() => {
