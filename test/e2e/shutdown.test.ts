@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeModelHub, type FakeModelHub } from '../fakes/fake-model-hub.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
+import { probeAppArchive } from '../helpers/app-archives.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel, tinyModel } from '../helpers/test-model.ts';
 
@@ -68,6 +69,16 @@ async function runningStream(h: HearthProcess): Promise<{ reader: ReadableStream
       }
       return text;
     },
+  };
+}
+
+/** Management API calls with the process's API key (status checked). */
+function managementApi(h: HearthProcess) {
+  return async <T>(method: string, url: string, body?: unknown, type = 'application/json'): Promise<T> => {
+    const r = await fetch(`${h.baseUrl}${url}`, { method, headers: { authorization: `Bearer ${h.key}`, 'content-type': type }, body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body) });
+    const text = await r.text();
+    expect(r.status, text).toBeLessThan(300);
+    return JSON.parse(text) as T;
   };
 }
 
@@ -200,11 +211,7 @@ describe('shutdown in every model state', () => {
       args: ['--model', await tinyModel(), ...INSTANT, '--openai-base-url', upstream.baseUrl, '--provider-timeout-ms', '600000', '--provider-max-retries', '0', '--shutdown-grace-ms', '500'],
     });
     const h = hearth;
-    const api = async <T>(method: string, url: string, body?: unknown): Promise<T> => {
-      const r = await fetch(`${h.baseUrl}${url}`, { method, headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-      expect(r.status).toBeLessThan(300);
-      return (await r.json()) as T;
-    };
+    const api = managementApi(h);
     const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'shutdown' })).workspaceId;
     await api('PUT', `/api/v1/workspaces/${ws}/yam`);
     await until('the Yam', async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready');
@@ -224,5 +231,34 @@ describe('shutdown in every model state', () => {
     expect(await call).toBe('cut');
     await u.waitForAbort(5_000);
     expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
+  });
+
+  it('app processes: a request proxied to a live app is cut after the grace period, the app process is stopped, exit 3', async () => {
+    hearth = await startHearthProcess({
+      args: ['--model', await tinyModel(), ...INSTANT, '--app-start-timeout', '10', '--app-grace-period', '1', '--shutdown-grace-ms', '500'],
+    });
+    const h = hearth;
+    const api = managementApi(h);
+    const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'apps' })).workspaceId;
+    await api('PUT', `/api/v1/workspaces/${ws}/yam`);
+    await until('the Yam', async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready');
+    const { appId } = await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name: 'probe' });
+    const { deploymentId } = await api<{ deploymentId: string }>('POST', `/api/v1/workspaces/${ws}/apps/${appId}/deployments`, probeAppArchive({ version: 'v1', healthy: true }), 'application/gzip');
+    let state = '';
+    await until('the deployment to settle', async () => {
+      state = (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${deploymentId}`)).state;
+      return state === 'live' || state === 'failed';
+    });
+    expect(state).toBe('live');
+    const appPort = ((await (await fetch(`${h.baseUrl}/apps/${appId}/whoami`)).json()) as { env: { PORT: string } }).env.PORT;
+    expect(await fetch(`http://127.0.0.1:${appPort}/health`).then((r) => r.status)).toBe(200); // the app process itself
+
+    const hang = await fetch(`${h.baseUrl}/apps/${appId}/hang`);
+    const reader = hang.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('first');
+    expect(await h.stop('SIGTERM')).toBe(3);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
+    expect(await reader.read().then((r) => r.done, () => true)).toBe(true); // the proxied answer ended (or was reset): cut
+    await expect(fetch(`http://127.0.0.1:${appPort}/health`)).rejects.toThrow(); // the app process is gone
   });
 });
