@@ -10,9 +10,9 @@ import { tinyChatModel, tinyModel } from '../helpers/test-model.ts';
 
 /**
  * SIGTERM / SIGINT seen the way a service manager sees it: a real `hearth serve` child process, a signal,
- * and the exit code. In every model state (pulling, loading, failed, ready) and with upstream calls in
- * flight, the child must exit by itself: nothing (workers, sockets, timers, the download) may keep it
- * alive. The bound is the helper's: a child still alive 15 s after the signal is SIGKILLed, and its exit
+ * and the exit code. In every model state (pulling, loading, failed, ready) and with upstream calls or
+ * app processes in flight, the child must exit by itself: nothing (workers, sockets, timers, the download,
+ * app processes) may keep it alive. The bound is the helper's: a child still alive 15 s after the signal is SIGKILLed, and its exit
  * code is then null, which fails the test. Exit codes: 0 clean, 3 grace expired, 128 + n second signal.
  */
 let hearth: HearthProcess | undefined;
