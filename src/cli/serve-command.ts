@@ -33,21 +33,28 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
   }
   const config = parseServeConfig(argv);
   const log = createLogger(config.logLevel);
-  const hearth = await startHearth(config, log);
-  const signal = await new Promise<StopSignal>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
-  log.info('shutting down', { signal, graceMs: config.shutdownGraceMs });
-  // A second signal (either kind) means "now": no more waiting for anything.
-  const now = (second: StopSignal) => {
-    log.warn('second signal: exiting at once', { signal: second });
-    process.exit(128 + SIGNAL_NUMBERS[second]);
+  // Signals are handled from before the start, so one that arrives while Hearth starts is not the default
+  // (instant death) but a shutdown as soon as the start is done. The first signal arms the forced-exit bound;
+  // a second one exits at once.
+  let resolveFirst: (signal: StopSignal) => void = () => {};
+  const first = new Promise<StopSignal>((resolve) => { resolveFirst = resolve; });
+  let stopping = false;
+  const onSignal = (signal: StopSignal) => {
+    if (stopping) {
+      log.warn('second signal: exiting at once', { signal });
+      process.exit(128 + SIGNAL_NUMBERS[signal]);
+    }
+    stopping = true;
+    log.info('shutting down', { signal, graceMs: config.shutdownGraceMs });
+    // Unref'd: it never keeps the process alive; it only fires when something else does.
+    const bound = config.shutdownGraceMs + SHUTDOWN_BOUND_MS;
+    setTimeout(() => forceExit(log, 'shutdown did not finish within the grace period plus the bound', bound), bound).unref();
+    resolveFirst(signal);
   };
-  process.once('SIGINT', () => now('SIGINT'));
-  process.once('SIGTERM', () => now('SIGTERM'));
-  // Unref'd: these never keep the process alive; they only fire when something else does.
-  setTimeout(() => forceExit(log, 'shutdown did not finish within the grace period plus the bound', config.shutdownGraceMs + SHUTDOWN_BOUND_MS), config.shutdownGraceMs + SHUTDOWN_BOUND_MS).unref();
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  const hearth = await startHearth(config, log);
+  await first;
   const outcome = await hearth.close();
   setTimeout(() => forceExit(log, 'the event loop is still busy after shutdown', LINGER_MS), LINGER_MS).unref();
   return outcome.clean ? SERVE_EXIT.clean : SERVE_EXIT.unclean;

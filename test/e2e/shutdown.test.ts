@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -113,6 +114,24 @@ describe('shutdown in every model state', () => {
     expect(await hearth.stop('SIGTERM')).toBe(0);
     expect(hearth.logs()).toMatch(/"msg":"draining","state":"loading"/);
     expect(hearth.logs()).toMatch(/"msg":"stopped","clean":true/);
+  });
+
+  it('a signal while Hearth is still starting: it finishes starting, then shuts down cleanly (never the default instant death)', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-test-'));
+    const bin = path.resolve(import.meta.dirname, '../../bin/hearth.js');
+    const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', dataDir, '--model', await tinyModel(), ...INSTANT], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let logs = '';
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.stderr!.on('data', (d: Buffer) => {
+      if (logs === '') child.kill('SIGTERM'); // at its first log line: the master key file, before the store and the server
+      logs += d.toString();
+    });
+    const code = await exited;
+    clearTimeout(killer);
+    expect(code).toBe(0);
+    expect(logs).toMatch(/"msg":"shutting down","signal":"SIGTERM"/);
+    expect(logs).toMatch(/"msg":"stopped","clean":true/);
   });
 
   it('failed: exit 0', async () => {
