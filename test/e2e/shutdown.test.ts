@@ -29,7 +29,8 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-const INSTANT = ['--model-id', 'local/instant', '--engine', 'instant', '--context-size', '1048576', '--max-tokens', '1000000'];
+// The instant engine outruns a test client on a loaded machine: a large stream buffer keeps a slow reader from being dropped (that is backpressure, tested elsewhere).
+const INSTANT = ['--model-id', 'local/instant', '--engine', 'instant', '--context-size', '1048576', '--max-tokens', '1000000', '--stream-buffer-limit', String(256 << 20)];
 const MODEL_URI = 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf';
 
 type Health = { state: string; pull?: { percent: number } };
