@@ -1,6 +1,19 @@
+import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { type ApiError, payloadTooLarge } from '../errors/index.ts';
 import { statusLine } from './status-text.ts';
+
+/** A client-sent x-request-id Hearth echoes and logs (anything else is replaced: logs stay clean). */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** A path parameter percent-decoded; a malformed escape (`%E0%A4`) is kept as sent (never a thrown URIError). */
+function decodePathParameter(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
 
 export type HeaderList = ReadonlyArray<readonly [string, string]>;
 
@@ -24,6 +37,8 @@ export class HttpExchange {
   readonly contentLength: number | undefined;
   readonly params: string[];
   readonly startedAt = performance.now();
+  /** Sent as `x-request-id` on the answer and logged with it: the client's own id when sane, else `req_<hex>`. */
+  readonly requestId: string;
   /** Set once the client went away; nothing more may be written. */
   aborted = false;
   /** Set once the response has ended. */
@@ -54,8 +69,10 @@ export class HttpExchange {
     this.forwardedFor = req.getHeader('x-forwarded-for');
     const cl = req.getHeader('content-length');
     this.contentLength = cl === '' ? undefined : Number(cl);
+    const rid = req.getHeader('x-request-id');
+    this.requestId = REQUEST_ID.test(rid) ? rid : `req_${randomBytes(16).toString('hex')}`;
     this.params = [];
-    for (let i = 0; i < paramCount; i++) this.params.push(decodeURIComponent(req.getParameter(i)));
+    for (let i = 0; i < paramCount; i++) this.params.push(decodePathParameter(req.getParameter(i)));
   }
 
   /**
@@ -150,6 +167,7 @@ export class HttpExchange {
     this.status = status;
     this.committed = true;
     this.res.writeStatus(statusLine(status));
+    this.res.writeHeader('x-request-id', this.requestId);
     for (const [k, v] of headers) this.res.writeHeader(k, v);
     for (const [k, v] of this.extraHeaders) this.res.writeHeader(k, v);
   }

@@ -46,6 +46,9 @@ export function startHttpServer(o: HttpServerOptions): Promise<RunningHttpServer
     child.count.inc();
     child.duration.observe((performance.now() - ex.startedAt) / 1000);
     if (ex.errorCode !== null) o.metrics.errors.inc({ route, code: ex.errorCode });
+    // One line per request, carrying the x-request-id sent back: successes at debug, 4xx at info, 5xx at warn.
+    const level = status >= 500 ? 'warn' : status >= 400 ? 'info' : 'debug';
+    o.log[level]('request', { request_id: ex.requestId, method: ex.method, route, status, code: ex.errorCode ?? undefined, ms: Math.round(performance.now() - ex.startedAt) });
   };
   let inFlight = 0;
   let accepting = true;
