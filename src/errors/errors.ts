@@ -11,11 +11,12 @@ export const unsupportedParameter = (param: string, why = 'is not supported') =>
 export const malformedJson = (detail: string) =>
   new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body is not valid JSON: ${detail}`, param: null, code: 'invalid_json' });
 
-export const contextLengthExceeded = (promptTokens: number, contextSize: number) =>
+/** `atLeast`: the count is a lower bound (tokenizing stopped early, or it was bounded from the prompt's bytes). */
+export const contextLengthExceeded = (promptTokens: number, contextSize: number, atLeast = false) =>
   new ApiError({
     status: 400,
     type: 'invalid_request_error',
-    message: `This model's maximum context length is ${contextSize} tokens; the messages use ${promptTokens} tokens. Shorten the messages or max_tokens.`,
+    message: `This model's maximum context length is ${contextSize} tokens; the messages use ${atLeast ? 'at least ' : ''}${promptTokens} tokens. Shorten the messages or max_tokens.`,
     param: 'messages',
     code: 'context_length_exceeded',
   });
@@ -65,8 +66,9 @@ export const modelWarmingUp = (details: Record<string, unknown>) =>
     details,
   });
 
-export const modelFailed = (reason: string) =>
-  new ApiError({ status: 503, type: 'unavailable_error', message: `The model failed to load: ${reason}`, param: null, code: 'model_failed' });
+/** The reason (an engine's or the pull's own message) is the operator's: GET /health and the log show it, clients do not. */
+export const modelFailed = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The model failed to pull or load; GET /health and the server log say why', param: null, code: 'model_failed' });
 
 export const shuttingDown = () =>
   new ApiError({ status: 503, type: 'unavailable_error', message: 'The server is shutting down', param: null, code: 'shutting_down', retryAfter: 5 });
