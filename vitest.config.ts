@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 // Model and e2e tests start real servers and model workers: on a 2-core machine they run two files at a
 // time at most, and get generous time-outs (never timing assertions).
 export default defineConfig({
+  // examples/tool-server is its own package (it depends on the kit as `hearth`): inside this tree, `hearth/tools` is src/tools (as in tsconfig paths).
+  resolve: { alias: { 'hearth/tools': new URL('./src/tools/index.ts', import.meta.url).pathname } },
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',

@@ -27,7 +27,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { loadNativeSlotEngineInternal, type NativeSlotEngine } from '../src/worker/native-slot-engine.ts';
-import type { SamplingParams } from '../src/worker/slot-engine.ts';
+import type { SamplingParams } from '../src/engine/sampling-defaults.ts';
 
 interface BenchOptions {
   models: string[];

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { relative } from 'node:path';
 import { ADDON_PATH } from './paths.ts';
 import type { TokenLogprob } from '../src/protocol/chat-delta.ts';
-import type { SamplingParams } from '../src/worker/slot-engine.ts';
+import type { SamplingParams } from '../src/engine/sampling-defaults.ts';
 
 /**
  * Typed loader for native/build/hearth_native.node (built by native/build.ts). The addon is

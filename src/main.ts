@@ -1,3 +1,6 @@
+import { fileURLToPath } from 'node:url';
+import { AppHost } from './apps/app-host.ts';
+import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
@@ -12,15 +15,21 @@ import { ServingStats } from './gateway/serving-stats.ts';
 import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
 import { SignInLimiter } from './gateway/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
+import { appProxyRoutes } from './http/routes/app-proxy-routes.ts';
+import { appRoutes } from './http/routes/app-routes.ts';
+import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
 import { managementRoutes } from './http/routes/management-routes.ts';
 import { opsRoutes } from './http/routes/ops-routes.ts';
 import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
 import { sessionRoutes } from './http/routes/session-routes.ts';
 import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
+import { loadDashboardBundle } from './http/static-assets.ts';
+import { Disposables } from './lifecycle/disposables.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
 import { ApiKeyRepository } from './store/api-key-repository.ts';
+import { AppRepository } from './store/app-repository.ts';
 import { HearthStore } from './store/database.ts';
 import { loadMasterKey } from './store/master-key.ts';
 import { ProjectRepository } from './store/project-repository.ts';
@@ -33,10 +42,30 @@ export interface RunningHearth {
   port: number;
   engine: LocalEngine;
   store: HearthStore;
-  /** Resolves once the model is loaded in every worker, or has failed (never rejects). */
+  /** Resolves once the model is loaded in every worker, has failed, or was abandoned by close() (never rejects). */
   modelSettled: Promise<void>;
-  /** Graceful shutdown: stop listening, stop the workers, close the store. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Every resource the process holds, closed in reverse order of registration by close(). A later part
+   * (the app host, ...) registers here right after it starts: `hearth.disposables.add('apps', () => host.stop())`.
+   */
+  disposables: Disposables;
+  /**
+   * Graceful shutdown, in any model state (pulling, loading, ready, failed): stop accepting; let requests
+   * in flight (generations, upstream calls) finish for up to `config.shutdownGraceMs`; then close every
+   * connection still open (cutting what still runs) and dispose every resource, the pull and the model
+   * workers included. Idempotent; never rejects.
+   */
+  close(): Promise<ShutdownOutcome>;
+}
+
+/** How a shutdown went; the CLI turns it into the exit code. */
+export interface ShutdownOutcome {
+  /** Every request finished within the grace period and every resource closed. */
+  clean: boolean;
+  /** Requests still running when the grace period ran out (they were cut). */
+  cutRequests: number;
+  /** Names of the resources that failed to close (details in the log). */
+  failed: string[];
 }
 
 /**
@@ -48,10 +77,13 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const masterKey = loadMasterKey({ secretKey: config.secretKey, dataDir: config.dataDir }); // a bad key file fails the boot here
   if (masterKey.source === 'created') log.info('created the master key file', { file: masterKey.file });
   const providers = providersFrom(config); // a bad provider option fails the boot here, before anything is opened
+  const disposables = new Disposables();
   const store = HearthStore.open(config.dataDir);
+  disposables.add('store', () => store.close());
   const keys = new ApiKeyRepository(store);
   const workspaces = new WorkspaceRepository(store);
-  const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
+  const cipher = new ProviderKeyCipher(masterKey.key);
+  const projects = new ProjectRepository(store, cipher);
   const users = new UserRepository(store);
   const sessions = new SessionRepository(store, { idleMs: config.sessionIdleMs, maxAgeMs: config.sessionMaxAgeMs });
   const metrics = createMetrics();
@@ -78,14 +110,18 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     metrics,
     log,
   );
+  disposables.add('engine', () => engine.dispose());
   const stats = new ServingStats(engine);
   const gateway = new SharedModelGateway(engine, stats);
   const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
   const auth = new ManagementAuthenticator(keys, sessions, users);
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
-  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs });
   let baseUrl = config.publicUrl ?? '';
-  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl });
+  const appHost = new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config));
+  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost);
+  disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
+  disposables.add('provisioner', () => provisioner.dispose());
+  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl, apps: appHost });
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
@@ -93,40 +129,63 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
+    ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
+    // Assets go out uncompressed until HttpExchange exposes the request's Accept-Encoding (then: acceptsGzip(ex.acceptEncoding)).
+    ...dashboardRoutes({ bundle: loadDashboard(log), acceptsGzip: () => false }),
   ];
   let server;
   try {
     server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log });
   } catch (err) {
-    await store.close();
+    await disposables.disposeAll(log);
     throw err;
   }
+  const http = server;
+  disposables.add('http', () => http.closeConnections());
   baseUrl = (config.publicUrl ?? defaultBaseUrl(config.host, server.port)).replace(/\/+$/, '');
+  try {
+    await appHost.start(); // live apps start again
+  } catch (err) {
+    await disposables.disposeAll(log); // a start that fails after listening releases what it opened
+    throw err;
+  }
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
   log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });
-  const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS); // null once a user exists
+  // A start that fails after listening releases what it opened (else the listening socket would keep the process alive).
+  const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS).catch(async (err: unknown) => { // null once a user exists
+    await disposables.disposeAll(log);
+    throw err;
+  });
   if (setupToken !== null) log.info('first-run setup: open this link to create the first owner', { url: `${baseUrl}/setup?token=${setupToken}`, validHours: SETUP_TOKEN_TTL_MS / 3_600_000 });
   const sweepSessions = () => void sessions.sweepExpired().catch((err: unknown) => log.warn('session sweep failed', { error: err instanceof Error ? err.message : String(err) }));
   sweepSessions();
   const sessionSweep = setInterval(sweepSessions, 3_600_000).unref();
+  disposables.add('session-sweep', () => clearInterval(sessionSweep));
   const modelSettled = engine.start();
-  let closing: Promise<void> | null = null;
+  let closing: Promise<ShutdownOutcome> | null = null;
   const running: RunningHearth = {
     port: server.port,
     engine,
     store,
     modelSettled,
+    disposables,
     close: () => {
       closing ??= (async () => {
-        server.close();
-        clearInterval(sessionSweep);
+        const state = engine.status().state;
+        http.close(); // no new connections; requests on open ones answer 503 shutting_down
         provisioner.dispose();
-        // In-flight generations finish (up to the grace period) before the workers stop.
-        await engine.drain(config.shutdownGraceMs);
-        await engine.dispose();
-        await store.close();
-        log.info('stopped');
+        log.info('draining', { state, requests: http.inFlight(), graceMs: config.shutdownGraceMs });
+        const deadline = performance.now() + config.shutdownGraceMs;
+        await Promise.all([engine.drain(config.shutdownGraceMs), waitFor(() => http.inFlight() === 0, deadline)]);
+        const load = engine.load();
+        const cutRequests = Math.max(http.inFlight(), load.running + load.waiting);
+        if (cutRequests > 0) log.warn('grace period expired: cutting requests still running', { requests: cutRequests, graceMs: config.shutdownGraceMs });
+        const { failed } = await disposables.disposeAll(log);
+        const outcome: ShutdownOutcome = { clean: cutRequests === 0 && failed.length === 0, cutRequests, failed };
+        log.info('stopped', { ...outcome });
+        return outcome;
       })();
       return closing;
     },
@@ -134,10 +193,15 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   return running;
 }
 
-/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out and retries. */
+/** Resolves once `done()` holds or the deadline (performance.now() time) has passed; polls every 25 ms. */
+async function waitFor(done: () => boolean, deadline: number): Promise<void> {
+  while (!done() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+}
+
+/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */
 function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
   const baseUrls: Record<ProviderName, string> = { openai: config.openaiBaseUrl, anthropic: config.anthropicBaseUrl, gemini: config.geminiBaseUrl, mistral: config.mistralBaseUrl };
-  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, maxRetries: config.providerMaxRetries })] as const);
+  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, deadlineMs: config.providerDeadlineMs, maxRetries: config.providerMaxRetries })] as const);
   return Object.fromEntries(entries) as Record<ProviderName, ChatProvider>;
 }
 
@@ -145,4 +209,12 @@ function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
 function defaultBaseUrl(host: string, port: number): string {
   const h = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/** The built dashboard (web/dist, made by `npm run build:web` at install), read once; null with a warning when absent. */
+function loadDashboard(log: Logger) {
+  const dir = fileURLToPath(new URL('../web/dist', import.meta.url));
+  const bundle = loadDashboardBundle(dir);
+  if (bundle === null) log.warn('the dashboard is not built: / answers 503 until `npm run build:web` has run', { dir });
+  return bundle;
 }

@@ -9,6 +9,7 @@ Commands:
   users        Create, list and delete users who sign in to the dashboard (hearth users --help)
   workspaces   Create, list, show and delete workspaces; create their Yam (hearth workspaces --help)
   projects     Manage inference projects: create, list, get, update, delete, rotate-token (hearth projects --help)
+  apps         Deploy and run apps on a workspace's Yam, through the running server (hearth apps --help)
 
 Run "hearth <command> --help" for a command's options.`;
 
@@ -20,6 +21,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   users: async () => (await import('./users-command.ts')).usersCommand,
   workspaces: async () => (await import('./workspaces-command.ts')).workspacesCommand,
   projects: async () => (await import('./projects-command.ts')).projectsCommand,
+  apps: async () => (await import('./apps-command.ts')).appsCommand,
 };
 
 export async function runCli(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {

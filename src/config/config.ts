@@ -36,7 +36,26 @@ export interface Config {
   trustProxy: boolean;
   /** Delay of Yam / project provisioning, ms (gateway/provisioner.ts). */
   provisionDelayMs: number;
+  appSandbox: 'bwrap' | 'none';
+  appBwrap: string;
+  /** Undefined = <dataDir>/apps. */
+  appDir: string | undefined;
+  appArchiveLimit: number;
+  appMaxFiles: number;
+  appMaxUnpackedBytes: number;
+  /** Seconds. */
+  appStartTimeout: number;
+  appBuildTimeout: number;
+  appGracePeriod: number;
+  /** MiB. */
+  appMemoryLimit: number;
+  appMaxProcesses: number;
+  appMaxOpenFiles: number;
+  appProxyTimeout: number;
+  appProxyBodyLimit: number;
   providerTimeoutMs: number;
+  /** Deadline of one upstream call's whole answer, ms (providers/upstream-call.ts). */
+  providerDeadlineMs: number;
   providerMaxRetries: number;
   openaiBaseUrl: string;
   anthropicBaseUrl: string;
@@ -118,7 +137,7 @@ export function parseSettings(
 
 export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
   const s = parseSettings(argv, env, SERVE_SETTINGS) as unknown as Config;
-  const config: Config = { ...s, dataDir: path.resolve(s.dataDir), modelsDir: path.resolve(s.modelsDir) };
+  const config: Config = { ...s, dataDir: path.resolve(s.dataDir), modelsDir: path.resolve(s.modelsDir), appDir: s.appDir === undefined ? undefined : path.resolve(s.appDir) };
   if (config.modelId !== undefined && !/^[\w.-]+\/[\w.:-]+$/.test(config.modelId)) {
     throw new ConfigError(`--model-id: must look like <namespace>/<model_name>, got '${config.modelId}'`);
   }

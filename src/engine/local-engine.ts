@@ -1,15 +1,17 @@
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { ApiError } from '../errors/api-error.ts';
-import { modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
+import { engineFailure } from '../errors/engine-failure.ts';
+import { contextLengthExceeded, modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
+import { toApiError } from '../errors/to-api-error.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { samplingFor } from '../worker/sampling-defaults.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import { readModelMetadata } from './model-metadata.ts';
-import { pullModel, type ModelSource } from './model-source.ts';
+import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts';
+import { promptTokensAtLeast } from './prompt-bound.ts';
+import { samplingFor } from './sampling-defaults.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
-import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from './worker-protocol.ts';
+import { type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type WorkerEvent, type WorkerStatus } from './worker-protocol.ts';
 
 export interface LocalEngineOptions {
   source: ModelSource;
@@ -51,6 +53,12 @@ export class LocalEngine implements ChatEngine {
   private waiting = 0;
   private disposed = false;
   private draining = false;
+  /** Aborted by dispose(): stops a pull or a load in progress (shutdown in any model state). */
+  private readonly startup = new AbortController();
+  /** Most bytes of text one token covers (the vocabulary's longest piece); null: no bound known. */
+  private maxTokenBytes: number | null = null;
+  /** Settles start()'s wait for the workers (ready, failed, or disposed meanwhile). */
+  private settleStart: () => void = () => {};
   private readonly labels: { model: string };
 
   constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
@@ -92,7 +100,11 @@ export class LocalEngine implements ChatEngine {
     this.log.error('model failed', { model: this.modelId, reason });
   }
 
-  /** Pulls (if needed), checks and loads the model in every worker. Never throws: failure is a state. */
+  /**
+   * Pulls (if needed), checks and loads the model in every worker. Never throws: failure is a state.
+   * dispose() during the pull or the load abandons it (the pull is aborted, the workers torn down) and
+   * this resolves at once.
+   */
   async start(): Promise<void> {
     try {
       let modelPath: string;
@@ -101,6 +113,7 @@ export class LocalEngine implements ChatEngine {
         let lastLogged = 0;
         modelPath = await pullModel(this.o.source, {
           modelsDir: this.o.modelsDir,
+          signal: this.startup.signal,
           showCliProgress: this.o.showPullProgress,
           onProgress: ({ downloadedBytes, totalBytes }) => {
             const ratio = totalBytes > 0 ? downloadedBytes / totalBytes : 0;
@@ -122,6 +135,7 @@ export class LocalEngine implements ChatEngine {
       // The instant test engine has no model limits: its context is what the operator asked for.
       const contextSize = this.o.engine === 'instant' ? this.o.contextSize : Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
       this.st.contextSize = contextSize;
+      this.maxTokenBytes = this.o.engine === 'instant' ? INSTANT_TOKEN_BYTES : md.maxTokenBytes;
       this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.o.slots, threads: this.st.threads });
       if (this.disposed) return;
       await this.startPool({
@@ -139,12 +153,17 @@ export class LocalEngine implements ChatEngine {
         calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
       });
     } catch (err) {
+      if (this.disposed || err instanceof ModelPullAborted) {
+        this.log.info('model start abandoned: shutting down', { model: this.modelId, state: this.st.state });
+        return;
+      }
       this.fail(err instanceof Error ? err.message : String(err));
     }
   }
 
   private startPool(workerData: ModelWorkerData): Promise<void> {
     return new Promise((resolve) => {
+      this.settleStart = resolve;
       const pool = new Piscina<GenerationTask, void>({
         filename: WORKER_URL.href,
         minThreads: this.o.workers,
@@ -157,6 +176,7 @@ export class LocalEngine implements ChatEngine {
       });
       this.pool = pool;
       pool.on('message', (m: WorkerStatus) => {
+        if (this.disposed) return;
         if (m?.hearth === 'worker-ready') {
           this.st.workersReady++;
           this.st.engine = m.engine;
@@ -175,6 +195,7 @@ export class LocalEngine implements ChatEngine {
         }
       });
       pool.on('error', (err: Error) => {
+        if (this.disposed) return;
         this.log.error('model worker error', { error: err.message });
         if (this.st.state === 'loading') {
           this.fail(err.message);
@@ -186,9 +207,15 @@ export class LocalEngine implements ChatEngine {
 
   generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle {
     if (this.disposed || this.draining) throw shuttingDown();
-    if (this.st.state === 'failed') throw modelFailed(this.st.error ?? 'unknown error');
+    if (this.st.state === 'failed') throw modelFailed();
     if (this.st.state !== 'ready' || !this.pool) {
       throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
+    }
+    // A prompt that cannot fit is refused here, from its bytes, before it takes a queue place or a worker's time.
+    const contextSize = this.st.contextSize;
+    if (this.maxTokenBytes !== null && contextSize !== null) {
+      const atLeast = promptTokensAtLeast(request.messages, this.maxTokenBytes);
+      if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
     const capacity = this.o.workers * this.o.slots;
     if (this.running + this.waiting >= capacity + this.o.queueLimit) throw queueFull(1);
@@ -262,7 +289,7 @@ export class LocalEngine implements ChatEngine {
           return;
         case 'error':
           leave();
-          if (!cancelled) sink.onError(ApiError.fromData(e.error));
+          if (!cancelled) sink.onError(toApiError(e.failure));
           return;
       }
     });
@@ -280,8 +307,9 @@ export class LocalEngine implements ChatEngine {
     pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
       if (phase === 'ended') return;
       leave();
-      this.log.error('generation task failed', { error: err instanceof Error ? err.message : String(err) });
-      if (!cancelled) sink.onError(err instanceof ApiError ? err : new ApiError({ status: 500, type: 'server_error', message: 'The model worker failed', code: 'engine_error', param: null }));
+      // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
+      const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
+      if (!cancelled) sink.onError(failure);
     });
 
     return {
@@ -303,9 +331,15 @@ export class LocalEngine implements ChatEngine {
     while (this.running + this.waiting > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
   }
 
+  /**
+   * Idempotent; in any model state. A pull in progress is aborted, workers (loading or ready) are
+   * terminated, and start() resolves. Generations still running are cut (drain() first to let them finish).
+   */
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    this.startup.abort();
+    this.settleStart();
     const pool = this.pool;
     this.pool = null;
     if (pool) await pool.destroy();

@@ -11,6 +11,8 @@ export interface ModelMetadata {
   chatTemplate: string | null;
   name: string | null;
   fileBytes: number;
+  /** UTF-8 bytes of the vocabulary's longest piece (as stored), the most text one token can cover; null without a vocabulary. */
+  maxTokenBytes: number | null;
 }
 
 export class InvalidModelFileError extends Error {
@@ -54,5 +56,13 @@ export async function readModelMetadata(filePath: string): Promise<ModelMetadata
     chatTemplate: typeof md['tokenizer.chat_template'] === 'string' ? (md['tokenizer.chat_template'] as string) : null,
     name: typeof md['general.name'] === 'string' ? (md['general.name'] as string) : null,
     fileBytes: stat.size,
+    maxTokenBytes: longestPieceBytes(md['tokenizer.ggml.tokens']),
   };
+}
+
+function longestPieceBytes(tokens: unknown): number | null {
+  if (!Array.isArray(tokens) || tokens.length === 0) return null;
+  let max = 0;
+  for (const t of tokens) if (typeof t === 'string') max = Math.max(max, Buffer.byteLength(t));
+  return max > 0 ? max : null;
 }

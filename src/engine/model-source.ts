@@ -40,6 +40,17 @@ export interface PullOptions {
   stallTimeoutMs?: number;
   /** Show node-llama-cpp's progress bar (a terminal is attached). */
   showCliProgress?: boolean;
+  /**
+   * Aborts the pull (shutdown): the download is cancelled, its sockets closed, and the promise rejects with
+   * a ModelPullAborted. The partial file stays under node-llama-cpp's temporary name, never under the
+   * final one, so the next start resumes it (or starts over) and never mistakes it for a complete model.
+   */
+  signal?: AbortSignal;
+}
+
+/** The pull was aborted through its signal (not a failure of the pull itself). */
+export class ModelPullAborted extends Error {
+  override name = 'ModelPullAborted';
 }
 
 /**
@@ -56,40 +67,48 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
     options.onProgress({ downloadedBytes: size, totalBytes: size });
     return existing;
   }
+  if (options.signal?.aborted) throw new ModelPullAborted('the pull was aborted');
   fs.mkdirSync(options.modelsDir, { recursive: true });
   const stallMs = options.stallTimeoutMs ?? 30_000;
   let downloader: ModelDownloader | undefined;
   let timer: NodeJS.Timeout | undefined;
+  // Settles on a stall or an abort, whichever comes first; the download itself is raced against it.
   let rejectStall: (e: Error) => void = () => {};
   const stalled = new Promise<never>((_, reject) => { rejectStall = reject; });
+  stalled.catch(() => {});
   const arm = () => {
     clearTimeout(timer);
     timer = setTimeout(() => rejectStall(new ModelPullError(`no progress for ${stallMs / 1000} s`)), stallMs);
   };
+  const onAbort = () => rejectStall(new ModelPullAborted('the pull was aborted'));
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  let creating: Promise<ModelDownloader> | undefined;
   try {
     arm();
-    downloader = await Promise.race([
-      createModelDownloader({
-        modelUri: source.uri,
-        dirPath: options.modelsDir,
-        showCliProgress: options.showCliProgress ?? false,
-        deleteTempFileOnCancel: false,
-        onProgress: (s) => {
-          arm();
-          options.onProgress({ downloadedBytes: s.downloadedSize, totalBytes: s.totalSize });
-        },
-      }),
-      stalled,
-    ]);
+    creating = createModelDownloader({
+      modelUri: source.uri,
+      dirPath: options.modelsDir,
+      showCliProgress: options.showCliProgress ?? false,
+      deleteTempFileOnCancel: false,
+      onProgress: (s) => {
+        arm();
+        options.onProgress({ downloadedBytes: s.downloadedSize, totalBytes: s.totalSize });
+      },
+    });
+    downloader = await Promise.race([creating, stalled]);
     arm();
     return await Promise.race([downloader.download(), stalled]);
   } catch (err) {
-    await downloader?.cancel().catch(() => {});
+    // A downloader still being created when the pull gave up is cancelled once it exists.
+    if (downloader) await downloader.cancel({ deleteTempFile: false }).catch(() => {});
+    else void creating?.then((d) => d.cancel({ deleteTempFile: false })).catch(() => {});
+    if (err instanceof ModelPullAborted) throw err;
     const why = err instanceof Error ? err.message : String(err);
     throw new ModelPullError(
       `could not pull ${source.uri}: ${why}. Without network access, serve a local file instead: hearth serve --model path/to/model.gguf`,
     );
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
   }
 }

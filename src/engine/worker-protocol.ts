@@ -1,7 +1,7 @@
-import type { ApiErrorData } from '../errors/api-error.ts';
+import type { EngineFailure } from '../errors/engine-failure.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
 import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
-import type { SamplingParams, SlotFinishReason } from '../worker/slot-engine.ts';
+import type { SamplingParams } from './sampling-defaults.ts';
 import type { MessagePort } from 'node:worker_threads';
 
 /**
@@ -9,6 +9,9 @@ import type { MessagePort } from 'node:worker_threads';
  * Per request: the main thread runs one Piscina task carrying a MessagePort; events flow back on that
  * port and a cancel message flows forward. The task's promise settles after the terminal event.
  */
+
+/** The instant test engine has no vocabulary: it counts one token per this many bytes of the messages. */
+export const INSTANT_TOKEN_BYTES = 4;
 
 /** workerData of every model worker (set once at pool creation). */
 export interface ModelWorkerData {
@@ -55,13 +58,17 @@ export interface GenerationTask {
   port: MessagePort;
 }
 
+/** How a slot job ended (a cancelled job ends silently on the main thread). */
+export type SlotFinishReason = 'stop' | 'length' | 'cancelled';
+
 /** Worker -> main over the task's port. */
 export type WorkerEvent =
   | { t: 'start' }
   | { t: 'prompt'; promptTokens: number; cachedTokens: number }
   | { t: 'text'; text: string; n: number; logprobs?: TokenLogprob[] }
   | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number }
-  | { t: 'error'; error: ApiErrorData };
+  /** A failure as a code (mapped to the client's error on the main thread by toApiError; details for the log only). */
+  | { t: 'error'; failure: EngineFailure };
 
 /** Main -> worker over the task's port. */
 export type MainEvent = { t: 'cancel' };

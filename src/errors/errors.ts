@@ -11,11 +11,12 @@ export const unsupportedParameter = (param: string, why = 'is not supported') =>
 export const malformedJson = (detail: string) =>
   new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body is not valid JSON: ${detail}`, param: null, code: 'invalid_json' });
 
-export const contextLengthExceeded = (promptTokens: number, contextSize: number) =>
+/** `atLeast`: the count is a lower bound (tokenizing stopped early, or it was bounded from the prompt's bytes). */
+export const contextLengthExceeded = (promptTokens: number, contextSize: number, atLeast = false) =>
   new ApiError({
     status: 400,
     type: 'invalid_request_error',
-    message: `This model's maximum context length is ${contextSize} tokens; the messages use ${promptTokens} tokens. Shorten the messages or max_tokens.`,
+    message: `This model's maximum context length is ${contextSize} tokens; the messages use ${atLeast ? 'at least ' : ''}${promptTokens} tokens. Shorten the messages or max_tokens.`,
     param: 'messages',
     code: 'context_length_exceeded',
   });
@@ -65,8 +66,9 @@ export const modelWarmingUp = (details: Record<string, unknown>) =>
     details,
   });
 
-export const modelFailed = (reason: string) =>
-  new ApiError({ status: 503, type: 'unavailable_error', message: `The model failed to load: ${reason}`, param: null, code: 'model_failed' });
+/** The reason (an engine's or the pull's own message) is the operator's: GET /health and the log show it, clients do not. */
+export const modelFailed = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The model failed to pull or load; GET /health and the server log say why', param: null, code: 'model_failed' });
 
 export const shuttingDown = () =>
   new ApiError({ status: 503, type: 'unavailable_error', message: 'The server is shutting down', param: null, code: 'shutting_down', retryAfter: 5 });
@@ -93,6 +95,10 @@ export const upstreamError = (provider: string, status: number, message: string)
 export const upstreamTimeout = (provider: string, ms: number) =>
   new ApiError({ status: 504, type: 'upstream_error', message: `Upstream provider ${provider} did not answer within ${ms} ms`, param: null, code: 'timeout' });
 
+/** The whole upstream answer (retries included) did not complete within the call's deadline (--provider-deadline-ms). */
+export const upstreamDeadline = (provider: string, ms: number) =>
+  new ApiError({ status: 504, type: 'upstream_error', message: `Upstream provider ${provider} did not complete its answer within the ${ms} ms deadline`, param: null, code: 'deadline_exceeded' });
+
 /** Upstream 429 still failing after Hearth's retries (or asking for a longer wait than Hearth will hold a request). */
 export const upstreamRateLimited = (provider: string, message: string, retryAfter?: number) =>
   new ApiError({ status: 429, type: 'rate_limit_error', message: `Upstream provider ${provider} rate-limited the request: ${message}`, param: null, code: 'upstream_rate_limited', retryAfter });
@@ -101,6 +107,19 @@ export const upstreamRateLimited = (provider: string, message: string, retryAfte
 export const upstreamBadResponse = (provider: string, detail: string, code = 'bad_response') =>
   new ApiError({ status: 502, type: 'upstream_error', message: `Upstream provider ${provider} failed: ${detail}`, param: null, code });
 
+// Applications on the Yam (contract.md "Applications on the Yam").
+export const appNotFound = () => notFound('App not found', 'app_not_found');
+
+export const deploymentNotFound = () => notFound('Deployment not found', 'deployment_not_found');
+
+export const invalidArchive = (detail: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Invalid archive: ${detail}`, param: null, code: 'invalid_archive' });
+
+export const repositoryUnreachable = (detail: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Repository unreachable: ${detail}`, param: 'repository', code: 'repository_unreachable' });
+
+export const appNotLive = (retryAfter: number) =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The app has no live deployment right now', param: null, code: 'app_not_live', retryAfter });
 // Users, sessions and per-key limits (contract "Accounts, users and the dashboard", "Per-key limits").
 export const invalidCredentials = () =>
   new ApiError({ status: 401, type: 'authentication_error', message: 'Wrong email or password', param: null, code: 'invalid_credentials' });
@@ -134,3 +153,15 @@ export const tooManySignInAttempts = (retryAfter: number) =>
 /** A per-key limit of the shared endpoint; `limit` names which one (requests, tokens, concurrent). */
 export const keyRateLimited = (message: string, param: string, limit: 'requests' | 'tokens' | 'concurrent', retryAfter: number) =>
   new ApiError({ status: 429, type: 'rate_limit_error', message, param, code: 'rate_limit_exceeded', retryAfter, details: { limit } });
+
+/** The dashboard's files are missing (web/dist was never built). */
+export const dashboardNotBuilt = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The dashboard is not built: run `npm run build:web` (npm ci does it)', param: null, code: 'dashboard_not_built' });
+
+/** A path segment that is not valid percent-encoded UTF-8 (`%E0`, `%zz`, a lone `%`, overlong or surrogate bytes). */
+export const malformedPath = () =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: 'The request path is not valid percent-encoded UTF-8', param: null, code: 'invalid_path' });
+
+/** A JSON body nested deeper than the edge accepts (README "Limits"). */
+export const jsonTooDeep = (maxDepth: number) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body nests arrays/objects deeper than ${maxDepth} levels`, param: null, code: 'json_too_deep' });

@@ -1,3 +1,4 @@
 export * from './api-error.ts';
 export * from './errors.ts';
 export * from './to-api-error.ts';
+export * from './engine-failure.ts';

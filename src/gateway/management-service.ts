@@ -29,6 +29,8 @@ export interface ManagementServiceDeps {
   provisioner: Provisioner;
   /** The base URL clients use (`--public-url`, else http://host:port); read when a view is built. */
   baseUrl: () => string;
+  /** The app host (apps/app-host.ts), when this process runs apps: a deleted workspace's apps go with it. */
+  apps?: { removeWorkspaceApps(workspaceId: string): Promise<number> };
 }
 
 const projectNotFound = () => notFound('Inference project not found', 'project_not_found');
@@ -53,8 +55,10 @@ export class ManagementService {
     return workspaceView(this.workspace(accountId, workspaceId));
   }
 
-  /** Deletes the workspace with all its projects (one transaction); their tokens stop working at once. */
+  /** Deletes the workspace with all its projects (one transaction; their tokens stop working at once) and its apps. */
   async deleteWorkspace(accountId: string, workspaceId: string): Promise<{ workspaceId: string; deleted: true; projectsDeleted: number }> {
+    this.workspace(accountId, workspaceId);
+    await this.d.apps?.removeWorkspaceApps(workspaceId);
     const result = await this.d.workspaces.delete(accountId, workspaceId);
     if (result === null) throw workspaceNotFound();
     return { workspaceId, deleted: true, projectsDeleted: result.projects };

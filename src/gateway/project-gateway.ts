@@ -2,7 +2,7 @@ import { type ApiError, projectNotReady, providerConfigurationMissing, toApiErro
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ChatRequest } from '../protocol/chat-request.ts';
-import type { ChatCompletion, ChatCompletionChunk } from '../protocol/openai-types.ts';
+import type { ChatDelta } from '../protocol/chat-delta.ts';
 import { type ChatProvider, isAbortError, isProviderName, type ProviderName } from '../providers/index.ts';
 import type { ProjectRepository } from '../store/project-repository.ts';
 
@@ -29,10 +29,11 @@ export interface ProjectSession {
   readonly projectId: string;
   readonly provider: ProviderName;
   readonly model: string;
-  /** One JSON completion. Rejects with an ApiError, or an AbortError once `signal` aborted. */
-  complete(request: ChatRequest, signal: AbortSignal): Promise<ChatCompletion>;
-  /** Chat-completion chunks (see ChatProvider.stream); stopping early cancels the upstream body. */
-  stream(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatCompletionChunk>;
+  /**
+   * The answer as ChatDeltas (see ChatProvider.chat; upstream streaming when `request.stream`). Throws an
+   * ApiError, or an AbortError once `signal` aborted; stopping early cancels the upstream call.
+   */
+  chat(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatDelta>;
 }
 
 /** Closed set of `kind` labels of hearth_provider_errors_total. */
@@ -68,30 +69,21 @@ export class ProjectGateway {
       projectId,
       provider: provider.name,
       model,
-      complete: (request, signal) => this.observe(projectId, provider.name, signal, () => provider.complete(call(request, signal))),
-      stream: (request, signal) => this.observeStream(projectId, provider.name, signal, provider.stream(call(request, signal))),
+      chat: (request, signal) => this.observe(projectId, provider.name, signal, provider.chat(call(request, signal))),
     };
   }
 
-  private async observe<T>(projectId: string, provider: ProviderName, signal: AbortSignal, run: () => Promise<T>): Promise<T> {
-    const started = performance.now();
-    try {
-      const result = await run();
-      this.record(provider, started, 'success');
-      return result;
-    } catch (err) {
-      this.failed(projectId, provider, started, signal, err);
-      throw err;
-    }
-  }
-
-  private async *observeStream(projectId: string, provider: ProviderName, signal: AbortSignal, chunks: AsyncIterable<ChatCompletionChunk>): AsyncGenerator<ChatCompletionChunk> {
+  private async *observe(projectId: string, provider: ProviderName, signal: AbortSignal, deltas: AsyncIterable<ChatDelta>): AsyncGenerator<ChatDelta> {
     const started = performance.now();
     let settled = false;
     try {
-      yield* chunks;
-      settled = true;
-      this.record(provider, started, 'success');
+      for await (const delta of deltas) {
+        if (delta.type === 'finish') {
+          settled = true;
+          this.record(provider, started, 'success');
+        }
+        yield delta;
+      }
     } catch (err) {
       settled = true;
       this.failed(projectId, provider, started, signal, err);

@@ -21,6 +21,11 @@ export interface ProvisionerOptions {
 
 export const DEFAULT_PROVISIONER_OPTIONS = { delayMs: 0 } satisfies Required<ProvisionerOptions>;
 
+/** What makes a Yam able to host apps (apps/app-host.ts): the reason it cannot, or null. */
+export interface YamHost {
+  prepareYam(workspaceId: string): Promise<string | null>;
+}
+
 interface Task {
   timer: NodeJS.Timeout;
   run: () => Promise<void>;
@@ -37,6 +42,7 @@ export class Provisioner {
     private readonly projects: ProjectRepository,
     private readonly log: Logger,
     options: Partial<ProvisionerOptions> = {},
+    private readonly yamHost: YamHost | null = null,
   ) {
     this.options = { ...DEFAULT_PROVISIONER_OPTIONS, ...options };
     if (!Number.isFinite(this.options.delayMs) || this.options.delayMs < 0) throw new TypeError('provisioner: delayMs must be >= 0');
@@ -95,8 +101,10 @@ export class Provisioner {
   }
 
   private async provisionYam(workspaceId: string): Promise<void> {
-    const ws = await this.workspaces.finishYam(workspaceId, { ok: true });
+    const problem = this.yamHost ? await this.yamHost.prepareYam(workspaceId) : null;
+    const ws = await this.workspaces.finishYam(workspaceId, problem === null ? { ok: true } : { ok: false, error: problem });
     if (ws?.yam?.state === 'ready') this.log.info('yam ready', { workspaceId });
+    if (ws?.yam?.state === 'failed') this.log.warn('yam failed', { workspaceId, reason: ws.yam.error });
   }
 
   private async provisionProject(projectId: string): Promise<void> {

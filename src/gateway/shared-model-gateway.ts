@@ -1,7 +1,11 @@
 import type { ChatEngine, GenerationHandle, GenerationSink } from '../engine/generation.ts';
 import { modelNotFound } from '../errors/index.ts';
+import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
 import type { ChatRequest } from '../protocol/chat-request.ts';
+import { GrammarCache } from '../protocol/grammar-cache.ts';
 import type { ModelList } from '../protocol/openai-types.ts';
+import { ToolCallStreamParser } from '../protocol/tool-call-parser.ts';
+import { planChatGeneration } from './chat-generation-plan.ts';
 import type { ServingStats } from './serving-stats.ts';
 
 /**
@@ -10,6 +14,8 @@ import type { ServingStats } from './serving-stats.ts';
  */
 export class SharedModelGateway {
   private readonly created: number;
+  /** Grammars of schemas and tool lists seen recently (LRU). */
+  private readonly grammars = new GrammarCache();
 
   /** `stats`, when given, records every generation's figures for GET /api/v1/stats. */
   constructor(
@@ -23,22 +29,36 @@ export class SharedModelGateway {
     return this.engine.modelId;
   }
 
-  /** Throws model_not_found (404), model_warming_up (503), queue_full (503) before anything is sent. */
-  startChat(request: ChatRequest, sink: GenerationSink): GenerationHandle {
+  /**
+   * Starts a generation whose events reach `out` as ChatDeltas: content (with logprobs when asked for),
+   * tool-call fragments parsed from the text when tools are active, then one finish with usage
+   * (`tool_calls` when calls were parsed). Runs on the engine's push path: no promise per token.
+   * Throws before anything is sent: model_not_found (404), a schema the grammar converter refuses (400),
+   * model_warming_up (503), queue_full (503).
+   */
+  startChat(request: ChatRequest, out: ChatDeltaSink): GenerationHandle {
     if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
-    return this.engine.generate(
-      {
-        messages: request.messages,
-        maxTokens: request.maxTokens,
-        stop: request.stop,
-        temperature: request.temperature,
-        topP: request.topP,
-        seed: request.seed,
-        presencePenalty: request.presencePenalty,
-        frequencyPenalty: request.frequencyPenalty,
+    const plan = planChatGeneration(request, this.grammars);
+    const parser = plan.toolNames === null ? null : new ToolCallStreamParser(plan.toolNames);
+    const sink: GenerationSink = {
+      onText: (text, logprobs) => {
+        if (parser === null) out.push({ type: 'content', text, logprobs });
+        else for (const d of parser.push(text, logprobs)) out.push(d);
       },
-      this.stats ? this.stats.observe(sink) : sink,
-    );
+      onDone: (r) => {
+        if (parser !== null) for (const d of parser.end()) out.push(d);
+        const reason = parser !== null && parser.callCount > 0 && r.finishReason === 'stop' ? 'tool_calls' : r.finishReason;
+        out.push({ type: 'finish', reason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens } });
+      },
+      onError: (e) => out.fail(e),
+    };
+    return this.engine.generate(plan.generation, this.stats ? this.stats.observe(sink) : sink);
+  }
+
+  /** GET /models/{id} as JSON text; model_not_found (404) for any other id. */
+  modelBody(id: string): string {
+    if (id !== this.engine.modelId) throw modelNotFound(id);
+    return JSON.stringify(this.listModels().data[0]);
   }
 
   private modelsCache: { key: string; body: string } | null = null;

@@ -1,34 +1,47 @@
-import type { GenerationHandle, GenerationResult, GenerationSink } from '../engine/generation.ts';
-import { type ApiError, toApiError } from '../errors/index.ts';
-import { CompletionBuilder, makeUsage } from '../protocol/completion-builder.ts';
-import { SSE_DONE, sseData } from '../protocol/sse.ts';
+import { ApiError, toApiError } from '../errors/index.ts';
+import { ChatAnswer } from '../protocol/chat-answer.ts';
+import type { ChatDelta, ChatDeltaSink } from '../protocol/chat-delta.ts';
+import { CompletionBuilder } from '../protocol/completion-builder.ts';
+import { SSE_KEEP_ALIVE, sseData } from '../protocol/sse.ts';
 import type { HttpExchange } from './http-exchange.ts';
 import { SseWriter } from './sse-writer.ts';
 
 export interface ChatResponderOptions {
   stream: boolean;
   includeUsage: boolean;
+  /** The `model` of every object sent. */
   model: string;
+  /** Silence before the stream is committed with a `: keep-alive` comment, and the comment interval after. */
   keepAliveMs: number;
+  /** Bytes held for a client that does not read before the producer is cancelled and the connection dropped. */
   streamBufferLimit: number;
-  /** Whether to report usage.prompt_tokens_details.cached_tokens. */
-  reportCachedTokens: boolean;
+}
+
+/** What a started producer gives back: cancel() stops it at once (idempotent). */
+export interface DeltaProducer {
+  cancel(): void;
 }
 
 /**
- * Answers one chat completion from a generation's events, as a JSON body or an SSE stream.
- * Commit late (habit 5): status and SSE headers go out with the first text, so an early failure is a
- * normal JSON error with its real status. If no text comes within keepAliveMs (a long prompt), the stream
- * is committed with a `: keep-alive` comment and repeats it; a failure after commit is one
- * `data: {"error":...}` event and no [DONE]. A client that disconnects, or a stream that overflows its
- * buffer, cancels the generation. `done` resolves when the exchange is finished either way.
+ * THE chat responder: answers one chat completion from a stream of ChatDeltas, whoever produces them (the
+ * shared model's engine pushes them from its sink callbacks; an upstream provider's async iterable is
+ * pumped in by respondFromDeltas), as a JSON body or an SSE stream rendered by CompletionBuilder.
+ *
+ * Commit late (architecture habit 5): status and SSE headers go out with the first delta, so a failure
+ * before it is a normal JSON error with its real status. If nothing comes within keepAliveMs (a long prompt,
+ * a slow upstream), the stream is committed with a `: keep-alive` comment and repeats it; a failure after
+ * commit is one `data: {"error":...}` event and no [DONE]. A client that disconnects, or a stream that
+ * overflows its buffer, cancels the producer. Deltas pushed after the end are ignored. The returned promise
+ * resolves when the exchange is finished either way. Main thread.
  */
-export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: (sink: GenerationSink) => GenerationHandle): Promise<void> {
+export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: (sink: ChatDeltaSink) => DeltaProducer): Promise<void> {
   const builder = new CompletionBuilder(o.model);
-  let handle: GenerationHandle | null = null;
+  let producer: DeltaProducer | null = null;
   let finished = false;
   let resolveDone: () => void = () => {};
   const done = new Promise<void>((r) => { resolveDone = r; });
+  let writer: SseWriter | null = null;
+  let commitTimer: NodeJS.Timeout | undefined;
   const finish = () => {
     if (finished) return;
     finished = true;
@@ -37,23 +50,28 @@ export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: 
     resolveDone();
   };
   const cancel = () => {
-    handle?.cancel();
+    const wasFinished = finished;
     finish();
+    if (!wasFinished) producer?.cancel();
   };
   ex.onAbort(cancel);
 
-  const usageOf = (r: GenerationResult) => makeUsage(r.promptTokens, r.completionTokens, o.reportCachedTokens ? r.cachedTokens : undefined);
-
-  let writer: SseWriter | null = null;
-  let commitTimer: NodeJS.Timeout | undefined;
-  let sink: GenerationSink;
-
+  let sink: ChatDeltaSink;
   if (!o.stream) {
-    let text = '';
+    const answer = new ChatAnswer();
     sink = {
-      onText: (t) => { text += t; },
-      onDone: (r) => { ex.sendJson(200, builder.completion(text, r.finishReason, usageOf(r))); finish(); },
-      onError: (e) => { ex.sendError(e); finish(); },
+      push: (d) => {
+        if (finished) return;
+        answer.push(d);
+        if (d.type !== 'finish') return;
+        ex.sendJson(200, answer.completion(builder));
+        finish();
+      },
+      fail: (e) => {
+        if (finished) return;
+        ex.sendError(e);
+        finish();
+      },
     };
   } else {
     const sse = new SseWriter(ex, () => { ex.close(); cancel(); }, { bufferLimit: o.streamBufferLimit, keepAliveMs: o.keepAliveMs });
@@ -65,22 +83,21 @@ export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: 
       sse.write(sseData(builder.roleChunk()) + first);
       sse.startKeepAlive();
     };
-    commitTimer = setTimeout(() => { if (!committed && !finished) commit(': keep-alive\n\n'); }, o.keepAliveMs);
+    commitTimer = setTimeout(() => { if (!committed && !finished) commit(SSE_KEEP_ALIVE); }, o.keepAliveMs);
     commitTimer.unref();
     sink = {
-      onText: (t) => {
-        const event = builder.contentEvent(t);
-        if (committed) sse.write(event);
+      push: (d: ChatDelta) => {
+        if (finished) return;
+        const event = builder.deltaEvent(d, o.includeUsage);
+        if (d.type === 'finish') {
+          if (!committed) commit('');
+          sse.end(event);
+          finish();
+        } else if (committed) sse.write(event);
         else commit(event);
       },
-      onDone: (r) => {
-        let tail = sseData(builder.finishChunk(r.finishReason));
-        if (o.includeUsage) tail += sseData(builder.usageChunk(usageOf(r)));
-        if (!committed) commit('');
-        sse.end(tail + SSE_DONE);
-        finish();
-      },
-      onError: (e: ApiError) => {
+      fail: (e: ApiError) => {
+        if (finished) return;
         if (!committed) ex.sendError(e);
         else sse.end(sseData(e.toBody()));
         finish();
@@ -89,11 +106,34 @@ export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: 
   }
 
   try {
-    handle = start(sink);
-    if (ex.aborted) handle.cancel();
+    producer = start(sink);
+    if (ex.aborted || finished) producer.cancel();
   } catch (err) {
-    ex.sendError(toApiError(err));
-    finish();
+    sink.fail(toApiError(err));
   }
   return done;
+}
+
+/**
+ * respondToChat for a pull-based producer (an upstream provider): `open` gets an AbortSignal that aborts when
+ * the client goes away or the stream overflows, and its deltas are pushed as they arrive. An iterable that
+ * ends without a finish delta is a 502 `stream_interrupted`; a throw is mapped by toApiError.
+ */
+export function respondFromDeltas(ex: HttpExchange, o: ChatResponderOptions, open: (signal: AbortSignal) => AsyncIterable<ChatDelta>): Promise<void> {
+  return respondToChat(ex, o, (sink) => {
+    const controller = new AbortController();
+    void (async () => {
+      try {
+        for await (const delta of open(controller.signal)) {
+          if (controller.signal.aborted) return; // stops the iterable (the provider cancels its upstream body)
+          sink.push(delta);
+          if (delta.type === 'finish') return;
+        }
+        if (!controller.signal.aborted) sink.fail(new ApiError({ status: 502, type: 'upstream_error', message: 'The answer ended before it was complete', param: null, code: 'stream_interrupted' }));
+      } catch (err) {
+        if (!controller.signal.aborted) sink.fail(toApiError(err));
+      }
+    })();
+    return { cancel: () => controller.abort() };
+  });
 }

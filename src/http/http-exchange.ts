@@ -1,29 +1,69 @@
+import { randomBytes } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { type ApiError, payloadTooLarge } from '../errors/index.ts';
+import { parseJsonBody } from './json-body.ts';
+import { REQUEST_LIMITS } from './request-limits.ts';
 import { statusLine } from './status-text.ts';
 
 export type HeaderList = ReadonlyArray<readonly [string, string]>;
 
+/** A client-sent x-request-id Hearth echoes and logs (anything else is replaced: logs stay clean). */
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
 /**
- * The one owner of a uWS request/response pair (architecture habit 3). Created synchronously inside the
- * uWS handler: it reads every header it may need and attaches onAborted before any await, because the
- * HttpRequest dies at the handler's first await and an aborted HttpResponse must never be touched.
- * All writes go through `cork`, so they are safe from timers, promises and MessagePort callbacks.
- * Handlers never touch the raw response. Thread: the main event loop only.
+ * How one edge writes its JSON answers. The service answers errors in OpenAI's shape, the tool-server kit
+ * as `{"error": "...", "code": ...}`; everything else about the edge is the same.
+ */
+export interface EdgeStyle {
+  /** Headers of every JSON answer (content-type first). */
+  jsonHeaders: HeaderList;
+  /** The JSON value of an error answer. */
+  errorBody(err: ApiError): unknown;
+}
+
+/**
+ * The request body a route reads, declared in its route table entry (router.ts). `json`: parsed
+ * (depth-bounded) by `ex.json()`; `raw`: bytes by `ex.bytes()`; both read by the router, at most `limit`
+ * bytes (413 past it, declared or observed). `handler`: the handler reads it itself, synchronously
+ * (`readBody`, or `streamBody` for a proxy), because what to read depends on the request.
+ */
+export type BodySpec = { kind: 'json' | 'raw'; limit: number } | { kind: 'handler' };
+
+/** Thrown into a pending body read when the client went away. */
+export class ClientGoneError extends Error {
+  override name = 'ClientGoneError';
+}
+
+/** Headers uWS writes itself (or that belong to the connection, not the answer). */
+const OWNED_BY_UWS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+
+/**
+ * The one owner of a uWS request/response pair (architecture habit 3), for the service, the tool-server kit
+ * and any proxy built on them. Created synchronously inside the uWS handler by the router. The constructor
+ * only copies raw strings out of the HttpRequest (it dies at the handler's first await) and cannot throw:
+ * everything derived from them (percent-decoding, bounds, body parsing) happens in the router's guarded
+ * path, so a hostile request becomes an error answer, never an exception in a uWS callback.
+ * All writes go through `cork`, so they are safe from timers, promises and MessagePort callbacks, and
+ * become no-ops once the client is gone or the answer ended. A HEAD request gets status and headers only.
+ * Thread: the main event loop only.
  */
 export class HttpExchange {
+  /** Upper-case method as sent. */
   readonly method: string;
+  /** The raw path (still percent-encoded), without the query. */
   readonly url: string;
-  readonly authorization: string;
-  /** Headers the session auth and its CSRF check read ('' when absent). */
-  readonly cookie: string;
-  readonly origin: string;
-  readonly host: string;
-  readonly forwardedProto: string;
-  readonly forwardedFor: string;
-  readonly contentLength: number | undefined;
-  readonly params: string[];
+  /** The raw query string without `?` ('' when none). */
+  readonly query: string;
+  /** Every request header in order, names lower-case, repeats kept. Raw: untrusted. */
+  readonly headerList: ReadonlyArray<readonly [string, string]>;
+  private headerMap: Map<string, string> | null = null;
+  /** Raw path parameters as uWS matched them (percent-encoded). */
+  readonly rawParams: readonly string[];
+  /** Decoded path parameters; filled by the router (guarded) before the handler runs. */
+  params: string[] = [];
   readonly startedAt = performance.now();
+  /** Sent as `x-request-id` on the answer and logged with it: the client's own id when sane, else `req_<hex>`. */
+  readonly requestId: string;
   /** Set once the client went away; nothing more may be written. */
   aborted = false;
   /** Set once the response has ended. */
@@ -33,26 +73,107 @@ export class HttpExchange {
   /** The `code` of the error answer sent, for metrics. */
   errorCode: string | null = null;
   private committed = false;
+  private closeAfter = false;
   private abortHandlers: Array<() => void> | null = null;
   private abortArmed = false;
   private writableWaiter: (() => void) | null = null;
-  private bodyStarted = false;
   /** Headers added to whatever answer this exchange sends (e.g. a key's rate-limit headers). */
   private extraHeaders: HeaderList = [];
+  private bodyState: 'none' | 'reading' | 'read' = 'none';
+  private body: Promise<Buffer> | null = null;
+  private parsed: Promise<unknown> | null = null;
+  private controller: AbortController | null = null;
+  private settled: Promise<void> | null = null;
+  private settle: (() => void) | null = null;
 
-  constructor(private readonly res: HttpResponse, req: HttpRequest, paramCount = 0) {
-    this.method = req.getMethod().toUpperCase();
+  constructor(
+    private readonly res: HttpResponse,
+    req: HttpRequest,
+    private readonly style: EdgeStyle,
+    paramCount = 0,
+  ) {
+    this.method = req.getCaseSensitiveMethod().toUpperCase();
     this.url = req.getUrl();
-    this.authorization = req.getHeader('authorization');
-    this.cookie = req.getHeader('cookie');
-    this.origin = req.getHeader('origin');
-    this.host = req.getHeader('host');
-    this.forwardedProto = req.getHeader('x-forwarded-proto');
-    this.forwardedFor = req.getHeader('x-forwarded-for');
-    const cl = req.getHeader('content-length');
-    this.contentLength = cl === '' ? undefined : Number(cl);
-    this.params = [];
-    for (let i = 0; i < paramCount; i++) this.params.push(decodeURIComponent(req.getParameter(i)));
+    this.query = req.getQuery() ?? '';
+    const list: Array<[string, string]> = [];
+    req.forEach((k, v) => list.push([k, v]));
+    this.headerList = list;
+    const rid = req.getHeader('x-request-id');
+    this.requestId = REQUEST_ID.test(rid) ? rid : `req_${randomBytes(16).toString('hex')}`;
+    const raw: string[] = [];
+    for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i));
+    this.rawParams = raw;
+  }
+
+  /** Header name (lower-case) -> value; repeated headers joined with ', '. Raw: untrusted. */
+  get headers(): ReadonlyMap<string, string> {
+    if (this.headerMap === null) {
+      const map = new Map<string, string>();
+      for (const [k, v] of this.headerList) map.set(k, map.has(k) ? `${map.get(k)}, ${v}` : v);
+      this.headerMap = map;
+    }
+    return this.headerMap;
+  }
+
+  /**
+   * Every request header (repeats kept), the query string and the peer address, as the app proxy forwards
+   * them. Call it synchronously in the handler (the peer address needs the live response).
+   */
+  requestHead(): { headers: Array<[string, string]>; query: string; remoteAddress: string } {
+    return { headers: this.headerList.map(([k, v]) => [k, v]), query: this.query, remoteAddress: this.remoteAddress() };
+  }
+
+  /** A header's raw value, '' when absent. */
+  header(name: string): string {
+    return this.headers.get(name) ?? '';
+  }
+
+  /** The Authorization header, '' when absent or longer than the edge looks at (README "Limits"). */
+  get authorization(): string {
+    const v = this.header('authorization');
+    return v.length > REQUEST_LIMITS.maxAuthorizationLength ? '' : v;
+  }
+
+  /** Headers the session auth and its CSRF check read ('' when absent). */
+  get cookie(): string {
+    return this.header('cookie');
+  }
+
+  get origin(): string {
+    return this.header('origin');
+  }
+
+  get host(): string {
+    return this.header('host');
+  }
+
+  get forwardedProto(): string {
+    return this.header('x-forwarded-proto');
+  }
+
+  get forwardedFor(): string {
+    return this.header('x-forwarded-for');
+  }
+
+  /** The peer's IP address as text. Call it synchronously in the handler (before the response can end). */
+  remoteAddress(): string {
+    if (this.closed) return '';
+    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
+  }
+
+  /** Adds headers to the answer this exchange will send, whichever it is (success, error or stream). */
+  addHeaders(headers: HeaderList): void {
+    if (headers.length > 0) this.extraHeaders = [...this.extraHeaders, ...headers];
+  }
+
+  /** The declared Content-Length, undefined when absent (uWS itself refuses a malformed one). */
+  get contentLength(): number | undefined {
+    const v = this.headers.get('content-length');
+    return v !== undefined && /^\d{1,15}$/.test(v) ? Number(v) : undefined;
+  }
+
+  get isHead(): boolean {
+    return this.method === 'HEAD';
   }
 
   /**
@@ -66,6 +187,8 @@ export class HttpExchange {
     this.res.onAborted(() => {
       this.aborted = true;
       this.wakeWritable();
+      this.controller?.abort(new ClientGoneError('client disconnected'));
+      this.settle?.();
       const handlers = this.abortHandlers;
       this.abortHandlers = null;
       if (handlers) for (const h of handlers) h();
@@ -78,22 +201,50 @@ export class HttpExchange {
     else if (!this.ended) (this.abortHandlers ??= []).push(h);
   }
 
+  /** Fires when the client disconnects before the response ended. */
+  get signal(): AbortSignal {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(new ClientGoneError('client disconnected'));
+    }
+    return this.controller.signal;
+  }
+
+  /** Settles once, when the response ended or the client went away. */
+  get done(): Promise<void> {
+    if (this.settled === null) {
+      this.settled = new Promise<void>((resolve) => (this.settle = resolve));
+      if (this.closed) this.settle!();
+    }
+    return this.settled;
+  }
+
   get closed(): boolean {
     return this.aborted || this.ended;
   }
 
+  /** Ask for `connection: close` on the answer (e.g. the server is draining). */
+  closeConnectionAfterResponse(): void {
+    this.closeAfter = true;
+  }
+
   /**
-   * Reads the whole body, refusing more than `limit` bytes (413) both from Content-Length and as it
-   * arrives. Must be called synchronously in the handler (uWS drops body data that has no listener).
+   * Starts reading the whole body, refusing more than `limit` bytes (413) both from Content-Length and as it
+   * arrives. Must be called synchronously in the uWS handler (uWS drops body data that has no listener); the
+   * router does it for routes that declare a body. The body resolves one event-loop turn after its last
+   * byte, and only if the client is still there: uWS refuses a request pipelined behind one still being
+   * answered by closing the connection in the same turn, and a request whose connection is gone must not
+   * run (nobody would learn its outcome; a retrying client would duplicate it).
    */
   readBody(limit: number): Promise<Buffer> {
-    if (this.bodyStarted) throw new Error('body already read');
-    this.bodyStarted = true;
-    return new Promise((resolve, reject) => {
-      if (this.contentLength !== undefined && this.contentLength > limit) {
+    if (this.body !== null) return this.body;
+    if (this.bodyState !== 'none') throw new Error('body already streamed');
+    this.bodyState = 'reading';
+    this.body = new Promise<Buffer>((resolve, reject) => {
+      const declared = this.contentLength;
+      if (declared !== undefined && declared > limit) {
         reject(payloadTooLarge(limit));
-        // Keep draining so uWS can answer; data is discarded.
-        this.res.onData(() => {});
+        this.res.onData(() => {}); // drained and discarded; the 413 closes the connection
         return;
       }
       const parts: Buffer[] = [];
@@ -107,56 +258,110 @@ export class HttpExchange {
           reject(payloadTooLarge(limit));
           return;
         }
-        parts.push(Buffer.from(chunk.slice(0)));
-        if (isLast) resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
+        parts.push(Buffer.from(chunk.slice(0))); // the ArrayBuffer is neutered when this callback returns
+        if (!isLast) return;
+        this.bodyState = 'read';
+        const whole = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+        setImmediate(() => (this.aborted ? reject(new ClientGoneError('client disconnected')) : resolve(whole)));
       });
-      this.onAbort(() => reject(new Error('client aborted while sending the body')));
+      this.onAbort(() => reject(new ClientGoneError('client disconnected while sending the body')));
     });
+    this.body.catch(() => {}); // observed by whoever awaits it; this only prevents an early 'unhandled' report
+    return this.body;
+  }
+
+  /** The body of a route declared `body: {kind: 'raw'}`. */
+  bytes(): Promise<Buffer> {
+    if (this.body === null) throw new Error('this route declares no body');
+    return this.body;
+  }
+
+  /** The parsed body of a route declared `body: {kind: 'json'}`; undefined for an empty body. 400 on bad JSON. */
+  json(): Promise<unknown> {
+    if (this.body === null) throw new Error('this route declares no body');
+    this.parsed ??= this.body.then((bytes) => parseJsonBody(bytes));
+    this.parsed.catch(() => {});
+    return this.parsed;
+  }
+
+  /**
+   * Streams the body chunk by chunk (each chunk copied; `isLast` ends it) instead of reading it whole: for a
+   * route declared `body: {kind: 'handler'}`, called synchronously in the handler. The chunks arrive as they
+   * come (a proxy forwards them at once); the limit and any deferral are the caller's. Pair with
+   * `pauseBody` / `resumeBody` for backpressure.
+   */
+  streamBody(onChunk: (chunk: Buffer, isLast: boolean) => void): void {
+    if (this.bodyState !== 'none') throw new Error('body already read');
+    this.bodyState = 'reading';
+    this.res.onData((chunk, isLast) => {
+      if (isLast) this.bodyState = 'read';
+      onChunk(Buffer.from(chunk.slice(0)), isLast);
+    });
+  }
+
+  /** Stops reading the socket (backpressure on an upload). Pair with `resumeBody`, also after the response ended: a paused keep-alive socket reads no next request. */
+  pauseBody(): void {
+    if (!this.closed) this.res.pause();
+  }
+
+  resumeBody(): void {
+    if (!this.aborted) this.res.resume();
   }
 
   private writeHead(status: number, headers: HeaderList): void {
     this.status = status;
     this.committed = true;
     this.res.writeStatus(statusLine(status));
-    for (const [k, v] of headers) this.res.writeHeader(k, v);
+    this.res.writeHeader('x-request-id', this.requestId);
+    for (const [k, v] of headers) if (!OWNED_BY_UWS.has(k.toLowerCase())) this.res.writeHeader(k, v);
     for (const [k, v] of this.extraHeaders) this.res.writeHeader(k, v);
   }
 
-  /** Adds headers to the answer this exchange will send, whichever it is (success, error or stream). */
-  addHeaders(headers: HeaderList): void {
-    if (headers.length > 0) this.extraHeaders = [...this.extraHeaders, ...headers];
+  private finishEnd(): void {
+    this.ended = true;
+    this.settle?.();
   }
 
-  /** The peer's IP address as text. Call it synchronously in the handler (before the response can end). */
-  remoteAddress(): string {
-    if (this.closed) return '';
-    return Buffer.from(this.res.getRemoteAddressAsText()).toString();
-  }
-
-  /** Sends a complete response. No-op when the client is gone or the response already ended. */
-  send(status: number, body: string, headers: HeaderList, closeConnection = false): void {
+  /**
+   * Sends a complete response. No-op when the client is gone or the response already ended. The connection
+   * is closed after it when asked to, or when the request body was not read to its end (the connection's
+   * framing is then unknown).
+   */
+  send(status: number, body: string | Uint8Array, headers: HeaderList, closeConnection = false): void {
     if (this.closed || this.committed) return;
+    const close = closeConnection || this.closeAfter || this.bodyState === 'reading';
     this.res.cork(() => {
       this.writeHead(status, headers);
-      this.res.end(body, closeConnection);
+      if (this.isHead) {
+        // HEAD: the GET answer's headers, its length, no body (a kept-alive client would read it as the next answer).
+        // This uWS build (v20.30) mishandles any argument to endWithoutBody (it then counts the response as
+        // unanswered and aborts the process), so the length is a plain header and the connection stays open.
+        this.res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
+        this.res.endWithoutBody();
+      } else this.res.end(body, close);
     });
-    this.ended = true;
+    this.finishEnd();
   }
 
   sendJson(status: number, value: unknown, extraHeaders: HeaderList = []): void {
-    this.send(status, JSON.stringify(value), [['content-type', 'application/json'], ...extraHeaders]);
+    this.sendJsonText(status, JSON.stringify(value), extraHeaders);
   }
 
-  /** The documented OpenAI error body, with Retry-After when the error carries one. */
+  /** `json` is already serialized. */
+  sendJsonText(status: number, json: string, extraHeaders: HeaderList = []): void {
+    this.send(status, json, extraHeaders.length === 0 ? this.style.jsonHeaders : [...this.style.jsonHeaders, ...extraHeaders]);
+  }
+
+  /** The edge's error body (EdgeStyle), with Retry-After, WWW-Authenticate and Allow where they apply. */
   sendError(err: ApiError): void {
     if (this.closed || this.committed) return;
     this.errorCode = err.code ?? err.type;
-    const headers: Array<[string, string]> = [['content-type', 'application/json']];
+    const headers: Array<[string, string]> = [];
     if (err.retryAfter !== undefined) headers.push(['retry-after', String(err.retryAfter)]);
     if (err.status === 401) headers.push(['www-authenticate', 'Bearer']);
     if (err.status === 405 && Array.isArray(err.details?.allowed)) headers.push(['allow', (err.details.allowed as string[]).join(', ')]);
     // A 413 is sent before the body was read; close so the client stops uploading.
-    this.send(err.status, JSON.stringify(err.toBody()), headers, err.status === 413);
+    this.send(err.status, JSON.stringify(this.style.errorBody(err)), [...this.style.jsonHeaders, ...headers], err.status === 413);
   }
 
   /** Whether status and headers went out (a streamed response is committed after its first write). */
@@ -168,12 +373,12 @@ export class HttpExchange {
    * Streaming: writes status + headers (first call) and a chunk. Returns false when uWS built up
    * backpressure: the caller must stop and `await waitWritable()`. The chunk itself is always buffered.
    */
-  writeChunk(chunk: string, status = 200, headers: HeaderList = []): boolean {
+  writeChunk(chunk: string | Uint8Array, status = 200, headers: HeaderList = []): boolean {
     if (this.closed) return false;
     let ok = true;
     this.res.cork(() => {
       if (!this.committed) this.writeHead(status, headers);
-      ok = this.res.write(chunk);
+      if (!this.isHead) ok = this.res.write(chunk); // HEAD: headers only, the chunks are dropped
     });
     return ok;
   }
@@ -197,13 +402,14 @@ export class HttpExchange {
   }
 
   /** Ends a streamed response (optionally with a last chunk). Idempotent. */
-  endStream(last = '', headers: HeaderList = []): void {
+  endStream(last: string | Uint8Array = '', headers: HeaderList = []): void {
     if (this.closed) return;
     this.res.cork(() => {
       if (!this.committed) this.writeHead(200, headers);
-      this.res.end(last);
+      if (this.isHead) this.res.endWithoutBody();
+      else this.res.end(last, this.closeAfter);
     });
-    this.ended = true;
+    this.finishEnd();
   }
 
   /** Drops the connection (e.g. a slow stream over its buffer limit). Triggers the abort handlers. */

@@ -1,16 +1,50 @@
-import { malformedJson } from '../errors/index.ts';
-import type { HttpExchange } from './http-exchange.ts';
+import { jsonTooDeep, malformedJson } from '../errors/index.ts';
+import { REQUEST_LIMITS } from './request-limits.ts';
 
 /**
- * Reads and parses a JSON body (size-capped: 413). Must be called synchronously in the handler, before
- * its first await. Malformed JSON is a 400 `invalid_json`; an empty body parses as undefined.
+ * Parses a request body as JSON: 400 `json_too_deep` past `maxDepth` levels of nesting (checked first, by a
+ * linear scan with no recursion, so nothing downstream ever walks an unbounded depth), 400 `invalid_json`
+ * when it is not JSON. An empty body parses as undefined (the route decides whether that is an error).
  */
-export async function readJsonBody(ex: HttpExchange, limit: number): Promise<unknown> {
-  const bytes = await ex.readBody(limit);
+export function parseJsonBody(bytes: Buffer, maxDepth: number = REQUEST_LIMITS.maxJsonDepth): unknown {
   if (bytes.length === 0) return undefined;
+  const text = bytes.toString('utf8');
+  if (nestingExceeds(text, maxDepth)) throw jsonTooDeep(maxDepth);
   try {
-    return JSON.parse(bytes.toString('utf8'));
+    return JSON.parse(text);
   } catch (err) {
     throw malformedJson(err instanceof Error ? err.message : 'parse error');
   }
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_ARRAY = 0x5b;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_ARRAY = 0x5d;
+const CLOSE_OBJECT = 0x7d;
+
+/** Whether `[`/`{` outside strings nest deeper than `max`. Linear; malformed text is left to JSON.parse. */
+export function nestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      // Skip the string: find the next quote not escaped by an odd run of backslashes.
+      for (;;) {
+        const q = text.indexOf('"', i + 1);
+        if (q === -1) return false;
+        let slashes = 0;
+        for (let j = q - 1; text.charCodeAt(j) === BACKSLASH; j--) slashes++;
+        i = q;
+        if (slashes % 2 === 0) break;
+      }
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      depth--;
+    }
+  }
+  return false;
 }

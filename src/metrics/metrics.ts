@@ -39,6 +39,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     httpDuration: new Histogram({ name: 'hearth_http_request_duration_seconds', help: 'HTTP request duration by route and status class', labelNames: ['route', 'status_class'], buckets: LATENCY_BUCKETS, registers: reg }),
     errors: new Counter({ name: 'hearth_errors_total', help: 'Error answers by code', labelNames: ['route', 'code'], registers: reg }),
     providerLatency: new Histogram({ name: 'hearth_provider_request_duration_seconds', help: 'Upstream provider call duration (to last byte)', labelNames: ['provider', 'outcome'], buckets: LATENCY_BUCKETS, registers: reg }),
+    appDeployments: new Counter({ name: 'hearth_app_deployments_total', help: 'Finished app deployments by result (live, failed)', labelNames: ['result'], registers: reg }),
+    appRestarts: new Counter({ name: 'hearth_app_restarts_total', help: 'App processes restarted after a crash', registers: reg }),
+    apps: new Gauge({ name: 'hearth_apps', help: 'Apps by state (created, starting, running, crashed, stopped)', labelNames: ['state'], registers: reg }),
     providerErrors: new Counter({ name: 'hearth_provider_errors_total', help: 'Upstream provider failures by kind', labelNames: ['provider', 'kind'], registers: reg }),
   };
 }

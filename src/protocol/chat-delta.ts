@@ -1,3 +1,5 @@
+import type { ApiError } from '../errors/api-error.ts';
+
 /**
  * The one stream a chat completion is answered from, whatever produced it (the shared model's engine or an
  * upstream provider): content (with logprobs when asked for), tool-call fragments, then exactly one finish.
@@ -32,3 +34,13 @@ export type ChatDelta =
    */
   | { type: 'tool_call'; index: number; id?: string | undefined; name?: string | undefined; arguments: string }
   | { type: 'finish'; reason: ChatFinishReason; usage?: ChatUsage | undefined };
+
+/**
+ * Where a producer pushes one answer's deltas (the responder implements it): push* then at most one fail.
+ * After a `finish` delta or fail() nothing more is pushed. Calls after the consumer went away are ignored.
+ * Main thread; synchronous, so the shared model's hot path costs no promise per token.
+ */
+export interface ChatDeltaSink {
+  push(delta: ChatDelta): void;
+  fail(error: ApiError): void;
+}

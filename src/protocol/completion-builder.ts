@@ -1,5 +1,7 @@
-import type { ChatCompletion, ChatCompletionChunk, FinishReason, Usage } from './openai-types.ts';
+import type { ChatDelta, ChatUsage, TokenLogprob } from './chat-delta.ts';
+import type { ChatCompletion, ChatCompletionChunk, ChatLogprobs, ChatTokenLogprob, ChatToolCallDelta, ChatToolCallObject, FinishReason, Usage } from './openai-types.ts';
 import { newCompletionId, unixSeconds } from './ids.ts';
+import { SSE_DONE, sseData } from './sse.ts';
 
 /**
  * Builds every object of one completion (JSON body or stream chunks) with a shared id, created time
@@ -22,14 +24,14 @@ export class CompletionBuilder {
       `"model":${JSON.stringify(model)},"system_fingerprint":null,"choices":[{"index":0,"delta":{"content":`;
   }
 
-  chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: FinishReason | null): ChatCompletionChunk {
+  chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: FinishReason | null, logprobs: ChatLogprobs | null = null): ChatCompletionChunk {
     return {
       id: this.id,
       object: 'chat.completion.chunk',
       created: this.created,
       model: this.model,
       system_fingerprint: null,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+      choices: [{ index: 0, delta, logprobs, finish_reason: finishReason }],
     };
   }
 
@@ -59,17 +61,69 @@ export class CompletionBuilder {
     };
   }
 
-  completion(content: string, finishReason: FinishReason, usage: Usage): ChatCompletion {
+  completion(content: string | null, finishReason: FinishReason, usage: Usage, extras: CompletionExtras = {}): ChatCompletion {
+    const message: ChatCompletion['choices'][number]['message'] = { role: 'assistant', content, refusal: null };
+    if (extras.toolCalls !== undefined && extras.toolCalls.length > 0) message.tool_calls = extras.toolCalls;
     return {
       id: this.id,
       object: 'chat.completion',
       created: this.created,
       model: this.model,
       system_fingerprint: null,
-      choices: [{ index: 0, message: { role: 'assistant', content, refusal: null }, logprobs: null, finish_reason: finishReason }],
+      choices: [{ index: 0, message, logprobs: extras.logprobs ?? null, finish_reason: finishReason }],
       usage,
     };
   }
+
+  /**
+   * The SSE text of one delta of a stream (the role chunk is roleChunk(), sent by the responder at commit):
+   * content -> a content chunk (with `logprobs.content` when given); tool_call -> a `delta.tool_calls`
+   * chunk shaped as OpenAI streams it; finish -> the finish chunk, the usage chunk when `includeUsage` and
+   * usage is known, and `[DONE]`.
+   */
+  deltaEvent(delta: ChatDelta, includeUsage: boolean): string {
+    switch (delta.type) {
+      case 'content':
+        if (delta.logprobs === undefined) return this.contentEvent(delta.text);
+        return sseData(this.chunk({ content: delta.text }, null, toChatLogprobs(delta.logprobs)));
+      case 'tool_call':
+        return sseData(this.chunk({ tool_calls: [toolCallDelta(delta)] }, null));
+      case 'finish': {
+        let tail = sseData(this.finishChunk(delta.reason));
+        if (includeUsage && delta.usage !== undefined) tail += sseData(this.usageChunk(usageOf(delta.usage)));
+        return tail + SSE_DONE;
+      }
+    }
+  }
+}
+
+export interface CompletionExtras {
+  toolCalls?: ChatToolCallObject[] | undefined;
+  logprobs?: ChatLogprobs | undefined;
+}
+
+/** OpenAI's `delta.tool_calls[0]` for one fragment: index, id, type and name only on a call's first fragment. */
+export function toolCallDelta(delta: Extract<ChatDelta, { type: 'tool_call' }>): ChatToolCallDelta {
+  if (delta.id === undefined && delta.name === undefined) return { index: delta.index, function: { arguments: delta.arguments } };
+  return {
+    index: delta.index,
+    ...(delta.id !== undefined ? { id: delta.id } : {}),
+    type: 'function',
+    function: delta.name !== undefined ? { name: delta.name, arguments: delta.arguments } : { arguments: delta.arguments },
+  };
+}
+
+export function toChatTokenLogprob(lp: TokenLogprob): ChatTokenLogprob {
+  return { token: lp.token, logprob: lp.logprob, bytes: lp.bytes, top_logprobs: lp.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })) };
+}
+
+export function toChatLogprobs(lps: readonly TokenLogprob[]): ChatLogprobs {
+  return { content: lps.map(toChatTokenLogprob), refusal: null };
+}
+
+/** OpenAI usage of a finish delta's counts (prompt_tokens_details only when the producer knows cached tokens). */
+export function usageOf(usage: ChatUsage): Usage {
+  return makeUsage(usage.promptTokens, usage.completionTokens, usage.cachedTokens);
 }
 
 export function makeUsage(promptTokens: number, completionTokens: number, cachedTokens?: number): Usage {

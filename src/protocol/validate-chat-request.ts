@@ -1,5 +1,8 @@
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
-import { type ChatMessage, type ChatRequest, type ChatRole, plainChatFields } from './chat-request.ts';
+import type { ChatMessage, ChatRequest, ChatRole } from './chat-request.ts';
+import {
+  parseLogprobs, parseMessageToolCalls, parseResponseFormat, parseSamplerExtensions, parseToolCallId, parseToolChoice, parseTools,
+} from './validate-chat-features.ts';
 
 /** Limits applied while validating; the gateway passes the configured values. */
 export interface ChatRequestLimits {
@@ -12,13 +15,17 @@ export interface ChatRequestLimits {
 export const DEFAULT_CHAT_REQUEST_LIMITS = { maxMessages: 2048, maxStopSequences: 4 } satisfies Required<ChatRequestLimits>;
 
 /** Fields that are accepted and have no effect on generation (documented in the README). */
-const HARMLESS_FIELDS = new Set(['store', 'metadata', 'service_tier', 'parallel_tool_calls', 'user', 'stream_options']);
+const HARMLESS_FIELDS = new Set(['store', 'metadata', 'service_tier', 'user', 'stream_options']);
 const HONOURED_FIELDS = new Set([
   'model', 'messages', 'stream', 'temperature', 'top_p', 'max_tokens', 'max_completion_tokens',
   'stop', 'seed', 'presence_penalty', 'frequency_penalty',
+  // Tools, structured outputs, logprobs (validate-chat-features.ts).
+  'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'logprobs', 'top_logprobs',
+  // llama-server / vLLM sampler extensions (README "Request fields").
+  'top_k', 'min_p', 'repetition_penalty',
 ]);
 
-const ROLE_MAP: Record<string, ChatRole> = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant' };
+const ROLE_MAP: Record<string, ChatRole> = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant', tool: 'tool' };
 
 type Json = Record<string, unknown>;
 
@@ -35,21 +42,25 @@ function optionalNumber(body: Json, field: string, min: number, max: number, int
   return v;
 }
 
+/**
+ * `max_tokens` and its alias `max_completion_tokens` are one limit. Each one given is validated; when both
+ * are given `max_tokens` wins (documented in the README).
+ */
+function parseMaxTokens(body: Json): number | undefined {
+  const legacy = optionalNumber(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true);
+  const alias = optionalNumber(body, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER, true);
+  return legacy ?? alias;
+}
+
 /** Rejects parameters Hearth cannot honour: never silently dropped (contract.md). */
 function rejectUnsupported(body: Json): void {
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw unsupportedParameter('n', 'must be 1: only one choice per request is supported');
-  if (body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== false) throw unsupportedParameter('logprobs');
-  if (body.top_logprobs !== undefined && body.top_logprobs !== null) throw unsupportedParameter('top_logprobs');
-  if (Array.isArray(body.tools) ? body.tools.length > 0 : body.tools !== undefined && body.tools !== null) throw unsupportedParameter('tools');
-  if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'none') throw unsupportedParameter('tool_choice');
   if (body.functions !== undefined && body.functions !== null) throw unsupportedParameter('functions');
   if (body.function_call !== undefined && body.function_call !== null) throw unsupportedParameter('function_call');
   if (body.logit_bias !== undefined && body.logit_bias !== null && !(isObject(body.logit_bias) && Object.keys(body.logit_bias).length === 0)) throw unsupportedParameter('logit_bias');
-  const rf = body.response_format;
-  if (rf !== undefined && rf !== null && !(isObject(rf) && rf.type === 'text')) throw unsupportedParameter('response_format', "is not supported (only {\"type\":\"text\"})");
   for (const key of Object.keys(body)) {
     if (HONOURED_FIELDS.has(key) || HARMLESS_FIELDS.has(key)) continue;
-    if (['n', 'logprobs', 'top_logprobs', 'tools', 'tool_choice', 'functions', 'function_call', 'logit_bias', 'response_format'].includes(key)) continue;
+    if (['n', 'functions', 'function_call', 'logit_bias'].includes(key)) continue;
     throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
   }
 }
@@ -71,6 +82,14 @@ function messageContent(raw: unknown, index: number): string {
   throw invalidRequest(`'${param}' must be a string or an array of text parts`, param, 'invalid_type');
 }
 
+/** A short description of a client value for an error message; never walks into it (its depth is the client's). */
+function describeValue(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}...` : v);
+  if (Array.isArray(v)) return 'an array';
+  if (v === null || typeof v !== 'object') return String(v);
+  return 'an object';
+}
+
 function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
   if (raw === undefined) throw invalidRequest("'messages' is required", 'messages', 'missing_required_parameter');
   if (!Array.isArray(raw)) throw invalidRequest("'messages' must be an array", 'messages', 'invalid_type');
@@ -80,11 +99,17 @@ function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
     if (!isObject(m)) throw invalidRequest(`'messages[${i}]' must be an object`, `messages[${i}]`, 'invalid_type');
     const role = typeof m.role === 'string' ? ROLE_MAP[m.role] : undefined;
     if (role === undefined) {
-      throw invalidRequest(`'messages[${i}].role' must be one of system, user, assistant; got ${JSON.stringify(m.role)}`, `messages[${i}].role`, 'invalid_value');
+      throw invalidRequest(`'messages[${i}].role' must be one of system, developer, user, assistant, tool; got ${describeValue(m.role)}`, `messages[${i}].role`, 'invalid_value');
     }
-    if (m.tool_calls !== undefined || m.function_call !== undefined) throw unsupportedParameter(`messages[${i}].tool_calls`);
-    if (m.content === undefined || m.content === null) throw invalidRequest(`'messages[${i}].content' is required`, `messages[${i}].content`, 'missing_required_parameter');
-    return { role, content: messageContent(m.content, i) };
+    if (m.function_call !== undefined && m.function_call !== null) throw unsupportedParameter(`messages[${i}].function_call`, 'is not supported (use tool_calls)');
+    if (m.tool_calls !== undefined && m.tool_calls !== null && role !== 'assistant') throw invalidRequest(`'messages[${i}].tool_calls' is only allowed on assistant messages`, `messages[${i}].tool_calls`, 'invalid_value');
+    const toolCalls = role === 'assistant' ? parseMessageToolCalls(m.tool_calls, `messages[${i}].tool_calls`) : undefined;
+    const contentOptional = toolCalls !== undefined && toolCalls.length > 0;
+    if ((m.content === undefined || m.content === null) && !contentOptional) throw invalidRequest(`'messages[${i}].content' is required`, `messages[${i}].content`, 'missing_required_parameter');
+    const message: ChatMessage = { role, content: m.content === undefined || m.content === null ? '' : messageContent(m.content, i) };
+    if (toolCalls !== undefined && toolCalls.length > 0) message.toolCalls = toolCalls;
+    if (role === 'tool') message.toolCallId = parseToolCallId(m.tool_call_id, `messages[${i}].tool_call_id`);
+    return message;
   });
 }
 
@@ -117,11 +142,18 @@ export function validateChatRequest(body: unknown, limits: ChatRequestLimits = D
     if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean') throw invalidRequest("'stream_options.include_usage' must be a boolean", 'stream_options.include_usage', 'invalid_type');
     includeUsage = so.include_usage === true;
   }
-  const maxTokens = optionalNumber(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true)
-    ?? optionalNumber(body, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER, true);
+  const maxTokens = parseMaxTokens(body);
   if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  const tools = parseTools(body.tools);
+  const parallel = body.parallel_tool_calls;
+  if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean') throw invalidRequest("'parallel_tool_calls' must be a boolean", 'parallel_tool_calls', 'invalid_type');
   return {
-    ...plainChatFields(),
+    tools,
+    toolChoice: parseToolChoice(body.tool_choice, tools),
+    parallelToolCalls: parallel !== false,
+    responseFormat: parseResponseFormat(body.response_format),
+    topLogprobs: parseLogprobs(body),
+    ...parseSamplerExtensions(body),
     model: body.model,
     messages,
     stream,

@@ -1,5 +1,5 @@
+import type { ChatDelta } from '../protocol/chat-delta.ts';
 import type { ChatRequest } from '../protocol/chat-request.ts';
-import type { ChatCompletion, ChatCompletionChunk } from '../protocol/openai-types.ts';
 
 /**
  * The upstream-provider face of Hearth: per-workspace inference projects proxy chat completions to one
@@ -40,18 +40,15 @@ export interface ProviderCall {
 export interface ChatProvider {
   readonly name: ProviderName;
   /**
-   * One JSON completion in the OpenAI shape. Rejects with an ApiError (upstream failures mapped per
-   * README.md "Upstream providers") or, when `call.signal` aborts, with a DOMException named 'AbortError'.
+   * One answer as ChatDeltas: content and tool-call fragments (each call's first fragment with id and name,
+   * indices 0-based in order), then exactly one finish (with usage when the vendor reported it), then the
+   * iterable ends. The vendor's streaming API is used when `call.request.stream`, its JSON API otherwise
+   * (the deltas are the same). Nothing is yielded before the upstream answered 2xx, so an early failure is
+   * thrown before any delta. Failures are thrown as ApiErrors (mapped per README.md "Upstream providers",
+   * their text scrubbed of the call's key); the caller's abort throws an AbortError; the call's deadline
+   * (`deadlineMs`, the whole answer) a 504. Stopping iteration early cancels the upstream request.
    */
-  complete(call: ProviderCall): Promise<ChatCompletion>;
-  /**
-   * OpenAI chunks: role chunk first (emitted together with the first content, so an upstream failure
-   * that happens before any content is still thrown before anything was yielded), content chunks, one
-   * finish chunk, then a usage chunk (empty `choices`) when `request.includeUsage` and the vendor
-   * reported usage. Ids, `created` and `model` are the same on every chunk. Failures are thrown from the
-   * iterator as ApiErrors; abort throws an AbortError. Stopping iteration early cancels the upstream body.
-   */
-  stream(call: ProviderCall): AsyncIterable<ChatCompletionChunk>;
+  chat(call: ProviderCall): AsyncIterable<ChatDelta>;
 }
 
 export interface ProviderOptions {
@@ -61,6 +58,12 @@ export interface ProviderOptions {
   timeoutMs: number;
   /** Per attempt: longest silence while reading a body (JSON bytes or stream events). Defaults to 60_000. */
   idleTimeoutMs: number;
+  /**
+   * Per call: the whole answer, retries and waits included, from the request to the last byte. An upstream
+   * that trickles bytes or streams keep-alive comments forever is cut here (504 `deadline_exceeded`) and
+   * its request aborted. Defaults to 300_000.
+   */
+  deadlineMs: number;
   /** Retries after the first attempt for 408/409/429/5xx and network errors before the answer. Defaults to 2. */
   maxRetries: number;
   /** Backoff for attempt n (0-based) is min(base * 2^n, maxRetryDelayMs) minus up to 25 % jitter. Defaults to 500. */
@@ -84,6 +87,7 @@ export const DEFAULT_PROVIDER_OPTIONS = Object.freeze({
   baseUrl: '',
   timeoutMs: 60_000,
   idleTimeoutMs: 60_000,
+  deadlineMs: 300_000,
   maxRetries: 2,
   retryBaseDelayMs: 500,
   maxRetryDelayMs: 10_000,
@@ -110,7 +114,7 @@ export function resolveProviderOptions(name: ProviderName, options: Partial<Prov
     throw new TypeError(`provider ${name}: baseUrl '${baseUrl}' is not a valid URL`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`provider ${name}: baseUrl must be http(s)`);
-  const positive = ['timeoutMs', 'idleTimeoutMs', 'maxResponseBytes', 'anthropicDefaultMaxTokens'] as const;
+  const positive = ['timeoutMs', 'idleTimeoutMs', 'deadlineMs', 'maxResponseBytes', 'anthropicDefaultMaxTokens'] as const;
   for (const key of positive) {
     if (!Number.isFinite(merged[key]) || merged[key] <= 0) throw new TypeError(`provider ${name}: ${key} must be a positive number`);
   }

@@ -1,3 +1,3 @@
 export * from './chat-provider.ts';
 export { createProvider } from './create-provider.ts';
-export { clientAbortError, isAbortError } from './upstream-attempt.ts';
+export { clientAbortError, isAbortError } from './abort-error.ts';

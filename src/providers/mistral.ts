@@ -1,21 +1,24 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
-import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, chatCompletionsRequest, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
+import { chatCompletionMessages, chatCompletionsRequest, chatCompletionToolFields, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
+import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
 
 /**
  * Mistral chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE
  * (`data: [DONE]` at the end; usage arrives on the last chunk without asking). Differences from OpenAI:
  * `max_tokens`, `random_seed` instead of `seed`, no `user` (Mistral rejects unknown fields with 422, so
- * `user` is not sent), and finish reasons `model_length` (-> length) and `error` (-> 502).
+ * `user` is not sent), and finish reasons `model_length` (-> length) and `error` (-> 502). Tools,
+ * tool_choice, parallel_tool_calls and response_format pass through as for OpenAI; Mistral streams each
+ * tool call whole in one chunk.
  */
-export function mistralFinishReason(reason: string, provider = 'mistral'): FinishReason {
+export function mistralFinishReason(reason: string, provider = 'mistral'): ChatFinishReason {
   if (reason === 'length' || reason === 'model_length') return 'length';
   if (reason === 'error') throw upstreamBadResponse(provider, 'generation failed (finish_reason "error")', 'generation_error');
-  return 'stop'; // 'stop', 'tool_calls'
+  if (reason === 'tool_calls') return 'tool_calls';
+  return 'stop';
 }
 
 export function buildMistralRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
@@ -30,6 +33,7 @@ export function buildMistralRequest(call: ProviderCall, stream: boolean, options
     random_seed: r.seed,
     presence_penalty: r.presencePenalty,
     frequency_penalty: r.frequencyPenalty,
+    ...chatCompletionToolFields(r),
     stream: stream ? true : undefined,
   });
   return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);
@@ -38,6 +42,6 @@ export function buildMistralRequest(call: ProviderCall, stream: boolean, options
 export const mistralAdapter: VendorAdapter = {
   name: 'mistral',
   buildRequest: buildMistralRequest,
-  parseReply: (body: unknown): VendorReply => parseChatCompletionReply(body, 'mistral', mistralFinishReason),
-  parseStreamEvent: (event: SseEvent): VendorStreamEvent[] => parseChatCompletionEvent(event, 'mistral', mistralFinishReason),
+  parseReply: (body: unknown): VendorEvent[] => parseChatCompletionReply(body, 'mistral', mistralFinishReason),
+  parseStreamEvent: (event: SseEvent): VendorEvent[] => parseChatCompletionEvent(event, 'mistral', mistralFinishReason),
 };

@@ -1,10 +1,10 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
-import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ChatFinishReason } from '../protocol/chat-delta.ts';
+import type { ChatRequest } from '../protocol/chat-request.ts';
 import type { ProviderCall } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { scrubSecrets } from './upstream-errors.ts';
-import { count, isObject, parseUpstreamJson, type UsageCounts, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
+import { count, isObject, parseUpstreamJson, type UsageCounts, type VendorEvent } from './vendor-adapter.ts';
 
 /**
  * The chat-completions wire format shared by OpenAI and Mistral (same JSON bodies, `data:` SSE events
@@ -12,10 +12,42 @@ import { count, isObject, parseUpstreamJson, type UsageCounts, type VendorReply,
  */
 
 /** Maps a vendor's finish_reason string (null means not finished and is never passed). May throw (Mistral 'error'). */
-export type FinishMap = (reason: string, provider: string) => FinishReason;
+export type FinishMap = (reason: string, provider: string) => ChatFinishReason;
 
-export function chatCompletionMessages(call: ProviderCall): Array<{ role: string; content: string }> {
-  return call.request.messages.map((m) => ({ role: m.role, content: m.content }));
+/** Messages in the chat-completions shape: assistant tool calls as `tool_calls` (content null when empty), tool results as `tool` messages. */
+export function chatCompletionMessages(call: ProviderCall): Array<Record<string, unknown>> {
+  return call.request.messages.map((m) => {
+    if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId ?? '', content: m.content };
+    if (m.role === 'assistant' && m.toolCalls !== undefined && m.toolCalls.length > 0) {
+      return {
+        role: 'assistant',
+        content: m.content === '' ? null : m.content,
+        tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+      };
+    }
+    return { role: m.role, content: m.content };
+  });
+}
+
+/**
+ * `tools`, `tool_choice`, `parallel_tool_calls` and `response_format` as OpenAI and Mistral both take them
+ * (passed through; parallel_tool_calls only when false, the vendors' default being true). Nothing is sent
+ * for a request without tools and with text output, so plain requests look exactly as before.
+ */
+export function chatCompletionToolFields(r: ChatRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (r.tools.length > 0) {
+    out.tools = r.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters, ...(t.strict ? { strict: true } : {}) },
+    }));
+    out.tool_choice = typeof r.toolChoice === 'string' ? r.toolChoice : { type: 'function', function: { name: r.toolChoice.name } };
+    if (!r.parallelToolCalls) out.parallel_tool_calls = false; // true is the default; some models reject the field itself
+  }
+  const rf = r.responseFormat;
+  if (rf.type === 'json_object') out.response_format = { type: 'json_object' };
+  else if (rf.type === 'json_schema') out.response_format = { type: 'json_schema', json_schema: { name: rf.name, schema: rf.schema, strict: rf.strict } };
+  return out;
 }
 
 /** Message / delta content: a string, null, or (Mistral, newer OpenAI) an array of typed parts of which text parts count. */
@@ -33,15 +65,38 @@ export function chatCompletionUsage(usage: unknown): UsageCounts | undefined {
   return { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens), cachedTokens: count(details?.cached_tokens) };
 }
 
-export function parseChatCompletionReply(body: unknown, provider: string, mapFinish: FinishMap): VendorReply {
+/** `tool_calls` of a message or a delta -> tool_call events (key = the call's `index`, else its position). */
+function toolCallEvents(raw: unknown): VendorEvent[] {
+  if (!Array.isArray(raw)) return [];
+  const out: VendorEvent[] = [];
+  raw.forEach((call, position) => {
+    if (!isObject(call)) return;
+    const fn = isObject(call.function) ? call.function : {};
+    const args = fn.arguments;
+    out.push({
+      type: 'tool_call',
+      key: typeof call.index === 'number' ? call.index : position,
+      id: typeof call.id === 'string' && call.id !== '' ? call.id : undefined,
+      name: typeof fn.name === 'string' && fn.name !== '' ? fn.name : undefined,
+      // Mistral may send arguments as an object; OpenAI always as JSON text.
+      arguments: typeof args === 'string' ? args : isObject(args) ? JSON.stringify(args) : '',
+    });
+  });
+  return out;
+}
+
+export function parseChatCompletionReply(body: unknown, provider: string, mapFinish: FinishMap): VendorEvent[] {
   const choice = isObject(body) && Array.isArray(body.choices) ? body.choices[0] : undefined;
   if (!isObject(choice)) throw upstreamBadResponse(provider, 'the answer has no choices');
   const message = isObject(choice.message) ? choice.message : {};
-  const reason = typeof choice.finish_reason === 'string' ? mapFinish(choice.finish_reason, provider) : 'stop';
-  return { text: contentText(message.content), finishReason: reason, usage: chatCompletionUsage((body as Record<string, unknown>).usage) };
+  const out: VendorEvent[] = [{ type: 'text', text: contentText(message.content) }, ...toolCallEvents(message.tool_calls)];
+  if (typeof choice.finish_reason === 'string') out.push({ type: 'finish', reason: mapFinish(choice.finish_reason, provider) });
+  const usage = chatCompletionUsage((body as Record<string, unknown>).usage);
+  if (usage !== undefined) out.push({ type: 'usage', usage });
+  return out;
 }
 
-export function parseChatCompletionEvent(event: SseEvent, provider: string, mapFinish: FinishMap): VendorStreamEvent[] {
+export function parseChatCompletionEvent(event: SseEvent, provider: string, mapFinish: FinishMap): VendorEvent[] {
   const data = event.data.trim();
   if (data === '[DONE]') return [{ type: 'end' }];
   if (data === '') return [];
@@ -50,15 +105,15 @@ export function parseChatCompletionEvent(event: SseEvent, provider: string, mapF
   if ((chunk.error !== undefined && chunk.error !== null) || chunk.object === 'error') {
     // OpenAI: {"error":{...}}; Mistral: {"object":"error","message":...}
     const source = isObject(chunk.error) ? chunk.error : chunk;
-    const message = typeof source.message === 'string' ? source.message : 'unknown error';
-    throw upstreamBadResponse(provider, `error in the stream: ${scrubSecrets(message, [])}`, 'stream_error');
+    return [{ type: 'error', message: typeof source.message === 'string' ? source.message : 'unknown error' }];
   }
-  const out: VendorStreamEvent[] = [];
+  const out: VendorEvent[] = [];
   const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
   if (isObject(choice)) {
     const delta = isObject(choice.delta) ? choice.delta : {};
     const text = contentText(delta.content);
     if (text !== '') out.push({ type: 'text', text });
+    out.push(...toolCallEvents(delta.tool_calls));
     if (typeof choice.finish_reason === 'string') out.push({ type: 'finish', reason: mapFinish(choice.finish_reason, provider) });
   }
   const usage = chatCompletionUsage(chunk.usage);

@@ -1,20 +1,22 @@
-import type { FinishReason } from '../protocol/openai-types.ts';
+import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, chatCompletionsRequest, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
+import { chatCompletionMessages, chatCompletionsRequest, chatCompletionToolFields, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { compact, effectiveTemperature, type VendorAdapter, type VendorReply, type VendorStreamEvent } from './vendor-adapter.ts';
+import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
 
 /**
  * OpenAI chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE.
  * Every request field Hearth honours maps one to one, except max tokens, sent as
  * `max_completion_tokens` (the current name; reasoning models reject `max_tokens`). Streams always ask
  * for `stream_options.include_usage` so usage is known; the usage chunk reaches the client only when
- * it asked for it.
+ * it asked for it. tools / tool_choice / parallel_tool_calls / response_format pass through
+ * (chatCompletionToolFields); finish `tool_calls` (and the legacy `function_call`) -> tool_calls.
  */
-export function openAiFinishReason(reason: string): FinishReason {
-  // 'content_filter', 'tool_calls', 'function_call': the answer ended; Hearth has only stop | length.
-  return reason === 'length' ? 'length' : 'stop';
+export function openAiFinishReason(reason: string): ChatFinishReason {
+  if (reason === 'length') return 'length';
+  if (reason === 'tool_calls' || reason === 'function_call') return 'tool_calls';
+  return 'stop'; // 'stop', 'content_filter'
 }
 
 export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
@@ -30,6 +32,7 @@ export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options:
     presence_penalty: r.presencePenalty,
     frequency_penalty: r.frequencyPenalty,
     user: r.user,
+    ...chatCompletionToolFields(r),
     stream: stream ? true : undefined,
     stream_options: stream ? { include_usage: true } : undefined,
   });
@@ -39,6 +42,6 @@ export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options:
 export const openAiAdapter: VendorAdapter = {
   name: 'openai',
   buildRequest: buildOpenAiRequest,
-  parseReply: (body: unknown): VendorReply => parseChatCompletionReply(body, 'openai', openAiFinishReason),
-  parseStreamEvent: (event: SseEvent): VendorStreamEvent[] => parseChatCompletionEvent(event, 'openai', openAiFinishReason),
+  parseReply: (body: unknown): VendorEvent[] => parseChatCompletionReply(body, 'openai', openAiFinishReason),
+  parseStreamEvent: (event: SseEvent): VendorEvent[] => parseChatCompletionEvent(event, 'openai', openAiFinishReason),
 };

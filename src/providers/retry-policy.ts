@@ -18,29 +18,41 @@ export function backoffDelayMs(attempt: number, baseMs: number, maxMs: number, r
 }
 
 /**
+ * The longest retry hint Hearth believes (1 day). An upstream hint is untrusted input: `1e308`, `Infinity`
+ * or a date in the year 9999 is clamped here before it becomes a wait or the client's `Retry-After`.
+ */
+export const MAX_RETRY_HINT_MS = 86_400_000;
+
+/** A hint in ms, clamped to 0..MAX_RETRY_HINT_MS and rounded; undefined for NaN or negative values. */
+export function clampRetryHintMs(ms: number): number | undefined {
+  if (Number.isNaN(ms) || ms < 0) return undefined;
+  return Math.round(Math.min(ms, MAX_RETRY_HINT_MS));
+}
+
+/**
  * The wait an upstream asked for, in ms, or undefined. Reads `retry-after-ms` (OpenAI, milliseconds),
  * then `retry-after` as seconds (fractions allowed) or as an HTTP date. Negative or unparsable -> undefined;
- * a date in the past -> 0.
+ * a date in the past -> 0; anything longer than MAX_RETRY_HINT_MS -> MAX_RETRY_HINT_MS.
  */
 export function retryAfterFromHeaders(headers: Headers, now: number = Date.now()): number | undefined {
   const ms = headers.get('retry-after-ms');
   if (ms !== null && ms.trim() !== '') {
-    const value = Number(ms);
-    if (Number.isFinite(value) && value >= 0) return value;
+    const value = clampRetryHintMs(Number(ms));
+    if (value !== undefined) return value;
   }
   const after = headers.get('retry-after');
   if (after === null || after.trim() === '') return undefined;
   const trimmed = after.trim();
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed) * 1000;
-  if (!/[a-z]/i.test(trimmed)) return undefined; // '-3' or '2026' would parse as years
+  // Seconds, also in forms RFC 9110 does not allow ('1e308', '-3', 'Infinity'); a bare number is never a date.
+  if (/^[-+.\deE]+$/.test(trimmed) || /^[-+]?(Infinity|NaN)$/i.test(trimmed)) return clampRetryHintMs(Number(trimmed) * 1000);
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
+  return clampRetryHintMs(Math.max(0, date - now));
 }
 
-/** A google.protobuf.Duration as JSON ("7s", "1.5s", "0.250s") in ms, or undefined. */
+/** A google.protobuf.Duration as JSON ("7s", "1.5s", "0.250s") in ms (clamped like header hints), or undefined. */
 export function parseProtoDurationMs(value: unknown): number | undefined {
   if (typeof value !== 'string') return undefined;
   const match = /^(\d+(?:\.\d+)?)s$/.exec(value.trim());
-  return match ? Number(match[1]) * 1000 : undefined;
+  return match ? clampRetryHintMs(Number(match[1]) * 1000) : undefined;
 }

@@ -1,11 +1,12 @@
 import type { ApiError } from '../errors/api-error.ts';
 import { invalidRequest, upstreamError, upstreamRateLimited } from '../errors/errors.ts';
 import { isRetryableStatus, parseProtoDurationMs } from './retry-policy.ts';
+import type { SecretScrubber } from './secret-scrubber.ts';
 
 /**
  * Turns an upstream error response (any of the four vendors' error bodies) into the one ApiError the
- * client sees. Upstream text is scrubbed of the API key and of anything that looks like a key before it
- * is put in a message: vendors echo keys (OpenAI's 401 shows a masked key) and the message goes to clients.
+ * client sees. Upstream text passes the call's SecretScrubber (before truncation, so no key fragment
+ * survives a cut) before it is put in a message: vendors echo keys (OpenAI's 401 shows a masked key).
  *
  * Policy (README.md "Upstream providers"):
  *   401 / 403, or Gemini's 400 API_KEY_INVALID -> 502 upstream_error naming the provider (the project's key is bad, not the caller's token)
@@ -32,18 +33,6 @@ export interface UpstreamErrorInfo {
 }
 
 const MAX_MESSAGE_CHARS = 500;
-const KEY_LIKE = /\b(?:sk-[A-Za-z0-9_*.-]{6,}|AIza[0-9A-Za-z_-]{10,})/g;
-const TOKEN_LIKE = /[A-Za-z0-9_-]{8,}/g;
-
-/** Removes `secrets`, any 8+ character run that is part of a secret, and key-shaped tokens. */
-export function scrubSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) {
-    if (secret.length >= 4) out = out.split(secret).join('[redacted]');
-  }
-  out = out.replace(TOKEN_LIKE, (token) => (secrets.some((s) => s.length >= 8 && s.includes(token)) ? '[redacted]' : token));
-  return out.replace(KEY_LIKE, '[redacted]');
-}
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -61,7 +50,7 @@ function textOf(value: unknown): string | undefined {
 }
 
 /** Reads an error body of any vendor. Never throws; `bodyText` may be empty or not JSON. */
-export function parseUpstreamErrorBody(status: number, bodyText: string, secrets: readonly string[]): UpstreamErrorInfo {
+export function parseUpstreamErrorBody(status: number, bodyText: string, scrubber: SecretScrubber): UpstreamErrorInfo {
   let json: unknown;
   try {
     json = JSON.parse(bodyText);
@@ -79,7 +68,7 @@ export function parseUpstreamErrorBody(status: number, bodyText: string, secrets
     str(body.error) ??
     (json === undefined && bodyText.trim() !== '' ? bodyText.trim() : undefined) ??
     `HTTP ${status}`;
-  let message = scrubSecrets(raw.replace(/\s+/g, ' '), secrets);
+  let message = scrubber.scrub(raw.replace(/\s+/g, ' '));
   if (message.length > MAX_MESSAGE_CHARS) message = `${message.slice(0, MAX_MESSAGE_CHARS)}...`;
 
   const code = str(err?.code) ?? str(body.code) ?? null;
@@ -91,7 +80,7 @@ export function parseUpstreamErrorBody(status: number, bodyText: string, secrets
   return {
     message,
     code: code !== null && /^[a-z][a-z0-9_]{0,63}$/.test(code) ? code : null,
-    param: param !== null ? scrubSecrets(param, secrets) : null,
+    param: param !== null ? scrubber.scrub(param) : null,
     keyRejected: status === 401 || status === 403 || apiKeyInvalid,
     quotaExhausted: status === 429 && code === 'insufficient_quota',
     retryAfterMs: parseProtoDurationMs(retryInfo?.retryDelay),

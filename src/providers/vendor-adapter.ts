@@ -1,33 +1,27 @@
-import type { FinishReason, Usage } from '../protocol/openai-types.ts';
 import { upstreamBadResponse } from '../errors/errors.ts';
-import { makeUsage } from '../protocol/completion-builder.ts';
+import type { ChatFinishReason, ChatUsage } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ProviderName, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 
 /**
- * The vendor-specific half of a provider: pure translation between Hearth's validated ChatRequest /
- * OpenAI objects and one vendor's wire format. No I/O, no state: HttpChatProvider does the fetching,
- * retrying and stream assembly. Every function may throw an ApiError (e.g. a parameter the vendor
- * cannot honour -> 400 naming it; an error event in a stream -> 502).
+ * The vendor-specific half of a provider: pure translation between Hearth's validated ChatRequest and one
+ * vendor's wire format, and back into VendorEvents. No I/O, no state: HttpChatProvider does the fetching,
+ * retrying, and the assembly of ChatDeltas (DeltaAssembler). Functions may throw an ApiError (a parameter
+ * the vendor cannot honour -> 400 naming it; a malformed answer -> 502) but never put upstream text in
+ * one: upstream error text travels as an `error` event and is scrubbed by the provider's one scrubber.
  */
 export interface VendorAdapter {
   readonly name: ProviderName;
   /** The HTTP request for one call; `stream` selects the vendor's streaming variant. */
   buildRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest;
-  /** A parsed 2xx JSON body -> the reply. */
-  parseReply(body: unknown): VendorReply;
+  /** A parsed 2xx JSON body -> the whole answer as normalized events, in order. */
+  parseReply(body: unknown): VendorEvent[];
   /**
    * One SSE event of a 2xx stream -> zero or more normalized events, in order. A stream is complete at
    * the vendor's end marker, or at EOF once a finish reason was seen (Gemini has no end marker).
    */
-  parseStreamEvent(event: SseEvent): VendorStreamEvent[];
-}
-
-export interface VendorReply {
-  text: string;
-  finishReason: FinishReason;
-  usage?: UsageCounts | undefined;
+  parseStreamEvent(event: SseEvent): VendorEvent[];
 }
 
 /** Token counts as far as known; later values replace earlier ones field by field. */
@@ -37,12 +31,23 @@ export interface UsageCounts {
   cachedTokens?: number | undefined;
 }
 
-export type VendorStreamEvent =
+export type VendorEvent =
   | { type: 'text'; text: string }
-  | { type: 'finish'; reason: FinishReason }
+  /**
+   * A fragment of a tool call. `key` identifies the call within the answer (OpenAI's index, Anthropic's
+   * content-block index); fragments with the same key belong together; no key = a new, whole call (Gemini).
+   * The first fragment of a call carries `name` (and `id` when the vendor has one).
+   */
+  | { type: 'tool_call'; key?: number | string | undefined; id?: string | undefined; name?: string | undefined; arguments: string }
+  | { type: 'finish'; reason: ChatFinishReason }
   | { type: 'usage'; usage: UsageCounts }
   /** The vendor's end-of-stream marker (`[DONE]`, `message_stop`). */
-  | { type: 'end' };
+  | { type: 'end' }
+  /**
+   * The vendor reported a failure inside a 2xx answer (an in-stream error event, Gemini's error object).
+   * `message` is raw upstream text: the provider scrubs it. With `status`: 502 code = that status; without: 502 `stream_error`.
+   */
+  | { type: 'error'; message: string; status?: number | undefined };
 
 export function mergeUsage(into: UsageCounts, from: UsageCounts): UsageCounts {
   return {
@@ -52,10 +57,10 @@ export function mergeUsage(into: UsageCounts, from: UsageCounts): UsageCounts {
   };
 }
 
-/** OpenAI usage from counts; undefined when the vendor reported nothing. */
-export function toUsage(counts: UsageCounts | undefined): Usage | undefined {
+/** Usage of a finish delta from counts; undefined when the vendor reported nothing. */
+export function toChatUsage(counts: UsageCounts | undefined): ChatUsage | undefined {
   if (counts === undefined || (counts.promptTokens === undefined && counts.completionTokens === undefined)) return undefined;
-  return makeUsage(counts.promptTokens ?? 0, counts.completionTokens ?? 0, counts.cachedTokens);
+  return { promptTokens: counts.promptTokens ?? 0, completionTokens: counts.completionTokens ?? 0, cachedTokens: counts.cachedTokens };
 }
 
 /** The temperature to send: the request's, else the project's stored default, else none. */

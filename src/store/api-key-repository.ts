@@ -1,6 +1,6 @@
 import { unauthorized } from '../errors/index.ts';
 import type { ApiKeyRecord, HearthStore, KeyLimits } from './database.ts';
-import { issueCredential, parseCredential, randomId, secretMatches } from './secrets.ts';
+import { issueCredential, parseCredential, randomId, secretMatches, UNKNOWN_ID_SECRET_HASH } from './secrets.ts';
 
 /** What the API and CLI show of a key: never the secret or its hash. */
 export interface ApiKeyView {
@@ -113,7 +113,9 @@ export class ApiKeyRepository {
       const parsed = parseCredential('hk', presented);
       if (!parsed) throw unauthorized();
       const record = this.store.dbs.apiKeys.get(parsed.id);
-      if (!record || record.revokedAt !== null || !secretMatches(parsed.secret, record.secretHash)) throw unauthorized();
+      // One hash and one constant-time compare whether or not the id exists (README "Limits").
+      const matches = secretMatches(parsed.secret, record?.secretHash ?? UNKNOWN_ID_SECRET_HASH);
+      if (!record || record.revokedAt !== null || !matches) throw unauthorized();
       verified = { id: record.id, secretHash: record.secretHash };
       if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
       this.verified.set(presented, verified);

@@ -13,6 +13,9 @@ export interface HearthDatabases {
   apiKeys: Database<ApiKeyRecord, string>;
   workspaces: Database<WorkspaceRecord, string>;
   projects: Database<ProjectRecord, string>;
+  /** Applications on Yams and their deployments (app-repository.ts). */
+  apps: Database<AppRecord, string>;
+  deployments: Database<DeploymentRecord, string>;
   /** People who sign in (user-repository.ts). */
   users: Database<UserRecord, string>;
   /** Dashboard sessions, keyed by the hex SHA-256 of the cookie value (session-repository.ts). */
@@ -133,6 +136,52 @@ export interface ProjectRecord {
   updatedAt: string;
 }
 
+/** An application on a workspace's Yam (contract.md "Applications on the Yam"); its run state lives in apps/. */
+export interface AppRecord {
+  id: string;
+  workspaceId: string;
+  accountId: string;
+  name: string;
+  /** Variable name -> its value encrypted under the master key (bound to the app id and the name). */
+  env: Record<string, EncryptedSecret>;
+  /** The variable that receives the app's Hearth API key; null = no key. */
+  apiKeyEnv: string | null;
+  /** The app's own API key (`app:<appId>` among the account's keys): its id, and the whole key encrypted. */
+  apiKeyId: string | null;
+  apiKey: EncryptedSecret | null;
+  healthPath: string;
+  /** The deployment that takes traffic; null until one went live. */
+  liveDeploymentId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export type DeploymentState = 'queued' | 'fetching' | 'building' | 'starting' | 'live' | 'failed' | 'retired';
+
+/** Where a deployment's code came from: an uploaded archive, a git repository, or an earlier build (env change, rollback). */
+export type DeploymentSource =
+  | { kind: 'archive'; bytes: number }
+  | { kind: 'repository'; repository: string; ref: string | null; commit: string | null }
+  | { kind: 'release'; from: string; why: 'env' | 'rollback' | 'config' };
+
+/** One immutable release of an app. `codeFrom` is the deployment whose build directory holds its code. */
+export interface DeploymentRecord {
+  id: string;
+  appId: string;
+  workspaceId: string;
+  accountId: string;
+  source: DeploymentSource;
+  codeFrom: string;
+  state: DeploymentState;
+  /** Why it failed (`build_failed: ...`, `health_check_failed: ...`); null otherwise. */
+  reason: string | null;
+  /** The last part of the build log (fetch, install, build, start checks). */
+  buildLog: string;
+  createdAt: string;
+  updatedAt: string;
+  liveAt: string | null;
+}
+
 /**
  * Keys of the `index` database, one function per kind. Every secondary lookup is a short range read
  * under a known prefix (never a scan of a record database).
@@ -146,6 +195,10 @@ export const indexKeys = {
   project: (workspaceId: string, projectId: string) => ['project', workspaceId, projectId],
   /** A project bearer token's public id -> its project. */
   projectToken: (tokenId: string, projectId: string) => ['project-token', tokenId, projectId],
+  /** A workspace's apps. */
+  app: (workspaceId: string, appId: string) => ['app', workspaceId, appId],
+  /** An app's deployments. */
+  deployment: (appId: string, deploymentId: string) => ['deployment', appId, deploymentId],
   /** An account's users. */
   user: (accountId: string, userId: string) => ['user', accountId, userId],
   /** A (normalized) email -> its user; at most one entry per email. */
@@ -159,6 +212,46 @@ export function indexRange(...prefix: string[]): { start: string[]; end: string[
   return { start: prefix, end: [...prefix, '\uffff'] };
 }
 
+/**
+ * The longest key (UTF-8 bytes, all parts of an array key) that is ever looked up or written. LMDB refuses
+ * keys over its limit (1978 bytes as lmdb-js builds it) with an exception; a key over this bound names no
+ * record Hearth could have written (its ids are short), so it is treated as absent instead.
+ */
+export const MAX_KEY_BYTES = 1024;
+
+/** Whether `key` is within MAX_KEY_BYTES. */
+export function keyFits(key: unknown): boolean {
+  if (typeof key === 'string') return key.length * 3 <= MAX_KEY_BYTES || Buffer.byteLength(key) <= MAX_KEY_BYTES;
+  if (Array.isArray(key)) {
+    let bytes = 0;
+    for (const part of key) bytes += typeof part === 'string' ? Buffer.byteLength(part) + 1 : 9;
+    return bytes <= MAX_KEY_BYTES;
+  }
+  return true;
+}
+
+/**
+ * Bounds every key before it reaches LMDB (defence in depth behind the edge's own bounds): a read or range
+ * over an over-long key finds nothing, a remove removes nothing, a write throws a plain Error (ids are
+ * generated here, so that is a bug, not a client mistake).
+ */
+function guardKeys<D extends Database<any, any>>(db: D): D {
+  const get = db.get.bind(db);
+  const remove = db.remove.bind(db);
+  const put = db.put.bind(db);
+  const getRange = db.getRange.bind(db);
+  const guarded = db as unknown as Record<string, unknown>;
+  guarded.get = (key: unknown, ...rest: unknown[]) => (keyFits(key) ? (get as (...a: unknown[]) => unknown)(key, ...rest) : undefined);
+  guarded.remove = (key: unknown, ...rest: unknown[]) => (keyFits(key) ? (remove as (...a: unknown[]) => unknown)(key, ...rest) : false);
+  guarded.put = (key: unknown, ...rest: unknown[]) => {
+    if (!keyFits(key)) throw new Error(`refusing an LMDB key over ${MAX_KEY_BYTES} bytes`);
+    return (put as (...a: unknown[]) => unknown)(key, ...rest);
+  };
+  guarded.getRange = (options: { start?: unknown; end?: unknown } = {}) =>
+    keyFits(options.start) && keyFits(options.end) ? getRange(options as never) : [];
+  return db;
+}
+
 export class HearthStore {
   readonly root: RootDatabase;
   readonly dbs: HearthDatabases;
@@ -167,14 +260,16 @@ export class HearthStore {
   private constructor(root: RootDatabase) {
     this.root = root;
     this.dbs = {
-      accounts: root.openDB<AccountRecord, string>({ name: 'accounts' }),
-      apiKeys: root.openDB<ApiKeyRecord, string>({ name: 'api-keys' }),
-      workspaces: root.openDB<WorkspaceRecord, string>({ name: 'workspaces' }),
-      projects: root.openDB<ProjectRecord, string>({ name: 'projects' }),
-      users: root.openDB<UserRecord, string>({ name: 'users' }),
-      sessions: root.openDB<SessionRecord, string>({ name: 'sessions' }),
-      setupTokens: root.openDB<SetupTokenRecord, string>({ name: 'setup-tokens' }),
-      index: root.openDB<true, (string | number)[]>({ name: 'index' }),
+      accounts: guardKeys(root.openDB<AccountRecord, string>({ name: 'accounts' })),
+      apiKeys: guardKeys(root.openDB<ApiKeyRecord, string>({ name: 'api-keys' })),
+      workspaces: guardKeys(root.openDB<WorkspaceRecord, string>({ name: 'workspaces' })),
+      projects: guardKeys(root.openDB<ProjectRecord, string>({ name: 'projects' })),
+      apps: guardKeys(root.openDB<AppRecord, string>({ name: 'apps' })),
+      deployments: guardKeys(root.openDB<DeploymentRecord, string>({ name: 'deployments' })),
+      users: guardKeys(root.openDB<UserRecord, string>({ name: 'users' })),
+      sessions: guardKeys(root.openDB<SessionRecord, string>({ name: 'sessions' })),
+      setupTokens: guardKeys(root.openDB<SetupTokenRecord, string>({ name: 'setup-tokens' })),
+      index: guardKeys(root.openDB<true, (string | number)[]>({ name: 'index' })),
     };
   }
 

@@ -1,7 +1,7 @@
 import { noYamConfigured, unauthorized, workspaceNotFound } from '../errors/index.ts';
 import { type HearthStore, indexKeys, indexRange, type ProjectRecord, type ProjectState } from './database.ts';
 import type { ProviderKeyCipher } from './provider-key-cipher.ts';
-import { issueCredential, parseCredential, randomId, secretMatches, sortableId } from './secrets.ts';
+import { issueCredential, parseCredential, randomId, secretMatches, sortableId, UNKNOWN_ID_SECRET_HASH } from './secrets.ts';
 
 /**
  * Inference projects. A project lives in a workspace of one account; reads that take (accountId,
@@ -174,7 +174,10 @@ export class ProjectRepository {
     let projectId: string | undefined;
     for (const { key } of index.getRange({ ...indexRange('project-token', parsed.id), limit: 1 })) projectId = String(key[2]);
     const p = projectId === undefined ? undefined : projects.get(projectId);
-    if (!p || p.tokenId !== parsed.id || !secretMatches(parsed.secret, p.tokenHash)) throw unauthorized();
+    const known = p !== undefined && p.tokenId === parsed.id;
+    // One hash and one constant-time compare whether or not the token id exists.
+    const matches = secretMatches(parsed.secret, known ? p.tokenHash : UNKNOWN_ID_SECRET_HASH);
+    if (!known || !matches) throw unauthorized();
     return p;
   }
 

@@ -48,17 +48,33 @@ export function issueCredential(prefix: CredentialPrefix, id = randomId()): Issu
   return { id, plaintext: `${prefix}_${id}_${secret}`, secretHash: sha256Hex(secret) };
 }
 
-/** Splits a presented credential; null when it is not of the expected shape. */
+/** Longest credential id accepted (issued ids are 12 characters); a longer one is malformed. */
+export const MAX_CREDENTIAL_ID_LENGTH = 64;
+const MAX_SECRET_LENGTH = 256;
+
+/**
+ * Splits a presented credential `<prefix>_<id>_<secret>`: the id runs from after the prefix to the FIRST
+ * `_` (ids are [a-z0-9]), the secret is everything after it (base64url, so it may itself contain `_`).
+ * Null when it is not of the expected shape, including an id or secret over its bound.
+ */
 export function parseCredential(prefix: CredentialPrefix, presented: string): { id: string; secret: string } | null {
+  if (presented.length > prefix.length + 2 + MAX_CREDENTIAL_ID_LENGTH + MAX_SECRET_LENGTH) return null;
   if (!presented.startsWith(`${prefix}_`)) return null;
   const rest = presented.slice(prefix.length + 1);
   const sep = rest.indexOf('_');
   if (sep <= 0) return null;
   const id = rest.slice(0, sep);
   const secret = rest.slice(sep + 1);
-  if (!/^[a-z0-9]+$/.test(id) || secret.length < 16 || secret.length > 256) return null;
+  if (id.length > MAX_CREDENTIAL_ID_LENGTH || !/^[a-z0-9]+$/.test(id) || secret.length < 16 || secret.length > MAX_SECRET_LENGTH) return null;
   return { id, secret };
 }
+
+/**
+ * What a well-formed credential whose id is unknown is compared against, so that path hashes and compares
+ * exactly like a known id with a wrong secret (no timing difference tells which ids exist). Matches nothing:
+ * the hash of 32 random bytes nobody knows.
+ */
+export const UNKNOWN_ID_SECRET_HASH = sha256Hex(randomBytes(32).toString('base64url'));
 
 /** Constant-time comparison of sha256(secret) against a stored hex hash. */
 export function secretMatches(secret: string, storedHashHex: string): boolean {

@@ -19,7 +19,7 @@ import type { Logger } from '../log/logger.ts';
 import type { InvocationOutcome } from './tool-invoker.ts';
 import type { ToolRegistry } from './tool-registry.ts';
 import { toToolErrorBody } from './tool-errors.ts';
-import type { UwsExchange } from './uws-exchange.ts';
+import type { HttpExchange } from '../http/http-exchange.ts';
 
 export interface McpEndpointOptions {
   /** serverInfo.name in the initialize result. */
@@ -34,6 +34,7 @@ export interface McpEndpointOptions {
 
 /** Headers not forwarded into the web Request: the body is handed over already parsed. */
 const NOT_FORWARDED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']);
+const TOOL_CALL_URL_FALLBACK = 'http://localhost/api/v1/mcp';
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -87,17 +88,23 @@ export class McpEndpoint {
    * Answers one JSON-RPC POST whose body is already read and parsed. `callSignal` fires when the
    * client is gone or the server is closing. Resolves when the response is sent or abandoned.
    */
-  async handle(exchange: UwsExchange, body: unknown, callSignal: AbortSignal): Promise<void> {
-    const { head } = exchange;
+  async handle(exchange: HttpExchange, body: unknown, callSignal: AbortSignal): Promise<void> {
     const headers = new Headers();
-    for (const [name, value] of head.headers) if (!NOT_FORWARDED.has(name)) headers.set(name, value);
+    for (const [name, value] of exchange.headers) {
+      if (NOT_FORWARDED.has(name)) continue;
+      try {
+        headers.set(name, value);
+      } catch {
+        // a value the Fetch API refuses (it is not a header the transport reads): left out
+      }
+    }
     let url: URL;
     try {
-      url = new URL(`${head.path}${head.query ? `?${head.query}` : ''}`, `http://${head.headers.get('host') ?? 'localhost'}`);
+      url = new URL(`${exchange.url}${exchange.query ? `?${exchange.query}` : ''}`, `http://${exchange.headers.get('host') ?? 'localhost'}`);
     } catch {
-      url = new URL(head.path, 'http://localhost');
+      url = new URL(TOOL_CALL_URL_FALLBACK);
     }
-    const request = new Request(url, { method: head.method, headers });
+    const request = new Request(url, { method: exchange.method, headers });
 
     const server = this.#createServer(callSignal);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -109,7 +116,7 @@ export class McpEndpoint {
       const text = response.body ? await response.text() : '';
       const out: Array<[string, string]> = [];
       response.headers.forEach((value, name) => out.push([name, value]));
-      exchange.send(response.status, out, text);
+      exchange.send(response.status, text, out);
     } finally {
       await server.close().catch(() => {});
     }

@@ -94,10 +94,19 @@ export async function invokeTool(registry: ToolRegistry, req: InvocationRequest,
       log.info('tool answered an error', { ...fields, status: err.status, code: err.code });
       return { ok: false, failure: 'tool_error', error: err };
     }
-    log.error('tool handler threw', { ...fields, err: err instanceof Error ? err : String(err) });
+    log.error('tool handler threw', { ...fields, err: err instanceof Error ? err : describeThrown(err) });
     return { ok: false, failure: 'failed', error: toolFailed(req.tool) };
   } finally {
     clearTimeout(timer);
     req.signal.removeEventListener('abort', onOuterAbort);
+  }
+}
+
+/** A log-safe description of a thrown non-Error (`String()` itself throws for e.g. `Object.create(null)`). */
+function describeThrown(value: unknown): string {
+  try {
+    return `${typeof value}: ${String(value)}`.slice(0, 200);
+  } catch {
+    return `${typeof value} (not printable)`;
   }
 }

@@ -13,15 +13,16 @@
  */
 import uWS from 'uWebSockets.js';
 import type { Ajv } from 'ajv';
-import { malformedJson, methodNotAllowed, routeNotFound, toApiError, unauthorized, unsupportedMediaType, internalError } from '../errors/index.ts';
+import { type ApiError, malformedJson, toApiError, unauthorized, unsupportedMediaType, internalError } from '../errors/index.ts';
+import { ClientGoneError, type EdgeStyle, type HttpExchange } from '../http/http-exchange.ts';
+import { mountRoutes, type Route } from '../http/router.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { BearerAuth } from './bearer-auth.ts';
 import { isJsonRpcBody, McpEndpoint } from './mcp-endpoint.ts';
 import type { ToolDefinition, ToolDescription } from './tool-definition.ts';
-import { invalidToolCall, serverBusy, serverClosing } from './tool-errors.ts';
+import { invalidToolCall, serverBusy, serverClosing, toToolErrorBody } from './tool-errors.ts';
 import { invokeTool } from './tool-invoker.ts';
 import { ToolRegistry } from './tool-registry.ts';
-import { BodyAbortedError, UwsExchange } from './uws-exchange.ts';
 
 export const TOOL_CALL_PATH = '/api/v1/mcp';
 export const TOOL_LIST_PATH = '/api/v1/mcp/tools';
@@ -85,17 +86,14 @@ export interface ToolServer {
   readonly tools: ToolDescription[];
 }
 
-interface Route {
-  methods: readonly string[];
-  auth: boolean;
-}
-
-const ROUTES: ReadonlyMap<string, Route> = new Map([
-  [HEALTH_PATH, { methods: ['GET'], auth: false }],
-  [TOOL_LIST_PATH, { methods: ['GET'], auth: true }],
-  // GET/DELETE would be MCP's server-to-client stream and session end; stateless mode offers neither (405).
-  [TOOL_CALL_PATH, { methods: ['POST'], auth: true }],
-]);
+/** The kit's edge: the same exchange and router as the service, with the tool-server error body. */
+const TOOL_SERVER_STYLE: EdgeStyle = {
+  jsonHeaders: [
+    ['content-type', 'application/json; charset=utf-8'],
+    ['cache-control', 'no-store'],
+  ],
+  errorBody: (err: ApiError) => toToolErrorBody(err),
+};
 
 function positiveInteger(name: string, value: number, min = 1): number {
   if (!Number.isInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
@@ -129,7 +127,7 @@ class UwsToolServer implements ToolServer {
   /** Fires when the shutdown grace period ends: running calls are told to stop. */
   readonly #shutdown = new AbortController();
   /** POSTs on the call path from acceptance to response (or abandonment). */
-  readonly #inFlight = new Set<UwsExchange>();
+  readonly #inFlight = new Set<HttpExchange>();
   #app: uWS.TemplatedApp | null = null;
   #listenSocket: uWS.us_listen_socket | null = null;
   #listening: Promise<{ port: number }> | null = null;
@@ -174,7 +172,7 @@ class UwsToolServer implements ToolServer {
     if (this.#closing) return Promise.reject(new Error('the tool server is closed'));
     this.#listening ??= new Promise((resolve, reject) => {
       const app = uWS.App();
-      app.any('/*', (res, req) => this.#dispatch(res, req));
+      mountRoutes(app, this.#routes(), () => {}, TOOL_SERVER_STYLE);
       const { host, port } = this.#settings;
       app.listen(host, port, (socket) => {
         if (!socket) {
@@ -212,44 +210,66 @@ class UwsToolServer implements ToolServer {
     this.#log.info('tool server closed', { port: this.#boundPort });
   }
 
-  /** The synchronous part of every request: everything before the body is decided here. */
-  #dispatch(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
-    const ex = new UwsExchange(res, req);
-    try {
+  /**
+   * The kit's routes. Checks run in the documented order: the router answers 404/405; a handler checks the
+   * bearer (401), then for a call content-type (415) and capacity (503) before awaiting the body (413, 400).
+   * GET/DELETE on the call path would be MCP's server-to-client stream and session end; stateless mode
+   * offers neither (405).
+   */
+  #routes(): Route[] {
+    const authorize = (ex: HttpExchange) => {
       if (this.#closing) ex.closeConnectionAfterResponse();
-      const { method, path, headers } = ex.head;
-      const route = ROUTES.get(path);
-      if (!route) return void ex.sendError(routeNotFound(method, path));
-      if (!route.methods.includes(method)) return void ex.sendError(methodNotAllowed(method, path, [...route.methods]));
-      if (route.auth && !this.#auth.accepts(headers.get('authorization') ?? '')) return void ex.sendError(unauthorized());
-      // While draining, /health says so, for load balancers still holding a kept-alive connection.
-      if (path === HEALTH_PATH) return void (this.#closing ? ex.sendJson(503, { ok: false }, [['retry-after', '5']]) : ex.sendJson(200, { ok: true }));
-      if (path === TOOL_LIST_PATH) return void ex.sendJsonText(200, this.#toolListJson);
-
-      if (this.#closing) return void ex.sendError(serverClosing());
-      const contentType = headers.get('content-type');
-      if (!isJsonContentType(contentType)) return void ex.sendError(unsupportedMediaType(contentType ?? ''));
-      if (this.#inFlight.size >= this.#settings.maxConcurrentCalls) return void ex.sendError(serverBusy(1));
-      this.#inFlight.add(ex);
-      const body = ex.readBody(this.#settings.bodyLimitBytes); // synchronously: uWS drops unread data otherwise
-      body.catch(() => {}); // handled in #answerCall; this only prevents an early 'unhandled' report
-      void this.#answerCall(ex, body).finally(() => this.#inFlight.delete(ex));
-    } catch (err) {
-      this.#log.error('tool server request failed', { err: err instanceof Error ? err : String(err) });
-      ex.sendError(internalError());
-    }
+      if (!this.#auth.accepts(ex.header('authorization'))) throw unauthorized();
+    };
+    return [
+      {
+        method: 'GET',
+        pattern: HEALTH_PATH,
+        name: 'health',
+        // While draining, /health says so, for load balancers still holding a kept-alive connection.
+        handler: (ex) => {
+          if (this.#closing) ex.closeConnectionAfterResponse();
+          if (this.#closing) ex.sendJson(503, { ok: false }, [['retry-after', '5']]);
+          else ex.sendJson(200, { ok: true });
+        },
+      },
+      {
+        method: 'GET',
+        pattern: TOOL_LIST_PATH,
+        name: 'tools',
+        handler: (ex) => {
+          authorize(ex);
+          ex.sendJsonText(200, this.#toolListJson);
+        },
+      },
+      {
+        method: 'POST',
+        pattern: TOOL_CALL_PATH,
+        name: 'call',
+        body: { kind: 'json', limit: this.#settings.bodyLimitBytes },
+        handler: (ex) => {
+          authorize(ex);
+          if (this.#closing) throw serverClosing();
+          const contentType = ex.headers.get('content-type');
+          if (!isJsonContentType(contentType)) throw unsupportedMediaType(contentType ?? '');
+          if (this.#inFlight.size >= this.#settings.maxConcurrentCalls) throw serverBusy(1);
+          this.#inFlight.add(ex);
+          return this.#answerCall(ex).finally(() => this.#inFlight.delete(ex));
+        },
+      },
+    ];
   }
 
-  async #answerCall(ex: UwsExchange, bodyPromise: Promise<Buffer>): Promise<void> {
+  async #answerCall(ex: HttpExchange): Promise<void> {
     try {
       let parsed: unknown;
       try {
-        parsed = JSON.parse((await bodyPromise).toString('utf8'));
+        parsed = await ex.json();
       } catch (err) {
-        if (err instanceof BodyAbortedError) return;
-        if (err instanceof SyntaxError) return void ex.sendError(malformedJson(err.message));
+        if (err instanceof ClientGoneError) return;
         return void ex.sendError(toApiError(err));
       }
+      if (parsed === undefined) return void ex.sendError(malformedJson('the body is empty'));
       const callSignal = AbortSignal.any([ex.signal, this.#shutdown.signal]);
       if (isJsonRpcBody(parsed)) return await this.#mcp.handle(ex, parsed, callSignal);
 

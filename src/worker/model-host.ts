@@ -1,10 +1,11 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
-import type { ModelWorkerData, NativeComputeInfo } from '../engine/worker-protocol.ts';
+import { INSTANT_TOKEN_BYTES, type ModelWorkerData, type NativeComputeInfo } from '../engine/worker-protocol.ts';
 import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InstantEngine } from './instant-engine.ts';
 import { LlamaSequenceEngine } from './llama-sequence-engine.ts';
 import { PromptBuilder } from './prompt-builder.ts';
+import { PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotEngine } from './slot-engine.ts';
 
 /**
@@ -47,11 +48,16 @@ export class ModelHost {
     return new ModelHost(engine, new PromptBuilder(model), fallbackReason, undefined, llama, model);
   }
 
-  /** Prompt tokens and template stop strings; the instant engine estimates ~4 bytes per token (and ignores tools). */
-  buildPrompt(messages: ChatMessage[], tools?: FunctionTool[]): { tokens: Uint32Array; stops: string[] } {
-    if (this.prompts) return this.prompts.build(messages, tools);
-    const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + 4, 0);
-    return { tokens: new Uint32Array(Math.max(1, Math.ceil(bytes / 4))), stops: [] };
+  /**
+   * Prompt tokens and template stop strings; rejects with PromptTooLong once the prompt passes `maxTokens`.
+   * The instant engine has no vocabulary: it counts INSTANT_TOKEN_BYTES bytes per token (and ignores tools).
+   */
+  async buildPrompt(messages: ChatMessage[], tools: FunctionTool[] | undefined, maxTokens: number): Promise<{ tokens: Uint32Array; stops: string[] }> {
+    if (this.prompts) return this.prompts.build(messages, tools, maxTokens);
+    const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + INSTANT_TOKEN_BYTES, 0);
+    const count = Math.max(1, Math.ceil(bytes / INSTANT_TOKEN_BYTES));
+    if (count > maxTokens) throw new PromptTooLong(count);
+    return { tokens: new Uint32Array(count), stops: [] };
   }
 
   async dispose(): Promise<void> {

@@ -1,9 +1,10 @@
 import { parentPort } from 'node:worker_threads';
 import { workerData } from 'piscina';
-import type { ApiErrorData } from '../errors/api-error.ts';
-import { contextLengthExceeded } from '../errors/errors.ts';
+import { ApiError } from '../errors/api-error.ts';
+import { engineFailure, type EngineFailure } from '../errors/engine-failure.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from '../engine/worker-protocol.ts';
 import { ModelHost } from './model-host.ts';
+import { PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotJobHandle } from './slot-engine.ts';
 
 /**
@@ -25,17 +26,12 @@ try {
   parentPort?.postMessage({ hearth: 'worker-failed', reason: loadError } satisfies WorkerStatus);
 }
 
-/** A grammar llama.cpp refuses is the request's (400); anything else the engine reports is a 500. */
-function engineErrorData(e: { message: string; code: string }): ApiErrorData {
-  if (e.code === 'invalid_grammar') return { status: 400, type: 'invalid_request_error', message: `The requested output format cannot be enforced: ${e.message}`, code: 'invalid_grammar', param: null };
-  return { status: 500, type: 'server_error', message: e.message, code: e.code, param: null };
-}
-
 export default async function generate(task: GenerationTask): Promise<void> {
   const port = task.port;
   const post = (e: WorkerEvent) => port.postMessage(e);
   let handle: SlotJobHandle | null = null;
   let cancelled = false;
+  let promptSize: { tokens: number; contextSize: number } | null = null;
   port.on('message', (m: MainEvent) => {
     if (m.t === 'cancel') {
       cancelled = true;
@@ -49,10 +45,16 @@ export default async function generate(task: GenerationTask): Promise<void> {
     await new Promise((r) => setImmediate(r));
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
-    const prompt = host.buildPrompt(task.messages, task.tools);
-    if (prompt.tokens.length + 1 > engine.contextSize) {
-      return post({ t: 'error', error: contextLengthExceeded(prompt.tokens.length, engine.contextSize).toData() });
+    // A prompt may use contextSize - 1 tokens (one is left to generate); tokenizing stops past that.
+    const prompt = await host.buildPrompt(task.messages, task.tools, engine.contextSize - 1).catch((err: unknown) => {
+      if (err instanceof PromptTooLong) return err;
+      throw err;
+    });
+    if (prompt instanceof PromptTooLong) {
+      return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.atLeastTokens, engine.contextSize, true) });
     }
+    if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
+    promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
     const maxTokens = Math.max(1, Math.min(task.maxTokens ?? Number.MAX_SAFE_INTEGER, engine.contextSize - prompt.tokens.length));
     const stop = [...new Set([...task.stop, ...prompt.stops])];
     await new Promise<void>((resolve) => {
@@ -66,13 +68,19 @@ export default async function generate(task: GenerationTask): Promise<void> {
           onPrompt: (info) => post({ t: 'prompt', ...info }),
           onText: (text, n, logprobs) => post(logprobs ? { t: 'text', text, n, logprobs } : { t: 'text', text, n }),
           onDone: (r) => { post({ t: 'done', ...r }); resolve(); },
-          onError: (e) => { post({ t: 'error', error: engineErrorData(e) }); resolve(); },
+          onError: (e) => { post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
         },
       );
       if (cancelled) handle.cancel();
     });
   } catch (err) {
-    post({ t: 'error', error: { status: 500, type: 'server_error', message: err instanceof Error ? err.message : String(err), code: 'engine_error', param: null } });
+    post({ t: 'error', failure: failureOf(err, promptSize) });
   }
   // The main thread closes the port after the terminal event (closing here could drop queued events).
+}
+
+/** A thrown error as it crosses to the main thread: a code, with the message for the log only. */
+function failureOf(err: unknown, prompt: { tokens: number; contextSize: number } | null): EngineFailure {
+  if (err instanceof ApiError && err.code === 'context_length_exceeded' && prompt) return engineFailure.contextLengthExceeded(prompt.tokens, prompt.contextSize);
+  return engineFailure.internal(err instanceof ApiError && err.code ? err.code : 'engine_error', err);
 }

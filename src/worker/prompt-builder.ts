@@ -2,6 +2,7 @@ import { type ChatWrapper, type ChatWrapperGeneratedContextState, ChatMLChatWrap
 import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import { TOOL_CALL_OPEN } from '../protocol/tool-call-syntax.ts';
 import { functionCallHistory, hermesTextHistory, toChatModelFunctions } from './chat-history.ts';
+import { PromptTokenizer } from './prompt-tokenizer.ts';
 
 /**
  * Applies the model's chat template next to the model (architecture habit 1): the model's own Jinja
@@ -21,8 +22,10 @@ export class PromptBuilder {
   readonly wrapperSpeaksHermes: boolean;
   private readonly hasTemplate: boolean;
   private textToolWrapper: ChatWrapper | undefined;
+  private readonly tokenizer: PromptTokenizer;
 
   constructor(private readonly model: LlamaModel) {
+    this.tokenizer = new PromptTokenizer(model);
     this.wrapper = resolveChatWrapper(model, { fallbackToOtherWrappersOnJinjaError: true }) ?? new GeneralChatWrapper();
     this.hasTemplate = typeof model.fileInfo.metadata.tokenizer?.chat_template === 'string';
     this.wrapperSpeaksHermes = speaksHermes(this.wrapper);
@@ -37,10 +40,11 @@ export class PromptBuilder {
     return this.toolWrapper().wrapperName;
   }
 
-  build(messages: readonly ChatMessage[], tools: readonly FunctionTool[] = []): { tokens: Uint32Array; stops: string[] } {
+  /** Rejects with PromptTooLong once the prompt passes `maxTokens` (tokenizing stops there; default: no limit). */
+  async build(messages: readonly ChatMessage[], tools: readonly FunctionTool[] = [], maxTokens = Number.MAX_SAFE_INTEGER): Promise<{ tokens: Uint32Array; stops: string[] }> {
     const state = this.contextState(messages, tools);
-    const tokens = state.contextText.tokenize(this.model.tokenizer);
-    return { tokens: Uint32Array.from(tokens), stops: plainTriggers(state.stopGenerationTriggers) };
+    const tokens = await this.tokenizer.tokenize(state.contextText, maxTokens);
+    return { tokens, stops: plainTriggers(state.stopGenerationTriggers) };
   }
 
   /** The prompt as text (special tokens written out), for logs and tests. */

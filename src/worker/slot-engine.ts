@@ -1,3 +1,5 @@
+import type { SamplingParams } from '../engine/sampling-defaults.ts';
+import type { SlotFinishReason } from '../engine/worker-protocol.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
 
 /**
@@ -26,28 +28,6 @@ export interface SlotJob {
   /** Absent: no logprobs (nothing computed). 0..20: onText gets each token's logprob and this many alternatives. */
   topLogprobs?: number | undefined;
 }
-
-/** Sampler chain settings, mapped 1:1 onto llama.cpp's samplers. */
-export interface SamplingParams {
-  /** 0 = greedy. */
-  temperature: number;
-  /** 1 = disabled. */
-  topP: number;
-  /** 0 = disabled. */
-  topK: number;
-  /** 0 = disabled. */
-  minP: number;
-  /** 1 = disabled. */
-  repeatPenalty: number;
-  presencePenalty: number;
-  frequencyPenalty: number;
-  /** How many recent tokens the penalties look at. */
-  penaltyLastN: number;
-  /** 32-bit unsigned seed. */
-  seed: number;
-}
-
-export type SlotFinishReason = 'stop' | 'length' | 'cancelled';
 
 export interface SlotJobResult {
   finishReason: SlotFinishReason;

@@ -5,8 +5,8 @@ import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { LlamaSequenceEngine } from '../../src/worker/llama-sequence-engine.ts';
 import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import { PromptBuilder } from '../../src/worker/prompt-builder.ts';
-import { DEFAULT_SAMPLING } from '../../src/worker/sampling-defaults.ts';
-import type { SamplingParams, SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
+import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
 import type { TokenLogprob } from '../../src/protocol/chat-delta.ts';
 import { jsonGrammar, OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
 
@@ -96,7 +96,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       await endlessModel?.dispose();
     });
 
-    const hello = () => chatPrompt.build([{ role: 'user', content: 'Say hello.' }]).tokens;
+    const hello = async () => (await chatPrompt.build([{ role: 'user', content: 'Say hello.' }])).tokens;
 
     it('reports its shape', () => {
       expect(chat.slotCount).toBe(SLOTS);
@@ -104,27 +104,27 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('answers greedily with the scripted reply and stops on end of generation', async () => {
-      const { text, result } = await run(chat, job(hello())).done;
+      const { text, result } = await run(chat, job(await hello())).done;
       expect(text).toBe(DEFAULT_TINY_REPLY);
       expect(result.finishReason).toBe('stop');
       expect(result.completionTokens).toBe(3); // the scripted reply: 3 tokens, then EOS
-      expect(result.promptTokens).toBe(hello().length);
+      expect(result.promptTokens).toBe((await hello()).length);
     });
 
     it('stops at maxTokens with exactly that many tokens', async () => {
-      const { result, text } = await run(chat, job(hello(), { maxTokens: 2 })).done;
+      const { result, text } = await run(chat, job(await hello(), { maxTokens: 2 })).done;
       expect(result).toMatchObject({ finishReason: 'length', completionTokens: 2 });
       expect(DEFAULT_TINY_REPLY.startsWith(text)).toBe(true);
     });
 
     it('stops before a stop string without emitting it', async () => {
-      const { text, result } = await run(chat, job(hello(), { stop: ['tiny test'] })).done;
+      const { text, result } = await run(chat, job(await hello(), { stop: ['tiny test'] })).done;
       expect(result.finishReason).toBe('stop');
       expect(text).toBe('Hello! I am a ');
     });
 
     it('is deterministic for a seed and varies across seeds', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'Once' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
       const sampled = (seed: number) => run(endless, job(tokens, { maxTokens: 16, sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, topK: 0, topP: 1, minP: 0, seed } })).done;
       const [a, b, c] = [await sampled(7), await sampled(7), await sampled(8)];
       expect(a.text).toBe(b.text);
@@ -133,7 +133,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('runs a full batch of concurrent jobs, each correct', async () => {
-      const runs = Array.from({ length: SLOTS }, (_, i) => run(chat, job(chatPrompt.build([{ role: 'user', content: `Question ${i}` }]).tokens)).done);
+      const runs = await Promise.all(Array.from({ length: SLOTS }, async (_, i) => (await chatPrompt.build([{ role: 'user', content: `Question ${i}` }])).tokens)).then((prompts) => prompts.map((t) => run(chat, job(t)).done));
       for (const r of await Promise.all(runs)) {
         expect(r.text).toBe(DEFAULT_TINY_REPLY);
         expect(r.result.finishReason).toBe('stop');
@@ -141,7 +141,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('cancel frees the slot; slots never leak across many cancels', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'go' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       for (let round = 0; round < 3; round++) {
         const runs = Array.from({ length: SLOTS }, () => {
           const r = run(endless, job(tokens, { maxTokens: 100_000 }), (n) => { if (n === 3) r.cancel(); });
@@ -158,7 +158,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
 
     it('reuses a cached prefix and gives the same greedy answer', async () => {
       const system = 'You are a helpful assistant that always answers in one short sentence, politely.';
-      const tokens = chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }]).tokens;
+      const tokens = (await chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }])).tokens;
       const first = await run(chat, job(tokens)).done;
       const second = await run(chat, job(tokens)).done;
       expect(second.text).toBe(first.text);
@@ -167,14 +167,14 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('ends at the context limit with length, never crashing', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'go' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       const { result } = await run(endless, job(tokens, { maxTokens: CONTEXT - tokens.length })).done;
       expect(result.finishReason).toBe('length');
       expect(result.promptTokens + result.completionTokens).toBeLessThanOrEqual(CONTEXT);
     });
 
     it('keeps a JSON grammar whatever the weights: every completed output parses, and EOG comes only when it is complete', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'Once' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
       let completed = 0;
       for (let seed = 1; seed <= 8; seed++) {
         const r = await run(endless, job(tokens, { maxTokens: 120, grammar: JSON_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature: 1, seed } })).done;
@@ -191,7 +191,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
 
     it('ends a grammar-forced output exactly when the grammar is complete', async () => {
       const grammar = OK_OBJECT_GRAMMAR;
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'go' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       for (const seed of [1, 2, 3]) {
         const r = await run(endless, job(tokens, { maxTokens: 64, grammar, sampling: { ...DEFAULT_SAMPLING, temperature: 1.2, seed } })).done;
         expect(r.result.finishReason).toBe('stop');
@@ -200,7 +200,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('ends a job with an invalid grammar with code invalid_grammar, and goes on serving', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'go' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       for (const grammar of ['root ::= undefined_rule', 'root ::= "unterminated', 'notroot ::= "x"']) {
         await expect(run(endless, job(tokens, { maxTokens: 4, grammar })).done).rejects.toThrow(/^invalid_grammar: invalid grammar/);
       }
@@ -209,7 +209,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('reports logprobs only when asked: one finite entry <= 0 per token, alternatives sorted, greedy choice = top 1', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'Once' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
       const plain = await run(endless, job(tokens, { maxTokens: 12 })).done;
       expect(plain.logprobs).toBeUndefined();
       const asked = await run(endless, job(tokens, { maxTokens: 12, topLogprobs: 5 })).done;
@@ -233,7 +233,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('honours top_k, min_p and the repetition penalty', async () => {
-      const tokens = endlessPrompt.build([{ role: 'user', content: 'Once' }]).tokens;
+      const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
       const greedyText = (await run(endless, job(tokens, { maxTokens: 24 })).done).text;
       const hot = { ...DEFAULT_SAMPLING, temperature: 2, topP: 1, minP: 0, topK: 0 };
       const free = await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, seed: 3 } })).done;
@@ -250,7 +250,8 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       const e = await factory(path, llama, chatModel);
       await e.dispose();
       await e.dispose();
-      expect(() => e.submit(job(hello()), { onText() {}, onDone() {}, onError() {} })).toThrow();
+      const tokens = await hello();
+      expect(() => e.submit(job(tokens), { onText() {}, onDone() {}, onError() {} })).toThrow();
     });
   });
 });

@@ -10,6 +10,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createLogger } from '../../src/log/logger.ts';
 import { createToolServer, defineTool, ToolDefinitionError, ToolError, type ToolDefinition, type ToolServer } from '../../src/tools/index.ts';
+import { rawExchange } from '../helpers/raw-http.ts';
 
 const KEY = 'tool-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -39,6 +40,23 @@ const tools: ToolDefinition<any>[] = [
     handler: async () => {
       handlerCalls.push('boom');
       throw new Error('secret-detail-db-password');
+    },
+  }),
+  defineTool({
+    name: 'throws_value',
+    description: 'Throws something that is not an Error',
+    input_schema: { type: 'object', properties: { kind: { type: 'string' } }, required: ['kind'] },
+    handler: async ({ kind }: { kind: string }) => {
+      const thrown: Record<string, unknown> = {
+        string: 'a plain string',
+        null: null,
+        undefined,
+        number: 42,
+        bare: Object.create(null),
+        hostile: { toString() { throw new Error('no'); } },
+        symbol: Symbol('s'),
+      };
+      throw thrown[kind];
     },
   }),
   defineTool({
@@ -174,7 +192,7 @@ describe('GET /api/v1/mcp/tools', () => {
     const a = await call('/api/v1/mcp/tools', { headers: AUTH });
     expect(a.status).toBe(200);
     const names = a.body.tools.map((t: { name: string }) => t.name);
-    expect(names).toEqual(['healthcheck', 'weather', 'boom', 'teapot', 'slow', 'bigint', 'echo']);
+    expect(names).toEqual(['healthcheck', 'weather', 'boom', 'throws_value', 'teapot', 'slow', 'bigint', 'echo']);
     const w = a.body.tools.find((t: { name: string }) => t.name === 'weather');
     expect(w).toEqual({ name: 'weather', description: 'Current weather for a city', input_schema: weather.input_schema });
     for (const t of a.body.tools) {
@@ -308,6 +326,25 @@ describe('POST /api/v1/mcp {tool, args}', () => {
     expect(JSON.parse(logged!).err.stack).toContain('Error');
   });
 
+  it('400 json_too_deep for a body nested deeper than 64 levels, before the tool runs (the shared edge parser)', async () => {
+    const deep = `{"tool":"echo","args":{"value":${'['.repeat(100)}${']'.repeat(100)}}}`;
+    expectError(await post(deep), 400, 'json_too_deep');
+  });
+
+  it('HEAD /health answers the headers of GET without a body; the next answer on the connection is intact', async () => {
+    const r = await rawExchange(server.port, 'HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n', { expectResponses: 2, headRequests: 1 });
+    expect(r.responses.map((x) => x.status)).toEqual([200, 200]);
+    expect(r.responses[0]!.body).toBe('');
+    expect(r.responses[0]!.headers.get('content-length')).toBe(String('{"ok":true}'.length));
+    expect(JSON.parse(r.responses[1]!.body)).toEqual({ ok: true });
+  });
+
+  it('500 tool_failed when the handler throws something that is not an Error', async () => {
+    for (const kind of ['string', 'null', 'undefined', 'number', 'bare', 'hostile', 'symbol']) {
+      expectError(await post({ tool: 'throws_value', args: { kind } }), 500, 'tool_failed');
+    }
+  });
+
   it("a ToolError keeps its status, message, code and Retry-After", async () => {
     const a = await post({ tool: 'teapot', args: {} });
     expectError(a, 502, 'kettle_down');
@@ -359,7 +396,7 @@ describe('MCP Streamable HTTP on /api/v1/mcp', () => {
       expect(client.getServerVersion()?.name).toBe('hearth-tool-server');
       expect(client.getServerCapabilities()?.tools).toBeDefined();
       const { tools: listed } = await client.listTools();
-      expect(listed.map((t) => t.name)).toEqual(['healthcheck', 'weather', 'boom', 'teapot', 'slow', 'bigint', 'echo']);
+      expect(listed.map((t) => t.name)).toEqual(['healthcheck', 'weather', 'boom', 'throws_value', 'teapot', 'slow', 'bigint', 'echo']);
       expect(listed.find((t) => t.name === 'weather')?.inputSchema).toEqual(weather.input_schema);
     } finally {
       await client.close();

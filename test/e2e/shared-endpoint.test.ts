@@ -112,7 +112,8 @@ describe('bad input over raw HTTP', () => {
     ['an out-of-range value', JSON.stringify({ model: MODEL_ID, messages: greet, temperature: 3 }), 400, 'invalid_value', 'temperature'],
     ['an unknown role', JSON.stringify({ model: MODEL_ID, messages: [{ role: 'wizard', content: 'x' }] }), 400, 'invalid_value', 'messages[0].role'],
     ['n > 1', JSON.stringify({ model: MODEL_ID, messages: greet, n: 2 }), 400, 'unsupported_parameter', 'n'],
-    ['tools', JSON.stringify({ model: MODEL_ID, messages: greet, tools: [{ type: 'function', function: { name: 'f' } }] }), 400, 'unsupported_parameter', 'tools'],
+    ['functions (legacy)', JSON.stringify({ model: MODEL_ID, messages: greet, functions: [{ name: 'f' }] }), 400, 'unsupported_parameter', 'functions'],
+    ['a malformed tool', JSON.stringify({ model: MODEL_ID, messages: greet, tools: [{ type: 'function', function: { name: 'no spaces' } }] }), 400, 'invalid_value', 'tools[0].function.name'],
     ['an unknown field', JSON.stringify({ model: MODEL_ID, messages: greet, frobnicate: 1 }), 400, 'unknown_parameter', 'frobnicate'],
     ['an unknown model', JSON.stringify({ model: 'x/y', messages: greet }), 404, 'model_not_found', 'model'],
   ])('%s -> %i %s', async (_name, body, status, code, param) => {

@@ -1,35 +1,284 @@
-import { describe, expect, it } from 'vitest';
-import { startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyModel } from '../helpers/test-model.ts';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startFakeModelHub, type FakeModelHub } from '../fakes/fake-model-hub.ts';
+import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
+import { probeAppArchive } from '../helpers/app-archives.ts';
+import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { tinyChatModel, tinyModel } from '../helpers/test-model.ts';
 
-/** SIGTERM is graceful: a stream in flight finishes with [DONE], then the process exits 0. */
-describe('graceful shutdown', () => {
-  it('lets a running stream finish before the workers stop', async () => {
-    const hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--model-id', 'local/instant', '--engine', 'instant', '--context-size', '1048576', '--max-tokens', '1000000', '--shutdown-grace-ms', '30000'] });
-    try {
-      await hearth.waitReady();
-      const res = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: 50_000, stream_options: { include_usage: true } }),
-      });
-      expect(res.status).toBe(200);
-      const reader = res.body!.getReader();
-      const first = await reader.read(); // the stream is running
-      expect(first.done).toBe(false);
-      const exited = hearth.stop('SIGTERM');
-      let text = new TextDecoder().decode(first.value);
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += new TextDecoder().decode(value);
+/**
+ * SIGTERM / SIGINT seen the way a service manager sees it: a real `hearth serve` child process, a signal,
+ * and the exit code. In every model state (pulling, loading, failed, ready) and with upstream calls or
+ * app processes in flight, the child must exit by itself: nothing (workers, sockets, timers, the download,
+ * app processes) may keep it alive. The bound is the helper's: a child still alive 15 s after the signal is SIGKILLed, and its exit
+ * code is then null, which fails the test. Exit codes: 0 clean, 3 grace expired, 128 + n second signal.
+ */
+let hearth: HearthProcess | undefined;
+let hub: FakeModelHub | undefined;
+let upstream: FakeUpstream | undefined;
+
+afterEach(async () => {
+  await hearth?.stop('SIGKILL');
+  await hub?.close();
+  await upstream?.close();
+  hearth = undefined;
+  hub = undefined;
+  upstream = undefined;
+});
+
+// The instant engine outruns a test client on a loaded machine: a large stream buffer keeps a slow reader from being dropped (that is backpressure, tested elsewhere).
+const INSTANT = ['--model-id', 'local/instant', '--engine', 'instant', '--context-size', '1048576', '--max-tokens', '1000000', '--stream-buffer-limit', String(256 << 20)];
+const MODEL_URI = 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf';
+
+type Health = { state: string; pull?: { percent: number } };
+const health = async (h: HearthProcess): Promise<Health> => (await (await fetch(`${h.baseUrl}/health`)).json()) as Health;
+
+async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** A streaming chat request on the shared model, read until its first bytes (the stream is running). */
+async function runningStream(h: HearthProcess): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; rest: () => Promise<string> }> {
+  const res = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: 900_000, stream_options: { include_usage: true } }),
+  });
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  const first = await reader.read();
+  expect(first.done).toBe(false);
+  const decoder = new TextDecoder();
+  let text = decoder.decode(first.value, { stream: true });
+  return {
+    reader,
+    rest: async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          text += decoder.decode(value, { stream: true });
+        }
+      } catch {
+        // the server cut the connection
       }
-      expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
-      expect(text).toContain('"completion_tokens":50000');
-      expect(await exited).toBe(0);
-      expect(hearth.logs()).toMatch(/"msg":"stopped"/);
-    } finally {
-      await hearth.stop();
+      return text;
+    },
+  };
+}
+
+/** Management API calls with the process's API key (status checked). */
+function managementApi(h: HearthProcess) {
+  return async <T>(method: string, url: string, body?: unknown, type = 'application/json'): Promise<T> => {
+    const r = await fetch(`${h.baseUrl}${url}`, { method, headers: { authorization: `Bearer ${h.key}`, 'content-type': type }, body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body) });
+    const text = await r.text();
+    expect(r.status, text).toBeLessThan(300);
+    return JSON.parse(text) as T;
+  };
+}
+
+describe('shutdown in every model state', () => {
+  it('pulling: the download is aborted, no partial file is taken for the model, exit 0; the next start completes the pull', async () => {
+    const file = await tinyChatModel();
+    hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
+    const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
+    const args = ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'];
+    hearth = await startHearthProcess({ args, env: { HF_ENDPOINT: hub.endpoint } });
+    const h = hearth;
+    await until('the pull to stall half-way', async () => ((await health(h)).pull?.percent ?? 0) >= 49);
+    expect((await health(h)).state).toBe('pulling');
+
+    expect(await h.stop('SIGTERM')).toBe(0);
+    expect(h.logs()).toMatch(/"msg":"draining","state":"pulling"/);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":true/);
+    expect(h.logs()).not.toMatch(/"msg":"model failed"/);
+    // The held half was never written under the model's final name (it would be served as a whole model).
+    expect(fs.readdirSync(modelsDir)).not.toContain('hf_someone_tiny-chat.gguf');
+
+    hub.release();
+    hearth = await startHearthProcess({ args, env: { HF_ENDPOINT: hub.endpoint }, dataDir: h.dataDir });
+    await hearth.waitReady();
+    expect(fs.statSync(path.join(modelsDir, 'hf_someone_tiny-chat.gguf')).size).toBe(fs.statSync(file).size);
+    expect(await hearth.stop('SIGTERM')).toBe(0);
+  });
+
+  it('loading: the model workers are torn down while they load, exit 0', async () => {
+    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--workers', '2'] });
+    expect((await health(hearth)).state).toBe('loading');
+    expect(await hearth.stop('SIGTERM')).toBe(0);
+    expect(hearth.logs()).toMatch(/"msg":"draining","state":"loading"/);
+    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":true/);
+  });
+
+  it('a signal while Hearth is still starting: it finishes starting, then shuts down cleanly (never the default instant death)', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-test-'));
+    const bin = path.resolve(import.meta.dirname, '../../bin/hearth.js');
+    const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', dataDir, '--model', await tinyModel(), ...INSTANT], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let logs = '';
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.stderr!.on('data', (d: Buffer) => {
+      if (logs === '') child.kill('SIGTERM'); // at its first log line: the master key file, before the store and the server
+      logs += d.toString();
+    });
+    const code = await exited;
+    clearTimeout(killer);
+    expect(code).toBe(0);
+    expect(logs).toMatch(/"msg":"shutting down","signal":"SIGTERM"/);
+    expect(logs).toMatch(/"msg":"stopped","clean":true/);
+  });
+
+  it('failed: exit 0', async () => {
+    const bogus = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-bad-')), 'broken.gguf');
+    fs.writeFileSync(bogus, 'this is not a model');
+    hearth = await startHearthProcess({ args: ['--model', bogus] });
+    const h = hearth;
+    await until('the failed state', async () => (await health(h)).state === 'failed');
+    expect(await h.stop('SIGINT')).toBe(0);
+    expect(h.logs()).toMatch(/"msg":"draining","state":"failed"/);
+  });
+
+  it('ready on the default engine (native loop where built): the model workers and their native threads stop, exit 0', async () => {
+    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat'] });
+    await hearth.waitReady();
+    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 8 }),
+    });
+    expect(r.status).toBe(200);
+    expect(await hearth.stop('SIGTERM')).toBe(0);
+    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":true/);
+  });
+
+  it('ready: a running stream finishes within the grace period, then exit 0', async () => {
+    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '30000'] });
+    await hearth.waitReady();
+    const res = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: 50_000, stream_options: { include_usage: true } }),
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+    const exited = hearth.stop('SIGTERM');
+    let text = new TextDecoder().decode(first.value);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
     }
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(text).toContain('"completion_tokens":50000');
+    expect(await exited).toBe(0);
+    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":true/);
+  });
+
+  it('ready: new requests during the grace period get 503 shutting_down', async () => {
+    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '30000'] });
+    await hearth.waitReady();
+    const stream = await runningStream(hearth);
+    const exited = hearth.stop('SIGTERM');
+    const h = hearth;
+    await until('shutdown to begin', async () => /"msg":"draining"/.test(h.logs()));
+    // The same keep-alive pool as the stream's connection is not guaranteed; a fresh connection may be refused instead.
+    const r = await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } }).catch(() => null);
+    if (r) {
+      expect(r.status).toBe(503);
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe('shutting_down');
+    }
+    await stream.reader.cancel();
+    expect(await exited).toBe(0);
+  });
+
+  it('ready: when the grace period expires, running streams are cut and the exit code says so (3)', async () => {
+    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '500'] });
+    await hearth.waitReady();
+    const stream = await runningStream(hearth);
+    const exited = hearth.stop('SIGTERM');
+    const text = await stream.rest();
+    expect(text).not.toContain('data: [DONE]');
+    expect(await exited).toBe(3);
+    expect(hearth.logs()).toMatch(/"msg":"grace period expired: cutting requests still running","requests":1/);
+    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
+  });
+
+  it('a second signal exits at once (128 + the signal number)', async () => {
+    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '60000'] });
+    await hearth.waitReady();
+    const stream = await runningStream(hearth);
+    const exited = hearth.stop('SIGTERM');
+    const h = hearth;
+    await until('shutdown to begin', async () => /"msg":"draining"/.test(h.logs()));
+    h.proc.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(h.logs()).toMatch(/"msg":"second signal: exiting at once","signal":"SIGINT"/);
+    await stream.rest();
+  });
+
+  it('upstream calls in flight: a project request to a silent upstream is cut after the grace period and aborted upstream', async () => {
+    upstream = await startFakeUpstream('openai', { apiKey: 'prov-openai-key-0123456789' });
+    hearth = await startHearthProcess({
+      args: ['--model', await tinyModel(), ...INSTANT, '--openai-base-url', upstream.baseUrl, '--provider-timeout-ms', '600000', '--provider-max-retries', '0', '--shutdown-grace-ms', '500'],
+    });
+    const h = hearth;
+    const api = managementApi(h);
+    const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'shutdown' })).workspaceId;
+    await api('PUT', `/api/v1/workspaces/${ws}/yam`);
+    await until('the Yam', async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready');
+    const project = await api<{ projectId: string; token: string; state: string }>('POST', `/api/v1/workspaces/${ws}/inference`, { name: 'bot', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: 'prov-openai-key-0123456789' });
+    await until('the project', async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`)).state === 'ready');
+
+    upstream.script({ kind: 'stall' });
+    const call = fetch(`${h.baseUrl}/api/v1/inference/${project.projectId}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${project.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+    }).then((r) => r.status, () => 'cut' as const);
+    const u = upstream;
+    await until('the upstream call', async () => u.requests.length === 1);
+
+    expect(await h.stop('SIGTERM')).toBe(3);
+    expect(await call).toBe('cut');
+    await u.waitForAbort(5_000);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
+  });
+
+  it('app processes: a request proxied to a live app is cut after the grace period, the app process is stopped, exit 3', async () => {
+    hearth = await startHearthProcess({
+      args: ['--model', await tinyModel(), ...INSTANT, '--app-start-timeout', '10', '--app-grace-period', '1', '--shutdown-grace-ms', '500'],
+    });
+    const h = hearth;
+    const api = managementApi(h);
+    const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'apps' })).workspaceId;
+    await api('PUT', `/api/v1/workspaces/${ws}/yam`);
+    await until('the Yam', async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready');
+    const { appId } = await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name: 'probe' });
+    const { deploymentId } = await api<{ deploymentId: string }>('POST', `/api/v1/workspaces/${ws}/apps/${appId}/deployments`, probeAppArchive({ version: 'v1', healthy: true }), 'application/gzip');
+    let state = '';
+    await until('the deployment to settle', async () => {
+      state = (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${deploymentId}`)).state;
+      return state === 'live' || state === 'failed';
+    });
+    expect(state).toBe('live');
+    const appPort = ((await (await fetch(`${h.baseUrl}/apps/${appId}/whoami`)).json()) as { env: { PORT: string } }).env.PORT;
+    expect(await fetch(`http://127.0.0.1:${appPort}/health`).then((r) => r.status)).toBe(200); // the app process itself
+
+    const hang = await fetch(`${h.baseUrl}/apps/${appId}/hang`);
+    const reader = hang.body!.getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toContain('first');
+    expect(await h.stop('SIGTERM')).toBe(3);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
+    expect(await reader.read().then((r) => r.done, () => true)).toBe(true); // the proxied answer ended (or was reset): cut
+    await expect(fetch(`http://127.0.0.1:${appPort}/health`)).rejects.toThrow(); // the app process is gone
   });
 });

@@ -10,9 +10,20 @@ import type { ProviderName } from '../../src/providers/chat-provider.ts';
  * (or per describe block), reset() between tests.
  */
 
+/** A function call the fake's answer makes; the dialect renders it in the vendor's own shape. */
+export interface FakeToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  /** How a stream splits the arguments' JSON text, for vendors that stream it in fragments (OpenAI, Anthropic). Defaults to 3 parts. */
+  pieces?: string[] | undefined;
+}
+
 /** What a successful answer says. Vendor-neutral; the dialect renders it. */
 export interface FakeReply {
+  /** Defaults to a fixed sentence, or '' when the answer makes tool calls. */
   text: string;
+  /** Function calls after the text (finish reason defaults to the dialect's tool finish). */
+  toolCalls?: FakeToolCall[] | undefined;
   /** How a stream splits `text`. Defaults to words with their trailing spaces. */
   pieces?: string[] | undefined;
   /** The vendor's own finish reason (e.g. 'max_tokens' for Anthropic). Defaults to the dialect's "stop". */
@@ -32,7 +43,13 @@ export type FakeBehaviour =
   /** Send the first `afterPieces` pieces, then destroy the socket. */
   | { kind: 'drop-mid-stream'; afterPieces: number }
   /** Send the first `afterPieces` pieces, then the vendor's in-stream error event and end. */
-  | { kind: 'stream-error'; afterPieces: number; message?: string };
+  | { kind: 'stream-error'; afterPieces: number; message?: string }
+  /** A normal answer (JSON or stream), written one byte every `intervalMs`: never silent long, never done soon. */
+  | { kind: 'trickle'; intervalMs: number }
+  /** Stream headers and the first `afterPieces` pieces, then an SSE comment every `intervalMs`, forever. */
+  | { kind: 'comments-forever'; afterPieces: number; intervalMs: number }
+  /** Answer `status` (301/302/303/307/308) with `Location: location`. */
+  | { kind: 'redirect'; status: number; location: string };
 
 export interface RecordedRequest {
   method: string;
@@ -58,11 +75,27 @@ export interface VendorResponse {
 }
 
 /** A request in vendor-neutral terms, as read back from the vendor's wire format (for assertions). */
+export interface NormalizedMessage {
+  role: 'user' | 'assistant' | 'tool';
+  content: string;
+  /** assistant: the calls it made (arguments parsed; Gemini: the part's thoughtSignature). */
+  toolCalls?: Array<{ id?: string | undefined; name: string; arguments: unknown; signature?: string | undefined }> | undefined;
+  /** tool: the id of the call answered (OpenAI, Mistral, Anthropic) ... */
+  toolCallId?: string | undefined;
+  /** ... or the function's name (Gemini). */
+  toolName?: string | undefined;
+}
+
 export interface NormalizedRequest {
   model: string;
   stream: boolean;
   system: string | undefined;
-  messages: Array<{ role: 'user' | 'assistant'; content: string }>;
+  messages: NormalizedMessage[];
+  tools?: Array<{ name: string; description?: string | undefined; parameters: unknown }> | undefined;
+  toolChoice?: 'auto' | 'required' | 'none' | { name: string } | undefined;
+  /** false when the vendor was told to make at most one call. */
+  parallelToolCalls?: boolean | undefined;
+  responseFormat?: { type: 'json_object' } | { type: 'json_schema'; schema: unknown } | undefined;
   temperature?: number | undefined;
   topP?: number | undefined;
   maxTokens?: number | undefined;
@@ -92,15 +125,28 @@ export interface VendorDialect {
   validate(headers: IncomingHttpHeaders, body: unknown, url: URL): VendorResponse | null;
   /** The vendor's error response for `status`. */
   error(status: number, message: string | undefined, retryAfter: string | undefined): VendorResponse;
-  json(reply: Required<Omit<FakeReply, 'pieces'>> & { pieces: string[] }, model: string): unknown;
-  stream(reply: Required<Omit<FakeReply, 'pieces'>> & { pieces: string[] }, model: string, body: unknown): RenderedStream;
+  json(reply: ResolvedReply, model: string): unknown;
+  stream(reply: ResolvedReply, model: string, body: unknown): RenderedStream;
   /** The vendor's in-stream error event. */
   streamError(message: string): string;
   /** Response headers of a stream. */
   readonly streamHeaders: Record<string, string>;
   /** The stop reason the dialect uses by default. */
   readonly stopReason: string;
+  /** The stop reason of an answer that makes tool calls. */
+  readonly toolStopReason: string;
   describe(body: unknown, url: URL): NormalizedRequest;
+}
+
+/** A reply with every default applied. */
+export type ResolvedReply = Required<Omit<FakeReply, 'pieces' | 'toolCalls'>> & { pieces: string[]; toolCalls: Array<Required<FakeToolCall>> };
+
+/** Splits `text` into `n` nearly equal non-empty parts (fewer when it is short). */
+export function splitInto(text: string, n = 3): string[] {
+  const size = Math.max(1, Math.ceil(text.length / n));
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
 }
 
 export interface FakeUpstreamOptions {
@@ -266,12 +312,25 @@ export class FakeUpstream {
     const behaviour = this.queue.shift() ?? { kind: 'reply' };
     record.outcome = behaviour.kind;
     if (behaviour.kind === 'stall') return; // never answer; the client's abort or close() ends it
+    if (behaviour.kind === 'redirect') {
+      res.writeHead(behaviour.status, { location: behaviour.location, 'content-length': '0' });
+      return void res.end();
+    }
     if (behaviour.kind === 'fail') {
       const response = this.dialect.error(behaviour.status, behaviour.message, behaviour.retryAfter);
       if (behaviour.retryAfterMs !== undefined) response.headers = { ...response.headers, 'retry-after-ms': behaviour.retryAfterMs };
       return this.send(res, response);
     }
     const reply = this.resolveReply(behaviour.kind === 'reply' ? behaviour.reply : undefined, this.dialect.describe(body, url));
+    if (behaviour.kind === 'trickle') {
+      const text = route.stream ? (({ head, pieces, tail }) => [...head, ...pieces, ...tail].join(''))(this.dialect.stream(reply, route.model, body)) : JSON.stringify(this.dialect.json(reply, route.model));
+      res.writeHead(200, route.stream ? this.dialect.streamHeaders : { 'content-type': 'application/json; charset=utf-8' });
+      return this.every(res, behaviour.intervalMs, (i) => {
+        if (i >= text.length) return false;
+        res.write(text[i]);
+        return true;
+      });
+    }
     if (!route.stream) {
       if (behaviour.kind !== 'reply') return this.send(res, { status: 500, body: { error: `fake misuse: '${behaviour.kind}' needs a streaming request` } });
       return this.send(res, { status: 200, body: this.dialect.json(reply, route.model) });
@@ -294,19 +353,39 @@ export class FakeUpstream {
       case 'stream-error':
         res.end(this.dialect.streamError(behaviour.message ?? 'Overloaded'));
         return;
+      case 'comments-forever':
+        return this.every(res, behaviour.intervalMs, () => {
+          res.write(': keep-alive\n\n');
+          return true;
+        });
     }
   }
 
-  private resolveReply(override: Partial<FakeReply> | undefined, request: NormalizedRequest): Required<Omit<FakeReply, 'pieces'>> & { pieces: string[] } {
+  /** Calls `tick(i)` every `intervalMs` until it returns false (then ends the response) or the connection closes. */
+  private every(res: ServerResponse, intervalMs: number, tick: (i: number) => boolean): void {
+    let i = 0;
+    const timer = setInterval(() => {
+      if (res.destroyed || this.closing) return clearInterval(timer);
+      if (!tick(i++)) {
+        clearInterval(timer);
+        res.end();
+      }
+    }, intervalMs);
+    res.on('close', () => clearInterval(timer));
+  }
+
+  private resolveReply(override: Partial<FakeReply> | undefined, request: NormalizedRequest): ResolvedReply {
     const merged = { ...this.defaultReply, ...override };
-    const text = merged.text ?? DEFAULT_TEXT;
+    const toolCalls = (merged.toolCalls ?? []).map((c) => ({ ...c, pieces: c.pieces ?? splitInto(JSON.stringify(c.arguments)) }));
+    const text = merged.text ?? (toolCalls.length > 0 ? '' : DEFAULT_TEXT);
     const pieces = merged.pieces ?? (text.match(/\S+\s*|\s+/g) ?? []);
     const promptWords = [request.system ?? '', ...request.messages.map((m) => m.content)].join(' ').split(/\s+/).filter(Boolean).length;
     return {
       text,
       pieces,
-      finishReason: merged.finishReason ?? this.dialect.stopReason,
-      usage: merged.usage ?? { prompt: promptWords, completion: pieces.length },
+      toolCalls,
+      finishReason: merged.finishReason ?? (toolCalls.length > 0 ? this.dialect.toolStopReason : this.dialect.stopReason),
+      usage: merged.usage ?? { prompt: promptWords, completion: pieces.length + toolCalls.length },
     };
   }
 

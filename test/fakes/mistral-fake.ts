@@ -1,5 +1,5 @@
-import { bearerKey, chatCompletionsRoute, dataEvent, describeChatCompletions, DONE_EVENT, isObj, SSE_HEADERS } from './chat-completions-dialect.ts';
-import { fakeId, FakeUpstream, type FakeUpstreamOptions, type VendorDialect, type VendorResponse } from './fake-upstream.ts';
+import { bearerKey, chatCompletionsRoute, chatCompletionsToolProblem, dataEvent, describeChatCompletions, DONE_EVENT, isObj, SSE_HEADERS } from './chat-completions-dialect.ts';
+import { fakeId, FakeUpstream, type FakeUpstreamOptions, type ResolvedReply, type VendorDialect, type VendorResponse } from './fake-upstream.ts';
 
 /**
  * Mistral chat completions (docs.mistral.ai/api, client-ts ChatCompletionRequest): POST /v1/chat/completions,
@@ -21,10 +21,15 @@ const mistralError = (status: number, message: unknown, type: string, headers?: 
   body: { object: 'error', message, type, param: null, code: null },
 });
 
+/** Mistral's tool_calls: 9-character alphanumeric ids, arguments as JSON text, an index per call. */
+const toolCalls = (calls: ResolvedReply['toolCalls']) =>
+  calls.map((c, index) => ({ id: fakeId(9), type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) }, index }));
+
 export const mistralDialect: VendorDialect = {
   name: 'mistral',
   basePath: '/v1',
   stopReason: 'stop',
+  toolStopReason: 'tool_calls',
   streamHeaders: SSE_HEADERS,
   route: (method, url, body) => chatCompletionsRoute(method, url, body, '/v1'),
   apiKeyOf: (headers) => bearerKey(headers),
@@ -38,7 +43,8 @@ export const mistralDialect: VendorDialect = {
     if (!Array.isArray(body.messages) || body.messages.length === 0) {
       return mistralError(422, { detail: [{ type: 'missing', loc: ['body', 'messages'], msg: 'Field required', input: null }] }, 'invalid_request_message_error');
     }
-    return null;
+    const toolProblem = chatCompletionsToolProblem(body, ['none', 'auto', 'any', 'required']);
+    return toolProblem === null ? null : mistralError(400, toolProblem, 'invalid_request_error');
   },
   error(status, message, retryAfter) {
     const headers = retryAfter !== undefined ? { 'retry-after': retryAfter } : undefined;
@@ -54,7 +60,7 @@ export const mistralDialect: VendorDialect = {
       model,
       usage: { prompt_tokens: reply.usage.prompt, completion_tokens: reply.usage.completion, total_tokens: reply.usage.prompt + reply.usage.completion },
       created: Math.floor(Date.now() / 1000),
-      choices: [{ index: 0, message: { role: 'assistant', tool_calls: null, content: reply.text }, finish_reason: reply.finishReason }],
+      choices: [{ index: 0, message: { role: 'assistant', tool_calls: reply.toolCalls.length > 0 ? toolCalls(reply.toolCalls) : null, content: reply.text }, finish_reason: reply.finishReason }],
     };
   },
   stream(reply, model) {
@@ -64,7 +70,8 @@ export const mistralDialect: VendorDialect = {
     return {
       head: [chunk({ role: 'assistant', content: '' }, null)],
       pieces: reply.pieces.map((p) => chunk({ content: p }, null)),
-      tail: [chunk({ content: '' }, reply.finishReason, { usage }), DONE_EVENT],
+      // Mistral streams each tool call whole, in one chunk.
+      tail: [...(reply.toolCalls.length > 0 ? [chunk({ content: '', tool_calls: toolCalls(reply.toolCalls) }, null)] : []), chunk({ content: '' }, reply.finishReason, { usage }), DONE_EVENT],
     };
   },
   streamError: (message) => dataEvent({ object: 'error', message, type: 'internal_server_error', param: null, code: null }),

@@ -1,4 +1,4 @@
-import { bearerKey, chatCompletionsRoute, dataEvent, describeChatCompletions, DONE_EVENT, isObj, SSE_HEADERS } from './chat-completions-dialect.ts';
+import { bearerKey, chatCompletionsRoute, chatCompletionsToolProblem, dataEvent, describeChatCompletions, DONE_EVENT, isObj, SSE_HEADERS } from './chat-completions-dialect.ts';
 import { fakeId, FakeUpstream, type FakeUpstreamOptions, type VendorDialect, type VendorResponse } from './fake-upstream.ts';
 
 /**
@@ -19,6 +19,7 @@ export const openAiDialect: VendorDialect = {
   name: 'openai',
   basePath: '/v1',
   stopReason: 'stop',
+  toolStopReason: 'tool_calls',
   streamHeaders: SSE_HEADERS,
   route: (method, url, body) => chatCompletionsRoute(method, url, body, '/v1'),
   apiKeyOf: (headers) => bearerKey(headers),
@@ -35,7 +36,8 @@ export const openAiDialect: VendorDialect = {
     if (typeof body.temperature === 'number' && (body.temperature < 0 || body.temperature > 2)) {
       return openAiError(400, `Invalid 'temperature': decimal above maximum value. Expected a value <= 2, but got ${body.temperature} instead.`, 'invalid_request_error', 'decimal_above_max_value');
     }
-    return null;
+    const toolProblem = chatCompletionsToolProblem(body, ['none', 'auto', 'required']);
+    return toolProblem === null ? null : openAiError(400, toolProblem, 'invalid_request_error', null);
   },
   error(status, message, retryAfter) {
     const headers = retryAfter !== undefined ? { 'retry-after': retryAfter } : undefined;
@@ -51,7 +53,18 @@ export const openAiDialect: VendorDialect = {
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model,
-      choices: [{ index: 0, message: { role: 'assistant', content: reply.text, refusal: null, annotations: [] }, logprobs: null, finish_reason: reply.finishReason }],
+      choices: [{
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: reply.toolCalls.length > 0 && reply.text === '' ? null : reply.text,
+          refusal: null,
+          annotations: [],
+          ...(reply.toolCalls.length > 0 ? { tool_calls: reply.toolCalls.map((c, i) => ({ id: `call_${i}${fakeId(20)}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) } : {}),
+        },
+        logprobs: null,
+        finish_reason: reply.finishReason,
+      }],
       usage: {
         prompt_tokens: reply.usage.prompt,
         completion_tokens: reply.usage.completion,
@@ -72,7 +85,12 @@ export const openAiDialect: VendorDialect = {
       tail.push(dataEvent({ ...base, choices: [], usage: { prompt_tokens: reply.usage.prompt, completion_tokens: reply.usage.completion, total_tokens: reply.usage.prompt + reply.usage.completion } }));
     }
     tail.push(DONE_EVENT);
-    return { head: [chunk({ role: 'assistant', content: '', refusal: null }, null)], pieces: reply.pieces.map((p) => chunk({ content: p }, null)), tail };
+    // Tool calls stream as OpenAI does: a call's first fragment has index, id, type and name with arguments '', then argument fragments.
+    const toolChunks = reply.toolCalls.flatMap((c, index) => [
+      chunk({ tool_calls: [{ index, id: `call_${index}${fakeId(20)}`, type: 'function', function: { name: c.name, arguments: '' } }] }, null),
+      ...c.pieces.map((p) => chunk({ tool_calls: [{ index, function: { arguments: p } }] }, null)),
+    ]);
+    return { head: [chunk({ role: 'assistant', content: reply.toolCalls.length > 0 && reply.text === '' ? null : '', refusal: null }, null)], pieces: reply.pieces.map((p) => chunk({ content: p }, null)), tail: [...toolChunks, ...tail] };
   },
   streamError: (message) => dataEvent({ error: { message, type: 'server_error', param: null, code: null } }),
   describe: (body) => describeChatCompletions(body, ['max_completion_tokens', 'max_tokens'], 'seed'),

@@ -13,8 +13,8 @@ import { ensureTinyModel } from '../../models/test-model-path.ts';
 import type { TokenLogprob } from '../../src/protocol/chat-delta.ts';
 import { LlamaSequenceEngine } from '../../src/worker/llama-sequence-engine.ts';
 import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
-import { DEFAULT_SAMPLING } from '../../src/worker/sampling-defaults.ts';
-import type { SamplingParams, SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
+import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
 import { jsonGrammar, OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
 
 const RANDOM_LLAMA2 = resolve(import.meta.dirname, '../../../shared/models/llama-2-tiny-random.gguf');

@@ -10,7 +10,7 @@ import { loadHearthNative } from '../../native/binding.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine, type NativeSlotEngineOptions } from '../../src/worker/native-slot-engine.ts';
-import type { SamplingParams } from '../../src/worker/slot-engine.ts';
+import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;

@@ -21,7 +21,8 @@ import {
   NativeEngineError,
   type NativeSlotEngine,
 } from '../../src/worker/native-slot-engine.ts';
-import type { SamplingParams, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
+import type { SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
 
 const MODELS_DIR = resolve(import.meta.dirname, '../../../shared/models');
 const STORIES = resolve(MODELS_DIR, 'stories260K.gguf');

@@ -68,7 +68,7 @@ describe('prompts with tools', () => {
     expect(text.endsWith('<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
   });
 
-  it('renders assistant tool_calls and tool results through that template, continuing the same turn', () => {
+  it('renders assistant tool_calls and tool results through that template, continuing the same turn', async () => {
     const text = qwen.text(ROUND, [WEATHER]);
     expect(text).toContain('<|im_start|>system\nAnswer briefly.\n\n# Tools');
     expect(text).toContain(
@@ -77,7 +77,7 @@ describe('prompts with tools', () => {
     );
     expect(text).toContain('<|im_start|>user\n<tool_response>\n{"temp": 21}\n</tool_response>\n<tool_response>\n{"temp": 19}\n</tool_response><|im_end|>\n');
     expect(text.endsWith('</tool_response><|im_end|>\n<|im_start|>assistant\n')).toBe(true);
-    expect(qwen.build(ROUND, [WEATHER]).tokens.length).toBeGreaterThan(50);
+    expect((await qwen.build(ROUND, [WEATHER])).tokens.length).toBeGreaterThan(50);
   });
 
   it('falls back to Hermes instructions in the model template when the template ignores tools (ChatML)', () => {
@@ -93,13 +93,13 @@ describe('prompts with tools', () => {
     expect(text.endsWith('<|im_start|>assistant\n')).toBe(true);
   });
 
-  it('uses a ChatML prompt with Hermes instructions for a model without any template', () => {
+  it('uses a ChatML prompt with Hermes instructions for a model without any template', async () => {
     expect(bare.toolWrapperName).toBe('ChatML');
     const text = bare.text([{ role: 'user', content: 'What time is it?' }], [TIME]);
     expect(text).toMatch(/^(BOS)?<\|im_start\|>system\n# Tools\n/); // BOS: the model's own, written out
     expect(text).toContain('"name":"local_time"');
     expect(text.endsWith('<|im_start|>user\nWhat time is it?<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
-    expect(bare.build([{ role: 'user', content: 'What time is it?' }], [TIME]).stops).toContain('<|im_end|>');
+    expect((await bare.build([{ role: 'user', content: 'What time is it?' }], [TIME])).stops).toContain('<|im_end|>');
   });
 
   it('leaves prompts without tools as they were', () => {

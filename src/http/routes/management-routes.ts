@@ -4,7 +4,6 @@ import type { ManagementService } from '../../gateway/management-service.ts';
 import type { ServingStats } from '../../gateway/serving-stats.ts';
 import { ApiError } from '../../errors/index.ts';
 import type { HttpExchange } from '../http-exchange.ts';
-import { readJsonBody } from '../json-body.ts';
 import { bearerToken, type HttpMethod, type Route } from '../router.ts';
 import { clearedSessionCookie, isSameOrigin, readSessionCookie, type SessionHttpOptions } from '../session-cookie.ts';
 
@@ -50,23 +49,33 @@ type Answer = { status: number; value: unknown };
  */
 export function managementRoutes(d: ManagementRouteDeps): Route[] {
   const m = d.management;
+  const send = (ex: HttpExchange, answer: Answer) => ex.sendJson(answer.status, answer.value);
+  /** The caller, or the 401/403 (an ended session also clears its cookie). */
+  const authenticate = (ex: HttpExchange): Principal => {
+    try {
+      return d.auth.authenticate(presentedCredentials(ex, d.session));
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'session_expired') ex.addHeaders([['set-cookie', clearedSessionCookie(ex, d.session)]]);
+      throw err;
+    }
+  };
   const route = (method: HttpMethod, pattern: string, name: string, takesBody: boolean, handle: (c: ManagementCall) => Answer | Promise<Answer>): Route => ({
     method,
     pattern,
     name,
-    handler: async (ex: HttpExchange) => {
-      const body = takesBody ? readJsonBody(ex, d.bodyLimit) : Promise.resolve(undefined); // attach onData synchronously
-      body.catch(() => {});
-      let principal: Principal;
-      try {
-        principal = d.auth.authenticate(presentedCredentials(ex, d.session));
-      } catch (err) {
-        if (err instanceof ApiError && err.code === 'session_expired') ex.addHeaders([['set-cookie', clearedSessionCookie(ex, d.session)]]);
-        throw err;
-      }
-      const answer = await handle({ accountId: principal.accountId, principal, params: ex.params, body: await body });
-      ex.sendJson(answer.status, answer.value);
-    },
+    ...(takesBody ? { body: { kind: 'json' as const, limit: d.bodyLimit } } : {}),
+    // A read answers synchronously (no promise): kept-alive and pipelined GETs are answered in order.
+    handler: takesBody
+      ? async (ex: HttpExchange) => {
+          const principal = authenticate(ex);
+          send(ex, await handle({ accountId: principal.accountId, principal, params: ex.params, body: await ex.json() }));
+        }
+      : (ex: HttpExchange) => {
+          const principal = authenticate(ex);
+          const answer = handle({ accountId: principal.accountId, principal, params: ex.params, body: undefined });
+          if (answer instanceof Promise) return answer.then((a) => send(ex, a));
+          send(ex, answer);
+        },
   });
   const ok = (value: unknown): Answer => ({ status: 200, value });
   const created = (value: unknown): Answer => ({ status: 201, value });

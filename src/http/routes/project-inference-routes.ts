@@ -1,8 +1,7 @@
 import { invalidRequest } from '../../errors/index.ts';
 import type { ProjectGateway } from '../../gateway/project-gateway.ts';
 import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
-import { readJsonBody } from '../json-body.ts';
-import { respondFromUpstream } from '../provider-stream-responder.ts';
+import { respondFromDeltas } from '../chat-responder.ts';
 import { bearerToken, type Route } from '../router.ts';
 
 export interface ProjectInferenceRouteDeps {
@@ -24,17 +23,17 @@ export function projectInferenceRoutes(d: ProjectInferenceRouteDeps): Route[] {
       method: 'POST',
       pattern: '/api/v1/inference/:projectId/chat/completions',
       name: 'project_chat_completions',
+      body: { kind: 'json', limit: d.bodyLimit },
       handler: async (ex) => {
-        const body = readJsonBody(ex, d.bodyLimit); // attach onData synchronously
-        body.catch(() => {});
         const session = d.projects.open(ex.params[0]!, bearerToken(ex.authorization));
-        const json = await body;
+        const json = await ex.json();
         if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
         const request = validateChatRequest(json);
-        await respondFromUpstream(ex, { stream: request.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, {
-          complete: (signal) => session.complete(request, signal),
-          stream: (signal) => session.stream(request, signal),
-        });
+        await respondFromDeltas(
+          ex,
+          { stream: request.stream, includeUsage: request.includeUsage, model: session.model, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
+          (signal) => session.chat(request, signal),
+        );
       },
     },
   ];

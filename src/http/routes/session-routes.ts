@@ -1,7 +1,6 @@
 import type { AccountService, StartedSession } from '../../gateway/account-service.ts';
 import { originMismatch } from '../../errors/index.ts';
 import type { HttpExchange } from '../http-exchange.ts';
-import { readJsonBody } from '../json-body.ts';
 import type { Route } from '../router.ts';
 import { clearedSessionCookie, clientAddress, isSameOrigin, readSessionCookie, type SessionHttpOptions, sessionCookie } from '../session-cookie.ts';
 
@@ -35,11 +34,10 @@ export function sessionRoutes(d: SessionRouteDeps): Route[] {
       method: 'POST',
       pattern: '/api/v1/setup',
       name: 'setup',
+      body: { kind: 'json', limit: d.bodyLimit },
       handler: async (ex) => {
-        const body = readJsonBody(ex, d.bodyLimit); // attach onData synchronously
-        body.catch(() => {});
         refuseForeignOrigin(ex);
-        const started = await d.accounts.setup(await body);
+        const started = await d.accounts.setup(await ex.json());
         ex.sendJson(201, { user: started.user }, [setCookie(ex, started), ['cache-control', 'no-store']]);
       },
     },
@@ -47,12 +45,11 @@ export function sessionRoutes(d: SessionRouteDeps): Route[] {
       method: 'POST',
       pattern: '/api/v1/session',
       name: 'session',
+      body: { kind: 'json', limit: d.bodyLimit },
       handler: async (ex) => {
-        const body = readJsonBody(ex, d.bodyLimit);
-        body.catch(() => {});
         const address = clientAddress(ex, d.session); // before any await
         refuseForeignOrigin(ex);
-        const started = await d.accounts.signIn(await body, address);
+        const started = await d.accounts.signIn(await ex.json(), address);
         ex.send(204, '', [setCookie(ex, started), ['cache-control', 'no-store']]);
       },
     },

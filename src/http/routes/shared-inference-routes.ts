@@ -1,11 +1,11 @@
 import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
 import type { KeyLimiter } from '../../gateway/key-limiter.ts';
 import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
-import { invalidRequest } from '../../errors/index.ts';
 import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
 import { respondToChat } from '../chat-responder.ts';
-import { readJsonBody } from '../json-body.ts';
 import { bearerToken, type Route } from '../router.ts';
+import { withKeyAdmission } from './key-admission.ts';
+import { responsesRoutes } from './responses-routes.ts';
 
 const JSON_HEADERS = [['content-type', 'application/json']] as const;
 
@@ -19,41 +19,32 @@ export interface SharedInferenceRouteDeps {
   streamBufferLimit: number;
 }
 
-/** The shared, OpenAI-compatible endpoint: /api/inference/v1/{chat/completions,models}. */
+/**
+ * The shared, OpenAI-compatible endpoint: /api/inference/v1/{chat/completions,models,models/{id},responses}.
+ * A model id holds a `/`: `GET /models/{id}` takes it percent-encoded (`local%2Fm`, as the SDKs send it) or
+ * as two path segments (`local/m`).
+ */
 export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
+  const retrieveModel: Route['handler'] = (ex) => {
+    const key = d.keys.authenticate(bearerToken(ex.authorization));
+    ex.addHeaders(d.limiter.peek(key.keyId, key.limits));
+    ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS);
+  };
   return [
     {
       method: 'POST',
       pattern: '/api/inference/v1/chat/completions',
       name: 'chat_completions',
-      handler: async (ex) => {
-        const body = readJsonBody(ex, d.bodyLimit); // attach onData synchronously
-        body.catch(() => {});
-        const key = d.keys.authenticate(bearerToken(ex.authorization));
-        const admission = d.limiter.admit(key.keyId, key.limits);
-        ex.addHeaders(admission.headers);
-        if (!admission.ok) throw admission.error;
-        const { lease } = admission;
-        try {
-          const json = await body;
-          if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
+      body: { kind: 'json', limit: d.bodyLimit },
+      handler: (ex) => {
+        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter) => {
           const request = validateChatRequest(json);
           await respondToChat(
             ex,
-            { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit, reportCachedTokens: true },
-            (sink) =>
-              d.gateway.startChat(request, {
-                onText: (text, logprobs) => sink.onText(text, logprobs),
-                onDone: (r) => {
-                  lease.recordTokens(r.promptTokens + r.completionTokens);
-                  sink.onDone(r);
-                },
-                onError: (e) => sink.onError(e),
-              }),
+            { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
+            (sink) => d.gateway.startChat(request, meter(sink)),
           );
-        } finally {
-          lease.release(); // every path: answered, failed, or the client went away (respondToChat resolves on abort)
-        }
+        });
       },
     },
     {
@@ -66,5 +57,8 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
         ex.send(200, d.gateway.modelsBody(), JSON_HEADERS);
       },
     },
+    { method: 'GET', pattern: '/api/inference/v1/models/:id', name: 'model', handler: retrieveModel },
+    { method: 'GET', pattern: '/api/inference/v1/models/:namespace/:name', name: 'model', handler: retrieveModel },
+    ...responsesRoutes(d),
   ];
 }

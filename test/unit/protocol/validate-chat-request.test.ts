@@ -18,6 +18,8 @@ describe('validateChatRequest', () => {
     expect(validateChatRequest(base)).toEqual({
       model: 'local/m', messages: [{ role: 'user', content: 'hi' }], stream: false, includeUsage: false, stop: [],
       temperature: undefined, topP: undefined, maxTokens: undefined, seed: undefined, presencePenalty: undefined, frequencyPenalty: undefined, user: undefined,
+      tools: [], toolChoice: 'none', parallelToolCalls: true, responseFormat: { type: 'text' }, topLogprobs: undefined,
+      topK: undefined, minP: undefined, repetitionPenalty: undefined,
     });
   });
 
@@ -43,7 +45,11 @@ describe('validateChatRequest', () => {
     [{ messages: base.messages }, 'model', 'missing_required_parameter'],
     [{ ...base, messages: 'hi' }, 'messages', 'invalid_type'],
     [{ ...base, messages: [] }, 'messages', 'empty_array'],
-    [{ ...base, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role', 'invalid_value'],
+    [{ ...base, messages: [{ role: 'function', content: 'x' }] }, 'messages[0].role', 'invalid_value'],
+    [{ ...base, messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id', 'missing_required_parameter'],
+    [{ ...base, messages: [{ role: 'user', content: 'x', tool_calls: [] }] }, 'messages[0].tool_calls', 'invalid_value'],
+    [{ ...base, messages: [{ role: 'assistant', content: null, tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }] }] }, 'messages[0].tool_calls[0].function.arguments', 'invalid_type'],
+    [{ ...base, messages: [{ role: 'assistant', content: null, tool_calls: [] }] }, 'messages[0].content', 'missing_required_parameter'],
     [{ ...base, messages: [{ role: 'user' }] }, 'messages[0].content', 'missing_required_parameter'],
     [{ ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }, 'messages[0].content[0]', 'unsupported_content_part'],
     [{ ...base, temperature: 2.5 }, 'temperature', 'invalid_value'],
@@ -57,10 +63,35 @@ describe('validateChatRequest', () => {
     [{ ...base, stream: 'yes' }, 'stream', 'invalid_type'],
     [{ ...base, stream_options: { include_usage: true } }, 'stream_options', 'invalid_value'],
     [{ ...base, n: 2 }, 'n', 'unsupported_parameter'],
-    [{ ...base, logprobs: true }, 'logprobs', 'unsupported_parameter'],
-    [{ ...base, tools: [{}] }, 'tools', 'unsupported_parameter'],
-    [{ ...base, response_format: { type: 'json_object' } }, 'response_format', 'unsupported_parameter'],
+    [{ ...base, logprobs: 'yes' }, 'logprobs', 'invalid_type'],
+    [{ ...base, logprobs: true, top_logprobs: 21 }, 'top_logprobs', 'invalid_value'],
+    [{ ...base, top_logprobs: 2 }, 'top_logprobs', 'invalid_value'],
+    [{ ...base, tools: {} }, 'tools', 'invalid_type'],
+    [{ ...base, tools: [{}] }, 'tools[0].type', 'invalid_value'],
+    [{ ...base, tools: [{ type: 'function', function: { name: 'bad name' } }] }, 'tools[0].function.name', 'invalid_value'],
+    [{ ...base, tools: [{ type: 'function', function: { name: 'f', parameters: [] } }] }, 'tools[0].function.parameters', 'invalid_type'],
+    [{ ...base, tools: [{ type: 'function', function: { name: 'f' } }, { type: 'function', function: { name: 'f' } }] }, 'tools[1].function.name', 'invalid_value'],
+    [{ ...base, tool_choice: 'required' }, 'tool_choice', 'invalid_value'],
+    [{ ...base, tool_choice: 'sometimes', tools: [{ type: 'function', function: { name: 'f' } }] }, 'tool_choice', 'invalid_value'],
+    [{ ...base, tool_choice: { type: 'function', function: { name: 'g' } }, tools: [{ type: 'function', function: { name: 'f' } }] }, 'tool_choice', 'invalid_value'],
+    [{ ...base, parallel_tool_calls: 'no' }, 'parallel_tool_calls', 'invalid_type'],
+    [{ ...base, response_format: { type: 'xml' } }, 'response_format.type', 'invalid_value'],
+    [{ ...base, response_format: { type: 'json_schema' } }, 'response_format.json_schema', 'missing_required_parameter'],
+    [{ ...base, response_format: { type: 'json_schema', json_schema: { schema: {} } } }, 'response_format.json_schema.name', 'missing_required_parameter'],
+    [{ ...base, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: 'y' } } }, 'response_format.json_schema.schema', 'invalid_type'],
+    [{ ...base, top_k: -1 }, 'top_k', 'invalid_value'],
+    [{ ...base, top_k: 1.5 }, 'top_k', 'invalid_type'],
+    [{ ...base, min_p: 1.5 }, 'min_p', 'invalid_value'],
+    [{ ...base, repetition_penalty: 0 }, 'repetition_penalty', 'invalid_value'],
+    [{ ...base, functions: [] }, 'functions', 'unsupported_parameter'],
+    [{ ...base, logit_bias: { 1: 2 } }, 'logit_bias', 'unsupported_parameter'],
     [{ ...base, mystery: 1 }, 'mystery', 'unknown_parameter'],
+    // max_completion_tokens is validated even next to a valid max_tokens (issue 9, defect 9)
+    [{ ...base, max_tokens: 5, max_completion_tokens: 'abc' }, 'max_completion_tokens', 'invalid_type'],
+    [{ ...base, max_tokens: 5, max_completion_tokens: 0 }, 'max_completion_tokens', 'invalid_value'],
+    [{ ...base, max_tokens: 5, max_completion_tokens: -5 }, 'max_completion_tokens', 'invalid_value'],
+    [{ ...base, max_tokens: 5, max_completion_tokens: 2.5 }, 'max_completion_tokens', 'invalid_type'],
+    [{ ...base, max_completion_tokens: 'abc' }, 'max_completion_tokens', 'invalid_type'],
   ])('rejects %j naming %s', (body, param, code) => {
     const e = fail(body);
     expect(e.status).toBe(400);
@@ -73,8 +104,53 @@ describe('validateChatRequest', () => {
     expect(() => validateChatRequest({ ...base, n: 1, logprobs: false, tools: [], tool_choice: 'none', store: false, metadata: {}, response_format: { type: 'text' } })).not.toThrow();
   });
 
+  it('parses tools, tool_choice, response_format, logprobs and the sampler extensions', () => {
+    const weather = { type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: true } };
+    const r = validateChatRequest({
+      ...base, tools: [weather, { type: 'function', function: { name: 'noop' } }], tool_choice: { type: 'function', function: { name: 'noop' } }, parallel_tool_calls: false,
+      response_format: { type: 'json_schema', json_schema: { name: 'out', schema: { type: 'object' }, strict: true } },
+      logprobs: true, top_logprobs: 3, top_k: 40, min_p: 0.05, repetition_penalty: 1.1,
+    });
+    expect(r.tools).toEqual([
+      { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: true },
+      { name: 'noop', description: undefined, parameters: { type: 'object', properties: {} }, strict: false },
+    ]);
+    expect(r).toMatchObject({ toolChoice: { name: 'noop' }, parallelToolCalls: false, topLogprobs: 3, topK: 40, minP: 0.05, repetitionPenalty: 1.1 });
+    expect(r.responseFormat).toEqual({ type: 'json_schema', name: 'out', schema: { type: 'object' }, strict: true });
+    expect(validateChatRequest({ ...base, tools: [weather] }).toolChoice).toBe('auto');
+    expect(validateChatRequest({ ...base, logprobs: true }).topLogprobs).toBe(0);
+    expect(validateChatRequest({ ...base, response_format: { type: 'json_object' } }).responseFormat).toEqual({ type: 'json_object' });
+  });
+
+  it('parses an assistant tool call and the tool answer in the history', () => {
+    const r = validateChatRequest({
+      ...base,
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: '21C' }] },
+      ],
+    });
+    expect(r.messages).toEqual([
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' }] },
+      { role: 'tool', content: '21C', toolCallId: 'call_1' },
+    ]);
+  });
+
   it('rejects a non-object body', () => {
     expect(fail([1]).code).toBe('invalid_type');
     expect(fail(null).code).toBe('invalid_type');
+  });
+
+  it('describes a hostile role without walking into it (100,000 nested arrays: a 400, no stack overflow)', () => {
+    let role: unknown = 'user';
+    for (let i = 0; i < 100_000; i++) role = [role];
+    const e = fail({ ...base, messages: [{ role, content: 'x' }] });
+    expect(e.status).toBe(400);
+    expect(e.param).toBe('messages[0].role');
+    expect(e.message).toContain('got an array');
+    const long = fail({ ...base, messages: [{ role: 'r'.repeat(100_000), content: 'x' }] });
+    expect(long.message.length).toBeLessThan(200);
   });
 });

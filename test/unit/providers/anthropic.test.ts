@@ -46,8 +46,15 @@ describe('Anthropic translation', () => {
       stop_reason: 'max_tokens',
       usage: { input_tokens: 10, cache_creation_input_tokens: 2, cache_read_input_tokens: 3, output_tokens: 4 },
     });
-    expect(reply).toEqual({ text: 'ab', finishReason: 'length', usage: { promptTokens: 15, completionTokens: 4, cachedTokens: 3 } });
-    expect(anthropicAdapter.parseReply({ content: [], stop_reason: 'stop_sequence' }).finishReason).toBe('stop');
+    expect(reply).toEqual([
+      { type: 'text', text: 'a' },
+      { type: 'tool_call', key: 1, id: 'x', name: undefined, arguments: '{}' },
+      { type: 'text', text: 'b' },
+      { type: 'finish', reason: 'length' },
+      { type: 'usage', usage: { promptTokens: 15, completionTokens: 4, cachedTokens: 3 } },
+    ]);
+    expect(anthropicAdapter.parseReply({ content: [], stop_reason: 'stop_sequence' })).toEqual([{ type: 'finish', reason: 'stop' }]);
+    expect(anthropicAdapter.parseReply({ content: [], stop_reason: 'tool_use' })).toEqual([{ type: 'finish', reason: 'tool_calls' }]);
   });
 
   it('translates the stream events', () => {
@@ -55,7 +62,11 @@ describe('Anthropic translation', () => {
       { type: 'usage', usage: { promptTokens: 5, completionTokens: 1, cachedTokens: undefined } },
     ]);
     expect(anthropicAdapter.parseStreamEvent(ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hi' } }))).toEqual([{ type: 'text', text: 'Hi' }]);
-    expect(anthropicAdapter.parseStreamEvent(ev({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{' } }))).toEqual([]);
+    expect(anthropicAdapter.parseStreamEvent(ev({ type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_1', name: 'f', input: {} } }))).toEqual([
+      { type: 'tool_call', key: 1, id: 'toolu_1', name: 'f', arguments: '' },
+    ]);
+    expect(anthropicAdapter.parseStreamEvent(ev({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{' } }))).toEqual([{ type: 'tool_call', key: 1, arguments: '{' }]);
+    expect(anthropicAdapter.parseStreamEvent(ev({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }))).toEqual([]);
     expect(anthropicAdapter.parseStreamEvent(ev({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } }))).toEqual([
       { type: 'finish', reason: 'stop' },
       { type: 'usage', usage: { promptTokens: undefined, completionTokens: 9, cachedTokens: undefined } },
@@ -63,11 +74,8 @@ describe('Anthropic translation', () => {
     expect(anthropicAdapter.parseStreamEvent(ev({ type: 'message_stop' }))).toEqual([{ type: 'end' }]);
     expect(anthropicAdapter.parseStreamEvent(ev({ type: 'ping' }))).toEqual([]);
     expect(anthropicAdapter.parseStreamEvent(ev({ type: 'some_future_event' }))).toEqual([]);
-    try {
-      anthropicAdapter.parseStreamEvent(ev({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 'error'));
-      expect.unreachable();
-    } catch (err) {
-      expect(err).toMatchObject({ status: 502, code: '529' });
-    }
+    expect(anthropicAdapter.parseStreamEvent(ev({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }, 'error'))).toEqual([
+      { type: 'error', status: 529, message: 'overloaded_error: Overloaded' },
+    ]);
   });
 });

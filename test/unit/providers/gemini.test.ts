@@ -39,8 +39,15 @@ describe('Gemini translation', () => {
       candidates: [{ content: { role: 'model', parts: [{ text: 'thinking', thought: true }, { text: 'answer' }] }, finishReason: 'STOP' }],
       usageMetadata: { promptTokenCount: 4, candidatesTokenCount: 2, thoughtsTokenCount: 5, cachedContentTokenCount: 1 },
     });
-    expect(reply).toEqual({ text: 'answer', finishReason: 'stop', usage: { promptTokens: 4, completionTokens: 7, cachedTokens: 1 } });
-    expect(geminiAdapter.parseReply({ promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: 3 } })).toMatchObject({ text: '', finishReason: 'stop' });
+    expect(reply).toEqual([
+      { type: 'text', text: 'answer' },
+      { type: 'finish', reason: 'stop' },
+      { type: 'usage', usage: { promptTokens: 4, completionTokens: 7, cachedTokens: 1 } },
+    ]);
+    expect(geminiAdapter.parseReply({ promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: 3 } })).toEqual([
+      { type: 'finish', reason: 'stop' },
+      { type: 'usage', usage: { promptTokens: 3, completionTokens: undefined, cachedTokens: undefined } },
+    ]);
   });
 
   it('parses stream chunks and error chunks', () => {
@@ -52,11 +59,8 @@ describe('Gemini translation', () => {
       { type: 'text', text: 'lo' },
       { type: 'finish', reason: 'length' },
     ]);
-    try {
-      geminiAdapter.parseStreamEvent(ev({ error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } }));
-      expect.unreachable();
-    } catch (err) {
-      expect(err).toMatchObject({ status: 502, code: '503' });
-    }
+    expect(geminiAdapter.parseStreamEvent(ev({ error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } }))).toEqual([
+      { type: 'error', status: 503, message: 'The model is overloaded.' },
+    ]);
   });
 });

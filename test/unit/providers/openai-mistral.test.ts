@@ -31,14 +31,19 @@ describe('OpenAI translation', () => {
 
   it('parses replies and stream events', () => {
     const reply = openAiAdapter.parseReply({ choices: [{ message: { content: 'hey' }, finish_reason: 'length' }], usage: { prompt_tokens: 3, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 1 } } });
-    expect(reply).toEqual({ text: 'hey', finishReason: 'length', usage: { promptTokens: 3, completionTokens: 2, cachedTokens: 1 } });
+    expect(reply).toEqual([
+      { type: 'text', text: 'hey' },
+      { type: 'finish', reason: 'length' },
+      { type: 'usage', usage: { promptTokens: 3, completionTokens: 2, cachedTokens: 1 } },
+    ]);
     expect(openAiAdapter.parseStreamEvent(ev({ choices: [{ delta: { content: 'a' }, finish_reason: null }] }))).toEqual([{ type: 'text', text: 'a' }]);
     expect(openAiAdapter.parseStreamEvent(ev({ choices: [{ delta: {}, finish_reason: 'content_filter' }] }))).toEqual([{ type: 'finish', reason: 'stop' }]);
     expect(openAiAdapter.parseStreamEvent(ev('[DONE]'))).toEqual([{ type: 'end' }]);
-    expect(() => openAiAdapter.parseStreamEvent(ev({ error: { message: 'boom' } }))).toThrow(ApiError);
+    expect(openAiAdapter.parseStreamEvent(ev({ error: { message: 'boom' } }))).toEqual([{ type: 'error', message: 'boom' }]);
     expect(() => openAiAdapter.parseStreamEvent(ev('{not json'))).toThrow(/not valid JSON/);
     expect(() => openAiAdapter.parseReply({ nothing: true })).toThrow(ApiError);
-    expect(openAiFinishReason('tool_calls')).toBe('stop');
+    expect(openAiFinishReason('tool_calls')).toBe('tool_calls');
+    expect(openAiFinishReason('content_filter')).toBe('stop');
   });
 });
 
@@ -61,6 +66,6 @@ describe('Mistral translation', () => {
       { type: 'finish', reason: 'length' },
       { type: 'usage', usage: { promptTokens: 1, completionTokens: 2, cachedTokens: undefined } },
     ]);
-    expect(() => mistralAdapter.parseStreamEvent(ev({ object: 'error', message: 'bad' }))).toThrow(ApiError);
+    expect(mistralAdapter.parseStreamEvent(ev({ object: 'error', message: 'bad' }))).toEqual([{ type: 'error', message: 'bad' }]);
   });
 });

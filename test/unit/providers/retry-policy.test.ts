@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs, isRetryableStatus, parseProtoDurationMs, retryAfterFromHeaders } from '../../../src/providers/retry-policy.ts';
+import { backoffDelayMs, isRetryableStatus, MAX_RETRY_HINT_MS, parseProtoDurationMs, retryAfterFromHeaders } from '../../../src/providers/retry-policy.ts';
 
 describe('retry policy', () => {
   it('retries 408, 409, 429 and 5xx (529 included), nothing else', () => {
@@ -25,6 +25,24 @@ describe('retry policy', () => {
     expect(retryAfterFromHeaders(new Headers({ 'retry-after': 'soon' }), now)).toBeUndefined();
     expect(retryAfterFromHeaders(new Headers({ 'retry-after': '-3' }), now)).toBeUndefined();
     expect(retryAfterFromHeaders(new Headers(), now)).toBeUndefined();
+  });
+
+  it('clamps absurd hints to a day and ignores negative or NaN ones (issue 9)', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    const read = (headers: Record<string, string>) => retryAfterFromHeaders(new Headers(headers), now);
+    expect(MAX_RETRY_HINT_MS).toBe(86_400_000);
+    expect(read({ 'retry-after-ms': '1e308' })).toBe(MAX_RETRY_HINT_MS);
+    expect(read({ 'retry-after-ms': 'Infinity' })).toBe(MAX_RETRY_HINT_MS);
+    expect(read({ 'retry-after': '1e308' })).toBe(MAX_RETRY_HINT_MS);
+    expect(read({ 'retry-after': '9'.repeat(400) })).toBe(MAX_RETRY_HINT_MS);
+    expect(read({ 'retry-after': 'Fri, 31 Dec 9999 23:59:59 GMT' })).toBe(MAX_RETRY_HINT_MS);
+    expect(read({ 'retry-after-ms': '-5' })).toBeUndefined();
+    expect(read({ 'retry-after-ms': 'NaN' })).toBeUndefined();
+    expect(read({ 'retry-after': 'NaN' })).toBeUndefined();
+    expect(read({ 'retry-after': '-1e308' })).toBeUndefined();
+    expect(read({ 'retry-after-ms': 'NaN', 'retry-after': '3' })).toBe(3000);
+    expect(read({ 'retry-after-ms': '12.7' })).toBe(13);
+    expect(parseProtoDurationMs(`${'9'.repeat(400)}s`)).toBe(MAX_RETRY_HINT_MS);
   });
 
   it('reads google.protobuf.Duration strings', () => {

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors/index.ts';
 import { ApiKeyRepository } from '../../../src/store/api-key-repository.ts';
 import { HearthStore } from '../../../src/store/database.ts';
+import { secretPart } from '../../helpers/credentials.ts';
 
 let dir: string;
 let store: HearthStore;
@@ -38,9 +39,9 @@ describe('ApiKeyRepository', () => {
     expect(keys.authenticate(created.key)).toEqual({ keyId: created.id, accountId: 'acct1', limits: { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null } });
     const listed = keys.list('acct1');
     expect(listed).toHaveLength(1);
-    expect(JSON.stringify(listed)).not.toContain(created.key.split('_')[2]);
+    expect(JSON.stringify(listed)).not.toContain(secretPart(created.key));
     const raw = JSON.stringify(store.dbs.apiKeys.get(created.id));
-    expect(raw).not.toContain(created.key.split('_')[2]);
+    expect(raw).not.toContain(secretPart(created.key));
   });
 
   it('rejects missing, malformed, unknown and tampered keys', async () => {

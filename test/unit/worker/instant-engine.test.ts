@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TokenLogprob } from '../../../src/protocol/chat-delta.ts';
 import { InstantEngine } from '../../../src/worker/instant-engine.ts';
-import { DEFAULT_SAMPLING } from '../../../src/worker/sampling-defaults.ts';
+import { DEFAULT_SAMPLING } from '../../../src/engine/sampling-defaults.ts';
 import type { SlotJob, SlotJobResult } from '../../../src/worker/slot-engine.ts';
 
 function run(job: Partial<SlotJob>): Promise<{ text: string; calls: Array<TokenLogprob[] | undefined>; result: SlotJobResult }> {

@@ -1,5 +1,24 @@
 import type { SamplingOptions } from '../protocol/chat-request.ts';
-import type { SamplingParams } from './slot-engine.ts';
+
+/** Sampler chain settings, mapped 1:1 onto llama.cpp's samplers. */
+export interface SamplingParams {
+  /** 0 = greedy. */
+  temperature: number;
+  /** 1 = disabled. */
+  topP: number;
+  /** 0 = disabled. */
+  topK: number;
+  /** 0 = disabled. */
+  minP: number;
+  /** 1 = disabled. */
+  repeatPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  /** How many recent tokens the penalties look at. */
+  penaltyLastN: number;
+  /** 32-bit unsigned seed. */
+  seed: number;
+}
 
 /**
  * Sampler settings for a request. Unset fields take llama-server's defaults (temperature 0.8, top-k 40,

@@ -1,0 +1,133 @@
+import { invalidRequest } from '../errors/index.ts';
+
+/**
+ * Validation of the app API's JSON bodies: raw JSON in, typed input out; every 400 names the field in
+ * `param`, unknown fields are refused. Pure.
+ */
+type Json = Record<string, unknown>;
+
+export interface AppInput {
+  name: string;
+  env: Record<string, string>;
+  apiKeyEnv: string | null;
+  healthPath: string;
+}
+
+export interface AppPatch {
+  name?: string | undefined;
+  env?: Record<string, string | null> | undefined;
+  apiKeyEnv?: string | null | undefined;
+  healthPath?: string | undefined;
+}
+
+export interface RepositoryInput {
+  repository: string;
+  ref: string | null;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** Set by Hearth itself; an app cannot override them. */
+export const RESERVED_ENV = ['PORT', 'PATH', 'HOME'] as const;
+const MAX_ENV = 100;
+const MAX_ENV_VALUE = 32 * 1024;
+const MAX_NAME = 200;
+
+function object(body: unknown): Json {
+  if (body === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
+  return body as Json;
+}
+
+function onlyFields(body: Json, allowed: readonly string[]): void {
+  for (const key of Object.keys(body)) if (!allowed.includes(key)) throw invalidRequest(`Unrecognized field: ${key} (allowed: ${allowed.join(', ')})`, key, 'unknown_parameter');
+}
+
+function name(v: unknown): string {
+  if (typeof v !== 'string') throw invalidRequest("'name' must be a string", 'name', v === undefined ? 'missing_required_parameter' : 'invalid_type');
+  const t = v.trim();
+  if (t.length === 0 || t.length > MAX_NAME || /[\0-\x1f]/.test(t)) throw invalidRequest(`'name' must be 1 to ${MAX_NAME} printable characters`, 'name', 'invalid_value');
+  return t;
+}
+
+function envName(v: string, param: string): string {
+  if (!ENV_NAME.test(v)) throw invalidRequest(`'${param}' must be a variable name (letters, digits, _; not starting with a digit)`, param, 'invalid_value');
+  if ((RESERVED_ENV as readonly string[]).includes(v)) throw invalidRequest(`'${param}': ${v} is set by Hearth`, param, 'invalid_value');
+  return v;
+}
+
+function apiKeyEnv(v: unknown): string | null {
+  if (v === null) return null;
+  if (typeof v !== 'string') throw invalidRequest("'apiKeyEnv' must be a variable name or null", 'apiKeyEnv', 'invalid_type');
+  return envName(v, 'apiKeyEnv');
+}
+
+function healthPath(v: unknown): string {
+  if (typeof v !== 'string' || !/^\/[\x21-\x7e]*$/.test(v) || v.length > 512) throw invalidRequest("'healthPath' must be a path starting with /", 'healthPath', 'invalid_value');
+  return v;
+}
+
+function env(v: unknown, allowNull: boolean): Record<string, string | null> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw invalidRequest("'env' must be an object of NAME: value", 'env', 'invalid_type');
+  const entries = Object.entries(v as Json);
+  if (entries.length > MAX_ENV) throw invalidRequest(`'env' may hold at most ${MAX_ENV} variables`, 'env', 'invalid_value');
+  const out: Record<string, string | null> = {};
+  for (const [k, value] of entries) {
+    envName(k, `env.${k}`);
+    if (value === null && allowNull) out[k] = null;
+    else if (typeof value !== 'string') throw invalidRequest(`'env.${k}' must be a string${allowNull ? ' or null (unset)' : ''}`, `env.${k}`, 'invalid_type');
+    else if (value.length > MAX_ENV_VALUE || value.includes('\0')) throw invalidRequest(`'env.${k}' must be at most ${MAX_ENV_VALUE} characters, without NUL`, `env.${k}`, 'invalid_value');
+    else out[k] = value;
+  }
+  return out;
+}
+
+function noClash(envNames: readonly string[], keyEnv: string | null | undefined): void {
+  if (keyEnv && envNames.includes(keyEnv)) throw invalidRequest(`'apiKeyEnv' ${keyEnv} is also set in 'env'`, 'apiKeyEnv', 'invalid_value');
+}
+
+export function parseAppInput(body: unknown): AppInput {
+  const b = object(body);
+  onlyFields(b, ['name', 'env', 'apiKeyEnv', 'healthPath']);
+  const input: AppInput = {
+    name: name(b.name),
+    env: b.env === undefined ? {} : (env(b.env, false) as Record<string, string>),
+    apiKeyEnv: b.apiKeyEnv === undefined ? null : apiKeyEnv(b.apiKeyEnv),
+    healthPath: b.healthPath === undefined ? '/health' : healthPath(b.healthPath),
+  };
+  noClash(Object.keys(input.env), input.apiKeyEnv);
+  return input;
+}
+
+export function parseAppPatch(body: unknown, currentEnvNames: readonly string[]): AppPatch {
+  const b = object(body);
+  onlyFields(b, ['name', 'env', 'apiKeyEnv', 'healthPath']);
+  const patch: AppPatch = {
+    name: b.name === undefined ? undefined : name(b.name),
+    env: b.env === undefined ? undefined : env(b.env, true),
+    apiKeyEnv: b.apiKeyEnv === undefined ? undefined : apiKeyEnv(b.apiKeyEnv),
+    healthPath: b.healthPath === undefined ? undefined : healthPath(b.healthPath),
+  };
+  const names = new Set(currentEnvNames);
+  for (const [k, v] of Object.entries(patch.env ?? {})) v === null ? names.delete(k) : names.add(k);
+  noClash([...names], patch.apiKeyEnv);
+  return patch;
+}
+
+export function parseRepositoryInput(body: unknown): RepositoryInput {
+  const b = object(body);
+  onlyFields(b, ['repository', 'ref']);
+  if (typeof b.repository !== 'string' || b.repository.trim() === '') throw invalidRequest("'repository' must be a git URL", 'repository', b.repository === undefined ? 'missing_required_parameter' : 'invalid_type');
+  let ref: string | null = null;
+  if (b.ref !== undefined && b.ref !== null) {
+    if (typeof b.ref !== 'string' || !/^[\w./@+-]{1,256}$/.test(b.ref) || b.ref.startsWith('-') || b.ref.includes('..')) throw invalidRequest("'ref' must be a branch, tag or commit", 'ref', 'invalid_value');
+    ref = b.ref;
+  }
+  return { repository: b.repository.trim(), ref };
+}
+
+export function parseRollbackInput(body: unknown): string {
+  const b = object(body);
+  onlyFields(b, ['deploymentId']);
+  if (typeof b.deploymentId !== 'string' || b.deploymentId === '') throw invalidRequest("'deploymentId' is required", 'deploymentId', 'missing_required_parameter');
+  return b.deploymentId;
+}

@@ -1,0 +1,40 @@
+import type { ApiError } from './api-error.ts';
+import { contextLengthExceeded, internalError, invalidRequest } from './errors.ts';
+
+/**
+ * A failure of a model worker or of its engine, as it crosses from the worker thread to the main thread:
+ * plain data with a stable `code` and only the facts a client may see. `detail` (an engine's own message,
+ * a stack, a path) is for the server log only and never reaches a client. The main thread maps it with
+ * `engineFailureToApiError` (also reached through `toApiError`), the one place that decides what a client sees.
+ */
+export type EngineFailure =
+  | { kind: 'engine-failure'; code: 'context_length_exceeded'; promptTokens: number; contextSize: number; atLeast: boolean }
+  /** Anything else (`code` names it for the log and metrics: engine_error, model_not_loaded, callback_failed ...). */
+  | { kind: 'engine-failure'; code: string; detail: string };
+
+export const engineFailure = {
+  /** `atLeast`: tokenizing stopped at the limit, so `promptTokens` is a lower bound. */
+  contextLengthExceeded: (promptTokens: number, contextSize: number, atLeast = false): EngineFailure => ({ kind: 'engine-failure', code: 'context_length_exceeded', promptTokens, contextSize, atLeast }),
+  /** `detail` goes to the log only. */
+  internal: (code: string, detail: unknown): EngineFailure => ({ kind: 'engine-failure', code, detail: detail instanceof Error ? detail.message : String(detail) }),
+};
+
+export function isEngineFailure(value: unknown): value is EngineFailure {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'engine-failure' && typeof (value as { code?: unknown }).code === 'string';
+}
+
+/** Engine codes that are the request's fault: a 400 of their own, still without the engine's message. */
+const REQUEST_FAILURES: Record<string, () => ApiError> = {
+  invalid_grammar: () => invalidRequest('The requested output format cannot be enforced (its grammar was refused)', null, 'invalid_grammar'),
+};
+
+/** What a client sees of an engine failure: the documented error for known codes, else the generic 500 internal_error. */
+export function engineFailureToApiError(f: EngineFailure): ApiError {
+  if (f.code === 'context_length_exceeded' && 'promptTokens' in f) return contextLengthExceeded(f.promptTokens, f.contextSize, f.atLeast);
+  return REQUEST_FAILURES[f.code]?.() ?? internalError();
+}
+
+/** The log-only part of a failure (undefined for failures that are the client's, like an over-long prompt). */
+export function engineFailureDetail(f: EngineFailure): string | undefined {
+  return 'detail' in f ? f.detail : undefined;
+}

@@ -1,0 +1,226 @@
+import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
+import type { ChatMessage, ChatRequest, FunctionTool, ResponseFormat, ToolCall, ToolChoice } from './chat-request.ts';
+import { checkToolChoice, functionName as name, MAX_TOOLS, MAX_TOP_LOGPROBS } from './validate-chat-features.ts';
+
+/**
+ * The OpenAI Responses API request (`POST /responses`), validated and turned into the ChatRequest the shared
+ * model answers, plus what the Response object echoes back. Hearth's Responses API is stateless: nothing is
+ * stored, so `store: true`, `previous_response_id`, `conversation` and `background` are 400s naming the
+ * field (an absent `store` means false). Pure; every refusal is a 400 naming the field.
+ */
+export interface ResponsesRequest {
+  chat: ChatRequest;
+  /** Request fields the Response object repeats (OpenAI's shape). */
+  echo: ResponseEcho;
+  /** `include: ["message.output_text.logprobs"]` */
+  includeLogprobs: boolean;
+}
+
+export interface ResponseEcho {
+  instructions: string | null;
+  max_output_tokens: number | null;
+  metadata: Record<string, string>;
+  parallel_tool_calls: boolean;
+  temperature: number | null;
+  top_p: number | null;
+  top_logprobs: number | null;
+  tool_choice: 'none' | 'auto' | 'required' | { type: 'function'; name: string };
+  tools: Array<{ type: 'function'; name: string; description: string | null; parameters: Record<string, unknown>; strict: boolean }>;
+  text: { format: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict: boolean; description: string | null } };
+  user: string | null;
+}
+
+type Json = Record<string, unknown>;
+
+const ROLES: Record<string, ChatMessage['role']> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
+/** Accepted and without effect (nothing is stored or billed; truncation never happens silently: a long input is a 400). */
+const HARMLESS = new Set(['metadata', 'user', 'service_tier', 'truncation', 'prompt_cache_key', 'safety_identifier', 'stream_options', 'store']);
+const HONOURED = new Set([
+  'model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'stream', 'tools', 'tool_choice',
+  'parallel_tool_calls', 'text', 'include', 'top_logprobs', 'reasoning',
+]);
+/** Fields that need server-side state or features Hearth does not have. */
+const STATEFUL = ['previous_response_id', 'conversation', 'background', 'prompt', 'max_tool_calls'];
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const absent = (v: unknown) => v === undefined || v === null;
+
+function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
+  const v = body[field];
+  if (absent(v)) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v))) throw invalidRequest(`'${field}' must be ${integer ? 'an integer' : 'a number'}`, field, 'invalid_type');
+  if (v < min || v > max) throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  return v;
+}
+
+/** Text of an input message's content: a string or input_text / output_text parts. */
+function contentText(raw: unknown, param: string): string {
+  if (typeof raw === 'string') return raw;
+  if (!Array.isArray(raw)) throw invalidRequest(`'${param}' must be a string or an array of text parts`, param, 'invalid_type');
+  return raw.map((part, j) => {
+    if (isObject(part) && (part.type === 'input_text' || part.type === 'output_text') && typeof part.text === 'string') return part.text;
+    const type = isObject(part) && typeof part.type === 'string' ? part.type : typeof part;
+    throw invalidRequest(`'${param}[${j}]' must be an input_text part; '${type}' parts are not supported`, `${param}[${j}]`, 'unsupported_content_part');
+  }).join('');
+}
+
+function parseInput(raw: unknown, instructions: string | undefined): ChatMessage[] {
+  const messages: ChatMessage[] = [];
+  if (instructions !== undefined) messages.push({ role: 'system', content: instructions });
+  if (typeof raw === 'string') {
+    messages.push({ role: 'user', content: raw });
+    return messages;
+  }
+  if (absent(raw)) throw invalidRequest("'input' is required", 'input', 'missing_required_parameter');
+  if (!Array.isArray(raw)) throw invalidRequest("'input' must be a string or an array of input items", 'input', 'invalid_type');
+  if (raw.length === 0) throw invalidRequest("'input' must not be empty", 'input', 'empty_array');
+  raw.forEach((item, i) => {
+    const p = `input[${i}]`;
+    if (!isObject(item)) throw invalidRequest(`'${p}' must be an object`, p, 'invalid_type');
+    const type = item.type ?? 'message';
+    if (type === 'message') {
+      const role = typeof item.role === 'string' ? ROLES[item.role] : undefined;
+      if (role === undefined) throw invalidRequest(`'${p}.role' must be one of user, assistant, system, developer`, `${p}.role`, 'invalid_value');
+      messages.push({ role, content: contentText(item.content, `${p}.content`) });
+    } else if (type === 'function_call') {
+      if (typeof item.call_id !== 'string' || item.call_id === '') throw invalidRequest(`'${p}.call_id' must be a non-empty string`, `${p}.call_id`, 'invalid_type');
+      if (typeof item.arguments !== 'string') throw invalidRequest(`'${p}.arguments' must be a string (JSON text)`, `${p}.arguments`, 'invalid_type');
+      const call: ToolCall = { id: item.call_id, name: name(item.name, `${p}.name`), arguments: item.arguments };
+      // Calls that follow an assistant turn belong to it (one assistant message, as chat templates expect).
+      const last = messages.at(-1);
+      if (last?.role === 'assistant') (last.toolCalls ??= []).push(call);
+      else messages.push({ role: 'assistant', content: '', toolCalls: [call] });
+    } else if (type === 'function_call_output') {
+      if (typeof item.call_id !== 'string' || item.call_id === '') throw invalidRequest(`'${p}.call_id' must be a non-empty string`, `${p}.call_id`, 'invalid_type');
+      messages.push({ role: 'tool', toolCallId: item.call_id, content: contentText(item.output, `${p}.output`) });
+    } else {
+      throw invalidRequest(`'${p}.type' ${JSON.stringify(type)} is not supported; use message, function_call or function_call_output`, `${p}.type`, 'invalid_value');
+    }
+  });
+  return messages;
+}
+
+function parseTools(raw: unknown): { tools: FunctionTool[]; echo: ResponseEcho['tools'] } {
+  if (absent(raw)) return { tools: [], echo: [] };
+  if (!Array.isArray(raw)) throw invalidRequest("'tools' must be an array", 'tools', 'invalid_type');
+  if (raw.length > MAX_TOOLS) throw invalidRequest(`'tools' accepts at most ${MAX_TOOLS} functions`, 'tools', 'invalid_value');
+  const seen = new Set<string>();
+  const tools = raw.map((t, i): FunctionTool => {
+    const p = `tools[${i}]`;
+    if (!isObject(t)) throw invalidRequest(`'${p}' must be an object`, p, 'invalid_type');
+    if (t.type !== 'function') throw unsupportedParameter(`${p}.type`, `${JSON.stringify(t.type)} is not supported: only 'function' tools`);
+    const n = name(t.name, `${p}.name`);
+    if (seen.has(n)) throw invalidRequest(`'${p}.name' repeats the function '${n}'`, `${p}.name`, 'invalid_value');
+    seen.add(n);
+    if (!absent(t.description) && typeof t.description !== 'string') throw invalidRequest(`'${p}.description' must be a string`, `${p}.description`, 'invalid_type');
+    if (!absent(t.parameters) && !isObject(t.parameters)) throw invalidRequest(`'${p}.parameters' must be a JSON Schema object`, `${p}.parameters`, 'invalid_type');
+    if (!absent(t.strict) && typeof t.strict !== 'boolean') throw invalidRequest(`'${p}.strict' must be a boolean`, `${p}.strict`, 'invalid_type');
+    return {
+      name: n,
+      description: typeof t.description === 'string' ? t.description : undefined,
+      parameters: isObject(t.parameters) ? t.parameters : { type: 'object', properties: {} },
+      // The Responses API's default is strict.
+      strict: t.strict !== false,
+    };
+  });
+  return { tools, echo: tools.map((t) => ({ type: 'function', name: t.name, description: t.description ?? null, parameters: t.parameters, strict: t.strict })) };
+}
+
+function parseToolChoice(raw: unknown, tools: FunctionTool[]): ToolChoice {
+  if (absent(raw)) return tools.length > 0 ? 'auto' : 'none';
+  let choice: ToolChoice;
+  if (raw === 'none' || raw === 'auto' || raw === 'required') choice = raw;
+  else if (isObject(raw) && raw.type === 'function') choice = { name: name(raw.name, 'tool_choice.name') };
+  else throw invalidRequest("'tool_choice' must be 'none', 'auto', 'required' or {\"type\":\"function\",\"name\":...}", 'tool_choice', 'invalid_value');
+  return checkToolChoice(choice, tools);
+}
+
+function parseTextFormat(raw: unknown): { format: ResponseFormat; echo: ResponseEcho['text']['format'] } {
+  if (absent(raw)) return { format: { type: 'text' }, echo: { type: 'text' } };
+  if (!isObject(raw)) throw invalidRequest("'text' must be an object", 'text', 'invalid_type');
+  const f = raw.format;
+  if (absent(f)) return { format: { type: 'text' }, echo: { type: 'text' } };
+  if (!isObject(f)) throw invalidRequest("'text.format' must be an object", 'text.format', 'invalid_type');
+  if (f.type === 'text' || f.type === 'json_object') return { format: { type: f.type }, echo: { type: f.type } };
+  if (f.type !== 'json_schema') throw invalidRequest("'text.format.type' must be 'text', 'json_object' or 'json_schema'", 'text.format.type', 'invalid_value');
+  const n = name(f.name, 'text.format.name');
+  if (!isObject(f.schema)) throw invalidRequest("'text.format.schema' must be a JSON Schema object", 'text.format.schema', absent(f.schema) ? 'missing_required_parameter' : 'invalid_type');
+  if (!absent(f.strict) && typeof f.strict !== 'boolean') throw invalidRequest("'text.format.strict' must be a boolean", 'text.format.strict', 'invalid_type');
+  const strict = f.strict === true;
+  return {
+    format: { type: 'json_schema', name: n, schema: f.schema, strict },
+    echo: { type: 'json_schema', name: n, schema: f.schema, strict, description: typeof f.description === 'string' ? f.description : null },
+  };
+}
+
+function parseInclude(raw: unknown): boolean {
+  if (absent(raw)) return false;
+  if (!Array.isArray(raw)) throw invalidRequest("'include' must be an array", 'include', 'invalid_type');
+  for (const [i, v] of raw.entries()) {
+    if (v !== 'message.output_text.logprobs') throw unsupportedParameter(`include[${i}]`, `${JSON.stringify(v)} is not supported (only "message.output_text.logprobs")`);
+  }
+  return raw.length > 0;
+}
+
+export function validateResponsesRequest(body: unknown): ResponsesRequest {
+  if (!isObject(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
+  for (const key of Object.keys(body)) {
+    if (STATEFUL.includes(key) && !absent(body[key]) && body[key] !== false) {
+      throw unsupportedParameter(key, 'is not supported: Hearth keeps no responses (stateless); send the whole conversation in `input`');
+    }
+    if (!HONOURED.has(key) && !HARMLESS.has(key) && !STATEFUL.includes(key)) throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
+  }
+  if (body.store === true) throw unsupportedParameter('store', 'must be false: Hearth keeps no responses (stateless)');
+  if (!absent(body.reasoning) && !(isObject(body.reasoning) && absent(body.reasoning.effort) && absent(body.reasoning.summary))) throw unsupportedParameter('reasoning');
+  if (typeof body.model !== 'string' || body.model === '') throw invalidRequest("'model' must be a non-empty string", 'model', absent(body.model) ? 'missing_required_parameter' : 'invalid_type');
+  if (!absent(body.instructions) && typeof body.instructions !== 'string') throw invalidRequest("'instructions' must be a string", 'instructions', 'invalid_type');
+  const instructions = typeof body.instructions === 'string' ? body.instructions : undefined;
+  if (!absent(body.stream) && typeof body.stream !== 'boolean') throw invalidRequest("'stream' must be a boolean", 'stream', 'invalid_type');
+  if (!absent(body.parallel_tool_calls) && typeof body.parallel_tool_calls !== 'boolean') throw invalidRequest("'parallel_tool_calls' must be a boolean", 'parallel_tool_calls', 'invalid_type');
+  if (!absent(body.user) && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  if (!absent(body.metadata) && !isObject(body.metadata)) throw invalidRequest("'metadata' must be an object", 'metadata', 'invalid_type');
+
+  const messages = parseInput(body.input, instructions);
+  const { tools, echo: toolsEcho } = parseTools(body.tools);
+  const toolChoice = parseToolChoice(body.tool_choice, tools);
+  const text = parseTextFormat(body.text);
+  const includeLogprobs = parseInclude(body.include);
+  const topLogprobs = number(body, 'top_logprobs', 0, MAX_TOP_LOGPROBS, true);
+  const maxTokens = number(body, 'max_output_tokens', 1, Number.MAX_SAFE_INTEGER, true);
+  const temperature = number(body, 'temperature', 0, 2);
+  const topP = number(body, 'top_p', 0, 1);
+  const parallel = body.parallel_tool_calls !== false;
+  const chat: ChatRequest = {
+    model: body.model,
+    messages,
+    stream: body.stream === true,
+    includeUsage: true,
+    tools,
+    toolChoice,
+    parallelToolCalls: parallel,
+    responseFormat: text.format,
+    topLogprobs: includeLogprobs || topLogprobs !== undefined ? (topLogprobs ?? 0) : undefined,
+    maxTokens,
+    temperature,
+    topP,
+    stop: [],
+    user: typeof body.user === 'string' ? body.user : undefined,
+  };
+  return {
+    chat,
+    includeLogprobs,
+    echo: {
+      instructions: instructions ?? null,
+      max_output_tokens: maxTokens ?? null,
+      metadata: isObject(body.metadata) ? (body.metadata as Record<string, string>) : {},
+      parallel_tool_calls: parallel,
+      temperature: temperature ?? null,
+      top_p: topP ?? null,
+      top_logprobs: topLogprobs ?? null,
+      tool_choice: typeof toolChoice === 'object' ? { type: 'function', name: toolChoice.name } : toolChoice,
+      tools: toolsEcho,
+      text: { format: text.echo },
+      user: typeof body.user === 'string' ? body.user : null,
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import net from 'node:net';
+
+/** What one raw TCP exchange with a server saw. */
+export interface RawResult {
+  /** Every byte received, as latin1 text (bytes preserved). */
+  text: string;
+  /** Whether the server closed (or reset) the connection before `waitMs` ran out. */
+  closed: boolean;
+  responses: RawResponse[];
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Map<string, string>;
+  body: string;
+}
+
+/**
+ * Writes `request` (all at once) to a fresh connection and collects what comes back until the server closes
+ * or `waitMs` passes (or, with `expectResponses`, as soon as that many complete responses arrived).
+ * `headRequests`: how many of the first answers are to HEAD requests (they carry no body).
+ */
+export function rawExchange(port: number, request: string | Buffer, o: { waitMs?: number; expectResponses?: number; headRequests?: number } = {}): Promise<RawResult> {
+  const waitMs = o.waitMs ?? 3000;
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const finish = (closed: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      resolve({ text, closed, responses: parseResponses(text, o.headRequests) });
+    };
+    const timer = setTimeout(() => finish(false), waitMs);
+    socket.on('data', (d: Buffer) => {
+      chunks.push(d);
+      if (o.expectResponses !== undefined && parseResponses(Buffer.concat(chunks).toString('latin1'), o.headRequests).length >= o.expectResponses) finish(false);
+    });
+    socket.on('close', () => finish(true));
+    socket.on('error', () => finish(true));
+    socket.write(request);
+  });
+}
+
+/** Splits a byte stream into HTTP/1.1 responses (Content-Length or chunked bodies; HEAD answers have none). */
+export function parseResponses(text: string, headRequests = 0): RawResponse[] {
+  const out: RawResponse[] = [];
+  let at = 0;
+  let heads = headRequests;
+  while (at < text.length) {
+    const end = text.indexOf('\r\n\r\n', at);
+    if (end === -1) break;
+    const lines = text.slice(at, end).split('\r\n');
+    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(lines[0] ?? '')?.[1]);
+    if (!Number.isFinite(status)) break;
+    const headers = new Map<string, string>();
+    for (const line of lines.slice(1)) {
+      const i = line.indexOf(':');
+      if (i > 0) headers.set(line.slice(0, i).trim().toLowerCase(), line.slice(i + 1).trim());
+    }
+    let bodyStart = end + 4;
+    let body = '';
+    if (status < 200) {
+      // interim answers have no body
+    } else if (heads > 0) {
+      heads--;
+    } else if (headers.get('transfer-encoding') === 'chunked') {
+      for (;;) {
+        const lineEnd = text.indexOf('\r\n', bodyStart);
+        if (lineEnd === -1) return out;
+        const size = parseInt(text.slice(bodyStart, lineEnd), 16);
+        bodyStart = lineEnd + 2;
+        if (size === 0) {
+          bodyStart += 2;
+          break;
+        }
+        body += text.slice(bodyStart, bodyStart + size);
+        bodyStart += size + 2;
+      }
+    } else {
+      const length = Number(headers.get('content-length') ?? '0');
+      if (bodyStart + length > text.length) break;
+      body = text.slice(bodyStart, bodyStart + length);
+      bodyStart += length;
+    }
+    at = bodyStart;
+    if (status >= 100 && status < 200) continue; // interim (100 Continue): the real answer follows
+    out.push({ status, headers, body });
+  }
+  return out;
+}

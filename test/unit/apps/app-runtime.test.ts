@@ -1,0 +1,57 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AppRuntime, type AppRunState, type LaunchInput } from '../../../src/apps/app-runtime.ts';
+
+/**
+ * The supervisor with real processes (sandbox `none`, so no bubblewrap needed here; the sandboxed path is
+ * covered by test/e2e/apps.test.ts): crash restarts back off by doubling up to the cap.
+ */
+const dirs: string[] = [];
+const runtimes: AppRuntime[] = [];
+afterEach(async () => {
+  for (const r of runtimes.splice(0)) await r.dispose();
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** An app that exits shortly after its first health check passed: a crash loop. */
+function crashingApp(): LaunchInput {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-runtime-'));
+  dirs.push(dir);
+  fs.writeFileSync(
+    path.join(dir, 'server.js'),
+    `require('node:http').createServer((q, s) => { s.setHeader('content-type', 'application/json'); s.end('{"ok":true}'); setTimeout(() => process.exit(7), 150); })
+      .listen(Number(process.env.PORT), '127.0.0.1');`,
+  );
+  return { deploymentId: 'dep_test', codeDir: dir, command: `${process.execPath} server.js`, env: {}, healthPath: '/health' };
+}
+
+describe('AppRuntime crash restarts', () => {
+  it('backs off 100, 200, 400, then stays at the 400 ms cap, counting each restart', async () => {
+    const input = crashingApp();
+    const states: AppRunState[] = [];
+    let restarts = 0;
+    const rt = new AppRuntime(
+      'app_test',
+      {
+        sandbox: { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 2 << 30, maxProcesses: 4096, maxOpenFiles: 1024 },
+        startTimeoutMs: 20_000,
+        gracePeriodMs: 0,
+        stopTimeoutMs: 1000,
+        backoffInitialMs: 100,
+        backoffMaxMs: 400,
+      },
+      { onState: () => states.push(rt.state), onRestart: () => restarts++, relaunchInput: () => input },
+    );
+    runtimes.push(rt);
+    rt.goLive(await rt.launch(input));
+    const delays = () => rt.logs.tail(1000).filter((l) => l.line.startsWith('restarting in')).map((l) => l.line);
+    for (let i = 0; i < 400 && delays().length < 5; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(delays().slice(0, 5)).toEqual(['restarting in 100 ms', 'restarting in 200 ms', 'restarting in 400 ms', 'restarting in 400 ms', 'restarting in 400 ms']);
+    expect(restarts).toBeGreaterThanOrEqual(4);
+    expect(states).toContain('crashed');
+    expect(states).toContain('running');
+    expect(rt.logs.tail(1000).some((l) => l.stream === 'hearth' && l.line.startsWith('process exited (code 7)'))).toBe(true);
+  }, 60_000);
+});

@@ -1,0 +1,265 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, failureOf, type ApiErrorBody } from '../api.ts';
+import { ErrorNote, Field, useAction } from '../components/ui.tsx';
+import { readEvents } from '../sse.ts';
+import type { CreatedKey, HealthView, ListOf, ProjectView, WorkspaceView } from '../types.ts';
+
+/**
+ * Playground: a streamed chat completion against the shared model (with an API key: the inference routes
+ * take no session cookie) or an inference project (its endpoint + token). Shows the text as it streams,
+ * the first-token time, tokens per second, usage, and any error exactly as the API sent it.
+ * The key/token lives in this page's memory only (gone on reload).
+ */
+interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+interface RunFigures {
+  firstTokenMs: number | null;
+  tokensPerSecond: number | null;
+  usage: Usage | null;
+  finishReason: string | null;
+  chunks: number;
+}
+
+type Target = 'shared' | 'project';
+let rememberedKey = ''; // module memory: survives page switches, not a reload
+
+export function PlaygroundPage() {
+  const [target, setTarget] = useState<Target>('shared');
+  const [apiKey, setApiKey] = useState(rememberedKey);
+  const [endpoint, setEndpoint] = useState('');
+  const [token, setToken] = useState('');
+  const [model, setModel] = useState('');
+  const [system, setSystem] = useState('');
+  const [prompt, setPrompt] = useState('Once upon a time');
+  const [maxTokens, setMaxTokens] = useState('64');
+  const [temperature, setTemperature] = useState('');
+  const [output, setOutput] = useState('');
+  const [figures, setFigures] = useState<RunFigures | null>(null);
+  const [failure, setFailure] = useState<{ status: number | null; error: ApiErrorBody } | null>(null);
+  const [running, setRunning] = useState(false);
+  const abort = useRef<AbortController | null>(null);
+  const keyAction = useAction();
+
+  useEffect(() => {
+    void fetch('/health')
+      .then((r) => r.json() as Promise<HealthView>)
+      .then((h) => setModel((m) => m || h.model))
+      .catch(() => {});
+    return () => abort.current?.abort();
+  }, []);
+  useEffect(() => {
+    rememberedKey = apiKey;
+  }, [apiKey]);
+
+  const send = async (e: Event) => {
+    e.preventDefault();
+    const url = target === 'shared' ? '/api/inference/v1/chat/completions' : endpoint.trim();
+    const bearer = target === 'shared' ? apiKey.trim() : token.trim();
+    const messages = [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: prompt }];
+    const body: Record<string, unknown> = { model: model.trim(), messages, stream: true, stream_options: { include_usage: true } };
+    if (maxTokens.trim()) body.max_tokens = Number(maxTokens);
+    if (temperature.trim()) body.temperature = Number(temperature);
+
+    const ctl = new AbortController();
+    abort.current = ctl;
+    setRunning(true);
+    setOutput('');
+    setFailure(null);
+    const f: RunFigures = { firstTokenMs: null, tokensPerSecond: null, usage: null, finishReason: null, chunks: 0 };
+    setFigures({ ...f });
+    const started = performance.now();
+    let firstAt = 0;
+    let lastAt = 0;
+    try {
+      const res = await fetch(url, { method: 'POST', signal: ctl.signal, credentials: 'omit', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) });
+      if (!res.ok || !res.body) {
+        const fail = await failureOf(res);
+        setFailure({ status: fail.status, error: fail.error });
+        return;
+      }
+      for await (const ev of readEvents(res.body)) {
+        if (ev.kind === 'done') break;
+        const chunk = JSON.parse(ev.data) as { error?: ApiErrorBody; choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>; usage?: Usage | null };
+        if (chunk.error) {
+          setFailure({ status: null, error: chunk.error });
+          break;
+        }
+        const choice = chunk.choices?.[0];
+        const text = choice?.delta?.content;
+        if (text) {
+          const now = performance.now();
+          if (firstAt === 0) {
+            firstAt = now;
+            f.firstTokenMs = now - started;
+          }
+          lastAt = now;
+          f.chunks++;
+          setOutput((o) => o + text);
+        }
+        if (choice?.finish_reason) f.finishReason = choice.finish_reason;
+        if (chunk.usage) f.usage = chunk.usage;
+        const generated = f.usage?.completion_tokens ?? f.chunks;
+        f.tokensPerSecond = lastAt > firstAt && generated > 1 ? ((generated - 1) * 1000) / (lastAt - firstAt) : null;
+        setFigures({ ...f });
+      }
+    } catch (err) {
+      if (!ctl.signal.aborted) setFailure({ status: null, error: { message: err instanceof Error ? err.message : String(err), type: 'network_error', param: null, code: null } });
+    } finally {
+      setRunning(false);
+      abort.current = null;
+    }
+  };
+
+  return (
+    <section aria-labelledby="pg-title">
+      <h1 id="pg-title">Playground</h1>
+      <div class="playground-layout">
+      <form class="card playground" onSubmit={send} aria-label="Chat request">
+        <fieldset class="row">
+          <legend class="sr-only">Target</legend>
+          <label class="choice">
+            <input type="radio" name="target" checked={target === 'shared'} onChange={() => setTarget('shared')} /> Shared model
+          </label>
+          <label class="choice">
+            <input type="radio" name="target" checked={target === 'project'} onChange={() => setTarget('project')} /> Inference project
+          </label>
+        </fieldset>
+        {target === 'shared' ? (
+          <div class="row">
+            <Field label="API key" hint="The inference endpoint takes a Bearer key, not your session.">
+              <input type="password" class="mono" autoComplete="off" value={apiKey} onInput={(e) => setApiKey(e.currentTarget.value)} placeholder="hk_…" />
+            </Field>
+            <button
+              type="button"
+              class="secondary align-end"
+              disabled={keyAction.busy}
+              onClick={() =>
+                keyAction.run(async () => {
+                  const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: { name: 'playground' } });
+                  setApiKey(k.key);
+                })
+              }
+            >
+              Create a playground key
+            </button>
+          </div>
+        ) : (
+          <div class="row top">
+            <ProjectPicker
+              onPick={(p) => {
+                setEndpoint(p.endpoint);
+                setModel(p.model);
+              }}
+            />
+            <Field label="Project endpoint">
+              <input class="mono grow" value={endpoint} onInput={(e) => setEndpoint(e.currentTarget.value)} placeholder="http://…/api/v1/inference/proj_…/chat/completions" />
+            </Field>
+            <Field label="Project token">
+              <input type="password" class="mono" autoComplete="off" value={token} onInput={(e) => setToken(e.currentTarget.value)} placeholder="hp_…" />
+            </Field>
+          </div>
+        )}
+        <ErrorNote error={keyAction.error} />
+        <div class="row">
+          <Field label="Model">
+            <input class="mono" required value={model} onInput={(e) => setModel(e.currentTarget.value)} />
+          </Field>
+          <Field label="Max tokens">
+            <input type="number" min="1" value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
+          </Field>
+          <Field label="Temperature">
+            <input type="number" min="0" max="2" step="0.1" value={temperature} onInput={(e) => setTemperature(e.currentTarget.value)} placeholder="default" />
+          </Field>
+        </div>
+        <Field label="System prompt">
+          <textarea rows={2} value={system} onInput={(e) => setSystem(e.currentTarget.value)} />
+        </Field>
+        <Field label="Message">
+          <textarea rows={3} required value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} />
+        </Field>
+        <div class="row">
+          <button type="submit" disabled={running}>
+            {running ? 'Streaming…' : 'Send'}
+          </button>
+          {running && (
+            <button type="button" class="secondary" onClick={() => abort.current?.abort()}>
+              Stop
+            </button>
+          )}
+        </div>
+      </form>
+      <div class="card">
+        <h2>Reply</h2>
+        {failure && <ReplyError failure={failure} />}
+        <div class="reply" role="log" aria-label="Reply" aria-live="polite">
+          {output || (running ? '' : <span class="muted">Nothing yet.</span>)}
+        </div>
+        {figures && <Figures f={figures} />}
+      </div>
+      </div>
+    </section>
+  );
+}
+
+/** The account's projects, to fill the endpoint and model (the token was shown once: it is pasted). */
+function ProjectPicker({ onPick }: { onPick: (p: ProjectView) => void }) {
+  const [projects, setProjects] = useState<Array<{ label: string; project: ProjectView }>>([]);
+  useEffect(() => {
+    void (async () => {
+      const ws = await api<ListOf<WorkspaceView>>('GET', '/api/v1/workspaces');
+      const lists = await Promise.all(ws.data.filter((w) => w.yam?.state === 'ready').map(async (w) => ({ w, ps: await api<ListOf<ProjectView>>('GET', `/api/v1/workspaces/${encodeURIComponent(w.workspaceId)}/inference`) })));
+      setProjects(lists.flatMap(({ w, ps }) => ps.data.map((p) => ({ label: `${w.name} / ${p.name} (${p.state})`, project: p }))));
+    })().catch(() => setProjects([]));
+  }, []);
+  return (
+    <Field label="Project">
+      <select
+        onChange={(e) => {
+          const picked = projects[Number(e.currentTarget.value)];
+          if (picked) onPick(picked.project);
+        }}
+      >
+        <option value="">{projects.length ? 'Choose a project…' : 'No projects'}</option>
+        {projects.map((p, i) => (
+          <option key={p.project.projectId} value={i}>
+            {p.label}
+          </option>
+        ))}
+      </select>
+    </Field>
+  );
+}
+
+function ReplyError({ failure }: { failure: { status: number | null; error: ApiErrorBody } }) {
+  const e = failure.error;
+  return (
+    <div class="note error" role="alert">
+      <strong>{failure.status !== null ? `${failure.status} ` : 'Stream error: '}</strong>
+      {e.message}
+      <div class="mono small">
+        type {e.type}
+        {e.code && ` · code ${e.code}`}
+        {e.param && ` · param ${e.param}`}
+      </div>
+    </div>
+  );
+}
+
+function Figures({ f }: { f: RunFigures }) {
+  return (
+    <dl class="facts" aria-label="Figures">
+      <dt>First token</dt>
+      <dd>{f.firstTokenMs === null ? '—' : `${Math.round(f.firstTokenMs)} ms`}</dd>
+      <dt>Tokens per second</dt>
+      <dd>{f.tokensPerSecond === null ? '—' : f.tokensPerSecond.toFixed(1)}</dd>
+      <dt>Usage</dt>
+      <dd>{f.usage ? `${f.usage.prompt_tokens} prompt + ${f.usage.completion_tokens} completion = ${f.usage.total_tokens} tokens` : '—'}</dd>
+      <dt>Finish</dt>
+      <dd>{f.finishReason ?? '—'}</dd>
+    </dl>
+  );
+}

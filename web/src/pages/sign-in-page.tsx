@@ -1,0 +1,50 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ApiFailure } from '../api.ts';
+import { ErrorNote, Field, Note, useAction } from '../components/ui.tsx';
+import { fetchSession, setupRequired, signIn } from '../session.ts';
+import type { SessionUser } from '../types.ts';
+
+/** Email + password -> POST /api/v1/session (cookie), then the session's user. */
+export function SignInPage({ flash, onSignedIn }: { flash: string | null; onSignedIn: (u: SessionUser) => void }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [needsSetup, setNeedsSetup] = useState(false);
+  const action = useAction();
+  useEffect(() => {
+    void setupRequired().then(setNeedsSetup);
+  }, []);
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      await signIn(email.trim(), password);
+      const u = await fetchSession();
+      if (!u) throw new Error('Signed in, but the session was not kept: are cookies blocked for this site?');
+      setPassword('');
+      onSignedIn(u);
+    });
+  };
+  const retry = action.error instanceof ApiFailure && action.error.status === 429 && action.error.retryAfter;
+  return (
+    <main class="auth">
+      <form class="card auth-card" onSubmit={submit} aria-labelledby="sign-in-title">
+        <h1 id="sign-in-title">Sign in to Hearth</h1>
+        {flash && <Note>{flash}</Note>}
+        {needsSetup && <Note tone="warn">This Hearth has no user yet: open the one-time setup link from its log (…/setup?token=…).</Note>}
+        <Field label="Email">
+          <input type="email" autoComplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        </Field>
+        <Field label="Password">
+          <input type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        </Field>
+        <ErrorNote error={action.error} />
+        {retry && <p class="muted">Try again in {retry} s.</p>}
+        <button type="submit" disabled={action.busy}>
+          {action.busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        <p class="muted small">
+          Forgot the password? An owner can add you again; or run <code>hearth users create</code> on the server.
+        </p>
+      </form>
+    </main>
+  );
+}
