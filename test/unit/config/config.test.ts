@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseServeConfig } from '../../../src/config/config.ts';
-import { planThreads } from '../../../src/engine/thread-plan.ts';
+import { calibrationCores, planThreads } from '../../../src/engine/thread-plan.ts';
 
 describe('serve config', () => {
   it('takes flags over env over defaults', () => {
@@ -37,5 +37,21 @@ describe('thread plan', () => {
     expect(planThreads({ cores: 2, workers: 1, engine: 'node-llama-cpp', requested: 0 })).toBe(1);
     expect(planThreads({ cores: 1, workers: 1, engine: 'node-llama-cpp', requested: 0 })).toBe(1);
     expect(planThreads({ cores: 8, workers: 2, engine: 'node-llama-cpp', requested: 0 })).toBe(4);
+  });
+  it('has the native loop calibrate 1..cores-per-worker threads only when --threads is 0 and there is a choice', () => {
+    expect(calibrationCores({ cores: 2, workers: 1, engine: 'native', requested: 0 })).toBe(2);
+    expect(calibrationCores({ cores: 2, workers: 1, engine: 'auto', requested: 0 })).toBe(2);
+    expect(calibrationCores({ cores: 8, workers: 2, engine: 'native', requested: 0 })).toBe(4);
+    expect(calibrationCores({ cores: 2, workers: 1, engine: 'native', requested: 2 })).toBe(0);
+    expect(calibrationCores({ cores: 1, workers: 1, engine: 'native', requested: 0 })).toBe(0);
+    expect(calibrationCores({ cores: 2, workers: 1, engine: 'node-llama-cpp', requested: 0 })).toBe(0);
+  });
+  it('reads the native engine settings: thread pool, poll, step token budget', () => {
+    const d = parseServeConfig([], {});
+    expect([d.threadPool, d.threadPoll, d.stepTokenBudget]).toEqual([true, 50, 0]);
+    const c = parseServeConfig(['--thread-pool', 'false', '--thread-poll', '0', '--step-token-budget', '64'], {});
+    expect([c.threadPool, c.threadPoll, c.stepTokenBudget]).toEqual([false, 0, 64]);
+    expect(() => parseServeConfig(['--thread-poll', '101'], {})).toThrow(ConfigError);
+    expect(() => parseServeConfig(['--step-token-budget', '-1'], {})).toThrow(ConfigError);
   });
 });
