@@ -14,8 +14,8 @@
  * the output), the load levels below for each prompt length, the smooth-decode scenario (7 streams
  * decoding while a ~1,500-token prompt arrives; Hearth once per --budgets value of --step-token-budget)
  * and, on the first shape, the flood scenario (bench/lib/engine-scenarios.ts). A summary table per shape
- * gives Hearth / ceiling and Hearth / llama-server. --engines native,native-nopool,native-poll0 adds A/B
- * rows of the native engine without its persistent thread pool, or with idle threads that never spin.
+ * gives Hearth / ceiling and Hearth / llama-server. --engines native,native-nopool,native-poll50 adds A/B
+ * rows of the native engine without its persistent thread pool, or with idle threads spinning as llama-server's.
  *
  *   npm run bench:engine -- [--threads 2[,1,...]] [--slots 8[,16]] [--context-size 2048] [--batch-size 512]
  *     [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,node-llama-cpp]
@@ -64,7 +64,7 @@ import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, ru
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
 
-type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll0' | 'node-llama-cpp';
+type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'node-llama-cpp';
 
 /** Native-engine variants for A/B rows in one run: the `hearth serve` arguments each adds. */
 const NATIVE_VARIANTS: Record<string, string[]> = {
@@ -73,8 +73,8 @@ const NATIVE_VARIANTS: Record<string, string[]> = {
   'native-norepack': ['--weight-repack', 'false'],
   // ggml's per-decode threads (before the persistent pool).
   'native-nopool': ['--thread-pool', 'false'],
-  // Persistent pool whose idle threads sleep at once.
-  'native-poll0': ['--thread-poll', '0'],
+  // Persistent pool whose idle threads spin as llama-server's (--poll 50).
+  'native-poll50': ['--thread-poll', '50'],
 };
 const engineOf = (e: HearthEngine) => (e in NATIVE_VARIANTS ? 'native' : e);
 
@@ -165,7 +165,7 @@ const QUICK: Partial<Options> = {
 };
 
 const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--context-size 2048] [--batch-size 512]
-  [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,native-nopool,native-poll0,node-llama-cpp]
+  [--concurrency 1,4,8,16] [--duration 20] [--max-tokens 128] [--engines native,native-norepack,native-nopool,native-poll50,node-llama-cpp]
   [--no-llama-server] [--no-prefix] [--prefix-trials 3] [--no-memory] [--memory-requests 100,1000]
   [--memory-concurrency 8] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]
   [--quick] [--shapes 56m,0.5b-q8,0.5b-q4km|<gguf>] [--prompt-lengths 16,500] [--no-ceiling] [--no-smooth]

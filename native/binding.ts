@@ -30,7 +30,7 @@ export interface NativeLoopOptions {
   backendDir?: string;
   /** Persistent ggml compute threads (llama-server's threadpool). Defaults to true; false = threads started per decode. */
   threadPool?: boolean;
-  /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll). Defaults to 50. */
+  /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll is 50). Defaults to 0. */
   threadPoll?: number;
   /** Most tokens per step while a slot is generating (long prompts are prefilled in chunks). 0 (default) = batchSize. */
   stepTokenBudget?: number;

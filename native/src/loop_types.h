@@ -29,7 +29,7 @@ struct LoopOptions {
     /** Persistent ggml compute threads attached to the context (compute_threads.h); false = ggml's per-decode threads. */
     bool persistentThreads = true;
     /** How long idle compute threads poll before sleeping (0..100, ggml's unit; llama-server's --poll). */
-    int32_t threadPoll = 50;
+    int32_t threadPoll = 0;
     /** Most tokens per step while a slot is generating (step_budget.h); 0 = batchSize. */
     int32_t stepTokenBudget = 0;
     /** > 0: choose 1..threads compute threads at load by timing them (calibrateThreads), for this many cores. */

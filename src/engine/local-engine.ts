@@ -26,7 +26,7 @@ export interface LocalEngineOptions {
   batchSize: number;
   /** Native engine: keep repacked weight layouts. */
   weightRepack: boolean;
-  /** Native engine: persistent compute threads (default true), idle polling 0-100 (default 50), per-step token budget (default 0 = batchSize). */
+  /** Native engine: persistent compute threads (default true), idle polling 0-100 (default 0), per-step token budget (default 0 = batchSize). */
   threadPool?: boolean;
   threadPoll?: number;
   stepTokenBudget?: number;
@@ -148,7 +148,7 @@ export class LocalEngine implements ChatEngine {
         batchSize: this.o.batchSize,
         weightRepack: this.o.weightRepack,
         threadPool: this.o.threadPool ?? true,
-        threadPoll: this.o.threadPoll ?? 50,
+        threadPoll: this.o.threadPoll ?? 0,
         stepTokenBudget: this.o.stepTokenBudget ?? 0,
         calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
       });

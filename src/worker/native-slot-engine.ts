@@ -35,7 +35,7 @@ export interface NativeSlotEngineOptions {
   weightRepack?: boolean;
   /** Persistent compute threads (llama-server's threadpool) instead of threads started per decode. Defaults to true. */
   threadPool?: boolean;
-  /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll). Defaults to 50. */
+  /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll is 50). Defaults to 0. */
   threadPoll?: number;
   /** Most tokens per step while a slot is generating; longer prompts are prefilled in chunks. 0 = batchSize. */
   stepTokenBudget?: number;
