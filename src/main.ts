@@ -106,6 +106,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       maxTokens: config.maxTokens,
       queueLimit: config.queueLimit,
       showPullProgress: process.stderr.isTTY === true,
+      pullStallTimeoutMs: config.pullStallTimeoutMs,
     },
     metrics,
     log,
@@ -131,8 +132,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
     ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
-    // Assets go out uncompressed until HttpExchange exposes the request's Accept-Encoding (then: acceptsGzip(ex.acceptEncoding)).
-    ...dashboardRoutes({ bundle: loadDashboard(log), acceptsGzip: () => false }),
+    ...dashboardRoutes({ bundle: loadDashboard(log) }),
   ];
   let server;
   try {

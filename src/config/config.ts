@@ -61,6 +61,7 @@ export interface Config {
   anthropicBaseUrl: string;
   geminiBaseUrl: string;
   mistralBaseUrl: string;
+  pullStallTimeoutMs: number;
   shutdownGraceMs: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   defaultCores: number;

@@ -35,6 +35,8 @@ export interface LocalEngineOptions {
   /** Requests allowed to wait for a slot. */
   queueLimit: number;
   showPullProgress: boolean;
+  /** A pull that receives no byte for this long fails (state `failed`). */
+  pullStallTimeoutMs: number;
 }
 
 /** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
@@ -115,6 +117,7 @@ export class LocalEngine implements ChatEngine {
           modelsDir: this.o.modelsDir,
           signal: this.startup.signal,
           showCliProgress: this.o.showPullProgress,
+          stallTimeoutMs: this.o.pullStallTimeoutMs,
           onProgress: ({ downloadedBytes, totalBytes }) => {
             const ratio = totalBytes > 0 ? downloadedBytes / totalBytes : 0;
             this.st.pull = { downloadedBytes, totalBytes, ratio };

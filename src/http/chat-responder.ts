@@ -23,19 +23,59 @@ export interface DeltaProducer {
 }
 
 /**
- * THE chat responder: answers one chat completion from a stream of ChatDeltas, whoever produces them (the
- * shared model's engine pushes them from its sink callbacks; an upstream provider's async iterable is
- * pumped in by respondFromDeltas), as a JSON body or an SSE stream rendered by CompletionBuilder.
+ * How one answer is written, the only thing that differs between the chat-completions and the Responses API:
+ * a JSON body built from every delta, or SSE text (a head sent when the stream commits, one piece per delta,
+ * the failure event). One per answer; not shared.
+ */
+export interface AnswerFormat {
+  /** JSON mode: takes every delta in order; `body()` is called once, after the finish delta. */
+  push(delta: ChatDelta): void;
+  body(): unknown;
+  /** SSE text that opens a committed stream; called once, before any streamEvent (streaming answers only). */
+  streamHead(): string;
+  /** SSE text for one delta; for the finish delta, everything that ends the stream. */
+  streamEvent(delta: ChatDelta): string;
+  /** SSE text of a failure after the stream was committed (the stream ends after it). */
+  streamError(error: ApiError): string;
+}
+
+/** The chat-completions format: CompletionBuilder chunks, `data: [DONE]`, OpenAI's error event. */
+export function chatCompletionFormat(model: string, includeUsage: boolean): AnswerFormat {
+  const builder = new CompletionBuilder(model);
+  const answer = new ChatAnswer();
+  return {
+    push: (d) => answer.push(d),
+    body: () => answer.completion(builder),
+    streamHead: () => sseData(builder.roleChunk()),
+    streamEvent: (d) => builder.deltaEvent(d, includeUsage),
+    streamError: (e) => sseData(e.toBody()),
+  };
+}
+
+export interface AnswerOptions {
+  stream: boolean;
+  keepAliveMs: number;
+  streamBufferLimit: number;
+}
+
+/** respondWith in the chat-completions format. */
+export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: (sink: ChatDeltaSink) => DeltaProducer): Promise<void> {
+  return respondWith(ex, o, chatCompletionFormat(o.model, o.includeUsage), start);
+}
+
+/**
+ * THE responder: answers one request from a stream of ChatDeltas, whoever produces them (the shared model's
+ * engine pushes them from its sink callbacks; an upstream provider's async iterable is pumped in by
+ * respondFromDeltas), as a JSON body or an SSE stream written by `format`.
  *
  * Commit late (architecture habit 5): status and SSE headers go out with the first delta, so a failure
  * before it is a normal JSON error with its real status. If nothing comes within keepAliveMs (a long prompt,
  * a slow upstream), the stream is committed with a `: keep-alive` comment and repeats it; a failure after
- * commit is one `data: {"error":...}` event and no [DONE]. A client that disconnects, or a stream that
+ * commit is the format's error event and the end of the stream. A client that disconnects, or a stream that
  * overflows its buffer, cancels the producer. Deltas pushed after the end are ignored. The returned promise
  * resolves when the exchange is finished either way. Main thread.
  */
-export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: (sink: ChatDeltaSink) => DeltaProducer): Promise<void> {
-  const builder = new CompletionBuilder(o.model);
+export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFormat, start: (sink: ChatDeltaSink) => DeltaProducer): Promise<void> {
   let producer: DeltaProducer | null = null;
   let finished = false;
   let resolveDone: () => void = () => {};
@@ -58,13 +98,12 @@ export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: 
 
   let sink: ChatDeltaSink;
   if (!o.stream) {
-    const answer = new ChatAnswer();
     sink = {
       push: (d) => {
         if (finished) return;
-        answer.push(d);
+        format.push(d);
         if (d.type !== 'finish') return;
-        ex.sendJson(200, answer.completion(builder));
+        ex.sendJson(200, format.body());
         finish();
       },
       fail: (e) => {
@@ -77,10 +116,11 @@ export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: 
     const sse = new SseWriter(ex, () => { ex.close(); cancel(); }, { bufferLimit: o.streamBufferLimit, keepAliveMs: o.keepAliveMs });
     writer = sse;
     let committed = false;
+    const head = format.streamHead();
     const commit = (first: string) => {
       committed = true;
       clearTimeout(commitTimer);
-      sse.write(sseData(builder.roleChunk()) + first);
+      sse.write(head + first);
       sse.startKeepAlive();
     };
     commitTimer = setTimeout(() => { if (!committed && !finished) commit(SSE_KEEP_ALIVE); }, o.keepAliveMs);
@@ -88,7 +128,7 @@ export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: 
     sink = {
       push: (d: ChatDelta) => {
         if (finished) return;
-        const event = builder.deltaEvent(d, o.includeUsage);
+        const event = format.streamEvent(d);
         if (d.type === 'finish') {
           if (!committed) commit('');
           sse.end(event);
@@ -99,7 +139,7 @@ export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: 
       fail: (e: ApiError) => {
         if (finished) return;
         if (!committed) ex.sendError(e);
-        else sse.end(sseData(e.toBody()));
+        else sse.end(format.streamError(e));
         finish();
       },
     };

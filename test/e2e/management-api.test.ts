@@ -28,7 +28,7 @@ beforeAll(async () => {
   openai = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY, reply: { text: 'Hello from upstream.' } });
   const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
   hearth = await startHearthProcess({
-    args: ['--model', 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf', '--models-dir', modelsDir, '--provision-delay-ms', String(PROVISION_DELAY_MS), '--openai-base-url', openai.baseUrl, '--provider-max-retries', '0'],
+    args: ['--model', 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf', '--models-dir', modelsDir, '--provision-delay-ms', String(PROVISION_DELAY_MS), '--openai-base-url', openai.baseUrl, '--provider-max-retries', '0', '--pull-stall-timeout-ms', '600000'],
     env: { HF_ENDPOINT: hub.endpoint },
   });
   const other = hearthCli(['keys', 'create', '--name', 'other', '--account', 'someone-else', '--data-dir', hearth.dataDir, '--json']);

@@ -39,6 +39,7 @@ async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' 
   const engine = new LocalEngine({
     source: resolveModelSource(modelPath), modelsDir: '', engine: kind, workers: 1, slots: 2, threads: 1, cores: 2,
     contextSize: 512, batchSize: 128, weightRepack: true, maxTokens: 64, queueLimit: 8, showPullProgress: false,
+    pullStallTimeoutMs: 30_000,
   }, createMetrics({ defaultMetrics: false }), silentLogger);
   await engine.start();
   if (engine.status().state !== 'ready') throw new Error(`engine not ready: ${engine.status().error}`);

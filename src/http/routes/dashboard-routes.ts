@@ -1,7 +1,8 @@
 import { dashboardNotBuilt } from '../../errors/index.ts';
+import { acceptsGzip } from '../static-assets.ts';
+import type { DashboardBundle, StaticFile } from '../static-assets.ts';
 import type { HeaderList, HttpExchange } from '../http-exchange.ts';
 import type { Route } from '../router.ts';
-import type { DashboardBundle, StaticFile } from '../static-assets.ts';
 
 /**
  * The dashboard (web/, built into web/dist at install): index.html for `/` and each client-side page, the
@@ -54,14 +55,12 @@ function sendFile(ex: HttpExchange, file: StaticFile, cache: HeaderList, gzip: b
 export interface DashboardRouteDeps {
   /** null when web/dist is missing: the pages answer 503 dashboard_not_built. */
   bundle: DashboardBundle | null;
-  /** Whether the request's Accept-Encoding admits gzip. */
-  acceptsGzip: (ex: HttpExchange) => boolean;
 }
 
 export function dashboardRoutes(d: DashboardRouteDeps): Route[] {
   const page = (ex: HttpExchange) => {
     if (d.bundle === null) throw dashboardNotBuilt();
-    sendFile(ex, d.bundle.index, INDEX_CACHE, d.acceptsGzip(ex));
+    sendFile(ex, d.bundle.index, INDEX_CACHE, acceptsGzip(ex.header('accept-encoding')));
   };
   const asset = (ex: HttpExchange) => {
     const file = d.bundle?.assets.get(ex.params[0]!);
@@ -69,7 +68,7 @@ export function dashboardRoutes(d: DashboardRouteDeps): Route[] {
       ex.send(404, 'Not found', [['content-type', 'text/plain; charset=utf-8'], ['cache-control', 'no-store'], ...SECURITY_HEADERS]);
       return;
     }
-    sendFile(ex, file, ASSET_CACHE, d.acceptsGzip(ex));
+    sendFile(ex, file, ASSET_CACHE, acceptsGzip(ex.header('accept-encoding')));
   };
   return [
     ...DASHBOARD_PAGES.map((pattern): Route => ({ method: 'GET', pattern, name: 'dashboard', handler: page })),

@@ -47,8 +47,8 @@ beforeAll(async () => {
   const bundle = loadDashboardBundle(writeDist(MANIFEST));
   expect(bundle).not.toBeNull();
   const metrics = createMetrics({ defaultMetrics: false });
-  server = await startHttpServer({ host: '127.0.0.1', port: 0, routes: [...apiRoutes, ...dashboardRoutes({ bundle, acceptsGzip: () => false })], metrics, log: silentLogger });
-  bare = await startHttpServer({ host: '127.0.0.1', port: 0, routes: dashboardRoutes({ bundle: null, acceptsGzip: () => false }), metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
+  server = await startHttpServer({ host: '127.0.0.1', port: 0, routes: [...apiRoutes, ...dashboardRoutes({ bundle })], metrics, log: silentLogger });
+  bare = await startHttpServer({ host: '127.0.0.1', port: 0, routes: dashboardRoutes({ bundle: null }), metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
   base = `http://127.0.0.1:${server.port}`;
 });
 afterAll(() => {
@@ -136,13 +136,16 @@ describe('dashboard assets', () => {
     expect(bundle.assets.get('index-Zz9.css')!.gzip).toBeNull(); // too small to be worth it
   });
 
-  it('sends the gzip copy when the request admits gzip', async () => {
-    const gz = await startHttpServer({ host: '127.0.0.1', port: 0, routes: dashboardRoutes({ bundle: loadDashboardBundle(writeDist(MANIFEST)), acceptsGzip: () => true }), metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
+  it('sends the gzip copy only when the request admits gzip', async () => {
+    const gz = await startHttpServer({ host: '127.0.0.1', port: 0, routes: dashboardRoutes({ bundle: loadDashboardBundle(writeDist(MANIFEST)) }), metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
     try {
       const res = await fetch(`http://127.0.0.1:${gz.port}/assets/index-AbC123.js`);
       expect(res.headers.get('content-encoding')).toBe('gzip');
       expect(res.headers.get('vary')).toBe('accept-encoding');
       expect(await res.text()).toBe(JS); // fetch decodes it
+      const plain = await fetch(`http://127.0.0.1:${gz.port}/assets/index-AbC123.js`, { headers: { 'accept-encoding': 'identity' } });
+      expect(plain.headers.get('content-encoding')).toBeNull();
+      expect(await plain.text()).toBe(JS);
     } finally {
       gz.close();
     }
