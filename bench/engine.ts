@@ -864,7 +864,7 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   const hearth = cfg.targets.find((t) => t.name.startsWith('hearth-native') && t.available) ?? cfg.targets.find((t) => t.name.startsWith('hearth') && t.available);
   L.push(`#### Summary: ${shape.label} — slots ${cfg.slots}, threads ${cfg.threads}`);
   L.push('');
-  L.push(`Ceiling: llama-batched-bench (decode-only generation tok/s, no HTTP, no sampling) on node-llama-cpp's own prebuilt libllama and ${variant ?? '?'} — the CPU library Hearth's process loads${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
+  L.push(`Ceiling: llama-batched-bench (decode-only generation tok/s after the prompt, no HTTP, no sampling; the servers' tok/s include their prompts' prefill, which dominates with long prompts) on node-llama-cpp's own prebuilt libllama and ${variant ?? '?'} — the CPU library Hearth's process loads${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
   L.push('');
   L.push('| prompt | clients | ceiling tok/s | llama-server tok/s | Hearth tok/s | Hearth / ceiling | Hearth / llama-server | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |');
   L.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
