@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeModelHub, startFakeModelHub } from '../fakes/fake-model-hub.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
+import { probeAppArchive } from '../helpers/app-archives.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 import { browserAvailable, launchChromium } from './chromium.ts';
@@ -173,9 +174,25 @@ describe.runIf(run)('dashboard in a browser', () => {
     expect((await call(token)).status).toBe(401);
     expect((await call(rotated)).status).toBe(200);
 
-    // The apps panel: its create form where the server has the app API, else it says the API is not available.
+  });
+
+  it('creates an app on the Yam, deploys an archive from the page, and it goes live behind its URL', async () => {
     await page.getByRole('heading', { name: 'Apps' }).waitFor();
-    await page.getByText('Apps are not available on this server.').or(page.getByRole('button', { name: 'Create app' })).waitFor();
+    await page.getByRole('textbox', { name: 'App name' }).fill('probe');
+    await page.getByRole('button', { name: 'Create app' }).click();
+    const app = page.getByRole('article', { name: 'App probe' });
+    await app.waitFor();
+    const href = await app.getByRole('link').getAttribute('href');
+    expect(href).toMatch(/\/apps\/[^/]+\/?$/);
+    const url = href!.replace(/\/$/, '');
+    expect((await fetch(`${url}/whoami`)).status).toBe(503); // app_not_live until a release passes its health check
+    if ((await app.getByRole('button', { name: 'Manage probe' }).count()) > 0) await app.getByRole('button', { name: 'Manage probe' }).click();
+    await app.getByLabel('Archive (.tar.gz)').setInputFiles({ name: 'probe.tar.gz', mimeType: 'application/gzip', buffer: probeAppArchive({ version: 'from-the-page', healthy: true }) });
+    await app.getByRole('button', { name: 'Deploy archive' }).click();
+    await app.getByRole('table', { name: 'Deployments' }).getByText('live', { exact: true }).waitFor({ timeout: 60_000 });
+    const whoami = (await (await fetch(`${url}/whoami`)).json()) as { version: string; env: Record<string, string> };
+    expect(whoami.version).toBe('from-the-page');
+    expect(whoami.env.HEARTH_API_KEY).toMatch(/^hk_/);
   });
 
   it('the playground streams a reply from the shared model with its figures, and shows API errors as given', async () => {

@@ -98,6 +98,8 @@ function CreateAppForm({ base, onCreated }: { base: string; onCreated: (a: AppVi
 function AppCard({ base, app: a, open, onToggle, onChanged }: { base: string; app: AppView; open: boolean; onToggle: () => void; onChanged: () => void }) {
   const path = `${base}/apps/${encodeURIComponent(a.appId)}`;
   const action = useAction();
+  // Bumped by every deployment made here, so the deployments list shows it at once (and polls while it runs).
+  const [deployments, setDeployments] = useState(0);
   return (
     <article class="project" aria-label={`App ${a.name}`}>
       <div class="row spread">
@@ -120,9 +122,9 @@ function AppCard({ base, app: a, open, onToggle, onChanged }: { base: string; ap
       </p>
       {open && (
         <>
-          <DeployForms path={path} onDeployed={onChanged} />
+          <DeployForms path={path} onDeployed={() => { setDeployments((n) => n + 1); onChanged(); }} />
           <EnvEditor path={path} names={a.envNames} onChanged={onChanged} />
-          <Deployments path={path} live={a.liveDeploymentId} onChanged={onChanged} />
+          <Deployments path={path} live={a.liveDeploymentId} made={deployments} onChanged={onChanged} />
           <Logs path={path} name={a.name} />
           <div class="row">
             <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/restart`); onChanged(); })}>
@@ -221,8 +223,8 @@ function EnvEditor({ path, names, onChanged }: { path: string; names: string[]; 
   );
 }
 
-function Deployments({ path, live, onChanged }: { path: string; live: string | null; onChanged: () => void }) {
-  const list = useLoad(() => appApi<ListOf<DeploymentView>>('GET', `${path}/deployments`), [path, live]);
+function Deployments({ path, live, made, onChanged }: { path: string; live: string | null; made: number; onChanged: () => void }) {
+  const list = useLoad(() => appApi<ListOf<DeploymentView>>('GET', `${path}/deployments`), [path, live, made]);
   const action = useAction();
   useInterval(() => {
     if (list.data?.data.some((d) => BUSY_STATES.has(d.state))) void list.reload().then(onChanged);
