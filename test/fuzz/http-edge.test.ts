@@ -69,7 +69,7 @@ function expectDocumentedAnswer(res: RawResponse, isHead: boolean, what: string)
     return;
   }
   const type = res.headers.get('content-type') ?? '';
-  if (res.status < 300 && (type.startsWith('text/event-stream') || type.startsWith('text/plain'))) return; // a stream, /metrics
+  if (res.status < 300 && /^(text\/event-stream|text\/plain|text\/html)/.test(type)) return; // a stream, /metrics, a dashboard page
   expect(type, what).toBe('application/json');
   const body = JSON.parse(res.body) as { error?: Record<string, unknown> };
   if (res.status >= 400) {
@@ -91,6 +91,9 @@ const TEMPLATES = [
   '/api/v1/workspaces/{}/inference/{}/token', '/api/v1/keys', '/api/v1/keys/{}', '/api/v1/inference/{}/chat/completions', '/{}', '/api/{}/v1/{}',
   '/api/v1/setup', '/api/v1/session', '/api/v1/users', '/api/v1/users/{}', '/api/v1/stats',
   '/api/v1/workspaces/{}/apps', '/api/v1/workspaces/{}/apps/{}', '/apps/{}', '/apps/{}/{}',
+  '/api/inference/v1/responses', '/api/inference/v1/models/{}', '/api/inference/v1/models/{}/{}',
+  '/api/v1/workspaces/{}/apps/{}/deployments', '/api/v1/workspaces/{}/apps/{}/rollback', '/api/v1/workspaces/{}/apps/{}/restart',
+  '/api/v1/workspaces/{}/apps/{}/logs', '/assets/{}', '/setup',
 ];
 
 const percentGarbage = fc
@@ -113,6 +116,9 @@ const ROUTE_METHODS: Record<string, string[]> = {
   '/api/v1/inference/{}/chat/completions': ['POST'], '/{}': ['GET'], '/api/{}/v1/{}': ['GET'],
   '/api/v1/setup': ['GET', 'POST'], '/api/v1/session': ['GET', 'POST', 'DELETE'], '/api/v1/users': ['GET', 'POST'], '/api/v1/users/{}': ['DELETE'], '/api/v1/stats': ['GET'],
   '/api/v1/workspaces/{}/apps': ['GET', 'POST'], '/api/v1/workspaces/{}/apps/{}': ['GET', 'PATCH', 'DELETE'], '/apps/{}': ['GET', 'POST'], '/apps/{}/{}': ['GET', 'POST', 'PUT'],
+  '/api/inference/v1/responses': ['POST'], '/api/inference/v1/models/{}': ['GET'], '/api/inference/v1/models/{}/{}': ['GET'],
+  '/api/v1/workspaces/{}/apps/{}/deployments': ['GET', 'POST'], '/api/v1/workspaces/{}/apps/{}/rollback': ['POST'], '/api/v1/workspaces/{}/apps/{}/restart': ['POST'],
+  '/api/v1/workspaces/{}/apps/{}/logs': ['GET'], '/assets/{}': ['GET', 'HEAD'], '/setup': ['GET'],
 };
 const pathArb = fc.tuple(fc.constantFrom(...TEMPLATES), fc.array(segment, { minLength: 2, maxLength: 2 }), query, fc.nat()).map(([template, segs, q, pick]) => {
   let i = 0;

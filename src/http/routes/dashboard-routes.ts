@@ -1,4 +1,4 @@
-import { dashboardNotBuilt } from '../../errors/index.ts';
+import { dashboardNotBuilt, routeNotFound } from '../../errors/index.ts';
 import { acceptsGzip } from '../static-assets.ts';
 import type { DashboardBundle, StaticFile } from '../static-assets.ts';
 import type { HeaderList, HttpExchange } from '../http-exchange.ts';
@@ -64,10 +64,7 @@ export function dashboardRoutes(d: DashboardRouteDeps): Route[] {
   };
   const asset = (ex: HttpExchange) => {
     const file = d.bundle?.assets.get(ex.params[0]!);
-    if (file === undefined) {
-      ex.send(404, 'Not found', [['content-type', 'text/plain; charset=utf-8'], ['cache-control', 'no-store'], ...SECURITY_HEADERS]);
-      return;
-    }
+    if (file === undefined) throw routeNotFound(ex.method, ex.url); // the documented JSON 404, like any unknown path
     sendFile(ex, file, ASSET_CACHE, acceptsGzip(ex.header('accept-encoding')));
   };
   return [

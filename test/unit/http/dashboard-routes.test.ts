@@ -111,6 +111,7 @@ describe('dashboard assets', () => {
     const text = await res.text();
     expect(text).not.toContain('outside assets');
     expect(text).not.toContain('not in the manifest');
+    expect((JSON.parse(text) as { error: { code: string } }).error.code).toBe('route_not_found');
   });
 
   it('a file in a sub-directory or outside assets/ is not reachable', async () => {
