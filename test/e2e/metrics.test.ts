@@ -175,10 +175,10 @@ describe('metrics match the traffic exactly (tiny chat model)', () => {
       expect(final.sum(`${h}_count`, { model: MODEL }), h).toBe(results.length);
       expect(final.sum(`${h}_bucket`, { model: MODEL, le: '+Inf' }), h).toBe(results.length);
     }
-    // One inter-token observation per token after the first delivery: fewer than the tokens generated.
+    // At most one inter-token observation per token after each request's first delivery. How many there are
+    // depends on how the engine's steps group the tiny model's few tokens (all of them can come in one delivery).
     const itl = final.sum('hearth_inter_token_latency_seconds_count', { model: MODEL });
-    expect(itl).toBeGreaterThan(0);
-    expect(itl).toBeLessThan(final.sum('hearth_generation_tokens_total'));
+    expect(itl).toBeLessThanOrEqual(final.sum('hearth_generation_tokens_total') - results.length);
   });
 
   it('gauges are back at rest and show the model ready', () => {
