@@ -299,6 +299,7 @@ void SlotLoop::unload() {
         slot.scanner.reset();
     }
     grammars_.reset();
+    utf8Table_.reset();
     if (batchAllocated_) {
         llama_batch_free(batch_);
         batchAllocated_ = false;
@@ -380,6 +381,9 @@ void SlotLoop::assign(JobSpec && job) {
             refuse(job.id, "invalid_grammar", error);
             return;
         }
+        if (!utf8Table_) {
+            utf8Table_ = std::make_unique<Utf8TokenTable>(vocab_);
+        }
     }
     int32_t reuse = 0;
     Slot & slot = pickSlot(job.prompt, reuse);
@@ -401,7 +405,7 @@ void SlotLoop::assign(JobSpec && job) {
     slot.tokensSinceText = 0;
     slot.generating = false;
     slot.promptSteps = 0;
-    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt, grammar);
+    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt, grammar, utf8Table_.get());
     slot.topLogprobs = job.topLogprobs;
     slot.pendingLogprobs.clear();
     slot.scanner = std::make_unique<StopScanner>(std::move(job.stops));

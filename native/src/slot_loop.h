@@ -25,6 +25,7 @@
 #include "loop_types.h"
 #include "slot_sampler.h"
 #include "stop_scanner.h"
+#include "utf8_guard.h"
 
 namespace hearth {
 
@@ -173,6 +174,8 @@ private:
     std::vector<Slot> slots_;
     /** Parsed grammars by text (templates cloned per job); freed before the model. */
     std::unique_ptr<GrammarCache> grammars_;
+    /** The vocabulary's UTF-8 table for grammar jobs: built at the first one, kept until unload. */
+    std::unique_ptr<Utf8TokenTable> utf8Table_;
     std::vector<LoopEvent> events_;
     uint64_t clock_ = 0;
     std::string pieceBuf_;
