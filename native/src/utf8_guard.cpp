@@ -1,6 +1,7 @@
 #include "utf8_guard.h"
 
 #include <string>
+#include <string_view>
 
 namespace hearth {
 
@@ -44,8 +45,11 @@ Utf8TokenTable::Utf8TokenTable(const llama_vocab * vocab) {
             piece.resize((size_t) -n);
             n = llama_token_to_piece(vocab, t, piece.data(), (int32_t) piece.size(), 0, false);
         }
+        // A piece holding U+FFFD itself is a decoding artifact of the vocabulary: never allowed (as in
+        // the node-llama-cpp engine, which cannot tell it from bytes that are not UTF-8).
+        const bool replacement = std::string_view(piece.data(), n > 0 ? (size_t) n : 0).find("\xEF\xBF\xBD") != std::string_view::npos;
         for (int s = 0; s < kUtf8States; s++) {
-            Utf8State state = (Utf8State) s;
+            Utf8State state = replacement ? kUtf8Invalid : (Utf8State) s;
             for (int32_t i = 0; i < n && state != kUtf8Invalid; i++) {
                 state = utf8Advance(state, (unsigned char) piece[(size_t) i]);
             }

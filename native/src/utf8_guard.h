@@ -30,7 +30,8 @@ Utf8State utf8Advance(Utf8State state, unsigned char byte);
 /**
  * Each token's effect on the state, for one vocabulary: the bytes of its piece as the slot loop writes them
  * (llama_token_to_piece, special tokens not rendered). An end-of-generation token is allowed only at a
- * boundary; a token with an empty piece leaves the state as it is. Built once per loaded model (on the loop
+ * boundary; a token with an empty piece leaves the state as it is; a token whose piece holds U+FFFD itself
+ * is never allowed. Built once per loaded model (on the loop
  * thread, at the first grammar job), immutable afterwards; it keeps no pointer to the vocabulary.
  */
 class Utf8TokenTable {

@@ -18,13 +18,22 @@ export class Utf8TokenBiases {
     this.table = new Utf8TokenTable(llamaTokenPieces(model));
   }
 
-  /** Where a job's bytes stand after `token` from `state`; a banned token (not sampled under the bias) leaves it invalid. */
-  after(token: number, state: Utf8State): Utf8State {
-    return this.table.after(token, state);
+  /**
+   * A job's `tokenBias` option: called by node-llama-cpp before each sample, it first follows the tokens
+   * appended to `generated` since its last call (the job's completion tokens, end of generation excluded),
+   * then returns the bias for where their bytes stand. One per job; `generated` is owned by the job.
+   */
+  forJob(generated: readonly number[]): () => TokenBias {
+    let seen = 0;
+    let state: Utf8State = UTF8_BOUNDARY;
+    return () => {
+      for (; seen < generated.length; seen++) state = this.table.after(generated[seen]!, state);
+      return this.biasFor(state);
+    };
   }
 
-  /** The bias for a job whose bytes stand at `state` (an invalid state falls back to the boundary's). */
-  biasFor(state: Utf8State): TokenBias {
+  /** The bias for bytes standing at `state` (an invalid state, which the bans prevent, falls back to the boundary's). */
+  private biasFor(state: Utf8State): TokenBias {
     const s = state < UTF8_STATES ? state : UTF8_BOUNDARY;
     let bias = this.biases[s];
     if (!bias) {

@@ -18,6 +18,7 @@ import { jsonSchemaToGrammar } from '../../src/protocol/json-schema-grammar.ts';
 import { toolCallGrammar } from '../../src/protocol/tool-call-grammar.ts';
 import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../../src/protocol/tool-call-syntax.ts';
 import { LlamaSequenceEngine } from '../../src/worker/llama-sequence-engine.ts';
+import { llamaTokenPieces } from '../../src/worker/llama-token-pieces.ts';
 import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
 
@@ -90,6 +91,23 @@ describe('grammar jobs write valid UTF-8 on random weights', () => {
     for (const s of subjects) {
       for (const [, e] of s.engines) await e.dispose();
       await s.model.dispose();
+    }
+  });
+
+  it("the node-llama-cpp engine knows every token's exact bytes", () => {
+    const text = 'héllo wörld ✓ 𝄞 日本';
+    for (const s of subjects) {
+      const pieces = llamaTokenPieces(s.model);
+      // Unknown bytes: only tokens whose vocabulary text holds U+FFFD itself (Llama 2 has "�" and "��").
+      const texts = (s.model.fileInfo.metadata as { tokenizer: { ggml: { tokens: readonly string[] } } }).tokenizer.ggml.tokens;
+      const unknown = pieces.flatMap((p, t) => (p === null ? [texts[t]!] : []));
+      expect(unknown.filter((u) => !u.includes('\uFFFD')), s.name).toEqual([]);
+      expect(unknown.length, s.name).toBeLessThan(5);
+      expect(pieces[s.model.tokens.eos!], s.name).toBe('end');
+      const tokens = s.model.tokenize(text, false);
+      expect(tokens.some((t) => pieces[t] instanceof Uint8Array && pieces[t].length === 1 && pieces[t][0]! >= 0x80), `${s.name}: some byte tokens`).toBe(true);
+      const written = Buffer.concat(tokens.map((t) => pieces[t] as Uint8Array));
+      expect(written.toString('utf8').trimStart(), s.name).toBe(text);
     }
   });
 
