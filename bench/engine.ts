@@ -64,7 +64,7 @@ import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, ru
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
 
-type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'node-llama-cpp';
+type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'native-nocache' | 'node-llama-cpp';
 
 /** Native-engine variants for A/B rows in one run: the `hearth serve` arguments each adds. */
 const NATIVE_VARIANTS: Record<string, string[]> = {
@@ -75,6 +75,8 @@ const NATIVE_VARIANTS: Record<string, string[]> = {
   'native-nopool': ['--thread-pool', 'false'],
   // Persistent pool whose idle threads spin as llama-server's (--poll 50).
   'native-poll50': ['--thread-poll', '50'],
+  // No host-memory prompt cache: only the slots' own KV is reused.
+  'native-nocache': ['--prompt-cache-mib', '0'],
 };
 const engineOf = (e: HearthEngine) => (e in NATIVE_VARIANTS ? 'native' : e);
 
