@@ -109,6 +109,8 @@ interface Options {
   /** Smooth decode: 7 streams decoding while a ~smoothPromptTokens prompt arrives, per Hearth --step-token-budget. */
   smooth: boolean;
   budgets: number[];
+  /** Smooth decode: Hearth once per --prefill-step-percent value here (budget 0). */
+  paces: number[];
   smoothPromptTokens: number;
   /** Pace of `floodStreams` streams under an autocannon flood on the models route (first shape only unless floodAllShapes). */
   flood: boolean;
@@ -151,6 +153,7 @@ const DEFAULTS: Options = {
   ceiling: true,
   smooth: true,
   budgets: [0, 32, 128],
+  paces: [150, 200],
   smoothPromptTokens: 1500,
   flood: true,
   floodAllShapes: false,
@@ -163,7 +166,7 @@ const DEFAULTS: Options = {
 /** --quick: the key rows in about ten minutes on 2 cores. */
 const QUICK: Partial<Options> = {
   shapes: ['56m', '0.5b-q8'], concurrency: [1, 8], promptLengths: [16, 500], durationS: 8, engines: ['native'],
-  prefix: false, memory: false, budgets: [0, 64], quick: true,
+  prefix: false, memory: false, budgets: [0, 64], paces: [150], quick: true,
 };
 
 const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--context-size 2048] [--batch-size 512]
@@ -171,7 +174,7 @@ const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--c
   [--no-llama-server] [--no-prefix] [--prefix-trials 3] [--no-memory] [--memory-requests 100,1000]
   [--memory-concurrency 8] [--rounds 1] [--model <gguf>] [--label <text>] [--no-results-md]
   [--quick] [--shapes 56m,0.5b-q8,0.5b-q4km|<gguf>] [--prompt-lengths 16,500] [--no-ceiling] [--no-smooth]
-  [--budgets 0,32,128] [--smooth-prompt-tokens 1500] [--no-flood] [--flood-all-shapes] [--flood-streams 8]
+  [--budgets 0,32,128] [--paces 150,200] [--smooth-prompt-tokens 1500] [--no-flood] [--flood-all-shapes] [--flood-streams 8]
   [--flood-connections 50] [--hearth-args "--thread-pool false"]`;
 
 function parseArgs(argv: string[]): Options {
@@ -230,6 +233,7 @@ function parseArgs(argv: string[]): Options {
       case '--no-ceiling': o.ceiling = false; break;
       case '--no-smooth': o.smooth = false; break;
       case '--budgets': o.budgets = nonNegative(next(), flag); break;
+      case '--paces': o.paces = nonNegative(next(), flag).filter((x) => x > 0); break;
       case '--smooth-prompt-tokens': o.smoothPromptTokens = ints(next(), flag)[0]!; break;
       case '--no-flood': o.flood = false; break;
       case '--flood-all-shapes': o.floodAllShapes = true; break;
@@ -835,7 +839,7 @@ interface ShapeRun {
   ceiling: { promptLength: number; threads: number; rows: CeilingRow[]; args: string[] }[];
   ceilingError?: string;
   /** Smooth decode of Hearth per --step-token-budget (0 = the default batch) and of llama-server. */
-  smooth: { server: string; budget: number | null; result: SmoothResult }[];
+  smooth: { server: string; budget: number | null; pace?: number; result: SmoothResult }[];
 }
 
 /** Path of a shape's model (written / quantized on first use, cached). */
@@ -880,11 +884,11 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   if (shape.smooth.length) {
     L.push(`Smooth decode: 7 streams decoding, then one ~${o.smoothPromptTokens}-token prompt arrives (target: longest gap <= 2 x median).`);
     L.push('');
-    L.push('| server | step token budget | long prompt tokens | its TTFT (ms) | decoders\' median gap (ms) | longest gap during its prefill (ms) | longest / median | errors |');
+    L.push('| server | step token budget / prefill pace | long prompt tokens | its TTFT (ms) | decoders\' median gap (ms) | gap p90 during its prefill (ms) | longest gap during its prefill (ms) | longest / median | longest gap before it, same length (ms) | errors |');
     L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const x of shape.smooth) {
       const r = x.result;
-      L.push(`| ${x.server} | ${x.budget === null ? '–' : x.budget === 0 ? `0 (batch ${cfg.batchSize})` : x.budget} | ${fmt(r.longPromptTokens, 0)} | ${fmt(r.longTtftMs, 0)} | ${fmt(r.medianGapMs)} | ${fmt(r.maxGapDuringMs)} | **${fmt(r.gapRatio, 2)}** | ${r.errors} |`);
+      L.push(`| ${x.server} | ${x.budget === null ? '–' : x.budget === 0 ? `0 (batch ${cfg.batchSize})` : x.budget}${x.pace ? ` / ${x.pace}%` : ''} | ${fmt(r.longPromptTokens, 0)} | ${fmt(r.longTtftMs, 0)} | ${fmt(r.medianGapMs)} | ${fmt(r.p90GapDuringMs)} | ${fmt(r.maxGapDuringMs)} | **${fmt(r.gapRatio, 2)}** | ${fmt(r.maxGapBeforeMs)} | ${r.errors} |`);
     }
     L.push('');
   }
@@ -932,7 +936,7 @@ function targetsMarkdown(o: Options, shape: ShapeRun): string[] {
   const smooth = shape.smooth.filter((x) => x.server.startsWith('hearth') && x.result.errors === 0);
   if (shape.smooth.length) {
     const best = smooth.reduce<(typeof smooth)[number] | undefined>((b, x) => (b === undefined || x.result.gapRatio < b.result.gapRatio ? x : b), undefined);
-    judge(`smooth decode: longest / median gap (Hearth, best budget: ${best?.budget ?? '–'})`, best?.result.gapRatio, 2, false);
+    judge(`smooth decode: longest / median gap (Hearth, best: budget ${best?.budget ?? '–'}${best?.pace ? `, pace ${best.pace}%` : ''}; longest gap before the prompt ${fmt(best?.result.maxGapBeforeMs)} ms)`, best?.result.gapRatio, 2, false);
   }
   const lsFlood = ls?.flood;
   const hFlood = hearth?.flood;
@@ -1033,6 +1037,11 @@ async function main(): Promise<void> {
             const run = await runTarget(`hearth-native (budget ${budget})`, () => startHearthTarget('native', modelPath, slots, threads, o, ['--step-token-budget', String(budget)]), cfg, o, runId, 'native', true, { ...plan, smoothOnly: true, flood: false });
             if (run.smooth) shape.smooth.push({ server: 'hearth-native', budget, result: run.smooth });
             else if (run.unavailableReason || run.error) log(`  budget ${budget}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
+          }
+          for (const pace of o.paces) {
+            const run = await runTarget(`hearth-native (pace ${pace}%)`, () => startHearthTarget('native', modelPath, slots, threads, o, ['--prefill-step-percent', String(pace)]), cfg, o, runId, 'native', true, { ...plan, smoothOnly: true, flood: false });
+            if (run.smooth) shape.smooth.push({ server: 'hearth-native', budget: 0, pace, result: run.smooth });
+            else if (run.unavailableReason || run.error) log(`  pace ${pace}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
           }
         }
         if (o.llamaServer && !bin) cfg.targets.push({ name: 'llama-server', available: false, unavailableReason: binError ?? 'not built', info: {}, levels: [], prefix: null, memory: null, sectionErrors: [], smooth: null, flood: null });

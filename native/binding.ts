@@ -36,6 +36,8 @@ export interface NativeLoopOptions {
   stepTokenBudget?: number;
   /** Host-memory prompt cache: MiB of KV state kept for prompts no slot holds any more (llama-server's --cache-ram). 0 (default) = none. */
   promptCacheMiB?: number;
+  /** > 1: while slots generate, a step with prompt chunks takes at most this many times a decode-only step (measured). Defaults to 0 (off). */
+  stepTimeRatio?: number;
   /** > 0: time 1..threads compute threads at load and use the best for a machine of this many cores. */
   calibrateCores?: number;
   /** JavaScript work per step (ms) the calibration allows for. Defaults to 1. */

@@ -104,6 +104,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       threadPoll: config.threadPoll,
       stepTokenBudget: config.stepTokenBudget,
       promptCacheMiB: config.promptCacheMiB,
+      prefillStepPercent: config.prefillStepPercent,
+      kvUnified: config.kvUnified,
       maxTokens: config.maxTokens,
       queueLimit: config.queueLimit,
       showPullProgress: process.stderr.isTTY === true,

@@ -39,6 +39,13 @@ export interface SmoothResult {
   medianGapMs: number;
   /** Longest gap of any decoder whose interval overlaps the long prompt's prefill window. */
   maxGapDuringMs: number;
+  /** 90th percentile of the decoders' gaps overlapping the prefill window. */
+  p90GapDuringMs: number;
+  /**
+   * The noise floor: the longest gap of any decoder in a window of the same length just before the long
+   * prompt was sent (nothing but decoding then).
+   */
+  maxGapBeforeMs: number;
   /** maxGapDuringMs / medianGapMs (the issue's target: <= 2). */
   gapRatio: number;
   errors: number;
@@ -57,7 +64,8 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
   // Every decoder at its steady pace (10 content events each) before the long prompt arrives; at most a minute.
   const warmUntil = performance.now() + (o.warmMs ?? 60_000);
   while (events.some((n) => n < 10) && performance.now() < warmUntil) await sleep(50);
-  await sleep(300);
+  // Two seconds of plain decoding: the median gap and the noise floor (maxGapBeforeMs) come from here.
+  await sleep(2000);
   const sentAt = performance.now();
   const long = await streamTimed(s.stream, s.body([{ role: 'user', content: o.longPrompt }], 4), agent);
   await sleep(1000);
@@ -72,11 +80,19 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
   }
   const median = percentile(before, 50);
   let maxDuring = 0;
+  let maxBefore = 0;
+  const during: number[] = [];
+  const windowMs = firstAt + median - sentAt;
   for (const d of decoders) {
     const t = eventTimes(d);
     for (let i = 1; i < t.length; i++) {
+      const gap = t[i]! - t[i - 1]!;
       // A gap overlapping [sentAt, firstAt + median] is one the long prompt may have caused.
-      if (t[i]! > sentAt && t[i - 1]! < firstAt + median) maxDuring = Math.max(maxDuring, t[i]! - t[i - 1]!);
+      if (t[i]! > sentAt && t[i - 1]! < firstAt + median) {
+        maxDuring = Math.max(maxDuring, gap);
+        during.push(gap);
+      }
+      if (t[i]! <= sentAt && t[i - 1]! >= sentAt - windowMs) maxBefore = Math.max(maxBefore, gap);
     }
   }
   return {
@@ -85,6 +101,8 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
     longTtftMs: long.firstTokenMs,
     medianGapMs: median,
     maxGapDuringMs: maxDuring,
+    p90GapDuringMs: percentile(during, 90),
+    maxGapBeforeMs: maxBefore,
     gapRatio: median > 0 ? maxDuring / median : Number.NaN,
     errors: [long, ...decoders].filter((r) => !r.ok && r.error !== 'aborted').length,
   };

@@ -74,7 +74,9 @@ export async function ensureCeilingTools(log: (s: string) => void): Promise<Ceil
 export function variantEnv(tools: CeilingTools, variantFile: string): NodeJS.ProcessEnv {
   const path = join(tools.libDir, variantFile);
   if (!existsSync(path)) throw new Error(`${variantFile} is not among node-llama-cpp's prebuilt libraries in ${tools.libDir}`);
-  return { ...process.env, GGML_BACKEND_PATH: path };
+  // The tools' rpath names the folder they were built against, which may have moved (another checkout):
+  // the library path makes them load this checkout's prebuilt libraries.
+  return { ...process.env, GGML_BACKEND_PATH: path, LD_LIBRARY_PATH: [tools.libDir, process.env['LD_LIBRARY_PATH']].filter(Boolean).join(':') };
 }
 
 export interface CeilingRow {

@@ -1,6 +1,7 @@
 #include "slot_loop.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "live_loops.h"
 #include "llama_runtime.h"
@@ -28,7 +29,8 @@ bool abortWhenAsked(void * data) {
 
 }  // namespace
 
-SlotLoop::SlotLoop(LoopOptions options, EventSink sink) : options_(std::move(options)), sink_(std::move(sink)) {}
+SlotLoop::SlotLoop(LoopOptions options, EventSink sink)
+    : options_(std::move(options)), sink_(std::move(sink)), pacer_(options_.stepTimeRatio) {}
 
 SlotLoop::~SlotLoop() {
     requestStop(true);
@@ -506,6 +508,10 @@ void SlotLoop::step() {
         }
     }
     int32_t budget = stepRowBudget(nBatch_, options_.stepTokenBudget, generatingRows) - generatingRows;
+    const int32_t promptCap = budget;
+    if (generatingRows > 0) {
+        budget = pacer_.promptTokens(budget);
+    }
     std::sort(prompting.begin(), prompting.end(), [](const Slot * a, const Slot * b) { return a->serial < b->serial; });
     for (Slot * slot : prompting) {
         const int32_t left = (int32_t) (slot->prompt.size() - slot->promptPos);
@@ -545,7 +551,17 @@ void SlotLoop::step() {
         return;
     }
 
+    const auto started = std::chrono::steady_clock::now();
     const int32_t ret = llama_decode(ctx_, batch_);
+    const double stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    if (ret == 0 && generatingRows > 0) {
+        const int32_t promptRows = batch_.n_tokens - generatingRows;
+        if (promptRows == 0) {
+            pacer_.decodeStep(stepMs);
+        } else {
+            pacer_.mixedStep(stepMs, promptRows, promptCap);
+        }
+    }
     statSteps_.fetch_add(1, std::memory_order_relaxed);
     if (ret != 0) {
         if (abortDecode_.load()) {

@@ -23,6 +23,7 @@
 #include "grammar_cache.h"
 #include "llama.h"
 #include "loop_types.h"
+#include "prefill_pacer.h"
 #include "prompt_cache.h"
 #include "slot_sampler.h"
 #include "stop_scanner.h"
@@ -177,6 +178,8 @@ private:
     std::vector<Slot> slots_;
     /** KV states slots gave up (null for models whose memory cannot be copied per sequence). */
     std::unique_ptr<PromptCache> promptCache_;
+    /** Prompt chunk sizes by measured step time (--step-time-ratio). */
+    PrefillPacer pacer_;
     /** Parsed grammars by text (templates cloned per job); freed before the model. */
     std::unique_ptr<GrammarCache> grammars_;
     /** The vocabulary's UTF-8 table for grammar jobs: built at the first one, kept until unload. */

@@ -31,6 +31,8 @@ export interface LocalEngineOptions {
   threadPoll?: number;
   stepTokenBudget?: number;
   promptCacheMiB?: number;
+  prefillStepPercent?: number;
+  kvUnified?: boolean;
   /** Server cap on completion tokens, and the default. */
   maxTokens: number;
   /** Requests allowed to wait for a slot. */
@@ -155,6 +157,8 @@ export class LocalEngine implements ChatEngine {
         threadPoll: this.o.threadPoll ?? 0,
         stepTokenBudget: this.o.stepTokenBudget ?? 0,
         promptCacheMiB: this.o.promptCacheMiB ?? 0,
+        prefillStepPercent: this.o.prefillStepPercent ?? 0,
+        kvUnified: this.o.kvUnified ?? false,
         calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
       });
     } catch (err) {

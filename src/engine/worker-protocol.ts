@@ -31,6 +31,10 @@ export interface ModelWorkerData {
   stepTokenBudget: number;
   /** Native engine: host-memory prompt cache in MiB (0 = none). */
   promptCacheMiB: number;
+  /** Native engine: prefill pacing, % of a decode-only step (0 = off). */
+  prefillStepPercent: number;
+  /** Native engine: one KV buffer shared by all slots. */
+  kvUnified: boolean;
   /** Native engine only, > 0: calibrate 1..threads compute threads at load for this many cores (thread-plan.ts). */
   calibrateCores: number;
 }

@@ -85,6 +85,8 @@ async function tryLoadNative(data: ModelWorkerData): Promise<{ ok: true; engine:
       threadPoll: data.threadPoll,
       stepTokenBudget: data.stepTokenBudget,
       promptCacheMiB: data.promptCacheMiB,
+      stepTimeRatio: data.prefillStepPercent / 100,
+      kvUnified: data.kvUnified,
       calibrateCores: data.calibrateCores,
     });
     return { ok: true, engine };

@@ -41,6 +41,8 @@ export interface NativeSlotEngineOptions {
   stepTokenBudget?: number;
   /** Host-memory prompt cache in MiB (KV states of prompts no slot holds any more); 0 = none. */
   promptCacheMiB?: number;
+  /** > 1: while slots generate, a step with prompt chunks takes at most this many times a decode-only step. */
+  stepTimeRatio?: number;
   /** > 0: time 1..threads compute threads at load and keep the best for this many cores (`--threads 0`). */
   calibrateCores?: number;
   /** JavaScript work per step (ms) the calibration allows for. */
@@ -91,6 +93,7 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
         ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}),
         ...(o.stepTokenBudget !== undefined ? { stepTokenBudget: o.stepTokenBudget } : {}),
         ...(o.promptCacheMiB !== undefined ? { promptCacheMiB: o.promptCacheMiB } : {}),
+        ...(o.stepTimeRatio !== undefined ? { stepTimeRatio: o.stepTimeRatio } : {}),
         ...(o.calibrateCores !== undefined ? { calibrateCores: o.calibrateCores } : {}),
         ...(o.calibrateJsStepMs !== undefined ? { calibrateJsStepMs: o.calibrateJsStepMs } : {}),
       },

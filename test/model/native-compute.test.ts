@@ -90,7 +90,7 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
    * 1,000 tokens; once its first text arrives, job L brings a 300-token prompt ending in "\n". Returns L's prompt steps,
    * whether G was still generating when L's prompt was done, and both outputs.
    */
-  const scenario = (stepTokenBudget: number) => new Promise<{ promptSteps: number; genStillRunning: boolean; g: string; l: string; gTokens: number }>((resolve, reject) => {
+  const scenario = (stepTokenBudget: number, stepTimeRatio = 0, submitAfterTokens = 1) => new Promise<{ promptSteps: number; genStillRunning: boolean; g: string; l: string; gTokens: number }>((resolve, reject) => {
     const native = loadHearthNative();
     if (!native.ok) throw new Error(native.reason);
     const text = new Map<number, string>([[1, ''], [2, '']]);
@@ -100,7 +100,7 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
     let gDone = false;
     let lSubmitted = false;
     const finished = new Set<number>();
-    const loop = new native.binding.SlotLoop({ modelPath, contextSize: 2048, slots: 2, threads: 1, stepTokenBudget }, (events) => {
+    const loop = new native.binding.SlotLoop({ modelPath, contextSize: 2048, slots: 2, threads: 1, stepTokenBudget, stepTimeRatio }, (events) => {
       for (const e of events) {
         if (e.type === 'ready') {
           const refused = loop.submit(1, promptOf(12, 1), 1000, [], GREEDY);
@@ -108,7 +108,7 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
         } else if (e.type === 'text') {
           text.set(e.job, text.get(e.job)! + e.text);
           if (e.job === 1) gTokens += e.tokens;
-          if (e.job === 1 && !lSubmitted) {
+          if (e.job === 1 && !lSubmitted && gTokens >= submitAfterTokens) {
             lSubmitted = true;
             const refused = loop.submit(2, Uint32Array.from([...promptOf(299, 5), NEWLINE]), 40, [], GREEDY);
             if (refused) reject(new Error(refused.message));
@@ -144,6 +144,18 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
     // results depend on batch shape. The prompt job's scripted reply does not.
     expect(whole.l).toBe(DEFAULT_TINY_REPLY);
     expect(chunked.l).toBe(DEFAULT_TINY_REPLY);
+  });
+
+  it('paces a long prompt by measured step time while another slot generates, its reply unchanged', async () => {
+    // Submitted once the generating job has several decode-only steps behind it (the pacer's yardstick):
+    // the first paced step takes at most 8 prompt tokens, later ones what the step times allow, so the
+    // 300-token prompt needs several steps although no token budget is set.
+    const paced = await scenario(0, 1.5, 5);
+    expect(paced.genStillRunning).toBe(true);
+    expect(paced.gTokens).toBe(1000);
+    expect(paced.promptSteps).toBeGreaterThan(1);
+    expect(paced.promptSteps).toBeLessThanOrEqual(300);
+    expect(paced.l).toBe(DEFAULT_TINY_REPLY);
   });
 
   it('uses the whole batch for a prompt when no slot is generating', async () => {
