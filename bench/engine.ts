@@ -65,7 +65,7 @@ import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, ru
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
 
-type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'node-llama-cpp';
+type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'native-nocache' | 'node-llama-cpp';
 
 /** Native-engine variants for A/B rows in one run: the `hearth serve` arguments each adds. */
 const NATIVE_VARIANTS: Record<string, string[]> = {
@@ -76,6 +76,8 @@ const NATIVE_VARIANTS: Record<string, string[]> = {
   'native-nopool': ['--thread-pool', 'false'],
   // Persistent pool whose idle threads spin as llama-server's (--poll 50).
   'native-poll50': ['--thread-poll', '50'],
+  // No host-memory prompt cache: only the slots' own KV is reused.
+  'native-nocache': ['--prompt-cache-mib', '0'],
 };
 const engineOf = (e: HearthEngine) => (e in NATIVE_VARIANTS ? 'native' : e);
 
@@ -858,15 +860,15 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   const hearth = cfg.targets.find((t) => t.name.startsWith('hearth-native') && t.available) ?? cfg.targets.find((t) => t.name.startsWith('hearth') && t.available);
   L.push(`#### Summary: ${shape.label} — slots ${cfg.slots}, threads ${cfg.threads}`);
   L.push('');
-  L.push(`Ceiling: llama-batched-bench (decode-only generation tok/s after the prompt, no HTTP, no sampling; the servers' tok/s include their prompts' prefill, which dominates with long prompts) on node-llama-cpp's own prebuilt libllama and ${variant ?? '?'} — the CPU library Hearth's process loads${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
+  L.push(`Ceiling: llama-batched-bench (no HTTP, no sampling) on the same prompt and generation lengths: "with prefill" counts the generated tokens over the whole time, prompts' prefill included, as the servers' tok/s do (the ratio to it is the target); "decode only" is generation tok/s after the prompts. On node-llama-cpp's own prebuilt libllama and ${variant ?? '?'} — the CPU library Hearth's process loads${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
   L.push('');
-  L.push('| prompt | clients | ceiling tok/s | llama-server tok/s | Hearth tok/s | Hearth / ceiling | Hearth / llama-server | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |');
+  L.push('| prompt | clients | ceiling tok/s with prefill / decode only | llama-server tok/s | Hearth tok/s | Hearth / ceiling with prefill (decode only) | Hearth / llama-server | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |');
   L.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const pl of o.promptLengths) for (const c of o.concurrency) {
     const ceil = shape.ceiling.find((x) => x.promptLength === pl)?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
     const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
     const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-    L.push(`| ${pl} | ${c} | ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}** | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}** | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`);
+    L.push(`| ${pl} | ${c} | ${fmt(ceil?.requestTokPerS)} / ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 2)}** (${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}) | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}** | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`);
   }
   L.push('');
   if (shape.smooth.length) {
@@ -892,7 +894,45 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
     }
     L.push('');
   }
+  L.push(...targetsMarkdown(o, shape));
   return L.join('\n');
+}
+
+/**
+ * Issue #10's targets, each judged on this run's figures: at 8 streams Hearth >= 0.9 x the ceiling (with
+ * prefill) and >= 1.2 x llama-server; at 1 stream >= 1.0 x llama-server; TTFT p50 no worse than
+ * llama-server's at every level; smooth decode (longest gap <= 2 x median) for some step budget; under
+ * the flood, at least llama-server's pace ratio. A target without figures says so.
+ */
+function targetsMarkdown(o: Options, shape: ShapeRun): string[] {
+  const cfg = shape.configs[0];
+  if (!cfg) return [];
+  const ls = cfg.targets.find((t) => t.name === 'llama-server' && t.available);
+  const hearth = cfg.targets.find((t) => t.name.startsWith('hearth-native') && t.available);
+  const rows: string[] = [];
+  const judge = (what: string, value: number | undefined, bound: number, atLeast: boolean, unit = '') => {
+    const verdict = value === undefined || !Number.isFinite(value) ? 'no figures' : (atLeast ? value >= bound : value <= bound) ? 'met' : '**not met**';
+    rows.push(`| ${what} | ${value === undefined ? '–' : `${fmt(value, 2)}${unit}`} | ${atLeast ? '>=' : '<='} ${fmt(bound, 2)}${unit} | ${verdict} |`);
+  };
+  for (const pl of o.promptLengths) for (const c of o.concurrency) {
+    const ceil = shape.ceiling.find((x) => x.promptLength === pl)?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
+    const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+    const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+    if (c === 8) judge(`prompt ${pl}, 8 streams: Hearth / ceiling with prefill`, ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 0.9, true);
+    if (c === 8) judge(`prompt ${pl}, 8 streams: Hearth / llama-server`, ratio(h?.tokensPerSecond, a?.tokensPerSecond), 1.2, true);
+    if (c === 1) judge(`prompt ${pl}, 1 stream: Hearth / llama-server`, ratio(h?.tokensPerSecond, a?.tokensPerSecond), 1.0, true);
+    if (a && h) judge(`prompt ${pl}, ${c} clients: TTFT p50 Hearth (llama-server ${fmt(a.firstTokenMs.p50, 0)} ms)`, h.firstTokenMs.p50, a.firstTokenMs.p50, false, ' ms');
+  }
+  const smooth = shape.smooth.filter((x) => x.server.startsWith('hearth') && x.result.errors === 0);
+  if (shape.smooth.length) {
+    const best = smooth.reduce<(typeof smooth)[number] | undefined>((b, x) => (b === undefined || x.result.gapRatio < b.result.gapRatio ? x : b), undefined);
+    judge(`smooth decode: longest / median gap (Hearth, best budget: ${best?.budget ?? '–'})`, best?.result.gapRatio, 2, false);
+  }
+  const lsFlood = ls?.flood;
+  const hFlood = hearth?.flood;
+  if (lsFlood || hFlood) judge('flood: Hearth pace ratio / llama-server\'s', ratio(hFlood?.paceRatio, lsFlood?.paceRatio), 1, true);
+  if (rows.length === 0) return [];
+  return ['Targets (issue #10), judged on this run:', '', '| target | value | bound | verdict |', '|---|---:|---:|---|', ...rows, ''];
 }
 
 async function main(): Promise<void> {
@@ -944,7 +984,7 @@ async function main(): Promise<void> {
           const runs = [0, 1, 2].map(() => runBatchedBench(tools, variant!, modelPath, { threads: o.threads[0]!, promptTokens: pl, genTokens: sm.maxTokens, sequences, batchSize: o.batchSize }));
           const r = { args: runs[0]!.args, rows: runs[0]!.rows.map((row) => runs.map((x) => x.rows.find((y) => y.sequences === row.sequences) ?? row).reduce((a, b) => (b.tgTokPerS > a.tgTokPerS ? b : a))) };
           shape.ceiling.push({ promptLength: pl, threads: o.threads[0]!, rows: r.rows, args: r.args });
-          log(`  ceiling prompt ${pl}: ${r.rows.map((x) => `${x.sequences} seq ${fmt(x.tgTokPerS)} tok/s`).join(', ')}`);
+          log(`  ceiling prompt ${pl}: ${r.rows.map((x) => `${x.sequences} seq ${fmt(x.requestTokPerS)} tok/s with prefill, ${fmt(x.tgTokPerS)} decode only`).join(', ')}`);
         }
       } catch (e) {
         shape.ceilingError = e instanceof Error ? e.message : String(e);

@@ -34,6 +34,8 @@ export interface NativeLoopOptions {
   threadPoll?: number;
   /** Most tokens per step while a slot is generating (long prompts are prefilled in chunks). 0 (default) = batchSize. */
   stepTokenBudget?: number;
+  /** Host-memory prompt cache: MiB of KV state kept for prompts no slot holds any more (llama-server's --cache-ram). 0 (default) = none. */
+  promptCacheMiB?: number;
   /** > 0: time 1..threads compute threads at load and use the best for a machine of this many cores. */
   calibrateCores?: number;
   /** JavaScript work per step (ms) the calibration allows for. Defaults to 1. */
@@ -94,6 +96,8 @@ export interface NativeLoopStats {
   generatedTokens: number;
   /** KV streams copied to close gaps between busy slots. */
   migrations: number;
+  /** Jobs that started from a host prompt cache entry. */
+  promptCacheRestores: number;
 }
 
 export interface NativeBuildInfo {

@@ -103,6 +103,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       threadPool: config.threadPool,
       threadPoll: config.threadPoll,
       stepTokenBudget: config.stepTokenBudget,
+      promptCacheMiB: config.promptCacheMiB,
       maxTokens: config.maxTokens,
       queueLimit: config.queueLimit,
       showPullProgress: process.stderr.isTTY === true,

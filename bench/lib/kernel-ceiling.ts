@@ -87,6 +87,11 @@ export interface CeilingRow {
   tgTokPerS: number;
   /** Seconds per generation step (one token for every sequence). */
   tgStepMs: number;
+  /**
+   * The same work as a server's requests, prompts included: generated tokens of all sequences over the
+   * whole time (prefill + generation). What a server running these requests could deliver at best.
+   */
+  requestTokPerS: number;
 }
 
 /**
@@ -102,10 +107,12 @@ export function runBatchedBench(tools: CeilingTools, variantFile: string, model:
   if (r.status !== 0) throw new Error(`llama-batched-bench failed (${r.status ?? r.signal}): ${raw.slice(-1500)}`);
   const rows: CeilingRow[] = [];
   // |    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |
-  for (const m of raw.matchAll(/^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*\d+\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|/gm)) {
+  for (const m of raw.matchAll(/^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*\d+\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|/gm)) {
     const tgS = Number(m[6]);
     const gen = Number(m[2]);
-    rows.push({ promptTokens: Number(m[1]), genTokens: gen, sequences: Number(m[3]), ppTokPerS: Number(m[5]), tgTokPerS: Number(m[7]), tgStepMs: gen > 0 ? (tgS / gen) * 1000 : Number.NaN });
+    const sequences = Number(m[3]);
+    const totalS = Number(m[8]);
+    rows.push({ promptTokens: Number(m[1]), genTokens: gen, sequences, ppTokPerS: Number(m[5]), tgTokPerS: Number(m[7]), tgStepMs: gen > 0 ? (tgS / gen) * 1000 : Number.NaN, requestTokPerS: totalS > 0 ? (gen * sequences) / totalS : Number.NaN });
   }
   if (rows.length === 0) throw new Error(`no result rows in llama-batched-bench output: ${raw.slice(-1500)}`);
   return { rows, raw, args };

@@ -32,6 +32,8 @@ struct LoopOptions {
     int32_t threadPoll = 0;
     /** Most tokens per step while a slot is generating (step_budget.h); 0 = batchSize. */
     int32_t stepTokenBudget = 0;
+    /** Host-memory prompt cache (prompt_cache.h), bytes of KV state kept; 0 = none. */
+    int64_t promptCacheBytes = 0;
     /** > 0: choose 1..threads compute threads at load by timing them (calibrateThreads), for this many cores. */
     int32_t calibrateCores = 0;
     /** The JavaScript work per step the calibration allows for (ms). */

@@ -113,6 +113,7 @@ LoopStats SlotLoop::stats() const {
     st.promptTokens = statPromptTokens_.load(std::memory_order_relaxed);
     st.generatedTokens = statGenerated_.load(std::memory_order_relaxed);
     st.migrations = statMigrations_.load(std::memory_order_relaxed);
+    st.promptCacheRestores = statPromptCacheRestores_.load(std::memory_order_relaxed);
     return st;
 }
 
@@ -252,6 +253,9 @@ bool SlotLoop::load(std::string & error) {
     setUpComputeThreads(slots);
 
     canCompact_ = !options_.kvUnified && slots > 1 && !llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_);
+    if (!llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_) && options_.promptCacheBytes > 0) {
+        promptCache_ = std::make_unique<PromptCache>((size_t) options_.promptCacheBytes);
+    }
     const int32_t perSeq = options_.kvUnified ? options_.contextSize : (int32_t) llama_n_ctx_seq(ctx_);
     slots_.resize(slots);
     for (int32_t i = 0; i < slots; i++) {
@@ -299,6 +303,8 @@ void SlotLoop::unload() {
         slot.scanner.reset();
     }
     grammars_.reset();
+    utf8Table_.reset();
+    promptCache_.reset();
     if (batchAllocated_) {
         llama_batch_free(batch_);
         batchAllocated_ = false;
@@ -380,9 +386,27 @@ void SlotLoop::assign(JobSpec && job) {
             refuse(job.id, "invalid_grammar", error);
             return;
         }
+        if (!utf8Table_) {
+            utf8Table_ = std::make_unique<Utf8TokenTable>(vocab_);
+        }
     }
     int32_t reuse = 0;
     Slot & slot = pickSlot(job.prompt, reuse);
+    if (promptCache_ && promptCache_->enabled()) {
+        if ((int32_t) slot.cache.size() > reuse) {
+            promptCache_->save(ctx_, slot.seq, slot.cache);  // what this slot is about to lose
+        }
+        std::vector<llama_token> held;
+        const int32_t restored = promptCache_->restore(ctx_, slot.seq, job.prompt, reuse, (int32_t) job.prompt.size() - 1, held);
+        if (restored > 0) {
+            slot.cache = std::move(held);
+            reuse = restored;
+            statPromptCacheRestores_.fetch_add(1, std::memory_order_relaxed);
+        } else if (restored < 0) {
+            slot.cache.clear();
+            reuse = 0;
+        }
+    }
     if (!llama_memory_seq_rm(memory_, slot.seq, reuse, -1)) {
         // This memory cannot drop a partial sequence (e.g. recurrent state): start from scratch.
         llama_memory_seq_rm(memory_, slot.seq, -1, -1);
@@ -401,7 +425,7 @@ void SlotLoop::assign(JobSpec && job) {
     slot.tokensSinceText = 0;
     slot.generating = false;
     slot.promptSteps = 0;
-    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt, grammar);
+    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt, grammar, utf8Table_.get());
     slot.topLogprobs = job.topLogprobs;
     slot.pendingLogprobs.clear();
     slot.scanner = std::make_unique<StopScanner>(std::move(job.stops));

@@ -23,8 +23,10 @@
 #include "grammar_cache.h"
 #include "llama.h"
 #include "loop_types.h"
+#include "prompt_cache.h"
 #include "slot_sampler.h"
 #include "stop_scanner.h"
+#include "utf8_guard.h"
 
 namespace hearth {
 
@@ -34,6 +36,7 @@ struct LoopStats {
     uint64_t promptTokens = 0;   // prompt tokens evaluated (cached ones excluded)
     uint64_t generatedTokens = 0;
     uint64_t migrations = 0;     // KV streams copied to close gaps between busy slots
+    uint64_t promptCacheRestores = 0;  // jobs that started from a host prompt cache entry
 };
 
 /** Why submit() refused a job: a stable code and a human-readable message. */
@@ -154,6 +157,7 @@ private:
     std::atomic<uint64_t> statPromptTokens_{0};
     std::atomic<uint64_t> statGenerated_{0};
     std::atomic<uint64_t> statMigrations_{0};
+    std::atomic<uint64_t> statPromptCacheRestores_{0};
 
     // Loop thread only.
     llama_model * model_ = nullptr;
@@ -171,8 +175,12 @@ private:
     bool canCompact_ = false;
     int32_t nBatch_ = 0;
     std::vector<Slot> slots_;
+    /** KV states slots gave up (null for models whose memory cannot be copied per sequence). */
+    std::unique_ptr<PromptCache> promptCache_;
     /** Parsed grammars by text (templates cloned per job); freed before the model. */
     std::unique_ptr<GrammarCache> grammars_;
+    /** The vocabulary's UTF-8 table for grammar jobs: built at the first one, kept until unload. */
+    std::unique_ptr<Utf8TokenTable> utf8Table_;
     std::vector<LoopEvent> events_;
     uint64_t clock_ = 0;
     std::string pieceBuf_;

@@ -165,6 +165,7 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
     options.persistentThreads = o.Get("threadPool").IsUndefined() ? true : o.Get("threadPool").ToBoolean().Value();
     options.threadPoll = o.Get("threadPoll").IsUndefined() ? options.threadPoll : requiredInt(o, "threadPoll", 0, 100);
     options.stepTokenBudget = o.Get("stepTokenBudget").IsUndefined() ? 0 : requiredInt(o, "stepTokenBudget", 0, 1 << 20);
+    options.promptCacheBytes = o.Get("promptCacheMiB").IsUndefined() ? 0 : (int64_t) requiredInt(o, "promptCacheMiB", 0, 1 << 20) << 20;
     options.calibrateCores = o.Get("calibrateCores").IsUndefined() ? 0 : requiredInt(o, "calibrateCores", 0, 4096);
     options.calibrateJsStepMs = numberOr(o, "calibrateJsStepMs", options.calibrateJsStepMs);
 
@@ -292,6 +293,7 @@ Napi::Value SlotLoopWrap::Stats(const Napi::CallbackInfo & info) {
     o.Set("promptTokens", (double) st.promptTokens);
     o.Set("generatedTokens", (double) st.generatedTokens);
     o.Set("migrations", (double) st.migrations);
+    o.Set("promptCacheRestores", (double) st.promptCacheRestores);
     return o;
 }
 

@@ -6,8 +6,9 @@
 namespace hearth {
 
 SlotSampler::SlotSampler(const SamplingSpec & s, const llama_vocab * vocab, int32_t slotContext,
-                         const std::vector<llama_token> & prompt, llama_sampler * grammar) {
+                         const std::vector<llama_token> & prompt, llama_sampler * grammar, const Utf8TokenTable * utf8) {
     grammar_ = grammar;
+    utf8_ = utf8;
     nVocab_ = llama_vocab_n_tokens(vocab);
     llama_sampler_chain_params cp = llama_sampler_chain_default_params();
     cp.no_perf = true;
@@ -90,6 +91,17 @@ void SlotSampler::fillCandidates(const float * logits) {
     }
 }
 
+void SlotSampler::fillUtf8Candidates(const float * logits) {
+    candidates_.resize((size_t) nVocab_);
+    size_t n = 0;
+    for (int32_t t = 0; t < nVocab_; t++) {
+        if (utf8_->next(t, utf8State_) != kUtf8Invalid) {
+            candidates_[n++] = llama_token_data{ t, logits[t], 0.0f };
+        }
+    }
+    candidates_.resize(n);
+}
+
 llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & error) {
     try {
         fillCandidates(logits);
@@ -98,14 +110,14 @@ llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & e
         llama_token token = all.selected >= 0 ? all.data[all.selected].id : -1;
 
         bool allowed = false;
-        if (token >= 0) {
+        if (token >= 0 && utf8_->next(token, utf8State_) != kUtf8Invalid) {
             llama_token_data one{ token, 1.0f, 0.0f };
             llama_token_data_array single{ &one, 1, -1, false };
             llama_sampler_apply(grammar_, &single);
             allowed = std::isfinite(one.logit);
         }
         if (!allowed) {
-            fillCandidates(logits);
+            fillUtf8Candidates(logits);
             llama_token_data_array constrained{ candidates_.data(), candidates_.size(), -1, false };
             llama_sampler_apply(grammar_, &constrained);
             bool any = false;
@@ -113,7 +125,7 @@ llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & e
                 any = std::isfinite(constrained.data[i].logit);
             }
             if (!any) {
-                error = "the grammar allows no token of the vocabulary here";
+                error = "the grammar allows no token of the vocabulary here that keeps the text valid UTF-8";
                 return -1;
             }
             llama_sampler_apply(chain_, &constrained);
@@ -125,6 +137,7 @@ llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & e
         }
         llama_sampler_accept(grammar_, token);
         llama_sampler_accept(chain_, token);
+        utf8State_ = utf8_->next(token, utf8State_);
         return token;
     } catch (const std::exception & e) {
         error = std::string("grammar: ") + e.what();

@@ -22,6 +22,8 @@ export interface Config {
   threadPool: boolean;
   threadPoll: number;
   stepTokenBudget: number;
+  /** Native engine: MiB of KV state per model worker kept in host memory for prompts no slot holds (0 = none). */
+  promptCacheMiB: number;
   maxTokens: number;
   bodyLimit: number;
   queueLimit: number;

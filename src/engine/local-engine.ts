@@ -30,6 +30,7 @@ export interface LocalEngineOptions {
   threadPool?: boolean;
   threadPoll?: number;
   stepTokenBudget?: number;
+  promptCacheMiB?: number;
   /** Server cap on completion tokens, and the default. */
   maxTokens: number;
   /** Requests allowed to wait for a slot. */
@@ -153,6 +154,7 @@ export class LocalEngine implements ChatEngine {
         threadPool: this.o.threadPool ?? true,
         threadPoll: this.o.threadPoll ?? 0,
         stepTokenBudget: this.o.stepTokenBudget ?? 0,
+        promptCacheMiB: this.o.promptCacheMiB ?? 0,
         calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
       });
     } catch (err) {

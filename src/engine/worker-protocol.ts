@@ -29,6 +29,8 @@ export interface ModelWorkerData {
   threadPool: boolean;
   threadPoll: number;
   stepTokenBudget: number;
+  /** Native engine: host-memory prompt cache in MiB (0 = none). */
+  promptCacheMiB: number;
   /** Native engine only, > 0: calibrate 1..threads compute threads at load for this many cores (thread-plan.ts). */
   calibrateCores: number;
 }

@@ -87,6 +87,7 @@ async function tryLoadNative(data: ModelWorkerData): Promise<{ ok: true; engine:
       threadPool: data.threadPool,
       threadPoll: data.threadPoll,
       stepTokenBudget: data.stepTokenBudget,
+      promptCacheMiB: data.promptCacheMiB,
       calibrateCores: data.calibrateCores,
     });
     return { ok: true, engine };

@@ -39,6 +39,8 @@ export interface NativeSlotEngineOptions {
   threadPoll?: number;
   /** Most tokens per step while a slot is generating; longer prompts are prefilled in chunks. 0 = batchSize. */
   stepTokenBudget?: number;
+  /** Host-memory prompt cache in MiB (KV states of prompts no slot holds any more); 0 = none. */
+  promptCacheMiB?: number;
   /** > 0: time 1..threads compute threads at load and keep the best for this many cores (`--threads 0`). */
   calibrateCores?: number;
   /** JavaScript work per step (ms) the calibration allows for. */
@@ -88,6 +90,7 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
         ...(o.threadPool !== undefined ? { threadPool: o.threadPool } : {}),
         ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}),
         ...(o.stepTokenBudget !== undefined ? { stepTokenBudget: o.stepTokenBudget } : {}),
+        ...(o.promptCacheMiB !== undefined ? { promptCacheMiB: o.promptCacheMiB } : {}),
         ...(o.calibrateCores !== undefined ? { calibrateCores: o.calibrateCores } : {}),
         ...(o.calibrateJsStepMs !== undefined ? { calibrateJsStepMs: o.calibrateJsStepMs } : {}),
       },

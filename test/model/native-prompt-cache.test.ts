@@ -1,0 +1,111 @@
+/**
+ * The native loop's host-memory prompt cache (native/src/prompt_cache.*), on the project's own tiny llama
+ * (always available): a prompt whose KV a slot had to give up is restored from host memory when it comes
+ * back, reported as cached tokens, with the same greedy output as evaluating it; a conversation that
+ * grows keeps its longest state; with the cache off, nothing is restored. Skipped, saying why, without
+ * the addon.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTinyModel } from '../../models/test-model-path.ts';
+import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
+import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
+import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
+
+const addon = nativeAddonAvailable();
+const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
+
+const GREEDY: SamplingParams = {
+  temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1,
+};
+
+/** Ordinary pieces of the tiny vocabulary, different for each offset (no newline: the model never stops early). */
+const promptOf = (length: number, offset: number) => Uint32Array.from({ length }, (_, i) => 200 + ((i * 37 + offset) % 900));
+
+interface Run {
+  text: string;
+  result?: SlotJobResult;
+  error?: string;
+}
+
+function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12): Promise<Run> {
+  return new Promise((resolve) => {
+    const r: Run = { text: '' };
+    engine.submit({ promptTokens: prompt, maxTokens, stop: [], sampling: GREEDY }, {
+      onText: (text) => { r.text += text; },
+      onDone: (result) => { r.result = result; resolve(r); },
+      onError: (e) => { r.error = `${e.code}: ${e.message}`; resolve(r); },
+    });
+  });
+}
+
+describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
+  let modelPath: string;
+  const engines: NativeSlotEngine[] = [];
+  const load = async (promptCacheMiB: number, slots = 1) => {
+    const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 256, slots, threads: 1, promptCacheMiB });
+    engines.push(e);
+    return e;
+  };
+  beforeAll(async () => { modelPath = await ensureTinyModel(); });
+  afterAll(async () => { await Promise.all(engines.map((e) => e.dispose())); });
+
+  it('restores a prompt no slot holds any more, reports it as cached, and generates the same text', async () => {
+    const engine = await load(16);
+    const a = promptOf(40, 1);
+    const b = promptOf(40, 2);
+    const coldA = await run(engine, a);
+    const coldB = await run(engine, b); // takes the only slot: A's state goes to host memory
+    const warmA = await run(engine, a);
+    const warmB = await run(engine, b);
+
+    expect([coldA.error, coldB.error, warmA.error, warmB.error]).toEqual([undefined, undefined, undefined, undefined]);
+    expect(coldA.result?.cachedTokens).toBe(0);
+    expect(coldB.result?.cachedTokens).toBe(0);
+    expect(warmA.result?.cachedTokens).toBe(a.length - 1);
+    expect(warmB.result?.cachedTokens).toBe(b.length - 1);
+    expect(warmA.text).toBe(coldA.text);
+    expect(warmB.text).toBe(coldB.text);
+    expect(coldA.text).not.toBe(coldB.text);
+    expect(engine.stats().promptCacheRestores).toBe(2);
+  });
+
+  it('keeps a growing conversation: the next turn restores the whole earlier exchange', async () => {
+    const engine = await load(16);
+    const turn1 = promptOf(30, 3);
+    const first = await run(engine, turn1, 8);
+    await run(engine, promptOf(30, 4)); // another conversation takes the slot
+    // The slot held turn 1's prompt and the 8 generated tokens (the last one never decoded): all of it
+    // that the longer prompt repeats comes back. Its text is not re-tokenized here: token ids are reused
+    // only when identical, so the follow-up repeats the prompt and adds new tokens.
+    const turn2 = Uint32Array.from([...turn1, ...promptOf(10, 5)]);
+    const second = await run(engine, turn2, 4);
+    expect(first.result?.completionTokens).toBe(8);
+    expect(second.result?.cachedTokens).toBe(turn1.length);
+    expect(engine.stats().promptCacheRestores).toBe(1);
+  });
+
+  it('restores nothing when the cache is off', async () => {
+    const engine = await load(0);
+    const a = promptOf(40, 6);
+    const coldA = await run(engine, a);
+    await run(engine, promptOf(40, 7));
+    const again = await run(engine, a);
+    expect(again.result?.cachedTokens).toBe(0);
+    expect(again.text).toBe(coldA.text);
+    expect(engine.stats().promptCacheRestores).toBe(0);
+  });
+
+  it('serves more distinct prompts than slots from host memory while two slots run side by side', async () => {
+    const engine = await load(16, 2);
+    const prompts = [0, 1, 2, 3].map((i) => promptOf(48, 10 + i));
+    const inPairs = async () => [
+      ...(await Promise.all(prompts.slice(0, 2).map((p) => run(engine, p)))),
+      ...(await Promise.all(prompts.slice(2).map((p) => run(engine, p)))),
+    ];
+    const cold = await inPairs();
+    const warm = await inPairs();
+    expect(warm.map((r) => r.text)).toEqual(cold.map((r) => r.text));
+    // Every prompt is back, either in its slot or from host memory: none is evaluated from scratch.
+    for (const r of warm) expect(r.result?.cachedTokens).toBe(47);
+  });
+});
