@@ -59,6 +59,7 @@ import { recordResults } from './lib/report.ts';
 import { mean as meanAll, percentile as percentileAll } from './lib/stats.ts';
 import { makeAgent, type StreamTarget, streamTimed, type TimedStream } from './lib/timed-sse.ts';
 import { floodPace, type FloodResult, type ScenarioServer, smoothDecode, type SmoothResult } from './lib/engine-scenarios.ts';
+import { SHAPES } from './lib/model-shapes.ts';
 import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, runBatchedBench } from './lib/kernel-ceiling.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -121,13 +122,6 @@ interface Options {
   hearthArgs: string[];
   quick: boolean;
 }
-
-/** The model shapes of the issue: the 56M llama and the 0.5B-class body (Q8_0 from the project's writer; Q4_K_M by llama-quantize). */
-const SHAPES: Record<string, { label: string; maxTokens: number; options?: Parameters<typeof ensureRealisticModel>[0]; quantizeTo?: string }> = {
-  '56m': { label: '56M llama (width 512, 8 layers, 8/4 heads, FFN 1376), Q8_0', maxTokens: 128 },
-  '0.5b-q8': { label: '0.5B-class (width 896, 24 layers, 14/2 heads, FFN 4864, 32k vocab), Q8_0', maxTokens: 32, options: { embeddingLength: 896, blockCount: 24, headCount: 14, headCountKv: 2, feedForwardLength: 4864 } },
-  '0.5b-q4km': { label: '0.5B-class, Q4_K_M (llama-quantize of the Q8_0 file: the writer has no K-quants)', maxTokens: 32, options: { embeddingLength: 896, blockCount: 24, headCount: 14, headCountKv: 2, feedForwardLength: 4864 }, quantizeTo: 'Q4_K_M' },
-};
 
 const DEFAULTS: Options = {
   threads: [2],

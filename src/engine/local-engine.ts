@@ -195,7 +195,7 @@ export class LocalEngine implements ChatEngine {
           if (this.st.workersReady === this.o.workers && this.st.state === 'loading') {
             this.st.readyAt = Date.now();
             this.setState('ready');
-            this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.o.slots, threads: m.threads, contextSize: m.contextSize, ...m.compute });
+            this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.o.slots, threads: m.threads, contextSize: m.contextSize, ...m.compute, ...(m.gpu ? { gpu: m.gpu } : {}) });
             resolve();
           }
         } else if (m?.hearth === 'worker-failed') {

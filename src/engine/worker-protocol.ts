@@ -48,6 +48,16 @@ export interface NativeComputeInfo {
   calibration?: { threads: number; msPerStep: number; estimateMs: number }[];
 }
 
+/** node-llama-cpp engine: where its llama.cpp runtime computes, as loaded (logged with "model ready"). */
+export interface GpuInfo {
+  /** The GPU backend node-llama-cpp loaded ('cuda', 'vulkan', 'metal'), or false: CPU only. */
+  backend: string | false;
+  /** The GPU devices that backend sees (empty on CPU). */
+  devices: string[];
+  /** Model layers offloaded to the GPU (0 on CPU). */
+  gpuLayers: number;
+}
+
 /** The task payload of one generation. */
 export interface GenerationTask {
   messages: ChatMessage[];
@@ -81,5 +91,5 @@ export type MainEvent = { t: 'cancel' };
 
 /** Worker -> main over parentPort (Piscina re-emits these as the pool's 'message' event). */
 export type WorkerStatus =
-  | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string; compute?: NativeComputeInfo }
+  | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string; compute?: NativeComputeInfo; gpu?: GpuInfo }
   | { hearth: 'worker-failed'; reason: string };

@@ -1,5 +1,5 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
-import { INSTANT_TOKEN_BYTES, type ModelWorkerData, type NativeComputeInfo } from '../engine/worker-protocol.ts';
+import { type GpuInfo, INSTANT_TOKEN_BYTES, type ModelWorkerData, type NativeComputeInfo } from '../engine/worker-protocol.ts';
 import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InstantEngine } from './instant-engine.ts';
@@ -24,6 +24,8 @@ export class ModelHost {
     readonly compute: ({ threads: number } & NativeComputeInfo) | undefined,
     private readonly llama: Llama | null,
     private readonly model: LlamaModel | null,
+    /** node-llama-cpp engine: the GPU backend its runtime loaded and the layers offloaded (CPU: backend false). */
+    readonly gpu?: GpuInfo,
   ) {}
 
   static async load(data: ModelWorkerData): Promise<ModelHost> {
@@ -45,7 +47,8 @@ export class ModelHost {
     const llama = await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
     const model = await llama.loadModel({ modelPath: data.modelPath });
     const engine = await LlamaSequenceEngine.load({ model, contextSize: data.contextSize, slots: data.slots, threads: fallbackReason ? data.fallbackThreads : data.threads, batchSize: data.batchSize });
-    return new ModelHost(engine, new PromptBuilder(model), fallbackReason, undefined, llama, model);
+    const gpu: GpuInfo = { backend: llama.gpu, devices: llama.gpu === false ? [] : await llama.getGpuDeviceNames(), gpuLayers: model.gpuLayers };
+    return new ModelHost(engine, new PromptBuilder(model), fallbackReason, undefined, llama, model, gpu);
   }
 
   /**

@@ -19,7 +19,7 @@ let loadError: string | null = null;
 
 try {
   host = await ModelHost.load(data);
-  const status: WorkerStatus = { hearth: 'worker-ready', engine: host.engine.kind, contextSize: host.engine.contextSize, slots: host.engine.slotCount, threads: host.compute?.threads ?? data.threads, ...(host.fallbackReason ? { fallbackReason: host.fallbackReason } : {}), ...(host.compute ? { compute: { threadPool: host.compute.threadPool, cpuBackend: host.compute.cpuBackend, ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}) } } : {}) };
+  const status: WorkerStatus = { hearth: 'worker-ready', engine: host.engine.kind, contextSize: host.engine.contextSize, slots: host.engine.slotCount, threads: host.compute?.threads ?? data.threads, ...(host.fallbackReason ? { fallbackReason: host.fallbackReason } : {}), ...(host.compute ? { compute: { threadPool: host.compute.threadPool, cpuBackend: host.compute.cpuBackend, ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}) } } : {}), ...(host.gpu ? { gpu: host.gpu } : {}) };
   parentPort?.postMessage(status);
 } catch (err) {
   loadError = err instanceof Error ? err.message : String(err);

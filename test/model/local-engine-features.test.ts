@@ -9,7 +9,7 @@ import { LocalEngine } from '../../src/engine/local-engine.ts';
 import { resolveModelSource } from '../../src/engine/model-source.ts';
 import type { GenerationRequest, GenerationResult, TokenLogprob } from '../../src/engine/generation.ts';
 import type { ApiError } from '../../src/errors/api-error.ts';
-import { silentLogger } from '../../src/log/logger.ts';
+import { createLogger, type Logger, silentLogger } from '../../src/log/logger.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import { OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
@@ -35,12 +35,12 @@ function generate(engine: LocalEngine, request: Partial<GenerationRequest>): Pro
   });
 }
 
-async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' | 'instant'): Promise<LocalEngine> {
+async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' | 'instant', log: Logger = silentLogger): Promise<LocalEngine> {
   const engine = new LocalEngine({
     source: resolveModelSource(modelPath), modelsDir: '', engine: kind, workers: 1, slots: 2, threads: 1, cores: 2,
     contextSize: 512, batchSize: 128, weightRepack: true, maxTokens: 64, queueLimit: 8, showPullProgress: false,
     pullStallTimeoutMs: 30_000,
-  }, createMetrics({ defaultMetrics: false }), silentLogger);
+  }, createMetrics({ defaultMetrics: false }), log);
   await engine.start();
   if (engine.status().state !== 'ready') throw new Error(`engine not ready: ${engine.status().error}`);
   return engine;
@@ -51,14 +51,29 @@ const kinds = (['native', 'node-llama-cpp'] as const).filter((k) => k !== 'nativ
 describe.each(kinds)('local engine (%s)', (kind) => {
   let chat: LocalEngine;
   let endless: LocalEngine;
+  const chatLog: string[] = [];
 
   beforeAll(async () => {
-    chat = await startEngine(await ensureTinyChatModel(), kind);
+    chat = await startEngine(await ensureTinyChatModel(), kind, createLogger('info', (line) => chatLog.push(line)));
     endless = await startEngine(await ensureTinyModel({ reply: null }), kind);
   });
   afterAll(async () => {
     await chat?.dispose();
     await endless?.dispose();
+  });
+
+  it('says in "model ready" where it computes: the GPU backend for node-llama-cpp, the CPU backend for native', () => {
+    const ready = chatLog.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r['msg'] === 'model ready');
+    expect(ready).toMatchObject({ engine: kind });
+    if (kind === 'native') {
+      expect(ready!['gpu']).toBeUndefined();
+      expect(ready!['cpuBackend']).toMatch(/^libggml-cpu-.+\.so$/);
+      return;
+    }
+    const gpu = ready!['gpu'] as { backend: string | false; devices: string[]; gpuLayers: number };
+    expect(Object.keys(gpu).sort()).toEqual(['backend', 'devices', 'gpuLayers']);
+    if (gpu.backend === false) expect(gpu).toEqual({ backend: false, devices: [], gpuLayers: 0 });
+    else expect(gpu.gpuLayers).toBeGreaterThan(0);
   });
 
   it('answers a plain request as before, with no logprobs', async () => {
