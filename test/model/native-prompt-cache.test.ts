@@ -41,8 +41,8 @@ function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12): Pro
 describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   let modelPath: string;
   const engines: NativeSlotEngine[] = [];
-  const load = async (promptCacheMiB: number, slots = 1) => {
-    const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 256, slots, threads: 1, promptCacheMiB });
+  const load = async (promptCacheMiB: number, slots = 1, kvUnified = false) => {
+    const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 256, slots, threads: 1, promptCacheMiB, kvUnified });
     engines.push(e);
     return e;
   };
@@ -82,6 +82,18 @@ describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (sk
     expect(first.result?.completionTokens).toBe(8);
     expect(second.result?.cachedTokens).toBe(turn1.length);
     expect(engine.stats().promptCacheRestores).toBe(1);
+  });
+
+  it('restores into one KV buffer shared by all slots (--kv-unified) as into per-slot streams', async () => {
+    const engine = await load(16, 2, true);
+    const prompts = [0, 1, 2].map((i) => promptOf(36, 20 + i));
+    const cold = await Promise.all(prompts.slice(0, 2).map((p) => run(engine, p)));
+    cold.push(await run(engine, prompts[2]!)); // evicts the least recently used of the first two
+    const warm = [];
+    for (const p of prompts) warm.push(await run(engine, p));
+    expect(warm.map((r) => r.text)).toEqual(cold.map((r) => r.text));
+    for (const r of warm) expect(r.result?.cachedTokens).toBe(35);
+    expect(engine.stats().promptCacheRestores).toBeGreaterThan(0);
   });
 
   it('restores nothing when the cache is off', async () => {
