@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../models/test-model-path.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { parseResponses, type RawResponse } from '../helpers/raw-http.ts';
+import { parseResponses, rawExchange, type RawResult } from '../helpers/raw-http.ts';
 
 /**
  * The documented production topology (README "Production: behind the HTTP front"): the real `hearth serve`
@@ -60,40 +60,9 @@ async function stopFront(f: { proc: ChildProcess } | undefined): Promise<void> {
   await exited;
 }
 
-interface Exchange {
-  /** Every byte received, latin1. */
-  text: string;
-  /** How many `data` events (reads) the socket delivered, and the first one's bytes. */
-  reads: number;
-  firstRead: string;
-  /** Whether the other side closed before the wait ran out. */
-  closed: boolean;
-  responses: RawResponse[];
-}
-
-/** Writes `request` at once on a fresh connection (from `localAddress`) and reads until close, `until`, or `waitMs`. */
-function exchange(port: number, request: string, o: { waitMs?: number; until?: (text: string) => boolean; localAddress?: string } = {}): Promise<Exchange> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress: o.localAddress });
-    const chunks: Buffer[] = [];
-    let settled = false;
-    const finish = (closed: boolean) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      const text = Buffer.concat(chunks).toString('latin1');
-      resolve({ text, reads: chunks.length, firstRead: chunks[0]?.toString('latin1') ?? '', closed, responses: parseResponses(text) });
-    };
-    const timer = setTimeout(() => finish(false), o.waitMs ?? 5000);
-    socket.on('data', (d: Buffer) => {
-      chunks.push(d);
-      if (o.until?.(Buffer.concat(chunks).toString('latin1'))) finish(false);
-    });
-    socket.on('close', () => finish(true));
-    socket.on('error', () => finish(true));
-    socket.write(Buffer.from(request, 'latin1'));
-  });
+/** Writes `request` (latin1) at once on a fresh connection and reads until close, `until`, or `waitMs` (5 s). */
+function exchange(port: number, request: string, o: { waitMs?: number; until?: (text: string) => boolean; localAddress?: string } = {}): Promise<RawResult> {
+  return rawExchange(port, Buffer.from(request, 'latin1'), { waitMs: 5000, ...o });
 }
 
 function post(route: string, body: unknown, headers: Record<string, string> = {}): string {

@@ -7,6 +7,9 @@ export interface RawResult {
   /** Whether the server closed (or reset) the connection before `waitMs` ran out. */
   closed: boolean;
   responses: RawResponse[];
+  /** How many `data` events (reads) the socket delivered, and the first one's bytes (latin1). */
+  reads: number;
+  firstRead: string;
 }
 
 export interface RawResponse {
@@ -17,13 +20,18 @@ export interface RawResponse {
 
 /**
  * Writes `request` (all at once) to a fresh connection and collects what comes back until the server closes
- * or `waitMs` passes (or, with `expectResponses`, as soon as that many complete responses arrived).
+ * or `waitMs` passes (or, with `expectResponses`, as soon as that many complete responses arrived; with `until`, as
+ * soon as it holds for the bytes so far). `localAddress` picks the client's address (e.g. 127.0.0.2).
  * `headRequests`: how many of the first answers are to HEAD requests (they carry no body).
  */
-export function rawExchange(port: number, request: string | Buffer, o: { waitMs?: number; expectResponses?: number; headRequests?: number } = {}): Promise<RawResult> {
+export function rawExchange(
+  port: number,
+  request: string | Buffer,
+  o: { waitMs?: number; expectResponses?: number; headRequests?: number; until?: (text: string) => boolean; localAddress?: string } = {},
+): Promise<RawResult> {
   const waitMs = o.waitMs ?? 3000;
   return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect({ port, host: '127.0.0.1', ...(o.localAddress ? { localAddress: o.localAddress } : {}) });
     const chunks: Buffer[] = [];
     let settled = false;
     const finish = (closed: boolean) => {
@@ -32,12 +40,13 @@ export function rawExchange(port: number, request: string | Buffer, o: { waitMs?
       clearTimeout(timer);
       socket.destroy();
       const text = Buffer.concat(chunks).toString('latin1');
-      resolve({ text, closed, responses: parseResponses(text, o.headRequests) });
+      resolve({ text, closed, responses: parseResponses(text, o.headRequests), reads: chunks.length, firstRead: chunks[0]?.toString('latin1') ?? '' });
     };
     const timer = setTimeout(() => finish(false), waitMs);
     socket.on('data', (d: Buffer) => {
       chunks.push(d);
       if (o.expectResponses !== undefined && parseResponses(Buffer.concat(chunks).toString('latin1'), o.headRequests).length >= o.expectResponses) finish(false);
+      else if (o.until?.(Buffer.concat(chunks).toString('latin1'))) finish(false);
     });
     socket.on('close', () => finish(true));
     socket.on('error', () => finish(true));
