@@ -9,12 +9,9 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectJob, disposeEngineSubjects, type EngineSubject, loadEngineSubjects } from '../helpers/engine-subjects.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
-import type { TokenLogprob } from '../../src/protocol/chat-delta.ts';
-import { LlamaSequenceEngine } from '../../src/worker/llama-sequence-engine.ts';
-import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
-import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
 import { jsonGrammar, OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
 
 const RANDOM_LLAMA2 = resolve(import.meta.dirname, '../../../shared/models/llama-2-tiny-random.gguf');
@@ -31,36 +28,11 @@ const RECORD_GRAMMAR = [
   'ws ::= [ ]?',
 ].join('\n');
 const greedy: SamplingParams = { ...DEFAULT_SAMPLING, temperature: 0 };
-const native = nativeAddonAvailable();
 
-interface Run {
-  text: string;
-  result?: SlotJobResult;
-  error?: { code: string; message: string };
-  logprobs: TokenLogprob[];
-}
-
-function run(engine: SlotEngine, job: SlotJob): Promise<Run> {
-  return new Promise((done) => {
-    const r: Run = { text: '', logprobs: [] };
-    engine.submit(job, {
-      onText: (t, _n, lp) => { r.text += t; if (lp) r.logprobs.push(...lp); },
-      onDone: (result) => done({ ...r, result }),
-      onError: (error) => done({ ...r, error }),
-    });
-  });
-}
-
-interface Subject {
-  name: string;
-  model: LlamaModel;
-  engines: Array<[string, SlotEngine]>;
-  prompt: Uint32Array;
-}
 
 describe('grammar and logprobs on random weights', () => {
   let llama: Llama;
-  const subjects: Subject[] = [];
+  const subjects: EngineSubject[] = [];
 
   beforeAll(async () => {
     llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
@@ -68,19 +40,10 @@ describe('grammar and logprobs on random weights', () => {
     for (const seed of [1, 2, 3]) paths.push([`tiny seed ${seed}`, await ensureTinyModel({ reply: null, seed })]);
     if (existsSync(RANDOM_LLAMA2)) paths.push(['llama-2-tiny-random', RANDOM_LLAMA2]);
     else console.warn(`[grammar-logprobs] ${RANDOM_LLAMA2} missing: only the generated models run`);
-    for (const [name, path] of paths) {
-      const model = await llama.loadModel({ modelPath: path });
-      const engines: Subject['engines'] = [['node-llama-cpp', await LlamaSequenceEngine.load({ model, contextSize: CONTEXT, slots: SLOTS, threads: 1, batchSize: 256 })]];
-      if (native.ok) engines.push(['native', await loadNativeSlotEngine({ modelPath: path, contextSize: CONTEXT, slots: SLOTS, threads: 1, batchSize: 256 })]);
-      else if (process.env.CI) throw new Error(`native addon missing in CI: ${native.reason}`);
-      subjects.push({ name, model, engines, prompt: Uint32Array.from(model.tokenize('Once upon a time', true)) });
-    }
+    subjects.push(...(await loadEngineSubjects(llama, paths, { contextSize: CONTEXT, slots: SLOTS })));
   });
   afterAll(async () => {
-    for (const s of subjects) {
-      for (const [, e] of s.engines) await e.dispose();
-      await s.model.dispose();
-    }
+    await disposeEngineSubjects(subjects);
   });
 
   it('every completed output of the JSON grammar parses, on every model and engine, for many seeds', async () => {
@@ -90,7 +53,7 @@ describe('grammar and logprobs on random weights', () => {
     for (const s of subjects) {
       for (const [engineName, engine] of s.engines) {
         for (let seed = 1; seed <= 10; seed++) {
-          const r = await run(engine, { promptTokens: s.prompt, maxTokens: 96, stop: [], grammar: JSON_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature: 1, seed } });
+          const r = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 96, stop: [], grammar: JSON_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature: 1, seed } });
           const where = `${s.name} / ${engineName} / seed ${seed}: ${JSON.stringify(r.text)}`;
           expect(r.error, where).toBeUndefined();
           expect(r.text.startsWith('{'), where).toBe(true);
@@ -110,7 +73,7 @@ describe('grammar and logprobs on random weights', () => {
     for (const s of subjects) {
       for (const [engineName, engine] of s.engines) {
         for (const [seed, temperature] of [[1, 0], [2, 0.8], [3, 1.5], [4, 2]] as const) {
-          const r = await run(engine, { promptTokens: s.prompt, maxTokens: 128, stop: [], grammar: RECORD_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature, seed } });
+          const r = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 128, stop: [], grammar: RECORD_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature, seed } });
           const where = `${s.name} / ${engineName} / seed ${seed}: ${JSON.stringify(r.text)}`;
           expect(r.result?.finishReason, where).toBe('stop');
           const value = JSON.parse(r.text) as { name: string; age: number; tags: string[] };
@@ -127,11 +90,11 @@ describe('grammar and logprobs on random weights', () => {
       for (const [engineName, engine] of s.engines) {
         const sampling = { ...DEFAULT_SAMPLING, temperature: 1, seed: 5 };
         const [record, ok, free] = await Promise.all([
-          run(engine, { promptTokens: s.prompt, maxTokens: 128, stop: [], grammar: RECORD_GRAMMAR, sampling }),
-          run(engine, { promptTokens: s.prompt, maxTokens: 64, stop: [], grammar: OK_OBJECT_GRAMMAR, sampling }),
-          run(engine, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: greedy }),
+          collectJob(engine, { promptTokens: s.prompt, maxTokens: 128, stop: [], grammar: RECORD_GRAMMAR, sampling }),
+          collectJob(engine, { promptTokens: s.prompt, maxTokens: 64, stop: [], grammar: OK_OBJECT_GRAMMAR, sampling }),
+          collectJob(engine, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: greedy }),
         ]);
-        const alone = await run(engine, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: greedy });
+        const alone = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: greedy });
         expect(Object.keys(JSON.parse(record.text) as object), `${s.name} / ${engineName}`).toEqual(['name', 'age', 'tags']);
         expect(Object.keys(JSON.parse(ok.text) as object), `${s.name} / ${engineName}`).toEqual(['ok']);
         expect(free.text, `${s.name} / ${engineName}`).toBe(alone.text);
@@ -142,9 +105,9 @@ describe('grammar and logprobs on random weights', () => {
   it('logprobs are the raw distribution: sampler settings that keep the greedy choice do not change them', async () => {
     for (const s of subjects) {
       for (const [engineName, engine] of s.engines.filter(([n]) => n === 'native')) {
-        const base = await run(engine, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: greedy, topLogprobs: 3 });
+        const base = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: greedy, topLogprobs: 3 });
         // top-k 1 at temperature 2 with penalties off picks the same tokens; the reported figures stay raw.
-        const hot = await run(engine, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: { ...DEFAULT_SAMPLING, temperature: 2, topK: 1, seed: 9 }, topLogprobs: 3 });
+        const hot = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: { ...DEFAULT_SAMPLING, temperature: 2, topK: 1, seed: 9 }, topLogprobs: 3 });
         expect(hot.text, `${s.name} / ${engineName}`).toBe(base.text);
         expect(hot.logprobs, `${s.name} / ${engineName}`).toEqual(base.logprobs);
         // The addon reports each token's raw bytes: together they are exactly the completion's UTF-8.
@@ -156,7 +119,7 @@ describe('grammar and logprobs on random weights', () => {
   it('both engines report the same logprobs for the same greedy completion', async () => {
     for (const s of subjects) {
       if (s.engines.length < 2) continue;
-      const [a, b] = await Promise.all(s.engines.map(([, e]) => run(e, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: greedy, topLogprobs: 4 })));
+      const [a, b] = await Promise.all(s.engines.map(([, e]) => collectJob(e, { promptTokens: s.prompt, maxTokens: 16, stop: [], sampling: greedy, topLogprobs: 4 })));
       expect(a!.text).toBe(b!.text);
       expect(a!.logprobs).toHaveLength(b!.logprobs.length);
       a!.logprobs.forEach((x, i) => {

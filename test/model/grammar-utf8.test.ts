@@ -11,19 +11,16 @@ import { resolve } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectJob, disposeEngineSubjects, type EngineSubject, loadEngineSubjects } from '../helpers/engine-subjects.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_SAMPLING } from '../../src/engine/sampling-defaults.ts';
 import type { FunctionTool } from '../../src/protocol/chat-request.ts';
 import { jsonSchemaToGrammar } from '../../src/protocol/json-schema-grammar.ts';
 import { toolCallGrammar } from '../../src/protocol/tool-call-grammar.ts';
 import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../../src/protocol/tool-call-syntax.ts';
-import { LlamaSequenceEngine } from '../../src/worker/llama-sequence-engine.ts';
 import { llamaTokenPieces } from '../../src/worker/llama-token-pieces.ts';
-import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
-import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
 
 const RANDOM_LLAMA2 = resolve(import.meta.dirname, '../../../shared/models/llama-2-tiny-random.gguf');
-const native = nativeAddonAvailable();
 const SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
 const MAX_TOKENS = 256;
 
@@ -46,52 +43,20 @@ const ajv = new Ajv2020({ strict: false });
 const validNote = ajv.compile(NOTE_SCHEMA);
 const validToolArgs = ajv.compile(NOTE_TOOL.parameters);
 
-interface Run {
-  text: string;
-  result?: SlotJobResult;
-  error?: { code: string; message: string };
-}
-
-function run(engine: SlotEngine, job: SlotJob): Promise<Run> {
-  return new Promise((done) => {
-    const r: Run = { text: '' };
-    engine.submit(job, {
-      onText: (t) => { r.text += t; },
-      onDone: (result) => done({ ...r, result }),
-      onError: (error) => done({ ...r, error }),
-    });
-  });
-}
-
-interface Subject {
-  name: string;
-  model: LlamaModel;
-  engines: Array<[string, SlotEngine]>;
-  prompt: Uint32Array;
-}
 
 describe('grammar jobs write valid UTF-8 on random weights', () => {
   let llama: Llama;
-  const subjects: Subject[] = [];
+  const subjects: EngineSubject[] = [];
 
   beforeAll(async () => {
     llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
     const paths: Array<[string, string]> = [['tiny', await ensureTinyModel({ reply: null, seed: 4 })]];
     if (existsSync(RANDOM_LLAMA2)) paths.push(['llama-2-tiny-random', RANDOM_LLAMA2]);
     else console.warn(`[grammar-utf8] ${RANDOM_LLAMA2} missing: only the generated model runs`);
-    for (const [name, path] of paths) {
-      const model = await llama.loadModel({ modelPath: path });
-      const engines: Subject['engines'] = [['node-llama-cpp', await LlamaSequenceEngine.load({ model, contextSize: 512, slots: 2, threads: 1, batchSize: 256 })]];
-      if (native.ok) engines.push(['native', await loadNativeSlotEngine({ modelPath: path, contextSize: 512, slots: 2, threads: 1, batchSize: 256 })]);
-      else if (process.env.CI) throw new Error(`native addon missing in CI: ${native.reason}`);
-      subjects.push({ name, model, engines, prompt: Uint32Array.from(model.tokenize('Once upon a time', true)) });
-    }
+    subjects.push(...(await loadEngineSubjects(llama, paths, { contextSize: 512, slots: 2 })));
   });
   afterAll(async () => {
-    for (const s of subjects) {
-      for (const [, e] of s.engines) await e.dispose();
-      await s.model.dispose();
-    }
+    await disposeEngineSubjects(subjects);
   });
 
   it("the node-llama-cpp engine knows every token's exact bytes", () => {
@@ -122,7 +87,7 @@ describe('grammar jobs write valid UTF-8 on random weights', () => {
     for (const s of subjects) {
       for (const [engineName, engine] of s.engines) {
         for (const seed of SEEDS) {
-          const r = await run(engine, { promptTokens: s.prompt, maxTokens: MAX_TOKENS, stop: [], grammar, sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, seed } });
+          const r = await collectJob(engine, { promptTokens: s.prompt, maxTokens: MAX_TOKENS, stop: [], grammar, sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, seed } });
           const where = `${s.name} / ${engineName} / seed ${seed}: ${JSON.stringify(r.text)}`;
           let problem: string | undefined;
           if (r.error) problem = `error ${r.error.code}: ${r.error.message}`;
