@@ -276,6 +276,9 @@ export class LocalEngine implements ChatEngine {
           if (firstTokenAt === 0) {
             firstTokenAt = now;
             m.timeToFirstToken.observe(labels, (now - admittedAt) / 1000);
+            // Tokens delivered together with the first one reached the client with it: a gap of 0 each (as the
+            // later deliveries' gap is spread over their tokens), so every token after the first is observed once.
+            for (let i = 1; i < e.n; i++) m.interTokenLatency.observe(labels, 0);
           } else if (e.n > 0) {
             const gap = (now - lastTextAt) / 1000 / e.n;
             for (let i = 0; i < e.n; i++) m.interTokenLatency.observe(labels, gap);

@@ -82,12 +82,14 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
   const done = new Promise<void>((r) => { resolveDone = r; });
   let writer: SseWriter | null = null;
   let commitTimer: NodeJS.Timeout | undefined;
-  const finish = () => {
+  /** Ends the exchange for the responder; `written` (the stream's end reaching uWS) settles `done`. */
+  const finish = (written?: Promise<void>) => {
     if (finished) return;
     finished = true;
     writer?.dispose();
     clearTimeout(commitTimer);
-    resolveDone();
+    if (written) void written.then(resolveDone);
+    else resolveDone();
   };
   const cancel = () => {
     const wasFinished = finished;
@@ -132,15 +134,19 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
         if (d.type === 'finish') {
           if (!committed) commit('');
           sse.end(event);
-          finish();
+          finish(sse.ended);
         } else if (committed) sse.write(event);
         else commit(event);
       },
       fail: (e: ApiError) => {
         if (finished) return;
-        if (!committed) ex.sendError(e);
-        else sse.end(format.streamError(e));
-        finish();
+        if (!committed) {
+          ex.sendError(e);
+          finish();
+        } else {
+          sse.end(format.streamError(e));
+          finish(sse.ended);
+        }
       },
     };
   }

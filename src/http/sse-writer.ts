@@ -17,6 +17,13 @@ export const DEFAULT_SSE_WRITER_OPTIONS = { bufferLimit: 1 << 20, keepAliveMs: 1
  * connection is dropped). Owned by one request on the main thread; `dispose()` is idempotent.
  */
 export class SseWriter {
+  private resolveEnded: () => void = () => {};
+  /**
+   * Resolves once the stream's last bytes went to uWS after every queued event (end() called and the
+   * backlog written), or once the connection is gone. A response is finished only then: shutdown waits for
+   * it, so a slow reader's stream is not cut between "generation done" and "bytes sent".
+   */
+  readonly ended: Promise<void> = new Promise((r) => { this.resolveEnded = r; });
   private readonly pending: string[] = [];
   private pendingBytes = 0;
   private draining = false;
@@ -93,6 +100,7 @@ export class SseWriter {
     }
     this.draining = false;
     if (this.endRequested !== null && !this.exchange.closed) this.finish(this.endRequested);
+    else if (this.exchange.closed) this.resolveEnded();
   }
 
   private endRequested: string | null = null;
@@ -100,6 +108,10 @@ export class SseWriter {
   /** Ends the stream after everything queued is written. */
   end(last = ''): void {
     this.dispose();
+    if (this.exchange.closed) {
+      this.resolveEnded();
+      return;
+    }
     const text = this.coalesced + last;
     this.coalesced = '';
     if (this.draining) {
@@ -113,6 +125,7 @@ export class SseWriter {
     const rest = this.pending.splice(0).join('') + last;
     this.pendingBytes = 0;
     this.exchange.endStream(rest, SSE_HEADERS);
+    this.resolveEnded();
   }
 
   dispose(): void {

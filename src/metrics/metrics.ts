@@ -23,7 +23,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   return {
     registry,
     timeToFirstToken: new Histogram({ name: 'hearth_time_to_first_token_seconds', help: 'Time from request admission to the first generated token', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: reg }),
-    interTokenLatency: new Histogram({ name: 'hearth_inter_token_latency_seconds', help: 'Time between consecutive output deliveries of one stream, per token', labelNames: ['model'], buckets: ITL_BUCKETS, registers: reg }),
+    interTokenLatency: new Histogram({ name: 'hearth_inter_token_latency_seconds', help: 'Time between consecutive output deliveries of one stream, spread over the tokens each delivers (tokens that came with the first one count 0)', labelNames: ['model'], buckets: ITL_BUCKETS, registers: reg }),
     e2eLatency: new Histogram({ name: 'hearth_e2e_request_latency_seconds', help: 'End-to-end latency of chat completion requests', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: reg }),
     queueTime: new Histogram({ name: 'hearth_request_queue_time_seconds', help: 'Time a request waited for a slot', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: reg }),
     requestsRunning: new Gauge({ name: 'hearth_num_requests_running', help: 'Requests holding a slot', labelNames: ['model'], registers: reg }),

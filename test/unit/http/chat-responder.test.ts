@@ -89,6 +89,25 @@ describe('respondToChat (push-based, streaming)', () => {
     expect(JSON.parse(all[0]!.slice(6)).choices[0].delta.role).toBe('assistant');
   });
 
+  it("stays in flight until a slow reader's stream end is written, so shutdown does not cut it", async () => {
+    // 4 MiB of text: more than the socket buffers take while the client reads nothing, so the writer waits
+    // for uWS to drain; the next delta and the end, pushed later, wait in its queue after `finish`.
+    const big = 'x'.repeat(4 << 20);
+    scripts.set('slow-reader', (sink) => setTimeout(() => {
+      sink.push({ type: 'content', text: big });
+      setTimeout(() => { sink.push({ type: 'content', text: 'end' }); sink.push(finish); }, 50);
+    }, 10));
+    const r = await call('/push/sse/slow-reader');
+    expect(r.status).toBe(200);
+    await sleep(300);
+    expect(server.inFlight()).toBe(1);
+    const text = await r.text();
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(chunks(text).map((c) => c.choices?.[0]?.delta?.content ?? '').join('')).toBe(`${big}end`);
+    for (let i = 0; i < 100 && server.inFlight() > 0; i++) await sleep(10);
+    expect(server.inFlight()).toBe(0);
+  });
+
   it('streams tool calls exactly as OpenAI does, then finish_reason tool_calls and usage', async () => {
     scripts.set('tools', (sink) => {
       sink.push({ type: 'tool_call', index: 0, id: 'call_1', name: 'get_weather', arguments: '' });
