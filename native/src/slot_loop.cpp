@@ -551,10 +551,11 @@ void SlotLoop::step() {
         return;
     }
 
-    const auto started = std::chrono::steady_clock::now();
+    const bool paced = pacer_.enabled() && generatingRows > 0;
+    const auto started = paced ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const int32_t ret = llama_decode(ctx_, batch_);
-    const double stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    if (ret == 0 && generatingRows > 0) {
+    if (ret == 0 && paced) {
+        const double stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
         const int32_t promptRows = batch_.n_tokens - generatingRows;
         if (promptRows == 0) {
             pacer_.decodeStep(stepMs);

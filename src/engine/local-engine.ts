@@ -11,7 +11,7 @@ import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts
 import { promptTokensAtLeast } from './prompt-bound.ts';
 import { samplingFor } from './sampling-defaults.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
-import { type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type WorkerEvent, type WorkerStatus } from './worker-protocol.ts';
+import { DEFAULT_NATIVE_TUNING, type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent, type WorkerStatus } from './worker-protocol.ts';
 
 export interface LocalEngineOptions {
   source: ModelSource;
@@ -24,15 +24,8 @@ export interface LocalEngineOptions {
   cores: number;
   contextSize: number;
   batchSize: number;
-  /** Native engine: keep repacked weight layouts. */
-  weightRepack: boolean;
-  /** Native engine: persistent compute threads (default true), idle polling 0-100 (default 0), per-step token budget (default 0 = batchSize). */
-  threadPool?: boolean;
-  threadPoll?: number;
-  stepTokenBudget?: number;
-  promptCacheMiB?: number;
-  prefillStepPercent?: number;
-  kvUnified?: boolean;
+  /** Native engine tuning; what is left out is DEFAULT_NATIVE_TUNING's. */
+  native?: Partial<NativeTuning>;
   /** Server cap on completion tokens, and the default. */
   maxTokens: number;
   /** Requests allowed to wait for a slot. */
@@ -152,13 +145,7 @@ export class LocalEngine implements ChatEngine {
         threads: this.st.threads,
         fallbackThreads: planThreads({ cores: this.o.cores, workers: this.o.workers, engine: 'node-llama-cpp', requested: this.o.threads }),
         batchSize: this.o.batchSize,
-        weightRepack: this.o.weightRepack,
-        threadPool: this.o.threadPool ?? true,
-        threadPoll: this.o.threadPoll ?? 0,
-        stepTokenBudget: this.o.stepTokenBudget ?? 0,
-        promptCacheMiB: this.o.promptCacheMiB ?? 0,
-        prefillStepPercent: this.o.prefillStepPercent ?? 0,
-        kvUnified: this.o.kvUnified ?? false,
+        native: { ...DEFAULT_NATIVE_TUNING, ...this.o.native },
         calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
       });
     } catch (err) {

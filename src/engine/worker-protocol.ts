@@ -13,6 +13,26 @@ import type { MessagePort } from 'node:worker_threads';
 /** The instant test engine has no vocabulary: it counts one token per this many bytes of the messages. */
 export const INSTANT_TOKEN_BYTES = 4;
 
+/** How the native engine runs (the serve flags of the same names); the other engines ignore it. */
+export interface NativeTuning {
+  /** Keep llama.cpp's repacked weight layouts (false = llama-server's --no-repack). */
+  weightRepack: boolean;
+  /** Persistent compute threads, their idle polling (0-100), the per-step token budget (0 = batch size). */
+  threadPool: boolean;
+  threadPoll: number;
+  stepTokenBudget: number;
+  /** Host-memory prompt cache in MiB (0 = none). */
+  promptCacheMiB: number;
+  /** Prefill pacing: a mixed step takes at most this % of a decode-only step (0 = off). */
+  prefillStepPercent: number;
+  /** One KV buffer shared by all slots instead of a stream per slot. */
+  kvUnified: boolean;
+}
+
+export const DEFAULT_NATIVE_TUNING: NativeTuning = {
+  weightRepack: true, threadPool: true, threadPoll: 0, stepTokenBudget: 0, promptCacheMiB: 0, prefillStepPercent: 0, kvUnified: false,
+};
+
 /** workerData of every model worker (set once at pool creation). */
 export interface ModelWorkerData {
   engine: 'native' | 'node-llama-cpp' | 'instant' | 'auto';
@@ -23,18 +43,7 @@ export interface ModelWorkerData {
   /** Threads to use instead if `auto` falls back to the node-llama-cpp engine. */
   fallbackThreads: number;
   batchSize: number;
-  /** Native engine only: keep llama.cpp's repacked weight layouts (false = llama-server's --no-repack). */
-  weightRepack: boolean;
-  /** Native engine only: persistent compute threads, their idle polling, the per-step token budget. */
-  threadPool: boolean;
-  threadPoll: number;
-  stepTokenBudget: number;
-  /** Native engine: host-memory prompt cache in MiB (0 = none). */
-  promptCacheMiB: number;
-  /** Native engine: prefill pacing, % of a decode-only step (0 = off). */
-  prefillStepPercent: number;
-  /** Native engine: one KV buffer shared by all slots. */
-  kvUnified: boolean;
+  native: NativeTuning;
   /** Native engine only, > 0: calibrate 1..threads compute threads at load for this many cores (thread-plan.ts). */
   calibrateCores: number;
 }

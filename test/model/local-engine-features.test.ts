@@ -38,7 +38,7 @@ function generate(engine: LocalEngine, request: Partial<GenerationRequest>): Pro
 async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' | 'instant', log: Logger = silentLogger): Promise<LocalEngine> {
   const engine = new LocalEngine({
     source: resolveModelSource(modelPath), modelsDir: '', engine: kind, workers: 1, slots: 2, threads: 1, cores: 2,
-    contextSize: 512, batchSize: 128, weightRepack: true, maxTokens: 64, queueLimit: 8, showPullProgress: false,
+    contextSize: 512, batchSize: 128, maxTokens: 64, queueLimit: 8, showPullProgress: false,
     pullStallTimeoutMs: 30_000,
   }, createMetrics({ defaultMetrics: false }), log);
   await engine.start();
