@@ -65,7 +65,7 @@ import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, ru
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
 
-type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'native-nocache' | 'node-llama-cpp';
+type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'native-nocache' | 'native-nofront' | 'node-llama-cpp';
 
 /** Native-engine variants for A/B rows in one run: the `hearth serve` arguments each adds. */
 const NATIVE_VARIANTS: Record<string, string[]> = {
@@ -78,6 +78,8 @@ const NATIVE_VARIANTS: Record<string, string[]> = {
   'native-poll50': ['--thread-poll', '50'],
   // No host-memory prompt cache: only the slots' own KV is reused.
   'native-nocache': ['--prompt-cache-mib', '0'],
+  // uWS alone on the public port (no managed HAProxy front): the front's cost.
+  'native-nofront': ['--front', 'off'],
 };
 const engineOf = (e: HearthEngine) => (e in NATIVE_VARIANTS ? 'native' : e);
 

@@ -141,7 +141,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   ];
   let server;
   try {
-    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log });
+    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log, front: config.front, bodyLimit: Math.max(config.bodyLimit, config.appArchiveLimit, config.appProxyBodyLimit) });
   } catch (err) {
     await disposables.disposeAll(log);
     throw err;
@@ -157,7 +157,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   }
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
-  log.info('listening', { host: config.host, port: server.port, model: engine.modelId, dataDir: config.dataDir });
+  log.info('listening', { host: config.host, port: server.port, front: server.front, model: engine.modelId, dataDir: config.dataDir });
   // A start that fails after listening releases what it opened (else the listening socket would keep the process alive).
   const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS).catch(async (err: unknown) => { // null once a user exists
     await disposables.disposeAll(log);

@@ -40,6 +40,8 @@ export interface Config {
   sessionMaxAgeMs: number;
   /** Whether X-Forwarded-For names the client (sign-in limits per address). */
   trustProxy: boolean;
+  /** What parses HTTP on the public socket (http-server.ts FrontMode). */
+  front: 'auto' | 'haproxy' | 'off';
   /** Delay of Yam / project provisioning, ms (gateway/provisioner.ts). */
   provisionDelayMs: number;
   appSandbox: 'bwrap' | 'none';

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { type ApiError, payloadTooLarge } from '../errors/index.ts';
 import { parseJsonBody } from './json-body.ts';
@@ -9,6 +9,8 @@ export type HeaderList = ReadonlyArray<readonly [string, string]>;
 
 /** A client-sent x-request-id Hearth echoes and logs (anything else is replaced: logs stay clean). */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Longest textual IP address (an IPv6 address with an embedded IPv4 one and a zone would be longer; HAProxy sends none). */
+const MAX_ADDRESS_LENGTH = 45;
 
 /**
  * How one edge writes its JSON answers. The service answers errors in OpenAI's shape, the tool-server kit
@@ -19,7 +21,25 @@ export interface EdgeStyle {
   jsonHeaders: HeaderList;
   /** The JSON value of an error answer. */
   errorBody(err: ApiError): unknown;
+  /**
+   * Set behind the managed HAProxy front (haproxy-front.ts): a request carrying this secret in `x-hearth-front`
+   * came through the front, and its `x-hearth-peer` is the client's address. Both headers are removed from the
+   * request either way (nothing downstream, an app included, ever sees them); without the secret the socket's
+   * address counts.
+   */
+  frontSecret?: Buffer;
+  /**
+   * Largest request body the edge reads to its end before answering (default DEFAULT_DRAIN_LIMIT; the service
+   * uses its largest route limit). See HttpExchange.send.
+   */
+  drainLimit?: number;
 }
+
+/** EdgeStyle.drainLimit when the edge sets none. */
+const DEFAULT_DRAIN_LIMIT = 1 << 20;
+
+/** Headers only the managed front may set (see EdgeStyle.frontSecret). */
+export const FRONT_HEADERS = { secret: 'x-hearth-front', peer: 'x-hearth-peer' } as const;
 
 /**
  * The request body a route reads, declared in its route table entry (router.ts). `json`: parsed
@@ -57,6 +77,8 @@ export class HttpExchange {
   /** Every request header in order, names lower-case, repeats kept. Raw: untrusted. */
   readonly headerList: ReadonlyArray<readonly [string, string]>;
   private headerMap: Map<string, string> | null = null;
+  /** The client's address as the managed front saw it (EdgeStyle.frontSecret), else null. */
+  private frontPeer: string | null = null;
   /** Raw path parameters as uWS matched them (percent-encoded). */
   readonly rawParams: readonly string[];
   /** Decoded path parameters; filled by the router (guarded) before the handler runs. */
@@ -80,6 +102,11 @@ export class HttpExchange {
   /** Headers added to whatever answer this exchange sends (e.g. a key's rate-limit headers). */
   private extraHeaders: HeaderList = [];
   private bodyState: 'none' | 'reading' | 'read' = 'none';
+  /** Body bytes seen so far by the exchange's own readers (readBody, drainBody), and whether a handler streams it. */
+  private bodyBytes = 0;
+  private bodyStreamed = false;
+  /** An answer decided while the body was still arriving: sent when it has arrived (see send). */
+  private deferred: (() => void) | null = null;
   private body: Promise<Buffer> | null = null;
   private parsed: Promise<unknown> | null = null;
   private controller: AbortController | null = null;
@@ -97,12 +124,27 @@ export class HttpExchange {
     this.query = req.getQuery() ?? '';
     const list: Array<[string, string]> = [];
     req.forEach((k, v) => list.push([k, v]));
-    this.headerList = list;
+    this.headerList = style.frontSecret === undefined ? list : this.takeFrontHeaders(list, style.frontSecret);
     const rid = req.getHeader('x-request-id');
     this.requestId = REQUEST_ID.test(rid) ? rid : `req_${randomBytes(16).toString('hex')}`;
     const raw: string[] = [];
     for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i));
     this.rawParams = raw;
+  }
+
+  /** Removes the managed front's headers from `list`; keeps the peer address when the secret matches. */
+  private takeFrontHeaders(list: Array<[string, string]>, secret: Buffer): Array<[string, string]> {
+    let sent: string | undefined;
+    let peer: string | undefined;
+    const rest = list.filter(([k, v]) => {
+      if (k === FRONT_HEADERS.secret) sent ??= v;
+      else if (k === FRONT_HEADERS.peer) peer ??= v;
+      else return true;
+      return false;
+    });
+    const given = Buffer.from(sent ?? '');
+    if (peer !== undefined && peer.length <= MAX_ADDRESS_LENGTH && given.length === secret.length && timingSafeEqual(given, secret)) this.frontPeer = peer;
+    return rest;
   }
 
   /** Header name (lower-case) -> value; repeated headers joined with ', '. Raw: untrusted. */
@@ -155,8 +197,12 @@ export class HttpExchange {
     return this.header('x-forwarded-for');
   }
 
-  /** The peer's IP address as text. Call it synchronously in the handler (before the response can end). */
+  /**
+   * The peer's IP address as text: the socket's, or behind the managed front the address the front saw. Call it
+   * synchronously in the handler (before the response can end).
+   */
   remoteAddress(): string {
+    if (this.frontPeer !== null) return this.frontPeer;
     if (this.closed) return '';
     return Buffer.from(this.res.getRemoteAddressAsText()).toString();
   }
@@ -244,13 +290,15 @@ export class HttpExchange {
       const declared = this.contentLength;
       if (declared !== undefined && declared > limit) {
         reject(payloadTooLarge(limit));
-        this.res.onData(() => {}); // drained and discarded; the 413 closes the connection
+        this.discardBody(); // the 413 waits for it within the drain bound, then closes the connection
         return;
       }
       const parts: Buffer[] = [];
       let size = 0;
       let failed = false;
       this.res.onData((chunk, isLast) => {
+        if (isLast) this.bodyState = 'read';
+        this.bodyProgress(chunk.byteLength, isLast);
         if (failed) return;
         size += chunk.byteLength;
         if (size > limit) {
@@ -260,7 +308,6 @@ export class HttpExchange {
         }
         parts.push(Buffer.from(chunk.slice(0))); // the ArrayBuffer is neutered when this callback returns
         if (!isLast) return;
-        this.bodyState = 'read';
         const whole = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
         setImmediate(() => (this.aborted ? reject(new ClientGoneError('client disconnected')) : resolve(whole)));
       });
@@ -268,6 +315,59 @@ export class HttpExchange {
     });
     this.body.catch(() => {}); // observed by whoever awaits it; this only prevents an early 'unhandled' report
     return this.body;
+  }
+
+  /**
+   * Whether the request carries a body (a Content-Length other than 0, or a Transfer-Encoding). A scan of the
+   * raw header list: no header map is built on the hot path.
+   */
+  get hasBody(): boolean {
+    for (const [k, v] of this.headerList) {
+      if (k === 'transfer-encoding') return true;
+      if (k === 'content-length') return !/^0+$/.test(v);
+    }
+    return false;
+  }
+
+  /**
+   * Reads and discards a body that no route reads (the router calls it synchronously, for a route without a body
+   * or a refused request), so that the answer waits for it (see send). No-op when a reader is attached.
+   */
+  drainBody(): void {
+    if (this.bodyState !== 'none' || !this.hasBody) return;
+    this.bodyState = 'reading';
+    this.discardBody();
+  }
+
+  private discardBody(): void {
+    this.res.onData((chunk, isLast) => {
+      if (isLast) this.bodyState = 'read';
+      this.bodyProgress(chunk.byteLength, isLast);
+    });
+  }
+
+  /** Counts body bytes; at the body's end, or once past the drain bound, sends an answer that was waiting. */
+  private bodyProgress(bytes: number, isLast: boolean): void {
+    this.bodyBytes += bytes;
+    if (this.deferred !== null && (isLast || this.bodyBytes > this.drainLimit)) {
+      const send = this.deferred;
+      this.deferred = null;
+      send();
+    }
+  }
+
+  private get drainLimit(): number {
+    return this.style.drainLimit ?? DEFAULT_DRAIN_LIMIT;
+  }
+
+  /**
+   * Whether an answer must wait for the rest of the body: the exchange reads it (a handler's own stream is its
+   * business), it is still arriving, and it fits the drain bound (declared and as counted).
+   */
+  private waitsForBody(): boolean {
+    if (this.bodyState !== 'reading' || this.bodyStreamed) return false;
+    const declared = this.contentLength;
+    return (declared === undefined || declared <= this.drainLimit) && this.bodyBytes <= this.drainLimit;
   }
 
   /** The body of a route declared `body: {kind: 'raw'}`. */
@@ -293,6 +393,7 @@ export class HttpExchange {
   streamBody(onChunk: (chunk: Buffer, isLast: boolean) => void): void {
     if (this.bodyState !== 'none') throw new Error('body already read');
     this.bodyState = 'reading';
+    this.bodyStreamed = true;
     this.res.onData((chunk, isLast) => {
       if (isLast) this.bodyState = 'read';
       onChunk(Buffer.from(chunk.slice(0)), isLast);
@@ -323,12 +424,25 @@ export class HttpExchange {
   }
 
   /**
-   * Sends a complete response. No-op when the client is gone or the response already ended. The connection
+   * Sends a complete response. No-op when the client is gone or the response already ended. An answer decided
+   * while the request body is still arriving (an auth failure, a 404, a 413 counted) is sent once the body has
+   * arrived whole, within the drain bound: a peer that closes with unread bytes sends a reset, which can destroy
+   * the answer on its way (the HTTP front closes each exchange's connection after its answer). The connection
    * is closed after it when asked to, or when the request body was not read to its end (the connection's
    * framing is then unknown).
    */
   send(status: number, body: string | Uint8Array, headers: HeaderList, closeConnection = false): void {
     if (this.closed || this.committed) return;
+    if (this.waitsForBody()) {
+      this.armAbort(); // uWS must see a pending response has an abort handler (else it terminates the process)
+      this.committed = true; // later answers are ignored, as after a sent one
+      this.status = status;
+      this.deferred = () => {
+        this.committed = false;
+        this.send(status, body, headers, closeConnection);
+      };
+      return;
+    }
     const close = closeConnection || this.closeAfter || this.bodyState === 'reading';
     this.res.cork(() => {
       this.writeHead(status, headers);

@@ -1,9 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import uWS from 'uWebSockets.js';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { shuttingDown } from '../errors/index.ts';
 import type { HttpExchange } from './http-exchange.ts';
-import { mountRoutes, type Route, type RouteHandler } from './router.ts';
+import { locateHaproxy, type ManagedFront, startManagedFront } from './haproxy-front.ts';
+import { mountRoutes, OPENAI_STYLE, type Route, type RouteHandler } from './router.ts';
+
+/** `--front`: HAProxy in front of uWS (haproxy-front.ts); auto = when HAProxy 2.6+ is installed. */
+export type FrontMode = 'auto' | 'haproxy' | 'off';
 
 export interface HttpServerOptions {
   host: string;
@@ -11,11 +16,17 @@ export interface HttpServerOptions {
   routes: readonly Route[];
   metrics: Metrics;
   log: Logger;
+  /** Absent = off. */
+  front?: FrontMode;
+  /** Largest body any route accepts (the front refuses larger declared bodies before Hearth sees them). */
+  bodyLimit?: number;
 }
 
 export interface RunningHttpServer {
   /** The bound port (useful with port 0). */
   port: number;
+  /** What parses HTTP on the public socket: HAProxy in front of uWS, or uWS alone. */
+  front: 'haproxy' | 'none';
   /**
    * Stops accepting connections; a request that still arrives on an open connection is answered 503
    * shutting_down. Idempotent. In-flight responses finish on their own.
@@ -24,11 +35,61 @@ export interface RunningHttpServer {
   /** Requests whose handler has not finished yet (a running stream counts until its last byte). */
   inFlight(): number;
   /** Closes every connection at once, in-flight ones included (their exchanges see the abort). Idempotent. */
-  closeConnections(): void;
+  closeConnections(): void | Promise<void>;
 }
 
-/** Builds the uWS app from a route table and starts listening. Rejects when the port cannot be bound. */
-export function startHttpServer(o: HttpServerOptions): Promise<RunningHttpServer> {
+/**
+ * Starts Hearth's HTTP edge on host:port: uWS alone, or (front auto / haproxy) uWS on a loopback port behind the
+ * managed HAProxy front. Rejects when the port cannot be bound, or with front haproxy when HAProxy is missing.
+ */
+export async function startHttpServer(o: HttpServerOptions): Promise<RunningHttpServer> {
+  const mode = o.front ?? 'off';
+  const haproxy = mode === 'off' ? null : locateHaproxy();
+  if (haproxy !== null && 'missing' in haproxy) {
+    if (mode === 'haproxy') throw new Error(`--front haproxy: ${haproxy.missing}`);
+    o.log.warn('no HTTP front: uWS parses HTTP alone (malformed framing is closed without an answer, a request pipelined behind a running one is refused); install HAProxy or pass --front off to silence this', { reason: haproxy.missing });
+  }
+  if (haproxy === null || 'missing' in haproxy) return listenUws(o, { host: o.host, port: o.port });
+
+  // uWS on an ephemeral loopback port (TCP, not a unix socket: the kernel's loopback buffers absorb a fast stream's
+  // bursts as they did with clients connected directly); the front proves itself with a per-start secret.
+  const secret = randomBytes(32).toString('hex');
+  const uws = await listenUws(o, { host: '127.0.0.1', port: 0 }, Buffer.from(secret));
+  let front: ManagedFront;
+  try {
+    front = await startManagedFront({ haproxy, host: o.host, port: o.port, backend: `127.0.0.1:${uws.port}`, secret, bodyLimit: o.bodyLimit ?? MAX_BODY_DEFAULT, log: o.log });
+  } catch (err) {
+    uws.closeConnections();
+    throw err;
+  }
+  o.log.info('HTTP front: haproxy', { version: haproxy.version, port: front.port });
+  return {
+    port: front.port,
+    front: 'haproxy',
+    inFlight: uws.inFlight,
+    close: () => {
+      front.stopAccepting();
+      uws.close();
+    },
+    closeConnections: async () => {
+      // After the drain: let the front deliver what it still holds to slow readers (each finished exchange closes
+      // its Hearth connection, then the soft-stopped front exits by itself), then cut whatever is left.
+      front.stopAccepting(); // already, after close(); not when a failed start releases what it opened
+      await front.exited(FRONT_FLUSH_MS);
+      uws.closeConnections();
+      await front.close();
+    },
+  };
+}
+
+/** HttpServerOptions.bodyLimit when absent. */
+const MAX_BODY_DEFAULT = 50 << 20;
+
+/** How long shutdown lets the soft-stopped front finish delivering answers before its connections are cut. */
+const FRONT_FLUSH_MS = 3_000;
+
+/** Builds the uWS app from a route table and listens on host:port; `frontSecret` = behind the managed front. */
+function listenUws(o: HttpServerOptions, at: { host: string; port: number }, frontSecret?: Buffer): Promise<RunningHttpServer> {
   const app = uWS.App();
   // Bound metric children per (route, status): label resolution once, not per request.
   const children = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
@@ -66,14 +127,17 @@ export function startHttpServer(o: HttpServerOptions): Promise<RunningHttpServer
     if (result instanceof Promise) return result.finally(() => { inFlight--; });
     inFlight--;
   };
-  mountRoutes(app, o.routes.map((r) => ({ ...r, handler: counted(r.handler) })), observe);
+  // Bodies up to the largest route limit are read to their end before an answer (HttpExchange.send).
+  const style = { ...OPENAI_STYLE, drainLimit: o.bodyLimit ?? MAX_BODY_DEFAULT, ...(frontSecret === undefined ? {} : { frontSecret }) };
+  mountRoutes(app, o.routes.map((r) => ({ ...r, handler: counted(r.handler) })), observe, style);
   return new Promise((resolve, reject) => {
-    app.listen(o.host, o.port, (socket) => {
-      if (!socket) return reject(new Error(`cannot listen on ${o.host}:${o.port} (address in use or not permitted)`));
+    const listening = (socket: uWS.us_listen_socket | false) => {
+      if (!socket) return reject(new Error(`cannot listen on ${at.host}:${at.port} (address in use or not permitted)`));
       let open = true;
       let connectionsClosed = false;
       resolve({
         port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket),
+        front: 'none',
         close: () => {
           accepting = false;
           if (!open) return;
@@ -90,6 +154,7 @@ export function startHttpServer(o: HttpServerOptions): Promise<RunningHttpServer
           (app as unknown as { close(): void }).close();
         },
       });
-    });
+    };
+    app.listen(at.host, at.port, listening);
   });
 }

@@ -67,6 +67,7 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
   };
 
   const fail = (ex: HttpExchange, name: string, err: unknown) => {
+    ex.drainBody(); // the error answer waits for the body (HttpExchange.send)
     failExchange(ex, err);
     observe(ex, name);
   };
@@ -81,6 +82,7 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
       try {
         ex.params = decodeParams(ex);
         if (route.body && route.body.kind !== 'handler') void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
+        else if (!route.body) ex.drainBody(); // a body the route does not take: read and dropped before the answer
       } catch (err) {
         return fail(ex, route.name, err);
       }

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { parseResponses } from '../helpers/raw-http.ts';
 import { tinyModel } from '../helpers/test-model.ts';
 
 /**
@@ -18,10 +19,11 @@ afterAll(async () => {
   await hearth?.stop();
 });
 
+/** A streamed chat completion on a raw socket (`Connection: close`: the answer ends with the connection). */
 function rawStream(maxTokens: number): net.Socket {
   const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: maxTokens });
   const socket = net.connect(hearth.port, '127.0.0.1');
-  socket.write(`POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.write(`POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
   return socket;
 }
 
@@ -57,9 +59,9 @@ describe('SSE backpressure', () => {
     });
     await new Promise<void>((resolve) => socket.on('end', () => resolve()));
     socket.destroy();
-    const text = Buffer.from(raw, 'latin1').toString('utf8');
-    // Chunked transfer encoding: strip chunk size lines before parsing events.
-    const body = text.slice(text.indexOf('\r\n\r\n') + 4).replace(/\r\n[0-9a-f]+\r\n/g, '').replace(/^[0-9a-f]+\r\n/, '');
+    const [answer] = parseResponses(raw); // chunked framing decoded (byte-exact on latin1 text)
+    expect(answer?.status).toBe(200);
+    const body = Buffer.from(answer!.body, 'latin1').toString('utf8');
     const events = body.split('\n\n').filter((e) => e.startsWith('data: '));
     expect(events.at(-1)).toBe('data: [DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> });

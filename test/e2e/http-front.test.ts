@@ -7,9 +7,10 @@ import { type HearthProcess, startHearthProcess } from '../helpers/hearth-proces
 import { parseResponses, rawExchange, type RawResult } from '../helpers/raw-http.ts';
 
 /**
- * The documented production topology (README "Production: behind the HTTP front"): the real `hearth serve`
- * (--trust-proxy) behind HAProxy with deploy/haproxy/haproxy.cfg exactly as shipped. What bare uWS cannot do
- * (answer malformed framing, serve pipelining behind an asynchronous answer), the front does.
+ * `hearth serve` as shipped (README "HTTP front"): its default `--front auto` runs HAProxy with
+ * deploy/haproxy/haproxy.cfg on the public port, uWS behind it on a private unix socket. What uWS alone cannot do
+ * (answer malformed framing, serve pipelining behind an asynchronous answer), the front does. The same config also
+ * runs stand-alone in front of a `hearth serve --front off` (last test).
  * HAProxy comes from Debian (`.ci/apt-packages` installs it); the suite skips only where the binary is absent.
  */
 const CONFIG = path.resolve(import.meta.dirname, '../../deploy/haproxy/haproxy.cfg');
@@ -20,7 +21,6 @@ const MODEL_ID = 'local/endless';
 type ErrorBody = { error: { message: string; type: string; param: string | null; code: string | null } };
 
 let hearth: HearthProcess;
-let front: { port: number; proc: ChildProcess; logs: () => string };
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -90,13 +90,12 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
   beforeAll(async () => {
     // A tiny chat model with no scripted reply: it never emits EOS, so a generation runs to max_tokens.
     const model = await ensureTinyChatModel({ reply: null });
-    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL_ID, '--slots', '2', '--trust-proxy'] });
+    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL_ID, '--slots', '2'] });
+    expect(hearth.logs()).toMatch(/"msg":"listening".*"front":"haproxy"/);
     await hearth.waitReady();
-    front = await startFront(`127.0.0.1:${hearth.port}`, 200);
   }, 90_000);
 
   afterAll(async () => {
-    await stopFront(front);
     await hearth?.stop();
   });
 
@@ -127,7 +126,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     };
 
     it('parser errors: 400, connection closed, no workspace created', async () => {
-      const results = await Promise.all(Object.entries(parserErrors).map(async ([name, raw]) => [name, await exchange(front.port, raw())] as const));
+      const results = await Promise.all(Object.entries(parserErrors).map(async ([name, raw]) => [name, await exchange(hearth.port, raw())] as const));
       for (const [name, r] of results) {
         expect(r.responses.map((x) => x.status), name).toEqual([400]);
         expect(r.responses[0]!.headers.get('connection'), name).toBe('close');
@@ -139,7 +138,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     it("the front's refusals: 400/405/413/431/505 in Hearth's error shape, connection closed, no workspace created", async () => {
       // A refused well-formed request (405) keeps its keep-alive connection: read only its answer there.
       const answered = (text: string) => parseResponses(text).length > 0;
-      const results = await Promise.all(Object.entries(ruleErrors).map(async ([name, [raw, status, code]]) => [name, status, code, await exchange(front.port, raw(), { until: status === 405 ? answered : undefined })] as const));
+      const results = await Promise.all(Object.entries(ruleErrors).map(async ([name, [raw, status, code]]) => [name, status, code, await exchange(hearth.port, raw(), { until: status === 405 ? answered : undefined })] as const));
       for (const [name, status, code, r] of results) {
         expect(r.responses.map((x) => x.status), name).toEqual([status]);
         expect(r.responses[0]!.headers.get('content-type'), name).toBe('application/json');
@@ -155,7 +154,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
       const smuggled = `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 5\r\n\r\n${create('front-smuggled')}`;
       const body = create('clte-chunked');
       const raw = `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n${smuggled}`;
-      const r = await exchange(front.port, raw);
+      const r = await exchange(hearth.port, raw);
       expect(r.responses.map((x) => x.status)).toEqual([201]);
       expect(r.responses[0]!.headers.get('connection')).toBe('close');
       expect(r.closed).toBe(true);
@@ -171,7 +170,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     for (const count of [2, 3]) {
       it(`${count} chat completions in one write: one answer per request, in order`, async () => {
         const ids = Array.from({ length: count }, (_, i) => `pipelined-${count}-${i + 1}`);
-        const r = await exchange(front.port, ids.map(chat).join(''), { waitMs: 30_000, until: (text) => parseResponses(text).length >= count });
+        const r = await exchange(hearth.port, ids.map(chat).join(''), { waitMs: 30_000, until: (text) => parseResponses(text).length >= count });
         expect(r.responses.map((x) => x.status)).toEqual(ids.map(() => 200));
         expect(r.responses.map((x) => x.headers.get('x-request-id'))).toEqual(ids);
         for (const x of r.responses) expect((JSON.parse(x.body) as { object: string }).object).toBe('chat.completion');
@@ -181,7 +180,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
 
   it('an SSE stream passes through event by event and ends in data: [DONE]', async () => {
     const raw = post('/api/inference/v1/chat/completions', { model: MODEL_ID, messages: [{ role: 'user', content: 'go on' }], max_tokens: 1500, stream: true });
-    const r = await exchange(front.port, raw, { waitMs: 60_000, until: (text) => text.includes('data: [DONE]') });
+    const r = await exchange(hearth.port, raw, { waitMs: 60_000, until: (text) => text.includes('data: [DONE]') });
     const head = r.text.slice(0, r.text.indexOf('\r\n\r\n'));
     expect(head).toMatch(/^HTTP\/1\.1 200/);
     expect(head.toLowerCase()).toContain('content-type: text/event-stream');
@@ -194,15 +193,16 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     expect(r.firstRead).not.toContain('data: [DONE]');
   }, 90_000);
 
-  it('with --trust-proxy Hearth takes the client address from the X-Forwarded-For the front sets (a client value is replaced)', async () => {
-    // The sign-in limiter counts failures per client address (20 per window). Hearth sees every front
-    // connection come from 127.0.0.1; only X-Forwarded-For tells 127.0.0.2 from 127.0.0.3.
-    const signIn = (i: number, localAddress: string) => exchange(front.port, post('/api/v1/session', { email: `nobody${i}@front.test`, password: 'wrong-password' }, { 'X-Forwarded-For': '127.0.0.3' }), { localAddress, until: (t) => parseResponses(t).length > 0 });
+  it("Hearth takes the client address from the front; a client's own X-Hearth-Peer / X-Forwarded-For is not believed", async () => {
+    // The sign-in limiter counts failures per client address (20 per window). Every connection reaches uWS from
+    // the front on one unix socket; only the front's header tells 127.0.0.2 from 127.0.0.3.
+    const spoof = { 'X-Forwarded-For': '127.0.0.3', 'X-Hearth-Peer': '127.0.0.3' };
+    const signIn = (i: number, localAddress: string) => exchange(hearth.port, post('/api/v1/session', { email: `nobody${i}@front.test`, password: 'wrong-password' }, spoof), { localAddress, until: (t) => parseResponses(t).length > 0 });
     for (let i = 0; i < 20; i++) expect((await signIn(i, '127.0.0.2')).responses[0]?.status).toBe(401);
     const limited = await signIn(20, '127.0.0.2');
     expect(limited.responses[0]?.status).toBe(429);
     expect(expectErrorShape(limited.responses[0]!.body).type).toBe('rate_limit_error');
-    // Another client (its spoofed header named 127.0.0.3 all along) is not limited.
+    // Another client (its spoofed headers named 127.0.0.3 all along) is not limited.
     expect((await signIn(21, '127.0.0.3')).responses[0]?.status).toBe(401);
   });
 
