@@ -1,3 +1,4 @@
+import net from 'node:net';
 import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiError, invalidRequest } from '../../../src/errors/index.ts';
@@ -128,5 +129,32 @@ describe('mountRoutes', () => {
     const single = await rawExchange(port, create('s1'), { expectResponses: 1 });
     expect(single.responses[0]!.status).toBe(201);
     expect(ran).toEqual(['create s1']);
+  });
+
+  it('an answer decided while the body is still arriving (404, 405, a route without a body, a 413 counted) is sent after it', async () => {
+    // Each request's head goes out first, its body 200 ms later: the answer must come after the body (a server
+    // that answers and closes with unread bytes resets the connection, which can destroy the answer), and the
+    // process must survive a pending answer (uWS aborts a process whose handler leaves a response without one).
+    const cases: Array<[string, number]> = [
+      ['POST /nowhere HTTP/1.1', 404],
+      ['PATCH /items HTTP/1.1', 405],
+      ['GET /items/x HTTP/1.1', 200],
+      ['POST /raw HTTP/1.1', 413],
+    ];
+    for (const [line, status] of cases) {
+      const body = 'x'.repeat(100);
+      const socket = net.connect(port, '127.0.0.1');
+      let text = '';
+      let beforeBody = '';
+      socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      socket.write(`${line}\r\nHost: x\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`);
+      await new Promise((r) => setTimeout(r, 200));
+      beforeBody = text;
+      socket.write(body);
+      await closed;
+      expect(beforeBody, line).toBe('');
+      expect(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), line).toBe(status);
+    }
   });
 });
