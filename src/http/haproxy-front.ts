@@ -173,7 +173,8 @@ async function spawnOnce(o: FrontOptions, port: number): Promise<Spawned> {
       const line = raw.trim();
       if (line === '') continue;
       const priority = /^<(\d+)>/.exec(line); // syslog "short" format: facility * 8 + severity (4 = warning)
-      if (/\[(ALERT|WARNING|EMERG)\]/.test(line) || (priority !== null && Number(priority[1]) % 8 <= 4)) o.log.warn('haproxy', { line });
+      const lifecycle = /Proxy \S+ (started|stopped)|Stopping (frontend|backend|proxy)/.test(line); // HAProxy warns on its own stop
+      if (!lifecycle && (/\[(ALERT|WARNING|EMERG)\]/.test(line) || (priority !== null && Number(priority[1]) % 8 <= 4))) o.log.warn('haproxy', { line });
       else o.log.debug('haproxy', { line });
     }
   };

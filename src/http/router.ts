@@ -50,11 +50,13 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
     try {
       result = handler(ex);
     } catch (err) {
+      ex.drainBody();
       failExchange(ex, err);
       observe(ex, name);
       return;
     }
     ex.armAbort(); // still inside the uWS callback (or a turn later with abort already armed)
+    ex.drainBody(); // a body the handler did not start streaming synchronously will never be read: drop it, answer after
     if (result instanceof Promise) {
       result.then(
         () => observe(ex, name),
