@@ -68,8 +68,10 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningHttp
     front: 'haproxy',
     inFlight: uws.inFlight,
     close: () => {
+      // The front stops accepting; uWS keeps its loopback port, so a request that still arrives on a client's open
+      // connection reaches Hearth and gets its 503 shutting_down (not the front's "not reachable").
       front.stopAccepting();
-      uws.close();
+      uws.refuseRequests();
     },
     closeConnections: async () => {
       // After the drain: let the front deliver what it still holds to slow readers (each finished exchange closes
@@ -89,7 +91,7 @@ const MAX_BODY_DEFAULT = 50 << 20;
 const FRONT_FLUSH_MS = 3_000;
 
 /** Builds the uWS app from a route table and listens on host:port; `frontSecret` = behind the managed front. */
-function listenUws(o: HttpServerOptions, at: { host: string; port: number }, frontSecret?: Buffer): Promise<RunningHttpServer> {
+function listenUws(o: HttpServerOptions, at: { host: string; port: number }, frontSecret?: Buffer): Promise<RunningHttpServer & { refuseRequests(): void }> {
   const app = uWS.App();
   // Bound metric children per (route, status): label resolution once, not per request.
   const children = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
@@ -138,6 +140,9 @@ function listenUws(o: HttpServerOptions, at: { host: string; port: number }, fro
       resolve({
         port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket),
         front: 'none',
+        refuseRequests: () => {
+          accepting = false;
+        },
         close: () => {
           accepting = false;
           if (!open) return;
