@@ -105,6 +105,8 @@ export class HttpExchange {
   /** Body bytes seen so far by the exchange's own readers (readBody, drainBody), and whether a handler streams it. */
   private bodyBytes = 0;
   private bodyStreamed = false;
+  /** hasBody, once scanned (the router asks before and after the handler). */
+  private bodyDeclared: boolean | null = null;
   /** An answer decided while the body was still arriving: sent when it has arrived (see send). */
   private deferred: (() => void) | null = null;
   private body: Promise<Buffer> | null = null;
@@ -322,11 +324,17 @@ export class HttpExchange {
    * raw header list: no header map is built on the hot path.
    */
   get hasBody(): boolean {
-    for (const [k, v] of this.headerList) {
-      if (k === 'transfer-encoding') return true;
-      if (k === 'content-length') return !/^0+$/.test(v);
+    if (this.bodyDeclared === null) {
+      this.bodyDeclared = false;
+      for (const [k, v] of this.headerList) {
+        if (k === 'transfer-encoding' || (k === 'content-length' && !/^0+$/.test(v))) {
+          this.bodyDeclared = true;
+          break;
+        }
+        if (k === 'content-length') break;
+      }
     }
-    return false;
+    return this.bodyDeclared;
   }
 
   /**

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/ports.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const REAL_MODEL_FILE = path.resolve(ROOT, '../shared/models/stories260K.gguf');
@@ -135,14 +136,6 @@ function run(args: string[], cwd: string): Promise<{ code: number | null; stdout
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 async function startRealHearth(): Promise<HearthUnderTest> {

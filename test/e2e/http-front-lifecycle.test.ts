@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../helpers/hearth-process.ts';
+import { portFree } from '../helpers/ports.ts';
 
 /**
  * The managed HTTP front's life (src/http/haproxy-front.ts): it starts with `hearth serve`, is started again if it
@@ -48,15 +49,6 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting until ${what}`);
-}
-
-/** Whether host:port can be bound now (nothing listens there any more). */
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
-  });
 }
 
 async function healthAnswered(h: HearthProcess): Promise<boolean> {

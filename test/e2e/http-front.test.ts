@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../models/test-model-path.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { freePort } from '../helpers/ports.ts';
 import { parseResponses, rawExchange, type RawResult } from '../helpers/raw-http.ts';
 
 /**
@@ -21,17 +21,6 @@ const MODEL_ID = 'local/endless';
 type ErrorBody = { error: { message: string; type: string; param: string | null; code: string | null } };
 
 let hearth: HearthProcess;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts haproxy on the shipped config, in front of `backend` (host:port); resolves once it answers. */
 async function startFront(backend: string, readyStatus: number): Promise<{ port: number; proc: ChildProcess; logs: () => string }> {

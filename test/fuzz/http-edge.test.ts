@@ -152,7 +152,12 @@ const authArb = fc.oneof(
 );
 const cookieArb = fc.option(fc.oneof(fc.constantFrom('hearth_session=abc', `hearth_session=${'s'.repeat(3000)}`, 'hearth_session=%zz; a=b', ';;;='), fc.stringMatching(/^[ -~]{0,60}$/)), { nil: undefined });
 const contentTypeArb = fc.option(fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'multipart/form-data; boundary=x', ''), { nil: undefined });
-const extraHeaders = fc.array(fc.tuple(fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/), fc.stringMatching(/^[ -~]{0,80}$/)), { maxLength: 5 });
+// Any header, and the ones only the managed front may set (X-Hearth-Peer / X-Hearth-Front: forged, over-long) or
+// that name a client address.
+const extraHeaders = fc.array(fc.oneof(
+  { weight: 4, arbitrary: fc.tuple(fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/), fc.stringMatching(/^[ -~]{0,80}$/)) },
+  { weight: 1, arbitrary: fc.tuple(fc.constantFrom('x-hearth-peer', 'x-hearth-front', 'x-forwarded-for'), fc.oneof(fc.constantFrom('203.0.113.9', 'f'.repeat(64), '1'.repeat(300), ''), fc.stringMatching(/^[ -~]{0,80}$/))) },
+), { maxLength: 5 });
 
 const chatLike = fc.record(
   {
@@ -200,7 +205,7 @@ const requestLine = fc.oneof(
 const headerLine = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom('Host: x', `Authorization: Bearer KEY`, 'Content-Type: application/json', 'Connection: close', 'Expect: 100-continue') },
   { weight: 2, arbitrary: fc.constantFrom('Transfer-Encoding: chunked', 'Transfer-Encoding: gzip, chunked', 'Transfer-Encoding:  chunked', 'Transfer-Encoding: identity', 'Content-Length: 5', 'Content-Length: -1', 'Content-Length: 1e3', 'Content-Length: 5, 5', 'Content-Length: 99999999999999', 'Content-Length: 0') },
-  { weight: 1, arbitrary: fc.constantFrom('NoColon', ': empty-name', 'X-Nul: a\u0000b', 'X-CR: a\rb', ' Folded: y', 'X-Bin: \u00ff\u00fe', `X-Big: ${'b'.repeat(9000)}`) },
+  { weight: 1, arbitrary: fc.constantFrom('NoColon', ': empty-name', 'X-Nul: a\u0000b', 'X-CR: a\rb', ' Folded: y', 'X-Bin: \u00ff\u00fe', `X-Big: ${'b'.repeat(9000)}`, 'X-Hearth-Peer: 203.0.113.9', `X-Hearth-Front: ${'f'.repeat(64)}`) },
   { weight: 1, arbitrary: fc.tuple(fc.string({ unit: 'binary-ascii', maxLength: 10 }), fc.string({ unit: 'binary-ascii', maxLength: 30 })).map(([k, v]) => `${k}: ${v}`) },
 );
 const framedBody = fc.oneof(
