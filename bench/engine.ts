@@ -40,7 +40,8 @@
  *    1,000 short requests (max_tokens 8, concurrency 8) and the growth ratio.
  * --rounds N (for a machine whose load changes): the load levels run N times, the servers taking turns
  * (llama-server, Hearth native, Hearth node-llama-cpp, llama-server, ...), each start a fresh process;
- * the table shows each server's best round per concurrency, the JSON all rounds.
+ * the table shows each server's best round per concurrency, the JSON all rounds, and Hearth / llama-server
+ * also paired: the ratio of each round's two figures, median over the rounds, which the targets table judges.
  * Output: bench/out/engine-<timestamp>.json and a markdown section appended to bench/RESULTS.md.
  * The load generator runs in this process on the same cores as the server under test (same for both).
  */
@@ -249,6 +250,23 @@ const mean = (v: readonly number[]) => meanAll(finite(v));
 const median = (v: readonly number[]) => percentile(v, 50);
 const ratio = (a: number | null | undefined, b: number | null | undefined) =>
   a === null || a === undefined || b === null || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? Number.NaN : a / b;
+/**
+ * Hearth / llama-server per round, median over the rounds (`--rounds` > 1): each round's two figures were measured
+ * minutes apart, so on a machine whose speed drifts this pairs like with like, where each server's best round may
+ * come from different moments. NaN with fewer than two paired rounds.
+ */
+function pairedRatio(hearth: TargetRun | undefined, ls: TargetRun | undefined, concurrency: number, promptLength: number): number {
+  const pick = (levels: LevelResult[] | undefined) => levels?.find((l) => l.concurrency === concurrency && l.promptLength === promptLength);
+  const ratios: number[] = [];
+  for (let i = 0; i < Math.min(hearth?.rounds?.length ?? 0, ls?.rounds?.length ?? 0); i++) {
+    const r = ratio(pick(hearth!.rounds![i])?.tokensPerSecond, pick(ls!.rounds![i])?.tokensPerSecond);
+    if (Number.isFinite(r)) ratios.push(r);
+  }
+  if (ratios.length < 2) return Number.NaN;
+  ratios.sort((x, y) => x - y);
+  const mid = ratios.length >> 1;
+  return ratios.length % 2 === 1 ? ratios[mid]! : (ratios[mid - 1]! + ratios[mid]!) / 2;
+}
 /** Fixed decimals, '–' for missing. */
 const fmt = (n: number | null | undefined, digits = 1) => (n === null || n === undefined || !Number.isFinite(n) ? '–' : n.toFixed(digits));
 
@@ -868,13 +886,13 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   L.push('');
   L.push(`Ceiling: llama-batched-bench (no HTTP, no sampling) on the same prompt and generation lengths: "with prefill" counts the generated tokens over the whole time, prompts' prefill included, as the servers' tok/s do (the ratio to it is the target); "decode only" is generation tok/s after the prompts. On node-llama-cpp's own prebuilt libllama and ${variant ?? '?'} — the CPU library Hearth's process loads${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
   L.push('');
-  L.push('| prompt | clients | ceiling tok/s with prefill / decode only | llama-server tok/s | Hearth tok/s | Hearth / ceiling with prefill (decode only) | Hearth / llama-server | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |');
+  L.push(`| prompt | clients | ceiling tok/s with prefill / decode only | llama-server tok/s | Hearth tok/s | Hearth / ceiling with prefill (decode only) | Hearth / llama-server${o.rounds > 1 ? ' best rounds (paired, median)' : ''} | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |`);
   L.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const pl of o.promptLengths) for (const c of o.concurrency) {
     const ceil = shape.ceiling.find((x) => x.promptLength === pl)?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
     const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
     const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-    L.push(`| ${pl} | ${c} | ${fmt(ceil?.requestTokPerS)} / ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 2)}** (${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}) | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}** | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`);
+    L.push(`| ${pl} | ${c} | ${fmt(ceil?.requestTokPerS)} / ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 2)}** (${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}) | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}**${o.rounds > 1 ? ` (${fmt(pairedRatio(hearth, ls, c, pl), 2)})` : ''} | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`);
   }
   L.push('');
   if (shape.smooth.length) {
@@ -925,8 +943,11 @@ function targetsMarkdown(o: Options, shape: ShapeRun): string[] {
     const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
     const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
     if (c === 8) judge(`prompt ${pl}, 8 streams: Hearth / ceiling with prefill`, ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 0.9, true);
-    if (c === 8) judge(`prompt ${pl}, 8 streams: Hearth / llama-server`, ratio(h?.tokensPerSecond, a?.tokensPerSecond), 1.2, true);
-    if (c === 1) judge(`prompt ${pl}, 1 stream: Hearth / llama-server`, ratio(h?.tokensPerSecond, a?.tokensPerSecond), 1.0, true);
+    // With rounds, the ratio to llama-server is judged paired (round by round, median): see pairedRatio.
+    const vsLs = o.rounds > 1 ? pairedRatio(hearth, ls, c, pl) : ratio(h?.tokensPerSecond, a?.tokensPerSecond);
+    const how = o.rounds > 1 ? `, paired median of ${o.rounds} rounds` : '';
+    if (c === 8) judge(`prompt ${pl}, 8 streams: Hearth / llama-server${how}`, vsLs, 1.2, true);
+    if (c === 1) judge(`prompt ${pl}, 1 stream: Hearth / llama-server${how}`, vsLs, 1.0, true);
     if (a && h) judge(`prompt ${pl}, ${c} clients: TTFT p50 Hearth (llama-server ${fmt(a.firstTokenMs.p50, 0)} ms)`, h.firstTokenMs.p50, a.firstTokenMs.p50, false, ' ms');
   }
   const smooth = shape.smooth.filter((x) => x.server.startsWith('hearth') && x.result.errors === 0);
