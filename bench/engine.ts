@@ -467,14 +467,24 @@ async function drive(t: Target, agent: http.Agent, clients: number, body: (n: nu
   return { results, t0, t1: performance.now() };
 }
 
+/** CPU seconds (user + system) of `pid` and its child processes (Hearth's managed HAProxy front), null off Linux. */
 function cpuSeconds(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+    let ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+    for (const child of childPids(pid)) ticks += (cpuSeconds(child) ?? 0) * 100;
     return ticks / 100; // USER_HZ is 100 on Linux
   } catch {
     return null;
+  }
+}
+
+function childPids(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter((x) => x !== '').map(Number);
+  } catch {
+    return [];
   }
 }
 
@@ -802,7 +812,7 @@ function markdown(o: Options, m: EngineMachine, bin: LlamaServerBinary | null, s
     L.push('');
     const base = cfg.targets.find((t) => t.name === 'llama-server' && t.available);
     const shown = cfg.targets.filter((t) => t.available && t.levels.length);
-    L.push('| prompt (tok) | clients | server | tok/s | vs llama-server | tok/req | first token p50 / p95 (ms) | inter-token p50 / p99 (ms) | requests (errors) | server CPU s / 1k tok |');
+    L.push('| prompt (tok) | clients | server | tok/s | vs llama-server | tok/req | first token p50 / p95 (ms) | inter-token p50 / p99 (ms) | requests (errors) | server CPU s / 1k tok (its child processes included) |');
     L.push('|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const pl of o.promptLengths) for (const c of o.concurrency) {
       const baseLevel = base?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
