@@ -469,12 +469,16 @@ async function drive(t: Target, agent: http.Agent, clients: number, body: (n: nu
 
 /** CPU seconds (user + system) of `pid` and its child processes (Hearth's managed HAProxy front), null off Linux. */
 function cpuSeconds(pid: number): number | null {
+  const ticks = cpuTicks(pid);
+  return ticks === null ? null : ticks / 100; // USER_HZ is 100 on Linux
+}
+
+function cpuTicks(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    let ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
-    for (const child of childPids(pid)) ticks += (cpuSeconds(child) ?? 0) * 100;
-    return ticks / 100; // USER_HZ is 100 on Linux
+    const own = Number(fields[11]) + Number(fields[12]); // utime, stime
+    return childPids(pid).reduce((sum, child) => sum + (cpuTicks(child) ?? 0), own);
   } catch {
     return null;
   }

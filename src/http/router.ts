@@ -44,34 +44,29 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
   const byPattern = new Map<string, Route[]>();
   for (const r of routes) byPattern.set(r.pattern, [...(byPattern.get(r.pattern) ?? []), r]);
 
+  // The error answer: it waits for a body still arriving (HttpExchange.send); drainBody is a no-op once one is read.
+  const fail = (ex: HttpExchange, name: string, err: unknown) => {
+    ex.drainBody();
+    failExchange(ex, err);
+    observe(ex, name);
+  };
+
   // Hot path: a synchronous handler costs no promise and no closure here.
   const run = (ex: HttpExchange, name: string, handler: RouteHandler) => {
     let result: void | Promise<void>;
     try {
       result = handler(ex);
     } catch (err) {
-      ex.drainBody();
-      failExchange(ex, err);
-      observe(ex, name);
-      return;
+      return fail(ex, name, err);
     }
     ex.armAbort(); // still inside the uWS callback (or a turn later with abort already armed)
     ex.drainBody(); // a body the handler did not start streaming synchronously will never be read: drop it, answer after
     if (result instanceof Promise) {
       result.then(
         () => observe(ex, name),
-        (err: unknown) => {
-          failExchange(ex, err);
-          observe(ex, name);
-        },
+        (err: unknown) => fail(ex, name, err),
       );
     } else observe(ex, name);
-  };
-
-  const fail = (ex: HttpExchange, name: string, err: unknown) => {
-    ex.drainBody(); // the error answer waits for the body (HttpExchange.send)
-    failExchange(ex, err);
-    observe(ex, name);
   };
 
   for (const [pattern, group] of byPattern) {
