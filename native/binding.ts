@@ -62,6 +62,12 @@ export interface NativeJobExtras {
   grammar?: string;
   /** 0..20: 'text' events carry `logprobs` (raw model distribution), one entry per token. */
   topLogprobs?: number;
+  /**
+   * Send the job's events (prompt, text, done / error; `job` = `tag`) to the EventRelay `id` (any thread of
+   * the process); this loop's own onEvents then gets only the job's done / error. A closed relay: refusal
+   * 'relay_closed'.
+   */
+  relay?: { id: number; tag: number };
 }
 
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
@@ -75,7 +81,7 @@ export type NativeLoopEvent =
   | { type: 'disposed' };
 
 export interface NativeSubmitRefusal {
-  code: 'engine_disposed' | 'engine_not_ready' | 'slots_busy' | 'empty_prompt' | 'context_length_exceeded' | 'invalid_token';
+  code: 'engine_disposed' | 'engine_not_ready' | 'slots_busy' | 'empty_prompt' | 'context_length_exceeded' | 'invalid_token' | 'relay_closed';
   message: string;
 }
 
@@ -114,9 +120,86 @@ export interface NativeBuildInfo {
   maxSlots: number;
 }
 
+/**
+ * Receives, on the thread that created it, the events of jobs submitted to any thread's SlotLoop with
+ * `extras.relay = { id, tag }` (native/src/event_relay.h). Never keeps the event loop alive.
+ */
+export interface NativeEventRelay {
+  /** Process-wide, never 0. */
+  readonly id: number;
+  /** Idempotent: unregisters; later events for it are dropped (their loops go on). */
+  close(): void;
+}
+
 export interface HearthNativeBinding {
   SlotLoop: new (options: NativeLoopOptions, onEvents: (events: NativeLoopEvent[]) => void) => NativeSlotLoop;
+  EventRelay: new (onEvents: (events: NativeLoopEvent[]) => void) => NativeEventRelay;
   buildInfo(): NativeBuildInfo;
+}
+
+/** The addon's own exports: deliveries come as flat arrays (native/src/loop_event_js.h). */
+interface RawBinding {
+  SlotLoop: new (options: NativeLoopOptions, onEvents: (flat: unknown[]) => void) => NativeSlotLoop;
+  EventRelay: new (onEvents: (flat: unknown[]) => void) => NativeEventRelay;
+  buildInfo(): NativeBuildInfo;
+}
+
+/** Slots per event in a delivery (kEventSlots), and the slot-0 codes (EventKind's order). */
+const EVENT_SLOTS = 7;
+const enum Kind { Ready, LoadFailed, Prompt, Text, Done, Error, Disposed }
+
+/** One delivery of the addon as NativeLoopEvents (layout: native/src/loop_event_js.h). */
+export function decodeLoopEvents(flat: unknown[]): NativeLoopEvent[] {
+  const out: NativeLoopEvent[] = [];
+  for (let i = 0; i + EVENT_SLOTS <= flat.length; i += EVENT_SLOTS) {
+    const job = flat[i + 1] as number;
+    const a = flat[i + 2] as number;
+    const b = flat[i + 3] as number;
+    const c = flat[i + 4] as number;
+    const s = flat[i + 5] as string;
+    switch (flat[i] as Kind) {
+      case Kind.Ready: out.push(flat[i + 6] as Extract<NativeLoopEvent, { type: 'ready' }>); break;
+      case Kind.LoadFailed: out.push({ type: 'loadFailed', message: s }); break;
+      case Kind.Prompt: out.push({ type: 'prompt', job, promptTokens: a, cachedTokens: b, promptSteps: c }); break;
+      case Kind.Text: {
+        const logprobs = flat[i + 6] as TokenLogprob[] | undefined;
+        out.push(logprobs === undefined ? { type: 'text', job, text: s, tokens: a } : { type: 'text', job, text: s, tokens: a, logprobs });
+        break;
+      }
+      case Kind.Done: out.push({ type: 'done', job, finishReason: s as 'stop' | 'length' | 'cancelled', promptTokens: a, cachedTokens: b, completionTokens: c }); break;
+      case Kind.Error: out.push({ type: 'error', job, code: s, message: flat[i + 6] as string }); break;
+      case Kind.Disposed: out.push({ type: 'disposed' }); break;
+    }
+  }
+  return out;
+}
+
+/** The addon's classes with their deliveries decoded (a constructor returning the native object). */
+function decodingBinding(raw: RawBinding): HearthNativeBinding {
+  function SlotLoop(options: NativeLoopOptions, onEvents: (events: NativeLoopEvent[]) => void): NativeSlotLoop {
+    return new raw.SlotLoop(options, (flat) => onEvents(decodeLoopEvents(flat)));
+  }
+  function EventRelay(onEvents: (events: NativeLoopEvent[]) => void): NativeEventRelay {
+    return new raw.EventRelay((flat) => onEvents(decodeLoopEvents(flat)));
+  }
+  return {
+    SlotLoop: SlotLoop as unknown as HearthNativeBinding['SlotLoop'],
+    EventRelay: EventRelay as unknown as HearthNativeBinding['EventRelay'],
+    buildInfo: () => raw.buildInfo(),
+  };
+}
+
+/** A job's event (what an EventRelay delivers). */
+export type NativeJobEvent = Extract<NativeLoopEvent, { job: number }>;
+
+/**
+ * A new EventRelay on this thread, passing on job events only; null where the addon cannot load here.
+ * Hearth's main thread opens one for the model workers' native loops (main.ts hands this to the engine).
+ */
+export function openEventRelay(onEvents: (events: NativeJobEvent[]) => void): NativeEventRelay | null {
+  const native = loadHearthNative();
+  if (!native.ok) return null;
+  return new native.binding.EventRelay((events) => onEvents(events.filter((e): e is NativeJobEvent => 'job' in e)));
 }
 
 export type HearthNativeLoad = { ok: true; binding: HearthNativeBinding; path: string } | { ok: false; reason: string };
@@ -133,7 +216,7 @@ export function loadHearthNative(): HearthNativeLoad {
     return loaded;
   }
   try {
-    const binding = createRequire(import.meta.url)(path) as HearthNativeBinding;
+    const binding = decodingBinding(createRequire(import.meta.url)(path) as RawBinding);
     const info = binding.buildInfo();
     loaded = info.versionsMatch ? { ok: true, binding, path } : { ok: false, reason: info.mismatch ?? 'llama.cpp header and library versions differ' };
   } catch (err) {

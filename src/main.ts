@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { openEventRelay } from '../native/binding.ts';
 import { AppHost } from './apps/app-host.ts';
 import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import type { Config } from './config/config.ts';
@@ -112,6 +113,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       queueLimit: config.queueLimit,
       showPullProgress: process.stderr.isTTY === true,
       pullStallTimeoutMs: config.pullStallTimeoutMs,
+      openRelay: openEventRelay,
     },
     metrics,
     log,

@@ -1,6 +1,7 @@
-// Module entry of hearth_native.node: exports `SlotLoop` and `buildInfo()`.
+// Module entry of hearth_native.node: exports `SlotLoop`, `EventRelay` and `buildInfo()`.
 // A context-aware Node-API addon: every environment (main thread or worker_thread) that loads it gets
-// its own exports and its own instances; the only process-wide state is llama.cpp's (see llama_runtime.h).
+// its own exports and its own instances; the only process-wide state is llama.cpp's (see llama_runtime.h)
+// and the registry of event relays (event_relay.h).
 #include <cstring>
 
 #include "addon_info.h"
@@ -8,6 +9,7 @@
 #include "llama.h"
 #include "llama_runtime.h"
 #include "napi.h"
+#include "event_relay.h"
 #include "slot_loop_wrap.h"
 
 namespace hearth {
@@ -40,6 +42,7 @@ public:
         DefineAddon(exports, {
             InstanceMethod("buildInfo", &HearthAddon::BuildInfo),
             InstanceValue("SlotLoop", SlotLoopWrap::Define(env), napi_enumerable),
+            InstanceValue("EventRelay", EventRelayWrap::Define(env), napi_enumerable),
         });
     }
 

@@ -1,9 +1,10 @@
 #include "slot_loop_wrap.h"
 
-#include <iterator>
 #include <string>
 
 #include "addon_info.h"
+#include "event_relay.h"
+#include "loop_event_js.h"
 
 namespace hearth {
 
@@ -33,102 +34,6 @@ std::string requiredString(const Napi::Object & o, const char * key) {
         throw Napi::TypeError::New(o.Env(), std::string("options.") + key + " must be a string");
     }
     return v.As<Napi::String>().Utf8Value();
-}
-
-Napi::Array bytesOf(Napi::Env env, const std::string & piece) {
-    Napi::Array bytes = Napi::Array::New(env, piece.size());
-    for (size_t i = 0; i < piece.size(); i++) {
-        bytes.Set((uint32_t) i, (double) (uint8_t) piece[i]);
-    }
-    return bytes;
-}
-
-/** { token, logprob, bytes, top: [{ token, logprob, bytes }] } per entry (OpenAI's logprobs.content shape). */
-Napi::Array logprobsToJs(Napi::Env env, const std::vector<TokenLogprob> & entries) {
-    Napi::Array out = Napi::Array::New(env, entries.size());
-    for (size_t i = 0; i < entries.size(); i++) {
-        const TokenLogprob & entry = entries[i];
-        Napi::Object o = Napi::Object::New(env);
-        o.Set("token", Napi::String::New(env, entry.piece));
-        o.Set("logprob", (double) entry.logprob);
-        o.Set("bytes", bytesOf(env, entry.piece));
-        Napi::Array top = Napi::Array::New(env, entry.top.size());
-        for (size_t k = 0; k < entry.top.size(); k++) {
-            Napi::Object alt = Napi::Object::New(env);
-            alt.Set("token", Napi::String::New(env, entry.top[k].piece));
-            alt.Set("logprob", (double) entry.top[k].logprob);
-            alt.Set("bytes", bytesOf(env, entry.top[k].piece));
-            top.Set((uint32_t) k, alt);
-        }
-        o.Set("top", top);
-        out.Set((uint32_t) i, o);
-    }
-    return out;
-}
-
-Napi::Object toJs(Napi::Env env, const LoopEvent & e) {
-    Napi::Object o = Napi::Object::New(env);
-    switch (e.kind) {
-        case EventKind::Ready:
-            o.Set("type", "ready");
-            o.Set("contextSize", e.contextSize);
-            o.Set("contextTotal", e.contextTotal);
-            o.Set("batchSize", e.batchSize);
-            o.Set("vocabSize", e.vocabSize);
-            o.Set("threads", e.threads);
-            o.Set("threadPool", e.threadPool);
-            o.Set("cpuBackend", e.cpuBackend);
-            if (!e.calibration.empty()) {
-                Napi::Array timings = Napi::Array::New(env);
-                for (size_t i = 0; i + 2 < e.calibration.size(); i += 3) {
-                    Napi::Object t = Napi::Object::New(env);
-                    t.Set("threads", e.calibration[i]);
-                    t.Set("msPerStep", e.calibration[i + 1]);
-                    t.Set("estimateMs", e.calibration[i + 2]);
-                    timings.Set((uint32_t) (i / 3), t);
-                }
-                o.Set("calibration", timings);
-            }
-            break;
-        case EventKind::LoadFailed:
-            o.Set("type", "loadFailed");
-            o.Set("message", e.text);
-            break;
-        case EventKind::Prompt:
-            o.Set("type", "prompt");
-            o.Set("job", e.job);
-            o.Set("promptTokens", e.promptTokens);
-            o.Set("cachedTokens", e.cachedTokens);
-            o.Set("promptSteps", e.promptSteps);
-            break;
-        case EventKind::Text:
-            o.Set("type", "text");
-            o.Set("job", e.job);
-            o.Set("text", Napi::String::New(env, e.text));
-            o.Set("tokens", e.tokenCount);
-            if (!e.logprobs.empty()) {
-                o.Set("logprobs", logprobsToJs(env, e.logprobs));
-            }
-            break;
-        case EventKind::Done:
-            o.Set("type", "done");
-            o.Set("job", e.job);
-            o.Set("finishReason", e.code);
-            o.Set("promptTokens", e.promptTokens);
-            o.Set("cachedTokens", e.cachedTokens);
-            o.Set("completionTokens", e.completionTokens);
-            break;
-        case EventKind::Error:
-            o.Set("type", "error");
-            o.Set("job", e.job);
-            o.Set("code", e.code);
-            o.Set("message", e.text);
-            break;
-        case EventKind::Disposed:
-            o.Set("type", "disposed");
-            break;
-    }
-    return o;
 }
 
 }  // namespace
@@ -198,6 +103,7 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
         throw Napi::TypeError::New(env, "usage: submit(jobId, tokens: Uint32Array | Int32Array, maxTokens, stops: string[], sampling, extras?)");
     }
     JobSpec job;
+    Route route;
     job.id = info[0].As<Napi::Number>().Uint32Value();
     Napi::TypedArray tokens = info[1].As<Napi::TypedArray>();
     if (tokens.TypedArrayType() == napi_uint32_array) {
@@ -248,6 +154,25 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
         } else if (!top.IsUndefined()) {
             throw Napi::TypeError::New(env, "extras.topLogprobs must be a number");
         }
+        Napi::Value relay = extras.Get("relay");
+        if (relay.IsObject()) {
+            Napi::Object r = relay.As<Napi::Object>();
+            Napi::Value id = r.Get("id");
+            Napi::Value tag = r.Get("tag");
+            if (!id.IsNumber() || !tag.IsNumber()) {
+                throw Napi::TypeError::New(env, "extras.relay must be { id: number, tag: number }");
+            }
+            route.sink = findRelaySink(id.As<Napi::Number>().Uint32Value());
+            route.tag = tag.As<Napi::Number>().Uint32Value();
+            if (!route.sink) {
+                Napi::Object refusal = Napi::Object::New(env);
+                refusal.Set("code", "relay_closed");
+                refusal.Set("message", "the event relay of this job is closed");
+                return refusal;
+            }
+        } else if (!relay.IsUndefined()) {
+            throw Napi::TypeError::New(env, "extras.relay must be an object");
+        }
     }
 
     if (finished_ || envGone_) {
@@ -256,8 +181,17 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
         refusal.Set("message", "the engine is disposed");
         return refusal;
     }
+    const uint32_t jobId = job.id;
+    if (route.sink) {
+        std::lock_guard<std::mutex> lock(routesMutex_);
+        routes_[jobId] = std::move(route);  // before the loop can send the job's first event
+    }
     SubmitRefusal why;
     if (!loop_->submit(std::move(job), why)) {
+        {
+            std::lock_guard<std::mutex> lock(routesMutex_);
+            routes_.erase(jobId);
+        }
         Napi::Object refusal = Napi::Object::New(env);
         refusal.Set("code", why.code);
         refusal.Set("message", why.message);
@@ -299,34 +233,45 @@ Napi::Value SlotLoopWrap::Stats(const Napi::CallbackInfo & info) {
 }
 
 void SlotLoopWrap::post(std::vector<LoopEvent> && events) {
-    bool schedule = false;
+    std::vector<LoopEvent> own;
+    std::vector<std::pair<std::shared_ptr<RelaySink>, std::vector<LoopEvent>>> relayed;
     {
-        std::lock_guard<std::mutex> lock(mailboxMutex_);
-        for (auto & e : events) {
-            if (e.kind == EventKind::Text) {
-                auto it = lastEventOfJob_.find(e.job);
-                if (it != lastEventOfJob_.end() && mailbox_[it->second].kind == EventKind::Text) {
-                    LoopEvent & joined = mailbox_[it->second];
-                    joined.text += e.text;
-                    joined.tokenCount += e.tokenCount;
-                    if (!e.logprobs.empty()) {
-                        joined.logprobs.insert(joined.logprobs.end(), std::make_move_iterator(e.logprobs.begin()),
-                                               std::make_move_iterator(e.logprobs.end()));
-                    }
+        std::lock_guard<std::mutex> lock(routesMutex_);
+        if (routes_.empty()) {
+            own = std::move(events);
+        } else {
+            for (auto & e : events) {
+                const bool perJob = e.kind == EventKind::Prompt || e.kind == EventKind::Text || e.kind == EventKind::Done ||
+                                    e.kind == EventKind::Error;
+                auto route = perJob ? routes_.find(e.job) : routes_.end();
+                if (route == routes_.end()) {
+                    own.push_back(std::move(e));
                     continue;
                 }
+                const bool terminal = e.kind == EventKind::Done || e.kind == EventKind::Error;
+                if (terminal) {
+                    own.push_back(e);  // this thread ends its own bookkeeping of the job
+                }
+                auto batch = relayed.begin();
+                while (batch != relayed.end() && batch->first != route->second.sink) {
+                    ++batch;
+                }
+                if (batch == relayed.end()) {
+                    relayed.emplace_back(route->second.sink, std::vector<LoopEvent>());
+                    batch = relayed.end() - 1;
+                }
+                e.job = route->second.tag;
+                batch->second.push_back(std::move(e));
+                if (terminal) {
+                    routes_.erase(route);
+                }
             }
-            if (e.kind != EventKind::Ready && e.kind != EventKind::LoadFailed && e.kind != EventKind::Disposed) {
-                lastEventOfJob_[e.job] = mailbox_.size();
-            }
-            mailbox_.push_back(std::move(e));
-        }
-        if (!deliveryScheduled_ && !mailbox_.empty()) {
-            deliveryScheduled_ = true;
-            schedule = true;
         }
     }
-    if (schedule) {
+    for (auto & [sink, batch] : relayed) {
+        sink->post(std::move(batch));
+    }
+    if (!own.empty() && mailbox_.push(std::move(own))) {
         tsfn_.NonBlockingCall();
     }
 }
@@ -343,13 +288,7 @@ void SlotLoopWrap::CallJs(Napi::Env env, Napi::Function callback, SlotLoopWrap *
 }
 
 void SlotLoopWrap::deliver(Napi::Env env, Napi::Function callback) {
-    std::vector<LoopEvent> events;
-    {
-        std::lock_guard<std::mutex> lock(mailboxMutex_);
-        events.swap(mailbox_);
-        lastEventOfJob_.clear();
-        deliveryScheduled_ = false;
-    }
+    std::vector<LoopEvent> events = mailbox_.take();
     if (events.empty() || finished_) {
         return;
     }
@@ -377,11 +316,7 @@ void SlotLoopWrap::deliver(Napi::Env env, Napi::Function callback) {
     bool threw = false;
     Napi::Error error;
     try {
-        Napi::Array array = Napi::Array::New(env, events.size());
-        for (size_t i = 0; i < events.size(); i++) {
-            array.Set((uint32_t) i, toJs(env, events[i]));
-        }
-        callback.Call({ array });
+        callback.Call({ eventsToJs(env, events) });
     } catch (const Napi::Error & e) {
         threw = true;
         error = e;

@@ -6,6 +6,8 @@
 // with an array, so every step's events for all slots cross in one call (steps that finish while
 // JavaScript is busy are merged, a job's adjacent text pieces joined). The thread-safe function keeps
 // the event loop alive only while the model loads, jobs run, or a dispose is pending.
+// A job submitted with extras.relay sends its events to that EventRelay instead (event_relay.h); this
+// thread then gets only the job's terminal event.
 // dispose() ends with a 'disposed' event, after which the object is inert. If the environment is torn
 // down first (worker terminated, process exit), a cleanup hook stops and joins the loop thread.
 #pragma once
@@ -15,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "event_mailbox.h"
+#include "event_relay.h"
 #include "napi.h"
 #include "slot_loop.h"
 
@@ -48,10 +52,15 @@ private:
     std::unique_ptr<SlotLoop> loop_;
     Tsfn tsfn_;
 
-    std::mutex mailboxMutex_;
-    std::vector<LoopEvent> mailbox_;
-    std::unordered_map<uint32_t, size_t> lastEventOfJob_;
-    bool deliveryScheduled_ = false;
+    EventMailbox mailbox_;
+
+    /** Where a relayed job's events go (extras.relay); the loop thread reads it, submit() adds to it. */
+    struct Route {
+        std::shared_ptr<RelaySink> sink;
+        uint32_t tag = 0;
+    };
+    std::mutex routesMutex_;
+    std::unordered_map<uint32_t, Route> routes_;
 
     // JavaScript thread only.
     int32_t activeJobs_ = 0;

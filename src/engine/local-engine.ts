@@ -6,6 +6,7 @@ import { toApiError } from '../errors/to-api-error.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
+import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
 import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts';
 import { promptTokensAtLeast } from './prompt-bound.ts';
@@ -33,6 +34,8 @@ export interface LocalEngineOptions {
   showPullProgress: boolean;
   /** A pull that receives no byte for this long fails (state `failed`). */
   pullStallTimeoutMs: number;
+  /** Native engine: opens the event relay its workers' loops send tokens to (absent: every event crosses the task port). */
+  openRelay?: RelayOpener;
 }
 
 /** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
@@ -40,12 +43,14 @@ const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
 /**
  * The main-thread face of local inference: pulls and checks the model, owns the Piscina pool of model
- * workers, admits requests (slots + a bounded queue), relays each generation's port events to its sink
- * and records the engine metrics. Single owner: main.ts; `dispose()` is idempotent.
+ * workers, admits requests (slots + a bounded queue), relays each generation's events (its port's, and the
+ * native loops' through the event relay) to its sink and records the engine metrics. Single owner: main.ts; `dispose()` is idempotent.
  */
 export class LocalEngine implements ChatEngine {
   readonly modelId: string;
   private pool: Piscina<GenerationTask, void> | null = null;
+  /** Native engine: relayed tasks' events arrive here from the loop threads (null: ports only). */
+  private relay: MainEventRelay | null = null;
   private readonly st: ModelStatus;
   private running = 0;
   private waiting = 0;
@@ -158,6 +163,9 @@ export class LocalEngine implements ChatEngine {
   }
 
   private startPool(workerData: ModelWorkerData): Promise<void> {
+    if ((workerData.engine === 'native' || workerData.engine === 'auto') && this.o.openRelay) {
+      this.relay = MainEventRelay.open(this.o.openRelay, (err) => this.log.error('generation event handler failed', { error: err instanceof Error ? err.message : String(err) }));
+    }
     return new Promise((resolve) => {
       this.settleStart = resolve;
       const pool = new Piscina<GenerationTask, void>({
@@ -240,18 +248,24 @@ export class LocalEngine implements ChatEngine {
       }
       phase = 'ended';
       port1.close();
+      if (relayed) this.relay?.unroute(relayed);
     };
 
-    port1.on('message', (e: WorkerEvent) => {
+    const start = () => {
+      this.waiting--;
+      m.requestsWaiting.dec(labels);
+      this.running++;
+      m.requestsRunning.inc(labels);
+      phase = 'running';
+      m.queueTime.observe(labels, (performance.now() - admittedAt) / 1000);
+    };
+
+    // One handler for the port's events and the relay's (a relayed event may overtake the port's 'start').
+    const onEvent = (e: WorkerEvent) => {
       if (phase === 'ended') return;
+      if (phase === 'waiting') start();
       switch (e.t) {
         case 'start':
-          this.waiting--;
-          m.requestsWaiting.dec(labels);
-          this.running++;
-          m.requestsRunning.inc(labels);
-          phase = 'running';
-          m.queueTime.observe(labels, (performance.now() - admittedAt) / 1000);
           return;
         case 'prompt':
           m.promptTokens.inc(labels, e.promptTokens);
@@ -277,21 +291,25 @@ export class LocalEngine implements ChatEngine {
           }
           return;
         }
-        case 'done':
+        case 'done': {
           leave();
+          const finishReason = cancelled ? 'cancelled' : e.finishReason;
           m.generationTokens.inc(labels, e.completionTokens);
           m.e2eLatency.observe(labels, (performance.now() - admittedAt) / 1000);
-          m.requestSuccess.inc({ ...labels, finished_reason: e.finishReason });
-          if (!cancelled && e.finishReason !== 'cancelled') {
-            sink.onDone({ finishReason: e.finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens });
+          m.requestSuccess.inc({ ...labels, finished_reason: finishReason });
+          if (finishReason !== 'cancelled') {
+            sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens });
           }
           return;
+        }
         case 'error':
           leave();
           if (!cancelled) sink.onError(toApiError(e.failure));
           return;
       }
-    });
+    };
+    port1.on('message', onEvent);
+    const relayed = this.relay?.route(onEvent);
 
     const task: GenerationTask = {
       messages: request.messages,
@@ -301,6 +319,7 @@ export class LocalEngine implements ChatEngine {
       ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
       ...(request.grammar !== undefined ? { grammar: request.grammar } : {}),
       ...(request.topLogprobs !== undefined ? { topLogprobs: request.topLogprobs } : {}),
+      ...(relayed ? { relay: relayed } : {}),
       port: port2,
     };
     pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
@@ -342,5 +361,7 @@ export class LocalEngine implements ChatEngine {
     const pool = this.pool;
     this.pool = null;
     if (pool) await pool.destroy();
+    this.relay?.close();
+    this.relay = null;
   }
 }

@@ -67,6 +67,15 @@ export interface GpuInfo {
   gpuLayers: number;
 }
 
+/**
+ * Where a native job's events go straight from the loop thread: the main thread's event relay `id`,
+ * the task known there as `tag` (src/engine/main-event-relay.ts).
+ */
+export interface JobRelay {
+  id: number;
+  tag: number;
+}
+
 /** The task payload of one generation. */
 export interface GenerationTask {
   messages: ChatMessage[];
@@ -80,13 +89,19 @@ export interface GenerationTask {
   grammar?: string | undefined;
   /** Absent: no logprobs. 0..20: text events carry each token's logprob and this many alternatives. */
   topLogprobs?: number | undefined;
+  /**
+   * Present when the main thread holds an event relay: an engine that can (SlotEngine.relaysEvents) sends the
+   * job's prompt / text / done / error there, skipping this worker's JavaScript; the port then carries only
+   * 'start' and failures before the job reached the engine.
+   */
+  relay?: JobRelay | undefined;
   port: MessagePort;
 }
 
 /** How a slot job ended (a cancelled job ends silently on the main thread). */
 export type SlotFinishReason = 'stop' | 'length' | 'cancelled';
 
-/** Worker -> main over the task's port. */
+/** Worker -> main over the task's port (and the same events, converted, over the event relay). */
 export type WorkerEvent =
   | { t: 'start' }
   | { t: 'prompt'; promptTokens: number; cachedTokens: number }

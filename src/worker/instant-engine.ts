@@ -31,6 +31,7 @@ function wordLogprob(index: number, top: number): TokenLogprob {
 
 export class InstantEngine implements SlotEngine {
   readonly kind = 'instant' as const;
+  readonly relaysEvents = false;
   private readonly active = new Set<InstantJob>();
   private scheduled = false;
   private disposed = false;

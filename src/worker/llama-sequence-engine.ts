@@ -40,6 +40,7 @@ function commonPrefixLength(a: readonly number[], b: Uint32Array): number {
  */
 export class LlamaSequenceEngine implements SlotEngine {
   readonly kind = 'node-llama-cpp' as const;
+  readonly relaysEvents = false;
   readonly contextSize: number;
   readonly slotCount: number;
   private disposed = false;

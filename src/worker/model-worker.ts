@@ -10,8 +10,9 @@ import type { SlotJobHandle } from './slot-engine.ts';
 /**
  * Piscina worker entry: a long-lived model host (architecture habit 7). The model loads once, when the
  * thread starts; the pool learns of it through a `worker-ready` / `worker-failed` status on parentPort.
- * Each task is one generation whose events flow back on the task's MessagePort; a `cancel` message on
- * that port frees the slot (tasks are never aborted through Piscina, which would kill the thread).
+ * Each task is one generation whose events flow back on the task's MessagePort (or, for a native job with
+ * task.relay, straight from the loop thread to the main thread's relay); a `cancel` message on that port
+ * frees the slot (tasks are never aborted through Piscina, which would kill the thread).
  */
 const data = workerData as ModelWorkerData;
 let host: ModelHost | null = null;
@@ -57,18 +58,21 @@ export default async function generate(task: GenerationTask): Promise<void> {
     promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
     const maxTokens = Math.max(1, Math.min(task.maxTokens ?? Number.MAX_SAFE_INTEGER, engine.contextSize - prompt.tokens.length));
     const stop = [...new Set([...task.stop, ...prompt.stops])];
+    // Relayed: the job's events reach the main thread from the loop thread; here it only ends.
+    const relay = engine.relaysEvents ? task.relay : undefined;
     await new Promise<void>((resolve) => {
       handle = engine.submit(
         {
           promptTokens: prompt.tokens, maxTokens, stop, sampling: task.sampling,
           ...(task.grammar !== undefined ? { grammar: task.grammar } : {}),
           ...(task.topLogprobs !== undefined ? { topLogprobs: task.topLogprobs } : {}),
+          ...(relay !== undefined ? { relay } : {}),
         },
         {
           onPrompt: (info) => post({ t: 'prompt', ...info }),
           onText: (text, n, logprobs) => post(logprobs ? { t: 'text', text, n, logprobs } : { t: 'text', text, n }),
-          onDone: (r) => { post({ t: 'done', ...r }); resolve(); },
-          onError: (e) => { post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
+          onDone: (r) => { if (!relay) post({ t: 'done', ...r }); resolve(); },
+          onError: (e) => { if (!relay) post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
         },
       );
       if (cancelled) handle.cancel();

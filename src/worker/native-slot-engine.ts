@@ -6,7 +6,8 @@ import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle, SlotJobResult }
  * The default engine: Hearth's native continuous-batching loop (native/, a C++ addon over the prebuilt
  * libllama of node-llama-cpp). One llama.cpp context holds `slots` sequences of `contextSize` tokens
  * each; a native thread decodes every active slot in one llama_decode per step, samples, detects stop
- * strings and sends each step's text for all slots back in one call.
+ * strings and sends each step's text for all slots back in one call. A job with `relay` sends its events to
+ * that relay (another thread) instead; here it then only ends (onDone / onError).
  *
  * Threads: created and used on one JavaScript thread (a model worker); job callbacks run on that
  * thread. Tokenization and the chat template happen elsewhere (node-llama-cpp, vocabulary only, in
@@ -123,6 +124,7 @@ interface JobState {
 
 export class NativeSlotEngine implements SlotEngine {
   readonly kind = 'native' as const;
+  readonly relaysEvents = true;
   readonly contextSize: number;
   readonly slotCount: number;
   /** llama_n_ctx: KV cells of the whole context. */
@@ -178,8 +180,12 @@ export class NativeSlotEngine implements SlotEngine {
     if (this.jobs.size >= this.slotCount) throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy`);
 
     const id = this.allocateJobId();
-    const extras = job.grammar !== undefined || job.topLogprobs !== undefined
-      ? { ...(job.grammar !== undefined ? { grammar: job.grammar } : {}), ...(job.topLogprobs !== undefined ? { topLogprobs: job.topLogprobs } : {}) }
+    const extras = job.grammar !== undefined || job.topLogprobs !== undefined || job.relay !== undefined
+      ? {
+          ...(job.grammar !== undefined ? { grammar: job.grammar } : {}),
+          ...(job.topLogprobs !== undefined ? { topLogprobs: job.topLogprobs } : {}),
+          ...(job.relay !== undefined ? { relay: job.relay } : {}),
+        }
       : undefined;
     const refusal = this.loop.submit(id, job.promptTokens, job.maxTokens, job.stop, job.sampling, extras);
     if (refusal) {

@@ -1,5 +1,5 @@
 import type { SamplingParams } from '../engine/sampling-defaults.ts';
-import type { SlotFinishReason } from '../engine/worker-protocol.ts';
+import type { JobRelay, SlotFinishReason } from '../engine/worker-protocol.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
 
 /**
@@ -27,6 +27,11 @@ export interface SlotJob {
   grammar?: string | undefined;
   /** Absent: no logprobs (nothing computed). 0..20: onText gets each token's logprob and this many alternatives. */
   topLogprobs?: number | undefined;
+  /**
+   * Engines with `relaysEvents` send this job's events to the relay instead (see JobRelay) and call only its
+   * onDone / onError here; other engines ignore it.
+   */
+  relay?: JobRelay | undefined;
 }
 
 export interface SlotJobResult {
@@ -58,6 +63,8 @@ export interface SlotEngine {
   readonly kind: 'native' | 'node-llama-cpp' | 'instant';
   readonly contextSize: number;
   readonly slotCount: number;
+  /** SlotJob.relay is honoured: a relayed job's onPrompt / onText are never called. */
+  readonly relaysEvents: boolean;
   /** Throws if all slots are busy (the main thread's admission keeps this from happening). */
   submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle;
   /** Idempotent: cancels running jobs and frees the context and model. */

@@ -6,10 +6,7 @@
  * native/build.ts`; skipped, saying why, when it is not built).
  */
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
@@ -23,6 +20,7 @@ import {
 } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import { tsWorker } from '../helpers/ts-worker.ts';
 
 const MODELS_DIR = resolve(import.meta.dirname, '../../../shared/models');
 const STORIES = resolve(MODELS_DIR, 'stories260K.gguf');
@@ -392,20 +390,13 @@ describe.skipIf(addonSkip !== '')(`native slot engine on the generated tiny llam
 
 /**
  * A worker thread that does what a model worker does: node-llama-cpp (vocabulary only) tokenizes,
- * the native engine generates. Workers do not inherit the TypeScript loader; the ESM shim registers tsx.
+ * the native engine generates.
  */
 function runInWorker(modelPath: string, text: string, maxTokens: number): Promise<{ text?: string; libllama?: string[]; error?: string }> {
-  const require = createRequire(import.meta.url);
-  const tsx = pathToFileURL(resolve(require.resolve('tsx/package.json'), '../dist/esm/api/index.mjs')).href;
-  const nodeLlamaCpp = pathToFileURL(require.resolve('node-llama-cpp')).href;
-  const engineModule = pathToFileURL(resolve(import.meta.dirname, '../../src/worker/native-slot-engine.ts')).href;
-  const code = `
-    import { parentPort, workerData } from 'node:worker_threads';
-    import { register } from '${tsx}';
-    register();
+  const body = `
     try {
-      const { getLlama, LlamaLogLevel } = await import('${nodeLlamaCpp}');
-      const { loadNativeSlotEngine } = await import('${engineModule}');
+      const { getLlama, LlamaLogLevel } = nodeLlamaCpp;
+      const { loadNativeSlotEngine } = engineModule;
       const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
       const vocab = await llama.loadModel({ modelPath: workerData.modelPath, vocabOnly: true });
       const promptTokens = Uint32Array.from([vocab.tokens.bos, ...vocab.tokenize(workerData.text)]);
@@ -429,9 +420,7 @@ function runInWorker(modelPath: string, text: string, maxTokens: number): Promis
     }
   `;
   return new Promise((resolvePromise, reject) => {
-    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`), {
-      workerData: { modelPath, text, maxTokens, sampling: GREEDY },
-    });
+    const worker = tsWorker(body, { modelPath, text, maxTokens, sampling: GREEDY }, { nodeLlamaCpp: 'node-llama-cpp', engineModule: 'src/worker/native-slot-engine.ts' });
     worker.once('message', (m: { text?: string; libllama?: string[]; error?: string }) => resolvePromise(m));
     worker.once('error', reject);
     worker.once('exit', (code) => { if (code !== 0) reject(new Error(`worker exited with ${code}`)); });
@@ -440,14 +429,8 @@ function runInWorker(modelPath: string, text: string, maxTokens: number): Promis
 
 /** A worker generating on two slots is terminated as soon as text flows (the env cleanup hook's path). */
 function terminateWhileGenerating(modelPath: string): Promise<{ exitCode: number; messages: unknown[] }> {
-  const require = createRequire(import.meta.url);
-  const tsx = pathToFileURL(resolve(require.resolve('tsx/package.json'), '../dist/esm/api/index.mjs')).href;
-  const engineModule = pathToFileURL(resolve(import.meta.dirname, '../../src/worker/native-slot-engine.ts')).href;
-  const code = `
-    import { parentPort, workerData } from 'node:worker_threads';
-    import { register } from '${tsx}';
-    register();
-    const { loadNativeSlotEngine } = await import('${engineModule}');
+  const body = `
+    const { loadNativeSlotEngine } = engineModule;
     const engine = await loadNativeSlotEngine({ modelPath: workerData.modelPath, contextSize: 2048, slots: 2, threads: 1 });
     let pieces = 0;
     for (const seed of [1, 2]) {
@@ -460,7 +443,7 @@ function terminateWhileGenerating(modelPath: string): Promise<{ exitCode: number
   `;
   return new Promise((resolvePromise, reject) => {
     const messages: unknown[] = [];
-    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`), { workerData: { modelPath, sampling: GREEDY } });
+    const worker = tsWorker(body, { modelPath, sampling: GREEDY }, { engineModule: 'src/worker/native-slot-engine.ts' });
     worker.on('message', (m: unknown) => {
       messages.push(m);
       if (m === 'generating') void worker.terminate();
