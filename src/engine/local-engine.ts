@@ -297,9 +297,13 @@ export class LocalEngine implements ChatEngine {
           m.generationTokens.inc(labels, e.completionTokens);
           m.e2eLatency.observe(labels, (performance.now() - admittedAt) / 1000);
           m.requestSuccess.inc({ ...labels, finished_reason: finishReason });
-          if (finishReason !== 'cancelled') {
-            sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens });
+          if (cancelled) return;
+          if (finishReason === 'cancelled') {
+            // Cancelled by the engine, not by this request: its loop stopped under it (workers torn down at shutdown).
+            sink.onError(this.disposed || this.draining ? shuttingDown() : toApiError(engineFailure.internal('engine_stopped', 'the engine stopped the generation')));
+            return;
           }
+          sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens });
           return;
         }
         case 'error':

@@ -3,6 +3,7 @@
  * Piscina model worker -> slot engine -> back), for each engine kind, on the project's tiny GGUFs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEventRelay } from '../../native/binding.ts';
 import { ensureTinyChatModel, ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { LocalEngine } from '../../src/engine/local-engine.ts';
@@ -35,11 +36,12 @@ function generate(engine: LocalEngine, request: Partial<GenerationRequest>): Pro
   });
 }
 
-async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' | 'instant', log: Logger = silentLogger): Promise<LocalEngine> {
+/** As main.ts builds it (the native engine's events through the event relay). */
+async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' | 'instant', log: Logger = silentLogger, limits = { contextSize: 512, maxTokens: 64 }): Promise<LocalEngine> {
   const engine = new LocalEngine({
     source: resolveModelSource(modelPath), modelsDir: '', engine: kind, workers: 1, slots: 2, threads: 1, cores: 2,
-    contextSize: 512, batchSize: 128, maxTokens: 64, queueLimit: 8, showPullProgress: false,
-    pullStallTimeoutMs: 30_000,
+    batchSize: 128, queueLimit: 8, showPullProgress: false, ...limits,
+    pullStallTimeoutMs: 30_000, openRelay: openEventRelay,
   }, createMetrics({ defaultMetrics: false }), log);
   await engine.start();
   if (engine.status().state !== 'ready') throw new Error(`engine not ready: ${engine.status().error}`);
@@ -111,6 +113,26 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     expect(topK1.text).toBe(greedy.text);
     const penalised = await generate(endless, { maxTokens: 48, repetitionPenalty: 100 });
     expect(penalised.text).not.toBe(greedy.text);
+  });
+
+  it('ends a generation that dispose() cuts with shutting_down, never leaving it open', async () => {
+    const engine = await startEngine(await ensureTinyModel({ reply: null }), kind, silentLogger, { contextSize: 4096, maxTokens: 4000 });
+    const outcome = new Promise<Outcome>((resolve) => {
+      const out: Outcome = { text: '' };
+      let disposing = false;
+      engine.generate({ messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0 }, {
+        onText: (text) => {
+          out.text += text;
+          if (!disposing) { disposing = true; void engine.dispose(); }
+        },
+        onDone: (result) => resolve({ ...out, result }),
+        onError: (error) => resolve({ ...out, error }),
+      });
+    });
+    const r = await outcome;
+    expect(r.text.length).toBeGreaterThan(0);
+    if (r.error) expect(r.error.toData()).toMatchObject({ status: 503, code: 'shutting_down' });
+    else expect(r.result?.finishReason).toBe('length'); // it reached the end of its context before the workers stopped
   });
 });
 
