@@ -149,7 +149,7 @@ const EVENT_SLOTS = 7;
 const enum Kind { Ready, LoadFailed, Prompt, Text, Done, Error, Disposed }
 
 /** One delivery of the addon as NativeLoopEvents (layout: native/src/loop_event_js.h). */
-export function decodeLoopEvents(flat: unknown[]): NativeLoopEvent[] {
+function decodeLoopEvents(flat: unknown[]): NativeLoopEvent[] {
   const out: NativeLoopEvent[] = [];
   for (let i = 0; i + EVENT_SLOTS <= flat.length; i += EVENT_SLOTS) {
     const job = flat[i + 1] as number;
@@ -193,13 +193,14 @@ function decodingBinding(raw: RawBinding): HearthNativeBinding {
 export type NativeJobEvent = Extract<NativeLoopEvent, { job: number }>;
 
 /**
- * A new EventRelay on this thread, passing on job events only; null where the addon cannot load here.
- * Hearth's main thread opens one for the model workers' native loops (main.ts hands this to the engine).
+ * A new EventRelay on this thread; null where the addon cannot load here. Hearth's main thread opens one for
+ * the model workers' native loops (main.ts hands this to the engine). A relay carries job events only: a loop
+ * routes nothing else to it (SlotLoopWrap::post).
  */
 export function openEventRelay(onEvents: (events: NativeJobEvent[]) => void): NativeEventRelay | null {
   const native = loadHearthNative();
   if (!native.ok) return null;
-  return new native.binding.EventRelay((events) => onEvents(events.filter((e): e is NativeJobEvent => 'job' in e)));
+  return new native.binding.EventRelay(onEvents as (events: NativeLoopEvent[]) => void);
 }
 
 export type HearthNativeLoad = { ok: true; binding: HearthNativeBinding; path: string } | { ok: false; reason: string };
