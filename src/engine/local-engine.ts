@@ -42,6 +42,13 @@ export interface LocalEngineOptions {
 const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
 /**
+ * dispose() waits this long for the workers to end what they run (a load, cut generations) before it
+ * terminates them: a thread terminated with node-llama-cpp's async work in flight aborts the whole process
+ * (the work's completion throws into the dead thread), so workers are stopped between native calls.
+ */
+const WORKER_STOP_TIMEOUT_MS = 10_000;
+
+/**
  * The main-thread face of local inference: pulls and checks the model, owns the Piscina pool of model
  * workers, admits requests (slots + a bounded queue), relays each generation's events (its port's, and the
  * native loops' through the event relay) to its sink and records the engine metrics. Single owner: main.ts; `dispose()` is idempotent.
@@ -62,6 +69,11 @@ export class LocalEngine implements ChatEngine {
   private maxTokenBytes: number | null = null;
   /** Settles start()'s wait for the workers (ready, failed, or disposed meanwhile). */
   private settleStart: () => void = () => {};
+  /** Workers that reported ready or failed, and who waits for the rest (dispose() never terminates a load). */
+  private workersReported = 0;
+  private onWorkerReported: () => void = () => {};
+  /** One per generation in flight: asks its worker to stop it (its sink then ends with shutting_down). */
+  private readonly cuts = new Set<() => void>();
   private readonly labels: { model: string };
 
   constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
@@ -174,12 +186,17 @@ export class LocalEngine implements ChatEngine {
         maxThreads: this.o.workers,
         concurrentTasksPerWorker: this.o.slots,
         idleTimeout: 2 ** 31 - 1,
+        closeTimeout: WORKER_STOP_TIMEOUT_MS,
         maxQueue: Math.max(1, this.o.queueLimit + this.o.workers * this.o.slots),
         atomics: 'disabled',
         workerData,
       });
       this.pool = pool;
       pool.on('message', (m: WorkerStatus) => {
+        if (m?.hearth === 'worker-ready' || m?.hearth === 'worker-failed') {
+          this.workersReported++;
+          this.onWorkerReported();
+        }
         if (this.disposed) return;
         if (m?.hearth === 'worker-ready') {
           this.st.workersReady++;
@@ -249,7 +266,13 @@ export class LocalEngine implements ChatEngine {
       phase = 'ended';
       port1.close();
       if (relayed) this.relay?.unroute(relayed);
+      this.cuts.delete(cut);
     };
+    // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down.
+    const cut = () => {
+      if (!cancelled) port1.postMessage({ t: 'cancel' } satisfies MainEvent);
+    };
+    this.cuts.add(cut);
 
     const start = () => {
       this.waiting--;
@@ -354,8 +377,10 @@ export class LocalEngine implements ChatEngine {
   }
 
   /**
-   * Idempotent; in any model state. A pull in progress is aborted, workers (loading or ready) are
-   * terminated, and start() resolves. Generations still running are cut (drain() first to let them finish).
+   * Idempotent; in any model state. A pull in progress is aborted and start() resolves. Generations still
+   * running are cut (drain() first to let them finish): their workers stop them and their sinks end with
+   * shutting_down. The workers are terminated once their loads and cut generations have ended, or after
+   * WORKER_STOP_TIMEOUT_MS.
    */
   async dispose(): Promise<void> {
     if (this.disposed) return;
@@ -364,8 +389,25 @@ export class LocalEngine implements ChatEngine {
     this.settleStart();
     const pool = this.pool;
     this.pool = null;
-    if (pool) await pool.destroy();
+    if (pool) {
+      for (const cut of this.cuts) cut();
+      await this.workersLoaded(WORKER_STOP_TIMEOUT_MS);
+      await pool.close(); // once the cut generations have ended (at most WORKER_STOP_TIMEOUT_MS), terminates the workers
+    }
     this.relay?.close();
     this.relay = null;
+  }
+
+  /** Resolves once every worker has reported ready or failed, or after `timeoutMs`. */
+  private workersLoaded(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.onWorkerReported = () => {
+        if (this.workersReported < this.o.workers) return;
+        clearTimeout(timer);
+        resolve();
+      };
+      this.onWorkerReported();
+    });
   }
 }
