@@ -1,4 +1,5 @@
-import { MessageChannel } from 'node:worker_threads';
+import { randomUUID } from 'node:crypto';
+import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { engineFailure } from '../errors/engine-failure.ts';
 import { contextLengthExceeded, modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
@@ -12,7 +13,7 @@ import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts
 import { promptTokensAtLeast } from './prompt-bound.ts';
 import { samplingFor } from './sampling-defaults.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
-import { DEFAULT_NATIVE_TUNING, type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent, type WorkerStatus } from './worker-protocol.ts';
+import { DEFAULT_NATIVE_TUNING, type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent, type WorkerStatus, type WorkerStop } from './worker-protocol.ts';
 
 export interface LocalEngineOptions {
   source: ModelSource;
@@ -42,11 +43,10 @@ export interface LocalEngineOptions {
 const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
 /**
- * dispose() waits this long for the workers to end what they run (a load, cut generations) before it
- * terminates them: a thread terminated with node-llama-cpp's async work in flight aborts the whole process
- * (the work's completion throws into the dead thread), so workers are stopped between native calls.
+ * dispose() waits at most this long for the cut generations to end and the workers to stop (WorkerStop),
+ * within the CLI's shutdown bound (serve-command.ts SHUTDOWN_BOUND_MS, after the apps' 5 s stop time-out).
  */
-const WORKER_STOP_TIMEOUT_MS = 10_000;
+const WORKER_STOP_TIMEOUT_MS = 4_000;
 
 /**
  * The main-thread face of local inference: pulls and checks the model, owns the Piscina pool of model
@@ -62,6 +62,8 @@ export class LocalEngine implements ChatEngine {
   private running = 0;
   private waiting = 0;
   private disposed = false;
+  /** dispose()'s one run: every call resolves when it has finished. */
+  private disposing: Promise<void> | null = null;
   private draining = false;
   /** Aborted by dispose(): stops a pull or a load in progress (shutdown in any model state). */
   private readonly startup = new AbortController();
@@ -69,9 +71,9 @@ export class LocalEngine implements ChatEngine {
   private maxTokenBytes: number | null = null;
   /** Settles start()'s wait for the workers (ready, failed, or disposed meanwhile). */
   private settleStart: () => void = () => {};
-  /** Workers that reported ready or failed, and who waits for the rest (dispose() never terminates a load). */
-  private workersReported = 0;
-  private onWorkerReported: () => void = () => {};
+  /** Where dispose() sends WorkerStop, and the workers that answered it. */
+  private readonly stopChannel = `hearth-model-workers:${randomUUID()}`;
+  private workersStopped = 0;
   /** One per generation in flight: asks its worker to stop it (its sink then ends with shutting_down). */
   private readonly cuts = new Set<() => void>();
   private readonly labels: { model: string };
@@ -164,6 +166,7 @@ export class LocalEngine implements ChatEngine {
         batchSize: this.o.batchSize,
         native: { ...DEFAULT_NATIVE_TUNING, ...this.o.native },
         calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
+        stopChannel: this.stopChannel,
       });
     } catch (err) {
       if (this.disposed || err instanceof ModelPullAborted) {
@@ -186,16 +189,15 @@ export class LocalEngine implements ChatEngine {
         maxThreads: this.o.workers,
         concurrentTasksPerWorker: this.o.slots,
         idleTimeout: 2 ** 31 - 1,
-        closeTimeout: WORKER_STOP_TIMEOUT_MS,
         maxQueue: Math.max(1, this.o.queueLimit + this.o.workers * this.o.slots),
         atomics: 'disabled',
         workerData,
       });
       this.pool = pool;
       pool.on('message', (m: WorkerStatus) => {
-        if (m?.hearth === 'worker-ready' || m?.hearth === 'worker-failed') {
-          this.workersReported++;
-          this.onWorkerReported();
+        if (m?.hearth === 'worker-stopped') {
+          this.workersStopped++;
+          return;
         }
         if (this.disposed) return;
         if (m?.hearth === 'worker-ready') {
@@ -377,13 +379,16 @@ export class LocalEngine implements ChatEngine {
   }
 
   /**
-   * Idempotent; in any model state. A pull in progress is aborted and start() resolves. Generations still
+   * Idempotent (every call resolves once it has finished); in any model state. A pull in progress is aborted and start() resolves. Generations still
    * running are cut (drain() first to let them finish): their workers stop them and their sinks end with
-   * shutting_down. The workers are terminated once their loads and cut generations have ended, or after
-   * WORKER_STOP_TIMEOUT_MS.
+   * shutting_down. The workers are terminated once those have ended and the workers have released their
+   * models (WorkerStop), or after WORKER_STOP_TIMEOUT_MS.
    */
-  async dispose(): Promise<void> {
-    if (this.disposed) return;
+  dispose(): Promise<void> {
+    return (this.disposing ??= this.release());
+  }
+
+  private async release(): Promise<void> {
     this.disposed = true;
     this.startup.abort();
     this.settleStart();
@@ -391,23 +396,33 @@ export class LocalEngine implements ChatEngine {
     this.pool = null;
     if (pool) {
       for (const cut of this.cuts) cut();
-      await this.workersLoaded(WORKER_STOP_TIMEOUT_MS);
-      await pool.close(); // once the cut generations have ended (at most WORKER_STOP_TIMEOUT_MS), terminates the workers
+      await this.stopWorkers(performance.now() + WORKER_STOP_TIMEOUT_MS);
+      await pool.destroy();
     }
     this.relay?.close();
     this.relay = null;
   }
 
-  /** Resolves once every worker has reported ready or failed, or after `timeoutMs`. */
-  private workersLoaded(timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.onWorkerReported = () => {
-        if (this.workersReported < this.o.workers) return;
-        clearTimeout(timer);
-        resolve();
-      };
-      this.onWorkerReported();
-    });
+  /**
+   * Once the generations have ended, sends WorkerStop; resolves when every worker answered, or at `deadline`.
+   * Sent again every 100 ms: a worker still starting (not yet listening) misses what came before it listened.
+   */
+  private async stopWorkers(deadline: number): Promise<void> {
+    const tick = () => new Promise((r) => setTimeout(r, 10));
+    while (this.cuts.size > 0 && performance.now() < deadline) await tick();
+    const channel = new BroadcastChannel(this.stopChannel);
+    const startedAt = performance.now();
+    let sentAt = -Infinity;
+    while (this.workersStopped < this.o.workers && performance.now() < deadline) {
+      if (performance.now() - sentAt >= 100) {
+        channel.postMessage({ t: 'stop' } satisfies WorkerStop);
+        sentAt = performance.now();
+      }
+      await tick();
+    }
+    channel.close();
+    const outcome = { model: this.modelId, stopped: this.workersStopped, workers: this.o.workers, ms: Math.round(performance.now() - startedAt) };
+    if (this.workersStopped < this.o.workers) this.log.warn('model workers did not stop in time: terminating them', outcome);
+    else this.log.info('model workers stopped', outcome);
   }
 }

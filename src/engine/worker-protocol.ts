@@ -46,6 +46,8 @@ export interface ModelWorkerData {
   native: NativeTuning;
   /** Native engine only, > 0: calibrate 1..threads compute threads at load for this many cores (thread-plan.ts). */
   calibrateCores: number;
+  /** The BroadcastChannel on which the pool's owner sends WorkerStop before it terminates the workers. */
+  stopChannel: string;
 }
 
 /** How the native engine computes, as it reported at load (logged with "model ready"). */
@@ -113,7 +115,16 @@ export type WorkerEvent =
 /** Main -> worker over the task's port. */
 export type MainEvent = { t: 'cancel' };
 
+/**
+ * Main -> every worker of a pool, on ModelWorkerData.stopChannel, once no generation runs: each worker
+ * finishes its load, releases its model (awaiting every native call) and answers `worker-stopped`. Only
+ * then are the threads terminated: one terminated with node-llama-cpp's async work in flight aborts the
+ * whole process (the work's completion throws into the dead thread's env).
+ */
+export type WorkerStop = { t: 'stop' };
+
 /** Worker -> main over parentPort (Piscina re-emits these as the pool's 'message' event). */
 export type WorkerStatus =
   | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string; compute?: NativeComputeInfo; gpu?: GpuInfo }
-  | { hearth: 'worker-failed'; reason: string };
+  | { hearth: 'worker-failed'; reason: string }
+  | { hearth: 'worker-stopped' };

@@ -1,8 +1,8 @@
-import { parentPort } from 'node:worker_threads';
+import { BroadcastChannel, parentPort } from 'node:worker_threads';
 import { workerData } from 'piscina';
 import { ApiError } from '../errors/api-error.ts';
 import { engineFailure, type EngineFailure } from '../errors/engine-failure.ts';
-import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus } from '../engine/worker-protocol.ts';
+import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus, WorkerStop } from '../engine/worker-protocol.ts';
 import { ModelHost } from './model-host.ts';
 import { PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotJobHandle } from './slot-engine.ts';
@@ -12,20 +12,37 @@ import type { SlotJobHandle } from './slot-engine.ts';
  * thread starts; the pool learns of it through a `worker-ready` / `worker-failed` status on parentPort.
  * Each task is one generation whose events flow back on the task's MessagePort (or, for a native job with
  * task.relay, straight from the loop thread to the main thread's relay); a `cancel` message on that port
- * frees the slot (tasks are never aborted through Piscina, which would kill the thread).
+ * frees the slot (tasks are never aborted through Piscina, which would kill the thread). Before the pool
+ * terminates the thread, WorkerStop (worker-protocol.ts) has it release its model.
  */
 const data = workerData as ModelWorkerData;
 let host: ModelHost | null = null;
 let loadError: string | null = null;
 
-try {
-  host = await ModelHost.load(data);
-  const status: WorkerStatus = { hearth: 'worker-ready', engine: host.engine.kind, contextSize: host.engine.contextSize, slots: host.engine.slotCount, threads: host.compute?.threads ?? data.threads, ...(host.fallbackReason ? { fallbackReason: host.fallbackReason } : {}), ...(host.compute ? { compute: { threadPool: host.compute.threadPool, cpuBackend: host.compute.cpuBackend, ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}) } } : {}), ...(host.gpu ? { gpu: host.gpu } : {}) };
-  parentPort?.postMessage(status);
-} catch (err) {
-  loadError = err instanceof Error ? err.message : String(err);
-  parentPort?.postMessage({ hearth: 'worker-failed', reason: loadError } satisfies WorkerStatus);
-}
+const loading = (async () => {
+  try {
+    host = await ModelHost.load(data);
+    const status: WorkerStatus = { hearth: 'worker-ready', engine: host.engine.kind, contextSize: host.engine.contextSize, slots: host.engine.slotCount, threads: host.compute?.threads ?? data.threads, ...(host.fallbackReason ? { fallbackReason: host.fallbackReason } : {}), ...(host.compute ? { compute: { threadPool: host.compute.threadPool, cpuBackend: host.compute.cpuBackend, ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}) } } : {}), ...(host.gpu ? { gpu: host.gpu } : {}) };
+    parentPort?.postMessage(status);
+  } catch (err) {
+    loadError = err instanceof Error ? err.message : String(err);
+    parentPort?.postMessage({ hearth: 'worker-failed', reason: loadError } satisfies WorkerStatus);
+  }
+})();
+
+// WorkerStop: heard while loading too (the load finishes first); the thread is terminated after the answer.
+const stops = new BroadcastChannel(data.stopChannel);
+stops.unref();
+stops.onmessage = (m) => {
+  if ((m as { data?: WorkerStop }).data?.t !== 'stop') return;
+  stops.close();
+  void loading
+    .then(() => host?.dispose())
+    .catch(() => {}) // a failed release still ends in the answer: the owner terminates the thread either way
+    .then(() => parentPort?.postMessage({ hearth: 'worker-stopped' } satisfies WorkerStatus));
+};
+
+await loading;
 
 export default async function generate(task: GenerationTask): Promise<void> {
   const port = task.port;

@@ -48,6 +48,11 @@ async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' 
   return engine;
 }
 
+/** The first log record with this message. */
+function logged(lines: string[], msg: string): Record<string, unknown> | undefined {
+  return lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r['msg'] === msg);
+}
+
 const kinds = (['native', 'node-llama-cpp'] as const).filter((k) => k !== 'native' || nativeAddonAvailable().ok);
 
 describe.each(kinds)('local engine (%s)', (kind) => {
@@ -65,7 +70,7 @@ describe.each(kinds)('local engine (%s)', (kind) => {
   });
 
   it('says in "model ready" where it computes: the GPU backend for node-llama-cpp, the CPU backend for native', () => {
-    const ready = chatLog.map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r['msg'] === 'model ready');
+    const ready = logged(chatLog, 'model ready');
     expect(ready).toMatchObject({ engine: kind });
     if (kind === 'native') {
       expect(ready!['gpu']).toBeUndefined();
@@ -115,8 +120,11 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     expect(penalised.text).not.toBe(greedy.text);
   });
 
+  // A worker thread terminated with node-llama-cpp's async work in flight aborts the whole process: dispose()
+  // terminates the workers only after they have answered WorkerStop (their models released).
   it('ends a generation that dispose() cuts with shutting_down, never leaving it open', async () => {
-    const engine = await startEngine(await ensureTinyModel({ reply: null }), kind, silentLogger, { contextSize: 4096, maxTokens: 4000 });
+    const lines: string[] = [];
+    const engine = await startEngine(await ensureTinyModel({ reply: null }), kind, createLogger('info', (line) => lines.push(line)), { contextSize: 4096, maxTokens: 4000 });
     const outcome = new Promise<Outcome>((resolve) => {
       const out: Outcome = { text: '' };
       let disposing = false;
@@ -133,6 +141,27 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     expect(r.text.length).toBeGreaterThan(0);
     if (r.error) expect(r.error.toData()).toMatchObject({ status: 503, code: 'shutting_down' });
     else expect(r.result?.finishReason).toBe('length'); // it reached the end of its context before the workers stopped
+    await engine.dispose();
+    expect(logged(lines, 'model workers stopped')).toMatchObject({ stopped: 1, workers: 1 });
+  });
+
+  it('disposed while its workers load: they finish loading and release their models before they end', async () => {
+    const lines: string[] = [];
+    let engine: LocalEngine | undefined;
+    let disposed: Promise<void> | undefined;
+    const log = createLogger('info', (line) => {
+      lines.push(line);
+      // Right after the pool is created (a microtask runs once start() awaits the workers).
+      if (line.includes('"msg":"loading model"')) queueMicrotask(() => { disposed = engine!.dispose(); });
+    });
+    engine = new LocalEngine({
+      source: resolveModelSource(await ensureTinyChatModel()), modelsDir: '', engine: kind, workers: 2, slots: 1, threads: 1, cores: 2,
+      batchSize: 128, queueLimit: 8, showPullProgress: false, contextSize: 512, maxTokens: 64, pullStallTimeoutMs: 30_000, openRelay: openEventRelay,
+    }, createMetrics({ defaultMetrics: false }), log);
+    await engine.start();
+    await disposed;
+    expect(engine.status().state).toBe('loading');
+    expect(logged(lines, 'model workers stopped')).toMatchObject({ stopped: 2, workers: 2 });
   });
 });
 
