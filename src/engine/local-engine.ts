@@ -37,14 +37,16 @@ export interface LocalEngineOptions {
   pullStallTimeoutMs: number;
   /** Native engine: opens the event relay its workers' loops send tokens to (absent: every event crosses the task port). */
   openRelay?: RelayOpener;
+  /** How long dispose() waits for the workers to stop before it terminates them (default WORKER_STOP_TIMEOUT_MS). */
+  workerStopTimeoutMs?: number;
 }
 
 /** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
 const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
 /**
- * dispose() waits at most this long for the cut generations to end and the workers to stop (WorkerStop),
- * within the CLI's shutdown bound (serve-command.ts SHUTDOWN_BOUND_MS, after the apps' 5 s stop time-out).
+ * dispose() waits at most this long (by default) for the cut generations to end and the workers to stop
+ * (WorkerStop), within the CLI's shutdown bound (serve-command.ts SHUTDOWN_BOUND_MS, after the apps' 5 s stop time-out).
  */
 const WORKER_STOP_TIMEOUT_MS = 4_000;
 
@@ -382,7 +384,7 @@ export class LocalEngine implements ChatEngine {
    * Idempotent (every call resolves once it has finished); in any model state. A pull in progress is aborted and start() resolves. Generations still
    * running are cut (drain() first to let them finish): their workers stop them and their sinks end with
    * shutting_down. The workers are terminated once those have ended and the workers have released their
-   * models (WorkerStop), or after WORKER_STOP_TIMEOUT_MS.
+   * models (WorkerStop), or after `workerStopTimeoutMs`.
    */
   dispose(): Promise<void> {
     return (this.disposing ??= this.release());
@@ -396,7 +398,7 @@ export class LocalEngine implements ChatEngine {
     this.pool = null;
     if (pool) {
       for (const cut of this.cuts) cut();
-      await this.stopWorkers(performance.now() + WORKER_STOP_TIMEOUT_MS);
+      await this.stopWorkers(performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS));
       await pool.destroy();
     }
     this.relay?.close();
