@@ -912,7 +912,7 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   if (shape.smooth.length) {
     L.push(`Smooth decode: 7 streams decoding, then one ~${o.smoothPromptTokens}-token prompt arrives (target: longest gap <= 2 x median).`);
     L.push('');
-    L.push('| server | step token budget / prefill pace | long prompt tokens | its TTFT (ms) | decoders\' median gap (ms) | gap p90 during its prefill (ms) | longest gap during its prefill (ms) | longest / median | longest gap before it, same length (ms) | errors |');
+    L.push('| server | step token budget / prefill pace | long prompt tokens | its TTFT (ms) | decoders\' median gap (ms) | gap p90 during its prefill (ms) | longest gap during its prefill (ms) | longest / median | longest gap of plain decoding, 5 s before it (ms) | errors |');
     L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
     for (const x of shape.smooth) {
       const r = x.result;

@@ -35,15 +35,15 @@ export interface SmoothResult {
   decoders: number;
   longPromptTokens: number | null;
   longTtftMs: number;
-  /** Median gap between the decoders' content events before the long prompt was sent. */
+  /** Median gap between the decoders' content events in the plain-decoding window (see maxGapBeforeMs). */
   medianGapMs: number;
   /** Longest gap of any decoder whose interval overlaps the long prompt's prefill window. */
   maxGapDuringMs: number;
   /** 90th percentile of the decoders' gaps overlapping the prefill window. */
   p90GapDuringMs: number;
   /**
-   * The noise floor: the longest gap of any decoder in a window of the same length just before the long
-   * prompt was sent (nothing but decoding then).
+   * The noise floor: the longest gap of any decoder in the plain-decoding window, from the moment every
+   * decoder reached its pace (their own prompts prefilled) until the long prompt was sent (PLAIN_WINDOW_MS).
    */
   maxGapBeforeMs: number;
   /** maxGapDuringMs / medianGapMs (the issue's target: <= 2). */
@@ -52,6 +52,9 @@ export interface SmoothResult {
 }
 
 /** See the file comment. `longPrompt` should be ~1,500 tokens and unique per call (no prefix cache hit). */
+/** Plain decoding between the decoders reaching their pace and the long prompt: the median and the noise floor. */
+const PLAIN_WINDOW_MS = 5000;
+
 export async function smoothDecode(s: ScenarioServer, o: { decoders: number; decoderMaxTokens: number; longPrompt: string; warmMs?: number }): Promise<SmoothResult> {
   const agent: http.Agent = makeAgent(o.decoders + 1);
   const started: Promise<TimedStream>[] = [];
@@ -64,8 +67,9 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
   // Every decoder at its steady pace (10 content events each) before the long prompt arrives; at most a minute.
   const warmUntil = performance.now() + (o.warmMs ?? 60_000);
   while (events.some((n) => n < 10) && performance.now() < warmUntil) await sleep(50);
-  // Two seconds of plain decoding: the median gap and the noise floor (maxGapBeforeMs) come from here.
-  await sleep(2000);
+  // Plain decoding only: the median gap and the noise floor (maxGapBeforeMs) come from here.
+  const plainFrom = performance.now();
+  await sleep(PLAIN_WINDOW_MS);
   const sentAt = performance.now();
   const long = await streamTimed(s.stream, s.body([{ role: 'user', content: o.longPrompt }], 4), agent);
   await sleep(1000);
@@ -76,13 +80,11 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
   const before: number[] = [];
   for (const d of decoders) {
     const t = eventTimes(d);
-    for (let i = 1; i < t.length; i++) if (t[i]! < sentAt) before.push(t[i]! - t[i - 1]!);
+    for (let i = 1; i < t.length; i++) if (t[i - 1]! >= plainFrom && t[i]! <= sentAt) before.push(t[i]! - t[i - 1]!);
   }
   const median = percentile(before, 50);
   let maxDuring = 0;
-  let maxBefore = 0;
   const during: number[] = [];
-  const windowMs = firstAt + median - sentAt;
   for (const d of decoders) {
     const t = eventTimes(d);
     for (let i = 1; i < t.length; i++) {
@@ -92,7 +94,6 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
         maxDuring = Math.max(maxDuring, gap);
         during.push(gap);
       }
-      if (t[i]! <= sentAt && t[i - 1]! >= sentAt - windowMs) maxBefore = Math.max(maxBefore, gap);
     }
   }
   return {
@@ -102,7 +103,7 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
     medianGapMs: median,
     maxGapDuringMs: maxDuring,
     p90GapDuringMs: percentile(during, 90),
-    maxGapBeforeMs: maxBefore,
+    maxGapBeforeMs: before.length > 0 ? Math.max(...before) : Number.NaN,
     gapRatio: median > 0 ? maxDuring / median : Number.NaN,
     errors: [long, ...decoders].filter((r) => !r.ok && r.error !== 'aborted').length,
   };
