@@ -754,7 +754,7 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
     const server: ScenarioServer = { stream: t.stream, body: (messages, maxTokens) => chatBody(t, messages, maxTokens) };
     if (plan.smooth && (plan.smoothOnly || extras)) {
       run.smooth = await smoothDecode(server, { decoders: 7, decoderMaxTokens: Math.max(64, cfg.contextSize - 128), longPrompt: plan.longPrompt() });
-      log(`  ${name} smooth: long prompt ${fmt(run.smooth.longPromptTokens, 0)} tokens, TTFT ${fmt(run.smooth.longTtftMs, 0)} ms; decoders' median gap ${fmt(run.smooth.medianGapMs)} ms, longest during prefill ${fmt(run.smooth.maxGapDuringMs)} ms (x${fmt(run.smooth.gapRatio, 2)})`);
+      log(`  ${name} smooth: long prompt ${fmt(run.smooth.longPromptTokens, 0)} tokens, TTFT ${fmt(run.smooth.longTtftMs, 0)} ms; decoders' median gap ${fmt(run.smooth.medianGapMs)} ms, longest during prefill ${fmt(run.smooth.maxGapDuringMs)} ms (x${fmt(run.smooth.gapRatio, 2)}; per token x${fmt(run.smooth.tokenGapRatio, 2)})`);
     }
     if (plan.smoothOnly) return run;
     for (const pl of o.promptLengths) for (const c of o.concurrency) {
@@ -912,11 +912,13 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   if (shape.smooth.length) {
     L.push(`Smooth decode: 7 streams decoding, then one ~${o.smoothPromptTokens}-token prompt arrives (target: longest gap <= 2 x median).`);
     L.push('');
-    L.push('| server | step token budget / prefill pace | long prompt tokens | its TTFT (ms) | decoders\' median gap (ms) | gap p90 during its prefill (ms) | longest gap during its prefill (ms) | longest / median | longest gap of plain decoding, 5 s before it (ms) | errors |');
-    L.push('|---|---:|---:|---:|---:|---:|---:|---:|');
+    L.push('Gaps are between content events (what a client sees) and, "per token", between tokens (an event carrying m tokens after g ms counts as m gaps of g / m; a token held back while its text could begin a stop string arrives with the next one).');
+    L.push('');
+    L.push('| server | step token budget / prefill pace | long prompt tokens | its TTFT (ms) | decoders\' median gap (ms) | gap p90 during its prefill (ms) | longest gap during its prefill (ms) | longest / median | per token: longest during (ms) | per token: longest / median | longest gap of plain decoding, 5 s before it (ms) | errors |');
+    L.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const x of shape.smooth) {
       const r = x.result;
-      L.push(`| ${x.server} | ${x.budget === null ? '–' : x.budget === 0 ? `0 (batch ${cfg.batchSize})` : x.budget}${x.pace ? ` / ${x.pace}%` : ''} | ${fmt(r.longPromptTokens, 0)} | ${fmt(r.longTtftMs, 0)} | ${fmt(r.medianGapMs)} | ${fmt(r.p90GapDuringMs)} | ${fmt(r.maxGapDuringMs)} | **${fmt(r.gapRatio, 2)}** | ${fmt(r.maxGapBeforeMs)} | ${r.errors} |`);
+      L.push(`| ${x.server} | ${x.budget === null ? '–' : x.budget === 0 ? `0 (batch ${cfg.batchSize})` : x.budget}${x.pace ? ` / ${x.pace}%` : ''} | ${fmt(r.longPromptTokens, 0)} | ${fmt(r.longTtftMs, 0)} | ${fmt(r.medianGapMs)} | ${fmt(r.p90GapDuringMs)} | ${fmt(r.maxGapDuringMs)} | **${fmt(r.gapRatio, 2)}** | ${fmt(r.maxTokenGapDuringMs)} | **${fmt(r.tokenGapRatio, 2)}** | ${fmt(r.maxGapBeforeMs)} | ${r.errors} |`);
     }
     L.push('');
   }
@@ -966,8 +968,10 @@ function targetsMarkdown(o: Options, shape: ShapeRun): string[] {
   }
   const smooth = shape.smooth.filter((x) => x.server.startsWith('hearth') && x.result.errors === 0);
   if (shape.smooth.length) {
-    const best = smooth.reduce<(typeof smooth)[number] | undefined>((b, x) => (b === undefined || x.result.gapRatio < b.result.gapRatio ? x : b), undefined);
-    judge(`smooth decode: longest / median gap (Hearth, best: budget ${best?.budget ?? '–'}${best?.pace ? `, pace ${best.pace}%` : ''}; longest gap before the prompt ${fmt(best?.result.maxGapBeforeMs)} ms)`, best?.result.gapRatio, 2, false);
+    for (const [what, of] of [['between content events', (r: SmoothResult) => r.gapRatio], ['per token', (r: SmoothResult) => r.tokenGapRatio]] as const) {
+      const best = smooth.reduce<(typeof smooth)[number] | undefined>((b, x) => (b === undefined || of(x.result) < of(b.result) ? x : b), undefined);
+      judge(`smooth decode, ${what}: longest / median gap (Hearth, best: budget ${best?.budget ?? '–'}${best?.pace ? `, pace ${best.pace}%` : ''}, its TTFT ${fmt(best?.result.longTtftMs, 0)} ms; longest gap of plain decoding ${fmt(best?.result.maxGapBeforeMs)} ms)`, best ? of(best.result) : undefined, 2, false);
+    }
   }
   const lsFlood = ls?.flood;
   const hFlood = hearth?.flood;

@@ -2,7 +2,8 @@
  * Two load scenarios of `npm run bench:engine`, for any OpenAI-compatible streaming server:
  *  - smoothDecode: `decoders` streams decoding, then one long prompt arrives. Reports the decoders'
  *    median gap between content events before it, their longest gap while it is prefilled (from its
- *    sending to its first token, plus one median gap), the ratio of the two, and the long prompt's TTFT.
+ *    sending to its first token, plus one median gap), the ratio of the two, the same per token (the
+ *    decoders ask for logprobs, which say how many tokens each event carries), and the long prompt's TTFT.
  *  - floodPace: `streams` streams decoding for `durationS`, with and without an HTTP flood (the
  *    autocannon CLI, a separate process, `floodConnections` connections on `floodPath`, no credentials)
  *    on the same server; the pace ratio is tokens/s under the flood / tokens/s without.
@@ -48,6 +49,14 @@ export interface SmoothResult {
   maxGapBeforeMs: number;
   /** maxGapDuringMs / medianGapMs (the issue's target: <= 2). */
   gapRatio: number;
+  /**
+   * The same per token: a content event that carries m tokens after a gap of g counts as m gaps of g / m
+   * (the decoders ask for logprobs, one entry per token). A token the server holds back (its text could
+   * begin a stop string) arrives with the next one: a long gap between content events but not between
+   * decode steps. NaN where the server sent no per-token logprobs.
+   */
+  tokenGapRatio: number;
+  maxTokenGapDuringMs: number;
   errors: number;
 }
 
@@ -62,7 +71,8 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
   const stop = new AbortController();
   const events = new Array<number>(o.decoders).fill(0);
   for (let i = 0; i < o.decoders; i++) {
-    started.push(streamTimed(s.stream, s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens), agent, 600_000, stop.signal, () => { events[i]!++; }));
+    const body = { ...s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens), logprobs: true };
+    started.push(streamTimed(s.stream, body, agent, 600_000, stop.signal, () => { events[i]!++; }));
   }
   // Every decoder at its steady pace (10 content events each) before the long prompt arrives; at most a minute.
   const warmUntil = performance.now() + (o.warmMs ?? 60_000);
@@ -85,17 +95,25 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
   const median = percentile(before, 50);
   let maxDuring = 0;
   const during: number[] = [];
+  // Per token (see tokenGapRatio): only where every content event said how many tokens it carries.
+  const perToken = decoders.every((d) => d.gapTokens.length === d.gapsMs.length && d.gapsMs.length > 0);
+  const tokenBefore: number[] = [];
+  let maxTokenDuring = 0;
   for (const d of decoders) {
     const t = eventTimes(d);
     for (let i = 1; i < t.length; i++) {
       const gap = t[i]! - t[i - 1]!;
+      const tokens = perToken ? d.gapTokens[i - 1]! : 1;
+      if (t[i - 1]! >= plainFrom && t[i]! <= sentAt) for (let k = 0; k < tokens; k++) tokenBefore.push(gap / tokens);
       // A gap overlapping [sentAt, firstAt + median] is one the long prompt may have caused.
       if (t[i]! > sentAt && t[i - 1]! < firstAt + median) {
         maxDuring = Math.max(maxDuring, gap);
+        maxTokenDuring = Math.max(maxTokenDuring, gap / tokens);
         during.push(gap);
       }
     }
   }
+  const tokenMedian = percentile(tokenBefore, 50);
   return {
     decoders: o.decoders,
     longPromptTokens: long.promptTokens,
@@ -105,6 +123,8 @@ export async function smoothDecode(s: ScenarioServer, o: { decoders: number; dec
     p90GapDuringMs: percentile(during, 90),
     maxGapBeforeMs: before.length > 0 ? Math.max(...before) : Number.NaN,
     gapRatio: median > 0 ? maxDuring / median : Number.NaN,
+    tokenGapRatio: perToken && tokenMedian > 0 ? maxTokenDuring / tokenMedian : Number.NaN,
+    maxTokenGapDuringMs: perToken ? maxTokenDuring : Number.NaN,
     errors: [long, ...decoders].filter((r) => !r.ok && r.error !== 'aborted').length,
   };
 }

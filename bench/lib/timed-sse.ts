@@ -21,6 +21,11 @@ export interface TimedStream {
   firstTokenMs: number;
   /** ms between consecutive content deltas. */
   gapsMs: number[];
+  /**
+   * Tokens each content delta after the first carries (parallel to gapsMs), where the request asked for
+   * logprobs (one `logprobs.content` entry per token); empty otherwise.
+   */
+  gapTokens: number[];
   totalMs: number;
   /** Non-empty content deltas received. */
   contentEvents: number;
@@ -42,7 +47,7 @@ export function makeAgent(maxSockets: number): http.Agent {
 }
 
 interface ChunkJson {
-  choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[];
+  choices?: { delta?: { content?: string | null }; logprobs?: { content?: unknown[] | null } | null; finish_reason?: string | null }[];
   usage?: { completion_tokens?: number; prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
   timings?: { cache_n?: number };
   error?: unknown;
@@ -74,7 +79,7 @@ function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, time
   const r: TimedStream & { gotBytes: boolean } = {
     gotBytes: false,
     retries: 0,
-    ok: false, status: 0, firstTokenMs: Number.NaN, gapsMs: [], totalMs: 0, contentEvents: 0,
+    ok: false, status: 0, firstTokenMs: Number.NaN, gapsMs: [], gapTokens: [], totalMs: 0, contentEvents: 0,
     completionTokens: null, promptTokens: null, cachedTokens: null, finishReason: null, text: '', startedAt, endedAt: startedAt,
   };
   return new Promise((resolve) => {
@@ -101,7 +106,11 @@ function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, time
       if (typeof content === 'string' && content.length > 0) {
         const now = performance.now();
         if (r.contentEvents === 0) r.firstTokenMs = now - startedAt;
-        else r.gapsMs.push(now - lastContent);
+        else {
+          r.gapsMs.push(now - lastContent);
+          const tokens = choice?.logprobs?.content?.length;
+          if (tokens !== undefined && tokens > 0) r.gapTokens.push(tokens);
+        }
         lastContent = now;
         r.contentEvents++;
         r.text += content;
