@@ -26,6 +26,7 @@ import { sessionRoutes } from './http/routes/session-routes.ts';
 import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
 import { loadDashboardBundle } from './http/static-assets.ts';
 import { Disposables } from './lifecycle/disposables.ts';
+import { waitFor } from './lifecycle/wait-for.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
@@ -198,11 +199,6 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     },
   };
   return running;
-}
-
-/** Resolves once `done()` holds or the deadline (performance.now() time) has passed; polls every 25 ms. */
-async function waitFor(done: () => boolean, deadline: number): Promise<void> {
-  while (!done() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
 }
 
 /** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */

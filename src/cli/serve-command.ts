@@ -6,7 +6,7 @@ import { startHearth } from '../main.ts';
 /** Exit codes of `hearth serve` after a signal (README "Shutdown"). 1 and 2 stay the CLI's: failed to start, usage. */
 export const SERVE_EXIT = { clean: 0, unclean: 3, forced: 4 } as const;
 /** How long shutdown may take beyond the grace period (stopping app processes: up to their 5 s stop time-out; workers, the store, sockets) before the exit is forced. */
-export const SHUTDOWN_BOUND_MS = 10_000;
+export const SHUTDOWN_BOUND_MS = 15_000;
 /** After a clean close the event loop must empty; if something still holds it this long, the exit is forced. */
 const LINGER_MS = 2_000;
 

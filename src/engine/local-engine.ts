@@ -4,6 +4,7 @@ import { Piscina } from 'piscina';
 import { engineFailure } from '../errors/engine-failure.ts';
 import { contextLengthExceeded, modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
 import { toApiError } from '../errors/to-api-error.ts';
+import { waitFor } from '../lifecycle/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
@@ -46,9 +47,10 @@ const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
 /**
  * dispose() waits at most this long (by default) for the cut generations to end and the workers to stop
- * (WorkerStop), within the CLI's shutdown bound (serve-command.ts SHUTDOWN_BOUND_MS, after the apps' 5 s stop time-out).
+ * (WorkerStop): a 2-worker load on a busy 2-core machine took over 4 s. Within the CLI's shutdown bound
+ * (serve-command.ts SHUTDOWN_BOUND_MS, after the apps' 5 s stop time-out).
  */
-const WORKER_STOP_TIMEOUT_MS = 4_000;
+const WORKER_STOP_TIMEOUT_MS = 8_000;
 
 /**
  * The main-thread face of local inference: pulls and checks the model, owns the Piscina pool of model
@@ -376,15 +378,14 @@ export class LocalEngine implements ChatEngine {
    */
   async drain(graceMs: number): Promise<void> {
     this.draining = true;
-    const deadline = performance.now() + graceMs;
-    while (this.running + this.waiting > 0 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    await waitFor(() => this.running + this.waiting === 0, performance.now() + graceMs);
   }
 
   /**
-   * Idempotent (every call resolves once it has finished); in any model state. A pull in progress is aborted and start() resolves. Generations still
-   * running are cut (drain() first to let them finish): their workers stop them and their sinks end with
-   * shutting_down. The workers are terminated once those have ended and the workers have released their
-   * models (WorkerStop), or after `workerStopTimeoutMs`.
+   * Idempotent (every call resolves once it has finished); in any model state. A pull in progress is
+   * aborted and start() resolves. Generations still running are cut (drain() first to let them finish):
+   * their workers stop them and their sinks end with shutting_down. The workers are terminated once those
+   * have ended and the workers have released their models (WorkerStop), or after `workerStopTimeoutMs`.
    */
   dispose(): Promise<void> {
     return (this.disposing ??= this.release());
@@ -410,18 +411,14 @@ export class LocalEngine implements ChatEngine {
    * Sent again every 100 ms: a worker still starting (not yet listening) misses what came before it listened.
    */
   private async stopWorkers(deadline: number): Promise<void> {
-    const tick = () => new Promise((r) => setTimeout(r, 10));
-    while (this.cuts.size > 0 && performance.now() < deadline) await tick();
+    await waitFor(() => this.cuts.size === 0, deadline);
     const channel = new BroadcastChannel(this.stopChannel);
     const startedAt = performance.now();
-    let sentAt = -Infinity;
-    while (this.workersStopped < this.o.workers && performance.now() < deadline) {
-      if (performance.now() - sentAt >= 100) {
-        channel.postMessage({ t: 'stop' } satisfies WorkerStop);
-        sentAt = performance.now();
-      }
-      await tick();
-    }
+    const send = () => channel.postMessage({ t: 'stop' } satisfies WorkerStop);
+    send();
+    const resend = setInterval(send, 100);
+    await waitFor(() => this.workersStopped >= this.o.workers, deadline);
+    clearInterval(resend);
     channel.close();
     const outcome = { model: this.modelId, stopped: this.workersStopped, workers: this.o.workers, ms: Math.round(performance.now() - startedAt) };
     if (this.workersStopped < this.o.workers) this.log.warn('model workers did not stop in time: terminating them', outcome);
