@@ -8,9 +8,12 @@ import { BLOCK, isZeroBlock, padding, parseHeader, parsePax, type TarHeader } fr
  * Unpacks a .tar.gz into an empty directory, refusing anything that could write or point outside it
  * (contract "invalid_archive"): absolute names, `..` components, symbolic links whose target is absolute
  * or resolves outside the root, hard links to anything but a regular file unpacked before from the same
- * archive, device files and fifos, more than `maxFiles` entries, more than `maxBytes` unpacked, and input
- * that is not gzip or not tar. Nothing is ever written through a link: an entry whose path runs through
- * (or lands on) a link unpacked before is refused. Modes keep only the permission bits (no setuid/setgid).
+ * archive, device files and fifos, more than `maxFiles` entries, more than `maxBytes` unpacked (file data,
+ * data attached to any other entry, and extended header bodies all count, so no part of the tar stream is
+ * unbounded), more than MAX_EXTENDED_RUN extended headers in front of one entry, an entry that collides
+ * with an earlier one (a file where a directory is, ...), and input that is not gzip or not tar. Nothing
+ * is ever written through a link: an entry whose path runs through (or lands on) a link unpacked before
+ * is refused. Messages name entries, never the destination's path on disk. Modes keep only the permission bits (no setuid/setgid).
  * On failure the caller removes the directory; what was written stays inside it. Streams: memory use is
  * bounded by one read chunk, whatever the archive's size.
  */
@@ -25,6 +28,10 @@ export class ArchiveError extends Error {
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 const WRITE_CHUNK = 64 * 1024;
+/** pax `x` and `g`, GNU `L` and `K`: a real archive has at most one or two of them in front of an entry. */
+const MAX_EXTENDED_RUN = 8;
+/** The errno codes of an entry colliding with what an earlier entry made. */
+const CONFLICT_CODES = new Set(['EEXIST', 'EISDIR', 'ENOTDIR', 'ELOOP', 'ENOTEMPTY']);
 
 /** Pulls exact byte counts out of a stream of chunks. */
 class ByteReader {
@@ -77,7 +84,20 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
   let pax: Record<string, string> = {};
   let longName: string | null = null;
   let longLink: string | null = null;
+  let extendedRun = 0;
   let sawEnd = false;
+  const count = (n: number) => {
+    bytes += n;
+    if (bytes > limits.maxBytes) throw new ArchiveError(`unpacks to more than ${limits.maxBytes} bytes`);
+  };
+  /** Reads past `n` bytes of data nothing keeps, a chunk at a time. */
+  const skip = async (n: number) => {
+    for (let left = n; left > 0;) {
+      const piece = await reader.read(Math.min(left, WRITE_CHUNK));
+      if (piece.length === 0) throw new ArchiveError('truncated tar archive');
+      left -= piece.length;
+    }
+  };
   try {
     for (;;) {
       const block = await reader.read(BLOCK);
@@ -95,6 +115,8 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
       }
       if (header.type === 'pax' || header.type === 'pax-global' || header.type === 'gnu-long-name' || header.type === 'gnu-long-link') {
         if (header.size > 1 << 20) throw new ArchiveError('extended header too large');
+        if (++extendedRun > MAX_EXTENDED_RUN) throw new ArchiveError(`more than ${MAX_EXTENDED_RUN} extended headers in front of one entry`);
+        count(header.size);
         const body = await reader.read(header.size + padding(header.size));
         if (body.length < header.size) throw new ArchiveError('truncated tar archive');
         const content = body.subarray(0, header.size);
@@ -109,6 +131,7 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
       pax = {};
       longName = null;
       longLink = null;
+      extendedRun = 0;
 
       const rel = safeRelative(name, 'entry');
       if (++files > limits.maxFiles) throw new ArchiveError(`more than ${limits.maxFiles} entries`);
@@ -124,57 +147,65 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
       }
       const target = path.join(root, rel);
       const mode = header.mode & 0o777;
-      switch (header.type) {
-        case 'directory':
-          await fs.promises.mkdir(target, { recursive: true, mode: (mode | 0o700) & 0o755 });
-          break;
-        case 'file': {
-          if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveError(`entry '${name}' has a bad size`);
-          bytes += size;
-          if (bytes > limits.maxBytes) throw new ArchiveError(`unpacks to more than ${limits.maxBytes} bytes`);
-          await fs.promises.mkdir(path.dirname(target), { recursive: true });
-          const handle = await fs.promises.open(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, (mode | 0o600) & 0o755);
-          try {
-            let left = size;
-            while (left > 0) {
-              const piece = await reader.read(Math.min(left, WRITE_CHUNK));
-              if (piece.length === 0) throw new ArchiveError('truncated tar archive');
-              await handle.write(piece);
-              left -= piece.length;
+      try {
+        switch (header.type) {
+          case 'directory':
+            await fs.promises.mkdir(target, { recursive: true, mode: (mode | 0o700) & 0o755 });
+            break;
+          case 'file': {
+            if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveError(`entry '${name}' has a bad size`);
+            count(size);
+            await fs.promises.mkdir(path.dirname(target), { recursive: true });
+            const handle = await fs.promises.open(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, (mode | 0o600) & 0o755);
+            try {
+              let left = size;
+              while (left > 0) {
+                const piece = await reader.read(Math.min(left, WRITE_CHUNK));
+                if (piece.length === 0) throw new ArchiveError('truncated tar archive');
+                await handle.write(piece);
+                left -= piece.length;
+              }
+            } finally {
+              await handle.close();
             }
-          } finally {
-            await handle.close();
+            const pad = padding(size);
+            if (pad > 0 && (await reader.read(pad)).length < pad) throw new ArchiveError('truncated tar archive');
+            regularFiles.add(rel);
+            break;
           }
-          const pad = padding(size);
-          if (pad > 0 && (await reader.read(pad)).length < pad) throw new ArchiveError('truncated tar archive');
-          regularFiles.add(rel);
-          break;
-        }
-        case 'symlink': {
-          if (linkName === '' || linkName.startsWith('/')) throw new ArchiveError(`link '${name}' points outside the archive (${linkName || 'empty target'})`);
-          const resolved = path.resolve(path.dirname(target), linkName);
-          if (resolved !== root && !resolved.startsWith(root + path.sep)) throw new ArchiveError(`link '${name}' points outside the archive (${linkName})`);
-          await fs.promises.mkdir(path.dirname(target), { recursive: true });
-          await fs.promises.symlink(linkName, target);
-          links.add(rel);
-          break;
-        }
-        case 'hardlink': {
-          let from: string;
-          try {
-            from = safeRelative(linkName, 'hard link target');
-          } catch {
-            throw new ArchiveError(`hard link '${name}' points outside the archive (${linkName})`);
+          case 'symlink': {
+            if (linkName === '' || linkName.startsWith('/')) throw new ArchiveError(`link '${name}' points outside the archive (${linkName || 'empty target'})`);
+            const resolved = path.resolve(path.dirname(target), linkName);
+            if (resolved !== root && !resolved.startsWith(root + path.sep)) throw new ArchiveError(`link '${name}' points outside the archive (${linkName})`);
+            await fs.promises.mkdir(path.dirname(target), { recursive: true });
+            await fs.promises.symlink(linkName, target);
+            links.add(rel);
+            break;
           }
-          if (!regularFiles.has(from)) throw new ArchiveError(`hard link '${name}' points outside the archive (${linkName})`);
-          await fs.promises.mkdir(path.dirname(target), { recursive: true });
-          await fs.promises.link(path.join(root, from), target);
-          links.add(rel);
-          break;
+          case 'hardlink': {
+            let from: string;
+            try {
+              from = safeRelative(linkName, 'hard link target');
+            } catch {
+              throw new ArchiveError(`hard link '${name}' points outside the archive (${linkName})`);
+            }
+            if (!regularFiles.has(from)) throw new ArchiveError(`hard link '${name}' points outside the archive (${linkName})`);
+            await fs.promises.mkdir(path.dirname(target), { recursive: true });
+            await fs.promises.link(path.join(root, from), target);
+            links.add(rel);
+            break;
+          }
         }
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== undefined && CONFLICT_CODES.has(code)) throw new ArchiveError(`entry '${name}' conflicts with an earlier entry of the archive (${code})`);
+        throw err;
       }
-      if (header.type !== 'file' && size > 0 && header.type !== 'hardlink' && header.type !== 'symlink') {
-        await reader.read(size + padding(size)); // a directory with data: skip it
+      if (header.type !== 'file' && size !== 0) {
+        // Data attached to a directory or link entry: nothing keeps it, but it is read, so it counts.
+        if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveError(`entry '${name}' has a bad size`);
+        count(size);
+        await skip(size + padding(size));
       }
     }
   } catch (err) {
@@ -182,7 +213,6 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
     if (err instanceof ArchiveError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR' || code === 'ERR_INVALID_ARG_TYPE') throw new ArchiveError(`not a valid gzip stream (${(err as Error).message})`);
-    if (code === 'ELOOP' || code === 'EEXIST') throw new ArchiveError(`conflicting entries in the archive (${(err as Error).message})`);
     throw err;
   }
   if (!sawEnd && files === 0) throw new ArchiveError('not a tar archive (empty)');
