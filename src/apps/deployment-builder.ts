@@ -73,11 +73,34 @@ interface PackageJson {
   scripts?: Record<string, string>;
 }
 
-function readPackage(dir: string): PackageJson | null {
-  const file = path.join(dir, 'package.json');
-  if (!fs.existsSync(file)) return null;
+/**
+ * The text of a file at the top of an app's directory, or null when there is none. The app writes that
+ * directory (archive, repository, build steps, its process) and Hearth reads it on the host with its own
+ * rights, so the read never follows a symbolic link (a target on the host would end up in the build log)
+ * and opens nothing but a regular file (O_NONBLOCK: a fifo the app made would block the main thread).
+ */
+function readAppFile(dir: string, name: string): string | null {
+  let fd: number;
   try {
-    const value = JSON.parse(fs.readFileSync(file, 'utf8')) as unknown;
+    fd = fs.openSync(path.join(dir, name), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return null;
+    throw new DeploymentFailure(`build_failed: ${name} ${code === 'ELOOP' ? 'is not a regular file (a symbolic link)' : `cannot be read (${code})`}`);
+  }
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new DeploymentFailure(`build_failed: ${name} is not a regular file`);
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function readPackage(dir: string): PackageJson | null {
+  const text = readAppFile(dir, 'package.json');
+  if (text === null) return null;
+  try {
+    const value = JSON.parse(text) as unknown;
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
     return value as PackageJson;
   } catch (err) {
@@ -109,9 +132,9 @@ export async function buildApp(dir: string, sandbox: SandboxOptions, env: Record
 
 /** The web process command: a Procfile `web:` line, else the package's `start` script. */
 export function startCommand(dir: string): string {
-  const procfile = path.join(dir, 'Procfile');
-  if (fs.existsSync(procfile)) {
-    const m = /^web:\s*(.+)$/m.exec(fs.readFileSync(procfile, 'utf8'));
+  const procfile = readAppFile(dir, 'Procfile');
+  if (procfile !== null) {
+    const m = /^web:\s*(.+)$/m.exec(procfile);
     if (m) return m[1]!.trim();
   }
   const start = readPackage(dir)?.scripts?.start;
