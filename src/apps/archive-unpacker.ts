@@ -7,7 +7,8 @@ import { BLOCK, isZeroBlock, padding, parseHeader, parsePax, type TarHeader } fr
 /**
  * Unpacks a .tar.gz into an empty directory, refusing anything that could write or point outside it
  * (contract "invalid_archive"): absolute names, `..` components, symbolic links whose target is absolute
- * or resolves outside the root, hard links to anything but a regular file unpacked before from the same
+ * or resolves outside the root (read as text, and again once every entry is on disk, followed through
+ * the other links the way the kernel follows them), hard links to anything but a regular file unpacked before from the same
  * archive, device files and fifos, more than `maxFiles` entries, more than `maxBytes` unpacked (file data,
  * data attached to any other entry, and extended header bodies all count, so no part of the tar stream is
  * unbounded), more than MAX_EXTENDED_RUN extended headers in front of one entry, an entry that collides
@@ -68,6 +69,39 @@ function safeRelative(name: string, what: string): string {
   return parts.join('/');
 }
 
+/**
+ * Whether the symbolic link at `rel` (below `root`) resolves inside `root` when followed the way the kernel
+ * follows it: each link's target read from the disk, a `..` after a link is the parent of where the link
+ * led (so `a/b/u/..` with `a/b/u -> ../..` is root's parent, although it reads as inside). A component that
+ * does not exist is taken as text from there on; a loop resolves to nothing (ELOOP), so it is inside.
+ */
+async function resolvesInside(root: string, rel: string): Promise<boolean> {
+  const at: string[] = [];
+  const todo = rel.split('/').reverse();
+  let hops = 0;
+  while (todo.length > 0) {
+    const part = todo.pop()!;
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (at.length === 0) return false;
+      at.pop();
+      continue;
+    }
+    at.push(part);
+    let target: string;
+    try {
+      target = await fs.promises.readlink(path.join(root, ...at));
+    } catch {
+      continue; // not a link, or nothing there
+    }
+    if (++hops > 40) return true;
+    if (target.startsWith('/')) return false;
+    at.pop();
+    todo.push(...target.split('/').reverse());
+  }
+  return true;
+}
+
 export async function unpackArchive(archive: Buffer | string, dest: string, limits: UnpackLimits): Promise<{ files: number; bytes: number }> {
   const head = typeof archive === 'string' ? await readHead(archive) : archive.subarray(0, 2);
   if (head.length < 2 || head[0] !== GZIP_MAGIC[0] || head[1] !== GZIP_MAGIC[1]) throw new ArchiveError('not a gzip file (expected a .tar.gz)');
@@ -78,6 +112,7 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
   const reader = new ByteReader(stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>);
   const root = path.resolve(dest);
   const links = new Set<string>();
+  const symlinks = new Map<string, { name: string; linkName: string }>();
   const regularFiles = new Set<string>();
   let files = 0;
   let bytes = 0;
@@ -180,6 +215,7 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
             await fs.promises.mkdir(path.dirname(target), { recursive: true });
             await fs.promises.symlink(linkName, target);
             links.add(rel);
+            symlinks.set(rel, { name, linkName });
             break;
           }
           case 'hardlink': {
@@ -216,6 +252,9 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
     throw err;
   }
   if (!sawEnd && files === 0) throw new ArchiveError('not a tar archive (empty)');
+  for (const [rel, link] of symlinks) {
+    if (!(await resolvesInside(root, rel))) throw new ArchiveError(`link '${link.name}' points outside the archive through another link (${link.linkName})`);
+  }
   return { files, bytes };
 }
 

@@ -50,6 +50,52 @@ describe('entries that collide with an earlier entry', () => {
   });
 });
 
+describe('symbolic links that point outside through other links', () => {
+  // Each target stays inside when read as text (path.resolve), but `u` is the root itself, so `u/..` is its parent.
+  const chains: Array<[string, () => Buffer]> = [
+    ['a link through a link unpacked before it', () => rawArchive([
+      { name: 'a/b/', typeFlag: '5' },
+      { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
+      { name: 'esc', typeFlag: '2', linkName: 'a/b/u/../..' },
+    ])],
+    ['a link through a link unpacked after it', () => rawArchive([
+      { name: 'a/b/', typeFlag: '5' },
+      { name: 'esc', typeFlag: '2', linkName: 'a/b/u/../..' },
+      { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
+    ])],
+    ['a chain whose last link climbs out', () => rawArchive([
+      { name: 'a/b/', typeFlag: '5' },
+      { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
+      { name: 'v', typeFlag: '2', linkName: 'a/b/u/..' },
+      { name: 'esc', typeFlag: '2', linkName: 'v' },
+    ])],
+  ];
+
+  it.each(chains)('%s is invalid_archive', async (_name, make) => {
+    const dest = tmp();
+    const err = await unpackArchive(make(), dest, LIMITS).then(() => null, (e: unknown) => e);
+    if (err === null) {
+      // Accepted: show where it leads before failing.
+      expect(path.relative(dest, fs.realpathSync.native(path.join(dest, 'esc'))), 'esc resolves outside the root').not.toMatch(/^\.\./);
+    }
+    expect(err).toBeInstanceOf(ArchiveError);
+  });
+
+  it('links to links inside, a loop of links and a dangling link inside are accepted (only an escape is refused)', async () => {
+    const dest = tmp();
+    await unpackArchive(rawArchive([
+      { name: 'lib/x.js', typeFlag: '0', body: Buffer.from('x') },
+      { name: 'bin/', typeFlag: '5' },
+      { name: 'cur', typeFlag: '2', linkName: 'lib' },
+      { name: 'bin/x', typeFlag: '2', linkName: '../cur/x.js' },
+      { name: 'loop1', typeFlag: '2', linkName: 'loop2' },
+      { name: 'loop2', typeFlag: '2', linkName: 'loop1' },
+      { name: 'later', typeFlag: '2', linkName: 'not/there/yet' },
+    ]), dest, LIMITS);
+    expect(fs.readFileSync(path.join(dest, 'bin/x'), 'utf8')).toBe('x');
+  });
+});
+
 describe('bytes beyond the unpacked limit', () => {
   it('data attached to a directory entry counts: a 16 MiB one (a 16 KB gzip) is refused', async () => {
     const size = 16 << 20;
