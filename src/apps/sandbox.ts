@@ -7,7 +7,7 @@ import path from 'node:path';
  * links, a handful of /etc files for DNS and TLS), the Node runtime read-only, the app's own directory
  * read-write at /app, a private /tmp, /proc of its own pid namespace, and a minimal /dev; nothing of
  * Hearth's data dir, master key, other apps or Hearth's environment (`--clearenv`, then exactly the
- * variables given). The network namespace is shared on purpose: the app listens on 127.0.0.1:PORT and
+ * variables given, and those only from the app's own command on: see CARRIER). The network namespace is shared on purpose: the app listens on 127.0.0.1:PORT and
  * Hearth proxies to it (an app can therefore also reach other loopback ports; see README).
  *
  * The uid: when Hearth runs as root, bwrap runs privileged and the command drops to 65534 (nobody) with
@@ -40,6 +40,9 @@ export const SANDBOX_UID = 65534;
 /** Where the app's directory appears inside the sandbox. */
 export const APP_MOUNT = '/app';
 const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The prefix the app's variables carry until the uid drop (see launchPlan). */
+const CARRIER = 'HEARTH_CARRIED_';
 const ETC_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/passwd', '/etc/group', '/etc/localtime', '/etc/alternatives'];
 
 export const runsAsRoot = (): boolean => typeof process.getuid === 'function' && process.getuid() === 0;
@@ -79,13 +82,26 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
   const prefix = nodePrefix();
   if (prefix) args.push('--ro-bind', prefix, prefix);
   args.push('--proc', '/proc', '--dev', '/dev', '--perms', '01777', '--tmpfs', '/tmp', '--bind', dir, APP_MOUNT, '--chdir', APP_MOUNT, '--clearenv');
+  // prlimit and setpriv run before the uid drop (as root when Hearth is root): the app's variables cross
+  // them under carrier names no program reads (an LD_PRELOAD, LD_AUDIT, GCONV_PATH, GLIBC_TUNABLES or LANG
+  // of the app's would run its code there), and a shell after the drop gives them their names back.
   const inner = { ...env, PATH: sandboxPath(APP_MOUNT), HOME: APP_MOUNT };
-  for (const [k, v] of Object.entries(inner)) args.push('--setenv', k, v);
+  const names = Object.keys(inner);
+  for (const k of names) {
+    if (!ENV_NAME.test(k)) throw new Error(`not an environment variable name: '${k}'`);
+    args.push('--setenv', `${CARRIER}${k}`, inner[k]!);
+  }
+  const unwrap = [
+    `set -- ${names.map((k) => `"$${CARRIER}${k}"`).join(' ')}`, // values first: a name may be another's carrier name
+    ...(names.length > 0 ? [`unset ${names.map((k) => `${CARRIER}${k}`).join(' ')}`] : []),
+    ...names.map((k, i) => `export ${k}="\${${i + 1}}"`),
+    'exec /bin/sh -c "$0"',
+  ].join('; ');
   const dropUid = runsAsRoot()
     ? ['/usr/bin/setpriv', `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--']
     : [];
   if (!runsAsRoot()) args.push('--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID));
-  args.push('--', ...limits, ...dropUid, '/bin/sh', '-c', shellCommand);
+  args.push('--', ...limits, ...dropUid, '/bin/sh', '-c', unwrap, shellCommand);
   return { command: o.bwrapPath, args, env: {}, cwd: '/' };
 }
 
