@@ -85,7 +85,7 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
   // prlimit and setpriv run before the uid drop (as root when Hearth is root): the app's variables cross
   // them under carrier names no program reads (an LD_PRELOAD, LD_AUDIT, GCONV_PATH, GLIBC_TUNABLES or LANG
   // of the app's would run its code there), and a shell after the drop gives them their names back.
-  const inner = { ...env, PATH: sandboxPath(APP_MOUNT), HOME: APP_MOUNT };
+  const inner: Record<string, string> = { ...env, PATH: sandboxPath(APP_MOUNT), HOME: APP_MOUNT };
   const names = Object.keys(inner);
   for (const k of names) {
     if (!ENV_NAME.test(k)) throw new Error(`not an environment variable name: '${k}'`);
