@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { LineSplitter } from './log-ring.ts';
-import type { LaunchPlan } from './sandbox.ts';
+import type { Writable } from 'node:stream';
+import { ARGS_FD, type LaunchPlan } from './sandbox.ts';
 
 /**
  * One launched command (a build step or an app's web process) in its own process group, so that a stop
@@ -21,7 +22,12 @@ export class AppProcess {
   private stopping: Promise<ProcessExit> | null = null;
 
   constructor(plan: LaunchPlan, onLine: (stream: 'stdout' | 'stderr', line: string) => void) {
-    this.child = spawn(plan.command, plan.args, { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(plan.command, plan.args, { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe', ...(plan.argsFd ? (['pipe'] as const) : [])] });
+    if (plan.argsFd) {
+      const args = this.child.stdio[ARGS_FD] as Writable;
+      args.on('error', () => {}); // a launcher that died before reading it: its exit says why
+      args.end(plan.argsFd);
+    }
     const out = new LineSplitter((l) => onLine('stdout', l));
     const err = new LineSplitter((l) => onLine('stderr', l));
     this.child.stdout!.on('data', (d: Buffer) => out.push(d));

@@ -34,7 +34,12 @@ export interface LaunchPlan {
   args: string[];
   env: Record<string, string>;
   cwd: string;
+  /** More arguments, NUL-separated, that the launcher must write to the child's descriptor ARGS_FD (then end it). */
+  argsFd?: Buffer;
 }
+
+/** The descriptor a LaunchPlan's `argsFd` goes to. */
+export const ARGS_FD = 3;
 
 export const SANDBOX_UID = 65534;
 /** Where the app's directory appears inside the sandbox. */
@@ -85,12 +90,16 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
   // prlimit and setpriv run before the uid drop (as root when Hearth is root): the app's variables cross
   // them under carrier names no program reads (an LD_PRELOAD, LD_AUDIT, GCONV_PATH, GLIBC_TUNABLES or LANG
   // of the app's would run its code there), and a shell after the drop gives them their names back.
+  // The app's values go to bwrap on a descriptor (`--args`), not its command line, which every local user
+  // of the host can read in /proc for as long as the app runs.
   const inner: Record<string, string> = { ...env, PATH: sandboxPath(APP_MOUNT), HOME: APP_MOUNT };
   const names = Object.keys(inner);
+  const hidden: string[] = [];
   for (const k of names) {
     if (!ENV_NAME.test(k)) throw new Error(`not an environment variable name: '${k}'`);
-    args.push('--setenv', `${CARRIER}${k}`, inner[k]!);
+    (k in env ? hidden : args).push('--setenv', `${CARRIER}${k}`, inner[k]!);
   }
+  if (hidden.length > 0) args.push('--args', String(ARGS_FD));
   const unwrap = [
     `set -- ${names.map((k) => `"$${CARRIER}${k}"`).join(' ')}`, // values first: a name may be another's carrier name
     ...(names.length > 0 ? [`unset ${names.map((k) => `${CARRIER}${k}`).join(' ')}`] : []),
@@ -102,7 +111,7 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
     : [];
   if (!runsAsRoot()) args.push('--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID));
   args.push('--', ...limits, ...dropUid, '/bin/sh', '-c', unwrap, shellCommand);
-  return { command: o.bwrapPath, args, env: {}, cwd: '/' };
+  return { command: o.bwrapPath, args, env: {}, cwd: '/', ...(hidden.length > 0 ? { argsFd: Buffer.from(`${hidden.join('\0')}\0`) } : {}) };
 }
 
 /** Gives the app's directory to the sandbox uid (root only: otherwise the caller's own files are the app's). */

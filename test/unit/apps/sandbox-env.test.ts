@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runToEnd } from '../../../src/apps/app-process.ts';
+import { AppProcess, runToEnd } from '../../../src/apps/app-process.ts';
 import { launchPlan, runsAsRoot, type SandboxOptions } from '../../../src/apps/sandbox.ts';
 
 /**
@@ -58,5 +58,30 @@ describe("the app's env in the bwrap sandbox", () => {
   it('keeps a variable whose name looks like a carrier name apart from the one it would carry', async () => {
     const r = await run('printf "%s|%s|%s\\n" "$A" "$HEARTH_CARRIED_A" "${HEARTH_CARRIED_HEARTH_CARRIED_A-unset}"', { A: 'one', HEARTH_CARRIED_A: 'two' });
     expect(r.stdout).toEqual(['one|two|unset']);
+  });
+});
+
+describe("the app's values and the host's process list", () => {
+  it('no process on the host shows a value of the app env in its command line (any local user can read them)', async () => {
+    const secret = 'hk_app-secret-value-0451';
+    let ready!: () => void;
+    const started = new Promise<void>((resolve) => (ready = resolve));
+    const proc = new AppProcess(launchPlan(SANDBOX, dir, 'echo ready; exec sleep 30', { HEARTH_API_KEY: secret }), (_s, line) => line === 'ready' && ready());
+    try {
+      await Promise.race([started, proc.exited.then((e) => Promise.reject(new Error(`exited early: ${JSON.stringify(e)}`)))]);
+      const showing: string[] = [];
+      for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+        let cmdline: string;
+        try {
+          cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        } catch {
+          continue; // gone meanwhile
+        }
+        if (cmdline.includes(secret) && Number(pid) !== process.pid) showing.push(`${pid}: ${cmdline.replaceAll('\0', ' ').slice(0, 120)}`);
+      }
+      expect(showing).toEqual([]);
+    } finally {
+      await proc.stop(2_000);
+    }
   });
 });
