@@ -172,7 +172,9 @@ export class AppHost {
   /** PATCH: name, healthPath, env (null unsets), apiKeyEnv (a key is made or revoked); env or key changes start a new release. */
   async updateApp(accountId: string, workspaceId: string, appId: string, body: unknown): Promise<AppView> {
     const current = this.app(accountId, workspaceId, appId);
-    const patch = parseAppPatch(body, Object.keys(current.env));
+    const { env, unreadable } = this.d.apps.envOf(current);
+    for (const name of unreadable) env[name] = '';
+    const patch = parseAppPatch(body, { env, apiKeyEnv: current.apiKeyEnv });
     let apiKey: { id: string; key: string } | null | undefined;
     if (patch.apiKeyEnv !== undefined && (patch.apiKeyEnv === null) !== (current.apiKeyEnv === null)) {
       if (patch.apiKeyEnv === null) {

@@ -30,6 +30,11 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export const RESERVED_ENV = ['PORT', 'PATH', 'HOME'] as const;
 const MAX_ENV = 100;
 const MAX_ENV_VALUE = 32 * 1024;
+/**
+ * Names and values of the whole env, UTF-8 bytes: what the kernel passes to a process has a bound (2 MiB
+ * of arguments and environment on a default stack limit), and a launch past it fails (E2BIG).
+ */
+const MAX_ENV_BYTES = 1 << 20;
 const MAX_NAME = 200;
 
 function object(body: unknown): Json {
@@ -81,6 +86,15 @@ function env(v: unknown, allowNull: boolean): Record<string, string | null> {
   return out;
 }
 
+/** The limits hold for the env an app ends up with, whatever the request adds to it. */
+function envFits(env: Record<string, string>): void {
+  const names = Object.keys(env);
+  if (names.length > MAX_ENV) throw invalidRequest(`'env' may hold at most ${MAX_ENV} variables (this would make ${names.length})`, 'env', 'invalid_value');
+  let bytes = 0;
+  for (const k of names) bytes += Buffer.byteLength(k) + Buffer.byteLength(env[k]!) + 2;
+  if (bytes > MAX_ENV_BYTES) throw invalidRequest(`'env' may hold at most ${MAX_ENV_BYTES} bytes of names and values (this would make ${bytes})`, 'env', 'invalid_value');
+}
+
 function noClash(envNames: readonly string[], keyEnv: string | null | undefined): void {
   if (keyEnv && envNames.includes(keyEnv)) throw invalidRequest(`'apiKeyEnv' ${keyEnv} is also set in 'env'`, 'apiKeyEnv', 'invalid_value');
 }
@@ -94,11 +108,13 @@ export function parseAppInput(body: unknown): AppInput {
     apiKeyEnv: b.apiKeyEnv === undefined ? null : apiKeyEnv(b.apiKeyEnv),
     healthPath: b.healthPath === undefined ? '/health' : healthPath(b.healthPath),
   };
+  envFits(input.env);
   noClash(Object.keys(input.env), input.apiKeyEnv);
   return input;
 }
 
-export function parseAppPatch(body: unknown, currentEnvNames: readonly string[]): AppPatch {
+/** `current`: the app's env as it is (decrypted) and its key variable. */
+export function parseAppPatch(body: unknown, current: { env: Readonly<Record<string, string>>; apiKeyEnv: string | null }): AppPatch {
   const b = object(body);
   onlyFields(b, ['name', 'env', 'apiKeyEnv', 'healthPath']);
   const patch: AppPatch = {
@@ -107,9 +123,16 @@ export function parseAppPatch(body: unknown, currentEnvNames: readonly string[])
     apiKeyEnv: b.apiKeyEnv === undefined ? undefined : apiKeyEnv(b.apiKeyEnv),
     healthPath: b.healthPath === undefined ? undefined : healthPath(b.healthPath),
   };
-  const names = new Set(currentEnvNames);
-  for (const [k, v] of Object.entries(patch.env ?? {})) v === null ? names.delete(k) : names.add(k);
-  noClash([...names], patch.apiKeyEnv);
+  const next: Record<string, string> = { ...current.env };
+  for (const [k, v] of Object.entries(patch.env ?? {})) {
+    if (v === null) delete next[k];
+    else next[k] = v;
+  }
+  if (patch.env !== undefined) envFits(next);
+  if (patch.apiKeyEnv === undefined && current.apiKeyEnv !== null && typeof patch.env?.[current.apiKeyEnv] === 'string') {
+    throw invalidRequest(`'env.${current.apiKeyEnv}': ${current.apiKeyEnv} receives the app's key (apiKeyEnv)`, `env.${current.apiKeyEnv}`, 'invalid_value');
+  }
+  noClash(Object.keys(next), patch.apiKeyEnv);
   return patch;
 }
 
