@@ -4,6 +4,7 @@ import { ApiError, appNotFound, appNotLive, payloadTooLarge } from '../../errors
 import { AppExchange } from '../app-exchange.ts';
 import type { HttpExchange, HeaderList } from '../http-exchange.ts';
 import type { HttpMethod, Route } from '../router.ts';
+import { SESSION_COOKIE } from '../session-cookie.ts';
 
 /**
  * `{base_url}/apps/{appId}/<path>` -> the app's live process at `http://127.0.0.1:{port}/<path>` (contract
@@ -12,7 +13,9 @@ import type { HttpMethod, Route } from '../router.ts';
  * the answer comes back chunk by chunk (the app's socket is paused while the client's is full), so an SSE
  * stream arrives event by event. A client that disconnects aborts the upstream request. Bounds: the
  * request body (`bodyLimit`, 413), the wait for the answer's head (`headersTimeoutMs`, 504) and silence
- * while streaming (`idleTimeoutMs`). No live deployment: 503 app_not_live with Retry-After.
+ * while streaming (`idleTimeoutMs`). No live deployment: 503 app_not_live with Retry-After. Apps share
+ * Hearth's origin: the dashboard's session cookie is taken out of what goes to the app, and an app's answer
+ * cannot set that cookie or send Clear-Site-Data; hop-by-hop headers (and those Connection names) stop here.
  */
 export interface AppProxyDeps {
   host: AppHost;
@@ -33,6 +36,30 @@ export interface AppProxyDeps {
 const APP_SANDBOX_CSP: [string, string] = ['content-security-policy', 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads'];
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'content-length']);
+
+/** The hop-by-hop set plus the headers a Connection header names (RFC 9110 7.6.1: they end at this hop). */
+function hopByHop(headers: ReadonlyArray<readonly [string, string]>): Set<string> {
+  const out = new Set(HOP_BY_HOP);
+  for (const [k, v] of headers) if (k === 'connection') for (const name of v.split(',')) out.add(name.trim().toLowerCase());
+  return out;
+}
+
+/** A Cookie header without the dashboard's session cookie (an app must never see a signed-in user's session); null when nothing is left. */
+function withoutSession(cookie: string): string | null {
+  const kept = cookie.split(';').filter((part) => {
+    const eq = part.indexOf('=');
+    return part.trim() !== '' && (eq < 0 ? part : part.slice(0, eq)).trim() !== SESSION_COOKIE;
+  });
+  return kept.length > 0 ? kept.map((p) => p.trim()).join('; ') : null;
+}
+
+/** Answer headers an app may not send through Hearth's origin: setting the session cookie, or clearing the origin's cookies and storage. */
+function reachesHearth(name: string, value: string): boolean {
+  if (name === 'clear-site-data') return true;
+  if (name !== 'set-cookie') return false;
+  const eq = value.indexOf('=');
+  return (eq < 0 ? value : value.slice(0, eq)).trim().toLowerCase() === SESSION_COOKIE;
+}
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 const appUnreachable = (detail: string) => new ApiError({ status: 502, type: 'upstream_error', message: `The app did not answer: ${detail}`, param: null, code: 'app_unreachable' });
@@ -61,8 +88,11 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
   if (ex.contentLength !== undefined && ex.contentLength > d.bodyLimit) throw payloadTooLarge(d.bodyLimit);
 
   const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of ex.headers) {
-    if (HOP_BY_HOP.has(k) || k.startsWith('x-forwarded-')) continue;
+  const requestHop = hopByHop(ex.headers);
+  for (const [k, raw] of ex.headers) {
+    if (requestHop.has(k) || k.startsWith('x-forwarded-')) continue;
+    const v = k === 'cookie' ? withoutSession(raw) : raw;
+    if (v === null) continue;
     const prev = headers[k];
     headers[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
   }
@@ -125,11 +155,10 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
         return;
       }
       const status = res.statusCode ?? 502;
-      const out: Array<[string, string]> = [];
-      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
-        const k = res.rawHeaders[i]!.toLowerCase();
-        if (!HOP_BY_HOP.has(k) && k !== 'date') out.push([k, res.rawHeaders[i + 1]!]);
-      }
+      const answered: Array<[string, string]> = [];
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) answered.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!]);
+      const responseHop = hopByHop(answered);
+      const out = answered.filter(([k, v]) => !responseHop.has(k) && k !== 'date' && !reachesHearth(k, v));
       out.push(APP_SANDBOX_CSP);
       const outHeaders: HeaderList = out;
       if (ex.method === 'HEAD' || status === 204 || status === 304) {
