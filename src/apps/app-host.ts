@@ -413,7 +413,10 @@ export class AppHost {
           const codeDir = this.codeDir(app, dep.codeFrom);
           try {
             return this.launchInput(app, dep.id, codeDir, startCommand(codeDir));
-          } catch {
+          } catch (err) {
+            // The app changed its own files (its Procfile, package.json) so that it cannot start again: it stays crashed, saying why.
+            this.runtimes.get(appId)?.logs.push('hearth', dep.id, `cannot restart: ${(err as Error).message}`);
+            this.d.log.warn('app cannot restart', { appId, reason: (err as Error).message });
             return null;
           }
         },
