@@ -51,24 +51,40 @@ export class LogRing {
   }
 }
 
-/** Splits a byte stream into lines (LF or CRLF), calling `onLine` per complete line; `flush` emits the rest. */
+/**
+ * Splits a byte stream into lines (LF or CRLF), calling `onLine` per complete line; `flush` emits the rest.
+ * A line longer than MAX_LOG_LINE is emitted once, cut (with '...'), as soon as it is that long, and the
+ * rest of it, up to its newline, is dropped: what an app or a build prints never makes an unbounded line.
+ */
 export class LineSplitter {
   private rest = '';
+  /** The current line was emitted cut; what comes before its newline is dropped. */
+  private dropping = false;
   constructor(private readonly onLine: (line: string) => void) {}
 
   push(chunk: Buffer | string): void {
-    const text = this.rest + chunk.toString();
-    const parts = text.split('\n');
+    const parts = (this.rest + chunk.toString()).split('\n');
     this.rest = parts.pop() ?? '';
-    if (this.rest.length > MAX_LOG_LINE) {
-      parts.push(this.rest);
-      this.rest = '';
+    for (const p of parts) {
+      if (this.dropping) this.dropping = false;
+      else this.emit(p);
     }
-    for (const p of parts) this.onLine(p.endsWith('\r') ? p.slice(0, -1) : p);
+    if (this.dropping) this.rest = '';
+    else if (this.rest.length > MAX_LOG_LINE) {
+      this.emit(this.rest);
+      this.rest = '';
+      this.dropping = true;
+    }
   }
 
   flush(): void {
-    if (this.rest !== '') this.onLine(this.rest);
+    if (this.rest !== '' && !this.dropping) this.emit(this.rest);
     this.rest = '';
+    this.dropping = false;
+  }
+
+  private emit(raw: string): void {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    this.onLine(line.length > MAX_LOG_LINE ? `${line.slice(0, MAX_LOG_LINE)}...` : line);
   }
 }
