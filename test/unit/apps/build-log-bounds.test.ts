@@ -7,9 +7,10 @@ import { LineSplitter, MAX_LOG_LINE } from '../../../src/apps/log-ring.ts';
 import type { SandboxOptions } from '../../../src/apps/sandbox.ts';
 
 /**
- * A build step's output is the app's: each line of it that reaches the build log (kept in the deployment
- * record, 2,000 lines, and written beside the releases) is bounded like a line of the app's own log, so
- * a build script printing megabyte lines cannot make a deployment record of hundreds of megabytes.
+ * A build step's output is the app's: each line of it that reaches the build log (held in Hearth's memory
+ * during the build, the last 2,000 lines, and written whole to build-logs/<deploymentId>.log beside the
+ * releases) is bounded like a line of the app's own log. Before, a build printing long lines arrived in
+ * 64 KiB pieces, so one build held ~130 MB in Hearth's main process and left a file that size.
  */
 const NO_SANDBOX: SandboxOptions = { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256 };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-build-log-'));
