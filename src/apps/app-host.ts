@@ -77,6 +77,8 @@ export class AppHost {
   private readonly options: AppHostOptions;
   private readonly runtimes = new Map<string, AppRuntime>();
   private readonly pending = new Set<Promise<void>>();
+  /** The fetch and build steps running now, by app (an app's deployments run one at a time): stopped when the app goes. */
+  private readonly builds = new Map<string, AbortController>();
   private disposed = false;
 
   constructor(private readonly d: AppHostDeps, options: Pick<AppHostOptions, 'rootDir' | 'sandbox'> & Partial<AppHostOptions>) {
@@ -144,6 +146,7 @@ export class AppHost {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    for (const b of this.builds.values()) b.abort();
     await Promise.all([...this.runtimes.values()].map((r) => r.dispose()));
   }
 
@@ -211,6 +214,7 @@ export class AppHost {
   }
 
   private async remove(app: AppRecord): Promise<void> {
+    this.builds.get(app.id)?.abort();
     const rt = this.runtimes.get(app.id);
     this.runtimes.delete(app.id);
     await rt?.dispose();
@@ -334,16 +338,18 @@ export class AppHost {
     let app: AppRecord | undefined = original;
     const rt = this.runtime(appId);
     const codeDir = this.codeDir(original, dep.codeFrom);
+    const build = new AbortController();
+    this.builds.set(appId, build);
     try {
       if (dep.source.kind !== 'release') {
         await state('fetching');
         if (dep.source.kind === 'repository') {
-          const commit = await fetchRepository(dep.source.repository, dep.source.ref, codeDir, this.options.buildTimeoutMs, appendLog);
+          const commit = await fetchRepository(dep.source.repository, dep.source.ref, codeDir, this.options.buildTimeoutMs, appendLog, build.signal);
           await this.d.apps.setDeploymentState(dep.id, 'fetching', { source: { ...dep.source, commit } });
         }
         await handOver(codeDir, this.options.sandbox.mode);
         await state('building');
-        await buildApp(codeDir, this.options.sandbox, this.d.apps.envOf(original).env, this.options.buildTimeoutMs, appendLog);
+        await buildApp(codeDir, this.options.sandbox, this.d.apps.envOf(original).env, this.options.buildTimeoutMs, appendLog, build.signal);
       }
       const command = startCommand(codeDir);
       await state('starting');
@@ -370,6 +376,7 @@ export class AppHost {
       this.d.metrics.appDeployments.inc({ result: 'failed' });
       this.d.log.warn('deployment failed', { appId, deploymentId: dep.id, reason });
     } finally {
+      if (this.builds.get(appId) === build) this.builds.delete(appId);
       // The whole build log beside the releases (the record keeps its tail); not for an app deleted meanwhile.
       if (this.d.apps.getById(appId)) {
         const dir = this.logDir(original);

@@ -86,9 +86,12 @@ export class AppProcess {
   }
 }
 
-/** Runs a command to its end within `timeoutMs`; the group is killed at the deadline. */
-export async function runToEnd(plan: LaunchPlan, timeoutMs: number, onLine: (stream: 'stdout' | 'stderr', line: string) => void): Promise<ProcessExit & { timedOut: boolean }> {
+/** Runs a command to its end within `timeoutMs`; the group is killed at the deadline, or when `signal` aborts. */
+export async function runToEnd(plan: LaunchPlan, timeoutMs: number, onLine: (stream: 'stdout' | 'stderr', line: string) => void, signal?: AbortSignal): Promise<ProcessExit & { timedOut: boolean }> {
   const p = new AppProcess(plan, onLine);
+  const abort = () => p.kill();
+  signal?.addEventListener('abort', abort, { once: true });
+  if (signal?.aborted) p.kill();
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -96,6 +99,7 @@ export async function runToEnd(plan: LaunchPlan, timeoutMs: number, onLine: (str
   }, timeoutMs);
   const exit = await p.exited;
   clearTimeout(timer);
+  signal?.removeEventListener('abort', abort);
   p.kill();
   return { ...exit, timedOut };
 }

@@ -21,9 +21,9 @@ export type BuildLog = (line: string) => void;
 const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/true', SSH_ASKPASS: '/bin/true', GIT_CONFIG_NOSYSTEM: '1', HOME: '/nonexistent' };
 const GIT_SAFE = ['-c', 'protocol.file.allow=always', '-c', 'protocol.ext.allow=never', '-c', 'protocol.fd.allow=never', '-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false'];
 
-function git(args: string[], timeoutMs: number, cwd?: string): Promise<{ ok: boolean; stdout: string; stderr: string }> {
+function git(args: string[], timeoutMs: number, cwd?: string, signal?: AbortSignal): Promise<{ ok: boolean; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('git', [...GIT_SAFE, ...args], { cwd, env: GIT_ENV, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 4 << 20 }, (err, stdout, stderr) => {
+    execFile('git', [...GIT_SAFE, ...args], { cwd, env: GIT_ENV, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 4 << 20, ...(signal ? { signal } : {}) }, (err, stdout, stderr) => {
       resolve({ ok: err === null, stdout: String(stdout), stderr: String(stderr) + (err && (err as { killed?: boolean }).killed ? `\n(timed out after ${Math.round(timeoutMs / 1000)} s)` : '') });
     });
   });
@@ -46,9 +46,9 @@ export async function probeRepository(url: string, timeoutMs: number): Promise<s
 }
 
 /** Clones `url` into `dest` (which must not exist) at `ref` (branch, tag or commit; default HEAD); returns the commit. */
-export async function fetchRepository(url: string, ref: string | null, dest: string, timeoutMs: number, log: BuildLog): Promise<string> {
+export async function fetchRepository(url: string, ref: string | null, dest: string, timeoutMs: number, log: BuildLog, signal?: AbortSignal): Promise<string> {
   log(`$ git clone ${maskUrlCredentials(url)}${ref ? ` (ref ${ref})` : ''}`);
-  const clone = await git(['clone', '--quiet', '--no-checkout', '--', url, dest], timeoutMs);
+  const clone = await git(['clone', '--quiet', '--no-checkout', '--', url, dest], timeoutMs, undefined, signal);
   if (!clone.ok) throw new DeploymentFailure(`build_failed: git clone failed: ${maskUrlCredentials(lastLines(clone.stderr, 3))}`);
   const candidates = ref === null ? ['HEAD'] : [`refs/remotes/origin/${ref}`, `refs/tags/${ref}`, ref];
   let commit: string | null = null;
@@ -108,8 +108,8 @@ function readPackage(dir: string): PackageJson | null {
   }
 }
 
-/** Installs dependencies and runs the build script, in the sandbox, each step within `stepTimeoutMs`. */
-export async function buildApp(dir: string, sandbox: SandboxOptions, env: Record<string, string>, stepTimeoutMs: number, log: BuildLog): Promise<void> {
+/** Installs dependencies and runs the build script, in the sandbox, each step within `stepTimeoutMs`; `signal` stops the step running. */
+export async function buildApp(dir: string, sandbox: SandboxOptions, env: Record<string, string>, stepTimeoutMs: number, log: BuildLog, signal?: AbortSignal): Promise<void> {
   const pkg = readPackage(dir);
   if (pkg === null) {
     if (!fs.existsSync(path.join(dir, 'Procfile'))) throw new DeploymentFailure('build_failed: the app has neither a package.json nor a Procfile');
@@ -124,7 +124,9 @@ export async function buildApp(dir: string, sandbox: SandboxOptions, env: Record
   if (typeof pkg.scripts?.build === 'string') steps.push('npm run build');
   for (const step of steps) {
     log(`$ ${step}`);
-    const r = await runToEnd(launchPlan(sandbox, dir, step, buildEnv), stepTimeoutMs, (_s, line) => log(line));
+    if (signal?.aborted) throw new DeploymentFailure('build_failed: stopped (the app was deleted, or Hearth is stopping)');
+    const r = await runToEnd(launchPlan(sandbox, dir, step, buildEnv), stepTimeoutMs, (_s, line) => log(line), signal);
+    if (signal?.aborted) throw new DeploymentFailure(`build_failed: '${step}' stopped (the app was deleted, or Hearth is stopping)`);
     if (r.timedOut) throw new DeploymentFailure(`build_failed: '${step}' timed out after ${Math.round(stepTimeoutMs / 1000)} s`);
     if (r.code !== 0) throw new DeploymentFailure(`build_failed: '${step}' ${r.error ? `could not start (${r.error})` : r.code === null ? `was killed (${r.signal})` : `exited with code ${r.code}`}`);
   }

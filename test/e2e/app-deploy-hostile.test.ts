@@ -191,3 +191,33 @@ describe('an app that turns its own files against Hearth', () => {
     expect((await fetch(`${hearth.baseUrl}/health`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
   });
 });
+
+/** Host processes whose command line holds `marker` (sandboxed processes are visible from the host's pid namespace). */
+function processesWith(marker: string): number[] {
+  const pids: number[] = [];
+  for (const pid of fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      if (fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker)) pids.push(Number(pid));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+describe('deleting an app while it builds', () => {
+  it('stops the build: no process of it outlives the app', async () => {
+    const marker = `hearth-build-marker-${process.pid}`;
+    const appId = await newApp('endless-build');
+    const dep = await api<DeploymentView>('POST', `${apps()}/${appId}/deployments`, rawArchive([
+      { name: 'package.json', typeFlag: '0', body: Buffer.from(JSON.stringify({ scripts: { build: `node build.js ${marker}`, start: 'node build.js' } })) },
+      { name: 'build.js', typeFlag: '0', body: Buffer.from('setInterval(() => {}, 1000);') },
+    ]), 'application/gzip');
+    expect(dep.status).toBe(202);
+    await until(async () => processesWith(marker).length > 0, 'the build to run');
+    expect((await api<{ deleted: boolean }>('DELETE', `${apps()}/${appId}`)).body.deleted).toBe(true);
+    await until(async () => processesWith(marker).length === 0, 'the build to be stopped');
+    expect(fs.existsSync(path.join(hearth.dataDir, 'apps', ws, appId))).toBe(false);
+  });
+});
+
