@@ -16,7 +16,8 @@ import { WorkspaceRepository } from '../../../src/store/workspace-repository.ts'
  * once (each change is one LMDB write transaction that reads the record it changes): after 20 parallel
  * rotations exactly one token works; a delete racing rotations, suspensions or project creations leaves
  * no record, no index entry and no working token behind; parallel suspend/resume ends in the state of the
- * last change; parallel key creations are all listed and all work. Runs on the real LMDB store.
+ * last change; a Yam is started once and a workspace deleted once; parallel key creations are all listed
+ * and all work. Runs on the real LMDB store.
  */
 const ACCOUNT = 'acct-race';
 let dir: string;
@@ -131,6 +132,20 @@ describe('concurrent changes to a workspace and to keys', () => {
     expect(indexEntries('project-token')).toEqual([]);
     await provisioner.settle(); // the creations' provisioning tasks find nothing to make ready
     expect([...store.dbs.projects.getKeys()]).toEqual([]);
+  });
+
+  it('20 PUTs of one Yam at once start it once (one 201, the rest 200); 20 deletes of one workspace: one wins, the rest are 404', async () => {
+    const ws = (await management.createWorkspace(ACCOUNT, { name: 'twice' })).workspaceId;
+    const puts = await Promise.all(Array.from({ length: 20 }, () => management.putYam(ACCOUNT, ws)));
+    expect(puts.filter((p) => p.created)).toHaveLength(1);
+    for (const p of puts) expect(p.yam.state).toBe('creating');
+    await provisioner.settle();
+    expect(management.getYam(ACCOUNT, ws).state).toBe('ready');
+    const deletes = await settled(Array.from({ length: 20 }, () => management.deleteWorkspace(ACCOUNT, ws)));
+    expect(deletes.filter((d) => d.ok)).toHaveLength(1);
+    for (const d of deletes) if (!d.ok) expect(d).toMatchObject({ status: 404, code: 'workspace_not_found' });
+    expect(management.listWorkspaces(ACCOUNT).data).toEqual([]);
+    expect(indexEntries('workspace')).toEqual([]);
   });
 
   it('30 keys created at once are all listed, each with its own id, and each authenticates', async () => {
