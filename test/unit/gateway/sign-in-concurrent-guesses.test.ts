@@ -94,6 +94,16 @@ describe('failed sign-in limits under parallel guesses', () => {
     expect(count(guesses, 429)).toBe(2);
   });
 
+  it('a sign-in turned away by the bound on password work (32 at once) holds no place and counts nothing', async () => {
+    const others = Array.from({ length: 32 }, (_, i) => outcome(accounts.signIn({ email: `someone${i}@x.io`, password: 'guess' }, `10.1.0.${i}`)));
+    // PER_EMAIL turned-away sign-ins: were their places kept, the next one would be refused by the email's limit
+    for (let i = 0; i < PER_EMAIL; i++) {
+      expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.1.1.1'))).toMatchObject({ status: 429, code: 'too_many_sign_in_attempts', retryAfter: 1 });
+    }
+    expect((await Promise.all(others)).map((o) => o.status)).toEqual(Array(32).fill(401));
+    expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.1.1.1'))).toMatchObject({ status: 204 });
+  });
+
   it('a malformed sign-in body takes no place and counts nothing', async () => {
     for (let i = 0; i < 10; i++) expect(await outcome(accounts.signIn({ email: 'ada@x.io' }, '10.0.4.1'))).toMatchObject({ status: 400 });
     expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.0.4.1'))).toMatchObject({ status: 204 });
