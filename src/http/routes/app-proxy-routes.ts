@@ -4,7 +4,7 @@ import { ApiError, appNotFound, appNotLive, payloadTooLarge } from '../../errors
 import { AppExchange } from '../app-exchange.ts';
 import type { HttpExchange, HeaderList } from '../http-exchange.ts';
 import type { HttpMethod, Route } from '../router.ts';
-import { SESSION_COOKIE } from '../session-cookie.ts';
+import { setsSessionCookie, withoutSessionCookie } from '../session-cookie.ts';
 
 /**
  * `{base_url}/apps/{appId}/<path>` -> the app's live process at `http://127.0.0.1:{port}/<path>` (contract
@@ -14,8 +14,8 @@ import { SESSION_COOKIE } from '../session-cookie.ts';
  * stream arrives event by event. A client that disconnects aborts the upstream request. Bounds: the
  * request body (`bodyLimit`, 413), the wait for the answer's head (`headersTimeoutMs`, 504) and silence
  * while streaming (`idleTimeoutMs`). No live deployment: 503 app_not_live with Retry-After. Apps share
- * Hearth's origin: the dashboard's session cookie is taken out of what goes to the app, and an app's answer
- * cannot set that cookie or send Clear-Site-Data; hop-by-hop headers (and those Connection names) stop here.
+ * Hearth's origin: the dashboard's session cookie is neither forwarded to an app nor set by one, an app's
+ * Clear-Site-Data is dropped, and hop-by-hop headers (and those Connection names) stop here.
  */
 export interface AppProxyDeps {
   host: AppHost;
@@ -44,21 +44,9 @@ function hopByHop(headers: ReadonlyArray<readonly [string, string]>): Set<string
   return out;
 }
 
-/** A Cookie header without the dashboard's session cookie (an app must never see a signed-in user's session); null when nothing is left. */
-function withoutSession(cookie: string): string | null {
-  const kept = cookie.split(';').filter((part) => {
-    const eq = part.indexOf('=');
-    return part.trim() !== '' && (eq < 0 ? part : part.slice(0, eq)).trim() !== SESSION_COOKIE;
-  });
-  return kept.length > 0 ? kept.map((p) => p.trim()).join('; ') : null;
-}
-
 /** Answer headers an app may not send through Hearth's origin: setting the session cookie, or clearing the origin's cookies and storage. */
 function reachesHearth(name: string, value: string): boolean {
-  if (name === 'clear-site-data') return true;
-  if (name !== 'set-cookie') return false;
-  const eq = value.indexOf('=');
-  return (eq < 0 ? value : value.slice(0, eq)).trim().toLowerCase() === SESSION_COOKIE;
+  return name === 'clear-site-data' || (name === 'set-cookie' && setsSessionCookie(value));
 }
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
@@ -91,8 +79,8 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
   const requestHop = hopByHop(ex.headers);
   for (const [k, raw] of ex.headers) {
     if (requestHop.has(k) || k.startsWith('x-forwarded-')) continue;
-    const v = k === 'cookie' ? withoutSession(raw) : raw;
-    if (v === null) continue;
+    const v = k === 'cookie' ? withoutSessionCookie(raw) : raw; // the dashboard's session is never an app's
+    if (v === undefined) continue;
     const prev = headers[k];
     headers[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
   }
