@@ -11,8 +11,15 @@ export class GrammarError extends Error {
   }
 }
 
-/** Defaults to 4000 rules and 256 KiB of grammar text: a schema above either is refused as too complex. */
-export const GRAMMAR_LIMITS = { maxRules: 4000, maxChars: 256 * 1024 } as const;
+/**
+ * 4000 rules and 256 KiB of grammar text; 4 Mi units of conversion work (a schema node visited, a rule body
+ * written, deduplicated or not: a schema can make the converter visit one subschema many times under the
+ * same rule names, which the first two never see): a schema above any is refused as too complex.
+ * `maxRepetition`: the largest minItems / maxItems / minLength / maxLength, as llama.cpp's grammar parser
+ * expands `x{m,n}` into n rules, refuses more than 2000 (an array item with its separator is two), and turns
+ * a larger maximum into no maximum at all.
+ */
+export const GRAMMAR_LIMITS = { maxRules: 4000, maxChars: 256 * 1024, maxWork: 4 * 1024 * 1024, maxRepetition: 1000 } as const;
 
 /**
  * Whitespace between JSON tokens: at most one space. Stricter than JSON allows, so that a model cannot
@@ -80,9 +87,17 @@ export function gbnfRepetition(item: string, min: number, max: number | null, se
 export class GrammarBuilder {
   private readonly rules = new Map<string, string>();
   private chars = 0;
+  private work = 0;
+
+  /** Counts `units` of conversion work; throws GrammarError past GRAMMAR_LIMITS.maxWork. */
+  charge(units: number): void {
+    this.work += units;
+    if (this.work > GRAMMAR_LIMITS.maxWork) throw new GrammarError('The schema is too complex to turn into a grammar');
+  }
 
   /** Adds `name ::= body`; returns the name used (suffixed when `name` already holds another body). */
   add(name: string, body: string): string {
+    this.charge(name.length + body.length);
     const base = name.replace(/[^a-zA-Z0-9-]+/g, '-') || 'r';
     let key = base;
     for (let i = 0; this.rules.has(key) && this.rules.get(key) !== body; i++) key = `${base}${i}`;

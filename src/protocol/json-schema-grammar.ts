@@ -1,5 +1,5 @@
 import type { JsonSchema } from './chat-request.ts';
-import { GrammarBuilder, GrammarError, gbnfLiteral, gbnfRepetition } from './gbnf.ts';
+import { GRAMMAR_LIMITS, GrammarBuilder, GrammarError, gbnfLiteral, gbnfRepetition } from './gbnf.ts';
 import { integerRangeExpression } from './integer-range-grammar.ts';
 
 /**
@@ -27,7 +27,8 @@ const UNSUPPORTED_KEYWORDS = [
   'unevaluatedProperties', 'unevaluatedItems', '$dynamicRef', '$recursiveRef',
 ] as const;
 
-const SUPPORTED_FORMATS: Record<string, string> = { 'date': 'date-string', 'time': 'time-string', 'date-time': 'date-time-string', 'uuid': 'uuid-string' };
+/** A Map, not an object literal: a client's format must never find an Object.prototype member ('toString'). */
+const SUPPORTED_FORMATS: ReadonlyMap<string, string> = new Map([['date', 'date-string'], ['time', 'time-string'], ['date-time', 'date-time-string'], ['uuid', 'uuid-string']]);
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 /** Keywords that are only annotations (or structure handled elsewhere): not "siblings" of anyOf/oneOf. */
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions', 'nullable', 'contentEncoding', 'contentMediaType']);
@@ -44,11 +45,18 @@ function isSchemaObject(v: unknown): v is JsonSchema {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function nonNegativeInteger(schema: JsonSchema, key: string, path: string): number | undefined {
+/** minItems / maxItems / minLength / maxLength: an integer from 0 to GRAMMAR_LIMITS.maxRepetition. */
+function repetitionBound(schema: JsonSchema, key: string, path: string): number | undefined {
   const v = schema[key];
   if (v === undefined) return undefined;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new GrammarError(`'${key}' at ${path} must be a non-negative integer`, key);
+  if (v > GRAMMAR_LIMITS.maxRepetition) throw new GrammarError(`'${key}' at ${path} is ${v}; constrained output supports at most ${GRAMMAR_LIMITS.maxRepetition}`, key);
   return v;
+}
+
+/** `obj[key]` when it is obj's own property: a client's key must never reach an Object.prototype member. */
+function own(obj: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(obj, key) ? obj[key] : undefined;
 }
 
 /**
@@ -71,6 +79,8 @@ export class SchemaConverter {
 
   private visit(schema: Schema, name: string, path: string, depth: number): string {
     if (depth > MAX_DEPTH) throw new GrammarError(`The schema nests deeper than ${MAX_DEPTH} levels`);
+    // A subschema may be visited more than once (type lists, anyOf siblings): bound the total work, not just the rules.
+    this.builder.charge(isSchemaObject(schema) ? 1 + Object.keys(schema).length : 1);
     if (schema === true) return this.builder.primitive('value');
     if (schema === false) throw new GrammarError(`The schema at ${path} is 'false': no value can match it`);
     if (!isSchemaObject(schema)) throw new GrammarError(`The schema at ${path} must be an object or a boolean`);
@@ -148,7 +158,7 @@ export class SchemaConverter {
     if (ref !== '#') {
       for (const raw of ref.slice(2).split('/')) {
         const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-        target = Array.isArray(target) ? target[Number(key)] : isSchemaObject(target) ? target[key] : undefined;
+        target = Array.isArray(target) ? (/^(0|[1-9][0-9]*)$/.test(key) ? target[Number(key)] : undefined) : isSchemaObject(target) ? own(target, key) : undefined;
         if (target === undefined) throw new GrammarError(`'$ref' ${JSON.stringify(ref)} at ${path} points to nothing`, '$ref');
       }
     }
@@ -167,14 +177,14 @@ export class SchemaConverter {
     const names = Object.keys(props);
     const required = new Set(this.strict ? names : (requiredList as string[]));
     for (const r of required) {
-      if (!(r in props) && !this.strict) {
+      if (!Object.hasOwn(props, r) && !this.strict) {
         // A required property the schema does not describe: any value.
         names.push(r);
       }
     }
     const kv = new Map<string, string>();
     for (const p of names) {
-      const valueRule = this.visit((props[p] as Schema | undefined) ?? true, `${name}-${p}`, `${path}/properties/${p}`, depth + 1);
+      const valueRule = this.visit((own(props, p) as Schema | undefined) ?? true, `${name}-${p}`, `${path}/properties/${p}`, depth + 1);
       kv.set(p, this.builder.add(`${name}-${p}-kv`, `${gbnfLiteral(JSON.stringify(p))} space ":" space ${valueRule}`));
     }
     this.builder.primitive('space');
@@ -206,8 +216,8 @@ export class SchemaConverter {
   }
 
   private array(schema: JsonSchema, name: string, path: string, depth: number): string {
-    const minItems = nonNegativeInteger(schema, 'minItems', path) ?? 0;
-    const maxItems = nonNegativeInteger(schema, 'maxItems', path) ?? null;
+    const minItems = repetitionBound(schema, 'minItems', path) ?? 0;
+    const maxItems = repetitionBound(schema, 'maxItems', path) ?? null;
     if (maxItems !== null && maxItems < minItems) throw new GrammarError(`'maxItems' at ${path} is below 'minItems'`, 'maxItems');
     this.builder.primitive('space');
     const tuple = Array.isArray(schema.prefixItems) ? schema.prefixItems : Array.isArray(schema.items) ? schema.items : null;
@@ -223,11 +233,11 @@ export class SchemaConverter {
   }
 
   private string(schema: JsonSchema, name: string, path: string): string {
-    const minLength = nonNegativeInteger(schema, 'minLength', path);
-    const maxLength = nonNegativeInteger(schema, 'maxLength', path);
+    const minLength = repetitionBound(schema, 'minLength', path);
+    const maxLength = repetitionBound(schema, 'maxLength', path);
     if (schema.format !== undefined) {
-      const rule = typeof schema.format === 'string' ? SUPPORTED_FORMATS[schema.format] : undefined;
-      if (rule === undefined) throw new GrammarError(`String format ${JSON.stringify(schema.format)} (at ${path}) is not supported for constrained output; supported: ${Object.keys(SUPPORTED_FORMATS).join(', ')}`, 'format');
+      const rule = typeof schema.format === 'string' ? SUPPORTED_FORMATS.get(schema.format) : undefined;
+      if (rule === undefined) throw new GrammarError(`String format ${JSON.stringify(schema.format)} (at ${path}) is not supported for constrained output; supported: ${[...SUPPORTED_FORMATS.keys()].join(', ')}`, 'format');
       if (minLength !== undefined || maxLength !== undefined) throw new GrammarError(`'minLength'/'maxLength' together with 'format' (at ${path}) are not supported`, maxLength !== undefined ? 'maxLength' : 'minLength');
       return this.builder.add(name, this.builder.primitive(rule));
     }
