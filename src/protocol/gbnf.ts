@@ -17,9 +17,11 @@ export class GrammarError extends Error {
  * same rule names, which the first two never see): a schema above any is refused as too complex.
  * `maxRepetition`: the largest minItems / maxItems / minLength / maxLength, as llama.cpp's grammar parser
  * expands `x{m,n}` into n rules, refuses more than 2000 (an array item with its separator is two), and turns
- * a larger maximum into no maximum at all.
+ * a larger maximum into no maximum at all. `maxExpandedRules`: the sum of those bounds over the grammar's
+ * rules, what llama.cpp parses them into: the engine parses a grammar on its slot loop thread (every slot
+ * waits) and keeps it parsed; 1000 strings of maxLength 1000 (a million rules) took 1.4 s and about 140 MB.
  */
-export const GRAMMAR_LIMITS = { maxRules: 4000, maxChars: 256 * 1024, maxWork: 4 * 1024 * 1024, maxRepetition: 1000 } as const;
+export const GRAMMAR_LIMITS = { maxRules: 4000, maxChars: 256 * 1024, maxWork: 4 * 1024 * 1024, maxRepetition: 1000, maxExpandedRules: 32 * 1024 } as const;
 
 /**
  * Whitespace between JSON tokens: at most one space. Stricter than JSON allows, so that a model cannot
@@ -88,6 +90,7 @@ export class GrammarBuilder {
   private readonly rules = new Map<string, string>();
   private chars = 0;
   private work = 0;
+  private expandedRules = 0;
 
   /** Counts `units` of conversion work; throws GrammarError past GRAMMAR_LIMITS.maxWork. */
   charge(units: number): void {
@@ -95,16 +98,23 @@ export class GrammarBuilder {
     if (this.work > GRAMMAR_LIMITS.maxWork) throw new GrammarError('The schema is too complex to turn into a grammar');
   }
 
-  /** Adds `name ::= body`; returns the name used (suffixed when `name` already holds another body). */
-  add(name: string, body: string): string {
+  /**
+   * Adds `name ::= body`; returns the name used (suffixed when `name` already holds another body).
+   * `repetitions`: the rules llama.cpp expands the body's `{m,n}` into (n, or m when unbounded), counted once per rule.
+   */
+  add(name: string, body: string, repetitions = 0): string {
     this.charge(name.length + body.length);
     const base = name.replace(/[^a-zA-Z0-9-]+/g, '-') || 'r';
     let key = base;
     for (let i = 0; this.rules.has(key) && this.rules.get(key) !== body; i++) key = `${base}${i}`;
     if (!this.rules.has(key)) {
       this.chars += key.length + body.length + 6;
+      this.expandedRules += repetitions;
       if (this.rules.size >= GRAMMAR_LIMITS.maxRules || this.chars > GRAMMAR_LIMITS.maxChars) {
         throw new GrammarError('The schema is too complex to turn into a grammar');
+      }
+      if (this.expandedRules > GRAMMAR_LIMITS.maxExpandedRules) {
+        throw new GrammarError(`The schema's minItems / maxItems / minLength / maxLength add up to more than ${GRAMMAR_LIMITS.maxExpandedRules} repetitions`);
       }
     }
     this.rules.set(key, body);

@@ -229,7 +229,7 @@ export class SchemaConverter {
       return this.builder.add(name, `"[" space ${parts.join(' "," space ')} space "]"`);
     }
     const item = this.visit((schema.items as Schema | undefined) ?? true, `${name}-item`, `${path}/items`, depth + 1);
-    return this.builder.add(name, `"[" space ${gbnfRepetition(item, minItems, maxItems, '"," space')} space "]"`);
+    return this.builder.add(name, `"[" space ${gbnfRepetition(item, minItems, maxItems, '"," space')} space "]"`, maxItems ?? minItems);
   }
 
   private string(schema: JsonSchema, name: string, path: string): string {
@@ -244,7 +244,7 @@ export class SchemaConverter {
     if (minLength === undefined && maxLength === undefined) return this.builder.add(name, this.builder.primitive('string'));
     if (maxLength !== undefined && maxLength < (minLength ?? 0)) throw new GrammarError(`'maxLength' at ${path} is below 'minLength'`, 'maxLength');
     const char = this.builder.primitive('char');
-    return this.builder.add(name, `"\\"" ${gbnfRepetition(char, minLength ?? 0, maxLength ?? null)} "\\""`);
+    return this.builder.add(name, `"\\"" ${gbnfRepetition(char, minLength ?? 0, maxLength ?? null)} "\\""`, maxLength ?? minLength ?? 0);
   }
 
   private integer(schema: JsonSchema, name: string, path: string): string {

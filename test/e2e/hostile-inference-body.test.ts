@@ -133,4 +133,14 @@ describe('defect: repetition bounds llama.cpp cannot enforce', () => {
     expect((await withSchema({ type: 'array', items: { type: 'string', maxLength: 1000 }, maxItems: 1000 })).status).toBe(200);
     await expectServingAndIdle();
   });
+
+  it('bounds that add up to more than 32,768 repetitions are a 400 invalid_schema', async () => {
+    // llama.cpp parses x{0,n} into n rules, on the engine's slot loop thread (every slot waits), and keeps the
+    // grammar parsed: these 1,000 strings of maxLength 1,000 (a million rules) took 1.4 s and about 140 MB each.
+    const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`p${i}`, { type: 'string', maxLength: 1000 }])) };
+    expect400(await withSchema(wide), 'response_format.json_schema.schema', 'invalid_schema');
+    const tool = { type: 'function', function: { name: 'f', parameters: wide } };
+    expect400(await chat({ tools: [tool], tool_choice: { type: 'function', function: { name: 'f' } } }), 'tools', 'invalid_schema');
+    await expectServingAndIdle();
+  });
 });

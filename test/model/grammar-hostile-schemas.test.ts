@@ -85,6 +85,21 @@ describe('repetition bounds (llama.cpp expands x{m,n} into n rules, refuses over
   });
 });
 
+describe('the sum of the repetition bounds (what llama.cpp parses the grammar into)', () => {
+  const strings = (count: number, maxLength: number) => ({ type: 'object', properties: Object.fromEntries(Array.from({ length: count }, (_, i) => [`p${i}`, { type: 'string', maxLength }])) });
+
+  it('is bounded: 33 strings of maxLength 1000 are refused, 32 parse', () => {
+    expect(() => jsonSchemaToGrammar(strings(33, 1000))).toThrow(GrammarError);
+    expect(() => parse(jsonSchemaToGrammar(strings(32, 1000)))).not.toThrow();
+  });
+
+  it('counts a rule once however often the schema reaches it', () => {
+    const item = { $ref: '#/$defs/s' };
+    const schema = { $defs: { s: { type: 'string', maxLength: 1000 } }, type: 'object', properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, item])) };
+    expect(() => parse(jsonSchemaToGrammar(schema))).not.toThrow();
+  });
+});
+
 describe('property names that are Object.prototype members', () => {
   it('a required property the schema does not describe must appear, whatever its name', () => {
     // Before the fix `'constructor' in {}` was true, so the property was left out and the grammar admitted only {}.
