@@ -91,7 +91,7 @@ export class SchemaConverter {
     const type = schema.type;
     const at = (suffix: string) => `${name}-${suffix}`;
 
-    if (schema.$ref !== undefined) return this.builder.add(name, this.ref(schema.$ref, path, depth));
+    if (schema.$ref !== undefined) return this.builder.alias(name, this.ref(schema.$ref, path, depth));
 
     const union = schema.anyOf ?? schema.oneOf;
     if (union !== undefined) {
@@ -103,7 +103,7 @@ export class SchemaConverter {
         const merged = Object.keys(siblings).length > 0 && isSchemaObject(branch) ? { ...siblings, ...branch } : (branch as Schema);
         return this.visit(merged, at(String(i)), `${path}/${key}/${i}`, depth + 1);
       });
-      return this.builder.add(name, alts.join(' | '));
+      return this.builder.union(name, alts);
     }
     if (schema.allOf !== undefined) {
       if (!Array.isArray(schema.allOf) || schema.allOf.length !== 1) throw new GrammarError(`JSON Schema keyword 'allOf' (at ${path}) is supported with exactly one member`, 'allOf');
@@ -113,13 +113,13 @@ export class SchemaConverter {
     if (Array.isArray(type)) {
       if (type.length === 0) throw new GrammarError(`'type' at ${path} must not be empty`, 'type');
       const alts = type.map((t: unknown, i) => this.visit({ ...schema, type: t }, at(String(t ?? i)), path, depth + 1));
-      return this.builder.add(name, alts.join(' | '));
+      return this.builder.union(name, alts);
     }
     if (type !== undefined && (typeof type !== 'string' || !TYPES.has(type))) throw new GrammarError(`'type' at ${path} must be one of ${[...TYPES].join(', ')}`, 'type');
     if (schema.const !== undefined) return this.builder.add(name, gbnfLiteral(JSON.stringify(schema.const)));
     if (schema.enum !== undefined) {
       if (!Array.isArray(schema.enum) || schema.enum.length === 0) throw new GrammarError(`'enum' at ${path} must be a non-empty array`, 'enum');
-      return this.builder.add(name, `(${schema.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ')})`);
+      return this.builder.add(name, `(${schema.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ')})`, 0, schema.enum.length);
     }
 
     const inferred = type ?? this.inferType(schema);

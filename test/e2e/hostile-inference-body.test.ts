@@ -144,3 +144,26 @@ describe('defect: repetition bounds llama.cpp cannot enforce', () => {
     await expectServingAndIdle();
   });
 });
+
+describe('defect: a schema whose grammar is exponentially ambiguous', () => {
+  // d_i: anyOf [$ref d_{i+1}, $ref d_{i+1}]: linear in rules and text, but llama.cpp's grammar walks every
+  // path into a rule when it sets up its stacks (2^levels of them, deduplicated only at the end), on the
+  // engine's slot loop thread: 18 levels took 66 ms, so 30 would hold every slot for minutes.
+  function ambiguous(levels: number): Record<string, unknown> {
+    const defs: Record<string, unknown> = { [`d${levels}`]: { type: 'string', maxLength: 4 } };
+    for (let i = 0; i < levels; i++) defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+    return { $defs: defs, $ref: '#/$defs/d0' };
+  }
+
+  it('is a 400 invalid_schema before it reaches the engine', async () => {
+    expect400(await withSchema(ambiguous(30)), 'response_format.json_schema.schema', 'invalid_schema');
+    const tool = { type: 'function', function: { name: 'f', parameters: { ...ambiguous(30), $ref: undefined, type: 'object', properties: { a: { $ref: '#/$defs/d0' } }, required: ['a'] } } };
+    expect400(await chat({ tools: [tool], tool_choice: 'required' }), 'tools', 'invalid_schema');
+    await expectServingAndIdle();
+  });
+
+  it('a few levels of it still answer', async () => {
+    expect((await withSchema(ambiguous(3))).status).toBe(200);
+    await expectServingAndIdle();
+  });
+});

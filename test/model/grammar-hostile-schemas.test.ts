@@ -100,6 +100,32 @@ describe('the sum of the repetition bounds (what llama.cpp parses the grammar in
   });
 });
 
+describe('alternatives multiplied through $ref (the paths llama.cpp walks into a rule)', () => {
+  function ambiguous(levels: number): JsonSchema {
+    const defs: Record<string, unknown> = { [`d${levels}`]: { type: 'string', maxLength: 4 } };
+    for (let i = 0; i < levels; i++) defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+    return { $defs: defs, $ref: '#/$defs/d0' };
+  }
+
+  it('2^13 paths parse and match; 2^14 are refused', () => {
+    const g = parse(jsonSchemaToGrammar(ambiguous(13)));
+    expect(g._testText('"abcd"')).toBe(true);
+    expect(g._testText('"abcde"')).toBe(false);
+    expect(() => jsonSchemaToGrammar(ambiguous(14))).toThrow(GrammarError);
+  });
+
+  it('an enum of 10,000 values converts; 10,001 do not', () => {
+    const values = (n: number) => Array.from({ length: n }, (_, i) => i);
+    expect(parse(jsonSchemaToGrammar({ enum: values(10_000) }))._testText('9999')).toBe(true);
+    expect(() => jsonSchemaToGrammar({ enum: values(10_001) })).toThrow(GrammarError);
+  });
+
+  it('type lists and anyOf add their branches: 2 x 5,000 enum values through one $ref are refused', () => {
+    const schema = { $defs: { e: { enum: Array.from({ length: 5000 }, (_, i) => i) } }, anyOf: [{ $ref: '#/$defs/e' }, { $ref: '#/$defs/e' }, { type: 'null' }] };
+    expect(() => jsonSchemaToGrammar(schema)).toThrow(GrammarError);
+  });
+});
+
 describe('property names that are Object.prototype members', () => {
   it('a required property the schema does not describe must appear, whatever its name', () => {
     // Before the fix `'constructor' in {}` was true, so the property was left out and the grammar admitted only {}.
