@@ -78,6 +78,8 @@ export class LocalEngine implements ChatEngine {
   /** Where dispose() sends WorkerStop, and the workers that answered it. */
   private readonly stopChannel = `hearth-model-workers:${randomUUID()}`;
   private workersStopped = 0;
+  /** Workers whose model load was abandoned by the stop. */
+  private loadsAborted = 0;
   /** One per generation in flight: asks its worker to stop it (its sink then ends with shutting_down). */
   private readonly cuts = new Set<() => void>();
   private readonly labels: { model: string };
@@ -201,6 +203,7 @@ export class LocalEngine implements ChatEngine {
       pool.on('message', (m: WorkerStatus) => {
         if (m?.hearth === 'worker-stopped') {
           this.workersStopped++;
+          if (m.loadAborted) this.loadsAborted++;
           return;
         }
         if (this.disposed) return;
@@ -420,7 +423,7 @@ export class LocalEngine implements ChatEngine {
     await waitFor(() => this.workersStopped >= this.o.workers, deadline);
     clearInterval(resend);
     channel.close();
-    const outcome = { model: this.modelId, stopped: this.workersStopped, workers: this.o.workers, ms: Math.round(performance.now() - startedAt) };
+    const outcome = { model: this.modelId, stopped: this.workersStopped, workers: this.o.workers, loadsAborted: this.loadsAborted, ms: Math.round(performance.now() - startedAt) };
     if (this.workersStopped < this.o.workers) this.log.warn('model workers did not stop in time: terminating them', outcome);
     else this.log.info('model workers stopped', outcome);
   }

@@ -117,7 +117,8 @@ export type MainEvent = { t: 'cancel' };
 
 /**
  * Main -> every worker of a pool, on ModelWorkerData.stopChannel, once no generation runs: each worker
- * finishes its load, releases its model (awaiting every native call) and answers `worker-stopped`. Only
+ * aborts a load in progress (ModelHost.load stops at llama.cpp's next abort point and releases what it had
+ * loaded), releases its model (awaiting every native call) and answers `worker-stopped`. Only
  * then are the threads terminated: one terminated with node-llama-cpp's async work in flight aborts the
  * whole process (the work's completion throws into the dead thread's env).
  */
@@ -127,4 +128,5 @@ export type WorkerStop = { t: 'stop' };
 export type WorkerStatus =
   | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string; compute?: NativeComputeInfo; gpu?: GpuInfo }
   | { hearth: 'worker-failed'; reason: string }
-  | { hearth: 'worker-stopped' };
+  /** loadAborted: the stop came while the model was loading, and the load was abandoned (nothing held). */
+  | { hearth: 'worker-stopped'; loadAborted: boolean };

@@ -59,19 +59,24 @@ export class AccountService {
 
   /**
    * Checks email + password and starts a session. Refused (429, without checking the password) while the
-   * email or the client address is over its failed sign-in limit; every failure counts against both.
+   * email or the client address is over its failed sign-in limit, checks in progress included; every
+   * failure counts against both.
    */
   async signIn(body: unknown, clientAddress: string): Promise<StartedSession> {
     const input = parseSignInInput(body);
     const email = normalizeEmail(input.email);
     const wait = this.d.signIns.retryAfter(email, clientAddress);
     if (wait > 0) throw tooManySignInAttempts(wait);
-    const user = await this.passwordWork(() => this.d.users.verify(email, input.password));
-    if (!user) {
-      this.d.signIns.failed(email, clientAddress);
-      throw invalidCredentials();
+    const attempt = this.d.signIns.begin(email, clientAddress); // holds its place until the check ends
+    let user;
+    try {
+      user = await this.passwordWork(() => this.d.users.verify(email, input.password));
+      if (user) attempt.succeeded();
+      else attempt.failed();
+    } finally {
+      attempt.end();
     }
-    this.d.signIns.succeeded(email);
+    if (!user) throw invalidCredentials();
     return this.startSession(user.id);
   }
 

@@ -15,7 +15,10 @@ export type Principal =
 
 /** What the HTTP layer read from a management request (plain data: this layer knows no HTTP). */
 export interface PresentedCredentials {
-  /** The Authorization header ('' when absent). When present it decides, and the cookie is not looked at. */
+  /**
+   * The Authorization header ('' when absent). When it is a Bearer header (well-formed or not) it decides,
+   * and the cookie is not looked at; another scheme (a proxy's Basic credentials) is not Hearth's.
+   */
   authorization: string;
   /** The Bearer token of that header, if it is one. */
   bearer: string | undefined;
@@ -26,6 +29,9 @@ export interface PresentedCredentials {
   /** Whether its Origin header names the service's own origin. */
   sameOrigin: boolean;
 }
+
+/** Whether an Authorization header uses the Bearer scheme (any case), with or without a usable token. */
+const BEARER_SCHEME = /^bearer(?:[ \t]|$)/i;
 
 /**
  * Authenticates `/api/v1` management requests: a Bearer API key, or else the session cookie. A request
@@ -42,7 +48,7 @@ export class ManagementAuthenticator {
   ) {}
 
   authenticate(c: PresentedCredentials): Principal {
-    if (c.authorization !== '' || c.sessionToken === undefined) {
+    if (BEARER_SCHEME.test(c.authorization) || c.sessionToken === undefined) {
       const k = this.keys.authenticate(c.bearer);
       return { kind: 'key', accountId: k.accountId, keyId: k.keyId };
     }

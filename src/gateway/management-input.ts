@@ -36,6 +36,15 @@ const MAX_PROVIDER_KEY = 4096;
 /** Printable ASCII without spaces: a provider key travels in an HTTP header or query string. */
 const PROVIDER_KEY_CHARS = /^[\x21-\x7e]+$/;
 const MODEL_CHARS = /^[\x21-\x7e]+$/;
+/**
+ * A lone UTF-16 surrogate (JSON `"\ud800"`) has no UTF-8 form: stored, it would read back as other text
+ * than was acknowledged (and hash like other passwords), so text with one is refused.
+ */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+function wellFormed(v: string, field: string): void {
+  if (LONE_SURROGATE.test(v)) throw invalidRequest(`'${field}' is not valid Unicode text (it has a lone surrogate)`, field, 'invalid_value');
+}
 
 function object(body: unknown): Json {
   if (body === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
@@ -53,6 +62,7 @@ function text(body: Json, field: string, max: number, pattern?: RegExp, what = '
   const v = body[field];
   if (v === undefined || v === null) throw invalidRequest(`'${field}' is required`, field, 'missing_required_parameter');
   if (typeof v !== 'string') throw invalidRequest(`'${field}' must be a string`, field, 'invalid_type');
+  wellFormed(v, field);
   const t = v.trim();
   if (t.length === 0) throw invalidRequest(`'${field}' must not be empty`, field, 'invalid_value');
   if (t.length > max) throw invalidRequest(`'${field}' must be at most ${max} characters`, field, 'invalid_value');
@@ -202,6 +212,7 @@ function password(b: Json, checkStrength: boolean): string {
   if (v.length > MAX_PASSWORD) throw invalidRequest(`'password' must be at most ${MAX_PASSWORD} characters`, 'password', 'invalid_value');
   if (checkStrength && v.length < MIN_PASSWORD) throw invalidRequest(`'password' must be at least ${MIN_PASSWORD} characters`, 'password', 'invalid_value');
   if (v.length === 0) throw invalidRequest("'password' must not be empty", 'password', 'invalid_value');
+  wellFormed(v, 'password');
   return v;
 }
 

@@ -101,10 +101,20 @@ export class Provisioner {
   }
 
   private async provisionYam(workspaceId: string): Promise<void> {
-    const problem = this.yamHost ? await this.yamHost.prepareYam(workspaceId) : null;
+    const problem = await this.yamProblem(workspaceId);
     const ws = await this.workspaces.finishYam(workspaceId, problem === null ? { ok: true } : { ok: false, error: problem });
     if (ws?.yam?.state === 'ready') this.log.info('yam ready', { workspaceId });
     if (ws?.yam?.state === 'failed') this.log.warn('yam failed', { workspaceId, reason: ws.yam.error });
+  }
+
+  /** Why the Yam cannot host apps, or null; a preparation that throws is a problem too (never a Yam left `creating`). */
+  private async yamProblem(workspaceId: string): Promise<string | null> {
+    if (!this.yamHost) return null;
+    try {
+      return await this.yamHost.prepareYam(workspaceId);
+    } catch (err) {
+      return `the Yam could not be prepared: ${err instanceof Error ? err.message : String(err)}`;
+    }
   }
 
   private async provisionProject(projectId: string): Promise<void> {

@@ -28,6 +28,28 @@ export function readSessionCookie(cookieHeader: string): string | undefined {
   return undefined;
 }
 
+const cookieName = (pair: string) => {
+  const eq = pair.indexOf('=');
+  return (eq < 0 ? pair : pair.slice(0, eq)).trim();
+};
+
+/**
+ * A Cookie header as an app behind the proxy may see it: without the session cookie (apps share the
+ * dashboard's origin, so browsers send it to them too). Untouched when it holds none; undefined when
+ * nothing else is left.
+ */
+export function withoutSessionCookie(cookieHeader: string): string | undefined {
+  const parts = cookieHeader.split(';');
+  if (!parts.some((p) => cookieName(p) === SESSION_COOKIE)) return cookieHeader;
+  const kept = parts.map((p) => p.trim()).filter((p) => p !== '' && cookieName(p) !== SESSION_COOKIE);
+  return kept.length === 0 ? undefined : kept.join('; ');
+}
+
+/** Whether a Set-Cookie value sets the session cookie (an app's answer must not: it would fix the dashboard's session). */
+export function setsSessionCookie(setCookie: string): boolean {
+  return cookieName(setCookie.split(';', 1)[0]!) === SESSION_COOKIE;
+}
+
 /** Whether the client reached the service over https (by the public URL or the proxy's X-Forwarded-Proto). */
 export function isHttps(ex: HttpExchange, o: SessionHttpOptions): boolean {
   return o.publicUrl?.startsWith('https://') === true || ex.forwardedProto.split(',')[0]!.trim().toLowerCase() === 'https';

@@ -12,6 +12,8 @@ export interface LlamaSequenceEngineOptions {
   slots: number;
   threads: number;
   batchSize: number;
+  /** Aborts the context's creation (its promise rejects). */
+  signal?: AbortSignal;
 }
 
 interface Slot {
@@ -65,6 +67,7 @@ export class LlamaSequenceEngine implements SlotEngine {
       sequences: o.slots,
       threads: o.threads,
       batchSize: o.batchSize,
+      ...(o.signal ? { createSignal: o.signal } : {}),
     });
     const slots: Slot[] = [];
     for (let i = 0; i < o.slots; i++) slots.push({ sequence: context.getSequence(), busy: false });

@@ -8,6 +8,13 @@ import { PromptBuilder } from './prompt-builder.ts';
 import { PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotEngine } from './slot-engine.ts';
 
+/** A part of a host being loaded: released, last loaded first, when the load fails or is aborted. */
+interface Releasable {
+  dispose(): Promise<unknown>;
+}
+/** Records a part just loaded, then throws if the load was aborted meanwhile. */
+type Keep = <T extends Releasable>(part: T) => T;
+
 /**
  * Everything one model worker holds for its whole life: the llama.cpp runtime, the model (full for the
  * node-llama-cpp engine, vocabulary-only for the native loop, none for the instant engine), the chat
@@ -28,26 +35,49 @@ export class ModelHost {
     readonly gpu?: GpuInfo,
   ) {}
 
-  static async load(data: ModelWorkerData): Promise<ModelHost> {
+  /**
+   * Loads everything a worker serves with. When `signal` aborts first, the load stops as soon as llama.cpp
+   * allows (a model load between its progress reports), what was loaded is released, and the promise rejects
+   * with the signal's reason: a worker asked to stop never waits for, nor abandons, a long load.
+   */
+  static async load(data: ModelWorkerData, signal?: AbortSignal): Promise<ModelHost> {
+    const loaded: Releasable[] = [];
+    const keep: Keep = (part) => {
+      loaded.push(part);
+      signal?.throwIfAborted();
+      return part;
+    };
+    try {
+      signal?.throwIfAborted();
+      return await ModelHost.loadParts(data, signal, keep);
+    } catch (err) {
+      for (const part of loaded.reverse()) await part.dispose().catch(() => {});
+      throw err;
+    }
+  }
+
+  private static async loadParts(data: ModelWorkerData, signal: AbortSignal | undefined, keep: Keep): Promise<ModelHost> {
     if (data.engine === 'instant') return new ModelHost(new InstantEngine(data.contextSize, data.slots), null, undefined, undefined, null, null);
     let fallbackReason: string | undefined;
     if (data.engine === 'native' || data.engine === 'auto') {
-      const native = await tryLoadNative(data);
+      const native = await tryLoadNative(data, signal);
+      signal?.throwIfAborted(); // an aborted native load is no reason to fall back
       if (native.ok) {
+        const e = keep(native.engine);
         // The CPU runtime: the same libllama file the addon links, so the process maps one copy.
-        const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
-        const model = await llama.loadModel({ modelPath: data.modelPath, vocabOnly: true });
-        const e = native.engine;
+        const llama = keep(await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false }));
+        const model = keep(await llama.loadModel({ modelPath: data.modelPath, vocabOnly: true, ...(signal ? { loadSignal: signal } : {}) }));
         const compute = { threads: e.threads, threadPool: e.threadPool, cpuBackend: e.cpuBackend, ...(e.calibration ? { calibration: [...e.calibration] } : {}) };
         return new ModelHost(e, new PromptBuilder(model), undefined, compute, llama, model);
       }
       if (data.engine === 'native') throw new Error(`native engine unavailable: ${native.reason}`);
       fallbackReason = native.reason;
     }
-    const llama = await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
-    const model = await llama.loadModel({ modelPath: data.modelPath });
-    const engine = await LlamaSequenceEngine.load({ model, contextSize: data.contextSize, slots: data.slots, threads: fallbackReason ? data.fallbackThreads : data.threads, batchSize: data.batchSize });
+    const llama = keep(await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false }));
+    const model = keep(await llama.loadModel({ modelPath: data.modelPath, ...(signal ? { loadSignal: signal } : {}) }));
+    const engine = keep(await LlamaSequenceEngine.load({ model, contextSize: data.contextSize, slots: data.slots, threads: fallbackReason ? data.fallbackThreads : data.threads, batchSize: data.batchSize, ...(signal ? { signal } : {}) }));
     const gpu: GpuInfo = { backend: llama.gpu, devices: llama.gpu === false ? [] : await llama.getGpuDeviceNames(), gpuLayers: model.gpuLayers };
+    signal?.throwIfAborted();
     return new ModelHost(engine, new PromptBuilder(model), fallbackReason, undefined, llama, model, gpu);
   }
 
@@ -72,7 +102,7 @@ export class ModelHost {
   }
 }
 
-async function tryLoadNative(data: ModelWorkerData): Promise<{ ok: true; engine: NativeSlotEngine } | { ok: false; reason: string }> {
+async function tryLoadNative(data: ModelWorkerData, signal: AbortSignal | undefined): Promise<{ ok: true; engine: NativeSlotEngine } | { ok: false; reason: string }> {
   try {
     const mod = await import('./native-slot-engine.ts');
     const available = mod.nativeAddonAvailable();
@@ -91,7 +121,7 @@ async function tryLoadNative(data: ModelWorkerData): Promise<{ ok: true; engine:
       stepTimeRatio: data.native.prefillStepPercent / 100,
       kvUnified: data.native.kvUnified,
       calibrateCores: data.calibrateCores,
-    });
+    }, signal);
     return { ok: true, engine };
   } catch (err) {
     return { ok: false, reason: err instanceof Error ? err.message : String(err) };

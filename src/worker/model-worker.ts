@@ -18,28 +18,36 @@ import type { SlotJobHandle } from './slot-engine.ts';
 const data = workerData as ModelWorkerData;
 let host: ModelHost | null = null;
 let loadError: string | null = null;
+let loadSettled = false;
+/** Aborted by WorkerStop: a load still running stops there (ModelHost.load releases what it had loaded). */
+const loadAbort = new AbortController();
 
 const loading = (async () => {
   try {
-    host = await ModelHost.load(data);
+    host = await ModelHost.load(data, loadAbort.signal);
     const status: WorkerStatus = { hearth: 'worker-ready', engine: host.engine.kind, contextSize: host.engine.contextSize, slots: host.engine.slotCount, threads: host.compute?.threads ?? data.threads, ...(host.fallbackReason ? { fallbackReason: host.fallbackReason } : {}), ...(host.compute ? { compute: { threadPool: host.compute.threadPool, cpuBackend: host.compute.cpuBackend, ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}) } } : {}), ...(host.gpu ? { gpu: host.gpu } : {}) };
     parentPort?.postMessage(status);
   } catch (err) {
     loadError = err instanceof Error ? err.message : String(err);
-    parentPort?.postMessage({ hearth: 'worker-failed', reason: loadError } satisfies WorkerStatus);
+    // A load stopped on purpose is no failure to report.
+    if (!loadAbort.signal.aborted) parentPort?.postMessage({ hearth: 'worker-failed', reason: loadError } satisfies WorkerStatus);
+  } finally {
+    loadSettled = true;
   }
 })();
 
-// WorkerStop: heard while loading too (the load finishes first); the thread is terminated after the answer.
+// WorkerStop: a load still running is aborted, then the model released; the thread is terminated after the answer.
 const stops = new BroadcastChannel(data.stopChannel);
 stops.unref();
 stops.onmessage = (m) => {
   if ((m as { data?: WorkerStop }).data?.t !== 'stop') return;
   stops.close();
+  const midLoad = !loadSettled;
+  loadAbort.abort(new Error('the model worker is stopping'));
   void loading
     .then(() => host?.dispose())
     .catch(() => {}) // a failed release still ends in the answer: the owner terminates the thread either way
-    .then(() => parentPort?.postMessage({ hearth: 'worker-stopped' } satisfies WorkerStatus));
+    .then(() => parentPort?.postMessage({ hearth: 'worker-stopped', loadAborted: midLoad && host === null } satisfies WorkerStatus));
 };
 
 await loading;

@@ -76,14 +76,18 @@ export function loadNativeSlotEngine(options: NativeSlotEngineOptions): Promise<
 }
 
 /** As loadNativeSlotEngine, typed as the concrete engine (tests and benchmarks read its extra fields). */
-export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOptions): Promise<NativeSlotEngine> {
+export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOptions, signal?: AbortSignal): Promise<NativeSlotEngine> {
   const o = { ...DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS, ...options };
   for (const key of ['contextSize', 'slots', 'threads', 'batchSize'] as const) {
     if (!Number.isInteger(o[key]) || o[key] < 1) throw new NativeEngineError('invalid_option', `${key} must be a positive integer, got ${o[key]}`);
   }
   const native = loadHearthNative();
   if (!native.ok) throw new NativeEngineError('addon_unavailable', native.reason);
+  signal?.throwIfAborted();
 
+  // `signal` aborting while the model loads disposes the loop: llama.cpp stops the load at its next progress
+  // report and the promise rejects with the signal's reason. One that aborts after 'ready' is the caller's to
+  // handle (the engine resolves; dispose it).
   return new Promise<NativeSlotEngine>((resolve, reject) => {
     let engine: NativeSlotEngine | undefined;
     const loop = new native.binding.SlotLoop(
@@ -102,14 +106,18 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
         if (engine) return engine.handle(events);
         for (const e of events) {
           if (e.type === 'ready') {
+            signal?.removeEventListener('abort', stopLoading);
             engine = new NativeSlotEngine(loop, o.slots, e);
             resolve(engine);
           } else if (e.type === 'loadFailed') {
-            reject(new NativeEngineError('model_load_failed', e.message));
+            signal?.removeEventListener('abort', stopLoading);
+            reject(signal?.aborted ? signal.reason : new NativeEngineError('model_load_failed', e.message));
           }
         }
       },
     );
+    const stopLoading = () => loop.dispose();
+    signal?.addEventListener('abort', stopLoading, { once: true });
   });
 }
 

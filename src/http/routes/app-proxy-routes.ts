@@ -4,6 +4,7 @@ import { ApiError, appNotFound, appNotLive, payloadTooLarge } from '../../errors
 import { AppExchange } from '../app-exchange.ts';
 import type { HttpExchange, HeaderList } from '../http-exchange.ts';
 import type { HttpMethod, Route } from '../router.ts';
+import { setsSessionCookie, withoutSessionCookie } from '../session-cookie.ts';
 
 /**
  * `{base_url}/apps/{appId}/<path>` -> the app's live process at `http://127.0.0.1:{port}/<path>` (contract
@@ -12,7 +13,8 @@ import type { HttpMethod, Route } from '../router.ts';
  * the answer comes back chunk by chunk (the app's socket is paused while the client's is full), so an SSE
  * stream arrives event by event. A client that disconnects aborts the upstream request. Bounds: the
  * request body (`bodyLimit`, 413), the wait for the answer's head (`headersTimeoutMs`, 504) and silence
- * while streaming (`idleTimeoutMs`). No live deployment: 503 app_not_live with Retry-After.
+ * while streaming (`idleTimeoutMs`). No live deployment: 503 app_not_live with Retry-After. The dashboard's
+ * session cookie is neither forwarded to an app nor set by one (apps share its origin).
  */
 export interface AppProxyDeps {
   host: AppHost;
@@ -61,8 +63,10 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
   if (ex.contentLength !== undefined && ex.contentLength > d.bodyLimit) throw payloadTooLarge(d.bodyLimit);
 
   const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of ex.headers) {
+  for (const [k, raw] of ex.headers) {
     if (HOP_BY_HOP.has(k) || k.startsWith('x-forwarded-')) continue;
+    const v = k === 'cookie' ? withoutSessionCookie(raw) : raw; // the dashboard's session is never an app's
+    if (v === undefined) continue;
     const prev = headers[k];
     headers[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
   }
@@ -128,7 +132,8 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
       const out: Array<[string, string]> = [];
       for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
         const k = res.rawHeaders[i]!.toLowerCase();
-        if (!HOP_BY_HOP.has(k) && k !== 'date') out.push([k, res.rawHeaders[i + 1]!]);
+        const v = res.rawHeaders[i + 1]!;
+        if (!HOP_BY_HOP.has(k) && k !== 'date' && !(k === 'set-cookie' && setsSessionCookie(v))) out.push([k, v]);
       }
       out.push(APP_SANDBOX_CSP);
       const outHeaders: HeaderList = out;
