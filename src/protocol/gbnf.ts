@@ -11,8 +11,22 @@ export class GrammarError extends Error {
   }
 }
 
-/** Defaults to 4000 rules and 256 KiB of grammar text: a schema above either is refused as too complex. */
-export const GRAMMAR_LIMITS = { maxRules: 4000, maxChars: 256 * 1024 } as const;
+/**
+ * 4000 rules and 256 KiB of grammar text; 4 Mi units of conversion work (a schema node visited, a rule body
+ * written, deduplicated or not: a schema can make the converter visit one subschema many times under the
+ * same rule names, which the first two never see): a schema above any is refused as too complex.
+ * `maxRepetition`: the largest minItems / maxItems / minLength / maxLength, as llama.cpp's grammar parser
+ * expands `x{m,n}` into n rules, refuses more than 2000 (an array item with its separator is two), and turns
+ * a larger maximum into no maximum at all. `maxExpandedRules`: the sum of those bounds over the grammar's
+ * rules, what llama.cpp parses them into: the engine parses a grammar on its slot loop thread (every slot
+ * waits) and keeps it parsed; 1000 strings of maxLength 1000 (a million rules) took 1.4 s and about 140 MB.
+ * `maxAlternatives`: the paths llama.cpp walks into one rule when a stack reaches it (its alternatives, through
+ * the rules they name: anyOf of refs to anyOf of refs multiplies them with rules and text growing linearly);
+ * 2^18 paths took 66 ms on the slot loop thread, each time.
+ */
+export const GRAMMAR_LIMITS = {
+  maxRules: 4000, maxChars: 256 * 1024, maxWork: 4 * 1024 * 1024, maxRepetition: 1000, maxExpandedRules: 32 * 1024, maxAlternatives: 10_000,
+} as const;
 
 /**
  * Whitespace between JSON tokens: at most one space. Stricter than JSON allows, so that a model cannot
@@ -80,20 +94,58 @@ export function gbnfRepetition(item: string, min: number, max: number | null, se
 export class GrammarBuilder {
   private readonly rules = new Map<string, string>();
   private chars = 0;
+  private work = 0;
+  private expandedRules = 0;
+  /** Rule -> its paths (see maxAlternatives) where above 1. */
+  private readonly widths = new Map<string, number>();
 
-  /** Adds `name ::= body`; returns the name used (suffixed when `name` already holds another body). */
-  add(name: string, body: string): string {
+  /** The paths llama.cpp walks into `rule` (a rule name) when a stack reaches it. */
+  width(rule: string): number {
+    return this.widths.get(rule) ?? 1;
+  }
+
+  /** Counts `units` of conversion work; throws GrammarError past GRAMMAR_LIMITS.maxWork. */
+  charge(units: number): void {
+    this.work += units;
+    if (this.work > GRAMMAR_LIMITS.maxWork) throw new GrammarError('The schema is too complex to turn into a grammar');
+  }
+
+  /**
+   * Adds `name ::= body`; returns the name used (suffixed when `name` already holds another body).
+   * `repetitions`: the rules llama.cpp expands the body's `{m,n}` into (n, or m when unbounded), counted once per rule.
+   * `width`: the paths into the body (see maxAlternatives): the sum of its alternatives' for `a | b | ...`.
+   */
+  add(name: string, body: string, repetitions = 0, width = 1): string {
+    this.charge(name.length + body.length);
+    if (width > GRAMMAR_LIMITS.maxAlternatives) {
+      throw new GrammarError(`The schema's alternatives (anyOf / oneOf / enum / type lists, through $ref) multiply to more than ${GRAMMAR_LIMITS.maxAlternatives}`);
+    }
     const base = name.replace(/[^a-zA-Z0-9-]+/g, '-') || 'r';
     let key = base;
     for (let i = 0; this.rules.has(key) && this.rules.get(key) !== body; i++) key = `${base}${i}`;
     if (!this.rules.has(key)) {
       this.chars += key.length + body.length + 6;
+      this.expandedRules += repetitions;
       if (this.rules.size >= GRAMMAR_LIMITS.maxRules || this.chars > GRAMMAR_LIMITS.maxChars) {
         throw new GrammarError('The schema is too complex to turn into a grammar');
       }
+      if (this.expandedRules > GRAMMAR_LIMITS.maxExpandedRules) {
+        throw new GrammarError(`The schema's minItems / maxItems / minLength / maxLength add up to more than ${GRAMMAR_LIMITS.maxExpandedRules} repetitions`);
+      }
     }
     this.rules.set(key, body);
+    if (width > 1) this.widths.set(key, width);
     return key;
+  }
+
+  /** `name ::= a | b | ...` over rule names; its width is the sum of theirs. */
+  union(name: string, alternatives: readonly string[]): string {
+    return this.add(name, alternatives.join(' | '), 0, alternatives.reduce((sum, a) => sum + this.width(a), 0));
+  }
+
+  /** `name ::= rule`, as wide as `rule`. */
+  alias(name: string, rule: string): string {
+    return this.add(name, rule, 0, this.width(rule));
   }
 
   /** Reserves a name now (for recursive references) and returns it; define it later with `define`. */
@@ -101,8 +153,10 @@ export class GrammarBuilder {
     return this.add(name, `<pending ${name}>`);
   }
 
+  /** Defines a reserved rule as `body`, a rule name (as wide as it). */
   define(key: string, body: string): void {
     this.rules.set(key, body);
+    if (this.width(body) > 1) this.widths.set(key, this.width(body));
   }
 
   has(name: string): boolean {

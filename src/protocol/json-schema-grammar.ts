@@ -1,5 +1,5 @@
 import type { JsonSchema } from './chat-request.ts';
-import { GrammarBuilder, GrammarError, gbnfLiteral, gbnfRepetition } from './gbnf.ts';
+import { GRAMMAR_LIMITS, GrammarBuilder, GrammarError, gbnfLiteral, gbnfRepetition } from './gbnf.ts';
 import { integerRangeExpression } from './integer-range-grammar.ts';
 
 /**
@@ -27,7 +27,8 @@ const UNSUPPORTED_KEYWORDS = [
   'unevaluatedProperties', 'unevaluatedItems', '$dynamicRef', '$recursiveRef',
 ] as const;
 
-const SUPPORTED_FORMATS: Record<string, string> = { 'date': 'date-string', 'time': 'time-string', 'date-time': 'date-time-string', 'uuid': 'uuid-string' };
+/** A Map, not an object literal: a client's format must never find an Object.prototype member ('toString'). */
+const SUPPORTED_FORMATS: ReadonlyMap<string, string> = new Map([['date', 'date-string'], ['time', 'time-string'], ['date-time', 'date-time-string'], ['uuid', 'uuid-string']]);
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 /** Keywords that are only annotations (or structure handled elsewhere): not "siblings" of anyOf/oneOf. */
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions', 'nullable', 'contentEncoding', 'contentMediaType']);
@@ -44,11 +45,18 @@ function isSchemaObject(v: unknown): v is JsonSchema {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function nonNegativeInteger(schema: JsonSchema, key: string, path: string): number | undefined {
+/** minItems / maxItems / minLength / maxLength: an integer from 0 to GRAMMAR_LIMITS.maxRepetition. */
+function repetitionBound(schema: JsonSchema, key: string, path: string): number | undefined {
   const v = schema[key];
   if (v === undefined) return undefined;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new GrammarError(`'${key}' at ${path} must be a non-negative integer`, key);
+  if (v > GRAMMAR_LIMITS.maxRepetition) throw new GrammarError(`'${key}' at ${path} is ${v}; constrained output supports at most ${GRAMMAR_LIMITS.maxRepetition}`, key);
   return v;
+}
+
+/** `obj[key]` when it is obj's own property: a client's key must never reach an Object.prototype member. */
+function own(obj: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(obj, key) ? obj[key] : undefined;
 }
 
 /**
@@ -71,6 +79,8 @@ export class SchemaConverter {
 
   private visit(schema: Schema, name: string, path: string, depth: number): string {
     if (depth > MAX_DEPTH) throw new GrammarError(`The schema nests deeper than ${MAX_DEPTH} levels`);
+    // A subschema may be visited more than once (type lists, anyOf siblings): bound the total work, not just the rules.
+    this.builder.charge(isSchemaObject(schema) ? 1 + Object.keys(schema).length : 1);
     if (schema === true) return this.builder.primitive('value');
     if (schema === false) throw new GrammarError(`The schema at ${path} is 'false': no value can match it`);
     if (!isSchemaObject(schema)) throw new GrammarError(`The schema at ${path} must be an object or a boolean`);
@@ -81,7 +91,7 @@ export class SchemaConverter {
     const type = schema.type;
     const at = (suffix: string) => `${name}-${suffix}`;
 
-    if (schema.$ref !== undefined) return this.builder.add(name, this.ref(schema.$ref, path, depth));
+    if (schema.$ref !== undefined) return this.builder.alias(name, this.ref(schema.$ref, path, depth));
 
     const union = schema.anyOf ?? schema.oneOf;
     if (union !== undefined) {
@@ -93,7 +103,7 @@ export class SchemaConverter {
         const merged = Object.keys(siblings).length > 0 && isSchemaObject(branch) ? { ...siblings, ...branch } : (branch as Schema);
         return this.visit(merged, at(String(i)), `${path}/${key}/${i}`, depth + 1);
       });
-      return this.builder.add(name, alts.join(' | '));
+      return this.builder.union(name, alts);
     }
     if (schema.allOf !== undefined) {
       if (!Array.isArray(schema.allOf) || schema.allOf.length !== 1) throw new GrammarError(`JSON Schema keyword 'allOf' (at ${path}) is supported with exactly one member`, 'allOf');
@@ -103,13 +113,13 @@ export class SchemaConverter {
     if (Array.isArray(type)) {
       if (type.length === 0) throw new GrammarError(`'type' at ${path} must not be empty`, 'type');
       const alts = type.map((t: unknown, i) => this.visit({ ...schema, type: t }, at(String(t ?? i)), path, depth + 1));
-      return this.builder.add(name, alts.join(' | '));
+      return this.builder.union(name, alts);
     }
     if (type !== undefined && (typeof type !== 'string' || !TYPES.has(type))) throw new GrammarError(`'type' at ${path} must be one of ${[...TYPES].join(', ')}`, 'type');
     if (schema.const !== undefined) return this.builder.add(name, gbnfLiteral(JSON.stringify(schema.const)));
     if (schema.enum !== undefined) {
       if (!Array.isArray(schema.enum) || schema.enum.length === 0) throw new GrammarError(`'enum' at ${path} must be a non-empty array`, 'enum');
-      return this.builder.add(name, `(${schema.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ')})`);
+      return this.builder.add(name, `(${schema.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ')})`, 0, schema.enum.length);
     }
 
     const inferred = type ?? this.inferType(schema);
@@ -148,7 +158,7 @@ export class SchemaConverter {
     if (ref !== '#') {
       for (const raw of ref.slice(2).split('/')) {
         const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-        target = Array.isArray(target) ? target[Number(key)] : isSchemaObject(target) ? target[key] : undefined;
+        target = Array.isArray(target) ? (/^(0|[1-9][0-9]*)$/.test(key) ? target[Number(key)] : undefined) : isSchemaObject(target) ? own(target, key) : undefined;
         if (target === undefined) throw new GrammarError(`'$ref' ${JSON.stringify(ref)} at ${path} points to nothing`, '$ref');
       }
     }
@@ -167,14 +177,14 @@ export class SchemaConverter {
     const names = Object.keys(props);
     const required = new Set(this.strict ? names : (requiredList as string[]));
     for (const r of required) {
-      if (!(r in props) && !this.strict) {
+      if (!Object.hasOwn(props, r) && !this.strict) {
         // A required property the schema does not describe: any value.
         names.push(r);
       }
     }
     const kv = new Map<string, string>();
     for (const p of names) {
-      const valueRule = this.visit((props[p] as Schema | undefined) ?? true, `${name}-${p}`, `${path}/properties/${p}`, depth + 1);
+      const valueRule = this.visit((own(props, p) as Schema | undefined) ?? true, `${name}-${p}`, `${path}/properties/${p}`, depth + 1);
       kv.set(p, this.builder.add(`${name}-${p}-kv`, `${gbnfLiteral(JSON.stringify(p))} space ":" space ${valueRule}`));
     }
     this.builder.primitive('space');
@@ -206,8 +216,8 @@ export class SchemaConverter {
   }
 
   private array(schema: JsonSchema, name: string, path: string, depth: number): string {
-    const minItems = nonNegativeInteger(schema, 'minItems', path) ?? 0;
-    const maxItems = nonNegativeInteger(schema, 'maxItems', path) ?? null;
+    const minItems = repetitionBound(schema, 'minItems', path) ?? 0;
+    const maxItems = repetitionBound(schema, 'maxItems', path) ?? null;
     if (maxItems !== null && maxItems < minItems) throw new GrammarError(`'maxItems' at ${path} is below 'minItems'`, 'maxItems');
     this.builder.primitive('space');
     const tuple = Array.isArray(schema.prefixItems) ? schema.prefixItems : Array.isArray(schema.items) ? schema.items : null;
@@ -219,22 +229,22 @@ export class SchemaConverter {
       return this.builder.add(name, `"[" space ${parts.join(' "," space ')} space "]"`);
     }
     const item = this.visit((schema.items as Schema | undefined) ?? true, `${name}-item`, `${path}/items`, depth + 1);
-    return this.builder.add(name, `"[" space ${gbnfRepetition(item, minItems, maxItems, '"," space')} space "]"`);
+    return this.builder.add(name, `"[" space ${gbnfRepetition(item, minItems, maxItems, '"," space')} space "]"`, maxItems ?? minItems);
   }
 
   private string(schema: JsonSchema, name: string, path: string): string {
-    const minLength = nonNegativeInteger(schema, 'minLength', path);
-    const maxLength = nonNegativeInteger(schema, 'maxLength', path);
+    const minLength = repetitionBound(schema, 'minLength', path);
+    const maxLength = repetitionBound(schema, 'maxLength', path);
     if (schema.format !== undefined) {
-      const rule = typeof schema.format === 'string' ? SUPPORTED_FORMATS[schema.format] : undefined;
-      if (rule === undefined) throw new GrammarError(`String format ${JSON.stringify(schema.format)} (at ${path}) is not supported for constrained output; supported: ${Object.keys(SUPPORTED_FORMATS).join(', ')}`, 'format');
+      const rule = typeof schema.format === 'string' ? SUPPORTED_FORMATS.get(schema.format) : undefined;
+      if (rule === undefined) throw new GrammarError(`String format ${JSON.stringify(schema.format)} (at ${path}) is not supported for constrained output; supported: ${[...SUPPORTED_FORMATS.keys()].join(', ')}`, 'format');
       if (minLength !== undefined || maxLength !== undefined) throw new GrammarError(`'minLength'/'maxLength' together with 'format' (at ${path}) are not supported`, maxLength !== undefined ? 'maxLength' : 'minLength');
       return this.builder.add(name, this.builder.primitive(rule));
     }
     if (minLength === undefined && maxLength === undefined) return this.builder.add(name, this.builder.primitive('string'));
     if (maxLength !== undefined && maxLength < (minLength ?? 0)) throw new GrammarError(`'maxLength' at ${path} is below 'minLength'`, 'maxLength');
     const char = this.builder.primitive('char');
-    return this.builder.add(name, `"\\"" ${gbnfRepetition(char, minLength ?? 0, maxLength ?? null)} "\\""`);
+    return this.builder.add(name, `"\\"" ${gbnfRepetition(char, minLength ?? 0, maxLength ?? null)} "\\""`, maxLength ?? minLength ?? 0);
   }
 
   private integer(schema: JsonSchema, name: string, path: string): string {

@@ -32,7 +32,8 @@ export interface ResponseEcho {
 
 type Json = Record<string, unknown>;
 
-const ROLES: Record<string, ChatMessage['role']> = { user: 'user', assistant: 'assistant', system: 'system', developer: 'system' };
+/** A Map, not an object literal: a client's role must never find an Object.prototype member ('constructor'). */
+const ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([['user', 'user'], ['assistant', 'assistant'], ['system', 'system'], ['developer', 'system']]);
 /** Accepted and without effect (nothing is stored or billed; truncation never happens silently: a long input is a 400). */
 const HARMLESS = new Set(['metadata', 'user', 'service_tier', 'truncation', 'prompt_cache_key', 'safety_identifier', 'stream_options', 'store']);
 const HONOURED = new Set([
@@ -79,7 +80,7 @@ function parseInput(raw: unknown, instructions: string | undefined): ChatMessage
     if (!isObject(item)) throw invalidRequest(`'${p}' must be an object`, p, 'invalid_type');
     const type = item.type ?? 'message';
     if (type === 'message') {
-      const role = typeof item.role === 'string' ? ROLES[item.role] : undefined;
+      const role = typeof item.role === 'string' ? ROLES.get(item.role) : undefined;
       if (role === undefined) throw invalidRequest(`'${p}.role' must be one of user, assistant, system, developer`, `${p}.role`, 'invalid_value');
       messages.push({ role, content: contentText(item.content, `${p}.content`) });
     } else if (type === 'function_call') {

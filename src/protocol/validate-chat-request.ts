@@ -25,7 +25,8 @@ const HONOURED_FIELDS = new Set([
   'top_k', 'min_p', 'repetition_penalty',
 ]);
 
-const ROLE_MAP: Record<string, ChatRole> = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant', tool: 'tool' };
+/** A Map, not an object literal: a client's role must never find an Object.prototype member ('constructor'). */
+const ROLE_MAP: ReadonlyMap<string, ChatRole> = new Map([['system', 'system'], ['developer', 'system'], ['user', 'user'], ['assistant', 'assistant'], ['tool', 'tool']]);
 
 type Json = Record<string, unknown>;
 
@@ -97,7 +98,7 @@ function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
   if (raw.length > limits.maxMessages) throw invalidRequest(`'messages' has ${raw.length} messages; the limit is ${limits.maxMessages}`, 'messages', 'too_many_messages');
   return raw.map((m, i) => {
     if (!isObject(m)) throw invalidRequest(`'messages[${i}]' must be an object`, `messages[${i}]`, 'invalid_type');
-    const role = typeof m.role === 'string' ? ROLE_MAP[m.role] : undefined;
+    const role = typeof m.role === 'string' ? ROLE_MAP.get(m.role) : undefined;
     if (role === undefined) {
       throw invalidRequest(`'messages[${i}].role' must be one of system, developer, user, assistant, tool; got ${describeValue(m.role)}`, `messages[${i}].role`, 'invalid_value');
     }

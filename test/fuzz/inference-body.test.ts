@@ -1,0 +1,274 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { tinyChatModel } from '../helpers/test-model.ts';
+
+/**
+ * Property-based fuzzing of the shared endpoint's request bodies (chat completions, JSON and SSE, and the
+ * Responses API) on a real `hearth serve` with the tiny chat model: every field with values of every wrong type
+ * and extreme size, messages and content parts of odd shapes, strings with NUL and lone surrogates, keys named
+ * like Object.prototype members, unknown and duplicate keys, and generated JSON Schemas (deep, recursive `$ref`,
+ * huge bounds and enums, unsupported keywords) for response_format, text.format and forced tools.
+ * Invariants for each case: an answer comes (every request is bounded by an abort signal); it is never a 5xx;
+ * an error is `{"error":{message,type,param,code}}` with a 4xx; a 200 is a complete chat completion, Response,
+ * or stream (ending in `[DONE]` / `response.completed`). After the run the process is alive, a plain request
+ * completes, and /health, /api/inference/v1/models and /metrics show nothing running or waiting.
+ * Fixed seeds, bounded runs: the same cases every time.
+ */
+let hearth: HearthProcess;
+const MODEL_ID = 'local/tiny-chat';
+const SEED = 0x5eed_b0d7;
+const HANG_BOUND_MS = 20_000;
+
+beforeAll(async () => {
+  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '4', '--max-tokens', '64'] });
+  await hearth.waitReady();
+}, 60_000);
+
+afterAll(async () => {
+  await hearth?.stop();
+});
+
+// ---- values ----
+
+const PROTO_KEYS = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype'];
+const hostileString = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: 'binary', maxLength: 12 }),
+  fc.constantFrom('', '\u0000', 'a\u0000b', '\ud800', '\udfff', 'x\ud800y', '\ufeff', '\u2028', '💡', ...PROTO_KEYS),
+  fc.integer({ min: 1000, max: 40_000 }).map((n) => 'w'.repeat(n)),
+);
+const hostileNumber = fc.oneof(
+  fc.constantFrom(1e308, -1e308, -0, 0, 1, -1, 0.5, 2 ** 53, 2 ** 53 + 2, 2 ** 64, -(2 ** 63), 4294967296, 1e-320, 20, 21, 100_001),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.integer(),
+);
+const wrongType = fc.oneof(
+  hostileNumber,
+  hostileString,
+  fc.constantFrom('NaN', 'Infinity', '-Infinity', '1e3', '0x10', '1', 'true'),
+  fc.constantFrom(true, false, null, [], {}, [1], { a: 1 }),
+);
+const anyValue = fc.oneof({ weight: 3, arbitrary: wrongType }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) });
+
+// ---- JSON Schemas ----
+
+const refPath = fc.oneof(
+  fc.constantFrom('#', '#/$defs/a', '#/$defs/b', '#/definitions/a', '#/properties/x', '#/$defs/__proto__', '#/$defs/constructor', '#/items/0', '#/anyOf/', '#/$defs/a/anyOf/0', 'http://x/s.json', '#a', '#/$defs/~0~1'),
+  hostileString,
+);
+const schemaArb: fc.Arbitrary<unknown> = fc.letrec<{ schema: unknown }>((tie) => ({
+  schema: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    { weight: 3, arbitrary: fc.record({ type: fc.constantFrom('string', 'number', 'integer', 'boolean', 'null', 'object', 'array') }) },
+    fc.boolean(),
+    fc.record({
+      type: fc.oneof(fc.constantFrom('object', 'array', 'string', 'integer', 'nope', ''), fc.array(fc.constantFrom('object', 'object', 'string', 'null', 'array'), { maxLength: 4 }), wrongType),
+      properties: fc.dictionary(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom(...PROTO_KEYS)), tie('schema'), { maxKeys: 4 }),
+      required: fc.oneof(fc.array(fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom(...PROTO_KEYS)), { maxLength: 4 }), wrongType),
+      additionalProperties: fc.oneof(fc.boolean(), tie('schema'), wrongType),
+      items: fc.oneof(tie('schema'), fc.array(tie('schema'), { maxLength: 3 })),
+      prefixItems: fc.array(tie('schema'), { maxLength: 3 }),
+      minItems: hostileNumber, maxItems: hostileNumber, minLength: hostileNumber, maxLength: hostileNumber,
+      minimum: hostileNumber, maximum: hostileNumber, exclusiveMinimum: hostileNumber,
+      enum: fc.oneof(fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 5 }), fc.integer({ min: 9000, max: 12_000 }).map((n) => Array.from({ length: n }, (_, i) => `v${i}`)), wrongType),
+      const: fc.jsonValue({ maxDepth: 2 }),
+      anyOf: fc.oneof(fc.array(tie('schema'), { maxLength: 3 }), wrongType),
+      oneOf: fc.array(tie('schema'), { maxLength: 3 }),
+      allOf: fc.array(tie('schema'), { maxLength: 2 }),
+      $ref: refPath,
+      $defs: fc.dictionary(fc.constantFrom('a', 'b', '__proto__', 'constructor'), tie('schema'), { maxKeys: 3 }),
+      format: fc.oneof(fc.constantFrom('date', 'time', 'date-time', 'uuid', 'email', ...PROTO_KEYS), wrongType),
+      pattern: fc.constantFrom('^a+$', '(a+)+$'),
+      uniqueItems: fc.boolean(),
+      description: hostileString,
+    }, { requiredKeys: [] }),
+  ),
+})).schema;
+
+// ---- chat completions bodies ----
+
+const contentPart = fc.oneof(
+  fc.record({ type: fc.constant('text'), text: hostileString }),
+  fc.record({ type: fc.constantFrom('image_url', 'input_audio', 'file', 'refusal', 'input_text', ...PROTO_KEYS), text: hostileString }, { requiredKeys: ['type'] }),
+  anyValue,
+);
+const toolCallArb = fc.record({ id: fc.oneof(hostileString, wrongType), type: fc.oneof(fc.constant('function'), wrongType), function: fc.oneof(fc.record({ name: fc.oneof(fc.constantFrom('f', 'get_weather'), hostileString), arguments: fc.oneof(fc.constant('{}'), hostileString, wrongType) }), wrongType) }, { requiredKeys: [] });
+const messageArb = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ role: fc.constantFrom('user', 'system', 'developer'), content: hostileString }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      role: fc.oneof(fc.constantFrom('user', 'system', 'developer', 'assistant', 'tool', 'function', 'User', ''), fc.constantFrom(...PROTO_KEYS), wrongType),
+      content: fc.oneof(hostileString, fc.array(contentPart, { maxLength: 3 }), wrongType),
+      name: anyValue,
+      tool_calls: fc.oneof(fc.array(toolCallArb, { maxLength: 2 }), wrongType),
+      tool_call_id: fc.oneof(hostileString, wrongType),
+      function_call: anyValue,
+    }, { requiredKeys: [] }),
+  },
+  { weight: 1, arbitrary: anyValue },
+);
+const toolArb = fc.oneof(
+  fc.record({ type: fc.constant('function'), function: fc.record({ name: fc.oneof(fc.constantFrom('f', 'g'), hostileString), description: fc.oneof(hostileString, wrongType), parameters: schemaArb, strict: fc.oneof(fc.boolean(), wrongType) }, { requiredKeys: ['name'] }) }),
+  fc.record({ type: fc.oneof(fc.constantFrom('code_interpreter', 'web_search'), wrongType), function: anyValue }, { requiredKeys: [] }),
+  anyValue,
+);
+const toolChoiceArb = fc.oneof(fc.constantFrom('none', 'auto', 'required', 'any', ''), fc.record({ type: fc.constant('function'), function: fc.record({ name: fc.constantFrom('f', 'g', 'missing', '__proto__') }) }), wrongType);
+const responseFormatArb = fc.oneof(
+  fc.record({ type: fc.constant('json_schema'), json_schema: fc.record({ name: fc.oneof(fc.constant('out'), hostileString), schema: schemaArb, strict: fc.oneof(fc.boolean(), wrongType) }, { requiredKeys: ['name'] }) }),
+  fc.record({ type: fc.oneof(fc.constantFrom('text', 'json_object', 'json_schema', 'xml'), wrongType) }),
+  wrongType,
+);
+const chatFields = {
+  model: fc.oneof({ weight: 8, arbitrary: fc.constant(MODEL_ID) }, { weight: 1, arbitrary: fc.oneof(hostileString, wrongType) }),
+  messages: fc.oneof({ weight: 6, arbitrary: fc.array(messageArb, { minLength: 1, maxLength: 4 }) }, { weight: 1, arbitrary: fc.oneof(fc.constant([]), wrongType, fc.integer({ min: 2040, max: 2100 }).map((n) => Array.from({ length: n }, () => ({ role: 'user', content: 'x' })))) }),
+  stream: fc.oneof(fc.boolean(), wrongType),
+  stream_options: fc.oneof(fc.record({ include_usage: fc.oneof(fc.boolean(), wrongType) }), wrongType),
+  temperature: anyValue, top_p: anyValue, max_tokens: anyValue, max_completion_tokens: anyValue, seed: anyValue,
+  presence_penalty: anyValue, frequency_penalty: anyValue, top_k: anyValue, min_p: anyValue, repetition_penalty: anyValue,
+  n: fc.oneof(fc.constantFrom(1, 2, 0, 1.0), wrongType),
+  logprobs: fc.oneof(fc.boolean(), wrongType),
+  top_logprobs: fc.oneof(fc.integer({ min: -1, max: 21 }), wrongType),
+  stop: fc.oneof(hostileString, fc.array(hostileString, { maxLength: 6 }), wrongType),
+  tools: fc.oneof(fc.array(toolArb, { maxLength: 3 }), wrongType),
+  tool_choice: toolChoiceArb,
+  parallel_tool_calls: fc.oneof(fc.boolean(), wrongType),
+  response_format: responseFormatArb,
+  user: anyValue, metadata: anyValue, logit_bias: anyValue, functions: anyValue,
+};
+/**
+ * A valid request with 1 to 3 of its fields replaced by generated ones (most cases), or generated fields only:
+ * so that cases get past the first refusal and reach the deeper checks, the grammar and the engine.
+ */
+function mutated<T extends Record<string, fc.Arbitrary<unknown>>>(base: Record<string, unknown>, fields: T): fc.Arbitrary<Record<string, unknown>> {
+  const names = Object.keys(fields);
+  return fc.oneof(
+    { weight: 4, arbitrary: fc.subarray(names, { minLength: 1, maxLength: 3 }).chain((picked) => fc.record(Object.fromEntries(picked.map((k) => [k, fields[k]!]))).map((over) => ({ ...base, ...over }))) },
+    { weight: 1, arbitrary: fc.record(fields, { requiredKeys: [] }) },
+  );
+}
+const chatBody = mutated({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }, chatFields);
+
+// ---- Responses API bodies ----
+
+const responsesInputItem = fc.oneof(
+  fc.record({ role: fc.oneof(fc.constantFrom('user', 'assistant', 'system', 'developer', 'tool'), fc.constantFrom(...PROTO_KEYS), wrongType), content: fc.oneof(hostileString, fc.array(fc.oneof(fc.record({ type: fc.constantFrom('input_text', 'output_text', 'input_image'), text: hostileString }), anyValue), { maxLength: 3 }), wrongType) }, { requiredKeys: [] }),
+  fc.record({ type: fc.oneof(fc.constantFrom('message', 'function_call', 'function_call_output', 'reasoning', ...PROTO_KEYS), wrongType), call_id: fc.oneof(hostileString, wrongType), name: fc.oneof(fc.constant('f'), hostileString), arguments: fc.oneof(fc.constant('{}'), wrongType), output: fc.oneof(hostileString, wrongType), role: fc.constant('user'), content: hostileString }, { requiredKeys: ['type'] }),
+  anyValue,
+);
+const responsesBody = mutated({ model: MODEL_ID, input: 'hi', max_output_tokens: 4 }, {
+  model: chatFields.model,
+  input: fc.oneof(hostileString, fc.array(responsesInputItem, { maxLength: 4 }), wrongType),
+  instructions: fc.oneof(hostileString, wrongType),
+  max_output_tokens: anyValue, temperature: anyValue, top_p: anyValue, top_logprobs: anyValue,
+  stream: fc.oneof(fc.boolean(), wrongType),
+  tools: fc.oneof(fc.array(fc.oneof(fc.record({ type: fc.constant('function'), name: fc.oneof(fc.constantFrom('f', 'g'), hostileString), parameters: schemaArb, strict: fc.oneof(fc.boolean(), wrongType) }, { requiredKeys: ['type', 'name'] }), anyValue), { maxLength: 3 }), wrongType),
+  tool_choice: fc.oneof(fc.constantFrom('none', 'auto', 'required'), fc.record({ type: fc.constant('function'), name: fc.constantFrom('f', 'missing') }), wrongType),
+  text: fc.oneof(fc.record({ format: fc.oneof(fc.record({ type: fc.constant('json_schema'), name: fc.constant('out'), schema: schemaArb, strict: fc.oneof(fc.boolean(), wrongType) }), fc.record({ type: fc.oneof(fc.constantFrom('text', 'json_object'), wrongType) })) }), wrongType),
+  include: fc.oneof(fc.constant(['message.output_text.logprobs']), fc.array(hostileString, { maxLength: 2 }), wrongType),
+  store: fc.oneof(fc.boolean(), wrongType),
+  previous_response_id: anyValue, reasoning: anyValue, metadata: anyValue, parallel_tool_calls: anyValue, user: anyValue,
+});
+
+/** Serializes with extra raw keys JSON.stringify cannot write: Object.prototype names, duplicates, unknowns. */
+const withRawKeys = (body: fc.Arbitrary<Record<string, unknown>>) => fc.tuple(
+  body,
+  fc.oneof(
+    { weight: 4, arbitrary: fc.constant([] as Array<[string, unknown]>) },
+    { weight: 1, arbitrary: fc.array(fc.tuple(fc.oneof(fc.constantFrom(...PROTO_KEYS, 'model', 'messages', 'input', 'stream', 'max_tokens'), fc.string({ maxLength: 8 })), fc.jsonValue({ maxDepth: 2 })), { minLength: 1, maxLength: 2 }) },
+  ),
+).map(([b, extra]) => {
+  const text = JSON.stringify(b);
+  if (extra.length === 0) return text;
+  const tail = extra.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v) ?? 'null'}`).join(',');
+  return text === '{}' ? `{${tail}}` : `${text.slice(0, -1)},${tail}}`;
+});
+
+type ErrorShape = { error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown } };
+
+/** Sends one body; asserts the invariants of an answer. Returns the status (and error code) for the tally. */
+async function sendAndCheck(route: 'chat/completions' | 'responses', body: string): Promise<string> {
+  const what = `${route} ${body.slice(0, 600)}`;
+  const r = await fetch(`${hearth.baseUrl}/api/inference/v1/${route}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+    body,
+    signal: AbortSignal.timeout(HANG_BOUND_MS),
+  });
+  const text = await r.text();
+  const detail = `${what}\n-> ${r.status} ${text.slice(0, 400)}`;
+  expect(r.status, detail).toBeLessThan(500);
+  const type = r.headers.get('content-type') ?? '';
+  if (r.status !== 200) {
+    expect(r.status, detail).toBeGreaterThanOrEqual(400);
+    expect(type, detail).toBe('application/json');
+    const e = (JSON.parse(text) as ErrorShape).error;
+    expect(e && typeof e.message === 'string' && typeof e.type === 'string' && 'param' in e && 'code' in e, detail).toBe(true);
+    return `${r.status}:${String(e!.code)}`;
+  }
+  if (type.startsWith('text/event-stream')) {
+    // A failure after the stream committed is an error event, never a 5xx status: the stream must still end well.
+    expect(text, detail).not.toMatch(/"type":"server_error"/);
+    if (route === 'chat/completions') expect(text.trimEnd().endsWith('data: [DONE]') || /"error":/.test(text), detail).toBe(true);
+    else expect(/event: response\.(completed|incomplete)\n/.test(text) || /event: error\n/.test(text), detail).toBe(true);
+    return '200:stream';
+  }
+  expect(type, detail).toBe('application/json');
+  const json = JSON.parse(text) as { object?: string };
+  expect(json.object, detail).toBe(route === 'chat/completions' ? 'chat.completion' : 'response');
+  return '200';
+}
+
+async function get(path: string): Promise<Response> {
+  return fetch(`${hearth.baseUrl}${path}`, { headers: { authorization: `Bearer ${hearth.key}` }, signal: AbortSignal.timeout(HANG_BOUND_MS) });
+}
+
+/** Alive, a plain request completes, and nothing is left holding or waiting for a slot. */
+async function expectServingAndIdle(): Promise<void> {
+  expect(hearth.proc.exitCode, hearth.logs().slice(-2000)).toBeNull();
+  expect(await sendAndCheck('chat/completions', JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 }))).toBe('200');
+  const health = (await (await get('/health')).json()) as { state: string; requests: { running: number; waiting: number } };
+  expect(health).toMatchObject({ state: 'ready', requests: { running: 0, waiting: 0 } });
+  const models = (await (await get('/api/inference/v1/models')).json()) as { data: Array<{ id: string; hearth: { state: string } }> };
+  expect(models.data[0]).toMatchObject({ id: MODEL_ID, hearth: { state: 'ready' } });
+  const metrics = await (await get('/metrics')).text();
+  expect(metrics).toMatch(/^hearth_num_requests_running\{model="local\/tiny-chat"\} 0$/m);
+  expect(metrics).toMatch(/^hearth_num_requests_waiting\{model="local\/tiny-chat"\} 0$/m);
+}
+
+describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
+  const tally = new Map<string, number>();
+  const count = (k: string) => tally.set(k, (tally.get(k) ?? 0) + 1);
+  afterAll(() => console.log(`[fuzz] inference bodies: ${JSON.stringify(Object.fromEntries([...tally].sort()))}`));
+
+  it('chat completions: an answer in the documented shape, never a 5xx or a hang', async () => {
+    await fc.assert(
+      fc.asyncProperty(withRawKeys(chatBody), async (body) => { count(`chat:${await sendAndCheck('chat/completions', body)}`); }),
+      { seed: SEED, numRuns: 600, endOnFailure: true },
+    );
+    await expectServingAndIdle();
+  }, 120_000);
+
+  it('chat completions with a schema (response_format or a forced tool) in an otherwise valid request', async () => {
+    const body = fc.tuple(fc.boolean(), schemaArb, fc.boolean(), fc.boolean()).map(([forced, schema, strict, stream]) => JSON.stringify({
+      model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 8, stream,
+      ...(forced
+        ? { tools: [{ type: 'function', function: { name: 'f', parameters: schema, strict } }], tool_choice: 'required' }
+        : { response_format: { type: 'json_schema', json_schema: { name: 'out', schema, strict } } }),
+    }));
+    await fc.assert(
+      fc.asyncProperty(body, async (b) => { count(`schema:${await sendAndCheck('chat/completions', b)}`); }),
+      { seed: SEED, numRuns: 400, endOnFailure: true },
+    );
+    await expectServingAndIdle();
+  }, 120_000);
+
+  it('Responses API: an answer in the documented shape, never a 5xx or a hang', async () => {
+    await fc.assert(
+      fc.asyncProperty(withRawKeys(responsesBody), async (body) => { count(`responses:${await sendAndCheck('responses', body)}`); }),
+      { seed: SEED, numRuns: 400, endOnFailure: true },
+    );
+    await expectServingAndIdle();
+  }, 120_000);
+});
