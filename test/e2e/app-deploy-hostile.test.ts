@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BLOCK, encodeHeader } from '../../src/apps/tar-format.ts';
 import { rawArchive } from '../helpers/app-archives.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { managementClient } from '../helpers/management-client.ts';
 import { tinyModel } from '../helpers/test-model.ts';
 
 /**
@@ -29,24 +30,7 @@ interface DeploymentView {
   buildLog: string[];
 }
 
-async function api<T>(method: string, url: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: T }> {
-  const r = await fetch(`${hearth.baseUrl}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${hearth.key}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
-    body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : typeof body === 'string' ? body : JSON.stringify(body),
-    signal: AbortSignal.timeout(70_000),
-  });
-  const text = await r.text();
-  return { status: r.status, body: (text ? JSON.parse(text) : null) as T };
-}
-
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 150));
-  }
-  throw new Error(`timed out waiting for ${what}\n${hearth.logs().split('\n').slice(-30).join('\n')}`);
-}
+const { api, until } = managementClient(() => hearth, 70_000);
 
 const apps = () => `/api/v1/workspaces/${ws}/apps`;
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawArchive } from '../helpers/app-archives.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { managementClient } from '../helpers/management-client.ts';
 import { isFrontParserAnswer, parseResponses, rawExchange } from '../helpers/raw-http.ts';
 import { tinyModel } from '../helpers/test-model.ts';
 
@@ -40,24 +41,7 @@ let hearth: HearthProcess;
 let appId: string;
 const type = (r: Response) => r.headers.get('content-type') ?? '';
 
-async function api<T>(method: string, url: string, body?: unknown, contentType = 'application/json'): Promise<{ status: number; body: T }> {
-  const r = await fetch(`${hearth.baseUrl}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${hearth.key}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
-    body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await r.text();
-  return { status: r.status, body: (text ? JSON.parse(text) : null) as T };
-}
-
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 150));
-  }
-  throw new Error(`timed out waiting for ${what}\n${hearth.logs().split('\n').slice(-30).join('\n')}`);
-}
+const { api, until } = managementClient(() => hearth, 30_000);
 
 beforeAll(async () => {
   hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-start-timeout', '20', '--app-proxy-timeout', '2'] });
