@@ -21,7 +21,8 @@ const JSON_OBJECT_GRAMMAR = jsonObjectGrammar();
  * - tools with `auto`: no grammar; the template shows the tools and calls are parsed out of free text;
  * - otherwise response_format `json_schema` / `json_object`: the schema's grammar / any JSON object.
  * (A forced tool call wins over response_format, as the call is the answer.) Grammars come from `cache`.
- * Throws a 400 naming the schema keyword the converter cannot express. Pure apart from the cache; main thread.
+ * Throws a 400 naming the schema keyword the converter cannot express, with `param` the caller's field (the
+ * schema's `schemaParam`, or `tools`). Pure apart from the cache; main thread.
  */
 export function planChatGeneration(request: ChatRequest, cache: GrammarCache): ChatGenerationPlan {
   const toolsActive = request.tools.length > 0 && request.toolChoice !== 'none';
@@ -31,8 +32,8 @@ export function planChatGeneration(request: ChatRequest, cache: GrammarCache): C
     const key = `tools ${JSON.stringify(choice)} ${request.parallelToolCalls} ${JSON.stringify(request.tools)}`;
     grammar = build(cache, key, 'tools', () => toolCallGrammar(request.tools, { choice, parallel: request.parallelToolCalls }));
   } else if (request.responseFormat.type === 'json_schema') {
-    const { schema, strict } = request.responseFormat;
-    grammar = build(cache, `schema ${strict} ${JSON.stringify(schema)}`, 'response_format.json_schema.schema', () => jsonSchemaToGrammar(schema, { strict }));
+    const { schema, strict, schemaParam } = request.responseFormat;
+    grammar = build(cache, `schema ${strict} ${JSON.stringify(schema)}`, schemaParam, () => jsonSchemaToGrammar(schema, { strict }));
   } else if (request.responseFormat.type === 'json_object') {
     grammar = JSON_OBJECT_GRAMMAR;
   }

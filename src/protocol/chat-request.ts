@@ -35,11 +35,15 @@ export interface FunctionTool {
 /** OpenAI `tool_choice`; a named function forces exactly that call. */
 export type ToolChoice = 'none' | 'auto' | 'required' | { name: string };
 
-/** OpenAI `response_format`. */
+/**
+ * OpenAI `response_format` (or the Responses API's `text.format`). `schemaParam` is the request field the schema
+ * came in, as the caller's API names it (`response_format.json_schema.schema` / `text.format.schema`): an error
+ * about the schema names that field.
+ */
 export type ResponseFormat =
   | { type: 'text' }
   | { type: 'json_object' }
-  | { type: 'json_schema'; name: string; schema: JsonSchema; strict: boolean };
+  | { type: 'json_schema'; name: string; schema: JsonSchema; strict: boolean; schemaParam: string };
 
 export interface SamplingOptions {
   /** 0..2; undefined means "the model's / project's default". */

@@ -149,7 +149,7 @@ function parseTextFormat(raw: unknown): { format: ResponseFormat; echo: Response
   if (!absent(f.strict) && typeof f.strict !== 'boolean') throw invalidRequest("'text.format.strict' must be a boolean", 'text.format.strict', 'invalid_type');
   const strict = f.strict === true;
   return {
-    format: { type: 'json_schema', name: n, schema: f.schema, strict },
+    format: { type: 'json_schema', name: n, schema: f.schema, strict, schemaParam: 'text.format.schema' },
     echo: { type: 'json_schema', name: n, schema: f.schema, strict, description: typeof f.description === 'string' ? f.description : null },
   };
 }

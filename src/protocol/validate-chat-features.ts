@@ -95,6 +95,7 @@ export function parseResponseFormat(raw: unknown): ResponseFormat {
     name: functionName(js.name, 'response_format.json_schema.name'),
     schema: absent(js.schema) ? { type: 'object' } : schemaObject(js.schema, 'response_format.json_schema.schema'),
     strict: optionalBoolean(js.strict, 'response_format.json_schema.strict') ?? false,
+    schemaParam: 'response_format.json_schema.schema',
   };
 }
 

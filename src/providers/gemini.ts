@@ -130,7 +130,7 @@ export function geminiToolFields(r: ChatRequest): { tools?: unknown; toolConfig?
   if (rf.type === 'json_object') out.generation.responseMimeType = 'application/json';
   else if (rf.type === 'json_schema') {
     out.generation.responseMimeType = 'application/json';
-    out.generation.responseSchema = toGeminiSchema(rf.schema, 'response_format');
+    out.generation.responseSchema = toGeminiSchema(rf.schema, rf.schemaParam);
   }
   return out;
 }

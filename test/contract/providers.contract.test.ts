@@ -651,7 +651,7 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
     it('response_format json_schema is sent as the vendor\'s structured output', async () => {
       const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
       fake.setReply({ text: '{"answer":"yes"}' });
-      const result = await complete(provider(), call({ responseFormat: { type: 'json_schema', name: 'reply', schema, strict: true } }));
+      const result = await complete(provider(), call({ responseFormat: { type: 'json_schema', name: 'reply', schema, strict: true, schemaParam: 'response_format.json_schema.schema' } }));
       expect(JSON.parse(result.choices[0]!.message.content!)).toEqual({ answer: 'yes' });
       const seen = fake.lastRequest();
       expect(seen.responseFormat?.type).toBe('json_schema');

@@ -36,6 +36,7 @@ async function post(route: 'chat/completions' | 'responses', body: unknown): Pro
 
 const chat = (fields: Record<string, unknown>) => post('chat/completions', { model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, ...fields });
 const withSchema = (schema: unknown) => chat({ response_format: { type: 'json_schema', json_schema: { name: 'out', schema } } });
+const responseWithSchema = (schema: unknown) => post('responses', { model: MODEL_ID, input: 'hi', max_output_tokens: 4, text: { format: { type: 'json_schema', name: 'out', schema } } });
 
 function expect400(r: { status: number; body: ErrorBody }, param: string | null, code: string): void {
   expect(r.status, JSON.stringify(r.body)).toBe(400);
@@ -73,9 +74,10 @@ describe('defect: a role or format named like an Object.prototype member', () =>
     await expectServingAndIdle();
   });
 
-  it('a string format is a 400 unsupported_schema_keyword, not a 500', async () => {
+  it('a string format is a 400 unsupported_schema_keyword naming the caller\'s field, not a 500', async () => {
     for (const format of PROTO_NAMES) {
       expect400(await withSchema({ type: 'string', format }), 'response_format.json_schema.schema', 'unsupported_schema_keyword');
+      expect400(await responseWithSchema({ type: 'string', format }), 'text.format.schema', 'unsupported_schema_keyword');
     }
     await expectServingAndIdle();
   });
@@ -104,9 +106,7 @@ describe('defect: a schema whose conversion work doubles per level', () => {
     expect400(await withSchema(doubling(26)), 'response_format.json_schema.schema', 'invalid_schema');
     const tool = { type: 'function', function: { name: 'f', parameters: doubling(26) } };
     expect400(await chat({ tools: [tool], tool_choice: 'required' }), 'tools', 'invalid_schema');
-    const r = await post('responses', { model: MODEL_ID, input: 'hi', max_output_tokens: 4, text: { format: { type: 'json_schema', name: 'o', schema: doubling(26) } } });
-    expect(r.status, JSON.stringify(r.body)).toBe(400);
-    expect(r.body.error.code).toBe('invalid_schema');
+    expect400(await responseWithSchema(doubling(26)), 'text.format.schema', 'invalid_schema');
     await expectServingAndIdle();
   });
 

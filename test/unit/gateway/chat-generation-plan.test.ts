@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors/index.ts';
 import { planChatGeneration } from '../../../src/gateway/chat-generation-plan.ts';
 import { GrammarCache } from '../../../src/protocol/grammar-cache.ts';
+import { validateResponsesRequest } from '../../../src/protocol/responses-request.ts';
 import { validateChatRequest } from '../../../src/protocol/validate-chat-request.ts';
 import { sampleGbnf } from '../../helpers/gbnf-sampler.ts';
 
@@ -58,5 +59,17 @@ describe('planChatGeneration', () => {
     const e2 = err({ tools: [tool('f', { type: 'object', properties: { a: { not: {} } } })], tool_choice: 'required' });
     expect(e2).toMatchObject({ status: 400, param: 'tools', code: 'unsupported_schema_keyword' });
     expect(e2.message).toContain('tools[0] (f)');
+  });
+
+  it('a schema error names the field the caller sent it in: text.format.schema through the Responses API', () => {
+    const err = (format: object) => {
+      try { planChatGeneration(validateResponsesRequest({ model: 'local/m', input: 'hi', text: { format } }).chat, new GrammarCache()); } catch (e) { return e as ApiError; }
+      throw new Error('expected an error');
+    };
+    const e1 = err({ type: 'json_schema', name: 'o', schema: { type: 'string', pattern: 'a' } });
+    expect(e1).toMatchObject({ status: 400, param: 'text.format.schema', code: 'unsupported_schema_keyword' });
+    expect(e1.message).toContain("'pattern'");
+    const e2 = err({ type: 'json_schema', name: 'o', schema: { type: 'array', maxItems: 5000 } });
+    expect(e2).toMatchObject({ status: 400, param: 'text.format.schema' });
   });
 });

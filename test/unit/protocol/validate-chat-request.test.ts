@@ -116,7 +116,7 @@ describe('validateChatRequest', () => {
       { name: 'noop', description: undefined, parameters: { type: 'object', properties: {} }, strict: false },
     ]);
     expect(r).toMatchObject({ toolChoice: { name: 'noop' }, parallelToolCalls: false, topLogprobs: 3, topK: 40, minP: 0.05, repetitionPenalty: 1.1 });
-    expect(r.responseFormat).toEqual({ type: 'json_schema', name: 'out', schema: { type: 'object' }, strict: true });
+    expect(r.responseFormat).toEqual({ type: 'json_schema', name: 'out', schema: { type: 'object' }, strict: true, schemaParam: 'response_format.json_schema.schema' });
     expect(validateChatRequest({ ...base, tools: [weather] }).toolChoice).toBe('auto');
     expect(validateChatRequest({ ...base, logprobs: true }).topLogprobs).toBe(0);
     expect(validateChatRequest({ ...base, response_format: { type: 'json_object' } }).responseFormat).toEqual({ type: 'json_object' });

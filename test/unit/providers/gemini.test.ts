@@ -29,6 +29,12 @@ describe('Gemini translation', () => {
     expect(bodyOf(geminiAdapter.buildRequest(makeCall(), false, options))).not.toHaveProperty('generationConfig');
   });
 
+  it('a json_schema Gemini cannot take is a 400 naming the field the caller sent it in', () => {
+    const recursive = { type: 'object', properties: { next: { $ref: '#/$defs/Node' } }, $defs: { Node: { type: 'object', properties: { next: { $ref: '#/$defs/Node' } } } } };
+    const call = makeCall({ responseFormat: { type: 'json_schema', name: 'o', schema: recursive, strict: false, schemaParam: 'response_format.json_schema.schema' } });
+    expect(() => geminiAdapter.buildRequest(call, false, optionsFor('gemini'))).toThrow(expect.objectContaining({ status: 400, param: 'response_format.json_schema.schema' }));
+  });
+
   it('maps finish reasons: MAX_TOKENS -> length, everything else (SAFETY, RECITATION, ...) -> stop', () => {
     expect(geminiFinishReason('MAX_TOKENS')).toBe('length');
     for (const r of ['STOP', 'SAFETY', 'RECITATION', 'BLOCKLIST', 'OTHER']) expect(geminiFinishReason(r)).toBe('stop');
