@@ -67,7 +67,8 @@ function apiKeyEnv(v: unknown): string | null {
 }
 
 function healthPath(v: unknown): string {
-  if (typeof v !== 'string' || !/^\/[\x21-\x7e]*$/.test(v) || v.length > 512) throw invalidRequest("'healthPath' must be a path starting with /", 'healthPath', 'invalid_value');
+  if (typeof v !== 'string') throw invalidRequest("'healthPath' must be a path starting with /", 'healthPath', 'invalid_type');
+  if (!/^\/[\x21-\x7e]*$/.test(v) || v.length > 512) throw invalidRequest("'healthPath' must be a path starting with /", 'healthPath', 'invalid_value');
   return v;
 }
 

@@ -70,8 +70,15 @@ function text(body: Json, field: string, max: number, pattern?: RegExp, what = '
   return t;
 }
 
-function optional<T>(body: Json, field: string, read: () => T): T | undefined {
-  return body[field] === undefined ? undefined : read();
+/**
+ * A PATCH field: absent keeps the value. `null` is read only where it has a meaning (`nullable`: clears or
+ * lifts it); elsewhere the field is present with the wrong type, a 400 invalid_type naming it.
+ */
+function optional<T>(body: Json, field: string, read: () => T, nullable = false): T | undefined {
+  const v = body[field];
+  if (v === undefined) return undefined;
+  if (v === null && !nullable) throw invalidRequest(`'${field}' cannot be null (leave it out to keep its value)`, field, 'invalid_type');
+  return read();
 }
 
 function temperature(body: Json): number | null {
@@ -120,7 +127,7 @@ export function parseProjectPatch(body: unknown): ProjectPatch {
   return {
     name: optional(b, 'name', () => text(b, 'name', MAX_NAME)),
     model: optional(b, 'model', () => model(b)),
-    temperature: optional(b, 'temperature', () => temperature(b)),
+    temperature: optional(b, 'temperature', () => temperature(b), true),
     providerApiKey: optional(b, 'providerApiKey', () => providerKey(b)),
     state,
   };
@@ -195,7 +202,7 @@ export function parseKeyPatch(body: unknown): KeyPatch {
   const b = object(body);
   onlyFields(b, ['name', 'limits']);
   if (b.name === undefined && b.limits === undefined) throw invalidRequest('Nothing to update: give name and/or limits', null, 'empty_update');
-  return { name: optional(b, 'name', () => text(b, 'name', MAX_NAME)), limits: optional(b, 'limits', () => limits(b.limits, true)) };
+  return { name: optional(b, 'name', () => text(b, 'name', MAX_NAME)), limits: optional(b, 'limits', () => limits(b.limits, true), true) };
 }
 
 function email(b: Json): string {

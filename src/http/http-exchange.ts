@@ -21,6 +21,8 @@ export interface EdgeStyle {
   jsonHeaders: HeaderList;
   /** The JSON value of an error answer. */
   errorBody(err: ApiError): unknown;
+  /** Headers an error answer carries besides the generic ones (the service: a cleared session cookie on `session_expired`). */
+  errorHeaders?(err: ApiError, ex: HttpExchange): HeaderList;
   /**
    * Set behind the managed HAProxy front (haproxy-front.ts): a request carrying this secret in `x-hearth-front`
    * came through the front, and its `x-hearth-peer` is the client's address. Both headers are removed from the
@@ -474,14 +476,15 @@ export class HttpExchange {
     this.send(status, json, extraHeaders.length === 0 ? this.style.jsonHeaders : [...this.style.jsonHeaders, ...extraHeaders]);
   }
 
-  /** The edge's error body (EdgeStyle), with Retry-After, WWW-Authenticate and Allow where they apply. */
+  /** The edge's error body (EdgeStyle), with Retry-After, WWW-Authenticate, Allow and the edge's own error headers where they apply. */
   sendError(err: ApiError): void {
     if (this.closed || this.committed) return;
     this.errorCode = err.code ?? err.type;
-    const headers: Array<[string, string]> = [];
+    const headers: Array<readonly [string, string]> = [];
     if (err.retryAfter !== undefined) headers.push(['retry-after', String(err.retryAfter)]);
     if (err.status === 401) headers.push(['www-authenticate', 'Bearer']);
     if (err.status === 405 && Array.isArray(err.details?.allowed)) headers.push(['allow', (err.details.allowed as string[]).join(', ')]);
+    if (this.style.errorHeaders) headers.push(...this.style.errorHeaders(err, this));
     // A 413 is sent before the body was read; close so the client stops uploading.
     this.send(err.status, JSON.stringify(this.style.errorBody(err)), [...this.style.jsonHeaders, ...headers], err.status === 413);
   }

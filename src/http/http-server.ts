@@ -6,6 +6,7 @@ import { shuttingDown } from '../errors/index.ts';
 import type { HttpExchange } from './http-exchange.ts';
 import { locateHaproxy, type ManagedFront, startManagedFront } from './haproxy-front.ts';
 import { mountRoutes, OPENAI_STYLE, type Route, type RouteHandler } from './router.ts';
+import { type SessionHttpOptions, sessionErrorHeaders } from './session-cookie.ts';
 
 /** `--front`: HAProxy in front of uWS (haproxy-front.ts); auto = when HAProxy 2.6+ is installed. */
 export type FrontMode = 'auto' | 'haproxy' | 'off';
@@ -20,6 +21,8 @@ export interface HttpServerOptions {
   front?: FrontMode;
   /** Largest body any route accepts (the front refuses larger declared bodies before Hearth sees them). */
   bodyLimit?: number;
+  /** The dashboard session cookie's options: every `session_expired` answer clears the cookie. Absent = no sessions. */
+  session?: SessionHttpOptions;
 }
 
 export interface RunningHttpServer {
@@ -130,7 +133,12 @@ function listenUws(o: HttpServerOptions, at: { host: string; port: number }, fro
     inFlight--;
   };
   // Bodies up to the largest route limit are read to their end before an answer (HttpExchange.send).
-  const style = { ...OPENAI_STYLE, drainLimit: o.bodyLimit ?? MAX_BODY_DEFAULT, ...(frontSecret === undefined ? {} : { frontSecret }) };
+  const style = {
+    ...OPENAI_STYLE,
+    drainLimit: o.bodyLimit ?? MAX_BODY_DEFAULT,
+    ...(frontSecret === undefined ? {} : { frontSecret }),
+    ...(o.session === undefined ? {} : { errorHeaders: sessionErrorHeaders(o.session) }),
+  };
   mountRoutes(app, o.routes.map((r) => ({ ...r, handler: counted(r.handler) })), observe, style);
   return new Promise((resolve, reject) => {
     const listening = (socket: uWS.us_listen_socket | false) => {

@@ -1,4 +1,5 @@
-import type { HttpExchange } from './http-exchange.ts';
+import type { ApiError } from '../errors/index.ts';
+import type { HeaderList, HttpExchange } from './http-exchange.ts';
 
 /**
  * The dashboard session cookie and the browser checks around it: reading the cookie, building
@@ -61,6 +62,14 @@ export function sessionCookie(ex: HttpExchange, o: SessionHttpOptions, token: st
 
 export function clearedSessionCookie(ex: HttpExchange, o: SessionHttpOptions): string {
   return `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0${isHttps(ex, o) ? '; Secure' : ''}`;
+}
+
+/**
+ * The service edge's EdgeStyle.errorHeaders: a `session_expired` answer, from whichever route, clears the
+ * cookie, so the browser stops presenting a session that has ended.
+ */
+export function sessionErrorHeaders(o: SessionHttpOptions): (err: ApiError, ex: HttpExchange) => HeaderList {
+  return (err, ex) => (err.code === 'session_expired' ? [['set-cookie', clearedSessionCookie(ex, o)]] : []);
 }
 
 /**

@@ -2,10 +2,9 @@ import type { AccountService } from '../../gateway/account-service.ts';
 import type { ManagementAuthenticator, Principal, PresentedCredentials } from '../../gateway/authenticator.ts';
 import type { ManagementService } from '../../gateway/management-service.ts';
 import type { ServingStats } from '../../gateway/serving-stats.ts';
-import { ApiError } from '../../errors/index.ts';
 import type { HttpExchange } from '../http-exchange.ts';
 import { bearerToken, type HttpMethod, type Route } from '../router.ts';
-import { clearedSessionCookie, isSameOrigin, readSessionCookie, type SessionHttpOptions } from '../session-cookie.ts';
+import { isSameOrigin, readSessionCookie, type SessionHttpOptions } from '../session-cookie.ts';
 
 export interface ManagementRouteDeps {
   management: ManagementService;
@@ -44,21 +43,14 @@ type Answer = { status: number; value: unknown };
  * The management API under /api/v1, authenticated with an account API key (Bearer) or a session cookie
  * (ManagementAuthenticator: CSRF check included). Handlers are thin: authenticate, read the body when the
  * route takes one, call ManagementService / AccountService, send its view. Answers: 201 for a creation
- * (and for PUT .../yam when it started a Yam), 200 otherwise; errors per README. An ended session also
- * clears the cookie.
+ * (and for PUT .../yam when it started a Yam), 200 otherwise; errors per README (an ended session's 401
+ * also clears the cookie, at the edge: sessionErrorHeaders).
  */
 export function managementRoutes(d: ManagementRouteDeps): Route[] {
   const m = d.management;
   const send = (ex: HttpExchange, answer: Answer) => ex.sendJson(answer.status, answer.value);
-  /** The caller, or the 401/403 (an ended session also clears its cookie). */
-  const authenticate = (ex: HttpExchange): Principal => {
-    try {
-      return d.auth.authenticate(presentedCredentials(ex, d.session));
-    } catch (err) {
-      if (err instanceof ApiError && err.code === 'session_expired') ex.addHeaders([['set-cookie', clearedSessionCookie(ex, d.session)]]);
-      throw err;
-    }
-  };
+  /** The caller, or the 401/403 (the edge clears the cookie of an ended session: sessionErrorHeaders). */
+  const authenticate = (ex: HttpExchange): Principal => d.auth.authenticate(presentedCredentials(ex, d.session));
   const route = (method: HttpMethod, pattern: string, name: string, takesBody: boolean, handle: (c: ManagementCall) => Answer | Promise<Answer>): Route => ({
     method,
     pattern,

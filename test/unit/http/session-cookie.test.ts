@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { HttpExchange } from '../../../src/http/http-exchange.ts';
-import { clearedSessionCookie, clientAddress, isSameOrigin, readSessionCookie, sessionCookie } from '../../../src/http/session-cookie.ts';
+import { originMismatch, sessionExpired, unauthorized } from '../../../src/errors/index.ts';
+import { clearedSessionCookie, clientAddress, isSameOrigin, readSessionCookie, sessionCookie, sessionErrorHeaders } from '../../../src/http/session-cookie.ts';
 
 const ex = (h: Partial<Pick<HttpExchange, 'origin' | 'host' | 'forwardedProto' | 'forwardedFor'>>) =>
   ({ origin: '', host: '', forwardedProto: '', forwardedFor: '', remoteAddress: () => '10.1.1.1', ...h }) as unknown as HttpExchange;
@@ -20,6 +21,12 @@ describe('session cookie helpers', () => {
     expect(sessionCookie(ex({ forwardedProto: 'https' }), opts(), 'tok')).toMatch(/; Secure$/);
     expect(sessionCookie(ex({}), opts('https://hearth.example'), 'tok')).toMatch(/; Secure$/);
     expect(clearedSessionCookie(ex({}), opts())).toBe('hearth_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0');
+  });
+
+  it('error headers of the edge: session_expired clears the cookie (Secure behind https), other errors add nothing', () => {
+    expect(sessionErrorHeaders(opts())(sessionExpired(), ex({}))).toEqual([['set-cookie', 'hearth_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0']]);
+    expect(sessionErrorHeaders(opts('https://hearth.example'))(sessionExpired(), ex({}))).toEqual([['set-cookie', expect.stringMatching(/Max-Age=0; Secure$/)]]);
+    for (const err of [unauthorized(), originMismatch()]) expect(sessionErrorHeaders(opts())(err, ex({}))).toEqual([]);
   });
 
   it('same origin: the public URL’s origin or the request’s own host; never missing, null or foreign', () => {
