@@ -162,6 +162,13 @@ export const dashboardNotBuilt = () =>
 export const malformedPath = () =>
   new ApiError({ status: 400, type: 'invalid_request_error', message: 'The request path is not valid percent-encoded UTF-8', param: null, code: 'invalid_path' });
 
+/**
+ * A request header value holding anything but ASCII text (a byte >= 0x80): uWS hands such a value on changed
+ * (README "Limits"), so it is refused rather than acted on. `name` is the header's (lower-case, from uWS).
+ */
+export const nonAsciiHeader = (name: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `The '${name.slice(0, 64)}' header holds bytes outside ASCII; header values must be ASCII text`, param: null, code: 'invalid_header_value' });
+
 /** A JSON body nested deeper than the edge accepts (README "Limits"). */
 export const jsonTooDeep = (maxDepth: number) =>
   new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body nests arrays/objects deeper than ${maxDepth} levels`, param: null, code: 'json_too_deep' });

@@ -9,6 +9,8 @@ export type HeaderList = ReadonlyArray<readonly [string, string]>;
 
 /** A client-sent x-request-id Hearth echoes and logs (anything else is replaced: logs stay clean). */
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A character a header value of ASCII text does not hold (uWS itself refuses the other control characters). */
+const NOT_HEADER_TEXT = /[^\t\x20-\x7e]/;
 /** Longest textual IP address (an IPv6 address with an embedded IPv4 one and a zone would be longer; HAProxy sends none). */
 const MAX_ADDRESS_LENGTH = 45;
 
@@ -167,6 +169,16 @@ export class HttpExchange {
    */
   requestHead(): { headers: Array<[string, string]>; query: string; remoteAddress: string } {
     return { headers: this.headerList.map(([k, v]) => [k, v]), query: this.query, remoteAddress: this.remoteAddress() };
+  }
+
+  /**
+   * The name of the first header whose value is not ASCII text (tab, space, 0x21-0x7E), or undefined. uWS decodes
+   * values as UTF-8 (U+FFFD for a byte that is not) and drops bytes >= 0x80 at either end of one, so such a value
+   * is not the one sent; the router refuses the request (README "Limits").
+   */
+  get nonAsciiHeader(): string | undefined {
+    for (const [k, v] of this.headerList) if (NOT_HEADER_TEXT.test(v)) return k;
+    return undefined;
   }
 
   /** A header's raw value, '' when absent. */

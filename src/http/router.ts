@@ -1,5 +1,5 @@
 import type { TemplatedApp } from 'uWebSockets.js';
-import { type ApiError, malformedPath, methodNotAllowed, routeNotFound, toApiError } from '../errors/index.ts';
+import { type ApiError, malformedPath, methodNotAllowed, nonAsciiHeader, routeNotFound, toApiError } from '../errors/index.ts';
 import { type BodySpec, ClientGoneError, type EdgeStyle, HttpExchange } from './http-exchange.ts';
 import { REQUEST_LIMITS } from './request-limits.ts';
 
@@ -35,7 +35,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
  * Mounts a route table on a uWS app: the one router of Hearth's HTTP edges (service and tool-server kit).
  * Each pattern is registered once with `any` and dispatched by method here, so a known path with the wrong
  * method is a 405 and an unknown path a 404, in the edge's error shape. HEAD runs the GET handler and
- * answers without a body. Everything derived from the request (percent-decoding, bounds, the body) is
+ * answers without a body. A header value that is not ASCII text is a 400 before any handler runs. Everything
+ * derived from the request (percent-decoding, bounds, the body) is
  * handled in this guarded path: a thrown error becomes the error answer unless the response is committed.
  * A handler of an unsafe method without a body runs one event-loop turn later, and only if the client is
  * still there (see HttpExchange.readBody for why; bodies get the same treatment there).
@@ -77,6 +78,8 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
       const route = group.find((r) => r.method === ex.method) ?? (ex.isHead ? group.find((r) => r.method === 'GET') : undefined);
       if (!route) return fail(ex, 'method_not_allowed', methodNotAllowed(ex.method, clip(ex.url), allowed));
       try {
+        const changedHeader = ex.nonAsciiHeader;
+        if (changedHeader !== undefined) throw nonAsciiHeader(changedHeader);
         ex.params = decodeParams(ex);
         if (route.body && route.body.kind !== 'handler') void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
         else if (!route.body) ex.drainBody(); // a body the route does not take: read and dropped before the answer
