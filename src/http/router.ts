@@ -36,8 +36,8 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
  * Each pattern is registered once with `any` and dispatched by method here, so a known path with the wrong
  * method is a 405 and an unknown path a 404, in the edge's error shape. HEAD runs the GET handler and
  * answers without a body. A header value that is not ASCII text is a 400 before any handler runs. Everything
- * derived from the request (percent-decoding, bounds, the body) is
- * handled in this guarded path: a thrown error becomes the error answer unless the response is committed.
+ * derived from the request (percent-decoding, bounds, the body) is handled in this guarded path: a thrown
+ * error becomes the error answer unless the response is committed.
  * A handler of an unsafe method without a body runs one event-loop turn later, and only if the client is
  * still there (see HttpExchange.readBody for why; bodies get the same treatment there).
  */
