@@ -6,14 +6,14 @@ import net from 'node:net';
  * that hold git to that decision. Any workspace member names the URL and git runs as Hearth, outside the
  * sandbox, so the default (`public`) lets git reach nothing but public hosts over http(s):
  * - `public`: `https://` and `http://` URLs whose host is, or resolves only to, public unicast addresses.
- *   git is pinned to the checked addresses (`http.curloptResolve`: no second lookup that could rebind),
- *   follows no redirect, and may use no other transport.
+ *   git gets the URL as parsed here (the host checked is the host git connects to), is pinned to the
+ *   checked addresses (`http.curloptResolve`: no second lookup that could rebind), follows no redirect (nor
+ *   dumb-http alternates, which git ties to http.followRedirects), and may use no other transport.
  * - `network`: http(s), `ssh://` and `git://` to any address (a git server on the LAN); no local repository.
  * - `local`: whatever git clones, `file://` and local paths included (development, the test suite).
  * Checked before the 202 and again when the queued deployment clones (names may resolve otherwise by then).
  */
-export const REPOSITORY_ACCESS = ['public', 'network', 'local'] as const;
-export type RepositoryAccess = (typeof REPOSITORY_ACCESS)[number];
+export type RepositoryAccess = 'public' | 'network' | 'local';
 
 /** Every address a host name resolves to (getaddrinfo, like git's libcurl). */
 export type Resolver = (host: string) => Promise<string[]>;

@@ -57,6 +57,7 @@ describe('--app-repositories public (the default)', () => {
     'http://[::ffff:127.0.0.1]/x.git', 'http://[::1]:9418/x.git', 'http://[::127.0.0.1]/x.git', 'http://[fe80::1]/x.git', 'http://[fc00::1]/x.git',
     'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:a9fe:a9fe]/', 'https://10.1.2.3/x.git', 'https://172.16.5.4/x.git', 'https://192.168.0.10/x.git',
     'https://100.64.0.1/x.git', 'http://0.0.0.0:8080/', 'http://224.0.0.1/', 'https://user:secret@127.0.0.1/x.git',
+    'http://127.0.0.%31/x.git', 'http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/x.git', 'http://127.0.0.1./x.git', 'http://[0:0:0:0:0:ffff:7f00:0001]/x.git',
   ])('%s: refused without a lookup, naming the flag', async (url) => {
     const resolve = fixedResolver([PUBLIC_V4]);
     const reason = refusedReason(await decideRepository(url, 'public', resolve));
