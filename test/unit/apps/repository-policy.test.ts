@@ -5,8 +5,10 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appHostOptionsFrom } from '../../../src/apps/app-host-config.ts';
 import { DeploymentFailure, fetchRepository } from '../../../src/apps/deployment-builder.ts';
 import { decideRepository, nonPublicReason, pinnedResolve, type RepositoryDecision, type Resolver } from '../../../src/apps/repository-policy.ts';
+import { ConfigError, parseServeConfig } from '../../../src/config/config.ts';
 
 /** A resolver that answers `addresses` for every name and records what it was asked. */
 function fixedResolver(addresses: string[]): Resolver & { asked: string[] } {
@@ -19,6 +21,15 @@ function fixedResolver(addresses: string[]): Resolver & { asked: string[] } {
 
 const PUBLIC_V4 = '93.184.216.34';
 const PUBLIC_V6 = '2606:2800:220:1:248:1893:25c8:1946';
+
+describe('the --app-repositories setting', () => {
+  it('defaults to public and reaches the app host; an unknown mode is a configuration error', () => {
+    expect(appHostOptionsFrom(parseServeConfig([], {})).repositories).toBe('public');
+    expect(appHostOptionsFrom(parseServeConfig(['--app-repositories', 'local'], {})).repositories).toBe('local');
+    expect(appHostOptionsFrom(parseServeConfig([], { HEARTH_APP_REPOSITORIES: 'network' })).repositories).toBe('network');
+    expect(() => parseServeConfig(['--app-repositories', 'any'], {})).toThrow(ConfigError);
+  });
+});
 
 describe('the address classifier', () => {
   it.each([
