@@ -12,6 +12,7 @@ export function appHostOptionsFrom(config: Config): AppHostOptions {
     maxUnpackedBytes: config.appMaxUnpackedBytes,
     startTimeoutMs: config.appStartTimeout * 1000,
     buildTimeoutMs: config.appBuildTimeout * 1000,
+    repositories: config.appRepositories,
     gracePeriodMs: config.appGracePeriod * 1000,
     stopTimeoutMs: 5_000,
     backoffInitialMs: 1_000,

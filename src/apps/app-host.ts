@@ -7,6 +7,7 @@ import {
   invalidArchive,
   invalidRequest,
   noYamConfigured,
+  repositoryNotAllowed,
   repositoryUnreachable,
   workspaceNotFound,
 } from '../errors/index.ts';
@@ -22,6 +23,7 @@ import { appView, type AppView, deploymentView, type DeploymentView } from './ap
 import { ArchiveError, unpackArchive } from './archive-unpacker.ts';
 import { buildApp, DeploymentFailure, fetchRepository, isAcceptableRepositoryUrl, probeRepository, startCommand } from './deployment-builder.ts';
 import type { LogLine } from './log-ring.ts';
+import { decideRepository, type RepositoryAccess } from './repository-policy.ts';
 import { handOver, launchPlan, type SandboxOptions } from './sandbox.ts';
 
 /**
@@ -43,6 +45,8 @@ export interface AppHostOptions {
   startTimeoutMs: number;
   /** Each build step (clone, install, build script). */
   buildTimeoutMs: number;
+  /** Which repositories a deployment may fetch (repository-policy.ts). */
+  repositories: RepositoryAccess;
   gracePeriodMs: number;
   stopTimeoutMs: number;
   backoffInitialMs: number;
@@ -55,6 +59,7 @@ export const DEFAULT_APP_HOST_OPTIONS = {
   maxUnpackedBytes: 512 << 20,
   startTimeoutMs: 60_000,
   buildTimeoutMs: 600_000,
+  repositories: 'public',
   gracePeriodMs: 10_000,
   stopTimeoutMs: 5_000,
   backoffInitialMs: 1_000,
@@ -128,6 +133,7 @@ export class AppHost {
   async start(): Promise<void> {
     fs.mkdirSync(this.options.rootDir, { recursive: true, mode: 0o711 });
     if (this.options.sandbox.mode === 'none') this.d.log.warn('apps run WITHOUT a sandbox (--app-sandbox none): they can read everything Hearth can');
+    if (this.options.repositories === 'local') this.d.log.warn('deployments may clone local paths and file:// repositories of this machine (--app-repositories local): every workspace member can read them');
     const interrupted = await this.d.apps.failInterrupted();
     if (interrupted > 0) this.d.log.warn('deployments interrupted by the last stop marked failed', { count: interrupted });
     for (const app of this.d.apps.all()) {
@@ -245,12 +251,15 @@ export class AppHost {
     return deploymentView(dep);
   }
 
-  /** JSON {repository, ref?}: the repository must answer `git ls-remote` (else 400 repository_unreachable). */
+  /** JSON {repository, ref?}: the repository must be allowed (else 400 repository_not_allowed) and answer `git ls-remote` (else 400 repository_unreachable). */
   async deployRepository(accountId: string, workspaceId: string, appId: string, body: unknown): Promise<DeploymentView> {
     const app = this.app(accountId, workspaceId, appId);
     const input = parseRepositoryInput(body);
     if (!isAcceptableRepositoryUrl(input.repository)) throw invalidRequest("'repository' is not a URL git may clone", 'repository', 'invalid_value');
-    const problem = await probeRepository(input.repository, Math.min(60_000, this.options.buildTimeoutMs));
+    const permit = await decideRepository(input.repository, this.options.repositories);
+    if (permit.kind === 'refused') throw repositoryNotAllowed(permit.reason);
+    if (permit.kind === 'unreachable') throw repositoryUnreachable(permit.reason);
+    const problem = await probeRepository(permit, Math.min(60_000, this.options.buildTimeoutMs));
     if (problem !== null) throw repositoryUnreachable(problem);
     const dep = await this.d.apps.createDeployment(app, { kind: 'repository', repository: input.repository, ref: input.ref, commit: null });
     this.enqueue(app, dep, []);
@@ -344,7 +353,7 @@ export class AppHost {
       if (dep.source.kind !== 'release') {
         await state('fetching');
         if (dep.source.kind === 'repository') {
-          const commit = await fetchRepository(dep.source.repository, dep.source.ref, codeDir, this.options.buildTimeoutMs, appendLog, build.signal);
+          const commit = await fetchRepository(dep.source.repository, this.options.repositories, dep.source.ref, codeDir, this.options.buildTimeoutMs, appendLog, build.signal);
           await this.d.apps.setDeploymentState(dep.id, 'fetching', { source: { ...dep.source, commit } });
         }
         await handOver(codeDir, this.options.sandbox.mode);

@@ -2,12 +2,13 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { runToEnd } from './app-process.ts';
+import { type RepositoryAccess, type RepositoryPermit, decideRepository, type Resolver, systemResolver } from './repository-policy.ts';
 import { launchPlan, type SandboxOptions } from './sandbox.ts';
 
 /**
  * The fetch and build steps of a deployment (contract "Build"), each with a time limit and its output in
- * the build log: clone a repository at a ref (git runs as Hearth, outside the sandbox, with no transport
- * that runs commands), then, in the sandbox, `npm ci --omit=dev` (lock file) or `npm install --omit=dev`
+ * the build log: clone a repository at a ref (git runs as Hearth, outside the sandbox, confined by the
+ * repository's permit: repository-policy.ts), then, in the sandbox, `npm ci --omit=dev` (lock file) or `npm install --omit=dev`
  * when the package has dependencies, then its `build` script if any. `startCommand` finds what runs the
  * web process: a Procfile `web:` line, else the package's `start` script. Failures throw DeploymentFailure
  * whose message is the deployment's `reason` (`build_failed: ...`).
@@ -19,7 +20,7 @@ export class DeploymentFailure extends Error {
 export type BuildLog = (line: string) => void;
 
 const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/true', SSH_ASKPASS: '/bin/true', GIT_CONFIG_NOSYSTEM: '1', HOME: '/nonexistent' };
-const GIT_SAFE = ['-c', 'protocol.file.allow=always', '-c', 'protocol.ext.allow=never', '-c', 'protocol.fd.allow=never', '-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false'];
+const GIT_SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false'];
 
 function git(args: string[], timeoutMs: number, cwd?: string, signal?: AbortSignal): Promise<{ ok: boolean; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -39,16 +40,22 @@ export function isAcceptableRepositoryUrl(url: string): boolean {
   return url.length > 0 && url.length <= 2048 && !url.startsWith('-') && !/^(ext|fd)::/i.test(url) && !/[\0\n\r]/.test(url);
 }
 
-/** Whether git can reach the repository (ls-remote); the error text otherwise. */
-export async function probeRepository(url: string, timeoutMs: number): Promise<string | null> {
-  const r = await git(['ls-remote', '--quiet', '--', url, 'HEAD'], timeoutMs);
+/** Whether git can reach the permitted repository (ls-remote); the error text otherwise. */
+export async function probeRepository(permit: RepositoryPermit, timeoutMs: number): Promise<string | null> {
+  const r = await git([...permit.gitArgs, 'ls-remote', '--quiet', '--', permit.url, 'HEAD'], timeoutMs);
   return r.ok ? null : maskUrlCredentials(lastLines(r.stderr, 3)) || 'git ls-remote failed';
 }
 
-/** Clones `url` into `dest` (which must not exist) at `ref` (branch, tag or commit; default HEAD); returns the commit. */
-export async function fetchRepository(url: string, ref: string | null, dest: string, timeoutMs: number, log: BuildLog, signal?: AbortSignal): Promise<string> {
+/**
+ * Clones `url` into `dest` (which must not exist) at `ref` (branch, tag or commit; default HEAD); returns the
+ * commit. The URL is judged under `access` again first: a queued deployment clones later than its probe.
+ */
+export async function fetchRepository(url: string, access: RepositoryAccess, ref: string | null, dest: string, timeoutMs: number, log: BuildLog, signal?: AbortSignal, resolve: Resolver = systemResolver): Promise<string> {
   log(`$ git clone ${maskUrlCredentials(url)}${ref ? ` (ref ${ref})` : ''}`);
-  const clone = await git(['clone', '--quiet', '--no-checkout', '--', url, dest], timeoutMs, undefined, signal);
+  const permit = await decideRepository(url, access, resolve);
+  if (permit.kind === 'refused') throw new DeploymentFailure(`build_failed: repository not allowed: ${permit.reason}`);
+  if (permit.kind === 'unreachable') throw new DeploymentFailure(`build_failed: repository unreachable: ${permit.reason}`);
+  const clone = await git([...permit.gitArgs, 'clone', '--quiet', '--no-checkout', '--', permit.url, dest], timeoutMs, undefined, signal);
   if (!clone.ok) throw new DeploymentFailure(`build_failed: git clone failed: ${maskUrlCredentials(lastLines(clone.stderr, 3))}`);
   const candidates = ref === null ? ['HEAD'] : [`refs/remotes/origin/${ref}`, `refs/tags/${ref}`, ref];
   let commit: string | null = null;

@@ -61,6 +61,8 @@ export interface Config {
   appMaxOpenFiles: number;
   appProxyTimeout: number;
   appProxyBodyLimit: number;
+  /** Which repositories app deployments may fetch (apps/repository-policy.ts). */
+  appRepositories: 'public' | 'network' | 'local';
   providerTimeoutMs: number;
   /** Deadline of one upstream call's whole answer, ms (providers/upstream-call.ts). */
   providerDeadlineMs: number;

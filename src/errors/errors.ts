@@ -118,6 +118,10 @@ export const invalidArchive = (detail: string) =>
 export const repositoryUnreachable = (detail: string) =>
   new ApiError({ status: 400, type: 'invalid_request_error', message: `Repository unreachable: ${detail}`, param: 'repository', code: 'repository_unreachable' });
 
+/** `detail` says why and names `--app-repositories` (apps/repository-policy.ts). */
+export const repositoryNotAllowed = (detail: string) =>
+  new ApiError({ status: 400, type: 'invalid_request_error', message: `Repository not allowed: ${detail}`, param: 'repository', code: 'repository_not_allowed' });
+
 export const appNotLive = (retryAfter: number) =>
   new ApiError({ status: 503, type: 'unavailable_error', message: 'The app has no live deployment right now', param: null, code: 'app_not_live', retryAfter });
 // Users, sessions and per-key limits (contract "Accounts, users and the dashboard", "Per-key limits").

@@ -64,7 +64,7 @@ function bareRepository(files: (dir: string) => void): string {
 }
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-start-timeout', '20', '--app-max-unpacked-bytes', String(1 << 20)] });
+  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-start-timeout', '20', '--app-max-unpacked-bytes', String(1 << 20), '--app-repositories', 'local'] });
   await hearth.waitReady();
   ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'hostile' })).body.workspaceId;
   await api('PUT', `/api/v1/workspaces/${ws}/yam`);

@@ -29,6 +29,8 @@ const hearthArgs = (model: string) => [
   '--app-start-timeout', '10', '--app-grace-period', '1',
   '--app-max-files', String(MAX_FILES), '--app-max-unpacked-bytes', String(MAX_BYTES), '--app-archive-limit', String(512 * 1024),
   '--app-proxy-body-limit', String(BODY_LIMIT),
+  // "deploying from a repository" clones local bare repositories (the default allows public http(s) hosts only).
+  '--app-repositories', 'local',
 ];
 
 beforeAll(async () => {
