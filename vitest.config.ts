@@ -12,5 +12,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 30_000,
+    // Servers the tests start (in process or as `hearth serve` children, which inherit it) load the prebuilt CPU
+    // kernels: choosing by timing would add child processes to every start and could change greedy outputs
+    // from one run to the next. test/model/cpu-kernels.test.ts tests the choice itself.
+    env: { HEARTH_CPU_KERNELS: 'prebuilt' },
   },
 });

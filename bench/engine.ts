@@ -48,10 +48,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type http from 'node:http';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { defaultModelsDir } from '../models/manifest.ts';
 import { DEFAULT_REALISTIC_LLAMA } from '../models/realistic-llama.ts';
+import { chooseCpuKernels, type CpuKernelsMode } from '../src/engine/cpu-kernels.ts';
 import { ensureRealisticModel } from '../models/test-model-path.ts';
 import { startHearthProcess } from '../test/helpers/hearth-process.ts';
 import { ensureLlamaServer, killLlamaServerBuild, type LlamaServerBinary, startLlamaServer } from './llama-server.ts';
@@ -66,7 +68,7 @@ import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, ru
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
 
-type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'native-nocache' | 'native-nofront' | 'node-llama-cpp';
+type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'native-nocache' | 'native-nofront' | 'native-prebuilt' | 'node-llama-cpp';
 
 /** Native-engine variants for A/B rows in one run: the `hearth serve` arguments each adds. */
 const NATIVE_VARIANTS: Record<string, string[]> = {
@@ -81,6 +83,8 @@ const NATIVE_VARIANTS: Record<string, string[]> = {
   'native-nocache': ['--prompt-cache-mib', '0'],
   // uWS alone on the public port (no managed HAProxy front): the front's cost.
   'native-nofront': ['--front', 'off'],
+  // node-llama-cpp's prebuilt CPU kernels whatever --cpu-kernels auto would choose (before the native build).
+  'native-prebuilt': ['--cpu-kernels', 'prebuilt'],
 };
 const engineOf = (e: HearthEngine) => (e in NATIVE_VARIANTS ? 'native' : e);
 
@@ -355,6 +359,20 @@ function loadedCpuBackends(pid: number): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * The CPU library Hearth's native loop loads for this model: `--cpu-kernels auto` (the default, unless the run
+ * passes --cpu-kernels in --hearth-args) chooses between the prebuilt `variant` and the native build by timing
+ * them; this runs that same choice first (its cache then gives Hearth's start the same answer, which
+ * summaryMarkdown shows beside Hearth's own report).
+ */
+async function ceilingLibrary(variant: string, modelPath: string, slots: number, o: Options): Promise<string> {
+  const flag = o.hearthArgs.indexOf('--cpu-kernels');
+  const mode = (flag >= 0 ? o.hearthArgs[flag + 1] : 'auto') as CpuKernelsMode;
+  const choice = await chooseCpuKernels({ mode, modelPath, slots, threads: o.threads[0]!, cores: Math.max(1, availableParallelism()), cacheFile: join(defaultModelsDir(), 'cpu-kernels.json') });
+  log(`  cpu kernels for this model: ${choice.kernels} (${choice.why})`);
+  return choice.kernels === 'native' ? join(ROOT, 'native', 'build', 'cpu-kernels', 'libggml-cpu-native.so') : variant;
 }
 
 async function startHearthTarget(engine: HearthEngine, model: string, slots: number, threads: number, o: Options, extraArgs: string[] = []): Promise<Target> {
@@ -866,6 +884,8 @@ interface ShapeRun {
   /** Kernel ceiling rows per prompt length (llama-batched-bench), or why there are none. */
   ceiling: { promptLength: number; threads: number; rows: CeilingRow[]; args: string[] }[];
   ceilingError?: string;
+  /** The CPU library the ceiling ran on (Hearth's choice for this model). */
+  ceilingLibrary?: string;
   /** Smooth decode of Hearth per --step-token-budget (0 = the default batch) and of llama-server. */
   smooth: { server: string; budget: number | null; pace?: number; result: SmoothResult }[];
 }
@@ -898,7 +918,7 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   const hearth = cfg.targets.find((t) => t.name.startsWith('hearth-native') && t.available) ?? cfg.targets.find((t) => t.name.startsWith('hearth') && t.available);
   L.push(`#### Summary: ${shape.label} — slots ${cfg.slots}, threads ${cfg.threads}`);
   L.push('');
-  L.push(`Ceiling: llama-batched-bench (no HTTP, no sampling) on the same prompt and generation lengths: "with prefill" counts the generated tokens over the whole time, prompts' prefill included, as the servers' tok/s do (the ratio to it is the target); "decode only" is generation tok/s after the prompts. On node-llama-cpp's own prebuilt libllama and ${variant ?? '?'} — the CPU library Hearth's process loads${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
+  L.push(`Ceiling: llama-batched-bench (no HTTP, no sampling) on the same prompt and generation lengths: "with prefill" counts the generated tokens over the whole time, prompts' prefill included, as the servers' tok/s do (the ratio to it is the target); "decode only" is generation tok/s after the prompts. On node-llama-cpp's own prebuilt libllama and ${(shape.ceilingLibrary ?? variant ?? '?').split('/').pop()} — the CPU library Hearth chose for this model (--cpu-kernels)${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
   L.push('');
   L.push(`| prompt | clients | ceiling tok/s with prefill / decode only | llama-server tok/s | Hearth tok/s | Hearth / ceiling with prefill (decode only) | Hearth / llama-server${o.rounds > 1 ? ' best rounds (paired, median)' : ''} | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |`);
   L.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
@@ -1023,10 +1043,12 @@ async function main(): Promise<void> {
       try {
         const tools = await ensureCeilingTools(log);
         const slotsMax = Math.max(...o.slots);
+        const library = await ceilingLibrary(variant, modelPath, slotsMax, o);
+        shape.ceilingLibrary = library;
         const sequences = [...new Set(o.concurrency.map((c) => Math.min(c, slotsMax)))];
         for (const pl of o.promptLengths) {
           // Best of 3 runs per row: ggml's spinning barriers make one disturbed run orders of magnitude slower.
-          const runs = [0, 1, 2].map(() => runBatchedBench(tools, variant!, modelPath, { threads: o.threads[0]!, promptTokens: pl, genTokens: sm.maxTokens, sequences, batchSize: o.batchSize }));
+          const runs = [0, 1, 2].map(() => runBatchedBench(tools, library, modelPath, { threads: o.threads[0]!, promptTokens: pl, genTokens: sm.maxTokens, sequences, batchSize: o.batchSize }));
           const r = { args: runs[0]!.args, rows: runs[0]!.rows.map((row) => runs.map((x) => x.rows.find((y) => y.sequences === row.sequences) ?? row).reduce((a, b) => (b.tgTokPerS > a.tgTokPerS ? b : a))) };
           shape.ceiling.push({ promptLength: pl, threads: o.threads[0]!, rows: r.rows, args: r.args });
           log(`  ceiling prompt ${pl}: ${r.rows.map((x) => `${x.sequences} seq ${fmt(x.requestTokPerS)} tok/s with prefill, ${fmt(x.tgTokPerS)} decode only`).join(', ')}`);

@@ -1,7 +1,7 @@
 /**
  * Offline build of the native slot loop: native/src/*.cpp -> native/build/hearth_native.node.
  *
- *   node --import tsx native/build.ts [--if-possible] [--force] [--verbose]
+ *   node --import tsx native/build.ts [--if-possible] [--force] [--verbose] [--no-cpu-kernels]
  *
  * Links against the prebuilt libllama / libggml that node-llama-cpp ships for this platform (rpath to
  * that folder, so node-llama-cpp and the addon share one copy of the library in a process); never
@@ -11,6 +11,9 @@
  * addon is loaded once in a child process to compare the compiled-in header versions with the libraries'
  * llama_version() / ggml_version() before it replaces the previous build.
  *
+ * Then, unless --no-cpu-kernels: ggml's CPU backend built for this machine (cpu-kernels-build.ts), which
+ * Hearth may use instead of the prebuilt one (`--cpu-kernels`); failing to build it only prints a line.
+ *
  * --if-possible (for npm postinstall): when the addon cannot be built (unsupported platform, no C++
  * compiler, no git, a compile error), print one line and exit 0; Hearth then uses node-llama-cpp.
  */
@@ -19,7 +22,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { ADDON_PATH, findPackageDir, findPrebuiltLlama, NATIVE_BUILD_DIR, NATIVE_SRC_DIR, type PrebuiltLlama } from './paths.ts';
+import { buildCpuKernels } from './cpu-kernels-build.ts';
+import { ADDON_PATH, CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY, findPackageDir, findPrebuiltLlama, NATIVE_BUILD_DIR, NATIVE_SRC_DIR, type PrebuiltLlama } from './paths.ts';
 
 const LOG_PATH = join(NATIVE_BUILD_DIR, 'build.log');
 const OBJ_DIR = join(NATIVE_BUILD_DIR, 'obj');
@@ -258,6 +262,20 @@ async function main(): Promise<void> {
     );
   } finally {
     rmSync(tmp, { force: true });
+  }
+  if (!args.has('--no-cpu-kernels')) await cpuKernels(prebuilt, headers.commit);
+}
+
+/** The optional native CPU kernels (cpu-kernels-build.ts): reported, never a reason for the install to fail. */
+async function cpuKernels(prebuilt: PrebuiltLlama, commit: string): Promise<void> {
+  try {
+    const r = await buildCpuKernels(prebuilt, commit, log, force);
+    const where = relative(process.cwd(), join(CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY));
+    console.log(r.built ? `hearth native CPU kernels: built ${where} for this CPU in ${r.seconds.toFixed(1)} s` : `hearth native CPU kernels: ${where} is up to date`);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    log(`native CPU kernels not built: ${message}`);
+    console.log(`hearth native CPU kernels: not built (${message}); Hearth uses node-llama-cpp's prebuilt ones`);
   }
 }
 

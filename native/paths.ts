@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -57,4 +57,65 @@ export function findPrebuiltLlama(): PrebuiltLlama | { reason: string } {
   if (!libllama || !libggml || !libggmlBase) return { reason: `libllama / libggml / libggml-base are missing in ${binDir}` };
   if (!files.some((f) => f.startsWith('libggml-cpu'))) return { reason: `no libggml-cpu backend in ${binDir}` };
   return { platform, binDir, libllama, libggml, libggmlBase, nodeLlamaCppDir };
+}
+
+/** This machine's own build of ggml's CPU backend (native/cpu-kernels-build.ts), when there is one. */
+export const CPU_KERNELS_DIR = join(NATIVE_BUILD_DIR, 'cpu-kernels');
+/** A `libggml-cpu-*` name: ggml's loader takes it for a CPU backend variant (ggml_backend_load_best). */
+export const CPU_KERNELS_LIBRARY = 'libggml-cpu-native.so';
+export const CPU_KERNELS_BUILD_FILE = 'build.json';
+
+/** The CPU a build is for: model name and the ISA flags of /proc/cpuinfo (first processor). */
+export interface CpuFingerprint {
+  model: string;
+  flags: string;
+}
+
+/** build.json beside the library. */
+export interface CpuKernelsBuild {
+  /** llama.cpp commit of the sources (node-llama-cpp's bundle). */
+  commit: string;
+  /** size:mtime of the prebuilt libggml-base.so it binds to at run time. */
+  base: string;
+  cpu: CpuFingerprint;
+  flags: string[];
+  builtAt: string;
+}
+
+export function cpuFingerprint(): CpuFingerprint | null {
+  try {
+    const info = readFileSync('/proc/cpuinfo', 'utf8');
+    const flags = /^flags\s*:\s*(.*)$/m.exec(info)?.[1]?.trim();
+    if (!flags) return null;
+    return { model: /^model name\s*:\s*(.*)$/m.exec(info)?.[1]?.trim() ?? 'unknown', flags };
+  } catch {
+    return null;
+  }
+}
+
+/** Identity of a library file (size and modification time): a rebuilt or upgraded one differs. */
+export function fileStamp(path: string): string {
+  const s = statSync(path);
+  return `${s.size}:${Math.round(s.mtimeMs)}`;
+}
+
+/**
+ * The native CPU kernels usable by this process: built, for this CPU, against the prebuilt libggml-base
+ * installed now. Otherwise why not (never built, another CPU, node-llama-cpp upgraded since).
+ */
+export function nativeCpuKernels(): { dir: string; library: string; build: CpuKernelsBuild } | { reason: string } {
+  const library = join(CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY);
+  let build: CpuKernelsBuild;
+  try {
+    build = JSON.parse(readFileSync(join(CPU_KERNELS_DIR, CPU_KERNELS_BUILD_FILE), 'utf8')) as CpuKernelsBuild;
+  } catch {
+    return { reason: 'not built (npm run build:native builds them where cmake is installed)' };
+  }
+  if (!existsSync(library)) return { reason: `${library} is missing` };
+  const cpu = cpuFingerprint();
+  if (cpu === null || cpu.flags !== build.cpu?.flags) return { reason: `built for another CPU (${build.cpu?.model ?? 'unknown'}); run npm run build:native again` };
+  const prebuilt = findPrebuiltLlama();
+  if ('reason' in prebuilt) return { reason: prebuilt.reason };
+  if (fileStamp(join(prebuilt.binDir, prebuilt.libggmlBase)) !== build.base) return { reason: 'built against another node-llama-cpp release; run npm run build:native again' };
+  return { dir: CPU_KERNELS_DIR, library, build };
 }

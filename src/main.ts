@@ -101,6 +101,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       cores: config.defaultCores,
       contextSize: config.contextSize,
       batchSize: config.batchSize,
+      cpuKernels: config.cpuKernels,
       native: {
         weightRepack: config.weightRepack,
         threadPool: config.threadPool,

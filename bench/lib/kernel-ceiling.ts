@@ -70,10 +70,13 @@ export async function ensureCeilingTools(log: (s: string) => void): Promise<Ceil
   });
 }
 
-/** The environment that makes the tools use node-llama-cpp's prebuilt `variantFile` (e.g. libggml-cpu-zen4.so). */
+/**
+ * The environment that makes the tools use `variantFile`: a prebuilt library of node-llama-cpp (e.g.
+ * libggml-cpu-zen4.so), or an absolute path (the native build, native/build/cpu-kernels/libggml-cpu-native.so).
+ */
 export function variantEnv(tools: CeilingTools, variantFile: string): NodeJS.ProcessEnv {
-  const path = join(tools.libDir, variantFile);
-  if (!existsSync(path)) throw new Error(`${variantFile} is not among node-llama-cpp's prebuilt libraries in ${tools.libDir}`);
+  const path = variantFile.startsWith('/') ? variantFile : join(tools.libDir, variantFile);
+  if (!existsSync(path)) throw new Error(`${variantFile} is not among node-llama-cpp's prebuilt libraries in ${tools.libDir}, nor a file`);
   // The tools' rpath names the folder they were built against, which may have moved (another checkout):
   // the library path makes them load this checkout's prebuilt libraries.
   return { ...process.env, GGML_BACKEND_PATH: path, LD_LIBRARY_PATH: [tools.libDir, process.env['LD_LIBRARY_PATH']].filter(Boolean).join(':') };

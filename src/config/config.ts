@@ -17,6 +17,8 @@ export interface Config {
   threads: number;
   contextSize: number;
   batchSize: number;
+  /** Native engine: which ggml CPU kernels (engine/cpu-kernels.ts). */
+  cpuKernels: 'auto' | 'prebuilt' | 'native';
   weightRepack: boolean;
   /** Native engine: persistent compute threads, their idle polling (0-100), the per-step token budget (0 = batchSize). */
   threadPool: boolean;

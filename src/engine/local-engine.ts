@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { engineFailure } from '../errors/engine-failure.ts';
@@ -7,6 +8,7 @@ import { toApiError } from '../errors/to-api-error.ts';
 import { waitFor } from '../lifecycle/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import { chooseCpuKernels, type CpuKernelsChoice, type CpuKernelsMode } from './cpu-kernels.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
@@ -29,6 +31,8 @@ export interface LocalEngineOptions {
   batchSize: number;
   /** Native engine tuning; what is left out is DEFAULT_NATIVE_TUNING's. */
   native?: Partial<NativeTuning>;
+  /** Native engine: which ggml CPU kernels (cpu-kernels.ts); default `prebuilt`. */
+  cpuKernels?: CpuKernelsMode;
   /** Server cap on completion tokens, and the default. */
   maxTokens: number;
   /** Requests allowed to wait for a slot. */
@@ -162,6 +166,7 @@ export class LocalEngine implements ChatEngine {
       this.maxTokenBytes = this.o.engine === 'instant' ? INSTANT_TOKEN_BYTES : md.maxTokenBytes;
       this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.o.slots, threads: this.st.threads });
       if (this.disposed) return;
+      const kernels = await this.chooseKernels(modelPath);
       await this.startPool({
         engine: this.o.engine,
         modelPath,
@@ -172,6 +177,7 @@ export class LocalEngine implements ChatEngine {
         batchSize: this.o.batchSize,
         native: { ...DEFAULT_NATIVE_TUNING, ...this.o.native },
         calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
+        cpuKernels: kernels?.kernels ?? 'prebuilt',
         stopChannel: this.stopChannel,
       });
     } catch (err) {
@@ -181,6 +187,16 @@ export class LocalEngine implements ChatEngine {
       }
       this.fail(err instanceof Error ? err.message : String(err));
     }
+  }
+
+  /** Native engines: the ggml CPU kernels the workers load (logged as "cpu kernels"); null for the others. */
+  private async chooseKernels(modelPath: string): Promise<CpuKernelsChoice | null> {
+    if (this.o.engine !== 'native' && this.o.engine !== 'auto') return null;
+    const mode = this.o.cpuKernels ?? 'prebuilt';
+    if (mode === 'auto') this.log.info('timing cpu kernels', { model: this.modelId });
+    const choice = await chooseCpuKernels({ mode, modelPath, slots: this.o.slots, threads: this.st.threads, cores: this.o.cores, cacheFile: path.join(this.o.modelsDir, 'cpu-kernels.json'), signal: this.startup.signal });
+    this.log.info('cpu kernels', { model: this.modelId, kernels: choice.kernels, why: choice.why, ...(choice.msPerStep ? { msPerStep: choice.msPerStep, cached: choice.cached } : {}) });
+    return choice;
   }
 
   private startPool(workerData: ModelWorkerData): Promise<void> {

@@ -46,6 +46,8 @@ export interface ModelWorkerData {
   native: NativeTuning;
   /** Native engine only, > 0: calibrate 1..threads compute threads at load for this many cores (thread-plan.ts). */
   calibrateCores: number;
+  /** Native engine only: the ggml CPU kernels to load (engine/cpu-kernels.ts). */
+  cpuKernels: CpuKernelsKind;
   /** The BroadcastChannel on which the pool's owner sends WorkerStop before it terminates the workers. */
   stopChannel: string;
 }
@@ -130,3 +132,19 @@ export type WorkerStatus =
   | { hearth: 'worker-failed'; reason: string }
   /** loadAborted: the stop came while the model was loading, and the load was abandoned (nothing held). */
   | { hearth: 'worker-stopped'; loadAborted: boolean };
+
+/** node-llama-cpp's prebuilt ggml CPU library for this CPU family, or the one built for this very CPU. */
+export type CpuKernelsKind = 'prebuilt' | 'native';
+
+/**
+ * The CPU kernel probe, a child process (worker/cpu-kernel-probe.ts; argv[2] is the request as JSON, stdout one
+ * JSON answer line). `describe`: whether the native kernels can be used here. `time`: the median ms of a decode
+ * step with one row per slot, per compute-thread count, with the given kernels loaded.
+ */
+export type CpuKernelProbeRequest =
+  | { action: 'describe' }
+  | { action: 'time'; kernels: CpuKernelsKind; modelPath: string; slots: number; threads: number; cores: number };
+
+export type CpuKernelProbeAnswer =
+  | { action: 'describe'; native: { stamp: string } | { reason: string } }
+  | { action: 'time'; cpuBackend: string; timings: { threads: number; msPerStep: number }[] };

@@ -4,6 +4,7 @@ import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
 import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InstantEngine } from './instant-engine.ts';
 import { LlamaSequenceEngine } from './llama-sequence-engine.ts';
+import { cpuKernelsDir } from './cpu-kernels-dir.ts';
 import { PromptBuilder } from './prompt-builder.ts';
 import { PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotEngine } from './slot-engine.ts';
@@ -107,6 +108,7 @@ async function tryLoadNative(data: ModelWorkerData, signal: AbortSignal | undefi
     const mod = await import('./native-slot-engine.ts');
     const available = mod.nativeAddonAvailable();
     if (!available.ok) return { ok: false, reason: available.reason };
+    const backendDir = cpuKernelsDir(data.cpuKernels);
     const engine = await mod.loadNativeSlotEngineInternal({
       modelPath: data.modelPath,
       contextSize: data.contextSize,
@@ -121,6 +123,7 @@ async function tryLoadNative(data: ModelWorkerData, signal: AbortSignal | undefi
       stepTimeRatio: data.native.prefillStepPercent / 100,
       kvUnified: data.native.kvUnified,
       calibrateCores: data.calibrateCores,
+      ...(backendDir ? { backendDir } : {}),
     }, signal);
     return { ok: true, engine };
   } catch (err) {

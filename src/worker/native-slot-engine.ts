@@ -48,6 +48,11 @@ export interface NativeSlotEngineOptions {
   calibrateCores?: number;
   /** JavaScript work per step (ms) the calibration allows for. */
   calibrateJsStepMs?: number;
+  /**
+   * Folder of the ggml CPU backend to load (e.g. native/build/cpu-kernels); default: node-llama-cpp's
+   * prebuilt ones. Process-wide: the first loop of a process decides, later ones share its backend.
+   */
+  backendDir?: string;
 }
 
 export const DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS = {
@@ -101,6 +106,7 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
         ...(o.stepTimeRatio !== undefined ? { stepTimeRatio: o.stepTimeRatio } : {}),
         ...(o.calibrateCores !== undefined ? { calibrateCores: o.calibrateCores } : {}),
         ...(o.calibrateJsStepMs !== undefined ? { calibrateJsStepMs: o.calibrateJsStepMs } : {}),
+        ...(o.backendDir !== undefined ? { backendDir: o.backendDir } : {}),
       },
       (events) => {
         if (engine) return engine.handle(events);

@@ -15,7 +15,7 @@ const addon = nativeAddonAvailable();
 async function workerData(engine: ModelWorkerData['engine']): Promise<ModelWorkerData> {
   return {
     engine, modelPath: await ensureTinyChatModel(), contextSize: 256, slots: 1, threads: 1, fallbackThreads: 1, batchSize: 64,
-    native: DEFAULT_NATIVE_TUNING, calibrateCores: 0, stopChannel: 'unused',
+    native: DEFAULT_NATIVE_TUNING, calibrateCores: 0, cpuKernels: 'prebuilt', stopChannel: 'unused',
   };
 }
 

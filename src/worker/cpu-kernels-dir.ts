@@ -1,0 +1,14 @@
+import { nativeCpuKernels } from '../../native/paths.ts';
+import type { CpuKernelsKind } from '../engine/worker-protocol.ts';
+
+/**
+ * The ggml backend folder the native loop loads for a kind of CPU kernels: undefined for node-llama-cpp's
+ * prebuilt folder; native/build/cpu-kernels for this machine's build. Throws, with the reason, when the native
+ * build is not usable here (never built, built for another CPU or another node-llama-cpp).
+ */
+export function cpuKernelsDir(kernels: CpuKernelsKind): string | undefined {
+  if (kernels === 'prebuilt') return undefined;
+  const native = nativeCpuKernels();
+  if ('reason' in native) throw new Error(`the native CPU kernels are ${native.reason}`);
+  return native.dir;
+}

@@ -1,0 +1,93 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { nativeCpuKernels } from '../../native/paths.ts';
+import { ensureTinyModel } from '../../models/test-model-path.ts';
+import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
+import { probeInChild } from '../../src/engine/cpu-kernels.ts';
+import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
+import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { tinyChatModel } from '../helpers/test-model.ts';
+
+/**
+ * The CPU kernels built for this machine (native/cpu-kernels-build.ts, by `npm run build:native`) and the
+ * choice between them and node-llama-cpp's prebuilt ones (`--cpu-kernels`), for real: the probe child loads the
+ * kind it is asked for and times decode steps; a server on the native kernels answers exactly as on the prebuilt
+ * ones (the tiny model's greedy reply); `auto` times once per model and remembers. No timing is asserted (which
+ * kernels win is the machine's business: bench/engine.ts reports it). Skipped, saying why, without the addon.
+ */
+const addon = nativeAddonAvailable();
+const native = nativeCpuKernels();
+const canBuild = process.platform === 'linux' && process.arch === 'x64' && spawnSync('cmake', ['--version']).status === 0;
+const skip = !addon.ok ? `native addon unavailable: ${addon.reason}` : 'reason' in native ? `native CPU kernels ${native.reason}` : '';
+
+describe.skipIf(!canBuild || !addon.ok)('npm run build:native', () => {
+  it('built the CPU kernels for this machine (linux-x64 with cmake installed)', () => {
+    expect(native).toMatchObject({ library: expect.stringMatching(/native\/build\/cpu-kernels\/libggml-cpu-native\.so$/) });
+  });
+});
+
+describe.skipIf(skip !== '')(`CPU kernels for real${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  const servers: HearthProcess[] = [];
+  const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-kernels-models-'));
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    fs.rmSync(modelsDir, { recursive: true, force: true });
+  });
+
+  it('the probe says the native build is usable, and loads and times the kind it is asked for', async () => {
+    expect(await probeInChild({ action: 'describe' })).toEqual({ action: 'describe', native: { stamp: expect.stringMatching(/^\d+:\d+$/) } });
+    const modelPath = await ensureTinyModel();
+    for (const kernels of ['prebuilt', 'native'] as const) {
+      const a = await probeInChild({ action: 'time', kernels, modelPath, slots: 2, threads: 2, cores: 2 });
+      if (a.action !== 'time') throw new Error('not a timing');
+      expect(a.cpuBackend).toMatch(kernels === 'native' ? /^libggml-cpu-native\.so$/ : /^libggml-cpu-(?!native)[\w-]+\.so$/);
+      expect(a.timings.map((t) => t.threads)).toEqual([1, 2]);
+      for (const t of a.timings) expect(t.msPerStep).toBeGreaterThan(0);
+    }
+  });
+
+  async function serve(kernels: string): Promise<HearthProcess> {
+    const s = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat', '--engine', 'native', '--slots', '2', '--threads', '2', '--cpu-kernels', kernels, '--models-dir', modelsDir] });
+    servers.push(s);
+    await s.waitReady(120_000);
+    return s;
+  }
+
+  const logLine = (s: HearthProcess, msg: string) => {
+    const line = s.logs().split('\n').find((l) => l.includes(`"msg":"${msg}"`));
+    if (!line) throw new Error(`no "${msg}" in the log:\n${s.logs()}`);
+    return JSON.parse(line) as Record<string, unknown>;
+  };
+
+  async function reply(s: HearthProcess): Promise<string> {
+    const r = await fetch(`${s.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'Say hello.' }], temperature: 0 }),
+    });
+    expect(r.status).toBe(200);
+    return ((await r.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
+  }
+
+  it('--cpu-kernels native: the worker computes with the native library and the reply is the model\'s own', async () => {
+    const s = await serve('native');
+    expect(logLine(s, 'cpu kernels')).toMatchObject({ kernels: 'native', why: '--cpu-kernels native' });
+    expect(logLine(s, 'model ready')).toMatchObject({ engine: 'native', cpuBackend: 'libggml-cpu-native.so' });
+    expect(await reply(s)).toBe(DEFAULT_TINY_REPLY);
+  });
+
+  it('--cpu-kernels auto: times both at the first start, loads the one it names, and remembers it at the next', async () => {
+    const first = await serve('auto');
+    const chose = logLine(first, 'cpu kernels');
+    expect(chose).toMatchObject({ cached: false, msPerStep: { prebuilt: expect.any(Number), native: expect.any(Number) } });
+    expect(logLine(first, 'model ready').cpuBackend).toBe(chose.kernels === 'native' ? 'libggml-cpu-native.so' : expect.stringMatching(/^libggml-cpu-(?!native)/));
+    expect(await reply(first)).toBe(DEFAULT_TINY_REPLY);
+    await first.stop();
+    const second = await serve('auto');
+    expect(logLine(second, 'cpu kernels')).toMatchObject({ kernels: chose.kernels, cached: true, msPerStep: chose.msPerStep });
+    expect(fs.existsSync(path.join(modelsDir, 'cpu-kernels.json'))).toBe(true);
+  });
+});
