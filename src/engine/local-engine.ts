@@ -164,9 +164,10 @@ export class LocalEngine implements ChatEngine {
       const contextSize = this.o.engine === 'instant' ? this.o.contextSize : Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
       this.st.contextSize = contextSize;
       this.maxTokenBytes = this.o.engine === 'instant' ? INSTANT_TOKEN_BYTES : md.maxTokenBytes;
-      this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.o.slots, threads: this.st.threads });
-      if (this.disposed) return;
+      // The kernels are timed (auto) before the workers start: the CPU backend is process-wide.
       const kernels = await this.chooseKernels(modelPath);
+      this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.o.slots, threads: this.st.threads, ...(kernels ? { cpuKernels: kernels.kernels } : {}) });
+      if (this.disposed) return;
       await this.startPool({
         engine: this.o.engine,
         modelPath,
