@@ -1110,7 +1110,7 @@ async function main(): Promise<void> {
   const jsonPath = join(OUT_DIR, `engine-${runId}.json`); // the name recordResults gives it
   const data = { options: o, machine: { simd: m.simd, kernel: m.kernel, loadAvgAtStart: m.loadAvgAtStart, cpuBackend: variant }, llamaServer: bin, llamaServerError: binError, shapes };
   const md = [
-    `- CPU: ${m.info.cpu ?? ''}; Hearth's ggml CPU backend: **${variant ?? 'unknown'}**${o.quick ? '; --quick run' : ''}`,
+    `- CPU: ${m.info.cpu ?? ''}; node-llama-cpp's prebuilt ggml CPU library for it: **${variant ?? 'unknown'}**; the library Hearth loads for each model (--cpu-kernels) is named in its summary${o.quick ? '; --quick run' : ''}`,
     ...shapes.map((sh) => `\n### ${sh.label}\n\n${summaryMarkdown(o, sh, variant)}\n\n${markdown(o, m, bin, sh.model, sh.configs, jsonPath)}`),
   ].join('\n');
   if (o.resultsMd) {
