@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { CPU_KERNELS_BUILD_FILE, CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY, cpuFingerprint, fileStamp, NATIVE_BUILD_DIR, type CpuKernelsBuild, type PrebuiltLlama } from './paths.ts';
+import { CPU_KERNELS_BUILD_FILE, CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY, cpuFingerprint, fileStamp, NATIVE_BUILD_DIR, readCpuKernelsBuild, type CpuKernelsBuild, type PrebuiltLlama } from './paths.ts';
 
 /**
  * Builds ggml's CPU backend for this very machine: native/build/cpu-kernels/libggml-cpu-native.so.
@@ -30,7 +30,7 @@ const X86_OPTIONS: [option: string, flag: string][] = [
   ['GGML_AVX512_BF16', 'avx512_bf16'], ['GGML_AMX_TILE', 'amx_tile'], ['GGML_AMX_INT8', 'amx_int8'], ['GGML_AMX_BF16', 'amx_bf16'],
 ];
 
-export class CpuKernelsNotBuilt extends Error {}
+class CpuKernelsNotBuilt extends Error {}
 
 function run(cmd: string, argv: string[], log: (s: string) => void, cwd?: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -58,7 +58,7 @@ export async function buildCpuKernels(prebuilt: PrebuiltLlama, commit: string, l
   const cpu = cpuFingerprint();
   if (cpu === null) throw new CpuKernelsNotBuilt('cannot read /proc/cpuinfo');
   const base = fileStamp(join(prebuilt.binDir, prebuilt.libggmlBase));
-  const existing = readBuild();
+  const existing = readCpuKernelsBuild();
   if (!force && existing && existing.commit === commit && existing.base === base && existing.cpu?.flags === cpu.flags && existsSync(join(CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY))) {
     return { built: false, seconds: 0 };
   }
@@ -103,13 +103,5 @@ export async function buildCpuKernels(prebuilt: PrebuiltLlama, commit: string, l
     return { built: true, seconds: (performance.now() - started) / 1000 };
   } finally {
     rmSync(work, { recursive: true, force: true });
-  }
-}
-
-function readBuild(): CpuKernelsBuild | null {
-  try {
-    return JSON.parse(readFileSync(join(CPU_KERNELS_DIR, CPU_KERNELS_BUILD_FILE), 'utf8')) as CpuKernelsBuild;
-  } catch {
-    return null;
   }
 }

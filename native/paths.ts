@@ -99,18 +99,23 @@ export function fileStamp(path: string): string {
   return `${s.size}:${Math.round(s.mtimeMs)}`;
 }
 
+/** build.json of the native CPU kernels, or null when there is none (or it cannot be read). */
+export function readCpuKernelsBuild(): CpuKernelsBuild | null {
+  try {
+    return JSON.parse(readFileSync(join(CPU_KERNELS_DIR, CPU_KERNELS_BUILD_FILE), 'utf8')) as CpuKernelsBuild;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The native CPU kernels usable by this process: built, for this CPU, against the prebuilt libggml-base
  * installed now. Otherwise why not (never built, another CPU, node-llama-cpp upgraded since).
  */
 export function nativeCpuKernels(): { dir: string; library: string; build: CpuKernelsBuild } | { reason: string } {
   const library = join(CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY);
-  let build: CpuKernelsBuild;
-  try {
-    build = JSON.parse(readFileSync(join(CPU_KERNELS_DIR, CPU_KERNELS_BUILD_FILE), 'utf8')) as CpuKernelsBuild;
-  } catch {
-    return { reason: 'not built (npm run build:native builds them where cmake is installed)' };
-  }
+  const build = readCpuKernelsBuild();
+  if (build === null) return { reason: 'not built (npm run build:native builds them where cmake is installed)' };
   if (!existsSync(library)) return { reason: `${library} is missing` };
   const cpu = cpuFingerprint();
   if (cpu === null || cpu.flags !== build.cpu?.flags) return { reason: `built for another CPU (${build.cpu?.model ?? 'unknown'}); run npm run build:native again` };

@@ -1,10 +1,7 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeAppRepository } from '../helpers/app-archives.ts';
+import { type DumbGitServer, serveDumbGit } from '../helpers/dumb-git-server.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { managementClient } from '../helpers/management-client.ts';
 import { tinyModel } from '../helpers/test-model.ts';
@@ -24,9 +21,8 @@ interface DeploymentView {
 }
 
 let bare: string;
-let server: http.Server;
+let server: DumbGitServer | undefined;
 let port: number;
-let connections = 0;
 let defaultMode: HearthProcess;
 let networkMode: HearthProcess;
 const clients = new Map<HearthProcess, { ws: string }>();
@@ -58,19 +54,8 @@ async function withYam(hearth: HearthProcess): Promise<void> {
 
 beforeAll(async () => {
   bare = probeAppRepository({ version: 'over-http', healthy: true }, 'v1');
-  execFileSync('git', ['update-server-info'], { cwd: bare, stdio: 'pipe' });
-  server = http.createServer((req, res) => {
-    const rel = new URL(req.url ?? '/', 'http://x').pathname.replace(/^\/probe\.git\//, '');
-    const file = path.join(bare, path.normalize(`/${rel}`));
-    if (!req.url?.startsWith('/probe.git/') || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200).end(fs.readFileSync(file));
-  });
-  server.on('connection', () => connections++);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  server = await serveDumbGit(bare, 'probe.git');
+  port = server.port;
   const model = await tinyModel();
   defaultMode = await startHearthProcess({ args: ['--model', model, '--engine', 'instant'] });
   networkMode = await startHearthProcess({ args: ['--model', model, '--engine', 'instant', '--app-start-timeout', '20', '--app-repositories', 'network'] });
@@ -81,7 +66,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await defaultMode?.stop();
   await networkMode?.stop();
-  await new Promise((resolve) => server?.close(resolve));
+  await server?.close();
   for (const d of [bare, defaultMode?.dataDir, networkMode?.dataDir]) if (d) fs.rmSync(d, { recursive: true, force: true });
 });
 
@@ -110,7 +95,7 @@ describe('the default (--app-repositories public)', () => {
       expect(r.body.error.message, repository).toMatch(/^Repository not allowed: .*--app-repositories/);
       expect(r.body.error.message).not.toContain('pa55w0rd');
     }
-    expect(connections).toBe(0);
+    expect(server!.connections()).toBe(0);
     expect((await d.api<{ data: unknown[] }>('GET', `${d.apps()}/${appId}/deployments`)).body.data).toEqual([]);
   });
 });
@@ -130,11 +115,11 @@ describe('--app-repositories network', () => {
 
   it('lets git reach an http repository on 127.0.0.1: a missing one is unreachable, a real one goes live', async () => {
     const appId = await n.newApp('lan');
-    const before = connections;
+    const before = server!.connections();
     const missing = await n.api<ErrorBody>('POST', `${n.apps()}/${appId}/deployments`, { repository: `http://127.0.0.1:${port}/nothing.git` });
     expect(missing.status).toBe(400);
     expect(missing.body.error.code).toBe('repository_unreachable');
-    expect(connections).toBeGreaterThan(before);
+    expect(server!.connections()).toBeGreaterThan(before);
 
     const dep = await n.api<DeploymentView>('POST', `${n.apps()}/${appId}/deployments`, { repository: `http://127.0.0.1:${port}/probe.git`, ref: 'v1' });
     expect(dep.status, JSON.stringify(dep.body)).toBe(202);

@@ -1,7 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +7,7 @@ import { appHostOptionsFrom } from '../../../src/apps/app-host-config.ts';
 import { DeploymentFailure, fetchRepository } from '../../../src/apps/deployment-builder.ts';
 import { decideRepository, nonPublicReason, pinnedResolve, type RepositoryDecision, type Resolver } from '../../../src/apps/repository-policy.ts';
 import { ConfigError, parseServeConfig } from '../../../src/config/config.ts';
+import { type DumbGitServer, serveDumbGit } from '../../helpers/dumb-git-server.ts';
 
 /** A resolver that answers `addresses` for every name and records what it was asked. */
 function fixedResolver(addresses: string[]): Resolver & { asked: string[] } {
@@ -153,12 +152,11 @@ describe('--app-repositories network and local', () => {
   });
 });
 
-/** A dumb-protocol git repository over http on 127.0.0.1 (static files; `/moved.git/...` redirects to it). */
+/** A dumb-protocol git repository over http on 127.0.0.1 (static files; `/moved/...` redirects to it). */
 describe('git under the permit (real git, a local http repository)', () => {
-  let server: http.Server;
+  let server: DumbGitServer;
   let port: number;
   let root: string;
-  let connections = 0;
 
   const run = (args: string[]) =>
     new Promise<{ ok: boolean; stdout: string; stderr: string }>((resolve) => {
@@ -182,27 +180,12 @@ describe('git under the permit (real git, a local http repository)', () => {
     git(work, 'add', '.');
     git(work, 'commit', '--quiet', '-m', 'x');
     git(root, 'clone', '--quiet', '--bare', work, 'repo.git');
-    git(path.join(root, 'repo.git'), 'update-server-info');
-    server = http.createServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://x');
-      if (url.pathname.startsWith('/moved.git/')) {
-        res.writeHead(302, { location: url.pathname.replace('/moved.git/', '/repo.git/') + url.search }).end();
-        return;
-      }
-      const file = path.join(root, path.normalize(url.pathname));
-      if (!file.startsWith(path.join(root, 'repo.git')) || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-        res.writeHead(404).end();
-        return;
-      }
-      res.writeHead(200).end(fs.readFileSync(file));
-    });
-    server.on('connection', () => connections++);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    server = await serveDumbGit(path.join(root, 'repo.git'));
+    port = server.port;
   });
 
   afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
+    await server.close();
     fs.rmSync(root, { recursive: true, force: true });
   });
 
@@ -211,16 +194,16 @@ describe('git under the permit (real git, a local http repository)', () => {
     const pinned = await run([...permit.gitArgs, 'ls-remote', '--', permit.url, 'HEAD']);
     expect(pinned.stderr).toBe('');
     expect(pinned.stdout).toMatch(/^[0-9a-f]{40}\tHEAD$/m);
-    const before = connections;
+    const before = server.connections();
     const unpinned = await run(['ls-remote', '--', permit.url, 'HEAD']);
     expect(unpinned.ok).toBe(false);
     expect(unpinned.stderr).toContain('Could not resolve host');
-    expect(connections).toBe(before);
+    expect(server.connections()).toBe(before);
   });
 
   it('a redirect is an error under the permit', async () => {
     const permit = await permitTo('hearth-pinned.invalid');
-    const moved = permit.url.replace('/repo.git', '/moved.git');
+    const moved = permit.url.replace('/repo.git', '/moved');
     // git's own default follows it (the server's redirect works)...
     expect((await run(['ls-remote', '--', moved.replace('hearth-pinned.invalid', '127.0.0.1'), 'HEAD'])).ok).toBe(true);
     const refused = await run([...permit.gitArgs, 'ls-remote', '--', moved, 'HEAD']);
@@ -239,12 +222,12 @@ describe('git under the permit (real git, a local http repository)', () => {
 
   it('the clone step judges the URL again: a name that now resolves to loopback is refused before git runs', async () => {
     const dest = path.join(root, 'clone-dest');
-    const before = connections;
+    const before = server.connections();
     const log: string[] = [];
     const fetched = fetchRepository(`http://rebound.example:${port}/repo.git`, 'public', null, dest, 20_000, (l) => log.push(l), undefined, fixedResolver(['127.0.0.1']));
     await expect(fetched).rejects.toThrow(DeploymentFailure);
     await expect(fetched).rejects.toThrow("build_failed: repository not allowed: 'rebound.example' resolves to an address that is not public");
     expect(fs.existsSync(dest)).toBe(false);
-    expect(connections).toBe(before);
+    expect(server.connections()).toBe(before);
   });
 });
