@@ -14,7 +14,9 @@ export default defineConfig({
     teardownTimeout: 30_000,
     // Servers the tests start (in process or as `hearth serve` children, which inherit it) load the prebuilt CPU
     // kernels: choosing by timing would add child processes to every start and could change greedy outputs
-    // from one run to the next. test/model/cpu-kernels.test.ts tests the choice itself.
-    env: { HEARTH_CPU_KERNELS: 'prebuilt' },
+    // from one run to the next. test/model/cpu-kernels.test.ts tests the choice itself. Likewise they compute on
+    // the CPU without probing for a GPU (a child process per start where a CUDA library is installed);
+    // test/unit/engine/gpu-offload.test.ts and test/model/gpu-fallback.test.ts test that choice.
+    env: { HEARTH_CPU_KERNELS: 'prebuilt', HEARTH_GPU_LAYERS: '0' },
   },
 });

@@ -74,7 +74,7 @@ function classifyJson(a: JsonAnswer): Outcome {
 
 const model = await ensureTinyChatModel({ reply: null });
 const hearth = await startBenchHearth(['--model', model, '--model-id', 'local/tiny', '--slots', String(SLOTS), '--workers', '1', '--queue-limit', String(QUEUE), '--engine', ENGINE]);
-const engine = ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { engine: string }).engine;
+const engine = ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { engine: { kind: string } }).engine.kind;
 const pid = hearth.proc.pid!;
 const url = `${hearth.baseUrl}/api/inference/v1/chat/completions`;
 const agent = keepAliveAgent(CLIENTS);

@@ -75,7 +75,7 @@ async function tinyModelScenario(engineFlag: string) {
     const tokens = ok.reduce((a, s) => a + (s.chunks.at(-1)?.usage?.completion_tokens ?? 0), 0);
     const ttft = ok.map((s) => s.firstContentAt - s.sentAt);
     const e2e = ok.map((s) => s.endedAt - s.sentAt);
-    const engine = ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { engine: string }).engine;
+    const engine = ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { engine: { kind: string } }).engine.kind;
     return { engine, requests: outcomes.length, failures, firstFailure: outcomes.map((s) => checkStream(s, MAX_TOKENS)).find((p) => p.length > 0) ?? null, tokens, wall, tokensPerSec: tokens / wall,
       ttft: { p50: percentile(ttft, 50), p90: percentile(ttft, 90), p99: percentile(ttft, 99), mean: mean(ttft) },
       e2e: { p50: percentile(e2e, 50), p90: percentile(e2e, 90), p99: percentile(e2e, 99), mean: mean(e2e) } };

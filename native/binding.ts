@@ -28,6 +28,10 @@ export interface NativeLoopOptions {
   weightRepack?: boolean;
   /** Folder of the ggml CPU backends. Defaults to the folder of the loaded libllama. */
   backendDir?: string;
+  /** ggml GPU backend library (libggml-cuda.so built with GGML_BACKEND_DL), loaded once per process. Needed when gpuLayers != 0. */
+  gpuBackend?: string;
+  /** Model layers offloaded to the backend's first GPU: -1 = all, 0 (default) = CPU only. */
+  gpuLayers?: number;
   /** Persistent ggml compute threads (llama-server's threadpool). Defaults to true; false = threads started per decode. */
   threadPool?: boolean;
   /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll is 50). Defaults to 0. */
@@ -42,6 +46,14 @@ export interface NativeLoopOptions {
   calibrateCores?: number;
   /** JavaScript work per step (ms) the calibration allows for. Defaults to 1. */
   calibrateJsStepMs?: number;
+}
+
+/** The GPU a loop's model was offloaded to (ggml's device name, e.g. CUDA0, and description, e.g. NVIDIA H100 80GB HBM3). */
+export interface NativeGpuDevice {
+  name: string;
+  description: string;
+  memoryFreeBytes: number;
+  memoryTotalBytes: number;
 }
 
 /** One candidate of the load-time thread calibration. */
@@ -72,7 +84,7 @@ export interface NativeJobExtras {
 
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
 export type NativeLoopEvent =
-  | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number; threads: number; threadPool: boolean; cpuBackend: string; calibration?: NativeThreadTiming[] }
+  | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number; threads: number; threadPool: boolean; cpuBackend: string; calibration?: NativeThreadTiming[]; gpuLayers: number; modelLayers: number; gpuDevices: NativeGpuDevice[] }
   | { type: 'loadFailed'; message: string }
   | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number; /** Decode steps that evaluated this prompt (chunks). */ promptSteps: number }
   | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }

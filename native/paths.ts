@@ -124,3 +124,22 @@ export function nativeCpuKernels(): { dir: string; library: string; build: CpuKe
   if (fileStamp(join(prebuilt.binDir, prebuilt.libggmlBase)) !== build.base) return { reason: 'built against another node-llama-cpp release; run npm run build:native again' };
   return { dir: CPU_KERNELS_DIR, library, build };
 }
+
+/** Where `npm run build:cuda` (native/build-cuda.sh) puts ggml's CUDA backend built for this machine's GPU. */
+export const CUDA_BUILD_DIR = join(NATIVE_BUILD_DIR, 'cuda');
+export const CUDA_BACKEND_LIBRARY = 'libggml-cuda.so';
+
+/**
+ * ggml CUDA backend libraries the native loop can load, best first: `explicit` (--gpu-backend) alone when given;
+ * else this machine's own build (native/build/cuda/, sm_XX of its GPU), then node-llama-cpp's prebuilt CUDA
+ * package (machine code for a few architectures, PTX that needs a recent driver for the rest). Existing files only.
+ */
+export function cudaBackendCandidates(explicit?: string): string[] {
+  if (explicit) return existsSync(explicit) ? [explicit] : [];
+  const out = [join(CUDA_BUILD_DIR, CUDA_BACKEND_LIBRARY)];
+  const nodeLlamaCppDir = findPackageDir('node-llama-cpp');
+  const platform = `${process.platform}-${process.arch}`;
+  const pkg = nodeLlamaCppDir ? findPackageDir(`@node-llama-cpp/${platform}-cuda`, nodeLlamaCppDir) : null;
+  if (pkg) out.push(join(pkg, 'bins', `${platform}-cuda`, CUDA_BACKEND_LIBRARY));
+  return out.filter((f) => existsSync(f));
+}

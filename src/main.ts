@@ -102,6 +102,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       contextSize: config.contextSize,
       batchSize: config.batchSize,
       cpuKernels: config.cpuKernels,
+      gpuLayers: config.gpuLayers,
+      gpuBackend: config.gpuBackend,
       native: {
         weightRepack: config.weightRepack,
         threadPool: config.threadPool,

@@ -110,6 +110,11 @@ export function runBatchedBench(tools: CeilingTools, variantFile: string, model:
   const r = spawnSync(tools.batchedBench, args, { cwd: tools.dir, env: variantEnv(tools, variantFile), encoding: 'utf8', timeout: o.timeoutMs ?? 600_000, maxBuffer: 16 << 20 });
   const raw = `${r.stdout ?? ''}\n${r.stderr ?? ''}`;
   if (r.status !== 0) throw new Error(`llama-batched-bench failed (${r.status ?? r.signal}): ${raw.slice(-1500)}`);
+  return { rows: parseBatchedBench(raw), raw, args };
+}
+
+/** The result rows of llama-batched-bench's table (throws when there are none). */
+export function parseBatchedBench(raw: string): CeilingRow[] {
   const rows: CeilingRow[] = [];
   // |    PP |     TG |    B |   N_KV |   T_PP s | S_PP t/s |   T_TG s | S_TG t/s |      T s |    S t/s |
   for (const m of raw.matchAll(/^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*\d+\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|/gm)) {
@@ -120,7 +125,7 @@ export function runBatchedBench(tools: CeilingTools, variantFile: string, model:
     rows.push({ promptTokens: Number(m[1]), genTokens: gen, sequences, ppTokPerS: Number(m[5]), tgTokPerS: Number(m[7]), tgStepMs: gen > 0 ? (tgS / gen) * 1000 : Number.NaN, requestTokPerS: totalS > 0 ? (gen * sequences) / totalS : Number.NaN });
   }
   if (rows.length === 0) throw new Error(`no result rows in llama-batched-bench output: ${raw.slice(-1500)}`);
-  return { rows, raw, args };
+  return rows;
 }
 
 /** Writes `out` as `type` (e.g. Q4_K_M) from `input` with llama-quantize (requantizing a Q8_0 input). */

@@ -17,6 +17,8 @@ namespace {
 
 std::mutex g_runtimeMutex;
 bool g_runtimeReady = false;
+std::string g_gpuBackendPath;           // the GPU backend library loaded into this process ("" = none)
+ggml_backend_reg_t g_gpuBackend = nullptr;
 
 thread_local std::string t_lastError;
 thread_local const std::atomic<bool> * t_quietWhen = nullptr;
@@ -84,6 +86,45 @@ std::string ensureLlamaRuntime(const std::string & requestedDir) {
     }
     g_runtimeReady = true;
     return {};
+}
+
+std::string ensureGpuBackend(const std::string & path, ggml_backend_dev_t & device) {
+    std::lock_guard<std::mutex> lock(g_runtimeMutex);
+    device = nullptr;
+    if (path.empty()) {
+        return "no GPU backend library was given";
+    }
+    if (g_gpuBackend != nullptr && path != g_gpuBackendPath) {
+        return "another GPU backend is loaded in this process: " + g_gpuBackendPath;
+    }
+    if (g_gpuBackend == nullptr) {
+        t_lastError.clear();
+        g_gpuBackend = ggml_backend_load(path.c_str());
+        if (g_gpuBackend == nullptr) {
+            const std::string why = t_lastError;
+            return "ggml could not load the GPU backend " + path + (why.empty() ? "" : ": " + why);
+        }
+        g_gpuBackendPath = path;
+    }
+    for (size_t i = 0; i < ggml_backend_reg_dev_count(g_gpuBackend); i++) {
+        ggml_backend_dev_t dev = ggml_backend_reg_dev_get(g_gpuBackend, i);
+        if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_GPU) {
+            device = dev;
+            return {};
+        }
+    }
+    return "the GPU backend " + path + " found no GPU device";
+}
+
+GpuDevice describeDevice(ggml_backend_dev_t device) {
+    GpuDevice d;
+    if (device == nullptr) {
+        return d;
+    }
+    d.name = ggml_backend_dev_name(device);
+    d.description = ggml_backend_dev_description(device);
+    ggml_backend_dev_memory(device, &d.memoryFree, &d.memoryTotal);
+    return d;
 }
 
 void installLogCallbackIfDefault() {

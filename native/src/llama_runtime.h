@@ -5,6 +5,8 @@
 #include <atomic>
 #include <string>
 
+#include "loop_types.h"
+
 namespace hearth {
 
 /**
@@ -22,6 +24,16 @@ void installLogCallbackIfDefault();
 
 /** While *flag is true, Hearth's callback drops llama.cpp logs made on the calling thread. */
 void quietLogsOnThisThreadWhen(const std::atomic<bool> * flag);
+
+/**
+ * Loads the ggml GPU backend library at `path` (e.g. a libggml-cuda.so built with GGML_BACKEND_DL) once per
+ * process and sets `device` to its first GPU device. Later calls with the same path are cheap; another path
+ * after a success is refused (the registry holds one). Thread-safe. Returns "" on success, else why not.
+ */
+std::string ensureGpuBackend(const std::string & path, ggml_backend_dev_t & device);
+
+/** Name, description and memory (free, total) of a backend device. */
+GpuDevice describeDevice(ggml_backend_dev_t device);
 
 /** File name of the ggml CPU backend library this process uses (e.g. libggml-cpu-zen4.so), "" if unknown. */
 std::string cpuBackendLibrary();

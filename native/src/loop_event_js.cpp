@@ -45,6 +45,19 @@ Napi::Object readyToJs(Napi::Env env, const LoopEvent & e) {
     o.Set("threads", e.threads);
     o.Set("threadPool", e.threadPool);
     o.Set("cpuBackend", e.cpuBackend);
+    o.Set("gpuLayers", e.gpuLayers);
+    o.Set("modelLayers", e.modelLayers);
+    Napi::Array gpus = Napi::Array::New(env);
+    for (size_t i = 0; i < e.gpuDevices.size(); i++) {
+        const GpuDevice & d = e.gpuDevices[i];
+        Napi::Object g = Napi::Object::New(env);
+        g.Set("name", d.name);
+        g.Set("description", d.description);
+        g.Set("memoryFreeBytes", (double) d.memoryFree);
+        g.Set("memoryTotalBytes", (double) d.memoryTotal);
+        gpus.Set((uint32_t) i, g);
+    }
+    o.Set("gpuDevices", gpus);
     if (!e.calibration.empty()) {
         Napi::Array timings = Napi::Array::New(env);
         for (size_t i = 0; i + 2 < e.calibration.size(); i += 3) {

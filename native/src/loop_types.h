@@ -10,11 +10,23 @@
 
 namespace hearth {
 
+/** A GPU device the ggml backend registry lists (ggml_backend_dev_*). */
+struct GpuDevice {
+    std::string name;
+    std::string description;
+    size_t memoryFree = 0;
+    size_t memoryTotal = 0;
+};
+
 /** Settings of one slot loop, fixed when it is created. */
 struct LoopOptions {
     std::string modelPath;
     /** Folder holding the prebuilt ggml backends (libggml-cpu-*.so), loaded once per process; "" = beside libllama. */
     std::string backendDir;
+    /** ggml GPU backend library to load once per process (ggml_backend_load, e.g. libggml-cuda.so); "" = none. */
+    std::string gpuBackend;
+    /** Model layers offloaded to the first GPU (-1 = all; 0 = CPU only, gpuBackend unused). */
+    int32_t gpuLayers = 0;
     /** Tokens of KV per slot. */
     int32_t contextSize = 2048;
     int32_t slots = 1;
@@ -118,6 +130,9 @@ struct LoopEvent {
     bool threadPool = false;         // persistent compute threads attached
     std::string cpuBackend;          // file of the ggml CPU backend library in use
     std::vector<double> calibration; // (threads, ms per step, estimate ms) triples, when calibrated
+    int32_t gpuLayers = 0;           // layers on the GPU (0: computes on the CPU)
+    int32_t modelLayers = 0;         // llama_model_n_layer (+1 output layer offloadable)
+    std::vector<GpuDevice> gpuDevices; // the GPU the model was offloaded to (empty on CPU)
 };
 
 }  // namespace hearth

@@ -163,6 +163,11 @@ void SlotLoop::run() {
     ready.threads = threads_;
     ready.threadPool = computeThreads_ != nullptr;
     ready.cpuBackend = cpuBackendLibrary();
+    ready.gpuLayers = gpuLayers_;
+    ready.modelLayers = modelLayers_;
+    if (gpu_ != nullptr) {
+        ready.gpuDevices.push_back(describeDevice(gpu_));
+    }
     for (const auto & t : calibration_.timings) {
         ready.calibration.insert(ready.calibration.end(), { (double) t.threads, t.msPerStep, t.estimateMs });
     }
@@ -185,8 +190,13 @@ void SlotLoop::run() {
         }
         if (anyBusy()) {
             step();
+            const int32_t rows = batch_.n_tokens;
+            flushEvents();
+            profile_.lap(StepProfile::Emit);
+            profile_.end(rows);
+        } else {
+            flushEvents();
         }
-        flushEvents();
     }
 
     for (auto & slot : slots_) {
@@ -207,8 +217,22 @@ bool SlotLoop::load(std::string & error) {
     if (!error.empty()) {
         return false;
     }
+    // GPU offload: every layer up to gpuLayers on the first GPU of the loaded backend, nothing split.
+    ggml_backend_dev_t gpu = nullptr;
+    if (options_.gpuLayers != 0) {
+        error = ensureGpuBackend(options_.gpuBackend, gpu);
+        if (!error.empty()) {
+            return false;
+        }
+    }
+    ggml_backend_dev_t devices[2] = { gpu, nullptr };
     llama_model_params mp = llama_model_default_params();
-    mp.n_gpu_layers = 0;
+    mp.n_gpu_layers = gpu == nullptr ? 0 : (options_.gpuLayers < 0 ? 9999 : options_.gpuLayers);
+    if (gpu != nullptr) {
+        mp.devices = devices;
+        mp.split_mode = LLAMA_SPLIT_MODE_NONE;
+        mp.main_gpu = 0;
+    }
     mp.use_extra_bufts = options_.weightRepack;
     // A stop requested while a big model loads (worker torn down) ends the load early.
     mp.progress_callback = [](float, void * data) { return !static_cast<std::atomic<bool> *>(data)->load(); };
@@ -247,6 +271,9 @@ bool SlotLoop::load(std::string & error) {
         return false;
     }
     vocab_ = llama_model_get_vocab(model_);
+    modelLayers_ = llama_model_n_layer(model_);
+    gpuLayers_ = gpu == nullptr ? 0 : std::min(mp.n_gpu_layers, modelLayers_ + 1);
+    gpu_ = gpu;
     grammars_ = std::make_unique<GrammarCache>(kGrammarCacheSize);
     memory_ = llama_get_memory(ctx_);
     nBatch_ = (int32_t) llama_n_batch(ctx_);
@@ -491,6 +518,7 @@ void SlotLoop::migrate(Slot & from, Slot & to) {
 }
 
 void SlotLoop::step() {
+    profile_.begin();
     compact();
     // Token budget: one row per generating slot first (they never wait), then prompt chunks, oldest job first.
     int32_t generatingRows = 0;
@@ -551,6 +579,7 @@ void SlotLoop::step() {
         return;
     }
 
+    profile_.lap(StepProfile::Build);
     const bool paced = pacer_.enabled() && generatingRows > 0;
     const auto started = paced ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     const int32_t ret = llama_decode(ctx_, batch_);
@@ -564,6 +593,7 @@ void SlotLoop::step() {
         }
     }
     statSteps_.fetch_add(1, std::memory_order_relaxed);
+    profile_.lap(StepProfile::Decode);
     if (ret != 0) {
         if (abortDecode_.load()) {
             return;  // stopping: run() cancels every job next
@@ -615,6 +645,7 @@ void SlotLoop::step() {
         }
         onToken(slot, token);
     }
+    profile_.lap(StepProfile::Sample);
 }
 
 void SlotLoop::recordLogprob(Slot & slot, llama_token token) {

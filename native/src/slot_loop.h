@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compute_threads.h"
+#include "step_profile.h"
 #include "grammar_cache.h"
 #include "llama.h"
 #include "loop_types.h"
@@ -152,9 +153,13 @@ private:
     bool stopRequested_ = false;
     int32_t contextSize_ = 0;
     int32_t vocabSize_ = 0;
+    int32_t modelLayers_ = 0;
+    int32_t gpuLayers_ = 0;               // layers offloaded to gpu_ (0: CPU only)
+    ggml_backend_dev_t gpu_ = nullptr;
 
     std::atomic<bool> abortDecode_{false};
     std::atomic<uint64_t> statSteps_{0};
+    StepProfile profile_;
     std::atomic<uint64_t> statPromptTokens_{0};
     std::atomic<uint64_t> statGenerated_{0};
     std::atomic<uint64_t> statMigrations_{0};

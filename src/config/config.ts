@@ -12,13 +12,18 @@ export interface Config {
   modelsDir: string;
   engine: 'auto' | 'native' | 'node-llama-cpp' | 'instant';
   workers: number;
-  slots: number;
+  /** Undefined: 8, or 64 when the native loop runs on a GPU (engine/local-engine.ts). */
+  slots: number | undefined;
   /** 0 = choose from the core count (see engine/thread-plan.ts). */
   threads: number;
   contextSize: number;
   batchSize: number;
   /** Native engine: which ggml CPU kernels (engine/cpu-kernels.ts). */
   cpuKernels: 'auto' | 'prebuilt' | 'native';
+  /** Native engine: layers offloaded to a GPU ('auto' = all on the first usable GPU, else CPU; 0 = CPU). */
+  gpuLayers: 'auto' | number;
+  /** Native engine: the ggml CUDA backend library (undefined: found, engine/gpu-offload.ts). */
+  gpuBackend: string | undefined;
   weightRepack: boolean;
   /** Native engine: persistent compute threads, their idle polling (0-100), the per-step token budget (0 = batchSize). */
   threadPool: boolean;
@@ -150,7 +155,7 @@ export function parseSettings(
 
 export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
   const s = parseSettings(argv, env, SERVE_SETTINGS) as unknown as Config;
-  const config: Config = { ...s, dataDir: path.resolve(s.dataDir), modelsDir: path.resolve(s.modelsDir), appDir: s.appDir === undefined ? undefined : path.resolve(s.appDir) };
+  const config: Config = { ...s, gpuLayers: parseGpuLayers(String(s.gpuLayers), argv.some((a) => a === '--gpu-layers' || a.startsWith('--gpu-layers=')) ? '--gpu-layers' : 'HEARTH_GPU_LAYERS'), gpuBackend: s.gpuBackend === undefined ? undefined : path.resolve(s.gpuBackend), dataDir: path.resolve(s.dataDir), modelsDir: path.resolve(s.modelsDir), appDir: s.appDir === undefined ? undefined : path.resolve(s.appDir) };
   if (config.modelId !== undefined && !/^[\w.-]+\/[\w.:-]+$/.test(config.modelId)) {
     throw new ConfigError(`--model-id: must look like <namespace>/<model_name>, got '${config.modelId}'`);
   }
@@ -159,6 +164,14 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
     if (v !== undefined && !/^https?:\/\//.test(v)) throw new ConfigError(`${key}: must be an http(s) URL, got '${v}'`);
   }
   return Object.freeze(config);
+}
+
+/** `auto` or a whole number of layers, 0..100000. */
+export function parseGpuLayers(raw: string, source: string): 'auto' | number {
+  const v = raw.trim();
+  if (v === 'auto') return 'auto';
+  if (!/^\d{1,6}$/.test(v) || Number(v) > 100_000) throw new ConfigError(`${source}: expected auto or a number of layers 0..100000, got '${raw}'`);
+  return Number(v);
 }
 
 /** `--help` text for a list of settings. */

@@ -1,3 +1,4 @@
+import type { GpuInfo } from './worker-protocol.ts';
 import type { ApiError } from '../errors/api-error.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
 import type { ChatMessage, FunctionTool, SamplingOptions } from '../protocol/chat-request.ts';
@@ -64,6 +65,8 @@ export interface ModelStatus {
   contextSize: number | null;
   slots: number;
   threads: number;
+  /** Where the workers compute, once one is ready (null before; backend false = CPU). */
+  gpu: GpuInfo | null;
   readyAt: number | null;
 }
 

@@ -9,6 +9,7 @@ import { waitFor } from '../lifecycle/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { chooseCpuKernels, type CpuKernelsChoice, type CpuKernelsMode } from './cpu-kernels.ts';
+import { chooseGpuOffload, type GpuLayersMode, type GpuOffloadChoice } from './gpu-offload.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
@@ -23,7 +24,12 @@ export interface LocalEngineOptions {
   modelsDir: string;
   engine: ModelWorkerData['engine'];
   workers: number;
-  slots: number;
+  /** Sequences per worker; undefined: DEFAULT_SLOTS, or DEFAULT_GPU_SLOTS when the native loop runs on a GPU. */
+  slots: number | undefined;
+  /** Native engine: layers to offload to a GPU (gpu-offload.ts); default 0 (CPU, nothing probed). */
+  gpuLayers?: GpuLayersMode;
+  /** Native engine: the ggml CUDA backend library to try (default: the ones found, gpu-offload.ts). */
+  gpuBackend?: string | undefined;
   /** 0 = planned from `cores` (thread-plan.ts). */
   threads: number;
   cores: number;
@@ -45,6 +51,10 @@ export interface LocalEngineOptions {
   /** How long dispose() waits for the workers to stop before it terminates them (default WORKER_STOP_TIMEOUT_MS). */
   workerStopTimeoutMs?: number;
 }
+
+/** Sequences per worker when --slots is not given: on the CPU, and on a GPU (which batches 64 rows about as fast as 8). */
+export const DEFAULT_SLOTS = 8;
+export const DEFAULT_GPU_SLOTS = 64;
 
 /** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
 const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
@@ -101,8 +111,9 @@ export class LocalEngine implements ChatEngine {
       error: null,
       metadata: null,
       contextSize: null,
-      slots: o.slots,
+      slots: o.slots ?? DEFAULT_SLOTS,
       threads: planThreads({ cores: o.cores, workers: o.workers, engine: o.engine, requested: o.threads }),
+      gpu: null,
       readyAt: null,
     };
     this.setState(this.st.state);
@@ -164,21 +175,25 @@ export class LocalEngine implements ChatEngine {
       const contextSize = this.o.engine === 'instant' ? this.o.contextSize : Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
       this.st.contextSize = contextSize;
       this.maxTokenBytes = this.o.engine === 'instant' ? INSTANT_TOKEN_BYTES : md.maxTokenBytes;
-      // The kernels are timed (auto) before the workers start: the CPU backend is process-wide.
+      // The GPU is probed and the kernels are timed (auto) before the workers start: backends are process-wide.
+      const gpu = await this.chooseGpu(modelPath);
+      if (gpu?.library && this.o.slots === undefined) this.st.slots = DEFAULT_GPU_SLOTS;
       const kernels = await this.chooseKernels(modelPath);
-      this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.o.slots, threads: this.st.threads, ...(kernels ? { cpuKernels: kernels.kernels } : {}) });
+      this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.st.slots, threads: this.st.threads, ...(kernels ? { cpuKernels: kernels.kernels } : {}), ...(gpu?.library ? { gpuLayers: gpu.layers, gpuBackend: gpu.library } : {}) });
       if (this.disposed) return;
       await this.startPool({
         engine: this.o.engine,
         modelPath,
         contextSize,
-        slots: this.o.slots,
+        slots: this.st.slots,
         threads: this.st.threads,
         fallbackThreads: planThreads({ cores: this.o.cores, workers: this.o.workers, engine: 'node-llama-cpp', requested: this.o.threads }),
         batchSize: this.o.batchSize,
         native: { ...DEFAULT_NATIVE_TUNING, ...this.o.native },
-        calibrateCores: calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
+        // On a GPU the CPU threads only sample and feed it: no thread calibration (it would time GPU steps).
+        calibrateCores: gpu?.library ? 0 : calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
         cpuKernels: kernels?.kernels ?? 'prebuilt',
+        ...(gpu?.library ? { gpu: { library: gpu.library, layers: gpu.layers } } : {}),
         stopChannel: this.stopChannel,
       });
     } catch (err) {
@@ -190,12 +205,24 @@ export class LocalEngine implements ChatEngine {
     }
   }
 
+  /** Native engines: where the workers compute (logged as "gpu offload"; a warning when a GPU was expected); null for the others. */
+  private async chooseGpu(modelPath: string): Promise<GpuOffloadChoice | null> {
+    if (this.o.engine !== 'native' && this.o.engine !== 'auto') return null;
+    const mode = this.o.gpuLayers ?? 0;
+    if (mode !== 0) this.log.info('probing gpu', { model: this.modelId });
+    const choice = await chooseGpuOffload({ mode, modelPath, backend: this.o.gpuBackend, signal: this.startup.signal });
+    const fields = { model: this.modelId, gpuLayers: choice.layers, why: choice.why, ...(choice.probe ? { device: choice.probe.device.description, offloaded: `${choice.probe.gpuLayers}/${choice.probe.modelLayers + 1}`, probeMs: Math.round(choice.probe.decodeMs) } : {}) };
+    if (choice.warn) this.log.warn('gpu unusable: computing on the cpu', fields);
+    else this.log.info('gpu offload', fields);
+    return choice;
+  }
+
   /** Native engines: the ggml CPU kernels the workers load (logged as "cpu kernels"); null for the others. */
   private async chooseKernels(modelPath: string): Promise<CpuKernelsChoice | null> {
     if (this.o.engine !== 'native' && this.o.engine !== 'auto') return null;
     const mode = this.o.cpuKernels ?? 'prebuilt';
     if (mode === 'auto') this.log.info('timing cpu kernels', { model: this.modelId });
-    const choice = await chooseCpuKernels({ mode, modelPath, slots: this.o.slots, threads: this.st.threads, cores: this.o.cores, cacheFile: path.join(this.o.modelsDir, 'cpu-kernels.json'), signal: this.startup.signal });
+    const choice = await chooseCpuKernels({ mode, modelPath, slots: this.st.slots, threads: this.st.threads, cores: this.o.cores, cacheFile: path.join(this.o.modelsDir, 'cpu-kernels.json'), signal: this.startup.signal });
     this.log.info('cpu kernels', { model: this.modelId, kernels: choice.kernels, why: choice.why, ...(choice.msPerStep ? { msPerStep: choice.msPerStep, cached: choice.cached } : {}) });
     return choice;
   }
@@ -210,9 +237,9 @@ export class LocalEngine implements ChatEngine {
         filename: WORKER_URL.href,
         minThreads: this.o.workers,
         maxThreads: this.o.workers,
-        concurrentTasksPerWorker: this.o.slots,
+        concurrentTasksPerWorker: this.st.slots,
         idleTimeout: 2 ** 31 - 1,
-        maxQueue: Math.max(1, this.o.queueLimit + this.o.workers * this.o.slots),
+        maxQueue: Math.max(1, this.o.queueLimit + this.o.workers * this.st.slots),
         atomics: 'disabled',
         workerData,
       });
@@ -229,11 +256,13 @@ export class LocalEngine implements ChatEngine {
           this.st.engine = m.engine;
           this.st.contextSize = m.contextSize;
           this.st.threads = m.threads;
+          this.st.gpu = m.gpu ?? { backend: false, devices: [], gpuLayers: 0 };
+          this.metrics.gpuLayers.set(this.labels, this.st.gpu.gpuLayers);
           if (m.fallbackReason) this.log.warn('native engine unavailable; using node-llama-cpp sequences', { reason: m.fallbackReason });
           if (this.st.workersReady === this.o.workers && this.st.state === 'loading') {
             this.st.readyAt = Date.now();
             this.setState('ready');
-            this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.o.slots, threads: m.threads, contextSize: m.contextSize, ...m.compute, ...(m.gpu ? { gpu: m.gpu } : {}) });
+            this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.st.slots, threads: m.threads, contextSize: m.contextSize, ...m.compute, ...(m.gpu ? { gpu: m.gpu } : {}) });
             resolve();
           }
         } else if (m?.hearth === 'worker-failed') {
@@ -264,7 +293,7 @@ export class LocalEngine implements ChatEngine {
       const atLeast = promptTokensAtLeast(request.messages, this.maxTokenBytes);
       if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
-    const capacity = this.o.workers * this.o.slots;
+    const capacity = this.o.workers * this.st.slots;
     if (this.running + this.waiting >= capacity + this.o.queueLimit) throw queueFull(1);
     return this.dispatch(this.pool, request, sink);
   }

@@ -48,6 +48,8 @@ export interface ModelWorkerData {
   calibrateCores: number;
   /** Native engine only: the ggml CPU kernels to load (engine/cpu-kernels.ts). */
   cpuKernels: CpuKernelsKind;
+  /** Native engine only: the GPU offload engine/gpu-offload.ts chose (absent: CPU). layers -1 = all. */
+  gpu?: { library: string; layers: number };
   /** The BroadcastChannel on which the pool's owner sends WorkerStop before it terminates the workers. */
   stopChannel: string;
 }
@@ -61,15 +63,30 @@ export interface NativeComputeInfo {
   calibration?: { threads: number; msPerStep: number; estimateMs: number }[];
 }
 
-/** node-llama-cpp engine: where its llama.cpp runtime computes, as loaded (logged with "model ready"). */
+/** Where a worker's llama.cpp computes, as loaded (logged with "model ready", in /health's engine). */
 export interface GpuInfo {
-  /** The GPU backend node-llama-cpp loaded ('cuda', 'vulkan', 'metal'), or false: CPU only. */
+  /** The GPU backend in use ('cuda', 'vulkan', 'metal'), or false: CPU only. */
   backend: string | false;
-  /** The GPU devices that backend sees (empty on CPU). */
+  /** The GPU devices that backend uses (empty on CPU). */
   devices: string[];
   /** Model layers offloaded to the GPU (0 on CPU). */
   gpuLayers: number;
+  /** Native engine on a GPU: its memory once the model and context were loaded. */
+  memory?: { freeBytes: number; totalBytes: number };
 }
+
+/** The GPU probe (engine/gpu-offload.ts, worker/gpu-probe.ts): one child process per candidate library. */
+export type GpuProbeRequest =
+  /** The ggml CUDA backend libraries at hand, best first (`explicit` alone when given: --gpu-backend). */
+  | { action: 'list'; explicit?: string }
+  /** Load `library`, offload `layers` (-1 = every layer) of the model and decode a few tokens. */
+  | { action: 'run'; library: string; modelPath: string; layers: number };
+
+export type GpuProbeAnswer =
+  | { libraries: string[] }
+  | { ok: true; device: { name: string; description: string; memoryFreeBytes: number; memoryTotalBytes: number }; gpuLayers: number; modelLayers: number; decodeMs: number; completionTokens: number }
+  /** sawDevice: the backend loaded and listed a GPU (a failure past that point is worth a warning). */
+  | { ok: false; reason: string; sawDevice: boolean };
 
 /**
  * Where a native job's events go straight from the loop thread: the main thread's event relay `id`,

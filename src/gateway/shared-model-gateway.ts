@@ -1,3 +1,4 @@
+import type { GpuInfo } from '../engine/worker-protocol.ts';
 import type { ChatEngine, GenerationHandle, GenerationSink } from '../engine/generation.ts';
 import { modelNotFound } from '../errors/index.ts';
 import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
@@ -106,7 +107,7 @@ export class SharedModelGateway {
       ok: s.state === 'ready',
       state: s.state,
       model: s.modelId,
-      engine: s.engine,
+      engine: s.engine === null ? null : engineView(s.engine, s.gpu),
       workers: { ready: s.workersReady, total: s.workers },
       requests: load,
     };
@@ -118,4 +119,11 @@ export class SharedModelGateway {
     if (s.state === 'pulling' || s.state === 'loading') body.retry_after_seconds = 120;
     return { status: s.state === 'ready' ? 200 : 503, body };
   }
+}
+
+/** /health's engine: which token engine, and where it computes (contract.md "GPU"). */
+function engineView(kind: string, gpu: GpuInfo | null): Record<string, unknown> {
+  const view: Record<string, unknown> = { kind, backend: gpu?.backend || 'cpu', devices: gpu?.devices ?? [], gpuLayers: gpu?.gpuLayers ?? 0 };
+  if (gpu?.memory) view.vram = { used_bytes: gpu.memory.totalBytes - gpu.memory.freeBytes, total_bytes: gpu.memory.totalBytes };
+  return view;
 }

@@ -28,6 +28,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     queueTime: new Histogram({ name: 'hearth_request_queue_time_seconds', help: 'Time a request waited for a slot', labelNames: ['model'], buckets: LATENCY_BUCKETS, registers: reg }),
     requestsRunning: new Gauge({ name: 'hearth_num_requests_running', help: 'Requests holding a slot', labelNames: ['model'], registers: reg }),
     requestsWaiting: new Gauge({ name: 'hearth_num_requests_waiting', help: 'Requests waiting for a slot', labelNames: ['model'], registers: reg }),
+    gpuLayers: new Gauge({ name: 'hearth_model_gpu_layers', help: 'Model layers the workers offloaded to a GPU (0: computing on the CPU)', labelNames: ['model'], registers: reg }),
     modelState: new Gauge({ name: 'hearth_model_state', help: 'Shared model state: 1 for the current state label', labelNames: ['model', 'state'], registers: reg }),
     modelPullProgress: new Gauge({ name: 'hearth_model_pull_progress_ratio', help: 'Fraction of the model file pulled (1 once present)', labelNames: ['model'], registers: reg }),
     promptTokens: new Counter({ name: 'hearth_prompt_tokens_total', help: 'Prompt tokens processed (cached ones included)', labelNames: ['model'], registers: reg }),

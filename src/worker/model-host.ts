@@ -32,7 +32,7 @@ export class ModelHost {
     readonly compute: ({ threads: number } & NativeComputeInfo) | undefined,
     private readonly llama: Llama | null,
     private readonly model: LlamaModel | null,
-    /** node-llama-cpp engine: the GPU backend its runtime loaded and the layers offloaded (CPU: backend false). */
+    /** Where the model computes: the GPU backend and the layers offloaded (CPU: backend false). */
     readonly gpu?: GpuInfo,
   ) {}
 
@@ -69,7 +69,7 @@ export class ModelHost {
         const llama = keep(await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false }));
         const model = keep(await llama.loadModel({ modelPath: data.modelPath, vocabOnly: true, ...(signal ? { loadSignal: signal } : {}) }));
         const compute = { threads: e.threads, threadPool: e.threadPool, cpuBackend: e.cpuBackend, ...(e.calibration ? { calibration: [...e.calibration] } : {}) };
-        return new ModelHost(e, new PromptBuilder(model), undefined, compute, llama, model);
+        return new ModelHost(e, new PromptBuilder(model), undefined, compute, llama, model, nativeGpuInfo(e));
       }
       if (data.engine === 'native') throw new Error(`native engine unavailable: ${native.reason}`);
       fallbackReason = native.reason;
@@ -124,9 +124,17 @@ async function tryLoadNative(data: ModelWorkerData, signal: AbortSignal | undefi
       kvUnified: data.native.kvUnified,
       calibrateCores: data.calibrateCores,
       ...(backendDir ? { backendDir } : {}),
+      ...(data.gpu ? { gpuBackend: data.gpu.library, gpuLayers: data.gpu.layers } : {}),
     }, signal);
     return { ok: true, engine };
   } catch (err) {
     return { ok: false, reason: err instanceof Error ? err.message : String(err) };
   }
+}
+
+/** The native loop's GPU offload as /health and "model ready" report it (CPU: backend false). */
+function nativeGpuInfo(e: NativeSlotEngine): GpuInfo {
+  const d = e.gpuDevices[0];
+  if (!d || e.gpuLayers === 0) return { backend: false, devices: [], gpuLayers: 0 };
+  return { backend: 'cuda', devices: [d.description || d.name], gpuLayers: e.gpuLayers, memory: { freeBytes: d.memoryFreeBytes, totalBytes: d.memoryTotalBytes } };
 }

@@ -1,4 +1,4 @@
-import { loadHearthNative, type NativeLoopEvent, type NativeLoopStats, type NativeSlotLoop, type NativeThreadTiming } from '../../native/binding.ts';
+import { loadHearthNative, type NativeLoopEvent, type NativeLoopStats, type NativeSlotLoop, type NativeThreadTiming, type NativeGpuDevice } from '../../native/binding.ts';
 import { contextLengthExceeded } from '../errors/index.ts';
 import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle, SlotJobResult } from './slot-engine.ts';
 
@@ -53,6 +53,10 @@ export interface NativeSlotEngineOptions {
    * prebuilt ones. Process-wide: the first loop of a process decides, later ones share its backend.
    */
   backendDir?: string;
+  /** ggml GPU backend library (e.g. native/build/cuda/libggml-cuda.so), loaded once per process; needed when gpuLayers != 0. */
+  gpuBackend?: string;
+  /** Model layers offloaded to the backend's first GPU: -1 = all, 0 (default) = CPU only. */
+  gpuLayers?: number;
 }
 
 export const DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS = {
@@ -107,6 +111,8 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
         ...(o.calibrateCores !== undefined ? { calibrateCores: o.calibrateCores } : {}),
         ...(o.calibrateJsStepMs !== undefined ? { calibrateJsStepMs: o.calibrateJsStepMs } : {}),
         ...(o.backendDir !== undefined ? { backendDir: o.backendDir } : {}),
+        ...(o.gpuBackend !== undefined ? { gpuBackend: o.gpuBackend } : {}),
+        ...(o.gpuLayers !== undefined ? { gpuLayers: o.gpuLayers } : {}),
       },
       (events) => {
         if (engine) return engine.handle(events);
@@ -153,6 +159,10 @@ export class NativeSlotEngine implements SlotEngine {
   readonly cpuBackend: string;
   /** The load-time thread calibration's measurements (absent when not calibrated). */
   readonly calibration: readonly NativeThreadTiming[] | undefined;
+  /** Model layers offloaded to the GPU (0: computes on the CPU) and the GPU (empty on the CPU). */
+  readonly gpuLayers: number;
+  readonly modelLayers: number;
+  readonly gpuDevices: readonly NativeGpuDevice[];
 
   /** Jobs submitted whose terminal native event has not arrived yet (their slots are taken). */
   private readonly jobs = new Map<number, JobState>();
@@ -173,6 +183,9 @@ export class NativeSlotEngine implements SlotEngine {
     this.threads = ready.threads;
     this.threadPool = ready.threadPool;
     this.cpuBackend = ready.cpuBackend;
+    this.gpuLayers = ready.gpuLayers;
+    this.modelLayers = ready.modelLayers;
+    this.gpuDevices = ready.gpuDevices;
     this.calibration = ready.calibration;
   }
 

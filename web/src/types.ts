@@ -116,7 +116,8 @@ export interface HealthView {
   ok: boolean;
   state: 'pulling' | 'loading' | 'ready' | 'failed' | string;
   model: string;
-  engine?: string;
+  /** Which token engine, and where it computes (backend 'cpu' or a GPU backend such as 'cuda'). */
+  engine?: { kind: string; backend: string; devices: string[]; gpuLayers: number } | null;
   workers?: { ready: number; total: number };
   requests?: { running?: number; waiting?: number };
   pull?: { downloaded_bytes: number; total_bytes: number | null; percent: number };

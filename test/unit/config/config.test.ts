@@ -24,6 +24,19 @@ describe('serve config', () => {
     expect(() => parseServeConfig(argv, {})).toThrowError(message);
   });
 
+  it('--gpu-layers takes auto or a number of layers, and --slots stays unset unless given', () => {
+    expect(parseServeConfig([], {})).toMatchObject({ gpuLayers: 'auto', gpuBackend: undefined, slots: undefined });
+    expect(parseServeConfig(['--gpu-layers', '0'], {}).gpuLayers).toBe(0);
+    expect(parseServeConfig(['--gpu-layers=12'], { HEARTH_GPU_LAYERS: 'auto' }).gpuLayers).toBe(12);
+    expect(parseServeConfig([], { HEARTH_GPU_LAYERS: '99' }).gpuLayers).toBe(99);
+    expect(parseServeConfig(['--gpu-backend', 'rel/libggml-cuda.so'], {}).gpuBackend).toMatch(/^\/.*\/rel\/libggml-cuda\.so$/);
+    for (const bad of ['-1', 'all', '1.5', '', ' ', '100001']) {
+      expect(() => parseServeConfig(['--gpu-layers', bad], {}), bad).toThrowError(ConfigError);
+    }
+    expect(() => parseServeConfig(['--gpu-layers', 'all'], {})).toThrowError(/--gpu-layers: expected auto or a number of layers/);
+    expect(() => parseServeConfig([], { HEARTH_GPU_LAYERS: 'max' })).toThrowError(/HEARTH_GPU_LAYERS: expected auto/);
+  });
+
   it('names the variable for a bad env value', () => {
     expect(() => parseServeConfig([], { HEARTH_SLOTS: 'many' })).toThrowError(/HEARTH_SLOTS/);
   });

@@ -3,7 +3,7 @@ import type { GenerationSink, ModelStatus } from '../../../src/engine/generation
 import { ApiError } from '../../../src/errors/index.ts';
 import { ServingStats } from '../../../src/gateway/serving-stats.ts';
 
-const status = { state: 'ready', modelId: 'local/m', pull: null, workersReady: 1, workers: 1, engine: 'instant', error: null, metadata: null, contextSize: 256, slots: 2, threads: 1, readyAt: 0 } satisfies ModelStatus;
+const status = { state: 'ready', modelId: 'local/m', pull: null, workersReady: 1, workers: 1, engine: 'instant', error: null, metadata: null, contextSize: 256, slots: 2, threads: 1, gpu: null, readyAt: 0 } satisfies ModelStatus;
 const engine = { modelId: 'local/m', status: () => status, load: () => ({ running: 1, waiting: 2 }) };
 const sink: GenerationSink = { onText: () => {}, onDone: () => {}, onError: () => {} };
 

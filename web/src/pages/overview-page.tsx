@@ -30,7 +30,7 @@ export function OverviewPage() {
       setAbsent(true);
       try {
         const h = (await (await fetch('/health')).json()) as HealthView;
-        setModel({ id: h.model, state: h.state, engine: h.engine ?? null, workers: h.workers ?? null, pull: h.pull ? { downloadedBytes: h.pull.downloaded_bytes, totalBytes: h.pull.total_bytes, percent: h.pull.percent } : null, error: h.error ?? null });
+        setModel({ id: h.model, state: h.state, engine: h.engine ? `${h.engine.kind} on ${h.engine.backend === 'cpu' ? 'the CPU' : `${h.engine.devices.join(', ') || h.engine.backend} (${h.engine.gpuLayers} layers)`}` : null, workers: h.workers ?? null, pull: h.pull ? { downloadedBytes: h.pull.downloaded_bytes, totalBytes: h.pull.total_bytes, percent: h.pull.percent } : null, error: h.error ?? null });
         setQueue((q) => pushSample(q, { running: h.requests?.running ?? 0, waiting: h.requests?.waiting ?? 0 }, QUEUE_SAMPLES));
       } catch (e) {
         setError(e);

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `npm run bench:gpu` on a GPU machine that has no Node, no npm registry and no network: everything the bench
+# needs at run time, prepared on a machine that has them, in one folder that travels with the repository.
+#
+#   bash bench/gpu-kit.sh pack [DIR]                   here, after npm ci and npm run build:cuda -- ARCH --bench-tools
+#   bash bench/gpu-kit.sh run [DIR] [bench:gpu options] there, at the root of a copy of the repository
+#
+# DIR (default .gpu-kit, git-ignored) holds node.xz (this machine's node binary) and runtime.tar.xz: the
+# production node_modules without what a CUDA bench never loads (node-llama-cpp's GPU and other-platform
+# prebuilts, its llama.cpp source bundle, uWebSockets.js builds for other Node versions, the web build tools),
+# Hearth's native addon, native/build/cuda/ (libggml-cuda.so and the bench tools of the same build) and the
+# tokenizer source of the synthetic bench models. `run` unpacks them in place, puts the machine's CUDA runtime
+# (libcudart, libcublas) on LD_LIBRARY_PATH and runs bench/gpu.ts with the options given.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cmd=${1:-}; shift || true
+DIR=${1:-$ROOT/.gpu-kit}
+case "$DIR" in -*) DIR=$ROOT/.gpu-kit ;; *) shift || true ;; esac
+
+pack() {
+  cd "$ROOT"
+  [ -f native/build/hearth_native.node ] || { echo "gpu-kit: native/build/hearth_native.node is missing (npm ci)" >&2; exit 2; }
+  [ -f native/build/cuda/libggml-cuda.so ] && [ -x native/build/cuda/bin/llama-server ] || { echo "gpu-kit: run npm run build:cuda -- ARCH --bench-tools first" >&2; exit 2; }
+  tokenizer=${HEARTH_TOKENIZER_SOURCE:-$ROOT/../shared/models/llama-2-tiny-random.gguf}
+  [ -f "$tokenizer" ] || { echo "gpu-kit: no tokenizer source GGUF at $tokenizer (set HEARTH_TOKENIZER_SOURCE)" >&2; exit 2; }
+  mkdir -p "$DIR"
+  abi=$(node -p process.versions.modules)
+  list=$(mktemp)
+  npm ls --omit=dev --all --parseable 2>/dev/null | sed "s|^$ROOT/||" | grep '^node_modules/' | sort -u \
+    | grep -vE '^node_modules/(@node-llama-cpp/linux-(x64-(cuda|cuda-ext|vulkan)|arm64|armv7l)|typescript|@rolldown/.*|rolldown|lightningcss.*|vite)$' >"$list"
+  cp "$tokenizer" "$DIR/tokenizer-source.gguf"
+  tar -cf - --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' --exclude='node_modules/node-llama-cpp/llama/llama.cpp' \
+      --exclude='node_modules/uWebSockets.js/binaries' --exclude='node_modules/uWebSockets.js/dist/*.node' --exclude='*.map' \
+      -T "$list" native/build/hearth_native.node native/build/cuda/libggml-cuda.so native/build/cuda/bin \
+    | xz -T0 -6 >"$DIR/runtime.tar.xz"
+  tar -cf - node_modules/uWebSockets.js/binaries/uws_linux_x64_"$abi".node | xz -T0 -6 >"$DIR/uws.tar.xz"
+  xz -T0 -6 -c "$(command -v node)" >"$DIR/node.xz"
+  rm -f "$list"
+  du -ch "$DIR"/* | tail -n 20
+}
+
+run() {
+  cd "$ROOT"
+  kit=/tmp/hearth-gpu-kit
+  mkdir -p "$kit/bin"
+  unxz() { if command -v xz >/dev/null; then xz -dc "$1"; else python3 -c 'import lzma,sys,shutil; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; fi; }
+  unxz "$DIR/node.xz" >"$kit/bin/node" && chmod +x "$kit/bin/node"
+  unxz "$DIR/runtime.tar.xz" | tar -xf -
+  unxz "$DIR/uws.tar.xz" | tar -xf -
+  export PATH=$kit/bin:$PATH
+  # The CUDA runtime the backend links (libcudart.so.13, libcublas.so.13, libcublasLt.so.13): the toolkit's, else pip's.
+  libs=$( { ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib 2>/dev/null; find / -xdev \( -name 'libcublas.so.1[0-9]' -o -name 'libcudart.so.1[0-9]' \) -not -path '/proc/*' 2>/dev/null | xargs -r -n1 dirname; } | awk '!seen[$0]++' | paste -sd: -)
+  export LD_LIBRARY_PATH=$ROOT/native/build/cuda/bin${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export HEARTH_TOKENIZER_SOURCE=$DIR/tokenizer-source.gguf HEARTH_CACHE_DIR=$kit/models
+  echo "gpu-kit: node $(node --version); CUDA libraries from ${libs:-nowhere found}" >&2
+  node --import tsx bench/gpu.ts --tools "$ROOT/native/build/cuda/bin" "$@"
+}
+
+case "$cmd" in
+  pack) pack ;;
+  run) run "$@" ;;
+  *) echo "usage: bash bench/gpu-kit.sh pack|run [DIR] [bench:gpu options]" >&2; exit 2 ;;
+esac
