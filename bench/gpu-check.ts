@@ -28,7 +28,8 @@
  *
  * The CUDA runtime (libcudart.so.13, libcublas.so.13, libcublasLt.so.13) must be on LD_LIBRARY_PATH or
  * in a standard place. node-llama-cpp 3.22.1's prebuilt CUDA backend runs on an sm_90 GPU (H100) only with an
- * R590+ driver; with an older one, bench/build-ggml-cuda.sh rebuilds it for the machine's GPU first.
+ * R590+ driver; with an older one, build one for the machine's GPU first (npm run build:cuda, native/build-cuda.sh) and
+ * point node-llama-cpp at it.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';

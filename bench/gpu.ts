@@ -5,7 +5,7 @@
  * no GPU); sized to finish within 8 minutes on an H100 from what `npm run build:cuda -- --bench-tools` built.
  *
  *   npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurrency 1,8,32,64] [--duration 12] [--max-tokens 128]
- *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server] [--temperature 0]
+ *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server] [--temperature 0] [--sampled 64]
  *     [--out-dir bench/out] [--no-results-md]
  *
  * Per server and level: N clients loop streaming chat completions (a short distinct user message: ~16 prompt
@@ -41,6 +41,8 @@ interface Options {
   tools: string;
   targets: Set<'ceiling' | 'hearth' | 'llama-server'>;
   temperature: number;
+  /** Client count of one extra level with sampled requests (temperature 0.8, top_p 0.95); 0 = none. */
+  sampledClients: number;
   outDir: string;
   resultsMd: boolean;
 }
@@ -58,6 +60,8 @@ interface Profile {
 
 interface Level {
   clients: number;
+  /** Sampled requests (temperature 0.8, top_p 0.95) instead of --temperature. */
+  sampled?: boolean;
   tokPerS: number;
   requests: number;
   errors: number;
@@ -77,10 +81,10 @@ interface ServerRun {
 }
 
 const USAGE = `usage: npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurrency 1,8,32,64] [--duration 12] [--max-tokens 128]
-  [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server] [--temperature 0] [--out-dir bench/out] [--no-results-md]`;
+  [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server] [--temperature 0] [--sampled 64] [--out-dir bench/out] [--no-results-md]`;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { model: '0.5b-q8', concurrency: [1, 8, 32, 64], durationS: 12, maxTokens: 128, slots: 64, tools: join(ROOT, 'native/build/cuda/bin'), targets: new Set(['ceiling', 'hearth', 'llama-server']), temperature: 0, outDir: join(ROOT, 'bench/out'), resultsMd: true };
+  const o: Options = { model: '0.5b-q8', concurrency: [1, 8, 32, 64], durationS: 12, maxTokens: 128, slots: 64, tools: join(ROOT, 'native/build/cuda/bin'), targets: new Set(['ceiling', 'hearth', 'llama-server']), temperature: 0, sampledClients: 64, outDir: join(ROOT, 'bench/out'), resultsMd: true };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const v = () => {
@@ -96,6 +100,7 @@ function parseArgs(argv: string[]): Options {
     else if (a === '--tools') o.tools = resolve(v());
     else if (a === '--targets') o.targets = new Set(v().split(',') as ('ceiling' | 'hearth' | 'llama-server')[]);
     else if (a === '--temperature') o.temperature = Number(v());
+    else if (a === '--sampled') o.sampledClients = Number(v());
     else if (a === '--out-dir') o.outDir = resolve(v());
     else if (a === '--no-results-md') o.resultsMd = false;
     else throw new Error(`unknown option ${a}\n${USAGE}`);
@@ -126,7 +131,7 @@ function ceiling(o: Options, model: string): CeilingRow[] {
 }
 
 /** One level: `clients` loops of streaming requests for `durationS`, counting what finished or arrived inside it. */
-async function level(target: StreamTarget, model: string, o: Options, clients: number, tag: string): Promise<Omit<Level, 'profile'>> {
+async function level(target: StreamTarget, model: string, o: Options, clients: number, tag: string, sampled = false): Promise<Omit<Level, 'profile'>> {
   const agent = makeAgent(clients);
   const started = performance.now();
   const endAt = started + o.durationS * 1000;
@@ -138,7 +143,7 @@ async function level(target: StreamTarget, model: string, o: Options, clients: n
   let n = 0;
   const loop = async (c: number) => {
     while (performance.now() < endAt) {
-      const body = { model, messages: [{ role: 'user', content: `Request ${tag}-${c}-${n++}: tell me a story.` }], max_tokens: o.maxTokens, temperature: o.temperature, stream: true, stream_options: { include_usage: true } };
+      const body = { model, messages: [{ role: 'user', content: `Request ${tag}-${c}-${n++}: tell me a story.` }], max_tokens: o.maxTokens, ...(sampled ? { temperature: 0.8, top_p: 0.95 } : { temperature: o.temperature }), stream: true, stream_options: { include_usage: true } };
       const r = await streamTimed(target, body, agent, 120_000);
       requests++;
       if (!r.ok) {
@@ -153,7 +158,7 @@ async function level(target: StreamTarget, model: string, o: Options, clients: n
   await Promise.all(Array.from({ length: clients }, (_, c) => loop(c)));
   const wallS = (performance.now() - started) / 1000;
   agent.destroy();
-  return { clients, tokPerS: tokens / wallS, requests, errors, ...(firstError ? { firstError } : {}), ttftP50: percentile(ttft, 50), ttftP95: percentile(ttft, 95), tokensPerRequest: requests - errors > 0 ? tokens / (requests - errors) : 0 };
+  return { clients, ...(sampled ? { sampled } : {}), tokPerS: tokens / wallS, requests, errors, ...(firstError ? { firstError } : {}), ttftP50: percentile(ttft, 50), ttftP95: percentile(ttft, 95), tokensPerRequest: requests - errors > 0 ? tokens / (requests - errors) : 0 };
 }
 
 /** The native loop's profile lines logged after `fromChars` of the log, merged (step-weighted). */
@@ -206,12 +211,13 @@ async function runServer(server: 'hearth' | 'llama-server', o: Options, model: s
   const levels: Level[] = [];
   try {
     await level(target, modelName, { ...o, durationS: 3 }, Math.min(o.slots, 16), 'warm');
-    for (const clients of o.concurrency) {
+    const plan = [...o.concurrency.map((c) => ({ clients: c, sampled: false })), ...(o.sampledClients > 0 ? [{ clients: o.sampledClients, sampled: true }] : [])];
+    for (const { clients, sampled } of plan) {
       const from = hearth ? hearth.logs().length : 0;
-      const l: Level = await level(target, modelName, o, clients, `c${clients}`);
+      const l: Level = await level(target, modelName, o, clients, `c${clients}${sampled ? 's' : ''}`, sampled);
       const profile = hearth ? profileSince(hearth.logs(), from) : undefined;
       if (profile) l.profile = profile;
-      log(`${server} x${clients}: ${fmt.num(l.tokPerS)} tok/s, TTFT p50 ${fmt.ms(l.ttftP50)}, ${l.requests} requests, ${l.errors} errors${profile ? `, ${fmt.num(profile.rowsPerStep)} rows/step, ${profile.msPerStep.toFixed(2)} ms/step (decode ${profile.decodeMs.toFixed(2)}, sample ${profile.sampleMs.toFixed(2)}, emit ${profile.emitMs.toFixed(2)}, build ${profile.buildMs.toFixed(2)}), busy ${fmt.pct(profile.busyShare)}` : ''}`);
+      log(`${server} x${clients}${sampled ? ' sampled' : ''}: ${fmt.num(l.tokPerS)} tok/s, TTFT p50 ${fmt.ms(l.ttftP50)}, ${l.requests} requests, ${l.errors} errors${profile ? `, ${fmt.num(profile.rowsPerStep)} rows/step, ${profile.msPerStep.toFixed(2)} ms/step (decode ${profile.decodeMs.toFixed(2)}, sample ${profile.sampleMs.toFixed(2)}, emit ${profile.emitMs.toFixed(2)}, build ${profile.buildMs.toFixed(2)}), busy ${fmt.pct(profile.busyShare)}` : ''}`);
       levels.push(l);
     }
   } finally {
@@ -252,22 +258,23 @@ async function main(): Promise<void> {
 
   const hearthRun = runs.find((r) => r.server === 'hearth');
   const llamaRun = runs.find((r) => r.server === 'llama-server');
-  const rows = o.concurrency.map((c) => {
-    const h = hearthRun?.levels.find((l) => l.clients === c);
-    const l = llamaRun?.levels.find((x) => x.clients === c);
+  const rowKeys = [...o.concurrency.map((c) => ({ c, sampled: false })), ...(o.sampledClients > 0 ? [{ c: o.sampledClients, sampled: true }] : [])];
+  const rows = rowKeys.map(({ c, sampled }) => {
+    const h = hearthRun?.levels.find((l) => l.clients === c && !!l.sampled === sampled);
+    const l = llamaRun?.levels.find((x) => x.clients === c && !!x.sampled === sampled);
     const ceil = ceilingRows.find((r) => r.sequences === c);
     const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? (a / b).toFixed(2) : '–');
-    return [c, ceil ? fmt.num(ceil.tgTokPerS) : '–', l ? fmt.num(l.tokPerS) : '–', h ? fmt.num(h.tokPerS) : '–', `**${ratio(h?.tokPerS, l?.tokPerS)}**`, ratio(h?.tokPerS, ceil?.tgTokPerS), ratio(l?.tokPerS, ceil?.tgTokPerS),
+    return [sampled ? `${c} (sampled)` : c, ceil ? fmt.num(ceil.tgTokPerS) : '–', l ? fmt.num(l.tokPerS) : '–', h ? fmt.num(h.tokPerS) : '–', `**${ratio(h?.tokPerS, l?.tokPerS)}**`, ratio(h?.tokPerS, ceil?.tgTokPerS), ratio(l?.tokPerS, ceil?.tgTokPerS),
       l ? `${fmt.ms(l.ttftP50)} / ${fmt.ms(l.ttftP95)}` : '–', h ? `${fmt.ms(h.ttftP50)} / ${fmt.ms(h.ttftP95)}` : '–', `${l?.errors ?? '–'} / ${h?.errors ?? '–'}`];
   });
   const profileRows = (hearthRun?.levels ?? []).filter((l) => l.profile).map((l) => {
     const p = l.profile!;
-    return [l.clients, fmt.num(p.rowsPerStep), p.msPerStep.toFixed(2), p.buildMs.toFixed(3), p.decodeMs.toFixed(3), p.sampleMs.toFixed(3), p.emitMs.toFixed(3), fmt.pct(p.busyShare)];
+    return [l.sampled ? `${l.clients} (sampled)` : l.clients, fmt.num(p.rowsPerStep), p.msPerStep.toFixed(2), p.buildMs.toFixed(3), p.decodeMs.toFixed(3), p.sampleMs.toFixed(3), p.emitMs.toFixed(3), fmt.pct(p.busyShare)];
   });
   const md = [
     `GPU: ${gpu} · ${machineLine(machine)}`,
     '',
-    `Model ${label}; streaming clients, max_tokens ${o.maxTokens}, temperature ${o.temperature}, ~16-token prompts; ${o.durationS} s per level after a warm-up. ` +
+    `Model ${label}; streaming clients, max_tokens ${o.maxTokens}, temperature ${o.temperature}, ~16-token prompts; ${o.durationS} s per level after a warm-up${o.sampledClients > 0 ? `; the sampled row: temperature 0.8, top_p 0.95` : ''}. ` +
       `Ceiling: llama-batched-bench -ngl 99, 16-token prompts, ${o.maxTokens} generated, decode tok/s. llama-server: \`-ngl 99 -np ${o.slots}\`, same CUDA build. Hearth: ${hearthRun?.where ?? '–'}, --slots ${o.slots}.`,
     '',
     table(['clients', 'ceiling tok/s (decode)', 'llama-server tok/s', 'Hearth tok/s', 'Hearth / llama-server', 'Hearth / ceiling', 'llama-server / ceiling', 'TTFT p50 / p95 llama-server', 'TTFT p50 / p95 Hearth', 'errors (llama-server / Hearth)'], rows),

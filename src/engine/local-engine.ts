@@ -56,6 +56,17 @@ export interface LocalEngineOptions {
 export const DEFAULT_SLOTS = 8;
 export const DEFAULT_GPU_SLOTS = 64;
 
+/**
+ * Slots per worker on a GPU when --slots is not given: DEFAULT_GPU_SLOTS, fewer when their KV cache (contextSize
+ * tokens each, f16) would not fit in 80 % of the memory the GPU had free with the model loaded (the probe's
+ * reading), less 1 GiB for compute buffers, shared by the workers. At least 1.
+ */
+export function gpuSlots(freeBytes: number, contextSize: number, kvBytesPerToken: number | null, workers: number): number {
+  if (kvBytesPerToken === null || !(freeBytes > 0)) return DEFAULT_GPU_SLOTS;
+  const budget = freeBytes * 0.8 - 2 ** 30;
+  return Math.max(1, Math.min(DEFAULT_GPU_SLOTS, Math.floor(budget / workers / (contextSize * kvBytesPerToken))));
+}
+
 /** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
 const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
@@ -177,7 +188,7 @@ export class LocalEngine implements ChatEngine {
       this.maxTokenBytes = this.o.engine === 'instant' ? INSTANT_TOKEN_BYTES : md.maxTokenBytes;
       // The GPU is probed and the kernels are timed (auto) before the workers start: backends are process-wide.
       const gpu = await this.chooseGpu(modelPath);
-      if (gpu?.library && this.o.slots === undefined) this.st.slots = DEFAULT_GPU_SLOTS;
+      if (gpu?.probe && this.o.slots === undefined) this.st.slots = gpuSlots(gpu.probe.device.memoryFreeBytes, contextSize, md.kvBytesPerToken, this.o.workers);
       const kernels = await this.chooseKernels(modelPath);
       this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.st.slots, threads: this.st.threads, ...(kernels ? { cpuKernels: kernels.kernels } : {}), ...(gpu?.library ? { gpuLayers: gpu.layers, gpuBackend: gpu.library } : {}) });
       if (this.disposed) return;

@@ -13,6 +13,8 @@ export interface ModelMetadata {
   fileBytes: number;
   /** UTF-8 bytes of the vocabulary's longest piece (as stored), the most text one token can cover; null without a vocabulary. */
   maxTokenBytes: number | null;
+  /** Bytes of KV cache one token takes at f16 (K and V of every layer's KV heads); null when the header does not say. */
+  kvBytesPerToken: number | null;
 }
 
 export class InvalidModelFileError extends Error {
@@ -57,7 +59,24 @@ export async function readModelMetadata(filePath: string): Promise<ModelMetadata
     name: typeof md['general.name'] === 'string' ? (md['general.name'] as string) : null,
     fileBytes: stat.size,
     maxTokenBytes: longestPieceBytes(md['tokenizer.ggml.tokens']),
+    kvBytesPerToken: kvBytesPerToken(md, architecture),
   };
+}
+
+/** 2 (K and V) x layers x KV heads x head size x 2 bytes (f16, llama.cpp's default cache type). */
+function kvBytesPerToken(md: Record<string, unknown>, arch: string): number | null {
+  const num = (k: string): number | null => {
+    const v = md[`${arch}.${k}`];
+    return typeof v === 'number' ? v : typeof v === 'bigint' ? Number(v) : null;
+  };
+  const layers = num('block_count');
+  const heads = num('attention.head_count');
+  const kvHeads = num('attention.head_count_kv') ?? heads;
+  const width = num('embedding_length');
+  const keySize = num('attention.key_length') ?? (width !== null && heads ? width / heads : null);
+  const valueSize = num('attention.value_length') ?? keySize;
+  if (!layers || !kvHeads || !keySize || !valueSize) return null;
+  return layers * kvHeads * (keySize + valueSize) * 2;
 }
 
 function longestPieceBytes(tokens: unknown): number | null {
