@@ -223,6 +223,9 @@ async function runServer(server: 'hearth' | 'llama-server', o: Options, model: s
   } finally {
     await hearth?.stop();
     await llama?.stop();
+    // The server's own log (its tail), for what the table cannot say: load lines, warnings, the profile.
+    mkdirSync(o.outDir, { recursive: true });
+    writeFileSync(join(o.outDir, `${server}.log`), (hearth?.logs() ?? llama?.logs() ?? '').slice(-512 * 1024));
   }
   return { server, where, levels, notes };
 }
@@ -252,6 +255,8 @@ async function main(): Promise<void> {
       runs.push(await runServer(server, o, model));
     } catch (err) {
       runs.push({ server, where: 'failed to run', levels: [], notes: [err instanceof Error ? err.message.slice(0, 2000) : String(err)] });
+      mkdirSync(o.outDir, { recursive: true });
+      writeFileSync(join(o.outDir, `${server}-error.log`), err instanceof Error ? `${err.stack ?? ''}\n${err.message}` : String(err));
       log(`${server} failed: ${err instanceof Error ? err.message.slice(0, 2000) : String(err)}`);
     }
   }
