@@ -14,6 +14,17 @@ const BODY_END = /\s*\}\s*$/;
 /** A call head never needs more than this many characters; past it the body is parsed whole at its end. */
 const MAX_HEAD_CHARS = 512;
 
+/** Whether `text` is one whole JSON value. */
+function isCompleteJson(text: string): boolean {
+  if (text.trim() === '') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Length of the longest suffix of `text` that is a proper prefix of `tag`. */
 function partialTagSuffix(text: string, tag: string): number {
   for (let n = Math.min(tag.length - 1, text.length); n > 0; n--) {
@@ -40,6 +51,8 @@ export class ToolCallStreamParser {
   private pendingSpace = '';
   private calls = 0;
   private argsStarted = false;
+  /** The arguments text of the current call sent so far (to judge, at the end, what a cut call's held tail is). */
+  private args = '';
 
   constructor(
     private readonly declared: ReadonlySet<string> | null = null,
@@ -64,7 +77,7 @@ export class ToolCallStreamParser {
     const out: ChatDelta[] = [];
     this.drain(out, true);
     if (this.state === 'head') this.content(out, TOOL_CALL_OPEN + this.buffer);
-    else if (this.state === 'args') { if (this.buffer !== '') out.push({ type: 'tool_call', index: this.calls - 1, arguments: this.buffer }); }
+    else if (this.state === 'args') this.endCutCall(out);
     else this.content(out, this.buffer);
     this.buffer = '';
     if (this.calls === 0 && this.pendingSpace !== '') out.push({ type: 'content', text: this.pendingSpace });
@@ -120,6 +133,7 @@ export class ToolCallStreamParser {
           this.buffer = this.buffer.slice(head[0].length);
           this.state = 'args';
           this.argsStarted = false;
+          this.args = '';
         } else if (close >= 0) {
           this.wholeCall(out, this.buffer.slice(0, close));
           this.buffer = this.buffer.slice(close + TOOL_CALL_CLOSE.length);
@@ -150,11 +164,29 @@ export class ToolCallStreamParser {
         const trailingSpace = /\s*$/.exec(before)![0].length;
         const hold = (endMatch ? endMatch[0].length : trailingSpace) + partial;
         const emit = this.buffer.slice(0, this.buffer.length - hold);
-        if (emit !== '') out.push({ type: 'tool_call', index: this.calls - 1, arguments: emit });
+        if (emit !== '') {
+          out.push({ type: 'tool_call', index: this.calls - 1, arguments: emit });
+          this.args += emit;
+        }
         this.buffer = this.buffer.slice(this.buffer.length - hold);
         return;
       }
     }
+  }
+
+  /**
+   * The completion ended inside a call (max_tokens): what was held back is the body's closing brace, whitespace
+   * and the start of `</tool_call>`, or the arguments' own last characters. When the arguments sent so far are
+   * complete JSON, the held text is the wrapper's and is dropped (clients parse `arguments` as JSON); otherwise
+   * the call was cut inside its arguments and the held text, less any start of the closing tag, is theirs.
+   */
+  private endCutCall(out: ChatDelta[]): void {
+    const partial = partialTagSuffix(this.buffer, TOOL_CALL_CLOSE);
+    const rest = this.buffer.slice(0, this.buffer.length - partial).replace(/\s+$/, '');
+    this.buffer = '';
+    if (rest === '' || isCompleteJson(this.args)) return;
+    out.push({ type: 'tool_call', index: this.calls - 1, arguments: rest });
+    this.args += rest;
   }
 
   /** A declared function's name from the head's JSON string, or null. */
