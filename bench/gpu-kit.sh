@@ -29,7 +29,12 @@ pack() {
   npm ls --omit=dev --all --parseable 2>/dev/null | sed "s|^$ROOT/||" | grep '^node_modules/' | sort -u \
     | grep -vE '^node_modules/(@node-llama-cpp/linux-(x64-(cuda|cuda-ext|vulkan)|arm64|armv7l)|typescript|@rolldown/.*|rolldown|lightningcss.*|vite)$' >"$list"
   cp "$tokenizer" "$DIR/tokenizer-source.gguf"
-  tar -cf - --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' --exclude='node_modules/node-llama-cpp/llama/llama.cpp' \
+  # lmdb's builds for other Node ABIs and for musl.
+  other=()
+  for f in node_modules/@lmdb/*/node.*.node; do
+    case "$f" in *".abi$abi.glibc.node"|*".napi.glibc.node") ;; *) other+=(--exclude="$f") ;; esac
+  done
+  tar -cf - "${other[@]}" --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' --exclude='node_modules/node-llama-cpp/llama/llama.cpp' \
       --exclude='node_modules/uWebSockets.js/binaries' --exclude='node_modules/uWebSockets.js/dist/*.node' --exclude='*.map' \
       -T "$list" native/build/hearth_native.node native/build/cuda/libggml-cuda.so native/build/cuda/bin \
     | xz -T0 -6 >"$DIR/runtime.tar.xz"
