@@ -54,8 +54,9 @@ run() {
   unxz "$DIR/uws.tar.xz" | tar -xf -
   export PATH=$kit/bin:$PATH
   # The CUDA runtime the backend links (libcudart.so.13, libcublas.so.13, libcublasLt.so.13): the toolkit's, else pip's.
-  libs=$( { ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib 2>/dev/null; find / -xdev \( -name 'libcublas.so.1[0-9]' -o -name 'libcudart.so.1[0-9]' \) -not -path '/proc/*' 2>/dev/null | xargs -r -n1 dirname; } | awk '!seen[$0]++' | paste -sd: -)
-  export LD_LIBRARY_PATH=$ROOT/native/build/cuda/bin${libs:+:$libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  libs=$( { ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib 2>/dev/null; find /usr /opt -xdev \( -name 'libcublas.so.1[0-9]' -o -name 'libcudart.so.1[0-9]' \) 2>/dev/null | xargs -r -n1 dirname; } | awk '!seen[$0]++' | paste -sd: -)
+  # Not native/build/cuda/bin: Hearth binds node-llama-cpp's libraries; bench/gpu.ts gives the tools their own.
+  export LD_LIBRARY_PATH=${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export HEARTH_TOKENIZER_SOURCE=$DIR/tokenizer-source.gguf HEARTH_CACHE_DIR=$kit/models
   echo "gpu-kit: node $(node --version); CUDA libraries from ${libs:-nowhere found}" >&2
   node --import tsx bench/gpu.ts --tools "$ROOT/native/build/cuda/bin" "$@"

@@ -32,6 +32,13 @@ import { startLlamaServer, type LlamaServerProcess } from './llama-server.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
+/**
+ * The environment of llama-server and llama-batched-bench: the libraries of their own build (libllama,
+ * libggml-base, and libggml-cuda.so, which ggml loads from the executable's folder) first. Hearth does not get it:
+ * its addon binds node-llama-cpp's prebuilt libraries and loads only libggml-cuda.so of this build.
+ */
+const toolsEnv = (tools: string): NodeJS.ProcessEnv => ({ ...process.env, LD_LIBRARY_PATH: [tools, process.env['LD_LIBRARY_PATH']].filter(Boolean).join(':') });
+
 interface Options {
   model: string;
   concurrency: number[];
@@ -124,7 +131,7 @@ function ceiling(o: Options, model: string): CeilingRow[] {
   const maxSeq = Math.max(...o.concurrency);
   const args = ['-m', model, '-ngl', '99', '-c', String(maxSeq * (32 + o.maxTokens + 16)), '-b', '2048', '-ub', '512', '-npp', '16', '-ntg', String(o.maxTokens), '-npl', o.concurrency.join(',')];
   log(`ceiling: ${bin} ${args.join(' ')}`);
-  const r = spawnSync(bin, args, { encoding: 'utf8', timeout: 180_000, maxBuffer: 16 << 20 });
+  const r = spawnSync(bin, args, { encoding: 'utf8', timeout: 180_000, maxBuffer: 16 << 20, env: toolsEnv(o.tools) });
   const raw = `${r.stdout ?? ''}\n${r.stderr ?? ''}`;
   if (r.status !== 0) throw new Error(`llama-batched-bench failed (${r.status ?? r.signal}): ${raw.slice(-2000)}`);
   return parseBatchedBench(raw);
@@ -204,7 +211,7 @@ async function runServer(server: 'hearth' | 'llama-server', o: Options, model: s
     modelName = ((await (await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${hearth.key}` } })).json()) as { data: { id: string }[] }).data[0]!.id;
     target = { baseUrl: hearth.baseUrl, path: '/api/inference/v1/chat/completions', headers: { authorization: `Bearer ${hearth.key}` } };
   } else {
-    llama = await startLlamaServer({ binary: join(o.tools, 'llama-server'), model, slots: o.slots, threads: 8, contextPerSlot, extraArgs: ['-ngl', '99'], timeoutMs: 300_000, retryWithoutRepackOnSigill: false });
+    llama = await startLlamaServer({ binary: join(o.tools, 'llama-server'), model, slots: o.slots, threads: 8, contextPerSlot, extraArgs: ['-ngl', '99'], timeoutMs: 300_000, retryWithoutRepackOnSigill: false, env: toolsEnv(o.tools) });
     where = `llama-server ${llama.args.join(' ')}`;
     target = { baseUrl: llama.baseUrl, path: '/v1/chat/completions' };
   }
@@ -233,8 +240,6 @@ async function runServer(server: 'hearth' | 'llama-server', o: Options, model: s
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   const started = performance.now();
-  // The tools load the libraries of their own build (and libggml-cuda.so) from their folder.
-  process.env['LD_LIBRARY_PATH'] = [o.tools, process.env['LD_LIBRARY_PATH']].filter(Boolean).join(':');
   const gpu = describeGpu();
   const machine = describeMachine();
   log(`GPU: ${gpu}; ${machineLine(machine)}`);

@@ -232,8 +232,8 @@ export async function ensureLlamaServer(options: { log?: (line: string) => void;
   });
 }
 
-export function llamaServerHelp(binary: string): string {
-  const r = spawnSync(binary, ['--help'], { encoding: 'utf8', timeout: 30_000, maxBuffer: 16 << 20 });
+export function llamaServerHelp(binary: string, env?: NodeJS.ProcessEnv): string {
+  const r = spawnSync(binary, ['--help'], { encoding: 'utf8', timeout: 30_000, maxBuffer: 16 << 20, ...(env ? { env } : {}) });
   return `${r.stdout}${r.stderr}`;
 }
 
@@ -268,6 +268,8 @@ export interface LlamaServerOptions {
    * Default true.
    */
   retryWithoutRepackOnSigill?: boolean;
+  /** The server's environment (default: this process's), e.g. LD_LIBRARY_PATH at a build's own libraries. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface LlamaServerProcess {
@@ -283,8 +285,8 @@ export interface LlamaServerProcess {
 }
 
 /** Flags of this build that exist (checked against --help), so the helper works across versions. */
-function supportedFlags(binary: string): (flag: string) => boolean {
-  const help = llamaServerHelp(binary);
+function supportedFlags(binary: string, env?: NodeJS.ProcessEnv): (flag: string) => boolean {
+  const help = llamaServerHelp(binary, env);
   return (flag) => new RegExp(`(^|[\\s,])${flag.replace(/[-]/g, '\\-')}([\\s,=]|$)`, 'm').test(help);
 }
 
@@ -306,7 +308,7 @@ export async function startLlamaServer(o: LlamaServerOptions): Promise<LlamaServ
 
 async function startOnce(o: LlamaServerOptions, more: string[]): Promise<LlamaServerProcess> {
   const port = o.port ?? (await freePort());
-  const has = supportedFlags(o.binary);
+  const has = supportedFlags(o.binary, o.env);
   const args = [
     '-m', o.model,
     '--host', '127.0.0.1',
@@ -325,7 +327,7 @@ async function startOnce(o: LlamaServerOptions, more: string[]): Promise<LlamaSe
   if (has('--fit')) args.push('--fit', 'off');
   if (has('--no-warmup')) { /* keep the default warm-up: both servers warm up at load */ }
   args.push(...(o.extraArgs ?? []), ...more);
-  const proc = spawn(o.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(o.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(o.env ? { env: o.env } : {}) });
   let output = '';
   const append = (d: Buffer) => {
     output += d.toString();
