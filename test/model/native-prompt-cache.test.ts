@@ -172,4 +172,27 @@ describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (sk
     expect((await run(engine, first, 2)).result?.cachedTokens).toBe(0);
     expect((await run(engine, promptOf(200, 238), 2)).result?.cachedTokens).toBe(199);
   });
+
+  it('serves one account exactly as the unpartitioned cache did: same cached tokens, restores and evaluated tokens', async () => {
+    // Conversations that come back, grow and crowd out each other on 2 slots and a 1 MiB host cache.
+    // ~200-token states of ~50 KiB: 6 hot conversations that come back, between 24 one-off prompts that
+    // overflow the 1 MiB, so entries are restored and evicted.
+    const base = Array.from({ length: 30 }, (_, i) => promptOf(200, 300 + i));
+    const workload = Array.from({ length: 48 }, (_, turn) => Uint32Array.from([...base[turn % 2 === 0 ? (turn / 2) % 6 : 6 + (turn - 1) / 2]!, ...promptOf(turn % 3 === 0 ? 0 : 8, 400 + turn)]));
+    const replay = async (partition: string | undefined) => {
+      const engine = await load(1, 2);
+      const cached: (number | undefined)[] = [];
+      for (let i = 0; i < workload.length; i += 2) {
+        const pair = await Promise.all(workload.slice(i, i + 2).map((p) => run(engine, p, 4, partition)));
+        cached.push(...pair.map((r) => r.result?.cachedTokens));
+      }
+      const { promptTokens, promptCacheRestores } = engine.stats();
+      return { cached, promptTokens, promptCacheRestores };
+    };
+    const shared = await replay(undefined);
+    const oneAccount = await replay('account:default');
+    expect(oneAccount).toEqual(shared);
+    expect(shared.promptCacheRestores).toBeGreaterThan(0);
+    expect(shared.cached.filter((n) => n === 0).length).toBeGreaterThan(24); // first visits and evicted ones
+  });
 });
