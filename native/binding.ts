@@ -75,6 +75,11 @@ export interface NativeJobExtras {
   /** 0..20: 'text' events carry `logprobs` (raw model distribution), one entry per token. */
   topLogprobs?: number;
   /**
+   * Prompt-cache partition (an opaque string; absent = ""): the job reuses only KV that jobs of the same
+   * partition left, in a slot or in the host prompt cache; another partition's is never compared with its prompt.
+   */
+  cachePartition?: string;
+  /**
    * Send the job's events (prompt, text, done / error; `job` = `tag`) to the EventRelay `id` (any thread of
    * the process); this loop's own onEvents then gets only the job's done / error. A closed relay: refusal
    * 'relay_closed'.

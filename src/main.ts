@@ -124,7 +124,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   );
   disposables.add('engine', () => engine.dispose());
   const stats = new ServingStats(engine);
-  const gateway = new SharedModelGateway(engine, stats);
+  const gateway = new SharedModelGateway(engine, stats, { promptCacheScope: config.promptCacheScope });
   const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
   const auth = new ManagementAuthenticator(keys, sessions, users);
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };

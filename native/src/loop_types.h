@@ -79,6 +79,11 @@ struct JobSpec {
     std::string grammar;
     /** -1: no logprobs (nothing is computed). 0..20: each token's logprob and this many alternatives. */
     int32_t topLogprobs = -1;
+    /**
+     * The prompt-cache partition (an opaque string: the account, the key, or "" for one shared cache). The job
+     * reuses only KV that jobs of the same partition left, in a slot or in the host prompt cache.
+     */
+    std::string cachePartition;
 };
 
 /** One alternative at a position: the token's text (raw bytes, maybe partial UTF-8) and its logprob. */

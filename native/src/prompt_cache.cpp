@@ -18,30 +18,40 @@ size_t commonPrefix(const std::vector<llama_token> & a, const std::vector<llama_
 
 }  // namespace
 
-void PromptCache::save(llama_context * ctx, llama_seq_id seq, const std::vector<llama_token> & tokens) {
+void PromptCache::save(llama_context * ctx, llama_seq_id seq, const std::string & partition, const std::vector<llama_token> & tokens) {
     if (!enabled() || tokens.empty()) {
         return;
     }
-    for (const auto & e : entries_) {
-        if (e.tokens.size() >= tokens.size() && commonPrefix(e.tokens, tokens, tokens.size()) == tokens.size()) {
-            return;  // already held (this entry may be where the sequence was restored from)
+    auto found = partitions_.find(partition);
+    if (found != partitions_.end()) {
+        for (const auto & e : found->second.entries) {
+            if (e.tokens.size() >= tokens.size() && commonPrefix(e.tokens, tokens, tokens.size()) == tokens.size()) {
+                return;  // already held (this entry may be where the sequence was restored from)
+            }
         }
     }
     const size_t size = llama_state_seq_get_size(ctx, seq);
     if (size == 0 || size > maxBytes_) {
         return;
     }
-    for (auto it = entries_.begin(); it != entries_.end();) {
-        if (commonPrefix(it->tokens, tokens, it->tokens.size()) == it->tokens.size()) {
-            bytes_ -= it->state.size();
-            it = entries_.erase(it);
-        } else {
-            ++it;
+    if (found != partitions_.end()) {
+        Partition & p = found->second;
+        for (auto it = p.entries.begin(); it != p.entries.end();) {
+            if (commonPrefix(it->tokens, tokens, it->tokens.size()) == it->tokens.size()) {
+                p.bytes -= it->state.size();
+                bytes_ -= it->state.size();
+                entries_--;
+                it = p.entries.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        if (p.entries.empty()) {
+            partitions_.erase(found);
         }
     }
-    while (!entries_.empty() && bytes_ + size > maxBytes_) {
-        bytes_ -= entries_.back().state.size();
-        entries_.pop_back();
+    while (entries_ > 0 && bytes_ + size > maxBytes_) {
+        evictOne(partition);
     }
     Entry entry;
     try {
@@ -53,25 +63,63 @@ void PromptCache::save(llama_context * ctx, llama_seq_id seq, const std::vector<
     if (llama_state_seq_get_data(ctx, entry.state.data(), size, seq) != size) {
         return;
     }
+    try {
+        Partition & p = partitions_[partition];
+        p.entries.push_front(std::move(entry));
+        p.bytes += size;
+    } catch (const std::bad_alloc &) {
+        auto empty = partitions_.find(partition);
+        if (empty != partitions_.end() && empty->second.entries.empty()) {
+            partitions_.erase(empty);
+        }
+        return;
+    }
     bytes_ += size;
-    entries_.push_front(std::move(entry));
+    entries_++;
 }
 
-int32_t PromptCache::restore(llama_context * ctx, llama_seq_id seq, const std::vector<llama_token> & prompt, int32_t minPrefix,
-                             int32_t maxPrefix, std::vector<llama_token> & held) {
+void PromptCache::evictOne(const std::string & preferred) {
+    auto victim = partitions_.end();
+    for (auto it = partitions_.begin(); it != partitions_.end(); ++it) {
+        if (victim == partitions_.end() || it->second.bytes > victim->second.bytes ||
+            (it->second.bytes == victim->second.bytes && it->first == preferred)) {
+            victim = it;
+        }
+    }
+    if (victim == partitions_.end()) {
+        return;
+    }
+    Partition & p = victim->second;
+    const size_t size = p.entries.back().state.size();
+    p.entries.pop_back();
+    p.bytes -= size;
+    bytes_ -= size;
+    entries_--;
+    if (p.entries.empty()) {
+        partitions_.erase(victim);
+    }
+}
+
+int32_t PromptCache::restore(llama_context * ctx, llama_seq_id seq, const std::string & partition, const std::vector<llama_token> & prompt,
+                             int32_t minPrefix, int32_t maxPrefix, std::vector<llama_token> & held) {
     if (!enabled() || maxPrefix <= minPrefix) {
         return 0;
     }
-    auto best = entries_.end();
+    auto found = partitions_.find(partition);
+    if (found == partitions_.end()) {
+        return 0;  // no state of this partition: other partitions' entries are never looked at
+    }
+    std::list<Entry> & entries = found->second.entries;
+    auto best = entries.end();
     size_t bestPrefix = (size_t) minPrefix;
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    for (auto it = entries.begin(); it != entries.end(); ++it) {
         const size_t n = commonPrefix(it->tokens, prompt, (size_t) maxPrefix);
         if (n > bestPrefix) {
             bestPrefix = n;
             best = it;
         }
     }
-    if (best == entries_.end()) {
+    if (best == entries.end()) {
         return 0;
     }
     llama_memory_t memory = llama_get_memory(ctx);
@@ -80,7 +128,7 @@ int32_t PromptCache::restore(llama_context * ctx, llama_seq_id seq, const std::v
         llama_memory_seq_rm(memory, seq, -1, -1);
         return -1;
     }
-    entries_.splice(entries_.begin(), entries_, best);  // most recently used
+    entries.splice(entries.begin(), entries, best);  // most recently used
     held = best->tokens;
     return (int32_t) bestPrefix;
 }

@@ -377,7 +377,7 @@ void SlotLoop::apply(std::vector<Command> & commands) {
     }
 }
 
-SlotLoop::Slot & SlotLoop::pickSlot(const std::vector<llama_token> & prompt, int32_t & reuse) {
+SlotLoop::Slot & SlotLoop::pickSlot(const std::vector<llama_token> & prompt, const std::string & partition, int32_t & reuse) {
     const int32_t maxReuse = (int32_t) prompt.size() - 1;  // keep one token to evaluate so logits exist
     const int32_t n = (int32_t) slots_.size();
     Slot * best = nullptr;
@@ -387,7 +387,8 @@ SlotLoop::Slot & SlotLoop::pickSlot(const std::vector<llama_token> & prompt, int
             continue;
         }
         int32_t lcp = 0;
-        const int32_t limit = std::min<int32_t>((int32_t) slot.cache.size(), maxReuse);
+        // Another partition's KV is no prefix of this prompt: never compared, reused only as an empty slot.
+        const int32_t limit = slot.partition == partition ? std::min<int32_t>((int32_t) slot.cache.size(), maxReuse) : 0;
         while (lcp < limit && slot.cache[lcp] == prompt[lcp]) {
             lcp++;
         }
@@ -420,13 +421,14 @@ void SlotLoop::assign(JobSpec && job) {
         }
     }
     int32_t reuse = 0;
-    Slot & slot = pickSlot(job.prompt, reuse);
+    Slot & slot = pickSlot(job.prompt, job.cachePartition, reuse);
     if (promptCache_ && promptCache_->enabled()) {
         if ((int32_t) slot.cache.size() > reuse) {
-            promptCache_->save(ctx_, slot.seq, slot.cache);  // what this slot is about to lose
+            promptCache_->save(ctx_, slot.seq, slot.partition, slot.cache);  // what this slot is about to lose
         }
         std::vector<llama_token> held;
-        const int32_t restored = promptCache_->restore(ctx_, slot.seq, job.prompt, reuse, (int32_t) job.prompt.size() - 1, held);
+        const int32_t restored =
+            promptCache_->restore(ctx_, slot.seq, job.cachePartition, job.prompt, reuse, (int32_t) job.prompt.size() - 1, held);
         if (restored > 0) {
             slot.cache = std::move(held);
             reuse = restored;
@@ -442,6 +444,7 @@ void SlotLoop::assign(JobSpec && job) {
         reuse = 0;
     }
     slot.cache.resize(reuse);
+    slot.partition = std::move(job.cachePartition);
 
     slot.busy = true;
     slot.jobId = job.id;
@@ -513,8 +516,9 @@ void SlotLoop::migrate(Slot & from, Slot & to) {
     std::swap(from, to);
     from.seq = fromSeq;
     to.seq = toSeq;
-    // `from` is free now and still holds the same tokens: it stays a prefix cache for them.
+    // `from` is free now and still holds the same tokens: it stays a prefix cache for them, of the same partition.
     from.cache = to.cache;
+    from.partition = to.partition;
 }
 
 void SlotLoop::step() {

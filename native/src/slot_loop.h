@@ -85,6 +85,8 @@ private:
         int32_t seq = 0;
         /** Tokens whose K/V this sequence holds, at positions 0..size-1 (the prefix cache). */
         std::vector<llama_token> cache;
+        /** The cache partition of the job that left `cache` (JobSpec::cachePartition). */
+        std::string partition;
         uint64_t lastUsed = 0;
 
         bool busy = false;
@@ -123,7 +125,8 @@ private:
     void setUpComputeThreads(int32_t slots);
     void apply(std::vector<Command> & commands);
     void assign(JobSpec && job);
-    Slot & pickSlot(const std::vector<llama_token> & prompt, int32_t & reuse);
+    /** The free slot to run a job on; `reuse` = prompt tokens its KV already holds (0 for another partition's slot). */
+    Slot & pickSlot(const std::vector<llama_token> & prompt, const std::string & partition, int32_t & reuse);
     bool anyBusy() const;
     void compact();
     void migrate(Slot & from, Slot & to);

@@ -156,6 +156,12 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
         } else if (!top.IsUndefined()) {
             throw Napi::TypeError::New(env, "extras.topLogprobs must be a number");
         }
+        Napi::Value partition = extras.Get("cachePartition");
+        if (partition.IsString()) {
+            job.cachePartition = partition.As<Napi::String>().Utf8Value();
+        } else if (!partition.IsUndefined()) {
+            throw Napi::TypeError::New(env, "extras.cachePartition must be a string");
+        }
         Napi::Value relay = extras.Get("relay");
         if (relay.IsObject()) {
             Napi::Object r = relay.As<Napi::Object>();

@@ -15,6 +15,13 @@ export interface GenerationRequest extends SamplingOptions {
   grammar?: string | undefined;
   /** undefined: no logprobs (the hot path computes none). n (0..20): the chosen token's and the n best. */
   topLogprobs?: number | undefined;
+  /**
+   * Prompt-cache partition: an opaque string naming who may reuse this prompt's cached state (the gateway's
+   * `promptCacheScope`: the account, the key, or '' for everyone). The engine's caches (slot prefixes, the
+   * host prompt cache) are keyed by it, so `cached_tokens` and time to first token never depend on prompts
+   * of another partition (issue #28).
+   */
+  cachePartition: string;
 }
 
 export type { TokenLogprob } from '../protocol/chat-delta.ts';

@@ -412,6 +412,7 @@ export class LocalEngine implements ChatEngine {
       ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
       ...(request.grammar !== undefined ? { grammar: request.grammar } : {}),
       ...(request.topLogprobs !== undefined ? { topLogprobs: request.topLogprobs } : {}),
+      cachePartition: request.cachePartition,
       ...(relayed ? { relay: relayed } : {}),
       port: port2,
     };

@@ -111,6 +111,11 @@ export interface GenerationTask {
   /** Absent: no logprobs. 0..20: text events carry each token's logprob and this many alternatives. */
   topLogprobs?: number | undefined;
   /**
+   * The prompt-cache partition (GenerationRequest.cachePartition; '' = the one shared partition): the engine
+   * reuses only prefix state that tasks of the same partition left.
+   */
+  cachePartition: string;
+  /**
    * Present when the main thread holds an event relay: an engine that can (SlotEngine.relaysEvents) sends the
    * job's prompt / text / done / error there, skipping this worker's JavaScript; the port then carries only
    * 'start' and failures before the job reached the engine.

@@ -7,7 +7,15 @@ import { GrammarCache } from '../protocol/grammar-cache.ts';
 import type { ModelList } from '../protocol/openai-types.ts';
 import { ToolCallStreamParser } from '../protocol/tool-call-parser.ts';
 import { planChatGeneration } from './chat-generation-plan.ts';
+import { cachePartitionOf, type InferenceCaller, type PromptCacheScope } from './prompt-cache-scope.ts';
 import type { ServingStats } from './serving-stats.ts';
+
+export interface SharedModelGatewayOptions {
+  /** Who shares prompt-cache state (prompt-cache-scope.ts). Defaults to 'account'. */
+  promptCacheScope?: PromptCacheScope;
+}
+
+export const DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS = { promptCacheScope: 'account' } satisfies Required<SharedModelGatewayOptions>;
 
 /**
  * Routes validated shared-endpoint requests to the local engine. Knows model ids and the served
@@ -17,13 +25,16 @@ export class SharedModelGateway {
   private readonly created: number;
   /** Grammars of schemas and tool lists seen recently (LRU). */
   private readonly grammars = new GrammarCache();
+  private readonly promptCacheScope: PromptCacheScope;
 
   /** `stats`, when given, records every generation's figures for GET /api/v1/stats. */
   constructor(
     private readonly engine: ChatEngine,
     private readonly stats?: ServingStats,
+    options: SharedModelGatewayOptions = {},
   ) {
     this.created = Math.floor(Date.now() / 1000);
+    this.promptCacheScope = options.promptCacheScope ?? DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS.promptCacheScope;
   }
 
   get modelId(): string {
@@ -33,11 +44,12 @@ export class SharedModelGateway {
   /**
    * Starts a generation whose events reach `out` as ChatDeltas: content (with logprobs when asked for),
    * tool-call fragments parsed from the text when tools are active, then one finish with usage
-   * (`tool_calls` when calls were parsed). Runs on the engine's push path: no promise per token.
+   * (`tool_calls` when calls were parsed). Runs on the engine's push path: no promise per token. The prompt
+   * reuses cached state only of `caller`'s cache partition (its account, by default: prompt-cache-scope.ts).
    * Throws before anything is sent: model_not_found (404), a schema the grammar converter refuses (400),
    * model_warming_up (503), queue_full (503).
    */
-  startChat(request: ChatRequest, out: ChatDeltaSink): GenerationHandle {
+  startChat(request: ChatRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
     if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
     const plan = planChatGeneration(request, this.grammars);
     const parser = plan.toolNames === null ? null : new ToolCallStreamParser(plan.toolNames);
@@ -53,7 +65,8 @@ export class SharedModelGateway {
       },
       onError: (e) => out.fail(e),
     };
-    return this.engine.generate(plan.generation, this.stats ? this.stats.observe(sink) : sink);
+    const generation = { ...plan.generation, cachePartition: cachePartitionOf(this.promptCacheScope, caller) };
+    return this.engine.generate(generation, this.stats ? this.stats.observe(sink) : sink);
   }
 
   /** GET /models/{id} as JSON text; model_not_found (404) for any other id. */

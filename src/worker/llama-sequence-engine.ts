@@ -19,6 +19,10 @@ export interface LlamaSequenceEngineOptions {
 interface Slot {
   sequence: LlamaContextSequence;
   busy: boolean;
+  /** The cache partition of the job that left the sequence's tokens (SlotJob.cachePartition). */
+  partition: string;
+  /** When a job last took it (a counter): among equal prefixes the least recently used goes first. */
+  lastUsed: number;
 }
 
 /** Distinct grammars kept parsed (as evaluation-state templates, cloned per job). */
@@ -38,7 +42,8 @@ function commonPrefixLength(a: readonly number[], b: Uint32Array): number {
  * The portable engine: node-llama-cpp's own context sequences, one per slot, driven token by token from
  * JavaScript. Slower than the native loop (an async native call per token) but needs no addon.
  * Lives in one worker thread; prefix reuse: a job takes the free sequence whose cached tokens share the
- * longest prefix with its prompt and evaluates only the rest.
+ * longest prefix with its prompt and evaluates only the rest, among sequences its cache partition left (on a
+ * tie, the least recently used: a job with nothing to reuse leaves the freshest conversations' sequences alone).
  */
 export class LlamaSequenceEngine implements SlotEngine {
   readonly kind = 'node-llama-cpp' as const;
@@ -50,6 +55,7 @@ export class LlamaSequenceEngine implements SlotEngine {
   private readonly grammars = new Map<string, LlamaGrammarEvaluationState>();
   /** Token bans that keep grammar jobs valid UTF-8; built at the first grammar job. */
   private utf8?: Utf8TokenBiases;
+  private clock = 0;
 
   private constructor(
     private readonly model: LlamaModel,
@@ -70,24 +76,28 @@ export class LlamaSequenceEngine implements SlotEngine {
       ...(o.signal ? { createSignal: o.signal } : {}),
     });
     const slots: Slot[] = [];
-    for (let i = 0; i < o.slots; i++) slots.push({ sequence: context.getSequence(), busy: false });
+    for (let i = 0; i < o.slots; i++) slots.push({ sequence: context.getSequence(), busy: false, partition: '', lastUsed: 0 });
     return new LlamaSequenceEngine(o.model, context, slots, o.contextSize);
   }
 
   submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle {
     if (this.disposed) throw new Error('engine disposed');
+    const partition = job.cachePartition ?? '';
     let best: Slot | undefined;
     let bestLen = -1;
     for (const s of this.slots) {
       if (s.busy) continue;
-      const len = commonPrefixLength(s.sequence.contextTokens, job.promptTokens);
-      if (len > bestLen) {
+      // Another partition's tokens are never compared: its sequence is reused only as an empty one (run() erases it).
+      const len = s.partition === partition ? commonPrefixLength(s.sequence.contextTokens, job.promptTokens) : 0;
+      if (len > bestLen || (len === bestLen && best !== undefined && s.lastUsed < best.lastUsed)) {
         best = s;
         bestLen = len;
       }
     }
     if (!best) throw new Error('no free slot');
     best.busy = true;
+    best.partition = partition;
+    best.lastUsed = ++this.clock;
     const state = { cancelled: false };
     const slot = best;
     // The slot is free again before the terminal callback runs, so a job submitted from it can reuse the prefix.

@@ -91,6 +91,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
           promptTokens: prompt.tokens, maxTokens, stop, sampling: task.sampling,
           ...(task.grammar !== undefined ? { grammar: task.grammar } : {}),
           ...(task.topLogprobs !== undefined ? { topLogprobs: task.topLogprobs } : {}),
+          ...(task.cachePartition !== '' ? { cachePartition: task.cachePartition } : {}),
           ...(relay !== undefined ? { relay } : {}),
         },
         {

@@ -207,10 +207,12 @@ export class NativeSlotEngine implements SlotEngine {
     if (this.jobs.size >= this.slotCount) throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy`);
 
     const id = this.allocateJobId();
-    const extras = job.grammar !== undefined || job.topLogprobs !== undefined || job.relay !== undefined
+    const partitioned = job.cachePartition !== undefined && job.cachePartition !== '';
+    const extras = job.grammar !== undefined || job.topLogprobs !== undefined || job.relay !== undefined || partitioned
       ? {
           ...(job.grammar !== undefined ? { grammar: job.grammar } : {}),
           ...(job.topLogprobs !== undefined ? { topLogprobs: job.topLogprobs } : {}),
+          ...(partitioned ? { cachePartition: job.cachePartition } : {}),
           ...(job.relay !== undefined ? { relay: job.relay } : {}),
         }
       : undefined;

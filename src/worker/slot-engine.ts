@@ -28,6 +28,12 @@ export interface SlotJob {
   /** Absent: no logprobs (nothing computed). 0..20: onText gets each token's logprob and this many alternatives. */
   topLogprobs?: number | undefined;
   /**
+   * Prompt-cache partition (opaque; absent = ''): the job reuses only KV that jobs of the same partition left
+   * (a slot's prefix, the native host prompt cache). A slot holding another partition's KV is treated as
+   * holding nothing: its prefix is never compared with this prompt, and its KV is cleared before the job runs.
+   */
+  cachePartition?: string | undefined;
+  /**
    * Engines with `relaysEvents` send this job's events to the relay instead (see JobRelay) and call only its
    * onDone / onError here; other engines ignore it.
    */

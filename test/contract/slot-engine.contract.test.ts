@@ -166,6 +166,28 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       expect(second.result.cachedTokens).toBeLessThan(tokens.length);
     });
 
+    it('reuses a prefix only within its cache partition: another account reads no cached token of it, the owner still does (issue #28)', async () => {
+      const secret = 'The secret launch code of the company is seven four two nine and the meeting is on Tuesday.';
+      const build = async (system: string) => (await chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }])).tokens;
+      const tokens = await build(secret);
+      const variant = await build('The secret launch code of the company is seven four two one');
+      const unrelated = await build('Something entirely different about dogs and cats in the garden today');
+      const owner = await run(chat, job(tokens, { cachePartition: 'account:a' })).done;
+      const same = await run(chat, job(tokens, { cachePartition: 'account:b' })).done;
+      const sharedStart = await run(chat, job(variant, { cachePartition: 'account:c' })).done;
+      // Two other accounts took the two other slots (a job with nothing to reuse takes the least recently used one).
+      const again = await run(chat, job(tokens, { cachePartition: 'account:a' })).done;
+      const other = await run(chat, job(unrelated, { cachePartition: 'account:d' })).done;
+      // Each of those accounts had sent nothing before: none may read anything another one left.
+      expect([same.result.cachedTokens, sharedStart.result.cachedTokens, other.result.cachedTokens]).toEqual([0, 0, 0]);
+      expect(same.text).toBe(owner.text);
+      expect(again.result.cachedTokens).toBeGreaterThan(tokens.length / 2);
+      expect(again.text).toBe(owner.text);
+      // An account's own repeat is its own hit.
+      const otherAgain = await run(chat, job(unrelated, { cachePartition: 'account:d' })).done;
+      expect(otherAgain.result.cachedTokens).toBeGreaterThan(unrelated.length / 2);
+    });
+
     it('ends at the context limit with length, never crashing', async () => {
       const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       const { result } = await run(endless, job(tokens, { maxTokens: CONTEXT - tokens.length })).done;

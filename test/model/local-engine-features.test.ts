@@ -25,7 +25,7 @@ interface Outcome {
 function generate(engine: LocalEngine, request: Partial<GenerationRequest>): Promise<Outcome> {
   return new Promise((resolve) => {
     const out: Outcome = { text: '' };
-    engine.generate({ messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0, ...request }, {
+    engine.generate({ messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0, cachePartition: '', ...request }, {
       onText: (text, logprobs) => {
         out.text += text;
         if (logprobs) (out.logprobs ??= []).push(...logprobs);
@@ -131,7 +131,7 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     const outcome = new Promise<Outcome>((resolve) => {
       const out: Outcome = { text: '' };
       let disposing = false;
-      engine.generate({ messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0 }, {
+      engine.generate({ messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0, cachePartition: '' }, {
         onText: (text) => {
           out.text += text;
           if (!disposing) { disposing = true; void engine.dispose(); }

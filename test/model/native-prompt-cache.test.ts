@@ -2,8 +2,9 @@
  * The native loop's host-memory prompt cache (native/src/prompt_cache.*), on the project's own tiny llama
  * (always available): a prompt whose KV a slot had to give up is restored from host memory when it comes
  * back, reported as cached tokens, with the same greedy output as evaluating it; a conversation that
- * grows keeps its longest state; with the cache off, nothing is restored. Skipped, saying why, without
- * the addon.
+ * grows keeps its longest state; with the cache off, nothing is restored. Cache partitions (issue #28):
+ * a prompt restores and reuses only what its own partition left, in host memory or in a slot, and one
+ * partition flooding the cache evicts its own entries, not another's. Skipped, saying why, without the addon.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
@@ -27,10 +28,10 @@ interface Run {
   error?: string;
 }
 
-function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12): Promise<Run> {
+function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12, cachePartition?: string): Promise<Run> {
   return new Promise((resolve) => {
     const r: Run = { text: '' };
-    engine.submit({ promptTokens: prompt, maxTokens, stop: [], sampling: GREEDY }, {
+    engine.submit({ promptTokens: prompt, maxTokens, stop: [], sampling: GREEDY, ...(cachePartition !== undefined ? { cachePartition } : {}) }, {
       onText: (text) => { r.text += text; },
       onDone: (result) => { r.result = result; resolve(r); },
       onError: (e) => { r.error = `${e.code}: ${e.message}`; resolve(r); },
@@ -119,5 +120,79 @@ describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (sk
     expect(warm.map((r) => r.text)).toEqual(cold.map((r) => r.text));
     // Every prompt is back, either in its slot or from host memory: none is evaluated from scratch.
     for (const r of warm) expect(r.result?.cachedTokens).toBe(47);
+  });
+
+  it("restores only its own partition's state from host memory: another account's prompt reads nothing of it", async () => {
+    const engine = await load(16);
+    const secret = promptOf(60, 30);
+    const sharedStart = Uint32Array.from([...secret.subarray(0, 40), ...promptOf(20, 31)]);
+    const owner = await run(engine, secret, 12, 'account:a');
+    const same = await run(engine, secret, 12, 'account:b'); // takes the only slot: A's state goes to host memory
+    const partial = await run(engine, sharedStart, 12, 'account:c');
+    const ownerAgain = await run(engine, secret, 12, 'account:a');
+    expect([same.result?.cachedTokens, partial.result?.cachedTokens]).toEqual([0, 0]);
+    expect(same.text).toBe(owner.text);
+    expect(ownerAgain.result?.cachedTokens).toBe(secret.length - 1);
+    expect(ownerAgain.text).toBe(owner.text);
+    // The attacker's own state is its own to restore.
+    expect((await run(engine, secret, 12, 'account:b')).result?.cachedTokens).toBe(secret.length - 1);
+  });
+
+  it("reuses a slot's prefix only within its partition, and clears another partition's KV before reusing the slot", async () => {
+    const engine = await load(0, 2);
+    const secret = promptOf(50, 32);
+    const owner = await run(engine, secret, 8, 'account:a');
+    const same = await run(engine, secret, 8, 'account:b');
+    const ownerAgain = await run(engine, secret, 8, 'account:a'); // its slot was left alone
+    expect(same.result?.cachedTokens).toBe(0);
+    expect(ownerAgain.result?.cachedTokens).toBe(secret.length - 1);
+    // A third account takes the least recently used slot (B's): B's KV is cleared, and the output is what a cold slot gives.
+    const third = await run(engine, secret, 8, 'account:c');
+    expect(third.result?.cachedTokens).toBe(0);
+    expect([same.text, ownerAgain.text, third.text]).toEqual([owner.text, owner.text, owner.text]);
+  });
+
+  it("keeps an account's entry while another account floods the cache with distinct prompts (it evicts its own first)", async () => {
+    const engine = await load(1); // 1 MiB; a 200-token state of the tiny model is about 50 KiB
+    const mine = promptOf(200, 40);
+    const floods = Array.from({ length: 40 }, (_, i) => promptOf(200, 100 + i));
+    await run(engine, mine, 2, 'account:a');
+    for (const p of floods) await run(engine, p, 2, 'account:flood');
+    const back = await run(engine, mine, 2, 'account:a');
+    expect(back.result?.cachedTokens).toBe(mine.length - 1);
+    // The flood did fill the cache: its own oldest prompts are gone.
+    expect((await run(engine, floods[0]!, 2, 'account:flood')).result?.cachedTokens).toBe(0);
+  });
+
+  it('is one plain LRU cache for jobs of one partition ("" or any): the flood evicts the oldest entry', async () => {
+    const engine = await load(1);
+    const first = promptOf(200, 41);
+    await run(engine, first, 2);
+    for (let i = 0; i < 40; i++) await run(engine, promptOf(200, 200 + i), 2);
+    expect((await run(engine, first, 2)).result?.cachedTokens).toBe(0);
+    expect((await run(engine, promptOf(200, 238), 2)).result?.cachedTokens).toBe(199);
+  });
+
+  it('serves one account exactly as the unpartitioned cache did: same cached tokens, restores and evaluated tokens', async () => {
+    // Conversations that come back, grow and crowd out each other on 2 slots and a 1 MiB host cache.
+    // ~200-token states of ~50 KiB: 6 hot conversations that come back, between 24 one-off prompts that
+    // overflow the 1 MiB, so entries are restored and evicted.
+    const base = Array.from({ length: 30 }, (_, i) => promptOf(200, 300 + i));
+    const workload = Array.from({ length: 48 }, (_, turn) => Uint32Array.from([...base[turn % 2 === 0 ? (turn / 2) % 6 : 6 + (turn - 1) / 2]!, ...promptOf(turn % 3 === 0 ? 0 : 8, 400 + turn)]));
+    const replay = async (partition: string | undefined) => {
+      const engine = await load(1, 2);
+      const cached: (number | undefined)[] = [];
+      for (let i = 0; i < workload.length; i += 2) {
+        const pair = await Promise.all(workload.slice(i, i + 2).map((p) => run(engine, p, 4, partition)));
+        cached.push(...pair.map((r) => r.result?.cachedTokens));
+      }
+      const { promptTokens, promptCacheRestores } = engine.stats();
+      return { cached, promptTokens, promptCacheRestores };
+    };
+    const shared = await replay(undefined);
+    const oneAccount = await replay('account:default');
+    expect(oneAccount).toEqual(shared);
+    expect(shared.promptCacheRestores).toBeGreaterThan(0);
+    expect(shared.cached.filter((n) => n === 0).length).toBeGreaterThan(24); // first visits and evicted ones
   });
 });

@@ -1,4 +1,5 @@
 import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
+import type { InferenceCaller } from '../../gateway/prompt-cache-scope.ts';
 import type { KeyLimiter } from '../../gateway/key-limiter.ts';
 import { invalidRequest } from '../../errors/index.ts';
 import type { ChatDeltaSink } from '../../protocol/chat-delta.ts';
@@ -8,15 +9,15 @@ import { bearerToken } from '../router.ts';
 /**
  * The shared model's generation routes (chat completions, responses) behind the caller's API key and its
  * limits: authenticates and admits synchronously (call it before the handler's first await), sends the
- * x-ratelimit-* headers, then runs `answer` with the parsed body (the route declares `body: {kind: 'json'}`) and `meter`, which wraps a ChatDeltaSink so
- * the finish delta's tokens count against the key. The lease is released on every path (answered, failed,
+ * x-ratelimit-* headers, then runs `answer` with the parsed body (the route declares `body: {kind: 'json'}`), `meter`, which wraps a ChatDeltaSink so
+ * the finish delta's tokens count against the key, and the caller (key and account: the generation's prompt-cache partition). The lease is released on every path (answered, failed,
  * or the client went away).
  */
 export async function withKeyAdmission(
   ex: HttpExchange,
   keys: KeyAuthenticator,
   limiter: KeyLimiter,
-  answer: (json: unknown, meter: (sink: ChatDeltaSink) => ChatDeltaSink) => Promise<void>,
+  answer: (json: unknown, meter: (sink: ChatDeltaSink) => ChatDeltaSink, caller: InferenceCaller) => Promise<void>,
 ): Promise<void> {
   const key = keys.authenticate(bearerToken(ex.authorization));
   const admission = limiter.admit(key.keyId, key.limits);
@@ -32,7 +33,7 @@ export async function withKeyAdmission(
         sink.push(delta);
       },
       fail: (e) => sink.fail(e),
-    }));
+    }), { keyId: key.keyId, accountId: key.accountId });
   } finally {
     lease.release();
   }

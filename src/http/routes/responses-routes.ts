@@ -33,11 +33,11 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       name: 'responses',
       body: { kind: 'json', limit: d.bodyLimit },
       handler: (ex) => {
-        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter) => {
+        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
           const request = validateResponsesRequest(json);
           const renderer = new ResponseRenderer(d.gateway.modelId, request.echo, request.includeLogprobs);
           const options = { stream: request.chat.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit };
-          await respondWith(ex, options, responsesFormat(renderer), (sink) => d.gateway.startChat(request.chat, meter(sink)));
+          await respondWith(ex, options, responsesFormat(renderer), (sink) => d.gateway.startChat(request.chat, meter(sink), caller));
         });
       },
     },

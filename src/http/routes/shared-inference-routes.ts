@@ -37,12 +37,12 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
       name: 'chat_completions',
       body: { kind: 'json', limit: d.bodyLimit },
       handler: (ex) => {
-        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter) => {
+        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
           const request = validateChatRequest(json);
           await respondToChat(
             ex,
             { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
-            (sink) => d.gateway.startChat(request, meter(sink)),
+            (sink) => d.gateway.startChat(request, meter(sink), caller),
           );
         });
       },

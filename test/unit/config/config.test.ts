@@ -40,6 +40,14 @@ describe('serve config', () => {
   it('names the variable for a bad env value', () => {
     expect(() => parseServeConfig([], { HEARTH_SLOTS: 'many' })).toThrowError(/HEARTH_SLOTS/);
   });
+
+  it('scopes the prompt cache to the account by default; key and global on request; anything else is refused', () => {
+    expect(parseServeConfig([], {}).promptCacheScope).toBe('account');
+    expect(parseServeConfig(['--prompt-cache-scope', 'key'], {}).promptCacheScope).toBe('key');
+    expect(parseServeConfig([], { HEARTH_PROMPT_CACHE_SCOPE: 'global' }).promptCacheScope).toBe('global');
+    expect(() => parseServeConfig(['--prompt-cache-scope', 'workspace'], {})).toThrowError(/--prompt-cache-scope: must be one of account, key, global/);
+    expect(() => parseServeConfig([], { HEARTH_PROMPT_CACHE_SCOPE: 'none' })).toThrowError(/HEARTH_PROMPT_CACHE_SCOPE/);
+  });
 });
 
 describe('thread plan', () => {
