@@ -20,7 +20,9 @@ case "$DIR" in -*) DIR=$ROOT/.gpu-kit ;; *) shift || true ;; esac
 pack() {
   cd "$ROOT"
   [ -f native/build/hearth_native.node ] || { echo "gpu-kit: native/build/hearth_native.node is missing (npm ci)" >&2; exit 2; }
-  [ -f native/build/cuda/libggml-cuda.so ] && [ -x native/build/cuda/bin/llama-server ] || { echo "gpu-kit: run npm run build:cuda -- ARCH --bench-tools first" >&2; exit 2; }
+  [ -f native/build/cuda/libggml-cuda.so ] || { echo "gpu-kit: run npm run build:cuda -- ARCH --bench-tools first" >&2; exit 2; }
+  tools=native/build/cuda/bin
+  [ -x $tools/llama-server ] && [ -x $tools/llama-batched-bench ] || { echo "gpu-kit: no bench tools in $tools: the kit runs Hearth only (bench:gpu --targets hearth)" >&2; tools=""; }
   tokenizer=${HEARTH_TOKENIZER_SOURCE:-$ROOT/../shared/models/llama-2-tiny-random.gguf}
   [ -f "$tokenizer" ] || { echo "gpu-kit: no tokenizer source GGUF at $tokenizer (set HEARTH_TOKENIZER_SOURCE)" >&2; exit 2; }
   mkdir -p "$DIR"
@@ -34,12 +36,16 @@ pack() {
   for f in node_modules/@lmdb/*/node.*.node; do
     case "$f" in *".abi$abi.glibc.node"|*".napi.glibc.node") ;; *) other+=(--exclude="$f") ;; esac
   done
-  tar -cf - "${other[@]}" --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' --exclude='node_modules/node-llama-cpp/llama/llama.cpp' \
+  # node-llama-cpp's CPU libraries for CPU families a GPU host is unlikely to have (x64 stays as the fallback).
+  for v in alderlake cannonlake cascadelake cooperlake ivybridge piledriver sandybridge sse42; do
+    other+=(--exclude="node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-cpu-$v.so")
+  done
+  tar -cf - "${other[@]}" --exclude='node_modules/@types' --exclude='*.d.ts' --exclude='*.d.mts' --exclude='*.d.cts' --exclude='*.md' --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' --exclude='node_modules/node-llama-cpp/llama/llama.cpp' \
       --exclude='node_modules/uWebSockets.js/binaries' --exclude='node_modules/uWebSockets.js/dist/*.node' --exclude='*.map' \
-      -T "$list" native/build/hearth_native.node native/build/cuda/libggml-cuda.so native/build/cuda/bin \
-    | xz -T0 -6 >"$DIR/runtime.tar.xz"
+      -T "$list" native/build/hearth_native.node native/build/cuda/libggml-cuda.so $tools \
+    | xz -T0 -9e >"$DIR/runtime.tar.xz"
   tar -cf - node_modules/uWebSockets.js/binaries/uws_linux_x64_"$abi".node | xz -T0 -6 >"$DIR/uws.tar.xz"
-  xz -T0 -6 -c "$(command -v node)" >"$DIR/node.xz"
+  [ "$DIR/node.xz" -nt "$(command -v node)" ] || xz -T0 -9e -c "$(command -v node)" >"$DIR/node.xz"
   rm -f "$list"
   du -ch "$DIR"/* | tail -n 20
 }

@@ -3,6 +3,7 @@
  * commit and the same CUDA build, `-ngl 99 -np <slots>`) and the kernel ceiling (llama-batched-bench `-ngl 99`,
  * decode only: no HTTP, no sampling), at 1 / 8 / 32 / 64 streaming clients. Not part of the test suite (CI has
  * no GPU); sized to finish within 8 minutes on an H100 from what `npm run build:cuda -- --bench-tools` built.
+ * Hearth finds the CUDA backend as `--gpu-layers auto` does (native/build/cuda/libggml-cuda.so first).
  *
  *   npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurrency 1,8,32,64] [--duration 12] [--max-tokens 128]
  *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server] [--temperature 0] [--sampled 64]
@@ -200,7 +201,7 @@ async function runServer(server: 'hearth' | 'llama-server', o: Options, model: s
   let modelName = 'bench';
   if (server === 'hearth') {
     hearth = await startHearthProcess({
-      args: ['--model', model, '--engine', 'native', '--gpu-layers', 'auto', '--gpu-backend', join(o.tools, 'libggml-cuda.so'), '--slots', String(o.slots), '--context-size', String(contextPerSlot), '--cpu-kernels', 'prebuilt', '--front', 'off', '--queue-limit', '256', '--prompt-cache-mib', '0'],
+      args: ['--model', model, '--engine', 'native', '--gpu-layers', 'auto', '--slots', String(o.slots), '--context-size', String(contextPerSlot), '--cpu-kernels', 'prebuilt', '--front', 'off', '--queue-limit', '256', '--prompt-cache-mib', '0'],
       env: { HEARTH_NATIVE_PROFILE: '1', HEARTH_LOG_LEVEL: 'info' },
     });
     await hearth.waitReady(300_000);
@@ -243,9 +244,10 @@ async function main(): Promise<void> {
   const gpu = describeGpu();
   const machine = describeMachine();
   log(`GPU: ${gpu}; ${machineLine(machine)}`);
-  for (const f of ['libggml-cuda.so', ...(o.targets.has('llama-server') ? ['llama-server'] : []), ...(o.targets.has('ceiling') ? ['llama-batched-bench'] : [])]) {
+  for (const f of [...(o.targets.has('llama-server') ? ['llama-server'] : []), ...(o.targets.has('ceiling') ? ['llama-batched-bench'] : [])]) {
     if (!existsSync(join(o.tools, f))) throw new Error(`${join(o.tools, f)} is missing: run npm run build:cuda -- --bench-tools first`);
   }
+  if (o.targets.has('hearth') && !existsSync(join(ROOT, 'native/build/cuda/libggml-cuda.so'))) log('native/build/cuda/libggml-cuda.so is missing (npm run build:cuda): Hearth will use whatever CUDA backend --gpu-layers auto finds');
   const shape = SHAPES[o.model];
   const model = shape ? await ensureRealisticModel(shape.options) : resolve(o.model);
   const label = shape ? `${o.model}: ${shape.label}` : model;
