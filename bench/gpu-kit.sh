@@ -30,14 +30,14 @@ pack() {
   list=$(mktemp)
   npm ls --omit=dev --all --parseable 2>/dev/null | sed "s|^$ROOT/||" | grep '^node_modules/' | sort -u \
     | grep -vE '^node_modules/(@node-llama-cpp/linux-(x64-(cuda|cuda-ext|vulkan)|arm64|armv7l)|typescript|@rolldown/.*|rolldown|lightningcss.*|vite)$' >"$list"
-  cp "$tokenizer" "$DIR/tokenizer-source.gguf"
+  xz -T0 -9 -c "$tokenizer" >"$DIR/tokenizer-source.gguf.xz"
   # lmdb's builds for other Node ABIs and for musl.
   other=()
   for f in node_modules/@lmdb/*/node.*.node; do
     case "$f" in *".abi$abi.glibc.node"|*".napi.glibc.node") ;; *) other+=(--exclude="$f") ;; esac
   done
   # node-llama-cpp's CPU libraries for CPU families a GPU host is unlikely to have (x64 stays as the fallback).
-  for v in alderlake cannonlake cascadelake cooperlake ivybridge piledriver sandybridge sse42; do
+  for v in alderlake cannonlake cascadelake cooperlake icelake ivybridge piledriver sandybridge skylakex sse42 zen4; do
     other+=(--exclude="node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-cpu-$v.so")
   done
   tar -cf - "${other[@]}" --exclude='node_modules/@types' --exclude='*.d.ts' --exclude='*.d.mts' --exclude='*.d.cts' --exclude='*.md' --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' --exclude='node_modules/node-llama-cpp/llama/llama.cpp' \
@@ -58,12 +58,13 @@ run() {
   unxz "$DIR/node.xz" >"$kit/bin/node" && chmod +x "$kit/bin/node"
   unxz "$DIR/runtime.tar.xz" | tar -xf -
   unxz "$DIR/uws.tar.xz" | tar -xf -
+  unxz "$DIR/tokenizer-source.gguf.xz" >"$kit/tokenizer-source.gguf"
   export PATH=$kit/bin:$PATH
   # The CUDA runtime the backend links (libcudart.so.13, libcublas.so.13, libcublasLt.so.13): the toolkit's, else pip's.
   libs=$( { ls -d /usr/local/cuda/lib64 /usr/local/cuda/targets/*/lib 2>/dev/null; find /usr /opt -xdev \( -name 'libcublas.so.1[0-9]' -o -name 'libcudart.so.1[0-9]' \) 2>/dev/null | xargs -r -n1 dirname; } | awk '!seen[$0]++' | paste -sd: -)
   # Not native/build/cuda/bin: Hearth binds node-llama-cpp's libraries; bench/gpu.ts gives the tools their own.
   export LD_LIBRARY_PATH=${libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export HEARTH_TOKENIZER_SOURCE=$DIR/tokenizer-source.gguf HEARTH_CACHE_DIR=$kit/models
+  export HEARTH_TOKENIZER_SOURCE=$kit/tokenizer-source.gguf HEARTH_CACHE_DIR=$kit/models
   echo "gpu-kit: node $(node --version); CUDA libraries from ${libs:-nowhere found}" >&2
   node --import tsx bench/gpu.ts --tools "$ROOT/native/build/cuda/bin" "$@"
 }

@@ -61,6 +61,7 @@ interface Profile {
   msPerStep: number;
   buildMs: number;
   decodeMs: number;
+  syncMs: number;
   sampleMs: number;
   emitMs: number;
   busyShare: number;
@@ -175,8 +176,8 @@ function profileSince(logs: string, fromChars: number): Profile | undefined {
   let rows = 0;
   let busy = 0;
   let window = 0;
-  const ms = { build: 0, decode: 0, sample: 0, emit: 0 };
-  for (const m of logs.slice(fromChars).matchAll(/hearth-native-profile steps=(\d+) rows_per_step=([\d.]+) window_ms=([\d.]+) busy_ms=([\d.]+) build_ms=([\d.]+) decode_ms=([\d.]+) sample_ms=([\d.]+) emit_ms=([\d.]+)/g)) {
+  const ms = { build: 0, decode: 0, sync: 0, sample: 0, emit: 0 };
+  for (const m of logs.slice(fromChars).matchAll(/hearth-native-profile steps=(\d+) rows_per_step=([\d.]+) window_ms=([\d.]+) busy_ms=([\d.]+) build_ms=([\d.]+) decode_ms=([\d.]+) sync_ms=([\d.]+) sample_ms=([\d.]+) emit_ms=([\d.]+)/g)) {
     const s = Number(m[1]);
     steps += s;
     rows += s * Number(m[2]);
@@ -184,11 +185,12 @@ function profileSince(logs: string, fromChars: number): Profile | undefined {
     busy += Number(m[4]);
     ms.build += Number(m[5]);
     ms.decode += Number(m[6]);
-    ms.sample += Number(m[7]);
-    ms.emit += Number(m[8]);
+    ms.sync += Number(m[7]);
+    ms.sample += Number(m[8]);
+    ms.emit += Number(m[9]);
   }
   if (steps === 0) return undefined;
-  return { steps, rowsPerStep: rows / steps, msPerStep: busy / steps, buildMs: ms.build / steps, decodeMs: ms.decode / steps, sampleMs: ms.sample / steps, emitMs: ms.emit / steps, busyShare: window > 0 ? busy / window : 0 };
+  return { steps, rowsPerStep: rows / steps, msPerStep: busy / steps, buildMs: ms.build / steps, decodeMs: ms.decode / steps, syncMs: ms.sync / steps, sampleMs: ms.sample / steps, emitMs: ms.emit / steps, busyShare: window > 0 ? busy / window : 0 };
 }
 
 async function runServer(server: 'hearth' | 'llama-server', o: Options, model: string): Promise<ServerRun> {
@@ -225,7 +227,7 @@ async function runServer(server: 'hearth' | 'llama-server', o: Options, model: s
       const l: Level = await level(target, modelName, o, clients, `c${clients}${sampled ? 's' : ''}`, sampled);
       const profile = hearth ? profileSince(hearth.logs(), from) : undefined;
       if (profile) l.profile = profile;
-      log(`${server} x${clients}${sampled ? ' sampled' : ''}: ${fmt.num(l.tokPerS)} tok/s, TTFT p50 ${fmt.ms(l.ttftP50)}, ${l.requests} requests, ${l.errors} errors${profile ? `, ${fmt.num(profile.rowsPerStep)} rows/step, ${profile.msPerStep.toFixed(2)} ms/step (decode ${profile.decodeMs.toFixed(2)}, sample ${profile.sampleMs.toFixed(2)}, emit ${profile.emitMs.toFixed(2)}, build ${profile.buildMs.toFixed(2)}), busy ${fmt.pct(profile.busyShare)}` : ''}`);
+      log(`${server} x${clients}${sampled ? ' sampled' : ''}: ${fmt.num(l.tokPerS)} tok/s, TTFT p50 ${fmt.ms(l.ttftP50)}, ${l.requests} requests, ${l.errors} errors${profile ? `, ${fmt.num(profile.rowsPerStep)} rows/step, ${profile.msPerStep.toFixed(2)} ms/step (decode ${profile.decodeMs.toFixed(2)}, GPU wait ${profile.syncMs.toFixed(2)}, sample ${profile.sampleMs.toFixed(2)}, emit ${profile.emitMs.toFixed(2)}, build ${profile.buildMs.toFixed(2)}), busy ${fmt.pct(profile.busyShare)}` : ''}`);
       levels.push(l);
     }
   } finally {
@@ -281,7 +283,7 @@ async function main(): Promise<void> {
   });
   const profileRows = (hearthRun?.levels ?? []).filter((l) => l.profile).map((l) => {
     const p = l.profile!;
-    return [l.sampled ? `${l.clients} (sampled)` : l.clients, fmt.num(p.rowsPerStep), p.msPerStep.toFixed(2), p.buildMs.toFixed(3), p.decodeMs.toFixed(3), p.sampleMs.toFixed(3), p.emitMs.toFixed(3), fmt.pct(p.busyShare)];
+    return [l.sampled ? `${l.clients} (sampled)` : l.clients, fmt.num(p.rowsPerStep), p.msPerStep.toFixed(2), p.buildMs.toFixed(3), p.decodeMs.toFixed(3), p.syncMs.toFixed(3), p.sampleMs.toFixed(3), p.emitMs.toFixed(3), fmt.pct(p.busyShare)];
   });
   const md = [
     `GPU: ${gpu} · ${machineLine(machine)}`,
@@ -291,7 +293,7 @@ async function main(): Promise<void> {
     '',
     table(['clients', 'ceiling tok/s (decode)', 'llama-server tok/s', 'Hearth tok/s', 'Hearth / llama-server', 'Hearth / ceiling', 'llama-server / ceiling', 'TTFT p50 / p95 llama-server', 'TTFT p50 / p95 Hearth', 'errors (llama-server / Hearth)'], rows),
     '',
-    ...(profileRows.length ? ['Hearth\'s loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (graph launch), sampling (incl. waiting for the GPU), events to JavaScript; busy = share of the time the loop was stepping.', '', table(['clients', 'rows / step', 'ms / step', 'build', 'decode', 'sample', 'emit', 'busy'], profileRows), ''] : []),
+    ...(profileRows.length ? ['Hearth\'s loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping.', '', table(['clients', 'rows / step', 'ms / step', 'build', 'decode', 'GPU wait', 'sample', 'emit', 'busy'], profileRows), ''] : []),
     ...runs.flatMap((r) => r.notes.map((n) => `- ${r.server}: ${n}`)),
     `Bench wall time: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
   ].join('\n');

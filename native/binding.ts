@@ -32,6 +32,8 @@ export interface NativeLoopOptions {
   gpuBackend?: string;
   /** Model layers offloaded to the backend's first GPU: -1 = all, 0 (default) = CPU only. */
   gpuLayers?: number;
+  /** Threads that sample a step's output rows (the loop's own included). Default 0 = auto: on a GPU min(8, cores / 2), else 1. */
+  samplerThreads?: number;
   /** Persistent ggml compute threads (llama-server's threadpool). Defaults to true; false = threads started per decode. */
   threadPool?: boolean;
   /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll is 50). Defaults to 0. */

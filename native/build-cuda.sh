@@ -47,15 +47,21 @@ GEN=(-G Ninja); command -v ninja >/dev/null || GEN=()
 cmake -S "$SRC" -B "$WORK/b" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF \
   -DGGML_OPENMP=OFF -DCMAKE_CUDA_ARCHITECTURES="${ARCH}-real" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+  `# NEEDED libggml-base.so (not .so.0) and no rpath: in Hearth's process it binds to node-llama-cpp's prebuilt base` \
+  -DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON -DCMAKE_SKIP_RPATH=ON \
   ${HEARTH_CUDA_CMAKE_ARGS:-} >"$WORK/cmake.log"
 started=$(date +%s)
 cmake --build "$WORK/b" --target "${TARGETS[@]}" -j "${HEARTH_CUDA_JOBS:-$(nproc)}" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log" >&2; exit 1; }
 BIN=$WORK/b/bin
-mkdir -p "$OUT/bin"
+mkdir -p "$OUT"
 cp "$BIN/libggml-cuda.so" "$OUT/libggml-cuda.so"
 if [ "${#TARGETS[@]}" -gt 1 ]; then
-  # The tools with the libraries of this build beside them (they load libggml-cuda.so from their own folder).
-  cp "$BIN"/llama-server "$BIN"/llama-batched-bench "$BIN"/lib*.so* "$OUT/bin/"
+  # The tools with the libraries of this build beside them, stripped; they load libggml-cuda.so from their own
+  # folder (a link to the one above) and need that folder on LD_LIBRARY_PATH (no rpath).
+  rm -rf "$OUT/bin" && mkdir -p "$OUT/bin"
+  (cd "$BIN" && cp -a llama-server llama-batched-bench lib*.so* "$OUT/bin/") && rm -f "$OUT/bin/libggml-cuda.so"
+  strip --strip-unneeded "$OUT"/bin/llama-server "$OUT"/bin/llama-batched-bench "$OUT"/bin/lib*.so* 2>/dev/null || true
+  ln -sf ../libggml-cuda.so "$OUT/bin/libggml-cuda.so"
 fi
 printf '{"commit":"%s","arch":"%s","nvcc":"%s","seconds":%d}\n' "$COMMIT" "$ARCH" "$(nvcc --version | tail -1)" "$(( $(date +%s) - started ))" >"$OUT/build.json"
 echo "build:cuda: $OUT/libggml-cuda.so for sm_$ARCH ($(( $(date +%s) - started )) s)${TARGETS[1]:+; bench tools in $OUT/bin}"

@@ -27,6 +27,8 @@ struct LoopOptions {
     std::string gpuBackend;
     /** Model layers offloaded to the first GPU (-1 = all; 0 = CPU only, gpuBackend unused). */
     int32_t gpuLayers = 0;
+    /** Threads sampling a step's output rows (row_pool.h), the loop's included; 0 = auto: on a GPU min(8, cores / 2), else 1. */
+    int32_t samplerThreads = 0;
     /** Tokens of KV per slot. */
     int32_t contextSize = 2048;
     int32_t slots = 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "live_loops.h"
 #include "llama_runtime.h"
@@ -280,6 +281,14 @@ bool SlotLoop::load(std::string & error) {
     batch_ = llama_batch_init(nBatch_, 0, 1);
     batchAllocated_ = true;
     setUpComputeThreads(slots);
+    int32_t samplerThreads = options_.samplerThreads;
+    if (samplerThreads <= 0) {
+        const int32_t cores = (int32_t) std::max(1u, std::thread::hardware_concurrency());
+        samplerThreads = gpu_ != nullptr ? std::min(8, std::max(1, cores / 2)) : 1;
+    }
+    if (samplerThreads > 1 && slots >= (int32_t) kParallelSampleRows) {
+        rowPool_ = std::make_unique<RowPool>(std::min(samplerThreads, slots));
+    }
 
     canCompact_ = !options_.kvUnified && slots > 1 && !llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_);
     if (!llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_) && options_.promptCacheBytes > 0) {
@@ -327,6 +336,7 @@ void SlotLoop::setUpComputeThreads(int32_t slots) {
 }
 
 void SlotLoop::unload() {
+    rowPool_.reset();
     for (auto & slot : slots_) {
         slot.sampler.reset();
         slot.scanner.reset();
@@ -624,6 +634,12 @@ void SlotLoop::step() {
             statPromptTokens_.fetch_add((uint64_t) slot.chunk, std::memory_order_relaxed);
         }
     }
+    // Wait for the step's results once, here (on a GPU llama_decode only launched it), then sample every output
+    // row: rows are independent (each slot owns its sampler), so on a GPU a pool of threads samples them at once;
+    // the tokens are then taken in slot order on this thread.
+    llama_synchronize(ctx_);
+    profile_.lap(StepProfile::Sync);
+    sampleRows_.clear();
     for (auto & slot : slots_) {
         if (!slot.busy || slot.outputIndex < 0) {
             continue;
@@ -638,16 +654,30 @@ void SlotLoop::step() {
             e.promptSteps = slot.promptSteps;
             events_.push_back(std::move(e));
         }
-        std::string error;
-        const llama_token token = slot.sampler->sample(ctx_, slot.outputIndex, error);
-        if (token < 0) {
-            fail(slot, "grammar_failed", error);
+        slot.logits = llama_get_logits_ith(ctx_, slot.outputIndex);
+        sampleRows_.push_back(&slot);
+    }
+    auto sampleRow = [this](size_t i) {
+        Slot & slot = *sampleRows_[i];
+        slot.sampleError.clear();
+        slot.sampled = slot.logits == nullptr ? -1 : slot.sampler->sample(slot.logits, slot.sampleError);
+    };
+    if (rowPool_ && sampleRows_.size() >= kParallelSampleRows) {
+        rowPool_->run(sampleRows_.size(), sampleRow);
+    } else {
+        for (size_t i = 0; i < sampleRows_.size(); i++) {
+            sampleRow(i);
+        }
+    }
+    for (Slot * slot : sampleRows_) {
+        if (slot->sampled < 0) {
+            fail(*slot, "grammar_failed", slot->sampleError.empty() ? "no logits for the slot's output row" : slot->sampleError);
             continue;
         }
-        if (slot.topLogprobs >= 0) {
-            recordLogprob(slot, token);
+        if (slot->topLogprobs >= 0) {
+            recordLogprob(*slot, slot->sampled);
         }
-        onToken(slot, token);
+        onToken(*slot, slot->sampled);
     }
     profile_.lap(StepProfile::Sample);
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "compute_threads.h"
+#include "row_pool.h"
 #include "step_profile.h"
 #include "grammar_cache.h"
 #include "llama.h"
@@ -108,6 +109,9 @@ private:
 
         // Per step
         int32_t outputIndex = -1;  // batch row whose logits this slot samples from
+        const float * logits = nullptr;  // that row's logits, fetched before sampling (step())
+        llama_token sampled = -1;        // the token sampled from them (-1: sampleError says why)
+        std::string sampleError;
         int32_t chunk = 0;         // prompt tokens in this step's batch
         int32_t promptSteps = 0;   // steps that evaluated some of this job's prompt
     };
@@ -163,6 +167,11 @@ private:
     std::atomic<bool> abortDecode_{false};
     std::atomic<uint64_t> statSteps_{0};
     StepProfile profile_;
+    /** Threads that sample output rows in parallel (on a GPU; null: the loop thread alone). */
+    std::unique_ptr<RowPool> rowPool_;
+    std::vector<Slot *> sampleRows_;
+    /** Fewer rows than this are sampled on the loop thread (waking the pool costs more than they do). */
+    static constexpr size_t kParallelSampleRows = 8;
     std::atomic<uint64_t> statPromptTokens_{0};
     std::atomic<uint64_t> statGenerated_{0};
     std::atomic<uint64_t> statMigrations_{0};

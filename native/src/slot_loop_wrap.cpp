@@ -62,6 +62,7 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
     options.backendDir = o.Get("backendDir").IsUndefined() ? std::string() : requiredString(o, "backendDir");
     options.gpuBackend = o.Get("gpuBackend").IsUndefined() ? std::string() : requiredString(o, "gpuBackend");
     options.gpuLayers = o.Get("gpuLayers").IsUndefined() ? 0 : requiredInt(o, "gpuLayers", -1, 1 << 20);
+    options.samplerThreads = o.Get("samplerThreads").IsUndefined() ? 0 : requiredInt(o, "samplerThreads", 0, 256);
     options.contextSize = requiredInt(o, "contextSize", 8, 1 << 24);
     options.slots = requiredInt(o, "slots", 1, (int32_t) llama_max_parallel_sequences());
     options.threads = requiredInt(o, "threads", 1, 1024);

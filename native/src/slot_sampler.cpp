@@ -65,12 +65,11 @@ SlotSampler::~SlotSampler() {
     }
 }
 
-llama_token SlotSampler::sample(llama_context * ctx, int32_t outputIndex, std::string & error) {
+llama_token SlotSampler::sample(const float * logits, std::string & error) {
     if (grammar_ != nullptr) {
-        return sampleWithGrammar(llama_get_logits_ith(ctx, outputIndex), error);
+        return sampleWithGrammar(logits, error);
     }
     if (plainGreedy_) {
-        const float * logits = llama_get_logits_ith(ctx, outputIndex);
         llama_token best = 0;
         float bestLogit = logits[0];
         for (int32_t t = 1; t < nVocab_; t++) {
@@ -81,7 +80,17 @@ llama_token SlotSampler::sample(llama_context * ctx, int32_t outputIndex, std::s
         }
         return best;
     }
-    return llama_sampler_sample(chain_, ctx, outputIndex);
+    // llama_sampler_sample's CPU path, on logits the caller fetched (so that rows can be sampled on other threads).
+    fillCandidates(logits);
+    llama_token_data_array cur{ candidates_.data(), candidates_.size(), -1, false };
+    llama_sampler_apply(chain_, &cur);
+    if (cur.selected < 0 || cur.selected >= (int64_t) cur.size) {
+        error = "the sampler chain selected no token";
+        return -1;
+    }
+    const llama_token token = cur.data[cur.selected].id;
+    llama_sampler_accept(chain_, token);
+    return token;
 }
 
 void SlotSampler::fillCandidates(const float * logits) {

@@ -29,10 +29,12 @@ public:
     SlotSampler & operator=(const SlotSampler &) = delete;
 
     /**
-     * Samples (and accepts) the next token from output row `outputIndex` of the last decode. Returns -1
-     * with `error` set when the grammar leaves no token possible or rejects the sampled one.
+     * Samples (and accepts) the next token from `logits` (an output row of the last decode, fetched by the
+     * caller after llama_synchronize). Touches only this sampler's state, so the samplers of different slots
+     * may run on different threads at once. Returns -1 with `error` set when the grammar leaves no token
+     * possible or rejects the sampled one.
      */
-    llama_token sample(llama_context * ctx, int32_t outputIndex, std::string & error);
+    llama_token sample(const float * logits, std::string & error);
 
 private:
     /**

@@ -1,6 +1,7 @@
 // Where the loop thread's time goes, step by step, printed to stderr every few seconds when HEARTH_NATIVE_PROFILE
-// is set (bench:gpu reads it): batch building, llama_decode (on a GPU: launching the graph), sampling (on a GPU:
-// the first sample waits for the step's results), events to JavaScript, and the rows per step. Off: one branch
+// is set (bench:gpu reads it): batch building, llama_decode (on a GPU: building and launching the graph), waiting
+// for the step's results (llama_synchronize: the GPU's own time past the launch), sampling, events to JavaScript,
+// and the rows per step. Off: one branch
 // per step and nothing measured.
 #pragma once
 
@@ -12,7 +13,7 @@ namespace hearth {
 
 class StepProfile {
 public:
-    enum Phase { Build, Decode, Sample, Emit, kPhases };
+    enum Phase { Build, Decode, Sync, Sample, Emit, kPhases };
 
     StepProfile() : enabled_(std::getenv("HEARTH_NATIVE_PROFILE") != nullptr) {}
 
@@ -49,12 +50,12 @@ public:
         if (windowMs < kWindowS * 1000.0) {
             return;
         }
-        const double busy = ms_[Build] + ms_[Decode] + ms_[Sample] + ms_[Emit];
+        const double busy = ms_[Build] + ms_[Decode] + ms_[Sync] + ms_[Sample] + ms_[Emit];
         std::fprintf(stderr,
                      "hearth-native-profile steps=%ld rows_per_step=%.1f window_ms=%.0f busy_ms=%.0f build_ms=%.1f decode_ms=%.1f "
-                     "sample_ms=%.1f emit_ms=%.1f ms_per_step=%.3f\n",
-                     steps_, steps_ > 0 ? (double) rows_ / (double) steps_ : 0.0, windowMs, busy, ms_[Build], ms_[Decode], ms_[Sample],
-                     ms_[Emit], steps_ > 0 ? busy / (double) steps_ : 0.0);
+                     "sync_ms=%.1f sample_ms=%.1f emit_ms=%.1f ms_per_step=%.3f\n",
+                     steps_, steps_ > 0 ? (double) rows_ / (double) steps_ : 0.0, windowMs, busy, ms_[Build], ms_[Decode], ms_[Sync],
+                     ms_[Sample], ms_[Emit], steps_ > 0 ? busy / (double) steps_ : 0.0);
         std::fflush(stderr);
         steps_ = 0;
         rows_ = 0;

@@ -57,6 +57,8 @@ export interface NativeSlotEngineOptions {
   gpuBackend?: string;
   /** Model layers offloaded to the backend's first GPU: -1 = all, 0 (default) = CPU only. */
   gpuLayers?: number;
+  /** Threads that sample a step's output rows in parallel (the loop's included); 0 / absent = auto (several on a GPU only). */
+  samplerThreads?: number;
 }
 
 export const DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS = {
@@ -113,6 +115,7 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
         ...(o.backendDir !== undefined ? { backendDir: o.backendDir } : {}),
         ...(o.gpuBackend !== undefined ? { gpuBackend: o.gpuBackend } : {}),
         ...(o.gpuLayers !== undefined ? { gpuLayers: o.gpuLayers } : {}),
+        ...(o.samplerThreads !== undefined ? { samplerThreads: o.samplerThreads } : {}),
       },
       (events) => {
         if (engine) return engine.handle(events);
