@@ -6,7 +6,7 @@
  * Hearth finds the CUDA backend as `--gpu-layers auto` does (native/build/cuda/libggml-cuda.so first).
  *
  *   npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurrency 1,8,32,64] [--duration 12] [--max-tokens 128]
- *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server] [--temperature 0] [--sampled 64]
+ *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server,hearth-1t] [--temperature 0] [--sampled 64]
  *     [--out-dir bench/out] [--no-results-md]
  *
  * Per server and level: N clients loop streaming chat completions (a short distinct user message: ~16 prompt
@@ -47,13 +47,17 @@ interface Options {
   maxTokens: number;
   slots: number;
   tools: string;
-  targets: Set<'ceiling' | 'hearth' | 'llama-server'>;
+  targets: Set<Target>;
   temperature: number;
   /** Client count of one extra level with sampled requests (temperature 0.8, top_p 0.95); 0 = none. */
   sampledClients: number;
   outDir: string;
   resultsMd: boolean;
 }
+
+/** hearth-1t: Hearth sampling its rows on the loop thread alone (HEARTH_SAMPLER_THREADS=1), the A/B of parallel sampling. */
+type Target = 'ceiling' | 'hearth' | 'hearth-1t' | 'llama-server';
+type Server = Exclude<Target, 'ceiling'>;
 
 interface Profile {
   steps: number;
@@ -83,7 +87,7 @@ interface Level {
 }
 
 interface ServerRun {
-  server: 'hearth' | 'llama-server';
+  server: Server;
   where: string;
   levels: Level[];
   notes: string[];
@@ -107,7 +111,7 @@ function parseArgs(argv: string[]): Options {
     else if (a === '--max-tokens') o.maxTokens = Number(v());
     else if (a === '--slots') o.slots = Number(v());
     else if (a === '--tools') o.tools = resolve(v());
-    else if (a === '--targets') o.targets = new Set(v().split(',') as ('ceiling' | 'hearth' | 'llama-server')[]);
+    else if (a === '--targets') o.targets = new Set(v().split(',') as Target[]);
     else if (a === '--temperature') o.temperature = Number(v());
     else if (a === '--sampled') o.sampledClients = Number(v());
     else if (a === '--out-dir') o.outDir = resolve(v());
@@ -193,7 +197,7 @@ function profileSince(logs: string, fromChars: number): Profile | undefined {
   return { steps, rowsPerStep: rows / steps, msPerStep: busy / steps, buildMs: ms.build / steps, decodeMs: ms.decode / steps, syncMs: ms.sync / steps, sampleMs: ms.sample / steps, emitMs: ms.emit / steps, busyShare: window > 0 ? busy / window : 0 };
 }
 
-async function runServer(server: 'hearth' | 'llama-server', o: Options, model: string): Promise<ServerRun> {
+async function runServer(server: Server, o: Options, model: string): Promise<ServerRun> {
   const notes: string[] = [];
   const contextPerSlot = 64 + o.maxTokens + 64;
   let hearth: HearthProcess | undefined;
@@ -201,10 +205,10 @@ async function runServer(server: 'hearth' | 'llama-server', o: Options, model: s
   let target: StreamTarget;
   let where: string;
   let modelName = 'bench';
-  if (server === 'hearth') {
+  if (server !== 'llama-server') {
     hearth = await startHearthProcess({
       args: ['--model', model, '--engine', 'native', '--gpu-layers', 'auto', '--slots', String(o.slots), '--context-size', String(contextPerSlot), '--cpu-kernels', 'prebuilt', '--front', 'off', '--queue-limit', '256', '--prompt-cache-mib', '0'],
-      env: { HEARTH_NATIVE_PROFILE: '1', HEARTH_LOG_LEVEL: 'info' },
+      env: { HEARTH_NATIVE_PROFILE: '1', HEARTH_LOG_LEVEL: 'info', ...(server === 'hearth-1t' ? { HEARTH_SAMPLER_THREADS: '1' } : {}) },
     });
     await hearth.waitReady(300_000);
     const ready = /"msg":"model ready".*/.exec(hearth.logs())?.[0] ?? '';
@@ -258,7 +262,7 @@ async function main(): Promise<void> {
   const ceilingRows = o.targets.has('ceiling') ? ceiling(o, model) : [];
   for (const r of ceilingRows) log(`ceiling x${r.sequences}: decode ${fmt.num(r.tgTokPerS)} tok/s, with prefill ${fmt.num(r.requestTokPerS)}`);
   const runs: ServerRun[] = [];
-  for (const server of ['hearth', 'llama-server'] as const) {
+  for (const server of ['hearth', 'llama-server', 'hearth-1t'] as const) {
     if (!o.targets.has(server)) continue;
     try {
       runs.push(await runServer(server, o, model));
@@ -271,29 +275,32 @@ async function main(): Promise<void> {
   }
 
   const hearthRun = runs.find((r) => r.server === 'hearth');
+  const serialRun = runs.find((r) => r.server === 'hearth-1t');
   const llamaRun = runs.find((r) => r.server === 'llama-server');
   const rowKeys = [...o.concurrency.map((c) => ({ c, sampled: false })), ...(o.sampledClients > 0 ? [{ c: o.sampledClients, sampled: true }] : [])];
   const rows = rowKeys.map(({ c, sampled }) => {
     const h = hearthRun?.levels.find((l) => l.clients === c && !!l.sampled === sampled);
     const l = llamaRun?.levels.find((x) => x.clients === c && !!x.sampled === sampled);
     const ceil = ceilingRows.find((r) => r.sequences === c);
+    const h1 = serialRun?.levels.find((x) => x.clients === c && !!x.sampled === sampled);
     const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? (a / b).toFixed(2) : '–');
     return [sampled ? `${c} (sampled)` : c, ceil ? fmt.num(ceil.tgTokPerS) : '–', l ? fmt.num(l.tokPerS) : '–', h ? fmt.num(h.tokPerS) : '–', `**${ratio(h?.tokPerS, l?.tokPerS)}**`, ratio(h?.tokPerS, ceil?.tgTokPerS), ratio(l?.tokPerS, ceil?.tgTokPerS),
-      l ? `${fmt.ms(l.ttftP50)} / ${fmt.ms(l.ttftP95)}` : '–', h ? `${fmt.ms(h.ttftP50)} / ${fmt.ms(h.ttftP95)}` : '–', `${l?.errors ?? '–'} / ${h?.errors ?? '–'}`];
+      l ? `${fmt.ms(l.ttftP50)} / ${fmt.ms(l.ttftP95)}` : '–', h ? `${fmt.ms(h.ttftP50)} / ${fmt.ms(h.ttftP95)}` : '–', `${l?.errors ?? '–'} / ${h?.errors ?? '–'}`,
+      ...(serialRun ? [h1 ? fmt.num(h1.tokPerS) : '–', ratio(h?.tokPerS, h1?.tokPerS)] : [])];
   });
-  const profileRows = (hearthRun?.levels ?? []).filter((l) => l.profile).map((l) => {
+  const profileRows = [hearthRun, serialRun].flatMap((run) => (run?.levels ?? []).filter((l) => l.profile).map((l) => {
     const p = l.profile!;
-    return [l.sampled ? `${l.clients} (sampled)` : l.clients, fmt.num(p.rowsPerStep), p.msPerStep.toFixed(2), p.buildMs.toFixed(3), p.decodeMs.toFixed(3), p.syncMs.toFixed(3), p.sampleMs.toFixed(3), p.emitMs.toFixed(3), fmt.pct(p.busyShare)];
-  });
+    return [run!.server === 'hearth' ? 'parallel' : '1 thread', l.sampled ? `${l.clients} (sampled)` : l.clients, fmt.num(p.rowsPerStep), p.msPerStep.toFixed(2), p.buildMs.toFixed(3), p.decodeMs.toFixed(3), p.syncMs.toFixed(3), p.sampleMs.toFixed(3), p.emitMs.toFixed(3), fmt.pct(p.busyShare)];
+  }));
   const md = [
     `GPU: ${gpu} · ${machineLine(machine)}`,
     '',
     `Model ${label}; streaming clients, max_tokens ${o.maxTokens}, temperature ${o.temperature}, ~16-token prompts; ${o.durationS} s per level after a warm-up${o.sampledClients > 0 ? `; the sampled row: temperature 0.8, top_p 0.95` : ''}. ` +
       `Ceiling: llama-batched-bench -ngl 99, 16-token prompts, ${o.maxTokens} generated, decode tok/s. llama-server: \`-ngl 99 -np ${o.slots}\`, same CUDA build. Hearth: ${hearthRun?.where ?? '–'}, --slots ${o.slots}.`,
     '',
-    table(['clients', 'ceiling tok/s (decode)', 'llama-server tok/s', 'Hearth tok/s', 'Hearth / llama-server', 'Hearth / ceiling', 'llama-server / ceiling', 'TTFT p50 / p95 llama-server', 'TTFT p50 / p95 Hearth', 'errors (llama-server / Hearth)'], rows),
+    table(['clients', 'ceiling tok/s (decode)', 'llama-server tok/s', 'Hearth tok/s', 'Hearth / llama-server', 'Hearth / ceiling', 'llama-server / ceiling', 'TTFT p50 / p95 llama-server', 'TTFT p50 / p95 Hearth', 'errors (llama-server / Hearth)', ...(serialRun ? ['Hearth, rows sampled on 1 thread, tok/s', 'parallel / 1 thread'] : [])], rows),
     '',
-    ...(profileRows.length ? ['Hearth\'s loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping.', '', table(['clients', 'rows / step', 'ms / step', 'build', 'decode', 'GPU wait', 'sample', 'emit', 'busy'], profileRows), ''] : []),
+    ...(profileRows.length ? ['Hearth\'s loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping.', '', table(['sampling', 'clients', 'rows / step', 'ms / step', 'build', 'decode', 'GPU wait', 'sample', 'emit', 'busy'], profileRows), ''] : []),
     ...runs.flatMap((r) => r.notes.map((n) => `- ${r.server}: ${n}`)),
     `Bench wall time: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
   ].join('\n');

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "live_loops.h"
@@ -282,6 +283,9 @@ bool SlotLoop::load(std::string & error) {
     batchAllocated_ = true;
     setUpComputeThreads(slots);
     int32_t samplerThreads = options_.samplerThreads;
+    if (samplerThreads <= 0 && std::getenv("HEARTH_SAMPLER_THREADS") != nullptr) {
+        samplerThreads = std::atoi(std::getenv("HEARTH_SAMPLER_THREADS"));  // a benchmark's A/B knob (bench:gpu)
+    }
     if (samplerThreads <= 0) {
         const int32_t cores = (int32_t) std::max(1u, std::thread::hardware_concurrency());
         samplerThreads = gpu_ != nullptr ? std::min(8, std::max(1, cores / 2)) : 1;
