@@ -48,7 +48,7 @@ cmake -S "$SRC" -B "$WORK/b" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=
   -DGGML_OPENMP=OFF -DCMAKE_CUDA_ARCHITECTURES="${ARCH}-real" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   `# NEEDED libggml-base.so (not .so.0) and no rpath: in Hearth's process it binds to node-llama-cpp's prebuilt base` \
-  -DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON -DCMAKE_SKIP_RPATH=ON \
+  -DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON -DCMAKE_SKIP_RPATH=ON -DGGML_CUDA_NCCL=OFF \
   ${HEARTH_CUDA_CMAKE_ARGS:-} >"$WORK/cmake.log"
 started=$(date +%s)
 cmake --build "$WORK/b" --target "${TARGETS[@]}" -j "${HEARTH_CUDA_JOBS:-$(nproc)}" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log" >&2; exit 1; }
