@@ -1,11 +1,17 @@
 import type { GpuInfo } from './worker-protocol.ts';
 import type { ApiError } from '../errors/api-error.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
-import type { ChatMessage, FunctionTool, SamplingOptions } from '../protocol/chat-request.ts';
+import type { ChatMessage, FunctionTool, RawPrompt, SamplingOptions } from '../protocol/chat-request.ts';
 
 /** One chat generation as the gateway asks for it (validated; the template is applied in the worker). */
 export interface GenerationRequest extends SamplingOptions {
   messages: ChatMessage[];
+  /**
+   * A raw prompt (legacy completions): text the model sees as it is, without any chat template (the model's
+   * BOS token first when its vocabulary asks for one), or token ids taken as they are. When given, `messages`
+   * and `tools` are ignored (pass []). Absent: the chat template renders `messages`.
+   */
+  prompt?: RawPrompt | undefined;
   /** Functions the chat template shows the model (absent or [] = none). */
   tools?: FunctionTool[] | undefined;
   /**

@@ -1,6 +1,6 @@
 import type { EngineFailure } from '../errors/engine-failure.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
-import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
+import type { ChatMessage, FunctionTool, RawPrompt } from '../protocol/chat-request.ts';
 import type { SamplingParams } from './sampling-defaults.ts';
 import type { MessagePort } from 'node:worker_threads';
 
@@ -100,6 +100,8 @@ export interface JobRelay {
 /** The task payload of one generation. */
 export interface GenerationTask {
   messages: ChatMessage[];
+  /** A raw prompt (GenerationRequest.prompt): no chat template; `messages` and `tools` are then unused. */
+  prompt?: RawPrompt | undefined;
   /** Requested completion cap (undefined: the server's maxTokens). */
   maxTokens: number | undefined;
   stop: string[];
