@@ -30,6 +30,8 @@ export interface GenerationResult {
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;
+  /** The stop string that ended the text, when one did: one of the request's `stop` or a template's own stop text. */
+  stop?: string | undefined;
 }
 
 /**

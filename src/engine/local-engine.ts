@@ -392,7 +392,7 @@ export class LocalEngine implements ChatEngine {
             sink.onError(this.disposed || this.draining ? shuttingDown() : toApiError(engineFailure.internal('engine_stopped', 'the engine stopped the generation')));
             return;
           }
-          sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens });
+          sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens, ...(e.stop !== undefined ? { stop: e.stop } : {}) });
           return;
         }
         case 'error':

@@ -129,7 +129,8 @@ export type WorkerEvent =
   | { t: 'start' }
   | { t: 'prompt'; promptTokens: number; cachedTokens: number }
   | { t: 'text'; text: string; n: number; logprobs?: TokenLogprob[] }
-  | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number }
+  /** `stop`: the stop string that ended the text, when one did. */
+  | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string | undefined }
   /** A failure as a code (mapped to the client's error on the main thread by toApiError; details for the log only). */
   | { t: 'error'; failure: EngineFailure };
 

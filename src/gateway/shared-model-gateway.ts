@@ -51,7 +51,8 @@ export class SharedModelGateway {
       onDone: (r) => {
         if (parser !== null) for (const d of parser.end()) out.push(d);
         const reason = parser !== null && parser.callCount > 0 && r.finishReason === 'stop' ? 'tool_calls' : r.finishReason;
-        out.push({ type: 'finish', reason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens } });
+        const stopSequence = reason === 'stop' && r.stop !== undefined && request.stop.includes(r.stop) ? r.stop : undefined;
+        out.push({ type: 'finish', reason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens }, stopSequence });
       },
       onError: (e) => out.fail(e),
     };

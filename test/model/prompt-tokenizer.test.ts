@@ -105,7 +105,7 @@ describe('PromptBuilder.buildRaw (legacy completions: no chat template)', () => 
     for (const [, model] of models) {
       const builder = new PromptBuilder(model);
       expect(Array.from((await builder.buildRaw([3, 4, 5])).tokens)).toEqual([3, 4, 5]);
-      const size = (model.fileInfo.metadata.tokenizer as { ggml: { tokens: string[] } }).ggml.tokens.length;
+      const size = model.fileInfo.metadata.tokenizer.ggml.tokens.length;
       await expect(builder.buildRaw([3, size])).rejects.toBeInstanceOf(InvalidPromptToken);
       expect(Array.from((await builder.buildRaw([size - 1])).tokens)).toEqual([size - 1]);
       await expect(builder.buildRaw([1, 2, 3], 2)).rejects.toBeInstanceOf(PromptTooLong);
