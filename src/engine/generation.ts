@@ -21,6 +21,12 @@ export interface GenerationRequest extends SamplingOptions {
   grammar?: string | undefined;
   /** undefined: no logprobs (the hot path computes none). n (0..20): the chosen token's and the n best. */
   topLogprobs?: number | undefined;
+  /**
+   * Only count the prompt's tokens (the Messages API's count_tokens): the worker builds the prompt and the
+   * generation ends at once with onDone (finishReason 'stop', promptTokens, 0 completion tokens); no slot is
+   * taken and no request metrics are recorded.
+   */
+  countOnly?: boolean | undefined;
 }
 
 export type { TokenLogprob } from '../protocol/chat-delta.ts';

@@ -383,9 +383,11 @@ export class LocalEngine implements ChatEngine {
         case 'done': {
           leave();
           const finishReason = cancelled ? 'cancelled' : e.finishReason;
-          m.generationTokens.inc(labels, e.completionTokens);
-          m.e2eLatency.observe(labels, (performance.now() - admittedAt) / 1000);
-          m.requestSuccess.inc({ ...labels, finished_reason: finishReason });
+          if (request.countOnly !== true) {
+            m.generationTokens.inc(labels, e.completionTokens);
+            m.e2eLatency.observe(labels, (performance.now() - admittedAt) / 1000);
+            m.requestSuccess.inc({ ...labels, finished_reason: finishReason });
+          }
           if (cancelled) return;
           if (finishReason === 'cancelled') {
             // Cancelled by the engine, not by this request: its loop stopped under it (workers torn down at shutdown).
@@ -407,6 +409,7 @@ export class LocalEngine implements ChatEngine {
     const task: GenerationTask = {
       messages: request.messages,
       ...(request.prompt !== undefined ? { prompt: request.prompt } : {}),
+      ...(request.countOnly === true ? { countOnly: true } : {}),
       maxTokens: Math.min(request.maxTokens ?? this.o.maxTokens, this.o.maxTokens),
       stop: request.stop,
       sampling: samplingFor(request),

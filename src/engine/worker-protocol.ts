@@ -100,6 +100,8 @@ export interface JobRelay {
 /** The task payload of one generation. */
 export interface GenerationTask {
   messages: ChatMessage[];
+  /** GenerationRequest.countOnly: build the prompt, answer its token count with 'done', generate nothing. */
+  countOnly?: boolean | undefined;
   /** A raw prompt (GenerationRequest.prompt): no chat template; `messages` and `tools` are then unused. */
   prompt?: RawPrompt | undefined;
   /** Requested completion cap (undefined: the server's maxTokens). */

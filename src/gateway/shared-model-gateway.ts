@@ -125,6 +125,21 @@ export class SharedModelGateway {
     return { cancel: cancelAll };
   }
 
+  /**
+   * The prompt's token count for `request` as startChat would send it (template, system, tools), without
+   * generating: the Messages API's count_tokens. Throws (or rejects) as startChat does.
+   */
+  countTokens(request: ChatRequest): Promise<number> {
+    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    const toolsActive = request.tools.length > 0 && request.toolChoice !== 'none';
+    return new Promise((resolve, reject) => {
+      this.engine.generate(
+        { messages: request.messages, tools: toolsActive ? request.tools : undefined, stop: [], countOnly: true },
+        { onText: () => {}, onDone: (r) => resolve(r.promptTokens), onError: reject },
+      );
+    });
+  }
+
   /** GET /models/{id} as JSON text; model_not_found (404) for any other id. */
   modelBody(id: string): string {
     if (id !== this.engine.modelId) throw modelNotFound(id);

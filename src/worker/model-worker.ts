@@ -82,6 +82,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
       return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.atLeastTokens, engine.contextSize, true) });
     }
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
+    if (task.countOnly) return post({ t: 'done', finishReason: 'stop', promptTokens: prompt.tokens.length, cachedTokens: 0, completionTokens: 0 });
     promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
     const maxTokens = Math.max(1, Math.min(task.maxTokens ?? Number.MAX_SAFE_INTEGER, engine.contextSize - prompt.tokens.length));
     const stop = [...new Set([...task.stop, ...prompt.stops])];
