@@ -78,6 +78,8 @@ export default async function generate(task: GenerationTask): Promise<void> {
       throw err;
     });
     if (prompt instanceof InvalidPromptToken) return post({ t: 'error', failure: engineFailure.internal('invalid_prompt_token', prompt) });
+    // A raw prompt of no tokens ('' for a vocabulary without BOS) leaves nothing to continue from.
+    if (!(prompt instanceof PromptTooLong) && prompt.tokens.length === 0) return post({ t: 'error', failure: engineFailure.internal('empty_prompt', 'the prompt has no tokens') });
     if (prompt instanceof PromptTooLong) {
       return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.atLeastTokens, engine.contextSize, true) });
     }

@@ -52,6 +52,11 @@ describe('completions.create (JSON)', () => {
     expect(byDefault.choices[0]!.finish_reason).toBe('length');
   });
 
+  it("an empty prompt is the BOS token alone (the model's vocabulary asks for one)", async () => {
+    const r = await client.completions.create({ model: MODEL_ID, prompt: '', max_tokens: 2, temperature: 0 });
+    expect(r.usage).toMatchObject({ prompt_tokens: 1, completion_tokens: 2 });
+  });
+
   it('echo puts the prompt before the completion', async () => {
     const r = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', echo: true, temperature: 0 });
     expect(r.choices[0]!.text).toBe(`Hi\n${DEFAULT_TINY_REPLY}`);
