@@ -22,7 +22,7 @@ const HONOURED = new Set([
 ]);
 const HARMLESS = new Set(['metadata', 'service_tier', 'thinking', 'cache_control']);
 /** count_tokens takes the request without the generation settings. */
-const COUNT_FIELDS = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking']);
+const COUNT_FIELDS = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'cache_control']);
 const MAX_MESSAGES = 2048;
 const MAX_STOP_SEQUENCES = 4;
 

@@ -55,6 +55,7 @@ describe('validateMessagesRequest', () => {
 
   it('count_tokens: max_tokens not required, and generation settings refused', () => {
     expect(validateMessagesRequest({ model: 'local/m', messages: [{ role: 'user', content: 'x' }] }, true).chat.maxTokens).toBeUndefined();
+    expect(validateMessagesRequest({ model: 'local/m', messages: [{ role: 'user', content: 'x' }], cache_control: { type: 'ephemeral' } }, true).chat.messages).toHaveLength(1);
     expect(() => validateMessagesRequest({ model: 'local/m', messages: [{ role: 'user', content: 'x' }], stream: true }, true)).toThrow(expect.objectContaining({ param: 'stream' }));
   });
 
