@@ -78,11 +78,11 @@ export default async function generate(task: GenerationTask): Promise<void> {
       throw err;
     });
     if (prompt instanceof InvalidPromptToken) return post({ t: 'error', failure: engineFailure.internal('invalid_prompt_token', prompt) });
-    // A raw prompt of no tokens ('' for a vocabulary without BOS) leaves nothing to continue from.
-    if (!(prompt instanceof PromptTooLong) && prompt.tokens.length === 0) return post({ t: 'error', failure: engineFailure.internal('empty_prompt', 'the prompt has no tokens') });
     if (prompt instanceof PromptTooLong) {
       return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.atLeastTokens, engine.contextSize, true) });
     }
+    // A raw prompt of no tokens ('' for a vocabulary without BOS) leaves nothing to continue from.
+    if (prompt.tokens.length === 0) return post({ t: 'error', failure: engineFailure.internal('empty_prompt', 'the prompt has no tokens') });
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     if (task.countOnly) return post({ t: 'done', finishReason: 'stop', promptTokens: prompt.tokens.length, cachedTokens: 0, completionTokens: 0 });
     promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
