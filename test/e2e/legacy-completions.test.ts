@@ -8,14 +8,14 @@ import { tinyChatModel } from '../helpers/test-model.ts';
  * POST /api/inference/v1/completions (legacy completions) end to end with the official SDK over a real
  * `hearth serve` on the tiny chat model. The model replies DEFAULT_TINY_REPLY (3 tokens, then EOS) after a
  * prompt ending in "\n" and runs to max_tokens after any other: so 'Hi' (no newline) running to the cap shows
- * that the prompt reached the model raw (a chat template ends its prompt with "\n").
+ * that the prompt reached the model raw (a chat template ends its prompt with "\n"). 2 slots and 8 queue places.
  */
 let hearth: HearthProcess;
 let client: OpenAI;
 const MODEL_ID = 'local/tiny-chat';
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2'] });
+  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--queue-limit', '8'] });
   await hearth.waitReady();
   client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
 });
@@ -76,6 +76,15 @@ describe('completions.create (JSON)', () => {
     expect(r.choices[2]).toMatchObject({ text: 'Hello! I am a tiny', finish_reason: 'length' });
     expect(r.usage!.completion_tokens).toBe(6);
     expect(r.usage!.prompt_tokens).toBeGreaterThan(one.usage!.prompt_tokens);
+  });
+
+  it('prompts past the slots and queue places: 503 queue_full, and the ones already started are cancelled', async () => {
+    const full = await client.completions.create({ model: MODEL_ID, prompt: Array.from({ length: 10 }, () => 'Hey'), max_tokens: 3, temperature: 0 });
+    expect(full.choices).toHaveLength(10); // 2 slots + 8 queue places
+    await expect(client.completions.create({ model: MODEL_ID, prompt: Array.from({ length: 11 }, () => 'Hey'), max_tokens: 200 }))
+      .rejects.toMatchObject({ status: 503, code: 'queue_full' });
+    await expect.poll(async () => ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { requests: unknown }).requests).toEqual({ running: 0, waiting: 0 });
+    expect((await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', temperature: 0 })).choices[0]!.text).toBe(DEFAULT_TINY_REPLY);
   });
 
   it('logprobs (legacy shape): tokens, token_logprobs, top_logprobs, text_offset', async () => {
