@@ -95,7 +95,8 @@ export type NativeLoopEvent =
   | { type: 'loadFailed'; message: string }
   | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number; /** Decode steps that evaluated this prompt (chunks). */ promptSteps: number }
   | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }
-  | { type: 'done'; job: number; finishReason: 'stop' | 'length' | 'cancelled'; promptTokens: number; cachedTokens: number; completionTokens: number }
+  /** `stop`: the stop string that ended the text, when one did. */
+  | { type: 'done'; job: number; finishReason: 'stop' | 'length' | 'cancelled'; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string }
   | { type: 'error'; job: number; code: string; message: string }
   | { type: 'disposed' };
 
@@ -185,7 +186,12 @@ function decodeLoopEvents(flat: unknown[]): NativeLoopEvent[] {
         out.push(logprobs === undefined ? { type: 'text', job, text: s, tokens: a } : { type: 'text', job, text: s, tokens: a, logprobs });
         break;
       }
-      case Kind.Done: out.push({ type: 'done', job, finishReason: s as 'stop' | 'length' | 'cancelled', promptTokens: a, cachedTokens: b, completionTokens: c }); break;
+      case Kind.Done: {
+        const stop = flat[i + 6] as string | undefined;
+        const done = { type: 'done' as const, job, finishReason: s as 'stop' | 'length' | 'cancelled', promptTokens: a, cachedTokens: b, completionTokens: c };
+        out.push(stop === undefined ? done : { ...done, stop });
+        break;
+      }
       case Kind.Error: out.push({ type: 'error', job, code: s, message: flat[i + 6] as string }); break;
       case Kind.Disposed: out.push({ type: 'disposed' }); break;
     }

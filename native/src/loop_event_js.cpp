@@ -108,6 +108,9 @@ Napi::Array eventsToJs(Napi::Env env, const std::vector<LoopEvent> & events) {
                 set(3, number(e.cachedTokens));
                 set(4, number(e.completionTokens));
                 set(5, Napi::String::New(env, e.code));
+                if (!e.text.empty()) {
+                    set(6, Napi::String::New(env, e.text));
+                }
                 break;
             case EventKind::Error:
                 set(1, number(e.job));

@@ -7,7 +7,7 @@
 //   Ready       6 = { type: 'ready', contextSize, ... }      LoadFailed  5 = message
 //   Prompt      2 = promptTokens, 3 = cachedTokens, 4 = promptSteps
 //   Text        2 = tokens, 5 = text, 6 = logprobs (absent unless asked for)
-//   Done        2 = promptTokens, 3 = cachedTokens, 4 = completionTokens, 5 = finishReason
+//   Done        2 = promptTokens, 3 = cachedTokens, 4 = completionTokens, 5 = finishReason, 6 = the stop string (absent unless one ended it)
 //   Error       5 = code, 6 = message                        Disposed    -
 // Unused slots are holes. JavaScript thread only.
 #pragma once

@@ -110,7 +110,7 @@ enum class EventKind : uint8_t {
     LoadFailed,  // text = why; Disposed follows
     Prompt,      // job's prompt evaluated (or reused)
     Text,        // text = new complete UTF-8 text, tokenCount tokens produced it (+ their logprobs if asked)
-    Done,        // code = finish reason: stop | length | cancelled
+    Done,        // code = finish reason: stop | length | cancelled; text = the stop string that ended it, if one did
     Error,       // code + text = message; terminal
     Disposed,    // the loop thread has freed everything and is about to exit
 };

@@ -713,7 +713,7 @@ void SlotLoop::onToken(Slot & slot, llama_token token) {
     statGenerated_.fetch_add(1, std::memory_order_relaxed);
     emitText(slot, slot.scanner->push(piece(token)));
     if (slot.scanner->stopped()) {
-        finish(slot, "stop", true);
+        finish(slot, "stop", true, slot.scanner->matched());
         return;
     }
     // The token must be decoded at position cache.size() before the next one can be sampled.
@@ -741,7 +741,7 @@ void SlotLoop::emitText(Slot & slot, std::string text) {
     events_.push_back(std::move(e));
 }
 
-void SlotLoop::finish(Slot & slot, const char * reason, bool keepCache) {
+void SlotLoop::finish(Slot & slot, const char * reason, bool keepCache, const std::string & stop) {
     if (!keepCache) {
         llama_memory_seq_rm(memory_, slot.seq, -1, -1);
         slot.cache.clear();
@@ -753,6 +753,7 @@ void SlotLoop::finish(Slot & slot, const char * reason, bool keepCache) {
     e.promptTokens = (int32_t) slot.prompt.size();
     e.cachedTokens = slot.cachedTokens;
     e.completionTokens = slot.generated;
+    e.text = stop;
     events_.push_back(std::move(e));
     release(slot);
 }

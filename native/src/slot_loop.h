@@ -137,7 +137,8 @@ private:
     void step();
     void onToken(Slot & slot, llama_token token);
     void emitText(Slot & slot, std::string text);
-    void finish(Slot & slot, const char * reason, bool keepCache);
+    /** `stop`: the stop string that ended the text (reason "stop" by a stop string), else empty. */
+    void finish(Slot & slot, const char * reason, bool keepCache, const std::string & stop = std::string());
     void fail(Slot & slot, const std::string & code, const std::string & message);
     /** Ends a job that never got a slot (its submit was counted in reserved_). */
     void refuse(uint32_t jobId, const std::string & code, const std::string & message);

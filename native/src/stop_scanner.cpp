@@ -63,14 +63,17 @@ std::string StopScanner::push(const std::string & piece) {
     }
     // Emitted text never ends with a stop prefix, so a stop string can only lie wholly inside held_.
     size_t first = std::string::npos;
+    const std::string * found = nullptr;
     for (const auto & stop : stops_) {
         const size_t pos = held_.find(stop);
         if (pos != std::string::npos && pos < first) {
             first = pos;
+            found = &stop;
         }
     }
     if (first != std::string::npos) {
         stopped_ = true;
+        matched_ = *found;
         std::string out = held_.substr(0, first);
         held_.clear();
         return out;

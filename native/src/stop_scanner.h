@@ -28,6 +28,9 @@ public:
 
     bool stopped() const { return stopped_; }
 
+    /** The stop string that completed (empty until stopped()). */
+    const std::string & matched() const { return matched_; }
+
 private:
     /** Smallest index i such that held_[i..] is a proper prefix of some stop string; held_.size() if none. */
     size_t partialStopStart() const;
@@ -35,6 +38,7 @@ private:
     std::vector<std::string> stops_;
     std::string held_;
     bool stopped_ = false;
+    std::string matched_;
 };
 
 }  // namespace hearth

@@ -1,11 +1,17 @@
 import type { GpuInfo } from './worker-protocol.ts';
 import type { ApiError } from '../errors/api-error.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
-import type { ChatMessage, FunctionTool, SamplingOptions } from '../protocol/chat-request.ts';
+import type { ChatMessage, FunctionTool, RawPrompt, SamplingOptions } from '../protocol/chat-request.ts';
 
 /** One chat generation as the gateway asks for it (validated; the template is applied in the worker). */
 export interface GenerationRequest extends SamplingOptions {
   messages: ChatMessage[];
+  /**
+   * A raw prompt (legacy completions): text the model sees as it is, without any chat template (the model's
+   * BOS token first when its vocabulary asks for one), or token ids taken as they are. When given, `messages`
+   * and `tools` are ignored (pass []). Absent: the chat template renders `messages`.
+   */
+  prompt?: RawPrompt | undefined;
   /** Functions the chat template shows the model (absent or [] = none). */
   tools?: FunctionTool[] | undefined;
   /**
@@ -22,6 +28,12 @@ export interface GenerationRequest extends SamplingOptions {
    * of another partition (issue #28).
    */
   cachePartition: string;
+  /**
+   * Only count the prompt's tokens (the Messages API's count_tokens): the worker builds the prompt and the
+   * generation ends at once with onDone (finishReason 'stop', promptTokens, 0 completion tokens); no slot is
+   * taken and no request metrics are recorded.
+   */
+  countOnly?: boolean | undefined;
 }
 
 export type { TokenLogprob } from '../protocol/chat-delta.ts';
@@ -31,6 +43,8 @@ export interface GenerationResult {
   promptTokens: number;
   cachedTokens: number;
   completionTokens: number;
+  /** The stop string that ended the text, when one did: one of the request's `stop` or a template's own stop text. */
+  stop?: string | undefined;
 }
 
 /**

@@ -14,7 +14,7 @@ import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, M
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
 import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts';
-import { promptTokensAtLeast } from './prompt-bound.ts';
+import { promptTokensAtLeast, rawPromptTokensAtLeast } from './prompt-bound.ts';
 import { samplingFor } from './sampling-defaults.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
 import { DEFAULT_NATIVE_TUNING, type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent, type WorkerStatus, type WorkerStop } from './worker-protocol.ts';
@@ -301,7 +301,7 @@ export class LocalEngine implements ChatEngine {
     // A prompt that cannot fit is refused here, from its bytes, before it takes a queue place or a worker's time.
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
-      const atLeast = promptTokensAtLeast(request.messages, this.maxTokenBytes);
+      const atLeast = request.prompt === undefined ? promptTokensAtLeast(request.messages, this.maxTokenBytes) : rawPromptTokensAtLeast(request.prompt, this.maxTokenBytes);
       if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
     const capacity = this.o.workers * this.st.slots;
@@ -383,16 +383,18 @@ export class LocalEngine implements ChatEngine {
         case 'done': {
           leave();
           const finishReason = cancelled ? 'cancelled' : e.finishReason;
-          m.generationTokens.inc(labels, e.completionTokens);
-          m.e2eLatency.observe(labels, (performance.now() - admittedAt) / 1000);
-          m.requestSuccess.inc({ ...labels, finished_reason: finishReason });
+          if (request.countOnly !== true) {
+            m.generationTokens.inc(labels, e.completionTokens);
+            m.e2eLatency.observe(labels, (performance.now() - admittedAt) / 1000);
+            m.requestSuccess.inc({ ...labels, finished_reason: finishReason });
+          }
           if (cancelled) return;
           if (finishReason === 'cancelled') {
             // Cancelled by the engine, not by this request: its loop stopped under it (workers torn down at shutdown).
             sink.onError(this.disposed || this.draining ? shuttingDown() : toApiError(engineFailure.internal('engine_stopped', 'the engine stopped the generation')));
             return;
           }
-          sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens });
+          sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens, ...(e.stop !== undefined ? { stop: e.stop } : {}) });
           return;
         }
         case 'error':
@@ -406,6 +408,8 @@ export class LocalEngine implements ChatEngine {
 
     const task: GenerationTask = {
       messages: request.messages,
+      ...(request.prompt !== undefined ? { prompt: request.prompt } : {}),
+      ...(request.countOnly === true ? { countOnly: true } : {}),
       maxTokens: Math.min(request.maxTokens ?? this.o.maxTokens, this.o.maxTokens),
       stop: request.stop,
       sampling: samplingFor(request),

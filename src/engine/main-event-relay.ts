@@ -6,7 +6,7 @@ import type { JobRelay, SlotFinishReason, WorkerEvent } from './worker-protocol.
 export type RelayedJobEvent =
   | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number }
   | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }
-  | { type: 'done'; job: number; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number }
+  | { type: 'done'; job: number; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string }
   | { type: 'error'; job: number; code: string; message: string };
 
 /** The addon's EventRelay (native/binding.ts): a process-wide id, and close(). */
@@ -79,7 +79,7 @@ function workerEventOf(e: RelayedJobEvent): WorkerEvent {
   switch (e.type) {
     case 'prompt': return { t: 'prompt', promptTokens: e.promptTokens, cachedTokens: e.cachedTokens };
     case 'text': return e.logprobs ? { t: 'text', text: e.text, n: e.tokens, logprobs: e.logprobs } : { t: 'text', text: e.text, n: e.tokens };
-    case 'done': return { t: 'done', finishReason: e.finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens };
+    case 'done': return { t: 'done', finishReason: e.finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens, ...(e.stop !== undefined ? { stop: e.stop } : {}) };
     case 'error': return { t: 'error', failure: engineFailure.internal(e.code, e.message) };
   }
 }

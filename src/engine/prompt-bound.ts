@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../protocol/chat-request.ts';
+import type { ChatMessage, RawPrompt } from '../protocol/chat-request.ts';
 
 /**
  * A lower bound of a chat prompt's token count from its bytes alone, so the main thread can refuse a
@@ -15,4 +15,10 @@ export function promptTokensAtLeast(messages: readonly ChatMessage[], maxTokenBy
   let bytes = 0;
   for (const m of messages) if (m.role === 'user' || m.role === 'system') bytes += Buffer.byteLength(m.content.trim());
   return Math.ceil(bytes / Math.max(1, maxTokenBytes));
+}
+
+/** promptTokensAtLeast for a raw prompt: its whole text is in the prompt (token ids: their exact count). */
+export function rawPromptTokensAtLeast(prompt: RawPrompt, maxTokenBytes: number): number {
+  if (typeof prompt !== 'string') return prompt.length;
+  return Math.ceil(Buffer.byteLength(prompt) / Math.max(1, maxTokenBytes));
 }

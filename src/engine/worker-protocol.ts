@@ -1,6 +1,6 @@
 import type { EngineFailure } from '../errors/engine-failure.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
-import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
+import type { ChatMessage, FunctionTool, RawPrompt } from '../protocol/chat-request.ts';
 import type { SamplingParams } from './sampling-defaults.ts';
 import type { MessagePort } from 'node:worker_threads';
 
@@ -100,6 +100,10 @@ export interface JobRelay {
 /** The task payload of one generation. */
 export interface GenerationTask {
   messages: ChatMessage[];
+  /** GenerationRequest.countOnly: build the prompt, answer its token count with 'done', generate nothing. */
+  countOnly?: boolean | undefined;
+  /** A raw prompt (GenerationRequest.prompt): no chat template; `messages` and `tools` are then unused. */
+  prompt?: RawPrompt | undefined;
   /** Requested completion cap (undefined: the server's maxTokens). */
   maxTokens: number | undefined;
   stop: string[];
@@ -132,7 +136,8 @@ export type WorkerEvent =
   | { t: 'start' }
   | { t: 'prompt'; promptTokens: number; cachedTokens: number }
   | { t: 'text'; text: string; n: number; logprobs?: TokenLogprob[] }
-  | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number }
+  /** `stop`: the stop string that ended the text, when one did. */
+  | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string | undefined }
   /** A failure as a code (mapped to the client's error on the main thread by toApiError; details for the log only). */
   | { t: 'error'; failure: EngineFailure };
 

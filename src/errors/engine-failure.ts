@@ -26,6 +26,8 @@ export function isEngineFailure(value: unknown): value is EngineFailure {
 /** Engine codes that are the request's fault: a 400 of their own, still without the engine's message. */
 const REQUEST_FAILURES: Record<string, () => ApiError> = {
   invalid_grammar: () => invalidRequest('The requested output format cannot be enforced (its grammar was refused)', null, 'invalid_grammar'),
+  invalid_prompt_token: () => invalidRequest("'prompt' holds a token id outside the model's vocabulary", 'prompt', 'invalid_value'),
+  empty_prompt: () => invalidRequest("'prompt' is empty: it has no tokens for the model to continue from", 'prompt', 'invalid_value'),
 };
 
 /** What a client sees of an engine failure: the documented error for known codes, else the generic 500 internal_error. */

@@ -1,8 +1,10 @@
 import type { GpuInfo } from '../engine/worker-protocol.ts';
-import type { ChatEngine, GenerationHandle, GenerationSink } from '../engine/generation.ts';
+import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink } from '../engine/generation.ts';
 import { modelNotFound } from '../errors/index.ts';
 import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
-import type { ChatRequest } from '../protocol/chat-request.ts';
+import type { ChatRequest, RawPrompt } from '../protocol/chat-request.ts';
+import type { CompletionsRequest } from '../protocol/completions-request.ts';
+import type { ChoiceDelta } from '../protocol/text-completion.ts';
 import { GrammarCache } from '../protocol/grammar-cache.ts';
 import type { ModelList } from '../protocol/openai-types.ts';
 import { ToolCallStreamParser } from '../protocol/tool-call-parser.ts';
@@ -61,12 +63,97 @@ export class SharedModelGateway {
       onDone: (r) => {
         if (parser !== null) for (const d of parser.end()) out.push(d);
         const reason = parser !== null && parser.callCount > 0 && r.finishReason === 'stop' ? 'tool_calls' : r.finishReason;
-        out.push({ type: 'finish', reason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens } });
+        const stopSequence = reason === 'stop' && r.stop !== undefined && request.stop.includes(r.stop) ? r.stop : undefined;
+        out.push({ type: 'finish', reason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens }, stopSequence });
       },
       onError: (e) => out.fail(e),
     };
     const generation = { ...plan.generation, cachePartition: cachePartitionOf(this.promptCacheScope, caller) };
     return this.engine.generate(generation, this.stats ? this.stats.observe(sink) : sink);
+  }
+
+  /**
+   * Legacy completions: one generation per prompt, each prompt sent raw (no chat template), started at once
+   * (each takes a slot or a queue place). Their deltas reach `out` tagged with their choice (ChoiceTag): content,
+   * then an empty content delta with `end` when that prompt's generation ends; after the last one, one
+   * `finish` with the usage summed over all (its reason: the first choice's). A failure of any cancels the
+   * others and fails `out`. Throws before anything is sent as startChat does (a refused later prompt cancels
+   * the ones already started).
+   */
+  startCompletions(request: CompletionsRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
+    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    const handles: GenerationHandle[] = [];
+    const cancelAll = () => { for (const h of handles) h.cancel(); };
+    const reasons: Array<'stop' | 'length' | null> = request.prompts.map(() => null);
+    const usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
+    let open = request.prompts.length;
+    let failed = false;
+    const cachePartition = cachePartitionOf(this.promptCacheScope, caller);
+    const generation = (prompt: RawPrompt): GenerationRequest => ({
+      messages: [],
+      prompt,
+      cachePartition,
+      topLogprobs: request.logprobs,
+      maxTokens: request.maxTokens,
+      stop: request.stop,
+      temperature: request.temperature,
+      topP: request.topP,
+      seed: request.seed,
+      presencePenalty: request.presencePenalty,
+      frequencyPenalty: request.frequencyPenalty,
+      topK: request.topK,
+      minP: request.minP,
+      repetitionPenalty: request.repetitionPenalty,
+    });
+    try {
+      request.prompts.forEach((prompt, choice) => {
+        const sink: GenerationSink = {
+          onText: (text, logprobs) => {
+            if (failed) return;
+            const d: ChoiceDelta = { type: 'content', text, logprobs, choice };
+            out.push(d);
+          },
+          onDone: (r) => {
+            if (failed) return;
+            reasons[choice] = r.finishReason;
+            usage.promptTokens += r.promptTokens;
+            usage.completionTokens += r.completionTokens;
+            usage.cachedTokens += r.cachedTokens;
+            const end: ChoiceDelta = { type: 'content', text: '', choice, end: r.finishReason };
+            out.push(end);
+            if (--open === 0) out.push({ type: 'finish', reason: reasons[0] ?? 'stop', usage });
+          },
+          onError: (e) => {
+            if (failed) return;
+            failed = true;
+            cancelAll();
+            out.fail(e);
+          },
+        };
+        handles.push(this.engine.generate(generation(prompt), this.stats ? this.stats.observe(sink) : sink));
+      });
+    } catch (err) {
+      failed = true;
+      cancelAll();
+      throw err;
+    }
+    return { cancel: cancelAll };
+  }
+
+  /**
+   * The prompt's token count for `request` as startChat would send it (template, system, tools), without
+   * generating: the Messages API's count_tokens. Throws (or rejects) as startChat does.
+   */
+  countTokens(request: ChatRequest): Promise<number> {
+    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    const toolsActive = request.tools.length > 0 && request.toolChoice !== 'none';
+    return new Promise((resolve, reject) => {
+      this.engine.generate(
+        // No slot is taken and no cache consulted: the partition is irrelevant.
+        { messages: request.messages, tools: toolsActive ? request.tools : undefined, stop: [], countOnly: true, cachePartition: '' },
+        { onText: () => {}, onDone: (r) => resolve(r.promptTokens), onError: reject },
+      );
+    });
   }
 
   /** GET /models/{id} as JSON text; model_not_found (404) for any other id. */

@@ -17,6 +17,11 @@ export interface Route {
    * the handler can check credentials first and then `await ex.json()` / `ex.bytes()`.
    */
   body?: BodySpec;
+  /**
+   * The JSON value of this route's error answers when it speaks another API than the edge (the Anthropic
+   * Messages API); absent: the edge's style. Routes sharing a pattern share it (its 405 is in that shape too).
+   */
+  errorBody?: (err: ApiError) => unknown;
   handler: RouteHandler;
 }
 
@@ -73,8 +78,10 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
   for (const [pattern, group] of byPattern) {
     const paramCount = (pattern.match(/:/g) ?? []).length;
     const allowed = group.map((r) => r.method);
+    const errorBody = group.find((r) => r.errorBody)?.errorBody;
+    const groupStyle: EdgeStyle = errorBody ? { ...style, errorBody } : style;
     app.any(pattern, (res, req) => {
-      const ex = new HttpExchange(res, req, style, paramCount);
+      const ex = new HttpExchange(res, req, groupStyle, paramCount);
       const route = group.find((r) => r.method === ex.method) ?? (ex.isHead ? group.find((r) => r.method === 'GET') : undefined);
       if (!route) return fail(ex, 'method_not_allowed', methodNotAllowed(ex.method, clip(ex.url), allowed));
       try {

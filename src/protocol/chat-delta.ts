@@ -33,7 +33,8 @@ export type ChatDelta =
    * `name`, later ones only more `arguments` text (OpenAI streams them exactly so).
    */
   | { type: 'tool_call'; index: number; id?: string | undefined; name?: string | undefined; arguments: string }
-  | { type: 'finish'; reason: ChatFinishReason; usage?: ChatUsage | undefined };
+  /** `stopSequence`: which of the request's `stop` strings ended the text, when one did (the Messages API's `stop_sequence`). */
+  | { type: 'finish'; reason: ChatFinishReason; usage?: ChatUsage | undefined; stopSequence?: string | undefined };
 
 /**
  * Where a producer pushes one answer's deltas (the responder implements it): push* then at most one fail.

@@ -20,6 +20,9 @@ export interface ChatMessage {
   toolCallId?: string | undefined;
 }
 
+/** A prompt sent without a chat template (legacy completions): text, or token ids (checked against the vocabulary in the worker). */
+export type RawPrompt = string | readonly number[];
+
 /** A JSON Schema object as the client sent it (validated as JSON, interpreted by the grammar converter). */
 export type JsonSchema = { [key: string]: unknown };
 

@@ -8,3 +8,8 @@ export function newCompletionId(): string {
 export function unixSeconds(): number {
   return Math.floor(Date.now() / 1000);
 }
+
+/** `cmpl-` + 24 url-safe random chars: a legacy text completion's id, as OpenAI's. */
+export function newTextCompletionId(): string {
+  return `cmpl-${randomBytes(18).toString('base64url')}`;
+}

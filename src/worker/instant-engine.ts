@@ -76,7 +76,7 @@ export class InstantEngine implements SlotEngine {
         this.active.delete(j);
         const rest = j.stop.flush();
         if (rest.length > 0) this.emit(j, rest, 0);
-        j.events.onDone({ ...base, finishReason: j.stop.stopped ? 'stop' : 'length', completionTokens: j.produced });
+        j.events.onDone({ ...base, finishReason: j.stop.stopped ? 'stop' : 'length', completionTokens: j.produced, ...(j.stop.matched !== undefined ? { stop: j.stop.matched } : {}) });
       }
     }
     this.schedule();

@@ -180,7 +180,7 @@ export class LlamaSequenceEngine implements SlotEngine {
           else events.onText(rest, 0);
         }
       }
-      events.onDone(result(finish));
+      events.onDone(finish === 'stop' && stop.matched !== undefined ? { ...result(finish), stop: stop.matched } : result(finish));
     } catch (err) {
       events.onError({ message: err instanceof Error ? err.message : String(err), code: err instanceof InvalidGrammarError ? 'invalid_grammar' : 'engine_error' });
     }

@@ -1,6 +1,6 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { type GpuInfo, INSTANT_TOKEN_BYTES, type ModelWorkerData, type NativeComputeInfo } from '../engine/worker-protocol.ts';
-import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
+import type { ChatMessage, FunctionTool, RawPrompt } from '../protocol/chat-request.ts';
 import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InstantEngine } from './instant-engine.ts';
 import { LlamaSequenceEngine } from './llama-sequence-engine.ts';
@@ -90,6 +90,14 @@ export class ModelHost {
     if (this.prompts) return this.prompts.build(messages, tools, maxTokens);
     const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + INSTANT_TOKEN_BYTES, 0);
     const count = Math.max(1, Math.ceil(bytes / INSTANT_TOKEN_BYTES));
+    if (count > maxTokens) throw new PromptTooLong(count);
+    return { tokens: new Uint32Array(count), stops: [] };
+  }
+
+  /** buildPrompt for a raw prompt (PromptBuilder.buildRaw); the instant engine counts its bytes as above. */
+  async buildRawPrompt(prompt: RawPrompt, maxTokens: number): Promise<{ tokens: Uint32Array; stops: string[] }> {
+    if (this.prompts) return this.prompts.buildRaw(prompt, maxTokens);
+    const count = typeof prompt === 'string' ? Math.max(1, Math.ceil(Buffer.byteLength(prompt) / INSTANT_TOKEN_BYTES)) : prompt.length;
     if (count > maxTokens) throw new PromptTooLong(count);
     return { tokens: new Uint32Array(count), stops: [] };
   }

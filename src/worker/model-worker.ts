@@ -4,7 +4,7 @@ import { ApiError } from '../errors/api-error.ts';
 import { engineFailure, type EngineFailure } from '../errors/engine-failure.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus, WorkerStop } from '../engine/worker-protocol.ts';
 import { ModelHost } from './model-host.ts';
-import { PromptTooLong } from './prompt-tokenizer.ts';
+import { InvalidPromptToken, PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotJobHandle } from './slot-engine.ts';
 
 /**
@@ -72,14 +72,19 @@ export default async function generate(task: GenerationTask): Promise<void> {
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
     // A prompt may use contextSize - 1 tokens (one is left to generate); tokenizing stops past that.
-    const prompt = await host.buildPrompt(task.messages, task.tools, engine.contextSize - 1).catch((err: unknown) => {
-      if (err instanceof PromptTooLong) return err;
+    const building = task.prompt !== undefined ? host.buildRawPrompt(task.prompt, engine.contextSize - 1) : host.buildPrompt(task.messages, task.tools, engine.contextSize - 1);
+    const prompt = await building.catch((err: unknown) => {
+      if (err instanceof PromptTooLong || err instanceof InvalidPromptToken) return err;
       throw err;
     });
+    if (prompt instanceof InvalidPromptToken) return post({ t: 'error', failure: engineFailure.internal('invalid_prompt_token', prompt) });
     if (prompt instanceof PromptTooLong) {
       return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.atLeastTokens, engine.contextSize, true) });
     }
+    // A raw prompt of no tokens ('' for a vocabulary without BOS) leaves nothing to continue from.
+    if (prompt.tokens.length === 0) return post({ t: 'error', failure: engineFailure.internal('empty_prompt', 'the prompt has no tokens') });
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
+    if (task.countOnly) return post({ t: 'done', finishReason: 'stop', promptTokens: prompt.tokens.length, cachedTokens: 0, completionTokens: 0 });
     promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
     const maxTokens = Math.max(1, Math.min(task.maxTokens ?? Number.MAX_SAFE_INTEGER, engine.contextSize - prompt.tokens.length));
     const stop = [...new Set([...task.stop, ...prompt.stops])];

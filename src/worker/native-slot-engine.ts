@@ -283,6 +283,7 @@ export class NativeSlotEngine implements SlotEngine {
           promptTokens: e.promptTokens,
           cachedTokens: e.cachedTokens,
           completionTokens: e.completionTokens,
+          ...(e.stop !== undefined ? { stop: e.stop } : {}),
         };
         state.events.onDone(result);
         return;

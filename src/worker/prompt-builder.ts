@@ -1,8 +1,8 @@
-import { type ChatWrapper, type ChatWrapperGeneratedContextState, ChatMLChatWrapper, GeneralChatWrapper, type LlamaModel, LlamaText, resolveChatWrapper } from 'node-llama-cpp';
-import type { ChatMessage, FunctionTool } from '../protocol/chat-request.ts';
+import { type ChatWrapper, type ChatWrapperGeneratedContextState, ChatMLChatWrapper, GeneralChatWrapper, type LlamaModel, LlamaText, resolveChatWrapper, SpecialToken } from 'node-llama-cpp';
+import type { ChatMessage, FunctionTool, RawPrompt } from '../protocol/chat-request.ts';
 import { TOOL_CALL_OPEN } from '../protocol/tool-call-syntax.ts';
 import { functionCallHistory, hermesTextHistory, toChatModelFunctions } from './chat-history.ts';
-import { PromptTokenizer } from './prompt-tokenizer.ts';
+import { InvalidPromptToken, PromptTokenizer, PromptTooLong } from './prompt-tokenizer.ts';
 
 /**
  * Applies the model's chat template next to the model (architecture habit 1): the model's own Jinja
@@ -45,6 +45,28 @@ export class PromptBuilder {
     const state = this.contextState(messages, tools);
     const tokens = await this.tokenizer.tokenize(state.contextText, maxTokens);
     return { tokens, stops: plainTriggers(state.stopGenerationTriggers) };
+  }
+
+  /**
+   * A raw prompt's tokens (legacy completions), no template and no stop strings: text is tokenized as it is,
+   * after the BOS token when the vocabulary asks for one (as llama-server's /completion); token ids are taken
+   * as they are, or InvalidPromptToken for one outside the vocabulary. PromptTooLong past `maxTokens`.
+   */
+  async buildRaw(prompt: RawPrompt, maxTokens = Number.MAX_SAFE_INTEGER): Promise<{ tokens: Uint32Array; stops: string[] }> {
+    if (typeof prompt !== 'string') {
+      if (prompt.length > maxTokens) throw new PromptTooLong(prompt.length);
+      const size = this.vocabularySize;
+      if (size !== null && prompt.some((t) => t >= size)) throw new InvalidPromptToken(size);
+      return { tokens: Uint32Array.from(prompt), stops: [] };
+    }
+    const text = this.model.tokens.shouldPrependBosToken ? LlamaText([new SpecialToken('BOS'), prompt]) : LlamaText(prompt);
+    return { tokens: await this.tokenizer.tokenize(text, maxTokens), stops: [] };
+  }
+
+  /** Tokens in the vocabulary, from the GGUF's token list (null when the file has none). */
+  private get vocabularySize(): number | null {
+    const tokens = (this.model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: unknown } } }).tokenizer?.ggml?.tokens;
+    return Array.isArray(tokens) ? tokens.length : null;
   }
 
   /** The prompt as text (special tokens written out), for logs and tests. */

@@ -8,6 +8,14 @@ export class PromptTooLong extends Error {
   }
 }
 
+/** A raw prompt's token id is not in the model's vocabulary (the request's fault: a 400 naming `prompt`). */
+export class InvalidPromptToken extends Error {
+  constructor(readonly vocabularySize: number) {
+    super(`a prompt token id is outside the vocabulary (0..${vocabularySize - 1})`);
+    this.name = 'InvalidPromptToken';
+  }
+}
+
 /** Length (UTF-16 units) of the text tokenized per llama.cpp call; a piece is cut only where that is sound (see below). */
 const PIECE_LENGTH = 1024;
 /** The tokenizer yields to the worker's event loop after this much work, so other slots' text keeps flowing. */

@@ -46,6 +46,8 @@ export interface SlotJobResult {
   /** Prompt tokens reused from the slot's prefix cache (not evaluated again). */
   cachedTokens: number;
   completionTokens: number;
+  /** The stop string (of the job's `stop`) that ended the text, when one did. */
+  stop?: string | undefined;
 }
 
 export interface SlotJobEvents {

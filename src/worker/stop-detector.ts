@@ -6,6 +6,8 @@
 export class StopDetector {
   private held = '';
   stopped = false;
+  /** The stop string found (set when `stopped` becomes true). */
+  matched: string | undefined;
   private readonly maxLen: number;
 
   constructor(private readonly stops: readonly string[]) {
@@ -19,7 +21,10 @@ export class StopDetector {
     let cut = -1;
     for (const s of this.stops) {
       const i = buf.indexOf(s);
-      if (i !== -1 && (cut === -1 || i < cut)) cut = i;
+      if (i !== -1 && (cut === -1 || i < cut)) {
+        cut = i;
+        this.matched = s;
+      }
     }
     if (cut !== -1) {
       this.stopped = true;

@@ -109,6 +109,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       expect(result.finishReason).toBe('stop');
       expect(result.completionTokens).toBe(3); // the scripted reply: 3 tokens, then EOS
       expect(result.promptTokens).toBe((await hello()).length);
+      expect(result.stop).toBeUndefined(); // ended by EOS, not by a stop string
     });
 
     it('stops at maxTokens with exactly that many tokens', async () => {
@@ -117,10 +118,14 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       expect(DEFAULT_TINY_REPLY.startsWith(text)).toBe(true);
     });
 
-    it('stops before a stop string without emitting it', async () => {
+    it('stops before a stop string without emitting it, and says which one', async () => {
       const { text, result } = await run(chat, job(await hello(), { stop: ['tiny test'] })).done;
       expect(result.finishReason).toBe('stop');
       expect(text).toBe('Hello! I am a ');
+      expect(result.stop).toBe('tiny test');
+      const earliest = await run(chat, job(await hello(), { stop: ['model', ' am', 'zzz'] })).done;
+      expect(earliest.text).toBe('Hello! I');
+      expect(earliest.result.stop).toBe(' am');
     });
 
     it('is deterministic for a seed and varies across seeds', async () => {

@@ -38,4 +38,25 @@ suite('a real trained model', () => {
     for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
     expect(text).toMatch(storyWords);
   });
+
+  it('continues a raw prompt through legacy completions, the same text again for the same seed', async () => {
+    const prompt = 'Once upon a time, there was a little girl named';
+    const r = await client.completions.create({ model: id, prompt, temperature: 0, max_tokens: 32, echo: true });
+    expect(r.choices[0]!.text.startsWith(prompt)).toBe(true);
+    expect(r.choices[0]!.text.slice(prompt.length)).toMatch(storyWords);
+    const sampled = () => client.completions.create({ model: id, prompt, temperature: 1, seed: 42, max_tokens: 24 });
+    const [a, b] = [await sampled(), await sampled()];
+    expect(a.choices[0]!.text).toBe(b.choices[0]!.text);
+  });
+
+  it('answers the Messages API with English text', async () => {
+    const res = await fetch(`${hearth.baseUrl}/api/inference/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': hearth.key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: id, max_tokens: 48, temperature: 0, messages: [{ role: 'user', content: 'Once upon a time, there was a little girl' }] }),
+    });
+    const m = (await res.json()) as { content: Array<{ type: string; text: string }>; usage: { output_tokens: number } };
+    expect(m.content[0]!.text).toMatch(storyWords);
+    expect(m.usage.output_tokens).toBeGreaterThan(0);
+  });
 });

@@ -4,13 +4,13 @@ import { type HearthProcess, startHearthProcess } from '../helpers/hearth-proces
 import { tinyChatModel } from '../helpers/test-model.ts';
 
 /**
- * Property-based fuzzing of the shared endpoint's request bodies (chat completions, JSON and SSE, and the
- * Responses API) on a real `hearth serve` with the tiny chat model: every field with values of every wrong type
+ * Property-based fuzzing of the shared endpoint's request bodies (chat completions, JSON and SSE, the
+ * Responses API, legacy completions, the Messages API and count_tokens) on a real `hearth serve` with the tiny chat model: every field with values of every wrong type
  * and extreme size, messages and content parts of odd shapes, strings with NUL and lone surrogates, keys named
  * like Object.prototype members, unknown and duplicate keys, and generated JSON Schemas (deep, recursive `$ref`,
  * huge bounds and enums, unsupported keywords) for response_format, text.format and forced tools.
  * Invariants for each case: an answer comes (every request is bounded by an abort signal); it is never a 5xx;
- * an error is `{"error":{message,type,param,code}}` with a 4xx; a 200 is a complete chat completion, Response,
+ * an error is `{"error":{message,type,param,code}}` (on the Messages routes `{"type":"error","error":{type,message}}`) with a 4xx; a 200 is a complete chat completion, Response,
  * or stream (ending in `[DONE]` / `response.completed`). After the run the process is alive, a plain request
  * completes, and /health, /api/inference/v1/models and /metrics show nothing running or waiting.
  * Fixed seeds, bounded runs: the same cases every time.
@@ -171,6 +171,69 @@ const responsesBody = mutated({ model: MODEL_ID, input: 'hi', max_output_tokens:
   previous_response_id: anyValue, reasoning: anyValue, metadata: anyValue, parallel_tool_calls: anyValue, user: anyValue,
 });
 
+// ---- legacy completions bodies ----
+
+const tokenId = fc.oneof(fc.integer({ min: 0, max: 5000 }), fc.constantFrom(-1, 0xffffffff, 4294967296, 1.5));
+const completionsBody = mutated({ model: MODEL_ID, prompt: 'hi', max_tokens: 4 }, {
+  model: chatFields.model,
+  prompt: fc.oneof(
+    hostileString,
+    fc.array(hostileString, { maxLength: 4 }),
+    fc.array(fc.oneof(tokenId, wrongType), { maxLength: 6 }),
+    fc.array(fc.array(tokenId, { maxLength: 4 }), { maxLength: 3 }),
+    fc.integer({ min: 60, max: 70 }).map((n) => Array.from({ length: n }, () => 'x')),
+    wrongType,
+  ),
+  echo: fc.oneof(fc.boolean(), wrongType),
+  logprobs: fc.oneof(fc.integer({ min: -1, max: 21 }), wrongType),
+  suffix: anyValue,
+  best_of: fc.oneof(fc.constantFrom(1, 2), wrongType),
+  n: chatFields.n, stream: chatFields.stream, stream_options: chatFields.stream_options, stop: chatFields.stop,
+  temperature: anyValue, top_p: anyValue, max_tokens: anyValue, seed: anyValue, presence_penalty: anyValue, frequency_penalty: anyValue,
+  top_k: anyValue, min_p: anyValue, repetition_penalty: anyValue, user: anyValue, logit_bias: anyValue, messages: anyValue,
+});
+
+// ---- Anthropic Messages API bodies ----
+
+const anthropicText = fc.record({ type: fc.constant('text'), text: hostileString });
+const anthropicBlock = fc.oneof(
+  anthropicText,
+  fc.record({ type: fc.constant('tool_use'), id: fc.oneof(hostileString, wrongType), name: fc.oneof(fc.constantFrom('f', 'get_weather'), hostileString), input: fc.oneof(fc.jsonValue({ maxDepth: 2 }), wrongType) }, { requiredKeys: ['type'] }),
+  fc.record({ type: fc.constant('tool_result'), tool_use_id: fc.oneof(hostileString, wrongType), content: fc.oneof(hostileString, fc.array(fc.oneof(anthropicText, anyValue), { maxLength: 2 }), wrongType), is_error: fc.oneof(fc.boolean(), wrongType) }, { requiredKeys: ['type'] }),
+  fc.record({ type: fc.constantFrom('image', 'document', 'thinking', 'redacted_thinking', 'server_tool_use', ...PROTO_KEYS), text: hostileString }, { requiredKeys: ['type'] }),
+  anyValue,
+);
+const anthropicMessage = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ role: fc.constant('user'), content: hostileString }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      role: fc.oneof(fc.constantFrom('user', 'assistant', 'system', ''), fc.constantFrom(...PROTO_KEYS), wrongType),
+      content: fc.oneof(hostileString, fc.array(anthropicBlock, { maxLength: 3 }), wrongType),
+    }, { requiredKeys: [] }),
+  },
+  { weight: 1, arbitrary: anyValue },
+);
+const anthropicTool = fc.oneof(
+  fc.record({ name: fc.oneof(fc.constantFrom('f', 'g'), hostileString), description: fc.oneof(hostileString, wrongType), input_schema: schemaArb, type: fc.oneof(fc.constantFrom('custom', 'web_search_20250305'), wrongType) }, { requiredKeys: ['name'] }),
+  anyValue,
+);
+const anthropicPromptFields = {
+  model: chatFields.model,
+  messages: fc.oneof({ weight: 6, arbitrary: fc.array(anthropicMessage, { minLength: 1, maxLength: 4 }) }, { weight: 1, arbitrary: fc.oneof(fc.constant([]), wrongType) }),
+  system: fc.oneof(hostileString, fc.array(fc.oneof(anthropicText, anyValue), { maxLength: 2 }), wrongType),
+  tools: fc.oneof(fc.array(anthropicTool, { maxLength: 3 }), wrongType),
+  tool_choice: fc.oneof(fc.record({ type: fc.constantFrom('auto', 'any', 'tool', 'none', 'x'), name: fc.constantFrom('f', 'g', 'missing', '__proto__'), disable_parallel_tool_use: fc.oneof(fc.boolean(), wrongType) }, { requiredKeys: ['type'] }), wrongType),
+  thinking: fc.oneof(fc.record({ type: fc.constantFrom('enabled', 'disabled') }), wrongType),
+};
+const messagesBody = mutated({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }, {
+  ...anthropicPromptFields,
+  max_tokens: anyValue, stop_sequences: fc.oneof(fc.array(hostileString, { maxLength: 5 }), wrongType),
+  temperature: anyValue, top_p: anyValue, top_k: anyValue, stream: chatFields.stream,
+  metadata: anyValue, service_tier: anyValue, cache_control: anyValue,
+});
+const countTokensBody = mutated({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }] }, { ...anthropicPromptFields, max_tokens: anyValue });
+
 /** Serializes with extra raw keys JSON.stringify cannot write: Object.prototype names, duplicates, unknowns. */
 const withRawKeys = (body: fc.Arbitrary<Record<string, unknown>>) => fc.tuple(
   body,
@@ -185,10 +248,21 @@ const withRawKeys = (body: fc.Arbitrary<Record<string, unknown>>) => fc.tuple(
   return text === '{}' ? `{${tail}}` : `${text.slice(0, -1)},${tail}}`;
 });
 
-type ErrorShape = { error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown } };
+type ErrorShape = { type?: unknown; error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown } };
+type Route = 'chat/completions' | 'responses' | 'completions' | 'messages' | 'messages/count_tokens';
+/** The Messages API's routes answer errors in Anthropic's shape. */
+const anthropicRoute = (route: Route) => route.startsWith('messages');
+/** What a 200 JSON answer of each route is. */
+const OK_BODY: Record<Route, (json: Record<string, unknown>) => boolean> = {
+  'chat/completions': (j) => j.object === 'chat.completion',
+  responses: (j) => j.object === 'response',
+  completions: (j) => j.object === 'text_completion' && Array.isArray(j.choices),
+  messages: (j) => j.type === 'message' && Array.isArray(j.content),
+  'messages/count_tokens': (j) => typeof j.input_tokens === 'number',
+};
 
 /** Sends one body; asserts the invariants of an answer. Returns the status (and error code) for the tally. */
-async function sendAndCheck(route: 'chat/completions' | 'responses', body: string): Promise<string> {
+async function sendAndCheck(route: Route, body: string): Promise<string> {
   const what = `${route} ${body.slice(0, 600)}`;
   const r = await fetch(`${hearth.baseUrl}/api/inference/v1/${route}`, {
     method: 'POST',
@@ -203,20 +277,23 @@ async function sendAndCheck(route: 'chat/completions' | 'responses', body: strin
   if (r.status !== 200) {
     expect(r.status, detail).toBeGreaterThanOrEqual(400);
     expect(type, detail).toBe('application/json');
-    const e = (JSON.parse(text) as ErrorShape).error;
-    expect(e && typeof e.message === 'string' && typeof e.type === 'string' && 'param' in e && 'code' in e, detail).toBe(true);
+    const parsed = JSON.parse(text) as ErrorShape;
+    const e = parsed.error;
+    if (anthropicRoute(route)) expect(parsed.type === 'error' && typeof e?.message === 'string' && typeof e.type === 'string', detail).toBe(true);
+    else expect(e && typeof e.message === 'string' && typeof e.type === 'string' && 'param' in e && 'code' in e, detail).toBe(true);
     return `${r.status}:${String(e!.code)}`;
   }
   if (type.startsWith('text/event-stream')) {
     // A failure after the stream committed is an error event, never a 5xx status: the stream must still end well.
     expect(text, detail).not.toMatch(/"type":"server_error"/);
-    if (route === 'chat/completions') expect(text.trimEnd().endsWith('data: [DONE]') || /"error":/.test(text), detail).toBe(true);
+    expect(text, detail).not.toMatch(/"type":"api_error"/);
+    if (route === 'chat/completions' || route === 'completions') expect(text.trimEnd().endsWith('data: [DONE]') || /"error":/.test(text), detail).toBe(true);
+    else if (route === 'messages') expect(text.trimEnd().endsWith('event: message_stop\ndata: {"type":"message_stop"}') || /event: error\n/.test(text), detail).toBe(true);
     else expect(/event: response\.(completed|incomplete)\n/.test(text) || /event: error\n/.test(text), detail).toBe(true);
     return '200:stream';
   }
   expect(type, detail).toBe('application/json');
-  const json = JSON.parse(text) as { object?: string };
-  expect(json.object, detail).toBe(route === 'chat/completions' ? 'chat.completion' : 'response');
+  expect(OK_BODY[route](JSON.parse(text) as Record<string, unknown>), detail).toBe(true);
   return '200';
 }
 
@@ -260,6 +337,26 @@ describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
     await fc.assert(
       fc.asyncProperty(body, async (b) => { count(`schema:${await sendAndCheck('chat/completions', b)}`); }),
       { seed: SEED, numRuns: 400, endOnFailure: true },
+    );
+    await expectServingAndIdle();
+  }, 120_000);
+
+  it('legacy completions: an answer in the documented shape, never a 5xx or a hang', async () => {
+    await fc.assert(
+      fc.asyncProperty(withRawKeys(completionsBody), async (body) => { count(`completions:${await sendAndCheck('completions', body)}`); }),
+      { seed: SEED, numRuns: 300, endOnFailure: true },
+    );
+    await expectServingAndIdle();
+  }, 120_000);
+
+  it("Messages API and count_tokens: an answer in Anthropic's shape, never a 5xx or a hang", async () => {
+    await fc.assert(
+      fc.asyncProperty(withRawKeys(messagesBody), async (body) => { count(`messages:${await sendAndCheck('messages', body)}`); }),
+      { seed: SEED, numRuns: 300, endOnFailure: true },
+    );
+    await fc.assert(
+      fc.asyncProperty(withRawKeys(countTokensBody), async (body) => { count(`count_tokens:${await sendAndCheck('messages/count_tokens', body)}`); }),
+      { seed: SEED, numRuns: 150, endOnFailure: true },
     );
     await expectServingAndIdle();
   }, 120_000);

@@ -8,7 +8,7 @@ import { getLlama, LlamaLogLevel, LlamaText, SpecialToken, SpecialTokensText, ty
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../models/test-model-path.ts';
 import { PromptBuilder } from '../../src/worker/prompt-builder.ts';
-import { PromptTokenizer, PromptTooLong } from '../../src/worker/prompt-tokenizer.ts';
+import { InvalidPromptToken, PromptTokenizer, PromptTooLong } from '../../src/worker/prompt-tokenizer.ts';
 import { realTestModel } from '../helpers/test-model.ts';
 
 let llama: Llama;
@@ -84,5 +84,32 @@ describe('PromptTokenizer', () => {
     const tokens = await new PromptTokenizer(model).tokenize(LlamaText(['😀'.repeat(150_000)]), NO_LIMIT);
     expect(tokens.length).toBe(600_000);
     expect(Array.from(tokens.subarray(0, 8))).toEqual(model.tokenize('😀😀', false, 'trimLeadingSpace'));
+  });
+});
+
+describe('PromptBuilder.buildRaw (legacy completions: no chat template)', () => {
+  it('tokenizes the text as it is, after BOS when the vocabulary asks for one, with no template stops', async () => {
+    for (const [, model] of models) {
+      const builder = new PromptBuilder(model);
+      const text = 'Once upon a time, there was a fox';
+      const raw = await builder.buildRaw(text);
+      const bos = model.tokens.shouldPrependBosToken && model.tokens.bos !== null ? [model.tokens.bos] : [];
+      expect(Array.from(raw.tokens)).toEqual([...bos, ...model.tokenize(text, false, 'trimLeadingSpace')]);
+      expect(raw.stops).toEqual([]);
+      const templated = await builder.build([{ role: 'user', content: text }]);
+      expect(Array.from(raw.tokens)).not.toEqual(Array.from(templated.tokens));
+    }
+  });
+
+  it('takes token ids as they are, refuses one outside the vocabulary, and stops at the limit', async () => {
+    for (const [, model] of models) {
+      const builder = new PromptBuilder(model);
+      expect(Array.from((await builder.buildRaw([3, 4, 5])).tokens)).toEqual([3, 4, 5]);
+      const size = model.fileInfo.metadata.tokenizer.ggml.tokens.length;
+      await expect(builder.buildRaw([3, size])).rejects.toBeInstanceOf(InvalidPromptToken);
+      expect(Array.from((await builder.buildRaw([size - 1])).tokens)).toEqual([size - 1]);
+      await expect(builder.buildRaw([1, 2, 3], 2)).rejects.toBeInstanceOf(PromptTooLong);
+      await expect(builder.buildRaw('the quick brown fox '.repeat(50), 10)).rejects.toBeInstanceOf(PromptTooLong);
+    }
   });
 });

@@ -11,15 +11,16 @@ import { bearerToken } from '../router.ts';
  * limits: authenticates and admits synchronously (call it before the handler's first await), sends the
  * x-ratelimit-* headers, then runs `answer` with the parsed body (the route declares `body: {kind: 'json'}`), `meter`, which wraps a ChatDeltaSink so
  * the finish delta's tokens count against the key, and the caller (key and account: the generation's prompt-cache partition). The lease is released on every path (answered, failed,
- * or the client went away).
+ * or the client went away). `token`: the key as the caller's API sends it (default: `Authorization: Bearer`).
  */
 export async function withKeyAdmission(
   ex: HttpExchange,
   keys: KeyAuthenticator,
   limiter: KeyLimiter,
   answer: (json: unknown, meter: (sink: ChatDeltaSink) => ChatDeltaSink, caller: InferenceCaller) => Promise<void>,
+  token: string | undefined = bearerToken(ex.authorization),
 ): Promise<void> {
-  const key = keys.authenticate(bearerToken(ex.authorization));
+  const key = keys.authenticate(token);
   const admission = limiter.admit(key.keyId, key.limits);
   ex.addHeaders(admission.headers);
   if (!admission.ok) throw admission.error;

@@ -5,6 +5,8 @@ import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
 import { respondToChat } from '../chat-responder.ts';
 import { bearerToken, type Route } from '../router.ts';
 import { withKeyAdmission } from './key-admission.ts';
+import { completionsRoutes } from './completions-routes.ts';
+import { messagesRoutes } from './messages-routes.ts';
 import { responsesRoutes } from './responses-routes.ts';
 
 const JSON_HEADERS = [['content-type', 'application/json']] as const;
@@ -20,7 +22,8 @@ export interface SharedInferenceRouteDeps {
 }
 
 /**
- * The shared, OpenAI-compatible endpoint: /api/inference/v1/{chat/completions,models,models/{id},responses}.
+ * The shared, OpenAI-compatible endpoint: /api/inference/v1/{chat/completions,models,models/{id},responses,completions,
+ * messages,messages/count_tokens}.
  * A model id holds a `/`: `GET /models/{id}` takes it percent-encoded (`local%2Fm`, as the SDKs send it) or
  * as two path segments (`local/m`).
  */
@@ -60,5 +63,7 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
     { method: 'GET', pattern: '/api/inference/v1/models/:id', name: 'model', handler: retrieveModel },
     { method: 'GET', pattern: '/api/inference/v1/models/:namespace/:name', name: 'model', handler: retrieveModel },
     ...responsesRoutes(d),
+    ...completionsRoutes(d),
+    ...messagesRoutes(d),
   ];
 }

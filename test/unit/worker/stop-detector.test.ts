@@ -22,8 +22,14 @@ describe('StopDetector', () => {
     expect(feed(['END'], ['hello E', 'Nx'])).toEqual({ out: 'hello ENx', stopped: false });
     expect(feed(['END'], ['tail E'])).toEqual({ out: 'tail E', stopped: false });
   });
-  it('picks the earliest of several stops', () => {
+  it('picks the earliest of several stops, and names it', () => {
     expect(feed(['cd', 'b'], ['abcd'])).toEqual({ out: 'a', stopped: true });
+    const d = new StopDetector(['cd', 'b']);
+    d.push('xab');
+    expect(d.matched).toBe('b');
+    const none = new StopDetector(['cd']);
+    none.push('abc');
+    expect(none.matched).toBeUndefined();
   });
   it('withholds only a possible prefix', () => {
     const d = new StopDetector(['###']);

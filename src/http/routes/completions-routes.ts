@@ -1,0 +1,55 @@
+import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
+import type { KeyLimiter } from '../../gateway/key-limiter.ts';
+import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
+import { validateCompletionsRequest } from '../../protocol/completions-request.ts';
+import { sseData } from '../../protocol/sse.ts';
+import { TextCompletionRenderer } from '../../protocol/text-completion.ts';
+import { type AnswerFormat, respondWith } from '../chat-responder.ts';
+import type { Route } from '../router.ts';
+import { withKeyAdmission } from './key-admission.ts';
+
+export interface CompletionsRouteDeps {
+  gateway: SharedModelGateway;
+  keys: KeyAuthenticator;
+  limiter: KeyLimiter;
+  bodyLimit: number;
+  keepAliveMs: number;
+  streamBufferLimit: number;
+}
+
+/**
+ * `POST /api/inference/v1/completions`: OpenAI's legacy completions API over the shared model, each prompt sent
+ * raw (no chat template). The gateway runs one generation per prompt (startCompletions); their deltas are
+ * rendered by TextCompletionRenderer as one `text_completion` object or as `data:` chunks ending `data: [DONE]`,
+ * by the one responder (chat-responder.ts: commit late, keep-alive, backpressure, cancel on disconnect).
+ */
+export function completionsRoutes(d: CompletionsRouteDeps): Route[] {
+  return [
+    {
+      method: 'POST',
+      pattern: '/api/inference/v1/completions',
+      name: 'completions',
+      body: { kind: 'json', limit: d.bodyLimit },
+      handler: (ex) => {
+        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
+          const request = validateCompletionsRequest(json);
+          const echoes = request.prompts.map((p) => (request.echo && typeof p === 'string' ? p : ''));
+          const renderer = new TextCompletionRenderer(d.gateway.modelId, echoes, request.logprobs !== undefined, request.includeUsage);
+          const options = { stream: request.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit };
+          await respondWith(ex, options, textCompletionFormat(renderer), (sink) => d.gateway.startCompletions(request, meter(sink), caller));
+        });
+      },
+    },
+  ];
+}
+
+/** The legacy completions answer format: one text_completion object, or its chunks and `data: [DONE]`. */
+function textCompletionFormat(renderer: TextCompletionRenderer): AnswerFormat {
+  return {
+    push: (delta) => { renderer.push(delta); },
+    body: () => renderer.completion(),
+    streamHead: () => renderer.streamHead(),
+    streamEvent: (delta) => renderer.streamEvent(delta),
+    streamError: (e) => sseData(e.toBody()),
+  };
+}

@@ -1,0 +1,143 @@
+import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
+import type { RawPrompt, SamplingOptions } from './chat-request.ts';
+import { MAX_TOP_LOGPROBS, parseSamplerExtensions } from './validate-chat-features.ts';
+
+/**
+ * The legacy completions request (`POST /completions`), validated once at the edge. The prompt reaches the
+ * model raw (no chat template). Every refusal is a 400 naming the field; fields that cannot be honoured
+ * (`suffix`, `n` / `best_of` above 1, a non-empty `logit_bias`, `echo` with token prompts or with `logprobs`)
+ * are refused, never dropped.
+ */
+export interface CompletionsRequest extends SamplingOptions {
+  model: string;
+  /** One generation per prompt; the answer's choice `index` is the prompt's position. */
+  prompts: RawPrompt[];
+  stream: boolean;
+  /** stream_options.include_usage */
+  includeUsage: boolean;
+  /** Each choice's text starts with its prompt. */
+  echo: boolean;
+  /** Legacy `logprobs` (0..20): each token's logprob and this many alternatives; undefined = none. */
+  logprobs?: number | undefined;
+  /** OpenAI's default for this API is 16 tokens. */
+  maxTokens: number;
+}
+
+export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
+/** Prompts of one request (each a generation, queued as any other). */
+export const MAX_PROMPTS = 64;
+const MAX_STOP = 4;
+
+type Json = Record<string, unknown>;
+
+const HONOURED = new Set([
+  'model', 'prompt', 'stream', 'stream_options', 'echo', 'logprobs', 'max_tokens', 'stop', 'temperature', 'top_p', 'seed',
+  'presence_penalty', 'frequency_penalty', 'top_k', 'min_p', 'repetition_penalty',
+]);
+/** Accepted and without effect (as for chat completions). */
+const HARMLESS = new Set(['user', 'metadata', 'store', 'service_tier']);
+/** Refused unless given with their no-op value (checked below). */
+const CHECKED = new Set(['n', 'best_of', 'suffix', 'logit_bias']);
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const absent = (v: unknown) => v === undefined || v === null;
+
+function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
+  const v = body[field];
+  if (absent(v)) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
+  if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
+  if (v < min || v > max) throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  return v;
+}
+
+function bool(body: Json, field: string): boolean {
+  const v = body[field];
+  if (absent(v)) return false;
+  if (typeof v !== 'boolean') throw invalidRequest(`'${field}' must be a boolean`, field, 'invalid_type');
+  return v;
+}
+
+const isTokenId = (t: unknown): t is number => typeof t === 'number' && Number.isInteger(t) && t >= 0 && t <= 0xffffffff;
+
+function tokenPrompt(list: unknown[], param: string): number[] {
+  if (list.length === 0) throw invalidRequest(`'${param}' must not be empty`, param, 'empty_array');
+  list.forEach((t, j) => {
+    if (!isTokenId(t)) throw invalidRequest(`'${param}[${j}]' must be a token id (an integer >= 0)`, `${param}[${j}]`, 'invalid_type');
+  });
+  return list as number[];
+}
+
+/** `prompt`: a string, an array of strings, an array of token ids, or an array of token-id arrays. */
+function parsePrompts(raw: unknown): RawPrompt[] {
+  if (raw === undefined) throw invalidRequest("'prompt' is required", 'prompt', 'missing_required_parameter');
+  if (typeof raw === 'string') return [raw];
+  const shape = "'prompt' must be a string, an array of strings, an array of token ids or an array of token-id arrays";
+  if (!Array.isArray(raw)) throw invalidRequest(shape, 'prompt', 'invalid_type');
+  if (raw.length === 0) throw invalidRequest("'prompt' must not be empty", 'prompt', 'empty_array');
+  if (typeof raw[0] === 'number') return [tokenPrompt(raw, 'prompt')];
+  if (raw.length > MAX_PROMPTS) throw invalidRequest(`'prompt' holds ${raw.length} prompts; the limit is ${MAX_PROMPTS}`, 'prompt', 'invalid_value');
+  return raw.map((p, i) => {
+    if (typeof p === 'string') return p;
+    if (Array.isArray(p)) return tokenPrompt(p, `prompt[${i}]`);
+    throw invalidRequest(shape, `prompt[${i}]`, 'invalid_type');
+  });
+}
+
+function parseStop(raw: unknown): string[] {
+  if (absent(raw)) return [];
+  const list = typeof raw === 'string' ? [raw] : raw;
+  if (!Array.isArray(list) || list.some((s) => typeof s !== 'string')) throw invalidRequest("'stop' must be a string or an array of strings", 'stop', 'invalid_type');
+  if (list.length > MAX_STOP) throw invalidRequest(`'stop' accepts at most ${MAX_STOP} sequences`, 'stop', 'invalid_value');
+  if (list.some((s) => s === '')) throw invalidRequest("'stop' sequences must not be empty", 'stop', 'invalid_value');
+  return list as string[];
+}
+
+function rejectUnsupported(body: Json): void {
+  for (const key of Object.keys(body)) {
+    if (!HONOURED.has(key) && !HARMLESS.has(key) && !CHECKED.has(key)) throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
+  }
+  if (!absent(body.n) && body.n !== 1) throw unsupportedParameter('n', 'must be 1: only one choice per prompt is supported');
+  if (!absent(body.best_of) && body.best_of !== 1) throw unsupportedParameter('best_of', 'must be 1: only one choice per prompt is supported');
+  if (!absent(body.suffix)) throw unsupportedParameter('suffix', 'is not supported (no insertion / fill-in-the-middle)');
+  if (!absent(body.logit_bias) && !(isObject(body.logit_bias) && Object.keys(body.logit_bias).length === 0)) throw unsupportedParameter('logit_bias');
+}
+
+/** A parsed JSON body -> CompletionsRequest, or a 400 naming the field. Pure. */
+export function validateCompletionsRequest(body: unknown): CompletionsRequest {
+  if (!isObject(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
+  rejectUnsupported(body);
+  if (body.model === undefined) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
+  if (typeof body.model !== 'string' || body.model.length === 0) throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
+  const prompts = parsePrompts(body.prompt);
+  const stream = bool(body, 'stream');
+  let includeUsage = false;
+  const so = body.stream_options;
+  if (!absent(so)) {
+    if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
+    if (!stream) throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
+    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean') throw invalidRequest("'stream_options.include_usage' must be a boolean", 'stream_options.include_usage', 'invalid_type');
+    includeUsage = so.include_usage === true;
+  }
+  const echo = bool(body, 'echo');
+  const logprobs = number(body, 'logprobs', 0, MAX_TOP_LOGPROBS, true);
+  if (echo && prompts.some((p) => typeof p !== 'string')) throw unsupportedParameter('echo', 'is not supported with token-id prompts');
+  if (echo && logprobs !== undefined) throw unsupportedParameter('echo', 'is not supported together with logprobs (prompt tokens get no logprobs)');
+  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  return {
+    ...parseSamplerExtensions(body),
+    model: body.model,
+    prompts,
+    stream,
+    includeUsage,
+    echo,
+    logprobs,
+    maxTokens: number(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true) ?? COMPLETIONS_DEFAULT_MAX_TOKENS,
+    stop: parseStop(body.stop),
+    temperature: number(body, 'temperature', 0, 2),
+    topP: number(body, 'top_p', 0, 1),
+    seed: number(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true),
+    presencePenalty: number(body, 'presence_penalty', -2, 2),
+    frequencyPenalty: number(body, 'frequency_penalty', -2, 2),
+  };
+}
