@@ -76,7 +76,8 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     const ready = logged(chatLog, 'model ready');
     expect(ready).toMatchObject({ engine: kind });
     if (kind === 'native') {
-      expect(ready!['gpu']).toBeUndefined();
+      // The engine's default is --gpu-layers 0: the native loop says it computes on the CPU, and with which library.
+      expect(ready!['gpu']).toEqual({ backend: false, devices: [], gpuLayers: 0 });
       expect(ready!['cpuBackend']).toMatch(/^libggml-cpu-.+\.so$/);
       return;
     }
