@@ -310,7 +310,7 @@ async function main(): Promise<void> {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   writeFileSync(join(o.outDir, `gpu-${stamp}.json`), `${JSON.stringify(data, null, 1)}\n`);
   writeFileSync(join(o.outDir, `gpu-${stamp}.md`), `${md}\n`);
-  if (o.resultsMd) recordResults('gpu', 'GPU: Hearth native on CUDA vs llama-server vs the kernel ceiling (`npm run bench:gpu`)', data, md, machine);
+  if (o.resultsMd) recordResults('gpu', 'GPU: Hearth native on CUDA vs llama-server vs the kernel ceiling', data, md, machine);
 }
 
 main().catch((err: unknown) => {
