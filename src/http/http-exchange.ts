@@ -455,6 +455,7 @@ export class HttpExchange {
    */
   send(status: number, body: string | Uint8Array, headers: HeaderList, closeConnection = false): void {
     if (this.closed || this.committed) return;
+    if (status === 413 && this.bodyState === 'reading' && !this.bodyStreamed) return this.refuseBody(body, headers);
     if (this.waitsForBody()) {
       this.armAbort(); // uWS must see a pending response has an abort handler (else it terminates the process)
       this.committed = true; // later answers are ignored, as after a sent one
@@ -475,6 +476,22 @@ export class HttpExchange {
         this.res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
         this.res.endWithoutBody();
       } else this.res.end(body, close);
+    });
+    this.finishEnd();
+  }
+
+  /**
+   * A 413 while the body is still arriving goes out at once, decided from the head (a declared length over the
+   * limit) or from the bytes counted so far, however much is still to come. It carries `connection: close`, but
+   * the socket stays open and the rest of the body is read and dropped: uWS's own close (end(body, true)) resets
+   * a peer that is still sending, which can destroy the answer on its way. The client closes after reading the
+   * answer (or uWS's idle time-out does); a client that sends the rest anyway only costs reads.
+   */
+  private refuseBody(body: string | Uint8Array, headers: HeaderList): void {
+    this.res.cork(() => {
+      this.writeHead(413, headers);
+      this.res.writeHeader('connection', 'close');
+      this.res.end(body, false);
     });
     this.finishEnd();
   }
