@@ -24,8 +24,8 @@ export interface Config {
   threadPool: boolean;
   threadPoll: number;
   stepTokenBudget: number;
-  /** Native engine: MiB of KV state per model worker kept in host memory for prompts no slot holds (0 = none). */
-  promptCacheMiB: number;
+  /** Native engine: MiB of KV state per model worker kept in host memory for prompts no slot holds (0 = none; undefined = defaultPromptCacheMiB). */
+  promptCacheMiB: number | undefined;
   /** Native engine: a step with prompt chunks takes at most this % of a decode-only step while slots generate (0 = off). */
   prefillStepPercent: number;
   /** Native engine: one KV buffer for all slots instead of a stream per slot. */
