@@ -2,7 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { parseResponses, type RawResponse } from '../helpers/raw-http.ts';
+import { type RawResponse, rawWrites } from '../helpers/raw-http.ts';
 
 /**
  * Issue 23, "Hostile input, second pass", items 1-3, against the real CLI server in both front modes (the managed
@@ -22,35 +22,10 @@ const LIMIT = 65_536;
 
 type Front = 'haproxy' | 'off';
 
-/** A raw exchange where the test controls each write and whether the write side is shut afterwards. */
-function exchange(port: number, writes: Array<string | Buffer>, o: { halfClose?: boolean; waitMs?: number; responses?: number } = {}): Promise<{ responses: RawResponse[]; closed: boolean; text: string }> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
-    let text = '';
-    let settled = false;
-    const finish = (closed: boolean) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ responses: parseResponses(text), closed, text });
-    };
-    const timer = setTimeout(() => finish(false), o.waitMs ?? 10_000);
-    socket.on('data', (d: Buffer) => {
-      text += d.toString('latin1');
-      if (o.responses !== undefined && parseResponses(text).length >= o.responses) finish(false);
-    });
-    socket.on('end', () => finish(true));
-    socket.on('close', () => finish(true));
-    socket.on('error', () => finish(true));
-    socket.on('connect', async () => {
-      for (const [i, w] of writes.entries()) {
-        if (i > 0) await new Promise((r) => setTimeout(r, 20)); // separate reads on the server side
-        socket.write(w);
-      }
-      if (o.halfClose) socket.end();
-    });
-  });
+/** rawWrites with the e2e's defaults: answers and whether the server closed. */
+async function exchange(port: number, writes: Array<string | Buffer>, o: { halfClose?: boolean; waitMs?: number; responses?: number } = {}): Promise<{ responses: RawResponse[]; closed: boolean; text: string }> {
+  const r = await rawWrites(port, writes, { ...(o.halfClose ? { halfClose: true } : {}), waitMs: o.waitMs ?? 10_000, ...(o.responses !== undefined ? { expectResponses: o.responses } : {}) });
+  return { responses: r.responses, closed: r.closed, text: r.text };
 }
 
 function expectJsonError(res: RawResponse | undefined, status: number, code: string, what: string): void {
