@@ -146,7 +146,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   ];
   let server;
   try {
-    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log, session, front: config.front, bodyLimit: Math.max(config.bodyLimit, config.appArchiveLimit, config.appProxyBodyLimit), jsonBodyLimit: config.bodyLimit });
+    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log, session, front: config.front, bodyLimit: Math.max(config.bodyLimit, config.appArchiveLimit, config.appProxyBodyLimit) });
   } catch (err) {
     await disposables.disposeAll(log);
     throw err;

@@ -63,8 +63,6 @@ export interface FrontOptions {
   secret: string;
   /** Largest declared Content-Length the front lets through: Hearth's largest route limit. */
   bodyLimit: number;
-  /** Largest declared Content-Length on /api/ routes (an app deployment's upload excepted): --body-limit. Default bodyLimit. */
-  jsonBodyLimit?: number;
   log: Logger;
 }
 
@@ -156,7 +154,6 @@ async function spawnOnce(o: FrontOptions, port: number): Promise<Spawned> {
     HEARTH_BACKEND: o.backend,
     // haproxy.cfg counts 10 digits or more as over the limit (its hdr_val is 32-bit): the limit stays below 1e9.
     HEARTH_FRONT_BODY_LIMIT: String(Math.min(o.bodyLimit, 999_999_999)),
-    HEARTH_FRONT_JSON_BODY_LIMIT: String(Math.min(o.jsonBodyLimit ?? o.bodyLimit, 999_999_999)),
     HEARTH_FRONT_SECRET: o.secret,
   });
   const args = ['-db', '-f', CONFIG];

@@ -21,8 +21,6 @@ export interface HttpServerOptions {
   front?: FrontMode;
   /** Largest body any route accepts (the front refuses larger declared bodies before Hearth sees them). */
   bodyLimit?: number;
-  /** Largest body of the JSON API routes (--body-limit): the front refuses larger declared ones on /api/ itself. */
-  jsonBodyLimit?: number;
   /** The dashboard session cookie's options: every `session_expired` answer clears the cookie. Absent = no sessions. */
   session?: SessionHttpOptions;
 }
@@ -62,7 +60,7 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningHttp
   const uws = await listenUws(o, { host: '127.0.0.1', port: 0 }, Buffer.from(secret));
   let front: ManagedFront;
   try {
-    front = await startManagedFront({ haproxy, host: o.host, port: o.port, backend: `127.0.0.1:${uws.port}`, secret, bodyLimit: o.bodyLimit ?? MAX_BODY_DEFAULT, ...(o.jsonBodyLimit === undefined ? {} : { jsonBodyLimit: o.jsonBodyLimit }), log: o.log });
+    front = await startManagedFront({ haproxy, host: o.host, port: o.port, backend: `127.0.0.1:${uws.port}`, secret, bodyLimit: o.bodyLimit ?? MAX_BODY_DEFAULT, log: o.log });
   } catch (err) {
     uws.closeConnections();
     throw err;

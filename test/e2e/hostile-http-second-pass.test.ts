@@ -68,9 +68,12 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
     const head = (length: string, auth: string | null) =>
       `POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth === null ? '' : `Authorization: Bearer ${auth}\r\n`}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"model"`;
 
-    it('is refused 413 payload_too_large from the head alone, with a valid key, a wrong one or none', async () => {
+    it('is refused 413 payload_too_large from the head alone, with a valid key, a wrong one or none (behind the front: over its limit)', async () => {
+      // Behind the front, a length over a route's own limit but under the front's (50 MiB) is Hearth's 413, which
+      // waits for the body there (README "Limits": an early answer is lost to the front's close under the upload).
+      const lengths = front === 'off' ? [String(LIMIT + 1), String(2 * 1024 * 1024), '999999999'] : [String(50 * 1024 * 1024 + 1), '999999999'];
       for (const auth of [hearth.key, 'hk_nobody_secret', null]) {
-        for (const length of [String(LIMIT + 1), String(2 * 1024 * 1024), '999999999']) {
+        for (const length of lengths) {
           const what = `Content-Length ${length}, key ${auth === null ? 'none' : auth === hearth.key ? 'valid' : 'wrong'}`;
           // 8 body bytes sent, the rest never: only an answer decided from the head can come back.
           const r = await exchange(hearth.port, [head(length, auth)], { responses: 1, waitMs: 10_000 });
@@ -159,8 +162,8 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
       });
     });
 
-    it('a non-streamed generation whose client resets: cancelled by uWS alone; behind the front it runs to its end (HAProxy 2.6 passes a client abort on only with abortonclose, which also aborts a half-close: README "Limits")', async () => {
-      const reason = front === 'haproxy' ? 'length' : 'cancelled';
+    it('a non-streamed generation whose client resets is cancelled (the reset is told apart from a half-close)', async () => {
+      const reason = 'cancelled';
       const before = await metric('hearth_request_success_total', `finished_reason="${reason}"`);
       const socket = net.connect(hearth.port, '127.0.0.1');
       await new Promise((r) => socket.on('connect', r));
@@ -169,8 +172,7 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
       expect(await metric('hearth_num_requests_running')).toBe(1);
       socket.resetAndDestroy();
       await expectServing();
-      // Behind the front: the abandoned generation ended at its length, and so did expectServing's.
-      const expected = before + (front === 'haproxy' ? 2 : 1);
+      const expected = before + 1;
       for (let i = 0; i < 100 && (await metric('hearth_request_success_total', `finished_reason="${reason}"`)) < expected; i++) await new Promise((r) => setTimeout(r, 50));
       expect(await metric('hearth_request_success_total', `finished_reason="${reason}"`)).toBe(expected);
     }, 30_000);
