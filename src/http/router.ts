@@ -82,7 +82,8 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
         if (changedHeader !== undefined) throw nonAsciiHeader(changedHeader);
         ex.params = decodeParams(ex);
         if (route.body && route.body.kind !== 'handler') {
-          // A declared length over the limit is refused from the head alone, before credentials: 413 at once.
+          // A declared length over the limit is refused from the head alone, before credentials (at once without the
+          // front; behind it the 413 waits for the body: HttpExchange.send).
           const declared = ex.contentLength;
           if (declared !== undefined && declared > route.body.limit) throw payloadTooLarge(route.body.limit);
           void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
