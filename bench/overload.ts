@@ -12,7 +12,10 @@ import { percentile, sleep } from './lib/stats.ts';
  * server's RSS (VmRSS of /proc/<pid>/status, worker threads included) is sampled before, during and
  * after: growth must stay under 100 MB.
  * Options (env): BENCH_OVERLOAD_SLOTS (2), BENCH_OVERLOAD_QUEUE (4), BENCH_OVERLOAD_SECONDS (20),
- * BENCH_OVERLOAD_MAX_TOKENS (8), BENCH_OVERLOAD_TIMEOUT_MS (60000), BENCH_OVERLOAD_ENGINE (auto).
+ * BENCH_OVERLOAD_MAX_TOKENS (8), BENCH_OVERLOAD_TIMEOUT_MS (60000), BENCH_OVERLOAD_ENGINE (auto),
+ * BENCH_OVERLOAD_CLIENTS (10 x capacity), BENCH_OVERLOAD_MODEL (a .gguf; default the tiny chat model),
+ * BENCH_OVERLOAD_IDLE_SECONDS (3: the last RSS sample, that long after the load). The server's environment passes
+ * through (e.g. HEARTH_PROMPT_CACHE_MIB=0); its host prompt cache's bytes and entries are read from /metrics.
  */
 const SLOTS = Number(process.env.BENCH_OVERLOAD_SLOTS ?? 2);
 const QUEUE = Number(process.env.BENCH_OVERLOAD_QUEUE ?? 4);
@@ -21,7 +24,8 @@ const MAX_TOKENS = Number(process.env.BENCH_OVERLOAD_MAX_TOKENS ?? 8);
 const TIMEOUT_MS = Number(process.env.BENCH_OVERLOAD_TIMEOUT_MS ?? 60_000);
 const ENGINE = process.env.BENCH_OVERLOAD_ENGINE ?? 'auto';
 const CAPACITY = SLOTS + QUEUE;
-const CLIENTS = CAPACITY * 10;
+const CLIENTS = Number(process.env.BENCH_OVERLOAD_CLIENTS ?? CAPACITY * 10);
+const IDLE_SECONDS = Number(process.env.BENCH_OVERLOAD_IDLE_SECONDS ?? 3);
 const GROWTH_LIMIT = 100 * 2 ** 20;
 
 type Outcome = 'ok' | `rejected ${number}` | `rejected ${number} WITHOUT Retry-After` | `status ${number}` | 'incomplete' | 'hung' | `network error`;
@@ -72,7 +76,7 @@ function classifyJson(a: JsonAnswer): Outcome {
   return `status ${a.status}`;
 }
 
-const model = await ensureTinyChatModel({ reply: null });
+const model = process.env.BENCH_OVERLOAD_MODEL ?? (await ensureTinyChatModel({ reply: null }));
 const hearth = await startBenchHearth(['--model', model, '--model-id', 'local/tiny', '--slots', String(SLOTS), '--workers', '1', '--queue-limit', String(QUEUE), '--engine', ENGINE]);
 const engine = ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { engine: { kind: string } }).engine.kind;
 const pid = hearth.proc.pid!;
@@ -86,6 +90,7 @@ let rssBefore = 0;
 let rssAfter = 0;
 let rssAfterIdle = 0;
 let wall = 0;
+const promptCache: string[] = [];
 try {
   // Warm-up: a few complete requests, then the baseline RSS.
   for (let i = 0; i < CAPACITY; i++) await postJson(url, hearth.key, { model: 'local/tiny', messages: [{ role: 'user', content: 'warm up' }], max_tokens: MAX_TOKENS }, agent);
@@ -125,8 +130,10 @@ try {
   clearInterval(sampler);
   wall = (performance.now() - started) / 1000;
   rssAfter = rssBytes(pid);
-  await sleep(3000);
+  await sleep(IDLE_SECONDS * 1000);
   rssAfterIdle = rssBytes(pid);
+  const text = await (await fetch(`${hearth.baseUrl}/metrics`)).text();
+  for (const line of text.split('\n')) if (/^hearth_prompt_cache_(bytes|entries|capacity_bytes|lookups_total|hits_total)\{/.test(line)) promptCache.push(line);
   const health = await fetch(`${hearth.baseUrl}/health`);
   if (health.status !== 200) counts.set(`status ${health.status}` as Outcome, (counts.get(`status ${health.status}` as Outcome) ?? 0) + 1);
 } finally {
@@ -139,18 +146,19 @@ const bad = [...counts.entries()].filter(([k]) => k !== 'ok' && !/^rejected \d+$
 const peak = Math.max(rssBefore, ...rss.map((s) => s.bytes));
 const growth = rssAfterIdle - rssBefore;
 const verdict = bad === 0 && growth < GROWTH_LIMIT && (counts.get('ok') ?? 0) > 0;
-const markdown = `${CLIENTS} concurrent clients (10 x capacity: --slots ${SLOTS}, --queue-limit ${QUEUE}, 1 worker) looping for ${SECONDS} s,
+const markdown = `${CLIENTS} concurrent clients (capacity: --slots ${SLOTS}, --queue-limit ${QUEUE}, 1 worker) looping for ${SECONDS} s,
 half JSON, half streaming, max_tokens ${MAX_TOKENS} on the tiny chat model (never stops early; ${engine} engine); a rejected client retries after 20 ms;
 client time-out ${TIMEOUT_MS / 1000} s counts as hung.
 
 ${table(['outcome', 'requests', 'share'], [...counts.entries()].sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, fmt.int(v), fmt.pct(v / total)]))}
 
-${table(['requests', 'req/s', 'completed p50 / p99', 'rejected p50 / p99', 'RSS before', 'RSS peak', 'RSS after', 'RSS after 3 s idle', 'growth'], [[
+${table(['requests', 'req/s', 'completed p50 / p99', 'rejected p50 / p99', 'RSS before', 'RSS peak', 'RSS after', `RSS after ${IDLE_SECONDS} s idle`, 'growth'], [[
   fmt.int(total), fmt.num(total / wall), `${fmt.ms(percentile(okLatency, 50))} / ${fmt.ms(percentile(okLatency, 99))}`, `${fmt.ms(percentile(rejectLatency, 50))} / ${fmt.ms(percentile(rejectLatency, 99))}`,
   fmt.mb(rssBefore), fmt.mb(peak), fmt.mb(rssAfter), fmt.mb(rssAfterIdle), `${growth >= 0 ? '+' : ''}${fmt.mb(growth)}`,
 ]])}
 
 Verdict: ${verdict ? 'PASS' : 'FAIL'}: ${bad} requests neither complete nor a 429/503 with Retry-After (hung, truncated, other status, missing Retry-After),
-RSS growth ${fmt.mb(growth)} (limit ${fmt.mb(GROWTH_LIMIT)}).`;
+RSS growth ${fmt.mb(growth)} (limit ${fmt.mb(GROWTH_LIMIT)}).
+Host prompt cache at the end: ${promptCache.join('; ') || 'not reported (engine without it)'}.`;
 recordResults('overload', 'Overload', { engine, slots: SLOTS, queueLimit: QUEUE, clients: CLIENTS, seconds: SECONDS, maxTokens: MAX_TOKENS, counts: Object.fromEntries(counts), wall, rssBefore, rssAfter, rssAfterIdle, rssSamples: rss, okLatency: { p50: percentile(okLatency, 50), p99: percentile(okLatency, 99) }, rejectLatency: { p50: percentile(rejectLatency, 50), p99: percentile(rejectLatency, 99) }, verdict }, markdown);
 if (!verdict) process.exitCode = 1;

@@ -126,6 +126,11 @@ export interface NativeLoopStats {
   migrations: number;
   /** Jobs that started from a host prompt cache entry. */
   promptCacheRestores: number;
+  /** Jobs that looked in the host prompt cache (every admitted job while it is on). */
+  promptCacheLookups: number;
+  /** State bytes and entries the host prompt cache holds now (updated at each lookup). */
+  promptCacheBytes: number;
+  promptCacheEntries: number;
 }
 
 export interface NativeBuildInfo {

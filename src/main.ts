@@ -5,6 +5,7 @@ import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
+import { defaultPromptCacheMiB } from './engine/prompt-cache-size.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
 import { AccountService } from './gateway/account-service.ts';
 import { ManagementAuthenticator } from './gateway/authenticator.ts';
@@ -109,7 +110,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
         threadPool: config.threadPool,
         threadPoll: config.threadPoll,
         stepTokenBudget: config.stepTokenBudget,
-        promptCacheMiB: config.promptCacheMiB,
+        promptCacheMiB: config.promptCacheMiB ?? defaultPromptCacheMiB(config.workers),
         prefillStepPercent: config.prefillStepPercent,
         kvUnified: config.kvUnified,
       },

@@ -118,6 +118,9 @@ LoopStats SlotLoop::stats() const {
     st.generatedTokens = statGenerated_.load(std::memory_order_relaxed);
     st.migrations = statMigrations_.load(std::memory_order_relaxed);
     st.promptCacheRestores = statPromptCacheRestores_.load(std::memory_order_relaxed);
+    st.promptCacheLookups = statPromptCacheLookups_.load(std::memory_order_relaxed);
+    st.promptCacheBytes = statPromptCacheBytes_.load(std::memory_order_relaxed);
+    st.promptCacheEntries = statPromptCacheEntries_.load(std::memory_order_relaxed);
     return st;
 }
 
@@ -451,6 +454,9 @@ void SlotLoop::assign(JobSpec && job) {
             slot.cache.clear();
             reuse = 0;
         }
+        statPromptCacheLookups_.fetch_add(1, std::memory_order_relaxed);
+        statPromptCacheBytes_.store(promptCache_->bytes(), std::memory_order_relaxed);
+        statPromptCacheEntries_.store(promptCache_->entries(), std::memory_order_relaxed);
     }
     if (!llama_memory_seq_rm(memory_, slot.seq, reuse, -1)) {
         // This memory cannot drop a partial sequence (e.g. recurrent state): start from scratch.

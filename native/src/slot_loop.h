@@ -40,6 +40,9 @@ struct LoopStats {
     uint64_t generatedTokens = 0;
     uint64_t migrations = 0;     // KV streams copied to close gaps between busy slots
     uint64_t promptCacheRestores = 0;  // jobs that started from a host prompt cache entry
+    uint64_t promptCacheLookups = 0;   // jobs that looked in the host prompt cache
+    uint64_t promptCacheBytes = 0;     // state bytes the host prompt cache holds now
+    uint64_t promptCacheEntries = 0;   // entries it holds now
 };
 
 /** Why submit() refused a job: a stable code and a human-readable message. */
@@ -177,6 +180,9 @@ private:
     std::atomic<uint64_t> statGenerated_{0};
     std::atomic<uint64_t> statMigrations_{0};
     std::atomic<uint64_t> statPromptCacheRestores_{0};
+    std::atomic<uint64_t> statPromptCacheLookups_{0};
+    std::atomic<uint64_t> statPromptCacheBytes_{0};
+    std::atomic<uint64_t> statPromptCacheEntries_{0};
 
     // Loop thread only.
     llama_model * model_ = nullptr;

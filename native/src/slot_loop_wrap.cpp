@@ -238,6 +238,9 @@ Napi::Value SlotLoopWrap::Stats(const Napi::CallbackInfo & info) {
     o.Set("generatedTokens", (double) st.generatedTokens);
     o.Set("migrations", (double) st.migrations);
     o.Set("promptCacheRestores", (double) st.promptCacheRestores);
+    o.Set("promptCacheLookups", (double) st.promptCacheLookups);
+    o.Set("promptCacheBytes", (double) st.promptCacheBytes);
+    o.Set("promptCacheEntries", (double) st.promptCacheEntries);
     return o;
 }
 

@@ -29,8 +29,8 @@ export interface Config {
   threadPool: boolean;
   threadPoll: number;
   stepTokenBudget: number;
-  /** Native engine: MiB of KV state per model worker kept in host memory for prompts no slot holds (0 = none). */
-  promptCacheMiB: number;
+  /** Native engine: MiB of KV state per model worker kept in host memory for prompts no slot holds (0 = none; undefined = defaultPromptCacheMiB). */
+  promptCacheMiB: number | undefined;
   /** Who shares prompt-cache state (gateway/prompt-cache-scope.ts). */
   promptCacheScope: 'account' | 'key' | 'global';
   /** Native engine: a step with prompt chunks takes at most this % of a decode-only step while slots generate (0 = off). */

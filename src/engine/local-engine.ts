@@ -108,6 +108,8 @@ export class LocalEngine implements ChatEngine {
   /** One per generation in flight: asks its worker to stop it (its sink then ends with shutting_down). */
   private readonly cuts = new Set<() => void>();
   private readonly labels: { model: string };
+  /** Each worker's last host prompt cache report (WorkerStatus 'prompt-cache'), by thread id. */
+  private readonly promptCaches = new Map<number, { lookups: number; hits: number; bytes: number; entries: number }>();
 
   constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
     this.modelId = o.source.modelId;
@@ -136,6 +138,22 @@ export class LocalEngine implements ChatEngine {
 
   load(): { running: number; waiting: number } {
     return { running: this.running, waiting: this.waiting };
+  }
+
+  /** A worker's host prompt cache report: counters by their increase, gauges summed over the workers. */
+  private recordPromptCache(m: Extract<WorkerStatus, { hearth: 'prompt-cache' }>): void {
+    const last = this.promptCaches.get(m.worker) ?? { lookups: 0, hits: 0, bytes: 0, entries: 0 };
+    this.promptCaches.set(m.worker, { lookups: m.lookups, hits: m.hits, bytes: m.bytes, entries: m.entries });
+    if (m.lookups > last.lookups) this.metrics.promptCacheLookups.inc(this.labels, m.lookups - last.lookups);
+    if (m.hits > last.hits) this.metrics.promptCacheHits.inc(this.labels, m.hits - last.hits);
+    let bytes = 0;
+    let entries = 0;
+    for (const c of this.promptCaches.values()) {
+      bytes += c.bytes;
+      entries += c.entries;
+    }
+    this.metrics.promptCacheBytes.set(this.labels, bytes);
+    this.metrics.promptCacheEntries.set(this.labels, entries);
   }
 
   private setState(state: ModelStatus['state']): void {
@@ -262,8 +280,10 @@ export class LocalEngine implements ChatEngine {
           return;
         }
         if (this.disposed) return;
+        if (m?.hearth === 'prompt-cache') return this.recordPromptCache(m);
         if (m?.hearth === 'worker-ready') {
           this.st.workersReady++;
+          if (m.engine === 'native') this.metrics.promptCacheCapacity.inc(this.labels, (this.o.native?.promptCacheMiB ?? 0) * (1 << 20));
           this.st.engine = m.engine;
           this.st.contextSize = m.contextSize;
           this.st.threads = m.threads;

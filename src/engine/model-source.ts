@@ -1,6 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { createModelDownloader, type ModelDownloader } from 'node-llama-cpp';
+import { Worker } from 'node:worker_threads';
+
+const PULL_WORKER_URL = new URL('./model-pull-worker.mjs', import.meta.url);
+/** How long a cancelled download may take to close its file before its thread is ended anyway. */
+const CANCEL_BOUND_MS = 5_000;
+
+type PullWorkerMessage =
+  | { type: 'progress'; downloadedBytes: number; totalBytes: number }
+  | { type: 'done'; path: string }
+  | { type: 'error'; message: string };
 
 /** Where `--model` points: a local GGUF file or a hub URI pulled into the models dir. */
 export type ModelSource =
@@ -70,7 +79,6 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
   if (options.signal?.aborted) throw new ModelPullAborted('the pull was aborted');
   fs.mkdirSync(options.modelsDir, { recursive: true });
   const stallMs = options.stallTimeoutMs ?? 30_000;
-  let downloader: ModelDownloader | undefined;
   let timer: NodeJS.Timeout | undefined;
   // Settles on a stall or an abort, whichever comes first; the download itself is raced against it.
   let rejectStall: (e: Error) => void = () => {};
@@ -82,26 +90,33 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
   };
   const onAbort = () => rejectStall(new ModelPullAborted('the pull was aborted'));
   options.signal?.addEventListener('abort', onAbort, { once: true });
-  let creating: Promise<ModelDownloader> | undefined;
+  // node-llama-cpp's downloader runs in a worker thread (model-pull-worker.mjs): whatever it still has going when
+  // the pull gives up (its own retry timers while an unreachable host is tried again) ends with the thread.
+  const worker = new Worker(PULL_WORKER_URL, { workerData: { uri: source.uri, dirPath: options.modelsDir, showCliProgress: options.showCliProgress ?? false } });
+  const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+  const pulled = new Promise<string>((resolve, reject) => {
+    worker.on('message', (m: PullWorkerMessage) => {
+      if (m.type === 'progress') {
+        arm();
+        options.onProgress({ downloadedBytes: m.downloadedBytes, totalBytes: m.totalBytes });
+      } else if (m.type === 'done') {
+        resolve(m.path);
+        void worker.terminate(); // the file is complete; the thread has nothing left to do
+      } else reject(new Error(m.message));
+    });
+    worker.once('error', reject);
+    void exited.then(() => reject(new Error('the download thread ended without a result')));
+  });
+  pulled.catch(() => {});
   try {
     arm();
-    creating = createModelDownloader({
-      modelUri: source.uri,
-      dirPath: options.modelsDir,
-      showCliProgress: options.showCliProgress ?? false,
-      deleteTempFileOnCancel: false,
-      onProgress: (s) => {
-        arm();
-        options.onProgress({ downloadedBytes: s.downloadedSize, totalBytes: s.totalSize });
-      },
-    });
-    downloader = await Promise.race([creating, stalled]);
-    arm();
-    return await Promise.race([downloader.download(), stalled]);
+    return await Promise.race([pulled, stalled]);
   } catch (err) {
-    // A downloader still being created when the pull gave up is cancelled once it exists.
-    if (downloader) await downloader.cancel({ deleteTempFile: false }).catch(() => {});
-    else void creating?.then((d) => d.cancel({ deleteTempFile: false })).catch(() => {});
+    // The download (if it started) is cancelled, its partial file kept; the thread ends either way.
+    worker.postMessage('cancel');
+    const bound = setTimeout(() => void worker.terminate(), CANCEL_BOUND_MS);
+    await exited;
+    clearTimeout(bound);
     if (err instanceof ModelPullAborted) throw err;
     const why = err instanceof Error ? err.message : String(err);
     throw new ModelPullError(

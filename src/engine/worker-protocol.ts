@@ -158,7 +158,9 @@ export type WorkerStatus =
   | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string; compute?: NativeComputeInfo; gpu?: GpuInfo }
   | { hearth: 'worker-failed'; reason: string }
   /** loadAborted: the stop came while the model was loading, and the load was abandoned (nothing held). */
-  | { hearth: 'worker-stopped'; loadAborted: boolean };
+  | { hearth: 'worker-stopped'; loadAborted: boolean }
+  /** The native engine's host prompt cache after a job (cumulative lookups / hits, bytes and entries now). */
+  | { hearth: 'prompt-cache'; worker: number; lookups: number; hits: number; bytes: number; entries: number };
 
 /** node-llama-cpp's prebuilt ggml CPU library for this CPU family, or the one built for this very CPU. */
 export type CpuKernelsKind = 'prebuilt' | 'native';

@@ -152,7 +152,8 @@ async function spawnOnce(o: FrontOptions, port: number): Promise<Spawned> {
   Object.assign(env, {
     HEARTH_FRONT_BIND: 'fd@3',
     HEARTH_BACKEND: o.backend,
-    HEARTH_FRONT_BODY_LIMIT: String(o.bodyLimit),
+    // haproxy.cfg counts 10 digits or more as over the limit (its hdr_val is 32-bit): the limit stays below 1e9.
+    HEARTH_FRONT_BODY_LIMIT: String(Math.min(o.bodyLimit, 999_999_999)),
     HEARTH_FRONT_SECRET: o.secret,
   });
   const args = ['-db', '-f', CONFIG];

@@ -455,6 +455,10 @@ export class HttpExchange {
    */
   send(status: number, body: string | Uint8Array, headers: HeaderList, closeConnection = false): void {
     if (this.closed || this.committed) return;
+    // Without the front only: behind it HAProxy 2.6 (http-server-close) closes the client's connection once Hearth's
+    // answer is complete, under an upload still on its way, and the reset destroys the answer (a 1.5 MB chat body
+    // lost its 413 that way); there the 413 waits for the body like other answers.
+    if (status === 413 && this.bodyState === 'reading' && !this.bodyStreamed && this.style.frontSecret === undefined) return this.refuseBody(body, headers);
     if (this.waitsForBody()) {
       this.armAbort(); // uWS must see a pending response has an abort handler (else it terminates the process)
       this.committed = true; // later answers are ignored, as after a sent one
@@ -475,6 +479,23 @@ export class HttpExchange {
         this.res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
         this.res.endWithoutBody();
       } else this.res.end(body, close);
+    });
+    this.finishEnd();
+  }
+
+  /**
+   * A 413 while the body is still arriving goes out at once, decided from the head (a declared length over the
+   * limit) or from the bytes counted so far, however much is still to come. The socket stays open and the rest of
+   * the body is read and dropped: a close while the peer still sends resets it (uWS's end(body, true); HAProxy
+   * closing the client's connection on a `connection: close` answer), and the reset can destroy the answer on its
+   * way. The answer says `connection: close` and the client closes after reading it (or uWS's idle time-out
+   * does). A client that sends the rest anyway only costs reads. uWS alone only (see send).
+   */
+  private refuseBody(body: string | Uint8Array, headers: HeaderList): void {
+    this.res.cork(() => {
+      this.writeHead(413, headers);
+      this.res.writeHeader('connection', 'close');
+      this.res.end(body, false);
     });
     this.finishEnd();
   }

@@ -1,5 +1,5 @@
 import type { TemplatedApp } from 'uWebSockets.js';
-import { type ApiError, malformedPath, methodNotAllowed, nonAsciiHeader, routeNotFound, toApiError } from '../errors/index.ts';
+import { type ApiError, malformedPath, methodNotAllowed, nonAsciiHeader, payloadTooLarge, routeNotFound, toApiError } from '../errors/index.ts';
 import { type BodySpec, ClientGoneError, type EdgeStyle, HttpExchange } from './http-exchange.ts';
 import { REQUEST_LIMITS } from './request-limits.ts';
 
@@ -88,7 +88,13 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
         const changedHeader = ex.nonAsciiHeader;
         if (changedHeader !== undefined) throw nonAsciiHeader(changedHeader);
         ex.params = decodeParams(ex);
-        if (route.body && route.body.kind !== 'handler') void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
+        if (route.body && route.body.kind !== 'handler') {
+          // A declared length over the limit is refused from the head alone, before credentials (at once without the
+          // front; behind it the 413 waits for the body: HttpExchange.send).
+          const declared = ex.contentLength;
+          if (declared !== undefined && declared > route.body.limit) throw payloadTooLarge(route.body.limit);
+          void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
+        }
         else if (!route.body) ex.drainBody(); // a body the route does not take: read and dropped before the answer
       } catch (err) {
         return fail(ex, route.name, err);

@@ -1,9 +1,10 @@
-import { BroadcastChannel, parentPort } from 'node:worker_threads';
+import { BroadcastChannel, parentPort, threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
 import { ApiError } from '../errors/api-error.ts';
 import { engineFailure, type EngineFailure } from '../errors/engine-failure.ts';
 import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus, WorkerStop } from '../engine/worker-protocol.ts';
 import { ModelHost } from './model-host.ts';
+import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InvalidPromptToken, PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotJobHandle } from './slot-engine.ts';
 
@@ -108,10 +109,18 @@ export default async function generate(task: GenerationTask): Promise<void> {
       );
       if (cancelled) handle.cancel();
     });
+    reportPromptCache(engine);
   } catch (err) {
     post({ t: 'error', failure: failureOf(err, promptSize) });
   }
   // The main thread closes the port after the terminal event (closing here could drop queued events).
+}
+
+/** The native engine's host prompt cache, to the main thread's metrics (hearth_prompt_cache_*), after each job. */
+function reportPromptCache(engine: ModelHost['engine']): void {
+  if (engine.kind !== 'native') return;
+  const st = (engine as unknown as NativeSlotEngine).stats();
+  parentPort?.postMessage({ hearth: 'prompt-cache', worker: threadId, lookups: st.promptCacheLookups, hits: st.promptCacheRestores, bytes: st.promptCacheBytes, entries: st.promptCacheEntries } satisfies WorkerStatus);
 }
 
 /** A thrown error as it crosses to the main thread: a code, with the message for the log only. */

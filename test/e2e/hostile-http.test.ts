@@ -102,9 +102,9 @@ describe('defect 2: over-long credentials and ids', () => {
     expect(chat.status).toBe(401);
   });
 
-  it('a request head past what the edge takes (a 4,100-char key, a 4,100-char path id) is 431 in the error shape', async () => {
-    const key = await call('GET', '/api/v1/workspaces', { auth: `Bearer hk_${'a'.repeat(4100)}_${'b'.repeat(32)}` });
-    const path = await call('GET', `/api/v1/workspaces/${'w'.repeat(4100)}`);
+  it('a request head past what the edge takes (a 17,000-char key, a 17,000-char path id) is 431 in the error shape', async () => {
+    const key = await call('GET', '/api/v1/workspaces', { auth: `Bearer hk_${'a'.repeat(17_000)}_${'b'.repeat(32)}` });
+    const path = await call('GET', `/api/v1/workspaces/${'w'.repeat(17_000)}`);
     for (const r of [key, path]) {
       expect(r.status).toBe(431);
       expect(r.body.error.code).toBe('request_header_fields_too_large');
@@ -238,7 +238,7 @@ describe('defect 9: malformed HTTP framing', () => {
   const cases: Record<string, string> = {
     'bad chunk size': 'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n',
     'non-numeric Content-Length': 'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\nab',
-    'more than 48 headers': 'GET /health HTTP/1.1\r\nHost: x\r\n' + Array.from({ length: 60 }, (_, i) => `X-H${i}: v\r\n`).join('') + '\r\n',
+    'more than 100 headers': 'GET /health HTTP/1.1\r\nHost: x\r\n' + Array.from({ length: 120 }, (_, i) => `X-H${i}: v\r\n`).join('') + '\r\n',
     'a 200 KB header': `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(200_000)}\r\n\r\n`,
     'NUL in a header': 'GET /health HTTP/1.1\r\nHost: x\r\nX-N: a\u0000b\r\n\r\n',
   };

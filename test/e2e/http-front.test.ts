@@ -98,13 +98,13 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
       'non-numeric Content-Length': () => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: abc\r\n\r\n${create('front-bad-cl')}`,
       'two different Content-Lengths': () => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 5\r\nContent-Length: ${create('front-dup-cl').length}\r\n\r\n${create('front-dup-cl')}`,
       'a 200 KB header': () => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-Big: ${'a'.repeat(200_000)}\r\nContent-Length: ${create('front-big').length}\r\n\r\n${create('front-big')}`,
-      '200 headers': () => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}${Array.from({ length: 200 }, (_, i) => `X-H${i}: v\r\n`).join('')}Content-Length: ${create('front-200h').length}\r\n\r\n${create('front-200h')}`,
+      '300 headers (past tune.http.maxhdr)': () => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}${Array.from({ length: 300 }, (_, i) => `X-H${i}: v\r\n`).join('')}Content-Length: ${create('front-300h').length}\r\n\r\n${create('front-300h')}`,
       'NUL in a header name': () => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-\u0000N: v\r\nContent-Length: ${create('front-nul-name').length}\r\n\r\n${create('front-nul-name')}`,
     };
     // The front's own rules refuse what HAProxy's parser lets through but uWS cannot take: Hearth's JSON shape.
     const ruleErrors: Record<string, [() => string, number, string]> = {
-      'more than 48 headers': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}${Array.from({ length: 60 }, (_, i) => `X-H${i}: v\r\n`).join('')}Content-Length: ${create('front-60h').length}\r\n\r\n${create('front-60h')}`, 431, 'request_header_fields_too_large'],
-      'a 5 KB header': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-Big: ${'a'.repeat(5000)}\r\nContent-Length: ${create('front-5k').length}\r\n\r\n${create('front-5k')}`, 431, 'request_header_fields_too_large'],
+      'more than 100 headers': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}${Array.from({ length: 200 }, (_, i) => `X-H${i}: v\r\n`).join('')}Content-Length: ${create('front-200h').length}\r\n\r\n${create('front-200h')}`, 431, 'request_header_fields_too_large'],
+      'a 17 KB header': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-Big: ${'a'.repeat(17_000)}\r\nContent-Length: ${create('front-17k').length}\r\n\r\n${create('front-17k')}`, 431, 'request_header_fields_too_large'],
       'NUL in a header value': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-N: a\u0000b\r\nContent-Length: ${create('front-nul').length}\r\n\r\n${create('front-nul')}`, 400, 'malformed_request'],
       'a control character in a header value': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-N: a\u0001b\r\nContent-Length: ${create('front-ctl').length}\r\n\r\n${create('front-ctl')}`, 400, 'malformed_request'],
       'a header name outside [A-Za-z0-9-]': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X_N: v\r\nContent-Length: ${create('front-name').length}\r\n\r\n${create('front-name')}`, 400, 'malformed_request'],

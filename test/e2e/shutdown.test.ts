@@ -21,6 +21,8 @@ let hub: FakeModelHub | undefined;
 let upstream: FakeUpstream | undefined;
 
 afterEach(async () => {
+  // A clean stop ends the event loop by itself: no state may need the forced-exit watchdog (issue 23, item 6).
+  if (hearth) expect(hearth.logs()).not.toMatch(/"msg":"forcing exit"/);
   await hearth?.stop('SIGKILL');
   await hub?.close();
   await upstream?.close();
@@ -107,6 +109,20 @@ describe('shutdown in every model state', () => {
     await hearth.waitReady();
     expect(fs.statSync(path.join(modelsDir, 'hf_someone_tiny-chat.gguf')).size).toBe(fs.statSync(file).size);
     expect(await hearth.stop('SIGTERM')).toBe(0);
+  });
+
+  it('pulling from an unreachable hub (offline): the downloader and its retry timers end with the pull, exit 0 without the watchdog', async () => {
+    const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
+    // Port 9 (discard) on loopback: nothing listens, every attempt is refused and node-llama-cpp's downloader
+    // retries on its own timers, as it does offline.
+    hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'], env: { HF_ENDPOINT: 'http://127.0.0.1:9' } });
+    const h = hearth;
+    expect((await health(h)).state).toBe('pulling');
+    await until('the pull to start', async () => /"msg":"pulling model"/.test(h.logs()));
+    expect(await h.stop('SIGTERM')).toBe(0);
+    expect(h.logs()).toMatch(/"msg":"model start abandoned: shutting down"/);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":true/);
+    expect(h.logs()).not.toMatch(/"msg":"forcing exit"/);
   });
 
   it('loading: the model workers are torn down while they load, exit 0', async () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { isFrontParserAnswer, type RawResponse, rawExchange } from '../helpers/raw-http.ts';
+import { isFrontParserAnswer, type RawResponse, rawExchange, rawWrites } from '../helpers/raw-http.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 
 /**
@@ -216,6 +216,35 @@ const framedBody = fc.oneof(
 const lineEnd = fc.constantFrom('\r\n', '\r\n', '\r\n', '\n');
 const framingArb = fc.record({ line: requestLine, headers: fc.array(headerLine, { maxLength: 8 }), eol: lineEnd, body: framedBody, extraHeaders: fc.integer({ min: 0, max: 70 }) });
 
+// ---- issue 23, items 1-3 ----
+
+/** Routes whose body limit is --body-limit (65536 here). */
+const JSON_ROUTES = ['/api/inference/v1/chat/completions', '/api/v1/workspaces', '/api/v1/session', '/api/inference/v1/responses'];
+const overLimitArb = fc.record({
+  kind: fc.constant('over-limit' as const),
+  path: fc.constantFrom(...JSON_ROUTES),
+  // Past the limit by a little or a lot; 10 digits and more (2 GiB wrapped around in HAProxy 2.6's hdr_val).
+  length: fc.oneof(fc.integer({ min: 65_537, max: 999_999_999 }).map(String), fc.bigInt({ min: 1_000_000_000n, max: 10n ** 18n }).map(String)),
+  sent: fc.integer({ min: 0, max: 64 }),
+  auth: fc.constantFrom('KEY', 'wrong', 'none'),
+});
+const halfCloseArb = fc.record({
+  kind: fc.constant('half-close' as const),
+  request: fc.constantFrom('health', 'list', 'chat', 'create'),
+  pieces: fc.integer({ min: 1, max: 3 }),
+});
+const bigHeadArb = fc.record({
+  kind: fc.constant('big-head' as const),
+  lines: fc.integer({ min: 0, max: 97 }), // with Host, Authorization and Cookie: at most 100 header lines
+  bytes: fc.integer({ min: 0, max: 24_000 }),
+  pieces: fc.integer({ min: 1, max: 4 }),
+});
+const secondPassArb = fc.oneof(overLimitArb, halfCloseArb, bigHeadArb);
+let halfClosedCreates = 0;
+
+/** Splits `raw` into `n` writes of about equal size. */
+const split = (raw: string, n: number) => Array.from({ length: n }, (_, i) => raw.slice(Math.floor((i * raw.length) / n), Math.floor(((i + 1) * raw.length) / n))).filter((p) => p !== '');
+
 /** The methods uWS's own parser accepts (README "Limits"): uWS alone closes the connection on any other. */
 const UWS_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'CONNECT']);
 
@@ -253,6 +282,78 @@ describe.each(['auto', 'off'] as const)('HTTP edge fuzz (fast-check, fixed seed)
         await expectServingAfter(what);
       }),
       { seed: SEED, numRuns: 200, endOnFailure: true },
+    );
+    await drainChecks();
+  }, 240_000);
+
+  it('issue 23 items 1-3: bodies declared over the limit, half-closes after a complete request, heads up to 16 KiB / 100 lines', async () => {
+    const chat = JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    await fc.assert(
+      fc.asyncProperty(secondPassArb, async (c) => {
+        const key = `Authorization: Bearer ${hearth.key}\r\n`;
+        if (c.kind === 'over-limit') {
+          // Item 1: decided from the head alone (the rest of the body never comes), whatever the key.
+          const auth = c.auth === 'KEY' ? key : c.auth === 'wrong' ? 'Authorization: Bearer hk_nobody_x\r\n' : '';
+          const raw = `POST ${c.path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${c.length}\r\n\r\n${'{'.repeat(c.sent)}`;
+          const waitsForBody = behindFront && c.length.length < 10 && Number(c.length) <= 50 * 1024 * 1024;
+          const r = await rawWrites(hearth.port, [raw], { expectResponses: 1, waitMs: waitsForBody ? 1_000 : 10_000 });
+          const what = `${c.path} Content-Length ${c.length}, ${c.sent} bytes, key ${c.auth} -> ${r.text.slice(0, 200)}`;
+          count(`over-limit:${r.responses[0]?.status ?? (r.closed ? 'closed' : 'open')}`);
+          if (waitsForBody) {
+            // Behind the front, under its own limit: Hearth's 413 waits for the body (README "Limits"); none comes.
+            expect(r.responses, what).toEqual([]);
+          } else if (!behindFront && c.length.length >= 10) {
+            // uWS alone: its parser closes on a Content-Length of 10 digits or more, before Hearth sees it (README "Limits").
+            expect(r.responses, what).toEqual([]);
+            expect(r.closed, what).toBe(true);
+          } else {
+            expect(r.responses[0]?.status, what).toBe(413);
+            expect(r.responses[0]!.headers.get('connection'), what).toBe('close');
+            expect((JSON.parse(r.responses[0]!.body) as { error: { code: string } }).error.code, what).toBe('payload_too_large');
+          }
+          return expectServingAfter(what);
+        }
+        if (c.kind === 'half-close') {
+          // Item 2: a complete request, then FIN. Behind the front it is answered; uWS alone closes on the FIN
+          // (answering only what it answered before reading it: README "Limits"). Never a 5xx.
+          const created = JSON.stringify({ name: `half-closed-${++halfClosedCreates}` });
+          const [raw, status] = {
+            health: ['GET /health HTTP/1.1\r\nHost: x\r\n\r\n', 200],
+            list: [`GET /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${key}\r\n`, 200],
+            chat: [`POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\n${key}Content-Type: application/json\r\nContent-Length: ${chat.length}\r\n\r\n${chat}`, 200],
+            create: [`POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${key}Content-Type: application/json\r\nContent-Length: ${created.length}\r\n\r\n${created}`, 201],
+          }[c.request] as [string, number];
+          const r = await rawWrites(hearth.port, split(raw, c.pieces), { halfClose: true, waitMs: 15_000 });
+          const what = `half-close ${c.request} in ${c.pieces} writes -> ${r.text.slice(0, 200)}`;
+          count(`half-close:${r.responses[0]?.status ?? (r.closed ? 'closed' : 'open')}`);
+          expect(r.closed, what).toBe(true);
+          if (behindFront) expect(r.responses.map((x) => x.status), what).toEqual([status]);
+          else for (const x of r.responses) expect(x.status, what).toBe(status);
+          return expectServingAfter(what);
+        }
+        // Item 3: the head Hearth takes behind the front: 16 KiB and 100 header lines, in any number of writes.
+        const filler = Array.from({ length: c.lines }, (_, i) => `X-Claim-${i}: ${'v'.repeat(Math.max(1, Math.floor(c.bytes / Math.max(1, c.lines))))}\r\n`).join('');
+        const raw = `GET /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${key}Cookie: other=${'c'.repeat(c.lines === 0 ? c.bytes : 1)}\r\n${filler}\r\n`;
+        const r = await rawWrites(hearth.port, split(raw, c.pieces), { expectResponses: 1, waitMs: behindFront ? 10_000 : 1_000 });
+        const what = `head of ${raw.length} bytes, ${c.lines + 3} lines, ${c.pieces} writes -> ${r.text.slice(0, 200)}`;
+        const answer = r.responses[0];
+        count(`big-head:${answer?.status ?? (r.closed ? 'closed' : 'open')}`);
+        if (behindFront) {
+          // The front counts the target and the header lines (16,384 bytes); the request line's rest is not counted.
+          if (raw.length <= 16_300) expect(answer?.status, what).toBe(200);
+          else if (raw.length >= 16_500) {
+            expect(answer?.status, what).toBe(431);
+            expect((JSON.parse(answer!.body) as { error: { code: string } }).error.code, what).toBe('request_header_fields_too_large');
+          } else expect([200, 431], what).toContain(answer?.status); // at the bound: the front counts url + headers
+        } else if (answer !== undefined) {
+          expect(answer.status, what).toBe(200); // uWS alone: a head it takes is served ...
+        } else {
+          // ... one it cannot (past 47 lines, or over 4 KiB across reads: README "Limits") gets no answer, never a wrong one.
+          expect(c.lines + 3 > 47 || (c.pieces > 1 && raw.length > 3_900) || raw.length > 16_000, what).toBe(true);
+        }
+        return expectServingAfter(what);
+      }),
+      { seed: SEED, numRuns: 60, endOnFailure: true },
     );
     await drainChecks();
   }, 240_000);

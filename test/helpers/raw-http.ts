@@ -54,6 +54,46 @@ export function rawExchange(
   });
 }
 
+/**
+ * Like rawExchange, with the test in charge of the writes: each entry of `writes` is written separately (20 ms
+ * apart, so the server reads them separately), then, with `halfClose`, the write side is shut (FIN) while the
+ * read side stays open. Resolves when `expectResponses` answers arrived, the server closed, or `waitMs` passed.
+ */
+export function rawWrites(
+  port: number,
+  writes: ReadonlyArray<string | Buffer>,
+  o: { halfClose?: boolean; waitMs?: number; expectResponses?: number } = {},
+): Promise<RawResult> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const finish = (closed: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      resolve({ text, closed, responses: parseResponses(text), reads: chunks.length, firstRead: chunks[0]?.toString('latin1') ?? '' });
+    };
+    const timer = setTimeout(() => finish(false), o.waitMs ?? 10_000);
+    socket.on('data', (d: Buffer) => {
+      chunks.push(d);
+      if (o.expectResponses !== undefined && parseResponses(Buffer.concat(chunks).toString('latin1')).length >= o.expectResponses) finish(false);
+    });
+    socket.on('end', () => finish(true));
+    socket.on('close', () => finish(true));
+    socket.on('error', () => finish(true));
+    socket.on('connect', async () => {
+      for (const [i, w] of writes.entries()) {
+        if (i > 0) await new Promise((r) => setTimeout(r, 20));
+        if (!socket.destroyed) socket.write(w);
+      }
+      if (o.halfClose && !socket.destroyed) socket.end();
+    });
+  });
+}
+
 /** Splits a byte stream into HTTP/1.1 responses (Content-Length or chunked bodies; HEAD answers have none). */
 export function parseResponses(text: string, headRequests = 0): RawResponse[] {
   const out: RawResponse[] = [];

@@ -1,0 +1,218 @@
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTinyModel } from '../../models/test-model-path.ts';
+import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { type RawResponse, rawWrites } from '../helpers/raw-http.ts';
+
+/**
+ * Issue 23, "Hostile input, second pass", items 1-3, against the real CLI server in both front modes (the managed
+ * HAProxy front, and uWS alone with `--front off`):
+ * 1. a body declared over the limit is answered 413 from the head alone (a few body bytes sent, the rest never),
+ *    whatever the key; behind the front a 2 GiB declaration too (HAProxy 2.6 read it as a negative 32-bit number:
+ *    it went to Hearth, and uWS's close came back as 502);
+ * 2. a complete request followed by a half-close (FIN) gets its answer behind the front (it got 400), while a
+ *    client that really goes away (a reset) still cancels its generation;
+ * 3. behind the front, a 16 KiB head and 100 header lines are served (a head split across the client's writes
+ *    too); past that a 431 in Hearth's JSON shape.
+ * What uWS alone cannot do (its parser, this build v20.30) is asserted as the documented bound (README "Limits").
+ * The model never stops by itself: only max_tokens or a cancel ends a generation.
+ */
+const MODEL = 'local/never-stops';
+const LIMIT = 65_536;
+
+type Front = 'haproxy' | 'off';
+
+/** rawWrites with the e2e's defaults: answers and whether the server closed. */
+async function exchange(port: number, writes: Array<string | Buffer>, o: { halfClose?: boolean; waitMs?: number; responses?: number } = {}): Promise<{ responses: RawResponse[]; closed: boolean; text: string }> {
+  const r = await rawWrites(port, writes, { ...(o.halfClose ? { halfClose: true } : {}), waitMs: o.waitMs ?? 10_000, ...(o.responses !== undefined ? { expectResponses: o.responses } : {}) });
+  return { responses: r.responses, closed: r.closed, text: r.text };
+}
+
+function expectJsonError(res: RawResponse | undefined, status: number, code: string, what: string): void {
+  expect(res?.status, what).toBe(status);
+  expect(res!.headers.get('content-type'), what).toBe('application/json');
+  const body = JSON.parse(res!.body) as { error: { code: string; type: string; message: string } };
+  expect(body.error.code, what).toBe(code);
+}
+
+describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front %s', (front: Front) => {
+  let hearth: HearthProcess;
+  const chat = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: 3, ...extra });
+  const post = (path: string, body: string, headers: string[] = []) =>
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Type: application/json\r\n${headers.map((h) => `${h}\r\n`).join('')}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+
+  async function metric(name: string, labels = ''): Promise<number> {
+    const text = await (await fetch(`${hearth.baseUrl}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+    return line ? Number(line.split(' ').pop()) : 0;
+  }
+
+  async function expectServing(): Promise<void> {
+    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' }, body: chat({ max_tokens: 2 }) });
+    expect(r.status).toBe(200);
+    expect(((await r.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
+  }
+
+  beforeAll(async () => {
+    const model = await ensureTinyModel({ reply: null });
+    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--slots', '1', '--workers', '1', '--max-tokens', '100000', '--context-size', '2048', '--body-limit', String(LIMIT), '--front', front] });
+    await hearth.waitReady();
+    expect(/"msg":"listening".*"front":"haproxy"/.test(hearth.logs())).toBe(front === 'haproxy');
+  }, 60_000);
+
+  afterAll(async () => {
+    await hearth?.stop();
+  });
+
+  describe('item 1: a body declared over the limit', () => {
+    const head = (length: string, auth: string | null) =>
+      `POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth === null ? '' : `Authorization: Bearer ${auth}\r\n`}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"model"`;
+
+    it('is refused 413 payload_too_large from the head alone, with a valid key, a wrong one or none (behind the front: over its limit)', async () => {
+      // Behind the front, a length over a route's own limit but under the front's (50 MiB) is Hearth's 413, which
+      // waits for the body there (README "Limits": an early answer is lost to the front's close under the upload).
+      const lengths = front === 'off' ? [String(LIMIT + 1), String(2 * 1024 * 1024), '999999999'] : [String(50 * 1024 * 1024 + 1), '999999999'];
+      for (const auth of [hearth.key, 'hk_nobody_secret', null]) {
+        for (const length of lengths) {
+          const what = `Content-Length ${length}, key ${auth === null ? 'none' : auth === hearth.key ? 'valid' : 'wrong'}`;
+          // 8 body bytes sent, the rest never: only an answer decided from the head can come back.
+          const r = await exchange(hearth.port, [head(length, auth)], { responses: 1, waitMs: 10_000 });
+          expectJsonError(r.responses[0], 413, 'payload_too_large', what);
+          expect(r.responses[0]!.headers.get('connection'), what).toBe('close');
+        }
+      }
+      await expectServing();
+    });
+
+    it('2 GiB and more: 413 behind the front; uWS alone closes without an answer (its parser refuses 10 digits), never a 5xx', async () => {
+      for (const length of ['2147483648', '4294967296', '99999999999999']) {
+        const r = await exchange(hearth.port, [head(length, hearth.key)], { responses: 1, waitMs: 10_000 });
+        if (front === 'haproxy') {
+          expectJsonError(r.responses[0], 413, 'payload_too_large', length);
+          expect(r.responses[0]!.headers.get('connection'), length).toBe('close');
+        } else {
+          expect(r.responses, length).toEqual([]);
+          expect(r.closed, length).toBe(true);
+        }
+      }
+      await expectServing();
+    });
+
+    it('a whole body over the limit sent at once still gets its 413 (the answer is not lost to a reset), every time', async () => {
+      const body = chat({ messages: [{ role: 'user', content: 'z'.repeat(3 * LIMIT) }] });
+      for (let round = 0; round < 5; round++) {
+        const r = await exchange(hearth.port, [post('/api/inference/v1/chat/completions', body)], { responses: 1, waitMs: 10_000 });
+        expectJsonError(r.responses[0], 413, 'payload_too_large', `round ${round}`);
+      }
+      await expectServing();
+    });
+  });
+
+  describe('item 2: half-close', () => {
+    it('a complete request then a write-side shutdown (FIN): answered behind the front; uWS alone closes (documented)', async () => {
+      const cases: Array<[string, string, number]> = [
+        ['GET /health', 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', 200],
+        ['chat', post('/api/inference/v1/chat/completions', chat({ max_tokens: 5 })), 200],
+        ['workspace', post('/api/v1/workspaces', '{"name":"half-closed"}'), 201],
+      ];
+      for (const [name, raw, status] of cases) {
+        const r = await exchange(hearth.port, [raw], { halfClose: true, waitMs: 20_000 });
+        if (front === 'haproxy' || name === 'GET /health') {
+          // GET /health is answered synchronously, before uWS reads the FIN.
+          expect(r.responses.map((x) => x.status), name).toEqual([status]);
+          if (name === 'chat') expect((JSON.parse(r.responses[0]!.body) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(5);
+        } else {
+          expect(r.responses, name).toEqual([]);
+        }
+        expect(r.closed, name).toBe(true);
+      }
+      await expectServing();
+    });
+
+    /** Sends a streamed chat request, waits for 3 events, then `leave`s; resolves once the one slot is free again and the cancel counted. */
+    async function streamThenLeave(leave: (socket: net.Socket) => void): Promise<void> {
+      const before = await metric('hearth_request_success_total', 'finished_reason="cancelled"');
+      const socket = net.connect(hearth.port, '127.0.0.1');
+      let seen = '';
+      await new Promise<void>((resolve) => {
+        socket.on('error', () => {});
+        socket.on('data', (d: Buffer) => {
+          seen += d.toString();
+          if ((seen.match(/^data: /gm) ?? []).length >= 3) {
+            leave(socket);
+            resolve();
+          }
+        });
+        socket.write(post('/api/inference/v1/chat/completions', chat({ max_tokens: 90_000, stream: true })));
+      });
+      // The next request needs the single slot: answered only once the stream's generation was cancelled.
+      await expectServing();
+      for (let i = 0; i < 100 && (await metric('hearth_request_success_total', 'finished_reason="cancelled"')) === before; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await metric('hearth_request_success_total', 'finished_reason="cancelled"')).toBe(before + 1);
+    }
+
+    it('a streaming client that resets its connection cancels its generation', async () => {
+      await streamThenLeave((socket) => socket.resetAndDestroy());
+    });
+
+    it('a streaming client that closes (FIN, then its read side gone) cancels its generation at the next event', async () => {
+      await streamThenLeave((socket) => {
+        socket.end();
+        socket.destroy();
+      });
+    });
+
+    it('a non-streamed generation whose client resets is cancelled (the reset is told apart from a half-close)', async () => {
+      const reason = 'cancelled';
+      const before = await metric('hearth_request_success_total', `finished_reason="${reason}"`);
+      const socket = net.connect(hearth.port, '127.0.0.1');
+      await new Promise((r) => socket.on('connect', r));
+      socket.write(post('/api/inference/v1/chat/completions', chat({ max_tokens: 90_000 })));
+      for (let i = 0; i < 200 && (await metric('hearth_num_requests_running')) < 1; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await metric('hearth_num_requests_running')).toBe(1);
+      socket.resetAndDestroy();
+      await expectServing();
+      const expected = before + 1;
+      for (let i = 0; i < 100 && (await metric('hearth_request_success_total', `finished_reason="${reason}"`)) < expected; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await metric('hearth_request_success_total', `finished_reason="${reason}"`)).toBe(expected);
+    }, 30_000);
+  });
+
+  describe('item 3: header room', () => {
+    /** A request whose head carries `lines` filler headers of `size` bytes each (SSO identity headers, cookies ...). */
+    const bigHead = (lines: number, size: number, path = '/api/v1/workspaces', cookie = 3000) =>
+      `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nCookie: other_app=${'c'.repeat(cookie)}\r\n` +
+      Array.from({ length: lines }, (_, i) => `X-Sso-Claim-${i}: ${'j'.repeat(size)}\r\n`).join('') + '\r\n';
+
+    it('behind the front: a 16 KiB head, 100 header lines, a head split across writes: all served; past them a JSON 431', async () => {
+      if (front === 'off') return;
+      const cases: Array<[string, Array<string | Buffer>, number]> = [
+        ['a 4 KB JWT header and 3 KB of cookies', [bigHead(1, 4000).replace(/X-Sso-Claim-0: j+/, `X-Jwt-Assertion: ${'e'.repeat(4000)}`)], 200],
+        ['15.9 KB in one header', [bigHead(1, 15_900, '/api/v1/workspaces', 10)], 200],
+        ['97 header lines', [bigHead(95, 10)], 200],
+        ['14 KB head in 4 writes', (() => {
+          const raw = bigHead(40, 330, '/api/v1/workspaces', 10);
+          const q = Math.ceil(raw.length / 4);
+          return [0, 1, 2, 3].map((i) => raw.slice(i * q, (i + 1) * q));
+        })(), 200],
+        ['a 16.4 KB head', [bigHead(1, 16_300, '/api/v1/workspaces', 10)], 431],
+        ['120 header lines', [bigHead(118, 5)], 431],
+        ['60 header lines on /apps/ (an app gets every header; 45 at most)', [bigHead(58, 5, '/apps/none/x')], 431],
+      ];
+      for (const [name, writes, status] of cases) {
+        const r = await exchange(hearth.port, writes, { responses: 1, waitMs: 10_000 });
+        if (status === 431) expectJsonError(r.responses[0], 431, 'request_header_fields_too_large', name);
+        else expect(r.responses.map((x) => x.status), name).toEqual([status]);
+      }
+      await expectServing();
+    });
+
+    it('uWS alone: a head in one read is served up to 47 header lines; past them no answer (documented bound)', async () => {
+      if (front === 'haproxy') return;
+      expect((await exchange(hearth.port, [bigHead(1, 8000)], { responses: 1 })).responses.map((x) => x.status)).toEqual([200]);
+      expect((await exchange(hearth.port, [bigHead(43, 5)], { responses: 1 })).responses.map((x) => x.status)).toEqual([200]);
+      expect((await exchange(hearth.port, [bigHead(60, 5)], { responses: 1, waitMs: 1_000 })).responses).toEqual([]);
+      await expectServing();
+    });
+  });
+});
