@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { runProbeChild } from './probe-child.ts';
 import type { CpuKernelProbeAnswer, CpuKernelProbeRequest, CpuKernelsKind } from './worker-protocol.ts';
 
 /**
@@ -154,20 +154,5 @@ const PROBE_ENTRY = new URL('../worker/cpu-kernel-probe-entry.mjs', import.meta.
 
 /** Runs worker/cpu-kernel-probe.ts in a child process; killed by `signal` or after PROBE_TIMEOUT_MS. */
 export function probeInChild(req: CpuKernelProbeRequest, signal?: AbortSignal): Promise<CpuKernelProbeAnswer> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [PROBE_ENTRY.pathname, JSON.stringify(req)], { stdio: ['ignore', 'pipe', 'pipe'], timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', ...(signal ? { signal } : {}) });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-64 * 1024)));
-    child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4096)));
-    child.on('error', reject);
-    child.on('close', (code, sig) => {
-      if (code !== 0) return reject(new Error(`the probe exited with ${code ?? sig}: ${err.trim().split('\n').slice(-2).join(' | ')}`));
-      try {
-        resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as CpuKernelProbeAnswer);
-      } catch (e) {
-        reject(new Error(`unreadable probe answer: ${(e as Error).message}`));
-      }
-    });
-  });
+  return runProbeChild(PROBE_ENTRY, 'probe', req, PROBE_TIMEOUT_MS, signal);
 }

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { runProbeChild } from './probe-child.ts';
 import type { GpuProbeAnswer, GpuProbeRequest } from './worker-protocol.ts';
 
 /**
@@ -74,24 +74,5 @@ const PROBE_ENTRY = new URL('../worker/gpu-probe-entry.mjs', import.meta.url);
 
 /** Runs worker/gpu-probe.ts in a child process; killed by `signal` or after PROBE_TIMEOUT_MS. A crash is a failed probe. */
 export function probeGpuInChild(req: GpuProbeRequest, signal?: AbortSignal): Promise<GpuProbeAnswer> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [PROBE_ENTRY.pathname, JSON.stringify(req)], { stdio: ['ignore', 'pipe', 'pipe'], timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', ...(signal ? { signal } : {}) });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-64 * 1024)));
-    child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-4096)));
-    child.on('error', reject);
-    child.on('close', (code, sig) => {
-      const last = out.trim().split('\n').pop() ?? '';
-      if (code === 0) {
-        try {
-          return resolve(JSON.parse(last) as GpuProbeAnswer);
-        } catch (e) {
-          return reject(new Error(`unreadable probe answer: ${(e as Error).message}`));
-        }
-      }
-      const tail = err.trim().split('\n').filter((l) => l.trim() !== '').slice(-2).join(' | ');
-      reject(new Error(`the GPU probe exited with ${code ?? sig}${tail ? `: ${tail}` : ''}`));
-    });
-  });
+  return runProbeChild(PROBE_ENTRY, 'GPU probe', req, PROBE_TIMEOUT_MS, signal);
 }

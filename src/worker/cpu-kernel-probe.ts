@@ -1,3 +1,4 @@
+import { serveProbe } from './probe-main.ts';
 import { fileStamp, nativeCpuKernels } from '../../native/paths.ts';
 import type { CpuKernelProbeAnswer, CpuKernelProbeRequest } from '../engine/worker-protocol.ts';
 import { cpuKernelsDir } from './cpu-kernels-dir.ts';
@@ -32,13 +33,4 @@ async function answer(req: CpuKernelProbeRequest): Promise<CpuKernelProbeAnswer>
   return { action: 'time', cpuBackend: engine.cpuBackend, timings };
 }
 
-answer(JSON.parse(process.argv[2] ?? '') as CpuKernelProbeRequest).then(
-  (a) => {
-    process.stdout.write(`${JSON.stringify(a)}\n`);
-    process.exit(0);
-  },
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+serveProbe(answer);

@@ -1,3 +1,4 @@
+import { serveProbe } from './probe-main.ts';
 import { cudaBackendCandidates } from '../../native/paths.ts';
 import type { GpuProbeAnswer, GpuProbeRequest } from '../engine/worker-protocol.ts';
 import { loadNativeSlotEngineInternal } from './native-slot-engine.ts';
@@ -39,13 +40,4 @@ async function answer(req: GpuProbeRequest): Promise<GpuProbeAnswer> {
   }
 }
 
-answer(JSON.parse(process.argv[2] ?? '') as GpuProbeRequest).then(
-  (a) => {
-    process.stdout.write(`${JSON.stringify(a)}\n`);
-    process.exit(0);
-  },
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+serveProbe(answer);

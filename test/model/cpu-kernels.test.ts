@@ -8,6 +8,7 @@ import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { probeInChild } from '../../src/engine/cpu-kernels.ts';
 import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
+import { greedyReply, logLine } from '../helpers/hearth-log.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 
@@ -56,21 +57,7 @@ describe.skipIf(skip !== '')(`CPU kernels for real${skip ? ` (skipped: ${skip})`
     return s;
   }
 
-  const logLine = (s: HearthProcess, msg: string) => {
-    const line = s.logs().split('\n').find((l) => l.includes(`"msg":"${msg}"`));
-    if (!line) throw new Error(`no "${msg}" in the log:\n${s.logs()}`);
-    return JSON.parse(line) as Record<string, unknown>;
-  };
-
-  async function reply(s: HearthProcess): Promise<string> {
-    const r = await fetch(`${s.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'Say hello.' }], temperature: 0 }),
-    });
-    expect(r.status).toBe(200);
-    return ((await r.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
-  }
+  const reply = (s: HearthProcess) => greedyReply(s, 'local/tiny-chat');
 
   it('--cpu-kernels native: the worker computes with the native library and the reply is the model\'s own', async () => {
     const s = await serve('native');

@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { probeGpuInChild } from '../../src/engine/gpu-offload.ts';
 import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
+import { greedyReply, logLine } from '../helpers/hearth-log.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 
@@ -59,21 +60,7 @@ describe.skipIf(!addon.ok)(`GPU fallback${addon.ok ? '' : ` (skipped: ${addon.ok
     return s;
   }
 
-  const logLine = (s: HearthProcess, msg: string) => {
-    const line = s.logs().split('\n').find((l) => l.includes(`"msg":"${msg}"`));
-    if (!line) throw new Error(`no "${msg}" in the log:\n${s.logs()}`);
-    return JSON.parse(line) as Record<string, unknown>;
-  };
-
-  async function reply(s: HearthProcess): Promise<string> {
-    const r = await fetch(`${s.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'Say hello.' }], temperature: 0 }),
-    });
-    expect(r.status).toBe(200);
-    return ((await r.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content;
-  }
+  const reply = (s: HearthProcess) => greedyReply(s, 'local/tiny-chat');
 
   it.each([
     ['a file that is no library', () => notALibrary, /could not load the GPU backend/],
