@@ -3,7 +3,7 @@ import { SERVE_SETTINGS } from '../config/config-spec.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { startHearth } from '../main.ts';
 
-/** Exit codes of `hearth serve` after a signal (README "Shutdown"). 1 and 2 stay the CLI's: failed to start, usage. */
+/** Exit codes of `hearth serve` after a signal (docs/operations.md "Shutdown"). 1 and 2 stay the CLI's: failed to start, usage. */
 export const SERVE_EXIT = { clean: 0, unclean: 3, forced: 4 } as const;
 /** How long shutdown may take beyond the grace period (stopping app processes: up to their 5 s stop time-out; workers, the store, sockets) before the exit is forced. */
 export const SHUTDOWN_BOUND_MS = 15_000;

@@ -5,7 +5,7 @@
  * sleeps while a step computes and wakes once per step to forward text, so it needs a sliver of a core,
  * not a whole one. node-llama-cpp's engine instead drives every token from the worker's JS thread, which
  * then competes with ggml's threads; there a core is left free for JS.
- * Measurements behind these numbers: README "Threads".
+ * Measurements behind these numbers: docs/engine.md "Threads".
  */
 export interface ThreadPlanInput {
   cores: number;

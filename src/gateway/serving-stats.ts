@@ -24,7 +24,7 @@ export interface StatsBucket {
   ttftMs: Percentiles;
 }
 
-/** The body of GET /api/v1/stats (README "Users, sessions and the dashboard API"). */
+/** The body of GET /api/v1/stats (docs/management-api.md). */
 export interface StatsView {
   at: string;
   model: {

@@ -138,7 +138,7 @@ describe('odd bytes from the client', () => {
     let reached = 0;
     for (const p of ['/%2e%2e/%2e%2e/api/v1/workspaces', '/..%2f..%2fapi/v1/workspaces', '/%252e%252e/x', '/../../api/v1/workspaces']) {
       const r = await raw(`GET /apps/${appId}/headers${p} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-      if (r.status === 400 && isFrontParserAnswer(r)) continue; // the HTTP front refuses it before Hearth (README "HTTP front")
+      if (r.status === 400 && isFrontParserAnswer(r)) continue; // the HTTP front refuses it before Hearth (docs/http-front.md)
       expect(r.status, p).toBe(404); // the mirror's own 404: the path went to the app, nowhere else
       expect(JSON.parse(r.body), p).toEqual({ error: 'not found' });
       reached++;

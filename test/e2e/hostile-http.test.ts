@@ -24,7 +24,7 @@ afterAll(async () => {
 
 type ErrorBody = { error: { message: string; type: string; param: string | null; code: string | null } };
 
-/** Hearth's error shape, or HAProxy 2.6's own parser answer (the only exception, README "HTTP front"). */
+/** Hearth's error shape, or HAProxy 2.6's own parser answer (the only exception, docs/http-front.md). */
 function expectFrontOrErrorShape(res: RawResponse, what: string): void {
   if (isFrontParserAnswer(res)) return;
   expect(res.headers.get('content-type'), what).toBe('application/json');
@@ -234,7 +234,7 @@ describe('answers decided before the body arrived', () => {
 
 describe('defect 9: malformed HTTP framing', () => {
   // The front's strict parser answers each (uWS alone, this build v20.30, could only close): 400 / 431, Hearth's
-  // JSON shape or HAProxy 2.6's own parser answer (README "HTTP front"), the connection closed, nothing executed.
+  // JSON shape or HAProxy 2.6's own parser answer (docs/http-front.md), the connection closed, nothing executed.
   const cases: Record<string, string> = {
     'bad chunk size': 'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n',
     'non-numeric Content-Length': 'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\nab',
@@ -294,7 +294,7 @@ describe('survival', () => {
       await expectServing();
       await closed; // the front's request time-out (10 s) is not reset by a trickle of header bytes
       const [timedOut] = parseResponses(answer);
-      expect(timedOut?.status).toBe(408); // before a request exists: HAProxy 2.6's own 408 (README "HTTP front")
+      expect(timedOut?.status).toBe(408); // before a request exists: HAProxy 2.6's own 408 (docs/http-front.md)
       expectFrontOrErrorShape(timedOut!, 'slowloris');
       expect(i).toBeLessThan(header.length); // closed before the header block could ever complete
     } finally {

@@ -7,7 +7,7 @@ import { freePort } from '../helpers/ports.ts';
 import { parseResponses, rawExchange, type RawResult } from '../helpers/raw-http.ts';
 
 /**
- * `hearth serve` as shipped (README "HTTP front"): its default `--front auto` runs HAProxy with
+ * `hearth serve` as shipped (docs/http-front.md): its default `--front auto` runs HAProxy with
  * deploy/haproxy/haproxy.cfg on the public port, uWS behind it on a private unix socket. What uWS alone cannot do
  * (answer malformed framing, serve pipelining behind an asynchronous answer), the front does. The same config also
  * runs stand-alone in front of a `hearth serve --front off` (last test).

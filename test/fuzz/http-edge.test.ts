@@ -68,7 +68,7 @@ async function drainChecks(): Promise<void> {
 
 /** An answer in the documented shape: JSON errors `{"error":{message,type,param,code}}`, JSON or SSE success. */
 function expectDocumentedAnswer(res: RawResponse, isHead: boolean, what: string): void {
-  if (isFrontParserAnswer(res)) { // HAProxy 2.6's own answer (README "HTTP front"): a 4xx, or 501 for a transfer coding
+  if (isFrontParserAnswer(res)) { // HAProxy 2.6's own answer (docs/http-front.md): a 4xx, or 501 for a transfer coding
     count(`front-parser:${res.status}`);
     expect(res.status < 500 || res.status === 501, what).toBe(true);
     return;

@@ -145,7 +145,7 @@ export function parseResponses(text: string, headRequests = 0): RawResponse[] {
 /**
  * Whether `res` is one of HAProxy 2.6's built-in answers (a short HTML body: 400 for syntax, 408 for a request
  * head not finished in time, 422 / 501 for a transfer coding it refuses ...), which its HTTP/1 parser sends for
- * errors found before a request exists, ignoring the front's JSON errorfiles (README "HTTP front"). Every other
+ * errors found before a request exists, ignoring the front's JSON errorfiles (docs/http-front.md). Every other
  * answer, the front's own included, is in Hearth's documented shape.
  */
 export function isFrontParserAnswer(res: RawResponse): boolean {

@@ -1,5 +1,5 @@
 /**
- * GET /api/v1/stats (README "Live figures"): the model's state, the requests running and waiting, the
+ * GET /api/v1/stats (docs/management-api.md "Live figures"): the model's state, the requests running and waiting, the
  * last window's figures and 10-second buckets of the last 5 minutes. A percentile with no request is null.
  */
 export interface Percentiles {

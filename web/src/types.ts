@@ -1,4 +1,4 @@
-/** The shapes the dashboard reads from /api/v1 (README "Workspaces, Yams and inference projects", "Accounts"). */
+/** The shapes the dashboard reads from /api/v1 (docs/management-api.md, "Accounts"). */
 export interface ListOf<T> {
   object: 'list';
   data: T[];
@@ -14,7 +14,7 @@ export interface SessionUser {
   accountId: string;
 }
 
-/** `User` of README "Users, sessions and the dashboard API". */
+/** `User` of docs/management-api.md. */
 export interface UserView {
   id: string;
   email: string;

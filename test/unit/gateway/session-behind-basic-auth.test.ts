@@ -13,7 +13,7 @@ import { SessionRepository } from '../../../src/store/session-repository.ts';
 import { UserRepository } from '../../../src/store/user-repository.ts';
 
 /**
- * README "Users, sessions and the dashboard API": a management route takes the session cookie or a
+ * docs/management-api.md: a management route takes the session cookie or a
  * Bearer API key, and "a Bearer header, when sent, is what counts". Any Authorization header used to
  * count, so behind a reverse proxy that asks for HTTP Basic credentials (the browser then sends
  * `Authorization: Basic ...` with every request, and the proxy passes it on) every request of a signed-in
