@@ -1,21 +1,11 @@
-import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
-import type { KeyLimiter } from '../../gateway/key-limiter.ts';
-import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
+import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { validateCompletionsRequest } from '../../protocol/completions-request.ts';
 import { sseData } from '../../protocol/sse.ts';
 import { TextCompletionRenderer } from '../../protocol/text-completion.ts';
-import { type AnswerFormat, respondWith } from '../chat-responder.ts';
+import { type AnswerFormat } from '../chat-responder.ts';
 import type { Route } from '../router.ts';
-import { withKeyAdmission } from './key-admission.ts';
 
-export interface CompletionsRouteDeps {
-  gateway: SharedModelGateway;
-  keys: KeyAuthenticator;
-  limiter: KeyLimiter;
-  bodyLimit: number;
-  keepAliveMs: number;
-  streamBufferLimit: number;
-}
+export type CompletionsRouteDeps = GenerationRouteDeps;
 
 /**
  * `POST /api/inference/v1/completions`: OpenAI's legacy completions API over the shared model, each prompt sent
@@ -25,21 +15,12 @@ export interface CompletionsRouteDeps {
  */
 export function completionsRoutes(d: CompletionsRouteDeps): Route[] {
   return [
-    {
-      method: 'POST',
-      pattern: '/api/inference/v1/completions',
-      name: 'completions',
-      body: { kind: 'json', limit: d.bodyLimit },
-      handler: (ex) => {
-        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
-          const request = validateCompletionsRequest(json);
-          const echoes = request.prompts.map((p) => (request.echo && typeof p === 'string' ? p : ''));
-          const renderer = new TextCompletionRenderer(d.gateway.modelId, echoes, request.logprobs !== undefined, request.includeUsage);
-          const options = { stream: request.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit };
-          await respondWith(ex, options, textCompletionFormat(renderer), (sink) => d.gateway.startCompletions(request, meter(sink), caller));
-        });
-      },
-    },
+    generationRoute(d, { pattern: '/api/inference/v1/completions', name: 'completions' }, (json) => {
+      const request = validateCompletionsRequest(json);
+      const echoes = request.prompts.map((p) => (request.echo && typeof p === 'string' ? p : ''));
+      const renderer = new TextCompletionRenderer(d.gateway.modelId, echoes, request.logprobs !== undefined, request.includeUsage);
+      return { stream: request.stream, format: textCompletionFormat(renderer), start: (sink, caller) => d.gateway.startCompletions(request, sink, caller) };
+    }),
   ];
 }
 

@@ -1,23 +1,14 @@
-import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
-import type { KeyLimiter } from '../../gateway/key-limiter.ts';
-import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
 import { anthropicErrorBody } from '../../errors/index.ts';
 import { type MessageEvent, MessageRenderer } from '../../protocol/messages-events.ts';
 import { validateMessagesRequest } from '../../protocol/messages-request.ts';
-import { type AnswerFormat, respondWith } from '../chat-responder.ts';
+import type { AnswerFormat } from '../chat-responder.ts';
 import type { HttpExchange } from '../http-exchange.ts';
 import { REQUEST_LIMITS } from '../request-limits.ts';
 import { bearerToken, type Route } from '../router.ts';
+import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { withKeyAdmission } from './key-admission.ts';
 
-export interface MessagesRouteDeps {
-  gateway: SharedModelGateway;
-  keys: KeyAuthenticator;
-  limiter: KeyLimiter;
-  bodyLimit: number;
-  keepAliveMs: number;
-  streamBufferLimit: number;
-}
+export type MessagesRouteDeps = GenerationRouteDeps;
 
 /** One named SSE event, as Anthropic frames Messages streams (`event:` line + `data:` line; no [DONE]). */
 const sseEvent = (e: MessageEvent) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
@@ -42,21 +33,10 @@ function anthropicKey(ex: HttpExchange): string | undefined {
  */
 export function messagesRoutes(d: MessagesRouteDeps): Route[] {
   return [
-    {
-      method: 'POST',
-      pattern: '/api/inference/v1/messages',
-      name: 'messages',
-      body: { kind: 'json', limit: d.bodyLimit },
-      errorBody: anthropicErrorBody,
-      handler: (ex) => {
-        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
-          const { chat } = validateMessagesRequest(json);
-          const renderer = new MessageRenderer(d.gateway.modelId);
-          const options = { stream: chat.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit };
-          await respondWith(ex, options, messagesFormat(renderer), (sink) => d.gateway.startChat(chat, meter(sink), caller));
-        }, anthropicKey(ex));
-      },
-    },
+    generationRoute(d, { pattern: '/api/inference/v1/messages', name: 'messages', errorBody: anthropicErrorBody, token: anthropicKey }, (json) => {
+      const { chat } = validateMessagesRequest(json);
+      return { stream: chat.stream, format: messagesFormat(new MessageRenderer(d.gateway.modelId)), start: (sink, caller) => d.gateway.startChat(chat, sink, caller) };
+    }),
     {
       method: 'POST',
       pattern: '/api/inference/v1/messages/count_tokens',

@@ -1,20 +1,10 @@
-import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
-import type { KeyLimiter } from '../../gateway/key-limiter.ts';
-import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
+import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { type ResponseEvent, ResponseRenderer } from '../../protocol/responses-events.ts';
 import { validateResponsesRequest } from '../../protocol/responses-request.ts';
-import { type AnswerFormat, respondWith } from '../chat-responder.ts';
+import { type AnswerFormat } from '../chat-responder.ts';
 import type { Route } from '../router.ts';
-import { withKeyAdmission } from './key-admission.ts';
 
-export interface ResponsesRouteDeps {
-  gateway: SharedModelGateway;
-  keys: KeyAuthenticator;
-  limiter: KeyLimiter;
-  bodyLimit: number;
-  keepAliveMs: number;
-  streamBufferLimit: number;
-}
+export type ResponsesRouteDeps = GenerationRouteDeps;
 
 /** One named SSE event, as OpenAI frames Responses API streams (`event:` line + `data:` line; no [DONE]). */
 const sseEvent = (e: ResponseEvent) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
@@ -27,20 +17,11 @@ const sseEvent = (e: ResponseEvent) => `event: ${e.type}\ndata: ${JSON.stringify
  */
 export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
   return [
-    {
-      method: 'POST',
-      pattern: '/api/inference/v1/responses',
-      name: 'responses',
-      body: { kind: 'json', limit: d.bodyLimit },
-      handler: (ex) => {
-        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
-          const request = validateResponsesRequest(json);
-          const renderer = new ResponseRenderer(d.gateway.modelId, request.echo, request.includeLogprobs);
-          const options = { stream: request.chat.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit };
-          await respondWith(ex, options, responsesFormat(renderer), (sink) => d.gateway.startChat(request.chat, meter(sink), caller));
-        });
-      },
-    },
+    generationRoute(d, { pattern: '/api/inference/v1/responses', name: 'responses' }, (json) => {
+      const request = validateResponsesRequest(json);
+      const renderer = new ResponseRenderer(d.gateway.modelId, request.echo, request.includeLogprobs);
+      return { stream: request.chat.stream, format: responsesFormat(renderer), start: (sink, caller) => d.gateway.startChat(request.chat, sink, caller) };
+    }),
   ];
 }
 

@@ -1,25 +1,14 @@
-import type { KeyAuthenticator } from '../../gateway/authenticator.ts';
-import type { KeyLimiter } from '../../gateway/key-limiter.ts';
-import type { SharedModelGateway } from '../../gateway/shared-model-gateway.ts';
+import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { validateChatRequest } from '../../protocol/validate-chat-request.ts';
-import { respondToChat } from '../chat-responder.ts';
+import { chatCompletionFormat } from '../chat-responder.ts';
 import { bearerToken, type Route } from '../router.ts';
-import { withKeyAdmission } from './key-admission.ts';
 import { completionsRoutes } from './completions-routes.ts';
 import { messagesRoutes } from './messages-routes.ts';
 import { responsesRoutes } from './responses-routes.ts';
 
 const JSON_HEADERS = [['content-type', 'application/json']] as const;
 
-export interface SharedInferenceRouteDeps {
-  gateway: SharedModelGateway;
-  keys: KeyAuthenticator;
-  /** Per-key limits (429 rate_limit_exceeded, x-ratelimit-* headers on every answer of a limited key). */
-  limiter: KeyLimiter;
-  bodyLimit: number;
-  keepAliveMs: number;
-  streamBufferLimit: number;
-}
+export type SharedInferenceRouteDeps = GenerationRouteDeps;
 
 /**
  * The shared, OpenAI-compatible endpoint: /api/inference/v1/{chat/completions,models,models/{id},responses,completions,
@@ -34,22 +23,10 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
     ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS);
   };
   return [
-    {
-      method: 'POST',
-      pattern: '/api/inference/v1/chat/completions',
-      name: 'chat_completions',
-      body: { kind: 'json', limit: d.bodyLimit },
-      handler: (ex) => {
-        return withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
-          const request = validateChatRequest(json);
-          await respondToChat(
-            ex,
-            { stream: request.stream, includeUsage: request.includeUsage, model: d.gateway.modelId, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
-            (sink) => d.gateway.startChat(request, meter(sink), caller),
-          );
-        });
-      },
-    },
+    generationRoute(d, { pattern: '/api/inference/v1/chat/completions', name: 'chat_completions' }, (json) => {
+      const request = validateChatRequest(json);
+      return { stream: request.stream, format: chatCompletionFormat(d.gateway.modelId, request.includeUsage), start: (sink, caller) => d.gateway.startChat(request, sink, caller) };
+    }),
     {
       method: 'GET',
       pattern: '/api/inference/v1/models',
