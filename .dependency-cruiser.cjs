@@ -1,33 +1,64 @@
 /**
- * Import direction of src/ (architecture.md): http -> gateway -> {engine, providers, store} -> {protocol, metrics} -> errors.
- * worker/ runs inside Piscina threads and imports only engine message and sampler types, protocol, errors, node-llama-cpp and native/;
- * engine/ never imports worker/ or native/ (it starts workers by URL). No module cycles and no folder cycles, in src/ and native/.
+ * The shape of src/ (docs/architecture.md): feature folders for the platform beside a layered inference spine.
+ *
+ *   features   accounts <- workspaces <- apps;  inference (the shared model's routes) <- workspaces (project endpoints)
+ *   spine      inference -> engine -> (worker thread: worker -> native)
+ *   edge       http/ (exchange, router, SSE writer, server): feature-free; features import it, never the reverse
+ *   leaves     errors, crypto, log, metrics, lifecycle, protocol (the wire shapes), store (database, secrets)
+ *
+ * Each folder below may import only the folders named for it ("only"); main.ts and cli/ compose everything.
+ * No module cycles and no folder cycles, in src/ and native/.
  */
 const layer = (name) => `^src/${name}/`;
 /** The HTTP edge core (one exchange, one router) shared by the service and the standalone tool-server kit. */
 const EDGE_CORE = '^src/http/(http-exchange|router|json-body|request-limits|status-text)\\.ts$';
+/** A rule: files in `folder` import of src/ only their own folder and `allowed` (folder names or path patterns). */
+const only = (folder, allowed) => ({
+  name: `${folder}-imports-only-${allowed.length === 0 ? 'itself' : allowed.map((a) => a.replace(/[^a-z-]/g, '')).join('-')}`.slice(0, 120),
+  severity: 'error',
+  from: { path: layer(folder) },
+  to: { path: '^src/', pathNot: [layer(folder), ...allowed.map((a) => (a.startsWith('^') ? a : layer(a)))] },
+});
+const LEAVES = ['errors', 'log'];
 module.exports = {
   forbidden: [
     { name: 'no-cycles', severity: 'error', from: { path: '^(src|native)/' }, to: { circular: true } },
     // Layers (folders) form no cycle either: engine/ -> worker/ -> engine/ through different files is still a cycle.
     { name: 'no-folder-cycles', severity: 'error', scope: 'folder', from: { path: '^(src|native)/' }, to: { circular: true } },
     { name: 'nothing-imports-main', severity: 'error', from: { path: '^src/', pathNot: '^src/cli/' }, to: { path: '^src/main\\.ts$' } },
-    { name: 'errors-are-leaves', severity: 'error', from: { path: layer('errors') }, to: { path: '^src/', pathNot: layer('errors') } },
-    { name: 'protocol-only-errors', severity: 'error', from: { path: layer('protocol') }, to: { path: '^src/', pathNot: [layer('protocol'), layer('errors')] } },
-    { name: 'worker-stays-in-its-thread', severity: 'error', from: { path: layer('worker') }, to: { path: [layer('http'), layer('gateway'), layer('store'), layer('metrics'), layer('providers'), layer('tools'), layer('cli'), '^node_modules/(uWebSockets\\.js|prom-client|lmdb)/'] } },
-    { name: 'worker-only-engine-protocol', severity: 'error', from: { path: layer('worker') }, to: { path: layer('engine'), pathNot: '^src/engine/(worker-protocol|sampling-defaults)\\.ts$' } },
-    // The main thread reaches a worker only through its entry URL (local-engine.ts), never by import.
-    { name: 'engine-not-worker', severity: 'error', from: { path: layer('engine') }, to: { path: [layer('worker'), '^native/'] } },
+
+    // Leaves.
+    only('errors', []),
+    only('crypto', []),
+    only('log', []),
+    only('metrics', []),
+    only('lifecycle', ['log']),
+    only('protocol', ['errors']),
+    only('store', ['crypto', 'errors']),
+    only('front', ['log']),
+    only('config', LEAVES),
+
+    // The edge: feature-free.
+    only('http', [...LEAVES, 'metrics', 'protocol', 'front']),
+
+    // Features.
+    only('accounts', [...LEAVES, 'crypto', 'http', 'metrics', 'store']),
+    only('inference', [...LEAVES, 'accounts', 'engine', 'http', 'metrics', 'protocol']),
+    only('providers', [...LEAVES, 'protocol']),
+    only('workspaces', [...LEAVES, 'accounts', 'http', 'inference', 'metrics', 'protocol', 'providers', 'store']),
+    only('apps', [...LEAVES, 'accounts', 'config', 'http', 'metrics', 'protocol', 'store', 'workspaces']),
+    only('dashboard', [...LEAVES, 'http']),
+    only('ops', [...LEAVES, 'http', 'inference', 'metrics']),
+    // The standalone tool-server kit (hearth/tools): the edge core and the leaves only.
+    only('tools', [...LEAVES, 'crypto', EDGE_CORE]),
+
+    // The spine. engine/ starts workers by URL and never imports worker/ or native/.
+    only('engine', [...LEAVES, 'lifecycle', 'metrics', 'protocol']),
+    // worker/ runs inside Piscina threads: engine message and sampler types, protocol, errors, node-llama-cpp and native/.
+    only('worker', ['errors', 'protocol', '^src/engine/(worker-protocol|sampling-defaults)\\.ts$']),
+    { name: 'worker-no-main-thread-packages', severity: 'error', from: { path: layer('worker') }, to: { path: '^node_modules/(uWebSockets\\.js|prom-client|lmdb)/' } },
     // native/ is the addon's loader and build: of src/ it knows the engine's sampler types and protocol types only.
     { name: 'native-only-sampling-and-protocol', severity: 'error', from: { path: '^native/' }, to: { path: '^src/', pathNot: ['^src/engine/sampling-defaults\\.ts$', layer('protocol')] } },
-    { name: 'engine-below-gateway', severity: 'error', from: { path: layer('engine') }, to: { path: [layer('http'), layer('gateway'), layer('store'), layer('providers'), layer('cli')] } },
-    { name: 'providers-below-gateway', severity: 'error', from: { path: layer('providers') }, to: { path: [layer('http'), layer('gateway'), layer('store'), layer('engine'), layer('cli')] } },
-    { name: 'store-below-gateway', severity: 'error', from: { path: layer('store') }, to: { path: [layer('http'), layer('gateway'), layer('engine'), layer('providers'), layer('cli')] } },
-    { name: 'gateway-below-http', severity: 'error', from: { path: layer('gateway') }, to: { path: [layer('http'), layer('cli')] } },
-    { name: 'metrics-leaf', severity: 'error', from: { path: layer('metrics') }, to: { path: '^src/', pathNot: layer('metrics') } },
-    { name: 'tools-standalone', severity: 'error', from: { path: layer('tools') }, to: { path: '^src/', pathNot: [layer('tools'), layer('errors'), layer('log'), EDGE_CORE] } },
-    { name: 'edge-core-standalone', severity: 'error', from: { path: EDGE_CORE }, to: { path: '^src/', pathNot: [EDGE_CORE, layer('errors')] } },
-    { name: 'http-not-store', severity: 'error', from: { path: layer('http') }, to: { path: [layer('store'), layer('engine') + '(?!generation\\.ts)', layer('providers'), layer('cli')] } },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

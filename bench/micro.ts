@@ -6,7 +6,7 @@ import { invalidRequest, modelWarmingUp, queueFull } from '../src/errors/index.t
 import { CompletionBuilder } from '../src/protocol/completion-builder.ts';
 import { sseData } from '../src/protocol/sse.ts';
 import { validateChatRequest } from '../src/protocol/validate-chat-request.ts';
-import { ApiKeyRepository } from '../src/store/api-key-repository.ts';
+import { ApiKeyRepository } from '../src/accounts/api-key-repository.ts';
 import { HearthStore } from '../src/store/database.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 

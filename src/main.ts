@@ -7,39 +7,43 @@ import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
 import { defaultPromptCacheMiB } from './engine/prompt-cache-size.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
-import { AccountService } from './gateway/account-service.ts';
-import { ManagementAuthenticator } from './gateway/authenticator.ts';
-import { KeyLimiter } from './gateway/key-limiter.ts';
-import { ManagementService } from './gateway/management-service.ts';
-import { ProjectGateway } from './gateway/project-gateway.ts';
-import { Provisioner } from './gateway/provisioner.ts';
-import { ServingStats } from './gateway/serving-stats.ts';
-import { SharedModelGateway } from './gateway/shared-model-gateway.ts';
-import { SignInLimiter } from './gateway/sign-in-limiter.ts';
+import { AccountService } from './accounts/account-service.ts';
+import { ManagementAuthenticator } from './accounts/authenticator.ts';
+import { KeyLimiter } from './accounts/key-limiter.ts';
+import { WorkspaceService } from './workspaces/workspace-service.ts';
+import { KeyService } from './accounts/key-service.ts';
+import { ProjectGateway } from './workspaces/project-gateway.ts';
+import { Provisioner } from './workspaces/provisioner.ts';
+import { ServingStats } from './inference/serving-stats.ts';
+import { SharedModelGateway } from './inference/shared-model-gateway.ts';
+import { SignInLimiter } from './accounts/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
-import { appProxyRoutes } from './http/routes/app-proxy-routes.ts';
-import { appRoutes } from './http/routes/app-routes.ts';
-import { dashboardRoutes } from './http/routes/dashboard-routes.ts';
-import { managementRoutes } from './http/routes/management-routes.ts';
-import { opsRoutes } from './http/routes/ops-routes.ts';
-import { projectInferenceRoutes } from './http/routes/project-inference-routes.ts';
-import { sessionRoutes } from './http/routes/session-routes.ts';
-import { sharedInferenceRoutes } from './http/routes/shared-inference-routes.ts';
-import { loadDashboardBundle } from './http/static-assets.ts';
+import { sessionErrorHeaders } from './accounts/session-cookie.ts';
+import { appProxyRoutes } from './apps/app-proxy-routes.ts';
+import { appRoutes } from './apps/app-routes.ts';
+import { dashboardRoutes } from './dashboard/dashboard-routes.ts';
+import { workspaceRoutes } from './workspaces/workspace-routes.ts';
+import { accountRoutes } from './accounts/account-routes.ts';
+import { statsRoutes } from './inference/stats-routes.ts';
+import { opsRoutes } from './ops/ops-routes.ts';
+import { projectInferenceRoutes } from './workspaces/project-inference-routes.ts';
+import { sessionRoutes } from './accounts/session-routes.ts';
+import { sharedInferenceRoutes } from './inference/shared-inference-routes.ts';
+import { loadDashboardBundle } from './dashboard/static-assets.ts';
 import { Disposables } from './lifecycle/disposables.ts';
 import { waitFor } from './lifecycle/wait-for.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
-import { ApiKeyRepository } from './store/api-key-repository.ts';
-import { AppRepository } from './store/app-repository.ts';
+import { ApiKeyRepository } from './accounts/api-key-repository.ts';
+import { AppRepository } from './apps/app-repository.ts';
 import { HearthStore } from './store/database.ts';
 import { loadMasterKey } from './store/master-key.ts';
-import { ProjectRepository } from './store/project-repository.ts';
-import { ProviderKeyCipher } from './store/provider-key-cipher.ts';
-import { SessionRepository } from './store/session-repository.ts';
-import { SETUP_TOKEN_TTL_MS, UserRepository } from './store/user-repository.ts';
-import { WorkspaceRepository } from './store/workspace-repository.ts';
+import { ProjectRepository } from './workspaces/project-repository.ts';
+import { ProviderKeyCipher } from './workspaces/provider-key-cipher.ts';
+import { SessionRepository } from './accounts/session-repository.ts';
+import { SETUP_TOKEN_TTL_MS, UserRepository } from './accounts/user-repository.ts';
+import { WorkspaceRepository } from './workspaces/workspace-repository.ts';
 
 export interface RunningHearth {
   port: number;
@@ -134,13 +138,16 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost);
   disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
   disposables.add('provisioner', () => provisioner.dispose());
-  const management = new ManagementService({ workspaces, projects, keys, provisioner, baseUrl: () => baseUrl, apps: appHost });
+  const workspaceService = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => baseUrl, apps: appHost });
+  const authenticated = { auth, session, bodyLimit: config.bodyLimit };
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
     ...sharedInferenceRoutes({ gateway, keys, limiter: new KeyLimiter(), bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
-    ...managementRoutes({ management, accounts, auth, stats, session, bodyLimit: config.bodyLimit }),
+    ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
+    ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
+    ...statsRoutes({ ...authenticated, stats }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
     ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
@@ -148,7 +155,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   ];
   let server;
   try {
-    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log, session, front: config.front, bodyLimit: Math.max(config.bodyLimit, config.appArchiveLimit, config.appProxyBodyLimit) });
+    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log, errorHeaders: sessionErrorHeaders(session), front: config.front, bodyLimit: Math.max(config.bodyLimit, config.appArchiveLimit, config.appProxyBodyLimit) });
   } catch (err) {
     await disposables.disposeAll(log);
     throw err;

@@ -13,10 +13,10 @@ import {
 } from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import type { ApiKeyRepository } from '../store/api-key-repository.ts';
-import { AppRepository } from '../store/app-repository.ts';
+import type { ApiKeyRepository } from '../accounts/api-key-repository.ts';
+import { AppRepository } from './app-repository.ts';
 import type { AppRecord, DeploymentRecord, DeploymentSource } from '../store/database.ts';
-import type { WorkspaceRepository } from '../store/workspace-repository.ts';
+import type { WorkspaceRepository } from '../workspaces/workspace-repository.ts';
 import { parseAppInput, parseAppPatch, parseRepositoryInput, parseRollbackInput } from './app-input.ts';
 import { type AppRunState, AppRuntime, type LaunchInput, type RuntimeOptions } from './app-runtime.ts';
 import { appView, type AppView, deploymentView, type DeploymentView } from './app-views.ts';

@@ -1,6 +1,6 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
-import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../store/api-key-repository.ts';
+import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../accounts/api-key-repository.ts';
 import { HearthStore, type KeyLimits } from '../store/database.ts';
 import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, splitArgs } from './cli-args.ts';
 

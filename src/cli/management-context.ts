@@ -1,18 +1,18 @@
 import { SERVE_SETTINGS, type SettingSpec } from '../config/config-spec.ts';
-import { ManagementService } from '../gateway/management-service.ts';
-import { Provisioner } from '../gateway/provisioner.ts';
+import { WorkspaceService } from '../workspaces/workspace-service.ts';
+import { Provisioner } from '../workspaces/provisioner.ts';
 import { createLogger } from '../log/logger.ts';
-import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../store/api-key-repository.ts';
+import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../accounts/api-key-repository.ts';
 import { HearthStore } from '../store/database.ts';
 import { loadMasterKey } from '../store/master-key.ts';
-import { ProjectRepository } from '../store/project-repository.ts';
-import { ProviderKeyCipher } from '../store/provider-key-cipher.ts';
-import { WorkspaceRepository } from '../store/workspace-repository.ts';
+import { ProjectRepository } from '../workspaces/project-repository.ts';
+import { ProviderKeyCipher } from '../workspaces/provider-key-cipher.ts';
+import { WorkspaceRepository } from '../workspaces/workspace-repository.ts';
 import { DATA_DIR_SETTING, JSON_SETTING } from './cli-args.ts';
 
 /**
  * What the `workspaces` and `projects` commands share: the options every one of them takes, and the
- * ManagementService over the data dir (the same code the HTTP API runs, so the CLI mirrors it). The CLI has
+ * WorkspaceService over the data dir (the same code the HTTP API runs, so the CLI mirrors it). The CLI has
  * no background loop: after a change it settles provisioning at once (a new Yam or project is ready, or
  * failed, when the command returns). Safe while a server runs on the same data dir (LMDB is multi-process).
  */
@@ -27,7 +27,7 @@ export const MANAGEMENT_SETTINGS: SettingSpec[] = [
 ];
 
 export interface ManagementContext {
-  management: ManagementService;
+  management: WorkspaceService;
   account: string;
   /** Runs provisioning tasks the last change started, and waits for them. */
   settle(): Promise<void>;
@@ -41,7 +41,7 @@ export async function withManagement<T>(options: Record<string, string | number 
   const workspaces = new WorkspaceRepository(store);
   const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
   const provisioner = new Provisioner(workspaces, projects, createLogger('error'), { delayMs: 0 });
-  const management = new ManagementService({ workspaces, projects, keys: new ApiKeyRepository(store), provisioner, baseUrl: () => String(options.publicUrl) });
+  const management = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => String(options.publicUrl) });
   try {
     return await fn({ management, account: String(options.account), settle: () => provisioner.settle() });
   } finally {

@@ -1,8 +1,8 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
-import { parseUserInput } from '../gateway/management-input.ts';
+import { parseUserInput } from '../accounts/account-input.ts';
 import { HearthStore } from '../store/database.ts';
-import { UserRepository, type UserView, userView } from '../store/user-repository.ts';
+import { UserRepository, type UserView, userView } from '../accounts/user-repository.ts';
 import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, splitArgs } from './cli-args.ts';
 import { readPassword } from './password-prompt.ts';
 

@@ -1,6 +1,6 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
-import type { WorkspaceView, YamView } from '../gateway/management-views.ts';
+import type { WorkspaceView, YamView } from '../workspaces/workspace-views.ts';
 import { ConfigError, splitArgs } from './cli-args.ts';
 import { MANAGEMENT_SETTINGS, print, withManagement } from './management-context.ts';
 

@@ -3,10 +3,9 @@ import uWS from 'uWebSockets.js';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { shuttingDown } from '../errors/index.ts';
-import type { HttpExchange } from './http-exchange.ts';
-import { locateHaproxy, type ManagedFront, startManagedFront } from './haproxy-front.ts';
+import type { EdgeStyle, HttpExchange } from './http-exchange.ts';
+import { locateHaproxy, type ManagedFront, startManagedFront } from '../front/haproxy-front.ts';
 import { mountRoutes, OPENAI_STYLE, type Route, type RouteHandler } from './router.ts';
-import { type SessionHttpOptions, sessionErrorHeaders } from './session-cookie.ts';
 
 /** `--front`: HAProxy in front of uWS (haproxy-front.ts); auto = when HAProxy 2.6+ is installed. */
 export type FrontMode = 'auto' | 'haproxy' | 'off';
@@ -21,8 +20,8 @@ export interface HttpServerOptions {
   front?: FrontMode;
   /** Largest body any route accepts (the front refuses larger declared bodies before Hearth sees them). */
   bodyLimit?: number;
-  /** The dashboard session cookie's options: every `session_expired` answer clears the cookie. Absent = no sessions. */
-  session?: SessionHttpOptions;
+  /** Headers added to an error answer (the dashboard's: a `session_expired` answer clears the session cookie). */
+  errorHeaders?: EdgeStyle['errorHeaders'];
 }
 
 export interface RunningHttpServer {
@@ -137,7 +136,7 @@ function listenUws(o: HttpServerOptions, at: { host: string; port: number }, fro
     ...OPENAI_STYLE,
     drainLimit: o.bodyLimit ?? MAX_BODY_DEFAULT,
     ...(frontSecret === undefined ? {} : { frontSecret }),
-    ...(o.session === undefined ? {} : { errorHeaders: sessionErrorHeaders(o.session) }),
+    ...(o.errorHeaders === undefined ? {} : { errorHeaders: o.errorHeaders }),
   };
   mountRoutes(app, o.routes.map((r) => ({ ...r, handler: counted(r.handler) })), observe, style);
   return new Promise((resolve, reject) => {

@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { digestsEqual, sha256 } from '../crypto/digest.ts';
 
 /**
  * High-entropy bearer credentials: `<prefix>_<id>_<secret>`. The id is public (it locates the record
@@ -40,7 +41,7 @@ export function sortableId(): string {
 }
 
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return sha256(text).toString('hex');
 }
 
 export function issueCredential(prefix: CredentialPrefix, id = randomId()): IssuedCredential {
@@ -78,7 +79,5 @@ export const UNKNOWN_ID_SECRET_HASH = sha256Hex(randomBytes(32).toString('base64
 
 /** Constant-time comparison of sha256(secret) against a stored hex hash. */
 export function secretMatches(secret: string, storedHashHex: string): boolean {
-  const presented = createHash('sha256').update(secret).digest();
-  const stored = Buffer.from(storedHashHex, 'hex');
-  return stored.length === presented.length && timingSafeEqual(presented, stored);
+  return digestsEqual(sha256(secret), Buffer.from(storedHashHex, 'hex'));
 }

@@ -3,13 +3,8 @@
  * The comparison is constant-time over SHA-256 digests, so neither the key's content nor its length
  * leaks through timing. The key itself is hashed once at construction and not kept.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-
-const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
-
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
+import { digestsEqual, sha256 } from '../crypto/digest.ts';
+import { bearerToken } from '../http/router.ts';
 
 export class BearerAuth {
   readonly #keyDigest: Buffer | null;
@@ -29,9 +24,8 @@ export class BearerAuth {
   /** `authorization` is the raw header value ('' when absent). */
   accepts(authorization: string): boolean {
     if (this.#keyDigest === null) return true;
-    const match = BEARER.exec(authorization);
-    const presented = sha256(match?.[1] ?? '');
+    const token = bearerToken(authorization);
     // Always compare, even for a missing header, so every rejection costs the same.
-    return timingSafeEqual(presented, this.#keyDigest) && match !== null;
+    return digestsEqual(sha256(token ?? ''), this.#keyDigest) && token !== undefined;
   }
 }

@@ -6,7 +6,7 @@ import { type HearthProcess, hearthCli, startHearthProcess } from '../helpers/he
 import { portFree } from '../helpers/ports.ts';
 
 /**
- * The managed HTTP front's life (src/http/haproxy-front.ts): it starts with `hearth serve`, is started again if it
+ * The managed HTTP front's life (src/front/haproxy-front.ts): it starts with `hearth serve`, is started again if it
  * dies, stops with Hearth (signal or crash), and `--front off` / a taken port behave as documented.
  */
 const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].some((bin) => spawnSync(bin, ['-v']).status === 0);

@@ -1,6 +1,6 @@
 /**
  * The dashboard's client-side paths. The server answers each of these with index.html
- * (src/http/routes/dashboard-routes.ts); test/unit/http/dashboard-routes.test.ts checks both lists agree.
+ * (src/dashboard/dashboard-routes.ts); test/unit/dashboard/dashboard-routes.test.ts checks both lists agree.
  * Pure: no DOM, importable from Node.
  */
 export const PAGE_PATTERNS = {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppHost } from '../../../src/apps/app-host.ts';
 import { type RunningHttpServer, startHttpServer } from '../../../src/http/http-server.ts';
 import type { Route } from '../../../src/http/router.ts';
-import { appProxyRoutes } from '../../../src/http/routes/app-proxy-routes.ts';
+import { appProxyRoutes } from '../../../src/apps/app-proxy-routes.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { rawExchange } from '../../helpers/raw-http.ts';

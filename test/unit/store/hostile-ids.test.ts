@@ -21,11 +21,11 @@ vi.mock('../../../src/store/secrets.ts', async (importOriginal) => {
   };
 });
 
-const { ApiKeyRepository } = await import('../../../src/store/api-key-repository.ts');
+const { ApiKeyRepository } = await import('../../../src/accounts/api-key-repository.ts');
 const { HearthStore, keyFits, MAX_KEY_BYTES } = await import('../../../src/store/database.ts');
-const { ProjectRepository } = await import('../../../src/store/project-repository.ts');
-const { ProviderKeyCipher } = await import('../../../src/store/provider-key-cipher.ts');
-const { WorkspaceRepository } = await import('../../../src/store/workspace-repository.ts');
+const { ProjectRepository } = await import('../../../src/workspaces/project-repository.ts');
+const { ProviderKeyCipher } = await import('../../../src/workspaces/provider-key-cipher.ts');
+const { WorkspaceRepository } = await import('../../../src/workspaces/workspace-repository.ts');
 const { parseCredential, issueCredential } = await import('../../../src/store/secrets.ts');
 
 let dir: string;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { decodeMasterKey, loadMasterKey, MASTER_KEY_FILE, MasterKeyError } from '../../../src/store/master-key.ts';
-import { lastFour, ProviderKeyCipher } from '../../../src/store/provider-key-cipher.ts';
+import { lastFour, ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 
 let dir: string;
 beforeEach(() => {

@@ -1,0 +1,146 @@
+import { unauthorized } from '../errors/index.ts';
+import type { ApiKeyRecord, HearthStore, KeyLimits } from '../store/database.ts';
+import { issueCredential, parseCredential, randomId, secretMatches, UNKNOWN_ID_SECRET_HASH } from '../store/secrets.ts';
+
+/** What the API and CLI show of a key: never the secret or its hash. */
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  accountId: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+  limits: KeyLimits;
+}
+
+export interface CreatedApiKey extends ApiKeyView {
+  /** The whole key; shown once. */
+  key: string;
+}
+
+export interface AuthenticatedKey {
+  keyId: string;
+  accountId: string;
+  /** The key's limits as stored now (a PATCH applies to the next request). */
+  limits: KeyLimits;
+}
+
+export const NO_LIMITS: KeyLimits = Object.freeze({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
+
+export const DEFAULT_ACCOUNT_ID = 'default';
+/** How often `lastUsedAt` is written for a busy key (a write per request would cost throughput). */
+const LAST_USED_RESOLUTION_MS = 60_000;
+const VERIFIED_CACHE_LIMIT = 10_000;
+
+function view(r: ApiKeyRecord): ApiKeyView {
+  return { id: r.id, name: r.name, accountId: r.accountId, createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt, limits: { ...NO_LIMITS, ...r.limits } };
+}
+
+/** API keys of accounts. Lookup is by the key's public id (no scans), then a constant-time hash compare. */
+export class ApiKeyRepository {
+  private readonly lastUsedWritten = new Map<string, number>();
+  /** Presented key -> the record it was verified against. Bounded; holds nothing not already in memory per request. */
+  private readonly verified = new Map<string, { id: string; secretHash: string }>();
+
+  constructor(private readonly store: HearthStore) {}
+
+  async create(name: string, accountId: string = DEFAULT_ACCOUNT_ID, limits: KeyLimits = NO_LIMITS): Promise<CreatedApiKey> {
+    const { apiKeys, accounts, index } = this.store.dbs;
+    const cred = issueCredential('hk', randomId());
+    const now = new Date().toISOString();
+    const record: ApiKeyRecord = { id: cred.id, accountId, name, secretHash: cred.secretHash, createdAt: now, lastUsedAt: null, revokedAt: null, limits: { ...limits } };
+    await this.store.transaction(() => {
+      if (accounts.get(accountId) === undefined) accounts.put(accountId, { id: accountId, name: accountId, createdAt: now });
+      apiKeys.put(record.id, record);
+      index.put(['key', accountId, record.id], true);
+    });
+    return { ...view(record), key: cred.plaintext };
+  }
+
+  list(accountId?: string): ApiKeyView[] {
+    const { apiKeys, index } = this.store.dbs;
+    if (accountId === undefined) return [...apiKeys.getRange()].map(({ value }) => view(value));
+    const out: ApiKeyView[] = [];
+    for (const { key } of index.getRange({ start: ['key', accountId], end: ['key', accountId, '\uffff'] })) {
+      const record = apiKeys.get(String(key[2]));
+      if (record) out.push(view(record));
+    }
+    return out;
+  }
+
+  get(id: string): ApiKeyView | undefined {
+    const r = this.store.dbs.apiKeys.get(id);
+    return r ? view(r) : undefined;
+  }
+
+  /** Revokes at once: the next request with the key is Unauthorized. False when no such key (for that account). */
+  async revoke(id: string, accountId?: string): Promise<boolean> {
+    const { apiKeys } = this.store.dbs;
+    return this.store.transaction(() => {
+      const r = apiKeys.get(id);
+      if (!r || (accountId !== undefined && r.accountId !== accountId)) return false;
+      if (r.revokedAt === null) apiKeys.put(id, { ...r, revokedAt: new Date().toISOString() });
+      return true;
+    });
+  }
+
+  /**
+   * Renames a key and/or changes its limits (a limit left undefined keeps its value). Undefined when there
+   * is no such key for the account; a revoked key can still be renamed but stays revoked.
+   */
+  async update(id: string, accountId: string, change: { name?: string | undefined; limits?: Partial<KeyLimits> | undefined }): Promise<ApiKeyView | undefined> {
+    const { apiKeys } = this.store.dbs;
+    return this.store.transaction(() => {
+      const r = apiKeys.get(id);
+      if (!r || r.accountId !== accountId) return undefined;
+      const limits = { ...NO_LIMITS, ...r.limits };
+      for (const k of ['requestsPerMinute', 'tokensPerMinute', 'maxConcurrent'] as const) if (change.limits?.[k] !== undefined) limits[k] = change.limits[k];
+      const updated: ApiKeyRecord = { ...r, name: change.name ?? r.name, limits };
+      apiKeys.put(id, updated);
+      return view(updated);
+    });
+  }
+
+  /**
+   * Verifies a presented bearer key; throws `unauthorized()` for anything but a live, matching key.
+   * The record is read on every call (a revocation, from this process or the CLI, is seen at once); what is
+   * cached is only the expensive part for a key already verified: parsing and the SHA-256 of its secret.
+   */
+  authenticate(presented: string | undefined): AuthenticatedKey {
+    if (!presented) throw unauthorized();
+    let verified = this.verified.get(presented);
+    if (verified === undefined) {
+      const parsed = parseCredential('hk', presented);
+      if (!parsed) throw unauthorized();
+      const record = this.store.dbs.apiKeys.get(parsed.id);
+      // One hash and one constant-time compare whether or not the id exists (README "Limits").
+      const matches = secretMatches(parsed.secret, record?.secretHash ?? UNKNOWN_ID_SECRET_HASH);
+      if (!record || record.revokedAt !== null || !matches) throw unauthorized();
+      verified = { id: record.id, secretHash: record.secretHash };
+      if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
+      this.verified.set(presented, verified);
+    }
+    const record = this.store.dbs.apiKeys.get(verified.id);
+    // The stored hash must still be the one the secret was verified against (same record, not re-created).
+    if (!record || record.revokedAt !== null || record.secretHash !== verified.secretHash) {
+      this.verified.delete(presented);
+      throw unauthorized();
+    }
+    this.touch(record);
+    return { keyId: record.id, accountId: record.accountId, limits: record.limits ?? NO_LIMITS };
+  }
+
+  private touch(record: ApiKeyRecord): void {
+    const now = Date.now();
+    const last = this.lastUsedWritten.get(record.id) ?? 0;
+    if (now - last < LAST_USED_RESOLUTION_MS) return;
+    this.lastUsedWritten.set(record.id, now);
+    const { apiKeys } = this.store.dbs;
+    void this.store
+      .transaction(() => {
+        const current = apiKeys.get(record.id);
+        if (current) apiKeys.put(record.id, { ...current, lastUsedAt: new Date(now).toISOString() });
+      })
+      .catch(() => {});
+  }
+}

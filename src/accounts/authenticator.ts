@@ -1,0 +1,61 @@
+import { originMismatch, sessionExpired } from '../errors/index.ts';
+import type { KeyLimits, UserRole } from '../store/database.ts';
+import type { SessionRepository } from './session-repository.ts';
+import type { UserRepository } from './user-repository.ts';
+
+/** Resolves a presented bearer key to its owner, or throws `unauthorized()` (401). Implemented by the key store. */
+export interface KeyAuthenticator {
+  authenticate(presented: string | undefined): { keyId: string; accountId: string; limits: KeyLimits };
+}
+
+/** Who makes a management request: an API key of an account, or a signed-in user of one. */
+export type Principal =
+  | { kind: 'key'; accountId: string; keyId: string }
+  | { kind: 'session'; accountId: string; userId: string; role: UserRole; sessionEndsAt: number };
+
+/** What the HTTP layer read from a management request (plain data: this layer knows no HTTP). */
+export interface PresentedCredentials {
+  /**
+   * The Authorization header ('' when absent). When it is a Bearer header (well-formed or not) it decides,
+   * and the cookie is not looked at; another scheme (a proxy's Basic credentials) is not Hearth's.
+   */
+  authorization: string;
+  /** The Bearer token of that header, if it is one. */
+  bearer: string | undefined;
+  /** The `hearth_session` cookie value, if any. */
+  sessionToken: string | undefined;
+  /** Whether the request changes something (POST, PUT, PATCH, DELETE). */
+  changes: boolean;
+  /** Whether its Origin header names the service's own origin. */
+  sameOrigin: boolean;
+}
+
+/** Whether an Authorization header uses the Bearer scheme (any case), with or without a usable token. */
+const BEARER_SCHEME = /^bearer(?:[ \t]|$)/i;
+
+/**
+ * Authenticates `/api/v1` management requests: a Bearer API key, or else the session cookie. A request
+ * made with the cookie that changes something must come from the service's own origin (CSRF), else 403
+ * `origin_mismatch`. A cookie whose session ended, or whose user was removed, is 401 `session_expired`;
+ * nothing presented is 401 `invalid_api_key`. The user's role is read on every request, so a role change
+ * or removal applies at once. Main thread.
+ */
+export class ManagementAuthenticator {
+  constructor(
+    private readonly keys: KeyAuthenticator,
+    private readonly sessions: SessionRepository,
+    private readonly users: UserRepository,
+  ) {}
+
+  authenticate(c: PresentedCredentials): Principal {
+    if (BEARER_SCHEME.test(c.authorization) || c.sessionToken === undefined) {
+      const k = this.keys.authenticate(c.bearer);
+      return { kind: 'key', accountId: k.accountId, keyId: k.keyId };
+    }
+    const session = this.sessions.resolve(c.sessionToken);
+    const user = session && this.users.get(session.userId);
+    if (!session || !user || user.accountId !== session.accountId) throw sessionExpired();
+    if (c.changes && !c.sameOrigin) throw originMismatch();
+    return { kind: 'session', accountId: user.accountId, userId: user.id, role: user.role, sessionEndsAt: session.endsAt };
+  }
+}

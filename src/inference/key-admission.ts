@@ -1,0 +1,41 @@
+import type { KeyAuthenticator } from '../accounts/authenticator.ts';
+import type { InferenceCaller } from './prompt-cache-scope.ts';
+import type { KeyLimiter } from '../accounts/key-limiter.ts';
+import { invalidRequest } from '../errors/index.ts';
+import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
+import type { HttpExchange } from '../http/http-exchange.ts';
+import { bearerToken } from '../http/router.ts';
+
+/**
+ * The shared model's generation routes (chat completions, responses) behind the caller's API key and its
+ * limits: authenticates and admits synchronously (call it before the handler's first await), sends the
+ * x-ratelimit-* headers, then runs `answer` with the parsed body (the route declares `body: {kind: 'json'}`), `meter`, which wraps a ChatDeltaSink so
+ * the finish delta's tokens count against the key, and the caller (key and account: the generation's prompt-cache partition). The lease is released on every path (answered, failed,
+ * or the client went away). `token`: the key as the caller's API sends it (default: `Authorization: Bearer`).
+ */
+export async function withKeyAdmission(
+  ex: HttpExchange,
+  keys: KeyAuthenticator,
+  limiter: KeyLimiter,
+  answer: (json: unknown, meter: (sink: ChatDeltaSink) => ChatDeltaSink, caller: InferenceCaller) => Promise<void>,
+  token: string | undefined = bearerToken(ex.authorization),
+): Promise<void> {
+  const key = keys.authenticate(token);
+  const admission = limiter.admit(key.keyId, key.limits);
+  ex.addHeaders(admission.headers);
+  if (!admission.ok) throw admission.error;
+  const { lease } = admission;
+  try {
+    const json = await ex.json(); // the route declares body: {kind: 'json'}
+    if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
+    await answer(json, (sink) => ({
+      push: (delta) => {
+        if (delta.type === 'finish' && delta.usage !== undefined) lease.recordTokens(delta.usage.promptTokens + delta.usage.completionTokens);
+        sink.push(delta);
+      },
+      fail: (e) => sink.fail(e),
+    }), { keyId: key.keyId, accountId: key.accountId });
+  } finally {
+    lease.release();
+  }
+}

@@ -1,0 +1,46 @@
+import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
+import { validateChatRequest } from '../protocol/validate-chat-request.ts';
+import { chatCompletionFormat } from './chat-responder.ts';
+import { bearerToken, type Route } from '../http/router.ts';
+import { completionsRoutes } from './completions-routes.ts';
+import { messagesRoutes } from './messages-routes.ts';
+import { responsesRoutes } from './responses-routes.ts';
+
+const JSON_HEADERS = [['content-type', 'application/json']] as const;
+
+export type SharedInferenceRouteDeps = GenerationRouteDeps;
+
+/**
+ * The shared, OpenAI-compatible endpoint: /api/inference/v1/{chat/completions,models,models/{id},responses,completions,
+ * messages,messages/count_tokens}.
+ * A model id holds a `/`: `GET /models/{id}` takes it percent-encoded (`local%2Fm`, as the SDKs send it) or
+ * as two path segments (`local/m`).
+ */
+export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
+  const retrieveModel: Route['handler'] = (ex) => {
+    const key = d.keys.authenticate(bearerToken(ex.authorization));
+    ex.addHeaders(d.limiter.peek(key.keyId, key.limits));
+    ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS);
+  };
+  return [
+    generationRoute(d, { pattern: '/api/inference/v1/chat/completions', name: 'chat_completions' }, (json) => {
+      const request = validateChatRequest(json);
+      return { stream: request.stream, format: chatCompletionFormat(d.gateway.modelId, request.includeUsage), start: (sink, caller) => d.gateway.startChat(request, sink, caller) };
+    }),
+    {
+      method: 'GET',
+      pattern: '/api/inference/v1/models',
+      name: 'models',
+      handler: (ex) => {
+        const key = d.keys.authenticate(bearerToken(ex.authorization));
+        ex.addHeaders(d.limiter.peek(key.keyId, key.limits));
+        ex.send(200, d.gateway.modelsBody(), JSON_HEADERS);
+      },
+    },
+    { method: 'GET', pattern: '/api/inference/v1/models/:id', name: 'model', handler: retrieveModel },
+    { method: 'GET', pattern: '/api/inference/v1/models/:namespace/:name', name: 'model', handler: retrieveModel },
+    ...responsesRoutes(d),
+    ...completionsRoutes(d),
+    ...messagesRoutes(d),
+  ];
+}

@@ -1,0 +1,45 @@
+import type { SharedModelGateway } from '../inference/shared-model-gateway.ts';
+import { unauthorized } from '../errors/index.ts';
+import type { Metrics } from '../metrics/metrics.ts';
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { bearerToken, type Route } from '../http/router.ts';
+
+export interface OpsRouteDeps {
+  gateway: SharedModelGateway;
+  metrics: Metrics;
+  /** When set, /metrics requires `Authorization: Bearer <metricsToken>`. */
+  metricsToken: string | undefined;
+}
+
+function sameSecret(a: string, b: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}
+
+/** Public health (warming / ready / failed) and Prometheus metrics. */
+export function opsRoutes(d: OpsRouteDeps): Route[] {
+  return [
+    {
+      method: 'GET',
+      pattern: '/health',
+      name: 'health',
+      handler: (ex) => {
+        const h = d.gateway.health();
+        ex.sendJson(h.status, h.body, h.status === 503 && h.body.state !== 'failed' ? [['retry-after', '120']] : []);
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/metrics',
+      name: 'metrics',
+      handler: async (ex) => {
+        if (d.metricsToken !== undefined) {
+          const presented = bearerToken(ex.authorization);
+          if (presented === undefined || !sameSecret(presented, d.metricsToken)) throw unauthorized();
+        }
+        ex.onAbort(() => {});
+        const text = await d.metrics.registry.metrics();
+        ex.send(200, text, [['content-type', d.metrics.registry.contentType]]);
+      },
+    },
+  ];
+}

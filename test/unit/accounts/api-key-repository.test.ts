@@ -1,0 +1,93 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ApiError } from '../../../src/errors/index.ts';
+import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
+import { HearthStore } from '../../../src/store/database.ts';
+import { secretPart } from '../../helpers/credentials.ts';
+
+let dir: string;
+let store: HearthStore;
+let keys: ApiKeyRepository;
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-keys-'));
+  store = HearthStore.open(dir);
+  keys = new ApiKeyRepository(store);
+});
+afterEach(async () => {
+  await store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const expectUnauthorized = (fn: () => unknown) => {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ApiError);
+    expect((e as ApiError).status).toBe(401);
+    expect((e as ApiError).message).toBe('Unauthorized');
+    return;
+  }
+  throw new Error('expected Unauthorized');
+};
+
+describe('ApiKeyRepository', () => {
+  it('authenticates a created key and never stores or lists its secret', async () => {
+    const created = await keys.create('ci', 'acct1');
+    expect(keys.authenticate(created.key)).toEqual({ keyId: created.id, accountId: 'acct1', limits: { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null } });
+    const listed = keys.list('acct1');
+    expect(listed).toHaveLength(1);
+    expect(JSON.stringify(listed)).not.toContain(secretPart(created.key));
+    const raw = JSON.stringify(store.dbs.apiKeys.get(created.id));
+    expect(raw).not.toContain(secretPart(created.key));
+  });
+
+  it('rejects missing, malformed, unknown and tampered keys', async () => {
+    const created = await keys.create('x');
+    expectUnauthorized(() => keys.authenticate(undefined));
+    expectUnauthorized(() => keys.authenticate('nope'));
+    expectUnauthorized(() => keys.authenticate(created.key.slice(0, -1) + (created.key.endsWith('A') ? 'B' : 'A')));
+    expectUnauthorized(() => keys.authenticate(created.key.replace(created.id, 'zzzzzzzzzzzz')));
+  });
+
+  it('revocation takes effect at once and is scoped to the account', async () => {
+    const a = await keys.create('a', 'acct1');
+    expect(await keys.revoke(a.id, 'acct2')).toBe(false);
+    keys.authenticate(a.key);
+    expect(await keys.revoke(a.id, 'acct1')).toBe(true);
+    expectUnauthorized(() => keys.authenticate(a.key));
+    expect(keys.list('acct1')[0]!.revokedAt).not.toBeNull();
+    expect(await keys.revoke('missing')).toBe(false);
+  });
+
+  it('lists keys per account', async () => {
+    await keys.create('a', 'acct1');
+    await keys.create('b', 'acct2');
+    await keys.create('c', 'acct1');
+    expect(keys.list('acct1').map((k) => k.name).sort()).toEqual(['a', 'c']);
+    expect(keys.list('acct2').map((k) => k.name)).toEqual(['b']);
+  });
+
+  it('sees keys written by another process-level handle on the same data dir', async () => {
+    const other = HearthStore.open(dir);
+    try {
+      const created = await new ApiKeyRepository(other).create('from-cli');
+      expect(keys.authenticate(created.key).keyId).toBe(created.id);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('stores limits at creation, changes them by update (partial), and authenticate reads them fresh', async () => {
+    const k = await keys.create('lim', 'acct1', { requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2 });
+    expect(k.limits).toEqual({ requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2 });
+    expect(keys.authenticate(k.key).limits).toEqual({ requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2 });
+    expect(await keys.update(k.id, 'acct2', { limits: { maxConcurrent: 5 } })).toBeUndefined();
+    const updated = await keys.update(k.id, 'acct1', { name: 'renamed', limits: { tokensPerMinute: 1000, requestsPerMinute: null } });
+    expect(updated).toMatchObject({ name: 'renamed', limits: { requestsPerMinute: null, tokensPerMinute: 1000, maxConcurrent: 2 } });
+    expect(keys.authenticate(k.key).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: 1000, maxConcurrent: 2 });
+    expect(JSON.stringify(keys.list('acct1'))).not.toContain(k.key.slice(`hk_${k.id}_`.length));
+  });
+});
