@@ -43,7 +43,7 @@ module.exports = {
 
     // Features.
     only('accounts', [...LEAVES, 'crypto', 'http', 'metrics', 'store']),
-    only('inference', [...LEAVES, 'accounts', 'engine', 'http', 'metrics', 'protocol']),
+    only('inference', [...LEAVES, 'accounts', 'engine', 'http', 'metrics', 'protocol', 'store']),
     only('providers', [...LEAVES, 'protocol']),
     only('workspaces', [...LEAVES, 'accounts', 'http', 'inference', 'metrics', 'protocol', 'providers', 'store']),
     only('apps', [...LEAVES, 'accounts', 'config', 'http', 'metrics', 'protocol', 'store', 'workspaces']),

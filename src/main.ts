@@ -29,6 +29,7 @@ import { opsRoutes } from './ops/ops-routes.ts';
 import { projectInferenceRoutes } from './workspaces/project-inference-routes.ts';
 import { sessionRoutes } from './accounts/session-routes.ts';
 import { sharedInferenceRoutes } from './inference/shared-inference-routes.ts';
+import { ResponseRepository } from './inference/response-repository.ts';
 import { loadDashboardBundle } from './dashboard/static-assets.ts';
 import { Disposables } from './lifecycle/disposables.ts';
 import { waitFor } from './lifecycle/wait-for.ts';
@@ -93,6 +94,11 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const projects = new ProjectRepository(store, cipher);
   const users = new UserRepository(store);
   const sessions = new SessionRepository(store, { idleMs: config.sessionIdleMs, maxAgeMs: config.sessionMaxAgeMs });
+  const responses = new ResponseRepository(store, config.responsesTtlDays);
+  const sweepResponses = () => void responses.sweep().catch((err: unknown) => log.warn('stored responses sweep failed', { error: String(err) }));
+  sweepResponses();
+  const responseSweep = setInterval(sweepResponses, 3_600_000).unref();
+  disposables.add('responses sweep', () => clearInterval(responseSweep));
   const metrics = createMetrics();
   const source = resolveModelSource(config.model, config.modelId);
   const engine = new LocalEngine(
@@ -143,7 +149,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
-    ...sharedInferenceRoutes({ gateway, keys, limiter: new KeyLimiter(), bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...sharedInferenceRoutes({ gateway, keys, responses, limiter: new KeyLimiter(), bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),

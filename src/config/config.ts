@@ -47,6 +47,7 @@ export interface Config {
   /** Dashboard session idle and absolute lifetimes, ms. */
   sessionIdleMs: number;
   sessionMaxAgeMs: number;
+  responsesTtlDays: number;
   /** Whether X-Forwarded-For names the client (sign-in limits per address). */
   trustProxy: boolean;
   /** What parses HTTP on the public socket (http-server.ts FrontMode). */

@@ -30,6 +30,9 @@ export const unauthorized = (message = 'Unauthorized') =>
 export const notFound = (message: string, code: string) =>
   new ApiError({ status: 404, type: 'not_found_error', message, param: null, code });
 
+export const responseNotFound = (id: string, param: string | null = null) =>
+  new ApiError({ status: 404, type: 'invalid_request_error', message: `Response with id '${id}' not found.`, param, code: param === null ? 'response_not_found' : 'previous_response_not_found' });
+
 export const modelNotFound = (model: string) =>
   new ApiError({ status: 404, type: 'not_found_error', message: `The model '${model}' does not exist`, param: 'model', code: 'model_not_found' });
 

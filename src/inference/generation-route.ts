@@ -29,13 +29,13 @@ export interface GenerationAnswer {
 /**
  * A `POST` route that generates with the shared model (chat completions, Responses, completions, Messages): a JSON
  * body under --body-limit, the caller's key admitted under its limits (withKeyAdmission), the body validated by
- * `plan` into an answer, then the one responder (respondWith) with the generation metered against the key.
+ * `plan` (which knows the caller) into an answer, then the one responder (respondWith) with the generation metered against the key.
  * `errorBody` / `token`: the API's own error shape and where it carries the key (default: Authorization: Bearer).
  */
 export function generationRoute(
   d: GenerationRouteDeps,
   spec: { pattern: string; name: string; errorBody?: Route['errorBody']; token?: (ex: HttpExchange) => string | undefined },
-  plan: (json: unknown) => GenerationAnswer,
+  plan: (json: unknown, caller: InferenceCaller) => GenerationAnswer,
 ): Route {
   return {
     method: 'POST',
@@ -45,7 +45,7 @@ export function generationRoute(
     ...(spec.errorBody ? { errorBody: spec.errorBody } : {}),
     handler: (ex) =>
       withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
-        const a = plan(json);
+        const a = plan(json, caller);
         await respondWith(ex, { stream: a.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, a.format, (sink) => a.start(meter(sink), caller));
       }, spec.token?.(ex)),
   };

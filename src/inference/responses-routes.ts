@@ -1,38 +1,143 @@
 import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
+import { invalidRequest, responseNotFound } from '../errors/index.ts';
 import { type ResponseEvent, ResponseRenderer } from '../protocol/responses-events.ts';
-import { validateResponsesRequest } from '../protocol/responses-request.ts';
+import { type ResponsesRequest, validateResponsesRequest } from '../protocol/responses-request.ts';
+import type { ChatMessage, ToolCall } from '../protocol/chat-request.ts';
 import { type AnswerFormat } from './chat-responder.ts';
-import type { Route } from '../http/router.ts';
+import type { InferenceCaller } from './prompt-cache-scope.ts';
+import type { ResponseRepository } from './response-repository.ts';
+import type { HttpExchange } from '../http/http-exchange.ts';
+import { bearerToken, type Route } from '../http/router.ts';
 
-export type ResponsesRouteDeps = GenerationRouteDeps;
+export interface ResponsesRouteDeps extends GenerationRouteDeps {
+  /** Where `store`d responses live (and `previous_response_id` finds them). */
+  responses: ResponseRepository;
+}
 
 /** One named SSE event, as OpenAI frames Responses API streams (`event:` line + `data:` line; no [DONE]). */
 const sseEvent = (e: ResponseEvent) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+const JSON_HEADERS = [['content-type', 'application/json']] as const;
+type Json = Record<string, unknown>;
 
 /**
- * `POST /api/inference/v1/responses`: the OpenAI Responses API over the shared model, stateless. The request
- * becomes a chat request for the gateway; its ChatDeltas are rendered by ResponseRenderer as one Response
- * object or as the event stream, by the one responder (chat-responder.ts: commit late, keep-alive, backpressure,
- * cancel on disconnect); a failure after commit is one `event: error` and the end of the stream.
+ * The OpenAI Responses API over the shared model.
+ * `POST /api/inference/v1/responses`: the request becomes a chat request for the gateway — after the stored
+ * conversation of `previous_response_id` when one is named (the caller's account's, else 404
+ * previous_response_not_found) — and its ChatDeltas are rendered by ResponseRenderer as one Response object or
+ * as the event stream, by the one responder (chat-responder.ts); a failure after commit is one `event: error`.
+ * With `store` (the default) the finished response is written before its last bytes go out.
+ * `GET` / `DELETE /responses/{id}` and `GET /responses/{id}/input_items`: the caller's account's stored
+ * responses only; another account's id is answered as an unknown one (404 response_not_found).
  */
 export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
+  /** The caller's account, from its API key (synchronously, before any await). */
+  const accountOf = (ex: HttpExchange) => {
+    const key = d.keys.authenticate(bearerToken(ex.authorization));
+    ex.addHeaders(d.limiter.peek(key.keyId, key.limits));
+    return key.accountId;
+  };
+  const stored = (ex: HttpExchange) => {
+    const id = ex.params[0]!;
+    const r = d.responses.get(accountOf(ex), id);
+    if (r === undefined) throw responseNotFound(id);
+    return r;
+  };
   return [
-    generationRoute(d, { pattern: '/api/inference/v1/responses', name: 'responses' }, (json) => {
+    generationRoute(d, { pattern: '/api/inference/v1/responses', name: 'responses' }, (json, caller) => {
       const request = validateResponsesRequest(json);
+      const history = previousHistory(d.responses, request, caller);
+      const chat = { ...request.chat, messages: [...request.instructionMessages, ...history, ...request.inputMessages] };
       const renderer = new ResponseRenderer(d.gateway.modelId, request.echo, request.includeLogprobs);
-      return { stream: request.chat.stream, format: responsesFormat(renderer), start: (sink, caller) => d.gateway.startChat(request.chat, sink, caller) };
+      const keep = (response: Json) => {
+        if (!request.store) return;
+        d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
+      };
+      return { stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c) => d.gateway.startChat(chat, sink, c) };
     }),
+    {
+      method: 'GET',
+      pattern: '/api/inference/v1/responses/:id',
+      name: 'response',
+      handler: (ex) => ex.send(200, JSON.stringify(stored(ex).response), JSON_HEADERS),
+    },
+    {
+      method: 'DELETE',
+      pattern: '/api/inference/v1/responses/:id',
+      name: 'response',
+      handler: (ex) => {
+        const id = ex.params[0]!;
+        if (!d.responses.delete(accountOf(ex), id)) throw responseNotFound(id);
+        ex.send(200, JSON.stringify({ id, object: 'response', deleted: true }), JSON_HEADERS);
+      },
+    },
+    {
+      method: 'GET',
+      pattern: '/api/inference/v1/responses/:id/input_items',
+      name: 'response_input_items',
+      handler: (ex) => {
+        const r = stored(ex);
+        ex.send(200, JSON.stringify(inputItemsPage(r.inputItems, new URLSearchParams(ex.query))), JSON_HEADERS);
+      },
+    },
   ];
 }
 
-/** The Responses API's answer format: one Response object, or named events (no [DONE]). */
-function responsesFormat(renderer: ResponseRenderer): AnswerFormat {
+/** The stored conversation a continuation starts from ([] without `previous_response_id`). */
+function previousHistory(responses: ResponseRepository, request: ResponsesRequest, caller: InferenceCaller): ChatMessage[] {
+  if (request.previousResponseId === null) return [];
+  const previous = responses.get(caller.accountId, request.previousResponseId);
+  if (previous === undefined) throw responseNotFound(request.previousResponseId, 'previous_response_id');
+  return previous.history;
+}
+
+/** A finished Response's output as the assistant's chat turn: its text, and its function calls. */
+function assistantTurn(response: Json): ChatMessage {
+  let content = '';
+  const toolCalls: ToolCall[] = [];
+  for (const item of (response.output as Json[]) ?? []) {
+    if (item.type === 'message') for (const part of (item.content as Json[]) ?? []) content += typeof part.text === 'string' ? part.text : '';
+    if (item.type === 'function_call') toolCalls.push({ id: String(item.call_id), name: String(item.name), arguments: String(item.arguments) });
+  }
+  return toolCalls.length > 0 ? { role: 'assistant', content, toolCalls } : { role: 'assistant', content };
+}
+
+const MAX_PAGE = 100;
+
+/** One page of input items, as OpenAI lists them: `limit` 1-100 (20), `order` desc (default) or asc, `after` an item id. */
+function inputItemsPage(items: Json[], q: URLSearchParams): Json {
+  const limitText = q.get('limit');
+  const limit = limitText === null ? 20 : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalidRequest(`'limit' must be an integer from 1 to ${MAX_PAGE}`, 'limit', 'invalid_value');
+  const order = q.get('order') ?? 'desc';
+  if (order !== 'asc' && order !== 'desc') throw invalidRequest("'order' must be 'asc' or 'desc'", 'order', 'invalid_value');
+  const ordered = order === 'asc' ? items : [...items].reverse();
+  const after = q.get('after');
+  let from = 0;
+  if (after !== null) {
+    const at = ordered.findIndex((item) => item.id === after);
+    if (at < 0) throw invalidRequest(`'after' names no input item of this response`, 'after', 'invalid_value');
+    from = at + 1;
+  }
+  const data = ordered.slice(from, from + limit);
+  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: from + limit < ordered.length };
+}
+
+/** The Responses API's answer format: one Response object, or named events (no [DONE]); `keep` stores the finished response first. */
+function responsesFormat(renderer: ResponseRenderer, keep: (response: Json) => void): AnswerFormat {
   return {
     push: (d) => { renderer.push(d); },
-    body: () => renderer.response(),
+    body: () => {
+      const response = renderer.response();
+      keep(response);
+      return response;
+    },
     // response.created / in_progress come first whenever the stream commits (they show an empty output).
     streamHead: () => renderer.start().map(sseEvent).join(''),
-    streamEvent: (d) => renderer.push(d).map(sseEvent).join(''),
+    streamEvent: (d) => {
+      const events = renderer.push(d);
+      if (d.type === 'finish') keep(renderer.response());
+      return events.map(sseEvent).join('');
+    },
     streamError: (e) => `event: error\ndata: ${JSON.stringify({ type: 'error', ...e.toBody() })}\n\n`,
   };
 }

@@ -4,15 +4,16 @@ import { chatCompletionFormat } from './chat-responder.ts';
 import { bearerToken, type Route } from '../http/router.ts';
 import { completionsRoutes } from './completions-routes.ts';
 import { messagesRoutes } from './messages-routes.ts';
-import { responsesRoutes } from './responses-routes.ts';
+import { responsesRoutes, type ResponsesRouteDeps } from './responses-routes.ts';
 
 const JSON_HEADERS = [['content-type', 'application/json']] as const;
 
-export type SharedInferenceRouteDeps = GenerationRouteDeps;
+export type SharedInferenceRouteDeps = GenerationRouteDeps & ResponsesRouteDeps;
 
 /**
  * The shared, OpenAI-compatible endpoint: /api/inference/v1/{chat/completions,models,models/{id},responses,completions,
- * messages,messages/count_tokens}.
+ * messages,messages/count_tokens}
+ * (and GET/DELETE /responses/{id}, GET /responses/{id}/input_items).
  * A model id holds a `/`: `GET /models/{id}` takes it percent-encoded (`local%2Fm`, as the SDKs send it) or
  * as two path segments (`local/m`).
  */

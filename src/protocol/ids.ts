@@ -13,3 +13,8 @@ export function unixSeconds(): number {
 export function newTextCompletionId(): string {
   return `cmpl-${randomBytes(18).toString('base64url')}`;
 }
+
+/** `<prefix>_` + 48 hex characters: the ids of Responses API objects (`resp_`, `msg_`, `fc_`), as OpenAI's look. */
+export function hexId(prefix: string): string {
+  return `${prefix}_${randomBytes(24).toString('hex')}`;
+}

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { hexId } from './ids.ts';
 import type { ChatDelta, TokenLogprob } from './chat-delta.ts';
 import type { ResponseEcho } from './responses-request.ts';
 
@@ -22,7 +22,6 @@ export interface ResponseEvent extends Json {
   sequence_number: number;
 }
 
-const hexId = (prefix: string) => `${prefix}_${randomBytes(24).toString('hex')}`;
 
 interface MessageItem {
   kind: 'message';
@@ -123,10 +122,10 @@ export class ResponseRenderer {
       model: this.model,
       output,
       parallel_tool_calls: this.echo.parallel_tool_calls,
-      previous_response_id: null,
+      previous_response_id: this.echo.previous_response_id,
       reasoning: { effort: null, summary: null },
       service_tier: 'default',
-      store: false,
+      store: this.echo.store,
       temperature: this.echo.temperature,
       text: this.echo.text,
       tool_choice: this.echo.tool_choice,

@@ -1,15 +1,25 @@
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, FunctionTool, ResponseFormat, ToolCall, ToolChoice } from './chat-request.ts';
+import { hexId } from './ids.ts';
 import { checkToolChoice, functionName as name, MAX_TOOLS, MAX_TOP_LOGPROBS } from './validate-chat-features.ts';
 
 /**
  * The OpenAI Responses API request (`POST /responses`), validated and turned into the ChatRequest the shared
- * model answers, plus what the Response object echoes back. Hearth's Responses API is stateless: nothing is
- * stored, so `store: true`, `previous_response_id`, `conversation` and `background` are 400s naming the
- * field (an absent `store` means false). Pure; every refusal is a 400 naming the field.
+ * model answers, plus what the Response object echoes back and what a stored response keeps: `store` (default
+ * true, as OpenAI) and `previous_response_id` are read here and honoured by the route (responses-routes.ts);
+ * `conversation` and `background` are 400s naming the field. Pure; every refusal is a 400 naming the field.
  */
 export interface ResponsesRequest {
+  /** The chat request of this turn alone: `instructions` as a system message, then `input`'s messages. */
   chat: ChatRequest;
+  /** `instructions` as the system message that opens the prompt (never carried to a continuation, as OpenAI). */
+  instructionMessages: ChatMessage[];
+  /** `input` as chat messages (what a continuation's history keeps of this turn). */
+  inputMessages: ChatMessage[];
+  /** `input` as Response input items, each with an id (`GET /responses/{id}/input_items`). */
+  inputItems: InputItem[];
+  store: boolean;
+  previousResponseId: string | null;
   /** Request fields the Response object repeats (OpenAI's shape). */
   echo: ResponseEcho;
   /** `include: ["message.output_text.logprobs"]` */
@@ -28,20 +38,27 @@ export interface ResponseEcho {
   tools: Array<{ type: 'function'; name: string; description: string | null; parameters: Record<string, unknown>; strict: boolean }>;
   text: { format: { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict: boolean; description: string | null } };
   user: string | null;
+  store: boolean;
+  previous_response_id: string | null;
 }
+
+/** One item of a Response's input, as `GET /responses/{id}/input_items` lists it. */
+export type InputItem = Record<string, unknown> & { id: string; type: string };
 
 type Json = Record<string, unknown>;
 
 /** A Map, not an object literal: a client's role must never find an Object.prototype member ('constructor'). */
 const ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([['user', 'user'], ['assistant', 'assistant'], ['system', 'system'], ['developer', 'system']]);
 /** Accepted and without effect (nothing is stored or billed; truncation never happens silently: a long input is a 400). */
-const HARMLESS = new Set(['metadata', 'user', 'service_tier', 'truncation', 'prompt_cache_key', 'safety_identifier', 'stream_options', 'store']);
+const HARMLESS = new Set(['metadata', 'user', 'service_tier', 'truncation', 'prompt_cache_key', 'safety_identifier', 'stream_options']);
 const HONOURED = new Set([
   'model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'stream', 'tools', 'tool_choice',
-  'parallel_tool_calls', 'text', 'include', 'top_logprobs', 'reasoning',
+  'parallel_tool_calls', 'text', 'include', 'top_logprobs', 'reasoning', 'store', 'previous_response_id',
 ]);
 /** Fields that need server-side state or features Hearth does not have. */
-const STATEFUL = ['previous_response_id', 'conversation', 'background', 'prompt', 'max_tool_calls'];
+const STATEFUL = ['conversation', 'background', 'prompt', 'max_tool_calls'];
+/** The longest response id taken in `previous_response_id` (Hearth's are `resp_` + 48 hex characters). */
+const MAX_RESPONSE_ID = 128;
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const absent = (v: unknown) => v === undefined || v === null;
@@ -65,12 +82,16 @@ function contentText(raw: unknown, param: string): string {
   }).join('');
 }
 
-function parseInput(raw: unknown, instructions: string | undefined): ChatMessage[] {
+const textParts = (raw: unknown, type: 'input_text' | 'output_text') => (typeof raw === 'string' ? [{ type, text: raw }] : raw);
+
+/** `input` as chat messages and as Response input items (ids given by the client are kept, others made). */
+function parseInput(raw: unknown): { messages: ChatMessage[]; items: InputItem[] } {
   const messages: ChatMessage[] = [];
-  if (instructions !== undefined) messages.push({ role: 'system', content: instructions });
+  const items: InputItem[] = [];
   if (typeof raw === 'string') {
     messages.push({ role: 'user', content: raw });
-    return messages;
+    items.push({ id: hexId('msg'), type: 'message', role: 'user', content: textParts(raw, 'input_text') });
+    return { messages, items };
   }
   if (absent(raw)) throw invalidRequest("'input' is required", 'input', 'missing_required_parameter');
   if (!Array.isArray(raw)) throw invalidRequest("'input' must be a string or an array of input items", 'input', 'invalid_type');
@@ -83,23 +104,30 @@ function parseInput(raw: unknown, instructions: string | undefined): ChatMessage
       const role = typeof item.role === 'string' ? ROLES.get(item.role) : undefined;
       if (role === undefined) throw invalidRequest(`'${p}.role' must be one of user, assistant, system, developer`, `${p}.role`, 'invalid_value');
       messages.push({ role, content: contentText(item.content, `${p}.content`) });
+      items.push({ id: itemId(item, 'msg'), type: 'message', role: item.role as string, content: textParts(item.content, role === 'assistant' ? 'output_text' : 'input_text') });
     } else if (type === 'function_call') {
       if (typeof item.call_id !== 'string' || item.call_id === '') throw invalidRequest(`'${p}.call_id' must be a non-empty string`, `${p}.call_id`, 'invalid_type');
       if (typeof item.arguments !== 'string') throw invalidRequest(`'${p}.arguments' must be a string (JSON text)`, `${p}.arguments`, 'invalid_type');
       const call: ToolCall = { id: item.call_id, name: name(item.name, `${p}.name`), arguments: item.arguments };
+      items.push({ id: itemId(item, 'fc'), type: 'function_call', status: 'completed', call_id: call.id, name: call.name, arguments: call.arguments });
       // Calls that follow an assistant turn belong to it (one assistant message, as chat templates expect).
       const last = messages.at(-1);
       if (last?.role === 'assistant') (last.toolCalls ??= []).push(call);
       else messages.push({ role: 'assistant', content: '', toolCalls: [call] });
     } else if (type === 'function_call_output') {
       if (typeof item.call_id !== 'string' || item.call_id === '') throw invalidRequest(`'${p}.call_id' must be a non-empty string`, `${p}.call_id`, 'invalid_type');
-      messages.push({ role: 'tool', toolCallId: item.call_id, content: contentText(item.output, `${p}.output`) });
+      const output = contentText(item.output, `${p}.output`);
+      messages.push({ role: 'tool', toolCallId: item.call_id, content: output });
+      items.push({ id: itemId(item, 'fco'), type: 'function_call_output', status: 'completed', call_id: item.call_id, output });
     } else {
       throw invalidRequest(`'${p}.type' ${JSON.stringify(type)} is not supported; use message, function_call or function_call_output`, `${p}.type`, 'invalid_value');
     }
   });
-  return messages;
+  return { messages, items };
 }
+
+/** A client's own item id (a short string) is kept; otherwise one is made. */
+const itemId = (item: Json, prefix: string) => (typeof item.id === 'string' && item.id !== '' && item.id.length <= MAX_RESPONSE_ID ? item.id : hexId(prefix));
 
 function parseTools(raw: unknown): { tools: FunctionTool[]; echo: ResponseEcho['tools'] } {
   if (absent(raw)) return { tools: [], echo: [] };
@@ -167,11 +195,15 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
   if (!isObject(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
   for (const key of Object.keys(body)) {
     if (STATEFUL.includes(key) && !absent(body[key]) && body[key] !== false) {
-      throw unsupportedParameter(key, 'is not supported: Hearth keeps no responses (stateless); send the whole conversation in `input`');
+      throw unsupportedParameter(key, 'is not supported: continue a conversation with `previous_response_id`, or send it whole in `input`');
     }
     if (!HONOURED.has(key) && !HARMLESS.has(key) && !STATEFUL.includes(key)) throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
   }
-  if (body.store === true) throw unsupportedParameter('store', 'must be false: Hearth keeps no responses (stateless)');
+  if (!absent(body.store) && typeof body.store !== 'boolean') throw invalidRequest("'store' must be a boolean", 'store', 'invalid_type');
+  const previous = body.previous_response_id;
+  if (!absent(previous) && (typeof previous !== 'string' || previous === '' || previous.length > MAX_RESPONSE_ID)) {
+    throw invalidRequest(`'previous_response_id' must be a response id (a string of 1 to ${MAX_RESPONSE_ID} characters)`, 'previous_response_id', 'invalid_value');
+  }
   if (!absent(body.reasoning) && !(isObject(body.reasoning) && absent(body.reasoning.effort) && absent(body.reasoning.summary))) throw unsupportedParameter('reasoning');
   if (typeof body.model !== 'string' || body.model === '') throw invalidRequest("'model' must be a non-empty string", 'model', absent(body.model) ? 'missing_required_parameter' : 'invalid_type');
   if (!absent(body.instructions) && typeof body.instructions !== 'string') throw invalidRequest("'instructions' must be a string", 'instructions', 'invalid_type');
@@ -181,7 +213,9 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
   if (!absent(body.user) && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
   if (!absent(body.metadata) && !isObject(body.metadata)) throw invalidRequest("'metadata' must be an object", 'metadata', 'invalid_type');
 
-  const messages = parseInput(body.input, instructions);
+  const input = parseInput(body.input);
+  const instructionMessages: ChatMessage[] = instructions === undefined ? [] : [{ role: 'system', content: instructions }];
+  const messages = [...instructionMessages, ...input.messages];
   const { tools, echo: toolsEcho } = parseTools(body.tools);
   const toolChoice = parseToolChoice(body.tool_choice, tools);
   const text = parseTextFormat(body.text);
@@ -207,8 +241,15 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
     stop: [],
     user: typeof body.user === 'string' ? body.user : undefined,
   };
+  const store = body.store !== false;
+  const previousResponseId = typeof previous === 'string' ? previous : null;
   return {
     chat,
+    instructionMessages,
+    inputMessages: input.messages,
+    inputItems: input.items,
+    store,
+    previousResponseId,
     includeLogprobs,
     echo: {
       instructions: instructions ?? null,
@@ -222,6 +263,8 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
       tools: toolsEcho,
       text: { format: text.echo },
       user: typeof body.user === 'string' ? body.user : null,
+      store,
+      previous_response_id: previousResponseId,
     },
   };
 }

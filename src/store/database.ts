@@ -22,8 +22,26 @@ export interface HearthDatabases {
   sessions: Database<SessionRecord, string>;
   /** First-run setup tokens, keyed by the hex SHA-256 of the token (user-repository.ts). */
   setupTokens: Database<SetupTokenRecord, string>;
+  /** Stored Responses API responses (inference/response-repository.ts), by response id. */
+  responses: Database<StoredResponseRecord, string>;
   /** Secondary indexes, keyed `[kind, ownerId, recordId]` -> true. */
   index: Database<true, (string | number)[]>;
+}
+
+/**
+ * A Responses API response kept for `previous_response_id` and `GET /responses/{id}` until `expiresAt`. The
+ * shapes inside are the inference feature's (JSON objects here): the Response object as answered, its input
+ * items, and the conversation so far as chat messages (every earlier turn's input and output, this one's too;
+ * never `instructions`, which OpenAI does not carry over).
+ */
+export interface StoredResponseRecord {
+  id: string;
+  accountId: string;
+  createdAt: string;
+  expiresAt: string;
+  response: Record<string, unknown>;
+  inputItems: Record<string, unknown>[];
+  history: Record<string, unknown>[];
 }
 
 export interface AccountRecord {
@@ -203,6 +221,8 @@ export const indexKeys = {
   user: (accountId: string, userId: string) => ['user', accountId, userId],
   /** A (normalized) email -> its user; at most one entry per email. */
   userEmail: (email: string, userId: string) => ['user-email', email, userId],
+  /** Stored responses by expiry time (ISO), for the sweep. */
+  responseExpiry: (expiresAt: string, responseId: string) => ['response-expiry', expiresAt, responseId],
   /** A user's sessions (by session hash), to end them all when the user is removed. */
   userSession: (userId: string, sessionHash: string) => ['user-session', userId, sessionHash],
 } as const;
@@ -269,6 +289,7 @@ export class HearthStore {
       users: guardKeys(root.openDB<UserRecord, string>({ name: 'users' })),
       sessions: guardKeys(root.openDB<SessionRecord, string>({ name: 'sessions' })),
       setupTokens: guardKeys(root.openDB<SetupTokenRecord, string>({ name: 'setup-tokens' })),
+      responses: guardKeys(root.openDB<StoredResponseRecord, string>({ name: 'responses' })),
       index: guardKeys(root.openDB<true, (string | number)[]>({ name: 'index' })),
     };
   }

@@ -72,7 +72,7 @@ describe('Responses API (text)', () => {
     expect(r.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed' });
     expect(r.usage!.output_tokens).toBe(3);
     expect(r.usage!.total_tokens).toBe(r.usage!.input_tokens + 3);
-    expect((r as unknown as { store: boolean }).store).toBe(false);
+    expect((r as unknown as { store: boolean }).store).toBe(true); // kept by default (contract: store defaults to true)
   });
 
   it('multi-turn input items and max_output_tokens (incomplete)', async () => {
@@ -119,8 +119,8 @@ describe('Responses API (text)', () => {
   });
 
   it.each([
-    [{ previous_response_id: 'resp_x' }, 'previous_response_id'],
-    [{ store: true }, 'store'],
+    [{ store: 'yes' }, 'store'],
+    [{ conversation: 'conv_1' }, 'conversation'],
     [{ tools: [{ type: 'web_search' }] }, 'tools[0].type'],
   ])('refuses %j with a 400 naming it', async (extra, param) => {
     await expect(client.responses.create({ model: MODEL_ID, input: 'x', ...extra } as never)).rejects.toMatchObject({ status: 400, param });

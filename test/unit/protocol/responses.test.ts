@@ -23,6 +23,29 @@ describe('validateResponsesRequest', () => {
     expect(r.echo).toMatchObject({ instructions: 'Be terse.', max_output_tokens: 20 });
   });
 
+  it('store defaults to true; previous_response_id is carried; instructions stay apart from the input', () => {
+    const r = validateResponsesRequest({ model: 'local/m', input: 'Hi', instructions: 'Be terse.', previous_response_id: 'resp_1' });
+    expect([r.store, r.previousResponseId, r.echo.store, r.echo.previous_response_id]).toEqual([true, 'resp_1', true, 'resp_1']);
+    expect(r.instructionMessages).toEqual([{ role: 'system', content: 'Be terse.' }]);
+    expect(r.inputMessages).toEqual([{ role: 'user', content: 'Hi' }]);
+    expect(r.inputItems).toEqual([{ id: expect.stringMatching(/^msg_[0-9a-f]{48}$/), type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Hi' }] }]);
+    expect(validateResponsesRequest({ model: 'local/m', input: 'Hi', store: false }).store).toBe(false);
+  });
+
+  it('input items keep a client id, make one otherwise, and record calls and their outputs', () => {
+    const r = validateResponsesRequest({
+      model: 'local/m',
+      input: [
+        { id: 'msg_mine', role: 'user', content: [{ type: 'input_text', text: 'Q' }] },
+        { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: 'ok' },
+      ],
+    });
+    expect(r.inputItems.map((i) => [i.id.replace(/_[0-9a-f]{48}$/, '_*'), i.type])).toEqual([['msg_mine', 'message'], ['fc_*', 'function_call'], ['fco_*', 'function_call_output']]);
+    expect(r.inputItems[1]).toMatchObject({ call_id: 'c1', name: 'f', arguments: '{}' });
+    expect(r.inputItems[2]).toMatchObject({ call_id: 'c1', output: 'ok' });
+  });
+
   it('maps multi-turn items with function calls and their outputs', () => {
     const r = validateResponsesRequest({
       model: 'local/m',
@@ -62,8 +85,9 @@ describe('validateResponsesRequest', () => {
   });
 
   it.each([
-    [{ model: 'm', input: 'x', previous_response_id: 'resp_1' }, 'previous_response_id', 'unsupported_parameter'],
-    [{ model: 'm', input: 'x', store: true }, 'store', 'unsupported_parameter'],
+    [{ model: 'm', input: 'x', previous_response_id: 7 }, 'previous_response_id', 'invalid_value'],
+    [{ model: 'm', input: 'x', previous_response_id: 'r'.repeat(129) }, 'previous_response_id', 'invalid_value'],
+    [{ model: 'm', input: 'x', store: 'yes' }, 'store', 'invalid_type'],
     [{ model: 'm', input: 'x', conversation: 'conv_1' }, 'conversation', 'unsupported_parameter'],
     [{ model: 'm', input: 'x', background: true }, 'background', 'unsupported_parameter'],
     [{ model: 'm', input: 'x', mystery: 1 }, 'mystery', 'unknown_parameter'],
