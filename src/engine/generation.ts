@@ -1,3 +1,4 @@
+import type { ReasoningSyntax } from '../protocol/reasoning-split.ts';
 import type { GpuInfo } from './worker-protocol.ts';
 import type { ApiError } from '../errors/api-error.ts';
 import type { TokenLogprob } from '../protocol/chat-delta.ts';
@@ -81,6 +82,8 @@ export interface ModelStatus {
     parameterCount: number;
     quantization: string | null;
     hasChatTemplate: boolean;
+    /** How the chat template marks thinking (null: it does not), so replies are split into reasoning and answer. */
+    reasoning: ReasoningSyntax | null;
   } | null;
   /** Context tokens per slot actually served. */
   contextSize: number | null;

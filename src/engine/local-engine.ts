@@ -13,6 +13,7 @@ import { chooseGpuOffload, type GpuLayersMode, type GpuOffloadChoice } from './g
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
+import { reasoningSyntaxOf } from '../protocol/reasoning-split.ts';
 import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts';
 import { promptTokensAtLeast, rawPromptTokensAtLeast } from './prompt-bound.ts';
 import { samplingFor } from './sampling-defaults.ts';
@@ -199,7 +200,7 @@ export class LocalEngine implements ChatEngine {
       }
       this.metrics.modelPullProgress.set(this.labels, 1);
       const md = await readModelMetadata(modelPath);
-      this.st.metadata = { architecture: md.architecture, contextLength: md.contextLength, parameterCount: md.parameterCount, quantization: md.quantization, hasChatTemplate: md.chatTemplate !== null };
+      this.st.metadata = { architecture: md.architecture, contextLength: md.contextLength, parameterCount: md.parameterCount, quantization: md.quantization, hasChatTemplate: md.chatTemplate !== null, reasoning: reasoningSyntaxOf(md.chatTemplate) };
       // The instant test engine has no model limits: its context is what the operator asked for.
       const contextSize = this.o.engine === 'instant' ? this.o.contextSize : Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
       this.st.contextSize = contextSize;

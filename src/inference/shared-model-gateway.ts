@@ -1,7 +1,8 @@
 import type { GpuInfo } from '../engine/worker-protocol.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink } from '../engine/generation.ts';
 import { modelNotFound } from '../errors/index.ts';
-import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
+import type { ChatDeltaSink, TokenLogprob } from '../protocol/chat-delta.ts';
+import { ReasoningSplitter, type SplitPiece } from '../protocol/reasoning-split.ts';
 import type { ChatRequest, RawPrompt } from '../protocol/chat-request.ts';
 import type { CompletionsRequest } from '../protocol/completions-request.ts';
 import type { ChoiceDelta } from '../protocol/text-completion.ts';
@@ -44,7 +45,8 @@ export class SharedModelGateway {
   }
 
   /**
-   * Starts a generation whose events reach `out` as ChatDeltas: content (with logprobs when asked for),
+   * Starts a generation whose events reach `out` as ChatDeltas: reasoning (when the model's template marks
+   * thinking: reasoning-split.ts), content (with logprobs when asked for),
    * tool-call fragments parsed from the text when tools are active, then one finish with usage
    * (`tool_calls` when calls were parsed). Runs on the engine's push path: no promise per token. The prompt
    * reuses cached state only of `caller`'s cache partition (its account, by default: prompt-cache-scope.ts).
@@ -55,12 +57,29 @@ export class SharedModelGateway {
     if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
     const plan = planChatGeneration(request, this.grammars);
     const parser = plan.toolNames === null ? null : new ToolCallStreamParser(plan.toolNames);
+    const content = (text: string, logprobs: TokenLogprob[] | undefined) => {
+      if (parser === null) out.push({ type: 'content', text, logprobs });
+      else for (const d of parser.push(text, logprobs)) out.push(d);
+    };
+    // Thinking is split out before tool calls are parsed; a grammar-constrained reply has none.
+    const syntax = plan.generation.grammar === undefined ? (this.engine.status().metadata?.reasoning ?? null) : null;
+    const splitter = syntax === null ? null : new ReasoningSplitter(syntax);
+    const split = (pieces: SplitPiece[], logprobs: TokenLogprob[] | undefined) => {
+      for (const piece of pieces) {
+        if (piece.kind === 'reasoning') out.push({ type: 'reasoning', text: piece.text });
+        else {
+          content(piece.text, logprobs);
+          logprobs = undefined; // a token's logprobs go with the first answer text it produced
+        }
+      }
+    };
     const sink: GenerationSink = {
       onText: (text, logprobs) => {
-        if (parser === null) out.push({ type: 'content', text, logprobs });
-        else for (const d of parser.push(text, logprobs)) out.push(d);
+        if (splitter === null) content(text, logprobs);
+        else split(splitter.push(text), logprobs);
       },
       onDone: (r) => {
+        if (splitter !== null) split(splitter.end(), undefined);
         if (parser !== null) for (const d of parser.end()) out.push(d);
         const reason = parser !== null && parser.callCount > 0 && r.finishReason === 'stop' ? 'tool_calls' : r.finishReason;
         const stopSequence = reason === 'stop' && r.stop !== undefined && request.stop.includes(r.stop) ? r.stop : undefined;

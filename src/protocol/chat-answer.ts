@@ -9,6 +9,7 @@ import type { ChatCompletion, ChatToolCallObject } from './openai-types.ts';
  */
 export class ChatAnswer {
   private text = '';
+  private reasoning: string | undefined;
   private logprobs: TokenLogprob[] | null = null;
   private readonly toolCalls: ChatToolCallObject[] = [];
   private finishReason: ChatFinishReason | null = null;
@@ -19,6 +20,9 @@ export class ChatAnswer {
       case 'content':
         this.text += delta.text;
         if (delta.logprobs !== undefined) (this.logprobs ??= []).push(...delta.logprobs);
+        return;
+      case 'reasoning':
+        this.reasoning = (this.reasoning ?? '') + delta.text;
         return;
       case 'tool_call': {
         let call = this.toolCalls[delta.index];
@@ -50,6 +54,7 @@ export class ChatAnswer {
     return builder.completion(content, this.finishReason ?? 'stop', this.usage ? usageOf(this.usage) : makeUsage(0, 0), {
       toolCalls,
       logprobs: this.logprobs === null ? undefined : toChatLogprobs(this.logprobs),
+      reasoning: this.reasoning,
     });
   }
 }

@@ -28,6 +28,8 @@ export interface ChatUsage {
 
 export type ChatDelta =
   | { type: 'content'; text: string; logprobs?: TokenLogprob[] | undefined }
+  /** Text the model's template marks as thinking (reasoning-split.ts), kept apart from the answer's content. */
+  | { type: 'reasoning'; text: string }
   /**
    * A fragment of tool call `index` (0-based, in order): the first fragment of a call carries `id` and
    * `name`, later ones only more `arguments` text (OpenAI streams them exactly so).

@@ -63,6 +63,7 @@ export class CompletionBuilder {
 
   completion(content: string | null, finishReason: FinishReason, usage: Usage, extras: CompletionExtras = {}): ChatCompletion {
     const message: ChatCompletion['choices'][number]['message'] = { role: 'assistant', content, refusal: null };
+    if (extras.reasoning !== undefined) message.reasoning_content = extras.reasoning;
     if (extras.toolCalls !== undefined && extras.toolCalls.length > 0) message.tool_calls = extras.toolCalls;
     return {
       id: this.id,
@@ -77,7 +78,7 @@ export class CompletionBuilder {
 
   /**
    * The SSE text of one delta of a stream (the role chunk is roleChunk(), sent by the responder at commit):
-   * content -> a content chunk (with `logprobs.content` when given); tool_call -> a `delta.tool_calls`
+   * content -> a content chunk (with `logprobs.content` when given); reasoning -> `delta.reasoning_content`; tool_call -> a `delta.tool_calls`
    * chunk shaped as OpenAI streams it; finish -> the finish chunk, the usage chunk when `includeUsage` and
    * usage is known, and `[DONE]`.
    */
@@ -86,6 +87,8 @@ export class CompletionBuilder {
       case 'content':
         if (delta.logprobs === undefined) return this.contentEvent(delta.text);
         return sseData(this.chunk({ content: delta.text }, null, toChatLogprobs(delta.logprobs)));
+      case 'reasoning':
+        return sseData(this.chunk({ reasoning_content: delta.text }, null));
       case 'tool_call':
         return sseData(this.chunk({ tool_calls: [toolCallDelta(delta)] }, null));
       case 'finish': {
@@ -100,6 +103,8 @@ export class CompletionBuilder {
 export interface CompletionExtras {
   toolCalls?: ChatToolCallObject[] | undefined;
   logprobs?: ChatLogprobs | undefined;
+  /** The thinking text, as `message.reasoning_content` (only when the model produced some). */
+  reasoning?: string | undefined;
 }
 
 /** OpenAI's `delta.tool_calls[0]` for one fragment: index, id, type and name only on a call's first fragment. */

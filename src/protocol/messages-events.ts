@@ -6,10 +6,11 @@ import type { ChatDelta, ChatFinishReason, ChatUsage } from './chat-delta.ts';
  * `@anthropic-ai/sdk`'s MessageStream accumulates them:
  *
  *   message_start (the message with empty content), ping,
- *   per content block: content_block_start, content_block_delta* (text_delta | input_json_delta), content_block_stop
+ *   per content block: content_block_start, content_block_delta* (text_delta | thinking_delta | input_json_delta), content_block_stop
  *   message_delta (stop_reason, stop_sequence, usage), message_stop
  *
- * Text is a `text` block; each tool call a `tool_use` block (id, name, input parsed from its arguments).
+ * Text is a `text` block, reasoning (reasoning-split.ts) a `thinking` block (`thinking_delta`s; no signature:
+ * Hearth signs nothing, so `signature` is ''); each tool call a `tool_use` block (id, name, input parsed from its arguments).
  * stop_reason: `end_turn`, `max_tokens`, `stop_sequence` (with `stop_sequence`), `tool_use`. The prompt's
  * token count is known only at the end: message_start says 0 input tokens and message_delta carries the count
  * (the SDK takes it from there). Pure (ids aside); one instance per answer; main thread.
@@ -23,7 +24,7 @@ export interface MessageEvent extends Json {
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 
 interface TextBlock {
-  type: 'text';
+  type: 'text' | 'thinking';
   text: string;
 }
 interface ToolUseBlock {
@@ -58,16 +59,18 @@ export class MessageRenderer {
   /** The events for one delta (a finish closes the open block and ends the message). */
   push(d: ChatDelta): MessageEvent[] {
     const out: MessageEvent[] = [];
-    if (d.type === 'content') {
+    if (d.type === 'content' || d.type === 'reasoning') {
       if (d.text === '') return out;
+      const type = d.type === 'content' ? 'text' : 'thinking';
       let block = this.open;
-      if (block?.type !== 'text') {
+      if (block?.type !== type) {
         this.close(out);
-        block = { type: 'text', text: '' };
+        block = { type, text: '' };
         this.openBlock(block, out);
       }
-      block.text += d.text;
-      out.push({ type: 'content_block_delta', index: this.blocks.length - 1, delta: { type: 'text_delta', text: d.text } });
+      (block as TextBlock).text += d.text;
+      const delta = type === 'text' ? { type: 'text_delta', text: d.text } : { type: 'thinking_delta', thinking: d.text };
+      out.push({ type: 'content_block_delta', index: this.blocks.length - 1, delta });
     } else if (d.type === 'tool_call') {
       if (d.id !== undefined) {
         this.close(out);
@@ -118,7 +121,7 @@ export class MessageRenderer {
   private openBlock(block: Block, out: MessageEvent[]): void {
     this.blocks.push(block);
     this.open = block;
-    const start = block.type === 'text' ? { type: 'text', text: '' } : { type: 'tool_use', id: block.id, name: block.name, input: {} };
+    const start = block.type === 'tool_use' ? { type: 'tool_use', id: block.id, name: block.name, input: {} } : blockJson({ type: block.type, text: '' });
     out.push({ type: 'content_block_start', index: this.blocks.length - 1, content_block: start });
   }
 
@@ -137,8 +140,8 @@ function stopReasonOf(reason: ChatFinishReason, stopSequence: string | undefined
 
 /** A block as the message carries it: a tool call's `input` is its arguments parsed ({} when they are not a JSON object). */
 function blockJson(block: Block): Json {
-  if (block.type === 'text') return { type: 'text', text: block.text };
-  return { type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.json) };
+  if (block.type === 'tool_use') return { type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.json) };
+  return block.type === 'text' ? { type: 'text', text: block.text } : { type: 'thinking', thinking: block.text, signature: '' };
 }
 
 function parseInput(json: string): Json {

@@ -52,7 +52,7 @@ export interface ChatCompletion {
   choices: Array<{
     index: number;
     /** content is null when the answer is only tool calls. */
-    message: { role: 'assistant'; content: string | null; refusal: null; tool_calls?: ChatToolCallObject[] };
+    message: { role: 'assistant'; content: string | null; refusal: null; reasoning_content?: string; tool_calls?: ChatToolCallObject[] };
     logprobs: ChatLogprobs | null;
     finish_reason: FinishReason;
   }>;
@@ -67,7 +67,7 @@ export interface ChatCompletionChunk {
   system_fingerprint: string | null;
   choices: Array<{
     index: number;
-    delta: { role?: 'assistant'; content?: string; tool_calls?: ChatToolCallDelta[] };
+    delta: { role?: 'assistant'; content?: string; reasoning_content?: string; tool_calls?: ChatToolCallDelta[] };
     logprobs: ChatLogprobs | null;
     finish_reason: FinishReason | null;
   }>;

@@ -9,6 +9,8 @@ import type { ResponseEcho } from './responses-request.ts';
  *   response.created, response.in_progress,
  *   per message item: output_item.added, content_part.added, output_text.delta*, output_text.done,
  *                     content_part.done, output_item.done
+ *   per reasoning item (reasoning-split.ts): output_item.added, content_part.added, reasoning_text.delta*,
+ *                      reasoning_text.done, content_part.done, output_item.done
  *   per function call: output_item.added, function_call_arguments.delta*, function_call_arguments.done,
  *                      output_item.done
  *   response.completed (or response.incomplete when max_output_tokens cut it short)
@@ -29,6 +31,12 @@ interface MessageItem {
   text: string;
   logprobs: Json[];
 }
+interface ReasoningItem {
+  kind: 'reasoning';
+  id: string;
+  text: string;
+}
+type Item = MessageItem | ReasoningItem | CallItem;
 interface CallItem {
   kind: 'function_call';
   id: string;
@@ -46,9 +54,9 @@ export interface ResponseUsage {
 export class ResponseRenderer {
   readonly id = hexId('resp');
   private readonly createdAt = Math.floor(Date.now() / 1000);
-  private readonly items: Array<MessageItem | CallItem> = [];
+  private readonly items: Array<Item> = [];
   /** The output item still receiving deltas (always the last of `items`), or null. */
-  private open: MessageItem | CallItem | null = null;
+  private open: Item | null = null;
   /** Chat tool-call index -> output index. */
   private readonly callIndex = new Map<number, number>();
   private sequence = 0;
@@ -82,6 +90,17 @@ export class ResponseRenderer {
       item.text += d.text;
       item.logprobs.push(...logprobs);
       out.push(this.event('response.output_text.delta', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, delta: d.text, logprobs }));
+    } else if (d.type === 'reasoning') {
+      if (d.text === '') return out;
+      let item = this.open;
+      if (item?.kind !== 'reasoning') {
+        this.close(out);
+        item = { kind: 'reasoning', id: hexId('rs'), text: '' };
+        this.openItem(item, out);
+        out.push(this.event('response.content_part.added', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, part: { type: 'reasoning_text', text: '' } }));
+      }
+      item.text += d.text;
+      out.push(this.event('response.reasoning_text.delta', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, delta: d.text }));
     } else if (d.type === 'tool_call') {
       if (d.id !== undefined) {
         this.close(out);
@@ -153,7 +172,11 @@ export class ResponseRenderer {
     return this.withLogprobs ? { type: 'output_text', text, annotations: [], logprobs } : { type: 'output_text', text, annotations: [] };
   }
 
-  private itemJson(item: MessageItem | CallItem, status: 'in_progress' | 'completed'): Json {
+  private itemJson(item: Item, status: 'in_progress' | 'completed'): Json {
+    if (item.kind === 'reasoning') {
+      const content = status === 'in_progress' && item.text === '' ? [] : [{ type: 'reasoning_text', text: item.text }];
+      return { id: item.id, type: 'reasoning', summary: [], content };
+    }
     if (item.kind === 'message') {
       const content = status === 'in_progress' && item.text === '' ? [] : [this.textPart(item.text, item.logprobs)];
       return { id: item.id, type: 'message', status, role: 'assistant', content };
@@ -161,7 +184,7 @@ export class ResponseRenderer {
     return { id: item.id, type: 'function_call', status, call_id: item.callId, name: item.name, arguments: item.arguments };
   }
 
-  private openItem(item: MessageItem | CallItem, out: ResponseEvent[]): void {
+  private openItem(item: Item, out: ResponseEvent[]): void {
     this.items.push(item);
     this.open = item;
     const json = item.kind === 'message' ? { id: item.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] } : this.itemJson(item, 'in_progress');
@@ -173,7 +196,10 @@ export class ResponseRenderer {
     if (item === null) return;
     this.open = null;
     const index = this.items.length - 1;
-    if (item.kind === 'message') {
+    if (item.kind === 'reasoning') {
+      out.push(this.event('response.reasoning_text.done', { item_id: item.id, output_index: index, content_index: 0, text: item.text }));
+      out.push(this.event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part: { type: 'reasoning_text', text: item.text } }));
+    } else if (item.kind === 'message') {
       out.push(this.event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text: item.text, logprobs: item.logprobs }));
       out.push(this.event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part: this.textPart(item.text, item.logprobs) }));
     } else {

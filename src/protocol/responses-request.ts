@@ -119,8 +119,12 @@ function parseInput(raw: unknown): { messages: ChatMessage[]; items: InputItem[]
       const output = contentText(item.output, `${p}.output`);
       messages.push({ role: 'tool', toolCallId: item.call_id, content: output });
       items.push({ id: itemId(item, 'fco'), type: 'function_call_output', status: 'completed', call_id: item.call_id, output });
+    } else if (type === 'reasoning') {
+      // An earlier answer's reasoning sent back (as SDKs pass `response.output` on): kept as an item, left out of
+      // the prompt (chat templates drop earlier reasoning).
+      items.push({ ...item, id: itemId(item, 'rs'), type: 'reasoning' });
     } else {
-      throw invalidRequest(`'${p}.type' ${JSON.stringify(type)} is not supported; use message, function_call or function_call_output`, `${p}.type`, 'invalid_value');
+      throw invalidRequest(`'${p}.type' ${JSON.stringify(type)} is not supported; use message, function_call, function_call_output or reasoning`, `${p}.type`, 'invalid_value');
     }
   });
   return { messages, items };

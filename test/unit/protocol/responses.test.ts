@@ -93,7 +93,7 @@ describe('validateResponsesRequest', () => {
     [{ model: 'm', input: 'x', mystery: 1 }, 'mystery', 'unknown_parameter'],
     [{ model: 'm' }, 'input', 'missing_required_parameter'],
     [{ input: 'x' }, 'model', 'missing_required_parameter'],
-    [{ model: 'm', input: [{ type: 'reasoning', summary: [] }] }, 'input[0].type', 'invalid_value'],
+    [{ model: 'm', input: [{ type: 'web_search_call', id: 'ws_1' }] }, 'input[0].type', 'invalid_value'],
     [{ model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0]', 'unsupported_content_part'],
     [{ model: 'm', input: [{ type: 'function_call_output', output: 'x' }] }, 'input[0].call_id', 'invalid_type'],
     [{ model: 'm', input: 'x', tools: [{ type: 'web_search' }] }, 'tools[0].type', 'unsupported_parameter'],
