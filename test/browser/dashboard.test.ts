@@ -218,6 +218,21 @@ describe.runIf(run)('dashboard in a browser', () => {
     expect(await page.getByText(/^\d+ ms$/).count()).toBe(1); // first-token time
   });
 
+  it('the playground calls the Anthropic Messages API with the same key', async () => {
+    await page.getByRole('link', { name: 'Playground' }).click();
+    await heading(page, 'Playground').waitFor();
+    await expect.poll(() => page.getByLabel('API key').inputValue(), { timeout: 20_000 }).toMatch(/^hk_/); // kept from the test before
+    await page.getByRole('radio', { name: 'Anthropic Messages' }).check();
+    await page.getByRole('textbox', { name: 'Message' }).fill('Tell me a story');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByRole('button', { name: 'Send' }).waitFor(); // enabled again: the stream ended
+    await page.getByText(/prompt \+ \d+ completion = \d+ tokens/).waitFor();
+    expect(await page.getByRole('log', { name: 'Reply' }).textContent()).toContain('quick brown fox');
+    expect(await page.getByText(/^(end_turn|max_tokens)$/).count()).toBe(1); // a Messages stop_reason, not a chat finish_reason
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.getByRole('radio', { name: 'Chat completions' }).check();
+  });
+
   it('the playground calls a project by its endpoint and token', async () => {
     const ws = (await (await owner.request.get('/api/v1/workspaces')).json()) as { data: Array<{ workspaceId: string }> };
     const wsId = ws.data[0]!.workspaceId;

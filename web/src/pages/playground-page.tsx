@@ -1,21 +1,17 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, failureOf, type ApiErrorBody } from '../api.ts';
 import { ErrorNote, Field, useAction } from '../components/ui.tsx';
+import { API_PATHS, type PlaygroundApi, readPiece, requestBody, type Usage } from '../playground-protocol.ts';
 import { readEvents } from '../sse.ts';
 import type { CreatedKey, HealthView, ListOf, ProjectView, WorkspaceView } from '../types.ts';
 
 /**
- * Playground: a streamed chat completion against the shared model (with an API key: the inference routes
- * take no session cookie) or an inference project (its endpoint + token). Shows the text as it streams,
- * the first-token time, tokens per second, usage, and any error exactly as the API sent it.
+ * Playground: a streamed chat completion or Anthropic Messages call against the shared model (with an API
+ * key: the inference routes take no session cookie), or a chat completion of an inference project (its
+ * endpoint + token). Shows the text (and the model's thinking) as it streams, the first-token time, tokens
+ * per second, usage, and any error exactly as the API sent it.
  * The key/token lives in this page's memory only (gone on reload).
  */
-interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
-
 interface RunFigures {
   firstTokenMs: number | null;
   tokensPerSecond: number | null;
@@ -29,6 +25,7 @@ let rememberedKey = ''; // module memory: survives page switches, not a reload
 
 export function PlaygroundPage() {
   const [target, setTarget] = useState<Target>('shared');
+  const [protocol, setProtocol] = useState<PlaygroundApi>('chat');
   const [apiKey, setApiKey] = useState(rememberedKey);
   const [endpoint, setEndpoint] = useState('');
   const [token, setToken] = useState('');
@@ -38,6 +35,7 @@ export function PlaygroundPage() {
   const [maxTokens, setMaxTokens] = useState('64');
   const [temperature, setTemperature] = useState('');
   const [output, setOutput] = useState('');
+  const [thinking, setThinking] = useState('');
   const [figures, setFigures] = useState<RunFigures | null>(null);
   const [failure, setFailure] = useState<{ status: number | null; error: ApiErrorBody } | null>(null);
   const [running, setRunning] = useState(false);
@@ -57,17 +55,16 @@ export function PlaygroundPage() {
 
   const send = async (e: Event) => {
     e.preventDefault();
-    const url = target === 'shared' ? '/api/inference/v1/chat/completions' : endpoint.trim();
+    const api: PlaygroundApi = target === 'shared' ? protocol : 'chat'; // a project endpoint is chat completions
+    const url = target === 'shared' ? API_PATHS[api] : endpoint.trim();
     const bearer = target === 'shared' ? apiKey.trim() : token.trim();
-    const messages = [...(system.trim() ? [{ role: 'system', content: system }] : []), { role: 'user', content: prompt }];
-    const body: Record<string, unknown> = { model: model.trim(), messages, stream: true, stream_options: { include_usage: true } };
-    if (maxTokens.trim()) body.max_tokens = Number(maxTokens);
-    if (temperature.trim()) body.temperature = Number(temperature);
+    const body = requestBody(api, { model, system, prompt, maxTokens, temperature });
 
     const ctl = new AbortController();
     abort.current = ctl;
     setRunning(true);
     setOutput('');
+    setThinking('');
     setFailure(null);
     const f: RunFigures = { firstTokenMs: null, tokensPerSecond: null, usage: null, finishReason: null, chunks: 0 };
     setFigures({ ...f });
@@ -83,13 +80,12 @@ export function PlaygroundPage() {
       }
       for await (const ev of readEvents(res.body)) {
         if (ev.kind === 'done') break;
-        const chunk = JSON.parse(ev.data) as { error?: ApiErrorBody; choices?: Array<{ delta?: { content?: string | null }; finish_reason?: string | null }>; usage?: Usage | null };
-        if (chunk.error) {
-          setFailure({ status: null, error: chunk.error });
+        const piece = readPiece(api, ev.data);
+        if (piece.error) {
+          setFailure({ status: null, error: piece.error });
           break;
         }
-        const choice = chunk.choices?.[0];
-        const text = choice?.delta?.content;
+        const text = piece.text ?? piece.reasoning;
         if (text) {
           const now = performance.now();
           if (firstAt === 0) {
@@ -98,10 +94,11 @@ export function PlaygroundPage() {
           }
           lastAt = now;
           f.chunks++;
-          setOutput((o) => o + text);
+          if (piece.text) setOutput((o) => o + text);
+          else setThinking((o) => o + text);
         }
-        if (choice?.finish_reason) f.finishReason = choice.finish_reason;
-        if (chunk.usage) f.usage = chunk.usage;
+        if (piece.finishReason) f.finishReason = piece.finishReason;
+        if (piece.usage) f.usage = piece.usage;
         const generated = f.usage?.completion_tokens ?? f.chunks;
         f.tokensPerSecond = lastAt > firstAt && generated > 1 ? ((generated - 1) * 1000) / (lastAt - firstAt) : null;
         setFigures({ ...f });
@@ -128,6 +125,17 @@ export function PlaygroundPage() {
             <input type="radio" name="target" checked={target === 'project'} onChange={() => setTarget('project')} /> Inference project
           </label>
         </fieldset>
+        {target === 'shared' && (
+          <fieldset class="row">
+            <legend class="sr-only">API</legend>
+            <label class="choice">
+              <input type="radio" name="api" checked={protocol === 'chat'} onChange={() => setProtocol('chat')} /> Chat completions
+            </label>
+            <label class="choice">
+              <input type="radio" name="api" checked={protocol === 'messages'} onChange={() => setProtocol('messages')} /> Anthropic Messages
+            </label>
+          </fieldset>
+        )}
         {target === 'shared' ? (
           <div class="row">
             <Field label="API key" hint="The inference endpoint takes a Bearer key, not your session.">
@@ -195,6 +203,14 @@ export function PlaygroundPage() {
       <div class="card">
         <h2>Reply</h2>
         {failure && <ReplyError failure={failure} />}
+        {thinking && (
+          <details class="thinking" open>
+            <summary>Thinking</summary>
+            <div class="reply muted" role="log" aria-label="Thinking">
+              {thinking}
+            </div>
+          </details>
+        )}
         <div class="reply" role="log" aria-label="Reply" aria-live="polite">
           {output || (running ? '' : <span class="muted">Nothing yet.</span>)}
         </div>
