@@ -15,31 +15,32 @@ double numberOr(const Napi::Object & o, const char * key, double fallback) {
     return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
 }
 
-int32_t requiredInt(const Napi::Object & o, const char * key, int32_t min, int32_t max) {
+/** `owner`: the argument's name in the messages (options, job). */
+int32_t requiredInt(const Napi::Object & o, const char * key, int32_t min, int32_t max, const char * owner = "options") {
     Napi::Value v = o.Get(key);
     if (!v.IsNumber()) {
-        throw Napi::TypeError::New(o.Env(), std::string("options.") + key + " must be a number");
+        throw Napi::TypeError::New(o.Env(), std::string(owner) + "." + key + " must be a number");
     }
     const double d = v.As<Napi::Number>().DoubleValue();
     if (!(d >= min && d <= max) || d != (double) (int64_t) d) {
-        throw Napi::RangeError::New(o.Env(), std::string("options.") + key + " must be an integer in [" +
+        throw Napi::RangeError::New(o.Env(), std::string(owner) + "." + key + " must be an integer in [" +
                                     std::to_string(min) + ", " + std::to_string(max) + "]");
     }
     return (int32_t) d;
 }
 
-double requiredNumber(const Napi::Object & o, const char * key) {
+double requiredNumber(const Napi::Object & o, const char * key, const char * owner) {
     Napi::Value v = o.Get(key);
     if (!v.IsNumber()) {
-        throw Napi::TypeError::New(o.Env(), std::string(key) + " must be a number");
+        throw Napi::TypeError::New(o.Env(), std::string(owner) + "." + key + " must be a number");
     }
     return v.As<Napi::Number>().DoubleValue();
 }
 
-std::string requiredString(const Napi::Object & o, const char * key) {
+std::string requiredString(const Napi::Object & o, const char * key, const char * owner = "options") {
     Napi::Value v = o.Get(key);
     if (!v.IsString()) {
-        throw Napi::TypeError::New(o.Env(), std::string("options.") + key + " must be a string");
+        throw Napi::TypeError::New(o.Env(), std::string(owner) + "." + key + " must be a string");
     }
     return v.As<Napi::String>().Utf8Value();
 }
@@ -127,7 +128,7 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
     }
     // The GenerationJob (native/generation-job.ts) as the engine resolved it: every field given, checked, not clamped.
     Napi::Object j = info[2].As<Napi::Object>();
-    job.maxTokens = requiredInt(j, "maxTokens", 1, 2147483647);
+    job.maxTokens = requiredInt(j, "maxTokens", 1, 2147483647, "job");
     Napi::Value stopsValue = j.Get("stops");
     if (!stopsValue.IsArray()) {
         throw Napi::TypeError::New(env, "job.stops must be an array of strings");
@@ -146,18 +147,18 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
     }
     Napi::Object s = samplingValue.As<Napi::Object>();
     SamplingSpec & sp = job.sampling;
-    sp.temperature = (float) requiredNumber(s, "temperature");
-    sp.topP = (float) requiredNumber(s, "topP");
-    sp.topK = (int32_t) requiredNumber(s, "topK");
-    sp.minP = (float) requiredNumber(s, "minP");
-    sp.repeatPenalty = (float) requiredNumber(s, "repeatPenalty");
-    sp.presencePenalty = (float) requiredNumber(s, "presencePenalty");
-    sp.frequencyPenalty = (float) requiredNumber(s, "frequencyPenalty");
-    sp.penaltyLastN = (int32_t) requiredNumber(s, "penaltyLastN");
-    sp.seed = (uint32_t) (int64_t) requiredNumber(s, "seed");
-    job.grammar = requiredString(j, "grammar");
-    job.topLogprobs = requiredInt(j, "topLogprobs", -1, 20);
-    job.cachePartition = requiredString(j, "cachePartition");
+    sp.temperature = (float) requiredNumber(s, "temperature", "job.sampling");
+    sp.topP = (float) requiredNumber(s, "topP", "job.sampling");
+    sp.topK = (int32_t) requiredNumber(s, "topK", "job.sampling");
+    sp.minP = (float) requiredNumber(s, "minP", "job.sampling");
+    sp.repeatPenalty = (float) requiredNumber(s, "repeatPenalty", "job.sampling");
+    sp.presencePenalty = (float) requiredNumber(s, "presencePenalty", "job.sampling");
+    sp.frequencyPenalty = (float) requiredNumber(s, "frequencyPenalty", "job.sampling");
+    sp.penaltyLastN = (int32_t) requiredNumber(s, "penaltyLastN", "job.sampling");
+    sp.seed = (uint32_t) (int64_t) requiredNumber(s, "seed", "job.sampling");
+    job.grammar = requiredString(j, "grammar", "job");
+    job.topLogprobs = requiredInt(j, "topLogprobs", -1, 20, "job");
+    job.cachePartition = requiredString(j, "cachePartition", "job");
     if (info.Length() >= 4 && !info[3].IsUndefined() && !info[3].IsNull()) {
         if (!info[3].IsObject()) {
             throw Napi::TypeError::New(env, "relay must be { id: number, tag: number }");

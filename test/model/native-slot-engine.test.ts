@@ -20,7 +20,7 @@ import {
 } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
-import { submitJob, type TestJob } from '../helpers/generation-job.ts';
+import { generationJob, submitJob, type TestJob } from '../helpers/generation-job.ts';
 import { tsWorker } from '../helpers/ts-worker.ts';
 
 const MODELS_DIR = resolve(import.meta.dirname, '../../../shared/models');
@@ -287,6 +287,19 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(a!.result?.finishReason).toMatch(/^(length|stop)$/);
     expect(a!.text.length).toBeGreaterThan(0);
     expect(b!.text).toBe(a!.text);
+  });
+
+  it('takes the job as the engine resolved it: a field missing or out of range throws, none is clamped', async () => {
+    const engine = await loadNativeSlotEngineInternal({ modelPath: STORIES, contextSize: 256, slots: 1, threads: 1 });
+    const prompt = tokens(stories, 'Once upon a time');
+    const none = { onText() {}, onDone() {}, onError() {} };
+    expect(() => submitJob(engine, { promptTokens: prompt, maxTokens: 0 }, none)).toThrow(/^job\.maxTokens must be an integer in \[1, /);
+    expect(() => submitJob(engine, { promptTokens: prompt, topLogprobs: 21 }, none)).toThrow(/^job\.topLogprobs must be an integer in \[-1, 20\]/);
+    expect(() => engine.submit(prompt, { ...generationJob(), grammar: undefined as unknown as string }, none)).toThrow(/^job\.grammar must be a string/);
+    expect(engine.activeJobs).toBe(0);
+    const run = await submit(engine, { promptTokens: prompt, maxTokens: 1 });
+    expect(run.result).toMatchObject({ finishReason: 'length', completionTokens: 1 });
+    await engine.dispose();
   });
 
   it('refuses more jobs than slots, and disposes idempotently, cancelling what still runs', async () => {
