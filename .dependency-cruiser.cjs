@@ -20,6 +20,8 @@ const only = (folder, allowed) => ({
   to: { path: '^src/', pathNot: [layer(folder), ...allowed.map((a) => (a.startsWith('^') ? a : layer(a)))] },
 });
 const LEAVES = ['errors', 'log'];
+/** native/'s type-only module: the types the addon speaks, which engine/, worker/, protocol/ and config/ share. */
+const NATIVE_TYPES = '^native/generation-job\\.ts$';
 module.exports = {
   forbidden: [
     { name: 'no-cycles', severity: 'error', from: { path: '^(src|native)/' }, to: { circular: true } },
@@ -52,13 +54,16 @@ module.exports = {
     // The standalone tool-server kit (hearth/tools): the edge core and the leaves only.
     only('tools', [...LEAVES, 'crypto', EDGE_CORE]),
 
-    // The spine. engine/ starts workers by URL and never imports worker/ or native/.
+    // The spine. engine/ starts workers by URL and never imports worker/ or native/ (but NATIVE_TYPES).
     only('engine', [...LEAVES, 'lifecycle', 'metrics', 'protocol']),
-    // worker/ runs inside Piscina threads: engine message and sampler types, protocol, errors, node-llama-cpp and native/.
+    // worker/ runs inside Piscina threads: engine message and sampler types, protocol, errors, node-llama-cpp and native/ (the addon).
     only('worker', ['errors', 'protocol', '^src/engine/(worker-protocol|sampling-defaults)\\.ts$']),
     { name: 'worker-no-main-thread-packages', severity: 'error', from: { path: layer('worker') }, to: { path: '^node_modules/(uWebSockets\\.js|prom-client|lmdb)/' } },
-    // native/ is the addon's loader and build: of src/ it knows the engine's sampler types and protocol types only.
-    { name: 'native-only-sampling-and-protocol', severity: 'error', from: { path: '^native/' }, to: { path: '^src/', pathNot: ['^src/engine/sampling-defaults\\.ts$', layer('protocol')] } },
+    // native/ is the addon, its loader and its build: it imports nothing of src/.
+    { name: 'native-imports-nothing-of-src', severity: 'error', from: { path: '^native/' }, to: { path: '^src/' } },
+    // Of native/, src/ imports the type-only module of the types the addon speaks (GenerationJob, SamplingParams,
+    // TokenLogprob, NativeTuning); the addon's loader and paths only in worker/ (and main.ts, which hands the event relay to the engine).
+    { name: 'native-code-only-in-worker', severity: 'error', from: { path: '^src/', pathNot: [layer('worker'), '^src/main\\.ts$'] }, to: { path: '^native/', pathNot: NATIVE_TYPES } },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -144,7 +144,7 @@ async function defaultModels(): Promise<string[]> {
 async function runNative(engine: NativeSlotEngine, prompts: Uint32Array[], tokens: number): Promise<{ completionTokens: number; seconds: number }> {
   const started = performance.now();
   const results = await Promise.all(prompts.map((promptTokens) => new Promise<number>((done, fail) => {
-    engine.submit({ promptTokens, maxTokens: tokens, stop: [], sampling: GREEDY }, {
+    engine.submit(promptTokens, { maxTokens: tokens, stops: [], sampling: GREEDY, grammar: '', topLogprobs: -1, cachePartition: '' }, {
       onText() {},
       onDone: (r) => done(r.completionTokens),
       onError: (e) => fail(new Error(e.message)),

@@ -2,8 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { relative } from 'node:path';
 import { ADDON_PATH } from './paths.ts';
-import type { TokenLogprob } from '../src/protocol/chat-delta.ts';
-import type { SamplingParams } from '../src/engine/sampling-defaults.ts';
+import type { GenerationJob, JobRelay, NativeTuning, TokenLogprob } from './generation-job.ts';
 
 /**
  * Typed loader for native/build/hearth_native.node (built by native/build.ts). The addon is
@@ -12,7 +11,11 @@ import type { SamplingParams } from '../src/engine/sampling-defaults.ts';
  * `HEARTH_NATIVE_ADDON` overrides the path.
  */
 
-export interface NativeLoopOptions {
+/**
+ * A loop's settings. The tuning fields (NativeTuning) left out take the addon's own values (those of
+ * native/src/loop_types.h LoopOptions; the service passes every one, as its config resolved them).
+ */
+export interface NativeLoopOptions extends Partial<NativeTuning> {
   modelPath: string;
   /** KV tokens per slot. */
   contextSize: number;
@@ -22,10 +25,6 @@ export interface NativeLoopOptions {
   threadsBatch?: number;
   /** Most tokens per llama_decode step. Defaults to 512 (raised to `slots` if smaller). */
   batchSize?: number;
-  /** One KV buffer shared by all slots. Defaults to false: one KV stream per slot. */
-  kvUnified?: boolean;
-  /** Repacked / AMX weight buffers where the CPU backend offers them. Defaults to true (false = llama-server's --no-repack). */
-  weightRepack?: boolean;
   /** Folder of the ggml CPU backends. Defaults to the folder of the loaded libllama. */
   backendDir?: string;
   /** ggml GPU backend library (libggml-cuda.so built with GGML_BACKEND_DL), loaded once per process. Needed when gpuLayers != 0. */
@@ -34,16 +33,6 @@ export interface NativeLoopOptions {
   gpuLayers?: number;
   /** Threads that sample a step's output rows (the loop's own included). Default 0 = auto: on a GPU min(8, cores / 2), else 1. */
   samplerThreads?: number;
-  /** Persistent ggml compute threads (llama-server's threadpool). Defaults to true; false = threads started per decode. */
-  threadPool?: boolean;
-  /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll is 50). Defaults to 0. */
-  threadPoll?: number;
-  /** Most tokens per step while a slot is generating (long prompts are prefilled in chunks). 0 (default) = batchSize. */
-  stepTokenBudget?: number;
-  /** Host-memory prompt cache: MiB of KV state kept for prompts no slot holds any more (llama-server's --cache-ram). 0 (default) = none. */
-  promptCacheMiB?: number;
-  /** > 1: while slots generate, a step with prompt chunks takes at most this many times a decode-only step (measured). Defaults to 0 (off). */
-  stepTimeRatio?: number;
   /** > 0: time 1..threads compute threads at load and use the best for a machine of this many cores. */
   calibrateCores?: number;
   /** JavaScript work per step (ms) the calibration allows for. Defaults to 1. */
@@ -67,28 +56,6 @@ export interface NativeThreadTiming {
   estimateMs: number;
 }
 
-/** The addon takes the engine's sampler settings as they are (penaltyLastN -1 means the whole slot context). */
-export type NativeSampling = SamplingParams;
-
-/** Per-job options beyond sampling; absent fields cost nothing. */
-export interface NativeJobExtras {
-  /** GBNF (root rule `root`); parsed once per distinct text by the loop. Invalid: an 'error' event with code 'invalid_grammar'. */
-  grammar?: string;
-  /** 0..20: 'text' events carry `logprobs` (raw model distribution), one entry per token. */
-  topLogprobs?: number;
-  /**
-   * Prompt-cache partition (an opaque string; absent = ""): the job reuses only KV that jobs of the same
-   * partition left, in a slot or in the host prompt cache; another partition's is never compared with its prompt.
-   */
-  cachePartition?: string;
-  /**
-   * Send the job's events (prompt, text, done / error; `job` = `tag`) to the EventRelay `id` (any thread of
-   * the process); this loop's own onEvents then gets only the job's done / error. A closed relay: refusal
-   * 'relay_closed'.
-   */
-  relay?: { id: number; tag: number };
-}
-
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
 export type NativeLoopEvent =
   | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number; threads: number; threadPool: boolean; cpuBackend: string; calibration?: NativeThreadTiming[]; gpuLayers: number; modelLayers: number; gpuDevices: NativeGpuDevice[] }
@@ -106,8 +73,13 @@ export interface NativeSubmitRefusal {
 }
 
 export interface NativeSlotLoop {
-  /** Queues a job for the next step; returns why not instead of throwing for expected refusals. */
-  submit(jobId: number, tokens: Uint32Array | Int32Array, maxTokens: number, stops: string[], sampling: NativeSampling, extras?: NativeJobExtras): NativeSubmitRefusal | undefined;
+  /**
+   * Queues a job for the next step; returns why not instead of throwing for expected refusals. `job` is taken as
+   * it is (a field missing or out of range throws). With `relay`, the job's events (prompt, text, done / error;
+   * `job` = `relay.tag`) go to that EventRelay (any thread of the process); this loop's own onEvents then gets
+   * only the job's done / error. A closed relay: refusal 'relay_closed'.
+   */
+  submit(jobId: number, tokens: Uint32Array | Int32Array, job: GenerationJob, relay?: JobRelay): NativeSubmitRefusal | undefined;
   /** The job ends with a 'done' (cancelled) event at the next step boundary. */
   cancel(jobId: number): void;
   /** Cancels every job, frees context and model, then reports 'disposed'. Idempotent. */
@@ -147,7 +119,7 @@ export interface NativeBuildInfo {
 
 /**
  * Receives, on the thread that created it, the events of jobs submitted to any thread's SlotLoop with
- * `extras.relay = { id, tag }` (native/src/event_relay.h). Never keeps the event loop alive.
+ * a `relay` { id, tag } (native/src/event_relay.h). Never keeps the event loop alive.
  */
 export interface NativeEventRelay {
   /** Process-wide, never 0. */

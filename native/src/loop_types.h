@@ -56,7 +56,7 @@ struct LoopOptions {
     double calibrateJsStepMs = 1.0;
 };
 
-/** Sampler chain settings of one job (see src/worker/slot-engine.ts SamplingParams). */
+/** Sampler chain settings of one job (native/generation-job.ts SamplingParams, the same field names). */
 struct SamplingSpec {
     float temperature = 0.0f;
     float topP = 1.0f;
@@ -70,10 +70,14 @@ struct SamplingSpec {
     uint32_t seed = 0;
 };
 
-/** One generation request, owned by the loop once submitted. */
+/**
+ * One generation request, owned by the loop once submitted: the GenerationJob of native/generation-job.ts (the
+ * same field names, every field given and checked by SlotLoopWrap::Submit) with its id and prompt tokens.
+ */
 struct JobSpec {
     uint32_t id = 0;
     std::vector<llama_token> prompt;
+    /** >= 1 (the engine resolved it); the loop also ends the job when the slot's context is full. */
     int32_t maxTokens = 1;
     std::vector<std::string> stops;
     SamplingSpec sampling;

@@ -73,9 +73,6 @@ bool SlotLoop::submit(JobSpec job, SubmitRefusal & refusal) {
                 return false;
             }
         }
-        if (job.maxTokens < 1) {
-            job.maxTokens = 1;
-        }
         reserved_++;
         Command c;
         c.jobId = job.id;

@@ -15,23 +15,32 @@ double numberOr(const Napi::Object & o, const char * key, double fallback) {
     return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
 }
 
-int32_t requiredInt(const Napi::Object & o, const char * key, int32_t min, int32_t max) {
+/** `owner`: the argument's name in the messages (options, job). */
+int32_t requiredInt(const Napi::Object & o, const char * key, int32_t min, int32_t max, const char * owner = "options") {
     Napi::Value v = o.Get(key);
     if (!v.IsNumber()) {
-        throw Napi::TypeError::New(o.Env(), std::string("options.") + key + " must be a number");
+        throw Napi::TypeError::New(o.Env(), std::string(owner) + "." + key + " must be a number");
     }
     const double d = v.As<Napi::Number>().DoubleValue();
     if (!(d >= min && d <= max) || d != (double) (int64_t) d) {
-        throw Napi::RangeError::New(o.Env(), std::string("options.") + key + " must be an integer in [" +
+        throw Napi::RangeError::New(o.Env(), std::string(owner) + "." + key + " must be an integer in [" +
                                     std::to_string(min) + ", " + std::to_string(max) + "]");
     }
     return (int32_t) d;
 }
 
-std::string requiredString(const Napi::Object & o, const char * key) {
+double requiredNumber(const Napi::Object & o, const char * key, const char * owner) {
+    Napi::Value v = o.Get(key);
+    if (!v.IsNumber()) {
+        throw Napi::TypeError::New(o.Env(), std::string(owner) + "." + key + " must be a number");
+    }
+    return v.As<Napi::Number>().DoubleValue();
+}
+
+std::string requiredString(const Napi::Object & o, const char * key, const char * owner = "options") {
     Napi::Value v = o.Get(key);
     if (!v.IsString()) {
-        throw Napi::TypeError::New(o.Env(), std::string("options.") + key + " must be a string");
+        throw Napi::TypeError::New(o.Env(), std::string(owner) + "." + key + " must be a string");
     }
     return v.As<Napi::String>().Utf8Value();
 }
@@ -73,7 +82,7 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
     options.persistentThreads = o.Get("threadPool").IsUndefined() ? true : o.Get("threadPool").ToBoolean().Value();
     options.threadPoll = o.Get("threadPoll").IsUndefined() ? options.threadPoll : requiredInt(o, "threadPoll", 0, 100);
     options.stepTokenBudget = o.Get("stepTokenBudget").IsUndefined() ? 0 : requiredInt(o, "stepTokenBudget", 0, 1 << 20);
-    options.stepTimeRatio = numberOr(o, "stepTimeRatio", 0.0);
+    options.stepTimeRatio = numberOr(o, "prefillStepPercent", 0.0) / 100.0;
     options.promptCacheBytes = o.Get("promptCacheMiB").IsUndefined() ? 0 : (int64_t) requiredInt(o, "promptCacheMiB", 0, 1 << 20) << 20;
     options.calibrateCores = o.Get("calibrateCores").IsUndefined() ? 0 : requiredInt(o, "calibrateCores", 0, 4096);
     options.calibrateJsStepMs = numberOr(o, "calibrateJsStepMs", options.calibrateJsStepMs);
@@ -101,9 +110,8 @@ SlotLoopWrap::~SlotLoopWrap() {
 
 Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
-    if (info.Length() < 5 || !info[0].IsNumber() || !info[1].IsTypedArray() || !info[2].IsNumber() || !info[3].IsArray() ||
-        !info[4].IsObject()) {
-        throw Napi::TypeError::New(env, "usage: submit(jobId, tokens: Uint32Array | Int32Array, maxTokens, stops: string[], sampling, extras?)");
+    if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsTypedArray() || !info[2].IsObject()) {
+        throw Napi::TypeError::New(env, "usage: submit(jobId, tokens: Uint32Array | Int32Array, job: GenerationJob, relay?)");
     }
     JobSpec job;
     Route route;
@@ -118,69 +126,56 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
     } else {
         throw Napi::TypeError::New(env, "tokens must be a Uint32Array or an Int32Array");
     }
-    const double maxTokens = info[2].As<Napi::Number>().DoubleValue();
-    job.maxTokens = maxTokens >= 2147483647.0 ? 2147483647 : (int32_t) std::max(1.0, maxTokens);
-    Napi::Array stops = info[3].As<Napi::Array>();
+    // The GenerationJob (native/generation-job.ts) as the engine resolved it: every field given, checked, not clamped.
+    Napi::Object j = info[2].As<Napi::Object>();
+    job.maxTokens = requiredInt(j, "maxTokens", 1, 2147483647, "job");
+    Napi::Value stopsValue = j.Get("stops");
+    if (!stopsValue.IsArray()) {
+        throw Napi::TypeError::New(env, "job.stops must be an array of strings");
+    }
+    Napi::Array stops = stopsValue.As<Napi::Array>();
     for (uint32_t i = 0; i < stops.Length(); i++) {
         Napi::Value s = stops.Get(i);
         if (!s.IsString()) {
-            throw Napi::TypeError::New(env, "stops must be strings");
+            throw Napi::TypeError::New(env, "job.stops must be strings");
         }
         job.stops.push_back(s.As<Napi::String>().Utf8Value());
     }
-    Napi::Object s = info[4].As<Napi::Object>();
+    Napi::Value samplingValue = j.Get("sampling");
+    if (!samplingValue.IsObject()) {
+        throw Napi::TypeError::New(env, "job.sampling must be an object");
+    }
+    Napi::Object s = samplingValue.As<Napi::Object>();
     SamplingSpec & sp = job.sampling;
-    sp.temperature = (float) numberOr(s, "temperature", sp.temperature);
-    sp.topP = (float) numberOr(s, "topP", sp.topP);
-    sp.topK = (int32_t) numberOr(s, "topK", sp.topK);
-    sp.minP = (float) numberOr(s, "minP", sp.minP);
-    sp.repeatPenalty = (float) numberOr(s, "repeatPenalty", sp.repeatPenalty);
-    sp.presencePenalty = (float) numberOr(s, "presencePenalty", sp.presencePenalty);
-    sp.frequencyPenalty = (float) numberOr(s, "frequencyPenalty", sp.frequencyPenalty);
-    sp.penaltyLastN = (int32_t) numberOr(s, "penaltyLastN", sp.penaltyLastN);
-    sp.seed = (uint32_t) (int64_t) numberOr(s, "seed", sp.seed);
-    if (info.Length() >= 6 && info[5].IsObject()) {
-        Napi::Object extras = info[5].As<Napi::Object>();
-        Napi::Value grammar = extras.Get("grammar");
-        if (grammar.IsString()) {
-            job.grammar = grammar.As<Napi::String>().Utf8Value();
-        } else if (!grammar.IsUndefined()) {
-            throw Napi::TypeError::New(env, "extras.grammar must be a string");
+    sp.temperature = (float) requiredNumber(s, "temperature", "job.sampling");
+    sp.topP = (float) requiredNumber(s, "topP", "job.sampling");
+    sp.topK = (int32_t) requiredNumber(s, "topK", "job.sampling");
+    sp.minP = (float) requiredNumber(s, "minP", "job.sampling");
+    sp.repeatPenalty = (float) requiredNumber(s, "repeatPenalty", "job.sampling");
+    sp.presencePenalty = (float) requiredNumber(s, "presencePenalty", "job.sampling");
+    sp.frequencyPenalty = (float) requiredNumber(s, "frequencyPenalty", "job.sampling");
+    sp.penaltyLastN = (int32_t) requiredNumber(s, "penaltyLastN", "job.sampling");
+    sp.seed = (uint32_t) (int64_t) requiredNumber(s, "seed", "job.sampling");
+    job.grammar = requiredString(j, "grammar", "job");
+    job.topLogprobs = requiredInt(j, "topLogprobs", -1, 20, "job");
+    job.cachePartition = requiredString(j, "cachePartition", "job");
+    if (info.Length() >= 4 && !info[3].IsUndefined() && !info[3].IsNull()) {
+        if (!info[3].IsObject()) {
+            throw Napi::TypeError::New(env, "relay must be { id: number, tag: number }");
         }
-        Napi::Value top = extras.Get("topLogprobs");
-        if (top.IsNumber()) {
-            const double n = top.As<Napi::Number>().DoubleValue();
-            if (!(n >= 0 && n <= 20) || n != (double) (int32_t) n) {
-                throw Napi::RangeError::New(env, "extras.topLogprobs must be an integer in [0, 20]");
-            }
-            job.topLogprobs = (int32_t) n;
-        } else if (!top.IsUndefined()) {
-            throw Napi::TypeError::New(env, "extras.topLogprobs must be a number");
+        Napi::Object r = info[3].As<Napi::Object>();
+        Napi::Value id = r.Get("id");
+        Napi::Value tag = r.Get("tag");
+        if (!id.IsNumber() || !tag.IsNumber()) {
+            throw Napi::TypeError::New(env, "relay must be { id: number, tag: number }");
         }
-        Napi::Value partition = extras.Get("cachePartition");
-        if (partition.IsString()) {
-            job.cachePartition = partition.As<Napi::String>().Utf8Value();
-        } else if (!partition.IsUndefined()) {
-            throw Napi::TypeError::New(env, "extras.cachePartition must be a string");
-        }
-        Napi::Value relay = extras.Get("relay");
-        if (relay.IsObject()) {
-            Napi::Object r = relay.As<Napi::Object>();
-            Napi::Value id = r.Get("id");
-            Napi::Value tag = r.Get("tag");
-            if (!id.IsNumber() || !tag.IsNumber()) {
-                throw Napi::TypeError::New(env, "extras.relay must be { id: number, tag: number }");
-            }
-            route.sink = findRelaySink(id.As<Napi::Number>().Uint32Value());
-            route.tag = tag.As<Napi::Number>().Uint32Value();
-            if (!route.sink) {
-                Napi::Object refusal = Napi::Object::New(env);
-                refusal.Set("code", "relay_closed");
-                refusal.Set("message", "the event relay of this job is closed");
-                return refusal;
-            }
-        } else if (!relay.IsUndefined()) {
-            throw Napi::TypeError::New(env, "extras.relay must be an object");
+        route.sink = findRelaySink(id.As<Napi::Number>().Uint32Value());
+        route.tag = tag.As<Napi::Number>().Uint32Value();
+        if (!route.sink) {
+            Napi::Object refusal = Napi::Object::New(env);
+            refusal.Set("code", "relay_closed");
+            refusal.Set("message", "the event relay of this job is closed");
+            return refusal;
         }
     }
 

@@ -1,8 +1,10 @@
 import path from 'node:path';
 import { SERVE_SETTINGS, type SettingSpec } from './config-spec.ts';
+import type { NativeTuning } from '../../native/generation-job.ts';
 
 /** The validated configuration of `hearth serve`. Frozen; built once by `parseServeConfig`. */
-export interface Config {
+/** The native tuning fields are NativeTuning's (their `promptCacheMiB` undefined: defaultPromptCacheMiB, resolved by main.ts). */
+export interface Config extends Omit<NativeTuning, 'promptCacheMiB'> {
   port: number;
   host: string;
   publicUrl: string | undefined;
@@ -24,19 +26,10 @@ export interface Config {
   gpuLayers: 'auto' | number;
   /** Native engine: the ggml CUDA backend library (undefined: found, engine/gpu-offload.ts). */
   gpuBackend: string | undefined;
-  weightRepack: boolean;
-  /** Native engine: persistent compute threads, their idle polling (0-100), the per-step token budget (0 = batchSize). */
-  threadPool: boolean;
-  threadPoll: number;
-  stepTokenBudget: number;
   /** Native engine: MiB of KV state per model worker kept in host memory for prompts no slot holds (0 = none; undefined = defaultPromptCacheMiB). */
   promptCacheMiB: number | undefined;
   /** Who shares prompt-cache state (gateway/prompt-cache-scope.ts). */
   promptCacheScope: 'account' | 'key' | 'global';
-  /** Native engine: a step with prompt chunks takes at most this % of a decode-only step while slots generate (0 = off). */
-  prefillStepPercent: number;
-  /** Native engine: one KV buffer for all slots instead of a stream per slot. */
-  kvUnified: boolean;
   maxTokens: number;
   bodyLimit: number;
   queueLimit: number;

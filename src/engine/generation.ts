@@ -1,10 +1,13 @@
 import type { ReasoningSyntax } from '../protocol/reasoning-split.ts';
 import type { GpuInfo } from './worker-protocol.ts';
 import type { ApiError } from '../errors/api-error.ts';
-import type { TokenLogprob } from '../protocol/chat-delta.ts';
+import type { TokenLogprob } from '../../native/generation-job.ts';
 import type { ChatMessage, FunctionTool, RawPrompt, SamplingOptions } from '../protocol/chat-request.ts';
 
-/** One chat generation as the gateway asks for it (validated; the template is applied in the worker). */
+/**
+ * One chat generation as the gateway asks for it (validated at the edge; the template is applied in the worker).
+ * The engine resolves it into a GenerationJob once (resolve-generation-job.ts).
+ */
 export interface GenerationRequest extends SamplingOptions {
   messages: ChatMessage[];
   /**
@@ -37,7 +40,7 @@ export interface GenerationRequest extends SamplingOptions {
   countOnly?: boolean | undefined;
 }
 
-export type { TokenLogprob } from '../protocol/chat-delta.ts';
+export type { TokenLogprob } from '../../native/generation-job.ts';
 
 export interface GenerationResult {
   finishReason: 'stop' | 'length';

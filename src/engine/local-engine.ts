@@ -16,9 +16,9 @@ import { readModelMetadata } from './model-metadata.ts';
 import { reasoningSyntaxOf } from '../protocol/reasoning-split.ts';
 import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts';
 import { promptTokensAtLeast, rawPromptTokensAtLeast } from './prompt-bound.ts';
-import { samplingFor } from './sampling-defaults.ts';
+import { resolveGenerationJob } from './resolve-generation-job.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
-import { DEFAULT_NATIVE_TUNING, type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent, type WorkerStatus, type WorkerStop } from './worker-protocol.ts';
+import { type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent, type WorkerStatus, type WorkerStop } from './worker-protocol.ts';
 
 export interface LocalEngineOptions {
   source: ModelSource;
@@ -36,8 +36,8 @@ export interface LocalEngineOptions {
   cores: number;
   contextSize: number;
   batchSize: number;
-  /** Native engine tuning; what is left out is DEFAULT_NATIVE_TUNING's. */
-  native?: Partial<NativeTuning>;
+  /** Native engine tuning, as the config resolved it (passed to the workers as it is). */
+  native: NativeTuning;
   /** Native engine: which ggml CPU kernels (cpu-kernels.ts); default `prebuilt`. */
   cpuKernels?: CpuKernelsMode;
   /** Server cap on completion tokens, and the default. */
@@ -219,7 +219,7 @@ export class LocalEngine implements ChatEngine {
         threads: this.st.threads,
         fallbackThreads: planThreads({ cores: this.o.cores, workers: this.o.workers, engine: 'node-llama-cpp', requested: this.o.threads }),
         batchSize: this.o.batchSize,
-        native: { ...DEFAULT_NATIVE_TUNING, ...this.o.native },
+        native: this.o.native,
         // On a GPU the CPU threads only sample and feed it: no thread calibration (it would time GPU steps).
         calibrateCores: gpu?.library ? 0 : calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
         cpuKernels: kernels?.kernels ?? 'prebuilt',
@@ -284,7 +284,7 @@ export class LocalEngine implements ChatEngine {
         if (m?.hearth === 'prompt-cache') return this.recordPromptCache(m);
         if (m?.hearth === 'worker-ready') {
           this.st.workersReady++;
-          if (m.engine === 'native') this.metrics.promptCacheCapacity.inc(this.labels, (this.o.native?.promptCacheMiB ?? 0) * (1 << 20));
+          if (m.engine === 'native') this.metrics.promptCacheCapacity.inc(this.labels, this.o.native.promptCacheMiB * (1 << 20));
           this.st.engine = m.engine;
           this.st.contextSize = m.contextSize;
           this.st.threads = m.threads;
@@ -429,16 +429,11 @@ export class LocalEngine implements ChatEngine {
 
     const task: GenerationTask = {
       messages: request.messages,
-      ...(request.prompt !== undefined ? { prompt: request.prompt } : {}),
-      ...(request.countOnly === true ? { countOnly: true } : {}),
-      maxTokens: Math.min(request.maxTokens ?? this.o.maxTokens, this.o.maxTokens),
-      stop: request.stop,
-      sampling: samplingFor(request),
-      ...(request.tools && request.tools.length > 0 ? { tools: request.tools } : {}),
-      ...(request.grammar !== undefined ? { grammar: request.grammar } : {}),
-      ...(request.topLogprobs !== undefined ? { topLogprobs: request.topLogprobs } : {}),
-      cachePartition: request.cachePartition,
-      ...(relayed ? { relay: relayed } : {}),
+      tools: request.tools ?? [],
+      prompt: request.prompt ?? null,
+      countOnly: request.countOnly === true,
+      job: resolveGenerationJob(request, { maxTokens: this.o.maxTokens }),
+      relay: relayed ?? null,
       port: port2,
     };
     pool.run(task, { transferList: [port2] }).catch((err: unknown) => {

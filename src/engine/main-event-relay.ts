@@ -1,5 +1,5 @@
 import { engineFailure } from '../errors/engine-failure.ts';
-import type { TokenLogprob } from '../protocol/chat-delta.ts';
+import type { TokenLogprob } from '../../native/generation-job.ts';
 import type { JobRelay, SlotFinishReason, WorkerEvent } from './worker-protocol.ts';
 
 /** A relayed job's event as the addon delivers it (native/binding.ts NativeLoopEvent; `job` is the task's tag). */

@@ -1,24 +1,7 @@
+import type { SamplingParams } from '../../native/generation-job.ts';
 import type { SamplingOptions } from '../protocol/chat-request.ts';
 
-/** Sampler chain settings, mapped 1:1 onto llama.cpp's samplers. */
-export interface SamplingParams {
-  /** 0 = greedy. */
-  temperature: number;
-  /** 1 = disabled. */
-  topP: number;
-  /** 0 = disabled. */
-  topK: number;
-  /** 0 = disabled. */
-  minP: number;
-  /** 1 = disabled. */
-  repeatPenalty: number;
-  presencePenalty: number;
-  frequencyPenalty: number;
-  /** How many recent tokens the penalties look at. */
-  penaltyLastN: number;
-  /** 32-bit unsigned seed. */
-  seed: number;
-}
+export type { SamplingParams } from '../../native/generation-job.ts';
 
 /**
  * Sampler settings for a request. Unset fields take llama-server's defaults (temperature 0.8, top-k 40,
@@ -38,6 +21,7 @@ export const DEFAULT_SAMPLING = {
   seed: 0,
 } satisfies Required<SamplingParams>;
 
+/** A request's sampler settings: its own where given, DEFAULT_SAMPLING's otherwise; no seed: `randomSeed()`. */
 export function samplingFor(o: SamplingOptions, randomSeed: () => number = () => (Math.random() * 0xffffffff) >>> 0): SamplingParams {
   return {
     ...DEFAULT_SAMPLING,

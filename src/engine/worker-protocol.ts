@@ -1,7 +1,6 @@
 import type { EngineFailure } from '../errors/engine-failure.ts';
-import type { TokenLogprob } from '../protocol/chat-delta.ts';
+import type { GenerationJob, JobRelay, NativeTuning, TokenLogprob } from '../../native/generation-job.ts';
 import type { ChatMessage, FunctionTool, RawPrompt } from '../protocol/chat-request.ts';
-import type { SamplingParams } from './sampling-defaults.ts';
 import type { MessagePort } from 'node:worker_threads';
 
 /**
@@ -13,25 +12,7 @@ import type { MessagePort } from 'node:worker_threads';
 /** The instant test engine has no vocabulary: it counts one token per this many bytes of the messages. */
 export const INSTANT_TOKEN_BYTES = 4;
 
-/** How the native engine runs (the serve flags of the same names); the other engines ignore it. */
-export interface NativeTuning {
-  /** Keep llama.cpp's repacked weight layouts (false = llama-server's --no-repack). */
-  weightRepack: boolean;
-  /** Persistent compute threads, their idle polling (0-100), the per-step token budget (0 = batch size). */
-  threadPool: boolean;
-  threadPoll: number;
-  stepTokenBudget: number;
-  /** Host-memory prompt cache in MiB (0 = none). */
-  promptCacheMiB: number;
-  /** Prefill pacing: a mixed step takes at most this % of a decode-only step (0 = off). */
-  prefillStepPercent: number;
-  /** One KV buffer shared by all slots instead of a stream per slot. */
-  kvUnified: boolean;
-}
-
-export const DEFAULT_NATIVE_TUNING: NativeTuning = {
-  weightRepack: true, threadPool: true, threadPoll: 0, stepTokenBudget: 0, promptCacheMiB: 0, prefillStepPercent: 0, kvUnified: false,
-};
+export type { GenerationJob, JobRelay, NativeTuning } from '../../native/generation-job.ts';
 
 /** workerData of every model worker (set once at pool creation). */
 export interface ModelWorkerData {
@@ -43,6 +24,7 @@ export interface ModelWorkerData {
   /** Threads to use instead if `auto` falls back to the node-llama-cpp engine. */
   fallbackThreads: number;
   batchSize: number;
+  /** As the config resolved it; the worker passes it to the addon as it is. */
   native: NativeTuning;
   /** Native engine only, > 0: calibrate 1..threads compute threads at load for this many cores (thread-plan.ts). */
   calibrateCores: number;
@@ -88,43 +70,24 @@ export type GpuProbeAnswer =
   /** sawDevice: the backend loaded and listed a GPU (a failure past that point is worth a warning). */
   | { ok: false; reason: string; sawDevice: boolean };
 
-/**
- * Where a native job's events go straight from the loop thread: the main thread's event relay `id`,
- * the task known there as `tag` (src/engine/main-event-relay.ts).
- */
-export interface JobRelay {
-  id: number;
-  tag: number;
-}
-
-/** The task payload of one generation. */
+/** The task payload of one generation: what the worker tokenizes, and the job it then submits as it is. */
 export interface GenerationTask {
+  /** The chat the template renders (unused when `prompt` is given). */
   messages: ChatMessage[];
+  /** Functions the chat template shows the model ([]: none). */
+  tools: FunctionTool[];
+  /** A raw prompt (GenerationRequest.prompt): no chat template; `messages` and `tools` are then unused. null: the template. */
+  prompt: RawPrompt | null;
   /** GenerationRequest.countOnly: build the prompt, answer its token count with 'done', generate nothing. */
-  countOnly?: boolean | undefined;
-  /** A raw prompt (GenerationRequest.prompt): no chat template; `messages` and `tools` are then unused. */
-  prompt?: RawPrompt | undefined;
-  /** Requested completion cap (undefined: the server's maxTokens). */
-  maxTokens: number | undefined;
-  stop: string[];
-  sampling: SamplingParams;
-  /** Functions the chat template shows the model (absent or []: none). */
-  tools?: FunctionTool[] | undefined;
-  /** GBNF the completion must match (absent: free text). */
-  grammar?: string | undefined;
-  /** Absent: no logprobs. 0..20: text events carry each token's logprob and this many alternatives. */
-  topLogprobs?: number | undefined;
-  /**
-   * The prompt-cache partition (GenerationRequest.cachePartition; '' = the one shared partition): the engine
-   * reuses only prefix state that tasks of the same partition left.
-   */
-  cachePartition: string;
+  countOnly: boolean;
+  /** Every field decided by the engine (resolveGenerationJob); the worker only adds the template's own stop texts. */
+  job: GenerationJob;
   /**
    * Present when the main thread holds an event relay: an engine that can (SlotEngine.relaysEvents) sends the
    * job's prompt / text / done / error there, skipping this worker's JavaScript; the port then carries only
    * 'start' and failures before the job reached the engine.
    */
-  relay?: JobRelay | undefined;
+  relay: JobRelay | null;
   port: MessagePort;
 }
 

@@ -1,6 +1,6 @@
 import type { GenerationRequest } from '../engine/generation.ts';
 import { invalidRequest } from '../errors/index.ts';
-import type { ChatRequest } from '../protocol/chat-request.ts';
+import { samplingOptionsOf, type ChatRequest } from '../protocol/chat-request.ts';
 import { GrammarError } from '../protocol/gbnf.ts';
 import type { GrammarCache } from '../protocol/grammar-cache.ts';
 import { jsonObjectGrammar, jsonSchemaToGrammar } from '../protocol/json-schema-grammar.ts';
@@ -44,16 +44,7 @@ export function planChatGeneration(request: ChatRequest, cache: GrammarCache): C
       tools: toolsActive ? request.tools : undefined,
       grammar,
       topLogprobs: request.topLogprobs,
-      maxTokens: request.maxTokens,
-      stop: request.stop,
-      temperature: request.temperature,
-      topP: request.topP,
-      seed: request.seed,
-      presencePenalty: request.presencePenalty,
-      frequencyPenalty: request.frequencyPenalty,
-      topK: request.topK,
-      minP: request.minP,
-      repetitionPenalty: request.repetitionPenalty,
+      ...samplingOptionsOf(request),
     },
     toolNames: toolsActive ? new Set(request.tools.map((t) => t.name)) : null,
   };

@@ -3,7 +3,7 @@ import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink } 
 import { modelNotFound } from '../errors/index.ts';
 import type { ChatDeltaSink, TokenLogprob } from '../protocol/chat-delta.ts';
 import { ReasoningSplitter, type SplitPiece } from '../protocol/reasoning-split.ts';
-import type { ChatRequest, RawPrompt } from '../protocol/chat-request.ts';
+import { samplingOptionsOf, type ChatRequest, type RawPrompt } from '../protocol/chat-request.ts';
 import type { CompletionsRequest } from '../protocol/completions-request.ts';
 import type { ChoiceDelta } from '../protocol/text-completion.ts';
 import { GrammarCache } from '../protocol/grammar-cache.ts';
@@ -113,16 +113,7 @@ export class SharedModelGateway {
       prompt,
       cachePartition,
       topLogprobs: request.logprobs,
-      maxTokens: request.maxTokens,
-      stop: request.stop,
-      temperature: request.temperature,
-      topP: request.topP,
-      seed: request.seed,
-      presencePenalty: request.presencePenalty,
-      frequencyPenalty: request.frequencyPenalty,
-      topK: request.topK,
-      minP: request.minP,
-      repetitionPenalty: request.repetitionPenalty,
+      ...samplingOptionsOf(request),
     });
     try {
       request.prompts.forEach((prompt, choice) => {

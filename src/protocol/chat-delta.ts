@@ -1,4 +1,5 @@
 import type { ApiError } from '../errors/api-error.ts';
+import type { TokenLogprob } from '../../native/generation-job.ts';
 
 /**
  * The one stream a chat completion is answered from, whatever produced it (the shared model's engine or an
@@ -7,15 +8,8 @@ import type { ApiError } from '../errors/api-error.ts';
  * wire shape. Plain data; main thread.
  */
 
-/** One generated token's log-probability, as OpenAI's `logprobs.content[i]` carries it. */
-export interface TokenLogprob {
-  token: string;
-  logprob: number;
-  /** UTF-8 bytes of the token's text. */
-  bytes: number[];
-  /** The most likely alternatives at that position (length = the request's topLogprobs), best first. */
-  top: Array<{ token: string; logprob: number; bytes: number[] }>;
-}
+/** One generated token's log-probability, as OpenAI's `logprobs.content[i]` carries it (the addon's own shape). */
+export type { TokenLogprob } from '../../native/generation-job.ts';
 
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls';
 

@@ -70,6 +70,22 @@ export interface SamplingOptions {
   repetitionPenalty?: number | undefined;
 }
 
+/** A request's sampling fields, and only those (what the shared model's engine is asked to honour). */
+export function samplingOptionsOf(o: SamplingOptions): SamplingOptions {
+  return {
+    maxTokens: o.maxTokens,
+    stop: o.stop,
+    temperature: o.temperature,
+    topP: o.topP,
+    seed: o.seed,
+    presencePenalty: o.presencePenalty,
+    frequencyPenalty: o.frequencyPenalty,
+    topK: o.topK,
+    minP: o.minP,
+    repetitionPenalty: o.repetitionPenalty,
+  };
+}
+
 /** The fields of a request that asks for no tools, no structured output and no logprobs (a fresh object). */
 export function plainChatFields(): Pick<ChatRequest, 'tools' | 'toolChoice' | 'parallelToolCalls' | 'responseFormat'> {
   return { tools: [], toolChoice: 'none', parallelToolCalls: true, responseFormat: { type: 'text' } };

@@ -2,9 +2,11 @@ import { serveProbe } from './probe-main.ts';
 import { cudaBackendCandidates } from '../../native/paths.ts';
 import type { GpuProbeAnswer, GpuProbeRequest } from '../engine/worker-protocol.ts';
 import { loadNativeSlotEngineInternal } from './native-slot-engine.ts';
-import { type SamplingParams, samplingFor } from '../engine/sampling-defaults.ts';
+import type { GenerationJob } from '../../native/generation-job.ts';
+import { samplingFor } from '../engine/sampling-defaults.ts';
 
-const GREEDY: SamplingParams = samplingFor({ temperature: 0, stop: [] }, () => 1);
+/** A short greedy completion. */
+const PROBE_JOB: GenerationJob = { maxTokens: 8, stops: [], sampling: samplingFor({ temperature: 0, stop: [] }, () => 1), grammar: '', topLogprobs: -1, cachePartition: '' };
 
 /**
  * The GPU probe, a child process of engine/gpu-offload.ts (entry: gpu-probe-entry.mjs): loads the ggml GPU
@@ -28,7 +30,7 @@ async function answer(req: GpuProbeRequest): Promise<GpuProbeAnswer> {
     if (!device || engine.gpuLayers === 0) return { ok: false, reason: 'the model was not offloaded', sawDevice: device !== undefined };
     const started = performance.now();
     const done = await new Promise<{ completionTokens: number }>((resolve, reject) => {
-      engine.submit({ promptTokens: new Uint32Array([1, 2, 3, 4]), maxTokens: 8, stop: [], sampling: GREEDY }, {
+      engine.submit(new Uint32Array([1, 2, 3, 4]), PROBE_JOB, {
         onText: () => {},
         onDone: (r) => resolve({ completionTokens: r.completionTokens }),
         onError: (e) => reject(new Error(`${e.code}: ${e.message}`)),

@@ -1,18 +1,21 @@
-import type { TokenLogprob } from '../protocol/chat-delta.ts';
-import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle } from './slot-engine.ts';
+import type { GenerationJob, TokenLogprob } from '../../native/generation-job.ts';
+import type { SlotEngine, SlotJobEvents, SlotJobHandle } from './slot-engine.ts';
 import { StopDetector } from './stop-detector.ts';
 
 /**
  * A test engine with no model math, enabled only by `--engine instant`: every step (one macrotask) gives
  * each active job its next `tokensPerStep` tokens of a fixed word cycle, so benchmarks measure what the
  * gateway, the worker port and the SSE writer can carry. Deterministic: job output depends only on
- * maxTokens and stop strings. A grammar is accepted and ignored; asked for logprobs, it reports each word
+ * maxTokens, the room the prompt leaves in the slot's context (one token per word) and stop strings. A grammar is accepted and ignored; asked for logprobs, it reports each word
  * as certain (logprob 0) with the next words of the cycle as alternatives at a fixed -10.
  */
 const WORDS = [' the', ' quick', ' brown', ' fox', ' jumps', ' over', ' a', ' lazy', ' dog', '.'];
 
 interface InstantJob {
-  job: SlotJob;
+  job: GenerationJob;
+  promptTokens: number;
+  /** Completion tokens at most: the job's maxTokens, or the room its prompt leaves in the slot's context. */
+  limit: number;
   events: SlotJobEvents;
   produced: number;
   cancelled: boolean;
@@ -38,12 +41,13 @@ export class InstantEngine implements SlotEngine {
 
   constructor(readonly contextSize: number, readonly slotCount: number, private readonly tokensPerStep = 1) {}
 
-  submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle {
+  submit(promptTokens: Uint32Array, job: GenerationJob, events: SlotJobEvents): SlotJobHandle {
     if (this.disposed) throw new Error('engine disposed');
     if (this.active.size >= this.slotCount) throw new Error('no free slot');
-    const j: InstantJob = { job, events, produced: 0, cancelled: false, stop: new StopDetector(job.stop), logprobs: job.topLogprobs !== undefined ? [] : null };
+    const limit = Math.min(job.maxTokens, this.contextSize - promptTokens.length);
+    const j: InstantJob = { job, promptTokens: promptTokens.length, limit, events, produced: 0, cancelled: false, stop: new StopDetector(job.stops), logprobs: job.topLogprobs >= 0 ? [] : null };
     this.active.add(j);
-    events.onPrompt?.({ promptTokens: job.promptTokens.length, cachedTokens: 0 });
+    events.onPrompt?.({ promptTokens: promptTokens.length, cachedTokens: 0 });
     this.schedule();
     return { cancel: () => { j.cancelled = true; } };
   }
@@ -57,22 +61,22 @@ export class InstantEngine implements SlotEngine {
   private step(): void {
     this.scheduled = false;
     for (const j of this.active) {
-      const base = { promptTokens: j.job.promptTokens.length, cachedTokens: 0 };
+      const base = { promptTokens: j.promptTokens, cachedTokens: 0 };
       if (j.cancelled) {
         this.active.delete(j);
         j.events.onDone({ ...base, finishReason: 'cancelled', completionTokens: j.produced });
         continue;
       }
-      const n = Math.min(this.tokensPerStep, j.job.maxTokens - j.produced);
+      const n = Math.min(this.tokensPerStep, j.limit - j.produced);
       let text = '';
       for (let i = 0; i < n; i++) {
         text += WORDS[(j.produced + i) % WORDS.length];
-        j.logprobs?.push(wordLogprob(j.produced + i, j.job.topLogprobs ?? 0));
+        j.logprobs?.push(wordLogprob(j.produced + i, j.job.topLogprobs));
       }
       j.produced += n;
       const out = j.stop.push(text);
       if (out.length > 0) this.emit(j, out, n);
-      if (j.stop.stopped || j.produced >= j.job.maxTokens) {
+      if (j.stop.stopped || j.produced >= j.limit) {
         this.active.delete(j);
         const rest = j.stop.flush();
         if (rest.length > 0) this.emit(j, rest, 0);

@@ -73,7 +73,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
     // A prompt may use contextSize - 1 tokens (one is left to generate); tokenizing stops past that.
-    const building = task.prompt !== undefined ? host.buildRawPrompt(task.prompt, engine.contextSize - 1) : host.buildPrompt(task.messages, task.tools, engine.contextSize - 1);
+    const building = task.prompt !== null ? host.buildRawPrompt(task.prompt, engine.contextSize - 1) : host.buildPrompt(task.messages, task.tools, engine.contextSize - 1);
     const prompt = await building.catch((err: unknown) => {
       if (err instanceof PromptTooLong || err instanceof InvalidPromptToken) return err;
       throw err;
@@ -87,26 +87,17 @@ export default async function generate(task: GenerationTask): Promise<void> {
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     if (task.countOnly) return post({ t: 'done', finishReason: 'stop', promptTokens: prompt.tokens.length, cachedTokens: 0, completionTokens: 0 });
     promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
-    const maxTokens = Math.max(1, Math.min(task.maxTokens ?? Number.MAX_SAFE_INTEGER, engine.contextSize - prompt.tokens.length));
-    const stop = [...new Set([...task.stop, ...prompt.stops])];
+    // The job as the engine resolved it; the chat template's own stop texts (known only here) join its stops.
+    const job = prompt.stops.length === 0 ? task.job : { ...task.job, stops: [...new Set([...task.job.stops, ...prompt.stops])] };
     // Relayed: the job's events reach the main thread from the loop thread; here it only ends.
-    const relay = engine.relaysEvents ? task.relay : undefined;
+    const relay = engine.relaysEvents && task.relay !== null ? task.relay : undefined;
     await new Promise<void>((resolve) => {
-      handle = engine.submit(
-        {
-          promptTokens: prompt.tokens, maxTokens, stop, sampling: task.sampling,
-          ...(task.grammar !== undefined ? { grammar: task.grammar } : {}),
-          ...(task.topLogprobs !== undefined ? { topLogprobs: task.topLogprobs } : {}),
-          ...(task.cachePartition !== '' ? { cachePartition: task.cachePartition } : {}),
-          ...(relay !== undefined ? { relay } : {}),
-        },
-        {
-          onPrompt: (info) => post({ t: 'prompt', ...info }),
-          onText: (text, n, logprobs) => post(logprobs ? { t: 'text', text, n, logprobs } : { t: 'text', text, n }),
-          onDone: (r) => { if (!relay) post({ t: 'done', ...r }); resolve(); },
-          onError: (e) => { if (!relay) post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
-        },
-      );
+      handle = engine.submit(prompt.tokens, job, {
+        onPrompt: (info) => post({ t: 'prompt', ...info }),
+        onText: (text, n, logprobs) => post(logprobs ? { t: 'text', text, n, logprobs } : { t: 'text', text, n }),
+        onDone: (r) => { if (!relay) post({ t: 'done', ...r }); resolve(); },
+        onError: (e) => { if (!relay) post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
+      }, relay);
       if (cancelled) handle.cancel();
     });
     reportPromptCache(engine);

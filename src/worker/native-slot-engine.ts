@@ -1,6 +1,7 @@
-import { loadHearthNative, type NativeLoopEvent, type NativeLoopStats, type NativeSlotLoop, type NativeThreadTiming, type NativeGpuDevice } from '../../native/binding.ts';
+import type { GenerationJob, JobRelay } from '../../native/generation-job.ts';
+import { loadHearthNative, type NativeLoopEvent, type NativeLoopOptions, type NativeLoopStats, type NativeSlotLoop, type NativeThreadTiming, type NativeGpuDevice } from '../../native/binding.ts';
 import { contextLengthExceeded } from '../errors/index.ts';
-import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle, SlotJobResult } from './slot-engine.ts';
+import type { SlotEngine, SlotJobEvents, SlotJobHandle, SlotJobResult } from './slot-engine.ts';
 
 /**
  * The default engine: Hearth's native continuous-batching loop (native/, a C++ addon over the prebuilt
@@ -15,57 +16,11 @@ import type { SlotEngine, SlotJob, SlotJobEvents, SlotJobHandle, SlotJobResult }
  * there so node-llama-cpp maps the same CPU libllama file as the addon.
  */
 
-export interface NativeSlotEngineOptions {
-  modelPath: string;
-  /** KV tokens per slot; a prompt may use at most contextSize - 1 of them. */
-  contextSize: number;
-  slots: number;
-  /** llama.cpp threads for every decode (generation and prompt batches). */
-  threads: number;
-  /** Most tokens per decode step (prompt chunks + one per generating slot). Defaults to 512. */
-  batchSize?: number;
-  /**
-   * One KV buffer shared by all slots instead of one stream per slot. Defaults to false, like
-   * llama-server with an explicit -np: attention then only spans a slot's own tokens.
-   */
-  kvUnified?: boolean;
-  /**
-   * Let llama.cpp repack weights into the CPU backend's faster layouts (AMX, interleaved Q4/Q8).
-   * Defaults to true; false matches llama-server's --no-repack (for like-for-like benchmarks).
-   */
-  weightRepack?: boolean;
-  /** Persistent compute threads (llama-server's threadpool) instead of threads started per decode. Defaults to true. */
-  threadPool?: boolean;
-  /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll is 50). Defaults to 0. */
-  threadPoll?: number;
-  /** Most tokens per step while a slot is generating; longer prompts are prefilled in chunks. 0 = batchSize. */
-  stepTokenBudget?: number;
-  /** Host-memory prompt cache in MiB (KV states of prompts no slot holds any more); 0 = none. */
-  promptCacheMiB?: number;
-  /** > 1: while slots generate, a step with prompt chunks takes at most this many times a decode-only step. */
-  stepTimeRatio?: number;
-  /** > 0: time 1..threads compute threads at load and keep the best for this many cores (`--threads 0`). */
-  calibrateCores?: number;
-  /** JavaScript work per step (ms) the calibration allows for. */
-  calibrateJsStepMs?: number;
-  /**
-   * Folder of the ggml CPU backend to load (e.g. native/build/cpu-kernels); default: node-llama-cpp's
-   * prebuilt ones. Process-wide: the first loop of a process decides, later ones share its backend.
-   */
-  backendDir?: string;
-  /** ggml GPU backend library (e.g. native/build/cuda/libggml-cuda.so), loaded once per process; needed when gpuLayers != 0. */
-  gpuBackend?: string;
-  /** Model layers offloaded to the backend's first GPU: -1 = all, 0 (default) = CPU only. */
-  gpuLayers?: number;
-  /** Threads that sample a step's output rows in parallel (the loop's included); 0 / absent = auto (several on a GPU only). */
-  samplerThreads?: number;
-}
-
-export const DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS = {
-  batchSize: 512,
-  kvUnified: false,
-  weightRepack: true,
-} satisfies Required<Pick<NativeSlotEngineOptions, 'batchSize' | 'kvUnified' | 'weightRepack'>>;
+/**
+ * The loop's settings (native/binding.ts NativeLoopOptions), passed to the addon as they are: what is left
+ * out takes the addon's own value. contextSize is the KV tokens per slot (a prompt may use contextSize - 1).
+ */
+export type NativeSlotEngineOptions = NativeLoopOptions;
 
 /** A refusal of submit() or a load failure; `code` is stable, the message is for people. */
 export class NativeEngineError extends Error {
@@ -88,9 +43,10 @@ export function loadNativeSlotEngine(options: NativeSlotEngineOptions): Promise<
 
 /** As loadNativeSlotEngine, typed as the concrete engine (tests and benchmarks read its extra fields). */
 export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOptions, signal?: AbortSignal): Promise<NativeSlotEngine> {
-  const o = { ...DEFAULT_NATIVE_SLOT_ENGINE_OPTIONS, ...options };
+  const o = options;
   for (const key of ['contextSize', 'slots', 'threads', 'batchSize'] as const) {
-    if (!Number.isInteger(o[key]) || o[key] < 1) throw new NativeEngineError('invalid_option', `${key} must be a positive integer, got ${o[key]}`);
+    const v = o[key];
+    if (v !== undefined && (!Number.isInteger(v) || v < 1)) throw new NativeEngineError('invalid_option', `${key} must be a positive integer, got ${v}`);
   }
   const native = loadHearthNative();
   if (!native.ok) throw new NativeEngineError('addon_unavailable', native.reason);
@@ -102,21 +58,7 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
   return new Promise<NativeSlotEngine>((resolve, reject) => {
     let engine: NativeSlotEngine | undefined;
     const loop = new native.binding.SlotLoop(
-      {
-        modelPath: o.modelPath, contextSize: o.contextSize, slots: o.slots, threads: o.threads,
-        batchSize: o.batchSize, kvUnified: o.kvUnified, weightRepack: o.weightRepack,
-        ...(o.threadPool !== undefined ? { threadPool: o.threadPool } : {}),
-        ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}),
-        ...(o.stepTokenBudget !== undefined ? { stepTokenBudget: o.stepTokenBudget } : {}),
-        ...(o.promptCacheMiB !== undefined ? { promptCacheMiB: o.promptCacheMiB } : {}),
-        ...(o.stepTimeRatio !== undefined ? { stepTimeRatio: o.stepTimeRatio } : {}),
-        ...(o.calibrateCores !== undefined ? { calibrateCores: o.calibrateCores } : {}),
-        ...(o.calibrateJsStepMs !== undefined ? { calibrateJsStepMs: o.calibrateJsStepMs } : {}),
-        ...(o.backendDir !== undefined ? { backendDir: o.backendDir } : {}),
-        ...(o.gpuBackend !== undefined ? { gpuBackend: o.gpuBackend } : {}),
-        ...(o.gpuLayers !== undefined ? { gpuLayers: o.gpuLayers } : {}),
-        ...(o.samplerThreads !== undefined ? { samplerThreads: o.samplerThreads } : {}),
-      },
+      o,
       (events) => {
         if (engine) return engine.handle(events);
         for (const e of events) {
@@ -202,29 +144,20 @@ export class NativeSlotEngine implements SlotEngine {
     return this.loop.stats();
   }
 
-  submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle {
+  submit(promptTokens: Uint32Array, job: GenerationJob, events: SlotJobEvents, relay?: JobRelay): SlotJobHandle {
     if (this.disposing) throw new NativeEngineError('engine_disposed', 'the engine is disposed');
-    const n = job.promptTokens.length;
+    const n = promptTokens.length;
     if (n === 0) throw new NativeEngineError('empty_prompt', 'the prompt has no tokens');
     if (n + 1 > this.contextSize) throw contextLengthExceeded(n, this.contextSize);
     if (this.jobs.size >= this.slotCount) throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy`);
 
     const id = this.allocateJobId();
-    const partitioned = job.cachePartition !== undefined && job.cachePartition !== '';
-    const extras = job.grammar !== undefined || job.topLogprobs !== undefined || job.relay !== undefined || partitioned
-      ? {
-          ...(job.grammar !== undefined ? { grammar: job.grammar } : {}),
-          ...(job.topLogprobs !== undefined ? { topLogprobs: job.topLogprobs } : {}),
-          ...(partitioned ? { cachePartition: job.cachePartition } : {}),
-          ...(job.relay !== undefined ? { relay: job.relay } : {}),
-        }
-      : undefined;
-    const refusal = this.loop.submit(id, job.promptTokens, job.maxTokens, job.stop, job.sampling, extras);
+    const refusal = this.loop.submit(id, promptTokens, job, relay);
     if (refusal) {
       if (refusal.code === 'context_length_exceeded') throw contextLengthExceeded(n, this.contextSize);
       throw new NativeEngineError(refusal.code, refusal.message);
     }
-    const state: JobState = { events, wantsLogprobs: job.topLogprobs !== undefined, cancelRequested: false, ended: false };
+    const state: JobState = { events, wantsLogprobs: job.topLogprobs >= 0, cancelRequested: false, ended: false };
     this.jobs.set(id, state);
     return {
       cancel: () => {

@@ -1,45 +1,22 @@
-import type { SamplingParams } from '../engine/sampling-defaults.ts';
-import type { JobRelay, SlotFinishReason } from '../engine/worker-protocol.ts';
-import type { TokenLogprob } from '../protocol/chat-delta.ts';
+import type { GenerationJob, JobRelay, TokenLogprob } from '../../native/generation-job.ts';
+import type { SlotFinishReason } from '../engine/worker-protocol.ts';
 
 /**
- * The token-level engine a model worker drives. Two implementations: the native continuous-batching
- * loop (native/, default) and node-llama-cpp's own context sequences (portable fallback).
+ * The token-level engine a model worker drives. Three implementations: the native continuous-batching
+ * loop (native/, default), node-llama-cpp's own context sequences (portable fallback) and the instant test engine.
+ *
+ * A job is a GenerationJob (native/generation-job.ts) as the engine resolved it, taken as it is, with the
+ * prompt's tokens (after the chat template, BOS included where the model wants one). Every engine ends a job
+ * at `maxTokens` completion tokens or when its slot's context is full ('length'), before any of `stops`
+ * ('stop', the stop text not emitted), or at the model's end of generation ('stop'). A `grammar` is parsed
+ * once per distinct text; an invalid one ends the job with onError code 'invalid_grammar'. A job reuses only
+ * KV its `cachePartition` left: a slot holding another partition's KV is treated as holding nothing.
  *
  * Threading: an engine lives inside one Piscina worker thread and is used only from that thread's
  * JavaScript. Callbacks of a job are invoked on that same thread, in order:
  *   onPrompt? -> onText* -> (onDone | onError), exactly one terminal callback per job.
  * After `cancel()` the job ends with onDone({finishReason:'cancelled'}) as soon as its slot is freed.
  */
-export interface SlotJob {
-  /** Prompt after the chat template, tokenized (BOS included where the model wants one). */
-  promptTokens: Uint32Array;
-  /** Already capped by the server to what fits the context. >= 1. */
-  maxTokens: number;
-  /** Generation stops before any of these strings; the stop text itself is not emitted. */
-  stop: string[];
-  sampling: SamplingParams;
-  /**
-   * GBNF (root rule `root`, llama.cpp syntax) the completion must match; absent = free text. Each engine
-   * parses a distinct text once and caches it; end of generation is allowed only where the grammar is
-   * complete. An invalid grammar ends the job with onError code 'invalid_grammar'.
-   */
-  grammar?: string | undefined;
-  /** Absent: no logprobs (nothing computed). 0..20: onText gets each token's logprob and this many alternatives. */
-  topLogprobs?: number | undefined;
-  /**
-   * Prompt-cache partition (opaque; absent = ''): the job reuses only KV that jobs of the same partition left
-   * (a slot's prefix, the native host prompt cache). A slot holding another partition's KV is treated as
-   * holding nothing: its prefix is never compared with this prompt, and its KV is cleared before the job runs.
-   */
-  cachePartition?: string | undefined;
-  /**
-   * Engines with `relaysEvents` send this job's events to the relay instead (see JobRelay) and call only its
-   * onDone / onError here; other engines ignore it.
-   */
-  relay?: JobRelay | undefined;
-}
-
 export interface SlotJobResult {
   finishReason: SlotFinishReason;
   promptTokens: number;
@@ -55,7 +32,7 @@ export interface SlotJobEvents {
   onPrompt?(info: { promptTokens: number; cachedTokens: number }): void;
   /**
    * New text since the last call (complete UTF-8 only, stop strings withheld); tokenCount tokens produced it.
-   * `logprobs` only when the job asked for them: one entry per token whose text this call carries.
+   * `logprobs` only when the job asked for them (topLogprobs >= 0): one entry per token whose text this call carries.
    */
   onText(text: string, tokenCount: number, logprobs?: TokenLogprob[]): void;
   onDone(result: SlotJobResult): void;
@@ -71,10 +48,13 @@ export interface SlotEngine {
   readonly kind: 'native' | 'node-llama-cpp' | 'instant';
   readonly contextSize: number;
   readonly slotCount: number;
-  /** SlotJob.relay is honoured: a relayed job's onPrompt / onText are never called. */
+  /** submit()'s `relay` is honoured: a relayed job's onPrompt / onText are never called, its events go to the relay. */
   readonly relaysEvents: boolean;
-  /** Throws if all slots are busy (the main thread's admission keeps this from happening). */
-  submit(job: SlotJob, events: SlotJobEvents): SlotJobHandle;
+  /**
+   * Throws if all slots are busy (the main thread's admission keeps this from happening). `promptTokens`: at
+   * most contextSize - 1. `relay`: engines without relaysEvents ignore it.
+   */
+  submit(promptTokens: Uint32Array, job: GenerationJob, events: SlotJobEvents, relay?: JobRelay): SlotJobHandle;
   /** Idempotent: cancels running jobs and frees the context and model. */
   dispose(): Promise<void>;
 }

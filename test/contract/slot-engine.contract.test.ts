@@ -6,7 +6,8 @@ import { LlamaSequenceEngine } from '../../src/worker/llama-sequence-engine.ts';
 import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import { PromptBuilder } from '../../src/worker/prompt-builder.ts';
 import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
-import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import type { SlotEngine, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import { submitJob, type TestJob } from '../helpers/generation-job.ts';
 import type { TokenLogprob } from '../../src/protocol/chat-delta.ts';
 import { jsonGrammar, OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
 
@@ -43,14 +44,14 @@ interface Run {
   logprobs?: TokenLogprob[];
 }
 
-function run(engine: SlotEngine, job: SlotJob, onPiece?: (n: number) => void): { done: Promise<Run>; cancel: () => void } {
+function run(engine: SlotEngine, job: TestJob, onPiece?: (n: number) => void): { done: Promise<Run>; cancel: () => void } {
   let text = '';
   let pieces = 0;
   let prompt: Run['prompt'];
   let logprobs: TokenLogprob[] | undefined;
   let cancel = () => {};
   const done = new Promise<Run>((resolve, reject) => {
-    const h = engine.submit(job, {
+    const h = submitJob(engine, job, {
       onPrompt: (p) => { prompt = p; },
       onText: (t, _n, lp) => {
         text += t;
@@ -76,7 +77,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     let endless: SlotEngine;
     let chatPrompt: PromptBuilder;
     let endlessPrompt: PromptBuilder;
-    const job = (tokens: Uint32Array, over: Partial<SlotJob> = {}): SlotJob => ({ promptTokens: tokens, maxTokens: 64, stop: [], sampling: greedy, ...over });
+    const job = (tokens: Uint32Array, over: Partial<TestJob> = {}): TestJob => ({ promptTokens: tokens, maxTokens: 64, stops: [], sampling: greedy, ...over });
 
     beforeAll(async () => {
       const chatPath = await ensureTinyChatModel();
@@ -119,11 +120,11 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('stops before a stop string without emitting it, and says which one', async () => {
-      const { text, result } = await run(chat, job(await hello(), { stop: ['tiny test'] })).done;
+      const { text, result } = await run(chat, job(await hello(), { stops: ['tiny test'] })).done;
       expect(result.finishReason).toBe('stop');
       expect(text).toBe('Hello! I am a ');
       expect(result.stop).toBe('tiny test');
-      const earliest = await run(chat, job(await hello(), { stop: ['model', ' am', 'zzz'] })).done;
+      const earliest = await run(chat, job(await hello(), { stops: ['model', ' am', 'zzz'] })).done;
       expect(earliest.text).toBe('Hello! I');
       expect(earliest.result.stop).toBe(' am');
     });
@@ -278,7 +279,7 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       await e.dispose();
       await e.dispose();
       const tokens = await hello();
-      expect(() => e.submit(job(tokens), { onText() {}, onDone() {}, onError() {} })).toThrow();
+      expect(() => submitJob(e, job(tokens), { onText() {}, onDone() {}, onError() {} })).toThrow();
     });
   });
 });

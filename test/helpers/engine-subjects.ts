@@ -2,7 +2,8 @@ import type { Llama, LlamaModel } from 'node-llama-cpp';
 import type { TokenLogprob } from '../../src/protocol/chat-delta.ts';
 import { LlamaSequenceEngine } from '../../src/worker/llama-sequence-engine.ts';
 import { loadNativeSlotEngine, nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
-import type { SlotEngine, SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import type { SlotEngine, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import { submitJob, type TestJob } from './generation-job.ts';
 
 /**
  * Model-level tests that run the same jobs on both token engines: a model loaded once, a node-llama-cpp
@@ -25,10 +26,10 @@ export interface JobRun {
 }
 
 /** Submits `job` and resolves at its terminal callback; never rejects. */
-export function collectJob(engine: SlotEngine, job: SlotJob): Promise<JobRun> {
+export function collectJob(engine: SlotEngine, job: TestJob): Promise<JobRun> {
   return new Promise((done) => {
     const r: JobRun = { text: '', logprobs: [] };
-    engine.submit(job, {
+    submitJob(engine, job, {
       onText: (t, _n, lp) => { r.text += t; if (lp) r.logprobs.push(...lp); },
       onDone: (result) => done({ ...r, result }),
       onError: (error) => done({ ...r, error }),

@@ -87,7 +87,7 @@ describe('grammar jobs write valid UTF-8 on random weights', () => {
     for (const s of subjects) {
       for (const [engineName, engine] of s.engines) {
         for (const seed of SEEDS) {
-          const r = await collectJob(engine, { promptTokens: s.prompt, maxTokens: MAX_TOKENS, stop: [], grammar, sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, seed } });
+          const r = await collectJob(engine, { promptTokens: s.prompt, maxTokens: MAX_TOKENS, stops: [], grammar, sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, seed } });
           const where = `${s.name} / ${engineName} / seed ${seed}: ${JSON.stringify(r.text)}`;
           let problem: string | undefined;
           if (r.error) problem = `error ${r.error.code}: ${r.error.message}`;

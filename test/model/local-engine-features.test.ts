@@ -14,6 +14,7 @@ import { createLogger, type Logger, silentLogger } from '../../src/log/logger.ts
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import { OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
+import { TEST_NATIVE_TUNING } from '../helpers/native-tuning.ts';
 
 interface Outcome {
   text: string;
@@ -43,7 +44,7 @@ const WORKER_STOP_TIMEOUT_MS = 60_000;
 async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' | 'instant', log: Logger = silentLogger, limits = { contextSize: 512, maxTokens: 64 }): Promise<LocalEngine> {
   const engine = new LocalEngine({
     source: resolveModelSource(modelPath), modelsDir: '', engine: kind, workers: 1, slots: 2, threads: 1, cores: 2,
-    batchSize: 128, queueLimit: 8, showPullProgress: false, ...limits,
+    batchSize: 128, queueLimit: 8, showPullProgress: false, native: TEST_NATIVE_TUNING, ...limits,
     pullStallTimeoutMs: 30_000, openRelay: openEventRelay, workerStopTimeoutMs: WORKER_STOP_TIMEOUT_MS,
   }, createMetrics({ defaultMetrics: false }), log);
   await engine.start();
@@ -160,7 +161,7 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     });
     engine = new LocalEngine({
       source: resolveModelSource(await ensureTinyChatModel()), modelsDir: '', engine: kind, workers: 2, slots: 1, threads: 1, cores: 2,
-      batchSize: 128, queueLimit: 8, showPullProgress: false, contextSize: 512, maxTokens: 64, pullStallTimeoutMs: 30_000, openRelay: openEventRelay,
+      batchSize: 128, queueLimit: 8, showPullProgress: false, native: TEST_NATIVE_TUNING, contextSize: 512, maxTokens: 64, pullStallTimeoutMs: 30_000, openRelay: openEventRelay,
       workerStopTimeoutMs: WORKER_STOP_TIMEOUT_MS,
     }, createMetrics({ defaultMetrics: false }), log);
     await engine.start();

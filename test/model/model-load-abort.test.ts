@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../models/test-model-path.ts';
-import { DEFAULT_NATIVE_TUNING, type ModelWorkerData } from '../../src/engine/worker-protocol.ts';
+import type { ModelWorkerData } from '../../src/engine/worker-protocol.ts';
+import { TEST_NATIVE_TUNING } from '../helpers/native-tuning.ts';
 import { ModelHost } from '../../src/worker/model-host.ts';
 import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
 
@@ -15,7 +16,7 @@ const addon = nativeAddonAvailable();
 async function workerData(engine: ModelWorkerData['engine']): Promise<ModelWorkerData> {
   return {
     engine, modelPath: await ensureTinyChatModel(), contextSize: 256, slots: 1, threads: 1, fallbackThreads: 1, batchSize: 64,
-    native: DEFAULT_NATIVE_TUNING, calibrateCores: 0, cpuKernels: 'prebuilt', stopChannel: 'unused',
+    native: TEST_NATIVE_TUNING, calibrateCores: 0, cpuKernels: 'prebuilt', stopChannel: 'unused',
   };
 }
 

@@ -11,6 +11,7 @@ import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine, type NativeSlotEngineOptions } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
+import { generationJob, submitJob } from '../helpers/generation-job.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
@@ -35,7 +36,7 @@ interface Run {
 function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens: number): Promise<Run> {
   return new Promise((resolve) => {
     const r: Run = { text: '', tokens: 0 };
-    engine.submit({ promptTokens: prompt, maxTokens, stop: [], sampling: GREEDY }, {
+    submitJob(engine, { promptTokens: prompt, maxTokens, stops: [], sampling: GREEDY }, {
       onPrompt: () => {},
       onText: (text, n) => {
         r.text += text;
@@ -100,17 +101,17 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
     let gDone = false;
     let lSubmitted = false;
     const finished = new Set<number>();
-    const loop = new native.binding.SlotLoop({ modelPath, contextSize: 2048, slots: 2, threads: 1, stepTokenBudget, stepTimeRatio }, (events) => {
+    const loop = new native.binding.SlotLoop({ modelPath, contextSize: 2048, slots: 2, threads: 1, stepTokenBudget, prefillStepPercent: stepTimeRatio * 100 }, (events) => {
       for (const e of events) {
         if (e.type === 'ready') {
-          const refused = loop.submit(1, promptOf(12, 1), 1000, [], GREEDY);
+          const refused = loop.submit(1, promptOf(12, 1), generationJob({ maxTokens: 1000, sampling: GREEDY }));
           if (refused) reject(new Error(refused.message));
         } else if (e.type === 'text') {
           text.set(e.job, text.get(e.job)! + e.text);
           if (e.job === 1) gTokens += e.tokens;
           if (e.job === 1 && !lSubmitted && gTokens >= submitAfterTokens) {
             lSubmitted = true;
-            const refused = loop.submit(2, Uint32Array.from([...promptOf(299, 5), NEWLINE]), 40, [], GREEDY);
+            const refused = loop.submit(2, Uint32Array.from([...promptOf(299, 5), NEWLINE]), generationJob({ maxTokens: 40, sampling: GREEDY }));
             if (refused) reject(new Error(refused.message));
           }
         } else if (e.type === 'prompt' && e.job === 2) {
@@ -165,7 +166,7 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
       let seen = -1;
       const loop = new native.binding.SlotLoop({ modelPath, contextSize: 512, slots: 2, threads: 1, stepTokenBudget: 16 }, (events) => {
         for (const e of events) {
-          if (e.type === 'ready') loop.submit(1, promptOf(300, 5), 2, [], GREEDY);
+          if (e.type === 'ready') loop.submit(1, promptOf(300, 5), generationJob({ maxTokens: 2, sampling: GREEDY }));
           else if (e.type === 'prompt') seen = e.promptSteps;
           else if (e.type === 'done') loop.dispose();
           else if (e.type === 'disposed') resolve(seen);

@@ -43,12 +43,12 @@ class EngineWorker {
         const side = { calls: [], text: '' };
         const end = () => { handles.delete(m.id); parentPort.postMessage({ id: m.id, side }); };
         try {
-          const handle = engine.submit({ promptTokens: Uint32Array.from(m.tokens), maxTokens: m.maxTokens, stop: [], sampling: workerData.sampling, ...(m.relay ? { relay: m.relay } : {}) }, {
+          const handle = engine.submit(Uint32Array.from(m.tokens), { maxTokens: m.maxTokens, stops: [], sampling: workerData.sampling, grammar: '', topLogprobs: -1, cachePartition: '' }, {
             onPrompt: () => side.calls.push('prompt'),
             onText: (t) => { side.calls.push('text'); side.text += t; },
             onDone: (r) => { side.calls.push('done'); side.result = { finishReason: r.finishReason, completionTokens: r.completionTokens }; end(); },
             onError: (e) => { side.calls.push('error'); side.error = { code: e.code, message: e.message }; end(); },
-          });
+          }, m.relay);
           handles.set(m.id, handle);
         } catch (err) {
           side.calls.push('threw'); side.error = { code: err.code, message: err.message }; end();

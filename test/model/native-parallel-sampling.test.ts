@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
-import type { SlotJob } from '../../src/worker/slot-engine.ts';
+import { submitJob, type TestJob } from '../helpers/generation-job.ts';
 import { realTestModel } from '../helpers/test-model.ts';
 
 const addon = nativeAddonAvailable();
@@ -16,21 +16,21 @@ const BASE: SamplingParams = { temperature: 0, topP: 1, topK: 0, minP: 0, repeat
 const SLOTS = 12;
 
 /** Job i: greedy, sampled (seeded), penalised, under a grammar, or with logprobs, on its own short prompt. */
-function job(i: number): Omit<SlotJob, 'relay'> {
-  const kinds: Array<Partial<SlotJob>> = [
+function job(i: number): TestJob {
+  const kinds: Array<Partial<TestJob>> = [
     { sampling: BASE },
     { sampling: { ...BASE, temperature: 0.9, topP: 0.9, seed: 100 + i } },
     { sampling: { ...BASE, temperature: 0.7, topK: 20, repeatPenalty: 1.3, presencePenalty: 0.5, seed: 200 + i } },
     { sampling: { ...BASE, temperature: 1, seed: 300 + i }, grammar: 'root ::= "a" [a-z ]{3,12} "."' },
     { sampling: BASE, topLogprobs: 2 },
   ];
-  return { promptTokens: new Uint32Array([1, 10 + i, 20 + 2 * i, 30 + 3 * i]), maxTokens: 24, stop: [], ...kinds[i % kinds.length]! } as Omit<SlotJob, 'relay'>;
+  return { promptTokens: new Uint32Array([1, 10 + i, 20 + 2 * i, 30 + 3 * i]), maxTokens: 24, stops: [], ...kinds[i % kinds.length]! };
 }
 
 async function runAll(engine: NativeSlotEngine): Promise<Array<{ text: string; logprobs: number[]; finish: string }>> {
   return Promise.all(Array.from({ length: SLOTS }, (_, i) => new Promise<{ text: string; logprobs: number[]; finish: string }>((resolve, reject) => {
     const out = { text: '', logprobs: [] as number[], finish: '' };
-    engine.submit(job(i), {
+    submitJob(engine, job(i), {
       onText: (text, _n, lps) => {
         out.text += text;
         for (const lp of lps ?? []) out.logprobs.push(lp.logprob);

@@ -11,6 +11,7 @@ import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
+import { submitJob } from '../helpers/generation-job.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
@@ -31,7 +32,7 @@ interface Run {
 function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12, cachePartition?: string): Promise<Run> {
   return new Promise((resolve) => {
     const r: Run = { text: '' };
-    engine.submit({ promptTokens: prompt, maxTokens, stop: [], sampling: GREEDY, ...(cachePartition !== undefined ? { cachePartition } : {}) }, {
+    submitJob(engine, { promptTokens: prompt, maxTokens, stops: [], sampling: GREEDY, ...(cachePartition !== undefined ? { cachePartition } : {}) }, {
       onText: (text) => { r.text += text; },
       onDone: (result) => { r.result = result; resolve(r); },
       onError: (e) => { r.error = `${e.code}: ${e.message}`; resolve(r); },

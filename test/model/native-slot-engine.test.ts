@@ -19,7 +19,8 @@ import {
   type NativeSlotEngine,
 } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
-import type { SlotJob, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
+import { generationJob, submitJob, type TestJob } from '../helpers/generation-job.ts';
 import { tsWorker } from '../helpers/ts-worker.ts';
 
 const MODELS_DIR = resolve(import.meta.dirname, '../../../shared/models');
@@ -47,10 +48,10 @@ interface Run {
 }
 
 /** Submits a job and resolves at its terminal callback; `onChunk` may act (e.g. cancel) mid-stream. */
-function submit(engine: NativeSlotEngine, job: Partial<SlotJob> & { promptTokens: Uint32Array }, onChunk?: (run: Run, cancel: () => void) => void): Promise<Run> {
+function submit(engine: NativeSlotEngine, job: TestJob, onChunk?: (run: Run, cancel: () => void) => void): Promise<Run> {
   return new Promise((done) => {
     const run: Run = { text: '', chunks: [], textTokens: 0, order: [] };
-    const handle = engine.submit({ maxTokens: 32, stop: [], sampling: GREEDY, ...job }, {
+    const handle = submitJob(engine, { maxTokens: 32, stops: [], sampling: GREEDY, ...job }, {
       onPrompt: (info) => { run.order.push('prompt'); run.prompt = info; },
       onText: (text, tokens) => {
         run.order.push('text');
@@ -169,16 +170,16 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(full).toContain(' Lily');
     expect(full).toContain('park');
 
-    const single = await submit(engine, { promptTokens: prompt, maxTokens: 48, stop: [' named Lily'] });
+    const single = await submit(engine, { promptTokens: prompt, maxTokens: 48, stops: [' named Lily'] });
     expect(single.result?.finishReason).toBe('stop');
     expect(single.text).toBe(full.slice(0, full.indexOf(' named Lily')));
     expect(single.chunks.join('')).not.toContain(' named');
 
-    const earliest = await submit(engine, { promptTokens: prompt, maxTokens: 48, stop: ['park', 'Lily'] });
+    const earliest = await submit(engine, { promptTokens: prompt, maxTokens: 48, stops: ['park', 'Lily'] });
     expect(earliest.text).toBe(full.slice(0, full.indexOf('Lily')));
 
     // A prefix of a stop string is withheld while it could still match, then released.
-    const nearMiss = await submit(engine, { promptTokens: prompt, maxTokens: 48, stop: [' Lilyx'] });
+    const nearMiss = await submit(engine, { promptTokens: prompt, maxTokens: 48, stops: [' Lilyx'] });
     expect(nearMiss.result?.finishReason).toBe('length');
     expect(nearMiss.text).toBe(full);
   });
@@ -205,7 +206,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
 
     // Cancelled in the same tick as submitted: no prompt callback, no tokens.
     const handle = await new Promise<SlotJobResult>((done) => {
-      const h = engine.submit({ promptTokens: prompt, maxTokens: 50, stop: [], sampling: GREEDY }, {
+      const h = submitJob(engine, { promptTokens: prompt, maxTokens: 50, stops: [], sampling: GREEDY }, {
         onPrompt: () => { throw new Error('prompt callback after cancel'); },
         onText: () => { throw new Error('text callback after cancel'); },
         onDone: done,
@@ -261,7 +262,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     tooLong[0] = 1;
     let thrown: unknown;
     try {
-      engine.submit({ promptTokens: tooLong, maxTokens: 4, stop: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} });
+      submitJob(engine, { promptTokens: tooLong, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} });
     } catch (err) {
       thrown = err;
     }
@@ -288,11 +289,24 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(b!.text).toBe(a!.text);
   });
 
+  it('takes the job as the engine resolved it: a field missing or out of range throws, none is clamped', async () => {
+    const engine = await loadNativeSlotEngineInternal({ modelPath: STORIES, contextSize: 256, slots: 1, threads: 1 });
+    const prompt = tokens(stories, 'Once upon a time');
+    const none = { onText() {}, onDone() {}, onError() {} };
+    expect(() => submitJob(engine, { promptTokens: prompt, maxTokens: 0 }, none)).toThrow(/^job\.maxTokens must be an integer in \[1, /);
+    expect(() => submitJob(engine, { promptTokens: prompt, topLogprobs: 21 }, none)).toThrow(/^job\.topLogprobs must be an integer in \[-1, 20\]/);
+    expect(() => engine.submit(prompt, { ...generationJob(), grammar: undefined as unknown as string }, none)).toThrow(/^job\.grammar must be a string/);
+    expect(engine.activeJobs).toBe(0);
+    const run = await submit(engine, { promptTokens: prompt, maxTokens: 1 });
+    expect(run.result).toMatchObject({ finishReason: 'length', completionTokens: 1 });
+    await engine.dispose();
+  });
+
   it('refuses more jobs than slots, and disposes idempotently, cancelling what still runs', async () => {
     const engine = await loadNativeSlotEngineInternal({ modelPath: STORIES, contextSize: 256, slots: 1, threads: 1 });
     const prompt = tokens(stories, 'Once upon a time');
     const running = submit(engine, { promptTokens: prompt, maxTokens: 250 });
-    expect(() => engine.submit({ promptTokens: prompt, maxTokens: 4, stop: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }))
+    expect(() => submitJob(engine, { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }))
       .toThrow(expect.objectContaining({ code: 'slots_busy' }));
 
     const first = engine.dispose();
@@ -304,7 +318,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     await engine.dispose();
     let thrown: unknown;
     try {
-      engine.submit({ promptTokens: prompt, maxTokens: 4, stop: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} });
+      submitJob(engine, { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} });
     } catch (err) {
       thrown = err;
     }
@@ -382,7 +396,7 @@ describe.skipIf(addonSkip !== '')(`native slot engine on the generated tiny llam
     expect(run.result?.completionTokens).toBe(reference.tokens);
     expect(run.textTokens).toBe(reference.tokens);
 
-    const stopped = await submit(engine, { promptTokens: prompt, maxTokens: 50, stop: ['tiny'] });
+    const stopped = await submit(engine, { promptTokens: prompt, maxTokens: 50, stops: ['tiny'] });
     expect(stopped.result?.finishReason).toBe('stop');
     expect(stopped.text).toBe(DEFAULT_TINY_REPLY.slice(0, DEFAULT_TINY_REPLY.indexOf('tiny')));
   });
@@ -403,7 +417,7 @@ function runInWorker(modelPath: string, text: string, maxTokens: number): Promis
       const engine = await loadNativeSlotEngine({ modelPath: workerData.modelPath, contextSize: 128, slots: 2, threads: 1 });
       const text = await new Promise((resolve, reject) => {
         let out = '';
-        engine.submit({ promptTokens, maxTokens: workerData.maxTokens, stop: [], sampling: workerData.sampling }, {
+        engine.submit(promptTokens, { maxTokens: workerData.maxTokens, stops: [], sampling: workerData.sampling, grammar: '', topLogprobs: -1, cachePartition: '' }, {
           onText: (t) => { out += t; }, onDone: () => resolve(out), onError: (e) => reject(new Error(e.message)),
         });
       });
@@ -434,7 +448,7 @@ function terminateWhileGenerating(modelPath: string): Promise<{ exitCode: number
     const engine = await loadNativeSlotEngine({ modelPath: workerData.modelPath, contextSize: 2048, slots: 2, threads: 1 });
     let pieces = 0;
     for (const seed of [1, 2]) {
-      engine.submit({ promptTokens: new Uint32Array([1, 403]), maxTokens: 100000, stop: [], sampling: { ...workerData.sampling, temperature: 1, seed } }, {
+      engine.submit(new Uint32Array([1, 403]), { maxTokens: 100000, stops: [], sampling: { ...workerData.sampling, temperature: 1, seed }, grammar: '', topLogprobs: -1, cachePartition: '' }, {
         onText: () => { if (++pieces === 20) parentPort.postMessage('generating'); },
         onDone: (r) => parentPort.postMessage(r),
         onError: (e) => parentPort.postMessage(e),
