@@ -108,9 +108,9 @@ export const SERVE_SETTINGS = [
   { key: 'geminiBaseUrl', flag: '--gemini-base-url', env: 'HEARTH_GEMINI_BASE_URL', group: 'testing', type: 'string', default: 'https://generativelanguage.googleapis.com', help: 'Gemini API base URL' },
   { key: 'mistralBaseUrl', flag: '--mistral-base-url', env: 'HEARTH_MISTRAL_BASE_URL', group: 'testing', type: 'string', default: 'https://api.mistral.ai/v1', help: 'Mistral API base URL' },
   { key: 'pullStallTimeoutMs', flag: '--pull-stall-timeout-ms', env: 'HEARTH_PULL_STALL_TIMEOUT_MS', group: 'tuning', type: 'int', min: 1000, max: 86400000, default: 30000, help: 'A model pull that receives no byte for this long fails (state failed, with the reason in the log and /health)' },
-  { key: 'shutdownGraceMs', flag: '--shutdown-grace-ms', env: 'HEARTH_SHUTDOWN_GRACE_MS', group: 'everyday', type: 'int', min: 0, max: 600000, default: 10000, help: 'On SIGTERM/SIGINT: how long requests in flight may finish before they are cut and the process exits (see "Shutdown")' },
+  { key: 'shutdownGraceMs', flag: '--shutdown-grace-ms', env: 'HEARTH_SHUTDOWN_GRACE_MS', group: 'everyday', type: 'int', min: 0, max: 600000, default: 10000, help: 'On SIGTERM/SIGINT: how long requests in flight may finish before they are cut and the process exits (see docs/operations.md, "Shutdown")' },
   { key: 'logLevel', flag: '--log-level', env: 'HEARTH_LOG_LEVEL', group: 'everyday', type: 'enum', values: ['debug', 'info', 'warn', 'error'], default: 'info', help: 'Log verbosity (JSON lines on stderr)' },
-  { key: 'defaultCores', flag: '--cores', env: 'HEARTH_CORES', group: 'testing', type: 'int', min: 1, max: 1024, default: cores, help: 'CPU cores to plan threads for (default: what the OS reports)', doc: { default: 'core count' } },
+  { key: 'defaultCores', flag: '--cores', env: 'HEARTH_CORES', group: 'testing', type: 'int', min: 1, max: 1024, default: cores, help: 'CPU cores to plan threads for', doc: { default: 'the core count the OS reports' } },
 ] as const satisfies readonly SettingSpec[];
 
 /** The parsed settings of `hearth serve`, derived from SERVE_SETTINGS. */

@@ -23,7 +23,7 @@ interface FlagValue {
 }
 
 /** Splits `--flag value` / `--flag=value` arguments; unknown flags are an error; deprecated flags are warned about. */
-export function parseFlags(argv: readonly string[], specs: readonly SettingSpec[], warnings: string[] = []): Map<string, FlagValue> {
+function parseFlags(argv: readonly string[], specs: readonly SettingSpec[], warnings: string[] = []): Map<string, FlagValue> {
   const byFlag = new Map<string, SettingSpec>();
   for (const s of specs) {
     byFlag.set(s.flag, s);

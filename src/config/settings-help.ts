@@ -4,7 +4,8 @@ import type { SettingGroup, SettingSpec } from './config-spec.ts';
 export function settingsHelp(specs: readonly SettingSpec[]): string {
   return specs
     .map((s) => {
-      const value = s.doc?.default !== undefined ? s.doc.default.replaceAll('`', '') : typeof s.default === 'function' ? s.default() : s.default;
+      // A default computed from the machine prints as the README words it; an unset one is described by its help.
+      const value = typeof s.default === 'function' ? (s.doc?.default?.replaceAll('`', '') ?? s.default()) : s.default;
       const def = s.secret || value === undefined ? '' : ` (default: ${String(value)})`;
       return `  ${`${s.flag} <${s.values ? s.values.join('|') : s.type}>`.padEnd(44)} ${s.help}${def}  [${s.env}]`;
     })
