@@ -4,7 +4,8 @@ import { ConfigError } from '../config/config.ts';
 const HELP = `Usage: hearth <command> [options]
 
 Commands:
-  serve        Start the inference service (hearth serve --help)
+  serve        Start the inference service (hearth serve --help, --help-all)
+  config       Print the effective serve settings and their sources (hearth config print --help)
   keys         Create, list and revoke API keys (hearth keys --help)
   users        Create, list and delete users who sign in to the dashboard (hearth users --help)
   workspaces   Create, list, show and delete workspaces; create their Yam (hearth workspaces --help)
@@ -17,6 +18,7 @@ type Command = (argv: string[], out: (s: string) => void) => Promise<number>;
 /** Loaded on demand, so `hearth keys` does not pay for loading the engine. */
 const COMMANDS: Record<string, () => Promise<Command>> = {
   serve: async () => (await import('./serve-command.ts')).serveCommand,
+  config: async () => (await import('./config-command.ts')).configCommand,
   keys: async () => (await import('./keys-command.ts')).keysCommand,
   users: async () => (await import('./users-command.ts')).usersCommand,
   workspaces: async () => (await import('./workspaces-command.ts')).workspacesCommand,

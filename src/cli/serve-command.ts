@@ -1,5 +1,6 @@
-import { parseServeConfig, settingsHelp } from '../config/config.ts';
+import { loadServeConfig } from '../config/config.ts';
 import { SERVE_SETTINGS } from '../config/config-spec.ts';
+import { groupedSettingsHelp } from '../config/settings-help.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { startHearth } from '../main.ts';
 
@@ -10,29 +11,34 @@ export const SHUTDOWN_BOUND_MS = 15_000;
 /** After a clean close the event loop must empty; if something still holds it this long, the exit is forced. */
 const LINGER_MS = 2_000;
 
-export const SERVE_HELP = `Usage: hearth serve [options]
+/** `hearth serve --help` (the everyday settings) or, with `all`, `--help-all` (every setting). */
+export function serveHelp(all: boolean): string {
+  return `Usage: hearth serve [options]
 
 Starts the HTTP server at once and loads the model in the background (chat calls answer
-503 model_warming_up until it is ready). Every option can also be set with its HEARTH_* variable.
+503 model_warming_up until it is ready). Every option can also be set with its HEARTH_* variable,
+or in a YAML file given with --config (keys: the flag names without --); flags win over
+variables, which win over the file. \`hearth config print\` shows the effective settings.
 
 On SIGTERM or SIGINT it stops accepting, lets running requests finish for --shutdown-grace-ms,
 then closes everything and exits; a second signal exits at once. Exit codes: 0 clean shutdown,
 3 the grace period expired (requests were cut) or a resource failed to close, 4 shutdown did not
 finish within the grace period plus ${SHUTDOWN_BOUND_MS / 1000} s (forced), 128 + signal number after a second signal.
 
-Options:
-${settingsHelp(SERVE_SETTINGS)}`;
+${groupedSettingsHelp(SERVE_SETTINGS, all)}`;
+}
 
 const SIGNAL_NUMBERS = { SIGINT: 2, SIGTERM: 15 } as const;
 type StopSignal = keyof typeof SIGNAL_NUMBERS;
 
 export async function serveCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    out(SERVE_HELP);
+  if (argv.includes('--help-all') || argv.includes('--help') || argv.includes('-h')) {
+    out(serveHelp(argv.includes('--help-all')));
     return 0;
   }
-  const config = parseServeConfig(argv);
+  const { config, warnings } = loadServeConfig(argv);
   const log = createLogger(config.logLevel);
+  for (const warning of warnings) log.warn(warning);
   // Signals are handled from before the start, so one that arrives while Hearth starts is not the default
   // (instant death) but a shutdown as soon as the start is done. The first signal arms the forced-exit bound;
   // a second one exits at once.

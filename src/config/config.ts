@@ -1,116 +1,35 @@
 import path from 'node:path';
-import { SERVE_SETTINGS, type SettingSpec } from './config-spec.ts';
-import type { NativeTuning } from '../../native/generation-job.ts';
+import { readConfigFile } from './config-file.ts';
+import { SERVE_SETTINGS, type ServeSettings, type SettingSpec } from './config-spec.ts';
+import { ConfigError, convert, type SettingValue } from './setting-value.ts';
 
-/** The validated configuration of `hearth serve`. Frozen; built once by `parseServeConfig`. */
-/** The native tuning fields are NativeTuning's (their `promptCacheMiB` undefined: defaultPromptCacheMiB, resolved by main.ts). */
-export interface Config extends Omit<NativeTuning, 'promptCacheMiB'> {
-  port: number;
-  host: string;
-  publicUrl: string | undefined;
-  dataDir: string;
-  model: string;
-  modelId: string | undefined;
-  modelsDir: string;
-  engine: 'auto' | 'native' | 'node-llama-cpp' | 'instant';
-  workers: number;
-  /** Undefined: 8, or 64 when the native loop runs on a GPU (engine/local-engine.ts). */
-  slots: number | undefined;
-  /** 0 = choose from the core count (see engine/thread-plan.ts). */
-  threads: number;
-  contextSize: number;
-  batchSize: number;
-  /** Native engine: which ggml CPU kernels (engine/cpu-kernels.ts). */
-  cpuKernels: 'auto' | 'prebuilt' | 'native';
-  /** Native engine: layers offloaded to a GPU ('auto' = all on the first usable GPU, else CPU; 0 = CPU). */
-  gpuLayers: 'auto' | number;
-  /** Native engine: the ggml CUDA backend library (undefined: found, engine/gpu-offload.ts). */
-  gpuBackend: string | undefined;
-  /** Native engine: MiB of KV state per model worker kept in host memory for prompts no slot holds (0 = none; undefined = defaultPromptCacheMiB). */
-  promptCacheMiB: number | undefined;
-  /** Who shares prompt-cache state (gateway/prompt-cache-scope.ts). */
-  promptCacheScope: 'account' | 'key' | 'global';
-  maxTokens: number;
-  bodyLimit: number;
-  queueLimit: number;
-  streamBufferLimit: number;
-  keepAliveMs: number;
-  metricsToken: string | undefined;
-  secretKey: string | undefined;
-  /** Dashboard session idle and absolute lifetimes, ms. */
-  sessionIdleMs: number;
-  sessionMaxAgeMs: number;
-  responsesTtlDays: number;
-  /** Whether X-Forwarded-For names the client (sign-in limits per address). */
-  trustProxy: boolean;
-  /** What parses HTTP on the public socket (http-server.ts FrontMode). */
-  front: 'auto' | 'haproxy' | 'off';
-  /** Delay of Yam / project provisioning, ms (gateway/provisioner.ts). */
-  provisionDelayMs: number;
-  appSandbox: 'bwrap' | 'none';
-  appBwrap: string;
-  /** Undefined = <dataDir>/apps. */
-  appDir: string | undefined;
-  appArchiveLimit: number;
-  appMaxFiles: number;
-  appMaxUnpackedBytes: number;
-  /** Seconds. */
-  appStartTimeout: number;
-  appBuildTimeout: number;
-  appGracePeriod: number;
-  /** MiB. */
-  appMemoryLimit: number;
-  appMaxProcesses: number;
-  appMaxOpenFiles: number;
-  appProxyTimeout: number;
-  appProxyBodyLimit: number;
-  /** Which repositories app deployments may fetch (apps/repository-policy.ts). */
-  appRepositories: 'public' | 'network' | 'local';
-  providerTimeoutMs: number;
-  /** Deadline of one upstream call's whole answer, ms (providers/upstream-call.ts). */
-  providerDeadlineMs: number;
-  providerMaxRetries: number;
-  openaiBaseUrl: string;
-  anthropicBaseUrl: string;
-  geminiBaseUrl: string;
-  mistralBaseUrl: string;
-  pullStallTimeoutMs: number;
-  shutdownGraceMs: number;
-  logLevel: 'debug' | 'info' | 'warn' | 'error';
-  defaultCores: number;
+export { ConfigError };
+export { settingsHelp } from './settings-help.ts';
+
+/**
+ * The validated configuration of `hearth serve`: the settings' types derived from SERVE_SETTINGS, with
+ * `--gpu-layers` parsed to `'auto'` or a number of layers and paths made absolute. Frozen; built once by
+ * `loadServeConfig`.
+ */
+export type Config = Omit<ServeSettings, 'gpuLayers'> & { gpuLayers: 'auto' | number };
+
+/** Where a setting's effective value came from; each one wins over those after it in `flag, env, file, default`. */
+export type SettingSource = 'default' | 'file' | 'env' | 'flag';
+
+/** A setting's text from the command line, with the flag as written (its name in error messages). */
+interface FlagValue {
+  raw: string;
+  flag: string;
 }
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
-function convert(spec: SettingSpec, raw: string, source: string): string | number | boolean {
-  switch (spec.type) {
-    case 'int': {
-      if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${source}: expected an integer, got '${raw}'`);
-      const n = Number(raw);
-      if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
-        throw new ConfigError(`${source}: ${n} is out of range ${spec.min ?? '-inf'}..${spec.max ?? 'inf'}`);
-      }
-      return n;
-    }
-    case 'bool':
-      if (['1', 'true', 'yes', 'on', ''].includes(raw.toLowerCase())) return true;
-      if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
-      throw new ConfigError(`${source}: expected true or false, got '${raw}'`);
-    case 'enum':
-      if (!spec.values?.includes(raw)) throw new ConfigError(`${source}: must be one of ${spec.values?.join(', ')}, got '${raw}'`);
-      return raw;
-    case 'string':
-      if (raw.length === 0) throw new ConfigError(`${source}: must not be empty`);
-      return raw;
+/** Splits `--flag value` / `--flag=value` arguments; unknown flags are an error; deprecated flags are warned about. */
+function parseFlags(argv: readonly string[], specs: readonly SettingSpec[], warnings: string[] = []): Map<string, FlagValue> {
+  const byFlag = new Map<string, SettingSpec>();
+  for (const s of specs) {
+    byFlag.set(s.flag, s);
+    if (s.deprecated) byFlag.set(s.deprecated.flag, s);
   }
-}
-
-/** Splits `--flag value` / `--flag=value` arguments; unknown flags are an error. */
-export function parseFlags(argv: readonly string[], specs: readonly SettingSpec[]): Map<string, string> {
-  const byFlag = new Map(specs.map((s) => [s.flag, s]));
-  const out = new Map<string, string>();
+  const out = new Map<string, FlagValue>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const eq = arg.indexOf('=');
@@ -123,43 +42,109 @@ export function parseFlags(argv: readonly string[], specs: readonly SettingSpec[
       else value = argv[++i];
     }
     if (value === undefined) throw new ConfigError(`option '${flag}' needs a value`);
-    out.set(spec.key, value);
+    if (flag !== spec.flag) warnings.push(`${flag} is deprecated: use ${spec.flag}`);
+    out.set(spec.key, { raw: value, flag });
   }
   return out;
 }
 
+/** Every setting's effective value, where it came from, and the name it was given by (for later error messages). */
+export interface ResolvedSettings {
+  values: Record<string, SettingValue | undefined>;
+  sources: Record<string, SettingSource>;
+  /** The flag, variable or `file: key` that set each value (the flag for a default). */
+  names: Record<string, string>;
+  /** One line per deprecated name used (flag, variable or file key), naming the new one. */
+  warnings: string[];
+  /** The config file read, if any (`--config` / HEARTH_CONFIG). */
+  configFile: string | undefined;
+}
+
 /**
- * Flags win over HEARTH_* environment variables, which win over defaults. Fails with a ConfigError naming
- * the flag or variable on the first bad value.
+ * Flags win over HEARTH_* environment variables, which win over the YAML config file named by the setting
+ * whose flag is `--config` (when the list has one), which wins over defaults. A deprecated variable counts when
+ * the new one is unset. Fails with a ConfigError naming the flag, variable or file and key on the first bad value.
  */
-export function parseSettings(
+export function resolveSettings(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
   specs: readonly SettingSpec[],
-): Record<string, string | number | boolean | undefined> {
-  const flags = parseFlags(argv, specs);
-  const result: Record<string, string | number | boolean | undefined> = {};
+  read?: (file: string) => string,
+): ResolvedSettings {
+  const warnings: string[] = [];
+  const flags = parseFlags(argv, specs, warnings);
+  const fromEnv = (spec: SettingSpec): { raw: string; name: string } | undefined => {
+    const value = env[spec.env];
+    if (value !== undefined && value !== '') return { raw: value, name: spec.env };
+    const old = spec.deprecated ? env[spec.deprecated.env] : undefined;
+    if (spec.deprecated && old !== undefined && old !== '') {
+      warnings.push(`${spec.deprecated.env} is deprecated: use ${spec.env}`);
+      return { raw: old, name: spec.deprecated.env };
+    }
+    return undefined;
+  };
+  const fileSpec = specs.find((s) => s.flag === '--config');
+  const fileFlag = fileSpec && flags.get(fileSpec.key);
+  const fileName = fileFlag?.raw ?? (fileSpec && fromEnv(fileSpec)?.raw);
+  const file = fileSpec && fileName !== undefined ? readConfigFile(convert(fileSpec, fileName, fileFlag ? fileFlag.flag : fileSpec.env) as string, specs, read) : undefined;
+  if (file) warnings.push(...file.warnings);
+  const result: ResolvedSettings = { values: {}, sources: {}, names: {}, warnings, configFile: file?.path };
   for (const spec of specs) {
-    const fromFlag = flags.get(spec.key);
-    const fromEnv = env[spec.env];
-    if (fromFlag !== undefined) result[spec.key] = convert(spec, fromFlag, spec.flag);
-    else if (fromEnv !== undefined && fromEnv !== '') result[spec.key] = convert(spec, fromEnv, spec.env);
-    else result[spec.key] = typeof spec.default === 'function' ? spec.default() : spec.default;
+    const flag = flags.get(spec.key);
+    const envValue = flag ? undefined : fromEnv(spec);
+    const fileValue = file?.settings.get(spec.key);
+    let value: SettingValue | undefined;
+    let source: SettingSource;
+    let name: string;
+    if (flag) [value, source, name] = [convert(spec, flag.raw, flag.flag), 'flag', flag.flag];
+    else if (envValue) [value, source, name] = [convert(spec, envValue.raw, envValue.name), 'env', envValue.name];
+    else if (fileValue) [value, source, name] = [fileValue.value, 'file', fileValue.source];
+    else [value, source, name] = [typeof spec.default === 'function' ? spec.default() : spec.default, 'default', spec.flag];
+    result.values[spec.key] = value;
+    result.sources[spec.key] = source;
+    result.names[spec.key] = name;
   }
   return result;
 }
 
-export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
-  const s = parseSettings(argv, env, SERVE_SETTINGS) as unknown as Config;
-  const config: Config = { ...s, gpuLayers: parseGpuLayers(String(s.gpuLayers), argv.some((a) => a === '--gpu-layers' || a.startsWith('--gpu-layers=')) ? '--gpu-layers' : 'HEARTH_GPU_LAYERS'), gpuBackend: s.gpuBackend === undefined ? undefined : path.resolve(s.gpuBackend), dataDir: path.resolve(s.dataDir), modelsDir: path.resolve(s.modelsDir), appDir: s.appDir === undefined ? undefined : path.resolve(s.appDir) };
+/** The effective values only (the record commands' options). */
+export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv, specs: readonly SettingSpec[]): Record<string, SettingValue | undefined> {
+  return resolveSettings(argv, env, specs).values;
+}
+
+/** `hearth serve`'s configuration, where each setting came from, and the deprecation warnings to log at start. */
+export interface LoadedConfig {
+  config: Config;
+  sources: Record<keyof Config, SettingSource>;
+  warnings: string[];
+  configFile: string | undefined;
+}
+
+export function loadServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, read?: (file: string) => string): LoadedConfig {
+  const r = resolveSettings(argv, env, SERVE_SETTINGS, read);
+  const s = r.values as unknown as ServeSettings;
+  const config: Config = {
+    ...s,
+    gpuLayers: parseGpuLayers(String(s.gpuLayers), r.names['gpuLayers']!),
+    gpuBackend: s.gpuBackend === undefined ? undefined : path.resolve(s.gpuBackend),
+    dataDir: path.resolve(s.dataDir),
+    modelsDir: path.resolve(s.modelsDir),
+    appDir: s.appDir === undefined ? undefined : path.resolve(s.appDir),
+    configFile: s.configFile === undefined ? undefined : path.resolve(s.configFile),
+  };
   if (config.modelId !== undefined && !/^[\w.-]+\/[\w.:-]+$/.test(config.modelId)) {
-    throw new ConfigError(`--model-id: must look like <namespace>/<model_name>, got '${config.modelId}'`);
+    throw new ConfigError(`${r.names['modelId']}: must look like <namespace>/<model_name>, got '${config.modelId}'`);
   }
   for (const key of ['openaiBaseUrl', 'anthropicBaseUrl', 'geminiBaseUrl', 'mistralBaseUrl', 'publicUrl'] as const) {
     const v = config[key];
-    if (v !== undefined && !/^https?:\/\//.test(v)) throw new ConfigError(`${key}: must be an http(s) URL, got '${v}'`);
+    if (v !== undefined && !/^https?:\/\//.test(v)) throw new ConfigError(`${key}: must be an http(s) URL, got '${v}' (${r.names[key]})`);
   }
-  return Object.freeze(config);
+  return { config: Object.freeze(config), sources: r.sources as Record<keyof Config, SettingSource>, warnings: r.warnings, configFile: r.configFile };
+}
+
+/** The configuration alone (tests, and callers that log no warnings). */
+export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Config {
+  return loadServeConfig(argv, env).config;
 }
 
 /** `auto` or a whole number of layers, 0..100000. */
@@ -168,14 +153,4 @@ export function parseGpuLayers(raw: string, source: string): 'auto' | number {
   if (v === 'auto') return 'auto';
   if (!/^\d{1,6}$/.test(v) || Number(v) > 100_000) throw new ConfigError(`${source}: expected auto or a number of layers 0..100000, got '${raw}'`);
   return Number(v);
-}
-
-/** `--help` text for a list of settings. */
-export function settingsHelp(specs: readonly SettingSpec[]): string {
-  return specs
-    .map((s) => {
-      const def = s.secret ? '' : typeof s.default === 'function' ? ` (default: ${String(s.default())})` : s.default === undefined ? '' : ` (default: ${String(s.default)})`;
-      return `  ${`${s.flag} <${s.values ? s.values.join('|') : s.type}>`.padEnd(44)} ${s.help}${def}  [${s.env}]`;
-    })
-    .join('\n');
 }
