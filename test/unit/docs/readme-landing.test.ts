@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
  */
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const read = (rel: string) => fs.readFileSync(path.join(ROOT, rel), 'utf8');
+/** About 400 lines (a ten-minute read), with room for the configuration table to grow by a setting or two. */
 const README_MAX_LINES = 420;
 
 /** GitHub's anchor for a heading: lower case, punctuation other than '-' dropped, spaces as '-'. */
