@@ -12,6 +12,25 @@ export function ErrorNote({ error }: { error: unknown }) {
   );
 }
 
+/**
+ * The end of a grid form: its submit button named `label` (disabled while `action` runs, or when `disabled`),
+ * then the action's error across the whole grid.
+ */
+export function FormFooter({ label, action, disabled }: { label: string; action: { busy: boolean; error: unknown }; disabled?: boolean }) {
+  return (
+    <>
+      <div class="form-actions">
+        <button type="submit" disabled={disabled || action.busy}>
+          {label}
+        </button>
+      </div>
+      <div class="span-all">
+        <ErrorNote error={action.error} />
+      </div>
+    </>
+  );
+}
+
 export function Note({ children, tone = 'info' }: { children: ComponentChildren; tone?: 'info' | 'warn' | 'ok' }) {
   return (
     <p class={`note ${tone}`} role="status">

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, type CallOptions, describeError, failureOf } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, Note, StateBadge, formatTime, useAction, useInterval, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, FormFooter, Field, Note, StateBadge, formatTime, useAction, useInterval, useLoad } from '../components/ui.tsx';
+import { ResourceTable } from '../components/resource-table.tsx';
 import { readEvents } from '../sse.ts';
 import type { AppLogLine, AppView, DeploymentView, ListOf } from '../types.ts';
 
@@ -83,14 +84,7 @@ function CreateAppForm({ base, onCreated }: { base: string; onCreated: (a: AppVi
       <Field label="Environment" hint="NAME=value per line; values are never shown again">
         <textarea rows={2} class="mono" value={env} onInput={(e) => setEnv(e.currentTarget.value)} />
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Create app
-        </button>
-      </div>
-      <div class="span-all">
-        <ErrorNote error={action.error} />
-      </div>
+      <FormFooter label="Create app" action={action} />
     </form>
   );
 }
@@ -233,45 +227,41 @@ function Deployments({ path, live, made, onChanged }: { path: string; live: stri
     <div>
       <h4>Deployments</h4>
       <ErrorNote error={list.error ?? action.error} />
-      <table aria-label="Deployments">
-        <thead>
-          <tr>
-            <th scope="col">Deployment</th>
-            <th scope="col">State</th>
-            <th scope="col">Created</th>
-            <th scope="col">Build log</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.data.map((d) => (
-            <tr key={d.deploymentId}>
-              <td class="mono small">{d.deploymentId}</td>
-              <td>
+      <ResourceTable
+        label="Deployments"
+        rows={list.data?.data}
+        rowKey={(d) => d.deploymentId}
+        columns={[
+          { header: 'Deployment', cell: (d) => d.deploymentId, class: 'mono small' },
+          {
+            header: 'State',
+            cell: (d) => (
+              <>
                 <StateBadge state={d.state} /> {d.reason && <span class="small">{d.reason}</span>}
-              </td>
-              <td>{formatTime(d.createdAt)}</td>
-              <td>
-                {d.buildLog.length > 0 && (
-                  <details>
-                    <summary>build log</summary>
-                    <pre class="code">{d.buildLog.join('\n')}</pre>
-                  </details>
-                )}
-              </td>
-              <td class="actions">
-                {d.state === 'retired' && d.deploymentId !== live && (
-                  <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } }); await list.reload(); onChanged(); })}>
-                    Roll back to {d.deploymentId}
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: 'Created', cell: (d) => formatTime(d.createdAt) },
+          {
+            header: 'Build log',
+            cell: (d) =>
+              d.buildLog.length > 0 && (
+                <details>
+                  <summary>build log</summary>
+                  <pre class="code">{d.buildLog.join('\n')}</pre>
+                </details>
+              ),
+          },
+        ]}
+        actions={(d) =>
+          d.state === 'retired' &&
+          d.deploymentId !== live && (
+            <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } }); await list.reload(); onChanged(); })}>
+              Roll back to {d.deploymentId}
+            </button>
+          )
+        }
+      />
     </div>
   );
 }

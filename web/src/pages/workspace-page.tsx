@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, api } from '../api.ts';
-import { ConfirmButton, CopyButton, ErrorNote, Field, Note, SecretOnce, StateBadge, formatTime, useAction, useInterval, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, CopyButton, ErrorNote, FormFooter, Field, Note, SecretOnce, StateBadge, formatTime, useAction, useInterval, useLoad } from '../components/ui.tsx';
 import { navigate } from '../navigation.ts';
 import { PROVIDERS, type ListOf, type ProjectView, type ProjectWithToken, type Provider, type WorkspaceView } from '../types.ts';
 import { AppsPanel } from './apps-panel.tsx';
@@ -162,14 +162,7 @@ function CreateProjectForm({ base, disabled, onCreated }: { base: string; disabl
       <Field label="Temperature" hint="0 to 2; empty: the provider's default">
         <input type="number" min="0" max="2" step="0.1" value={temperature} onInput={(e) => setTemperature(e.currentTarget.value)} />
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={disabled || action.busy}>
-          Create project
-        </button>
-      </div>
-      <div class="span-all">
-        <ErrorNote error={action.error} />
-      </div>
+      <FormFooter label="Create project" action={action} disabled={disabled} />
     </form>
   );
 }
