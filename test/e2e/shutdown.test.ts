@@ -39,12 +39,12 @@ const MODEL_URI = 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf';
 type Health = { state: string; pull?: { percent: number } };
 const health = async (h: HearthProcess): Promise<Health> => (await (await fetch(`${h.baseUrl}/health`)).json()) as Health;
 
-/** A streaming chat request on the shared model, read until its first bytes (the stream is running). */
-async function runningStream(h: HearthProcess): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; rest: () => Promise<string> }> {
+/** A streaming chat request on the shared model for `maxTokens`, read until its first bytes (the stream is running). */
+async function runningStream(h: HearthProcess, maxTokens = 900_000): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; rest: () => Promise<string> }> {
   const res = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: 900_000, stream_options: { include_usage: true } }),
+    body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: maxTokens, stream_options: { include_usage: true } }),
   });
   expect(res.status).toBe(200);
   const reader = res.body!.getReader();
@@ -67,6 +67,15 @@ async function runningStream(h: HearthProcess): Promise<{ reader: ReadableStream
       return text;
     },
   };
+}
+
+/** A ready server on the instant engine with `--shutdown-grace-ms graceMs`, a stream running on it, then SIGTERM. */
+async function stoppingWithStream(graceMs: number, maxTokens?: number) {
+  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', String(graceMs)] });
+  await hearth.waitReady();
+  const h = hearth;
+  const stream = await runningStream(h, maxTokens);
+  return { h, stream, exited: h.stop('SIGTERM') };
 }
 
 describe('shutdown in every model state', () => {
@@ -158,36 +167,16 @@ describe('shutdown in every model state', () => {
   });
 
   it('ready: a running stream finishes within the grace period, then exit 0', async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '30000'] });
-    await hearth.waitReady();
-    const res = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: 50_000, stream_options: { include_usage: true } }),
-    });
-    expect(res.status).toBe(200);
-    const reader = res.body!.getReader();
-    const first = await reader.read();
-    expect(first.done).toBe(false);
-    const exited = hearth.stop('SIGTERM');
-    let text = new TextDecoder().decode(first.value);
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
+    const { h, stream, exited } = await stoppingWithStream(30_000, 50_000);
+    const text = await stream.rest();
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
     expect(text).toContain('"completion_tokens":50000');
     expect(await exited).toBe(0);
-    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":true/);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":true/);
   });
 
   it('ready: new requests during the grace period get 503 shutting_down', async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '30000'] });
-    await hearth.waitReady();
-    const stream = await runningStream(hearth);
-    const exited = hearth.stop('SIGTERM');
-    const h = hearth;
+    const { h, stream, exited } = await stoppingWithStream(30_000);
     await until(async () => /"msg":"draining"/.test(h.logs()), 'shutdown to begin');
     // The same keep-alive pool as the stream's connection is not guaranteed; a fresh connection may be refused instead.
     const r = await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } }).catch(() => null);
@@ -200,23 +189,16 @@ describe('shutdown in every model state', () => {
   });
 
   it('ready: when the grace period expires, running streams are cut and the exit code says so (3)', async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '500'] });
-    await hearth.waitReady();
-    const stream = await runningStream(hearth);
-    const exited = hearth.stop('SIGTERM');
+    const { h, stream, exited } = await stoppingWithStream(500);
     const text = await stream.rest();
     expect(text).not.toContain('data: [DONE]');
     expect(await exited).toBe(3);
-    expect(hearth.logs()).toMatch(/"msg":"grace period expired: cutting requests still running","requests":1/);
-    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
+    expect(h.logs()).toMatch(/"msg":"grace period expired: cutting requests still running","requests":1/);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
   });
 
   it('a second signal exits at once (128 + the signal number)', async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '60000'] });
-    await hearth.waitReady();
-    const stream = await runningStream(hearth);
-    const exited = hearth.stop('SIGTERM');
-    const h = hearth;
+    const { h, stream, exited } = await stoppingWithStream(60_000);
     await until(async () => /"msg":"draining"/.test(h.logs()), 'shutdown to begin');
     h.proc.kill('SIGINT');
     expect(await exited).toBe(130);

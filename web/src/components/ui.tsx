@@ -199,6 +199,17 @@ export function useAction(): { busy: boolean; error: unknown; run: (fn: () => Pr
   return { busy, error, run, clear: () => setError(null) };
 }
 
+/**
+ * A form's text fields (inputs, textareas): their values, `bind(name)` to spread on the control (value and
+ * onInput), and `reset` back to the initial values (of the named fields, or of all).
+ */
+export function useFields<K extends string>(initial: Record<K, string>): { values: Record<K, string>; bind: (name: K) => { value: string; onInput: (e: Event) => void }; reset: (names?: K[]) => void } {
+  const [values, setValues] = useState(initial);
+  const bind = (name: K) => ({ value: values[name], onInput: (e: Event) => setValues((v) => ({ ...v, [name]: (e.currentTarget as HTMLInputElement).value })) });
+  const reset = (names: K[] = Object.keys(initial) as K[]) => setValues((v) => ({ ...v, ...Object.fromEntries(names.map((n) => [n, initial[n]])) }));
+  return { values, bind, reset };
+}
+
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, type CallOptions, describeError, failureOf } from '../api.ts';
-import { ConfirmButton, ErrorNote, FormFooter, Field, Note, StateBadge, formatTime, useAction, useInterval, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, FormFooter, Field, Note, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import { readEvents } from '../sse.ts';
 import type { AppLogLine, AppView, DeploymentView, ListOf } from '../types.ts';
@@ -60,29 +60,27 @@ function parseEnv(text: string): Record<string, string> {
 }
 
 function CreateAppForm({ base, onCreated }: { base: string; onCreated: (a: AppView) => void }) {
-  const [name, setName] = useState('');
-  const [env, setEnv] = useState('');
-  const [apiKeyEnv, setApiKeyEnv] = useState('HEARTH_API_KEY');
+  const form = useFields({ name: '', env: '', apiKeyEnv: 'HEARTH_API_KEY' });
+  const { name, env, apiKeyEnv } = form.values;
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
       const a = await appApi<AppView>('POST', `${base}/apps`, { body: { name: name.trim(), env: parseEnv(env), apiKeyEnv: apiKeyEnv.trim() === '' ? null : apiKeyEnv.trim() } });
-      setName('');
-      setEnv('');
+      form.reset(['name', 'env']);
       onCreated(a);
     });
   };
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Create an app">
       <Field label="App name">
-        <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input required maxLength={200} {...form.bind('name')} />
       </Field>
       <Field label="API key variable" hint="Receives a Hearth API key; empty: none">
-        <input value={apiKeyEnv} onInput={(e) => setApiKeyEnv(e.currentTarget.value)} />
+        <input {...form.bind('apiKeyEnv')} />
       </Field>
       <Field label="Environment" hint="NAME=value per line; values are never shown again">
-        <textarea rows={2} class="mono" value={env} onInput={(e) => setEnv(e.currentTarget.value)} />
+        <textarea rows={2} class="mono" {...form.bind('env')} />
       </Field>
       <FormFooter label="Create app" action={action} />
     </form>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, FormFooter, Field, SecretOnce, StateBadge, formatTime, optionalPositiveInt, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, FormFooter, Field, SecretOnce, StateBadge, formatTime, optionalPositiveInt, useAction, useFields, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ApiKeyView, CreatedKey, KeyLimits, ListOf } from '../types.ts';
 
@@ -55,10 +55,8 @@ export function KeysPage() {
 }
 
 function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
-  const [name, setName] = useState('');
-  const [rpm, setRpm] = useState('');
-  const [tpm, setTpm] = useState('');
-  const [conc, setConc] = useState('');
+  const form = useFields({ name: '', rpm: '', tpm: '', conc: '' });
+  const { name, rpm, tpm, conc } = form.values;
   const [invalid, setInvalid] = useState<string | null>(null);
   const action = useAction();
   const submit = (e: Event) => {
@@ -70,26 +68,23 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
     const anyLimit = Object.values(limits).some((v) => v !== null);
     void action.run(async () => {
       const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: anyLimit ? { name: name.trim(), limits } : { name: name.trim() } });
-      setName('');
-      setRpm('');
-      setTpm('');
-      setConc('');
+      form.reset();
       onCreated(k);
     });
   };
   return (
     <form class="card form-grid" onSubmit={submit} aria-label="Create an API key">
       <Field label="Key name">
-        <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="ci" />
+        <input required maxLength={200} {...form.bind('name')} placeholder="ci" />
       </Field>
       <Field label="Requests per minute" hint="Empty: no limit">
-        <input inputMode="numeric" value={rpm} onInput={(e) => setRpm(e.currentTarget.value)} />
+        <input inputMode="numeric" {...form.bind('rpm')} />
       </Field>
       <Field label="Tokens per minute" hint="Empty: no limit">
-        <input inputMode="numeric" value={tpm} onInput={(e) => setTpm(e.currentTarget.value)} />
+        <input inputMode="numeric" {...form.bind('tpm')} />
       </Field>
       <Field label="Concurrent requests" hint="Empty: no limit">
-        <input inputMode="numeric" value={conc} onInput={(e) => setConc(e.currentTarget.value)} />
+        <input inputMode="numeric" {...form.bind('conc')} />
       </Field>
       {invalid && (
         <p class="note error span-all" role="alert">

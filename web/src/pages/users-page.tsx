@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, FormFooter, Field, StateBadge, formatTime, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, FormFooter, Field, StateBadge, formatTime, useAction, useFields, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ListOf, Role, SessionUser, UserView } from '../types.ts';
 
@@ -63,26 +63,25 @@ function OwnerUsers({ self }: { self: SessionUser }) {
 }
 
 function AddUserForm({ onAdded }: { onAdded: () => void }) {
-  const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
+  const form = useFields({ email: '', password: '' });
+  const { email, password } = form.values;
   const [role, setRole] = useState<Role>('member');
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
       await api('POST', '/api/v1/users', { body: { email: email.trim(), password, role } });
-      setEmail('');
-      setPassword('');
+      form.reset();
       onAdded();
     });
   };
   return (
     <form class="card form-grid" onSubmit={submit} aria-label="Add a user">
       <Field label="User email">
-        <input type="email" required autoComplete="off" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        <input type="email" required autoComplete="off" {...form.bind('email')} />
       </Field>
       <Field label="Initial password" hint="Give it to them privately.">
-        <input type="password" required autoComplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        <input type="password" required autoComplete="new-password" {...form.bind('password')} />
       </Field>
       <Field label="Role">
         <select value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>

@@ -1,6 +1,5 @@
-import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, StateBadge, formatTime, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, StateBadge, formatTime, useAction, useFields, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import { navigate } from '../navigation.ts';
 import type { ListOf, WorkspaceView } from '../types.ts';
@@ -8,14 +7,15 @@ import type { ListOf, WorkspaceView } from '../types.ts';
 /** Workspaces: create, list (with the Yam's state), open, delete. */
 export function WorkspacesPage() {
   const list = useLoad(() => api<ListOf<WorkspaceView>>('GET', '/api/v1/workspaces'));
-  const [name, setName] = useState('');
+  const form = useFields({ name: '' });
+  const { name } = form.values;
   const create = useAction();
   const remove = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
       const ws = await api<WorkspaceView>('POST', '/api/v1/workspaces', { body: { name: name.trim() } });
-      setName('');
+      form.reset();
       navigate(`/workspaces/${encodeURIComponent(ws.workspaceId)}`);
     });
   };
@@ -24,7 +24,7 @@ export function WorkspacesPage() {
       <h1 id="ws-title">Workspaces</h1>
       <form class="card row" onSubmit={submit} aria-label="Create a workspace">
         <Field label="Workspace name">
-          <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="Client A" />
+          <input required maxLength={200} {...form.bind('name')} placeholder="Client A" />
         </Field>
         <button type="submit" class="align-end" disabled={create.busy}>
           Create workspace
