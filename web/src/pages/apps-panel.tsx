@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, type CallOptions, describeError, failureOf } from '../api.ts';
-import { ConfirmButton, ErrorNote, FormFooter, Field, Note, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, Note, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import { readEvents } from '../sse.ts';
 import type { AppLogLine, AppView, DeploymentView, ListOf } from '../types.ts';

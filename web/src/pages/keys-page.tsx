@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, FormFooter, Field, SecretOnce, StateBadge, formatTime, optionalPositiveInt, useAction, useFields, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, SecretOnce, StateBadge, formatTime, optionalPositiveInt, useAction, useFields, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ApiKeyView, CreatedKey, KeyLimits, ListOf } from '../types.ts';
 

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, FormFooter, Field, StateBadge, formatTime, useAction, useFields, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, StateBadge, formatTime, useAction, useFields, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ListOf, Role, SessionUser, UserView } from '../types.ts';
 

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, api } from '../api.ts';
-import { ConfirmButton, CopyButton, ErrorNote, FormFooter, Field, Note, SecretOnce, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, CopyButton, ErrorNote, Field, FormFooter, Note, SecretOnce, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
 import { navigate } from '../navigation.ts';
 import { PROVIDERS, type ListOf, type ProjectView, type ProjectWithToken, type Provider, type WorkspaceView } from '../types.ts';
 import { AppsPanel } from './apps-panel.tsx';
