@@ -3,7 +3,7 @@ import path from 'node:path';
 import { packDirectory } from '../apps/archive-packer.ts';
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
-import { ConfigError, JSON_SETTING, splitArgs } from './cli-args.ts';
+import { ConfigError, JSON_SETTING, commandArgs } from './cli-args.ts';
 
 /**
  * `hearth apps`: apps on a workspace's Yam. Unlike the record commands, it talks to the RUNNING server's
@@ -121,18 +121,13 @@ function parseAssignments(items: string[]): Record<string, string> {
 }
 
 export async function appsCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const [action, ...rest] = argv;
-  if (!action || action === '--help' || action === '-h' || rest.includes('--help')) {
-    out(APPS_HELP);
-    return action ? 0 : 2;
-  }
-  const { positional, options } = splitArgs(rest, SPECS);
-  const json = options.json === true;
+  const args = commandArgs(argv, SPECS, APPS_HELP, out);
+  if (typeof args === 'number') return args;
+  const { action, positional, options, json, print } = args;
   if (options.apiKey === undefined) throw new ConfigError('an API key is needed: --api-key or HEARTH_API_KEY (hearth keys create --name cli)');
   if (options.workspace === undefined) throw new ConfigError('a workspace is needed: --workspace or HEARTH_WORKSPACE (hearth workspaces list)');
   const api = new HearthApi(String(options.url).replace(/\/+$/, ''), String(options.apiKey));
   const apps = `/api/v1/workspaces/${encodeURIComponent(String(options.workspace))}/apps`;
-  const print = <T>(value: T, text: (v: T) => string) => out(json ? JSON.stringify(value) : text(value));
   const appId = (i = 0) => {
     const id = positional[i];
     if (!id) throw new ConfigError(`apps ${action} needs an app id (see hearth apps list)`);

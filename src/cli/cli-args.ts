@@ -6,7 +6,7 @@ export const DATA_DIR_SETTING: SettingSpec = { key: 'dataDir', flag: '--data-dir
 export const JSON_SETTING: SettingSpec = { key: 'json', flag: '--json', env: 'HEARTH_CLI_JSON', type: 'bool', default: false, help: 'Print JSON instead of text' };
 
 /** Splits positional arguments from `--flag value` options. */
-export function splitArgs(argv: readonly string[], specs: readonly SettingSpec[]): { positional: string[]; options: Record<string, string | number | boolean | undefined> } {
+export function splitArgs(argv: readonly string[], specs: readonly SettingSpec[]): { positional: string[]; options: Options } {
   const positional: string[] = [];
   const flags: string[] = [];
   const boolFlags = new Set(specs.filter((s) => s.type === 'bool').map((s) => s.flag));
@@ -18,6 +18,33 @@ export function splitArgs(argv: readonly string[], specs: readonly SettingSpec[]
     } else positional.push(a);
   }
   return { positional, options: parseSettings(flags, process.env, specs) };
+}
+
+export type Options = Record<string, string | number | boolean | undefined>;
+
+/** A record command's arguments after `hearth <noun>`: the action, the rest split, and a printer honouring --json. */
+export interface CommandArgs {
+  action: string;
+  positional: string[];
+  options: Options;
+  json: boolean;
+  /** Prints `value` as JSON under --json, else as `text(value)`. */
+  print<T>(value: T, text: (v: T) => string): void;
+}
+
+/**
+ * Reads `hearth <noun> <action> [args] [options]`. With no action, or with -h/--help, prints `help` and
+ * returns the exit code (0 when asked for, 2 when the action is missing) instead of the arguments.
+ */
+export function commandArgs(argv: readonly string[], specs: readonly SettingSpec[], help: string, out: (s: string) => void): CommandArgs | number {
+  const [action, ...rest] = argv;
+  if (!action || action === '--help' || action === '-h' || rest.includes('--help')) {
+    out(help);
+    return action ? 0 : 2;
+  }
+  const { positional, options } = splitArgs(rest, specs);
+  const json = options.json === true;
+  return { action, positional, options, json, print: (value, text) => out(json ? JSON.stringify(value) : text(value)) };
 }
 
 export { ConfigError };

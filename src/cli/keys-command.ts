@@ -1,8 +1,9 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
 import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../accounts/api-key-repository.ts';
-import { HearthStore, type KeyLimits } from '../store/database.ts';
-import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, splitArgs } from './cli-args.ts';
+import type { KeyLimits } from '../store/database.ts';
+import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, commandArgs } from './cli-args.ts';
+import { withStore } from './record-store.ts';
 
 const SPECS: SettingSpec[] = [
   DATA_DIR_SETTING,
@@ -29,29 +30,22 @@ function limitsText(l: KeyLimits): string {
 }
 
 export async function keysCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const [action, ...rest] = argv;
-  if (!action || action === '--help' || action === '-h' || rest.includes('--help')) {
-    out(KEYS_HELP);
-    return action ? 0 : 2;
-  }
-  const { positional, options } = splitArgs(rest, SPECS);
-  const store = HearthStore.open(String(options.dataDir));
-  try {
+  const args = commandArgs(argv, SPECS, KEYS_HELP, out);
+  if (typeof args === 'number') return args;
+  const { action, positional, options, print } = args;
+  return withStore(options, async (store) => {
     const keys = new ApiKeyRepository(store);
     const account = String(options.account);
     switch (action) {
       case 'create': {
         if (!options.name) throw new ConfigError('keys create needs --name NAME');
         const k = await keys.create(String(options.name), account);
-        if (options.json) out(JSON.stringify(k));
-        else out(`${k.key}\n\nid: ${k.id}  name: ${k.name}  account: ${k.accountId}\nThis key is shown once: store it now. Use it as "Authorization: Bearer <key>".`);
+        print(k, () => `${k.key}\n\nid: ${k.id}  name: ${k.name}  account: ${k.accountId}\nThis key is shown once: store it now. Use it as "Authorization: Bearer <key>".`);
         return 0;
       }
       case 'list': {
         const list = keys.list(account);
-        if (options.json) out(JSON.stringify(list));
-        else if (list.length === 0) out('no keys');
-        else out(list.map((k) => `${k.id}\t${k.name}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}${limitsText(k.limits)}${k.revokedAt ? `\tREVOKED ${k.revokedAt}` : ''}`).join('\n'));
+        print(list, (l) => (l.length === 0 ? 'no keys' : l.map((k) => `${k.id}\t${k.name}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}${limitsText(k.limits)}${k.revokedAt ? `\tREVOKED ${k.revokedAt}` : ''}`).join('\n')));
         return 0;
       }
       case 'revoke': {
@@ -67,7 +61,5 @@ export async function keysCommand(argv: string[], out: (s: string) => void): Pro
       default:
         throw new ConfigError(`unknown keys action '${action}' (create, list, revoke)`);
     }
-  } finally {
-    await store.close();
-  }
+  });
 }

@@ -3,12 +3,12 @@ import { WorkspaceService } from '../workspaces/workspace-service.ts';
 import { Provisioner } from '../workspaces/provisioner.ts';
 import { createLogger } from '../log/logger.ts';
 import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../accounts/api-key-repository.ts';
-import { HearthStore } from '../store/database.ts';
 import { loadMasterKey } from '../store/master-key.ts';
 import { ProjectRepository } from '../workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../workspaces/workspace-repository.ts';
-import { DATA_DIR_SETTING, JSON_SETTING } from './cli-args.ts';
+import { DATA_DIR_SETTING, JSON_SETTING, type Options } from './cli-args.ts';
+import { withStore } from './record-store.ts';
 
 /**
  * What the `workspaces` and `projects` commands share: the options every one of them takes, and the
@@ -34,23 +34,18 @@ export interface ManagementContext {
 }
 
 /** Opens the store, runs `fn`, closes everything (also on failure). */
-export async function withManagement<T>(options: Record<string, string | number | boolean | undefined>, fn: (c: ManagementContext) => Promise<T>): Promise<T> {
+export async function withManagement<T>(options: Options, fn: (c: ManagementContext) => Promise<T>): Promise<T> {
   const dataDir = String(options.dataDir);
   const masterKey = loadMasterKey({ secretKey: options.secretKey === undefined ? undefined : String(options.secretKey), dataDir });
-  const store = HearthStore.open(dataDir);
-  const workspaces = new WorkspaceRepository(store);
-  const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
-  const provisioner = new Provisioner(workspaces, projects, createLogger('error'), { delayMs: 0 });
-  const management = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => String(options.publicUrl) });
-  try {
-    return await fn({ management, account: String(options.account), settle: () => provisioner.settle() });
-  } finally {
-    provisioner.dispose();
-    await store.close();
-  }
-}
-
-/** Prints `value` as JSON, or as `text(value)`. */
-export function print<T>(out: (s: string) => void, json: boolean, value: T, text: (v: T) => string): void {
-  out(json ? JSON.stringify(value) : text(value));
+  return withStore(options, async (store) => {
+    const workspaces = new WorkspaceRepository(store);
+    const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
+    const provisioner = new Provisioner(workspaces, projects, createLogger('error'), { delayMs: 0 });
+    const management = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => String(options.publicUrl) });
+    try {
+      return await fn({ management, account: String(options.account), settle: () => provisioner.settle() });
+    } finally {
+      provisioner.dispose();
+    }
+  });
 }

@@ -1,8 +1,8 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
 import type { ProjectView, ProjectViewWithToken } from '../workspaces/workspace-views.ts';
-import { ConfigError, splitArgs } from './cli-args.ts';
-import { MANAGEMENT_SETTINGS, print, withManagement } from './management-context.ts';
+import { ConfigError, commandArgs } from './cli-args.ts';
+import { MANAGEMENT_SETTINGS, withManagement } from './management-context.ts';
 
 const SPECS: SettingSpec[] = [
   ...MANAGEMENT_SETTINGS,
@@ -50,13 +50,9 @@ function temperatureOf(raw: string | number | boolean | undefined): unknown {
 }
 
 export async function projectsCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const [action, ...rest] = argv;
-  if (!action || action === '--help' || action === '-h' || rest.includes('--help')) {
-    out(PROJECTS_HELP);
-    return action ? 0 : 2;
-  }
-  const { positional, options } = splitArgs(rest, SPECS);
-  const json = options.json === true;
+  const args = commandArgs(argv, SPECS, PROJECTS_HELP, out);
+  if (typeof args === 'number') return args;
+  const { action, positional, options, print } = args;
   if (options.workspace === undefined) throw new ConfigError(`projects ${action} needs --workspace ID (see hearth workspaces list)`);
   const ws = String(options.workspace);
   const id = () => {
@@ -74,31 +70,31 @@ export async function projectsCommand(argv: string[], out: (s: string) => void):
       case 'create': {
         const created = await m.createProject(account, ws, fields());
         await settle();
-        print(out, json, { ...m.getProject(account, ws, created.projectId), token: created.token }, withTokenText);
+        print({ ...m.getProject(account, ws, created.projectId), token: created.token }, withTokenText);
         return 0;
       }
       case 'list': {
         const list = m.listProjects(account, ws).data;
-        print(out, json, list, (l) => (l.length === 0 ? 'no inference projects' : l.map(projectText).join('\n')));
+        print(list, (l) => (l.length === 0 ? 'no inference projects' : l.map(projectText).join('\n')));
         return 0;
       }
       case 'get':
-        print(out, json, m.getProject(account, ws, id()), projectText);
+        print(m.getProject(account, ws, id()), projectText);
         return 0;
       case 'update': {
         const projectId = id();
         await m.updateProject(account, ws, projectId, fields());
         await settle();
-        print(out, json, m.getProject(account, ws, projectId), projectText);
+        print(m.getProject(account, ws, projectId), projectText);
         return 0;
       }
       case 'delete': {
         const r = await m.deleteProject(account, ws, id());
-        print(out, json, r, (v) => `deleted ${v.projectId}`);
+        print(r, (v) => `deleted ${v.projectId}`);
         return 0;
       }
       case 'rotate-token':
-        print(out, json, await m.rotateToken(account, ws, id()), withTokenText);
+        print(await m.rotateToken(account, ws, id()), withTokenText);
         return 0;
       default:
         throw new ConfigError(`unknown projects action '${action}' (create, list, get, update, delete, rotate-token)`);

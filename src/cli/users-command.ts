@@ -1,9 +1,9 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
 import { parseUserInput } from '../accounts/account-input.ts';
-import { HearthStore } from '../store/database.ts';
 import { UserRepository, type UserView, userView } from '../accounts/user-repository.ts';
-import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, splitArgs } from './cli-args.ts';
+import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, commandArgs } from './cli-args.ts';
+import { withStore } from './record-store.ts';
 import { readPassword } from './password-prompt.ts';
 
 const SPECS: SettingSpec[] = [
@@ -30,36 +30,35 @@ ${settingsHelp(SPECS)}`;
 const line = (u: UserView) => `${u.id}\t${u.email}\t${u.role}\taccount ${u.accountId}\tcreated ${u.createdAt}\tlast sign-in ${u.lastSignInAt ?? 'never'}`;
 
 export async function usersCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const [action, ...rest] = argv;
-  if (!action || action === '--help' || action === '-h' || rest.includes('--help')) {
-    out(USERS_HELP);
-    return action ? 0 : 2;
-  }
-  const { positional, options } = splitArgs(rest, SPECS);
+  const args = commandArgs(argv, SPECS, USERS_HELP, out);
+  if (typeof args === 'number') return args;
+  const { action, positional, options, print } = args;
   if (action === 'create') {
     // Validate and read the password before the store is opened, so a typo costs no prompt.
     if (!options.email) throw new ConfigError('users create needs --email E');
     if (!options.account) throw new ConfigError('users create needs --account A (the account the user belongs to, e.g. default)');
     const password = await readPassword('Password: ');
     const input = parseUserInput({ email: options.email, password, role: options.role });
-    return withUsers(options, async (users) => {
+    return withStore(options, async (store) => {
+      const users = new UserRepository(store);
       const u = userView(await users.create({ ...input, accountId: String(options.account) }));
-      out(options.json ? JSON.stringify(u) : `created ${u.role} ${u.email} (id ${u.id}, account ${u.accountId})`);
+      print(u, () => `created ${u.role} ${u.email} (id ${u.id}, account ${u.accountId})`);
       return 0;
     });
   }
   if (action === 'list') {
-    return withUsers(options, async (users) => {
+    return withStore(options, async (store) => {
+      const users = new UserRepository(store);
       const list = users.list(options.account === undefined ? undefined : String(options.account)).map(userView);
-      if (options.json) out(JSON.stringify(list));
-      else out(list.length === 0 ? 'no users' : list.map(line).join('\n'));
+      print(list, (l) => (l.length === 0 ? 'no users' : l.map(line).join('\n')));
       return 0;
     });
   }
   if (action === 'delete') {
     const id = positional[0];
     if (!id) throw new ConfigError('users delete needs a user id (see hearth users list)');
-    return withUsers(options, async (users) => {
+    return withStore(options, async (store) => {
+      const users = new UserRepository(store);
       const result = await users.delete(id, options.account === undefined ? undefined : String(options.account));
       if (result === 'deleted') out(`deleted ${id}`);
       else out(result === 'not_found' ? `no user with id ${id}` : `${id} is the last owner of its account: add another owner first`);
@@ -67,13 +66,4 @@ export async function usersCommand(argv: string[], out: (s: string) => void): Pr
     });
   }
   throw new ConfigError(`unknown users action '${action}' (create, list, delete)`);
-}
-
-async function withUsers(options: Record<string, unknown>, fn: (users: UserRepository) => Promise<number>): Promise<number> {
-  const store = HearthStore.open(String(options.dataDir));
-  try {
-    return await fn(new UserRepository(store));
-  } finally {
-    await store.close();
-  }
 }

@@ -1,8 +1,8 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
 import type { WorkspaceView, YamView } from '../workspaces/workspace-views.ts';
-import { ConfigError, splitArgs } from './cli-args.ts';
-import { MANAGEMENT_SETTINGS, print, withManagement } from './management-context.ts';
+import { ConfigError, commandArgs } from './cli-args.ts';
+import { MANAGEMENT_SETTINGS, withManagement } from './management-context.ts';
 
 const SPECS: SettingSpec[] = [
   ...MANAGEMENT_SETTINGS,
@@ -26,13 +26,9 @@ const yamText = (y: YamView | null) => (y === null ? 'no Yam' : `Yam ${y.state}$
 const workspaceText = (w: WorkspaceView) => `${w.workspaceId}\t${w.name}\tcreated ${w.createdAt}\t${yamText(w.yam)}`;
 
 export async function workspacesCommand(argv: string[], out: (s: string) => void): Promise<number> {
-  const [action, ...rest] = argv;
-  if (!action || action === '--help' || action === '-h' || rest.includes('--help')) {
-    out(WORKSPACES_HELP);
-    return action ? 0 : 2;
-  }
-  const { positional, options } = splitArgs(rest, SPECS);
-  const json = options.json === true;
+  const args = commandArgs(argv, SPECS, WORKSPACES_HELP, out);
+  if (typeof args === 'number') return args;
+  const { action, positional, options, print } = args;
   const id = () => {
     if (!positional[0]) throw new ConfigError(`workspaces ${action} needs a workspace id (see hearth workspaces list)`);
     return positional[0];
@@ -41,20 +37,20 @@ export async function workspacesCommand(argv: string[], out: (s: string) => void
     switch (action) {
       case 'create': {
         if (options.name === undefined) throw new ConfigError('workspaces create needs --name NAME');
-        print(out, json, await m.createWorkspace(account, { name: options.name }), workspaceText);
+        print(await m.createWorkspace(account, { name: options.name }), workspaceText);
         return 0;
       }
       case 'list': {
         const list = m.listWorkspaces(account);
-        print(out, json, list.data, (l) => (l.length === 0 ? 'no workspaces' : l.map(workspaceText).join('\n')));
+        print(list.data, (l) => (l.length === 0 ? 'no workspaces' : l.map(workspaceText).join('\n')));
         return 0;
       }
       case 'get':
-        print(out, json, m.getWorkspace(account, id()), workspaceText);
+        print(m.getWorkspace(account, id()), workspaceText);
         return 0;
       case 'delete': {
         const r = await m.deleteWorkspace(account, id());
-        print(out, json, r, (v) => `deleted ${v.workspaceId} and its ${v.projectsDeleted} inference project(s)`);
+        print(r, (v) => `deleted ${v.workspaceId} and its ${v.projectsDeleted} inference project(s)`);
         return 0;
       }
       case 'yam': {
@@ -62,7 +58,7 @@ export async function workspacesCommand(argv: string[], out: (s: string) => void
         await m.putYam(account, workspaceId);
         await settle();
         const yam = m.getYam(account, workspaceId);
-        print(out, json, yam, (y) => `${workspaceId}\t${yamText(y)}`);
+        print(yam, (y) => `${workspaceId}\t${yamText(y)}`);
         return yam.state === 'ready' ? 0 : 1;
       }
       default:

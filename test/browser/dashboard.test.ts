@@ -10,6 +10,7 @@ import { probeAppArchive } from '../helpers/app-archives.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 import { browserAvailable, launchChromium } from './chromium.ts';
+import { callApi } from '../helpers/management-client.ts';
 
 /**
  * The dashboard in a real headless Chromium against a real `hearth serve` (instant engine, a fake OpenAI
@@ -61,7 +62,6 @@ describe.runIf(run)('dashboard in a browser', () => {
   });
 
   const heading = (p: Page, name: string) => p.getByRole('heading', { name, exact: true });
-  const api = (p: string, bearer: string, init: RequestInit = {}) => fetch(hearth.baseUrl + p, { ...init, headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', ...init.headers } });
 
   it('first-run setup: the link from the log creates the owner and signs them in', async () => {
     const link = /"url":"([^"]+\/setup\?token=[^"]+)"/.exec(hearth.logs())?.[1];
@@ -115,7 +115,7 @@ describe.runIf(run)('dashboard in a browser', () => {
     const key = await shown.inputValue();
     expect(key).toMatch(/^hk_[A-Za-z0-9]+_[A-Za-z0-9_-]+$/);
     expect(await page.getByRole('button', { name: 'Copy New API key' }).isVisible()).toBe(true);
-    expect((await api('/api/inference/v1/models', key)).status).toBe(200);
+    expect((await callApi(hearth, 'GET', '/api/inference/v1/models', undefined, { key })).status).toBe(200);
 
     const row = page.getByRole('row', { name: /ci-key/ });
     await row.getByText('60 req/min, 2 at once').waitFor();
@@ -129,7 +129,7 @@ describe.runIf(run)('dashboard in a browser', () => {
     await row.getByRole('button', { name: 'Revoke ci-key' }).click();
     await row.getByRole('button', { name: 'Confirm revoking ci-key' }).click();
     await row.getByText('revoked').waitFor();
-    expect((await api('/api/inference/v1/models', key)).status).toBe(401);
+    expect((await callApi(hearth, 'GET', '/api/inference/v1/models', undefined, { key })).status).toBe(401);
   });
 
   it('creates a workspace, its Yam and a project whose token is shown once, then rotates it', async () => {

@@ -473,30 +473,35 @@ describe('MCP Streamable HTTP on /api/v1/mcp', () => {
   });
 });
 
+/** A promise the test opens when it chooses. */
+function latch(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { opened, open };
+}
+
+/** A tool server without a key on a free local port, logging nothing; `options` as for createToolServer. */
+const openToolServer = (options: Omit<Parameters<typeof createToolServer>[0], 'apiKey' | 'port' | 'host' | 'logger'>) =>
+  createToolServer({ apiKey: null, port: 0, host: '127.0.0.1', logger: createLogger('error', () => {}), ...options });
+
 describe('limits and lifecycle', () => {
   it('503 with Retry-After when maxConcurrentCalls are running', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let entered!: () => void;
-    const started = new Promise<void>((r) => (entered = r));
-    const busy = createToolServer({
-      apiKey: null,
-      port: 0,
-      host: '127.0.0.1',
+    const gate = latch();
+    const entered = latch();
+    const busy = openToolServer({
       maxConcurrentCalls: 1,
-      logger: createLogger('error', () => {}),
-      tools: [defineTool({ name: 'block', description: 'Blocks until released', input_schema: { type: 'object', properties: {} }, handler: async () => (entered(), await gate, { done: true }) })],
+      tools: [defineTool({ name: 'block', description: 'Blocks until released', input_schema: { type: 'object', properties: {} }, handler: async () => (entered.open(), await gate.opened, { done: true }) })],
     });
     const { port } = await busy.listen();
     try {
       const url = `http://127.0.0.1:${port}/api/v1/mcp`;
       const first = fetch(url, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ tool: 'block', args: {} }) });
-      await started;
+      await entered.opened;
       const second = await fetch(url, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ tool: 'healthcheck', args: {} }) });
       expect(second.status).toBe(503);
       expect(second.headers.get('retry-after')).toBe('1');
       expect(((await second.json()) as { code: string }).code).toBe('server_busy');
-      release();
+      gate.open();
       const done = await first;
       expect(done.status).toBe(200);
       expect(await done.json()).toEqual({ done: true });
@@ -504,7 +509,7 @@ describe('limits and lifecycle', () => {
       const list = await fetch(`http://127.0.0.1:${port}/api/v1/mcp/tools`);
       expect(list.status).toBe(200);
     } finally {
-      release();
+      gate.open();
       await busy.close();
     }
   });
@@ -520,16 +525,10 @@ describe('limits and lifecycle', () => {
   });
 
   it('close() lets a running call finish within the grace period; meanwhile /health says 503', async () => {
-    let entered!: () => void;
-    const started = new Promise<void>((r) => (entered = r));
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    const s = createToolServer({
-      apiKey: null,
-      port: 0,
-      host: '127.0.0.1',
-      logger: createLogger('error', () => {}),
-      tools: [defineTool({ name: 'gated', description: 'Finishes when released', input_schema: { type: 'object', properties: {} }, handler: async () => (entered(), await gate, { finished: true }) })],
+    const entered = latch();
+    const gate = latch();
+    const s = openToolServer({
+      tools: [defineTool({ name: 'gated', description: 'Finishes when released', input_schema: { type: 'object', properties: {} }, handler: async () => (entered.open(), await gate.opened, { finished: true }) })],
     });
     const { port } = await s.listen();
     // One kept-alive connection for /health, so a request can still arrive after the listen socket is closed.
@@ -537,43 +536,38 @@ describe('limits and lifecycle', () => {
     try {
       expect(await rawGet(port, '/health', agent)).toEqual({ status: 200, body: { ok: true } });
       const pending = fetch(`http://127.0.0.1:${port}/api/v1/mcp`, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ tool: 'gated' }) });
-      await started;
+      await entered.opened;
       const closing = s.close();
       expect(await rawGet(port, '/health', agent)).toEqual({ status: 503, body: { ok: false } });
-      release();
+      gate.open();
       await closing;
       const res = await pending;
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ finished: true });
     } finally {
-      release();
+      gate.open();
       agent.destroy();
       await s.close();
     }
   });
 
   it('close() aborts calls that outlive the grace period and answers them 503', async () => {
-    let entered!: () => void;
-    const started = new Promise<void>((r) => (entered = r));
+    const entered = latch();
     let sawAbort = false;
-    const s = createToolServer({
-      apiKey: null,
-      port: 0,
-      host: '127.0.0.1',
+    const s = openToolServer({
       shutdownGraceMs: 0,
-      logger: createLogger('error', () => {}),
       tools: [
         defineTool({
           name: 'stuck',
           description: 'Waits for its signal',
           input_schema: { type: 'object', properties: {} },
-          handler: (_a, ctx) => new Promise((resolve) => (entered(), ctx.signal.addEventListener('abort', () => ((sawAbort = true), resolve(null))))),
+          handler: (_a, ctx) => new Promise((resolve) => (entered.open(), ctx.signal.addEventListener('abort', () => ((sawAbort = true), resolve(null))))),
         }),
       ],
     });
     const { port } = await s.listen();
     const pending = fetch(`http://127.0.0.1:${port}/api/v1/mcp`, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ tool: 'stuck' }) });
-    await started;
+    await entered.opened;
     await s.close();
     const res = await pending;
     expect(res.status).toBe(503);

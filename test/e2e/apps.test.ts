@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeAppArchive, probeAppRepository, rawArchive } from '../helpers/app-archives.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { callApi, type PollOptions, until } from '../helpers/management-client.ts';
 import { tinyModel } from '../helpers/test-model.ts';
 
 /**
@@ -41,7 +42,7 @@ beforeAll(async () => {
   modelId = ((await (await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${hearth.key}` } })).json()) as { data: Array<{ id: string }> }).data[0]!.id;
   ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'apps' })).body.workspaceId;
   expect((await api('PUT', `/api/v1/workspaces/${ws}/yam`)).status).toBe(201);
-  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam to be ready');
+  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam to be ready', APPS_POLL);
 }, 60_000);
 
 afterAll(async () => {
@@ -49,28 +50,10 @@ afterAll(async () => {
   for (const dir of [...bareRepos, dataDir]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-interface Answer<T> {
-  status: number;
-  headers: Headers;
-  body: T;
-}
-
-async function api<T = Record<string, unknown>>(method: string, url: string, body?: unknown, opts: { type?: string; key?: string } = {}): Promise<Answer<T>> {
-  const headers: Record<string, string> = { authorization: `Bearer ${opts.key ?? hearth.key}` };
-  if (body !== undefined) headers['content-type'] = opts.type ?? 'application/json';
-  const r = await fetch(`${hearth.baseUrl}${url}`, { method, headers, body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body) });
-  const text = await r.text();
-  return { status: r.status, headers: r.headers, body: (text === '' ? null : JSON.parse(text)) as T };
-}
-
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 150));
-  }
-  throw new Error(`timed out waiting for ${what}\n${hearth.logs().split('\n').slice(-30).join('\n')}`);
-}
+/** The management API with the process's key, or `opts.key`; a Buffer body goes as it is, with `opts.type`. */
+const api = <T = Record<string, unknown>>(method: string, url: string, body?: unknown, opts: { type?: string; key?: string } = {}) => callApi<T>(hearth, method, url, body, { contentType: opts.type, key: opts.key });
+/** Apps take their time: a poll every 150 ms for 30 s, quoting the server's log when it gives up. */
+const APPS_POLL: PollOptions = { timeoutMs: 30_000, everyMs: 150, logs: () => hearth.logs() };
 
 interface DeploymentView {
   deploymentId: string;
@@ -110,7 +93,7 @@ async function settled(appId: string, deploymentId: string): Promise<DeploymentV
   await until(async () => {
     last = (await api<DeploymentView>('GET', `${appUrl(appId)}/deployments/${deploymentId}`)).body;
     return last.state === 'live' || last.state === 'failed';
-  }, `deployment ${deploymentId} to settle`);
+  }, `deployment ${deploymentId} to settle`, APPS_POLL);
   return last!;
 }
 
@@ -203,7 +186,7 @@ describe('deploying from an archive', () => {
     await until(async () => {
       const logs = (await api<{ data: Array<{ line: string }> }>('GET', `${appUrl(mainApp)}/logs?lines=50`)).body.data;
       return logs.some((l) => l.line.includes('client of /hang went away'));
-    }, 'the app to see the client leave');
+    }, 'the app to see the client leave', APPS_POLL);
   });
 
   it('follows the logs as an SSE stream', async () => {
@@ -310,14 +293,14 @@ describe('releases', () => {
     await until(async () => {
       release = (await api<{ data: DeploymentView[] }>('GET', `${appUrl(mainApp)}/deployments`)).body.data[0];
       return release !== undefined && release.deploymentId !== before && release.source.why === 'env' && release.state === 'live';
-    }, 'the env release to go live');
+    }, 'the env release to go live', APPS_POLL);
     expect(release!.codeFrom).toBe(firstDeployment);
     const w = await whoami(mainApp);
     expect(w.body.version).toBe('v1');
     expect(w.body.env.GREETING).toBe('bonjour');
     expect(w.body.env.EXTRA).toBe('x');
     await api('PATCH', appUrl(mainApp), { env: { EXTRA: null } });
-    await until(async () => !('EXTRA' in (await whoami(mainApp)).body.env), 'EXTRA to be unset in a new release');
+    await until(async () => !('EXTRA' in (await whoami(mainApp)).body.env), 'EXTRA to be unset in a new release', APPS_POLL);
   });
 });
 
@@ -383,11 +366,11 @@ describe('crashes', () => {
   it('marks the app crashed, restarts it with backoff, and counts the restart', async () => {
     const crash = await fetch(`${hearth.baseUrl}/apps/${mainApp}/crash`);
     expect(crash.status).toBe(200);
-    await until(async () => (await api<AppView>('GET', appUrl(mainApp))).body.state === 'crashed', 'the app to be crashed');
+    await until(async () => (await api<AppView>('GET', appUrl(mainApp))).body.state === 'crashed', 'the app to be crashed', APPS_POLL);
     const meanwhile = await fetch(`${hearth.baseUrl}/apps/${mainApp}/whoami`);
     if (meanwhile.status === 503) expect(meanwhile.headers.get('retry-after')).not.toBeNull();
     else await meanwhile.body?.cancel();
-    await until(async () => (await api<AppView>('GET', appUrl(mainApp))).body.state === 'running', 'the app to run again');
+    await until(async () => (await api<AppView>('GET', appUrl(mainApp))).body.state === 'running', 'the app to run again', APPS_POLL);
     expect((await whoami(mainApp)).status).toBe(200);
     const logs = (await api<{ data: Array<{ stream: string; line: string }> }>('GET', `${appUrl(mainApp)}/logs?lines=200`)).body.data;
     expect(logs.some((l) => l.stream === 'hearth' && l.line === "restarting in 1 s")).toBe(true);
@@ -407,7 +390,7 @@ describe('lifecycle', () => {
     // Hearth's stop stopped the app too.
     await expect(fetch(`http://127.0.0.1:${oldPort}/health`)).rejects.toThrow();
     hearth = await startHearthProcess({ args: hearthArgs(await tinyModel()), dataDir });
-    await until(async () => (await api<AppView>('GET', appUrl(mainApp))).body.state === 'running', 'the app to run after the restart');
+    await until(async () => (await api<AppView>('GET', appUrl(mainApp))).body.state === 'running', 'the app to run after the restart', APPS_POLL);
     expect((await whoami(mainApp)).body.version).toBe('v1');
   });
 
@@ -432,11 +415,11 @@ describe('lifecycle', () => {
   it('deletes the apps of a deleted workspace with it', async () => {
     const doomed = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'doomed' })).body.workspaceId;
     await api('PUT', `/api/v1/workspaces/${doomed}/yam`);
-    await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${doomed}/yam`)).body.state === 'ready', 'the Yam to be ready');
+    await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${doomed}/yam`)).body.state === 'ready', 'the Yam to be ready', APPS_POLL);
     const created = await api<AppView>('POST', `/api/v1/workspaces/${doomed}/apps`, { name: 'inside', apiKeyEnv: 'HEARTH_API_KEY' });
     const appId = created.body.appId;
     const dep = await api<DeploymentView>('POST', `/api/v1/workspaces/${doomed}/apps/${appId}/deployments`, probeAppArchive({ version: 'doomed', healthy: true }), { type: 'application/gzip' });
-    await until(async () => (await api<DeploymentView>('GET', `/api/v1/workspaces/${doomed}/apps/${appId}/deployments/${dep.body.deploymentId}`)).body.state === 'live', 'the app to be live');
+    await until(async () => (await api<DeploymentView>('GET', `/api/v1/workspaces/${doomed}/apps/${appId}/deployments/${dep.body.deploymentId}`)).body.state === 'live', 'the app to be live', APPS_POLL);
     const { body } = await whoami(appId);
     expect((await api('DELETE', `/api/v1/workspaces/${doomed}`)).status).toBe(200);
     await expect(fetch(`http://127.0.0.1:${body.env.PORT}/health`)).rejects.toThrow();

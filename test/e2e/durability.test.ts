@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY_FILE } from '../../src/store/master-key.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { callApi, until } from '../helpers/management-client.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 
 /**
@@ -25,21 +26,8 @@ afterAll(async () => {
   await fake?.close();
 });
 
-async function call(h: HearthProcess, method: string, url: string, body?: unknown, key = h.key): Promise<{ status: number; body: Record<string, unknown> }> {
-  const r = await fetch(`${h.baseUrl}${url}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
-}
-
-async function until(read: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (await read()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 const chat = (h: HearthProcess, projectId: string, token: string) =>
-  call(h, 'POST', `/api/v1/inference/${projectId}/chat/completions`, { model: 'mistral-small-latest', messages: [{ role: 'user', content: 'Hi' }] }, token);
+  callApi(h, 'POST', `/api/v1/inference/${projectId}/chat/completions`, { model: 'mistral-small-latest', messages: [{ role: 'user', content: 'Hi' }] }, { key: token });
 
 describe('durability', () => {
   it('keeps every acknowledged record across kill -9, and the tokens and provider keys still work', async () => {
@@ -47,13 +35,13 @@ describe('durability', () => {
     const first = await startHearthProcess({ args: [...args, '--provision-delay-ms', '3000'] });
     hearth = first;
     const apiKey = first.key;
-    const ws = (await call(first, 'POST', '/api/v1/workspaces', { name: 'durable' })).body.workspaceId as string;
-    await call(first, 'PUT', `/api/v1/workspaces/${ws}/yam`);
-    await until(async () => (await call(first, 'GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam');
-    const project = (await call(first, 'POST', `/api/v1/workspaces/${ws}/inference`, { name: 'ready one', provider: 'mistral', model: 'mistral-small-latest', providerApiKey: PROVIDER_KEY })).body as { projectId: string; token: string };
-    await until(async () => (await call(first, 'GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`)).body.state === 'ready', 'the project');
+    const ws = (await callApi(first, 'POST', '/api/v1/workspaces', { name: 'durable' })).body.workspaceId as string;
+    await callApi(first, 'PUT', `/api/v1/workspaces/${ws}/yam`);
+    await until(async () => (await callApi(first, 'GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam');
+    const project = (await callApi(first, 'POST', `/api/v1/workspaces/${ws}/inference`, { name: 'ready one', provider: 'mistral', model: 'mistral-small-latest', providerApiKey: PROVIDER_KEY })).body as { projectId: string; token: string };
+    await until(async () => (await callApi(first, 'GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`)).body.state === 'ready', 'the project');
     expect((await chat(first, project.projectId, project.token)).status).toBe(200);
-    const late = await call(first, 'POST', `/api/v1/workspaces/${ws}/inference`, { name: 'created just before the kill', provider: 'mistral', model: 'mistral-small-latest', providerApiKey: PROVIDER_KEY, temperature: 0.7 });
+    const late = await callApi(first, 'POST', `/api/v1/workspaces/${ws}/inference`, { name: 'created just before the kill', provider: 'mistral', model: 'mistral-small-latest', providerApiKey: PROVIDER_KEY, temperature: 0.7 });
     expect(late.status).toBe(201);
     expect(late.body.state).toBe('provisioning');
     await first.stop('SIGKILL');
@@ -63,17 +51,17 @@ describe('durability', () => {
     const second = await startHearthProcess({ args, dataDir: first.dataDir });
     hearth = second;
     expect(fs.statSync(`${first.dataDir}/${MASTER_KEY_FILE}`).mode & 0o777).toBe(0o600);
-    const workspace = await call(second, 'GET', `/api/v1/workspaces/${ws}`, undefined, apiKey);
+    const workspace = await callApi(second, 'GET', `/api/v1/workspaces/${ws}`, undefined, { key: apiKey });
     expect(workspace.status).toBe(200);
     expect(workspace.body).toMatchObject({ name: 'durable', yam: { state: 'ready' } });
-    const kept = await call(second, 'GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`, undefined, apiKey);
+    const kept = await callApi(second, 'GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`, undefined, { key: apiKey });
     expect(kept.body).toMatchObject({ name: 'ready one', state: 'ready', providerKey: { last4: '6789' } });
     const answer = await chat(second, project.projectId, project.token);
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ choices: [{ message: { content: 'Still here.' } }] });
 
     const lateId = late.body.projectId as string;
-    await until(async () => (await call(second, 'GET', `/api/v1/workspaces/${ws}/inference/${lateId}`, undefined, apiKey)).body.state === 'ready', 'the resumed project');
+    await until(async () => (await callApi(second, 'GET', `/api/v1/workspaces/${ws}/inference/${lateId}`, undefined, { key: apiKey })).body.state === 'ready', 'the resumed project');
     expect((await chat(second, lateId, late.body.token as string)).status).toBe(200);
     expect(fake.lastRequest()).toMatchObject({ temperature: 0.7 });
     expect(second.logs()).toContain('"msg":"resuming provisioning"');

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * Hostile request bodies on the shared endpoint (chat completions and the Responses API), each defect found by
@@ -14,13 +14,9 @@ const MODEL_ID = 'local/tiny-chat';
 const HANG_BOUND_MS = 20_000;
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2'] });
-  await hearth.waitReady();
+  hearth = (await serveModel(MODEL_ID)).hearth;
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 type ErrorBody = { error: { message: string; type: string; param: string | null; code: string | null } };
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../helpers/hearth-process.ts';
+import { until } from '../helpers/management-client.ts';
 import { portFree } from '../helpers/ports.ts';
 
 /**
@@ -42,15 +43,6 @@ function alive(pid: number): boolean {
   }
 }
 
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting until ${what}`);
-}
-
 async function healthAnswered(h: HearthProcess): Promise<boolean> {
   const r = await fetch(`${h.baseUrl}/health`).catch(() => null);
   return r !== null && r.headers.get('x-request-id') !== null;
@@ -68,10 +60,10 @@ describe.skipIf(!HAPROXY)('the managed HTTP front (hearth serve --front auto)', 
     const first = haproxyOf(hearth);
     expect(first).toBeDefined();
     process.kill(first!, 'SIGKILL');
-    await until('a new haproxy answers', async () => {
+    await until(async () => {
       const next = haproxyOf(hearth!);
       return next !== undefined && next !== first && (await healthAnswered(hearth!));
-    });
+    }, 'a new haproxy answers');
     expect(hearth.logs()).toContain('HTTP front (haproxy) exited; starting it again');
   });
 
@@ -89,8 +81,8 @@ describe.skipIf(!HAPROXY)('the managed HTTP front (hearth serve --front auto)', 
     const exited = new Promise((r) => hearth!.proc.once('exit', r));
     hearth.proc.kill('SIGKILL');
     await exited;
-    await until('haproxy is gone', () => !alive(front));
-    await until('the port is free', () => portFree(hearth!.port));
+    await until(() => !alive(front), 'haproxy is gone');
+    await until(() => portFree(hearth!.port), 'the port is free');
   });
 
   it('a taken port fails the start (exit 1, the reason logged), as without the front', async () => {

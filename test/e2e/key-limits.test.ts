@@ -3,6 +3,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { callApi, until } from '../helpers/management-client.ts';
 
 /**
  * Per-key limits on the shared endpoint, end to end: keys created with limits through the API, OpenAI's
@@ -26,13 +27,8 @@ afterAll(async () => {
 type Limits = { requestsPerMinute?: number | null; tokensPerMinute?: number | null; maxConcurrent?: number | null };
 type ErrorBody = { error: { message: string; type: string; code: string | null; param: string | null; limit?: string } };
 
-async function api<T = Record<string, unknown>>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const r = await fetch(`${hearth.baseUrl}${url}`, { method, headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: r.status, body: (await r.json()) as T };
-}
-
 async function createKey(name: string, limits?: Limits): Promise<{ id: string; key: string; limits: Limits }> {
-  const r = await api<{ id: string; key: string; limits: Limits }>('POST', '/api/v1/keys', limits === undefined ? { name } : { name, limits });
+  const r = await callApi<{ id: string; key: string; limits: Limits }>(hearth, 'POST', '/api/v1/keys', limits === undefined ? { name } : { name, limits });
   expect(r.status).toBe(201);
   return r.body;
 }
@@ -65,14 +61,6 @@ function holdStream(key: string): Promise<{ headers: http.IncomingHttpHeaders; c
     req.on('error', (e) => (opened ? undefined : reject(e)));
     req.end(body);
   });
-}
-
-async function until(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 describe('per-key limits', () => {
@@ -159,7 +147,7 @@ describe('per-key limits', () => {
     const k = await createKey('patched', { maxConcurrent: 1 });
     const stream = await holdStream(k.key);
     expect((await chat(k.key)).status).toBe(429);
-    const patched = await api<{ limits: Limits }>('PATCH', `/api/v1/keys/${k.id}`, { limits: { maxConcurrent: 2, requestsPerMinute: 100 } });
+    const patched = await callApi<{ limits: Limits }>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: { maxConcurrent: 2, requestsPerMinute: 100 } });
     expect(patched.status).toBe(200);
     expect(patched.body.limits).toEqual({ requestsPerMinute: 100, tokensPerMinute: null, maxConcurrent: 2 });
     const second = await chat(k.key);
@@ -167,19 +155,19 @@ describe('per-key limits', () => {
     expect(second.headers.get('x-ratelimit-limit-requests')).toBe('100');
     stream.close();
 
-    const lifted = await api<{ limits: Limits }>('PATCH', `/api/v1/keys/${k.id}`, { limits: null });
+    const lifted = await callApi<{ limits: Limits }>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: null });
     expect(lifted.body.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
     expect([...(await chat(k.key)).headers.keys()].filter((h) => h.startsWith('x-ratelimit'))).toEqual([]);
 
-    const list = await api<{ data: Array<{ id: string; limits: Limits; key?: string }> }>('GET', '/api/v1/keys');
+    const list = await callApi<{ data: Array<{ id: string; limits: Limits; key?: string }> }>(hearth, 'GET', '/api/v1/keys');
     const listed = list.body.data.find((x) => x.id === k.id)!;
     expect(listed.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
     expect(JSON.stringify(list.body)).not.toContain(k.key);
 
-    const bad = await api<ErrorBody>('PATCH', `/api/v1/keys/${k.id}`, { limits: { maxConcurrent: 0 } });
+    const bad = await callApi<ErrorBody>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: { maxConcurrent: 0 } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.param).toBe('limits.maxConcurrent');
-    expect((await api<ErrorBody>('POST', '/api/v1/keys', { name: 'x', limits: { perHour: 3 } })).body.error.code).toBe('unknown_parameter');
-    expect((await api<ErrorBody>('PATCH', '/api/v1/keys/nope', { limits: null })).body.error.code).toBe('key_not_found');
+    expect((await callApi<ErrorBody>(hearth, 'POST', '/api/v1/keys', { name: 'x', limits: { perHour: 3 } })).body.error.code).toBe('unknown_parameter');
+    expect((await callApi<ErrorBody>(hearth, 'PATCH', '/api/v1/keys/nope', { limits: null })).body.error.code).toBe('key_not_found');
   });
 });

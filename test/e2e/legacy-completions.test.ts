@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * POST /api/inference/v1/completions (legacy completions) end to end with the official SDK over a real
@@ -15,14 +15,9 @@ let client: OpenAI;
 const MODEL_ID = 'local/tiny-chat';
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--queue-limit', '8'] });
-  await hearth.waitReady();
-  client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
+  ({ hearth, client } = await serveModel(MODEL_ID, ['--slots', '2', '--queue-limit', '8']));
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 const post = (body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${hearth.baseUrl}/api/inference/v1/completions`, {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * Issue 9, item 4: a prompt of characters outside the vocabulary (150,000 emoji, 600 KB, under the body
@@ -15,13 +15,9 @@ const EMOJI = '\u{1F600}'.repeat(150_000);
 let hearth: HearthProcess;
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--context-size', '2048', '--slots', '2'] });
-  await hearth.waitReady();
+  hearth = (await serveModel(MODEL_ID, ['--context-size', '2048', '--slots', '2'])).hearth;
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 function chat(messages: Array<{ role: string; content: string }>, extra: Record<string, unknown> = {}): Promise<Response> {
   return fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {

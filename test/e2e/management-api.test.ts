@@ -6,6 +6,7 @@ import { type FakeModelHub, startFakeModelHub } from '../fakes/fake-model-hub.ts
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
+import { type ApiAnswer, callApi, waitFor } from '../helpers/management-client.ts';
 import { secretPart } from '../helpers/credentials.ts';
 
 /**
@@ -42,45 +43,30 @@ afterAll(async () => {
   await hub?.close();
 });
 
-interface ApiAnswer<T = Record<string, unknown>> {
-  status: number;
-  headers: Headers;
-  body: T;
-}
 type ErrorBody = { error: { message: string; type: string; code: string | null; param: string | null; state?: string } };
 
 async function api<T = Record<string, unknown>>(method: string, url: string, body?: unknown, key: string | null = hearth.key): Promise<ApiAnswer<T>> {
-  const headers: Record<string, string> = {};
-  if (key !== null) headers.authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
   // One event-loop turn first: a synchronous CLI run (spawnSync) can block this process past the server's
   // ~10 s idle time-out; the turn lets fetch see the pooled connections the server closed meanwhile instead
   // of sending a POST into one (an 'other side closed' that is the test's doing, not the server's).
   await new Promise((resolve) => setImmediate(resolve));
-  const r = await fetch(`${hearth.baseUrl}${url}`, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
-  const text = await r.text();
+  const r = await callApi<T>(hearth, method, url, body, { key });
   expect(r.headers.get('content-type')).toBe('application/json');
-  return { status: r.status, headers: r.headers, body: JSON.parse(text) as T };
+  return r;
 }
 
 const chat = (projectId: string, token: string | null, body: unknown = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] }) =>
   api<Record<string, unknown> & ErrorBody>('POST', `/api/v1/inference/${projectId}/chat/completions`, body, token);
 
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const v = await read();
-    if (done(v)) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** Provisioning takes PROVISION_DELAY_MS and more: a read every 100 ms for 30 s. */
+const POLL = { everyMs: 100, timeoutMs: 30_000 };
 
 async function readyWorkspace(name = 'ws'): Promise<string> {
   const ws = await api('POST', '/api/v1/workspaces', { name });
   expect(ws.status).toBe(201);
   const id = ws.body.workspaceId as string;
   expect((await api('PUT', `/api/v1/workspaces/${id}/yam`)).status).toBe(201);
-  await until(() => api('GET', `/api/v1/workspaces/${id}/yam`), (r) => r.body.state === 'ready', 'the Yam');
+  await waitFor(() => api('GET', `/api/v1/workspaces/${id}/yam`), (r) => r.body.state === 'ready', 'the Yam', POLL);
   return id;
 }
 
@@ -96,7 +82,7 @@ async function createProject(ws: string, over: Record<string, unknown> = {}): Pr
 }
 
 const projectState = (ws: string, id: string) => api('GET', `/api/v1/workspaces/${ws}/inference/${id}`);
-const untilReady = (ws: string, id: string) => until(() => projectState(ws, id), (r) => r.body.state === 'ready', 'the project');
+const untilReady = (ws: string, id: string) => waitFor(() => projectState(ws, id), (r) => r.body.state === 'ready', 'the project', POLL);
 
 describe('workspaces', () => {
   it('creates, lists, gets and deletes; unknown and foreign ids are the same 404', async () => {
@@ -159,7 +145,7 @@ describe('Yam', () => {
     const again = await api('PUT', `/api/v1/workspaces/${ws}/yam`);
     expect(again.status).toBe(200); // idempotent: still the same Yam
 
-    const ready = await until(() => api('GET', `/api/v1/workspaces/${ws}/yam`), (r) => r.body.state === 'ready', 'the Yam');
+    const ready = await waitFor(() => api('GET', `/api/v1/workspaces/${ws}/yam`), (r) => r.body.state === 'ready', 'the Yam', POLL);
     expect(ready.body.readyAt).toEqual(expect.any(String));
     expect((await api('GET', `/api/v1/workspaces/${ws}`)).body.yam).toMatchObject({ state: 'ready' });
     expect((await api('PUT', `/api/v1/workspaces/${ws}/yam`)).body).toMatchObject({ state: 'ready' });

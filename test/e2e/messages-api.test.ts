@@ -1,8 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * POST /api/inference/v1/messages and /messages/count_tokens (the Anthropic Messages API) end to end with the
@@ -15,14 +15,10 @@ let client: Anthropic;
 const MODEL_ID = 'local/tiny-chat';
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2'] });
-  await hearth.waitReady();
+  hearth = (await serveModel(MODEL_ID)).hearth;
   client = new Anthropic({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference`, maxRetries: 0 });
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 const post = (path: string, body: unknown, headers: Record<string, string> = { 'x-api-key': hearth.key }) =>
   fetch(`${hearth.baseUrl}/api/inference/v1/${path}`, {

@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * GET /models/{id}, x-request-id, the Responses API (text) and the refusals of the new request fields, end to
@@ -13,14 +13,9 @@ let client: OpenAI;
 const MODEL_ID = 'local/tiny-chat';
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2'] });
-  await hearth.waitReady();
-  client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
+  ({ hearth, client } = await serveModel(MODEL_ID));
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 describe('models.retrieve', () => {
   it('finds the served model by its id (the SDK percent-encodes the /)', async () => {

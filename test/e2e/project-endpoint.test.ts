@@ -5,6 +5,7 @@ import type { ProviderName } from '../../src/providers/chat-provider.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
+import { createProject, projectReady, readyWorkspace } from '../helpers/management-client.ts';
 import { secretPart } from '../helpers/credentials.ts';
 
 /**
@@ -32,24 +33,6 @@ const fakes = {} as Record<ProviderName, FakeUpstream>;
 const good = {} as Record<ProviderName, Project>;
 const badKey = {} as Record<ProviderName, Project>;
 
-async function api<T>(method: string, url: string, body?: unknown): Promise<T> {
-  const r = await fetch(`${hearth.baseUrl}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${await r.text()}`);
-  return (await r.json()) as T;
-}
-
-async function until(read: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (await read()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 beforeAll(async () => {
   for (const c of CASES) fakes[c.provider] = await startFakeUpstream(c.provider, { apiKey: providerKey(c.provider), reply: { text: REPLY } });
   hearth = await startHearthProcess({
@@ -62,17 +45,13 @@ beforeAll(async () => {
       '--provider-timeout-ms', '60000', '--provider-max-retries', '0', // an abort seen within 10 s can only come from the client
     ],
   });
-  const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'sdk' })).workspaceId;
-  await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready', 'the Yam');
+  const ws = await readyWorkspace(hearth, 'sdk');
   for (const c of CASES) {
-    const create = (key: string) => api<Project>('POST', `/api/v1/workspaces/${ws}/inference`, { name: `${c.provider} bot`, provider: c.provider, model: c.model, providerApiKey: key, temperature: 0.4 });
+    const create = (key: string) => createProject(hearth, ws, { name: `${c.provider} bot`, provider: c.provider, model: c.model, providerApiKey: key, temperature: 0.4 });
     good[c.provider] = await create(providerKey(c.provider));
     badKey[c.provider] = await create(`wrong-${c.provider}-key-9876543210`);
   }
-  for (const p of [...Object.values(good), ...Object.values(badKey)]) {
-    await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/inference/${p.projectId}`)).state === 'ready', 'a project');
-  }
+  for (const p of [...Object.values(good), ...Object.values(badKey)]) await projectReady(hearth, ws, p.projectId);
 });
 
 afterAll(async () => {

@@ -3,6 +3,7 @@ import type { ProviderName } from '../../src/providers/chat-provider.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
+import { createProject, projectReady, readyWorkspace } from '../helpers/management-client.ts';
 
 /**
  * Hostile upstreams against the real server (issue 9): an upstream that trickles its answer a byte at a time,
@@ -23,24 +24,6 @@ const fakes = {} as Record<ProviderName, FakeUpstream>;
 let elsewhere: FakeUpstream;
 const projects = {} as Record<ProviderName, { projectId: string; token: string }>;
 
-async function api<T>(method: string, url: string, body?: unknown): Promise<T> {
-  const r = await fetch(`${hearth.baseUrl}${url}`, {
-    method,
-    headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${await r.text()}`);
-  return (await r.json()) as T;
-}
-
-async function until(read: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (await read()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 beforeAll(async () => {
   for (const c of CASES) fakes[c.provider] = await startFakeUpstream(c.provider, { apiKey: providerKey(c.provider) });
   elsewhere = await startFakeUpstream('openai');
@@ -51,13 +34,10 @@ beforeAll(async () => {
       '--provider-timeout-ms', '10000', '--provider-deadline-ms', String(DEADLINE_MS), '--provider-max-retries', '0',
     ],
   });
-  const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'hostile' })).workspaceId;
-  await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready', 'the Yam');
+  const ws = await readyWorkspace(hearth, 'hostile');
   for (const c of CASES) {
-    projects[c.provider] = await api('POST', `/api/v1/workspaces/${ws}/inference`, { name: c.provider, provider: c.provider, model: c.model, providerApiKey: providerKey(c.provider) });
-    const id = projects[c.provider].projectId;
-    await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/inference/${id}`)).state === 'ready', 'a project');
+    projects[c.provider] = await createProject(hearth, ws, { name: c.provider, provider: c.provider, model: c.model, providerApiKey: providerKey(c.provider) });
+    await projectReady(hearth, ws, projects[c.provider].projectId);
   }
 });
 

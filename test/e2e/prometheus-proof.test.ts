@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../models/test-model-path.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { callApi, until } from '../helpers/management-client.ts';
 import { freePort } from '../helpers/ports.ts';
 
 /**
@@ -127,14 +128,8 @@ async function promValue(prom: Prometheus, expr: string): Promise<number> {
   return v === undefined ? Number.NaN : Number(v);
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await sleep(250);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+/** Prometheus scrapes every second: a read every 250 ms for 30 s. */
+const POLL = { timeoutMs: 30_000, everyMs: 250 };
 
 // ---- traffic -------------------------------------------------------------------------------------------
 
@@ -173,27 +168,19 @@ interface ProjectAccess { endpoint: string; token: string }
  * when that API is not there yet (404 route_not_found). Any other failure throws.
  */
 async function createProject(h: HearthProcess): Promise<ProjectAccess | null> {
-  const api = async (method: string, url: string, body?: unknown) => {
-    const r = await fetch(`${h.baseUrl}${url}`, {
-      method,
-      headers: { authorization: `Bearer ${h.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await r.text();
-    return { status: r.status, json: (text ? JSON.parse(text) : null) as Record<string, unknown> & { error?: { code: string } } };
-  };
-  const ws = await api('POST', '/api/v1/workspaces', { name: 'prometheus-proof' });
-  if (ws.status === 404 && ws.json.error?.code === 'route_not_found') return null;
-  expect(ws.status, JSON.stringify(ws.json)).toBe(201);
-  const workspaceId = ws.json.workspaceId as string;
-  const yam = await api('PUT', `/api/v1/workspaces/${workspaceId}/yam`);
-  expect([200, 201], JSON.stringify(yam.json)).toContain(yam.status);
-  await waitFor('the Yam to be ready', async () => (await api('GET', `/api/v1/workspaces/${workspaceId}/yam`)).json.state === 'ready');
-  const p = await api('POST', `/api/v1/workspaces/${workspaceId}/inference`, { name: 'proof', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: PROVIDER_KEY });
-  expect(p.status, JSON.stringify(p.json)).toBe(201);
-  const projectId = p.json.projectId as string;
-  await waitFor('the project to be ready', async () => (await api('GET', `/api/v1/workspaces/${workspaceId}/inference/${projectId}`)).json.state === 'ready');
-  return { endpoint: `${h.baseUrl}/api/v1/inference/${encodeURIComponent(projectId)}/chat/completions`, token: p.json.token as string };
+  type Answer = Record<string, unknown> & { error?: { code: string } };
+  const ws = await callApi<Answer>(h, 'POST', '/api/v1/workspaces', { name: 'prometheus-proof' });
+  if (ws.status === 404 && ws.body.error?.code === 'route_not_found') return null;
+  expect(ws.status, JSON.stringify(ws.body)).toBe(201);
+  const workspaceId = ws.body.workspaceId as string;
+  const yam = await callApi<Answer>(h, 'PUT', `/api/v1/workspaces/${workspaceId}/yam`);
+  expect([200, 201], JSON.stringify(yam.body)).toContain(yam.status);
+  await until(async () => (await callApi<Answer>(h, 'GET', `/api/v1/workspaces/${workspaceId}/yam`)).body.state === 'ready', 'the Yam to be ready', POLL);
+  const p = await callApi<Answer>(h, 'POST', `/api/v1/workspaces/${workspaceId}/inference`, { name: 'proof', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: PROVIDER_KEY });
+  expect(p.status, JSON.stringify(p.body)).toBe(201);
+  const projectId = p.body.projectId as string;
+  await until(async () => (await callApi<Answer>(h, 'GET', `/api/v1/workspaces/${workspaceId}/inference/${projectId}`)).body.state === 'ready', 'the project to be ready', POLL);
+  return { endpoint: `${h.baseUrl}/api/v1/inference/${encodeURIComponent(projectId)}/chat/completions`, token: p.body.token as string };
 }
 
 /** Project traffic through the fake OpenAI: a JSON and a streamed success, and one upstream failure. */
@@ -233,7 +220,7 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
     });
     await hearth.waitReady();
     prom = await startPrometheus(`127.0.0.1:${hearth.port}`, dir);
-    await waitFor('the first successful scrape', async () => (await promValue(prom, 'up{job="hearth"}')) === 1);
+    await until(async () => (await promValue(prom, 'up{job="hearth"}')) === 1, 'the first successful scrape', POLL);
 
     project = await createProject(hearth);
     if (project === null) console.warn('prometheus-proof.test.ts: the management API (POST /api/v1/workspaces) is not served yet: no provider traffic; provider panels are checked for query errors only');
@@ -244,7 +231,7 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
       finished += await sharedTraffic(hearth);
       if (project) await providerTraffic(project, fake);
       const expected = finished;
-      await waitFor(`Prometheus to scrape round ${round + 1}`, async () => (await promValue(prom, 'sum(hearth_request_success_total)')) === expected);
+      await until(async () => (await promValue(prom, 'sum(hearth_request_success_total)')) === expected, `Prometheus to scrape round ${round + 1}`, POLL);
       await sleep(2_500); // at least two more samples after the increase
     }
 

@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /** The shared endpoint end to end: the real CLI server on the project's tiny ChatML model, called with the official SDK. */
 let hearth: HearthProcess;
@@ -12,15 +12,9 @@ const MODEL_ID = 'local/tiny-chat';
 const REPLY_TOKENS = 3;
 
 beforeAll(async () => {
-  const model = await tinyChatModel();
-  hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL_ID, '--slots', '2', '--body-limit', '65536'] });
-  await hearth.waitReady();
-  client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
+  ({ hearth, client } = await serveModel(MODEL_ID, ['--slots', '2', '--body-limit', '65536']));
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 const greet = [{ role: 'system' as const, content: 'You are terse.' }, { role: 'user' as const, content: 'Say hello.' }];
 

@@ -7,6 +7,7 @@ import { startFakeModelHub, type FakeModelHub } from '../fakes/fake-model-hub.ts
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { probeAppArchive } from '../helpers/app-archives.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { createProject, mustCall, projectReady, readyWorkspace, until } from '../helpers/management-client.ts';
 import { tinyChatModel, tinyModel } from '../helpers/test-model.ts';
 
 /**
@@ -38,20 +39,12 @@ const MODEL_URI = 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf';
 type Health = { state: string; pull?: { percent: number } };
 const health = async (h: HearthProcess): Promise<Health> => (await (await fetch(`${h.baseUrl}/health`)).json()) as Health;
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-/** A streaming chat request on the shared model, read until its first bytes (the stream is running). */
-async function runningStream(h: HearthProcess): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; rest: () => Promise<string> }> {
+/** A streaming chat request on the shared model for `maxTokens`, read until its first bytes (the stream is running). */
+async function runningStream(h: HearthProcess, maxTokens = 900_000): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; rest: () => Promise<string> }> {
   const res = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: 900_000, stream_options: { include_usage: true } }),
+    body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: maxTokens, stream_options: { include_usage: true } }),
   });
   expect(res.status).toBe(200);
   const reader = res.body!.getReader();
@@ -76,14 +69,13 @@ async function runningStream(h: HearthProcess): Promise<{ reader: ReadableStream
   };
 }
 
-/** Management API calls with the process's API key (status checked). */
-function managementApi(h: HearthProcess) {
-  return async <T>(method: string, url: string, body?: unknown, type = 'application/json'): Promise<T> => {
-    const r = await fetch(`${h.baseUrl}${url}`, { method, headers: { authorization: `Bearer ${h.key}`, 'content-type': type }, body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body) });
-    const text = await r.text();
-    expect(r.status, text).toBeLessThan(300);
-    return JSON.parse(text) as T;
-  };
+/** A ready server on the instant engine with `--shutdown-grace-ms graceMs`, a stream running on it, then SIGTERM. */
+async function stoppingWithStream(graceMs: number, maxTokens?: number) {
+  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', String(graceMs)] });
+  await hearth.waitReady();
+  const h = hearth;
+  const stream = await runningStream(h, maxTokens);
+  return { h, stream, exited: h.stop('SIGTERM') };
 }
 
 describe('shutdown in every model state', () => {
@@ -94,7 +86,7 @@ describe('shutdown in every model state', () => {
     const args = ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'];
     hearth = await startHearthProcess({ args, env: { HF_ENDPOINT: hub.endpoint } });
     const h = hearth;
-    await until('the pull to stall half-way', async () => ((await health(h)).pull?.percent ?? 0) >= 49);
+    await until(async () => ((await health(h)).pull?.percent ?? 0) >= 49, 'the pull to stall half-way');
     expect((await health(h)).state).toBe('pulling');
 
     expect(await h.stop('SIGTERM')).toBe(0);
@@ -118,7 +110,7 @@ describe('shutdown in every model state', () => {
     hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'], env: { HF_ENDPOINT: 'http://127.0.0.1:9' } });
     const h = hearth;
     expect((await health(h)).state).toBe('pulling');
-    await until('the pull to start', async () => /"msg":"pulling model"/.test(h.logs()));
+    await until(async () => /"msg":"pulling model"/.test(h.logs()), 'the pull to start');
     expect(await h.stop('SIGTERM')).toBe(0);
     expect(h.logs()).toMatch(/"msg":"model start abandoned: shutting down"/);
     expect(h.logs()).toMatch(/"msg":"stopped","clean":true/);
@@ -156,7 +148,7 @@ describe('shutdown in every model state', () => {
     fs.writeFileSync(bogus, 'this is not a model');
     hearth = await startHearthProcess({ args: ['--model', bogus] });
     const h = hearth;
-    await until('the failed state', async () => (await health(h)).state === 'failed');
+    await until(async () => (await health(h)).state === 'failed', 'the failed state');
     expect(await h.stop('SIGINT')).toBe(0);
     expect(h.logs()).toMatch(/"msg":"draining","state":"failed"/);
   });
@@ -175,37 +167,17 @@ describe('shutdown in every model state', () => {
   });
 
   it('ready: a running stream finishes within the grace period, then exit 0', async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '30000'] });
-    await hearth.waitReady();
-    const res = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: 50_000, stream_options: { include_usage: true } }),
-    });
-    expect(res.status).toBe(200);
-    const reader = res.body!.getReader();
-    const first = await reader.read();
-    expect(first.done).toBe(false);
-    const exited = hearth.stop('SIGTERM');
-    let text = new TextDecoder().decode(first.value);
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += new TextDecoder().decode(value);
-    }
+    const { h, stream, exited } = await stoppingWithStream(30_000, 50_000);
+    const text = await stream.rest();
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
     expect(text).toContain('"completion_tokens":50000');
     expect(await exited).toBe(0);
-    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":true/);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":true/);
   });
 
   it('ready: new requests during the grace period get 503 shutting_down', async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '30000'] });
-    await hearth.waitReady();
-    const stream = await runningStream(hearth);
-    const exited = hearth.stop('SIGTERM');
-    const h = hearth;
-    await until('shutdown to begin', async () => /"msg":"draining"/.test(h.logs()));
+    const { h, stream, exited } = await stoppingWithStream(30_000);
+    await until(async () => /"msg":"draining"/.test(h.logs()), 'shutdown to begin');
     // The same keep-alive pool as the stream's connection is not guaranteed; a fresh connection may be refused instead.
     const r = await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } }).catch(() => null);
     if (r) {
@@ -217,24 +189,17 @@ describe('shutdown in every model state', () => {
   });
 
   it('ready: when the grace period expires, running streams are cut and the exit code says so (3)', async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '500'] });
-    await hearth.waitReady();
-    const stream = await runningStream(hearth);
-    const exited = hearth.stop('SIGTERM');
+    const { h, stream, exited } = await stoppingWithStream(500);
     const text = await stream.rest();
     expect(text).not.toContain('data: [DONE]');
     expect(await exited).toBe(3);
-    expect(hearth.logs()).toMatch(/"msg":"grace period expired: cutting requests still running","requests":1/);
-    expect(hearth.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
+    expect(h.logs()).toMatch(/"msg":"grace period expired: cutting requests still running","requests":1/);
+    expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
   });
 
   it('a second signal exits at once (128 + the signal number)', async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', '60000'] });
-    await hearth.waitReady();
-    const stream = await runningStream(hearth);
-    const exited = hearth.stop('SIGTERM');
-    const h = hearth;
-    await until('shutdown to begin', async () => /"msg":"draining"/.test(h.logs()));
+    const { h, stream, exited } = await stoppingWithStream(60_000);
+    await until(async () => /"msg":"draining"/.test(h.logs()), 'shutdown to begin');
     h.proc.kill('SIGINT');
     expect(await exited).toBe(130);
     expect(h.logs()).toMatch(/"msg":"second signal: exiting at once","signal":"SIGINT"/);
@@ -247,12 +212,9 @@ describe('shutdown in every model state', () => {
       args: ['--model', await tinyModel(), ...INSTANT, '--openai-base-url', upstream.baseUrl, '--provider-timeout-ms', '600000', '--provider-max-retries', '0', '--shutdown-grace-ms', '500'],
     });
     const h = hearth;
-    const api = managementApi(h);
-    const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'shutdown' })).workspaceId;
-    await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-    await until('the Yam', async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready');
-    const project = await api<{ projectId: string; token: string; state: string }>('POST', `/api/v1/workspaces/${ws}/inference`, { name: 'bot', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: 'prov-openai-key-0123456789' });
-    await until('the project', async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`)).state === 'ready');
+    const ws = await readyWorkspace(h, 'shutdown');
+    const project = await createProject(h, ws, { name: 'bot', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: 'prov-openai-key-0123456789' });
+    await projectReady(h, ws, project.projectId);
 
     upstream.script({ kind: 'stall' });
     const call = fetch(`${h.baseUrl}/api/v1/inference/${project.projectId}/chat/completions`, {
@@ -261,7 +223,7 @@ describe('shutdown in every model state', () => {
       body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
     }).then((r) => r.status, () => 'cut' as const);
     const u = upstream;
-    await until('the upstream call', async () => u.requests.length === 1);
+    await until(async () => u.requests.length === 1, 'the upstream call');
 
     expect(await h.stop('SIGTERM')).toBe(3);
     expect(await call).toBe('cut');
@@ -274,17 +236,14 @@ describe('shutdown in every model state', () => {
       args: ['--model', await tinyModel(), ...INSTANT, '--app-start-timeout', '10', '--app-grace-period', '1', '--shutdown-grace-ms', '500'],
     });
     const h = hearth;
-    const api = managementApi(h);
-    const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'apps' })).workspaceId;
-    await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-    await until('the Yam', async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready');
-    const { appId } = await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name: 'probe' });
-    const { deploymentId } = await api<{ deploymentId: string }>('POST', `/api/v1/workspaces/${ws}/apps/${appId}/deployments`, probeAppArchive({ version: 'v1', healthy: true }), 'application/gzip');
+    const ws = await readyWorkspace(h, 'apps');
+    const { appId } = await mustCall<{ appId: string }>(h, 'POST', `/api/v1/workspaces/${ws}/apps`, { name: 'probe' });
+    const { deploymentId } = await mustCall<{ deploymentId: string }>(h, 'POST', `/api/v1/workspaces/${ws}/apps/${appId}/deployments`, probeAppArchive({ version: 'v1', healthy: true }), { contentType: 'application/gzip' });
     let state = '';
-    await until('the deployment to settle', async () => {
-      state = (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${deploymentId}`)).state;
+    await until(async () => {
+      state = (await mustCall<{ state: string }>(h, 'GET', `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${deploymentId}`)).state;
       return state === 'live' || state === 'failed';
-    });
+    }, 'the deployment to settle');
     expect(state).toBe('live');
     const appPort = ((await (await fetch(`${h.baseUrl}/apps/${appId}/whoami`)).json()) as { env: { PORT: string } }).env.PORT;
     expect(await fetch(`http://127.0.0.1:${appPort}/health`).then((r) => r.status)).toBe(200); // the app process itself

@@ -6,8 +6,8 @@ import { zodResponseFormat } from 'openai/helpers/zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 import { ensureTinyChatModel } from '../../models/test-model-path.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
 
 /**
  * Structured outputs and forced function calls end to end over a real `hearth serve` on the tiny chat model,
@@ -53,14 +53,9 @@ const TIME_TOOL = {
 };
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2'] });
-  await hearth.waitReady();
-  client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
+  ({ hearth, client } = await serveModel(MODEL_ID));
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 const ask = [{ role: 'user' as const, content: 'What is the weather in Oslo? Answer as JSON.' }];
 

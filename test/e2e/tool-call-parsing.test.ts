@@ -2,7 +2,8 @@ import OpenAI from 'openai';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * `tool_choice: "auto"`: a model that writes a call in its own text (here the tiny chat model scripted to
@@ -21,14 +22,9 @@ const TOOLS: ChatCompletionTool[] = [
 
 beforeAll(async () => {
   const model = await ensureTinyChatModel({ embeddingLength: 128, reply: REPLY });
-  hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL_ID, '--slots', '1'] });
-  await hearth.waitReady();
-  client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
+  ({ hearth, client } = await serveModel(MODEL_ID, ['--slots', '1'], model));
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 describe('tool calls parsed from free text (auto)', () => {
   it('Responses API: text before the call is a message, the call a function_call item', async () => {

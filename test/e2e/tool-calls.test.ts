@@ -5,8 +5,8 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * Chat-completions tool calls and logprobs end to end with the official SDK and the AI SDK, over a real
@@ -42,14 +42,9 @@ function expectValidCall(call: { type: string; id: string; function?: { name: st
 }
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2'] });
-  await hearth.waitReady();
-  client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
+  ({ hearth, client } = await serveModel(MODEL_ID));
 });
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 const question: ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is the weather in Paris?' }];
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { NormalizedMessage, NormalizedRequest } from './fake-upstream.ts';
+import type { NormalizedMessage, NormalizedRequest, VendorDialect } from './fake-upstream.ts';
 
 /** Pieces shared by the OpenAI and Mistral fakes (both speak the chat-completions wire format). */
 
@@ -122,3 +122,13 @@ export function chatCompletionsToolProblem(b: JsonObject, choices: readonly stri
 export const dataEvent = (payload: unknown): string => `data: ${JSON.stringify(payload)}\n\n`;
 export const DONE_EVENT = 'data: [DONE]\n\n';
 export const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' };
+
+/** What every chat-completions dialect shares: POST /v1/chat/completions, Bearer keys, SSE, `stop` and `tool_calls`. */
+export const CHAT_COMPLETIONS_BASE = {
+  basePath: '/v1',
+  stopReason: 'stop',
+  toolStopReason: 'tool_calls',
+  streamHeaders: SSE_HEADERS,
+  route: (method, url, body) => chatCompletionsRoute(method, url, body, '/v1'),
+  apiKeyOf: (headers) => bearerKey(headers),
+} satisfies Partial<VendorDialect>;

@@ -1,4 +1,4 @@
-import { bearerKey, chatCompletionsRoute, chatCompletionsToolProblem, dataEvent, describeChatCompletions, DONE_EVENT, isObj, SSE_HEADERS } from './chat-completions-dialect.ts';
+import { CHAT_COMPLETIONS_BASE, chatCompletionsToolProblem, dataEvent, describeChatCompletions, DONE_EVENT, isObj } from './chat-completions-dialect.ts';
 import { fakeId, FakeUpstream, type FakeUpstreamOptions, type ResolvedReply, type VendorDialect, type VendorResponse } from './fake-upstream.ts';
 
 /**
@@ -27,12 +27,7 @@ const toolCalls = (calls: ResolvedReply['toolCalls']) =>
 
 export const mistralDialect: VendorDialect = {
   name: 'mistral',
-  basePath: '/v1',
-  stopReason: 'stop',
-  toolStopReason: 'tool_calls',
-  streamHeaders: SSE_HEADERS,
-  route: (method, url, body) => chatCompletionsRoute(method, url, body, '/v1'),
-  apiKeyOf: (headers) => bearerKey(headers),
+  ...CHAT_COMPLETIONS_BASE,
   unauthorized: () => ({ status: 401, body: { message: 'Unauthorized', request_id: fakeId(32) } }),
   validate(_headers, body) {
     if (!isObj(body)) return mistralError(400, 'Invalid JSON body', 'invalid_request_error');

@@ -1,4 +1,4 @@
-import { bearerKey, chatCompletionsRoute, chatCompletionsToolProblem, dataEvent, describeChatCompletions, DONE_EVENT, isObj, SSE_HEADERS } from './chat-completions-dialect.ts';
+import { CHAT_COMPLETIONS_BASE, chatCompletionsToolProblem, dataEvent, describeChatCompletions, DONE_EVENT, isObj } from './chat-completions-dialect.ts';
 import { fakeId, FakeUpstream, type FakeUpstreamOptions, type VendorDialect, type VendorResponse } from './fake-upstream.ts';
 
 /**
@@ -17,12 +17,7 @@ const openAiError = (status: number, message: string, type: string, code: string
 
 export const openAiDialect: VendorDialect = {
   name: 'openai',
-  basePath: '/v1',
-  stopReason: 'stop',
-  toolStopReason: 'tool_calls',
-  streamHeaders: SSE_HEADERS,
-  route: (method, url, body) => chatCompletionsRoute(method, url, body, '/v1'),
-  apiKeyOf: (headers) => bearerKey(headers),
+  ...CHAT_COMPLETIONS_BASE,
   unauthorized: (key) =>
     key === undefined
       ? openAiError(401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 'invalid_request_error', null)

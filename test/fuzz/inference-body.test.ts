@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
-import { tinyChatModel } from '../helpers/test-model.ts';
+import type { HearthProcess } from '../helpers/hearth-process.ts';
+import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * Property-based fuzzing of the shared endpoint's request bodies (chat completions, JSON and SSE, the
@@ -21,13 +21,9 @@ const SEED = 0x5eed_b0d7;
 const HANG_BOUND_MS = 20_000;
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '4', '--max-tokens', '64'] });
-  await hearth.waitReady();
+  hearth = (await serveModel(MODEL_ID, ['--slots', '4', '--max-tokens', '64'])).hearth;
 }, 60_000);
-
-afterAll(async () => {
-  await hearth?.stop();
-});
+afterAll(() => hearth?.stop());
 
 // ---- values ----
 

@@ -29,29 +29,11 @@ export function rawExchange(
   request: string | Buffer,
   o: { waitMs?: number; expectResponses?: number; headRequests?: number; until?: (text: string) => boolean; localAddress?: string } = {},
 ): Promise<RawResult> {
-  const waitMs = o.waitMs ?? 3000;
-  return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1', ...(o.localAddress ? { localAddress: o.localAddress } : {}) });
-    const chunks: Buffer[] = [];
-    let settled = false;
-    const finish = (closed: boolean) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      const text = Buffer.concat(chunks).toString('latin1');
-      resolve({ text, closed, responses: parseResponses(text, o.headRequests), reads: chunks.length, firstRead: chunks[0]?.toString('latin1') ?? '' });
-    };
-    const timer = setTimeout(() => finish(false), waitMs);
-    socket.on('data', (d: Buffer) => {
-      chunks.push(d);
-      if (o.expectResponses !== undefined && parseResponses(Buffer.concat(chunks).toString('latin1'), o.headRequests).length >= o.expectResponses) finish(false);
-      else if (o.until?.(Buffer.concat(chunks).toString('latin1'))) finish(false);
-    });
-    socket.on('close', () => finish(true));
-    socket.on('error', () => finish(true));
-    socket.write(request);
-  });
+  const socket = net.connect({ port, host: '127.0.0.1', ...(o.localAddress ? { localAddress: o.localAddress } : {}) });
+  const enough = (text: string) => (o.expectResponses !== undefined && parseResponses(text, o.headRequests).length >= o.expectResponses) || o.until?.(text) === true;
+  const result = collect(socket, { waitMs: o.waitMs ?? 3000, enough, headRequests: o.headRequests });
+  socket.write(request);
+  return result;
 }
 
 /**
@@ -64,8 +46,25 @@ export function rawWrites(
   writes: ReadonlyArray<string | Buffer>,
   o: { halfClose?: boolean; waitMs?: number; expectResponses?: number } = {},
 ): Promise<RawResult> {
+  const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+  const enough = (text: string) => o.expectResponses !== undefined && parseResponses(text).length >= o.expectResponses;
+  const result = collect(socket, { waitMs: o.waitMs ?? 10_000, enough, endCloses: true });
+  socket.on('connect', async () => {
+    for (const [i, w] of writes.entries()) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 20));
+      if (!socket.destroyed) socket.write(w);
+    }
+    if (o.halfClose && !socket.destroyed) socket.end();
+  });
+  return result;
+}
+
+/**
+ * What `socket` receives, until the server closes it (or ends its side, with `endCloses`), `waitMs` passes,
+ * or `enough` holds for the bytes so far. `headRequests` as for rawExchange.
+ */
+function collect(socket: net.Socket, o: { waitMs: number; enough: (text: string) => boolean; headRequests?: number; endCloses?: boolean }): Promise<RawResult> {
   return new Promise((resolve) => {
-    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
     const chunks: Buffer[] = [];
     let settled = false;
     const finish = (closed: boolean) => {
@@ -74,23 +73,16 @@ export function rawWrites(
       clearTimeout(timer);
       socket.destroy();
       const text = Buffer.concat(chunks).toString('latin1');
-      resolve({ text, closed, responses: parseResponses(text), reads: chunks.length, firstRead: chunks[0]?.toString('latin1') ?? '' });
+      resolve({ text, closed, responses: parseResponses(text, o.headRequests), reads: chunks.length, firstRead: chunks[0]?.toString('latin1') ?? '' });
     };
-    const timer = setTimeout(() => finish(false), o.waitMs ?? 10_000);
+    const timer = setTimeout(() => finish(false), o.waitMs);
     socket.on('data', (d: Buffer) => {
       chunks.push(d);
-      if (o.expectResponses !== undefined && parseResponses(Buffer.concat(chunks).toString('latin1')).length >= o.expectResponses) finish(false);
+      if (o.enough(Buffer.concat(chunks).toString('latin1'))) finish(false);
     });
-    socket.on('end', () => finish(true));
+    if (o.endCloses) socket.on('end', () => finish(true));
     socket.on('close', () => finish(true));
     socket.on('error', () => finish(true));
-    socket.on('connect', async () => {
-      for (const [i, w] of writes.entries()) {
-        if (i > 0) await new Promise((r) => setTimeout(r, 20));
-        if (!socket.destroyed) socket.write(w);
-      }
-      if (o.halfClose && !socket.destroyed) socket.end();
-    });
   });
 }
 

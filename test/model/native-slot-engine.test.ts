@@ -22,6 +22,7 @@ import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
 import { generationJob, submitJob, type TestJob } from '../helpers/generation-job.ts';
 import { tsWorker } from '../helpers/ts-worker.ts';
+import { thrownBy } from '../helpers/thrown.ts';
 
 const MODELS_DIR = resolve(import.meta.dirname, '../../../shared/models');
 const STORIES = resolve(MODELS_DIR, 'stories260K.gguf');
@@ -260,14 +261,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(engine.contextSize).toBe(64);
     const tooLong = new Uint32Array(64).fill(300);
     tooLong[0] = 1;
-    let thrown: unknown;
-    try {
-      submitJob(engine, { promptTokens: tooLong, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} });
-    } catch (err) {
-      thrown = err;
-    }
-    expect(thrown).toBeInstanceOf(ApiError);
-    expect((thrown as ApiError).code).toBe('context_length_exceeded');
+    expect(thrownBy(() => submitJob(engine, { promptTokens: tooLong, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }), ApiError).code).toBe('context_length_exceeded');
 
     const nearlyFull = tooLong.subarray(0, 60);
     const run = await submit(engine, { promptTokens: nearlyFull, maxTokens: 1000 });
@@ -316,14 +310,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     const run = await running;
     expect(run.result?.finishReason).toBe('cancelled');
     await engine.dispose();
-    let thrown: unknown;
-    try {
-      submitJob(engine, { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} });
-    } catch (err) {
-      thrown = err;
-    }
-    expect(thrown).toBeInstanceOf(NativeEngineError);
-    expect((thrown as NativeEngineError).code).toBe('engine_disposed');
+    expect(thrownBy(() => submitJob(engine, { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }), NativeEngineError).code).toBe('engine_disposed');
   });
 
   it('fails to load a missing model with a clear error', async () => {

@@ -1,38 +1,28 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { AccountService } from '../../../src/accounts/account-service.ts';
 import { ManagementAuthenticator, type PresentedCredentials } from '../../../src/accounts/authenticator.ts';
 import { parseKeyInput, parseKeyPatch, parseUserInput } from '../../../src/accounts/account-input.ts';
 import { SignInLimiter } from '../../../src/accounts/sign-in-limiter.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import { UserRepository } from '../../../src/accounts/user-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
 const FAST = { N: 2 ** 10, r: 8, p: 1 };
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-accounts-');
 let users: UserRepository;
 let keys: ApiKeyRepository;
 let accounts: AccountService;
 let auth: ManagementAuthenticator;
 
 beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-accounts-'));
-  store = HearthStore.open(dir);
-  users = new UserRepository(store, FAST);
-  keys = new ApiKeyRepository(store);
-  const sessions = new SessionRepository(store, { idleMs: 60_000, maxAgeMs: 3_600_000 });
+  users = new UserRepository(temp.store, FAST);
+  keys = new ApiKeyRepository(temp.store);
+  const sessions = new SessionRepository(temp.store, { idleMs: 60_000, maxAgeMs: 3_600_000 });
   accounts = new AccountService({ users, sessions, signIns: new SignInLimiter({ perEmail: 3, perAddress: 5 }) });
   auth = new ManagementAuthenticator(keys, sessions, users);
   await users.create({ email: 'owner@x.io', password: 'owner-pass', accountId: 'a1', role: 'owner' });
   await users.create({ email: 'member@x.io', password: 'member-pass', accountId: 'a1', role: 'member' });
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 const cookie = (sessionToken: string, more: Partial<PresentedCredentials> = {}): PresentedCredentials => ({ authorization: '', bearer: undefined, sessionToken, changes: false, sameOrigin: false, ...more });

@@ -1,24 +1,15 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors/index.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
 import { HearthStore } from '../../../src/store/database.ts';
 import { secretPart } from '../../helpers/credentials.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-keys-');
 let keys: ApiKeyRepository;
 
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-keys-'));
-  store = HearthStore.open(dir);
-  keys = new ApiKeyRepository(store);
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  keys = new ApiKeyRepository(temp.store);
 });
 
 const expectUnauthorized = (fn: () => unknown) => {
@@ -40,7 +31,7 @@ describe('ApiKeyRepository', () => {
     const listed = keys.list('acct1');
     expect(listed).toHaveLength(1);
     expect(JSON.stringify(listed)).not.toContain(secretPart(created.key));
-    const raw = JSON.stringify(store.dbs.apiKeys.get(created.id));
+    const raw = JSON.stringify(temp.store.dbs.apiKeys.get(created.id));
     expect(raw).not.toContain(secretPart(created.key));
   });
 
@@ -71,7 +62,7 @@ describe('ApiKeyRepository', () => {
   });
 
   it('sees keys written by another process-level handle on the same data dir', async () => {
-    const other = HearthStore.open(dir);
+    const other = HearthStore.open(temp.dir);
     try {
       const created = await new ApiKeyRepository(other).create('from-cli');
       expect(keys.authenticate(created.key).keyId).toBe(created.id);

@@ -1,16 +1,13 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { AccountService } from '../../../src/accounts/account-service.ts';
 import { ManagementAuthenticator } from '../../../src/accounts/authenticator.ts';
 import { SignInLimiter } from '../../../src/accounts/sign-in-limiter.ts';
 import type { HttpExchange } from '../../../src/http/http-exchange.ts';
 import { presentedCredentials } from '../../../src/accounts/authenticated-route.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import { UserRepository } from '../../../src/accounts/user-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
 /**
  * docs/management-api.md: a management route takes the session cookie or a
@@ -25,26 +22,19 @@ const FAST_KDF = { N: 2 ** 10, r: 8, p: 1 };
 const SESSION_HTTP = { publicUrl: undefined, trustProxy: false, maxAgeMs: 3_600_000 };
 const HOST = 'hearth.example';
 
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-basic-proxy-');
 let keys: ApiKeyRepository;
 let auth: ManagementAuthenticator;
 let sessionToken: string;
 
 beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-basic-proxy-'));
-  store = HearthStore.open(dir);
-  const users = new UserRepository(store, FAST_KDF);
-  keys = new ApiKeyRepository(store);
-  const sessions = new SessionRepository(store, { idleMs: 60_000, maxAgeMs: 3_600_000 });
+  const users = new UserRepository(temp.store, FAST_KDF);
+  keys = new ApiKeyRepository(temp.store);
+  const sessions = new SessionRepository(temp.store, { idleMs: 60_000, maxAgeMs: 3_600_000 });
   auth = new ManagementAuthenticator(keys, sessions, users);
   await users.create({ email: 'ada@x.io', password: 'ada-password', accountId: 'acct-a', role: 'owner' });
   const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
   sessionToken = (await accounts.signIn({ email: 'ada@x.io', password: 'ada-password' }, '10.0.0.1')).token;
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 /** What the management routes read of a request: its method and these headers. */

@@ -1,12 +1,9 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { AccountService } from '../../../src/accounts/account-service.ts';
 import { SignInLimiter } from '../../../src/accounts/sign-in-limiter.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import { UserRepository } from '../../../src/accounts/user-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
 /**
  * The failed sign-in limits hold for guesses sent at once. The limiter was asked before the password
@@ -20,15 +17,12 @@ const FAST_KDF = { N: 2 ** 10, r: 8, p: 1 };
 const PER_EMAIL = 3;
 const PER_ADDRESS = 5;
 
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-sign-in-burst-');
 let accounts: AccountService;
 let verified = 0;
 
 beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-sign-in-burst-'));
-  store = HearthStore.open(dir);
-  const users = new UserRepository(store, FAST_KDF);
+  const users = new UserRepository(temp.store, FAST_KDF);
   const verify = users.verify.bind(users);
   users.verify = (email, password) => {
     verified++;
@@ -37,15 +31,11 @@ beforeEach(async () => {
   verified = 0;
   accounts = new AccountService({
     users,
-    sessions: new SessionRepository(store, { idleMs: 60_000, maxAgeMs: 3_600_000 }),
+    sessions: new SessionRepository(temp.store, { idleMs: 60_000, maxAgeMs: 3_600_000 }),
     signIns: new SignInLimiter({ perEmail: PER_EMAIL, perAddress: PER_ADDRESS }),
   });
   await users.create({ email: 'ada@x.io', password: 'right-password', accountId: 'a1', role: 'owner' });
   await users.create({ email: 'bob@x.io', password: 'bobs-password', accountId: 'a1', role: 'member' });
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 type Outcome = { status: number; code: string; retryAfter?: number };

@@ -1,24 +1,14 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HearthStore } from '../../../src/store/database.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import { UserRepository } from '../../../src/accounts/user-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
 const FAST = { N: 2 ** 10, r: 8, p: 1 };
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-users-');
 let users: UserRepository;
 
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-users-'));
-  store = HearthStore.open(dir);
-  users = new UserRepository(store, FAST);
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  users = new UserRepository(temp.store, FAST);
 });
 
 describe('UserRepository', () => {
@@ -27,10 +17,10 @@ describe('UserRepository', () => {
     expect(ada.email).toBe('ada@example.com');
     expect(ada.id).toMatch(/^usr_/);
     expect(ada.passwordHash).toMatch(/^scrypt\$/);
-    expect(JSON.stringify(store.dbs.users.get(ada.id))).not.toContain('correct horse');
+    expect(JSON.stringify(temp.store.dbs.users.get(ada.id))).not.toContain('correct horse');
     await expect(users.create({ email: 'ADA@example.com', password: 'another one', accountId: 'a2', role: 'member' })).rejects.toMatchObject({ status: 409, code: 'email_taken' });
     expect(users.getByEmail('ada@EXAMPLE.com')?.id).toBe(ada.id);
-    expect(store.dbs.accounts.get('a1')).toBeDefined();
+    expect(temp.store.dbs.accounts.get('a1')).toBeDefined();
   });
 
   it('verifies email + password; a wrong password and an unknown email are both null', async () => {
@@ -58,7 +48,7 @@ describe('UserRepository', () => {
   });
 
   it('removing a user ends its sessions', async () => {
-    const sessions = new SessionRepository(store, { idleMs: 60_000, maxAgeMs: 3_600_000 });
+    const sessions = new SessionRepository(temp.store, { idleMs: 60_000, maxAgeMs: 3_600_000 });
     await users.create({ email: 'o@x.io', password: 'password1', accountId: 'a1', role: 'owner' });
     const m = await users.create({ email: 'm@x.io', password: 'password1', accountId: 'a1', role: 'member' });
     const { token } = await sessions.create(m.id, 'a1');
@@ -71,14 +61,14 @@ describe('UserRepository', () => {
     expect(users.hasUsers()).toBe(false);
     const first = (await users.issueSetupToken(60_000))!;
     const second = (await users.issueSetupToken(60_000))!;
-    expect([...store.dbs.setupTokens.getKeys()]).toHaveLength(1);
-    expect(JSON.stringify([...store.dbs.setupTokens.getRange()])).not.toContain(second);
+    expect([...temp.store.dbs.setupTokens.getKeys()]).toHaveLength(1);
+    expect(JSON.stringify([...temp.store.dbs.setupTokens.getRange()])).not.toContain(second);
     expect(await users.setupFirstOwner(first, 'o@x.io', 'password1', 'default')).toBe('invalid_token');
     const done = await users.setupFirstOwner(second, 'O@x.io', 'password1', 'default');
     expect(done).toMatchObject({ user: { email: 'o@x.io', role: 'owner', accountId: 'default' } });
     expect(await users.setupFirstOwner(second, 'p@x.io', 'password1', 'default')).toBe('setup_complete');
     expect(await users.issueSetupToken(60_000)).toBeNull();
-    expect([...store.dbs.setupTokens.getKeys()]).toHaveLength(0);
+    expect([...temp.store.dbs.setupTokens.getKeys()]).toHaveLength(0);
   });
 
   it('an expired setup token is refused', async () => {

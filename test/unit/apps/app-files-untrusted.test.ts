@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildApp, DeploymentFailure, startCommand } from '../../../src/apps/deployment-builder.ts';
 import type { SandboxOptions } from '../../../src/apps/sandbox.ts';
+import { useTempDirs } from '../../helpers/temp-dirs.ts';
 
 /**
  * An app's directory is written by the app (its archive, its repository, its build steps and its running
@@ -14,15 +14,7 @@ import type { SandboxOptions } from '../../../src/apps/sandbox.ts';
  * `mkfifo Procfile`; opening it blocks Hearth's main thread): the deployment fails saying so, and nothing
  * of the link's target reaches the build log or the start command.
  */
-const dirs: string[] = [];
-const tmp = () => {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-app-files-'));
-  dirs.push(d);
-  return d;
-};
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = useTempDirs('hearth-app-files-');
 
 const SECRET = 'TOP-SECRET-host-file-4711';
 const NO_SANDBOX: SandboxOptions = { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256 };

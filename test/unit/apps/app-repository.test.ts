@@ -1,31 +1,21 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { AppRepository } from '../../../src/apps/app-repository.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-apps-store-');
 let apps: AppRepository;
 const cipher = new ProviderKeyCipher(Buffer.alloc(32, 7));
 const input = { accountId: 'acct', workspaceId: 'ws_1', name: 'app', env: { SECRET_TOKEN: 'very-secret-value-123', MODE: 'blue' }, apiKeyEnv: 'HEARTH_API_KEY', healthPath: '/health' };
 
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-apps-store-'));
-  store = HearthStore.open(dir);
-  apps = new AppRepository(store, cipher);
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  apps = new AppRepository(temp.store, cipher);
 });
 
 describe('AppRepository', () => {
   it('stores env values and the app key encrypted, and gives them back only through envOf / apiKeyOf', async () => {
     const app = await apps.create('app_1', input, { id: 'k1', key: 'hk_k1_the-whole-key-secret' });
-    const raw = JSON.stringify(store.dbs.apps.get('app_1'));
+    const raw = JSON.stringify(temp.store.dbs.apps.get('app_1'));
     expect(raw).not.toContain('very-secret-value-123');
     expect(raw).not.toContain('the-whole-key-secret');
     expect(apps.envOf(app)).toEqual({ env: { SECRET_TOKEN: 'very-secret-value-123', MODE: 'blue' }, unreadable: [] });

@@ -1,26 +1,18 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ArchiveError, unpackArchive } from '../../../src/apps/archive-unpacker.ts';
 import { BLOCK, encodeHeader, encodePax } from '../../../src/apps/tar-format.ts';
 import { rawArchive } from '../../helpers/app-archives.ts';
+import { useTempDirs } from '../../helpers/temp-dirs.ts';
 
 /**
  * Hostile archives the unpacker must refuse as invalid_archive (an ArchiveError, never another error that
  * the API would answer as a 500), within the unpacked-bytes limit whatever part of the tar stream holds
  * the bytes (file data, data attached to a directory entry, extended headers).
  */
-const dirs: string[] = [];
-const tmp = () => {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-archive-hostile-'));
-  dirs.push(d);
-  return d;
-};
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = useTempDirs('hearth-archive-hostile-');
 const LIMITS = { maxFiles: 100, maxBytes: 1 << 20 };
 
 async function refusal(archive: Buffer, dest = tmp()): Promise<ArchiveError> {

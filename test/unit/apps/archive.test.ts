@@ -1,20 +1,12 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { packDirectory } from '../../../src/apps/archive-packer.ts';
 import { ArchiveError, unpackArchive } from '../../../src/apps/archive-unpacker.ts';
 import { rawArchive } from '../../helpers/app-archives.ts';
+import { useTempDirs } from '../../helpers/temp-dirs.ts';
 
-const dirs: string[] = [];
-const tmp = () => {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-archive-'));
-  dirs.push(d);
-  return d;
-};
-afterEach(() => {
-  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmp = useTempDirs('hearth-archive-');
 const LIMITS = { maxFiles: 100, maxBytes: 1 << 20 };
 
 describe('packing a directory and unpacking it safely', () => {

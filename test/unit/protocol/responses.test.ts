@@ -1,19 +1,12 @@
 import { ResponseStream } from 'openai/lib/responses/ResponseStream';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../../src/errors/index.ts';
 import type { ChatDelta } from '../../../src/protocol/chat-delta.ts';
 import { type ResponseEvent, ResponseRenderer } from '../../../src/protocol/responses-events.ts';
 import { validateResponsesRequest } from '../../../src/protocol/responses-request.ts';
+import { ApiError } from '../../../src/errors/index.ts';
+import { expectParamRefusal, thrownBy } from '../../helpers/thrown.ts';
 
-const fail = (body: unknown): ApiError => {
-  try {
-    validateResponsesRequest(body);
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  throw new Error('expected a validation error');
-};
+const fail = (body: unknown) => thrownBy(() => validateResponsesRequest(body), ApiError);
 
 describe('validateResponsesRequest', () => {
   it('maps text input and instructions', () => {
@@ -104,11 +97,7 @@ describe('validateResponsesRequest', () => {
     [{ model: 'm', input: 'x', top_logprobs: 21 }, 'top_logprobs', 'invalid_value'],
     [{ model: 'm', input: 'x', reasoning: { effort: 'high' } }, 'reasoning', 'unsupported_parameter'],
   ])('rejects %j naming %s', (body, param, code) => {
-    const e = fail(body);
-    expect(e.status).toBe(400);
-    expect(e.param).toBe(param);
-    expect(e.code).toBe(code);
-    expect(e.message).toContain(param.split('[')[0]!);
+    expectParamRefusal(fail(body), param, code);
   });
 });
 

@@ -1,17 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../../src/errors/index.ts';
 import { validateChatRequest } from '../../../src/protocol/validate-chat-request.ts';
+import { ApiError } from '../../../src/errors/index.ts';
+import { expectParamRefusal, thrownBy } from '../../helpers/thrown.ts';
 
 const base = { model: 'local/m', messages: [{ role: 'user', content: 'hi' }] };
-const fail = (body: unknown): ApiError => {
-  try {
-    validateChatRequest(body);
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  throw new Error('expected a validation error');
-};
+const fail = (body: unknown) => thrownBy(() => validateChatRequest(body), ApiError);
 
 describe('validateChatRequest', () => {
   it('accepts a minimal request with defaults', () => {
@@ -93,11 +86,7 @@ describe('validateChatRequest', () => {
     [{ ...base, max_tokens: 5, max_completion_tokens: 2.5 }, 'max_completion_tokens', 'invalid_type'],
     [{ ...base, max_completion_tokens: 'abc' }, 'max_completion_tokens', 'invalid_type'],
   ])('rejects %j naming %s', (body, param, code) => {
-    const e = fail(body);
-    expect(e.status).toBe(400);
-    expect(e.param).toBe(param);
-    expect(e.code).toBe(code);
-    expect(e.message).toContain(param.split('[')[0]!);
+    expectParamRefusal(fail(body), param, code);
   });
 
   it('accepts harmless fields and no-op values of unsupported ones', () => {

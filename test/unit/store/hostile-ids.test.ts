@@ -1,7 +1,5 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
 /**
  * Ids and credentials a client controls never reach LMDB over its key-size limit (defect 2), the parser
@@ -28,23 +26,16 @@ const { ProviderKeyCipher } = await import('../../../src/workspaces/provider-key
 const { WorkspaceRepository } = await import('../../../src/workspaces/workspace-repository.ts');
 const { parseCredential, issueCredential } = await import('../../../src/store/secrets.ts');
 
-let dir: string;
-let store: ReturnType<typeof HearthStore.open>;
+const temp = useTempStore('hearth-hostile-ids-');
 let keys: InstanceType<typeof ApiKeyRepository>;
 let workspaces: InstanceType<typeof WorkspaceRepository>;
 let projects: InstanceType<typeof ProjectRepository>;
 
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-hostile-ids-'));
-  store = HearthStore.open(dir);
-  keys = new ApiKeyRepository(store);
-  workspaces = new WorkspaceRepository(store);
-  projects = new ProjectRepository(store, new ProviderKeyCipher(Buffer.alloc(32, 1)));
+  keys = new ApiKeyRepository(temp.store);
+  workspaces = new WorkspaceRepository(temp.store);
+  projects = new ProjectRepository(temp.store, new ProviderKeyCipher(Buffer.alloc(32, 1)));
   secrets.calls = 0;
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 const long = (n: number) => 'a'.repeat(n);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { decodeMasterKey, loadMasterKey, MASTER_KEY_FILE, MasterKeyError } from '../../../src/store/master-key.ts';
 import { lastFour, ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 let dir: string;
 beforeEach(() => {
@@ -12,15 +13,7 @@ beforeEach(() => {
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const HEX = 'ab'.repeat(32);
-const errorOf = (fn: () => unknown): MasterKeyError => {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(MasterKeyError);
-    return e as MasterKeyError;
-  }
-  throw new Error('expected a MasterKeyError');
-};
+const errorOf = (fn: () => unknown) => thrownBy(fn, MasterKeyError);
 
 describe('master key', () => {
   it('decodes 64 hex characters and base64 (standard and url-safe) of 32 bytes, nothing else', () => {

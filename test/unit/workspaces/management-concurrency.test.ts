@@ -1,16 +1,13 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KeyService } from '../../../src/accounts/key-service.ts';
 import { WorkspaceService } from '../../../src/workspaces/workspace-service.ts';
 import { Provisioner } from '../../../src/workspaces/provisioner.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
 /**
  * Records stay consistent when the same project, workspace or key list is changed by many requests at
@@ -18,11 +15,10 @@ import { WorkspaceRepository } from '../../../src/workspaces/workspace-repositor
  * rotations exactly one token works; a delete racing rotations, suspensions or project creations leaves
  * no record, no index entry and no working token behind; parallel suspend/resume ends in the state of the
  * last change; a Yam is started once and a workspace deleted once; parallel key creations are all listed
- * and all work. Runs on the real LMDB store.
+ * and all work. Runs on the real LMDB temp.store.
  */
 const ACCOUNT = 'acct-race';
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-mgmt-race-');
 let keys: ApiKeyRepository;
 let projects: ProjectRepository;
 let provisioner: Provisioner;
@@ -30,19 +26,15 @@ let management: WorkspaceService;
 let keyService: KeyService;
 
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-mgmt-race-'));
-  store = HearthStore.open(dir);
-  const workspaces = new WorkspaceRepository(store);
-  keys = new ApiKeyRepository(store);
-  projects = new ProjectRepository(store, new ProviderKeyCipher(Buffer.alloc(32, 3)));
+  const workspaces = new WorkspaceRepository(temp.store);
+  keys = new ApiKeyRepository(temp.store);
+  projects = new ProjectRepository(temp.store, new ProviderKeyCipher(Buffer.alloc(32, 3)));
   provisioner = new Provisioner(workspaces, projects, silentLogger, { delayMs: 0 });
   management = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => 'http://127.0.0.1:1' });
   keyService = new KeyService(keys);
 });
 afterEach(async () => {
   provisioner.dispose();
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 async function readyWorkspace(): Promise<string> {
@@ -64,7 +56,7 @@ function tokenWorks(token: string, id: string): boolean {
 }
 
 /** Index entries of one kind, as [kind, owner, record] keys. */
-const indexEntries = (kind: string) => [...store.dbs.index.getKeys({ start: [kind], end: [kind, '\uffff'] })].map((k) => k.map(String));
+const indexEntries = (kind: string) => [...temp.store.dbs.index.getKeys({ start: [kind], end: [kind, '\uffff'] })].map((k) => k.map(String));
 
 async function settled<T>(all: Array<Promise<T>>): Promise<Array<{ ok: true; value: T } | { ok: false; status: number; code: string }>> {
   return Promise.all(all.map((p) => p.then((value) => ({ ok: true as const, value }), (e: { status: number; code: string }) => ({ ok: false as const, status: e.status, code: e.code }))));
@@ -130,11 +122,11 @@ describe('concurrent changes to a workspace and to keys', () => {
     expect(await deletion).toEqual({ workspaceId: ws, deleted: true, projectsDeleted: 10 });
     for (const r of await after) expect(r).toMatchObject({ ok: false, status: 404, code: 'workspace_not_found' });
     for (const c of created) expect(tokenWorks(c.token, c.projectId)).toBe(false);
-    expect([...store.dbs.projects.getKeys()]).toEqual([]);
+    expect([...temp.store.dbs.projects.getKeys()]).toEqual([]);
     expect(indexEntries('project')).toEqual([]);
     expect(indexEntries('project-token')).toEqual([]);
     await provisioner.settle(); // the creations' provisioning tasks find nothing to make ready
-    expect([...store.dbs.projects.getKeys()]).toEqual([]);
+    expect([...temp.store.dbs.projects.getKeys()]).toEqual([]);
   });
 
   it('20 PUTs of one Yam at once start it once (one 201, the rest 200); 20 deletes of one workspace: one wins, the rest are 404', async () => {

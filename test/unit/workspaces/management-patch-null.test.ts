@@ -3,21 +3,14 @@ import { parseAppPatch } from '../../../src/apps/app-input.ts';
 import { ApiError } from '../../../src/errors/index.ts';
 import { parseKeyPatch } from '../../../src/accounts/account-input.ts';
 import { parseProjectPatch } from '../../../src/workspaces/workspace-input.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 /**
  * `null` in a management PATCH body: the field is present, so a field that cannot be null is a 400
  * `invalid_type` naming it (never `missing_required_parameter`, which says it was not sent); a field where
  * null has a meaning (temperature, limits, apiKeyEnv, an env value) keeps that meaning.
  */
-function refusal(run: () => unknown): ApiError {
-  try {
-    run();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ApiError);
-    return err as ApiError;
-  }
-  throw new Error('accepted');
-}
+const refusal = (run: () => unknown) => thrownBy(run, ApiError);
 
 const wrongType = (param: string) => ({ status: 400, type: 'invalid_request_error', param, code: 'invalid_type' });
 const APP = { env: { A: 'a' }, apiKeyEnv: 'HEARTH_KEY' };

@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AccountService } from '../../../src/accounts/account-service.ts';
 import type { Principal } from '../../../src/accounts/authenticator.ts';
@@ -10,12 +7,12 @@ import { Provisioner } from '../../../src/workspaces/provisioner.ts';
 import { SignInLimiter } from '../../../src/accounts/sign-in-limiter.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import { UserRepository } from '../../../src/accounts/user-repository.ts';
 import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
 /**
  * Text a management body stores reads back exactly as it was acknowledged. A JSON string may carry a lone
@@ -23,15 +20,14 @@ import { WorkspaceRepository } from '../../../src/workspaces/workspace-repositor
  * the 201 showed one name and every later read another (a user's email too, and a password hashed from
  * such text matched other strings that encode the same). Such text is now a 400 `invalid_value` naming the
  * field; any well-formed text (NUL, emoji, CJK, right-to-left) is stored and read back unchanged. Runs on
- * the real LMDB store.
+ * the real LMDB temp.store.
  */
 const FAST_KDF = { N: 2 ** 10, r: 8, p: 1 };
 const ACCOUNT = 'acct-text';
 const LONE = ['a\ud800b', 'trailing \udfff', '\udc00 leading', 'reversed \udc00\ud800 pair', `${'x'.repeat(150)}\ud83d`];
 const WELL_FORMED = ['nul \u0000 inside', 'emoji 😀👩‍👩‍👧 family', '日本語のワークスペース', 'שלום \u202e rtl', 'tab\tand\nnewline', '😀'.repeat(100)];
 
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-text-integrity-');
 let provisioner: Provisioner;
 let management: WorkspaceService;
 let keyService: KeyService;
@@ -39,22 +35,18 @@ let accounts: AccountService;
 let owner: Principal;
 
 beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-text-integrity-'));
-  store = HearthStore.open(dir);
-  const workspaces = new WorkspaceRepository(store);
-  const projects = new ProjectRepository(store, new ProviderKeyCipher(Buffer.alloc(32, 7)));
+  const workspaces = new WorkspaceRepository(temp.store);
+  const projects = new ProjectRepository(temp.store, new ProviderKeyCipher(Buffer.alloc(32, 7)));
   provisioner = new Provisioner(workspaces, projects, silentLogger, { delayMs: 0 });
   management = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => 'http://127.0.0.1:1' });
-  keyService = new KeyService(new ApiKeyRepository(store));
-  const users = new UserRepository(store, FAST_KDF);
-  accounts = new AccountService({ users, sessions: new SessionRepository(store, { idleMs: 60_000, maxAgeMs: 3_600_000 }), signIns: new SignInLimiter() });
+  keyService = new KeyService(new ApiKeyRepository(temp.store));
+  const users = new UserRepository(temp.store, FAST_KDF);
+  accounts = new AccountService({ users, sessions: new SessionRepository(temp.store, { idleMs: 60_000, maxAgeMs: 3_600_000 }), signIns: new SignInLimiter() });
   const u = await users.create({ email: 'owner@text.io', password: 'owner-pass', accountId: ACCOUNT, role: 'owner' });
   owner = { kind: 'session', accountId: ACCOUNT, userId: u.id, role: 'owner', sessionEndsAt: Date.now() + 60_000 };
 });
 afterEach(async () => {
   provisioner.dispose();
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 const refusal = (param: string) => expect.objectContaining({ status: 400, code: 'invalid_value', param });

@@ -1,15 +1,11 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors/index.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { type NewProject, ProjectRepository } from '../../../src/workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-proj-');
 let workspaces: WorkspaceRepository;
 let projects: ProjectRepository;
 let wsId: string;
@@ -17,18 +13,12 @@ const cipher = new ProviderKeyCipher(Buffer.alloc(32, 1));
 const PROVIDER_KEY = 'prov-key-0123456789-WXYZ';
 
 beforeEach(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-proj-'));
-  store = HearthStore.open(dir);
-  workspaces = new WorkspaceRepository(store);
-  projects = new ProjectRepository(store, cipher);
+  workspaces = new WorkspaceRepository(temp.store);
+  projects = new ProjectRepository(temp.store, cipher);
   const ws = await workspaces.create('acct1', 'ws');
   await workspaces.requestYam('acct1', ws.id);
   await workspaces.finishYam(ws.id, { ok: true });
   wsId = ws.id;
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 const input = (over: Partial<NewProject> = {}): NewProject => ({ accountId: 'acct1', workspaceId: wsId, name: 'bot', provider: 'anthropic', model: 'claude', temperature: 0.3, providerApiKey: PROVIDER_KEY, ...over });
@@ -45,7 +35,7 @@ describe('ProjectRepository', () => {
     expect(project).toMatchObject({ workspaceId: wsId, accountId: 'acct1', state: 'provisioning', temperature: 0.3, providerKey: { last4: 'WXYZ' } });
     expect(project.id).toMatch(/^proj_[a-z0-9]{16}$/);
     expect(token).toMatch(new RegExp(`^hp_${project.tokenId}_.{32}$`));
-    const raw = JSON.stringify(store.dbs.projects.get(project.id));
+    const raw = JSON.stringify(temp.store.dbs.projects.get(project.id));
     expect(raw).not.toContain(PROVIDER_KEY);
     expect(raw).not.toContain(token.split('_').slice(2).join('_'));
     expect(projects.providerKeyOf(project)).toBe(PROVIDER_KEY);
@@ -59,8 +49,8 @@ describe('ProjectRepository', () => {
     expect((await rejection(projects.create(input({ workspaceId: bare.id })))).code).toBe('no_yam_configured');
     await workspaces.requestYam('acct1', bare.id);
     expect((await rejection(projects.create(input({ workspaceId: bare.id })))).code).toBe('no_yam_configured');
-    expect([...store.dbs.projects.getRange()]).toEqual([]);
-    expect([...store.dbs.index.getRange({ start: ['project'], end: ['project-token\uffff'] })]).toEqual([]);
+    expect([...temp.store.dbs.projects.getRange()]).toEqual([]);
+    expect([...temp.store.dbs.index.getRange({ start: ['project'], end: ['project-token\uffff'] })]).toEqual([]);
   });
 
   it('authenticates by the token id through the index; rotation kills the old token at once', async () => {
@@ -112,7 +102,7 @@ describe('ProjectRepository', () => {
 
   it('reports an unreadable provider key as null (other master key)', async () => {
     const { project } = await projects.create(input());
-    const otherKey = new ProjectRepository(store, new ProviderKeyCipher(Buffer.alloc(32, 2)));
+    const otherKey = new ProjectRepository(temp.store, new ProviderKeyCipher(Buffer.alloc(32, 2)));
     expect(otherKey.providerKeyOf(project)).toBeNull();
     expect(projects.providerKeyOf({ ...project, providerKey: null })).toBeNull();
   });

@@ -1,26 +1,17 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HearthStore, indexKeys } from '../../../src/store/database.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { indexKeys } from '../../../src/store/database.ts';
 import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-ws-');
 let workspaces: WorkspaceRepository;
 let projects: ProjectRepository;
 
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-ws-'));
-  store = HearthStore.open(dir);
-  workspaces = new WorkspaceRepository(store);
-  projects = new ProjectRepository(store, new ProviderKeyCipher(Buffer.alloc(32, 1)));
-});
-afterEach(async () => {
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  workspaces = new WorkspaceRepository(temp.store);
+  projects = new ProjectRepository(temp.store, new ProviderKeyCipher(Buffer.alloc(32, 1)));
 });
 
 async function readyWorkspace(accountId = 'acct1', name = 'ws') {
@@ -41,7 +32,7 @@ describe('WorkspaceRepository', () => {
     expect(workspaces.get('acct1', b.id)).toMatchObject({ id: b.id, name: 'second', yam: null });
     expect(workspaces.get('acct2', b.id)).toBeUndefined();
     expect(workspaces.get('acct1', 'ws_nosuch')).toBeUndefined();
-    expect(store.dbs.accounts.get('acct1')).toMatchObject({ id: 'acct1' });
+    expect(temp.store.dbs.accounts.get('acct1')).toMatchObject({ id: 'acct1' });
   });
 
   it('creates a Yam once (idempotent PUT), finishes it, and retries a failed one', async () => {
@@ -77,7 +68,7 @@ describe('WorkspaceRepository', () => {
     expect(workspaces.list('acct1').map((w) => w.id)).toEqual([other.id]);
     for (const { project, token } of made) {
       expect(projects.getById(project.id)).toBeUndefined();
-      expect(store.dbs.index.get(indexKeys.projectToken(project.tokenId, project.id))).toBeUndefined();
+      expect(temp.store.dbs.index.get(indexKeys.projectToken(project.tokenId, project.id))).toBeUndefined();
       expect(() => projects.authenticate(token)).toThrow('Unauthorized');
     }
     expect(projects.authenticate(kept.token).id).toBe(kept.project.id);

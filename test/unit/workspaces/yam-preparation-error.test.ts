@@ -1,15 +1,12 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WorkspaceService } from '../../../src/workspaces/workspace-service.ts';
 import { Provisioner, type YamHost } from '../../../src/workspaces/provisioner.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
+import { useTempStore } from '../../helpers/temp-store.ts';
 
 /**
  * A Yam whose preparation throws (the app host's sandbox check cannot make its scratch directory: disk
@@ -18,17 +15,14 @@ import { WorkspaceRepository } from '../../../src/workspaces/workspace-repositor
  * polled forever, and PUT, idempotent on a Yam that is not `failed`, never tried again.
  */
 const ACCOUNT = 'acct-yam';
-let dir: string;
-let store: HearthStore;
+const temp = useTempStore('hearth-yam-throw-');
 let provisioner: Provisioner;
 let management: WorkspaceService;
 let host: { calls: number; fail: Error | null };
 
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-yam-throw-'));
-  store = HearthStore.open(dir);
-  const workspaces = new WorkspaceRepository(store);
-  const projects = new ProjectRepository(store, new ProviderKeyCipher(Buffer.alloc(32, 5)));
+  const workspaces = new WorkspaceRepository(temp.store);
+  const projects = new ProjectRepository(temp.store, new ProviderKeyCipher(Buffer.alloc(32, 5)));
   host = { calls: 0, fail: new Error("ENOSPC: no space left on device, mkdtemp '/data/apps/.sandbox-check-XXXXXX'") };
   const yamHost: YamHost = {
     prepareYam: async () => {
@@ -43,8 +37,6 @@ beforeEach(() => {
 });
 afterEach(async () => {
   provisioner.dispose();
-  await store.close();
-  fs.rmSync(dir, { recursive: true, force: true });
 });
 
 describe('a Yam whose preparation throws', () => {

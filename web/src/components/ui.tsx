@@ -12,6 +12,25 @@ export function ErrorNote({ error }: { error: unknown }) {
   );
 }
 
+/**
+ * The end of a grid form: its submit button named `label` (disabled while `action` runs, or when `disabled`),
+ * then the action's error across the whole grid.
+ */
+export function FormFooter({ label, action, disabled }: { label: string; action: { busy: boolean; error: unknown }; disabled?: boolean }) {
+  return (
+    <>
+      <div class="form-actions">
+        <button type="submit" disabled={disabled || action.busy}>
+          {label}
+        </button>
+      </div>
+      <div class="span-all">
+        <ErrorNote error={action.error} />
+      </div>
+    </>
+  );
+}
+
 export function Note({ children, tone = 'info' }: { children: ComponentChildren; tone?: 'info' | 'warn' | 'ok' }) {
   return (
     <p class={`note ${tone}`} role="status">
@@ -178,6 +197,17 @@ export function useAction(): { busy: boolean; error: unknown; run: (fn: () => Pr
     }
   };
   return { busy, error, run, clear: () => setError(null) };
+}
+
+/**
+ * A form's text fields (inputs, textareas): their values, `bind(name)` to spread on the control (value and
+ * onInput), and `reset` back to the initial values (of the named fields, or of all).
+ */
+export function useFields<K extends string>(initial: Record<K, string>): { values: Record<K, string>; bind: (name: K) => { value: string; onInput: (e: Event) => void }; reset: (names?: K[]) => void } {
+  const [values, setValues] = useState(initial);
+  const bind = (name: K) => ({ value: values[name], onInput: (e: Event) => setValues((v) => ({ ...v, [name]: (e.currentTarget as HTMLInputElement).value })) });
+  const reset = (names: K[] = Object.keys(initial) as K[]) => setValues((v) => ({ ...v, ...Object.fromEntries(names.map((n) => [n, initial[n]])) }));
+  return { values, bind, reset };
 }
 
 export function formatTime(iso: string | null | undefined): string {

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, type CallOptions, describeError, failureOf } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, Note, StateBadge, formatTime, useAction, useInterval, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, Note, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
+import { ResourceTable } from '../components/resource-table.tsx';
 import { readEvents } from '../sse.ts';
 import type { AppLogLine, AppView, DeploymentView, ListOf } from '../types.ts';
 
@@ -59,38 +60,29 @@ function parseEnv(text: string): Record<string, string> {
 }
 
 function CreateAppForm({ base, onCreated }: { base: string; onCreated: (a: AppView) => void }) {
-  const [name, setName] = useState('');
-  const [env, setEnv] = useState('');
-  const [apiKeyEnv, setApiKeyEnv] = useState('HEARTH_API_KEY');
+  const form = useFields({ name: '', env: '', apiKeyEnv: 'HEARTH_API_KEY' });
+  const { name, env, apiKeyEnv } = form.values;
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
       const a = await appApi<AppView>('POST', `${base}/apps`, { body: { name: name.trim(), env: parseEnv(env), apiKeyEnv: apiKeyEnv.trim() === '' ? null : apiKeyEnv.trim() } });
-      setName('');
-      setEnv('');
+      form.reset(['name', 'env']);
       onCreated(a);
     });
   };
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Create an app">
       <Field label="App name">
-        <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <input required maxLength={200} {...form.bind('name')} />
       </Field>
       <Field label="API key variable" hint="Receives a Hearth API key; empty: none">
-        <input value={apiKeyEnv} onInput={(e) => setApiKeyEnv(e.currentTarget.value)} />
+        <input {...form.bind('apiKeyEnv')} />
       </Field>
       <Field label="Environment" hint="NAME=value per line; values are never shown again">
-        <textarea rows={2} class="mono" value={env} onInput={(e) => setEnv(e.currentTarget.value)} />
+        <textarea rows={2} class="mono" {...form.bind('env')} />
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Create app
-        </button>
-      </div>
-      <div class="span-all">
-        <ErrorNote error={action.error} />
-      </div>
+      <FormFooter label="Create app" action={action} />
     </form>
   );
 }
@@ -233,45 +225,41 @@ function Deployments({ path, live, made, onChanged }: { path: string; live: stri
     <div>
       <h4>Deployments</h4>
       <ErrorNote error={list.error ?? action.error} />
-      <table aria-label="Deployments">
-        <thead>
-          <tr>
-            <th scope="col">Deployment</th>
-            <th scope="col">State</th>
-            <th scope="col">Created</th>
-            <th scope="col">Build log</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.data.map((d) => (
-            <tr key={d.deploymentId}>
-              <td class="mono small">{d.deploymentId}</td>
-              <td>
+      <ResourceTable
+        label="Deployments"
+        rows={list.data?.data}
+        rowKey={(d) => d.deploymentId}
+        columns={[
+          { header: 'Deployment', cell: (d) => d.deploymentId, class: 'mono small' },
+          {
+            header: 'State',
+            cell: (d) => (
+              <>
                 <StateBadge state={d.state} /> {d.reason && <span class="small">{d.reason}</span>}
-              </td>
-              <td>{formatTime(d.createdAt)}</td>
-              <td>
-                {d.buildLog.length > 0 && (
-                  <details>
-                    <summary>build log</summary>
-                    <pre class="code">{d.buildLog.join('\n')}</pre>
-                  </details>
-                )}
-              </td>
-              <td class="actions">
-                {d.state === 'retired' && d.deploymentId !== live && (
-                  <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } }); await list.reload(); onChanged(); })}>
-                    Roll back to {d.deploymentId}
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: 'Created', cell: (d) => formatTime(d.createdAt) },
+          {
+            header: 'Build log',
+            cell: (d) =>
+              d.buildLog.length > 0 && (
+                <details>
+                  <summary>build log</summary>
+                  <pre class="code">{d.buildLog.join('\n')}</pre>
+                </details>
+              ),
+          },
+        ]}
+        actions={(d) =>
+          d.state === 'retired' &&
+          d.deploymentId !== live && (
+            <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } }); await list.reload(); onChanged(); })}>
+              Roll back to {d.deploymentId}
+            </button>
+          )
+        }
+      />
     </div>
   );
 }

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, SecretOnce, StateBadge, formatTime, optionalPositiveInt, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, SecretOnce, StateBadge, formatTime, optionalPositiveInt, useAction, useFields, useLoad } from '../components/ui.tsx';
+import { ResourceTable } from '../components/resource-table.tsx';
 import type { ApiKeyView, CreatedKey, KeyLimits, ListOf } from '../types.ts';
 
 /** Settings -> API keys: create (optional limits; the key shown once), list with last use, revoke. */
@@ -20,66 +21,42 @@ export function KeysPage() {
       />
       {created && <SecretOnce label="New API key" value={created.key} onDone={() => setCreated(null)} />}
       <ErrorNote error={keys.error ?? revoke.error} />
-      <table aria-label="API keys">
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Key id</th>
-            <th scope="col">Limits</th>
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">State</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {keys.data?.data.length === 0 && (
-            <tr>
-              <td colSpan={7} class="muted">
-                No keys yet.
-              </td>
-            </tr>
-          )}
-          {keys.data?.data.map((k) => (
-            <tr key={k.id}>
-              <td>{k.name}</td>
-              <td class="mono small">{k.id}</td>
-              <td class="small">{describeLimits(k.limits)}</td>
-              <td class="nowrap">{formatTime(k.createdAt)}</td>
-              <td class="nowrap">{k.lastUsedAt ? formatTime(k.lastUsedAt) : 'never'}</td>
-              <td>
-                <StateBadge state={k.revokedAt ? 'revoked' : 'active'} />
-              </td>
-              <td class="actions">
-                {!k.revokedAt && (
-                  <ConfirmButton
-                    label={`Revoke ${k.name}`}
-                    confirmLabel={`Confirm revoking ${k.name}`}
-                    disabled={revoke.busy}
-                    onConfirm={() =>
-                      revoke.run(async () => {
-                        await api('DELETE', `/api/v1/keys/${encodeURIComponent(k.id)}`);
-                        await keys.reload();
-                      })
-                    }
-                  />
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ResourceTable
+        label="API keys"
+        rows={keys.data?.data}
+        rowKey={(k) => k.id}
+        empty="No keys yet."
+        columns={[
+          { header: 'Name', cell: (k) => k.name },
+          { header: 'Key id', cell: (k) => k.id, class: 'mono small' },
+          { header: 'Limits', cell: (k) => describeLimits(k.limits), class: 'small' },
+          { header: 'Created', cell: (k) => formatTime(k.createdAt), class: 'nowrap' },
+          { header: 'Last used', cell: (k) => (k.lastUsedAt ? formatTime(k.lastUsedAt) : 'never'), class: 'nowrap' },
+          { header: 'State', cell: (k) => <StateBadge state={k.revokedAt ? 'revoked' : 'active'} /> },
+        ]}
+        actions={(k) =>
+          !k.revokedAt && (
+            <ConfirmButton
+              label={`Revoke ${k.name}`}
+              confirmLabel={`Confirm revoking ${k.name}`}
+              disabled={revoke.busy}
+              onConfirm={() =>
+                revoke.run(async () => {
+                  await api('DELETE', `/api/v1/keys/${encodeURIComponent(k.id)}`);
+                  await keys.reload();
+                })
+              }
+            />
+          )
+        }
+      />
     </section>
   );
 }
 
 function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
-  const [name, setName] = useState('');
-  const [rpm, setRpm] = useState('');
-  const [tpm, setTpm] = useState('');
-  const [conc, setConc] = useState('');
+  const form = useFields({ name: '', rpm: '', tpm: '', conc: '' });
+  const { name, rpm, tpm, conc } = form.values;
   const [invalid, setInvalid] = useState<string | null>(null);
   const action = useAction();
   const submit = (e: Event) => {
@@ -91,40 +68,30 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
     const anyLimit = Object.values(limits).some((v) => v !== null);
     void action.run(async () => {
       const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: anyLimit ? { name: name.trim(), limits } : { name: name.trim() } });
-      setName('');
-      setRpm('');
-      setTpm('');
-      setConc('');
+      form.reset();
       onCreated(k);
     });
   };
   return (
     <form class="card form-grid" onSubmit={submit} aria-label="Create an API key">
       <Field label="Key name">
-        <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="ci" />
+        <input required maxLength={200} {...form.bind('name')} placeholder="ci" />
       </Field>
       <Field label="Requests per minute" hint="Empty: no limit">
-        <input inputMode="numeric" value={rpm} onInput={(e) => setRpm(e.currentTarget.value)} />
+        <input inputMode="numeric" {...form.bind('rpm')} />
       </Field>
       <Field label="Tokens per minute" hint="Empty: no limit">
-        <input inputMode="numeric" value={tpm} onInput={(e) => setTpm(e.currentTarget.value)} />
+        <input inputMode="numeric" {...form.bind('tpm')} />
       </Field>
       <Field label="Concurrent requests" hint="Empty: no limit">
-        <input inputMode="numeric" value={conc} onInput={(e) => setConc(e.currentTarget.value)} />
+        <input inputMode="numeric" {...form.bind('conc')} />
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Create key
-        </button>
-      </div>
       {invalid && (
         <p class="note error span-all" role="alert">
           {invalid}
         </p>
       )}
-      <div class="span-all">
-        <ErrorNote error={action.error} />
-      </div>
+      <FormFooter label="Create key" action={action} />
     </form>
   );
 }

@@ -1,15 +1,14 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ErrorNote, Field, Note, useAction } from '../components/ui.tsx';
+import { ErrorNote, Field, Note, useAction, useFields } from '../components/ui.tsx';
 import { navigate } from '../navigation.ts';
 import { fetchSession, signIn } from '../session.ts';
 import type { SessionUser } from '../types.ts';
 
 /** First run: the one-time link's token + the owner's email and password -> POST /api/v1/setup, then sign in. */
 export function SetupPage({ token, onSignedIn }: { token: string; onSignedIn: (u: SessionUser) => void }) {
-  const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
-  const [confirm, setConfirm] = useState('');
+  const form = useFields({ email: '', password: '', confirm: '' });
+  const { email, password, confirm } = form.values;
   const [mismatch, setMismatch] = useState<string | null>(null);
   const action = useAction();
   const submit = (e: Event) => {
@@ -35,19 +34,15 @@ export function SetupPage({ token, onSignedIn }: { token: string; onSignedIn: (u
         <p class="muted">Create the owner of this Hearth. The setup link works once.</p>
         {token === '' && <Note tone="warn">This page needs the setup link from Hearth's log (it ends in ?token=…).</Note>}
         <Field label="Email">
-          <input type="email" autoComplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+          <input type="email" autoComplete="username" required {...form.bind('email')} />
         </Field>
         <Field label="Password" hint="8 characters or more.">
-          <input type="password" autoComplete="new-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+          <input type="password" autoComplete="new-password" required {...form.bind('password')} />
         </Field>
         <Field label="Confirm password">
-          <input type="password" autoComplete="new-password" required value={confirm} onInput={(e) => setConfirm(e.currentTarget.value)} />
+          <input type="password" autoComplete="new-password" required {...form.bind('confirm')} />
         </Field>
-        {mismatch && (
-          <p class="note error" role="alert">
-            {mismatch}
-          </p>
-        )}
+        <ErrorNote error={mismatch} />
         <ErrorNote error={action.error} />
         <button type="submit" disabled={action.busy || token === ''}>
           {action.busy ? 'Creating…' : 'Create owner'}

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, StateBadge, formatTime, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, StateBadge, formatTime, useAction, useFields, useLoad } from '../components/ui.tsx';
+import { ResourceTable } from '../components/resource-table.tsx';
 import type { ListOf, Role, SessionUser, UserView } from '../types.ts';
 
 /** Settings -> Users: owners add and remove the account's users; a member is refused (and the API refuses too). */
@@ -25,72 +26,62 @@ function OwnerUsers({ self }: { self: SessionUser }) {
       <h1 id="users-title">Users</h1>
       <AddUserForm onAdded={() => void users.reload()} />
       <ErrorNote error={users.error ?? remove.error} />
-      <table aria-label="Users">
-        <thead>
-          <tr>
-            <th scope="col">Email</th>
-            <th scope="col">Role</th>
-            <th scope="col">Added</th>
-            <th scope="col">Last sign-in</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {users.data?.data.map((u) => (
-            <tr key={u.id}>
-              <td>
+      <ResourceTable
+        label="Users"
+        rows={users.data?.data}
+        rowKey={(u) => u.id}
+        columns={[
+          {
+            header: 'Email',
+            cell: (u) => (
+              <>
                 {u.email} {u.email === self.email && <span class="muted">(you)</span>}
-              </td>
-              <td>
-                <StateBadge state={u.role} />
-              </td>
-              <td class="nowrap">{formatTime(u.createdAt)}</td>
-              <td class="nowrap">{u.lastSignInAt ? formatTime(u.lastSignInAt) : 'never'}</td>
-              <td class="actions">
-                {u.email !== self.email && (
-                  <ConfirmButton
-                    label={`Remove ${u.email}`}
-                    confirmLabel={`Confirm removing ${u.email}`}
-                    onConfirm={() =>
-                      remove.run(async () => {
-                        await api('DELETE', `/api/v1/users/${encodeURIComponent(u.id)}`);
-                        await users.reload();
-                      })
-                    }
-                  />
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+              </>
+            ),
+          },
+          { header: 'Role', cell: (u) => <StateBadge state={u.role} /> },
+          { header: 'Added', cell: (u) => formatTime(u.createdAt), class: 'nowrap' },
+          { header: 'Last sign-in', cell: (u) => (u.lastSignInAt ? formatTime(u.lastSignInAt) : 'never'), class: 'nowrap' },
+        ]}
+        actions={(u) =>
+          u.email !== self.email && (
+            <ConfirmButton
+              label={`Remove ${u.email}`}
+              confirmLabel={`Confirm removing ${u.email}`}
+              onConfirm={() =>
+                remove.run(async () => {
+                  await api('DELETE', `/api/v1/users/${encodeURIComponent(u.id)}`);
+                  await users.reload();
+                })
+              }
+            />
+          )
+        }
+      />
     </section>
   );
 }
 
 function AddUserForm({ onAdded }: { onAdded: () => void }) {
-  const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
+  const form = useFields({ email: '', password: '' });
+  const { email, password } = form.values;
   const [role, setRole] = useState<Role>('member');
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
       await api('POST', '/api/v1/users', { body: { email: email.trim(), password, role } });
-      setEmail('');
-      setPassword('');
+      form.reset();
       onAdded();
     });
   };
   return (
     <form class="card form-grid" onSubmit={submit} aria-label="Add a user">
       <Field label="User email">
-        <input type="email" required autoComplete="off" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+        <input type="email" required autoComplete="off" {...form.bind('email')} />
       </Field>
       <Field label="Initial password" hint="Give it to them privately.">
-        <input type="password" required autoComplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        <input type="password" required autoComplete="new-password" {...form.bind('password')} />
       </Field>
       <Field label="Role">
         <select value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
@@ -98,14 +89,7 @@ function AddUserForm({ onAdded }: { onAdded: () => void }) {
           <option value="owner">owner</option>
         </select>
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy}>
-          Add user
-        </button>
-      </div>
-      <div class="span-all">
-        <ErrorNote error={action.error} />
-      </div>
+      <FormFooter label="Add user" action={action} />
     </form>
   );
 }

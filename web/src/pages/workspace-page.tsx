@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, api } from '../api.ts';
-import { ConfirmButton, CopyButton, ErrorNote, Field, Note, SecretOnce, StateBadge, formatTime, useAction, useInterval, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, CopyButton, ErrorNote, Field, FormFooter, Note, SecretOnce, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
 import { navigate } from '../navigation.ts';
 import { PROVIDERS, type ListOf, type ProjectView, type ProjectWithToken, type Provider, type WorkspaceView } from '../types.ts';
 import { AppsPanel } from './apps-panel.tsx';
@@ -120,11 +120,9 @@ function Projects({ base, yamReady }: { base: string; yamReady: boolean }) {
 }
 
 function CreateProjectForm({ base, disabled, onCreated }: { base: string; disabled: boolean; onCreated: (p: ProjectWithToken) => void }) {
-  const [name, setName] = useState('');
+  const form = useFields({ name: '', model: '', key: '', temperature: '' });
+  const { name, model, key, temperature } = form.values;
   const [provider, setProvider] = useState<Provider>('openai');
-  const [model, setModel] = useState('');
-  const [key, setKey] = useState('');
-  const [temperature, setTemperature] = useState('');
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
@@ -132,17 +130,14 @@ function CreateProjectForm({ base, disabled, onCreated }: { base: string; disabl
     if (temperature.trim() !== '') body.temperature = Number(temperature);
     void action.run(async () => {
       const p = await api<ProjectWithToken>('POST', `${base}/inference`, { body });
-      setName('');
-      setModel('');
-      setKey('');
-      setTemperature('');
+      form.reset();
       onCreated(p);
     });
   };
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Create an inference project">
       <Field label="Project name">
-        <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="support bot" />
+        <input required maxLength={200} {...form.bind('name')} placeholder="support bot" />
       </Field>
       <Field label="Provider">
         <select value={provider} onChange={(e) => setProvider(e.currentTarget.value as Provider)}>
@@ -154,22 +149,15 @@ function CreateProjectForm({ base, disabled, onCreated }: { base: string; disabl
         </select>
       </Field>
       <Field label="Model">
-        <input required value={model} onInput={(e) => setModel(e.currentTarget.value)} placeholder="gpt-4o-mini" />
+        <input required {...form.bind('model')} placeholder="gpt-4o-mini" />
       </Field>
       <Field label="Provider API key" hint="Stored encrypted; only its last 4 characters are shown.">
-        <input type="password" required autoComplete="off" value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+        <input type="password" required autoComplete="off" {...form.bind('key')} />
       </Field>
       <Field label="Temperature" hint="0 to 2; empty: the provider's default">
-        <input type="number" min="0" max="2" step="0.1" value={temperature} onInput={(e) => setTemperature(e.currentTarget.value)} />
+        <input type="number" min="0" max="2" step="0.1" {...form.bind('temperature')} />
       </Field>
-      <div class="form-actions">
-        <button type="submit" disabled={disabled || action.busy}>
-          Create project
-        </button>
-      </div>
-      <div class="span-all">
-        <ErrorNote error={action.error} />
-      </div>
+      <FormFooter label="Create project" action={action} disabled={disabled} />
     </form>
   );
 }

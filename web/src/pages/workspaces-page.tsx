@@ -1,20 +1,21 @@
-import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, StateBadge, formatTime, useAction, useLoad } from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, StateBadge, formatTime, useAction, useFields, useLoad } from '../components/ui.tsx';
+import { ResourceTable } from '../components/resource-table.tsx';
 import { navigate } from '../navigation.ts';
 import type { ListOf, WorkspaceView } from '../types.ts';
 
 /** Workspaces: create, list (with the Yam's state), open, delete. */
 export function WorkspacesPage() {
   const list = useLoad(() => api<ListOf<WorkspaceView>>('GET', '/api/v1/workspaces'));
-  const [name, setName] = useState('');
+  const form = useFields({ name: '' });
+  const { name } = form.values;
   const create = useAction();
   const remove = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
       const ws = await api<WorkspaceView>('POST', '/api/v1/workspaces', { body: { name: name.trim() } });
-      setName('');
+      form.reset();
       navigate(`/workspaces/${encodeURIComponent(ws.workspaceId)}`);
     });
   };
@@ -23,57 +24,36 @@ export function WorkspacesPage() {
       <h1 id="ws-title">Workspaces</h1>
       <form class="card row" onSubmit={submit} aria-label="Create a workspace">
         <Field label="Workspace name">
-          <input required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="Client A" />
+          <input required maxLength={200} {...form.bind('name')} placeholder="Client A" />
         </Field>
         <button type="submit" class="align-end" disabled={create.busy}>
           Create workspace
         </button>
       </form>
       <ErrorNote error={create.error ?? list.error ?? remove.error} />
-      <table aria-label="Workspaces">
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Yam</th>
-            <th scope="col">Created</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data?.data.length === 0 && (
-            <tr>
-              <td colSpan={4} class="muted">
-                No workspaces yet.
-              </td>
-            </tr>
-          )}
-          {list.data?.data.map((ws) => (
-            <tr key={ws.workspaceId}>
-              <td>
-                <a href={`/workspaces/${encodeURIComponent(ws.workspaceId)}`}>{ws.name}</a>
-              </td>
-              <td>
-                <StateBadge state={ws.yam?.state ?? 'none'} />
-              </td>
-              <td class="nowrap">{formatTime(ws.createdAt)}</td>
-              <td class="actions">
-                <ConfirmButton
-                  label={`Delete ${ws.name}`}
-                  confirmLabel={`Confirm deleting ${ws.name} and its projects`}
-                  onConfirm={() =>
-                    remove.run(async () => {
-                      await api('DELETE', `/api/v1/workspaces/${encodeURIComponent(ws.workspaceId)}`);
-                      await list.reload();
-                    })
-                  }
-                />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <ResourceTable
+        label="Workspaces"
+        rows={list.data?.data}
+        rowKey={(ws) => ws.workspaceId}
+        empty="No workspaces yet."
+        columns={[
+          { header: 'Name', cell: (ws) => <a href={`/workspaces/${encodeURIComponent(ws.workspaceId)}`}>{ws.name}</a> },
+          { header: 'Yam', cell: (ws) => <StateBadge state={ws.yam?.state ?? 'none'} /> },
+          { header: 'Created', cell: (ws) => formatTime(ws.createdAt), class: 'nowrap' },
+        ]}
+        actions={(ws) => (
+          <ConfirmButton
+            label={`Delete ${ws.name}`}
+            confirmLabel={`Confirm deleting ${ws.name} and its projects`}
+            onConfirm={() =>
+              remove.run(async () => {
+                await api('DELETE', `/api/v1/workspaces/${encodeURIComponent(ws.workspaceId)}`);
+                await list.reload();
+              })
+            }
+          />
+        )}
+      />
     </section>
   );
 }

@@ -1,0 +1,19 @@
+import OpenAI from 'openai';
+import { type HearthProcess, startHearthProcess } from './hearth-process.ts';
+import { tinyChatModel } from './test-model.ts';
+
+export interface ServedModel {
+  hearth: HearthProcess;
+  /** The official SDK on the shared-model API (`/api/inference/v1`), with the process's key and no retries. */
+  client: OpenAI;
+}
+
+/**
+ * A real `hearth serve` on one local model (the tiny chat model unless `model` names another file), ready to
+ * answer: `--model M --model-id ID` then `args`. The caller stops it (afterAll).
+ */
+export async function serveModel(modelId: string, args: readonly string[] = ['--slots', '2'], model?: string): Promise<ServedModel> {
+  const hearth = await startHearthProcess({ args: ['--model', model ?? (await tinyChatModel()), '--model-id', modelId, ...args] });
+  await hearth.waitReady();
+  return { hearth, client: new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 }) };
+}
