@@ -41,6 +41,12 @@ export interface EdgeStyle {
 
 /** EdgeStyle.drainLimit when the edge sets none. */
 const DEFAULT_DRAIN_LIMIT = 1 << 20;
+/**
+ * How long an answer waits for a body that stopped arriving (no byte for this long) before it goes out anyway
+ * (HttpExchange.send): a client uploading at any usable pace sends more often; one that declared a length and
+ * stalled gets its answer instead of waiting for the front's or uWS's time-out.
+ */
+export const BODY_STALL_MS = 500;
 
 /** Headers only the managed front may set (see EdgeStyle.frontSecret). */
 export const FRONT_HEADERS = { secret: 'x-hearth-front', peer: 'x-hearth-peer' } as const;
@@ -111,8 +117,10 @@ export class HttpExchange {
   private bodyStreamed = false;
   /** hasBody, once scanned (the router asks before and after the handler). */
   private bodyDeclared: boolean | null = null;
-  /** An answer decided while the body was still arriving: sent when it has arrived (see send). */
-  private deferred: (() => void) | null = null;
+  /** An answer decided while the body was still arriving: sent when it has arrived, or early when it stalls (see send). */
+  private deferred: ((stalled: boolean) => void) | null = null;
+  /** Restarted by each body read while an answer is deferred; fires after BODY_STALL_MS without one. */
+  private stallTimer: NodeJS.Timeout | null = null;
   private body: Promise<Buffer> | null = null;
   private parsed: Promise<unknown> | null = null;
   private controller: AbortController | null = null;
@@ -371,11 +379,22 @@ export class HttpExchange {
   /** Counts body bytes; at the body's end, or once past the drain bound, sends an answer that was waiting. */
   private bodyProgress(bytes: number, isLast: boolean): void {
     this.bodyBytes += bytes;
-    if (this.deferred !== null && (isLast || this.bodyBytes > this.drainLimit)) {
-      const send = this.deferred;
-      this.deferred = null;
-      send();
-    }
+    if (this.deferred === null) return;
+    if (isLast || this.bodyBytes > this.drainLimit) this.sendDeferred(false);
+    else this.stallTimer?.refresh();
+  }
+
+  /** Sends the answer that was waiting for the body: after it (`stalled` false) or because it stopped coming. */
+  private sendDeferred(stalled: boolean): void {
+    const send = this.deferred;
+    this.dropDeferred();
+    send?.(stalled);
+  }
+
+  private dropDeferred(): void {
+    this.deferred = null;
+    if (this.stallTimer !== null) clearTimeout(this.stallTimer);
+    this.stallTimer = null;
   }
 
   private get drainLimit(): number {
@@ -447,26 +466,31 @@ export class HttpExchange {
 
   /**
    * Sends a complete response. No-op when the client is gone or the response already ended. An answer decided
-   * while the request body is still arriving (an auth failure, a 404, a 413 counted) is sent once the body has
-   * arrived whole, within the drain bound: a peer that closes with unread bytes sends a reset, which can destroy
-   * the answer on its way (the HTTP front closes each exchange's connection after its answer). The connection
-   * is closed after it when asked to, or when the request body was not read to its end (the connection's
-   * framing is then unknown).
+   * while the request body is still arriving (an auth failure, a 404, a 413: behind the front, or counted) is sent
+   * once the body has arrived whole, within the drain bound: a peer that closes with unread bytes sends a reset,
+   * which can destroy the answer on its way (the HTTP front closes each exchange's connection after its answer).
+   * If the body stops arriving (no byte for BODY_STALL_MS) the answer goes out then (answerBeforeBody): nothing
+   * is in flight to cause a reset, and a client that declared more than it sends is not kept waiting. The
+   * connection is closed after an answer when asked to, or when the request body was not read to its end (the
+   * connection's framing is then unknown).
    */
   send(status: number, body: string | Uint8Array, headers: HeaderList, closeConnection = false): void {
     if (this.closed || this.committed) return;
-    // Without the front only: behind it HAProxy 2.6 (http-server-close) closes the client's connection once Hearth's
-    // answer is complete, under an upload still on its way, and the reset destroys the answer (a 1.5 MB chat body
-    // lost its 413 that way); there the 413 waits for the body like other answers.
-    if (status === 413 && this.bodyState === 'reading' && !this.bodyStreamed && this.style.frontSecret === undefined) return this.refuseBody(body, headers);
+    // Without the front only: through HAProxy 2.6 an answer complete under an upload still on its way is lost to a
+    // reset (18 of 20 whole 1.5 MB chat bodies lost their 413 that way; HAProxy drains the rest of a request after an
+    // early answer only from 3.0); there the 413 waits for the body like other answers, or for the body to stall.
+    if (status === 413 && this.bodyState === 'reading' && !this.bodyStreamed && this.style.frontSecret === undefined) return this.answerBeforeBody(status, body, headers);
     if (this.waitsForBody()) {
       this.armAbort(); // uWS must see a pending response has an abort handler (else it terminates the process)
       this.committed = true; // later answers are ignored, as after a sent one
       this.status = status;
-      this.deferred = () => {
+      this.deferred = (stalled) => {
         this.committed = false;
-        this.send(status, body, headers, closeConnection);
+        if (stalled) this.answerBeforeBody(status, body, headers);
+        else this.send(status, body, headers, closeConnection);
       };
+      this.stallTimer = setTimeout(() => this.sendDeferred(true), BODY_STALL_MS);
+      this.onAbort(() => this.dropDeferred());
       return;
     }
     const close = closeConnection || this.closeAfter || this.bodyState === 'reading';
@@ -484,18 +508,23 @@ export class HttpExchange {
   }
 
   /**
-   * A 413 while the body is still arriving goes out at once, decided from the head (a declared length over the
-   * limit) or from the bytes counted so far, however much is still to come. The socket stays open and the rest of
-   * the body is read and dropped: a close while the peer still sends resets it (uWS's end(body, true); HAProxy
-   * closing the client's connection on a `connection: close` answer), and the reset can destroy the answer on its
-   * way. The answer says `connection: close` and the client closes after reading it (or uWS's idle time-out
-   * does). A client that sends the rest anyway only costs reads. uWS alone only (see send).
+   * An answer while the body is still arriving: without the front a 413 at once, decided from the head (a declared
+   * length over the limit) or from the bytes counted so far, however much is still to come; in both modes any
+   * deferred answer whose body stalled (see send). The socket stays open and the rest of the body is read and
+   * dropped: a close while the peer still sends resets it (uWS's end(body, true)), and the reset can destroy the
+   * answer on its way. The answer says `connection: close` and the client closes after reading it (or uWS's idle
+   * time-out does; behind the front HAProxy keeps a stalled client's connection until the rest of its declared body,
+   * passed on here and dropped, or its client time-out). A client that sends the rest anyway only costs reads.
    */
-  private refuseBody(body: string | Uint8Array, headers: HeaderList): void {
+  private answerBeforeBody(status: number, body: string | Uint8Array, headers: HeaderList): void {
+    if (this.closed) return;
     this.res.cork(() => {
-      this.writeHead(413, headers);
+      this.writeHead(status, headers);
       this.res.writeHeader('connection', 'close');
-      this.res.end(body, false);
+      if (this.isHead) {
+        this.res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
+        this.res.endWithoutBody(); // see send
+      } else this.res.end(body, false);
     });
     this.finishEnd();
   }

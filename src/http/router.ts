@@ -90,7 +90,7 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
         ex.params = decodeParams(ex);
         if (route.body && route.body.kind !== 'handler') {
           // A declared length over the limit is refused from the head alone, before credentials (at once without the
-          // front; behind it the 413 waits for the body: HttpExchange.send).
+          // front; behind it the 413 waits for the body, or for it to stall: HttpExchange.send).
           const declared = ex.contentLength;
           if (declared !== undefined && declared > route.body.limit) throw payloadTooLarge(route.body.limit);
           void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener

@@ -8,8 +8,10 @@ import { type RawResponse, rawWrites } from '../helpers/raw-http.ts';
  * Issue 23, "Hostile input, second pass", items 1-3, against the real CLI server in both front modes (the managed
  * HAProxy front, and uWS alone with `--front off`):
  * 1. a body declared over the limit is answered 413 from the head alone (a few body bytes sent, the rest never),
- *    whatever the key; behind the front a 2 GiB declaration too (HAProxy 2.6 read it as a negative 32-bit number:
- *    it went to Hearth, and uWS's close came back as 502);
+ *    whatever the key: without the front at once, behind it over a route's own limit once the body stalled (it
+ *    waited for the front's 10-minute time-out), over the front's limit at once; behind the front a 2 GiB
+ *    declaration too (HAProxy 2.6 read it as a negative 32-bit number: it went to Hearth, and uWS's close came
+ *    back as 502); any answer waiting for a body (a 401, a 404) comes once the body stalled;
  * 2. a complete request followed by a half-close (FIN) gets its answer behind the front (it got 400), while a
  *    client that really goes away (a reset) still cancels its generation;
  * 3. behind the front, a 16 KiB head and 100 header lines are served (a head split across the client's writes
@@ -68,18 +70,33 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
     const head = (length: string, auth: string | null) =>
       `POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\n${auth === null ? '' : `Authorization: Bearer ${auth}\r\n`}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"model"`;
 
-    it('is refused 413 payload_too_large from the head alone, with a valid key, a wrong one or none (behind the front: over its limit)', async () => {
-      // Behind the front, a length over a route's own limit but under the front's (50 MiB) is Hearth's 413, which
-      // waits for the body there (README "Limits": an early answer is lost to the front's close under the upload).
-      const lengths = front === 'off' ? [String(LIMIT + 1), String(2 * 1024 * 1024), '999999999'] : [String(50 * 1024 * 1024 + 1), '999999999'];
+    it('is refused 413 payload_too_large from the head alone, with a valid key, a wrong one or none, the body stalled', async () => {
+      // Over the route's limit (LIMIT + 1, 2 MiB: issue 23's case), over the front's (50 MiB + 1) and 9 digits. Behind
+      // the front, Hearth's 413 for a route's limit goes out once the body stalls (README "Limits"); the front's own
+      // at once. The wait is far below the front's client time-out (10 min) and uWS's idle time-out (about 10 s).
+      const lengths = [String(LIMIT + 1), String(2 * 1024 * 1024), String(50 * 1024 * 1024 + 1), '999999999'];
       for (const auth of [hearth.key, 'hk_nobody_secret', null]) {
         for (const length of lengths) {
           const what = `Content-Length ${length}, key ${auth === null ? 'none' : auth === hearth.key ? 'valid' : 'wrong'}`;
           // 8 body bytes sent, the rest never: only an answer decided from the head can come back.
-          const r = await exchange(hearth.port, [head(length, auth)], { responses: 1, waitMs: 10_000 });
+          const r = await exchange(hearth.port, [head(length, auth)], { responses: 1, waitMs: 5_000 });
           expectJsonError(r.responses[0], 413, 'payload_too_large', what);
           expect(r.responses[0]!.headers.get('connection'), what).toBe('close');
         }
+      }
+      await expectServing();
+    });
+
+    it('an answer decided before a body that stops arriving (no key: 401; a route that takes no body: 404) still comes', async () => {
+      const cases: Array<[string, number, string]> = [
+        [`POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{"model"`, 401, 'invalid_api_key'],
+        [`GET /api/v1/nothing-here HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Length: 60000\r\n\r\n{"model"`, 404, 'route_not_found'],
+      ];
+      for (const [raw, status, code] of cases) {
+        const r = await exchange(hearth.port, [raw], { responses: 1, waitMs: 5_000 });
+        expectJsonError(r.responses[0], status, code, raw.slice(0, 40));
+        // Behind the front the client's connection stays open for the rest of its declared body (only a 413 closes it).
+        if (front === 'off') expect(r.responses[0]!.headers.get('connection'), raw.slice(0, 40)).toBe('close');
       }
       await expectServing();
     });

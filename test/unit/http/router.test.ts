@@ -157,6 +157,22 @@ describe('mountRoutes', () => {
     }
   });
 
+  it('an answer waiting for a body that stops arriving goes out once it stalled, with connection: close; the rest is still read and dropped', async () => {
+    // 10 of 100 declared bytes, then nothing: the 404 comes without the rest (after BODY_STALL_MS without a byte).
+    for (const [line, status] of [['POST /nowhere HTTP/1.1', 404], ['GET /items/x HTTP/1.1', 200]] as const) {
+      const socket = net.connect(port, '127.0.0.1');
+      let text = '';
+      socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      socket.write(`${line}\r\nHost: x\r\nContent-Length: 100\r\n\r\n${'x'.repeat(10)}`);
+      while (!/\r\n\r\n\{.*\}$/s.test(text)) await new Promise((r) => setTimeout(r, 10));
+      expect(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), line).toBe(status);
+      expect(text.toLowerCase(), line).toContain('connection: close');
+      socket.end('x'.repeat(90)); // the rest, late: read and dropped, then the close
+      await closed;
+    }
+  });
+
   it('a body declared over the limit is refused 413 from the head alone, before any body byte, with connection: close (issue 23)', async () => {
     const socket = net.connect(port, '127.0.0.1');
     let text = '';
