@@ -1,6 +1,7 @@
 import type { JsonSchema } from './chat-request.ts';
 import { GRAMMAR_LIMITS, GrammarBuilder, GrammarError, gbnfLiteral, gbnfRepetition } from './gbnf.ts';
 import { integerRangeExpression } from './integer-range-grammar.ts';
+import { equal, intersectSchemas } from './schema-intersection.ts';
 
 /**
  * JSON Schema -> GBNF (llama.cpp grammar) so that constrained sampling can only produce JSON that validates
@@ -10,8 +11,9 @@ import { integerRangeExpression } from './integer-range-grammar.ts';
  * tokens; extra properties only where a schema declares no properties), never an invalid one.
  *
  * Supported: type (incl. lists), properties, required, additionalProperties, items, prefixItems,
- * minItems, maxItems, enum, const, anyOf, oneOf (as anyOf: branches should be disjoint), allOf with one
- * member, $ref to `#...` with $defs / definitions, minLength, maxLength, minimum / maximum /
+ * minItems, maxItems, enum, const, anyOf, oneOf (as anyOf: branches should be disjoint), allOf and the
+ * keywords beside an anyOf / oneOf / $ref (intersected: schema-intersection.ts), $ref to `#...` with $defs /
+ * definitions, minLength, maxLength, minimum / maximum /
  * exclusiveMinimum / exclusiveMaximum on integers, format date, time, date-time, uuid. Annotations (title,
  * description, default, examples, ...) and keywords JSON Schema does not define are ignored. Anything else a
  * validator would check is refused with a GrammarError naming the keyword (a 400 at the edge).
@@ -33,6 +35,7 @@ const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object
 /** Keywords that are only annotations (or structure handled elsewhere): not "siblings" of anyOf/oneOf. */
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions', 'nullable', 'contentEncoding', 'contentMediaType']);
 const MAX_DEPTH = 64;
+const MAX_REF_HOPS = 32;
 
 export interface SchemaGrammarOptions {
   /** OpenAI strict mode: all properties required, no additional properties. Defaults to false. */
@@ -91,7 +94,16 @@ export class SchemaConverter {
     const type = schema.type;
     const at = (suffix: string) => `${name}-${suffix}`;
 
-    if (schema.$ref !== undefined) return this.builder.alias(name, this.ref(schema.$ref, path, depth));
+    if (schema.$ref !== undefined) {
+      // Keywords beside a $ref constrain too (2020-12): the target and they, intersected.
+      // When they add nothing to the target (or are annotations), the reference stays a rule (it may be recursive).
+      const constraints = Object.keys(schema).filter((k) => k !== '$ref' && !ANNOTATIONS.has(k));
+      if (constraints.length === 0) return this.builder.alias(name, this.ref(schema.$ref, path, depth));
+      const target = this.resolved({ $ref: schema.$ref }, '$ref', path);
+      if (constraints.every((k) => Object.hasOwn(target, k) && equal(target[k], schema[k]))) return this.builder.alias(name, this.ref(schema.$ref, path, depth));
+      const { $ref: _, ...beside } = schema;
+      return this.visit(this.intersect(target, beside, '$ref', path), name, path, depth + 1);
+    }
 
     const union = schema.anyOf ?? schema.oneOf;
     if (union !== undefined) {
@@ -100,15 +112,26 @@ export class SchemaConverter {
       // Sibling constraints apply to every branch.
       const siblings = Object.fromEntries(Object.entries(schema).filter(([k]) => k !== key && !ANNOTATIONS.has(k)));
       const alts = union.map((branch: unknown, i) => {
-        const merged = Object.keys(siblings).length > 0 && isSchemaObject(branch) ? { ...siblings, ...branch } : (branch as Schema);
-        return this.visit(merged, at(String(i)), `${path}/${key}/${i}`, depth + 1);
+        const at_ = `${path}/${key}/${i}`;
+        if (Object.keys(siblings).length === 0 || !isSchemaObject(branch)) return this.visit(branch as Schema, at(String(i)), at_, depth + 1);
+        // A $ref branch keeps its $ref (the siblings beside it), so that a reference they add nothing to stays a rule.
+        const { $ref, ...own } = branch;
+        const merged = this.intersect(siblings, own, key, at_);
+        return this.visit($ref === undefined ? merged : { ...merged, $ref }, at(String(i)), at_, depth + 1);
       });
       return this.builder.union(name, alts);
     }
     if (schema.allOf !== undefined) {
-      if (!Array.isArray(schema.allOf) || schema.allOf.length !== 1) throw new GrammarError(`JSON Schema keyword 'allOf' (at ${path}) is supported with exactly one member`, 'allOf');
+      if (!Array.isArray(schema.allOf) || schema.allOf.length === 0) throw new GrammarError(`'allOf' at ${path} must be a non-empty array`, 'allOf');
       const { allOf, ...rest } = schema;
-      return this.visit({ ...rest, ...(allOf[0] as JsonSchema) }, name, `${path}/allOf/0`, depth + 1);
+      let merged: JsonSchema = rest;
+      allOf.forEach((member: unknown, i) => {
+        const at_ = `${path}/allOf/${i}`;
+        if (member === true) return;
+        if (!isSchemaObject(member)) throw new GrammarError(`The schema at ${at_} must be an object or true`, 'allOf');
+        merged = this.intersect(merged, this.resolved(member, 'allOf', at_), 'allOf', at_);
+      });
+      return this.visit(merged, name, `${path}/allOf`, depth + 1);
     }
     if (Array.isArray(type)) {
       if (type.length === 0) throw new GrammarError(`'type' at ${path} must not be empty`, 'type');
@@ -148,12 +171,11 @@ export class SchemaConverter {
     return undefined;
   }
 
-  private ref(ref: unknown, path: string, depth: number): string {
+  /** The schema a local `$ref` points to; GrammarError for any other reference. */
+  private target(ref: unknown, path: string): unknown {
     if (typeof ref !== 'string' || !(ref === '#' || ref.startsWith('#/'))) {
       throw new GrammarError(`'$ref' ${JSON.stringify(ref)} at ${path} is not supported: only references inside the schema ('#/$defs/...')`, '$ref');
     }
-    const known = this.refRules.get(ref);
-    if (known !== undefined) return known;
     let target: unknown = this.root;
     if (ref !== '#') {
       for (const raw of ref.slice(2).split('/')) {
@@ -162,9 +184,42 @@ export class SchemaConverter {
         if (target === undefined) throw new GrammarError(`'$ref' ${JSON.stringify(ref)} at ${path} points to nothing`, '$ref');
       }
     }
-    const ruleName = this.builder.reserve(`${this.prefix}-ref-${ref.slice(1)}`);
-    this.refRules.set(ref, ruleName);
-    const body = this.visit(target as Schema, `${ruleName}-def`, ref, depth + 1);
+    return target;
+  }
+
+  /**
+   * `schema` with its top-level `$ref` (and its target's, and so on) replaced by the intersection with the
+   * target, for intersecting it with other schemas; nested `$ref`s stay. `keyword`: what asked, for errors.
+   */
+  private resolved(schema: JsonSchema, keyword: string, path: string): JsonSchema {
+    let out = schema;
+    for (let hops = 0; out.$ref !== undefined; hops++) {
+      if (hops >= MAX_REF_HOPS) throw new GrammarError(`'$ref' at ${path} leads through more than ${MAX_REF_HOPS} references without a schema`, '$ref');
+      const { $ref, ...rest } = out;
+      const target = this.target($ref, path);
+      this.builder.charge(1);
+      if (target === true) out = rest;
+      else if (!isSchemaObject(target)) throw new GrammarError(`The schema '$ref' ${JSON.stringify($ref)} points to (at ${path}) must be an object or true`, '$ref');
+      else out = this.intersect(target, rest, keyword, path);
+    }
+    return out;
+  }
+
+  /** intersectSchemas, its work (the keys and properties it copies) charged to the builder. */
+  private intersect(a: JsonSchema, b: JsonSchema, keyword: string, path: string): JsonSchema {
+    const out = intersectSchemas(a, b, keyword, path);
+    this.builder.charge(1 + Object.keys(out).length + (isSchemaObject(out.properties) ? Object.keys(out.properties).length : 0));
+    return out;
+  }
+
+  private ref(ref: unknown, path: string, depth: number): string {
+    const known = typeof ref === 'string' ? this.refRules.get(ref) : undefined;
+    if (known !== undefined) return known;
+    const target = this.target(ref, path) as Schema;
+    const key = ref as string;
+    const ruleName = this.builder.reserve(`${this.prefix}-ref-${key.slice(1)}`);
+    this.refRules.set(key, ruleName);
+    const body = this.visit(target, `${ruleName}-def`, key, depth + 1);
     this.builder.define(ruleName, body);
     return ruleName;
   }

@@ -1,6 +1,7 @@
 /**
  * A random walker over GBNF grammars (the subset Hearth's converters write: literals, character classes,
- * rule references, groups, `|`, `?`, `*`, `+`, `{m,n}`): it produces strings the grammar admits, standing in
+ * rule references, groups, `|`, `?`, `*`, `+`, `{m,n}`; also `.`, any character, which llama.cpp's own converter
+ * writes for a pattern's `.`): it produces strings the grammar admits, standing in
  * for a model whose every sampled token is constrained by the grammar. Seeded, so tests are reproducible.
  * Past `maxDepth` it takes the cheapest way out, so recursive grammars terminate.
  */
@@ -83,6 +84,7 @@ function parseBody(s: string): Node {
       i++;
       return { k: 'class', negated, ranges };
     }
+    if (c === '.') { i++; return { k: 'class', negated: true, ranges: [] }; }
     if (c === '(') { i++; const n = alt(); ws(); if (s[i] !== ')') throw new Error(`expected ) at ${i} in ${s}`); i++; return n; }
     const m = /^[a-zA-Z0-9-]+/.exec(s.slice(i));
     if (!m) throw new Error(`unexpected ${c} at ${i} in ${s}`);

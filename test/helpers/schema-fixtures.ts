@@ -78,4 +78,21 @@ export const SCHEMA_FIXTURES: SchemaFixture[] = [
   { name: 'free-form map (additionalProperties schema)', schema: { type: 'object', additionalProperties: { type: 'integer', minimum: 0, maximum: 3 } }, invalid: '{"k": 4}' },
   { name: 'allOf with one member', schema: { allOf: [{ type: 'object', properties: { x: { type: 'boolean' } }, required: ['x'] }] }, invalid: '{}' },
   { name: 'odd property names', schema: { type: 'object', properties: { 'a b': { type: 'boolean' }, 'quote"d': { type: 'null' }, 'ünï': { type: 'boolean' } }, required: ['a b', 'quote"d', 'ünï'] }, invalid: '{"a b": true}' },
+  // Keywords beside anyOf / allOf / $ref constrain every branch too (intersected; they were once overwritten by the branch's).
+  {
+    name: 'anyOf with sibling properties and required',
+    schema: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'], anyOf: [{ properties: { a: { type: 'string', maxLength: 3 } }, required: ['a'] }, { properties: { b: { type: 'boolean' } }, required: ['b'] }] },
+    invalid: '{"b": true}',
+  },
+  {
+    name: 'allOf of two objects, one by $ref',
+    schema: { $defs: { base: { type: 'object', properties: { id: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['id'] } }, allOf: [{ $ref: '#/$defs/base' }, { properties: { name: { type: 'string', maxLength: 4 } }, required: ['name'] }] },
+    invalid: '{"name": "x"}',
+  },
+  { name: 'allOf intersecting bounds', schema: { allOf: [{ type: 'integer', minimum: 0, maximum: 50 }, { type: 'number', minimum: 10, maximum: 99 }] }, invalid: '51' },
+  {
+    name: '$ref with sibling constraints',
+    schema: { $defs: { word: { type: 'string', maxLength: 8 } }, type: 'object', properties: { w: { $ref: '#/$defs/word', minLength: 2, maxLength: 3 } }, required: ['w'] },
+    invalid: '{"w": "abcd"}',
+  },
 ];

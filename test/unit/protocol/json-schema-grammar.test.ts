@@ -75,7 +75,9 @@ describe('refusals name the keyword', () => {
     [{ not: { type: 'null' } }, 'not'],
     [{ $ref: 'https://example.com/schema.json' }, '$ref'],
     [{ $ref: '#/$defs/missing' }, '$ref'],
-    [{ allOf: [{ type: 'object' }, { type: 'object' }] }, 'allOf'],
+    [{ allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, additionalProperties: false }, { type: 'object', properties: { b: { type: 'string' } } }] }, 'allOf'],
+    [{ allOf: [{ type: 'string', maxLength: 3 }, { type: 'integer' }] }, 'allOf'],
+    [{ type: 'object', properties: { id: { type: 'integer' } }, anyOf: [{ properties: { id: { type: 'string' } } }] }, 'anyOf'],
     [{ type: 'object', minProperties: 1 }, 'minProperties'],
     [{ type: 'strin' }, 'type'],
   ];
@@ -88,6 +90,14 @@ describe('refusals name the keyword', () => {
       expect((error as GrammarError).message).toContain(keyword);
     });
   }
+
+  it("intersects a client's '__proto__' property as a property, never a prototype", () => {
+    const schema = JSON.parse('{"allOf": [{"type": "object", "properties": {"__proto__": {"type": "integer"}}, "required": ["__proto__"]}, {"properties": {"__proto__": {"minimum": 1, "maximum": 3}}}]}') as Record<string, unknown>;
+    const grammar = jsonSchemaToGrammar(schema);
+    expect(grammar).toContain('"\\"__proto__\\""');
+    for (let seed = 1; seed <= 10; seed++) expect(sampleGbnf(grammar, seed)).toMatch(/^\{ ?"__proto__" ?: ?[1-3] ?\}$/);
+    expect(({} as Record<string, unknown>)['type']).toBeUndefined();
+  });
 
   it('refuses a schema that nests without end', () => {
     let schema: Record<string, unknown> = { type: 'boolean' };
