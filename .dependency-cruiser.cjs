@@ -55,7 +55,7 @@ module.exports = {
     // The spine. engine/ starts workers by URL and never imports worker/ or native/.
     only('engine', [...LEAVES, 'lifecycle', 'metrics', 'protocol']),
     // worker/ runs inside Piscina threads: engine message and sampler types, protocol, errors, node-llama-cpp and native/.
-    only('worker', ['errors', 'protocol', '^src/engine/(worker-protocol|sampling-defaults)\\.ts$']),
+    only('worker', ['errors', 'protocol', '^src/engine/(worker-protocol|embedding-task|sampling-defaults)\\.ts$']),
     { name: 'worker-no-main-thread-packages', severity: 'error', from: { path: layer('worker') }, to: { path: '^node_modules/(uWebSockets\\.js|prom-client|lmdb)/' } },
     // native/ is the addon's loader and build: of src/ it knows the engine's sampler types and protocol types only.
     { name: 'native-only-sampling-and-protocol', severity: 'error', from: { path: '^native/' }, to: { path: '^src/', pathNot: ['^src/engine/sampling-defaults\\.ts$', layer('protocol')] } },
