@@ -7,15 +7,27 @@ import { InvalidPromptToken, PromptTooLong } from './prompt-tokenizer.ts';
 /** Unit vectors of tokenized inputs, flat (`dimensions` floats each, in order). */
 export type TokenVectors = (tokens: Uint32Array[], inputs: readonly RawPrompt[]) => Promise<{ vectors: Float32Array; dimensions: number }>;
 
+/** Inputs of one TokenVectors call at most (requests gathered while another call runs). */
+const MAX_GATHERED_INPUTS = 2048;
+
+interface Waiting {
+  tokens: Uint32Array[];
+  inputs: readonly RawPrompt[];
+  resolve: (r: { vectors: Float32Array; dimensions: number }) => void;
+  reject: (err: unknown) => void;
+}
+
 /**
  * A model worker's embeddings (the `embed` task): each input tokenized with the model's vocabulary (no chat
  * template; the BOS token first when the vocabulary asks for one: PromptBuilder.buildRaw), at most
  * `contextSize` tokens each, then their vectors from the engine's TokenVectors: the native loop's batched
- * embedder, node-llama-cpp's embedding context, or the instant engine's fake vectors. One vector computation
- * runs at a time per worker (tokenizing is not held back).
+ * embedder, node-llama-cpp's embedding context, or the instant engine's fake vectors. One TokenVectors call
+ * runs at a time per worker; the requests that arrive meanwhile are gathered into the next call (up to
+ * MAX_GATHERED_INPUTS inputs), so concurrent one-input requests share passes too. Tokenizing is not held back.
  */
 export class InputEmbedder {
-  private turn: Promise<unknown> = Promise.resolve();
+  private readonly waiting: Waiting[] = [];
+  private computing = false;
 
   constructor(
     private readonly contextSize: number,
@@ -34,10 +46,33 @@ export class InputEmbedder {
         throw err;
       }
     }
-    const run = this.turn.then(() => this.vectorsOf(tokens, inputs));
-    this.turn = run.catch(() => {});
-    const { vectors, dimensions } = await run;
+    const { vectors, dimensions } = await new Promise<{ vectors: Float32Array; dimensions: number }>((resolve, reject) => {
+      this.waiting.push({ tokens, inputs, resolve, reject });
+      if (!this.computing) void this.compute();
+    });
     return { ok: true, vectors, dimensions, tokens: tokens.map((t) => t.length) };
+  }
+
+  /** Runs the waiting requests, gathered, until none waits; each gets its own slice of the vectors. */
+  private async compute(): Promise<void> {
+    this.computing = true;
+    while (this.waiting.length > 0) {
+      let take = 1;
+      let inputs = this.waiting[0]!.tokens.length;
+      while (take < this.waiting.length && inputs + this.waiting[take]!.tokens.length <= MAX_GATHERED_INPUTS) inputs += this.waiting[take++]!.tokens.length;
+      const group = this.waiting.splice(0, take);
+      try {
+        const { vectors, dimensions } = await this.vectorsOf(group.flatMap((w) => w.tokens), group.flatMap((w) => w.inputs));
+        let at = 0;
+        for (const w of group) {
+          w.resolve({ vectors: vectors.slice(at * dimensions, (at + w.tokens.length) * dimensions), dimensions });
+          at += w.tokens.length;
+        }
+      } catch (err) {
+        for (const w of group) w.reject(err);
+      }
+    }
+    this.computing = false;
   }
 }
 
