@@ -151,6 +151,24 @@ describe('refusals: 400s naming the field', () => {
   });
 });
 
+describe('per-key limits', () => {
+  it("the inputs' tokens count against the key's tokens per minute", async () => {
+    const created = await fetch(`${hearth.baseUrl}/api/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'embed-tpm', limits: { tokensPerMinute: 10 } }),
+    });
+    expect(created.status).toBe(201);
+    const { key } = (await created.json()) as { key: string };
+    const limited = new OpenAI({ apiKey: key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
+    const first = await limited.embeddings.create({ model: MODEL_ID, input: [Array.from({ length: 12 }, (_, i) => i + 1)] });
+    expect(first.usage.prompt_tokens).toBe(12);
+    const err = await limited.embeddings.create({ model: MODEL_ID, input: 'x' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).code).toBe('rate_limit_exceeded');
+  });
+});
+
 describe("LangChain's OpenAIEmbeddings", () => {
   it('embedDocuments and embedQuery', async () => {
     const embeddings = new OpenAIEmbeddings({ model: MODEL_ID, apiKey: hearth.key, configuration: { baseURL: `${hearth.baseUrl}/api/inference/v1` }, maxRetries: 0 });
