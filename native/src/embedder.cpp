@@ -10,8 +10,12 @@ namespace {
 
 /** Inputs of one pass at most (sequence ids of the embedding context). */
 constexpr int32_t kMaxPassSequences = 256;
-/** A pass holds at least this many tokens (short inputs pack together), and at least the longest input. */
-constexpr int32_t kMinPassTokens = 512;
+/**
+ * Short inputs are packed into passes of about this many tokens. Their attention is computed over the whole
+ * pass (masked per sequence), a cost quadratic in its tokens that dominates on small models: packing more
+ * buys no fewer decodes worth having. A longer input takes a pass of its own (the context holds the longest).
+ */
+constexpr int32_t kPackTokens = 512;
 
 bool abortWhenClosed(void * data) {
     return static_cast<std::atomic<bool> *>(data)->load(std::memory_order_relaxed);
@@ -61,7 +65,7 @@ bool Embedder::ensureContext(EmbedFailure & failure) {
     const enum llama_pooling_type declared = declaredPooling(model_);
     const bool ownPooling = declared == LLAMA_POOLING_TYPE_MEAN || declared == LLAMA_POOLING_TYPE_CLS ||
                             declared == LLAMA_POOLING_TYPE_LAST;
-    passTokens_ = std::max(maxInputTokens_, kMinPassTokens);
+    passTokens_ = std::max(maxInputTokens_, kPackTokens);
     passSequences_ = std::min<int32_t>(kMaxPassSequences, (int32_t) llama_max_parallel_sequences());
     llama_context_params cp = llama_context_default_params();
     cp.embeddings = true;
@@ -120,13 +124,14 @@ bool Embedder::embed(const std::vector<std::vector<llama_token>> & inputs, Embed
     result.dimensions = dimensions_;
     result.vectors.assign(inputs.size() * (size_t) dimensions_, 0.0f);
     result.passes = 0;
-    // Passes in order: as many inputs as fit the pass's tokens and sequences.
+    // Passes in order: as many inputs as fit kPackTokens and the sequences (always one: it fits passTokens_).
+    const int32_t pack = std::min(passTokens_, kPackTokens);
     size_t first = 0;
     while (first < inputs.size()) {
         size_t count = 0;
         int32_t tokens = 0;
         while (first + count < inputs.size() && (int32_t) count < passSequences_ &&
-               tokens + (int32_t) inputs[first + count].size() <= passTokens_) {
+               (count == 0 || tokens + (int32_t) inputs[first + count].size() <= pack)) {
             tokens += (int32_t) inputs[first + count].size();
             count++;
         }
