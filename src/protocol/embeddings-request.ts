@@ -11,6 +11,8 @@ export interface EmbeddingsRequest {
   model: string;
   /** One vector per input, in order: text (tokenized without a chat template) or token ids taken as they are. */
   inputs: RawPrompt[];
+  /** `input` was one input (a string or a token-id array), not a list of them: a refusal of input[0] names `input`. */
+  single: boolean;
   /** `float`: arrays of numbers; `base64`: the little-endian float32 bytes of each vector, base64-encoded (as OpenAI). */
   encodingFormat: 'float' | 'base64';
 }
@@ -68,5 +70,6 @@ export function validateEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   if (!absent(format) && format !== 'float' && format !== 'base64') throw invalidRequest("'encoding_format' must be 'float' or 'base64'", 'encoding_format', 'invalid_value');
   if (!absent(body.dimensions)) throw unsupportedParameter('dimensions', "is not supported: this model's embeddings have one fixed size");
   if (!absent(body.user) && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
-  return { model: body.model, inputs, encodingFormat: format === 'base64' ? 'base64' : 'float' };
+  const single = typeof body.input === 'string' || (Array.isArray(body.input) && typeof body.input[0] === 'number');
+  return { model: body.model, inputs, single, encodingFormat: format === 'base64' ? 'base64' : 'float' };
 }

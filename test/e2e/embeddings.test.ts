@@ -128,6 +128,9 @@ describe('refusals: 400s naming the field', () => {
     await refused({ model: MODEL_ID, input: ['short', 'word '.repeat(5000)] }, 'input[1]');
     await refused({ model: MODEL_ID, input: ['short', Array.from({ length: CONTEXT + 1 }, () => 5)] }, 'input[1]');
     await refused({ model: MODEL_ID, input: ['fine', 'ab '.repeat(CONTEXT)] }, 'input[1]');
+    // One input sent as itself (not in a list) is named `input`.
+    await refused({ model: MODEL_ID, input: 'ab '.repeat(CONTEXT) }, 'input');
+    await refused({ model: MODEL_ID, input: Array.from({ length: CONTEXT + 1 }, () => 5) }, 'input');
   });
 
   it('too many inputs', async () => {

@@ -19,6 +19,7 @@ describe('validateEmbeddingsRequest', () => {
     expect(validateEmbeddingsRequest({ model: 'm', input: ['a', 'b'] }).inputs).toEqual(['a', 'b']);
     expect(validateEmbeddingsRequest({ model: 'm', input: [1, 2, 3] }).inputs).toEqual([[1, 2, 3]]);
     expect(validateEmbeddingsRequest({ model: 'm', input: [[1, 2], [3]] }).inputs).toEqual([[1, 2], [3]]);
+    expect([['a'], 'a', [1, 2], [[1, 2]]].map((input) => validateEmbeddingsRequest({ model: 'm', input }).single)).toEqual([false, true, true, false]);
     expect(validateEmbeddingsRequest({ model: 'm', input: 'a', user: 'u', dimensions: null }).encodingFormat).toBe('float');
     expect(validateEmbeddingsRequest({ model: 'm', input: 'a', encoding_format: 'base64' }).encodingFormat).toBe('base64');
   });
