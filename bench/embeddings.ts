@@ -4,8 +4,10 @@ import { realTestModel, tinyChatModel } from '../test/helpers/test-model.ts';
 
 /**
  * bench:embeddings: inputs embedded per second through a real `hearth serve` (native engine) for one request
- * of 256 inputs (the batched embedder: as many inputs per llama_decode as fit) against 256 concurrent
- * requests of one input each, on the tiny chat model and, when present, stories260K
+ * of 256 inputs (the batched embedder: inputs packed into passes of about 512 tokens, one llama_decode each)
+ * against 256 concurrent requests of one input each (each an HTTP request, a key admission and a worker task;
+ * a worker gathers the ones it runs at once, up to --slots, into shared passes), on the tiny chat model and,
+ * when present, stories260K
  * ($HEARTH_TEST_MODEL or ../shared/models/stories260K.gguf). Usage:
  *   npm run bench:embeddings [-- extra serve flags]
  */
