@@ -1,6 +1,8 @@
 // SlotLoopWrap::embed (slot_loop_wrap.h): the JavaScript face of the Embedder (embedder.h). The inputs are
 // copied on the JavaScript thread, the passes run on a Node-API async worker (libuv's thread pool), and the
 // promise settles back on the JavaScript thread with one Float32Array of every input's vector in order.
+// dispose() aborts a pass in flight (closeEmbedder). A thread terminated without dispose ends only once the
+// embedding in flight has: Node finishes thread-pool work before it runs the environment's cleanup hooks.
 #include <cstring>
 
 #include "slot_loop_wrap.h"

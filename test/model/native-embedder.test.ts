@@ -9,6 +9,7 @@ import { ensureTinyModel } from '../../models/test-model-path.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
 import { realTestModel } from '../helpers/test-model.ts';
+import { tsWorker } from '../helpers/ts-worker.ts';
 
 const addon = nativeAddonAvailable();
 const GREEDY: SamplingParams = { temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1 };
@@ -85,5 +86,32 @@ describe.skipIf(!addon.ok)('native embedder and dispose', () => {
     await engine.dispose();
     expect(['done', 'engine_disposed']).toContain(await inFlight);
     await expect(engine.embed(inputs(1, 3))).rejects.toMatchObject({ code: 'engine_disposed' });
+  });
+});
+
+describe.skipIf(!addon.ok)('native embedder in a terminated worker thread', () => {
+  // Node lets thread-pool work in flight finish before the environment's cleanup hooks run: the thread ends
+  // once the embedding in flight has (dispose, above, aborts it at once instead).
+  it('survives the thread terminated with an embedding in flight, without dispose', async () => {
+    const body = `
+      const engine = await engineModule.loadNativeSlotEngineInternal({ modelPath: workerData.modelPath, contextSize: 1024, slots: 1, threads: 1 });
+      const inputs = Array.from({ length: 256 }, (_, i) => Uint32Array.from({ length: 30 }, (_, j) => 1 + ((i + j) % 200)));
+      void engine.embed(inputs).then(() => parentPort.postMessage('done'), (e) => parentPort.postMessage(e.code));
+      parentPort.postMessage('embedding');
+    `;
+    for (let i = 0; i < 2; i++) {
+      const outcome = await new Promise<{ exitCode: number; messages: unknown[] }>(async (resolve, reject) => {
+        const messages: unknown[] = [];
+        const worker = tsWorker(body, { modelPath: await model() }, { engineModule: 'src/worker/native-slot-engine.ts' });
+        worker.on('message', (m: unknown) => {
+          messages.push(m);
+          if (m === 'embedding') setTimeout(() => void worker.terminate(), 20);
+        });
+        worker.once('error', reject);
+        worker.once('exit', (exitCode) => resolve({ exitCode, messages }));
+      });
+      expect(outcome.messages[0]).toBe('embedding');
+      expect(outcome.exitCode).toBe(1); // terminate()'s exit code: the process (this test) lives on
+    }
   });
 });
