@@ -57,7 +57,7 @@ module.exports = {
     // The spine. engine/ starts workers by URL and never imports worker/ or native/ (but NATIVE_TYPES).
     only('engine', [...LEAVES, 'lifecycle', 'metrics', 'protocol']),
     // worker/ runs inside Piscina threads: engine message and sampler types, protocol, errors, node-llama-cpp and native/ (the addon).
-    only('worker', ['errors', 'protocol', '^src/engine/(worker-protocol|sampling-defaults)\\.ts$']),
+    only('worker', ['errors', 'protocol', '^src/engine/(worker-protocol|embedding-task|sampling-defaults)\\.ts$']),
     { name: 'worker-no-main-thread-packages', severity: 'error', from: { path: layer('worker') }, to: { path: '^node_modules/(uWebSockets\\.js|prom-client|lmdb)/' } },
     // native/ is the addon, its loader and its build: it imports nothing of src/.
     { name: 'native-imports-nothing-of-src', severity: 'error', from: { path: '^native/' }, to: { path: '^src/' } },

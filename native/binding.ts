@@ -86,6 +86,13 @@ export interface NativeSlotLoop {
   dispose(): void;
   /** Counters since the loop started. */
   stats(): NativeLoopStats;
+  /**
+   * Unit vectors (L2-normalised, pooled per input: the GGUF's declared pooling, else mean) of 1..contextSize-token
+   * inputs, flat in the inputs' order; computed off this thread in an embedding context on the loop's model,
+   * created at the first call; as many inputs per llama_decode as fit (native/src/embedder.h). Rejects with an
+   * Error whose `code` is engine_not_ready, engine_disposed, invalid_input or embedding_failed.
+   */
+  embed(inputs: Uint32Array[]): Promise<{ vectors: Float32Array; dimensions: number; passes: number }>;
 }
 
 export interface NativeLoopStats {

@@ -818,4 +818,9 @@ const std::string & SlotLoop::piece(llama_token token) {
     return pieceBuf_;
 }
 
+llama_model * SlotLoop::model() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ready_ && !stopRequested_ ? model_ : nullptr;
+}
+
 }  // namespace hearth

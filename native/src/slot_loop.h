@@ -78,6 +78,12 @@ public:
 
     LoopStats stats() const;
 
+    /**
+     * The loaded model, for other contexts on it (the embedder): null before Ready and once a stop was
+     * requested. Any thread; the model stays loaded until the loop thread unloads it after requestStop().
+     */
+    llama_model * model();
+
     /** Waits for the loop thread to exit. Idempotent. */
     void join();
 

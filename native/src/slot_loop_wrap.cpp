@@ -53,6 +53,7 @@ Napi::Function SlotLoopWrap::Define(Napi::Env env) {
         InstanceMethod<&SlotLoopWrap::Cancel>("cancel"),
         InstanceMethod<&SlotLoopWrap::Dispose>("dispose"),
         InstanceMethod<&SlotLoopWrap::Stats>("stats"),
+        InstanceMethod<&SlotLoopWrap::Embed>("embed"),
     });
 }
 
@@ -87,6 +88,8 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
     options.calibrateCores = o.Get("calibrateCores").IsUndefined() ? 0 : requiredInt(o, "calibrateCores", 0, 4096);
     options.calibrateJsStepMs = numberOr(o, "calibrateJsStepMs", options.calibrateJsStepMs);
 
+    embedMaxTokens_ = options.contextSize;
+    embedThreads_ = options.threadsBatch;
     loop_ = std::make_unique<SlotLoop>(options, [this](std::vector<LoopEvent> && events) { post(std::move(events)); });
     tsfn_ = Tsfn::New(env, info[1].As<Napi::Function>(), "hearth-slot-loop", 0, 1, this,
                       [](Napi::Env, void *, SlotLoopWrap * self) { self->onTsfnFinalized(); });
@@ -99,6 +102,7 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
 }
 
 SlotLoopWrap::~SlotLoopWrap() {
+    closeEmbedder();
     if (loop_) {
         loop_->requestStop(true);
         loop_->join();
@@ -220,6 +224,7 @@ Napi::Value SlotLoopWrap::Dispose(const Napi::CallbackInfo & info) {
     if (!disposeRequested_ && !finished_ && !envGone_) {
         disposeRequested_ = true;
         updateRef(info.Env());
+        closeEmbedder();
         loop_->requestStop(true);
     }
     return info.Env().Undefined();
@@ -366,6 +371,7 @@ void SlotLoopWrap::onTsfnFinalized() {
 void SlotLoopWrap::onEnvCleanup(void * arg) {
     auto * self = static_cast<SlotLoopWrap *>(arg);
     self->envGone_ = true;
+    self->closeEmbedder();
     if (self->loop_) {
         self->loop_->requestStop(true);
         self->loop_->join();

@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "embedder.h"
 #include "event_mailbox.h"
 #include "event_relay.h"
 #include "napi.h"
@@ -39,6 +40,15 @@ private:
     Napi::Value Cancel(const Napi::CallbackInfo & info);
     Napi::Value Dispose(const Napi::CallbackInfo & info);
     Napi::Value Stats(const Napi::CallbackInfo & info);
+    /**
+     * embed(inputs: Uint32Array[]) -> Promise<{vectors: Float32Array, dimensions, passes}>: the inputs' unit
+     * vectors (embedder.h), computed off this thread (a Node-API async worker) on the loop's model while the
+     * loop goes on generating. Rejects with an Error whose `code` is engine_not_ready, engine_disposed,
+     * invalid_input or embedding_failed.
+     */
+    Napi::Value Embed(const Napi::CallbackInfo & info);
+    /** Aborts an embedding pass in flight, waits for it and frees the embedding context: before the model goes. */
+    void closeEmbedder();
 
     /** Loop thread: appends events and schedules a delivery unless one is pending. */
     void post(std::vector<LoopEvent> && events);
@@ -53,6 +63,11 @@ private:
     Tsfn tsfn_;
 
     EventMailbox mailbox_;
+
+    /** Created at the first embed() (its context at the first pass); shared with the async workers running it. */
+    std::shared_ptr<Embedder> embedder_;
+    int32_t embedMaxTokens_ = 0;
+    int32_t embedThreads_ = 1;
 
     /** Where a relayed job's events go (extras.relay); the loop thread reads it, submit() adds to it. */
     struct Route {

@@ -11,6 +11,10 @@ import type { Metrics } from '../metrics/metrics.ts';
 import { chooseCpuKernels, type CpuKernelsChoice, type CpuKernelsMode } from './cpu-kernels.ts';
 import { chooseGpuOffload, type GpuLayersMode, type GpuOffloadChoice } from './gpu-offload.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
+import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
+import type { EmbeddingTask, EmbeddingTaskResult } from './embedding-task.ts';
+import { invalidRequest } from '../errors/errors.ts';
+import type { RawPrompt } from '../protocol/chat-request.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
 import { reasoningSyntaxOf } from '../protocol/reasoning-split.ts';
@@ -83,7 +87,7 @@ const WORKER_STOP_TIMEOUT_MS = 8_000;
  * workers, admits requests (slots + a bounded queue), relays each generation's events (its port's, and the
  * native loops' through the event relay) to its sink and records the engine metrics. Single owner: main.ts; `dispose()` is idempotent.
  */
-export class LocalEngine implements ChatEngine {
+export class LocalEngine implements ChatEngine, EmbeddingEngine {
   readonly modelId: string;
   private pool: Piscina<GenerationTask, void> | null = null;
   /** Native engine: relayed tasks' events arrive here from the loop threads (null: ports only). */
@@ -454,6 +458,46 @@ export class LocalEngine implements ChatEngine {
   }
 
   /**
+   * The inputs' embeddings: one `embed` task on a model worker (Piscina's named task), which tokenizes them and
+   * computes their vectors (batched by the native loop). Admitted as a generation is (503 while warming up,
+   * failed, shutting down, or with the queue full) and counted as one running request while it runs; an input
+   * that cannot fit the context is refused here from its bytes, or by the worker once tokenized: a 400 naming
+   * `input[i]`. No generation metrics are recorded.
+   */
+  async embed(inputs: readonly RawPrompt[]): Promise<EmbeddingResult> {
+    if (this.disposed || this.draining) throw shuttingDown();
+    if (this.st.state === 'failed') throw modelFailed();
+    if (this.st.state !== 'ready' || !this.pool) {
+      throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
+    }
+    const contextSize = this.st.contextSize;
+    if (this.maxTokenBytes !== null && contextSize !== null) {
+      for (const [i, input] of inputs.entries()) {
+        const atLeast = rawPromptTokensAtLeast(input, this.maxTokenBytes);
+        if (atLeast > contextSize) throw inputTooLong(i, atLeast, contextSize);
+      }
+    }
+    if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
+    const pool = this.pool as unknown as Piscina<EmbeddingTask, EmbeddingTaskResult>;
+    this.running++;
+    let r: EmbeddingTaskResult;
+    try {
+      r = await pool.run({ inputs: [...inputs] }, { name: 'embed' });
+    } catch (err) {
+      throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
+    } finally {
+      this.running--;
+    }
+    if (!r.ok) {
+      if (r.reason === 'too_long') throw inputTooLong(r.index, r.atLeastTokens, r.contextSize);
+      throw invalidRequest(`'input[${r.index}]' holds a token id outside the vocabulary (0..${r.vocabularySize - 1})`, `input[${r.index}]`, 'invalid_value');
+    }
+    const vectors: Float32Array[] = [];
+    for (let i = 0; i < r.tokens.length; i++) vectors.push(r.vectors.subarray(i * r.dimensions, (i + 1) * r.dimensions));
+    return { vectors, promptTokens: r.tokens.reduce((a, b) => a + b, 0) };
+  }
+
+  /**
    * Graceful stop, step 1: new requests get 503 shutting_down; resolves once every admitted generation
    * has finished, or after `graceMs` (whatever still runs is then cut by dispose()).
    */
@@ -505,4 +549,9 @@ export class LocalEngine implements ChatEngine {
     if (this.workersStopped < this.o.workers) this.log.warn('model workers did not stop in time: terminating them', outcome);
     else this.log.info('model workers stopped', outcome);
   }
+}
+
+/** An embeddings input longer than the context: a 400 naming it. */
+function inputTooLong(index: number, atLeastTokens: number, contextSize: number) {
+  return invalidRequest(`'input[${index}]' has at least ${atLeastTokens} tokens; this model's maximum context length is ${contextSize} tokens`, `input[${index}]`, 'context_length_exceeded');
 }

@@ -3,6 +3,7 @@ import { validateChatRequest } from '../protocol/validate-chat-request.ts';
 import { chatCompletionFormat } from './chat-responder.ts';
 import { bearerToken, type Route } from '../http/router.ts';
 import { completionsRoutes } from './completions-routes.ts';
+import { embeddingsRoutes } from './embeddings-routes.ts';
 import { messagesRoutes } from './messages-routes.ts';
 import { responsesRoutes, type ResponsesRouteDeps } from './responses-routes.ts';
 
@@ -12,7 +13,7 @@ export type SharedInferenceRouteDeps = GenerationRouteDeps & ResponsesRouteDeps;
 
 /**
  * The shared, OpenAI-compatible endpoint: /api/inference/v1/{chat/completions,models,models/{id},responses,completions,
- * messages,messages/count_tokens}
+ * embeddings,messages,messages/count_tokens}
  * (and GET/DELETE /responses/{id}, GET /responses/{id}/input_items).
  * A model id holds a `/`: `GET /models/{id}` takes it percent-encoded (`local%2Fm`, as the SDKs send it) or
  * as two path segments (`local/m`).
@@ -42,6 +43,7 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
     { method: 'GET', pattern: '/api/inference/v1/models/:namespace/:name', name: 'model', handler: retrieveModel },
     ...responsesRoutes(d),
     ...completionsRoutes(d),
+    ...embeddingsRoutes(d),
     ...messagesRoutes(d),
   ];
 }

@@ -1,6 +1,8 @@
 import type { GpuInfo } from '../engine/worker-protocol.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink } from '../engine/generation.ts';
-import { modelNotFound } from '../errors/index.ts';
+import type { EmbeddingEngine, EmbeddingResult } from '../engine/embedding.ts';
+import type { EmbeddingsRequest } from '../protocol/embeddings-request.ts';
+import { invalidRequest, modelNotFound } from '../errors/index.ts';
 import type { ChatDeltaSink, TokenLogprob } from '../protocol/chat-delta.ts';
 import { ReasoningSplitter, type SplitPiece } from '../protocol/reasoning-split.ts';
 import { samplingOptionsOf, type ChatRequest, type RawPrompt } from '../protocol/chat-request.ts';
@@ -164,6 +166,18 @@ export class SharedModelGateway {
         { onText: () => {}, onDone: (r) => resolve(r.promptTokens), onError: reject },
       );
     });
+  }
+
+  /**
+   * The embeddings of a validated request's inputs (unit vectors, in order) and their token count. Rejects with
+   * model_not_found (404) for another model, with a 400 naming `model` when the engine serves no embeddings,
+   * and as the engine's embed() does (EmbeddingEngine).
+   */
+  async embed(request: EmbeddingsRequest): Promise<EmbeddingResult> {
+    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    const engine = this.engine as ChatEngine & Partial<EmbeddingEngine>;
+    if (engine.embed === undefined) throw invalidRequest(`The model '${request.model}' serves no embeddings`, 'model', 'model_not_supported');
+    return engine.embed(request.inputs);
   }
 
   /** GET /models/{id} as JSON text; model_not_found (404) for any other id. */

@@ -8,6 +8,8 @@ import { cpuKernelsDir } from './cpu-kernels-dir.ts';
 import { PromptBuilder } from './prompt-builder.ts';
 import { PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotEngine } from './slot-engine.ts';
+import type { EmbeddingTaskResult } from '../engine/embedding-task.ts';
+import { InputEmbedder, instantVectors, llamaEmbeddingVectors } from './input-embedder.ts';
 
 /** A part of a host being loaded: released, last loaded first, when the load fails or is aborted. */
 interface Releasable {
@@ -100,6 +102,32 @@ export class ModelHost {
     const count = typeof prompt === 'string' ? Math.max(1, Math.ceil(Buffer.byteLength(prompt) / INSTANT_TOKEN_BYTES)) : prompt.length;
     if (count > maxTokens) throw new PromptTooLong(count);
     return { tokens: new Uint32Array(count), stops: [] };
+  }
+
+  private embedder: InputEmbedder | undefined;
+
+  /**
+   * The `embed` task (input-embedder.ts): the native loop embeds in batches on its model (NativeSlotEngine.embed),
+   * the node-llama-cpp engine one input at a time in its embedding context, the instant engine with fake vectors.
+   * Text is tokenized as buildRawPrompt does (no template, BOS when the vocabulary asks), with the EOS token
+   * after it when the vocabulary asks for that too (BERT-style embedding models' separator).
+   */
+  embed(inputs: RawPrompt[]): Promise<EmbeddingTaskResult> {
+    this.embedder ??= this.createEmbedder();
+    return this.embedder.embed(inputs);
+  }
+
+  private createEmbedder(): InputEmbedder {
+    const engine = this.engine;
+    const model = this.model;
+    const tokenize = async (input: RawPrompt, maxTokens: number): Promise<Uint32Array> => {
+      const eos = typeof input === 'string' && model?.tokens.shouldAppendEosToken ? model.tokens.eos : null;
+      const { tokens } = await this.buildRawPrompt(input, eos === null ? maxTokens : maxTokens - 1);
+      return eos === null ? tokens : Uint32Array.from([...tokens, eos]);
+    };
+    if (engine.kind === 'native') return new InputEmbedder(engine.contextSize, tokenize, (tokens) => (engine as unknown as NativeSlotEngine).embed(tokens));
+    if (engine.kind === 'node-llama-cpp' && model) return new InputEmbedder(engine.contextSize, tokenize, llamaEmbeddingVectors(model, engine.contextSize));
+    return new InputEmbedder(engine.contextSize, tokenize, instantVectors);
   }
 
   async dispose(): Promise<void> {

@@ -5,3 +5,5 @@ import { register } from 'tsx/esm/api';
 register();
 const worker = await import('./model-worker.ts');
 export default worker.default;
+/** The `embed` task (Piscina's `name: 'embed'`). */
+export const embed = worker.embed;

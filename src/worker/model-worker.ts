@@ -7,6 +7,7 @@ import { ModelHost } from './model-host.ts';
 import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InvalidPromptToken, PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotJobHandle } from './slot-engine.ts';
+import type { EmbeddingTask, EmbeddingTaskResult } from '../engine/embedding-task.ts';
 
 /**
  * Piscina worker entry: a long-lived model host (architecture habit 7). The model loads once, when the
@@ -118,4 +119,14 @@ function reportPromptCache(engine: ModelHost['engine']): void {
 function failureOf(err: unknown, prompt: { tokens: number; contextSize: number } | null): EngineFailure {
   if (err instanceof ApiError && err.code === 'context_length_exceeded' && prompt) return engineFailure.contextLengthExceeded(prompt.tokens, prompt.contextSize);
   return engineFailure.internal(err instanceof ApiError && err.code ? err.code : 'engine_error', err);
+}
+
+/**
+ * Piscina task `embed` (the pool runs it with `{ name: 'embed' }`): the inputs' unit vectors, tokenized with this
+ * worker's vocabulary (ModelHost.embed); an input that is too long or holds a token outside the vocabulary is
+ * answered as a refusal, not thrown.
+ */
+export async function embed(task: EmbeddingTask): Promise<EmbeddingTaskResult> {
+  if (!host) throw new Error(`model not loaded: ${loadError ?? 'unknown error'}`);
+  return host.embed(task.inputs);
 }

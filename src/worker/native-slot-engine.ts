@@ -168,6 +168,16 @@ export class NativeSlotEngine implements SlotEngine {
     };
   }
 
+  /**
+   * Unit vectors of token inputs (flat, `dimensions` floats each), batched on the loop's model in a second
+   * context (native/src/embedder.h), off this thread, while the loop goes on generating. Rejects with an Error
+   * whose `code` is engine_disposed, engine_not_ready, invalid_input or embedding_failed.
+   */
+  embed(inputs: Uint32Array[]): Promise<{ vectors: Float32Array; dimensions: number; passes: number }> {
+    if (this.disposing) return Promise.reject(new NativeEngineError('engine_disposed', 'the engine is disposed'));
+    return this.loop.embed(inputs);
+  }
+
   dispose(): Promise<void> {
     if (!this.disposing) {
       this.disposing = new Promise<void>((resolve) => {

@@ -53,6 +53,8 @@ describe('warming up', () => {
     const sdkError = await client.chat.completions.create({ model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
     expect(sdkError).toBeInstanceOf(OpenAI.APIError);
     expect((sdkError as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+    const embedError = await client.embeddings.create({ model: 'someone/tiny-chat', input: 'hi' }).catch((e: unknown) => e);
+    expect(embedError).toMatchObject({ status: 503, code: 'model_warming_up' });
 
     hub.release();
     await hearth.waitReady();

@@ -5,7 +5,7 @@ import { serveModel } from '../helpers/served-model.ts';
 
 /**
  * Property-based fuzzing of the shared endpoint's request bodies (chat completions, JSON and SSE, the
- * Responses API, legacy completions, the Messages API and count_tokens) on a real `hearth serve` with the tiny chat model: every field with values of every wrong type
+ * Responses API, legacy completions, embeddings, the Messages API and count_tokens) on a real `hearth serve` with the tiny chat model: every field with values of every wrong type
  * and extreme size, messages and content parts of odd shapes, strings with NUL and lone surrogates, keys named
  * like Object.prototype members, unknown and duplicate keys, and generated JSON Schemas (deep, recursive `$ref`,
  * huge bounds and enums, unsupported keywords) for response_format, text.format and forced tools.
@@ -189,6 +189,23 @@ const completionsBody = mutated({ model: MODEL_ID, prompt: 'hi', max_tokens: 4 }
   top_k: anyValue, min_p: anyValue, repetition_penalty: anyValue, user: anyValue, logit_bias: anyValue, messages: anyValue,
 });
 
+// ---- embeddings bodies ----
+
+const embeddingsBody = mutated({ model: MODEL_ID, input: 'hi' }, {
+  model: chatFields.model,
+  input: fc.oneof(
+    hostileString,
+    fc.array(hostileString, { maxLength: 4 }),
+    fc.array(fc.oneof(tokenId, wrongType), { maxLength: 6 }),
+    fc.array(fc.array(tokenId, { maxLength: 4 }), { maxLength: 3 }),
+    fc.integer({ min: 2040, max: 2056 }).map((n) => Array.from({ length: n }, (_, i) => `x${i}`)),
+    wrongType,
+  ),
+  encoding_format: fc.oneof(fc.constantFrom('float', 'base64', 'int8', ''), wrongType),
+  dimensions: fc.oneof(fc.integer({ min: -1, max: 4096 }), wrongType),
+  user: anyValue,
+});
+
 // ---- Anthropic Messages API bodies ----
 
 const anthropicText = fc.record({ type: fc.constant('text'), text: hostileString });
@@ -245,7 +262,7 @@ const withRawKeys = (body: fc.Arbitrary<Record<string, unknown>>) => fc.tuple(
 });
 
 type ErrorShape = { type?: unknown; error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown } };
-type Route = 'chat/completions' | 'responses' | 'completions' | 'messages' | 'messages/count_tokens';
+type Route = 'chat/completions' | 'responses' | 'completions' | 'embeddings' | 'messages' | 'messages/count_tokens';
 /** The Messages API's routes answer errors in Anthropic's shape. */
 const anthropicRoute = (route: Route) => route.startsWith('messages');
 /** What a 200 JSON answer of each route is. */
@@ -253,6 +270,7 @@ const OK_BODY: Record<Route, (json: Record<string, unknown>) => boolean> = {
   'chat/completions': (j) => j.object === 'chat.completion',
   responses: (j) => j.object === 'response',
   completions: (j) => j.object === 'text_completion' && Array.isArray(j.choices),
+  embeddings: (j) => j.object === 'list' && Array.isArray(j.data) && j.data.length > 0,
   messages: (j) => j.type === 'message' && Array.isArray(j.content),
   'messages/count_tokens': (j) => typeof j.input_tokens === 'number',
 };
@@ -340,6 +358,14 @@ describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
   it('legacy completions: an answer in the documented shape, never a 5xx or a hang', async () => {
     await fc.assert(
       fc.asyncProperty(withRawKeys(completionsBody), async (body) => { count(`completions:${await sendAndCheck('completions', body)}`); }),
+      { seed: SEED, numRuns: 300, endOnFailure: true },
+    );
+    await expectServingAndIdle();
+  }, 120_000);
+
+  it('embeddings: an answer in the documented shape, never a 5xx or a hang', async () => {
+    await fc.assert(
+      fc.asyncProperty(withRawKeys(embeddingsBody), async (body) => { count(`embeddings:${await sendAndCheck('embeddings', body)}`); }),
       { seed: SEED, numRuns: 300, endOnFailure: true },
     );
     await expectServingAndIdle();

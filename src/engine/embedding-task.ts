@@ -1,0 +1,20 @@
+import type { RawPrompt } from '../protocol/chat-request.ts';
+
+/**
+ * The model worker's Piscina task `embed` (run with Piscina's `name` option beside the generation task),
+ * between LocalEngine.embed and the worker (model-worker.ts).
+ */
+
+/** The worker task: tokenize every input with the model's vocabulary (no chat template), then embed them. */
+export interface EmbeddingTask {
+  inputs: RawPrompt[];
+}
+
+/**
+ * The worker's answer: every input's unit vector, flat (`dimensions` floats each, in order), and each input's
+ * token count; or why an input was refused (the first one found).
+ */
+export type EmbeddingTaskResult =
+  | { ok: true; vectors: Float32Array; dimensions: number; tokens: number[] }
+  | { ok: false; index: number; reason: 'too_long'; atLeastTokens: number; contextSize: number }
+  | { ok: false; index: number; reason: 'invalid_token'; vocabularySize: number };

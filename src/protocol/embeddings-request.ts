@@ -1,0 +1,75 @@
+import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
+import type { RawPrompt } from './chat-request.ts';
+
+/**
+ * The embeddings request (`POST /embeddings`, OpenAI's shape), validated once at the edge. Every refusal is a
+ * 400 naming the field: `input` that is empty or holds an empty string or token array (`input[i]`), more than
+ * MAX_EMBEDDING_INPUTS inputs, an unknown `encoding_format`, and `dimensions` (the served models' vectors have
+ * one fixed size: it is refused, never ignored). Each input's length against the context is the engine's check.
+ */
+export interface EmbeddingsRequest {
+  model: string;
+  /** One vector per input, in order: text (tokenized without a chat template) or token ids taken as they are. */
+  inputs: RawPrompt[];
+  /** `input` was one input (a string or a token-id array), not a list of them: a refusal of input[0] names `input`. */
+  single: boolean;
+  /** `float`: arrays of numbers; `base64`: the little-endian float32 bytes of each vector, base64-encoded (as OpenAI). */
+  encodingFormat: 'float' | 'base64';
+}
+
+/** OpenAI's own bound on the inputs of one request. */
+export const MAX_EMBEDDING_INPUTS = 2048;
+
+type Json = Record<string, unknown>;
+
+const ACCEPTED = new Set(['model', 'input', 'encoding_format', 'dimensions', 'user']);
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const absent = (v: unknown) => v === undefined || v === null;
+const isTokenId = (t: unknown): t is number => typeof t === 'number' && Number.isInteger(t) && t >= 0 && t <= 0xffffffff;
+
+function tokenInput(list: unknown[], param: string): number[] {
+  if (list.length === 0) throw invalidRequest(`'${param}' must not be empty`, param, 'empty_array');
+  list.forEach((t, j) => {
+    if (!isTokenId(t)) throw invalidRequest(`'${param}[${j}]' must be a token id (an integer >= 0)`, `${param}[${j}]`, 'invalid_type');
+  });
+  return list as number[];
+}
+
+function textInput(s: string, param: string): string {
+  if (s === '') throw invalidRequest(`'${param}' must not be an empty string`, param, 'invalid_value');
+  return s;
+}
+
+/** `input`: a string, an array of strings, an array of token ids (one input), or an array of token-id arrays. */
+function parseInputs(raw: unknown): RawPrompt[] {
+  if (raw === undefined) throw invalidRequest("'input' is required", 'input', 'missing_required_parameter');
+  if (typeof raw === 'string') return [textInput(raw, 'input')];
+  const shape = "'input' must be a string, an array of strings, an array of token ids or an array of token-id arrays";
+  if (!Array.isArray(raw)) throw invalidRequest(shape, 'input', 'invalid_type');
+  if (raw.length === 0) throw invalidRequest("'input' must not be empty", 'input', 'empty_array');
+  if (typeof raw[0] === 'number') return [tokenInput(raw, 'input')];
+  if (raw.length > MAX_EMBEDDING_INPUTS) throw invalidRequest(`'input' holds ${raw.length} inputs; the limit is ${MAX_EMBEDDING_INPUTS}`, 'input', 'invalid_value');
+  return raw.map((p, i) => {
+    if (typeof p === 'string') return textInput(p, `input[${i}]`);
+    if (Array.isArray(p)) return tokenInput(p, `input[${i}]`);
+    throw invalidRequest(shape, `input[${i}]`, 'invalid_type');
+  });
+}
+
+/** A parsed JSON body -> EmbeddingsRequest, or a 400 naming the field. Pure. */
+export function validateEmbeddingsRequest(body: unknown): EmbeddingsRequest {
+  if (!isObject(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
+  for (const key of Object.keys(body)) {
+    if (!ACCEPTED.has(key)) throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
+  }
+  if (body.model === undefined) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
+  if (typeof body.model !== 'string' || body.model.length === 0) throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
+  const inputs = parseInputs(body.input);
+  const format = body.encoding_format;
+  if (!absent(format) && format !== 'float' && format !== 'base64') throw invalidRequest("'encoding_format' must be 'float' or 'base64'", 'encoding_format', 'invalid_value');
+  if (!absent(body.dimensions)) throw unsupportedParameter('dimensions', "is not supported: this model's embeddings have one fixed size");
+  if (!absent(body.user) && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  const single = typeof body.input === 'string' || (Array.isArray(body.input) && typeof body.input[0] === 'number');
+  return { model: body.model, inputs, single, encodingFormat: format === 'base64' ? 'base64' : 'float' };
+}

@@ -1,0 +1,118 @@
+/**
+ * The native loop's batched embedder (native/src/embedder.{h,cpp} through NativeSlotEngine.embed) on
+ * stories260K when present (else the project's tiny llama): many inputs per llama_decode with the same vectors
+ * as one input per pass, unit length, refusals of bad inputs, embeddings while the loop generates, and dispose
+ * with an embedding in flight. Skipped, saying why, when the addon is not built.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTinyModel } from '../../models/test-model-path.ts';
+import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
+import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
+import { realTestModel } from '../helpers/test-model.ts';
+import { tsWorker } from '../helpers/ts-worker.ts';
+import { submitJob } from '../helpers/generation-job.ts';
+
+const addon = nativeAddonAvailable();
+const GREEDY: SamplingParams = { temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1 };
+const CONTEXT = 1024;
+const REAL = realTestModel();
+/**
+ * Batched against alone: stories260K (f32) agrees to ~1e-7; the tiny llama's f16 weights meet activations
+ * rounded to f16 by some of ggml's batch-size-dependent CPU kernels and not by others (~1.3e-4 apart).
+ */
+const TOLERANCE = REAL ? 1e-4 : 5e-4;
+const model = async () => REAL ?? (await ensureTinyModel());
+
+const inputs = (n: number, len: number) => Array.from({ length: n }, (_, i) => Uint32Array.from({ length: len }, (_, j) => 1 + ((i * 31 + j * 7) % 200)));
+const rows = (r: { vectors: Float32Array; dimensions: number }) => Array.from({ length: r.vectors.length / r.dimensions }, (_, i) => r.vectors.subarray(i * r.dimensions, (i + 1) * r.dimensions));
+const norm = (v: Float32Array) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+
+describe.skipIf(!addon.ok)(`native embedder${addon.ok ? '' : ` (skipped: ${addon.reason})`}`, () => {
+  let engine: NativeSlotEngine;
+
+  beforeAll(async () => {
+    engine = await loadNativeSlotEngineInternal({ modelPath: await model(), contextSize: CONTEXT, slots: 2, threads: 1 });
+  });
+
+  afterAll(async () => {
+    await engine?.dispose();
+  });
+
+  it('packs many inputs into a pass, with the vectors of one input per pass, each of unit length', async () => {
+    const batch = inputs(64, 10);
+    const together = await engine.embed(batch);
+    expect(together.passes).toBe(2); // 640 tokens in passes of about 512
+    const alone = await Promise.all(batch.map((b) => engine.embed([b])));
+    const vectors = rows(together);
+    expect(vectors).toHaveLength(64);
+    vectors.forEach((v, i) => {
+      expect(norm(v)).toBeCloseTo(1, 5);
+      const one = rows(alone[i]!)[0]!;
+      expect(Math.max(...v.map((x, d) => Math.abs(x - one[d]!)))).toBeLessThan(TOLERANCE);
+    });
+    expect(Math.max(...vectors[0]!.map((x, d) => Math.abs(x - vectors[1]![d]!)))).toBeGreaterThan(1e-3);
+  });
+
+  it('an input of the whole context is one pass of its own', async () => {
+    const r = await engine.embed([...inputs(3, 5), ...inputs(1, CONTEXT)]);
+    expect(r.passes).toBe(1 + 1);
+  });
+
+  it('refuses an empty input, one longer than the context and a token outside the vocabulary', async () => {
+    await expect(engine.embed([new Uint32Array(0)])).rejects.toMatchObject({ code: 'invalid_input' });
+    await expect(engine.embed(inputs(1, CONTEXT + 1))).rejects.toMatchObject({ code: 'invalid_input' });
+    await expect(engine.embed([Uint32Array.from([1, 0xffffffff])])).rejects.toMatchObject({ code: 'invalid_input' });
+    await expect(engine.embed([Uint32Array.from([1, 1_000_000])])).rejects.toMatchObject({ code: 'invalid_input' });
+  });
+
+  it('embeds while the loop generates', async () => {
+    const generation = new Promise<string>((resolve, reject) => {
+      submitJob(engine, { promptTokens: Uint32Array.from([1, 5, 9]), maxTokens: 40, stops: [], sampling: GREEDY }, {
+        onText: () => {},
+        onDone: (r) => resolve(r.finishReason),
+        onError: (e) => reject(new Error(e.message)),
+      });
+    });
+    const [embedded, finish] = await Promise.all([engine.embed(inputs(32, 20)), generation]);
+    expect(rows(embedded)).toHaveLength(32);
+    expect(['stop', 'length']).toContain(finish);
+  });
+});
+
+describe.skipIf(!addon.ok)('native embedder and dispose', () => {
+  it('an embedding in flight at dispose settles (done or engine_disposed); later ones are refused', async () => {
+    const engine = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyModel(), contextSize: CONTEXT, slots: 1, threads: 1 });
+    const inFlight = engine.embed(inputs(2048, 30)).then(() => 'done', (e: { code?: string }) => e.code);
+    await new Promise((r) => setTimeout(r, 5));
+    await engine.dispose();
+    expect(['done', 'engine_disposed']).toContain(await inFlight);
+    await expect(engine.embed(inputs(1, 3))).rejects.toMatchObject({ code: 'engine_disposed' });
+  });
+});
+
+describe.skipIf(!addon.ok)('native embedder in a terminated worker thread', () => {
+  // Node lets thread-pool work in flight finish before the environment's cleanup hooks run: the thread ends
+  // once the embedding in flight has (dispose, above, aborts it at once instead).
+  it('survives the thread terminated with an embedding in flight, without dispose', async () => {
+    const body = `
+      const engine = await engineModule.loadNativeSlotEngineInternal({ modelPath: workerData.modelPath, contextSize: 1024, slots: 1, threads: 1 });
+      const inputs = Array.from({ length: 256 }, (_, i) => Uint32Array.from({ length: 30 }, (_, j) => 1 + ((i + j) % 200)));
+      void engine.embed(inputs).then(() => parentPort.postMessage('done'), (e) => parentPort.postMessage(e.code));
+      parentPort.postMessage('embedding');
+    `;
+    for (let i = 0; i < 2; i++) {
+      const outcome = await new Promise<{ exitCode: number; messages: unknown[] }>(async (resolve, reject) => {
+        const messages: unknown[] = [];
+        const worker = tsWorker(body, { modelPath: await model() }, { engineModule: 'src/worker/native-slot-engine.ts' });
+        worker.on('message', (m: unknown) => {
+          messages.push(m);
+          if (m === 'embedding') setTimeout(() => void worker.terminate(), 20);
+        });
+        worker.once('error', reject);
+        worker.once('exit', (exitCode) => resolve({ exitCode, messages }));
+      });
+      expect(outcome.messages[0]).toBe('embedding');
+      expect(outcome.exitCode).toBe(1); // terminate()'s exit code: the process (this test) lives on
+    }
+  });
+});
