@@ -317,12 +317,18 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     });
   }
 
-  generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle {
+  /** The worker pool, or a throw unless the model serves: shutting down (503), failed, still pulling or loading (503 model_warming_up). */
+  private servingPool(): Piscina<GenerationTask, void> {
     if (this.disposed || this.draining) throw shuttingDown();
     if (this.st.state === 'failed') throw modelFailed();
     if (this.st.state !== 'ready' || !this.pool) {
       throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
     }
+    return this.pool;
+  }
+
+  generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle {
+    const pool = this.servingPool();
     // A prompt that cannot fit is refused here, from its bytes, before it takes a queue place or a worker's time.
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
@@ -331,7 +337,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     const capacity = this.o.workers * this.st.slots;
     if (this.running + this.waiting >= capacity + this.o.queueLimit) throw queueFull(1);
-    return this.dispatch(this.pool, request, sink);
+    return this.dispatch(pool, request, sink);
   }
 
   private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
@@ -465,11 +471,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * `input[i]`. No generation metrics are recorded.
    */
   async embed(inputs: readonly RawPrompt[]): Promise<EmbeddingResult> {
-    if (this.disposed || this.draining) throw shuttingDown();
-    if (this.st.state === 'failed') throw modelFailed();
-    if (this.st.state !== 'ready' || !this.pool) {
-      throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
-    }
+    const pool = this.servingPool() as unknown as Piscina<EmbeddingTask, EmbeddingTaskResult>;
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
       for (const [i, input] of inputs.entries()) {
@@ -478,7 +480,6 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       }
     }
     if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
-    const pool = this.pool as unknown as Piscina<EmbeddingTask, EmbeddingTaskResult>;
     this.running++;
     let r: EmbeddingTaskResult;
     try {
