@@ -1,5 +1,6 @@
 import { unauthorized } from '../errors/index.ts';
-import type { ApiKeyRecord, HearthStore, KeyLimits } from '../store/database.ts';
+import type { RecordStore } from '../store/record-store.ts';
+import type { ApiKeyRecord, KeyLimits } from '../store/database.ts';
 import { issueCredential, parseCredential, randomId, secretMatches, UNKNOWN_ID_SECRET_HASH } from '../store/secrets.ts';
 
 /** What the API and CLI show of a key: never the secret or its hash. */
@@ -42,7 +43,7 @@ export class ApiKeyRepository {
   /** Presented key -> the record it was verified against. Bounded; holds nothing not already in memory per request. */
   private readonly verified = new Map<string, { id: string; secretHash: string }>();
 
-  constructor(private readonly store: HearthStore) {}
+  constructor(private readonly store: RecordStore) {}
 
   async create(name: string, accountId: string = DEFAULT_ACCOUNT_ID, limits: KeyLimits = NO_LIMITS): Promise<CreatedApiKey> {
     const { apiKeys, accounts, index } = this.store.dbs;

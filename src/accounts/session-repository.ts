@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type HearthStore, indexKeys, indexRange, type SessionRecord } from '../store/database.ts';
+import type { RecordStore } from '../store/record-store.ts';
+import { indexKeys, indexRange, type SessionRecord } from '../store/database.ts';
 import { sha256Hex } from '../store/secrets.ts';
 
 export interface SessionLifetimes {
@@ -24,7 +25,7 @@ export class SessionRepository {
   private readonly touchIntervalMs: number;
 
   constructor(
-    private readonly store: HearthStore,
+    private readonly store: RecordStore,
     private readonly lifetimes: SessionLifetimes,
   ) {
     this.touchIntervalMs = Math.min(60_000, Math.floor(lifetimes.idleMs / 10));

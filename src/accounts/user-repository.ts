@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import type { RecordStore } from '../store/record-store.ts';
 import { emailTaken } from '../errors/index.ts';
-import { type HearthStore, indexKeys, indexRange, type UserRecord, type UserRole } from '../store/database.ts';
+import { indexKeys, indexRange, type UserRecord, type UserRole } from '../store/database.ts';
 import { DEFAULT_SCRYPT_PARAMS, hashPassword, type ScryptParams, verifyAgainstNothing, verifyPassword } from './password-hash.ts';
 import { sha256Hex, sortableId } from '../store/secrets.ts';
 
@@ -42,7 +43,7 @@ export function normalizeEmail(email: string): string {
  */
 export class UserRepository {
   constructor(
-    private readonly store: HearthStore,
+    private readonly store: RecordStore,
     private readonly kdf: ScryptParams = DEFAULT_SCRYPT_PARAMS,
   ) {}
 

@@ -1,4 +1,5 @@
-import { type AppRecord, type DeploymentRecord, type DeploymentSource, type DeploymentState, type HearthStore, indexKeys, indexRange } from '../store/database.ts';
+import { type AppRecord, type DeploymentRecord, type DeploymentSource, type DeploymentState, indexKeys, indexRange } from '../store/database.ts';
+import type { RecordStore } from '../store/record-store.ts';
 import type { ProviderKeyCipher } from '../workspaces/provider-key-cipher.ts';
 import { sortableId } from '../store/secrets.ts';
 
@@ -35,7 +36,7 @@ const keyContext = (appId: string) => `app:${appId}:api-key`;
 
 export class AppRepository {
   constructor(
-    private readonly store: HearthStore,
+    private readonly store: RecordStore,
     private readonly cipher: ProviderKeyCipher,
   ) {}
 

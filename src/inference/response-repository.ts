@@ -1,4 +1,5 @@
-import { type HearthStore, indexKeys, indexRange, type StoredResponseRecord } from '../store/database.ts';
+import { indexKeys, indexRange, type StoredResponseRecord } from '../store/database.ts';
+import type { RecordStore } from '../store/record-store.ts';
 import type { ChatMessage } from '../protocol/chat-request.ts';
 import type { InputItem } from '../protocol/responses-request.ts';
 
@@ -22,7 +23,7 @@ const DAY_MS = 86_400_000;
  */
 export class ResponseRepository {
   constructor(
-    private readonly store: HearthStore,
+    private readonly store: RecordStore,
     private readonly ttlDays: number,
     private readonly now: () => number = Date.now,
   ) {}
@@ -39,7 +40,7 @@ export class ResponseRepository {
       history: r.history as unknown as Record<string, unknown>[],
     };
     const { responses, index } = this.store.dbs;
-    this.store.root.transactionSync(() => {
+    this.store.transactionSync(() => {
       responses.putSync(record.id, record);
       index.putSync(indexKeys.responseExpiry(record.expiresAt, record.id), true);
     });
@@ -55,7 +56,7 @@ export class ResponseRepository {
   /** Removes the account's response `id`; false when there was none to remove (as `get`). */
   delete(accountId: string, id: string): boolean {
     const { responses, index } = this.store.dbs;
-    return this.store.root.transactionSync(() => {
+    return this.store.transactionSync(() => {
       const rec = responses.get(id);
       if (rec === undefined || rec.accountId !== accountId || Date.parse(rec.expiresAt) <= this.now()) return false;
       responses.removeSync(id);

@@ -1,5 +1,6 @@
 import { noYamConfigured, unauthorized, workspaceNotFound } from '../errors/index.ts';
-import { type HearthStore, indexKeys, indexRange, type ProjectRecord, type ProjectState } from '../store/database.ts';
+import type { RecordStore } from '../store/record-store.ts';
+import { indexKeys, indexRange, type ProjectRecord, type ProjectState } from '../store/database.ts';
 import type { ProviderKeyCipher } from './provider-key-cipher.ts';
 import { issueCredential, parseCredential, randomId, secretMatches, sortableId, UNKNOWN_ID_SECRET_HASH } from '../store/secrets.ts';
 
@@ -42,7 +43,7 @@ const keyContext = (projectId: string) => `project:${projectId}:provider-key`;
 
 export class ProjectRepository {
   constructor(
-    private readonly store: HearthStore,
+    private readonly store: RecordStore,
     private readonly cipher: ProviderKeyCipher,
   ) {}
 

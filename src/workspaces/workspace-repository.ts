@@ -1,4 +1,5 @@
-import { type HearthStore, indexKeys, indexRange, type WorkspaceRecord, type YamRecord } from '../store/database.ts';
+import { indexKeys, indexRange, type WorkspaceRecord, type YamRecord } from '../store/database.ts';
+import type { RecordStore } from '../store/record-store.ts';
 import { sortableId } from '../store/secrets.ts';
 
 /**
@@ -7,7 +8,7 @@ import { sortableId } from '../store/secrets.ts';
  * Multi-record changes (delete) run in one transaction. Main thread; shares the process's HearthStore.
  */
 export class WorkspaceRepository {
-  constructor(private readonly store: HearthStore) {}
+  constructor(private readonly store: RecordStore) {}
 
   static newId(): string {
     return `ws_${sortableId()}`;

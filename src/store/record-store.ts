@@ -1,0 +1,76 @@
+import type {
+  AccountRecord,
+  ApiKeyRecord,
+  AppRecord,
+  DeploymentRecord,
+  ProjectRecord,
+  SessionRecord,
+  SetupTokenRecord,
+  StoredResponseRecord,
+  UserRecord,
+  WorkspaceRecord,
+} from './records.ts';
+
+/**
+ * The one interface every repository is written against: tables of records by id, one index table, and
+ * transactions. `HearthStore` (database.ts) implements it on LMDB in one data dir; a store for a fleet of
+ * replicas implements the same contract. Repositories never see the database behind it.
+ *
+ * Contract:
+ * - Reads (`get`, `getRange`, `getKeys`) are synchronous and see committed state, so a read answers without a
+ *   promise (pipelined GETs stay in order).
+ * - `transaction(fn)` runs `fn` as one write transaction: every `put` / `remove` made in it commits together,
+ *   and reads inside it see the committed state at write time, so check-then-write is atomic (also across
+ *   processes sharing the data dir). Writes are durable once the promise resolves. A throw inside `fn` does not
+ *   undo writes made before it: check everything first, then write.
+ * - `transactionSync(fn)` is the same, committed before it returns (for a write that must be visible before
+ *   the caller's next step, e.g. a response stored before its answer ends); `putSync` / `removeSync` inside it.
+ * - A key over MAX_KEY_BYTES (database.ts) names nothing: reads find nothing, removes remove nothing.
+ */
+export type RecordKey = string | (string | number)[];
+
+export interface RangeOptions<K extends RecordKey> {
+  start?: K;
+  end?: K;
+  limit?: number;
+}
+
+/** One table: a record kind by its id, or the index (`[kind, ownerId, recordId] -> true`). */
+export interface RecordTable<V, K extends RecordKey = string> {
+  get(key: K): V | undefined;
+  /** In a transaction: part of it. Outside one: its own write, durable when the promise resolves. */
+  put(key: K, value: V): Promise<boolean> | boolean;
+  remove(key: K): Promise<boolean> | boolean;
+  putSync(key: K, value: V): void;
+  removeSync(key: K): boolean;
+  /** Entries in key order within [start, end). */
+  getRange(options?: RangeOptions<K>): Iterable<{ key: K; value: V }>;
+  getKeys(options?: RangeOptions<K>): Iterable<K>;
+}
+
+export interface RecordTables {
+  accounts: RecordTable<AccountRecord>;
+  apiKeys: RecordTable<ApiKeyRecord>;
+  workspaces: RecordTable<WorkspaceRecord>;
+  projects: RecordTable<ProjectRecord>;
+  /** Applications on Yams and their deployments (apps/app-repository.ts). */
+  apps: RecordTable<AppRecord>;
+  deployments: RecordTable<DeploymentRecord>;
+  /** People who sign in (accounts/user-repository.ts). */
+  users: RecordTable<UserRecord>;
+  /** Dashboard sessions, keyed by the hex SHA-256 of the cookie value (accounts/session-repository.ts). */
+  sessions: RecordTable<SessionRecord>;
+  /** First-run setup tokens, keyed by the hex SHA-256 of the token (accounts/user-repository.ts). */
+  setupTokens: RecordTable<SetupTokenRecord>;
+  /** Stored Responses API responses (inference/response-repository.ts). */
+  responses: RecordTable<StoredResponseRecord>;
+  /** Secondary indexes, keyed `[kind, ownerId, recordId]` (database.ts indexKeys). */
+  index: RecordTable<true, (string | number)[]>;
+}
+
+export interface RecordStore {
+  readonly dbs: RecordTables;
+  transaction<T>(fn: () => T): Promise<T>;
+  transactionSync<T>(fn: () => T): T;
+  close(): Promise<void>;
+}
