@@ -38,7 +38,6 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
   }
   const { config, warnings } = loadServeConfig(argv);
   const log = createLogger(config.logLevel);
-  for (const warning of warnings) log.warn(warning);
   // Signals are handled from before the start, so one that arrives while Hearth starts is not the default
   // (instant death) but a shutdown as soon as the start is done. The first signal arms the forced-exit bound;
   // a second one exits at once.
@@ -59,6 +58,8 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
+  // Logged once the handlers are in place: a supervisor may signal at the first line it reads.
+  for (const warning of warnings) log.warn(warning);
   const hearth = await startHearth(config, log);
   await first;
   const outcome = await hearth.close();
