@@ -1,5 +1,6 @@
 #include "slot_sampler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 
@@ -7,6 +8,7 @@ namespace hearth {
 
 SlotSampler::SlotSampler(const SamplingSpec & s, const llama_vocab * vocab, int32_t slotContext,
                          const std::vector<llama_token> & prompt, llama_sampler * grammar, const Utf8TokenTable * utf8) {
+    vocab_ = vocab;
     grammar_ = grammar;
     utf8_ = utf8;
     nVocab_ = llama_vocab_n_tokens(vocab);
@@ -65,9 +67,9 @@ SlotSampler::~SlotSampler() {
     }
 }
 
-llama_token SlotSampler::sample(const float * logits, std::string & error) {
+llama_token SlotSampler::sample(const float * logits, std::string & error, int32_t remaining) {
     if (grammar_ != nullptr) {
-        return sampleWithGrammar(logits, error);
+        return sampleWithGrammar(logits, error, remaining);
     }
     if (plainGreedy_) {
         llama_token best = 0;
@@ -111,7 +113,7 @@ void SlotSampler::fillUtf8Candidates(const float * logits) {
     candidates_.resize(n);
 }
 
-llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & error) {
+llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & error, int32_t remaining) {
     try {
         fillCandidates(logits);
         llama_token_data_array all{ candidates_.data(), candidates_.size(), -1, false };
@@ -144,6 +146,9 @@ llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & e
                 return -1;
             }
         }
+        if (remaining <= kClosingHorizon) {
+            token = closeInTime(logits, token, remaining);
+        }
         llama_sampler_accept(grammar_, token);
         llama_sampler_accept(chain_, token);
         utf8State_ = utf8_->next(token, utf8State_);
@@ -152,6 +157,61 @@ llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & e
         error = std::string("grammar: ") + e.what();
         return -1;
     }
+}
+
+llama_token SlotSampler::closeInTime(const float * logits, llama_token token, int32_t remaining) {
+    if (!closer_) {
+        closer_ = std::make_unique<GrammarCloser>(vocab_);
+    }
+    const int32_t after = remaining - 1;  // tokens left once this one is taken
+    if (llama_vocab_is_eog(vocab_, token)) {
+        return token;
+    }
+    auto lengthAfter = [&](llama_token t, int32_t cap) {
+        if (llama_vocab_is_eog(vocab_, t)) {
+            return 0;
+        }
+        if (utf8_->next(t, utf8State_) != kUtf8Boundary) {
+            return GrammarCloser::kUnreachable;  // the closing alphabet is ASCII: only from a character boundary
+        }
+        return closer_->lengthAfter(grammar_, t, cap);
+    };
+    if (lengthAfter(token, after) <= after) {
+        return token;  // the grammar still completes in time: nothing changes
+    }
+    // Closing mode: the model's likeliest allowed tokens, in order, the first that leaves room to complete.
+    fillUtf8Candidates(logits);
+    llama_token_data_array allowed{ candidates_.data(), candidates_.size(), -1, false };
+    llama_sampler_apply(grammar_, &allowed);
+    const auto finiteEnd = std::partition(candidates_.begin(), candidates_.end(),
+                                          [](const llama_token_data & d) { return std::isfinite(d.logit); });
+    const size_t nAllowed = (size_t) (finiteEnd - candidates_.begin());
+    const size_t k = std::min(nAllowed, (size_t) kClosingTopK);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + k, finiteEnd,
+                      [](const llama_token_data & a, const llama_token_data & b) { return a.logit > b.logit; });
+    llama_token best = token;
+    int32_t bestLength = GrammarCloser::kUnreachable;
+    for (size_t i = 0; i < k; i++) {
+        const llama_token t = candidates_[i].id;
+        const int32_t length = lengthAfter(t, std::max(after, kClosingHorizon));
+        if (length <= after) {
+            return t;
+        }
+        if (length < bestLength) {
+            best = t;
+            bestLength = length;
+        }
+    }
+    // The closer's own walk: its first token keeps the grammar completable whenever the walk fits.
+    llama_token first = -1;
+    const int32_t walk = utf8State_ == kUtf8Boundary ? closer_->length(grammar_, kClosingHorizon, &first) : GrammarCloser::kUnreachable;
+    if (walk == 0 && closer_->eog() >= 0) {
+        return closer_->eog();  // complete, and nothing else fits: end here
+    }
+    if (first >= 0 && walk - 1 < bestLength) {
+        return first;
+    }
+    return best;  // no completion fits the budget: the shortest one known
 }
 
 }  // namespace hearth
