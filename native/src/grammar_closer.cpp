@@ -1,6 +1,7 @@
 #include "grammar_closer.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <unordered_map>
 
@@ -19,14 +20,25 @@ struct ClonedSampler {
 
 }  // namespace
 
+namespace {
+
+// The preferred strings; kInString and kStructural are the orders in which a walk step tries them.
+enum Preferred { kQuoteBrace, kQuoteBracket, kQuote, kBracketBrace, kBraces, kBrace, kBracket, kZero, kEmptyString,
+                 kEmptyObject, kEmptyArray, kNull, kTrue, kPreferredCount };
+const char * const kPreferredText[kPreferredCount] = { "\"}", "\"]", "\"", "]}", "}}", "}", "]", "0", "\"\"", "{}", "[]", "null", "true" };
+/** Inside a string: close it (and what holds it) first; `}` or `]` there would only be more string. */
+const Preferred kInString[] = { kQuoteBrace, kQuoteBracket, kQuote };
+/** Elsewhere: close containers, then the shortest values, and open a string last. */
+const Preferred kStructural[] = { kBracketBrace, kBraces, kBrace, kBracket, kZero, kEmptyString, kEmptyObject, kEmptyArray, kNull, kTrue, kQuote };
+
+}  // namespace
+
 GrammarCloser::GrammarCloser(const llama_vocab * vocab) {
-    static const char * const kPreferred[] = { "\"}", "]}", "}}", "\"]", "\"", "}", "]", "0", "\"\"", "{}", "[]", "null", "true" };
-    const size_t nPreferred = sizeof(kPreferred) / sizeof(kPreferred[0]);
     std::unordered_map<std::string, size_t> rank;
-    for (size_t i = 0; i < nPreferred; i++) {
-        rank.emplace(kPreferred[i], i);
+    for (size_t i = 0; i < kPreferredCount; i++) {
+        rank.emplace(kPreferredText[i], i);
     }
-    std::vector<llama_token> preferred(nPreferred, -1);
+    preferredIds_.assign(kPreferredCount, -1);
     std::vector<llama_token> single(128, -1);  // by character
     const int32_t n = llama_vocab_n_tokens(vocab);
     char buf[16];
@@ -37,8 +49,8 @@ GrammarCloser::GrammarCloser(const llama_vocab * vocab) {
         }
         const std::string piece(buf, (size_t) len);
         const auto it = rank.find(piece);
-        if (it != rank.end() && preferred[it->second] < 0) {
-            preferred[it->second] = t;
+        if (it != rank.end() && preferredIds_[it->second] < 0) {
+            preferredIds_[it->second] = t;
         }
         const unsigned char c = (unsigned char) buf[0];
         if (len == 1 && c < 128 && single[c] < 0 && (c >= 0x20 || c == '\n' || c == '\t') && c != 0x7F) {
@@ -51,25 +63,23 @@ GrammarCloser::GrammarCloser(const llama_vocab * vocab) {
     }
     if (eog_ == LLAMA_TOKEN_NULL) {
         eog_ = -1;
-    } else {
-        alphabet_.push_back(eog_);
     }
-    for (llama_token t : preferred) {
-        if (t >= 0) {
-            alphabet_.push_back(t);
+    for (char c : { 'q', 'x', 'z' }) {
+        if (probe_ < 0) {
+            probe_ = single[(unsigned char) c];
         }
     }
     for (int c = 0x21; c < 0x7F; c++) {
         if (single[c] >= 0) {
-            alphabet_.push_back(single[c]);
+            characters_.push_back(single[c]);
         }
     }
     for (int c : { ' ', '\n', '\t' }) {
         if (single[c] >= 0) {
-            alphabet_.push_back(single[c]);
+            characters_.push_back(single[c]);
         }
     }
-    scratch_.reserve(alphabet_.size());
+    scratch_.reserve(characters_.size() + kPreferredCount + 2);
 }
 
 int32_t GrammarCloser::length(const llama_sampler * grammar, int32_t cap, llama_token * first) {
@@ -88,24 +98,43 @@ int32_t GrammarCloser::walk(llama_sampler * grammar, int32_t cap, llama_token * 
         *first = -1;
     }
     for (int32_t steps = 0;; steps++) {
+        // One apply over end-of-generation, the preferred strings and the probe (a letter: allowed only inside a
+        // string, where `}` and `]` would be content), then the first allowed in the order for where it stands.
         scratch_.clear();
-        for (llama_token t : alphabet_) {
-            scratch_.push_back(llama_token_data{ t, 0.0f, 0.0f });
+        if (eog_ >= 0) {
+            scratch_.push_back(llama_token_data{ eog_, 0.0f, 0.0f });
+        }
+        const size_t base = scratch_.size();
+        for (llama_token t : preferredIds_) {
+            scratch_.push_back(llama_token_data{ t < 0 ? 0 : t, t < 0 ? -INFINITY : 0.0f, 0.0f });
+        }
+        if (probe_ >= 0) {
+            scratch_.push_back(llama_token_data{ probe_, 0.0f, 0.0f });
         }
         llama_token_data_array arr{ scratch_.data(), scratch_.size(), -1, false };
-        llama_sampler_apply(grammar, &arr);
+        llama_sampler_apply(grammar, &arr);  // keeps the order, marking rejects -inf
+        if (eog_ >= 0 && std::isfinite(scratch_[0].logit)) {
+            return steps;
+        }
+        const bool inString = probe_ >= 0 && std::isfinite(scratch_.back().logit);
         llama_token next = -1;
-        for (size_t i = 0; i < arr.size; i++) {  // the grammar sampler keeps the order, marking rejects -inf
-            if (std::isfinite(arr.data[i].logit)) {
-                next = arr.data[i].id;
-                break;
+        auto pick = [&](const Preferred * order, size_t count) {
+            for (size_t i = 0; i < count && next < 0; i++) {
+                if (std::isfinite(scratch_[base + order[i]].logit)) {
+                    next = preferredIds_[order[i]];
+                }
             }
+        };
+        if (inString) {
+            pick(kInString, sizeof(kInString) / sizeof(kInString[0]));
+        } else {
+            pick(kStructural, sizeof(kStructural) / sizeof(kStructural[0]));
+        }
+        if (next < 0) {
+            next = firstAllowed(grammar, characters_);
         }
         if (next < 0) {
             return kUnreachable;
-        }
-        if (next == eog_) {
-            return steps;
         }
         if (steps >= cap) {
             return kUnreachable;
@@ -115,6 +144,21 @@ int32_t GrammarCloser::walk(llama_sampler * grammar, int32_t cap, llama_token * 
         }
         llama_sampler_accept(grammar, next);
     }
+}
+
+llama_token GrammarCloser::firstAllowed(llama_sampler * grammar, const std::vector<llama_token> & tokens) {
+    scratch_.clear();
+    for (llama_token t : tokens) {
+        scratch_.push_back(llama_token_data{ t, 0.0f, 0.0f });
+    }
+    llama_token_data_array arr{ scratch_.data(), scratch_.size(), -1, false };
+    llama_sampler_apply(grammar, &arr);
+    for (size_t i = 0; i < arr.size; i++) {  // the grammar sampler keeps the order, marking rejects -inf
+        if (std::isfinite(arr.data[i].logit)) {
+            return arr.data[i].id;
+        }
+    }
+    return -1;
 }
 
 }  // namespace hearth

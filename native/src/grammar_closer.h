@@ -17,9 +17,10 @@ public:
     static constexpr int32_t kUnreachable = INT32_MAX;
 
     /**
-     * Scans the vocabulary once for the closing alphabet, in priority order: end-of-generation first, then the
-     * tokens whose piece is exactly one of `"}` `]}` `}}` `"]` `"` `}` `]` `0` `""` `{}` `[]` `null` `true`,
-     * then every token whose piece is one printable ASCII character, then the whitespace characters.
+     * Scans the vocabulary once for the closing alphabet. A walk step takes end-of-generation where allowed;
+     * else, inside a string (where the grammar allows a letter), the first allowed of `"}` `"]` `"`; elsewhere
+     * the first allowed of `]}` `}}` `}` `]` `0` `""` `{}` `[]` `null` `true` `"`; else the first allowed
+     * single printable ASCII character, then whitespace (e.g. the letters of a key the schema names).
      */
     explicit GrammarCloser(const llama_vocab * vocab);
 
@@ -39,9 +40,13 @@ public:
 
 private:
     int32_t walk(llama_sampler * grammar, int32_t cap, llama_token * first);
+    /** The first token of `tokens` (in order) that the grammar allows, or -1. */
+    llama_token firstAllowed(llama_sampler * grammar, const std::vector<llama_token> & tokens);
 
     llama_token eog_ = -1;
-    std::vector<llama_token> alphabet_;  // priority order, eog_ (when there is one) first
+    std::vector<llama_token> preferredIds_;  // by Preferred (grammar_closer.cpp); -1 where no token has that piece
+    llama_token probe_ = -1;               // a letter token: allowed only inside a string
+    std::vector<llama_token> characters_;  // the single characters, in priority order
     std::vector<llama_token_data> scratch_;
 };
 

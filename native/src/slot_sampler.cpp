@@ -2,9 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 
 namespace hearth {
+
+namespace {
+
+/** kClosingHorizon, or HEARTH_CLOSING_HORIZON where set (0 turns closing off: a benchmark's A/B knob). */
+int32_t closingHorizon() {
+    static const int32_t horizon = [] {
+        const char * env = std::getenv("HEARTH_CLOSING_HORIZON");
+        return env != nullptr ? std::atoi(env) : SlotSampler::kClosingHorizon;
+    }();
+    return horizon;
+}
+
+}  // namespace
 
 SlotSampler::SlotSampler(const SamplingSpec & s, const llama_vocab * vocab, int32_t slotContext,
                          const std::vector<llama_token> & prompt, llama_sampler * grammar, const Utf8TokenTable * utf8) {
@@ -146,7 +160,7 @@ llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & e
                 return -1;
             }
         }
-        if (remaining <= kClosingHorizon) {
+        if (remaining <= closingHorizon()) {
             token = closeInTime(logits, token, remaining);
         }
         llama_sampler_accept(grammar_, token);
@@ -189,29 +203,20 @@ llama_token SlotSampler::closeInTime(const float * logits, llama_token token, in
     const size_t k = std::min(nAllowed, (size_t) kClosingTopK);
     std::partial_sort(candidates_.begin(), candidates_.begin() + k, finiteEnd,
                       [](const llama_token_data & a, const llama_token_data & b) { return a.logit > b.logit; });
-    llama_token best = token;
-    int32_t bestLength = GrammarCloser::kUnreachable;
     for (size_t i = 0; i < k; i++) {
         const llama_token t = candidates_[i].id;
-        const int32_t length = lengthAfter(t, std::max(after, kClosingHorizon));
-        if (length <= after) {
+        if (lengthAfter(t, after) <= after) {
             return t;
         }
-        if (length < bestLength) {
-            best = t;
-            bestLength = length;
-        }
     }
-    // The closer's own walk: its first token keeps the grammar completable whenever the walk fits.
+    // The closer's own walk: its first token keeps the grammar completable whenever the walk fits, and is the
+    // shortest completion known when none fits.
     llama_token first = -1;
     const int32_t walk = utf8State_ == kUtf8Boundary ? closer_->length(grammar_, kClosingHorizon, &first) : GrammarCloser::kUnreachable;
     if (walk == 0 && closer_->eog() >= 0) {
         return closer_->eog();  // complete, and nothing else fits: end here
     }
-    if (first >= 0 && walk - 1 < bestLength) {
-        return first;
-    }
-    return best;  // no completion fits the budget: the shortest one known
+    return first >= 0 && walk != GrammarCloser::kUnreachable ? first : token;
 }
 
 }  // namespace hearth

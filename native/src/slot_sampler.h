@@ -46,7 +46,7 @@ public:
     /** How close to the end of its budget a grammar job starts checking that its grammar can still complete. */
     static constexpr int32_t kClosingHorizon = 64;
     /** In closing mode, how many of the grammar's allowed tokens (the model's likeliest first) are weighed. */
-    static constexpr int32_t kClosingTopK = 32;
+    static constexpr int32_t kClosingTopK = 8;
 
 private:
     /**
@@ -57,9 +57,8 @@ private:
     /**
      * `token` (allowed by the grammar) if the grammar can still complete within `remaining - 1` tokens after
      * it; otherwise the model's likeliest allowed token (of the kClosingTopK likeliest) after which it can, or
-     * the first token of the closer's own shortest walk, or end-of-generation when the grammar is complete
-     * already; when nothing fits (the budget is shorter than any completion) the token whose completion is
-     * shortest.
+     * end-of-generation when the grammar is complete already, or the first token of the closer's own walk
+     * (also when nothing fits: the budget is shorter than any completion the closer knows).
      */
     llama_token closeInTime(const float * logits, llama_token token, int32_t remaining);
     void fillCandidates(const float * logits);

@@ -1,5 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
@@ -95,5 +96,29 @@ describe('a JSON reply cut by max_tokens is complete JSON', () => {
     expect(finish).toBe('length');
     expect(text.startsWith('{"')).toBe(true);
     expect(() => JSON.parse(text)).toThrow();
+  });
+});
+
+/** The same on a 32,000-token Llama 2 vocabulary (random weights), where the workplace has the model. */
+const LLAMA2 = '/work/shared/models/llama-2-tiny-random.gguf';
+describe.skipIf(!existsSync(LLAMA2))('on the Llama 2 vocabulary', () => {
+  let llama: HearthProcess;
+  let c: OpenAI;
+  beforeAll(async () => {
+    llama = await startHearthProcess({ args: ['--model', LLAMA2, '--model-id', 'local/llama2-random', '--slots', '1'] });
+    await llama.waitReady();
+    c = new OpenAI({ apiKey: llama.key, baseURL: `${llama.baseUrl}/api/inference/v1`, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await llama?.stop();
+  });
+
+  it.each([[JSON_OBJECT, 40], [JSON_OBJECT, 100], [JSON_SCHEMA, 64], [JSON_SCHEMA, 100]] as const)('%o, max_tokens %i: parses for seeds 1-3', async (format, maxTokens) => {
+    for (const seed of [1, 2, 3]) {
+      const r = await c.chat.completions.create({ model: 'local/llama2-random', messages: ask, response_format: format, max_tokens: maxTokens, seed, temperature: 1 });
+      const value: unknown = JSON.parse(r.choices[0]!.message.content ?? '');
+      if (format === JSON_SCHEMA) expect(valid(value)).toBe(true);
+      expect(r.usage!.completion_tokens).toBeLessThanOrEqual(maxTokens);
+    }
   });
 });
