@@ -667,7 +667,8 @@ void SlotLoop::step() {
     auto sampleRow = [this](size_t i) {
         Slot & slot = *sampleRows_[i];
         slot.sampleError.clear();
-        slot.sampled = slot.logits == nullptr ? -1 : slot.sampler->sample(slot.logits, slot.sampleError);
+        const int32_t remaining = std::min(slot.maxTokens - slot.generated, contextSize_ - (int32_t) slot.cache.size());
+        slot.sampled = slot.logits == nullptr ? -1 : slot.sampler->sample(slot.logits, slot.sampleError, remaining);
     };
     if (rowPool_ && sampleRows_.size() >= kParallelSampleRows) {
         rowPool_->run(sampleRows_.size(), sampleRow);

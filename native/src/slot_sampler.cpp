@@ -1,12 +1,28 @@
 #include "slot_sampler.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 
 namespace hearth {
 
+namespace {
+
+/** kClosingHorizon, or HEARTH_CLOSING_HORIZON where set (0 turns closing off: a benchmark's A/B knob). */
+int32_t closingHorizon() {
+    static const int32_t horizon = [] {
+        const char * env = std::getenv("HEARTH_CLOSING_HORIZON");
+        return env != nullptr ? std::atoi(env) : SlotSampler::kClosingHorizon;
+    }();
+    return horizon;
+}
+
+}  // namespace
+
 SlotSampler::SlotSampler(const SamplingSpec & s, const llama_vocab * vocab, int32_t slotContext,
                          const std::vector<llama_token> & prompt, llama_sampler * grammar, const Utf8TokenTable * utf8) {
+    vocab_ = vocab;
     grammar_ = grammar;
     utf8_ = utf8;
     nVocab_ = llama_vocab_n_tokens(vocab);
@@ -65,9 +81,9 @@ SlotSampler::~SlotSampler() {
     }
 }
 
-llama_token SlotSampler::sample(const float * logits, std::string & error) {
+llama_token SlotSampler::sample(const float * logits, std::string & error, int32_t remaining) {
     if (grammar_ != nullptr) {
-        return sampleWithGrammar(logits, error);
+        return sampleWithGrammar(logits, error, remaining);
     }
     if (plainGreedy_) {
         llama_token best = 0;
@@ -111,7 +127,7 @@ void SlotSampler::fillUtf8Candidates(const float * logits) {
     candidates_.resize(n);
 }
 
-llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & error) {
+llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & error, int32_t remaining) {
     try {
         fillCandidates(logits);
         llama_token_data_array all{ candidates_.data(), candidates_.size(), -1, false };
@@ -144,6 +160,9 @@ llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & e
                 return -1;
             }
         }
+        if (remaining <= closingHorizon()) {
+            token = closeInTime(logits, token, remaining);
+        }
         llama_sampler_accept(grammar_, token);
         llama_sampler_accept(chain_, token);
         utf8State_ = utf8_->next(token, utf8State_);
@@ -152,6 +171,52 @@ llama_token SlotSampler::sampleWithGrammar(const float * logits, std::string & e
         error = std::string("grammar: ") + e.what();
         return -1;
     }
+}
+
+llama_token SlotSampler::closeInTime(const float * logits, llama_token token, int32_t remaining) {
+    if (!closer_) {
+        closer_ = std::make_unique<GrammarCloser>(vocab_);
+    }
+    const int32_t after = remaining - 1;  // tokens left once this one is taken
+    if (llama_vocab_is_eog(vocab_, token)) {
+        return token;
+    }
+    auto lengthAfter = [&](llama_token t, int32_t cap) {
+        if (llama_vocab_is_eog(vocab_, t)) {
+            return 0;
+        }
+        if (utf8_->next(t, utf8State_) != kUtf8Boundary) {
+            return GrammarCloser::kUnreachable;  // the closing alphabet is ASCII: only from a character boundary
+        }
+        return closer_->lengthAfter(grammar_, t, cap);
+    };
+    if (lengthAfter(token, after) <= after) {
+        return token;  // the grammar still completes in time: nothing changes
+    }
+    // Closing mode: the model's likeliest allowed tokens, in order, the first that leaves room to complete.
+    fillUtf8Candidates(logits);
+    llama_token_data_array allowed{ candidates_.data(), candidates_.size(), -1, false };
+    llama_sampler_apply(grammar_, &allowed);
+    const auto finiteEnd = std::partition(candidates_.begin(), candidates_.end(),
+                                          [](const llama_token_data & d) { return std::isfinite(d.logit); });
+    const size_t nAllowed = (size_t) (finiteEnd - candidates_.begin());
+    const size_t k = std::min(nAllowed, (size_t) kClosingTopK);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + k, finiteEnd,
+                      [](const llama_token_data & a, const llama_token_data & b) { return a.logit > b.logit; });
+    for (size_t i = 0; i < k; i++) {
+        const llama_token t = candidates_[i].id;
+        if (lengthAfter(t, after) <= after) {
+            return t;
+        }
+    }
+    // The closer's own walk: its first token keeps the grammar completable whenever the walk fits, and is the
+    // shortest completion known when none fits.
+    llama_token first = -1;
+    const int32_t walk = utf8State_ == kUtf8Boundary ? closer_->length(grammar_, kClosingHorizon, &first) : GrammarCloser::kUnreachable;
+    if (walk == 0 && closer_->eog() >= 0) {
+        return closer_->eog();  // complete, and nothing else fits: end here
+    }
+    return first >= 0 && walk != GrammarCloser::kUnreachable ? first : token;
 }
 
 }  // namespace hearth
