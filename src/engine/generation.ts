@@ -38,6 +38,8 @@ export interface GenerationRequest extends SamplingOptions {
    * taken and no request metrics are recorded.
    */
   countOnly?: boolean | undefined;
+  /** Text after the rendered chat prompt (a thinking model's empty thinking block when its thinking is off); '' or absent: none. */
+  promptSuffix?: string | undefined;
 }
 
 export type { TokenLogprob } from '../../native/generation-job.ts';

@@ -442,6 +442,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       tools: request.tools ?? [],
       prompt: request.prompt ?? null,
       countOnly: request.countOnly === true,
+      promptSuffix: request.promptSuffix ?? '',
       job: resolveGenerationJob(request, { maxTokens: this.o.maxTokens }),
       relay: relayed ?? null,
       port: port2,

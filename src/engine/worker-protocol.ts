@@ -80,6 +80,8 @@ export interface GenerationTask {
   prompt: RawPrompt | null;
   /** GenerationRequest.countOnly: build the prompt, answer its token count with 'done', generate nothing. */
   countOnly: boolean;
+  /** GenerationRequest.promptSuffix: text after the rendered chat prompt ('' none). */
+  promptSuffix: string;
   /** Every field decided by the engine (resolveGenerationJob); the worker only adds the template's own stop texts. */
   job: GenerationJob;
   /**

@@ -2,9 +2,10 @@ import type { GpuInfo } from '../engine/worker-protocol.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink } from '../engine/generation.ts';
 import type { EmbeddingEngine, EmbeddingResult } from '../engine/embedding.ts';
 import type { EmbeddingsRequest } from '../protocol/embeddings-request.ts';
-import { invalidRequest, modelNotFound } from '../errors/index.ts';
+import { invalidRequest, modelNotFound, unsupportedParameter } from '../errors/index.ts';
 import type { ChatDeltaSink, TokenLogprob } from '../protocol/chat-delta.ts';
-import { ReasoningSplitter, type SplitPiece } from '../protocol/reasoning-split.ts';
+import { type ReasoningSyntax, ReasoningSplitter, type SplitPiece, thinkingOffText } from '../protocol/reasoning-split.ts';
+import type { ReasoningEffort } from '../protocol/chat-request.ts';
 import { samplingOptionsOf, type ChatRequest, type RawPrompt } from '../protocol/chat-request.ts';
 import type { CompletionsRequest } from '../protocol/completions-request.ts';
 import type { ChoiceDelta } from '../protocol/text-completion.ts';
@@ -64,6 +65,7 @@ export class SharedModelGateway {
       else for (const d of parser.push(text, logprobs)) out.push(d);
     };
     // Thinking is split out before tool calls are parsed; a grammar-constrained reply has none.
+    const promptSuffix = thinkingSwitch(request.reasoningEffort, this.engine.status().metadata?.reasoning ?? null);
     const syntax = plan.generation.grammar === undefined ? (this.engine.status().metadata?.reasoning ?? null) : null;
     const splitter = syntax === null ? null : new ReasoningSplitter(syntax);
     const split = (pieces: SplitPiece[], logprobs: TokenLogprob[] | undefined) => {
@@ -89,7 +91,7 @@ export class SharedModelGateway {
       },
       onError: (e) => out.fail(e),
     };
-    const generation = { ...plan.generation, cachePartition: cachePartitionOf(this.promptCacheScope, caller) };
+    const generation = { ...plan.generation, promptSuffix, cachePartition: cachePartitionOf(this.promptCacheScope, caller) };
     return this.engine.generate(generation, this.stats ? this.stats.observe(sink) : sink);
   }
 
@@ -250,4 +252,15 @@ function engineView(kind: string, gpu: GpuInfo | null): Record<string, unknown> 
   const view: Record<string, unknown> = { kind, backend: gpu?.backend || 'cpu', devices: gpu?.devices ?? [], gpuLayers: gpu?.gpuLayers ?? 0 };
   if (gpu?.memory) view.vram = { used_bytes: gpu.memory.totalBytes - gpu.memory.freeBytes, total_bytes: gpu.memory.totalBytes };
   return view;
+}
+
+/**
+ * The prompt suffix of a request's reasoning effort: '' to leave the model as it is (no effort, or low / medium /
+ * high), the empty thinking block for `none` / `minimal`. A 400 naming `reasoning_effort` when the model's
+ * template has no thinking switch (contract: refused where the template has none).
+ */
+function thinkingSwitch(effort: ReasoningEffort | undefined, syntax: ReasoningSyntax | null): string {
+  if (effort === undefined) return '';
+  if (syntax === null || !syntax.switchable) throw unsupportedParameter('reasoning_effort', "is not supported: this model's chat template has no thinking switch");
+  return effort === 'none' || effort === 'minimal' ? thinkingOffText(syntax) : '';
 }

@@ -1,3 +1,4 @@
+import { invalidRequest } from '../errors/index.ts';
 /** The validated, internal form of a chat-completions request. Produced once, at the edge. */
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
 
@@ -108,4 +109,19 @@ export interface ChatRequest extends SamplingOptions {
   responseFormat: ResponseFormat;
   /** undefined: no logprobs; n (0..20): each token's logprob with its n most likely alternatives. */
   topLogprobs?: number | undefined;
+  /** `reasoning_effort` (Responses: `reasoning.effort`); honoured only where the template can switch thinking off. */
+  reasoningEffort?: ReasoningEffort | undefined;
+}
+
+/** OpenAI's reasoning efforts: `none` and `minimal` switch a thinking model's thinking off, the others leave it on. */
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+/** `reasoning_effort` (or `reasoning.effort`) validated: undefined when absent. */
+export function parseReasoningEffort(value: unknown, param: string): ReasoningEffort | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !(REASONING_EFFORTS as readonly string[]).includes(value)) {
+    throw invalidRequest(`'${param}' must be one of ${REASONING_EFFORTS.join(', ')}`, param, 'invalid_value');
+  }
+  return value as ReasoningEffort;
 }

@@ -29,6 +29,14 @@ export function reasoningSyntaxOf(template: string | null): ReasoningSyntax | nu
   return { ...THINK, startsOpen, switchable: template.includes('enable_thinking') };
 }
 
+/**
+ * What switches a switchable template's thinking off, written after the generation prompt: an empty thinking
+ * block, as Qwen3's template writes it for `enable_thinking: false`.
+ */
+export function thinkingOffText(syntax: ReasoningSyntax): string {
+  return `${syntax.open}\n\n${syntax.close}\n\n`;
+}
+
 /** One piece of a split reply. */
 export interface SplitPiece {
   kind: 'reasoning' | 'content';

@@ -1,5 +1,5 @@
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
-import type { ChatMessage, ChatRequest, FunctionTool, ResponseFormat, ToolCall, ToolChoice } from './chat-request.ts';
+import { type ChatMessage, type ChatRequest, type FunctionTool, parseReasoningEffort, type ResponseFormat, type ToolCall, type ToolChoice } from './chat-request.ts';
 import { hexId } from './ids.ts';
 import { checkToolChoice, functionName as name, MAX_TOOLS, MAX_TOP_LOGPROBS } from './validate-chat-features.ts';
 
@@ -208,7 +208,10 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
   if (!absent(previous) && (typeof previous !== 'string' || previous === '' || previous.length > MAX_RESPONSE_ID)) {
     throw invalidRequest(`'previous_response_id' must be a response id (a string of 1 to ${MAX_RESPONSE_ID} characters)`, 'previous_response_id', 'invalid_value');
   }
-  if (!absent(body.reasoning) && !(isObject(body.reasoning) && absent(body.reasoning.effort) && absent(body.reasoning.summary))) throw unsupportedParameter('reasoning');
+  if (!absent(body.reasoning) && !isObject(body.reasoning)) throw invalidRequest("'reasoning' must be an object", 'reasoning', 'invalid_type');
+  const reasoning = isObject(body.reasoning) ? body.reasoning : {};
+  if (!absent(reasoning.summary)) throw unsupportedParameter('reasoning.summary', 'is not supported: the thinking text itself is returned as a reasoning item');
+  const reasoningEffort = parseReasoningEffort(reasoning.effort, 'reasoning.effort');
   if (typeof body.model !== 'string' || body.model === '') throw invalidRequest("'model' must be a non-empty string", 'model', absent(body.model) ? 'missing_required_parameter' : 'invalid_type');
   if (!absent(body.instructions) && typeof body.instructions !== 'string') throw invalidRequest("'instructions' must be a string", 'instructions', 'invalid_type');
   const instructions = typeof body.instructions === 'string' ? body.instructions : undefined;
@@ -244,6 +247,7 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
     topP,
     stop: [],
     user: typeof body.user === 'string' ? body.user : undefined,
+    reasoningEffort,
   };
   const store = body.store !== false;
   const previousResponseId = typeof previous === 'string' ? previous : null;

@@ -1,3 +1,4 @@
+import { parseReasoningEffort } from './chat-request.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, ChatRole } from './chat-request.ts';
 import {
@@ -23,6 +24,8 @@ const HONOURED_FIELDS = new Set([
   'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'logprobs', 'top_logprobs',
   // llama-server / vLLM sampler extensions (README "Request fields").
   'top_k', 'min_p', 'repetition_penalty',
+  // A thinking model's switch (honoured by the gateway where the template has one).
+  'reasoning_effort',
 ]);
 
 /** A Map, not an object literal: a client's role must never find an Object.prototype member ('constructor'). */
@@ -167,5 +170,6 @@ export function validateChatRequest(body: unknown, limits: ChatRequestLimits = D
     presencePenalty: optionalNumber(body, 'presence_penalty', -2, 2),
     frequencyPenalty: optionalNumber(body, 'frequency_penalty', -2, 2),
     user: typeof body.user === 'string' ? body.user : undefined,
+    reasoningEffort: parseReasoningEffort(body.reasoning_effort, 'reasoning_effort'),
   };
 }

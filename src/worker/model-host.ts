@@ -88,9 +88,9 @@ export class ModelHost {
    * Prompt tokens and template stop strings; rejects with PromptTooLong once the prompt passes `maxTokens`.
    * The instant engine has no vocabulary: it counts INSTANT_TOKEN_BYTES bytes per token (and ignores tools).
    */
-  async buildPrompt(messages: ChatMessage[], tools: FunctionTool[] | undefined, maxTokens: number): Promise<{ tokens: Uint32Array; stops: string[] }> {
-    if (this.prompts) return this.prompts.build(messages, tools, maxTokens);
-    const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + INSTANT_TOKEN_BYTES, 0);
+  async buildPrompt(messages: ChatMessage[], tools: FunctionTool[] | undefined, maxTokens: number, suffix = ''): Promise<{ tokens: Uint32Array; stops: string[] }> {
+    if (this.prompts) return this.prompts.build(messages, tools, maxTokens, suffix);
+    const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + INSTANT_TOKEN_BYTES, Buffer.byteLength(suffix));
     const count = Math.max(1, Math.ceil(bytes / INSTANT_TOKEN_BYTES));
     if (count > maxTokens) throw new PromptTooLong(count);
     return { tokens: new Uint32Array(count), stops: [] };

@@ -74,7 +74,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
     if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
     // A prompt may use contextSize - 1 tokens (one is left to generate); tokenizing stops past that.
-    const building = task.prompt !== null ? host.buildRawPrompt(task.prompt, engine.contextSize - 1) : host.buildPrompt(task.messages, task.tools, engine.contextSize - 1);
+    const building = task.prompt !== null ? host.buildRawPrompt(task.prompt, engine.contextSize - 1) : host.buildPrompt(task.messages, task.tools, engine.contextSize - 1, task.promptSuffix);
     const prompt = await building.catch((err: unknown) => {
       if (err instanceof PromptTooLong || err instanceof InvalidPromptToken) return err;
       throw err;

@@ -40,10 +40,14 @@ export class PromptBuilder {
     return this.toolWrapper().wrapperName;
   }
 
-  /** Rejects with PromptTooLong once the prompt passes `maxTokens` (tokenizing stops there; default: no limit). */
-  async build(messages: readonly ChatMessage[], tools: readonly FunctionTool[] = [], maxTokens = Number.MAX_SAFE_INTEGER): Promise<{ tokens: Uint32Array; stops: string[] }> {
+  /**
+   * Rejects with PromptTooLong once the prompt passes `maxTokens` (tokenizing stops there; default: no limit).
+   * `suffix`: text after the rendered prompt (e.g. an empty thinking block that switches a model's thinking off).
+   */
+  async build(messages: readonly ChatMessage[], tools: readonly FunctionTool[] = [], maxTokens = Number.MAX_SAFE_INTEGER, suffix = ''): Promise<{ tokens: Uint32Array; stops: string[] }> {
     const state = this.contextState(messages, tools);
-    const tokens = await this.tokenizer.tokenize(state.contextText, maxTokens);
+    const text = suffix === '' ? state.contextText : LlamaText([state.contextText, suffix]);
+    const tokens = await this.tokenizer.tokenize(text, maxTokens);
     return { tokens, stops: plainTriggers(state.stopGenerationTriggers) };
   }
 

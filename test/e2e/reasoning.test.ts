@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { THINKING_CHATML_TEMPLATE } from '../../models/chat-templates.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { tinyChatModel } from '../helpers/test-model.ts';
 
 /**
  * Reasoning kept apart from the answer (issue #26 item 5) end to end over a real `hearth serve`: a tiny model
@@ -90,5 +91,28 @@ describe('reasoning split', () => {
     const message = r.choices[0]!.message as { content: string | null; reasoning_content?: string };
     expect(message.reasoning_content).toBeUndefined();
     expect(message.content!.trimStart().startsWith('{')).toBe(true);
+  });
+
+  it('reasoning_effort none (or minimal) switches thinking off through the template\'s switch: the empty thinking block joins the prompt', async () => {
+    const promptTokens = async (extra: object) => (await openai.chat.completions.create({ model: MODEL_ID, messages, max_tokens: 4, ...extra } as never)).usage!.prompt_tokens;
+    const plain = await promptTokens({});
+    expect(await promptTokens({ reasoning_effort: 'high' })).toBe(plain);
+    expect(await promptTokens({ reasoning_effort: 'none' })).toBeGreaterThan(plain);
+    expect(await promptTokens({ reasoning_effort: 'minimal' })).toBe(await promptTokens({ reasoning_effort: 'none' }));
+    const responseInput = async (reasoning: object) => (await openai.responses.create({ model: MODEL_ID, input: 'Say hello.', reasoning, max_output_tokens: 4, store: false })).usage!.input_tokens;
+    expect(await responseInput({ effort: 'none' })).toBeGreaterThan(await responseInput({}));
+  });
+});
+
+describe('reasoning_effort on a model whose template has no thinking switch', () => {
+  it('is a 400 naming reasoning_effort', async () => {
+    const plainModel = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat', '--slots', '1', '--engine', 'instant'] });
+    try {
+      await plainModel.waitReady();
+      const client = new OpenAI({ apiKey: plainModel.key, baseURL: `${plainModel.baseUrl}/api/inference/v1`, maxRetries: 0 });
+      await expect(client.chat.completions.create({ model: 'local/tiny-chat', messages, reasoning_effort: 'low' })).rejects.toMatchObject({ status: 400, param: 'reasoning_effort' });
+    } finally {
+      await plainModel.stop();
+    }
   });
 });

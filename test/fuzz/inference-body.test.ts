@@ -123,6 +123,7 @@ const chatFields = {
   stream_options: fc.oneof(fc.record({ include_usage: fc.oneof(fc.boolean(), wrongType) }), wrongType),
   temperature: anyValue, top_p: anyValue, max_tokens: anyValue, max_completion_tokens: anyValue, seed: anyValue,
   presence_penalty: anyValue, frequency_penalty: anyValue, top_k: anyValue, min_p: anyValue, repetition_penalty: anyValue,
+  reasoning_effort: fc.oneof(fc.constantFrom('none', 'minimal', 'low', 'medium', 'high'), anyValue),
   n: fc.oneof(fc.constantFrom(1, 2, 0, 1.0), wrongType),
   logprobs: fc.oneof(fc.boolean(), wrongType),
   top_logprobs: fc.oneof(fc.integer({ min: -1, max: 21 }), wrongType),

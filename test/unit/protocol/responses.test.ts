@@ -16,6 +16,11 @@ describe('validateResponsesRequest', () => {
     expect(r.echo).toMatchObject({ instructions: 'Be terse.', max_output_tokens: 20 });
   });
 
+  it('reasoning.effort becomes the chat request\'s reasoning effort', () => {
+    expect(validateResponsesRequest({ model: 'm', input: 'x', reasoning: { effort: 'none' } }).chat.reasoningEffort).toBe('none');
+    expect(validateResponsesRequest({ model: 'm', input: 'x', reasoning: {} }).chat.reasoningEffort).toBeUndefined();
+  });
+
   it('store defaults to true; previous_response_id is carried; instructions stay apart from the input', () => {
     const r = validateResponsesRequest({ model: 'local/m', input: 'Hi', instructions: 'Be terse.', previous_response_id: 'resp_1' });
     expect([r.store, r.previousResponseId, r.echo.store, r.echo.previous_response_id]).toEqual([true, 'resp_1', true, 'resp_1']);
@@ -95,7 +100,9 @@ describe('validateResponsesRequest', () => {
     [{ model: 'm', input: 'x', include: ['file_search_call.results'] }, 'include[0]', 'unsupported_parameter'],
     [{ model: 'm', input: 'x', max_output_tokens: 0 }, 'max_output_tokens', 'invalid_value'],
     [{ model: 'm', input: 'x', top_logprobs: 21 }, 'top_logprobs', 'invalid_value'],
-    [{ model: 'm', input: 'x', reasoning: { effort: 'high' } }, 'reasoning', 'unsupported_parameter'],
+    [{ model: 'm', input: 'x', reasoning: { summary: 'auto' } }, 'reasoning.summary', 'unsupported_parameter'],
+    [{ model: 'm', input: 'x', reasoning: { effort: 'extreme' } }, 'reasoning.effort', 'invalid_value'],
+    [{ model: 'm', input: 'x', reasoning: 'high' }, 'reasoning', 'invalid_type'],
   ])('rejects %j naming %s', (body, param, code) => {
     expectParamRefusal(fail(body), param, code);
   });

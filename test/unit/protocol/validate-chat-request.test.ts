@@ -12,7 +12,7 @@ describe('validateChatRequest', () => {
       model: 'local/m', messages: [{ role: 'user', content: 'hi' }], stream: false, includeUsage: false, stop: [],
       temperature: undefined, topP: undefined, maxTokens: undefined, seed: undefined, presencePenalty: undefined, frequencyPenalty: undefined, user: undefined,
       tools: [], toolChoice: 'none', parallelToolCalls: true, responseFormat: { type: 'text' }, topLogprobs: undefined,
-      topK: undefined, minP: undefined, repetitionPenalty: undefined,
+      topK: undefined, minP: undefined, repetitionPenalty: undefined, reasoningEffort: undefined,
     });
   });
 
@@ -22,6 +22,11 @@ describe('validateChatRequest', () => {
       stop: 'END', seed: 3, presence_penalty: 1, frequency_penalty: -1, user: 'u1',
     });
     expect(r).toMatchObject({ stream: true, includeUsage: true, temperature: 0.5, topP: 0.9, maxTokens: 7, stop: ['END'], seed: 3, presencePenalty: 1, frequencyPenalty: -1, user: 'u1' });
+  });
+
+  it('reads reasoning_effort, and refuses an unknown effort naming it', () => {
+    expect(validateChatRequest({ ...base, reasoning_effort: 'minimal' }).reasoningEffort).toBe('minimal');
+    expect(fail({ ...base, reasoning_effort: 'max' })).toMatchObject({ param: 'reasoning_effort', code: 'invalid_value', status: 400 });
   });
 
   it('prefers max_tokens over max_completion_tokens', () => {
