@@ -39,3 +39,13 @@ export async function withKeyAdmission(
     lease.release();
   }
 }
+
+/**
+ * A shared-endpoint read (models, a stored response): the caller's API key authenticated (401 otherwise) and its
+ * x-ratelimit-* headers sent, without taking a request of its limits. Synchronous.
+ */
+export function readerKey(ex: HttpExchange, keys: KeyAuthenticator, limiter: KeyLimiter): InferenceCaller {
+  const key = keys.authenticate(bearerToken(ex.authorization));
+  ex.addHeaders(limiter.peek(key.keyId, key.limits));
+  return { keyId: key.keyId, accountId: key.accountId };
+}

@@ -7,7 +7,8 @@ import { type AnswerFormat } from './chat-responder.ts';
 import type { InferenceCaller } from './prompt-cache-scope.ts';
 import type { ResponseRepository } from './response-repository.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
-import { bearerToken, type Route } from '../http/router.ts';
+import type { Route } from '../http/router.ts';
+import { readerKey } from './key-admission.ts';
 
 export interface ResponsesRouteDeps extends GenerationRouteDeps {
   /** Where `store`d responses live (and `previous_response_id` finds them). */
@@ -31,11 +32,7 @@ type Json = Record<string, unknown>;
  */
 export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
   /** The caller's account, from its API key (synchronously, before any await). */
-  const accountOf = (ex: HttpExchange) => {
-    const key = d.keys.authenticate(bearerToken(ex.authorization));
-    ex.addHeaders(d.limiter.peek(key.keyId, key.limits));
-    return key.accountId;
-  };
+  const accountOf = (ex: HttpExchange) => readerKey(ex, d.keys, d.limiter).accountId;
   const stored = (ex: HttpExchange) => {
     const id = ex.params[0]!;
     const r = d.responses.get(accountOf(ex), id);

@@ -1,7 +1,8 @@
 import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { validateChatRequest } from '../protocol/validate-chat-request.ts';
 import { chatCompletionFormat } from './chat-responder.ts';
-import { bearerToken, type Route } from '../http/router.ts';
+import type { Route } from '../http/router.ts';
+import { readerKey } from './key-admission.ts';
 import { completionsRoutes } from './completions-routes.ts';
 import { embeddingsRoutes } from './embeddings-routes.ts';
 import { messagesRoutes } from './messages-routes.ts';
@@ -20,8 +21,7 @@ export type SharedInferenceRouteDeps = GenerationRouteDeps & ResponsesRouteDeps;
  */
 export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
   const retrieveModel: Route['handler'] = (ex) => {
-    const key = d.keys.authenticate(bearerToken(ex.authorization));
-    ex.addHeaders(d.limiter.peek(key.keyId, key.limits));
+    readerKey(ex, d.keys, d.limiter);
     ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS);
   };
   return [
@@ -34,8 +34,7 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
       pattern: '/api/inference/v1/models',
       name: 'models',
       handler: (ex) => {
-        const key = d.keys.authenticate(bearerToken(ex.authorization));
-        ex.addHeaders(d.limiter.peek(key.keyId, key.limits));
+        readerKey(ex, d.keys, d.limiter);
         ex.send(200, d.gateway.modelsBody(), JSON_HEADERS);
       },
     },

@@ -65,8 +65,9 @@ export class SharedModelGateway {
       else for (const d of parser.push(text, logprobs)) out.push(d);
     };
     // Thinking is split out before tool calls are parsed; a grammar-constrained reply has none.
-    const promptSuffix = thinkingSwitch(request.reasoningEffort, this.engine.status().metadata?.reasoning ?? null);
-    const syntax = plan.generation.grammar === undefined ? (this.engine.status().metadata?.reasoning ?? null) : null;
+    const reasoning = this.engine.status().metadata?.reasoning ?? null;
+    const promptSuffix = thinkingSwitch(request.reasoningEffort, reasoning);
+    const syntax = plan.generation.grammar === undefined ? reasoning : null;
     const splitter = syntax === null ? null : new ReasoningSplitter(syntax);
     const split = (pieces: SplitPiece[], logprobs: TokenLogprob[] | undefined) => {
       for (const piece of pieces) {

@@ -101,6 +101,8 @@ const TEMPLATES = [
   '/api/inference/v1/responses', '/api/inference/v1/models/{}', '/api/inference/v1/models/{}/{}',
   '/api/v1/workspaces/{}/apps/{}/deployments', '/api/v1/workspaces/{}/apps/{}/rollback', '/api/v1/workspaces/{}/apps/{}/restart',
   '/api/v1/workspaces/{}/apps/{}/logs', '/assets/{}', '/setup',
+  '/api/inference/v1/responses/{}', '/api/inference/v1/responses/{}/input_items', '/api/inference/v1/completions',
+  '/api/inference/v1/embeddings', '/api/inference/v1/messages', '/api/inference/v1/messages/count_tokens',
 ];
 
 const percentGarbage = fc
@@ -113,7 +115,14 @@ const segment = fc.oneof(
   { weight: 4, arbitrary: percentGarbage },
   { weight: 1, arbitrary: fc.integer({ min: 1000, max: 4200 }).map((n) => 'i'.repeat(n)) },
 );
-const query = fc.option(fc.stringMatching(/^[a-z0-9=&%._-]{0,20}$/), { nil: undefined });
+const query = fc.option(
+  fc.oneof(
+    { weight: 3, arbitrary: fc.stringMatching(/^[a-z0-9=&%._-]{0,20}$/) },
+    // The list parameters of GET /responses/{id}/input_items (and anything else that reads a query).
+    { weight: 1, arbitrary: fc.constantFrom('limit=0', 'limit=101', 'limit=1e1', 'limit=-1', 'limit=%zz', 'order=up', 'after=x', 'limit=2&order=asc&after=', `after=${'a'.repeat(2000)}`) },
+  ),
+  { nil: undefined },
+);
 /** Methods each template answers (the fuzz mostly sends those, so cases get past the 405). */
 const ROUTE_METHODS: Record<string, string[]> = {
   '/health': ['GET', 'HEAD'], '/metrics': ['GET'], '/api/inference/v1/chat/completions': ['POST'], '/api/inference/v1/models': ['GET'],
@@ -126,6 +135,8 @@ const ROUTE_METHODS: Record<string, string[]> = {
   '/api/inference/v1/responses': ['POST'], '/api/inference/v1/models/{}': ['GET'], '/api/inference/v1/models/{}/{}': ['GET'],
   '/api/v1/workspaces/{}/apps/{}/deployments': ['GET', 'POST'], '/api/v1/workspaces/{}/apps/{}/rollback': ['POST'], '/api/v1/workspaces/{}/apps/{}/restart': ['POST'],
   '/api/v1/workspaces/{}/apps/{}/logs': ['GET'], '/assets/{}': ['GET', 'HEAD'], '/setup': ['GET'],
+  '/api/inference/v1/responses/{}': ['GET', 'DELETE'], '/api/inference/v1/responses/{}/input_items': ['GET'], '/api/inference/v1/completions': ['POST'],
+  '/api/inference/v1/embeddings': ['POST'], '/api/inference/v1/messages': ['POST'], '/api/inference/v1/messages/count_tokens': ['POST'],
 };
 const pathArb = fc.tuple(fc.constantFrom(...TEMPLATES), fc.array(segment, { minLength: 2, maxLength: 2 }), query, fc.nat()).map(([template, segs, q, pick]) => {
   let i = 0;

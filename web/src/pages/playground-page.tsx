@@ -116,25 +116,9 @@ export function PlaygroundPage() {
       <h1 id="pg-title">Playground</h1>
       <div class="playground-layout">
       <form class="card playground" onSubmit={send} aria-label="Chat request">
-        <fieldset class="row">
-          <legend class="sr-only">Target</legend>
-          <label class="choice">
-            <input type="radio" name="target" checked={target === 'shared'} onChange={() => setTarget('shared')} /> Shared model
-          </label>
-          <label class="choice">
-            <input type="radio" name="target" checked={target === 'project'} onChange={() => setTarget('project')} /> Inference project
-          </label>
-        </fieldset>
+        <RadioRow legend="Target" name="target" value={target} onChange={setTarget} options={[['shared', 'Shared model'], ['project', 'Inference project']]} />
         {target === 'shared' && (
-          <fieldset class="row">
-            <legend class="sr-only">API</legend>
-            <label class="choice">
-              <input type="radio" name="api" checked={protocol === 'chat'} onChange={() => setProtocol('chat')} /> Chat completions
-            </label>
-            <label class="choice">
-              <input type="radio" name="api" checked={protocol === 'messages'} onChange={() => setProtocol('messages')} /> Anthropic Messages
-            </label>
-          </fieldset>
+          <RadioRow legend="API" name="api" value={protocol} onChange={setProtocol} options={[['chat', 'Chat completions'], ['messages', 'Anthropic Messages']]} />
         )}
         {target === 'shared' ? (
           <div class="row">
@@ -218,6 +202,20 @@ export function PlaygroundPage() {
       </div>
       </div>
     </section>
+  );
+}
+
+/** A row of radio buttons for one choice (its legend read by screen readers only). */
+function RadioRow<T extends string>(p: { legend: string; name: string; value: T; onChange: (v: T) => void; options: Array<[T, string]> }) {
+  return (
+    <fieldset class="row">
+      <legend class="sr-only">{p.legend}</legend>
+      {p.options.map(([v, label]) => (
+        <label class="choice" key={v}>
+          <input type="radio" name={p.name} checked={p.value === v} onChange={() => p.onChange(v)} /> {label}
+        </label>
+      ))}
+    </fieldset>
   );
 }
 
