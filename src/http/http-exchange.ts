@@ -480,6 +480,7 @@ export class HttpExchange {
     // reset (18 of 20 whole 1.5 MB chat bodies lost their 413 that way; HAProxy drains the rest of a request after an
     // early answer only from 3.0); there the 413 waits for the body like other answers, or for the body to stall.
     if (status === 413 && this.bodyState === 'reading' && !this.bodyStreamed && this.style.frontSecret === undefined) return this.answerBeforeBody(status, body, headers);
+    if (status === 413 && !this.isHead && this.waitsForBody()) return this.answerAheadOfBody(status, body, headers);
     if (this.waitsForBody()) {
       this.armAbort(); // uWS must see a pending response has an abort handler (else it terminates the process)
       this.committed = true; // later answers are ignored, as after a sent one
@@ -505,6 +506,29 @@ export class HttpExchange {
       } else this.res.end(body, close);
     });
     this.finishEnd();
+  }
+
+  /**
+   * Behind the front, a 413 while the body is still arriving: its head and JSON go out at once, as a chunked answer
+   * whose last chunk waits for the body (within the drain bound) or for it to stall (BODY_STALL_MS). HAProxy 2.6
+   * closes the client's connection once an answer is complete, and a close under an upload still on its way resets
+   * it (see send); an answer not yet complete keeps the upload flowing to Hearth, which drops it. The client reads
+   * the status and the error at once (and may stop uploading); its connection closes after the last chunk.
+   */
+  private answerAheadOfBody(status: number, body: string | Uint8Array, headers: HeaderList): void {
+    this.armAbort(); // see send
+    this.committed = true;
+    this.res.cork(() => {
+      this.writeHead(status, headers);
+      this.res.writeHeader('connection', 'close');
+      this.res.write(body);
+    });
+    this.deferred = () => {
+      if (!this.closed) this.res.cork(() => this.res.end(undefined, false));
+      this.finishEnd();
+    };
+    this.stallTimer = setTimeout(() => this.sendDeferred(true), BODY_STALL_MS);
+    this.onAbort(() => this.dropDeferred());
   }
 
   /**
