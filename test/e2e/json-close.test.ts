@@ -7,15 +7,13 @@ import { type HearthProcess, startHearthProcess } from '../helpers/hearth-proces
 import { tinyChatModel } from '../helpers/test-model.ts';
 
 /**
- * Under a grammar the native engine closes the JSON in time (issue #26): a reply that reaches max_tokens is still
+ * Under a grammar both engines close the JSON in time (issue #26): a reply that reaches max_tokens is still
  * complete, valid JSON, with finish_reason `length` (max_tokens ended it). The tiny chat model's weights are random
  * for these prompts and never close JSON on their own, so every parse below is the sampler's doing. When max_tokens
- * is shorter than any completion the reply is the cut text, finish_reason `length`, as before. (The node-llama-cpp
- * engine does not close JSON: these run where the native addon is built, with --engine native.)
+ * is shorter than any completion the reply is the cut text, finish_reason `length`, as before. The native engine
+ * runs where its addon is built; the node-llama-cpp engine (src/worker/grammar-job-closer.ts) everywhere.
  */
 const addon = nativeAddonAvailable();
-let hearth: HearthProcess;
-let client: OpenAI;
 const MODEL_ID = 'local/json-close';
 
 /**
@@ -39,14 +37,19 @@ type Format = OpenAI.ChatCompletionCreateParams['response_format'];
 const JSON_OBJECT: Format = { type: 'json_object' };
 const JSON_SCHEMA: Format = { type: 'json_schema', json_schema: { name: 'cat', schema: SCHEMA as unknown as Record<string, unknown>, strict: true } };
 
-async function complete(format: Format, maxTokens: number, seed: number) {
-  const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: format, max_tokens: maxTokens, seed, temperature: 1 });
-  return { text: r.choices[0]!.message.content ?? '', finish: r.choices[0]!.finish_reason, tokens: r.usage!.completion_tokens };
-}
+describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON (--engine native)', () => closesJson('native'));
+describe('a JSON reply cut by max_tokens is complete JSON (--engine node-llama-cpp)', () => closesJson('node-llama-cpp'));
 
-describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON', () => {
+/** The suite, on one engine. */
+function closesJson(engine: 'native' | 'node-llama-cpp') {
+  let hearth: HearthProcess;
+  let client: OpenAI;
+  async function complete(format: Format, maxTokens: number, seed: number) {
+    const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: format, max_tokens: maxTokens, seed, temperature: 1 });
+    return { text: r.choices[0]!.message.content ?? '', finish: r.choices[0]!.finish_reason, tokens: r.usage!.completion_tokens };
+  }
   beforeAll(async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--engine', 'native'] });
+    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--engine', engine] });
     await hearth.waitReady();
     client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
   });
@@ -100,7 +103,7 @@ describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON', ()
     expect(text.startsWith('{"')).toBe(true);
     expect(() => JSON.parse(text)).toThrow();
   });
-});
+}
 
 /** The same on a 32,000-token Llama 2 vocabulary (random weights), where the workplace has the model. */
 const LLAMA2 = '/work/shared/models/llama-2-tiny-random.gguf';
