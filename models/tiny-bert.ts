@@ -1,7 +1,7 @@
 /**
  * A tiny BERT-family embedding model for tests (no download): llama.cpp's `bert` architecture (an encoder, no
  * output head: it serves embeddings only), 2 layers of width 32, a ~200-piece WordPiece vocabulary
- * (`tokenizer.ggml.model = "bert"`), random weights, a few kB, written in milliseconds. Its GGUF declares its
+ * (`tokenizer.ggml.model = "bert"`), random weights (F32), about 120 KB, written in milliseconds. Its GGUF declares its
  * pooling (`bert.pooling_type`: mean or cls), as real bge / all-MiniLM / e5 files do.
  *
  * Tensors and metadata are those llama.cpp's BERT loader reads (node-llama-cpp 3.22.1's llama.cpp,
