@@ -29,6 +29,9 @@ interface Slot {
   lastUsed: number;
 }
 
+/** The logprob reported for a token of probability 0 (OpenAI's own floor). */
+const MIN_LOGPROB = -9999;
+
 /** Distinct grammars kept parsed (as evaluation-state templates, cloned per job). */
 const GRAMMAR_CACHE_SIZE = 32;
 
@@ -249,7 +252,9 @@ export class LlamaSequenceEngine implements SlotEngine {
   private logprobOf(token: Token, probabilities: Map<Token, number>, topN: number, before: Token[]): TokenLogprob {
     const entry = (t: Token, p: number) => {
       const text = this.model.detokenize([t], false, before); // after `before`, a word-start space is kept
-      return { token: text, logprob: Math.log(p), bytes: [...Buffer.from(text, 'utf8')] };
+      // A token outside the reported distribution (one the closer put in place of the sampled one) has p = 0:
+      // OpenAI's floor for such a token, -9999, stands in for -Infinity (which JSON cannot carry).
+      return { token: text, logprob: Math.max(Math.log(p), MIN_LOGPROB), bytes: [...Buffer.from(text, 'utf8')] };
     };
     const top: TokenLogprob['top'] = [];
     for (const [t, p] of probabilities) {

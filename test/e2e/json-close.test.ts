@@ -86,6 +86,17 @@ function closesJson(engine: 'native' | 'node-llama-cpp') {
     expect(finish).toBe('length');
   });
 
+  it('reports a finite logprob for every token, the closing ones included', async () => {
+    const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: JSON_SCHEMA, max_tokens: 40, seed: 5, temperature: 1, logprobs: true, top_logprobs: 2 });
+    expect(valid(JSON.parse(r.choices[0]!.message.content ?? ''))).toBe(true);
+    const logprobs = r.choices[0]!.logprobs!.content!;
+    expect(logprobs.length).toBeGreaterThan(0);
+    for (const t of logprobs) {
+      expect(Number.isFinite(t.logprob)).toBe(true);
+      expect(t.logprob).toBeLessThanOrEqual(0);
+    }
+  });
+
   it('a forced tool call cut by max_tokens has arguments that parse and validate', async () => {
     const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'describe', parameters: SCHEMA as unknown as Record<string, unknown> } }];
     for (const [maxTokens, seed] of [[100, 1], [120, 2], [150, 3], [100, 4]] as const) {
