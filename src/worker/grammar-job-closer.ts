@@ -1,7 +1,19 @@
 import { type GrammarCloser, type GrammarOps, UNREACHABLE } from './grammar-closer.ts';
 
-/** Tokens before a job's budget ends from which its grammar is watched (the native kClosingHorizon). */
-export const CLOSING_HORIZON = 64;
+/** The longest closing walk tried (the native kClosingHorizon). */
+const WALK_CAP = 64;
+
+/**
+ * Tokens before a job's budget ends from which its grammar is watched: the native kClosingHorizon (64), or
+ * HEARTH_CLOSING_HORIZON where set, as for the native engine (0 turns closing off: bench/json-close-cost.ts's
+ * A/B knob, not a setting).
+ */
+export const CLOSING_HORIZON = horizonFrom(process.env.HEARTH_CLOSING_HORIZON);
+
+function horizonFrom(env: string | undefined): number {
+  const n = env === undefined ? Number.NaN : Number.parseInt(env, 10);
+  return Number.isInteger(n) && n >= 0 ? n : WALK_CAP;
+}
 
 /** What becomes of a sampled token: kept, replaced by another (already accepted by the grammar), or the end. */
 export type Settled = { token: number } | 'end';
@@ -41,7 +53,7 @@ export class GrammarJobCloser<S> {
     if (before === undefined) return { token };
     const after = remaining - 1;
     if (this.closer.walk(this.live, after).length <= after) return { token };
-    const walk = this.closer.walk(before, CLOSING_HORIZON);
+    const walk = this.closer.walk(before, WALK_CAP);
     if (walk.length === 0 && this.closer.eog >= 0) return 'end';
     if (walk.first < 0 || walk.length === UNREACHABLE) return { token };
     this.live = before;
