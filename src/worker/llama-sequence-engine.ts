@@ -57,6 +57,8 @@ export class LlamaSequenceEngine implements SlotEngine {
   readonly relaysEvents = false;
   readonly contextSize: number;
   readonly slotCount: number;
+  /** Compute threads of its context (the worker's plan); its embedding context uses as many. */
+  readonly threads: number;
   private disposed = false;
   /** Grammar text -> a parsed, never-used evaluation state; Map order = least recently used first. */
   private readonly grammars = new Map<string, LlamaGrammarEvaluationState>();
@@ -69,9 +71,11 @@ export class LlamaSequenceEngine implements SlotEngine {
     private readonly context: LlamaContext,
     private readonly slots: Slot[],
     contextSize: number,
+    threads: number,
   ) {
     this.contextSize = contextSize;
     this.slotCount = slots.length;
+    this.threads = threads;
   }
 
   static async load(o: LlamaSequenceEngineOptions): Promise<LlamaSequenceEngine> {
@@ -84,7 +88,7 @@ export class LlamaSequenceEngine implements SlotEngine {
     });
     const slots: Slot[] = [];
     for (let i = 0; i < o.slots; i++) slots.push({ sequence: context.getSequence(), busy: false, partition: '', lastUsed: 0 });
-    return new LlamaSequenceEngine(o.model, context, slots, o.contextSize);
+    return new LlamaSequenceEngine(o.model, context, slots, o.contextSize, o.threads);
   }
 
   submit(promptTokens: Uint32Array, job: GenerationJob, events: SlotJobEvents): SlotJobHandle {

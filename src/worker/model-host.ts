@@ -137,7 +137,7 @@ export class ModelHost {
       return eos === null ? tokens : Uint32Array.from([...tokens, eos]);
     };
     if (engine.kind === 'native') return new InputEmbedder(engine.contextSize, tokenize, (tokens) => (engine as unknown as NativeSlotEngine).embed(tokens));
-    if (engine.kind === 'node-llama-cpp' && model) return new InputEmbedder(engine.contextSize, tokenize, llamaEmbeddingVectors(model, engine.contextSize));
+    if (engine.kind === 'node-llama-cpp' && model) return new InputEmbedder(engine.contextSize, tokenize, llamaEmbeddingVectors(model, engine.contextSize, (engine as LlamaSequenceEngine).threads));
     return new InputEmbedder(engine.contextSize, tokenize, instantVectors);
   }
 

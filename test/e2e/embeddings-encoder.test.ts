@@ -110,8 +110,8 @@ function encoderSuite(engine: 'native' | 'node-llama-cpp') {
       const r = await post(mean, 'chat/completions', { model: 'local/bert', messages: [{ role: 'user', content: 'hi' }] });
       expect(r.status).toBe(400);
     }
-    const vectors = await embed(mean, Array.from({ length: 8 }, (_, i) => `document ${i}`));
-    expect(vectors).toHaveLength(8);
+    const vectors = await embed(mean, Array.from({ length: 32 }, (_, i) => `document ${i}`));
+    expect(vectors).toHaveLength(32);
     const health = (await (await fetch(`${mean.baseUrl}/health`)).json()) as { engine: { kind: string } };
     expect(health.engine.kind).toBe(engine);
   });
