@@ -1,13 +1,13 @@
 import OpenAI from 'openai';
 import { startHearthProcess } from '../test/helpers/hearth-process.ts';
-import { realTestModel, tinyChatModel } from '../test/helpers/test-model.ts';
+import { realTestModel, tinyBertModel, tinyChatModel } from '../test/helpers/test-model.ts';
 
 /**
  * bench:embeddings: inputs embedded per second through a real `hearth serve` (native engine) for one request
  * of 256 inputs (the batched embedder: inputs packed into passes of about 512 tokens, one llama_decode each)
  * against 256 concurrent requests of one input each (each an HTTP request, a key admission and a worker task;
- * a worker gathers the ones it runs at once, up to --slots, into shared passes), on the tiny chat model and,
- * when present, stories260K
+ * a worker gathers the ones it runs at once, up to --slots, into shared passes), on the tiny chat model, the tiny
+ * BERT encoder (llama.cpp's encode pass, mean pooling) and, when present, stories260K
  * ($HEARTH_TEST_MODEL or ../shared/models/stories260K.gguf). Usage:
  *   npm run bench:embeddings [-- extra serve flags]
  */
@@ -47,6 +47,7 @@ async function bench(name: string, modelPath: string): Promise<void> {
 }
 
 await bench('tiny chat model', await tinyChatModel());
+await bench('tiny BERT encoder', await tinyBertModel());
 const real = realTestModel();
 if (real) await bench(`stories260K (${real})`, real);
 else console.log('stories260K: not present (set HEARTH_TEST_MODEL), skipped');

@@ -1,10 +1,10 @@
 /**
- * The cost of closing JSON in time (native engine, issue #26): tokens/s of grammar jobs with closing on (the
+ * The cost of closing JSON in time (issue #26; the native engine, or `--engine node-llama-cpp`): tokens/s of grammar jobs with closing on (the
  * default: within the last 64 tokens of the budget the sampler checks that the grammar can still complete) and
  * off (HEARTH_CLOSING_HORIZON=0), one `hearth serve` each, one slot, sequential requests at temperature 1 (seeds
  * 1..N). max_tokens 64 puts the whole reply inside the checked window (the worst case); 256 shows it amortised.
  *
- *   node --import tsx bench/json-close-cost.ts [--model <gguf>] [--requests 12]
+ *   node --import tsx bench/json-close-cost.ts [--model <gguf>] [--requests 12] [--engine native|node-llama-cpp]
  */
 import { startBenchHearth } from './lib/servers.ts';
 import { tinyChatModel } from '../test/helpers/test-model.ts';
@@ -15,6 +15,7 @@ const flag = (name: string) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const REQUESTS = Number(flag('--requests') ?? 12);
+const ENGINE = flag('--engine') ?? 'native';
 const SCHEMA = {
   type: 'object',
   properties: { n: { type: 'string' }, o: { type: 'object', properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } }, required: ['t', 's'], additionalProperties: false } },
@@ -27,7 +28,7 @@ async function measure(horizon: string | undefined, model: string): Promise<Reco
   const env = horizon === undefined ? {} : { HEARTH_CLOSING_HORIZON: horizon };
   const previous = process.env.HEARTH_CLOSING_HORIZON;
   Object.assign(process.env, env);
-  const hearth = await startBenchHearth(['--model', model, '--model-id', 'local/bench', '--slots', '1']);
+  const hearth = await startBenchHearth(['--model', model, '--model-id', 'local/bench', '--slots', '1', '--engine', ENGINE]);
   if (previous === undefined) delete process.env.HEARTH_CLOSING_HORIZON;
   const out: Record<string, { tokensPerSecond: number; parsed: number }> = {};
   try {
@@ -63,7 +64,7 @@ async function measure(horizon: string | undefined, model: string): Promise<Reco
 const model = flag('--model') ?? (await tinyChatModel());
 const off = await measure('0', model);
 const on = await measure(undefined, model);
-console.log(`model ${model}, ${REQUESTS} sequential requests per row (tokens/s incl. HTTP and prompt; parsed = replies that JSON.parse)`);
+console.log(`model ${model}, --engine ${ENGINE}, ${REQUESTS} sequential requests per row (tokens/s incl. HTTP and prompt; parsed = replies that JSON.parse)`);
 for (const row of Object.keys(on)) {
   console.log(`${row.padEnd(24)} closing off: ${String(off[row]!.tokensPerSecond).padStart(6)} tok/s, ${off[row]!.parsed}/${REQUESTS} parse | on: ${String(on[row]!.tokensPerSecond).padStart(6)} tok/s, ${on[row]!.parsed}/${REQUESTS} parse`);
 }

@@ -58,7 +58,7 @@ export interface NativeThreadTiming {
 
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
 export type NativeLoopEvent =
-  | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number; threads: number; threadPool: boolean; cpuBackend: string; calibration?: NativeThreadTiming[]; gpuLayers: number; modelLayers: number; gpuDevices: NativeGpuDevice[] }
+  | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number; threads: number; threadPool: boolean; cpuBackend: string; calibration?: NativeThreadTiming[]; gpuLayers: number; modelLayers: number; embeddingsOnly: boolean; gpuDevices: NativeGpuDevice[] }
   | { type: 'loadFailed'; message: string }
   | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number; /** Decode steps that evaluated this prompt (chunks). */ promptSteps: number }
   | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "model_kind.h"
+
 namespace hearth {
 
 namespace {
@@ -38,7 +40,10 @@ enum llama_pooling_type declaredPooling(const llama_model * model) {
 }  // namespace
 
 Embedder::Embedder(llama_model * model, int32_t maxInputTokens, int32_t threads)
-    : model_(model), maxInputTokens_(std::max(1, maxInputTokens)), threads_(std::max(1, threads)) {}
+    : model_(model),
+      // An encoder's inputs end where its position embeddings do (a decoder's rotary positions have no such end).
+      maxInputTokens_(std::max(1, servesEmbeddingsOnly(model) ? std::min(maxInputTokens, trainedContextLength(model)) : maxInputTokens)),
+      threads_(std::max(1, threads)) {}
 
 Embedder::~Embedder() {
     close();

@@ -4,7 +4,9 @@
 //
 // Pooling: a model whose GGUF declares a pooling (`<arch>.pooling_type`: mean, cls or last, as dedicated
 // embedding models such as nomic-embed or bge do) gets its own; any other (a causal chat model) gets mean
-// pooling over its last hidden states. Every vector is L2-normalised (as OpenAI's are).
+// pooling over its last hidden states. Every vector is L2-normalised (as OpenAI's are). A BERT-family encoder
+// (model_kind.h) runs the same way: llama_decode on a model without KV memory is llama.cpp's encode pass, and
+// its inputs are held to the model's trained positions.
 //
 // Threads: embed() may run on any thread (the addon calls it from a Node-API async worker, off the
 // JavaScript thread) while the slot loop generates on its own context: llama.cpp contexts of one model are

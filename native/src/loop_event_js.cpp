@@ -47,6 +47,7 @@ Napi::Object readyToJs(Napi::Env env, const LoopEvent & e) {
     o.Set("cpuBackend", e.cpuBackend);
     o.Set("gpuLayers", e.gpuLayers);
     o.Set("modelLayers", e.modelLayers);
+    o.Set("embeddingsOnly", e.embeddingsOnly);
     Napi::Array gpus = Napi::Array::New(env);
     for (size_t i = 0; i < e.gpuDevices.size(); i++) {
         const GpuDevice & d = e.gpuDevices[i];

@@ -143,6 +143,7 @@ struct LoopEvent {
     std::vector<double> calibration; // (threads, ms per step, estimate ms) triples, when calibrated
     int32_t gpuLayers = 0;           // layers on the GPU (0: computes on the CPU)
     int32_t modelLayers = 0;         // llama_model_n_layer (+1 output layer offloadable)
+    bool embeddingsOnly = false;     // an encoder that serves embeddings only (model_kind.h): no generation context
     std::vector<GpuDevice> gpuDevices; // the GPU the model was offloaded to (empty on CPU)
 };
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "live_loops.h"
+#include "model_kind.h"
 #include "llama_runtime.h"
 #include "step_budget.h"
 #include "token_logprobs.h"
@@ -52,6 +53,10 @@ bool SlotLoop::submit(JobSpec job, SubmitRefusal & refusal) {
         }
         if (!ready_) {
             refusal = { "engine_not_ready", "the model is not loaded yet" };
+            return false;
+        }
+        if (embeddingsOnly_) {
+            refusal = { "model_embeddings_only", "the model is an embedding model: it computes embeddings, it does not generate" };
             return false;
         }
         if (reserved_ >= options_.slots) {
@@ -159,7 +164,8 @@ void SlotLoop::run() {
     LoopEvent ready;
     ready.kind = EventKind::Ready;
     ready.contextSize = contextSize_;
-    ready.contextTotal = (int32_t) llama_n_ctx(ctx_);
+    ready.contextTotal = ctx_ != nullptr ? (int32_t) llama_n_ctx(ctx_) : 0;
+    ready.embeddingsOnly = embeddingsOnly_;
     ready.batchSize = nBatch_;
     ready.vocabSize = vocabSize_;
     ready.threads = threads_;
@@ -250,8 +256,20 @@ bool SlotLoop::load(std::string & error) {
         return false;
     }
     if (!llama_model_has_decoder(model_) || llama_model_has_encoder(model_)) {
-        error = "the model is not a decoder-only language model";
+        error = "the model is an encoder-decoder (or encoder-only seq2seq) model, which Hearth does not serve";
         return false;
+    }
+    if (servesEmbeddingsOnly(model_)) {
+        // A BERT-family encoder: no generation context (it has no output head); embed() makes its own context.
+        // Inputs are held to the model's own positions (its position embeddings end there).
+        embeddingsOnly_ = true;
+        vocab_ = llama_model_get_vocab(model_);
+        modelLayers_ = llama_model_n_layer(model_);
+        threads_ = options_.threads;
+        std::lock_guard<std::mutex> lock(mutex_);
+        contextSize_ = std::min(options_.contextSize, trainedContextLength(model_));
+        vocabSize_ = llama_vocab_n_tokens(vocab_);
+        return true;
     }
 
     const int32_t slots = std::max(1, options_.slots);

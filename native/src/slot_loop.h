@@ -171,6 +171,8 @@ private:
     int32_t contextSize_ = 0;
     int32_t vocabSize_ = 0;
     int32_t modelLayers_ = 0;
+    /** An embeddings-only encoder (model_kind.h): no generation context; submit() refuses every job. Set by load(). */
+    bool embeddingsOnly_ = false;
     int32_t gpuLayers_ = 0;               // layers offloaded to gpu_ (0: CPU only)
     ggml_backend_dev_t gpu_ = nullptr;
 

@@ -27,6 +27,7 @@ export function isEngineFailure(value: unknown): value is EngineFailure {
 const REQUEST_FAILURES: Record<string, () => ApiError> = {
   invalid_grammar: () => invalidRequest('The requested output format cannot be enforced (its grammar was refused)', null, 'invalid_grammar'),
   invalid_prompt_token: () => invalidRequest("'prompt' holds a token id outside the model's vocabulary", 'prompt', 'invalid_value'),
+  model_embeddings_only: () => invalidRequest("The model is an embedding model (an encoder such as BERT): it serves '/embeddings' only, not text generation", 'model', 'model_not_supported'),
   empty_prompt: () => invalidRequest("'prompt' is empty: it has no tokens for the model to continue from", 'prompt', 'invalid_value'),
 };
 

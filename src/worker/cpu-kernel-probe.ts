@@ -30,6 +30,7 @@ async function answer(req: CpuKernelProbeRequest): Promise<CpuKernelProbeAnswer>
   });
   const timings = (engine.calibration ?? []).map((t) => ({ threads: t.threads, msPerStep: t.msPerStep }));
   await engine.dispose();
+  if (engine.embeddingsOnly) throw new Error('an embeddings-only model (an encoder) has no decode step to time');
   return { action: 'time', cpuBackend: engine.cpuBackend, timings };
 }
 

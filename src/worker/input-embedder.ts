@@ -78,13 +78,14 @@ export class InputEmbedder {
 
 /**
  * The node-llama-cpp engine's vectors: its LlamaEmbeddingContext (created at the first use, on the worker's
- * model), one input at a time, with the pooling node-llama-cpp applies (the model's own, else the last
- * token's hidden state), L2-normalised.
+ * model, with the worker's planned `threads`: node-llama-cpp's default is every core, which on a busy machine
+ * made one tiny input take hundreds of ms instead of under one), one input at a time, with the pooling
+ * node-llama-cpp applies (the model's own, else the last token's hidden state), L2-normalised.
  */
-export function llamaEmbeddingVectors(model: LlamaModel, contextSize: number): TokenVectors {
+export function llamaEmbeddingVectors(model: LlamaModel, contextSize: number, threads: number): TokenVectors {
   let context: Promise<LlamaEmbeddingContext> | null = null;
   return async (tokens) => {
-    context ??= model.createEmbeddingContext({ contextSize, batchSize: contextSize });
+    context ??= model.createEmbeddingContext({ contextSize, batchSize: contextSize, threads });
     const ctx = await context;
     const out: Float32Array[] = [];
     for (const t of tokens) out.push(unit(Float32Array.from((await ctx.getEmbeddingFor(Array.from(t) as Token[])).vector)));

@@ -10,6 +10,7 @@ import { PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotEngine } from './slot-engine.ts';
 import type { EmbeddingTaskResult } from '../engine/embedding-task.ts';
 import { InputEmbedder, instantVectors, llamaEmbeddingVectors } from './input-embedder.ts';
+import { servesEmbeddingsOnly } from './model-kind.ts';
 
 /** A part of a host being loaded: released, last loaded first, when the load fails or is aborted. */
 interface Releasable {
@@ -37,6 +38,15 @@ export class ModelHost {
     /** Where the model computes: the GPU backend and the layers offloaded (CPU: backend false). */
     readonly gpu?: GpuInfo,
   ) {}
+
+  /**
+   * The model is a BERT-family encoder (model-kind.ts): it serves the `embed` task only; a generation task is
+   * answered with the failure `model_embeddings_only` (a 400 naming `model`) before any prompt is built.
+   */
+  get embeddingsOnly(): boolean {
+    if (this.engine.kind === 'native') return (this.engine as unknown as NativeSlotEngine).embeddingsOnly;
+    return this.model !== null && servesEmbeddingsOnly(this.model.fileInfo.metadata);
+  }
 
   /**
    * Loads everything a worker serves with. When `signal` aborts first, the load stops as soon as llama.cpp
@@ -109,8 +119,8 @@ export class ModelHost {
   /**
    * The `embed` task (input-embedder.ts): the native loop embeds in batches on its model (NativeSlotEngine.embed),
    * the node-llama-cpp engine one input at a time in its embedding context, the instant engine with fake vectors.
-   * Text is tokenized as buildRawPrompt does (no template, BOS when the vocabulary asks), with the EOS token
-   * after it when the vocabulary asks for that too (BERT-style embedding models' separator).
+   * Text is tokenized as buildRawPrompt does (no template, BOS when the vocabulary asks: a BERT vocabulary's
+   * [CLS]), with the token that ends an input after it when the vocabulary asks for one (inputEndToken).
    */
   embed(inputs: RawPrompt[]): Promise<EmbeddingTaskResult> {
     this.embedder ??= this.createEmbedder();
@@ -120,13 +130,14 @@ export class ModelHost {
   private createEmbedder(): InputEmbedder {
     const engine = this.engine;
     const model = this.model;
+    const closing = model ? inputEndToken(model) : null;
     const tokenize = async (input: RawPrompt, maxTokens: number): Promise<Uint32Array> => {
-      const eos = typeof input === 'string' && model?.tokens.shouldAppendEosToken ? model.tokens.eos : null;
+      const eos = typeof input === 'string' ? closing : null;
       const { tokens } = await this.buildRawPrompt(input, eos === null ? maxTokens : maxTokens - 1);
       return eos === null ? tokens : Uint32Array.from([...tokens, eos]);
     };
     if (engine.kind === 'native') return new InputEmbedder(engine.contextSize, tokenize, (tokens) => (engine as unknown as NativeSlotEngine).embed(tokens));
-    if (engine.kind === 'node-llama-cpp' && model) return new InputEmbedder(engine.contextSize, tokenize, llamaEmbeddingVectors(model, engine.contextSize));
+    if (engine.kind === 'node-llama-cpp' && model) return new InputEmbedder(engine.contextSize, tokenize, llamaEmbeddingVectors(model, engine.contextSize, (engine as LlamaSequenceEngine).threads));
     return new InputEmbedder(engine.contextSize, tokenize, instantVectors);
   }
 
@@ -137,6 +148,17 @@ export class ModelHost {
     await this.model?.dispose();
     await this.llama?.dispose();
   }
+}
+
+/**
+ * The token llama.cpp puts after a text it tokenizes with special tokens: EOS where the vocabulary adds it, else a
+ * WordPiece (BERT) vocabulary's [SEP] unless its GGUF says `tokenizer.ggml.add_sep_token = false` (llama.cpp adds
+ * it by default for WordPiece); null for neither. BERT-family embedding models were trained on [CLS] text [SEP].
+ */
+function inputEndToken(model: LlamaModel): number | null {
+  if (model.tokens.shouldAppendEosToken && model.tokens.eos !== null) return model.tokens.eos;
+  const addSep = (model.fileInfo.metadata as { tokenizer?: { ggml?: { add_sep_token?: unknown } } }).tokenizer?.ggml?.add_sep_token;
+  return model.vocabularyType === 'wpm' && addSep !== false ? model.tokens.sep : null;
 }
 
 async function tryLoadNative(data: ModelWorkerData, signal: AbortSignal | undefined): Promise<{ ok: true; engine: NativeSlotEngine } | { ok: false; reason: string }> {

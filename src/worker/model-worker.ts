@@ -68,6 +68,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
   });
   try {
     if (!host) throw new Error(`model not loaded: ${loadError ?? 'unknown error'}`);
+    if (host.embeddingsOnly) return post({ t: 'error', failure: engineFailure.internal('model_embeddings_only', 'the model serves embeddings only') });
     post({ t: 'start' });
     // Let a cancel that arrived while the task was queued be seen before any work.
     await new Promise((r) => setImmediate(r));

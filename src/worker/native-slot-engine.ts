@@ -108,6 +108,8 @@ export class NativeSlotEngine implements SlotEngine {
   readonly gpuLayers: number;
   readonly modelLayers: number;
   readonly gpuDevices: readonly NativeGpuDevice[];
+  /** A BERT-family encoder (native/src/model_kind.h): it embeds, and refuses every generation job. */
+  readonly embeddingsOnly: boolean;
 
   /** Jobs submitted whose terminal native event has not arrived yet (their slots are taken). */
   private readonly jobs = new Map<number, JobState>();
@@ -132,6 +134,7 @@ export class NativeSlotEngine implements SlotEngine {
     this.modelLayers = ready.modelLayers;
     this.gpuDevices = ready.gpuDevices;
     this.calibration = ready.calibration;
+    this.embeddingsOnly = ready.embeddingsOnly;
   }
 
   /** Jobs holding a slot right now. */

@@ -1,6 +1,6 @@
 import { TokenBias, type LlamaModel } from 'node-llama-cpp';
 import { llamaTokenPieces } from './llama-token-pieces.ts';
-import { UTF8_BOUNDARY, UTF8_STATES, Utf8TokenTable, type Utf8State } from './utf8-state.ts';
+import { UTF8_BOUNDARY, UTF8_STATES, Utf8TokenTable, type TokenPiece, type Utf8State } from './utf8-state.ts';
 
 /**
  * Keeps a grammar job of the node-llama-cpp engine valid UTF-8: for each UTF-8 state, a TokenBias that
@@ -14,8 +14,9 @@ export class Utf8TokenBiases {
   private readonly table: Utf8TokenTable;
   private readonly biases: Array<TokenBias | undefined> = new Array<TokenBias | undefined>(UTF8_STATES);
 
-  constructor(private readonly model: LlamaModel) {
-    this.table = new Utf8TokenTable(llamaTokenPieces(model));
+  /** `pieces`: llamaTokenPieces(model), where the caller has them already. */
+  constructor(private readonly model: LlamaModel, pieces: readonly TokenPiece[] = llamaTokenPieces(model)) {
+    this.table = new Utf8TokenTable(pieces);
   }
 
   /**

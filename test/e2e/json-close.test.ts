@@ -7,15 +7,13 @@ import { type HearthProcess, startHearthProcess } from '../helpers/hearth-proces
 import { tinyChatModel } from '../helpers/test-model.ts';
 
 /**
- * Under a grammar the native engine closes the JSON in time (issue #26): a reply that reaches max_tokens is still
+ * Under a grammar both engines close the JSON in time (issue #26): a reply that reaches max_tokens is still
  * complete, valid JSON, with finish_reason `length` (max_tokens ended it). The tiny chat model's weights are random
  * for these prompts and never close JSON on their own, so every parse below is the sampler's doing. When max_tokens
- * is shorter than any completion the reply is the cut text, finish_reason `length`, as before. (The node-llama-cpp
- * engine does not close JSON: these run where the native addon is built, with --engine native.)
+ * is shorter than any completion the reply is the cut text, finish_reason `length`, as before. The native engine
+ * runs where its addon is built; the node-llama-cpp engine (src/worker/grammar-job-closer.ts) everywhere.
  */
 const addon = nativeAddonAvailable();
-let hearth: HearthProcess;
-let client: OpenAI;
 const MODEL_ID = 'local/json-close';
 
 /**
@@ -39,14 +37,19 @@ type Format = OpenAI.ChatCompletionCreateParams['response_format'];
 const JSON_OBJECT: Format = { type: 'json_object' };
 const JSON_SCHEMA: Format = { type: 'json_schema', json_schema: { name: 'cat', schema: SCHEMA as unknown as Record<string, unknown>, strict: true } };
 
-async function complete(format: Format, maxTokens: number, seed: number) {
-  const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: format, max_tokens: maxTokens, seed, temperature: 1 });
-  return { text: r.choices[0]!.message.content ?? '', finish: r.choices[0]!.finish_reason, tokens: r.usage!.completion_tokens };
-}
+describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON (--engine native)', () => closesJson('native'));
+describe('a JSON reply cut by max_tokens is complete JSON (--engine node-llama-cpp)', () => closesJson('node-llama-cpp'));
 
-describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON', () => {
+/** The suite, on one engine. */
+function closesJson(engine: 'native' | 'node-llama-cpp') {
+  let hearth: HearthProcess;
+  let client: OpenAI;
+  async function complete(format: Format, maxTokens: number, seed: number) {
+    const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: format, max_tokens: maxTokens, seed, temperature: 1 });
+    return { text: r.choices[0]!.message.content ?? '', finish: r.choices[0]!.finish_reason, tokens: r.usage!.completion_tokens };
+  }
   beforeAll(async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--engine', 'native'] });
+    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--engine', engine] });
     await hearth.waitReady();
     client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
   });
@@ -83,6 +86,17 @@ describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON', ()
     expect(finish).toBe('length');
   });
 
+  it('reports a finite logprob for every token, the closing ones included', async () => {
+    const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: JSON_SCHEMA, max_tokens: 40, seed: 5, temperature: 1, logprobs: true, top_logprobs: 2 });
+    expect(valid(JSON.parse(r.choices[0]!.message.content ?? ''))).toBe(true);
+    const logprobs = r.choices[0]!.logprobs!.content!;
+    expect(logprobs.length).toBeGreaterThan(0);
+    for (const t of logprobs) {
+      expect(Number.isFinite(t.logprob)).toBe(true);
+      expect(t.logprob).toBeLessThanOrEqual(0);
+    }
+  });
+
   it('a forced tool call cut by max_tokens has arguments that parse and validate', async () => {
     const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'describe', parameters: SCHEMA as unknown as Record<string, unknown> } }];
     for (const [maxTokens, seed] of [[100, 1], [120, 2], [150, 3], [100, 4]] as const) {
@@ -100,7 +114,7 @@ describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON', ()
     expect(text.startsWith('{"')).toBe(true);
     expect(() => JSON.parse(text)).toThrow();
   });
-});
+}
 
 /** The same on a 32,000-token Llama 2 vocabulary (random weights), where the workplace has the model. */
 const LLAMA2 = '/work/shared/models/llama-2-tiny-random.gguf';

@@ -2,10 +2,13 @@
  * The native loop's batched embedder (native/src/embedder.{h,cpp} through NativeSlotEngine.embed) on
  * stories260K when present (else the project's tiny llama): many inputs per llama_decode with the same vectors
  * as one input per pass, unit length, refusals of bad inputs, embeddings while the loop generates, and dispose
- * with an embedding in flight. Skipped, saying why, when the addon is not built.
+ * with an embedding in flight; and a BERT-family encoder (the tiny BERT), loaded without a generation context, whose
+ * vectors come from llama.cpp's encode pass and whose generation jobs the loop refuses. Skipped, saying why, when
+ * the addon is not built.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../models/test-model-path.ts';
+import { ensureTinyBert, ensureTinyModel } from '../../models/test-model-path.ts';
+import { BERT_CLS_ID, BERT_SEP_ID } from '../../models/tiny-bert.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
 import { realTestModel } from '../helpers/test-model.ts';
@@ -114,5 +117,41 @@ describe.skipIf(!addon.ok)('native embedder in a terminated worker thread', () =
       expect(outcome.messages[0]).toBe('embedding');
       expect(outcome.exitCode).toBe(1); // terminate()'s exit code: the process (this test) lives on
     }
+  });
+});
+
+describe.skipIf(!addon.ok)('native embedder on a BERT encoder (embeddings only)', () => {
+  let engine: NativeSlotEngine;
+  beforeAll(async () => {
+    // More context than the model's 128 positions: the loop holds its inputs to those.
+    engine = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyBert(), contextSize: 512, slots: 2, threads: 1 });
+  });
+  afterAll(async () => {
+    await engine?.dispose();
+  });
+
+  it('loads as embeddings-only, its context held to the trained positions', () => {
+    expect(engine.embeddingsOnly).toBe(true);
+    expect(engine.contextSize).toBe(128);
+  });
+
+  it('embeds many inputs per encode pass with the vectors of one input per pass', async () => {
+    const batch = Array.from({ length: 24 }, (_, i) => Uint32Array.from([BERT_CLS_ID, 104 + (i % 50), 110 + ((i * 7) % 60), BERT_SEP_ID]));
+    const together = await engine.embed(batch);
+    expect(together.dimensions).toBe(32);
+    expect(together.passes).toBe(1);
+    const vectors = rows(together);
+    for (const [i, input] of batch.entries()) {
+      const alone = rows(await engine.embed([input]))[0]!;
+      expect(norm(vectors[i]!)).toBeCloseTo(1, 5);
+      expect(Math.max(...alone.map((x, d) => Math.abs(x - vectors[i]![d]!)))).toBeLessThan(1e-5);
+    }
+  });
+
+  it('refuses an input past the trained positions, and every generation job', async () => {
+    await expect(engine.embed([new Uint32Array(129).fill(BERT_CLS_ID)])).rejects.toMatchObject({ code: 'invalid_input' });
+    expect(() => submitJob(engine, { promptTokens: Uint32Array.from([BERT_CLS_ID, 104]) }, { onText: () => {}, onDone: () => {}, onError: () => {} }))
+      .toThrow(expect.objectContaining({ code: 'model_embeddings_only' }));
+    expect((await engine.embed([Uint32Array.from([BERT_CLS_ID])])).dimensions).toBe(32);
   });
 });
