@@ -163,7 +163,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
 
   private setState(state: ModelStatus['state']): void {
     this.st.state = state;
-    for (const s of ['pulling', 'loading', 'ready', 'failed']) this.metrics.modelState.set({ ...this.labels, state: s }, s === state ? 1 : 0);
+    for (const s of ['unloaded', 'pulling', 'loading', 'ready', 'failed']) this.metrics.modelState.set({ ...this.labels, state: s }, s === state ? 1 : 0);
   }
 
   private fail(reason: string): void {

@@ -69,6 +69,10 @@ export const modelWarmingUp = (details: Record<string, unknown>) =>
     details,
   });
 
+/** A model registry conflict (contract.md "Several models on one server"): an id taken (`model_exists`), a model busy (`model_busy`). */
+export const conflict = (message: string, code: 'model_exists' | 'model_busy') =>
+  new ApiError({ status: 409, type: 'invalid_request_error', message, param: code === 'model_exists' ? 'id' : null, code });
+
 /** The reason (an engine's or the pull's own message) is the operator's: GET /health and the log show it, clients do not. */
 export const modelFailed = () =>
   new ApiError({ status: 503, type: 'unavailable_error', message: 'The model failed to pull or load; GET /health and the server log say why', param: null, code: 'model_failed' });
