@@ -26,6 +26,7 @@ import { dashboardRoutes } from './dashboard/dashboard-routes.ts';
 import { workspaceRoutes } from './workspaces/workspace-routes.ts';
 import { accountRoutes } from './accounts/account-routes.ts';
 import { statsRoutes } from './inference/stats-routes.ts';
+import { modelAdminRoutes } from './inference/model-admin-routes.ts';
 import { opsRoutes } from './ops/ops-routes.ts';
 import { projectInferenceRoutes } from './workspaces/project-inference-routes.ts';
 import { sessionRoutes } from './accounts/session-routes.ts';
@@ -160,6 +161,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
     ...statsRoutes({ ...authenticated, stats }),
+    ...modelAdminRoutes({ ...authenticated, models, modelsDir: config.modelsDir, pullStallTimeoutMs: config.pullStallTimeoutMs }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
     ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),

@@ -98,6 +98,8 @@ export class ModelRegistry {
   private readonly entries = new Map<string, Entry>();
   private readonly idleTimer: NodeJS.Timeout | null;
   private closed = false;
+  /** Aborted by dispose(): the pulls the admin API started stop. */
+  private readonly pulls = new AbortController();
   /** Orders uses (several may fall in one millisecond). */
   private uses = 0;
 
@@ -218,7 +220,7 @@ export class ModelRegistry {
    * Pulls a hub model into the models dir (the admin API), the model `unloaded` once present. Runs in the
    * background: progress in the model's view; a failure leaves it `failed` with the reason.
    */
-  pull(id: string, run: (onProgress: (p: { downloadedBytes: number; totalBytes: number }) => void) => Promise<void>): void {
+  pull(id: string, run: (onProgress: (p: { downloadedBytes: number; totalBytes: number }) => void, signal: AbortSignal) => Promise<void>): void {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id);
     e.pull = { downloadedBytes: 0, totalBytes: 0, running: true };
@@ -227,7 +229,7 @@ export class ModelRegistry {
     void run((p) => {
       e.pull = { ...p, running: true };
       this.metrics.modelPullProgress.set({ model: id }, p.totalBytes > 0 ? p.downloadedBytes / p.totalBytes : 0);
-    }).then(
+    }, this.pulls.signal).then(
       () => {
         e.pull = { downloadedBytes: e.pull?.totalBytes ?? 0, totalBytes: e.pull?.totalBytes ?? 0, running: false };
         this.metrics.modelPullProgress.set({ model: id }, 1);
@@ -275,6 +277,7 @@ export class ModelRegistry {
   /** Unloads every model (shutdown; generations still running are cut by their engines). Idempotent. */
   async dispose(): Promise<void> {
     this.closed = true;
+    this.pulls.abort();
     if (this.idleTimer) clearInterval(this.idleTimer);
     await Promise.all([...this.entries.values()].map((e) => (e.engine ? e.engine.dispose() : Promise.resolve())));
   }

@@ -147,8 +147,8 @@ export const setupComplete = () =>
 export const originMismatch = () =>
   new ApiError({ status: 403, type: 'permission_error', message: "A change made with a session cookie needs an Origin header equal to the service's own origin", param: null, code: 'origin_mismatch' });
 
-export const ownerRequired = () =>
-  new ApiError({ status: 403, type: 'permission_error', message: "Managing users needs an owner's session (members and API keys cannot)", param: null, code: 'owner_required' });
+export const ownerRequired = (what = 'users') =>
+  new ApiError({ status: 403, type: 'permission_error', message: `Managing ${what} needs an owner's session (members and API keys cannot)`, param: null, code: 'owner_required' });
 
 export const userNotFound = () => new ApiError({ status: 404, type: 'not_found_error', message: 'User not found', param: 'userId', code: 'user_not_found' });
 
