@@ -140,6 +140,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     log,
   );
   for (const m of configured) models.add(m);
+  // The default model starts pulling and loading at once (its state shows from the first /health); the others load on demand.
+  const modelSettled = models.load(primaryId);
   disposables.add('models', () => models.dispose());
   const stats = new ServingStats(models.face(primaryId));
   const gateway = new SharedModelGateway(models, stats, { promptCacheScope: config.promptCacheScope });
@@ -196,7 +198,6 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   sweepSessions();
   const sessionSweep = setInterval(sweepSessions, 3_600_000).unref();
   disposables.add('session-sweep', () => clearInterval(sessionSweep));
-  const modelSettled = models.load(primaryId); // the default model loads at start; the others on demand
   let closing: Promise<ShutdownOutcome> | null = null;
   const running: RunningHearth = {
     port: server.port,

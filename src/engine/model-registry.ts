@@ -77,6 +77,8 @@ interface Entry {
   lastUsed: number;
   useSeq: number;
   estimateBytes: number;
+  /** Its load made room for it (makeRoom passed) and it has not been unloaded since: it counts against the limits. */
+  counted: boolean;
   lastStatus: ModelStatus | null;
   /** A pull started by pull() (the admin API), while it runs or after it failed. */
   pull: { downloadedBytes: number; totalBytes: number; running: boolean } | null;
@@ -116,7 +118,7 @@ export class ModelRegistry {
   add(model: RegisteredModel): void {
     const id = model.source.modelId;
     if (this.entries.has(id)) throw conflict(`A model with id '${id}' already exists`, 'model_exists');
-    this.entries.set(id, { id, model, engine: null, loading: null, unloading: null, pins: 0, lastUsed: 0, useSeq: 0, estimateBytes: 0, lastStatus: null, pull: null, error: null, loads: 0, usage: new ModelUsage() });
+    this.entries.set(id, { id, model, engine: null, loading: null, unloading: null, pins: 0, lastUsed: 0, useSeq: 0, estimateBytes: 0, counted: false, lastStatus: null, pull: null, error: null, loads: 0, usage: new ModelUsage() });
     this.setStateMetric(id, 'unloaded');
   }
 
@@ -129,6 +131,7 @@ export class ModelRegistry {
     this.add({ source: { kind: 'local', path: '', modelId: id } });
     const e = this.entries.get(id)!;
     e.engine = engine as ManagedEngine;
+    e.counted = true;
     e.pins = 1; // held for good: never unloaded
   }
 
@@ -289,7 +292,7 @@ export class ModelRegistry {
       source: e.model.source,
       state: this.stateOf(e),
       status,
-      memoryBytes: e.engine ? e.estimateBytes : 0,
+      memoryBytes: e.counted ? e.estimateBytes : 0,
       pull: e.pull ? { downloadedBytes: e.pull.downloadedBytes, totalBytes: e.pull.totalBytes, percent: percent(e.pull) } : status?.pull ? { downloadedBytes: status.pull.downloadedBytes, totalBytes: status.pull.totalBytes, percent: Math.round(status.pull.ratio * 1000) / 10 } : null,
       error: e.error ?? (e.engine ? e.engine.status().error : null),
       requests: e.engine ? e.engine.load() : { running: 0, waiting: 0 },
@@ -340,17 +343,29 @@ export class ModelRegistry {
     return load === undefined || load.running + load.waiting === 0;
   }
 
+  /**
+   * The one load of `e` in flight, or a new one. Its engine is made at once (its state, pulling or loading, shows
+   * from the first moment), then room is made for it, then it starts (pulls if needed, loads in every worker).
+   */
   private ensureLoaded(e: Entry): Promise<void> {
-    return (e.loading ??= (async () => {
+    if (e.loading) return e.loading;
+    let engine: ManagedEngine | null = null;
+    if (e.unloading === null && e.engine === null && !this.closed) {
+      engine = this.createEngine(e.id, e.model);
+      e.engine = engine;
+    }
+    return (e.loading = (async () => {
       try {
-        if (e.unloading) await e.unloading;
-        if (e.engine) return; // loaded meanwhile
+        if (engine === null) {
+          if (e.unloading) await e.unloading;
+          if (e.engine || this.closed) return; // loaded meanwhile, or shutting down
+          engine = this.createEngine(e.id, e.model);
+          e.engine = engine;
+        }
         e.estimateBytes = await this.estimate(e);
-        this.setStateMetric(e.id, 'loading');
         await this.makeRoom(e);
         if (this.closed) return;
-        const engine = this.createEngine(e.id, e.model);
-        e.engine = engine;
+        e.counted = true;
         e.loads++;
         this.metrics.modelLoads.inc({ model: e.id });
         this.metrics.modelMemory.set({ model: e.id }, e.estimateBytes);
@@ -359,7 +374,6 @@ export class ModelRegistry {
         const st = engine.status();
         e.lastStatus = st;
         e.lastUsed = Date.now(); // idle from the end of its load
-
         if (st.state === 'ready') this.log.info('model loaded', { model: e.id, ms: Math.round(performance.now() - started), estimatedMiB: Math.round(e.estimateBytes / (1 << 20)), loaded: this.loadedCount() });
       } catch (err) {
         e.error = err instanceof Error ? err.message : String(err);
@@ -372,7 +386,7 @@ export class ModelRegistry {
 
   private loadedCount(): number {
     let n = 0;
-    for (const e of this.entries.values()) if (e.engine) n++;
+    for (const e of this.entries.values()) if (e.counted) n++;
     return n;
   }
 
@@ -384,7 +398,7 @@ export class ModelRegistry {
   private async makeRoom(e: Entry): Promise<void> {
     for (;;) {
       if (this.closed) return;
-      const others = [...this.entries.values()].filter((o) => o !== e && o.engine !== null);
+      const others = [...this.entries.values()].filter((o) => o !== e && o.counted);
       const used = others.reduce((sum, o) => sum + o.estimateBytes, 0);
       const overCount = this.o.maxLoaded > 0 && others.length + 1 > this.o.maxLoaded;
       const overMemory = others.length > 0 && used + e.estimateBytes > this.o.memoryBudgetBytes;
@@ -412,6 +426,7 @@ export class ModelRegistry {
       e.lastStatus = engine.status();
       await engine.dispose();
       e.engine = null;
+      e.counted = false;
       this.metrics.modelUnloads.inc({ model: e.id, reason });
       this.metrics.modelMemory.set({ model: e.id }, 0);
       this.metrics.promptCacheCapacity.set({ model: e.id }, 0);
