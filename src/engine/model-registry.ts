@@ -120,6 +120,8 @@ export class ModelRegistry {
     if (this.entries.has(id)) throw conflict(`A model with id '${id}' already exists`, 'model_exists');
     this.entries.set(id, { id, model, engine: null, loading: null, unloading: null, pins: 0, lastUsed: 0, useSeq: 0, estimateBytes: 0, counted: false, lastStatus: null, pull: null, error: null, loads: 0, usage: new ModelUsage() });
     this.setStateMetric(id, 'unloaded');
+    for (const reason of UNLOAD_REASONS) this.metrics.modelUnloads.inc({ model: id, reason }, 0); // every series exists from the start
+    this.metrics.modelLoads.inc({ model: id }, 0);
   }
 
   /**
@@ -254,6 +256,7 @@ export class ModelRegistry {
     await this.unload(e, 'removed');
     this.entries.delete(id);
     for (const state of STATES) this.metrics.modelState.remove({ model: id, state });
+    for (const reason of UNLOAD_REASONS) this.metrics.modelUnloads.remove({ model: id, reason });
     return e.model;
   }
 
@@ -419,7 +422,7 @@ export class ModelRegistry {
     }
   }
 
-  private unload(e: Entry, reason: string): Promise<void> {
+  private unload(e: Entry, reason: UnloadReason): Promise<void> {
     if (e.engine === null) return Promise.resolve();
     return (e.unloading ??= (async () => {
       const engine = e.engine!;
@@ -468,6 +471,9 @@ export class ModelRegistry {
 }
 
 const STATES: readonly RegistryState[] = ['unloaded', 'pulling', 'loading', 'ready', 'failed'];
+/** Why a model was unloaded (hearth_model_unloads_total's `reason`, a closed set). */
+const UNLOAD_REASONS = ['idle', 'max_loaded', 'memory', 'failed', 'request', 'removed'] as const;
+type UnloadReason = (typeof UNLOAD_REASONS)[number];
 
 function percent(p: { downloadedBytes: number; totalBytes: number }): number {
   return p.totalBytes > 0 ? Math.round((p.downloadedBytes / p.totalBytes) * 1000) / 10 : 0;
