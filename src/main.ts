@@ -27,6 +27,7 @@ import { workspaceRoutes } from './workspaces/workspace-routes.ts';
 import { accountRoutes } from './accounts/account-routes.ts';
 import { statsRoutes } from './inference/stats-routes.ts';
 import { modelAdminRoutes } from './inference/model-admin-routes.ts';
+import { AddedModelsFile } from './inference/added-models-file.ts';
 import { opsRoutes } from './ops/ops-routes.ts';
 import { projectInferenceRoutes } from './workspaces/project-inference-routes.ts';
 import { sessionRoutes } from './accounts/session-routes.ts';
@@ -140,6 +141,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     log,
   );
   for (const m of configured) models.add(m);
+  const added = new AddedModelsFile(config.modelsDir, log);
+  added.restore(models); // the models owners added through the API, served again
   // The default model starts pulling and loading at once (its state shows from the first /health); the others load on demand.
   const modelSettled = models.load(primaryId);
   disposables.add('models', () => models.dispose());
@@ -163,7 +166,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
     ...statsRoutes({ ...authenticated, stats }),
-    ...modelAdminRoutes({ ...authenticated, models, modelsDir: config.modelsDir, pullStallTimeoutMs: config.pullStallTimeoutMs }),
+    ...modelAdminRoutes({ ...authenticated, models, added, modelsDir: config.modelsDir, pullStallTimeoutMs: config.pullStallTimeoutMs }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
     ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
@@ -209,6 +212,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       closing ??= (async () => {
         const state = models.face(primaryId).status().state;
         http.close(); // no new connections; requests on open ones answer 503 shutting_down
+        models.stopLoading(); // and no model is loaded any more
         provisioner.dispose();
         log.info('draining', { state, requests: http.inFlight(), graceMs: config.shutdownGraceMs });
         const deadline = performance.now() + config.shutdownGraceMs;

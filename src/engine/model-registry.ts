@@ -186,6 +186,7 @@ export class ModelRegistry {
     clearTimeout(timer);
     const now = this.servable(e);
     if (now) return this.pin(e, now);
+    if (this.closed) throw shuttingDown();
     if (e.error !== null) throw modelFailed();
     throw modelWarmingUp({ state: this.stateOf(e), progress: null });
   }
@@ -278,6 +279,11 @@ export class ModelRegistry {
   /** Every engine loaded now (graceful shutdown drains them). */
   loadedEngines(): ManagedEngine[] {
     return [...this.entries.values()].flatMap((e) => (e.engine ? [e.engine] : []));
+  }
+
+  /** Graceful shutdown, step 1: no more loads; a request for a model answers 503 shutting_down (held ones go on). */
+  stopLoading(): void {
+    this.closed = true;
   }
 
   /** Unloads every model (shutdown; generations still running are cut by their engines). Idempotent. */

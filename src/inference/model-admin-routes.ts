@@ -8,9 +8,12 @@ import type { HttpExchange } from '../http/http-exchange.ts';
 import type { Route } from '../http/router.ts';
 import { SseWriter } from '../http/sse-writer.ts';
 import { parseModelSourceInput } from './model-source-input.ts';
+import type { AddedModelsFile } from './added-models-file.ts';
 
 export interface ModelAdminRouteDeps extends AuthenticatedRouteDeps {
   models: ModelRegistry;
+  /** Where the added models are kept across restarts. */
+  added: AddedModelsFile;
   modelsDir: string;
   pullStallTimeoutMs: number;
 }
@@ -36,6 +39,7 @@ export function modelAdminRoutes(d: ModelAdminRouteDeps): Route[] {
     const model = parseModelSourceInput(c.body, d.modelsDir);
     d.models.add(model);
     const source = model.source;
+    d.added.add({ id: source.modelId, source: source.kind === 'hub' ? source.uri : source.path });
     if (source.kind === 'hub') {
       d.models.pull(source.modelId, (onProgress, signal) => pullModel(source, { modelsDir: d.modelsDir, onProgress, signal, stallTimeoutMs: d.pullStallTimeoutMs }).then(() => {}));
     }
@@ -45,6 +49,7 @@ export function modelAdminRoutes(d: ModelAdminRouteDeps): Route[] {
     owner(c.principal);
     const id = idOf(params);
     const model = await d.models.remove(id);
+    d.added.remove(id);
     // A hub model's pulled file goes with it; a local file is the operator's and stays.
     if (model.source.kind === 'hub') fs.rmSync(pulledModelPath(model.source, d.modelsDir), { force: true });
     return ok({ id, object: 'model', deleted: true });

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readModelMetadata } from '../../src/engine/model-metadata.ts';
 import { startFakeModelHub, type FakeModelHub } from '../fakes/fake-model-hub.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
@@ -194,7 +194,6 @@ describe('the models admin API', () => {
     fs.rmSync(modelsDir, { recursive: true, force: true });
     fs.rmSync(outside, { recursive: true, force: true });
   });
-  afterEach(() => {});
 
   it('members list the models but cannot add, remove, load or unload them', async () => {
     const list = await call(h, 'GET', '/api/v1/models', undefined, member);
@@ -256,5 +255,19 @@ describe('the models admin API', () => {
     expect(fs.readdirSync(modelsDir)).toContain('hf_someone_tiny-chat.gguf');
     expect((await call(h, 'DELETE', '/api/v1/models/someone/tiny-chat', undefined, owner)).status).toBe(200);
     expect(fs.readdirSync(modelsDir)).not.toContain('hf_someone_tiny-chat.gguf');
+  }, 60_000);
+
+  it('a model added through the API is served again after a restart (kept in the models dir); a removed one is not', async () => {
+    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/kept' }, owner)).status).toBe(201);
+    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/gone' }, owner)).status).toBe(201);
+    expect((await call(h, 'DELETE', '/api/v1/models/local/gone', undefined, owner)).status).toBe(200);
+    const file = await tinyChatModel();
+    await h.stop();
+    h = await startHearthProcess({ args: ['--engine', 'instant', '--slots', '2', '--model', `${file},id=local/a`, '--models-dir', modelsDir], dataDir: h.dataDir, env: { HF_ENDPOINT: hub.endpoint } });
+    started.push(h);
+    await h.waitReady();
+    expect(await states(h)).toEqual({ 'local/a': 'ready', 'local/kept': 'unloaded' });
+    const r = await chat(h, 'local/kept');
+    expect([r.status, r.body.model]).toEqual([200, 'local/kept']);
   }, 60_000);
 });
