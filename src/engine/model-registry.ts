@@ -82,6 +82,8 @@ interface Entry {
   lastStatus: ModelStatus | null;
   /** A pull started by pull() (the admin API), while it runs or after it failed. */
   pull: { downloadedBytes: number; totalBytes: number; running: boolean } | null;
+  /** Stops the pull in flight (remove()), and its end. */
+  pullStop: { abort: AbortController; ended: Promise<void> } | null;
   error: string | null;
   loads: number;
   usage: ModelUsage;
@@ -118,7 +120,7 @@ export class ModelRegistry {
   add(model: RegisteredModel): void {
     const id = model.source.modelId;
     if (this.entries.has(id)) throw conflict(`A model with id '${id}' already exists`, 'model_exists');
-    this.entries.set(id, { id, model, engine: null, loading: null, unloading: null, pins: 0, lastUsed: 0, useSeq: 0, estimateBytes: 0, counted: false, lastStatus: null, pull: null, error: null, loads: 0, usage: new ModelUsage() });
+    this.entries.set(id, { id, model, engine: null, loading: null, unloading: null, pins: 0, lastUsed: 0, useSeq: 0, estimateBytes: 0, counted: false, lastStatus: null, pull: null, pullStop: null, error: null, loads: 0, usage: new ModelUsage() });
     this.setStateMetric(id, 'unloaded');
     for (const reason of UNLOAD_REASONS) this.metrics.modelUnloads.inc({ model: id, reason }, 0); // every series exists from the start
     this.metrics.modelLoads.inc({ model: id }, 0);
@@ -232,10 +234,13 @@ export class ModelRegistry {
     e.pull = { downloadedBytes: 0, totalBytes: 0, running: true };
     e.error = null;
     this.setStateMetric(id, 'pulling');
-    void run((p) => {
+    const abort = new AbortController();
+    const stopAll = () => abort.abort();
+    this.pulls.signal.addEventListener('abort', stopAll, { once: true });
+    const ended = run((p) => {
       e.pull = { ...p, running: true };
       this.metrics.modelPullProgress.set({ model: id }, p.totalBytes > 0 ? p.downloadedBytes / p.totalBytes : 0);
-    }, this.pulls.signal).then(
+    }, abort.signal).then(
       () => {
         e.pull = { downloadedBytes: e.pull?.totalBytes ?? 0, totalBytes: e.pull?.totalBytes ?? 0, running: false };
         this.metrics.modelPullProgress.set({ model: id }, 1);
@@ -243,17 +248,27 @@ export class ModelRegistry {
       },
       (err: unknown) => {
         e.pull = e.pull && { ...e.pull, running: false };
-        e.error = err instanceof Error ? err.message : String(err);
-        this.log.error('model pull failed', { model: id, reason: e.error });
+        e.error = abort.signal.aborted ? 'the pull was stopped' : err instanceof Error ? err.message : String(err);
+        if (!abort.signal.aborted) this.log.error('model pull failed', { model: id, reason: e.error });
       },
-    ).finally(() => this.setStateMetric(id, this.stateOf(e)));
+    ).finally(() => {
+      this.pulls.signal.removeEventListener('abort', stopAll);
+      e.pullStop = null;
+      if (this.entries.get(id) === e) this.setStateMetric(id, this.stateOf(e));
+    });
+    e.pullStop = { abort, ended };
   }
 
-  /** Removes a model (the admin API): unloaded first; 409 model_busy while a request holds it or it is pulling. */
+  /** Removes a model (the admin API): a pull in flight is stopped, the model unloaded; 409 model_busy while a request holds it or it is loading. */
   async remove(id: string): Promise<RegisteredModel> {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id);
-    if (e.pull?.running || e.loading !== null || !this.idle(e)) throw conflict(`The model '${id}' is serving requests, loading or pulling; try again when it is idle`, 'model_busy');
+    if (e.loading !== null || !this.idle(e)) throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
+    if (e.pullStop) {
+      e.pullStop.abort.abort();
+      await e.pullStop.ended;
+    }
+    if (!this.entries.has(id)) throw modelNotFound(id); // removed meanwhile by another call
     await this.unload(e, 'removed');
     this.entries.delete(id);
     for (const state of STATES) this.metrics.modelState.remove({ model: id, state });
@@ -382,6 +397,10 @@ export class ModelRegistry {
         await engine.start?.();
         const st = engine.status();
         e.lastStatus = st;
+        if (e.estimateBytes === 0) {
+          e.estimateBytes = await this.estimate(e); // a hub model's file is there only now
+          this.metrics.modelMemory.set({ model: e.id }, e.estimateBytes);
+        }
         e.lastUsed = Date.now(); // idle from the end of its load
         if (st.state === 'ready') this.log.info('model loaded', { model: e.id, ms: Math.round(performance.now() - started), estimatedMiB: Math.round(e.estimateBytes / (1 << 20)), loaded: this.loadedCount() });
       } catch (err) {

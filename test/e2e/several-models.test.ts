@@ -248,6 +248,11 @@ describe('the models admin API', () => {
     expect(events.some((e) => e.state === 'pulling' && e.pull.percent >= 49)).toBe(true);
     expect(events.at(-1)).toMatchObject({ state: 'failed', error: expect.stringContaining('could not pull') });
     expect((await chat(h, 'someone/tiny-chat')).body.error.code).toBe('model_failed');
+    // Removing a model while it is pulled stops the pull.
+    const other = await call(h, 'POST', '/api/v1/models', { source: 'hf:someone/other-GGUF/other.gguf' }, owner);
+    expect([other.status, other.body.state]).toEqual([201, 'pulling']);
+    expect((await call(h, 'DELETE', '/api/v1/models/someone/other', undefined, owner)).status).toBe(200);
+    expect((await call(h, 'GET', '/api/v1/models/someone/other', undefined, owner)).status).toBe(404);
     hub.release();
     expect((await call(h, 'POST', '/api/v1/models/someone/tiny-chat/load', undefined, owner)).status).toBe(200);
     await until(async () => (await states(h))['someone/tiny-chat'] === 'ready', 'the pulled model ready', { timeoutMs: 30_000 });
