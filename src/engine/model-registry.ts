@@ -1,10 +1,9 @@
-import fs from 'node:fs';
 import { conflict, modelFailed, modelNotFound, modelWarmingUp, shuttingDown } from '../errors/errors.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { EmbeddingEngine } from './embedding.ts';
 import type { ChatEngine, ModelStatus } from './generation.ts';
-import { readModelMetadata } from './model-metadata.ts';
+import { modelMemoryEstimate } from './model-memory-estimate.ts';
 import { pulledModelPath, type ModelSource } from './model-source.ts';
 import { ModelUsage, type UsageView } from './model-usage.ts';
 
@@ -472,22 +471,10 @@ export class ModelRegistry {
     }
   }
 
-  /** Weights (the file's size) plus the KV cache of every slot of every worker, from the GGUF's header; 0 while the file is not there. */
-  private async estimate(e: Entry): Promise<number> {
+  /** The model's memory estimate (model-memory-estimate.ts) with its own slots and context. */
+  private estimate(e: Entry): Promise<number> {
     const file = e.model.source.kind === 'local' ? e.model.source.path : pulledModelPath(e.model.source, this.o.modelsDir);
-    let size: number;
-    try {
-      size = fs.statSync(file).size;
-    } catch {
-      return 0;
-    }
-    try {
-      const md = await readModelMetadata(file);
-      const context = Math.min(e.model.contextSize ?? this.o.contextSize, md.contextLength ?? Infinity);
-      return size + (md.kvBytesPerToken ?? 0) * context * (e.model.slots ?? this.o.slots) * this.o.workers;
-    } catch {
-      return size; // the load itself says what is wrong with the file
-    }
+    return modelMemoryEstimate(file, { contextSize: e.model.contextSize ?? this.o.contextSize, slots: e.model.slots ?? this.o.slots, workers: this.o.workers });
   }
 
   private setStateMetric(id: string, state: RegistryState): void {
