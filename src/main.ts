@@ -5,6 +5,7 @@ import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import { type Config, ConfigError } from './config/config.ts';
 import { DEFAULT_SLOTS, LocalEngine, type LocalEngineOptions } from './engine/local-engine.ts';
 import { ModelRegistry, type RegisteredModel } from './engine/model-registry.ts';
+import type { GpuOffloadChoice } from './engine/gpu-offload.ts';
 import { resolveModelSource } from './engine/model-source.ts';
 import { defaultPromptCacheMiB } from './engine/prompt-cache-size.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
@@ -106,6 +107,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const responseSweep = setInterval(sweepResponses, 3_600_000).unref();
   disposables.add('responses sweep', () => clearInterval(responseSweep));
   const metrics = createMetrics();
+  const cpuMachineMemo = new Map<string, GpuOffloadChoice>(); // a machine without a GPU is probed once, not per model load
   const engineOptions = (id: string, model: RegisteredModel): LocalEngineOptions => ({
     source: model.source,
     modelsDir: config.modelsDir,
@@ -119,6 +121,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     cpuKernels: config.cpuKernels,
     gpuLayers: model.gpuLayers ?? config.gpuLayers,
     gpuBackend: config.gpuBackend,
+    cpuMachineMemo,
     native: {
       weightRepack: config.weightRepack,
       threadPool: config.threadPool,
