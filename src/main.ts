@@ -2,8 +2,10 @@ import { fileURLToPath } from 'node:url';
 import { openEventRelay } from '../native/binding.ts';
 import { AppHost } from './apps/app-host.ts';
 import { appHostOptionsFrom } from './apps/app-host-config.ts';
-import type { Config } from './config/config.ts';
-import { LocalEngine } from './engine/local-engine.ts';
+import { type Config, ConfigError } from './config/config.ts';
+import { DEFAULT_SLOTS, LocalEngine, type LocalEngineOptions } from './engine/local-engine.ts';
+import { ModelRegistry, type RegisteredModel } from './engine/model-registry.ts';
+import type { GpuOffloadChoice } from './engine/gpu-offload.ts';
 import { resolveModelSource } from './engine/model-source.ts';
 import { defaultPromptCacheMiB } from './engine/prompt-cache-size.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
@@ -25,6 +27,8 @@ import { dashboardRoutes } from './dashboard/dashboard-routes.ts';
 import { workspaceRoutes } from './workspaces/workspace-routes.ts';
 import { accountRoutes } from './accounts/account-routes.ts';
 import { statsRoutes } from './inference/stats-routes.ts';
+import { modelAdminRoutes } from './inference/model-admin-routes.ts';
+import { AddedModelsFile } from './inference/added-models-file.ts';
 import { opsRoutes } from './ops/ops-routes.ts';
 import { projectInferenceRoutes } from './workspaces/project-inference-routes.ts';
 import { sessionRoutes } from './accounts/session-routes.ts';
@@ -48,9 +52,10 @@ import { WorkspaceRepository } from './workspaces/workspace-repository.ts';
 
 export interface RunningHearth {
   port: number;
-  engine: LocalEngine;
+  /** Every model served (model-registry.ts). */
+  models: ModelRegistry;
   store: HearthStore;
-  /** Resolves once the model is loaded in every worker, has failed, or was abandoned by close() (never rejects). */
+  /** Resolves once the default model is loaded in every worker, has failed, or was abandoned by close() (never rejects). */
   modelSettled: Promise<void>;
   /**
    * Every resource the process holds, closed in reverse order of registration by close(). A later part
@@ -85,6 +90,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const masterKey = loadMasterKey({ secretKey: config.secretKey, dataDir: config.dataDir }); // a bad key file fails the boot here
   if (masterKey.source === 'created') log.info('created the master key file', { file: masterKey.file });
   const providers = providersFrom(config); // a bad provider option fails the boot here, before anything is opened
+  const configured = modelsFrom(config); // and so do two models of one id
+  const primaryId = configured[0]!.source.modelId;
   const disposables = new Disposables();
   const store = HearthStore.open(config.dataDir);
   disposables.add('store', () => store.close());
@@ -100,42 +107,50 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const responseSweep = setInterval(sweepResponses, 3_600_000).unref();
   disposables.add('responses sweep', () => clearInterval(responseSweep));
   const metrics = createMetrics();
-  const source = resolveModelSource(config.model, config.modelId);
-  const engine = new LocalEngine(
-    {
-      source,
-      modelsDir: config.modelsDir,
-      engine: config.engine,
-      workers: config.workers,
-      slots: config.slots,
-      threads: config.threads,
-      cores: config.defaultCores,
-      contextSize: config.contextSize,
-      batchSize: config.batchSize,
-      cpuKernels: config.cpuKernels,
-      gpuLayers: config.gpuLayers,
-      gpuBackend: config.gpuBackend,
-      native: {
-        weightRepack: config.weightRepack,
-        threadPool: config.threadPool,
-        threadPoll: config.threadPoll,
-        stepTokenBudget: config.stepTokenBudget,
-        promptCacheMiB: config.promptCacheMiB ?? defaultPromptCacheMiB(config.workers),
-        prefillStepPercent: config.prefillStepPercent,
-        kvUnified: config.kvUnified,
-      },
-      maxTokens: config.maxTokens,
-      queueLimit: config.queueLimit,
-      showPullProgress: process.stderr.isTTY === true,
-      pullStallTimeoutMs: config.pullStallTimeoutMs,
-      openRelay: openEventRelay,
+  const cpuMachineMemo = new Map<string, GpuOffloadChoice>(); // a machine without a GPU is probed once, not per model load
+  const engineOptions = (id: string, model: RegisteredModel): LocalEngineOptions => ({
+    source: model.source,
+    modelsDir: config.modelsDir,
+    engine: config.engine,
+    workers: config.workers,
+    slots: model.slots ?? config.slots,
+    threads: config.threads,
+    cores: config.defaultCores,
+    contextSize: model.contextSize ?? config.contextSize,
+    batchSize: config.batchSize,
+    cpuKernels: config.cpuKernels,
+    gpuLayers: model.gpuLayers ?? config.gpuLayers,
+    gpuBackend: config.gpuBackend,
+    cpuMachineMemo,
+    native: {
+      weightRepack: config.weightRepack,
+      threadPool: config.threadPool,
+      threadPoll: config.threadPoll,
+      stepTokenBudget: config.stepTokenBudget,
+      promptCacheMiB: config.promptCacheMiB ?? defaultPromptCacheMiB(config.workers),
+      prefillStepPercent: config.prefillStepPercent,
+      kvUnified: config.kvUnified,
     },
+    maxTokens: config.maxTokens,
+    queueLimit: config.queueLimit,
+    showPullProgress: process.stderr.isTTY === true && id === primaryId,
+    pullStallTimeoutMs: config.pullStallTimeoutMs,
+    openRelay: openEventRelay,
+  });
+  const models = new ModelRegistry(
+    { loadWaitMs: config.loadWaitMs, maxLoaded: config.maxLoadedModels, memoryBudgetBytes: config.modelMemoryMiB * (1 << 20), idleUnloadMs: config.idleUnloadS * 1000, workers: config.workers, slots: config.slots ?? DEFAULT_SLOTS, contextSize: config.contextSize, modelsDir: config.modelsDir },
+    (id, model) => new LocalEngine(engineOptions(id, model), metrics, log),
     metrics,
     log,
   );
-  disposables.add('engine', () => engine.dispose());
-  const stats = new ServingStats(engine);
-  const gateway = new SharedModelGateway(engine, stats, { promptCacheScope: config.promptCacheScope });
+  for (const m of configured) models.add(m);
+  const added = new AddedModelsFile(config.modelsDir, log);
+  added.restore(models); // the models owners added through the API, served again
+  // The default model starts pulling and loading at once (its state shows from the first /health); the others load on demand.
+  const modelSettled = models.load(primaryId);
+  disposables.add('models', () => models.dispose());
+  const stats = new ServingStats(models.face(primaryId));
+  const gateway = new SharedModelGateway(models, stats, { promptCacheScope: config.promptCacheScope });
   const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
   const auth = new ManagementAuthenticator(keys, sessions, users);
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
@@ -154,6 +169,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
     ...statsRoutes({ ...authenticated, stats }),
+    ...modelAdminRoutes({ ...authenticated, models, added, modelsDir: config.modelsDir, pullStallTimeoutMs: config.pullStallTimeoutMs }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
     ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
@@ -177,7 +193,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   }
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
-  log.info('listening', { host: config.host, port: server.port, front: server.front, model: engine.modelId, dataDir: config.dataDir });
+  log.info('listening', { host: config.host, port: server.port, front: server.front, model: primaryId, ...(configured.length > 1 ? { models: models.ids() } : {}), dataDir: config.dataDir });
   // A start that fails after listening releases what it opened (else the listening socket would keep the process alive).
   const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS).catch(async (err: unknown) => { // null once a user exists
     await disposables.disposeAll(log);
@@ -188,24 +204,25 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   sweepSessions();
   const sessionSweep = setInterval(sweepSessions, 3_600_000).unref();
   disposables.add('session-sweep', () => clearInterval(sessionSweep));
-  const modelSettled = engine.start();
   let closing: Promise<ShutdownOutcome> | null = null;
   const running: RunningHearth = {
     port: server.port,
-    engine,
+    models,
     store,
     modelSettled,
     disposables,
     close: () => {
       closing ??= (async () => {
-        const state = engine.status().state;
+        const state = models.face(primaryId).status().state;
         http.close(); // no new connections; requests on open ones answer 503 shutting_down
+        models.stopLoading(); // and no model is loaded any more
         provisioner.dispose();
         log.info('draining', { state, requests: http.inFlight(), graceMs: config.shutdownGraceMs });
         const deadline = performance.now() + config.shutdownGraceMs;
-        await Promise.all([engine.drain(config.shutdownGraceMs), waitFor(() => http.inFlight() === 0, deadline)]);
-        const load = engine.load();
-        const cutRequests = Math.max(http.inFlight(), load.running + load.waiting);
+        const engines = models.loadedEngines();
+        await Promise.all([...engines.map((e) => (e as LocalEngine).drain?.(config.shutdownGraceMs)), waitFor(() => http.inFlight() === 0, deadline)]);
+        const busy = engines.reduce((n, e) => n + e.load().running + e.load().waiting, 0);
+        const cutRequests = Math.max(http.inFlight(), busy);
         if (cutRequests > 0) log.warn('grace period expired: cutting requests still running', { requests: cutRequests, graceMs: config.shutdownGraceMs });
         const { failed } = await disposables.disposeAll(log);
         const outcome: ShutdownOutcome = { clean: cutRequests === 0 && failed.length === 0, cutRequests, failed };
@@ -216,6 +233,17 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     },
   };
   return running;
+}
+
+/** The configured models with their sources resolved; a ConfigError when two have one id. */
+function modelsFrom(config: Config): RegisteredModel[] {
+  const configured = config.models.map((m) => ({ source: resolveModelSource(m.source, m.id), slots: m.slots, contextSize: m.contextSize, gpuLayers: m.gpuLayers }));
+  const ids = new Set<string>();
+  for (const m of configured) {
+    if (ids.has(m.source.modelId)) throw new ConfigError(`two models have the id '${m.source.modelId}': give each its own (--model SOURCE,id=NS/NAME)`);
+    ids.add(m.source.modelId);
+  }
+  return configured;
 }
 
 /** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */

@@ -19,7 +19,8 @@ export interface EffectiveSetting {
 export function effectiveSettings(argv: readonly string[], env: NodeJS.ProcessEnv): { settings: EffectiveSetting[]; warnings: string[] } {
   const { config, sources, warnings } = loadServeConfig(argv, env);
   const settings = SERVE_SETTINGS.map((spec) => {
-    const value = config[spec.key as keyof Config];
+    // Several models print as their sources, in order (`models:` / repeated --model).
+    const value = spec.key === 'model' && config.models.length > 1 ? config.models.map((m) => m.source).join(' ') : (config[spec.key as keyof Config] as EffectiveSetting['value']);
     return { name: spec.flag.slice(2), value: 'secret' in spec && spec.secret && value !== undefined ? '(set)' : value, source: sources[spec.key as keyof Config] };
   });
   return { settings, warnings };

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { SettingSpec } from './config-spec.ts';
+import { type ModelEntry, parseModelList } from './model-entries.ts';
 import { ConfigError, convertFileValue, type SettingValue } from './setting-value.ts';
 
 /** One setting read from the config file, already converted; `source` names the file and the key as written. */
@@ -14,6 +15,8 @@ export interface ConfigFile {
   path: string;
   settings: Map<string, FileSetting>;
   warnings: string[];
+  /** The `models:` list (several models; model-entries.ts), if the file has one. */
+  models?: { entries: ModelEntry[]; source: string };
 }
 
 /**
@@ -43,7 +46,12 @@ export function readConfigFile(file: string, specs: readonly SettingSpec[], read
     byName.set(spec.flag.slice(2), { spec, deprecated: false });
     if (spec.deprecated) byName.set(spec.deprecated.flag.slice(2), { spec, deprecated: true });
   }
+  let models: ConfigFile['models'];
   for (const [name, value] of Object.entries(data as Record<string, unknown>)) {
+    if (name === 'models') {
+      models = { entries: parseModelList(value, `${file}: models`), source: `${file}: models` };
+      continue;
+    }
     const found = byName.get(name);
     if (!found) throw new ConfigError(`${file}: unknown setting '${name}' (keys are the flag names without --; see hearth serve --help-all)`);
     if (found.spec.flag === '--config') throw new ConfigError(`${file}: '${name}' cannot be set in a config file`);
@@ -53,5 +61,6 @@ export function readConfigFile(file: string, specs: readonly SettingSpec[], read
     if (previous) throw new ConfigError(`${source}: set twice (also as ${previous.source.slice(file.length + 2)})`);
     settings.set(found.spec.key, { value: convertFileValue(found.spec, value, source), source });
   }
-  return { path: file, settings, warnings };
+  if (models && settings.has('model')) throw new ConfigError(`${file}: 'model' and 'models' are both set: list every model under models:`);
+  return { path: file, settings, warnings, ...(models ? { models } : {}) };
 }

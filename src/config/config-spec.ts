@@ -30,6 +30,8 @@ export interface SettingSpec {
   deprecated?: { flag: string; env: string };
   /** The README's wording where the machine-made one would mislead (a default that depends on the machine). */
   doc?: { type?: string; default?: string };
+  /** The flag may be given several times (`--model`): every value is kept, in order (config.ts). */
+  repeatable?: boolean;
 }
 
 /** The value type a setting parses to: int -> number, bool -> boolean, enum -> its values, string -> string. */
@@ -47,15 +49,27 @@ export { DEFAULT_MODEL_URI };
 
 const cores = () => Math.max(1, os.availableParallelism());
 
+/** `--model-memory-mib` when not set: three quarters of the memory this process may use (the machine's, or its cgroup's limit when lower). */
+function defaultModelMemoryMiB(): number {
+  const total = os.totalmem();
+  const limit = typeof process.constrainedMemory === 'function' ? process.constrainedMemory() : 0;
+  const bytes = limit !== undefined && limit > 0 && limit < total ? limit : total;
+  return Math.max(1, Math.floor((bytes / (1 << 20)) * 0.75));
+}
+
 export const SERVE_SETTINGS = [
   { key: 'configFile', flag: '--config', env: 'HEARTH_CONFIG', group: 'everyday', type: 'string', default: undefined, help: 'A YAML file of settings, keyed by flag name without -- (body-limit-bytes: 2097152); flags and HEARTH_* variables win over it' },
   { key: 'port', flag: '--port', env: 'HEARTH_PORT', group: 'everyday', type: 'int', min: 0, max: 65535, default: 8080, help: 'TCP port to listen on (0 = any free port)' },
   { key: 'host', flag: '--host', env: 'HEARTH_HOST', group: 'everyday', type: 'string', default: '127.0.0.1', help: 'Address to bind; 0.0.0.0 to listen on every interface' },
   { key: 'publicUrl', flag: '--public-url', env: 'HEARTH_PUBLIC_URL', group: 'everyday', type: 'string', default: undefined, help: 'Base URL clients use, for endpoint URLs in API answers (default http://host:port)' },
   { key: 'dataDir', flag: '--data-dir', env: 'HEARTH_DATA_DIR', group: 'everyday', type: 'string', default: './data', help: 'Directory of the LMDB records and the master key file' },
-  { key: 'model', flag: '--model', env: 'HEARTH_MODEL', group: 'everyday', type: 'string', default: DEFAULT_MODEL_URI, help: 'A local .gguf path or a hub URI hf:<user>/<repo>/<file>' },
+  { key: 'model', flag: '--model', env: 'HEARTH_MODEL', group: 'everyday', type: 'string', default: DEFAULT_MODEL_URI, repeatable: true, help: 'A local .gguf path or a hub URI hf:<user>/<repo>/<file>; give it several times to serve several models, each as SOURCE[,id=NS/NAME][,slots=N][,context-size=N][,gpu-layers=auto|N] (the config file: a models: list; docs/models.md)' },
   { key: 'modelId', flag: '--model-id', env: 'HEARTH_MODEL_ID', group: 'everyday', type: 'string', default: undefined, help: 'Model id <namespace>/<name> served on the API (default derived from --model)' },
-  { key: 'modelsDir', flag: '--models-dir', env: 'HEARTH_MODELS_DIR', group: 'everyday', type: 'string', default: defaultModelsDir, help: 'Where pulled models are stored', doc: { default: '`~/.cache/hearth/models`' } },
+  { key: 'loadWaitMs', flag: '--load-wait-ms', env: 'HEARTH_LOAD_WAIT_MS', group: 'everyday', type: 'int', min: 0, max: 600000, default: 30000, help: 'How long a request for a model that is not loaded waits for its load before 503 model_warming_up + Retry-After (a model still being pulled answers at once)' },
+  { key: 'maxLoadedModels', flag: '--max-loaded-models', env: 'HEARTH_MAX_LOADED_MODELS', group: 'everyday', type: 'int', min: 0, max: 1024, default: 0, help: 'Most models loaded at once; loading another unloads the least recently used idle one (0 = no limit but the memory budget)' },
+  { key: 'modelMemoryMiB', flag: '--model-memory-mib', env: 'HEARTH_MODEL_MEMORY_MIB', group: 'everyday', type: 'int', min: 1, max: 1 << 30, default: defaultModelMemoryMiB, help: "Memory budget of the loaded models (weights + KV cache, estimated from each GGUF); loading past it unloads the least recently used idle ones. Default: three quarters of the machine's memory (or the cgroup's limit)", doc: { default: "three quarters of the machine's memory" } },
+  { key: 'idleUnloadS', flag: '--idle-unload-s', env: 'HEARTH_IDLE_UNLOAD_S', group: 'everyday', type: 'int', min: 0, max: 31536000, default: 0, help: 'Unload a model nobody used for this many seconds (0 = never); the next request loads it again' },
+  { key: 'modelsDir', flag: '--models-dir', env: 'HEARTH_MODELS_DIR', group: 'everyday', type: 'string', default: defaultModelsDir, help: 'Where pulled models are stored; the only directory an owner may add local models from (POST /api/v1/models)', doc: { default: '`~/.cache/hearth/models`' } },
   { key: 'engine', flag: '--engine', env: 'HEARTH_ENGINE', group: 'tuning', type: 'enum', values: ['auto', 'native', 'node-llama-cpp', 'instant'], default: 'auto', help: 'Token engine: native batching loop, node-llama-cpp sequences, auto (native, else node-llama-cpp), instant (test engine, no model math)' },
   { key: 'workers', flag: '--workers', env: 'HEARTH_WORKERS', group: 'everyday', type: 'int', min: 1, max: 64, default: 1, help: 'Model worker threads (each loads the model once)' },
   { key: 'slots', flag: '--slots', env: 'HEARTH_SLOTS', group: 'everyday', type: 'int', min: 1, max: 256, default: undefined, help: 'Concurrent sequences per worker (continuous batching width); unset: 8, or 64 when the native loop runs on a GPU', doc: { default: '`8` on the CPU, `64` on a GPU' } },

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { readConfigFile } from './config-file.ts';
 import { SERVE_SETTINGS, type ServeSettings, type SettingSpec } from './config-spec.ts';
 import { ConfigError, convert, type SettingValue } from './setting-value.ts';
+import { MODEL_ID, type ModelEntry, parseModelArgument } from './model-entries.ts';
 
 export { ConfigError };
 export { settingsHelp } from './settings-help.ts';
@@ -11,7 +12,11 @@ export { settingsHelp } from './settings-help.ts';
  * `--gpu-layers` parsed to `'auto'` or a number of layers and paths made absolute. Frozen; built once by
  * `loadServeConfig`.
  */
-export type Config = Omit<ServeSettings, 'gpuLayers'> & { gpuLayers: 'auto' | number };
+export type Config = Omit<ServeSettings, 'gpuLayers'> & {
+  gpuLayers: 'auto' | number;
+  /** Every model to serve, in order (the first is the default one, loaded at start): `--model` given once or several times, or the config file's `models:`. */
+  models: readonly ModelEntry[];
+};
 
 /** Where a setting's effective value came from; each one wins over those after it in `flag, env, file, default`. */
 export type SettingSource = 'default' | 'file' | 'env' | 'flag';
@@ -20,6 +25,8 @@ export type SettingSource = 'default' | 'file' | 'env' | 'flag';
 interface FlagValue {
   raw: string;
   flag: string;
+  /** A repeatable setting's every value, in order (`raw` is the first). */
+  all: string[];
 }
 
 /** Splits `--flag value` / `--flag=value` arguments; unknown flags are an error; deprecated flags are warned about. */
@@ -43,7 +50,9 @@ function parseFlags(argv: readonly string[], specs: readonly SettingSpec[], warn
     }
     if (value === undefined) throw new ConfigError(`option '${flag}' needs a value`);
     if (flag !== spec.flag) warnings.push(`${flag} is deprecated: use ${spec.flag}`);
-    out.set(spec.key, { raw: value, flag });
+    const previous = out.get(spec.key);
+    if (spec.repeatable && previous) previous.all.push(value);
+    else out.set(spec.key, { raw: value, flag, all: [value] });
   }
   return out;
 }
@@ -58,6 +67,8 @@ export interface ResolvedSettings {
   warnings: string[];
   /** The config file read, if any (`--config` / HEARTH_CONFIG). */
   configFile: string | undefined;
+  /** The models to serve when the specs have `--model`: its flags (each may carry options), else its variable, else the file's `models:` or `model:`, else the default. */
+  models: ModelEntry[] | undefined;
 }
 
 /**
@@ -88,7 +99,7 @@ export function resolveSettings(
   const fileName = fileFlag?.raw ?? (fileSpec && fromEnv(fileSpec)?.raw);
   const file = fileSpec && fileName !== undefined ? readConfigFile(convert(fileSpec, fileName, fileFlag ? fileFlag.flag : fileSpec.env) as string, specs, read) : undefined;
   if (file) warnings.push(...file.warnings);
-  const result: ResolvedSettings = { values: {}, sources: {}, names: {}, warnings, configFile: file?.path };
+  const result: ResolvedSettings = { values: {}, sources: {}, names: {}, warnings, configFile: file?.path, models: undefined };
   for (const spec of specs) {
     const flag = flags.get(spec.key);
     const envValue = flag ? undefined : fromEnv(spec);
@@ -103,6 +114,13 @@ export function resolveSettings(
     result.values[spec.key] = value;
     result.sources[spec.key] = source;
     result.names[spec.key] = name;
+    if (spec.key === 'model') {
+      if (flag) result.models = flag.all.map((raw) => parseModelArgument(raw, flag.flag));
+      else if (envValue) result.models = [parseModelArgument(envValue.raw, envValue.name)];
+      else if (file?.models) [result.models, result.sources[spec.key], result.names[spec.key], result.values[spec.key]] = [file.models.entries, 'file', file.models.source, file.models.entries[0]!.source];
+      else result.models = [parseModelArgument(String(value), name)];
+      result.values[spec.key] = result.models[0]!.source; // `model` itself is the first model's source
+    }
   }
   return result;
 }
@@ -125,6 +143,7 @@ export function loadServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv 
   const s = r.values as unknown as ServeSettings;
   const config: Config = {
     ...s,
+    models: [],
     gpuLayers: parseGpuLayers(String(s.gpuLayers), r.names['gpuLayers']!),
     gpuBackend: s.gpuBackend === undefined ? undefined : path.resolve(s.gpuBackend),
     dataDir: path.resolve(s.dataDir),
@@ -132,9 +151,15 @@ export function loadServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv 
     appDir: s.appDir === undefined ? undefined : path.resolve(s.appDir),
     configFile: s.configFile === undefined ? undefined : path.resolve(s.configFile),
   };
-  if (config.modelId !== undefined && !/^[\w.-]+\/[\w.:-]+$/.test(config.modelId)) {
+  if (config.modelId !== undefined && !MODEL_ID.test(config.modelId)) {
     throw new ConfigError(`${r.names['modelId']}: must look like <namespace>/<model_name>, got '${config.modelId}'`);
   }
+  const models = r.models ?? [{ source: config.model }];
+  if (config.modelId !== undefined) {
+    if (models.length > 1) throw new ConfigError(`${r.names['modelId']}: names one model; with several, give each its id (--model SOURCE,id=NS/NAME)`);
+    models[0] = { ...models[0]!, id: models[0]!.id ?? config.modelId };
+  }
+  config.models = Object.freeze(models.map((m) => Object.freeze({ ...m, source: m.source.startsWith('hf:') ? m.source : path.resolve(m.source) })));
   for (const key of ['openaiBaseUrl', 'anthropicBaseUrl', 'geminiBaseUrl', 'mistralBaseUrl', 'publicUrl'] as const) {
     const v = config[key];
     if (v !== undefined && !/^https?:\/\//.test(v)) throw new ConfigError(`${key}: must be an http(s) URL, got '${v}' (${r.names[key]})`);

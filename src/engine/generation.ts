@@ -69,7 +69,8 @@ export interface GenerationHandle {
   cancel(): void;
 }
 
-export type ModelState = 'pulling' | 'loading' | 'ready' | 'failed';
+/** `unloaded`: a model of the registry that is not loaded now (model-registry.ts); an engine itself is never in it. */
+export type ModelState = 'unloaded' | 'pulling' | 'loading' | 'ready' | 'failed';
 
 export interface ModelStatus {
   state: ModelState;

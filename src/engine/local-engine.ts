@@ -35,6 +35,12 @@ export interface LocalEngineOptions {
   gpuLayers?: GpuLayersMode;
   /** Native engine: the ggml CUDA backend library to try (default: the ones found, gpu-offload.ts). */
   gpuBackend?: string | undefined;
+  /**
+   * Shared by the engines of one server (several models): a probe that found no GPU at all (no CUDA library, or
+   * none that sees a device, under `auto`) is not run again for the next model's load, since that does not change
+   * while the process lives. Keyed by `--gpu-layers` and `--gpu-backend`.
+   */
+  cpuMachineMemo?: Map<string, GpuOffloadChoice>;
   /** 0 = planned from `cores` (thread-plan.ts). */
   threads: number;
   cores: number;
@@ -163,7 +169,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
 
   private setState(state: ModelStatus['state']): void {
     this.st.state = state;
-    for (const s of ['pulling', 'loading', 'ready', 'failed']) this.metrics.modelState.set({ ...this.labels, state: s }, s === state ? 1 : 0);
+    for (const s of ['unloaded', 'pulling', 'loading', 'ready', 'failed']) this.metrics.modelState.set({ ...this.labels, state: s }, s === state ? 1 : 0);
   }
 
   private fail(reason: string): void {
@@ -243,8 +249,11 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   private async chooseGpu(modelPath: string): Promise<GpuOffloadChoice | null> {
     if (this.o.engine !== 'native' && this.o.engine !== 'auto') return null;
     const mode = this.o.gpuLayers ?? 0;
-    if (mode !== 0) this.log.info('probing gpu', { model: this.modelId });
-    const choice = await chooseGpuOffload({ mode, modelPath, backend: this.o.gpuBackend, signal: this.startup.signal });
+    const memoKey = `${mode}|${this.o.gpuBackend ?? ''}`;
+    const known = this.o.cpuMachineMemo?.get(memoKey);
+    if (mode !== 0 && !known) this.log.info('probing gpu', { model: this.modelId });
+    const choice = known ?? (await chooseGpuOffload({ mode, modelPath, backend: this.o.gpuBackend, signal: this.startup.signal }));
+    if (!known && mode !== 0 && choice.library === null && !choice.warn) this.o.cpuMachineMemo?.set(memoKey, choice);
     const fields = { model: this.modelId, gpuLayers: choice.layers, why: choice.why, ...(choice.probe ? { device: choice.probe.device.description, offloaded: `${choice.probe.gpuLayers}/${choice.probe.modelLayers + 1}`, probeMs: Math.round(choice.probe.decodeMs) } : {}) };
     if (choice.warn) this.log.warn('gpu unusable: computing on the cpu', fields);
     else this.log.info('gpu offload', fields);

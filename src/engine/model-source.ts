@@ -42,6 +42,12 @@ export function resolveModelSource(model: string, modelIdOverride?: string): Mod
   return { kind: 'local', path: abs, modelId: modelIdOverride ?? `local/${stem}` };
 }
 
+/** Where pullModel() keeps a hub model in `modelsDir` (node-llama-cpp's name for it: hf_<user>_<file>). */
+export function pulledModelPath(source: Extract<ModelSource, { kind: 'hub' }>, modelsDir: string): string {
+  const [, user, , file] = HUB_URI.exec(source.uri)!;
+  return path.join(modelsDir, `hf_${user}_${path.basename(file!)}`);
+}
+
 export interface PullOptions {
   modelsDir: string;
   onProgress: (p: PullProgress) => void;
@@ -69,8 +75,7 @@ export class ModelPullAborted extends Error {
  */
 export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, options: PullOptions): Promise<string> {
   // node-llama-cpp stores hf:<user>/<repo>/<file> as hf_<user>_<file>; a file already there is reused offline.
-  const [, user, , file] = HUB_URI.exec(source.uri)!;
-  const existing = path.join(options.modelsDir, `hf_${user}_${path.basename(file!)}`);
+  const existing = pulledModelPath(source, options.modelsDir);
   if (fs.existsSync(existing)) {
     const size = fs.statSync(existing).size;
     options.onProgress({ downloadedBytes: size, totalBytes: size });

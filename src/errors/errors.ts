@@ -69,6 +69,10 @@ export const modelWarmingUp = (details: Record<string, unknown>) =>
     details,
   });
 
+/** A model registry conflict (contract.md "Several models on one server"): an id taken (`model_exists`), a model busy (`model_busy`). */
+export const conflict = (message: string, code: 'model_exists' | 'model_busy') =>
+  new ApiError({ status: 409, type: 'invalid_request_error', message, param: code === 'model_exists' ? 'id' : null, code });
+
 /** The reason (an engine's or the pull's own message) is the operator's: GET /health and the log show it, clients do not. */
 export const modelFailed = () =>
   new ApiError({ status: 503, type: 'unavailable_error', message: 'The model failed to pull or load; GET /health and the server log say why', param: null, code: 'model_failed' });
@@ -143,8 +147,8 @@ export const setupComplete = () =>
 export const originMismatch = () =>
   new ApiError({ status: 403, type: 'permission_error', message: "A change made with a session cookie needs an Origin header equal to the service's own origin", param: null, code: 'origin_mismatch' });
 
-export const ownerRequired = () =>
-  new ApiError({ status: 403, type: 'permission_error', message: "Managing users needs an owner's session (members and API keys cannot)", param: null, code: 'owner_required' });
+export const ownerRequired = (what = 'users') =>
+  new ApiError({ status: 403, type: 'permission_error', message: `Managing ${what} needs an owner's session (members and API keys cannot)`, param: null, code: 'owner_required' });
 
 export const userNotFound = () => new ApiError({ status: 404, type: 'not_found_error', message: 'User not found', param: 'userId', code: 'user_not_found' });
 

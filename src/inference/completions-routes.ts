@@ -18,8 +18,8 @@ export function completionsRoutes(d: CompletionsRouteDeps): Route[] {
     generationRoute(d, { pattern: '/api/inference/v1/completions', name: 'completions' }, (json) => {
       const request = validateCompletionsRequest(json);
       const echoes = request.prompts.map((p) => (request.echo && typeof p === 'string' ? p : ''));
-      const renderer = new TextCompletionRenderer(d.gateway.modelId, echoes, request.logprobs !== undefined, request.includeUsage);
-      return { stream: request.stream, format: textCompletionFormat(renderer), start: (sink, caller) => d.gateway.startCompletions(request, sink, caller) };
+      const renderer = new TextCompletionRenderer(request.model, echoes, request.logprobs !== undefined, request.includeUsage);
+      return { model: request.model, stream: request.stream, format: textCompletionFormat(renderer), start: (sink, caller) => d.gateway.startCompletions(request, sink, caller) };
     }),
   ];
 }

@@ -3,7 +3,7 @@ import { validateEmbeddingsRequest, type EmbeddingsRequest } from '../protocol/e
 import { embeddingsResponse } from '../protocol/embeddings-response.ts';
 import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
 import type { Route } from '../http/router.ts';
-import type { GenerationRouteDeps } from './generation-route.ts';
+import { type GenerationRouteDeps, withModel } from './generation-route.ts';
 import { withKeyAdmission } from './key-admission.ts';
 
 export type EmbeddingsRouteDeps = GenerationRouteDeps;
@@ -24,10 +24,10 @@ export function embeddingsRoutes(d: EmbeddingsRouteDeps): Route[] {
       handler: (ex) =>
         withKeyAdmission(ex, d.keys, d.limiter, async (json, meter) => {
           const request = validateEmbeddingsRequest(json);
-          const result = await d.gateway.embed(request).catch((e: unknown) => { throw namedAsSent(e, request); });
+          const result = await withModel(d.gateway, request.model, () => d.gateway.embed(request)).catch((e: unknown) => { throw namedAsSent(e, request); });
           // The key's token count is kept by the meter from a finish delta's usage, as for a generation.
           meter(NO_SINK).push({ type: 'finish', reason: 'stop', usage: { promptTokens: result.promptTokens, completionTokens: 0, cachedTokens: 0 } });
-          ex.sendJson(200, embeddingsResponse(d.gateway.modelId, result.vectors, request.encodingFormat, result.promptTokens));
+          ex.sendJson(200, embeddingsResponse(request.model, result.vectors, request.encodingFormat, result.promptTokens));
         }),
     },
   ];

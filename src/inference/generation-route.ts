@@ -19,8 +19,9 @@ export interface GenerationRouteDeps {
   streamBufferLimit: number;
 }
 
-/** One request's answer: whether it streams, how its deltas are written, and how its generation starts. */
+/** One request's answer: the model it names, whether it streams, how its deltas are written, and how its generation starts. */
 export interface GenerationAnswer {
+  model: string;
   stream: boolean;
   format: AnswerFormat;
   start: (sink: ChatDeltaSink, caller: InferenceCaller) => DeltaProducer;
@@ -46,7 +47,17 @@ export function generationRoute(
     handler: (ex) =>
       withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
         const a = plan(json, caller);
-        await respondWith(ex, { stream: a.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, a.format, (sink) => a.start(meter(sink), caller));
+        await withModel(d.gateway, a.model, () => respondWith(ex, { stream: a.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, a.format, (sink) => a.start(meter(sink), caller)));
       }, spec.token?.(ex)),
   };
+}
+
+/** Runs `answer` with the model `id` held (SharedModelGateway.acquire): loaded on demand, never unloaded before `answer` settles. */
+export async function withModel<T>(gateway: SharedModelGateway, id: string, answer: () => Promise<T>): Promise<T> {
+  const lease = await gateway.acquire(id);
+  try {
+    return await answer();
+  } finally {
+    lease.release();
+  }
 }

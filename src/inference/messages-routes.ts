@@ -5,7 +5,7 @@ import type { AnswerFormat } from './chat-responder.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
 import { REQUEST_LIMITS } from '../http/request-limits.ts';
 import { bearerToken, type Route } from '../http/router.ts';
-import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
+import { generationRoute, type GenerationRouteDeps, withModel } from './generation-route.ts';
 import { withKeyAdmission } from './key-admission.ts';
 
 export type MessagesRouteDeps = GenerationRouteDeps;
@@ -35,7 +35,7 @@ export function messagesRoutes(d: MessagesRouteDeps): Route[] {
   return [
     generationRoute(d, { pattern: '/api/inference/v1/messages', name: 'messages', errorBody: anthropicErrorBody, token: anthropicKey }, (json) => {
       const { chat } = validateMessagesRequest(json);
-      return { stream: chat.stream, format: messagesFormat(new MessageRenderer(d.gateway.modelId)), start: (sink, caller) => d.gateway.startChat(chat, sink, caller) };
+      return { model: chat.model, stream: chat.stream, format: messagesFormat(new MessageRenderer(chat.model)), start: (sink, caller) => d.gateway.startChat(chat, sink, caller) };
     }),
     {
       method: 'POST',
@@ -47,7 +47,7 @@ export function messagesRoutes(d: MessagesRouteDeps): Route[] {
       handler: (ex) => {
         return withKeyAdmission(ex, d.keys, d.limiter, async (json) => {
           const { chat } = validateMessagesRequest(json, true);
-          ex.sendJson(200, { input_tokens: await d.gateway.countTokens(chat) });
+          ex.sendJson(200, { input_tokens: await withModel(d.gateway, chat.model, () => d.gateway.countTokens(chat)) });
         }, anthropicKey(ex));
       },
     },

@@ -44,12 +44,12 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       const request = validateResponsesRequest(json);
       const history = previousHistory(d.responses, request, caller);
       const chat = { ...request.chat, messages: [...request.instructionMessages, ...history, ...request.inputMessages] };
-      const renderer = new ResponseRenderer(d.gateway.modelId, request.echo, request.includeLogprobs);
+      const renderer = new ResponseRenderer(chat.model, request.echo, request.includeLogprobs);
       const keep = (response: Json) => {
         if (!request.store) return;
         d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
       };
-      return { stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c) => d.gateway.startChat(chat, sink, c) };
+      return { model: chat.model, stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c) => d.gateway.startChat(chat, sink, c) };
     }),
     {
       method: 'GET',

@@ -27,7 +27,7 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
   return [
     generationRoute(d, { pattern: '/api/inference/v1/chat/completions', name: 'chat_completions' }, (json) => {
       const request = validateChatRequest(json);
-      return { stream: request.stream, format: chatCompletionFormat(d.gateway.modelId, request.includeUsage), start: (sink, caller) => d.gateway.startChat(request, sink, caller) };
+      return { model: request.model, stream: request.stream, format: chatCompletionFormat(request.model, request.includeUsage), start: (sink, caller) => d.gateway.startChat(request, sink, caller) };
     }),
     {
       method: 'GET',

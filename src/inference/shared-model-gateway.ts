@@ -15,6 +15,9 @@ import { ToolCallStreamParser } from '../protocol/tool-call-parser.ts';
 import { planChatGeneration } from './chat-generation-plan.ts';
 import { cachePartitionOf, type InferenceCaller, type PromptCacheScope } from './prompt-cache-scope.ts';
 import type { ServingStats } from './serving-stats.ts';
+import { type ModelLease, ModelRegistry, type RegistryModelView } from '../engine/model-registry.ts';
+import { createMetrics } from '../metrics/metrics.ts';
+import { silentLogger } from '../log/logger.ts';
 
 export interface SharedModelGatewayOptions {
   /** Who shares prompt-cache state (prompt-cache-scope.ts). Defaults to 'account'. */
@@ -24,27 +27,52 @@ export interface SharedModelGatewayOptions {
 export const DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS = { promptCacheScope: 'account' } satisfies Required<SharedModelGatewayOptions>;
 
 /**
- * Routes validated shared-endpoint requests to the local engine. Knows model ids and the served
- * model's public description; knows nothing of HTTP.
+ * Routes validated shared-endpoint requests to the engine of the model they name (the model registry:
+ * model-registry.ts). Knows model ids and the served models' public description; knows nothing of HTTP.
+ * A route acquires the request's model first (acquire(): loaded on demand, held until the answer ends), then
+ * starts it here.
  */
 export class SharedModelGateway {
+  private readonly models: ModelRegistry;
+  /** The default model (the first configured): GET /health and the serving stats speak of it. */
+  private readonly primaryId: string;
   private readonly created: number;
   /** Grammars of schemas and tool lists seen recently (LRU). */
   private readonly grammars = new GrammarCache();
   private readonly promptCacheScope: PromptCacheScope;
 
-  /** `stats`, when given, records every generation's figures for GET /api/v1/stats. */
+  /**
+   * `models`: the registry, or one engine already started (served alone, never unloaded). `stats`, when given,
+   * records every generation's figures for GET /api/v1/stats.
+   */
   constructor(
-    private readonly engine: ChatEngine,
+    models: ModelRegistry | ChatEngine,
     private readonly stats?: ServingStats,
     options: SharedModelGatewayOptions = {},
   ) {
     this.created = Math.floor(Date.now() / 1000);
     this.promptCacheScope = options.promptCacheScope ?? DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS.promptCacheScope;
+    if (models instanceof ModelRegistry) this.models = models;
+    else {
+      this.models = new ModelRegistry({ loadWaitMs: 0, maxLoaded: 0, memoryBudgetBytes: Infinity, idleUnloadMs: 0, workers: 1, slots: 1, contextSize: 1, modelsDir: '' }, () => { throw new Error('a gateway of one engine loads nothing'); }, createMetrics(), silentLogger);
+      this.models.attach(models);
+    }
+    const [first] = this.models.ids();
+    if (first === undefined) throw new Error('the gateway needs at least one model');
+    this.primaryId = first;
   }
 
+  /** The default model's id (the first configured). */
   get modelId(): string {
-    return this.engine.modelId;
+    return this.primaryId;
+  }
+
+  /**
+   * Holds the model `id` for one request: loaded on demand (waiting up to --load-wait-ms), not unloaded until the
+   * lease is released. 404 model_not_found for an unknown id, 503 model_warming_up past the wait.
+   */
+  acquire(id: string): Promise<ModelLease> {
+    return this.models.acquire(id);
   }
 
   /**
@@ -57,7 +85,7 @@ export class SharedModelGateway {
    * model_warming_up (503), queue_full (503).
    */
   startChat(request: ChatRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
-    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    const engine = this.models.engineOf(request.model);
     const plan = planChatGeneration(request, this.grammars);
     const parser = plan.toolNames === null ? null : new ToolCallStreamParser(plan.toolNames);
     const content = (text: string, logprobs: TokenLogprob[] | undefined) => {
@@ -65,7 +93,7 @@ export class SharedModelGateway {
       else for (const d of parser.push(text, logprobs)) out.push(d);
     };
     // Thinking is split out before tool calls are parsed; a grammar-constrained reply has none.
-    const reasoning = this.engine.status().metadata?.reasoning ?? null;
+    const reasoning = engine.status().metadata?.reasoning ?? null;
     const promptSuffix = thinkingSwitch(request.reasoningEffort, reasoning);
     const syntax = plan.generation.grammar === undefined ? reasoning : null;
     const splitter = syntax === null ? null : new ReasoningSplitter(syntax);
@@ -84,6 +112,7 @@ export class SharedModelGateway {
         else split(splitter.push(text), logprobs);
       },
       onDone: (r) => {
+        this.models.recordUsage(request.model, r.completionTokens);
         if (splitter !== null) split(splitter.end(), undefined);
         if (parser !== null) for (const d of parser.end()) out.push(d);
         const reason = parser !== null && parser.callCount > 0 && r.finishReason === 'stop' ? 'tool_calls' : r.finishReason;
@@ -93,7 +122,7 @@ export class SharedModelGateway {
       onError: (e) => out.fail(e),
     };
     const generation = { ...plan.generation, promptSuffix, cachePartition: cachePartitionOf(this.promptCacheScope, caller) };
-    return this.engine.generate(generation, this.stats ? this.stats.observe(sink) : sink);
+    return engine.generate(generation, this.stats ? this.stats.observe(sink) : sink);
   }
 
   /**
@@ -105,7 +134,7 @@ export class SharedModelGateway {
    * the ones already started).
    */
   startCompletions(request: CompletionsRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
-    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    const engine = this.models.engineOf(request.model);
     const handles: GenerationHandle[] = [];
     const cancelAll = () => { for (const h of handles) h.cancel(); };
     const reasons: Array<'stop' | 'length' | null> = request.prompts.map(() => null);
@@ -130,6 +159,7 @@ export class SharedModelGateway {
           },
           onDone: (r) => {
             if (failed) return;
+            this.models.recordUsage(request.model, r.completionTokens);
             reasons[choice] = r.finishReason;
             usage.promptTokens += r.promptTokens;
             usage.completionTokens += r.completionTokens;
@@ -145,7 +175,7 @@ export class SharedModelGateway {
             out.fail(e);
           },
         };
-        handles.push(this.engine.generate(generation(prompt), this.stats ? this.stats.observe(sink) : sink));
+        handles.push(engine.generate(generation(prompt), this.stats ? this.stats.observe(sink) : sink));
       });
     } catch (err) {
       failed = true;
@@ -160,10 +190,10 @@ export class SharedModelGateway {
    * generating: the Messages API's count_tokens. Throws (or rejects) as startChat does.
    */
   countTokens(request: ChatRequest): Promise<number> {
-    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
+    const engine = this.models.engineOf(request.model);
     const toolsActive = request.tools.length > 0 && request.toolChoice !== 'none';
     return new Promise((resolve, reject) => {
-      this.engine.generate(
+      engine.generate(
         // No slot is taken and no cache consulted: the partition is irrelevant.
         { messages: request.messages, tools: toolsActive ? request.tools : undefined, stop: [], countOnly: true, cachePartition: '' },
         { onText: () => {}, onDone: (r) => resolve(r.promptTokens), onError: reject },
@@ -177,59 +207,67 @@ export class SharedModelGateway {
    * and as the engine's embed() does (EmbeddingEngine).
    */
   async embed(request: EmbeddingsRequest): Promise<EmbeddingResult> {
-    if (request.model !== this.engine.modelId) throw modelNotFound(request.model);
-    const engine = this.engine as ChatEngine & Partial<EmbeddingEngine>;
+    const engine: ChatEngine & Partial<EmbeddingEngine> = this.models.engineOf(request.model);
     if (engine.embed === undefined) throw invalidRequest(`The model '${request.model}' serves no embeddings`, 'model', 'model_not_supported');
     return engine.embed(request.inputs);
   }
 
-  /** GET /models/{id} as JSON text; model_not_found (404) for any other id. */
+  /** GET /models/{id} as JSON text; model_not_found (404) for an id the server does not serve. */
   modelBody(id: string): string {
-    if (id !== this.engine.modelId) throw modelNotFound(id);
-    return JSON.stringify(this.listModels().data[0]);
+    return JSON.stringify(this.modelObject(this.models.view(id)));
   }
 
   private modelsCache: { key: string; body: string } | null = null;
 
-  /** GET /models as JSON text, rendered again only when the model's state changes. */
+  /** GET /models as JSON text, rendered again only when a model's state changes. */
   modelsBody(): string {
-    const s = this.engine.status();
-    const key = `${s.state} ${s.engine} ${s.contextSize} ${s.workersReady}`;
-    if (this.modelsCache?.key !== key) this.modelsCache = { key, body: JSON.stringify(this.listModels()) };
+    const views = this.models.views();
+    const key = views.map((v) => `${v.id} ${v.state} ${v.status?.engine} ${v.status?.contextSize} ${v.status?.workersReady}`).join('|');
+    if (this.modelsCache?.key !== key) this.modelsCache = { key, body: JSON.stringify(this.listFrom(views)) };
     return this.modelsCache.body;
   }
 
   listModels(): ModelList {
-    const s = this.engine.status();
-    const [namespace] = this.engine.modelId.split('/');
+    return this.listFrom(this.models.views());
+  }
+
+  private listFrom(views: RegistryModelView[]): ModelList {
+    return { object: 'list', data: views.map((v) => this.modelObject(v)) };
+  }
+
+  /** One model as OpenAI lists it, with Hearth's own fields under `hearth` (state: unloaded, pulling, loading, ready, failed). */
+  private modelObject(v: RegistryModelView): ModelList['data'][number] {
+    const s = v.status;
+    const [namespace] = v.id.split('/');
     return {
-      object: 'list',
-      data: [
-        {
-          id: this.engine.modelId,
-          object: 'model',
-          created: this.created,
-          owned_by: namespace ?? 'local',
-          hearth: {
-            state: s.state,
-            context_length: s.contextSize,
-            train_context_length: s.metadata?.contextLength ?? null,
-            architecture: s.metadata?.architecture ?? null,
-            parameter_count: s.metadata?.parameterCount ?? null,
-            quantization: s.metadata?.quantization ?? null,
-            chat_template: s.metadata?.hasChatTemplate ?? null,
-            engine: s.engine,
-            slots: s.workers * s.slots,
-          },
-        },
-      ],
+      id: v.id,
+      object: 'model',
+      created: this.created,
+      owned_by: namespace ?? 'local',
+      hearth: {
+        state: v.state,
+        context_length: s?.contextSize ?? null,
+        train_context_length: s?.metadata?.contextLength ?? null,
+        architecture: s?.metadata?.architecture ?? null,
+        parameter_count: s?.metadata?.parameterCount ?? null,
+        quantization: s?.metadata?.quantization ?? null,
+        chat_template: s?.metadata?.hasChatTemplate ?? null,
+        engine: v.state === 'unloaded' ? null : (s?.engine ?? null),
+        slots: s ? s.workers * s.slots : null,
+      },
     };
+  }
+
+  /** Every model's registry view (the admin API and the dashboard's Models page). */
+  modelViews(): RegistryModelView[] {
+    return this.models.views();
   }
 
   /** Body and status of GET /health: 200 when ready, 503 while warming up or failed. */
   health(): { status: number; body: Record<string, unknown> } {
-    const s = this.engine.status();
-    const load = this.engine.load();
+    const face = this.models.face(this.primaryId);
+    const s = face.status();
+    const load = face.load();
     const body: Record<string, unknown> = {
       ok: s.state === 'ready',
       state: s.state,
@@ -244,7 +282,12 @@ export class SharedModelGateway {
       body.hint = 'Serve a local GGUF instead: hearth serve --model path/to/model.gguf';
     }
     if (s.state === 'pulling' || s.state === 'loading') body.retry_after_seconds = 120;
-    return { status: s.state === 'ready' ? 200 : 503, body };
+    const views = this.models.views();
+    if (views.length > 1) body.models = views.map((v) => ({ id: v.id, state: v.state }));
+    // A default model unloaded as idle serves again on the next request: the server is healthy.
+    const serving = s.state === 'ready' || s.state === 'unloaded';
+    if (s.state === 'unloaded') body.ok = true;
+    return { status: serving ? 200 : 503, body };
   }
 }
 

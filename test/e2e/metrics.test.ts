@@ -91,6 +91,7 @@ async function chatStream(h: HearthProcess, extra: Record<string, unknown> = {})
 function assertNoSecretsInLabels(s: Scrape, secrets: string[]): void {
   const allowedLabelNames = new Set([
     'model', 'finished_reason', 'route', 'status', 'status_class', 'code', 'state', 'provider', 'outcome', 'kind', 'le',
+    'reason', // hearth_model_unloads_total: idle, max_loaded, memory, failed, request, removed
     // prom-client default process/runtime metrics
     'version', 'major', 'minor', 'patch', 'type', 'space', 'quantile',
   ]);

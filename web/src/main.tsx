@@ -8,6 +8,7 @@ import { PlaygroundPage } from './pages/playground-page.tsx';
 import { SetupPage } from './pages/setup-page.tsx';
 import { SignInPage } from './pages/sign-in-page.tsx';
 import { UsersPage } from './pages/users-page.tsx';
+import { ModelsPage } from './pages/models-page.tsx';
 import { WorkspacePage } from './pages/workspace-page.tsx';
 import { WorkspacesPage } from './pages/workspaces-page.tsx';
 import { matchPath } from './routes.ts';
@@ -66,6 +67,7 @@ function App() {
         <nav aria-label="Main">
           <NavLink href="/" label="Overview" active={match?.page === 'overview'} />
           <NavLink href="/workspaces" label="Workspaces" active={match?.page === 'workspaces' || match?.page === 'workspace'} />
+          <NavLink href="/models" label="Models" active={match?.page === 'models'} />
           <NavLink href="/playground" label="Playground" active={match?.page === 'playground'} />
           <NavLink href="/settings/keys" label="API keys" active={match?.page === 'keys'} />
           <NavLink href="/settings/users" label="Users" active={match?.page === 'users'} />
@@ -93,6 +95,7 @@ function App() {
         {match?.page === 'overview' && <OverviewPage />}
         {match?.page === 'keys' && <KeysPage />}
         {match?.page === 'users' && <UsersPage user={user} />}
+        {match?.page === 'models' && <ModelsPage user={user} />}
         {match?.page === 'workspaces' && <WorkspacesPage />}
         {match?.page === 'workspace' && <WorkspacePage workspaceId={match.params.workspaceId!} />}
         {match?.page === 'playground' && <PlaygroundPage />}
@@ -107,6 +110,7 @@ const TITLES: Record<string, string> = {
   setup: 'Set up',
   keys: 'API keys',
   users: 'Users',
+  models: 'Models',
   workspaces: 'Workspaces',
   workspace: 'Workspace',
   playground: 'Playground',

@@ -9,6 +9,7 @@ export const PAGE_PATTERNS = {
   setup: '/setup',
   keys: '/settings/keys',
   users: '/settings/users',
+  models: '/models',
   workspaces: '/workspaces',
   workspace: '/workspaces/:workspaceId',
   playground: '/playground',

@@ -124,3 +124,21 @@ export interface HealthView {
   error?: string;
   hint?: string;
 }
+
+/** A model as GET /api/v1/models shows it (docs/models.md). */
+export interface ModelView {
+  id: string;
+  object: 'model';
+  source: string;
+  state: 'unloaded' | 'pulling' | 'loading' | 'ready' | 'failed';
+  error: string | null;
+  pull: { downloaded_bytes: number; total_bytes: number; percent: number } | null;
+  memory_bytes: number;
+  context_length: number | null;
+  slots: number | null;
+  engine: string | null;
+  requests: { running: number; waiting: number };
+  usage: { requests: number; completion_tokens: number; tokens_per_second: number };
+  last_used_at: string | null;
+  loads: number;
+}
