@@ -5,6 +5,7 @@ import type { RangeOptions, RecordKey, RecordStore, RecordTable, RecordTables } 
 import type { StoreHealth } from '../store-health.ts';
 import { decodeKey, encodeKey } from './key-order.ts';
 import { migrate } from './migrations.ts';
+import { CHANGES_SQL, PRUNE_SQL, UPSERT_SQL } from './records-sql.ts';
 import { deepFreeze, MirrorTable } from './mirror-table.ts';
 
 /** Every table of RecordTables, by the name its rows carry in `records.tbl`. */
@@ -431,23 +432,6 @@ class PostgresTable implements RecordTable<unknown, RecordKey> {
     return this.rows.range(options).map((e) => e.key);
   }
 }
-
-/**
- * Every row with seq > $1 in seq order (tombstones too), each with the pruning horizon; one row with only the
- * horizon when there is none. $1 = -1: every record, for a (re)load.
- */
-const CHANGES_SQL = `SELECT h.pruned_through::text AS horizon, r.tbl, r.key, r.value, r.seq::text AS seq
-  FROM records_horizon h LEFT JOIN records r ON r.seq > $1::bigint
-  ORDER BY r.seq`;
-
-/** Puts ($3 = JSON text) and removes ($3 = NULL: a tombstone), each stamped with the next seq. */
-const UPSERT_SQL = `INSERT INTO records (tbl, key, value, seq, changed_at)
-  SELECT t, k, v::json, nextval('hearth_record_seq'), now() FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(t, k, v, n) ORDER BY n
-  ON CONFLICT (tbl, key) DO UPDATE SET value = excluded.value, seq = excluded.seq, changed_at = excluded.changed_at
-  RETURNING seq::text AS seq`;
-
-const PRUNE_SQL = `WITH d AS (DELETE FROM records WHERE value IS NULL AND changed_at < now() - $1::interval RETURNING seq)
-  UPDATE records_horizon SET pruned_through = GREATEST(pruned_through, (SELECT coalesce(max(seq), 0) FROM d))`;
 
 class ReloadNeeded extends Error {}
 
