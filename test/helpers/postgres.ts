@@ -90,6 +90,15 @@ export async function startPostgres(): Promise<PostgresServer> {
     }
     await exited;
   };
+  // A test process that exits without its afterAll (a crash, a time-out) must not leave the server running.
+  const killOnExit = () => {
+    try {
+      process.kill(Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGQUIT');
+    } catch {
+      // not running
+    }
+  };
+  process.once('exit', killOnExit);
   await start();
   let n = 0;
   return {
@@ -108,6 +117,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     stop,
     start,
     async destroy() {
+      process.off('exit', killOnExit);
       await stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
