@@ -75,7 +75,7 @@ interface ChangeRow {
  *   seen", tombstones included) on each NOTIFY, and every `pollMs` (500 ms) when none came, so a revoked key,
  *   a signed-out session or a removed user is refused everywhere well within a second.
  * - Database unreachable: every query is bounded by `queryTimeoutMs`; a write answers store_unavailable
- *   (503 + Retry-After) and is not made; reads keep answering from the mirror (what was committed until the
+ *   (503 + Retry-After) and is not made (at once while the store is known down, until a poll succeeds); reads keep answering from the mirror (what was committed until the
  *   database went away); `health()` says why; polling goes on, and the first answer catches the mirror up.
  */
 export class PostgresStore implements RecordStore {
@@ -85,6 +85,7 @@ export class PostgresStore implements RecordStore {
   private readonly log: StoreLog;
   private readonly pollMs: number;
   private readonly tombstoneTtlMs: number;
+  private readonly timeoutMs: number;
   private lastSeen = 0;
   private capture: Capture | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -103,7 +104,7 @@ export class PostgresStore implements RecordStore {
     this.log = options.log ?? (() => {});
     this.pollMs = options.pollMs ?? 500;
     this.tombstoneTtlMs = options.tombstoneTtlMs ?? 3_600_000;
-    const timeout = options.queryTimeoutMs ?? 5_000;
+    const timeout = (this.timeoutMs = options.queryTimeoutMs ?? 5_000);
     this.pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: timeout, query_timeout: timeout, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
     this.pool.on('error', (err) => this.down(err)); // an idle client lost its connection: never an unhandled 'error'
     this.mirror = Object.fromEntries(TABLE_NAMES.map((t) => [t, new MirrorTable()])) as Record<TableName, MirrorTable>;
@@ -138,7 +139,11 @@ export class PostgresStore implements RecordStore {
 
   transaction<T>(fn: () => T): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the record store is closed'));
+    const queuedAt = Date.now();
     return this.serial(async () => {
+      // Known down (the poll says when it is back), or queued behind slow ones for a whole query timeout:
+      // answer store_unavailable now rather than add a wait per transaction queued ahead.
+      if (!this.state.up || Date.now() - queuedAt > this.timeoutMs) throw storeUnavailable();
       let result!: T;
       await this.locked(async () => {
         try {

@@ -100,4 +100,22 @@ describe('PostgreSQL records shared by replicas', () => {
     const after = await keys.create('after', 'acct');
     expect(keys.authenticate(after.key).keyId).toBe(after.id);
   });
+
+  it('a database that stops answering: a write answers store_unavailable within the query timeout, the next at once', async () => {
+    const [a] = await replicas(1, { queryTimeoutMs: 1_500, pollMs: 100 });
+    const keys = new ApiKeyRepository(a!);
+    const created = await keys.create('before', 'acct');
+    pgServer.server.freeze();
+    try {
+      const started = Date.now();
+      const codes = await Promise.all([keys.create('one', 'acct'), keys.create('two', 'acct'), keys.revoke(created.id, 'acct')].map((p) => p.then(() => 'written', (e: unknown) => (e as ApiError).code)));
+      expect(codes).toEqual(['store_unavailable', 'store_unavailable', 'store_unavailable']);
+      expect(Date.now() - started).toBeLessThan(8_000); // one query timeout, not one per queued write
+      expect(keys.authenticate(created.key).keyId).toBe(created.id);
+    } finally {
+      pgServer.server.thaw();
+    }
+    await until(() => a!.health().up, 10_000);
+    expect(await keys.revoke(created.id, 'acct')).toBe(true);
+  });
 });
