@@ -120,6 +120,10 @@ describe('hearth serve --database-url', () => {
     expect(chat.status, JSON.stringify(chat.body)).toBe(200);
     expect(chat.body.choices).toHaveLength(1);
 
+    const listed = hearthCli(['keys', 'list', '--database-url', url, '--json']);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect((JSON.parse(listed.stdout) as { id: string }[]).map((k) => k.id)).toEqual(expect.arrayContaining([old.keyId, created.body.id]));
+
     const store = await PostgresStore.open(url);
     try {
       const projects = new ProjectRepository(store, new ProviderKeyCipher(Buffer.from(secretKey, 'hex')));

@@ -118,4 +118,28 @@ describe('PostgreSQL records shared by replicas', () => {
     await until(() => a!.health().up, 10_000);
     expect(await keys.revoke(created.id, 'acct')).toBe(true);
   });
+
+  it('replicas starting together on a new database apply each migration once', async () => {
+    const url = await pgServer.server.createDatabase();
+    const stores = await Promise.all([1, 2, 3].map(() => PostgresStore.open(url)));
+    open.push(...stores);
+    const rows = await (stores[0] as unknown as { pool: { query(sql: string): Promise<{ rows: { version: number }[] }> } }).pool.query('SELECT version FROM schema_migrations ORDER BY version');
+    expect(rows.rows.map((r) => r.version)).toEqual([1]);
+  });
+
+  it('a replica that missed removals whose tombstones were pruned reloads every record', async () => {
+    const [a, b] = await replicas(2, { tombstoneTtlMs: 0, pollMs: 600_000 });
+    await a!.dbs.users.put('u1', { id: 'u1' } as never);
+    await until(() => b!.dbs.users.get('u1') !== undefined, 2_000);
+    type Internals = { listener: { end(): Promise<void> } | null; catchUp(): void; pruneTombstones(): Promise<void> };
+    const bi = b as unknown as Internals;
+    const deaf = bi.listener;
+    bi.listener = null;
+    await deaf?.end(); // B hears no NOTIFY and does not poll: it misses what follows
+    await a!.dbs.users.remove('u1');
+    await (a as unknown as Internals).pruneTombstones(); // the removal's tombstone is gone from the database
+    expect(b!.dbs.users.get('u1')).toBeDefined();
+    bi.catchUp();
+    await until(() => b!.dbs.users.get('u1') === undefined, 2_000);
+  });
 });
