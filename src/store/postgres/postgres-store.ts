@@ -163,10 +163,15 @@ export class PostgresStore implements RecordStore {
     const { result, writes, undo } = this.run(fn, false);
     if (writes.length > 0) {
       void this.serial(() => this.locked(async () => writes)).catch((err: unknown) => {
-        // Take back what was applied, where nothing newer replaced it since.
-        for (const u of [...undo].reverse()) {
-          const w = writes.find((x) => x.tbl === u.tbl && encodeKey(x.key) === encodeKey(u.key));
-          if (w && this.mirror[u.tbl].get(u.key) === w.value) this.mirror[u.tbl].set(u.key, u.before);
+        // Take back what was applied (to the value before the first write of each key), where nothing newer
+        // replaced it since.
+        const original = new Map<string, unknown>();
+        for (const u of undo) {
+          const id = `${u.tbl}\u0000${encodeKey(u.key)}`;
+          if (!original.has(id)) original.set(id, u.before);
+        }
+        for (const w of writes) {
+          if (this.mirror[w.tbl].get(w.key) === w.value) this.mirror[w.tbl].set(w.key, original.get(`${w.tbl}\u0000${encodeKey(w.key)}`));
         }
         this.log('error', 'a synchronous record write could not be committed and was undone', { error: describe(err), records: writes.length });
       });

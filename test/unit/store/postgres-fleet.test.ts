@@ -93,6 +93,10 @@ describe('PostgreSQL records shared by replicas', () => {
       expect(keys.authenticate(created.key).keyId).toBe(created.id);
       expect(a!.health()).toMatchObject({ backend: 'postgres', up: false });
       expect(a!.health().error).toBeTruthy();
+      // A synchronous write is applied here at once; its commit fails, and it is taken back.
+      a!.transactionSync(() => a!.dbs.setupTokens.putSync('sync', { createdAt: 'c', expiresAt: 'e' }));
+      expect(a!.dbs.setupTokens.get('sync')).toBeDefined();
+      await until(() => a!.dbs.setupTokens.get('sync') === undefined, 10_000);
     } finally {
       await pgServer.server.start();
     }
