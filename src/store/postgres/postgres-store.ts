@@ -137,6 +137,23 @@ export class PostgresStore implements RecordStore {
     return this.state;
   }
 
+  /**
+   * One query on the records database beside the record tables (e.g. tables of later migrations: fleet-wide
+   * limit counters), on this store's pool, bounded by the query timeout. A database failure marks the store
+   * down and throws store_unavailable (503); success marks it up.
+   */
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    if (this.closed) throw new Error('the record store is closed');
+    try {
+      const result = await this.pool.query<R>(text, params);
+      this.up();
+      return result;
+    } catch (err) {
+      if (err instanceof pg.DatabaseError && !/^(08|57P)/.test(err.code ?? '')) throw err; // the query's own fault (a bug), not the database's
+      throw this.unavailable(err);
+    }
+  }
+
   transaction<T>(fn: () => T): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the record store is closed'));
     const queuedAt = Date.now();

@@ -78,6 +78,9 @@ describe('PostgreSQL records shared by replicas', () => {
     const [a] = await replicas(1, { queryTimeoutMs: 2_000, pollMs: 100 });
     const keys = new ApiKeyRepository(a!);
     const created = await keys.create('before', 'acct');
+    expect((await a!.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+    await expect(a!.query('SELECT no_such_column FROM records')).rejects.toThrow(/no_such_column/); // a bug, not an outage
+    expect(a!.health().up).toBe(true);
     await pgServer.server.stop();
     try {
       const started = Date.now();
@@ -91,6 +94,7 @@ describe('PostgreSQL records shared by replicas', () => {
       expect((err as ApiError).retryAfter).toBeGreaterThan(0);
       expect(Date.now() - started).toBeLessThan(10_000); // bounded, never a hang
       expect(keys.authenticate(created.key).keyId).toBe(created.id);
+      await expect(a!.query('SELECT 1')).rejects.toMatchObject({ status: 503, code: 'store_unavailable' });
       expect(a!.health()).toMatchObject({ backend: 'postgres', up: false });
       expect(a!.health().error).toBeTruthy();
       // A synchronous write is applied here at once; its commit fails, and it is taken back.
