@@ -118,6 +118,8 @@ LoopStats SlotLoop::stats() const {
     st.promptCacheLookups = statPromptCacheLookups_.load(std::memory_order_relaxed);
     st.promptCacheBytes = statPromptCacheBytes_.load(std::memory_order_relaxed);
     st.promptCacheEntries = statPromptCacheEntries_.load(std::memory_order_relaxed);
+    st.kvCellsUsed = statKvCellsUsed_.load(std::memory_order_relaxed);
+    st.kvCellsTotal = statKvCellsTotal_.load(std::memory_order_relaxed);
     return st;
 }
 
@@ -160,6 +162,7 @@ void SlotLoop::run() {
     ready.kind = EventKind::Ready;
     ready.contextSize = contextSize_;
     ready.contextTotal = (int32_t) llama_n_ctx(ctx_);
+    statKvCellsTotal_.store((uint64_t) ready.contextTotal, std::memory_order_relaxed);
     ready.batchSize = nBatch_;
     ready.vocabSize = vocabSize_;
     ready.threads = threads_;
@@ -187,11 +190,13 @@ void SlotLoop::run() {
         }
         apply(commands);
         commands.clear();
+        publishKvUse();
         if (stop) {
             break;
         }
         if (anyBusy()) {
             step();
+            publishKvUse();
             const int32_t rows = batch_.n_tokens;
             flushEvents();
             profile_.lap(StepProfile::Emit);
@@ -365,6 +370,18 @@ void SlotLoop::unload() {
         llama_model_free(model_);
         model_ = nullptr;
     }
+}
+
+void SlotLoop::publishKvUse() {
+    // A busy slot's cache holds the cells of its job's sequence (positions 0..size-1); an idle slot's cache is a
+    // reusable prefix that the next job may overwrite, so it counts as free (as vLLM counts evictable prefix blocks).
+    uint64_t used = 0;
+    for (const auto & slot : slots_) {
+        if (slot.busy) {
+            used += slot.cache.size();
+        }
+    }
+    statKvCellsUsed_.store(used, std::memory_order_relaxed);
 }
 
 bool SlotLoop::anyBusy() const {
