@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { openEventRelay } from '../native/binding.ts';
 import { AppHost } from './apps/app-host.ts';
 import { appHostOptionsFrom } from './apps/app-host-config.ts';
+import { appsElsewhereRoutes } from './apps/apps-elsewhere-routes.ts';
 import type { Config } from './config/config.ts';
 import { LocalEngine } from './engine/local-engine.ts';
 import { resolveModelSource } from './engine/model-source.ts';
@@ -140,11 +141,12 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const auth = new ManagementAuthenticator(keys, sessions, users);
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
   let baseUrl = config.publicUrl ?? '';
-  const appHost = new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config));
-  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost);
-  disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
+  // --app-host false (a fleet replica other than the app host): no app runs here, the app routes answer 503.
+  const appHost = config.appHost ? new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config)) : undefined;
+  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost ?? null);
+  if (appHost) disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
   disposables.add('provisioner', () => provisioner.dispose());
-  const workspaceService = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => baseUrl, apps: appHost });
+  const workspaceService = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => baseUrl, ...(appHost ? { apps: appHost } : {}) });
   const authenticated = { auth, session, bodyLimit: config.bodyLimit };
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
@@ -155,8 +157,12 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
     ...statsRoutes({ ...authenticated, stats }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
-    ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
-    ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
+    ...(appHost
+      ? [
+          ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
+          ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
+        ]
+      : appsElsewhereRoutes()),
     ...dashboardRoutes({ bundle: loadDashboard(log) }),
   ];
   let server;
@@ -170,7 +176,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   disposables.add('http', () => http.closeConnections());
   baseUrl = (config.publicUrl ?? defaultBaseUrl(config.host, server.port)).replace(/\/+$/, '');
   try {
-    await appHost.start(); // live apps start again
+    await appHost?.start(); // live apps start again
   } catch (err) {
     await disposables.disposeAll(log); // a start that fails after listening releases what it opened
     throw err;

@@ -124,7 +124,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     await allUp(three, ['r1', 'r2', 'r3']);
     const after = await routes(three, KEYS);
     const moved = KEYS.filter((k) => before.get(k) !== after.get(k));
-    console.log(`[fleet-routing] adding a third replica moved ${moved.length} of ${KEYS.length} affinity keys, ${moved.filter((k) => after.get(k) === "r3").length} of them to r3`);
+    console.log(`[fleet-routing] adding a third replica moved ${moved.length} of ${KEYS.length} affinity keys, ${moved.filter((k) => after.get(k) === 'r3').length} of them to r3`);
     expect(moved.length).toBeGreaterThan(0);
     expect(moved.every((k) => after.get(k) === 'r3')).toBe(true);
     // A modulo (map-based) hash would move about two thirds; the consistent ring moves the new replica's share.
@@ -197,11 +197,20 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
       const r = await fetch(`${f.baseUrl}/apps/a1/page?i=${i}`, { headers: { 'x-session-affinity': KEYS[i] } });
       expect(((await r.json()) as { replica: string }).replica).toBe('apps');
     }
+    // The apps API, the Yam and a workspace's deletion go there too; the rest of the workspace API does not.
+    const served = async (method: string, url: string) => ((await (await fetch(`${f.baseUrl}${url}`, { method })).json()) as { replica: string }).replica;
+    for (const [method, url] of [['POST', '/api/v1/workspaces/w1/apps'], ['GET', '/api/v1/workspaces/w1/apps/a1/logs'], ['PUT', '/api/v1/workspaces/w1/yam'], ['DELETE', '/api/v1/workspaces/w1']]) {
+      expect(await served(method, url), `${method} ${url}`).toBe('apps');
+    }
+    for (const [method, url] of [['GET', '/api/v1/workspaces/w1'], ['GET', '/api/v1/workspaces/w1/projects'], ['GET', '/api/v1/workspaces'], ['GET', '/api/v1/workspaces/w1/appsx']]) {
+      expect(await served(method, url), `${method} ${url}`).not.toBe('apps');
+    }
     await appHost.close();
     await until(async () => (await fetch(`${f.baseUrl}/apps/a1/page`)).status === 503, 'the app host out');
     const r = await fetch(`${f.baseUrl}/apps/a1/page`);
     expect(r.headers.get('retry-after')).toBe('5');
     expect(((await r.json()) as { error: { code: string } }).error.code).toBe('app_host_unavailable');
+    expect((await fetch(`${f.baseUrl}/api/v1/workspaces/w1/apps`)).status).toBe(503);
     // The API keeps being served by the replicas.
     expect((await fetch(`${f.baseUrl}/api/inference/v1/models`)).status).toBe(200);
   });

@@ -4,7 +4,7 @@ import { freePort } from './ports.ts';
 
 /**
  * HAProxy on the shipped fleet configuration (deploy/haproxy/fleet.cfg) on a loopback port, for the fleet tests.
- * `replicas` fills the HEARTH_REPLICA_<slot> variables (slot 1..8 -> host:port); `appHost` is HEARTH_APP_HOST.
+ * `replicas` fills the HEARTH_REPLICA_<slot> variables (slot 1..8 -> host:port); `appHost` is HEARTH_FLEET_APP_HOST.
  */
 export const FLEET_CONFIG = path.resolve(import.meta.dirname, '../../deploy/haproxy/fleet.cfg');
 
@@ -23,7 +23,7 @@ export async function startFleetFront(o: { replicas: Record<number, string>; app
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, HEARTH_FLEET_BIND: `127.0.0.1:${port}` };
   for (const [slot, address] of Object.entries(o.replicas)) env[`HEARTH_REPLICA_${slot}`] = address;
-  if (o.appHost !== undefined) env.HEARTH_APP_HOST = o.appHost;
+  if (o.appHost !== undefined) env.HEARTH_FLEET_APP_HOST = o.appHost;
   const proc = spawn(HAPROXY, ['-db', '-f', FLEET_CONFIG], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   proc.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
