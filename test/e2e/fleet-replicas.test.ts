@@ -114,7 +114,7 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
 
   it('SIGKILL on the replica holding a conversation: it leaves the pool, the next turns succeed on another replica', async () => {
     const first = await conversation('gamma', 2, 'conversation-gamma');
-    const holder = first[0].replica!;
+    const holder = first[0]!.replica!;
     await replicas.get(holder)!.stop('SIGKILL');
     // At once, before any health check has run: a refused connection is redispatched.
     const messages: ChatMessage[] = [{ role: 'user', content: 'gamma: after the crash' }];

@@ -102,7 +102,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
   });
 
   it('the same affinity key always reaches the same replica, and the keys spread over all of them', async () => {
-    const f = await front({ 1: stubs[0].address, 2: stubs[1].address, 3: stubs[2].address });
+    const f = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address, 3: stubs[2]!.address });
     await allUp(f, ['r1', 'r2', 'r3']);
     const first = await routes(f, KEYS);
     const again = await routes(f, KEYS);
@@ -111,16 +111,16 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     for (const r of first.values()) counts.set(r, (counts.get(r) ?? 0) + 1);
     expect([...counts.keys()].sort()).toEqual(['r1', 'r2', 'r3']);
     // x-hearth-replica names the replica that answered.
-    const r = await fetch(`${f.baseUrl}/anything`, { headers: { 'x-session-affinity': KEYS[0] } });
+    const r = await fetch(`${f.baseUrl}/anything`, { headers: { 'x-session-affinity': KEYS[0]! } });
     expect(r.headers.get('x-hearth-replica')).toBe(((await r.json()) as { replica: string }).replica);
   });
 
   it('adding a replica moves only the keys it takes: every moved key moves to the new replica', async () => {
-    const two = await front({ 1: stubs[0].address, 2: stubs[1].address });
+    const two = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address });
     await allUp(two, ['r1', 'r2']);
     const before = await routes(two, KEYS);
     await two.stop();
-    const three = await front({ 1: stubs[0].address, 2: stubs[1].address, 3: stubs[2].address });
+    const three = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address, 3: stubs[2]!.address });
     await allUp(three, ['r1', 'r2', 'r3']);
     const after = await routes(three, KEYS);
     const moved = KEYS.filter((k) => before.get(k) !== after.get(k));
@@ -132,21 +132,21 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
   });
 
   it('a replica failing its health check leaves the pool (only its keys move) and rejoins when it passes again', async () => {
-    const f = await front({ 1: stubs[0].address, 2: stubs[1].address, 3: stubs[2].address });
+    const f = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address, 3: stubs[2]!.address });
     await allUp(f, ['r1', 'r2', 'r3']);
     const before = await routes(f, KEYS);
-    stubs[1].healthy = false;
+    stubs[1]!.healthy = false;
     await until(async () => ![...(await routes(f, KEYS)).values()].includes('r2'), 'r2 out of the pool');
     const during = await routes(f, KEYS);
     for (const k of KEYS) if (before.get(k) !== 'r2') expect(during.get(k)).toBe(before.get(k));
-    stubs[1].healthy = true;
+    stubs[1]!.healthy = true;
     await until(async () => [...(await routes(f, KEYS)).values()].includes('r2'), 'r2 back in the pool');
     expect(await routes(f, KEYS)).toEqual(before);
   });
 
   it('a replica that stops listening: requests still succeed at once (a refused connection is retried on another replica)', async () => {
     const extra = await startStub('r4');
-    const f = await front({ 1: stubs[0].address, 4: extra.address });
+    const f = await front({ 1: stubs[0]!.address, 4: extra.address });
     await allUp(f, ['r1', 'r4']);
     const mapped = await routes(f, KEYS);
     const onR4 = KEYS.filter((k) => mapped.get(k) === 'r4');
@@ -157,7 +157,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
   });
 
   it("the body's `user` (or `prompt_cache_key`) is the affinity key when no header is sent", async () => {
-    const f = await front({ 1: stubs[0].address, 2: stubs[1].address, 3: stubs[2].address });
+    const f = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address, 3: stubs[2]!.address });
     await allUp(f, ['r1', 'r2', 'r3']);
     const byHeader = await routes(f, KEYS.slice(0, 30));
     for (const key of KEYS.slice(0, 30)) {
@@ -173,12 +173,12 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
   });
 
   it('without an affinity key the least-loaded replica gets the request', async () => {
-    const f = await front({ 1: stubs[0].address, 2: stubs[1].address });
+    const f = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address });
     await allUp(f, ['r1', 'r2']);
     // One request held open on whichever replica takes it; every later request goes to the other one.
     const held = fetch(`${f.baseUrl}/hold`).then((r) => r.arrayBuffer());
-    await until(async () => stubs[0].holding() + stubs[1].holding() === 1, 'the held request to arrive');
-    const busy = stubs[0].holding() === 1 ? 'r1' : 'r2';
+    await until(async () => stubs[0]!.holding() + stubs[1]!.holding() === 1, 'the held request to arrive');
+    const busy = stubs[0]!.holding() === 1 ? 'r1' : 'r2';
     const seen = new Set<string>();
     for (let i = 0; i < 10; i++) {
       const r = await fetch(`${f.baseUrl}/api/inference/v1/models`);
@@ -191,18 +191,18 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
 
   it('/apps/ goes to the app host alone; with the app host gone it answers 503 app_host_unavailable', async () => {
     const appHost = await startStub('apps');
-    const f = await front({ 1: stubs[0].address, 2: stubs[1].address }, appHost.address);
+    const f = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address }, appHost.address);
     await until(async () => (await fetch(`${f.baseUrl}/apps/a1/page`)).status === 200, 'the app host up');
     for (let i = 0; i < 10; i++) {
-      const r = await fetch(`${f.baseUrl}/apps/a1/page?i=${i}`, { headers: { 'x-session-affinity': KEYS[i] } });
+      const r = await fetch(`${f.baseUrl}/apps/a1/page?i=${i}`, { headers: { 'x-session-affinity': KEYS[i]! } });
       expect(((await r.json()) as { replica: string }).replica).toBe('apps');
     }
     // The apps API, the Yam and a workspace's deletion go there too; the rest of the workspace API does not.
     const served = async (method: string, url: string) => ((await (await fetch(`${f.baseUrl}${url}`, { method })).json()) as { replica: string }).replica;
-    for (const [method, url] of [['POST', '/api/v1/workspaces/w1/apps'], ['GET', '/api/v1/workspaces/w1/apps/a1/logs'], ['PUT', '/api/v1/workspaces/w1/yam'], ['DELETE', '/api/v1/workspaces/w1']]) {
+    for (const [method, url] of [['POST', '/api/v1/workspaces/w1/apps'], ['GET', '/api/v1/workspaces/w1/apps/a1/logs'], ['PUT', '/api/v1/workspaces/w1/yam'], ['DELETE', '/api/v1/workspaces/w1']] as const) {
       expect(await served(method, url), `${method} ${url}`).toBe('apps');
     }
-    for (const [method, url] of [['GET', '/api/v1/workspaces/w1'], ['GET', '/api/v1/workspaces/w1/projects'], ['GET', '/api/v1/workspaces'], ['GET', '/api/v1/workspaces/w1/appsx']]) {
+    for (const [method, url] of [['GET', '/api/v1/workspaces/w1'], ['GET', '/api/v1/workspaces/w1/projects'], ['GET', '/api/v1/workspaces'], ['GET', '/api/v1/workspaces/w1/appsx']] as const) {
       expect(await served(method, url), `${method} ${url}`).not.toBe('apps');
     }
     await appHost.close();
@@ -216,9 +216,9 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
   });
 
   it('no replica up: 503 service_unavailable in the JSON error shape', async () => {
-    const f = await front({ 1: stubs[0].address });
+    const f = await front({ 1: stubs[0]!.address });
     await allUp(f, ['r1']);
-    stubs[0].healthy = false;
+    stubs[0]!.healthy = false;
     await until(async () => (await fetch(`${f.baseUrl}/api/inference/v1/models`)).status === 503, 'r1 out');
     const r = await fetch(`${f.baseUrl}/api/inference/v1/models`);
     expect(((await r.json()) as { error: { code: string } }).error.code).toBe('service_unavailable');

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
 import ts from 'typescript';
 import { ConfigMap, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
@@ -58,7 +57,7 @@ function unknownFields(docs: Array<{ name: string; doc: Doc }>): Map<string, str
   const imports = new Map<string, Set<string>>();
   const lines: string[] = [];
   for (const [i, { doc }] of docs.entries()) {
-    const [module, type] = MODELS[`${doc.apiVersion}/${doc.kind}`].types;
+    const [module, type] = MODELS[`${doc.apiVersion}/${doc.kind}`]!.types;
     if (!imports.has(module)) imports.set(module, new Set());
     imports.get(module)!.add(type);
     lines.push(`export const doc${i}: ${type} = ${JSON.stringify(doc)};`);
@@ -92,7 +91,7 @@ function strict(schema: unknown): unknown {
 }
 
 const ajv = new Ajv({ strict: false, allErrors: true });
-addFormats(ajv);
+ajv.addFormat('date-time', { type: 'string', validate: (t: string) => !Number.isNaN(Date.parse(t)) });
 ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
 ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
 const inferencePoolSchema = strict(JSON.parse(fs.readFileSync(INFERENCE_POOL_SCHEMA, 'utf8')) as object) as object;
@@ -119,7 +118,7 @@ function load(): Map<string, Doc[]> {
   const files = new Map<string, Doc[]>();
   for (const file of fs.readdirSync(DIR).filter((f) => f.endsWith('.yaml')).sort()) {
     const docs = YAML.parseAllDocuments(fs.readFileSync(path.join(DIR, file), 'utf8'));
-    for (const d of docs) if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0].message}`);
+    for (const d of docs) if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0]!.message}`);
     files.set(file, docs.map((d) => d.toJS() as Doc).filter((d) => d !== null));
   }
   return files;
@@ -137,7 +136,7 @@ type Container = { name: string; ports: Array<{ name: string; containerPort: num
 type DeploymentDoc = Doc & { spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds: number; containers: Container[] } } } };
 const hearth = find<DeploymentDoc>('Deployment', 'hearth');
 const podLabels = hearth.spec.template.metadata.labels;
-const container = hearth.spec.template.spec.containers[0];
+const container = hearth.spec.template.spec.containers[0]!;
 const env = new Map(container.env.map((e) => [e.name, e]));
 const matches = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => podLabels[k] === v);
 const exported = (async () => (await createMetrics({ defaultMetrics: false }).registry.getMetricsAsJSON()).map((m) => m.name))();
@@ -157,7 +156,7 @@ describe('deploy/kubernetes manifests', () => {
   it('no built-in document has a field its kind does not define (and a misspelled field is caught)', () => {
     const builtIn = [...files].flatMap(([file, docs]) => docs.filter((d) => d.kind !== 'InferencePool').map((doc) => ({ name: `${file}: ${doc.kind} ${doc.metadata.name}`, doc })));
     const misspelled = structuredClone(hearth);
-    (misspelled.spec.template.spec.containers[0] as unknown as Record<string, unknown>).readynessProbe = { httpGet: { path: '/health', port: 'http' } };
+    (misspelled.spec.template.spec.containers[0]! as unknown as Record<string, unknown>).readynessProbe = { httpGet: { path: '/health', port: 'http' } };
     const found = unknownFields([...builtIn, { name: 'misspelled', doc: misspelled }]);
     expect(found.get('misspelled')?.join(' ')).toMatch(/readynessProbe/);
     found.delete('misspelled');
@@ -166,7 +165,7 @@ describe('deploy/kubernetes manifests', () => {
 
   it('the validators refuse broken documents (a wrong type, a missing required field, an unknown field, a CEL rule)', () => {
     const broken = structuredClone(hearth);
-    (broken.spec.template.spec.containers[0].ports[0] as { containerPort: unknown }).containerPort = 'http';
+    (broken.spec.template.spec.containers[0]!.ports[0] as { containerPort: unknown }).containerPort = 'http';
     expect(() => validate(broken)).toThrow(/containerPort/);
     const noSelector = structuredClone(find('PodDisruptionBudget', 'hearth')) as Doc & { spec: { maxUnavailable: unknown } };
     noSelector.spec.maxUnavailable = { one: 1 };
@@ -188,20 +187,20 @@ describe('deploy/kubernetes manifests', () => {
     expect(matches(hearth.spec.selector.matchLabels)).toBe(true);
     const service = find<Doc & { spec: { selector: Record<string, string>; ports: Array<{ name: string; targetPort: string }> } }>('Service', 'hearth');
     expect(matches(service.spec.selector)).toBe(true);
-    expect(service.spec.ports[0].targetPort).toBe(container.ports[0].name);
+    expect(service.spec.ports[0]!.targetPort).toBe(container.ports[0]!.name);
     expect(matches(find<Doc & { spec: { selector: { matchLabels: Record<string, string> } } }>('PodDisruptionBudget', 'hearth').spec.selector.matchLabels)).toBe(true);
     const monitor = find<Doc & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> } }>('ServiceMonitor', 'hearth');
     expect(Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => service.metadata.labels?.[k] === v)).toBe(true);
-    expect(monitor.spec.endpoints[0]).toMatchObject({ port: service.spec.ports[0].name, path: '/metrics' });
+    expect(monitor.spec.endpoints[0]!).toMatchObject({ port: service.spec.ports[0]!.name, path: '/metrics' });
     const pool = find<Doc & { spec: { selector: { matchLabels: Record<string, string> }; targetPorts: Array<{ number: number }>; endpointPickerRef: { name: string; port: { number: number } } } }>('InferencePool', 'hearth');
     expect(matches(pool.spec.selector.matchLabels)).toBe(true);
-    expect(pool.spec.targetPorts[0].number).toBe(container.ports[0].containerPort);
-    expect(String(env.get('HEARTH_PORT')?.value)).toBe(String(container.ports[0].containerPort));
+    expect(pool.spec.targetPorts[0]!.number).toBe(container.ports[0]!.containerPort);
+    expect(String(env.get('HEARTH_PORT')?.value)).toBe(String(container.ports[0]!.containerPort));
     // The picker's Service, and the route's backend.
     const epp = find<Doc & { spec: { ports: Array<{ port: number }> } }>('Service', pool.spec.endpointPickerRef.name);
     expect(epp.spec.ports.map((p) => p.port)).toContain(pool.spec.endpointPickerRef.port.number);
     const route = find<Doc & { spec: { rules: Array<{ backendRefs: Array<{ kind: string; name: string }> }> } }>('HTTPRoute', 'hearth');
-    expect(route.spec.rules[0].backendRefs[0]).toMatchObject({ kind: 'InferencePool', name: pool.metadata.name });
+    expect(route.spec.rules[0]!.backendRefs[0]).toMatchObject({ kind: 'InferencePool', name: pool.metadata.name });
   });
 
   it('probes read /health; preStop and the drain fit within the termination grace period', () => {
@@ -228,17 +227,17 @@ describe('deploy/kubernetes manifests', () => {
     const names = await exported;
     const hpa = find<Doc & { spec: { scaleTargetRef: { kind: string; name: string }; metrics: Array<{ type: string; pods: { metric: { name: string } } }> } }>('HorizontalPodAutoscaler', 'hearth');
     expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: hearth.metadata.name });
-    expect(hpa.spec.metrics[0].type).toBe('Pods');
-    const hpaMetric = hpa.spec.metrics[0].pods.metric.name;
+    expect(hpa.spec.metrics[0]!.type).toBe('Pods');
+    const hpaMetric = hpa.spec.metrics[0]!.pods.metric.name;
     expect(names).toContain(hpaMetric);
-    const adapter = YAML.parse(find<Doc & { data: Record<string, string> }>('ConfigMap', 'prometheus-adapter-hearth').data['config.yaml']) as { rules: Array<{ seriesQuery: string; resources: { overrides: Record<string, { resource: string }> }; name: { matches: string; as: string }; metricsQuery: string }> };
+    const adapter = YAML.parse(find<Doc & { data: Record<string, string> }>('ConfigMap', 'prometheus-adapter-hearth').data['config.yaml']!) as { rules: Array<{ seriesQuery: string; resources: { overrides: Record<string, { resource: string }> }; name: { matches: string; as: string }; metricsQuery: string }> };
     const rule = adapter.rules.find((r) => r.name.as === hpaMetric);
     expect(rule).toBeDefined();
     expect(rule!.seriesQuery.startsWith(`${hpaMetric}{`)).toBe(true);
     expect(new RegExp(rule!.name.matches).test(hpaMetric)).toBe(true);
     expect(rule!.resources.overrides).toEqual({ namespace: { resource: 'namespace' }, pod: { resource: 'pod' } });
     expect(rule!.metricsQuery).toContain('<<.Series>>');
-    const eppArgs = find<DeploymentDoc>('Deployment', 'hearth-epp').spec.template.spec.containers[0].args ?? [];
+    const eppArgs = find<DeploymentDoc>('Deployment', 'hearth-epp').spec.template.spec.containers[0]!.args ?? [];
     const flag = (name: string) => eppArgs.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
     expect(flag('total-queued-requests-metric')).toBe('hearth_num_requests_waiting');
     expect(flag('kv-cache-usage-percentage-metric')).toBe('hearth_kv_cache_usage_ratio');
