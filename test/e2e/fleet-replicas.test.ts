@@ -30,7 +30,7 @@ function replicaStore(seedDir: string, slot: number): string[] {
 }
 
 interface ChatMessage { role: 'user' | 'assistant'; content: string }
-interface Turn { status: number; replica: string | null; cachedTokens: number; promptTokens: number; reply: string }
+interface Turn { status: number; replica: string | null; cachedTokens: number; promptTokens: number; reply: string; error?: unknown }
 
 const suiteName = HAPROXY ? 'a fleet of hearth serve replicas behind deploy/haproxy/fleet.cfg' : 'a fleet of replicas: SKIPPED, the haproxy binary is not installed (.ci/apt-packages installs it)';
 
@@ -45,13 +45,14 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(affinity ? { 'x-session-affinity': affinity } : {}) },
       body: JSON.stringify({ model: MODEL, messages, max_tokens: 4 }),
     });
-    const body = (await r.json()) as { choices?: Array<{ message: { content: string } }>; usage?: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens: number } } };
+    const body = (await r.json()) as { choices?: Array<{ message: { content: string } }>; usage?: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens: number } }; error?: unknown };
     return {
       status: r.status,
       replica: r.headers.get('x-hearth-replica'),
       cachedTokens: body.usage?.prompt_tokens_details?.cached_tokens ?? 0,
       promptTokens: body.usage?.prompt_tokens ?? 0,
       reply: body.choices?.[0]?.message.content ?? '',
+      ...(body.error ? { error: body.error } : {}),
     };
   }
 
@@ -62,7 +63,7 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
     for (let i = 0; i < turns; i++) {
       messages.push({ role: 'user', content: `${name}: turn ${i + 1} of a conversation about ${'rivers and mountains '.repeat(4)}` });
       const t = await turn(messages, affinity);
-      expect(t.status).toBe(200);
+      expect(t.status, JSON.stringify(t)).toBe(200);
       out.push(t);
       messages.push({ role: 'assistant', content: t.reply });
     }
@@ -120,7 +121,7 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
     const messages: ChatMessage[] = [{ role: 'user', content: 'gamma: after the crash' }];
     for (let i = 0; i < 5; i++) {
       const t = await turn(messages, 'conversation-gamma');
-      expect(t.status).toBe(200);
+      expect(t.status, JSON.stringify(t)).toBe(200);
       expect(t.replica).not.toBe(holder);
     }
     // And it stays out: requests without a key (least-loaded) never reach it.

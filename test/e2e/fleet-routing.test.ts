@@ -14,6 +14,8 @@ interface StubReplica {
   name: string;
   address: string;
   healthy: boolean;
+  /** Answers every request (but /health) with this status instead of 200, when set. */
+  answer?: number;
   /** Requests (other than /health) this stub received. */
   served: number;
   /** Holds every request to /hold open until `release()`. */
@@ -38,7 +40,7 @@ async function startStub(name: string): Promise<StubReplica> {
         held.push(res);
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ replica: name, url: req.url }));
+      res.writeHead(stub.answer ?? 200, { 'content-type': 'application/json' }).end(JSON.stringify({ replica: name, url: req.url }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -94,6 +96,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     for (const f of fronts.splice(0)) await f.stop();
     for (const s of stubs) {
       s.healthy = true;
+      delete s.answer;
       s.release();
     }
   });
@@ -154,6 +157,24 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     await extra.close();
     // No wait for the health check: each request either reaches r1 directly or is refused by r4 and redispatched.
     for (const k of onR4.slice(0, 20)) expect(await routeOf(f, k)).toBe('r1');
+  });
+
+  it("a replica's 503 (a refusal before the request ran) is retried once on another replica; a 500 is not", async () => {
+    const f = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address });
+    await allUp(f, ['r1', 'r2']);
+    const mapped = await routes(f, KEYS.slice(0, 40));
+    const onR1 = KEYS.slice(0, 40).filter((k) => mapped.get(k) === 'r1');
+    expect(onR1.length).toBeGreaterThan(0);
+    stubs[0]!.answer = 503;
+    const before = stubs[0]!.served;
+    const r = await fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    expect(r.status).toBe(200);
+    expect(((await r.json()) as { replica: string }).replica).toBe('r2');
+    expect(stubs[0]!.served).toBe(before + 1);
+    stubs[0]!.answer = 500;
+    const again = await fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    expect(again.status).toBe(500);
+    expect(((await again.json()) as { replica: string }).replica).toBe('r1');
   });
 
   it("the body's `user` (or `prompt_cache_key`) is the affinity key when no header is sent", async () => {
