@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +20,15 @@ import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
  * store it becomes `['--database-url', url]` for every replica.
  */
 const addon = nativeAddonAvailable();
+
+/** Whether 127.0.0.1:port accepts a TCP connection now. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
+}
 const MODEL = 'local/fleet';
 const SECRET_KEY = randomBytes(32).toString('hex');
 const REPLICAS = 3;
@@ -116,8 +126,12 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
   it('SIGKILL on the replica holding a conversation: it leaves the pool, the next turns succeed on another replica', async () => {
     const first = await conversation('gamma', 2, 'conversation-gamma');
     const holder = first[0]!.replica!;
-    await replicas.get(holder)!.stop('SIGKILL');
-    // At once, before any health check has run: a refused connection is redispatched.
+    const killed = replicas.get(holder)!;
+    await killed.stop('SIGKILL');
+    // Its managed front dies with it a moment later (pdeathsig): a connection accepted in that moment is reset, and
+    // the fleet front answers that request 502 (it may have run: not retried). Once the port refuses connections ...
+    await until(async () => !(await accepts(killed.port)), 'the killed replica to refuse connections');
+    // ... at once, before any health check has run: a refused connection is redispatched.
     const messages: ChatMessage[] = [{ role: 'user', content: 'gamma: after the crash' }];
     for (let i = 0; i < 5; i++) {
       const t = await turn(messages, 'conversation-gamma');
