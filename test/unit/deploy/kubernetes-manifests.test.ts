@@ -215,6 +215,8 @@ describe('deploy/kubernetes manifests', () => {
     // The records store's setting arrives with the PostgreSQL store (issue #25 item 1); contract.md fixes its name.
     known.add('HEARTH_DATABASE_URL');
     for (const name of env.keys()) expect(known.has(name), name).toBe(true);
+    // A Deployment's replicas are interchangeable: none of them runs apps (docs/fleet.md "Apps in a fleet").
+    expect(env.get('HEARTH_APP_HOST')?.value).toBe('false');
     const secret = find<Doc & { stringData: Record<string, string> }>('Secret', 'hearth-secrets');
     for (const name of ['HEARTH_DATABASE_URL', 'HEARTH_SECRET_KEY']) {
       const ref = env.get(name)?.valueFrom?.secretKeyRef;
