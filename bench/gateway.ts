@@ -13,14 +13,21 @@ import { sleep } from './lib/stats.ts';
  * connections, pipelining and duration, alternating A/B rounds so drift hits both. Target: ratio >= 0.85.
  * Options (env): BENCH_CONNECTIONS (default 32), BENCH_DURATION seconds per measurement (10),
  * BENCH_ROUNDS (2), BENCH_WARMUP seconds (2).
+ * `--database-url URL` (or BENCH_DATABASE_URL): a second Hearth keeps its records in that (empty or
+ * Hearth-owned) PostgreSQL database and is measured in the same rounds; the report gives its ratio to the
+ * LMDB one (goal >= 0.9: the key lookup answers from the in-memory mirror either way).
  */
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const TARGET = 0.85;
+const PG_TARGET = 0.9;
+const argIndex = process.argv.indexOf('--database-url');
+const DATABASE_URL = argIndex > 0 ? process.argv[argIndex + 1] : process.env.BENCH_DATABASE_URL;
 
-interface Measurement { target: 'hearth' | 'bare'; round: number; reqPerSec: number; p50: number; p99: number; total: number; non2xx: number; errors: number; timeouts: number; cpuUsPerReq: number }
+type Target = 'hearth' | 'hearth-pg' | 'bare';
+interface Measurement { target: Target; round: number; reqPerSec: number; p50: number; p99: number; total: number; non2xx: number; errors: number; timeouts: number; cpuUsPerReq: number }
 
 const processCpu = (pid: number) => threadCpu(pid).reduce((a, t) => a + t.seconds, 0);
 
@@ -30,6 +37,10 @@ async function measure(url: string, headers: Record<string, string>, duration: n
 
 const model = await ensureTinyModel();
 const hearth = await startBenchHearth(['--model', model, '--engine', 'instant']);
+const hearthPg = DATABASE_URL ? await startBenchHearth(['--model', model, '--engine', 'instant'], { HEARTH_DATABASE_URL: DATABASE_URL }) : undefined;
+const pgUrl = hearthPg ? `${hearthPg.baseUrl}/api/inference/v1/models` : '';
+const pgAuth = { authorization: `Bearer ${hearthPg?.key}` };
+if (hearthPg && (await fetch(pgUrl, { headers: pgAuth })).status !== 200) throw new Error('GET /models on the PostgreSQL Hearth did not answer 200');
 const url = `${hearth.baseUrl}/api/inference/v1/models`;
 const auth = { authorization: `Bearer ${hearth.key}` };
 const res = await fetch(url, { headers: auth });
@@ -43,13 +54,15 @@ const results: Measurement[] = [];
 try {
   await measure(url, auth, WARMUP);
   await measure(bare.url, {}, WARMUP);
+  if (hearthPg) await measure(pgUrl, pgAuth, WARMUP);
   for (let round = 1; round <= ROUNDS; round++) {
-    const order: Array<'bare' | 'hearth'> = round % 2 === 1 ? ['bare', 'hearth'] : ['hearth', 'bare'];
+    const targets: Target[] = hearthPg ? ['bare', 'hearth', 'hearth-pg'] : ['bare', 'hearth'];
+    const order = round % 2 === 1 ? targets : [...targets].reverse();
     for (const target of order) {
       await sleep(500);
-      const pid = target === 'hearth' ? hearth.proc.pid! : bare.proc.pid!;
+      const pid = target === 'hearth' ? hearth.proc.pid! : target === 'hearth-pg' ? hearthPg!.proc.pid! : bare.proc.pid!;
       const cpuBefore = processCpu(pid);
-      const r = target === 'hearth' ? await measure(url, auth, DURATION) : await measure(`${bare.url}/api/inference/v1/models`, {}, DURATION);
+      const r = target === 'hearth' ? await measure(url, auth, DURATION) : target === 'hearth-pg' ? await measure(pgUrl, pgAuth, DURATION) : await measure(`${bare.url}/api/inference/v1/models`, {}, DURATION);
       const cpuUsPerReq = ((processCpu(pid) - cpuBefore) / r.requests.total) * 1e6;
       const m: Measurement = { target, round, reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, cpuUsPerReq };
       console.log(`${target} round ${round}: ${fmt.int(m.reqPerSec)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, server CPU ${cpuUsPerReq.toFixed(1)} us/req, non-2xx ${m.non2xx}, errors ${m.errors}`);
@@ -59,6 +72,7 @@ try {
 } finally {
   await bare.stop();
   await hearth.stop();
+  await hearthPg?.stop();
 }
 
 const sum = (t: Measurement['target'], f: (m: Measurement) => number) => results.filter((m) => m.target === t).reduce((a, m) => a + f(m), 0) / ROUNDS;
@@ -66,7 +80,10 @@ const hearthRps = sum('hearth', (m) => m.reqPerSec);
 const bareRps = sum('bare', (m) => m.reqPerSec);
 const ratio = hearthRps / bareRps;
 const bad = results.reduce((a, m) => a + m.non2xx + m.errors + m.timeouts, 0);
-const rows = results.map((m) => [m.round, m.target === 'hearth' ? 'Hearth (auth + LMDB key lookup)' : 'bare uWS, same bytes', fmt.int(m.reqPerSec), `${m.p50} ms`, `${m.p99} ms`, fmt.int(m.total), `${m.cpuUsPerReq.toFixed(1)} µs`, m.non2xx + m.errors + m.timeouts]);
+const SERVER_NAMES: Record<Target, string> = { hearth: 'Hearth (auth + LMDB key lookup)', 'hearth-pg': 'Hearth, records in PostgreSQL (mirror key lookup)', bare: 'bare uWS, same bytes' };
+const pgRps = hearthPg ? sum('hearth-pg', (m) => m.reqPerSec) : undefined;
+const pgRatio = pgRps === undefined ? undefined : pgRps / hearthRps;
+const rows = results.map((m) => [m.round, SERVER_NAMES[m.target], fmt.int(m.reqPerSec), `${m.p50} ms`, `${m.p99} ms`, fmt.int(m.total), `${m.cpuUsPerReq.toFixed(1)} µs`, m.non2xx + m.errors + m.timeouts]);
 const hearthCpu = sum('hearth', (m) => m.cpuUsPerReq);
 const bareCpu = sum('bare', (m) => m.cpuUsPerReq);
 const markdown = `Authenticated \`GET /api/inference/v1/models\` (${body.length} bytes) vs a bare uWebSockets.js server returning the same bytes;
@@ -75,8 +92,9 @@ Hearth runs with \`--engine instant\` (the route does not touch the model).
 
 ${table(['round', 'server', 'req/s', 'latency p50', 'latency p99', 'requests', 'server CPU per request', 'non-2xx/errors'], rows)}
 
-**Ratio Hearth / bare (mean req/s over rounds): ${ratio.toFixed(3)}** (target >= ${TARGET}: ${ratio >= TARGET ? 'met' : 'NOT met'})${bad > 0 ? `; ${bad} non-2xx/errors/time-outs: the numbers are suspect` : ''}.
+**Ratio Hearth / bare (mean req/s over rounds): ${ratio.toFixed(3)}** (target >= ${TARGET}: ${ratio >= TARGET ? 'met' : 'NOT met'})${bad > 0 ? `; ${bad} non-2xx/errors/time-outs: the numbers are suspect` : ''}.${pgRatio === undefined ? '' : `
+**Ratio PostgreSQL records / LMDB records (mean req/s): ${pgRatio.toFixed(3)}** (goal >= ${PG_TARGET}: ${pgRatio >= PG_TARGET ? 'met' : 'NOT met'}).`}
 Server CPU per request (all threads of the server process, /proc): Hearth ${hearthCpu.toFixed(1)} µs, bare ${bareCpu.toFixed(1)} µs
 (the load generator runs on the same ${os.availableParallelism()} cores; when it saturates them, req/s understates the difference that CPU per request shows).`;
-recordResults('gateway', 'Gateway overhead', { connections: CONNECTIONS, duration: DURATION, rounds: ROUNDS, bodyBytes: body.length, results, hearthRps, bareRps, ratio, target: TARGET, hearthCpuUsPerReq: hearthCpu, bareCpuUsPerReq: bareCpu }, markdown);
+recordResults('gateway', 'Gateway overhead', { connections: CONNECTIONS, duration: DURATION, rounds: ROUNDS, bodyBytes: body.length, results, hearthRps, bareRps, ratio, target: TARGET, pgRps, pgRatio, pgTarget: PG_TARGET, hearthCpuUsPerReq: hearthCpu, bareCpuUsPerReq: bareCpu }, markdown);
 if (bad > 0) process.exitCode = 1;

@@ -39,7 +39,8 @@ import { createMetrics } from './metrics/metrics.ts';
 import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
 import { ApiKeyRepository } from './accounts/api-key-repository.ts';
 import { AppRepository } from './apps/app-repository.ts';
-import { HearthStore } from './store/database.ts';
+import { openRecordStore } from './store/open-record-store.ts';
+import type { RecordStore } from './store/record-store.ts';
 import { loadMasterKey } from './store/master-key.ts';
 import { ProjectRepository } from './workspaces/project-repository.ts';
 import { ProviderKeyCipher } from './workspaces/provider-key-cipher.ts';
@@ -50,7 +51,7 @@ import { WorkspaceRepository } from './workspaces/workspace-repository.ts';
 export interface RunningHearth {
   port: number;
   engine: LocalEngine;
-  store: HearthStore;
+  store: RecordStore;
   /** Resolves once the model is loaded in every worker, has failed, or was abandoned by close() (never rejects). */
   modelSettled: Promise<void>;
   /**
@@ -87,7 +88,17 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   if (masterKey.source === 'created') log.info('created the master key file', { file: masterKey.file });
   const providers = providersFrom(config); // a bad provider option fails the boot here, before anything is opened
   const disposables = new Disposables();
-  const store = HearthStore.open(config.dataDir);
+  const metrics = createMetrics();
+  const storeLog = log.child({ component: 'store' });
+  const opened = await openRecordStore({
+    dataDir: config.dataDir,
+    databaseUrl: config.databaseUrl,
+    log: (level, message, fields) => storeLog[level](message, fields),
+    onHealth: (h) => metrics.storeUp.set(h.up ? 1 : 0),
+  });
+  const store = opened.store;
+  metrics.storeUp.set(opened.health().up ? 1 : 0);
+  if (config.databaseUrl !== undefined && masterKey.source !== 'setting') log.warn('records are in PostgreSQL but the master key comes from a file in the data dir: every replica must use the same key (set HEARTH_SECRET_KEY)');
   disposables.add('store', () => store.close());
   const keys = new ApiKeyRepository(store);
   const workspaces = new WorkspaceRepository(store);
@@ -100,7 +111,6 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   sweepResponses();
   const responseSweep = setInterval(sweepResponses, 3_600_000).unref();
   disposables.add('responses sweep', () => clearInterval(responseSweep));
-  const metrics = createMetrics();
   const source = resolveModelSource(config.model, config.modelId);
   const engine = new LocalEngine(
     {
@@ -150,7 +160,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const authenticated = { auth, session, bodyLimit: config.bodyLimit };
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
-    ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken }),
+    ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken, storeHealth: opened.health }),
     ...sharedInferenceRoutes({ gateway, keys, responses, limiter: new KeyLimiter(), bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
@@ -183,7 +193,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   }
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
-  log.info('listening', { host: config.host, port: server.port, front: server.front, model: engine.modelId, dataDir: config.dataDir });
+  log.info('listening', { host: config.host, port: server.port, front: server.front, model: engine.modelId, records: opened.location });
   // A start that fails after listening releases what it opened (else the listening socket would keep the process alive).
   const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS).catch(async (err: unknown) => { // null once a user exists
     await disposables.disposeAll(log);

@@ -9,8 +9,8 @@ export type { HearthProcess };
  * Starts `hearth serve` for a benchmark (the tests' launcher: child process, free port, fresh data dir,
  * one API key) at log level info, waits until the model is ready. Stop it with `.stop()`.
  */
-export async function startBenchHearth(args: string[]): Promise<HearthProcess> {
-  const hearth = await startHearthProcess({ args, env: { HEARTH_LOG_LEVEL: 'info' } });
+export async function startBenchHearth(args: string[], env: NodeJS.ProcessEnv = {}): Promise<HearthProcess> {
+  const hearth = await startHearthProcess({ args, env: { HEARTH_LOG_LEVEL: 'info', ...env } });
   try {
     await hearth.waitReady(120_000);
   } catch (err) {

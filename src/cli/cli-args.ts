@@ -3,6 +3,10 @@ import type { SettingSpec } from '../config/config-spec.ts';
 
 /** The data-dir option every record command takes (same default and variable as `serve`). */
 export const DATA_DIR_SETTING: SettingSpec = { key: 'dataDir', flag: '--data-dir', env: 'HEARTH_DATA_DIR', type: 'string', default: './data', help: 'Directory of the LMDB records' };
+/** The database-url option every record command takes (as `serve`): when set, the records are in PostgreSQL. */
+export const DATABASE_URL_SETTING: SettingSpec = { key: 'databaseUrl', flag: '--database-url', env: 'HEARTH_DATABASE_URL', type: 'string', default: undefined, secret: true, help: 'PostgreSQL URL of the records (instead of LMDB in --data-dir), as the server uses' };
+/** Where a record command finds the records: --data-dir, or --database-url when set. */
+export const RECORDS_SETTINGS: SettingSpec[] = [DATA_DIR_SETTING, DATABASE_URL_SETTING];
 export const JSON_SETTING: SettingSpec = { key: 'json', flag: '--json', env: 'HEARTH_CLI_JSON', type: 'bool', default: false, help: 'Print JSON instead of text' };
 
 /** Splits positional arguments from `--flag value` options. */

@@ -11,6 +11,7 @@ Commands:
   workspaces   Create, list, show and delete workspaces; create their Yam (hearth workspaces --help)
   projects     Manage inference projects: create, list, get, update, delete, rotate-token (hearth projects --help)
   apps         Deploy and run apps on a workspace's Yam, through the running server (hearth apps --help)
+  db           PostgreSQL records: apply migrations, import an LMDB data dir (hearth db --help)
 
 Run "hearth <command> --help" for a command's options.`;
 
@@ -24,6 +25,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   workspaces: async () => (await import('./workspaces-command.ts')).workspacesCommand,
   projects: async () => (await import('./projects-command.ts')).projectsCommand,
   apps: async () => (await import('./apps-command.ts')).appsCommand,
+  db: async () => (await import('./db-command.ts')).dbCommand,
 };
 
 export async function runCli(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {

@@ -2,11 +2,11 @@ import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
 import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../accounts/api-key-repository.ts';
 import type { KeyLimits } from '../store/database.ts';
-import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, commandArgs } from './cli-args.ts';
+import { ConfigError, RECORDS_SETTINGS, JSON_SETTING, commandArgs } from './cli-args.ts';
 import { withStore } from './record-store.ts';
 
 const SPECS: SettingSpec[] = [
-  DATA_DIR_SETTING,
+  ...RECORDS_SETTINGS,
   { key: 'name', flag: '--name', env: 'HEARTH_KEY_NAME', type: 'string', default: undefined, help: 'Name of the new key (create)' },
   { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: DEFAULT_ACCOUNT_ID, help: 'Account the key belongs to' },
   JSON_SETTING,

@@ -7,7 +7,7 @@ import { loadMasterKey } from '../store/master-key.ts';
 import { ProjectRepository } from '../workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../workspaces/workspace-repository.ts';
-import { DATA_DIR_SETTING, JSON_SETTING, type Options } from './cli-args.ts';
+import { RECORDS_SETTINGS, JSON_SETTING, type Options } from './cli-args.ts';
 import { withStore } from './record-store.ts';
 
 /**
@@ -19,7 +19,7 @@ import { withStore } from './record-store.ts';
 const serveSetting = (key: string): SettingSpec => SERVE_SETTINGS.find((s) => s.key === key)!;
 
 export const MANAGEMENT_SETTINGS: SettingSpec[] = [
-  DATA_DIR_SETTING,
+  ...RECORDS_SETTINGS,
   { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: DEFAULT_ACCOUNT_ID, help: 'Account that owns the records' },
   serveSetting('secretKey'),
   { key: 'publicUrl', flag: '--public-url', env: 'HEARTH_PUBLIC_URL', type: 'string', default: 'http://127.0.0.1:8080', help: 'Base URL of the server, for endpoint URLs' },

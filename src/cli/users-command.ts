@@ -2,12 +2,12 @@ import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
 import { parseUserInput } from '../accounts/account-input.ts';
 import { UserRepository, type UserView, userView } from '../accounts/user-repository.ts';
-import { ConfigError, DATA_DIR_SETTING, JSON_SETTING, commandArgs } from './cli-args.ts';
+import { ConfigError, RECORDS_SETTINGS, JSON_SETTING, commandArgs } from './cli-args.ts';
 import { withStore } from './record-store.ts';
 import { readPassword } from './password-prompt.ts';
 
 const SPECS: SettingSpec[] = [
-  DATA_DIR_SETTING,
+  ...RECORDS_SETTINGS,
   { key: 'email', flag: '--email', env: 'HEARTH_USER_EMAIL', type: 'string', default: undefined, help: 'Email of the new user (create)' },
   { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: undefined, help: 'Account of the user (create: required; list: only this account)' },
   { key: 'role', flag: '--role', env: 'HEARTH_USER_ROLE', type: 'enum', values: ['owner', 'member'], default: 'member', help: 'Role of the new user' },

@@ -53,6 +53,7 @@ export const SERVE_SETTINGS = [
   { key: 'host', flag: '--host', env: 'HEARTH_HOST', group: 'everyday', type: 'string', default: '127.0.0.1', help: 'Address to bind; 0.0.0.0 to listen on every interface' },
   { key: 'publicUrl', flag: '--public-url', env: 'HEARTH_PUBLIC_URL', group: 'everyday', type: 'string', default: undefined, help: 'Base URL clients use, for endpoint URLs in API answers (default http://host:port)' },
   { key: 'dataDir', flag: '--data-dir', env: 'HEARTH_DATA_DIR', group: 'everyday', type: 'string', default: './data', help: 'Directory of the LMDB records and the master key file' },
+  { key: 'databaseUrl', flag: '--database-url', env: 'HEARTH_DATABASE_URL', group: 'everyday', type: 'string', default: undefined, secret: true, help: 'PostgreSQL URL (postgres://user:pass@host:port/db): keep the records there instead of LMDB in --data-dir, shared by every replica started with it' },
   { key: 'model', flag: '--model', env: 'HEARTH_MODEL', group: 'everyday', type: 'string', default: DEFAULT_MODEL_URI, help: 'A local .gguf path or a hub URI hf:<user>/<repo>/<file>' },
   { key: 'modelId', flag: '--model-id', env: 'HEARTH_MODEL_ID', group: 'everyday', type: 'string', default: undefined, help: 'Model id <namespace>/<name> served on the API (default derived from --model)' },
   { key: 'modelsDir', flag: '--models-dir', env: 'HEARTH_MODELS_DIR', group: 'everyday', type: 'string', default: defaultModelsDir, help: 'Where pulled models are stored', doc: { default: '`~/.cache/hearth/models`' } },

@@ -182,3 +182,7 @@ export const nonAsciiHeader = (name: string) =>
 /** A JSON body nested deeper than the edge accepts (README "Limits"). */
 export const jsonTooDeep = (maxDepth: number) =>
   new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body nests arrays/objects deeper than ${maxDepth} levels`, param: null, code: 'json_too_deep' });
+
+/** The records database (PostgreSQL) could not be reached in time: the write was not made; retry shortly. */
+export const storeUnavailable = (retryAfter = 5) =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'The records database is unavailable; the change was not saved. Retry shortly (GET /health says why)', param: null, code: 'store_unavailable', retryAfter });

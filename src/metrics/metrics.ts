@@ -49,6 +49,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     appDeployments: new Counter({ name: 'hearth_app_deployments_total', help: 'Finished app deployments by result (live, failed)', labelNames: ['result'], registers: reg }),
     appRestarts: new Counter({ name: 'hearth_app_restarts_total', help: 'App processes restarted after a crash', registers: reg }),
     apps: new Gauge({ name: 'hearth_apps', help: 'Apps by state (created, starting, running, crashed, stopped)', labelNames: ['state'], registers: reg }),
+    storeUp: new Gauge({ name: 'hearth_store_up', help: 'Whether the records database answers (1; LMDB always), 0 while PostgreSQL is unreachable (writes answer store_unavailable)', registers: reg }),
     providerErrors: new Counter({ name: 'hearth_provider_errors_total', help: 'Upstream provider failures by kind', labelNames: ['provider', 'kind'], registers: reg }),
   };
 }

@@ -9,13 +9,15 @@ export interface OpsRouteDeps {
   metrics: Metrics;
   /** When set, /metrics requires `Authorization: Bearer <metricsToken>`. */
   metricsToken: string | undefined;
+  /** Whether the records database answers: /health's `store` (src/store/store-health.ts's shape). */
+  storeHealth?: () => { backend: string; up: boolean; error?: string | undefined; since?: string | undefined };
 }
 
 function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 }
 
-/** Public health (warming / ready / failed) and Prometheus metrics. */
+/** Public health (warming / ready / failed; the records store's state) and Prometheus metrics. */
 export function opsRoutes(d: OpsRouteDeps): Route[] {
   return [
     {
@@ -24,6 +26,9 @@ export function opsRoutes(d: OpsRouteDeps): Route[] {
       name: 'health',
       handler: (ex) => {
         const h = d.gateway.health();
+        // The store's state is said, not voted: with PostgreSQL down, reads (and inference with a known key)
+        // still answer from the mirror, so the status stays the model's.
+        if (d.storeHealth) h.body.store = d.storeHealth();
         ex.sendJson(h.status, h.body, h.status === 503 && h.body.state !== 'failed' ? [['retry-after', '120']] : []);
       },
     },

@@ -13,19 +13,27 @@ import type {
 
 /**
  * The one interface every repository is written against: tables of records by id, one index table, and
- * transactions. `HearthStore` (database.ts) implements it on LMDB in one data dir; a store for a fleet of
- * replicas implements the same contract. Repositories never see the database behind it.
+ * transactions. `HearthStore` (database.ts) implements it on LMDB in one data dir; `PostgresStore`
+ * (postgres/postgres-store.ts) on PostgreSQL for a fleet of replicas (`--database-url`), reading from an
+ * in-memory mirror of every record. Repositories never see the database behind it.
  *
  * Contract:
  * - Reads (`get`, `getRange`, `getKeys`) are synchronous and see committed state, so a read answers without a
- *   promise (pipelined GETs stay in order).
+ *   promise (pipelined GETs stay in order). On PostgreSQL: this replica's mirror, at most a poll (500 ms) behind
+ *   another replica's commit (usually a NOTIFY, milliseconds), and still answering while the database is down.
  * - `transaction(fn)` runs `fn` as one write transaction: every `put` / `remove` made in it commits together,
- *   and reads inside it see the committed state at write time, so check-then-write is atomic (also across
- *   processes sharing the data dir). Writes are durable once the promise resolves. A throw inside `fn` does not
- *   undo writes made before it: check everything first, then write.
+ *   and reads inside it see the committed state at write time (and its own writes), so check-then-write is
+ *   atomic (also across processes sharing the data dir, and across replicas sharing the database). Writes are
+ *   durable once the promise resolves. A throw inside `fn` does not undo writes made before it on LMDB (on
+ *   PostgreSQL it discards them): check everything first, then write. On PostgreSQL an unreachable database
+ *   rejects it with the 503 store_unavailable ApiError, nothing written.
  * - `transactionSync(fn)` is the same, committed before it returns (for a write that must be visible before
  *   the caller's next step, e.g. a response stored before its answer ends); `putSync` / `removeSync` inside it.
+ *   On PostgreSQL (Node cannot wait for the network synchronously) it is applied to this replica's mirror
+ *   before it returns and committed right after, in order with later transactions; a commit that fails is
+ *   taken back from the mirror and logged. Only stored responses use it.
  * - A key over MAX_KEY_BYTES (database.ts) names nothing: reads find nothing, removes remove nothing.
+ * - Values are plain JSON (strings, numbers, booleans, null, arrays, objects): PostgreSQL keeps them as JSON text.
  */
 export type RecordKey = string | (string | number)[];
 

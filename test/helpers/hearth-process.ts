@@ -27,8 +27,8 @@ export function hearthCli(args: string[], env: NodeJS.ProcessEnv = {}): { status
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-export function createKey(dataDir: string, name = 'test'): string {
-  const r = hearthCli(['keys', 'create', '--name', name, '--data-dir', dataDir, '--json']);
+export function createKey(dataDir: string, name = 'test', env: NodeJS.ProcessEnv = {}): string {
+  const r = hearthCli(['keys', 'create', '--name', name, '--data-dir', dataDir, '--json'], env);
   if (r.status !== 0) throw new Error(`keys create failed: ${r.stderr}`);
   return (JSON.parse(r.stdout) as { key: string }).key;
 }
@@ -36,7 +36,7 @@ export function createKey(dataDir: string, name = 'test'): string {
 /** Starts `hearth serve` as a child process on a free port with a fresh data dir (unless given). */
 export async function startHearthProcess(options: { args: string[]; env?: NodeJS.ProcessEnv; dataDir?: string }): Promise<HearthProcess> {
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-test-'));
-  const key = createKey(dataDir);
+  const key = createKey(dataDir, 'test', options.env); // the server's records (HEARTH_DATABASE_URL in env: PostgreSQL)
   const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...options.args], {
     env: { ...process.env, HEARTH_LOG_LEVEL: 'debug', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -212,8 +212,6 @@ describe('deploy/kubernetes manifests', () => {
 
   it("every HEARTH_ variable is one of Hearth's settings; the database URL and master key come from the example Secret", () => {
     const known = new Set<string>(SERVE_SETTINGS.map((s) => s.env));
-    // The records store's setting arrives with the PostgreSQL store (issue #25 item 1); contract.md fixes its name.
-    known.add('HEARTH_DATABASE_URL');
     for (const name of env.keys()) expect(known.has(name), name).toBe(true);
     // A Deployment's replicas are interchangeable: none of them runs apps (docs/fleet.md "Apps in a fleet").
     expect(env.get('HEARTH_APP_HOST')?.value).toBe('false');

@@ -1,0 +1,447 @@
+import pg from 'pg';
+import { ApiError, storeUnavailable } from '../../errors/index.ts';
+import { keyFits } from '../database.ts';
+import type { RangeOptions, RecordKey, RecordStore, RecordTable, RecordTables } from '../record-store.ts';
+import type { StoreHealth } from '../store-health.ts';
+import { decodeKey, encodeKey } from './key-order.ts';
+import { migrate } from './migrations.ts';
+import { CHANGES_SQL, PRUNE_SQL, UPSERT_SQL } from './records-sql.ts';
+import { deepFreeze, MirrorTable } from './mirror-table.ts';
+
+/** Every table of RecordTables, by the name its rows carry in `records.tbl`. */
+export const TABLE_NAMES = ['accounts', 'apiKeys', 'workspaces', 'projects', 'apps', 'deployments', 'users', 'sessions', 'setupTokens', 'responses', 'index'] as const satisfies readonly (keyof RecordTables)[];
+export type TableName = (typeof TABLE_NAMES)[number];
+/** The one table whose keys are arrays. */
+const ARRAY_KEYED: TableName = 'index';
+
+/** pg_advisory_xact_lock key every write transaction of the fleet takes ('hearthrw' in ASCII). */
+export const WRITE_LOCK = '7522537965568094839';
+/** The NOTIFY channel a commit announces its last seq on. */
+export const CHANGES_CHANNEL = 'hearth_records';
+
+export type StoreLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+
+export interface PostgresStoreOptions {
+  /** How often a replica asks for changes when no NOTIFY came (the fallback of LISTEN). */
+  pollMs?: number;
+  /** Bound of every query (and of a connection attempt), so a database that hangs answers store_unavailable. */
+  queryTimeoutMs?: number;
+  /** Removed records' tombstones older than this are pruned (a replica behind them reloads everything). */
+  tombstoneTtlMs?: number;
+  log?: StoreLog;
+  /** Called when the database becomes reachable or unreachable. */
+  onHealth?: (health: StoreHealth) => void;
+}
+
+/** One staged write of a transaction: the record's final value, or undefined for a removal. */
+interface Write {
+  tbl: TableName;
+  key: RecordKey;
+  value: unknown;
+  json: string | null;
+}
+
+/** The writes of the transaction whose `fn` is running (set only while it runs, synchronously). */
+interface Capture {
+  writes: Map<string, Write>;
+  /** Mirror values the staged writes replaced, in order, to put back once `fn` returns. */
+  undo: { tbl: TableName; key: RecordKey; before: unknown }[];
+}
+
+interface ChangeRow {
+  horizon: string;
+  tbl: string | null;
+  key: string | null;
+  value: unknown;
+  seq: string | null;
+}
+
+/**
+ * The RecordStore (record-store.ts) of a fleet: the records in PostgreSQL, one `records` table (migration
+ * 0001), and in every replica an in-memory mirror of all of them that the synchronous reads answer from.
+ *
+ * - Start: migrations under a lock, then the whole table is loaded into the mirror.
+ * - Writes: `transaction(fn)` takes the fleet-wide write lock (pg_advisory_xact_lock) in a PostgreSQL
+ *   transaction, brings the mirror up to date under it, runs `fn` against the mirror (its own writes visible
+ *   to its own reads, and to nobody else while it runs), writes the puts and removes with the next values of
+ *   one global sequence, NOTIFYs, commits, and only then applies them to the mirror and resolves. So
+ *   check-then-write is atomic across the fleet, and a resolved write is durable. A throw in `fn` discards
+ *   its writes. Transactions of one replica run one at a time, in call order.
+ * - `transactionSync(fn)` cannot wait for the network in Node: its writes are applied to this replica's mirror
+ *   before it returns (its next read, here, sees them) and committed in the background, in order with the
+ *   other transactions; if that commit fails (database unreachable) the writes are taken back from the mirror
+ *   and the failure is logged. Its check-then-write is atomic on this replica only. Only stored responses use it.
+ * - Changes of other replicas: each LISTENs on `hearth_records` and catches up ("every row with seq > the last
+ *   seen", tombstones included) on each NOTIFY, and every `pollMs` (500 ms) when none came, so a revoked key,
+ *   a signed-out session or a removed user is refused everywhere well within a second.
+ * - Database unreachable: every query is bounded by `queryTimeoutMs`; a write answers store_unavailable
+ *   (503 + Retry-After) and is not made; reads keep answering from the mirror (what was committed until the
+ *   database went away); `health()` says why; polling goes on, and the first answer catches the mirror up.
+ */
+export class PostgresStore implements RecordStore {
+  readonly dbs: RecordTables;
+  private readonly mirror: Record<TableName, MirrorTable>;
+  private readonly pool: pg.Pool;
+  private readonly log: StoreLog;
+  private readonly pollMs: number;
+  private readonly tombstoneTtlMs: number;
+  private lastSeen = 0;
+  private capture: Capture | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private catchUpQueued = false;
+  private listener: pg.Client | null = null;
+  private listenerConnecting = false;
+  private poller: NodeJS.Timeout | null = null;
+  private pruner: NodeJS.Timeout | null = null;
+  private closed = false;
+  private state: StoreHealth = { backend: 'postgres', up: true };
+
+  private constructor(
+    private readonly url: string,
+    private readonly options: PostgresStoreOptions,
+  ) {
+    this.log = options.log ?? (() => {});
+    this.pollMs = options.pollMs ?? 500;
+    this.tombstoneTtlMs = options.tombstoneTtlMs ?? 3_600_000;
+    const timeout = options.queryTimeoutMs ?? 5_000;
+    this.pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: timeout, query_timeout: timeout, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+    this.pool.on('error', (err) => this.down(err)); // an idle client lost its connection: never an unhandled 'error'
+    this.mirror = Object.fromEntries(TABLE_NAMES.map((t) => [t, new MirrorTable()])) as Record<TableName, MirrorTable>;
+    this.dbs = Object.fromEntries(TABLE_NAMES.map((t) => [t, new PostgresTable(this, t, this.mirror[t])])) as unknown as RecordTables;
+  }
+
+  /** Connects, migrates (under the migration lock), loads every record, then listens and polls for changes. */
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const store = new PostgresStore(url, options);
+    try {
+      const client = await store.pool.connect();
+      try {
+        await migrate(client);
+        store.apply((await client.query<ChangeRow>(CHANGES_SQL, [-1])).rows, true);
+      } finally {
+        client.release();
+      }
+    } catch (err) {
+      await store.pool.end().catch(() => {});
+      throw new Error(`cannot open the records database: ${describe(err)}`);
+    }
+    store.poller = setInterval(() => store.tick(), store.pollMs).unref();
+    store.pruner = setInterval(() => void store.pruneTombstones().catch(() => {}), Math.max(60_000, store.tombstoneTtlMs / 6)).unref();
+    await store.listen();
+    return store;
+  }
+
+  /** Whether the database answered the last query, and if not why (for /health and hearth_store_up). */
+  health(): StoreHealth {
+    return this.state;
+  }
+
+  transaction<T>(fn: () => T): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('the record store is closed'));
+    return this.serial(async () => {
+      let result!: T;
+      await this.locked(async () => {
+        try {
+          const ran = this.run(fn, true);
+          result = ran.result;
+          return ran.writes;
+        } catch (err) {
+          throw new PassThrough(err);
+        }
+      });
+      return result;
+    });
+  }
+
+  transactionSync<T>(fn: () => T): T {
+    if (this.closed) throw new Error('the record store is closed');
+    const { result, writes, undo } = this.run(fn, false);
+    if (writes.length > 0) {
+      void this.serial(() => this.locked(async () => writes)).catch((err: unknown) => {
+        // Take back what was applied, where nothing newer replaced it since.
+        for (const u of [...undo].reverse()) {
+          const w = writes.find((x) => x.tbl === u.tbl && encodeKey(x.key) === encodeKey(u.key));
+          if (w && this.mirror[u.tbl].get(u.key) === w.value) this.mirror[u.tbl].set(u.key, u.before);
+        }
+        this.log('error', 'a synchronous record write could not be committed and was undone', { error: describe(err), records: writes.length });
+      });
+    }
+    return result;
+  }
+
+  /** Stages a write of the running transaction (PostgresTable calls it); returns whether a record was there. */
+  stage(tbl: TableName, key: RecordKey, value: unknown): boolean {
+    const c = this.capture;
+    if (!c) throw new Error('stage outside a transaction');
+    const json = value === undefined ? null : JSON.stringify(value);
+    if (json === undefined) throw new Error(`refusing a record that is not JSON in ${tbl}`);
+    const stored = json === null ? undefined : deepFreeze(JSON.parse(json) as unknown);
+    const before = this.mirror[tbl].set(key, stored);
+    c.undo.push({ tbl, key, before });
+    c.writes.set(`${tbl}\u0000${encodeKey(key)}`, { tbl, key, value: stored, json });
+    return before !== undefined;
+  }
+
+  /** Whether a transaction's `fn` is running (a table's put/remove then joins it). */
+  get inTransaction(): boolean {
+    return this.capture !== null;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.poller) clearInterval(this.poller);
+    if (this.pruner) clearInterval(this.pruner);
+    await this.queue.catch(() => {});
+    const listener = this.listener;
+    this.listener = null;
+    await listener?.end().catch(() => {});
+    await this.pool.end().catch(() => {});
+  }
+
+  /**
+   * Runs `fn` with its writes staged on the mirror. `undoAfter`: the mirror is put back as it was once `fn`
+   * returns (or throws), so other readers never see uncommitted writes; else (transactionSync) they stay.
+   */
+  private run<T>(fn: () => T, undoAfter: boolean): { result: T; writes: Write[]; undo: Capture['undo'] } {
+    if (this.capture) throw new Error('a record transaction cannot start inside another one');
+    const capture: Capture = { writes: new Map(), undo: [] };
+    this.capture = capture;
+    let failed = true;
+    try {
+      const result = fn();
+      failed = false;
+      return { result, writes: [...capture.writes.values()], undo: capture.undo };
+    } finally {
+      this.capture = null;
+      if (undoAfter || failed) for (const u of capture.undo.reverse()) this.mirror[u.tbl].set(u.key, u.before);
+    }
+  }
+
+  /**
+   * One PostgreSQL transaction under the fleet-wide write lock: catches the mirror up, runs `work`, writes
+   * what it returns (each write stamped with the next seq), NOTIFYs, commits, and only then applies the writes
+   * to the mirror. A database failure becomes store_unavailable; an error of `work` itself (PassThrough) rolls
+   * back and is rethrown as it was.
+   */
+  private async locked(work: (client: pg.PoolClient) => Promise<Write[]>): Promise<void> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw this.unavailable(err);
+    }
+    let broken: Error | undefined;
+    try {
+      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK})`);
+      await this.catchUpOn(client);
+      let writes: Write[];
+      try {
+        writes = await work(client);
+      } catch (err) {
+        await client.query('ROLLBACK').catch((e: unknown) => void (broken = e instanceof Error ? e : new Error(String(e))));
+        throw err;
+      }
+      let top = 0;
+      if (writes.length > 0) {
+        const res = await client.query<{ seq: string }>(UPSERT_SQL, [writes.map((w) => w.tbl), writes.map((w) => encodeKey(w.key)), writes.map((w) => w.json)]);
+        for (const r of res.rows) top = Math.max(top, Number(r.seq));
+      }
+      await client.query(top > 0 ? `SELECT pg_notify('${CHANGES_CHANNEL}', '${top}'); COMMIT` : 'COMMIT');
+      for (const w of writes) this.mirror[w.tbl].set(w.key, w.value);
+      this.lastSeen = Math.max(this.lastSeen, top);
+      this.up();
+    } catch (err) {
+      if (err instanceof PassThrough) throw err.error;
+      broken = err instanceof Error ? err : new Error(String(err));
+      throw this.unavailable(err);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Brings the mirror up to date through `db` (reloading everything when this replica is behind the horizon). */
+  private async catchUpOn(db: pg.Pool | pg.PoolClient): Promise<void> {
+    const rows = (await db.query<ChangeRow>(CHANGES_SQL, [this.lastSeen])).rows;
+    try {
+      this.apply(rows, false);
+    } catch (err) {
+      if (!(err instanceof ReloadNeeded)) throw err;
+      this.log('warn', 'this replica fell behind the pruned removals: reloading every record');
+      this.apply((await db.query<ChangeRow>(CHANGES_SQL, [-1])).rows, true);
+    }
+  }
+
+  /** Applies change rows (ordered by seq) to the mirror; `full`: they are every record (a load). */
+  private apply(rows: ChangeRow[], full: boolean): void {
+    if (rows.length === 0) return;
+    const horizon = Number(rows[0]!.horizon);
+    if (!full && horizon > this.lastSeen) throw new ReloadNeeded();
+    let top = Math.max(this.lastSeen, horizon);
+    if (full) {
+      const byTable = new Map<string, [RecordKey, unknown][]>(TABLE_NAMES.map((t) => [t, []]));
+      for (const r of rows) {
+        if (r.seq === null) continue;
+        top = Math.max(top, Number(r.seq));
+        if (r.value !== null) byTable.get(r.tbl!)?.push([decodeKey(r.key!, r.tbl === ARRAY_KEYED), deepFreeze(r.value)]);
+      }
+      for (const t of TABLE_NAMES) this.mirror[t].replaceAll(byTable.get(t)!);
+    } else {
+      for (const r of rows) {
+        if (r.seq === null) continue;
+        top = Math.max(top, Number(r.seq));
+        const table = this.mirror[r.tbl as TableName] as MirrorTable | undefined; // a kind a newer Hearth wrote: not ours
+        table?.set(decodeKey(r.key!, r.tbl === ARRAY_KEYED), r.value === null ? undefined : deepFreeze(r.value));
+      }
+    }
+    this.lastSeen = top;
+  }
+
+  /** Catches the mirror up (on NOTIFY and every pollMs); coalesced, in order with the transactions. */
+  private catchUp(): void {
+    if (this.catchUpQueued || this.closed) return;
+    this.catchUpQueued = true;
+    void this.serial(async () => {
+      this.catchUpQueued = false;
+      try {
+        await this.catchUpOn(this.pool);
+        this.up();
+      } catch (err) {
+        this.down(err);
+      }
+    }).catch(() => {});
+  }
+
+  private tick(): void {
+    this.catchUp();
+    if (!this.listener && !this.listenerConnecting) void this.listen();
+  }
+
+  /** A dedicated connection LISTENing for commits; on loss, tick() connects a new one. */
+  private async listen(): Promise<void> {
+    if (this.closed) return;
+    this.listenerConnecting = true;
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: this.options.queryTimeoutMs ?? 5_000, query_timeout: this.options.queryTimeoutMs ?? 5_000 });
+    const lost = (err?: unknown) => {
+      if (this.listener === client) this.listener = null;
+      if (err) this.down(err);
+      void client.end().catch(() => {});
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    client.on('notification', () => this.catchUp());
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      if (this.closed) await client.end();
+      else {
+        this.listener = client;
+        this.catchUp(); // whatever was committed while no one listened
+      }
+    } catch (err) {
+      lost(err);
+    } finally {
+      this.listenerConnecting = false;
+    }
+  }
+
+  /** Removes tombstones older than tombstoneTtlMs and moves the horizon past them (under the write lock). */
+  private pruneTombstones(): Promise<void> {
+    return this.serial(() =>
+      this.locked(async (client) => {
+        await client.query(PRUNE_SQL, [`${Math.round(this.tombstoneTtlMs / 1000)} seconds`]);
+        return [];
+      }),
+    );
+  }
+
+  private serial<T>(op: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(op, op);
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  private unavailable(err: unknown): ApiError {
+    this.down(err);
+    this.log('warn', 'a record write failed: the records database is unavailable', { error: describe(err) });
+    return storeUnavailable();
+  }
+
+  private down(err: unknown): void {
+    if (this.closed) return;
+    const error = describe(err);
+    if (this.state.up || this.state.error !== error) {
+      const since = this.state.up ? new Date().toISOString() : this.state.since;
+      this.state = { backend: 'postgres', up: false, error, since };
+      if (since === this.state.since) this.log('error', 'the records database is unavailable', { error });
+      this.options.onHealth?.(this.state);
+    }
+  }
+
+  private up(): void {
+    if (this.state.up) return;
+    this.state = { backend: 'postgres', up: true };
+    this.log('info', 'the records database is reachable again');
+    this.options.onHealth?.(this.state);
+  }
+}
+
+/** One table of the store: reads from the mirror, writes staged in (or run as) a transaction. */
+class PostgresTable implements RecordTable<unknown, RecordKey> {
+  constructor(
+    private readonly store: PostgresStore,
+    private readonly name: TableName,
+    private readonly rows: MirrorTable,
+  ) {}
+
+  get(key: RecordKey): unknown {
+    return keyFits(key) ? this.rows.get(key) : undefined;
+  }
+
+  put(key: RecordKey, value: unknown): Promise<boolean> | boolean {
+    if (!keyFits(key)) throw new Error('refusing a record key over MAX_KEY_BYTES');
+    if (this.store.inTransaction) return (this.store.stage(this.name, key, value), true);
+    return this.store.transaction(() => (this.store.stage(this.name, key, value), true));
+  }
+
+  remove(key: RecordKey): Promise<boolean> | boolean {
+    if (!keyFits(key)) return false;
+    if (this.store.inTransaction) return this.store.stage(this.name, key, undefined);
+    return this.store.transaction(() => this.store.stage(this.name, key, undefined));
+  }
+
+  putSync(key: RecordKey, value: unknown): void {
+    if (!keyFits(key)) throw new Error('refusing a record key over MAX_KEY_BYTES');
+    if (this.store.inTransaction) this.store.stage(this.name, key, value);
+    else this.store.transactionSync(() => this.store.stage(this.name, key, value));
+  }
+
+  removeSync(key: RecordKey): boolean {
+    if (!keyFits(key)) return false;
+    if (this.store.inTransaction) return this.store.stage(this.name, key, undefined);
+    return this.store.transactionSync(() => this.store.stage(this.name, key, undefined));
+  }
+
+  getRange(options: RangeOptions<RecordKey> = {}): Iterable<{ key: RecordKey; value: unknown }> {
+    if (!keyFits(options.start) || !keyFits(options.end)) return [];
+    return this.rows.range(options);
+  }
+
+  getKeys(options: RangeOptions<RecordKey> = {}): Iterable<RecordKey> {
+    if (!keyFits(options.start) || !keyFits(options.end)) return [];
+    return this.rows.range(options).map((e) => e.key);
+  }
+}
+
+class ReloadNeeded extends Error {}
+
+/** An error of the transaction's own `fn` (not of the database), carried past the store_unavailable mapping. */
+class PassThrough {
+  constructor(readonly error: unknown) {}
+}
+
+function describe(err: unknown): string {
+  if (err instanceof AggregateError && err.errors.length > 0) return describe(err.errors[0]);
+  if (err instanceof Error) return err.message || err.constructor.name;
+  return String(err);
+}

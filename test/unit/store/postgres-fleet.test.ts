@@ -1,0 +1,103 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
+import { SessionRepository } from '../../../src/accounts/session-repository.ts';
+import { ApiError } from '../../../src/errors/index.ts';
+import { PostgresStore } from '../../../src/store/postgres/postgres-store.ts';
+import { usePostgres } from '../../helpers/postgres.ts';
+
+/**
+ * Two PostgreSQL stores on one database, as two replicas of a fleet: each sees the other's writes (NOTIFY,
+ * else the 500 ms poll), check-then-write is atomic across them, and a database that goes away turns writes
+ * into store_unavailable while reads keep answering, until it comes back.
+ */
+const pgServer = usePostgres();
+const open: PostgresStore[] = [];
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close();
+});
+
+async function replicas(n: number, options: Parameters<typeof PostgresStore.open>[1] = {}): Promise<PostgresStore[]> {
+  const url = await pgServer.server.createDatabase();
+  const out: PostgresStore[] = [];
+  for (let i = 0; i < n; i++) out.push(await PostgresStore.open(url, options));
+  open.push(...out);
+  return out;
+}
+
+/** Resolves once `check()` holds (polled every 5 ms); rejects after `ms`. */
+async function until(check: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const LIMITS = { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null };
+
+describe('PostgreSQL records shared by replicas', () => {
+  it('a key created on one replica authenticates on the other, and its revocation is refused there within 1 s', async () => {
+    const [a, b] = await replicas(2);
+    const keysA = new ApiKeyRepository(a!);
+    const keysB = new ApiKeyRepository(b!);
+    const created = await keysA.create('ci', 'acct');
+    await until(() => b!.dbs.apiKeys.get(created.id) !== undefined, 1_000);
+    expect(keysB.authenticate(created.key)).toEqual({ keyId: created.id, accountId: 'acct', limits: LIMITS });
+    await keysA.revoke(created.id, 'acct');
+    await until(() => b!.dbs.apiKeys.get(created.id)?.revokedAt !== null, 1_000); // the contract's bound (the figure: bench/fleet-records.ts)
+    expect(() => keysB.authenticate(created.key)).toThrow('Unauthorized');
+  });
+
+  it('without NOTIFY the poll alone carries a signed-out session to the other replica', async () => {
+    const [a, b] = await replicas(2, { pollMs: 200 });
+    const sessionsA = new SessionRepository(a!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 });
+    const sessionsB = new SessionRepository(b!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 });
+    const { token } = await sessionsA.create('usr_1', 'acct');
+    await until(() => sessionsB.resolve(token) !== null, 1_000);
+    // A write made straight in the database, with no NOTIFY: what a replica that missed it must still learn.
+    await (a as unknown as { pool: { query(sql: string): Promise<unknown> } }).pool.query(
+      `UPDATE records SET value = NULL, seq = nextval('hearth_record_seq') WHERE tbl = 'sessions'`,
+    );
+    await until(() => sessionsB.resolve(token) === null, 1_000);
+  });
+
+  it('check-then-write is atomic across replicas: of concurrent claims on two replicas exactly one wins', async () => {
+    const [a, b] = await replicas(2);
+    const claim = (s: PostgresStore, who: string) =>
+      s.transaction(() => {
+        if (s.dbs.setupTokens.get('claim') !== undefined) return false;
+        s.dbs.setupTokens.put('claim', { createdAt: who, expiresAt: who });
+        return true;
+      });
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => claim(i % 2 === 0 ? a! : b!, `r${i}`)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    await until(() => a!.dbs.setupTokens.get('claim')?.createdAt === b!.dbs.setupTokens.get('claim')?.createdAt, 1_000);
+  });
+
+  it('database down: writes fail fast with store_unavailable, reads answer from the mirror, health says why; it recovers by itself', async () => {
+    const [a] = await replicas(1, { queryTimeoutMs: 2_000, pollMs: 100 });
+    const keys = new ApiKeyRepository(a!);
+    const created = await keys.create('before', 'acct');
+    await pgServer.server.stop();
+    try {
+      const started = Date.now();
+      const err = await keys.create('during', 'acct').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ApiError);
+      expect((err as ApiError).status).toBe(503);
+      expect((err as ApiError).code).toBe('store_unavailable');
+      expect((err as ApiError).retryAfter).toBeGreaterThan(0);
+      expect(Date.now() - started).toBeLessThan(10_000); // bounded, never a hang
+      expect(keys.authenticate(created.key).keyId).toBe(created.id);
+      expect(a!.health()).toMatchObject({ backend: 'postgres', up: false });
+      expect(a!.health().error).toBeTruthy();
+    } finally {
+      await pgServer.server.start();
+    }
+    await until(() => a!.health().up, 10_000);
+    const after = await keys.create('after', 'acct');
+    expect(keys.authenticate(after.key).keyId).toBe(after.id);
+  });
+});
