@@ -10,14 +10,13 @@ import { defaultPromptCacheMiB } from './engine/prompt-cache-size.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
 import { AccountService } from './accounts/account-service.ts';
 import { ManagementAuthenticator } from './accounts/authenticator.ts';
-import { KeyLimiter } from './accounts/key-limiter.ts';
+import { openLimits } from './accounts/limits.ts';
 import { WorkspaceService } from './workspaces/workspace-service.ts';
 import { KeyService } from './accounts/key-service.ts';
 import { ProjectGateway } from './workspaces/project-gateway.ts';
 import { Provisioner } from './workspaces/provisioner.ts';
 import { ServingStats } from './inference/serving-stats.ts';
 import { SharedModelGateway } from './inference/shared-model-gateway.ts';
-import { SignInLimiter } from './accounts/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
 import { sessionErrorHeaders } from './accounts/session-cookie.ts';
 import { appProxyRoutes } from './apps/app-proxy-routes.ts';
@@ -100,6 +99,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   metrics.storeUp.set(opened.health().up ? 1 : 0);
   if (config.databaseUrl !== undefined && masterKey.source !== 'setting') log.warn('records are in PostgreSQL but the master key comes from a file in the data dir: every replica must use the same key (set HEARTH_SECRET_KEY)');
   disposables.add('store', () => store.close());
+  const limits = openLimits(config.databaseUrl, log.child({ component: 'limits' }));
+  disposables.add('limits', () => limits.close()); // closed before the store: this replica's leases given back
   const keys = new ApiKeyRepository(store);
   const workspaces = new WorkspaceRepository(store);
   const cipher = new ProviderKeyCipher(masterKey.key);
@@ -147,7 +148,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   disposables.add('engine', () => engine.dispose());
   const stats = new ServingStats(engine);
   const gateway = new SharedModelGateway(engine, stats, { promptCacheScope: config.promptCacheScope });
-  const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
+  const accounts = new AccountService({ users, sessions, signIns: limits.signIns });
   const auth = new ManagementAuthenticator(keys, sessions, users);
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
   let baseUrl = config.publicUrl ?? '';
@@ -161,7 +162,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken, storeHealth: opened.health }),
-    ...sharedInferenceRoutes({ gateway, keys, responses, limiter: new KeyLimiter(), bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...sharedInferenceRoutes({ gateway, keys, responses, limiter: limits.keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
