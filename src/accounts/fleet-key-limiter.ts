@@ -13,7 +13,7 @@ import { type HeaderPairs, type KeyAdmission, type KeyLimiting, type KeyState, k
  * - requests and tokens per key and second of the database's clock (fleet_key_usage); a sliding minute is the last
  *   60 rows;
  * - requests in progress as leases (fleet_leases, kind 'key') that this replica renews (FleetLeases): a replica
- *   that dies gives its concurrency back when they expire (within the lease time, 8 s).
+ *   that dies gives its concurrency back when they expire (within the lease time, 6 s).
  * One admission is one transaction under a per-key advisory lock (read, decide, count, lease), so replicas deciding
  * at once on one key are serialised and never pass its limits together. Tokens are counted when a request finishes
  * (as in memory: requests running at once may together pass the tokens limit; the next one then waits).

@@ -6,8 +6,8 @@ import type { Logger } from '../log/logger.ts';
  * This replica's leases in PostgreSQL (table fleet_leases, migration 0002): rows for what it has in progress (a
  * limited key's request, a password check) that count for the whole fleet while they live. Every `renewMs` it
  * pushes their expiry `ttlMs` ahead in one statement; a replica that dies (SIGKILL, its machine gone) stops
- * renewing, so its rows stop counting at most `ttlMs` after its last renewal: with the defaults (8 s, every 2 s)
- * within 8 s of its death. Once a minute it also deletes what no longer counts anywhere (expired leases, usage and
+ * renewing, so its rows stop counting at most `ttlMs` after its last renewal: with the defaults (6 s, every 1.5 s)
+ * within 6 s of its death. Once a minute it also deletes what no longer counts anywhere (expired leases, usage and
  * failure rows past their windows), for every replica. A renewal that fails (database down) is logged and retried
  * at the next tick. `close` stops the timer and deletes this replica's leases.
  */
@@ -18,7 +18,7 @@ export interface FleetLeaseOptions {
   sweepMs?: number;
 }
 
-export const DEFAULT_LEASE_OPTIONS = { ttlMs: 8_000, renewMs: 2_000, sweepMs: 60_000 } as const satisfies Required<FleetLeaseOptions>;
+export const DEFAULT_LEASE_OPTIONS = { ttlMs: 6_000, renewMs: 1_500, sweepMs: 60_000 } as const satisfies Required<FleetLeaseOptions>;
 
 export class FleetLeases {
   readonly replicaId = randomUUID();
