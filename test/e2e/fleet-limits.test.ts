@@ -17,7 +17,7 @@ import { postgresBinDir, usePostgres } from '../helpers/postgres.ts';
  * a key's requests per minute and concurrency; a replica that stops renewing its leases (as one killed with SIGKILL
  * does) gives its concurrency back when they expire; a key without limits makes no database call.
  */
-const log = createLogger({ level: 'error' });
+const log = createLogger('error');
 const NONE: KeyLimits = { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null };
 const limits = (l: Partial<KeyLimits>): KeyLimits => ({ ...NONE, ...l });
 const available = postgresBinDir() !== undefined;
