@@ -194,7 +194,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   }
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
-  log.info('listening', { host: config.host, port: server.port, front: server.front, model: engine.modelId, records: opened.location });
+  log.info('listening', { host: config.host, port: server.port, front: server.front, model: engine.modelId, dataDir: config.dataDir, records: opened.location });
   // A start that fails after listening releases what it opened (else the listening socket would keep the process alive).
   const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS).catch(async (err: unknown) => { // null once a user exists
     await disposables.disposeAll(log);

@@ -9,6 +9,8 @@ export interface OpenedStore {
   health(): StoreHealth;
   /** Where the records are, for the log: the data dir, or the database URL without its password. */
   location: string;
+  /** The PostgreSQL store when --database-url is set (its `query()` serves tables beside the records). */
+  postgres?: PostgresStore | undefined;
 }
 
 /**
@@ -18,7 +20,7 @@ export interface OpenedStore {
 export async function openRecordStore(options: { dataDir: string; databaseUrl?: string | undefined; log?: StoreLog; onHealth?: (h: StoreHealth) => void }): Promise<OpenedStore> {
   if (options.databaseUrl) {
     const store = await PostgresStore.open(options.databaseUrl, { log: options.log, onHealth: options.onHealth });
-    return { store, health: () => store.health(), location: redactUrl(options.databaseUrl) };
+    return { store, health: () => store.health(), location: redactUrl(options.databaseUrl), postgres: store };
   }
   const store = HearthStore.open(options.dataDir);
   return { store, health: () => ({ backend: 'lmdb', up: true }), location: options.dataDir };

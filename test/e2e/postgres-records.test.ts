@@ -120,10 +120,20 @@ describe('hearth serve --database-url', () => {
     expect(chat.status, JSON.stringify(chat.body)).toBe(200);
     expect(chat.body.choices).toHaveLength(1);
 
+    const stored = await callApi<{ id: string }>(hearth, 'POST', '/api/inference/v1/responses', { model: `local/${path.basename(model, '.gguf')}`, input: 'hi', max_output_tokens: 4, store: true }, { key: created.body.key });
+    expect(stored.status, JSON.stringify(stored.body)).toBe(200);
+    expect((await callApi(hearth, 'GET', `/api/inference/v1/responses/${stored.body.id}`, undefined, { key: created.body.key })).status).toBe(200);
+    expect((await callApi(hearth, 'GET', '/api/inference/v1/responses/resp_old', undefined, { key: old.key })).status).toBe(200);
+
+    const listed = hearthCli(['keys', 'list', '--database-url', url, '--json']);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect((JSON.parse(listed.stdout) as { id: string }[]).map((k) => k.id)).toEqual(expect.arrayContaining([old.keyId, created.body.id]));
+
     const store = await PostgresStore.open(url);
     try {
       const projects = new ProjectRepository(store, new ProviderKeyCipher(Buffer.from(secretKey, 'hex')));
       expect(projects.providerKeyOf(projects.getById(old.projectId)!)).toBe(old.providerKey);
+      expect(store.dbs.responses.get(stored.body.id)?.accountId).toBe('default'); // committed, not only in the server's memory
     } finally {
       await store.close();
     }

@@ -21,6 +21,12 @@ export interface PostgresServer {
   /** Stops the server (fast shutdown), keeping its data; `start()` brings it back on the same port. */
   stop(): Promise<void>;
   start(): Promise<void>;
+  /**
+   * Freezes (SIGSTOP) or thaws (SIGCONT) the server and every backend of it: a database that accepts
+   * connections but never answers, as behind a dead network path.
+   */
+  freeze(): void;
+  thaw(): void;
   /** Stops it for good and removes its directory. */
   destroy(): Promise<void>;
 }
@@ -90,6 +96,18 @@ export async function startPostgres(): Promise<PostgresServer> {
     }
     await exited;
   };
+  /** The postmaster and its children (the backends), from /proc. */
+  const serverPids = (): number[] => {
+    const main = Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const kids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
+      try {
+        return Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]) === main;
+      } catch {
+        return false;
+      }
+    });
+    return [main, ...kids.map(Number)];
+  };
   // A test process that exits without its afterAll (a crash, a time-out) must not leave the server running.
   const killOnExit = () => {
     try {
@@ -116,6 +134,11 @@ export async function startPostgres(): Promise<PostgresServer> {
     },
     stop,
     start,
+    freeze: () => serverPids().forEach((pid) => process.kill(pid, 'SIGSTOP')),
+    thaw: () => {
+      serverPids().forEach((pid) => process.kill(pid, 'SIGCONT'));
+      if (child?.pid !== undefined) process.kill(child.pid, 'SIGCONT'); // runuser stops itself when its child stops
+    },
     async destroy() {
       process.off('exit', killOnExit);
       await stop();

@@ -3,17 +3,26 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { HearthStore } from '../../src/store/database.ts';
+import { PostgresStore } from '../../src/store/postgres/postgres-store.ts';
+import type { RecordStore } from '../../src/store/record-store.ts';
+import { usePostgres } from './postgres.ts';
 
 /**
  * A fresh store in its own temporary directory for every test of the file (or describe block) that calls
  * this: opened in beforeEach, closed and removed in afterEach (after the caller's own afterEach hooks, as
  * vitest runs after-hooks in reverse order). `dir` and `store` are read inside hooks and tests.
+ *
+ * The records are LMDB in `dir`; with HEARTH_TEST_RECORDS=postgres they are a fresh PostgreSQL database per
+ * test instead (one server per file, test/helpers/postgres.ts), so every repository suite written on this
+ * helper runs against both stores: `HEARTH_TEST_RECORDS=postgres npx vitest run test/unit/accounts ...`.
  */
-export function useTempStore(prefix: string): { readonly dir: string; readonly store: HearthStore } {
-  let current: { dir: string; store: HearthStore } | undefined;
-  beforeEach(() => {
+export function useTempStore(prefix: string): { readonly dir: string; readonly store: RecordStore; another(): Promise<RecordStore> } {
+  const pg = process.env.HEARTH_TEST_RECORDS === 'postgres' ? usePostgres() : undefined;
+  let current: { dir: string; url: string | undefined; store: RecordStore } | undefined;
+  beforeEach(async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-    current = { dir, store: HearthStore.open(dir) };
+    const url = pg ? await pg.server.createDatabase() : undefined;
+    current = { dir, url, store: url ? await PostgresStore.open(url) : HearthStore.open(dir) };
   });
   afterEach(async () => {
     const done = current;
@@ -31,6 +40,11 @@ export function useTempStore(prefix: string): { readonly dir: string; readonly s
     },
     get store() {
       return open().store;
+    },
+    /** A second handle on the same records (another process, another replica); the caller closes it. */
+    another: async () => {
+      const { dir, url } = open();
+      return url ? PostgresStore.open(url) : HearthStore.open(dir);
     },
   };
 }

@@ -75,7 +75,7 @@ interface ChangeRow {
  *   seen", tombstones included) on each NOTIFY, and every `pollMs` (500 ms) when none came, so a revoked key,
  *   a signed-out session or a removed user is refused everywhere well within a second.
  * - Database unreachable: every query is bounded by `queryTimeoutMs`; a write answers store_unavailable
- *   (503 + Retry-After) and is not made; reads keep answering from the mirror (what was committed until the
+ *   (503 + Retry-After) and is not made (at once while the store is known down, until a poll succeeds); reads keep answering from the mirror (what was committed until the
  *   database went away); `health()` says why; polling goes on, and the first answer catches the mirror up.
  */
 export class PostgresStore implements RecordStore {
@@ -85,6 +85,7 @@ export class PostgresStore implements RecordStore {
   private readonly log: StoreLog;
   private readonly pollMs: number;
   private readonly tombstoneTtlMs: number;
+  private readonly timeoutMs: number;
   private lastSeen = 0;
   private capture: Capture | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -103,7 +104,7 @@ export class PostgresStore implements RecordStore {
     this.log = options.log ?? (() => {});
     this.pollMs = options.pollMs ?? 500;
     this.tombstoneTtlMs = options.tombstoneTtlMs ?? 3_600_000;
-    const timeout = options.queryTimeoutMs ?? 5_000;
+    const timeout = (this.timeoutMs = options.queryTimeoutMs ?? 5_000);
     this.pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: timeout, query_timeout: timeout, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
     this.pool.on('error', (err) => this.down(err)); // an idle client lost its connection: never an unhandled 'error'
     this.mirror = Object.fromEntries(TABLE_NAMES.map((t) => [t, new MirrorTable()])) as Record<TableName, MirrorTable>;
@@ -136,9 +137,30 @@ export class PostgresStore implements RecordStore {
     return this.state;
   }
 
+  /**
+   * One query on the records database beside the record tables (e.g. tables of later migrations: fleet-wide
+   * limit counters), on this store's pool, bounded by the query timeout. A database failure marks the store
+   * down and throws store_unavailable (503); success marks it up.
+   */
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    if (this.closed) throw new Error('the record store is closed');
+    try {
+      const result = await this.pool.query<R>(text, params);
+      this.up();
+      return result;
+    } catch (err) {
+      if (err instanceof pg.DatabaseError && !/^(08|57P)/.test(err.code ?? '')) throw err; // the query's own fault (a bug), not the database's
+      throw this.unavailable(err);
+    }
+  }
+
   transaction<T>(fn: () => T): Promise<T> {
     if (this.closed) return Promise.reject(new Error('the record store is closed'));
+    const queuedAt = Date.now();
     return this.serial(async () => {
+      // Known down (the poll says when it is back), or queued behind slow ones for a whole query timeout:
+      // answer store_unavailable now rather than add a wait per transaction queued ahead.
+      if (!this.state.up || Date.now() - queuedAt > this.timeoutMs) throw storeUnavailable();
       let result!: T;
       await this.locked(async () => {
         try {
@@ -158,10 +180,15 @@ export class PostgresStore implements RecordStore {
     const { result, writes, undo } = this.run(fn, false);
     if (writes.length > 0) {
       void this.serial(() => this.locked(async () => writes)).catch((err: unknown) => {
-        // Take back what was applied, where nothing newer replaced it since.
-        for (const u of [...undo].reverse()) {
-          const w = writes.find((x) => x.tbl === u.tbl && encodeKey(x.key) === encodeKey(u.key));
-          if (w && this.mirror[u.tbl].get(u.key) === w.value) this.mirror[u.tbl].set(u.key, u.before);
+        // Take back what was applied (to the value before the first write of each key), where nothing newer
+        // replaced it since.
+        const original = new Map<string, unknown>();
+        for (const u of undo) {
+          const id = `${u.tbl}\u0000${encodeKey(u.key)}`;
+          if (!original.has(id)) original.set(id, u.before);
+        }
+        for (const w of writes) {
+          if (this.mirror[w.tbl].get(w.key) === w.value) this.mirror[w.tbl].set(w.key, original.get(`${w.tbl}\u0000${encodeKey(w.key)}`));
         }
         this.log('error', 'a synchronous record write could not be committed and was undone', { error: describe(err), records: writes.length });
       });

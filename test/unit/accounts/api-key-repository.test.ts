@@ -1,7 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors/index.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
-import { HearthStore } from '../../../src/store/database.ts';
 import { secretPart } from '../../helpers/credentials.ts';
 import { useTempStore } from '../../helpers/temp-store.ts';
 
@@ -61,10 +60,12 @@ describe('ApiKeyRepository', () => {
     expect(keys.list('acct2').map((k) => k.name)).toEqual(['b']);
   });
 
-  it('sees keys written by another process-level handle on the same data dir', async () => {
-    const other = HearthStore.open(temp.dir);
+  it('sees keys written by another process-level handle on the same records', async () => {
+    const other = await temp.another();
     try {
       const created = await new ApiKeyRepository(other).create('from-cli');
+      // LMDB: at once; PostgreSQL (HEARTH_TEST_RECORDS=postgres): once this replica hears of it, within 1 s.
+      for (let waited = 0; temp.store.dbs.apiKeys.get(created.id) === undefined && waited < 1_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
       expect(keys.authenticate(created.key).keyId).toBe(created.id);
     } finally {
       await other.close();

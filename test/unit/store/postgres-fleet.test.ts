@@ -78,6 +78,9 @@ describe('PostgreSQL records shared by replicas', () => {
     const [a] = await replicas(1, { queryTimeoutMs: 2_000, pollMs: 100 });
     const keys = new ApiKeyRepository(a!);
     const created = await keys.create('before', 'acct');
+    expect((await a!.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+    await expect(a!.query('SELECT no_such_column FROM records')).rejects.toThrow(/no_such_column/); // a bug, not an outage
+    expect(a!.health().up).toBe(true);
     await pgServer.server.stop();
     try {
       const started = Date.now();
@@ -91,13 +94,60 @@ describe('PostgreSQL records shared by replicas', () => {
       expect((err as ApiError).retryAfter).toBeGreaterThan(0);
       expect(Date.now() - started).toBeLessThan(10_000); // bounded, never a hang
       expect(keys.authenticate(created.key).keyId).toBe(created.id);
+      await expect(a!.query('SELECT 1')).rejects.toMatchObject({ status: 503, code: 'store_unavailable' });
       expect(a!.health()).toMatchObject({ backend: 'postgres', up: false });
       expect(a!.health().error).toBeTruthy();
+      // A synchronous write is applied here at once; its commit fails, and it is taken back.
+      a!.transactionSync(() => a!.dbs.setupTokens.putSync('sync', { createdAt: 'c', expiresAt: 'e' }));
+      expect(a!.dbs.setupTokens.get('sync')).toBeDefined();
+      await until(() => a!.dbs.setupTokens.get('sync') === undefined, 10_000);
     } finally {
       await pgServer.server.start();
     }
     await until(() => a!.health().up, 10_000);
     const after = await keys.create('after', 'acct');
     expect(keys.authenticate(after.key).keyId).toBe(after.id);
+  });
+
+  it('a database that stops answering: a write answers store_unavailable within the query timeout, the next at once', async () => {
+    const [a] = await replicas(1, { queryTimeoutMs: 1_500, pollMs: 100 });
+    const keys = new ApiKeyRepository(a!);
+    const created = await keys.create('before', 'acct');
+    pgServer.server.freeze();
+    try {
+      const started = Date.now();
+      const codes = await Promise.all([keys.create('one', 'acct'), keys.create('two', 'acct'), keys.revoke(created.id, 'acct')].map((p) => p.then(() => 'written', (e: unknown) => (e as ApiError).code)));
+      expect(codes).toEqual(['store_unavailable', 'store_unavailable', 'store_unavailable']);
+      expect(Date.now() - started).toBeLessThan(8_000); // one query timeout, not one per queued write
+      expect(keys.authenticate(created.key).keyId).toBe(created.id);
+    } finally {
+      pgServer.server.thaw();
+    }
+    await until(() => a!.health().up, 10_000);
+    expect(await keys.revoke(created.id, 'acct')).toBe(true);
+  });
+
+  it('replicas starting together on a new database apply each migration once', async () => {
+    const url = await pgServer.server.createDatabase();
+    const stores = await Promise.all([1, 2, 3].map(() => PostgresStore.open(url)));
+    open.push(...stores);
+    const rows = await (stores[0] as unknown as { pool: { query(sql: string): Promise<{ rows: { version: number }[] }> } }).pool.query('SELECT version FROM schema_migrations ORDER BY version');
+    expect(rows.rows.map((r) => r.version)).toEqual([1]);
+  });
+
+  it('a replica that missed removals whose tombstones were pruned reloads every record', async () => {
+    const [a, b] = await replicas(2, { tombstoneTtlMs: 0, pollMs: 600_000 });
+    await a!.dbs.users.put('u1', { id: 'u1' } as never);
+    await until(() => b!.dbs.users.get('u1') !== undefined, 2_000);
+    type Internals = { listener: { end(): Promise<void> } | null; catchUp(): void; pruneTombstones(): Promise<void> };
+    const bi = b as unknown as Internals;
+    const deaf = bi.listener;
+    bi.listener = null;
+    await deaf?.end(); // B hears no NOTIFY and does not poll: it misses what follows
+    await a!.dbs.users.remove('u1');
+    await (a as unknown as Internals).pruneTombstones(); // the removal's tombstone is gone from the database
+    expect(b!.dbs.users.get('u1')).toBeDefined();
+    bi.catchUp();
+    await until(() => b!.dbs.users.get('u1') === undefined, 2_000);
   });
 });
