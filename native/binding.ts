@@ -110,6 +110,10 @@ export interface NativeLoopStats {
   /** State bytes and entries the host prompt cache holds now (updated at each lookup). */
   promptCacheBytes: number;
   promptCacheEntries: number;
+  /** KV cells the running jobs' sequences hold now (prompt + generated tokens, a reused prefix included). */
+  kvCellsUsed: number;
+  /** KV cells of the whole context (llama_n_ctx). */
+  kvCellsTotal: number;
 }
 
 export interface NativeBuildInfo {

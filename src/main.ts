@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { openEventRelay } from '../native/binding.ts';
 import { AppHost } from './apps/app-host.ts';
 import { appHostOptionsFrom } from './apps/app-host-config.ts';
+import { appsElsewhereRoutes } from './apps/apps-elsewhere-routes.ts';
 import { type Config, ConfigError } from './config/config.ts';
 import { DEFAULT_SLOTS, LocalEngine, type LocalEngineOptions } from './engine/local-engine.ts';
 import { ModelRegistry, type RegisteredModel } from './engine/model-registry.ts';
@@ -11,14 +12,13 @@ import { defaultPromptCacheMiB } from './engine/prompt-cache-size.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
 import { AccountService } from './accounts/account-service.ts';
 import { ManagementAuthenticator } from './accounts/authenticator.ts';
-import { KeyLimiter } from './accounts/key-limiter.ts';
+import { openLimits } from './accounts/limits.ts';
 import { WorkspaceService } from './workspaces/workspace-service.ts';
 import { KeyService } from './accounts/key-service.ts';
 import { ProjectGateway } from './workspaces/project-gateway.ts';
 import { Provisioner } from './workspaces/provisioner.ts';
 import { ServingStats } from './inference/serving-stats.ts';
 import { SharedModelGateway } from './inference/shared-model-gateway.ts';
-import { SignInLimiter } from './accounts/sign-in-limiter.ts';
 import { startHttpServer } from './http/http-server.ts';
 import { sessionErrorHeaders } from './accounts/session-cookie.ts';
 import { appProxyRoutes } from './apps/app-proxy-routes.ts';
@@ -106,6 +106,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   metrics.storeUp.set(opened.health().up ? 1 : 0);
   if (config.databaseUrl !== undefined && masterKey.source !== 'setting') log.warn('records are in PostgreSQL but the master key comes from a file in the data dir: every replica must use the same key (set HEARTH_SECRET_KEY)');
   disposables.add('store', () => store.close());
+  const limits = openLimits(config.databaseUrl, log.child({ component: 'limits' }));
+  disposables.add('limits', () => limits.close()); // closed before the store: this replica's leases given back
   const keys = new ApiKeyRepository(store);
   const workspaces = new WorkspaceRepository(store);
   const cipher = new ProviderKeyCipher(masterKey.key);
@@ -161,28 +163,33 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   disposables.add('models', () => models.dispose());
   const stats = new ServingStats(models.face(primaryId));
   const gateway = new SharedModelGateway(models, stats, { promptCacheScope: config.promptCacheScope });
-  const accounts = new AccountService({ users, sessions, signIns: new SignInLimiter() });
+  const accounts = new AccountService({ users, sessions, signIns: limits.signIns });
   const auth = new ManagementAuthenticator(keys, sessions, users);
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
   let baseUrl = config.publicUrl ?? '';
-  const appHost = new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config));
-  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost);
-  disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
+  // --app-host false (a fleet replica other than the app host): no app runs here, the app routes answer 503.
+  const appHost = config.appHost ? new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config)) : undefined;
+  const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost ?? null);
+  if (appHost) disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
   disposables.add('provisioner', () => provisioner.dispose());
-  const workspaceService = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => baseUrl, apps: appHost });
+  const workspaceService = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => baseUrl, ...(appHost ? { apps: appHost } : {}) });
   const authenticated = { auth, session, bodyLimit: config.bodyLimit };
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken, storeHealth: opened.health }),
-    ...sharedInferenceRoutes({ gateway, keys, responses, limiter: new KeyLimiter(), bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...sharedInferenceRoutes({ gateway, keys, responses, limiter: limits.keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
     ...statsRoutes({ ...authenticated, stats }),
     ...modelAdminRoutes({ ...authenticated, models, added, modelsDir: config.modelsDir, pullStallTimeoutMs: config.pullStallTimeoutMs }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
-    ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
-    ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
+    ...(appHost
+      ? [
+          ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
+          ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
+        ]
+      : appsElsewhereRoutes()),
     ...dashboardRoutes({ bundle: loadDashboard(log) }),
   ];
   let server;
@@ -196,7 +203,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   disposables.add('http', () => http.closeConnections());
   baseUrl = (config.publicUrl ?? defaultBaseUrl(config.host, server.port)).replace(/\/+$/, '');
   try {
-    await appHost.start(); // live apps start again
+    await appHost?.start(); // live apps start again
   } catch (err) {
     await disposables.disposeAll(log); // a start that fails after listening releases what it opened
     throw err;

@@ -123,6 +123,8 @@ LoopStats SlotLoop::stats() const {
     st.promptCacheLookups = statPromptCacheLookups_.load(std::memory_order_relaxed);
     st.promptCacheBytes = statPromptCacheBytes_.load(std::memory_order_relaxed);
     st.promptCacheEntries = statPromptCacheEntries_.load(std::memory_order_relaxed);
+    st.kvCellsUsed = statKvCellsUsed_.load(std::memory_order_relaxed);
+    st.kvCellsTotal = statKvCellsTotal_.load(std::memory_order_relaxed);
     return st;
 }
 
@@ -166,6 +168,7 @@ void SlotLoop::run() {
     ready.contextSize = contextSize_;
     ready.contextTotal = ctx_ != nullptr ? (int32_t) llama_n_ctx(ctx_) : 0;
     ready.embeddingsOnly = embeddingsOnly_;
+    statKvCellsTotal_.store((uint64_t) ready.contextTotal, std::memory_order_relaxed);
     ready.batchSize = nBatch_;
     ready.vocabSize = vocabSize_;
     ready.threads = threads_;
@@ -193,11 +196,13 @@ void SlotLoop::run() {
         }
         apply(commands);
         commands.clear();
+        publishKvUse();
         if (stop) {
             break;
         }
         if (anyBusy()) {
             step();
+            publishKvUse();
             const int32_t rows = batch_.n_tokens;
             flushEvents();
             profile_.lap(StepProfile::Emit);
@@ -383,6 +388,18 @@ void SlotLoop::unload() {
         llama_model_free(model_);
         model_ = nullptr;
     }
+}
+
+void SlotLoop::publishKvUse() {
+    // A busy slot's cache holds the cells of its job's sequence (positions 0..size-1); an idle slot's cache is a
+    // reusable prefix that the next job may overwrite, so it counts as free (as vLLM counts evictable prefix blocks).
+    uint64_t used = 0;
+    for (const auto & slot : slots_) {
+        if (slot.busy) {
+            used += slot.cache.size();
+        }
+    }
+    statKvCellsUsed_.store(used, std::memory_order_relaxed);
 }
 
 bool SlotLoop::anyBusy() const {

@@ -43,6 +43,8 @@ struct LoopStats {
     uint64_t promptCacheLookups = 0;   // jobs that looked in the host prompt cache
     uint64_t promptCacheBytes = 0;     // state bytes the host prompt cache holds now
     uint64_t promptCacheEntries = 0;   // entries it holds now
+    uint64_t kvCellsUsed = 0;   // KV cells the running jobs' sequences hold now (prompt + generated, reused prefix included)
+    uint64_t kvCellsTotal = 0;  // KV cells of the whole context (llama_n_ctx; 0 before the model is loaded)
 };
 
 /** Why submit() refused a job: a stable code and a human-readable message. */
@@ -141,6 +143,8 @@ private:
     /** The free slot to run a job on; `reuse` = prompt tokens its KV already holds (0 for another partition's slot). */
     Slot & pickSlot(const std::vector<llama_token> & prompt, const std::string & partition, int32_t & reuse);
     bool anyBusy() const;
+    /** Publishes the KV cells busy slots hold (LoopStats::kvCellsUsed); after each command batch and each step. */
+    void publishKvUse();
     void compact();
     void migrate(Slot & from, Slot & to);
     void step();
@@ -191,6 +195,8 @@ private:
     std::atomic<uint64_t> statPromptCacheLookups_{0};
     std::atomic<uint64_t> statPromptCacheBytes_{0};
     std::atomic<uint64_t> statPromptCacheEntries_{0};
+    std::atomic<uint64_t> statKvCellsUsed_{0};
+    std::atomic<uint64_t> statKvCellsTotal_{0};
 
     // Loop thread only.
     llama_model * model_ = nullptr;

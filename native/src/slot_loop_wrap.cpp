@@ -241,6 +241,8 @@ Napi::Value SlotLoopWrap::Stats(const Napi::CallbackInfo & info) {
     o.Set("promptCacheLookups", (double) st.promptCacheLookups);
     o.Set("promptCacheBytes", (double) st.promptCacheBytes);
     o.Set("promptCacheEntries", (double) st.promptCacheEntries);
+    o.Set("kvCellsUsed", (double) st.kvCellsUsed);
+    o.Set("kvCellsTotal", (double) st.kvCellsTotal);
     return o;
 }
 

@@ -6,12 +6,12 @@ import { normalizeEmail, type UserRepository, type UserView, userView } from './
 import type { Principal } from './authenticator.ts';
 import { parseSetupInput, parseSignInInput, parseUserInput } from './account-input.ts';
 import { listView, type ListView } from '../http/list-view.ts';
-import type { SignInLimiter } from './sign-in-limiter.ts';
+import type { SignInLimiting } from './sign-in-limiter.ts';
 
 export interface AccountServiceDeps {
   users: UserRepository;
   sessions: SessionRepository;
-  signIns: SignInLimiter;
+  signIns: SignInLimiting;
 }
 
 /** A new session: the cookie value goes to the browser only. */
@@ -65,9 +65,9 @@ export class AccountService {
   async signIn(body: unknown, clientAddress: string): Promise<StartedSession> {
     const input = parseSignInInput(body);
     const email = normalizeEmail(input.email);
-    const wait = this.d.signIns.retryAfter(email, clientAddress);
-    if (wait > 0) throw tooManySignInAttempts(wait);
-    const attempt = this.d.signIns.begin(email, clientAddress); // holds its place until the check ends
+    const gate = await this.d.signIns.tryBegin(email, clientAddress);
+    if ('retryAfter' in gate) throw tooManySignInAttempts(gate.retryAfter);
+    const { attempt } = gate; // holds its place until the check ends
     let user;
     try {
       user = await this.passwordWork(() => this.d.users.verify(email, input.password));

@@ -20,14 +20,31 @@ export type KeyAdmission =
 const WINDOW_BUCKET_MS = 1000;
 const WINDOW_BUCKETS = 60;
 
-interface KeyState {
+/** A key's figures: requests and tokens in the last minute (sliding), requests in progress. */
+export interface KeyState {
   requests: WindowCounter;
   tokens: WindowCounter;
   inFlight: number;
 }
 
+/**
+ * Per-key limits behind one interface: this in-memory KeyLimiter (one process) and FleetKeyLimiter (a fleet of
+ * replicas counting in PostgreSQL, accounts/fleet-key-limiter.ts). `admit` decides on one request; `peek` gives the
+ * headers of a read that takes no request, synchronously.
+ */
+export interface KeyLimiting {
+  admit(keyId: string, limits: KeyLimits): KeyAdmission | Promise<KeyAdmission>;
+  peek(keyId: string, limits: KeyLimits): HeaderPairs;
+}
+
 const NO_LEASE: KeyLease = { recordTokens: () => {}, release: () => {} };
-const UNLIMITED: KeyAdmission = Object.freeze({ ok: true, lease: NO_LEASE, headers: [] });
+export const UNLIMITED: KeyAdmission = Object.freeze({ ok: true, lease: NO_LEASE, headers: [] });
+
+/** Whether `limits` sets none of the three limits (such a key is never counted). */
+export const unlimited = (limits: KeyLimits): boolean => limits.requestsPerMinute === null && limits.tokensPerMinute === null && limits.maxConcurrent === null;
+
+/** WindowCounter shape of the per-key windows: 60 one-second buckets. */
+export const newKeyWindow = (): WindowCounter => new WindowCounter(WINDOW_BUCKET_MS, WINDOW_BUCKETS);
 
 /** OpenAI's reset durations: `17ms`, `42s`, `1m0s`. */
 export function formatReset(ms: number): string {
@@ -46,25 +63,15 @@ const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
  * Tokens are counted when a request finishes (from its usage), so requests running at once may together
  * pass the tokens limit; the next request then waits. Main thread only.
  */
-export class KeyLimiter {
+export class KeyLimiter implements KeyLimiting {
   private readonly states = new Map<string, KeyState>();
 
   /** Decides on one request of `keyId`; the headers go on its answer whatever the outcome. */
   admit(keyId: string, limits: KeyLimits, now = Date.now()): KeyAdmission {
-    const { requestsPerMinute: rpm, tokensPerMinute: tpm, maxConcurrent: conc } = limits;
-    if (rpm === null && tpm === null && conc === null) return UNLIMITED;
+    if (unlimited(limits)) return UNLIMITED;
     const st = this.state(keyId);
-    let error: ApiError | null = null;
-    if (conc !== null && st.inFlight >= conc) {
-      error = keyRateLimited(`Rate limit reached for key ${keyId}: ${conc} concurrent requests; retry when one finishes`, 'limits.maxConcurrent', 'concurrent', 1);
-    } else if (rpm !== null && st.requests.total(now) + 1 > rpm) {
-      const wait = seconds(st.requests.msUntilRoom(rpm, now));
-      error = keyRateLimited(`Rate limit reached for key ${keyId}: ${rpm} requests per minute; retry in ${wait} s`, 'limits.requestsPerMinute', 'requests', wait);
-    } else if (tpm !== null && st.tokens.total(now) + 1 > tpm) {
-      const wait = seconds(st.tokens.msUntilRoom(tpm, now));
-      error = keyRateLimited(`Rate limit reached for key ${keyId}: ${tpm} tokens per minute; retry in ${wait} s`, 'limits.tokensPerMinute', 'tokens', wait);
-    }
-    if (error !== null) return { ok: false, error, headers: this.headers(st, limits, now) };
+    const error = keyRefusal(keyId, limits, st, now);
+    if (error !== null) return { ok: false, error, headers: keyLimitHeaders(st, limits, now) };
     st.requests.add(1, now);
     st.inFlight++;
     let released = false;
@@ -76,13 +83,13 @@ export class KeyLimiter {
         st.inFlight--;
       },
     };
-    return { ok: true, lease, headers: this.headers(st, limits, now) };
+    return { ok: true, lease, headers: keyLimitHeaders(st, limits, now) };
   }
 
   /** The headers a key's answer carries without taking a request (GET /models). */
   peek(keyId: string, limits: KeyLimits, now = Date.now()): HeaderPairs {
-    if (limits.requestsPerMinute === null && limits.tokensPerMinute === null && limits.maxConcurrent === null) return [];
-    return this.headers(this.state(keyId), limits, now);
+    if (unlimited(limits)) return [];
+    return keyLimitHeaders(this.state(keyId), limits, now);
   }
 
   /** Requests of `keyId` in progress (for tests and the dashboard). */
@@ -93,25 +100,43 @@ export class KeyLimiter {
   private state(keyId: string): KeyState {
     let st = this.states.get(keyId);
     if (st === undefined) {
-      st = { requests: new WindowCounter(WINDOW_BUCKET_MS, WINDOW_BUCKETS), tokens: new WindowCounter(WINDOW_BUCKET_MS, WINDOW_BUCKETS), inFlight: 0 };
+      st = { requests: newKeyWindow(), tokens: newKeyWindow(), inFlight: 0 };
       this.states.set(keyId, st);
     }
     return st;
   }
+}
 
-  private headers(st: KeyState, limits: KeyLimits, now: number): HeaderPairs {
-    const h: HeaderPairs = [];
-    const trio = (kind: string, limit: number, counter: WindowCounter) => {
-      h.push([`x-ratelimit-limit-${kind}`, String(limit)]);
-      h.push([`x-ratelimit-remaining-${kind}`, String(Math.max(0, limit - counter.total(now)))]);
-      h.push([`x-ratelimit-reset-${kind}`, formatReset(counter.msUntilEmpty(now))]);
-    };
-    if (limits.requestsPerMinute !== null) trio('requests', limits.requestsPerMinute, st.requests);
-    if (limits.tokensPerMinute !== null) trio('tokens', limits.tokensPerMinute, st.tokens);
-    if (limits.maxConcurrent !== null) {
-      h.push(['x-ratelimit-limit-concurrent', String(limits.maxConcurrent)]);
-      h.push(['x-ratelimit-remaining-concurrent', String(Math.max(0, limits.maxConcurrent - st.inFlight))]);
-    }
-    return h;
+/** The refusal of one more request of `keyId` in state `st` (concurrency first, then requests, then tokens), or null. */
+export function keyRefusal(keyId: string, limits: KeyLimits, st: KeyState, now: number): ApiError | null {
+  const { requestsPerMinute: rpm, tokensPerMinute: tpm, maxConcurrent: conc } = limits;
+  if (conc !== null && st.inFlight >= conc) {
+    return keyRateLimited(`Rate limit reached for key ${keyId}: ${conc} concurrent requests; retry when one finishes`, 'limits.maxConcurrent', 'concurrent', 1);
   }
+  if (rpm !== null && st.requests.total(now) + 1 > rpm) {
+    const wait = seconds(st.requests.msUntilRoom(rpm, now));
+    return keyRateLimited(`Rate limit reached for key ${keyId}: ${rpm} requests per minute; retry in ${wait} s`, 'limits.requestsPerMinute', 'requests', wait);
+  }
+  if (tpm !== null && st.tokens.total(now) + 1 > tpm) {
+    const wait = seconds(st.tokens.msUntilRoom(tpm, now));
+    return keyRateLimited(`Rate limit reached for key ${keyId}: ${tpm} tokens per minute; retry in ${wait} s`, 'limits.tokensPerMinute', 'tokens', wait);
+  }
+  return null;
+}
+
+/** The x-ratelimit-* headers of a key in state `st`. */
+export function keyLimitHeaders(st: KeyState, limits: KeyLimits, now: number): HeaderPairs {
+  const h: HeaderPairs = [];
+  const trio = (kind: string, limit: number, counter: WindowCounter) => {
+    h.push([`x-ratelimit-limit-${kind}`, String(limit)]);
+    h.push([`x-ratelimit-remaining-${kind}`, String(Math.max(0, limit - counter.total(now)))]);
+    h.push([`x-ratelimit-reset-${kind}`, formatReset(counter.msUntilEmpty(now))]);
+  };
+  if (limits.requestsPerMinute !== null) trio('requests', limits.requestsPerMinute, st.requests);
+  if (limits.tokensPerMinute !== null) trio('tokens', limits.tokensPerMinute, st.tokens);
+  if (limits.maxConcurrent !== null) {
+    h.push(['x-ratelimit-limit-concurrent', String(limits.maxConcurrent)]);
+    h.push(['x-ratelimit-remaining-concurrent', String(Math.max(0, limits.maxConcurrent - st.inFlight))]);
+  }
+  return h;
 }

@@ -12,7 +12,8 @@ export interface SignInLimiterOptions {
 }
 
 export const DEFAULT_SIGN_IN_LIMITS = { perEmail: 5, perAddress: 20, windowMs: 15 * 60_000, maxTracked: 50_000 } as const satisfies Required<SignInLimiterOptions>;
-const BUCKETS = 15;
+/** Buckets of the sign-in window (one a minute with the default 15 minutes). */
+export const SIGN_IN_BUCKETS = 15;
 
 /** A password check in progress, holding its place under the limits until it ends (exactly once). */
 export interface SignInAttempt {
@@ -24,6 +25,17 @@ export interface SignInAttempt {
   end(): void;
 }
 
+/** A sign-in refused (seconds to wait) or started (its attempt holds its place under the limits). */
+export type SignInGate = { retryAfter: number } | { attempt: SignInAttempt };
+
+/**
+ * The sign-in limiter behind one interface: this in-memory SignInLimiter (one process) and FleetSignInLimiter (the
+ * fleet's counts in PostgreSQL, accounts/fleet-sign-in-limiter.ts). `tryBegin` checks and starts in one step.
+ */
+export interface SignInLimiting {
+  tryBegin(email: string, address: string): SignInGate | Promise<SignInGate>;
+}
+
 /**
  * Failed sign-ins per email and per client address (in memory, sliding window in 15 buckets). Once either
  * is at its limit, sign-ins for that email / from that address are refused until old failures leave the
@@ -33,7 +45,7 @@ export interface SignInAttempt {
  * Bounded: at most `maxTracked` entries per kind, the oldest dropped first; the in-progress counts hold
  * only keys with checks running. Main thread only.
  */
-export class SignInLimiter {
+export class SignInLimiter implements SignInLimiting {
   private readonly o: Required<SignInLimiterOptions>;
   private readonly byEmail = new Map<string, WindowCounter>();
   private readonly byAddress = new Map<string, WindowCounter>();
@@ -50,10 +62,16 @@ export class SignInLimiter {
    */
   retryAfter(email: string, address: string, now = Date.now()): number {
     const ms = Math.max(
-      wait(this.byEmail.get(email), this.checkingEmail.get(email) ?? 0, this.o.perEmail, now),
-      wait(this.byAddress.get(address), this.checkingAddress.get(address) ?? 0, this.o.perAddress, now),
+      signInWait(this.byEmail.get(email), this.checkingEmail.get(email) ?? 0, this.o.perEmail, now),
+      signInWait(this.byAddress.get(address), this.checkingAddress.get(address) ?? 0, this.o.perAddress, now),
     );
     return ms === 0 ? 0 : Math.max(1, Math.ceil(ms / 1000));
+  }
+
+  /** `retryAfter`, then `begin` when it said 0 (one step: nothing runs between them on the main thread). */
+  tryBegin(email: string, address: string): SignInGate {
+    const wait = this.retryAfter(email, address);
+    return wait > 0 ? { retryAfter: wait } : { attempt: this.begin(email, address) };
   }
 
   /** Starts a password check for `email` from `address` (after `retryAfter` said 0). */
@@ -95,7 +113,7 @@ export class SignInLimiter {
     let c = map.get(key);
     if (c === undefined) {
       if (map.size >= this.o.maxTracked) map.delete(map.keys().next().value!);
-      c = new WindowCounter(Math.ceil(this.o.windowMs / BUCKETS), BUCKETS);
+      c = new WindowCounter(Math.ceil(this.o.windowMs / SIGN_IN_BUCKETS), SIGN_IN_BUCKETS);
       map.set(key, c);
     }
     return c;
@@ -103,7 +121,7 @@ export class SignInLimiter {
 }
 
 /** Ms until one more sign-in fits under `limit`, counting `checking` attempts in progress as failures. */
-function wait(failures: WindowCounter | undefined, checking: number, limit: number, now: number): number {
+export function signInWait(failures: WindowCounter | undefined, checking: number, limit: number, now: number): number {
   const ms = failures?.msUntilRoom(limit, now) ?? 0;
   if (ms > 0) return ms;
   return (failures?.total(now) ?? 0) + checking + 1 > limit ? 1000 : 0;

@@ -119,6 +119,8 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** One per generation in flight: asks its worker to stop it (its sink then ends with shutting_down). */
   private readonly cuts = new Set<() => void>();
   private readonly labels: { model: string };
+  /** Each worker's last KV cell report (WorkerStatus 'kv-cache'), by thread id. */
+  private readonly kvUse = new Map<number, { used: number; total: number }>();
   /** Each worker's last host prompt cache report (WorkerStatus 'prompt-cache'), by thread id. */
   private readonly promptCaches = new Map<number, { lookups: number; hits: number; bytes: number; entries: number }>();
 
@@ -165,6 +167,18 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     this.metrics.promptCacheBytes.set(this.labels, bytes);
     this.metrics.promptCacheEntries.set(this.labels, entries);
+  }
+
+  /** A worker's KV cell report: the gauge is the cells all workers' running jobs hold over all their cells. */
+  private recordKvUse(m: Extract<WorkerStatus, { hearth: 'kv-cache' }>): void {
+    this.kvUse.set(m.worker, { used: m.used, total: m.total });
+    let used = 0;
+    let total = 0;
+    for (const w of this.kvUse.values()) {
+      used += w.used;
+      total += w.total;
+    }
+    if (total > 0) this.metrics.kvCacheUsage.set(this.labels, used / total);
   }
 
   private setState(state: ModelStatus['state']): void {
@@ -295,6 +309,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         }
         if (this.disposed) return;
         if (m?.hearth === 'prompt-cache') return this.recordPromptCache(m);
+        if (m?.hearth === 'kv-cache') return this.recordKvUse(m);
         if (m?.hearth === 'worker-ready') {
           this.st.workersReady++;
           if (m.engine === 'native') this.metrics.promptCacheCapacity.inc(this.labels, this.o.native.promptCacheMiB * (1 << 20));

@@ -131,6 +131,9 @@ export const repositoryNotAllowed = (detail: string) =>
 
 export const appNotLive = (retryAfter: number) =>
   new ApiError({ status: 503, type: 'unavailable_error', message: 'The app has no live deployment right now', param: null, code: 'app_not_live', retryAfter });
+/** A fleet replica started with --app-host false: apps and their API live on the fleet's app host (docs/fleet.md). */
+export const appHostUnavailable = () =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: 'This replica does not run apps (--app-host false): send app requests to the fleet\'s app host', param: null, code: 'app_host_unavailable', retryAfter: 5 });
 // Users, sessions and per-key limits (contract "Accounts, users and the dashboard", "Per-key limits").
 export const invalidCredentials = () =>
   new ApiError({ status: 401, type: 'authentication_error', message: 'Wrong email or password', param: null, code: 'invalid_credentials' });

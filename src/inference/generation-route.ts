@@ -1,5 +1,5 @@
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
-import type { KeyLimiter } from '../accounts/key-limiter.ts';
+import type { KeyLimiting } from '../accounts/key-limiter.ts';
 import type { InferenceCaller } from './prompt-cache-scope.ts';
 import type { SharedModelGateway } from './shared-model-gateway.ts';
 import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
@@ -13,7 +13,7 @@ export interface GenerationRouteDeps {
   gateway: SharedModelGateway;
   keys: KeyAuthenticator;
   /** Per-key limits (429 rate_limit_exceeded, x-ratelimit-* headers on every answer of a limited key). */
-  limiter: KeyLimiter;
+  limiter: KeyLimiting;
   bodyLimit: number;
   keepAliveMs: number;
   streamBufferLimit: number;

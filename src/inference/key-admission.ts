@@ -1,6 +1,6 @@
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
 import type { InferenceCaller } from './prompt-cache-scope.ts';
-import type { KeyLimiter } from '../accounts/key-limiter.ts';
+import type { KeyLimiting } from '../accounts/key-limiter.ts';
 import { invalidRequest } from '../errors/index.ts';
 import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
@@ -8,7 +8,7 @@ import { bearerToken } from '../http/router.ts';
 
 /**
  * The shared model's generation routes (chat completions, responses) behind the caller's API key and its
- * limits: authenticates and admits synchronously (call it before the handler's first await), sends the
+ * limits: authenticates synchronously and admits (call it before the handler's first await), sends the
  * x-ratelimit-* headers, then runs `answer` with the parsed body (the route declares `body: {kind: 'json'}`), `meter`, which wraps a ChatDeltaSink so
  * the finish delta's tokens count against the key, and the caller (key and account: the generation's prompt-cache partition). The lease is released on every path (answered, failed,
  * or the client went away). `token`: the key as the caller's API sends it (default: `Authorization: Bearer`).
@@ -16,12 +16,14 @@ import { bearerToken } from '../http/router.ts';
 export async function withKeyAdmission(
   ex: HttpExchange,
   keys: KeyAuthenticator,
-  limiter: KeyLimiter,
+  limiter: KeyLimiting,
   answer: (json: unknown, meter: (sink: ChatDeltaSink) => ChatDeltaSink, caller: InferenceCaller) => Promise<void>,
   token: string | undefined = bearerToken(ex.authorization),
 ): Promise<void> {
   const key = keys.authenticate(token);
-  const admission = limiter.admit(key.keyId, key.limits);
+  // In memory the admission is synchronous; across a fleet (FleetKeyLimiter) it is a database transaction, and the
+  // body is read meanwhile (the route declares it).
+  const admission = await limiter.admit(key.keyId, key.limits);
   ex.addHeaders(admission.headers);
   if (!admission.ok) throw admission.error;
   const { lease } = admission;
@@ -44,7 +46,7 @@ export async function withKeyAdmission(
  * A shared-endpoint read (models, a stored response): the caller's API key authenticated (401 otherwise) and its
  * x-ratelimit-* headers sent, without taking a request of its limits. Synchronous.
  */
-export function readerKey(ex: HttpExchange, keys: KeyAuthenticator, limiter: KeyLimiter): InferenceCaller {
+export function readerKey(ex: HttpExchange, keys: KeyAuthenticator, limiter: KeyLimiting): InferenceCaller {
   const key = keys.authenticate(bearerToken(ex.authorization));
   ex.addHeaders(limiter.peek(key.keyId, key.limits));
   return { keyId: key.keyId, accountId: key.accountId };

@@ -43,6 +43,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     promptCacheCapacity: new Gauge({ name: 'hearth_prompt_cache_capacity_bytes', help: 'Native engine: the most the host-memory prompt cache may hold, all workers (--prompt-cache-mib x workers)', labelNames: ['model'], registers: reg }),
     promptCacheLookups: new Counter({ name: 'hearth_prompt_cache_lookups_total', help: 'Native engine: jobs that looked in the host-memory prompt cache', labelNames: ['model'], registers: reg }),
     promptCacheHits: new Counter({ name: 'hearth_prompt_cache_hits_total', help: 'Native engine: jobs that started from a host-memory prompt cache entry (hit ratio: hits / lookups)', labelNames: ['model'], registers: reg }),
+    kvCacheUsage: new Gauge({ name: 'hearth_kv_cache_usage_ratio', help: "Native engine: fraction of the KV cache's cells held by the requests running now (0..1; all workers); a finished request's reusable prefix counts as free", labelNames: ['model'], registers: reg }),
     prefixCacheHits: new Counter({ name: 'hearth_prefix_cache_hits_total', help: 'Prompt tokens served from the prefix cache', labelNames: ['model'], registers: reg }),
     httpRequests: new Counter({ name: 'hearth_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'], registers: reg }),
     httpDuration: new Histogram({ name: 'hearth_http_request_duration_seconds', help: 'HTTP request duration by route and status class', labelNames: ['route', 'status_class'], buckets: LATENCY_BUCKETS, registers: reg }),

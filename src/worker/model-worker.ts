@@ -8,6 +8,7 @@ import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InvalidPromptToken, PromptTooLong } from './prompt-tokenizer.ts';
 import type { SlotJobHandle } from './slot-engine.ts';
 import type { EmbeddingTask, EmbeddingTaskResult } from '../engine/embedding-task.ts';
+import { KvUseReporter } from './kv-use-reporter.ts';
 
 /**
  * Piscina worker entry: a long-lived model host (architecture habit 7). The model loads once, when the
@@ -23,12 +24,25 @@ let loadError: string | null = null;
 let loadSettled = false;
 /** Aborted by WorkerStop: a load still running stops there (ModelHost.load releases what it had loaded). */
 const loadAbort = new AbortController();
+/** The native loop's KV cell use, to the main thread while jobs run (null for the other engines). */
+let kvUse: KvUseReporter | null = null;
 
 const loading = (async () => {
   try {
     host = await ModelHost.load(data, loadAbort.signal);
     const status: WorkerStatus = { hearth: 'worker-ready', engine: host.engine.kind, contextSize: host.engine.contextSize, slots: host.engine.slotCount, threads: host.compute?.threads ?? data.threads, ...(host.fallbackReason ? { fallbackReason: host.fallbackReason } : {}), ...(host.compute ? { compute: { threadPool: host.compute.threadPool, cpuBackend: host.compute.cpuBackend, ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}) } } : {}), ...(host.gpu ? { gpu: host.gpu } : {}) };
     parentPort?.postMessage(status);
+    if (host.engine.kind === 'native') {
+      const native = host.engine as unknown as NativeSlotEngine;
+      kvUse = new KvUseReporter(
+        () => {
+          const st = native.stats();
+          return { used: st.kvCellsUsed, total: st.kvCellsTotal };
+        },
+        (use) => parentPort?.postMessage({ hearth: 'kv-cache', worker: threadId, ...use } satisfies WorkerStatus),
+      );
+      kvUse.sample();
+    }
   } catch (err) {
     loadError = err instanceof Error ? err.message : String(err);
     // A load stopped on purpose is no failure to report.
@@ -100,8 +114,10 @@ export default async function generate(task: GenerationTask): Promise<void> {
         onDone: (r) => { if (!relay) post({ t: 'done', ...r }); resolve(); },
         onError: (e) => { if (!relay) post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
       }, relay);
+      kvUse?.jobStarted();
       if (cancelled) handle.cancel();
     });
+    kvUse?.jobEnded();
     reportPromptCache(engine);
   } catch (err) {
     post({ t: 'error', failure: failureOf(err, promptSize) });
