@@ -164,7 +164,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const stats = new ServingStats(models.face(primaryId));
   const gateway = new SharedModelGateway(models, stats, { promptCacheScope: config.promptCacheScope });
   const accounts = new AccountService({ users, sessions, signIns: limits.signIns });
-  const auth = new ManagementAuthenticator(keys, sessions, users);
+  const auth = new ManagementAuthenticator(keys, sessions, users, store.refresh?.bind(store));
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
   let baseUrl = config.publicUrl ?? '';
   // --app-host false (a fleet replica other than the app host): no app runs here, the app routes answer 503.

@@ -1,4 +1,5 @@
 import { unauthorized } from '../errors/index.ts';
+import { orRefreshed } from './fresh-credentials.ts';
 import type { RecordStore } from '../store/record-store.ts';
 import type { ApiKeyRecord, KeyLimits } from '../store/database.ts';
 import { issueCredential, parseCredential, randomId, secretMatches, UNKNOWN_ID_SECRET_HASH } from '../store/secrets.ts';
@@ -100,6 +101,11 @@ export class ApiKeyRepository {
       apiKeys.put(id, updated);
       return view(updated);
     });
+  }
+
+  /** authenticate, and for a key unknown here once more after the records caught up (fresh-credentials.ts). */
+  authenticateFresh(presented: string | undefined): AuthenticatedKey | Promise<AuthenticatedKey> {
+    return orRefreshed(() => this.authenticate(presented), this.store.refresh?.bind(this.store));
   }
 
   /**

@@ -1,3 +1,4 @@
+import { whenReady } from './fresh-credentials.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
 import { bearerToken, type HttpMethod, type Route } from '../http/router.ts';
 import type { ManagementAuthenticator, Principal, PresentedCredentials } from './authenticator.ts';
@@ -43,7 +44,7 @@ export type Answer = { status: number; value: unknown };
 export function authenticatedRoutes(d: AuthenticatedRouteDeps) {
   const send = (ex: HttpExchange, answer: Answer) => ex.sendJson(answer.status, answer.value);
   /** The caller, or the 401/403 (the edge clears the cookie of an ended session: sessionErrorHeaders). */
-  const authenticate = (ex: HttpExchange): Principal => d.auth.authenticate(presentedCredentials(ex, d.session));
+  const authenticate = (ex: HttpExchange): Principal | Promise<Principal> => d.auth.authenticateFresh(presentedCredentials(ex, d.session));
   const route = (method: HttpMethod, pattern: string, name: string, takesBody: boolean, handle: (c: ManagementCall) => Answer | Promise<Answer>): Route => ({
     method,
     pattern,
@@ -52,15 +53,15 @@ export function authenticatedRoutes(d: AuthenticatedRouteDeps) {
     // A read answers synchronously (no promise): kept-alive and pipelined GETs are answered in order.
     handler: takesBody
       ? async (ex: HttpExchange) => {
-          const principal = authenticate(ex);
+          const principal = await authenticate(ex);
           send(ex, await handle({ accountId: principal.accountId, principal, params: ex.params, body: await ex.json() }));
         }
-      : (ex: HttpExchange) => {
-          const principal = authenticate(ex);
-          const answer = handle({ accountId: principal.accountId, principal, params: ex.params, body: undefined });
-          if (answer instanceof Promise) return answer.then((a) => send(ex, a));
-          send(ex, answer);
-        },
+      : (ex: HttpExchange) =>
+          whenReady(authenticate(ex), (principal) => {
+            const answer = handle({ accountId: principal.accountId, principal, params: ex.params, body: undefined });
+            if (answer instanceof Promise) return answer.then((a) => send(ex, a));
+            send(ex, answer);
+          }),
   });
   const ok = (value: unknown): Answer => ({ status: 200, value });
   const created = (value: unknown): Answer => ({ status: 201, value });

@@ -1,11 +1,20 @@
 import { originMismatch, sessionExpired } from '../errors/index.ts';
 import type { KeyLimits, UserRole } from '../store/database.ts';
+import { orRefreshed } from './fresh-credentials.ts';
 import type { SessionRepository } from './session-repository.ts';
 import type { UserRepository } from './user-repository.ts';
 
 /** Resolves a presented bearer key to its owner, or throws `unauthorized()` (401). Implemented by the key store. */
 export interface KeyAuthenticator {
-  authenticate(presented: string | undefined): { keyId: string; accountId: string; limits: KeyLimits };
+  authenticate(presented: string | undefined): AuthenticatedKeyView;
+  /** The same, and for a key unknown here once more after the records caught up (fresh-credentials.ts). */
+  authenticateFresh(presented: string | undefined): AuthenticatedKeyView | Promise<AuthenticatedKeyView>;
+}
+
+export interface AuthenticatedKeyView {
+  keyId: string;
+  accountId: string;
+  limits: KeyLimits;
 }
 
 /** Who makes a management request: an API key of an account, or a signed-in user of one. */
@@ -45,7 +54,14 @@ export class ManagementAuthenticator {
     private readonly keys: KeyAuthenticator,
     private readonly sessions: SessionRepository,
     private readonly users: UserRepository,
+    /** RecordStore.refresh, where the records can be behind another replica's (fresh-credentials.ts). */
+    private readonly refresh?: () => Promise<void>,
   ) {}
+
+  /** authenticate, and for credentials unknown here once more after the records caught up (fresh-credentials.ts). */
+  authenticateFresh(c: PresentedCredentials): Principal | Promise<Principal> {
+    return orRefreshed(() => this.authenticate(c), this.refresh);
+  }
 
   authenticate(c: PresentedCredentials): Principal {
     if (BEARER_SCHEME.test(c.authorization) || c.sessionToken === undefined) {

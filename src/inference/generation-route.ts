@@ -36,7 +36,7 @@ export interface GenerationAnswer {
 export function generationRoute(
   d: GenerationRouteDeps,
   spec: { pattern: string; name: string; errorBody?: Route['errorBody']; token?: (ex: HttpExchange) => string | undefined },
-  plan: (json: unknown, caller: InferenceCaller) => GenerationAnswer,
+  plan: (json: unknown, caller: InferenceCaller) => GenerationAnswer | Promise<GenerationAnswer>,
 ): Route {
   return {
     method: 'POST',
@@ -46,7 +46,7 @@ export function generationRoute(
     ...(spec.errorBody ? { errorBody: spec.errorBody } : {}),
     handler: (ex) =>
       withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
-        const a = plan(json, caller);
+        const a = await plan(json, caller);
         await withModel(d.gateway, a.model, () => respondWith(ex, { stream: a.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, a.format, (sink) => a.start(meter(sink), caller)));
       }, spec.token?.(ex)),
   };

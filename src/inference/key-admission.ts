@@ -1,4 +1,5 @@
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
+import { whenReady } from '../accounts/fresh-credentials.ts';
 import type { InferenceCaller } from './prompt-cache-scope.ts';
 import type { KeyLimiting } from '../accounts/key-limiter.ts';
 import { invalidRequest } from '../errors/index.ts';
@@ -20,7 +21,7 @@ export async function withKeyAdmission(
   answer: (json: unknown, meter: (sink: ChatDeltaSink) => ChatDeltaSink, caller: InferenceCaller) => Promise<void>,
   token: string | undefined = bearerToken(ex.authorization),
 ): Promise<void> {
-  const key = keys.authenticate(token);
+  const key = await keys.authenticateFresh(token);
   // In memory the admission is synchronous; across a fleet (FleetKeyLimiter) it is a database transaction, and the
   // body is read meanwhile (the route declares it).
   const admission = await limiter.admit(key.keyId, key.limits);
@@ -44,10 +45,12 @@ export async function withKeyAdmission(
 
 /**
  * A shared-endpoint read (models, a stored response): the caller's API key authenticated (401 otherwise) and its
- * x-ratelimit-* headers sent, without taking a request of its limits. Synchronous.
+ * x-ratelimit-* headers sent, without taking a request of its limits. Synchronous for a known key (a read answers
+ * without a promise); a key unknown here is looked up once more after the records caught up (fresh-credentials.ts).
  */
-export function readerKey(ex: HttpExchange, keys: KeyAuthenticator, limiter: KeyLimiting): InferenceCaller {
-  const key = keys.authenticate(bearerToken(ex.authorization));
-  ex.addHeaders(limiter.peek(key.keyId, key.limits));
-  return { keyId: key.keyId, accountId: key.accountId };
+export function readerKey(ex: HttpExchange, keys: KeyAuthenticator, limiter: KeyLimiting): InferenceCaller | Promise<InferenceCaller> {
+  return whenReady(keys.authenticateFresh(bearerToken(ex.authorization)), (key) => {
+    ex.addHeaders(limiter.peek(key.keyId, key.limits));
+    return { keyId: key.keyId, accountId: key.accountId };
+  });
 }

@@ -53,6 +53,16 @@ export class ResponseRepository {
     return { id: rec.id, accountId: rec.accountId, response: rec.response, inputItems: rec.inputItems as InputItem[], history: rec.history as unknown as ChatMessage[] };
   }
 
+  /**
+   * `get`, and for an id unknown here once more after the records caught up: a response stored by another replica
+   * a moment ago (accounts/fresh-credentials.ts). Synchronous when found, and always on LMDB.
+   */
+  getFresh(accountId: string, id: string): StoredResponse | undefined | Promise<StoredResponse | undefined> {
+    const found = this.get(accountId, id);
+    if (found !== undefined || this.store.refresh === undefined) return found;
+    return this.store.refresh().then(() => this.get(accountId, id));
+  }
+
   /** Removes the account's response `id`; false when there was none to remove (as `get`). */
   delete(accountId: string, id: string): boolean {
     const { responses, index } = this.store.dbs;

@@ -1,3 +1,4 @@
+import { whenReady } from '../accounts/fresh-credentials.ts';
 import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { invalidRequest, responseNotFound } from '../errors/index.ts';
 import { type ResponseEvent, ResponseRenderer } from '../protocol/responses-events.ts';
@@ -31,18 +32,19 @@ type Json = Record<string, unknown>;
  * responses only; another account's id is answered as an unknown one (404 response_not_found).
  */
 export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
-  /** The caller's account, from its API key (synchronously, before any await). */
-  const accountOf = (ex: HttpExchange) => readerKey(ex, d.keys, d.limiter).accountId;
+  /** The caller's stored response of the route's id, or 404 (synchronous when the key and the response are known here). */
   const stored = (ex: HttpExchange) => {
     const id = ex.params[0]!;
-    const r = d.responses.get(accountOf(ex), id);
-    if (r === undefined) throw responseNotFound(id);
-    return r;
+    return whenReady(readerKey(ex, d.keys, d.limiter), (caller) =>
+      whenReady(d.responses.getFresh(caller.accountId, id), (r) => {
+        if (r === undefined) throw responseNotFound(id);
+        return r;
+      }));
   };
   return [
     generationRoute(d, { pattern: '/api/inference/v1/responses', name: 'responses' }, (json, caller) => {
       const request = validateResponsesRequest(json);
-      const history = previousHistory(d.responses, request, caller);
+      return whenReady(previousHistory(d.responses, request, caller), (history) => {
       const chat = { ...request.chat, messages: [...request.instructionMessages, ...history, ...request.inputMessages] };
       const renderer = new ResponseRenderer(chat.model, request.echo, request.includeLogprobs);
       const keep = (response: Json) => {
@@ -50,41 +52,42 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
         d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
       };
       return { model: chat.model, stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c) => d.gateway.startChat(chat, sink, c) };
+      });
     }),
     {
       method: 'GET',
       pattern: '/api/inference/v1/responses/:id',
       name: 'response',
-      handler: (ex) => ex.send(200, JSON.stringify(stored(ex).response), JSON_HEADERS),
+      handler: (ex) => whenReady(stored(ex), (r) => ex.send(200, JSON.stringify(r.response), JSON_HEADERS)),
     },
     {
       method: 'DELETE',
       pattern: '/api/inference/v1/responses/:id',
       name: 'response',
-      handler: (ex) => {
-        const id = ex.params[0]!;
-        if (!d.responses.delete(accountOf(ex), id)) throw responseNotFound(id);
-        ex.send(200, JSON.stringify({ id, object: 'response', deleted: true }), JSON_HEADERS);
-      },
+      handler: (ex) =>
+        whenReady(readerKey(ex, d.keys, d.limiter), (caller) => {
+          const id = ex.params[0]!;
+          if (!d.responses.delete(caller.accountId, id)) throw responseNotFound(id);
+          ex.send(200, JSON.stringify({ id, object: 'response', deleted: true }), JSON_HEADERS);
+        }),
     },
     {
       method: 'GET',
       pattern: '/api/inference/v1/responses/:id/input_items',
       name: 'response_input_items',
-      handler: (ex) => {
-        const r = stored(ex);
-        ex.send(200, JSON.stringify(inputItemsPage(r.inputItems, new URLSearchParams(ex.query))), JSON_HEADERS);
-      },
+      handler: (ex) => whenReady(stored(ex), (r) => ex.send(200, JSON.stringify(inputItemsPage(r.inputItems, new URLSearchParams(ex.query))), JSON_HEADERS)),
     },
   ];
 }
 
 /** The stored conversation a continuation starts from ([] without `previous_response_id`). */
-function previousHistory(responses: ResponseRepository, request: ResponsesRequest, caller: InferenceCaller): ChatMessage[] {
-  if (request.previousResponseId === null) return [];
-  const previous = responses.get(caller.accountId, request.previousResponseId);
-  if (previous === undefined) throw responseNotFound(request.previousResponseId, 'previous_response_id');
-  return previous.history;
+function previousHistory(responses: ResponseRepository, request: ResponsesRequest, caller: InferenceCaller): ChatMessage[] | Promise<ChatMessage[]> {
+  const previousId = request.previousResponseId;
+  if (previousId === null) return [];
+  return whenReady(responses.getFresh(caller.accountId, previousId), (previous) => {
+    if (previous === undefined) throw responseNotFound(previousId, 'previous_response_id');
+    return previous.history;
+  });
 }
 
 /** A finished Response's output as the assistant's chat turn: its text, and its function calls. */

@@ -1,3 +1,4 @@
+import { whenReady } from '../accounts/fresh-credentials.ts';
 import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { validateChatRequest } from '../protocol/validate-chat-request.ts';
 import { chatCompletionFormat } from './chat-responder.ts';
@@ -20,10 +21,7 @@ export type SharedInferenceRouteDeps = GenerationRouteDeps & ResponsesRouteDeps;
  * as two path segments (`local/m`).
  */
 export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
-  const retrieveModel: Route['handler'] = (ex) => {
-    readerKey(ex, d.keys, d.limiter);
-    ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS);
-  };
+  const retrieveModel: Route['handler'] = (ex) => whenReady(readerKey(ex, d.keys, d.limiter), () => ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS));
   return [
     generationRoute(d, { pattern: '/api/inference/v1/chat/completions', name: 'chat_completions' }, (json) => {
       const request = validateChatRequest(json);
@@ -33,10 +31,7 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
       method: 'GET',
       pattern: '/api/inference/v1/models',
       name: 'models',
-      handler: (ex) => {
-        readerKey(ex, d.keys, d.limiter);
-        ex.send(200, d.gateway.modelsBody(), JSON_HEADERS);
-      },
+      handler: (ex) => whenReady(readerKey(ex, d.keys, d.limiter), () => ex.send(200, d.gateway.modelsBody(), JSON_HEADERS)),
     },
     { method: 'GET', pattern: '/api/inference/v1/models/:id', name: 'model', handler: retrieveModel },
     { method: 'GET', pattern: '/api/inference/v1/models/:namespace/:name', name: 'model', handler: retrieveModel },

@@ -80,5 +80,11 @@ export interface RecordStore {
   readonly dbs: RecordTables;
   transaction<T>(fn: () => T): Promise<T>;
   transactionSync<T>(fn: () => T): T;
+  /**
+   * Only a store whose reads can be behind records committed elsewhere (PostgreSQL's per-replica mirror) has it:
+   * catches this process's reads up now (one query in flight however many ask) and resolves once they are current.
+   * Callers use it once on a miss that another replica may explain (a key or session created there a moment ago).
+   */
+  refresh?(): Promise<void>;
   close(): Promise<void>;
 }

@@ -90,6 +90,8 @@ export class PostgresStore implements RecordStore {
   private capture: Capture | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private catchUpQueued = false;
+  /** The queued catch-up's completion, for refresh(). */
+  private queuedCatchUp: Promise<void> | null = null;
   private listener: pg.Client | null = null;
   private listenerConnecting = false;
   private poller: NodeJS.Timeout | null = null;
@@ -324,11 +326,17 @@ export class PostgresStore implements RecordStore {
     this.lastSeen = top;
   }
 
-  /** Catches the mirror up (on NOTIFY and every pollMs); coalesced, in order with the transactions. */
+  /** RecordStore.refresh: the catch-up queued now (or the one already queued) has run; never rejects. */
+  refresh(): Promise<void> {
+    this.catchUp();
+    return this.queuedCatchUp ?? Promise.resolve();
+  }
+
+  /** Catches the mirror up (on NOTIFY, every pollMs and on refresh); coalesced, in order with the transactions. */
   private catchUp(): void {
     if (this.catchUpQueued || this.closed) return;
     this.catchUpQueued = true;
-    void this.serial(async () => {
+    const run = this.serial(async () => {
       this.catchUpQueued = false;
       try {
         await this.catchUpOn(this.pool);
@@ -337,6 +345,8 @@ export class PostgresStore implements RecordStore {
         this.down(err);
       }
     }).catch(() => {});
+    this.queuedCatchUp = run;
+    void run.then(() => { if (this.queuedCatchUp === run) this.queuedCatchUp = null; });
   }
 
   private tick(): void {

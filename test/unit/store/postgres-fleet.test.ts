@@ -1,6 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
+import { ManagementAuthenticator } from '../../../src/accounts/authenticator.ts';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
+import { UserRepository } from '../../../src/accounts/user-repository.ts';
+import { ResponseRepository } from '../../../src/inference/response-repository.ts';
 import { ApiError } from '../../../src/errors/index.ts';
 import { readMigrations } from '../../../src/store/postgres/migrations.ts';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.ts';
@@ -47,6 +50,35 @@ describe('PostgreSQL records shared by replicas', () => {
     await keysA.revoke(created.id, 'acct');
     await until(() => b!.dbs.apiKeys.get(created.id)?.revokedAt !== null, 1_000); // the contract's bound (the figure: bench/fleet-records.ts)
     expect(() => keysB.authenticate(created.key)).toThrow('Unauthorized');
+  });
+
+  it('a key, session or stored response made on another replica a moment ago is found at once (refresh on a miss)', async () => {
+    // Replica b hears no NOTIFY and polls once in 10 minutes: only refresh() can bring it a's writes.
+    const [a, b] = await replicas(2, { pollMs: 600_000 });
+    await (b as unknown as { listener: { query(sql: string): Promise<unknown> } }).listener.query('UNLISTEN *');
+    const created = await new ApiKeyRepository(a!).create('ci', 'acct');
+    const keysB = new ApiKeyRepository(b!);
+    expect(() => keysB.authenticate(created.key)).toThrow('Unauthorized');
+    expect(await keysB.authenticateFresh(created.key)).toEqual({ keyId: created.id, accountId: 'acct', limits: LIMITS });
+    // A key nobody made stays a 401 after the one refresh.
+    await expect(Promise.resolve().then(() => keysB.authenticateFresh('hk_nobody_0000000000000000000000000000000000'))).rejects.toThrow('Unauthorized');
+
+    const sessionsA = new SessionRepository(a!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 });
+    const users = new UserRepository(a!);
+    await users.issueSetupToken(60_000);
+    const owner = await users.create({ email: 'o@example.com', password: 'a password 12', role: 'owner', accountId: 'acct' });
+    const { token } = await sessionsA.create(owner.id, 'acct');
+    const authB = new ManagementAuthenticator(keysB, new SessionRepository(b!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }), new UserRepository(b!), () => b!.refresh());
+    const credentials = { authorization: '', bearer: undefined, sessionToken: token, changes: false, sameOrigin: true };
+    expect(() => authB.authenticate(credentials)).toThrow();
+    expect(await authB.authenticateFresh(credentials)).toMatchObject({ kind: 'session', accountId: 'acct', userId: owner.id });
+
+    new ResponseRepository(a!, 30).put({ id: 'resp_1', accountId: 'acct', response: { id: 'resp_1' }, inputItems: [], history: [] });
+    await a!.refresh(); // the sync write's commit has run (in order with a's catch-ups)
+    const responsesB = new ResponseRepository(b!, 30);
+    expect(responsesB.get('acct', 'resp_1')).toBeUndefined();
+    expect((await responsesB.getFresh('acct', 'resp_1'))?.response).toEqual({ id: 'resp_1' });
+    expect(await responsesB.getFresh('another', 'resp_1')).toBeUndefined();
   });
 
   it('without NOTIFY the poll alone carries a signed-out session to the other replica', async () => {
