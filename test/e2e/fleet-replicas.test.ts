@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FleetFront, HAPROXY, startFleetFront, until } from '../helpers/fleet-haproxy.ts';
-import { createKey, type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { usePostgres } from '../helpers/postgres.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 
@@ -15,9 +13,8 @@ import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
  * (`usage.prompt_tokens_details.cached_tokens` > 0) because every turn lands on the replica whose slot holds it;
  * a replica killed with SIGKILL leaves the pool and the conversation goes on on another replica.
  *
- * The replicas share their records the single-node way: one data dir with the API key, copied for each replica
- * before start, and one HEARTH_SECRET_KEY. `replicaStore` is the one place that says so; with the PostgreSQL
- * store it becomes `['--database-url', url]` for every replica.
+ * The replicas are one fleet as in production: one PostgreSQL (started by the test) for their records and one
+ * HEARTH_SECRET_KEY; the API key made by the first is used through the front.
  */
 const addon = nativeAddonAvailable();
 
@@ -33,18 +30,13 @@ const MODEL = 'local/fleet';
 const SECRET_KEY = randomBytes(32).toString('hex');
 const REPLICAS = 3;
 
-function replicaStore(seedDir: string, slot: number): string[] {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `hearth-fleet-r${slot}-`));
-  fs.cpSync(seedDir, dir, { recursive: true });
-  return ['--data-dir', dir];
-}
-
 interface ChatMessage { role: 'user' | 'assistant'; content: string }
 interface Turn { status: number; replica: string | null; cachedTokens: number; promptTokens: number; reply: string; error?: unknown }
 
 const suiteName = HAPROXY ? 'a fleet of hearth serve replicas behind deploy/haproxy/fleet.cfg' : 'a fleet of replicas: SKIPPED, the haproxy binary is not installed (.ci/apt-packages installs it)';
 
 describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
+  const pgServer = usePostgres();
   const replicas = new Map<string, HearthProcess>();
   let front: FleetFront;
   let key: string;
@@ -82,16 +74,14 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
 
   beforeAll(async () => {
     const model = await tinyChatModel();
-    const seedDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-fleet-seed-'));
-    key = createKey(seedDir, 'fleet');
+    const url = await pgServer.server.createDatabase();
     const addresses: Record<number, string> = {};
     for (let slot = 1; slot <= REPLICAS; slot++) {
-      const [, dataDir] = replicaStore(seedDir, slot);
       const p = await startHearthProcess({
-        dataDir,
         args: ['--model', model, '--model-id', MODEL, '--engine', 'native', '--slots', '2', '--workers', '1', '--threads', '1', '--context-size', '512', '--trust-proxy'],
-        env: { HEARTH_SECRET_KEY: SECRET_KEY, HEARTH_LOG_LEVEL: 'info' },
+        env: { HEARTH_SECRET_KEY: SECRET_KEY, HEARTH_LOG_LEVEL: 'info', HEARTH_DATABASE_URL: url },
       });
+      if (slot === 1) key = p.key;
       replicas.set(`r${slot}`, p);
       addresses[slot] = `127.0.0.1:${p.port}`;
     }
