@@ -26,7 +26,7 @@ export interface ModelRegistryOptions {
   loadWaitMs: number;
   /** Most models loaded at once; 0: no limit but the memory budget (--max-loaded-models). */
   maxLoaded: number;
-  /** Bytes the loaded models may take together, estimated (--model-memory-mib). */
+  /** Bytes the loaded models may take together, estimated or measured (--model-memory-mib). */
   memoryBudgetBytes: number;
   /** Unload a model unused for this long; 0: never (--idle-unload-s). */
   idleUnloadMs: number;
@@ -36,6 +36,8 @@ export interface ModelRegistryOptions {
   slots: number;
   contextSize: number;
   modelsDir: string;
+  /** The process's resident memory now, in bytes (default process.memoryUsage.rss; a test's own figures). */
+  rss?: () => number;
 }
 
 /** A model's row in the registry's view (GET /models, the admin API, the dashboard). */
@@ -75,7 +77,10 @@ interface Entry {
   /** When it was last acquired or released (ms since epoch; the idle rule), and the order of that (the LRU rule). */
   lastUsed: number;
   useSeq: number;
+  /** What it is counted for against the budget: the estimate, or what its last load was measured to take if more. */
   estimateBytes: number;
+  /** The process's RSS growth over its last load that no other load overlapped (0: never measured). */
+  measuredBytes: number;
   /** Its load made room for it (makeRoom passed) and it has not been unloaded since: it counts against the limits. */
   counted: boolean;
   lastStatus: ModelStatus | null;
@@ -99,6 +104,8 @@ const ROOM_POLL_MS = 50;
  */
 export class ModelRegistry {
   private readonly entries = new Map<string, Entry>();
+  /** Loads being measured now (measureLoad): a load that overlaps another is not measured. */
+  private readonly loadsMeasured = new Set<{ overlapped: boolean }>();
   private readonly idleTimer: NodeJS.Timeout | null;
   private closed = false;
   /** Aborted by dispose(): the pulls the admin API started stop. */
@@ -119,7 +126,7 @@ export class ModelRegistry {
   add(model: RegisteredModel): void {
     const id = model.source.modelId;
     if (this.entries.has(id)) throw conflict(`A model with id '${id}' already exists`, 'model_exists');
-    this.entries.set(id, { id, model, engine: null, loading: null, unloading: null, pins: 0, lastUsed: 0, useSeq: 0, estimateBytes: 0, counted: false, lastStatus: null, pull: null, pullStop: null, error: null, loads: 0, usage: new ModelUsage() });
+    this.entries.set(id, { id, model, engine: null, loading: null, unloading: null, pins: 0, lastUsed: 0, useSeq: 0, estimateBytes: 0, measuredBytes: 0, counted: false, lastStatus: null, pull: null, pullStop: null, error: null, loads: 0, usage: new ModelUsage() });
     this.setStateMetric(id, 'unloaded');
     for (const reason of UNLOAD_REASONS) this.metrics.modelUnloads.inc({ model: id, reason }, 0); // every series exists from the start
     this.metrics.modelLoads.inc({ model: id }, 0);
@@ -393,15 +400,23 @@ export class ModelRegistry {
         this.metrics.modelLoads.inc({ model: e.id });
         this.metrics.modelMemory.set({ model: e.id }, e.estimateBytes);
         const started = performance.now();
-        await engine.start?.();
+        const measure = this.measureLoad();
+        let grewBy: number | null;
+        try {
+          await engine.start?.();
+        } finally {
+          grewBy = measure.end();
+        }
         const st = engine.status();
         e.lastStatus = st;
-        if (e.estimateBytes === 0) {
-          e.estimateBytes = await this.estimate(e); // a hub model's file is there only now
+        if (st.state === 'ready' && grewBy !== null) e.measuredBytes = grewBy;
+        const counted = e.estimateBytes === 0 ? await this.estimate(e) : Math.max(e.estimateBytes, e.measuredBytes); // a hub model's file is there only now
+        if (counted !== e.estimateBytes) {
+          e.estimateBytes = counted;
           this.metrics.modelMemory.set({ model: e.id }, e.estimateBytes);
         }
         e.lastUsed = Date.now(); // idle from the end of its load
-        if (st.state === 'ready') this.log.info('model loaded', { model: e.id, ms: Math.round(performance.now() - started), estimatedMiB: Math.round(e.estimateBytes / (1 << 20)), loaded: this.loadedCount() });
+        if (st.state === 'ready') this.log.info('model loaded', { model: e.id, ms: Math.round(performance.now() - started), countedMiB: Math.round(e.estimateBytes / (1 << 20)), ...(grewBy === null ? {} : { measuredMiB: Math.round(grewBy / (1 << 20)) }), loaded: this.loadedCount() });
       } catch (err) {
         e.error = err instanceof Error ? err.message : String(err);
         this.log.error('model load failed', { model: e.id, reason: e.error });
@@ -471,10 +486,33 @@ export class ModelRegistry {
     }
   }
 
-  /** The model's memory estimate (model-memory-estimate.ts) with its own slots and context. */
-  private estimate(e: Entry): Promise<number> {
+  /**
+   * What the model is counted for: its estimate (model-memory-estimate.ts, with its own slots and context), or what
+   * an earlier load of it was measured to take when that is more (the estimate leaves out compute buffers and the
+   * workers' own memory: a measured load took about four times its file).
+   */
+  private async estimate(e: Entry): Promise<number> {
     const file = e.model.source.kind === 'local' ? e.model.source.path : pulledModelPath(e.model.source, this.o.modelsDir);
-    return modelMemoryEstimate(file, { contextSize: e.model.contextSize ?? this.o.contextSize, slots: e.model.slots ?? this.o.slots, workers: this.o.workers });
+    const estimated = await modelMemoryEstimate(file, { contextSize: e.model.contextSize ?? this.o.contextSize, slots: e.model.slots ?? this.o.slots, workers: this.o.workers });
+    return Math.max(estimated, e.measuredBytes);
+  }
+
+  /**
+   * Measures one load: the process's RSS growth from now to `end()`, or null when another load ran meanwhile (its
+   * growth would be counted too). Workers are threads of this process, so their memory is in its RSS.
+   */
+  private measureLoad(): { end(): number | null } {
+    const rss = this.o.rss ?? (() => process.memoryUsage.rss());
+    const before = rss();
+    const self = { overlapped: this.loadsMeasured.size > 0 };
+    for (const other of this.loadsMeasured) other.overlapped = true;
+    this.loadsMeasured.add(self);
+    return {
+      end: () => {
+        this.loadsMeasured.delete(self);
+        return self.overlapped ? null : Math.max(0, rss() - before);
+      },
+    };
   }
 
   private setStateMetric(id: string, state: RegistryState): void {

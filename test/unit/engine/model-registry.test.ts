@@ -25,7 +25,10 @@ class GatedEngine implements ManagedEngine {
     this.started = gated.start ? new Promise((r) => { this.openStart = r; }) : Promise.resolve();
     this.stopped = gated.stop ? new Promise((r) => { this.openStop = r; }) : Promise.resolve();
   }
+  /** Whether the registry called start() (its load is under way). */
+  starting = false;
   async start(): Promise<void> {
+    this.starting = true;
     await this.started;
     this.state = 'ready';
   }
@@ -42,7 +45,9 @@ class GatedEngine implements ManagedEngine {
   }
 }
 
-const OPTIONS: ModelRegistryOptions = { loadWaitMs: 60_000, maxLoaded: 0, memoryBudgetBytes: 2 ** 40, idleUnloadMs: 0, workers: 1, slots: 1, contextSize: 64, modelsDir: '/nonexistent' };
+/** The process's RSS as the registry reads it: the test's own figure (a load adds what `loadGrowth` says). */
+let fakeRss = 0;
+const OPTIONS: ModelRegistryOptions = { loadWaitMs: 60_000, maxLoaded: 0, memoryBudgetBytes: 2 ** 40, idleUnloadMs: 0, workers: 1, slots: 1, contextSize: 64, modelsDir: '/nonexistent', rss: () => fakeRss };
 
 function registryOf(ids: string[], options: Partial<ModelRegistryOptions> = {}, gated = { start: false, stop: false }) {
   const made: GatedEngine[] = [];
@@ -165,6 +170,36 @@ describe('ModelRegistry', () => {
     (await registry.acquire('local/b')).release();
     expect([state('local/a'), state('local/b')]).toEqual(['unloaded', 'ready']);
     expect(await metrics.registry.getSingleMetricAsString('hearth_model_unloads_total')).toContain('hearth_model_unloads_total{model="local/a",reason="memory"} 1');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('counts a model for what its load was measured to take when that is more than its estimate', async () => {
+    // Files that are no GGUF are estimated at their size, 1 MiB each: two fit a 4.5 MiB budget on their estimates.
+    // a's load grows the RSS by 4 MiB, so b's load must unload it; a's measure is kept for its next load.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-registry-'));
+    const { registry, made, state, metrics } = registryOf([], { memoryBudgetBytes: 4.5 * (1 << 20) }, { start: true, stop: false });
+    for (const id of ['local/a', 'local/b']) {
+      const file = path.join(dir, `${id.slice(6)}.bin`);
+      fs.writeFileSync(file, Buffer.alloc(1 << 20));
+      registry.add({ source: { kind: 'local', path: file, modelId: id } });
+    }
+    /** Acquires `id` while its engine's start allocates `grow` bytes, then releases it. */
+    const load = async (id: string, grow: number) => {
+      const held = registry.acquire(id);
+      for (let i = 0; i < 200 && !made.some((e) => e.modelId === id && e.starting && e.state === 'loading'); i++) await tick();
+      fakeRss += grow;
+      for (const e of made) if (e.modelId === id) e.finishStart();
+      (await held).release();
+    };
+    await load('local/a', 4 << 20);
+    expect(registry.view('local/a').memoryBytes).toBe(4 << 20);
+    await load('local/b', 1 << 20);
+    expect([state('local/a'), state('local/b')]).toEqual(['unloaded', 'ready']);
+    expect(await metrics.registry.getSingleMetricAsString('hearth_model_unloads_total')).toContain('hearth_model_unloads_total{model="local/a",reason="memory"} 1');
+    // Loaded again, a is counted for its measure before its load runs: b makes room for it.
+    await load('local/a', 0);
+    expect([state('local/a'), state('local/b')]).toEqual(['ready', 'unloaded']);
+    expect(registry.view('local/a').memoryBytes).toBe(4 << 20);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
