@@ -129,7 +129,8 @@ describe('the memory budget', () => {
     expect((await chat(h, 'local/b')).status).toBe(200);
     expect(await states(h)).toEqual({ 'local/a': 'unloaded', 'local/b': 'ready' });
     expect(await unloads(h, 'local/a', 'memory')).toBe(1);
-    expect(await metric(h, /hearth_model_memory_bytes\{model="local\/b"\}/)).toBe(estimate);
+    // Counted for its estimate, or for what its load measured when more (models.md).
+    expect(await metric(h, /hearth_model_memory_bytes\{model="local\/b"\}/)).toBeGreaterThanOrEqual(estimate);
     expect((await chat(h, 'local/a')).status).toBe(200);
     expect(await states(h)).toEqual({ 'local/a': 'ready', 'local/b': 'unloaded' });
     await h.stop();
