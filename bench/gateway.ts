@@ -36,8 +36,11 @@ async function measure(url: string, headers: Record<string, string>, duration: n
 }
 
 const model = await ensureTinyModel();
-const hearth = await startBenchHearth(['--model', model, '--engine', 'instant']);
-const hearthPg = DATABASE_URL ? await startBenchHearth(['--model', model, '--engine', 'instant'], { HEARTH_DATABASE_URL: DATABASE_URL }) : undefined;
+// uWS alone (--front off), as the bare server it is compared with: what is measured is the gateway's own work
+// (authentication, the key's record, routing, the answer); the HAProxy front's cost is docs/http-front.md's A/B.
+const SERVE = ['--model', model, '--engine', 'instant', '--front', 'off'];
+const hearth = await startBenchHearth(SERVE);
+const hearthPg = DATABASE_URL ? await startBenchHearth(SERVE, { HEARTH_DATABASE_URL: DATABASE_URL }) : undefined;
 const pgUrl = hearthPg ? `${hearthPg.baseUrl}/api/inference/v1/models` : '';
 const pgAuth = { authorization: `Bearer ${hearthPg?.key}` };
 if (hearthPg && (await fetch(pgUrl, { headers: pgAuth })).status !== 200) throw new Error('GET /models on the PostgreSQL Hearth did not answer 200');
@@ -88,7 +91,7 @@ const hearthCpu = sum('hearth', (m) => m.cpuUsPerReq);
 const bareCpu = sum('bare', (m) => m.cpuUsPerReq);
 const markdown = `Authenticated \`GET /api/inference/v1/models\` (${body.length} bytes) vs a bare uWebSockets.js server returning the same bytes;
 autocannon, ${CONNECTIONS} connections, pipelining 1, ${DURATION} s per measurement, ${ROUNDS} alternating rounds after ${WARMUP} s warm-up each.
-Hearth runs with \`--engine instant\` (the route does not touch the model).
+Hearth runs with \`--engine instant\` (the route does not touch the model) and \`--front off\` (uWS alone, as the bare server).
 
 ${table(['round', 'server', 'req/s', 'latency p50', 'latency p99', 'requests', 'server CPU per request', 'non-2xx/errors'], rows)}
 

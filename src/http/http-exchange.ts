@@ -1,4 +1,5 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { newRequestId } from './request-ids.ts';
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { type ApiError, payloadTooLarge } from '../errors/index.ts';
 import { parseJsonBody } from './json-body.ts';
@@ -140,7 +141,7 @@ export class HttpExchange {
     req.forEach((k, v) => list.push([k, v]));
     this.headerList = style.frontSecret === undefined ? list : this.takeFrontHeaders(list, style.frontSecret);
     const rid = req.getHeader('x-request-id');
-    this.requestId = REQUEST_ID.test(rid) ? rid : `req_${randomBytes(16).toString('hex')}`;
+    this.requestId = REQUEST_ID.test(rid) ? rid : newRequestId();
     const raw: string[] = [];
     for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i));
     this.rawParams = raw;
