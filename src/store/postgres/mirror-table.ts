@@ -72,11 +72,3 @@ export class MirrorTable<V = unknown> {
   }
 }
 
-/** Freezes a parsed JSON value and everything in it. */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
-}

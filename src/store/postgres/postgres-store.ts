@@ -6,7 +6,8 @@ import type { StoreHealth } from '../store-health.ts';
 import { decodeKey, encodeKey } from './key-order.ts';
 import { migrate } from './migrations.ts';
 import { CHANGES_SQL, PRUNE_SQL, UPSERT_SQL } from './records-sql.ts';
-import { deepFreeze, MirrorTable } from './mirror-table.ts';
+import { deepFreeze } from '../deep-freeze.ts';
+import { MirrorTable } from './mirror-table.ts';
 
 /** Every table of RecordTables, by the name its rows carry in `records.tbl`. */
 export const TABLE_NAMES = ['accounts', 'apiKeys', 'workspaces', 'projects', 'apps', 'deployments', 'users', 'sessions', 'setupTokens', 'responses', 'index'] as const satisfies readonly (keyof RecordTables)[];
