@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "llama_runtime.h"
 #include "model_kind.h"
 
 namespace hearth {
@@ -18,10 +19,6 @@ constexpr int32_t kMaxPassSequences = 256;
  * buys no fewer decodes worth having. A longer input takes a pass of its own (the context holds the longest).
  */
 constexpr int32_t kPackTokens = 512;
-
-bool abortWhenClosed(void * data) {
-    return static_cast<std::atomic<bool> *>(data)->load(std::memory_order_relaxed);
-}
 
 /** The pooling the GGUF declares (`<arch>.pooling_type`), or LLAMA_POOLING_TYPE_NONE when it declares none. */
 enum llama_pooling_type declaredPooling(const llama_model * model) {
@@ -83,7 +80,7 @@ bool Embedder::ensureContext(EmbedFailure & failure) {
     cp.n_threads = threads_;
     cp.n_threads_batch = threads_;
     cp.no_perf = true;
-    cp.abort_callback = abortWhenClosed;
+    cp.abort_callback = abortWhenFlagSet;
     cp.abort_callback_data = &closed_;
     ctx_ = llama_init_from_model(model_, cp);
     if (ctx_ == nullptr) {

@@ -22,6 +22,11 @@ std::string ensureLlamaRuntime(const std::string & backendDir);
  */
 void installLogCallbackIfDefault();
 
+/** llama.cpp's abort callback (`abort_callback_data`: a std::atomic<bool>): stop the graph once the flag is set. */
+inline bool abortWhenFlagSet(void * data) {
+    return static_cast<std::atomic<bool> *>(data)->load(std::memory_order_relaxed);
+}
+
 /** While *flag is true, Hearth's callback drops llama.cpp logs made on the calling thread. */
 void quietLogsOnThisThreadWhen(const std::atomic<bool> * flag);
 

@@ -26,10 +26,6 @@ constexpr int32_t kGapPenaltyTokens = 64;
 /** Distinct grammars kept parsed per loop (a few schemas are typical; each template is small). */
 constexpr size_t kGrammarCacheSize = 32;
 
-bool abortWhenAsked(void * data) {
-    return static_cast<std::atomic<bool> *>(data)->load(std::memory_order_relaxed);
-}
-
 }  // namespace
 
 SlotLoop::SlotLoop(LoopOptions options, EventSink sink)
@@ -287,7 +283,7 @@ bool SlotLoop::load(std::string & error) {
     cp.n_threads_batch = options_.threadsBatch;
     cp.kv_unified = options_.kvUnified;
     cp.no_perf = true;
-    cp.abort_callback = abortWhenAsked;
+    cp.abort_callback = abortWhenFlagSet;
     cp.abort_callback_data = &abortDecode_;
     ctx_ = llama_init_from_model(model_, cp);
     if (ctx_ == nullptr) {

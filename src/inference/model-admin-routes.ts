@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { authenticatedRoutes, presentedCredentials, type AuthenticatedRouteDeps } from '../accounts/authenticated-route.ts';
 import type { Principal } from '../accounts/authenticator.ts';
+import { whenReady } from '../accounts/fresh-credentials.ts';
 import { ownerRequired } from '../errors/index.ts';
 import type { ModelRegistry, RegistryModelView } from '../engine/model-registry.ts';
 import { pullModel, pulledModelPath } from '../engine/model-source.ts';
@@ -81,7 +82,10 @@ export function modelAdminRoutes(d: ModelAdminRouteDeps): Route[] {
 
 /** GET /api/v1/models/{id}: its view, or with `follow=1` its view as `data:` events, again while it changes, until it is ready, unloaded or failed (and not loading or pulling). */
 function readModel(ex: HttpExchange, d: ModelAdminRouteDeps): void | Promise<void> {
-  d.auth.authenticate(presentedCredentials(ex, d.session));
+  return whenReady(d.auth.authenticateFresh(presentedCredentials(ex, d.session)), () => answerModel(ex, d));
+}
+
+function answerModel(ex: HttpExchange, d: ModelAdminRouteDeps): void | Promise<void> {
   const id = ex.params.join('/');
   const first = modelView(d.models.view(id)); // 404 model_not_found before anything is sent
   if (new URLSearchParams(ex.query).get('follow') !== '1') {

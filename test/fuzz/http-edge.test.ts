@@ -103,6 +103,7 @@ const TEMPLATES = [
   '/api/v1/workspaces/{}/apps/{}/logs', '/assets/{}', '/setup',
   '/api/inference/v1/responses/{}', '/api/inference/v1/responses/{}/input_items', '/api/inference/v1/completions',
   '/api/inference/v1/embeddings', '/api/inference/v1/messages', '/api/inference/v1/messages/count_tokens',
+  '/api/v1/models', '/api/v1/models/{}', '/api/v1/models/{}/{}', '/api/v1/models/{}/load', '/api/v1/models/{}/unload',
 ];
 
 const percentGarbage = fc
@@ -118,8 +119,8 @@ const segment = fc.oneof(
 const query = fc.option(
   fc.oneof(
     { weight: 3, arbitrary: fc.stringMatching(/^[a-z0-9=&%._-]{0,20}$/) },
-    // The list parameters of GET /responses/{id}/input_items (and anything else that reads a query).
-    { weight: 1, arbitrary: fc.constantFrom('limit=0', 'limit=101', 'limit=1e1', 'limit=-1', 'limit=%zz', 'order=up', 'after=x', 'limit=2&order=asc&after=', `after=${'a'.repeat(2000)}`) },
+    // The list parameters of GET /responses/{id}/input_items, GET /api/v1/models/{id}?follow=1 (and anything else that reads a query).
+    { weight: 1, arbitrary: fc.constantFrom('limit=0', 'limit=101', 'limit=1e1', 'limit=-1', 'limit=%zz', 'order=up', 'after=x', 'limit=2&order=asc&after=', `after=${'a'.repeat(2000)}`, 'follow=1', 'follow=0', 'follow=1&follow=x') },
   ),
   { nil: undefined },
 );
@@ -137,6 +138,9 @@ const ROUTE_METHODS: Record<string, string[]> = {
   '/api/v1/workspaces/{}/apps/{}/logs': ['GET'], '/assets/{}': ['GET', 'HEAD'], '/setup': ['GET'],
   '/api/inference/v1/responses/{}': ['GET', 'DELETE'], '/api/inference/v1/responses/{}/input_items': ['GET'], '/api/inference/v1/completions': ['POST'],
   '/api/inference/v1/embeddings': ['POST'], '/api/inference/v1/messages': ['POST'], '/api/inference/v1/messages/count_tokens': ['POST'],
+  // The owners' models API: the fuzz's API key is refused the changes (403 owner_required), never a 5xx.
+  '/api/v1/models': ['GET', 'POST'], '/api/v1/models/{}': ['GET', 'DELETE'], '/api/v1/models/{}/{}': ['GET', 'DELETE'],
+  '/api/v1/models/{}/load': ['POST'], '/api/v1/models/{}/unload': ['POST'],
 };
 const pathArb = fc.tuple(fc.constantFrom(...TEMPLATES), fc.array(segment, { minLength: 2, maxLength: 2 }), query, fc.nat()).map(([template, segs, q, pick]) => {
   let i = 0;
