@@ -145,8 +145,8 @@ async function spawnOnce(o: FrontOptions, port: number): Promise<Spawned> {
   const listener = await bindPublic(o.host, port);
   const fd = (listener as unknown as { _handle: { fd: number } })._handle.fd;
   const boundPort = (listener.address() as net.AddressInfo).port;
-  // The config's tunables (HEARTH_FRONT_THREADS / _MAXCONN / _ANSWER_TIMEOUT) pass through from Hearth's
-  // environment; where it listens, what it forwards to and its secret are Hearth's; TLS is the stand-alone front's.
+  // The config's tunables (HEARTH_FRONT_THREADS / _MAXCONN / _ANSWER_TIMEOUT / _CLIENT_TIMEOUT) pass through from
+  // Hearth's environment; where it listens, what it forwards to and its secret are Hearth's; TLS is the stand-alone front's.
   const env: NodeJS.ProcessEnv = { ...process.env };
   delete env.HEARTH_FRONT_CERT;
   Object.assign(env, {

@@ -514,7 +514,8 @@ export class HttpExchange {
    * whose last chunk waits for the body (within the drain bound) or for it to stall (BODY_STALL_MS). HAProxy 2.6
    * closes the client's connection once an answer is complete, and a close under an upload still on its way resets
    * it (see send); an answer not yet complete keeps the upload flowing to Hearth, which drops it. The client reads
-   * the status and the error at once (and may stop uploading); its connection closes after the last chunk.
+   * the status and the error at once (and may stop uploading); HAProxy closes its connection after the last chunk
+   * once the declared body has passed, or once the client has been silent for the front's `timeout client` (10 s).
    */
   private answerAheadOfBody(status: number, body: string | Uint8Array, headers: HeaderList): void {
     this.armAbort(); // see send

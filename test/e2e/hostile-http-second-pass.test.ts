@@ -10,7 +10,8 @@ import { parseResponses, type RawResponse, rawWrites } from '../helpers/raw-http
  * 1. a body declared over the limit is answered 413 from the head alone (a few body bytes sent, the rest never),
  *    whatever the key: without the front at once; behind it over a route's own limit at once too, as a chunked
  *    answer that ends once the body arrived or stalled (it waited for the front's 10-minute time-out), so an upload
- *    still under way reads its 413 before it ends and loses it to no reset; over the front's limit at once; behind the front a 2 GiB
+ *    still under way reads its 413 before it ends and loses it to no reset; a client that stalls after it is closed
+ *    (behind the front after its client time-out, which was 10 minutes); over the front's limit at once; behind the front a 2 GiB
  *    declaration too (HAProxy 2.6 read it as a negative 32-bit number: it went to Hearth, and uWS's close came
  *    back as 502); any answer waiting for a body (a 401, a 404) comes once the body stalled;
  * 2. a complete request followed by a half-close (FIN) gets its answer behind the front (it got 400), while a
@@ -22,6 +23,10 @@ import { parseResponses, type RawResponse, rawWrites } from '../helpers/raw-http
  */
 const MODEL = 'local/never-stops';
 const LIMIT = 65_536;
+/** The front's client time-out for this file's server (HEARTH_FRONT_CLIENT_TIMEOUT; 10 s by default), in seconds. */
+const FRONT_CLIENT_TIMEOUT_S = 3;
+/** uWS's own idle time-out without the front (compiled into the pinned build), in seconds. */
+const UWS_IDLE_TIMEOUT_S = 10;
 
 type Front = 'haproxy' | 'off';
 
@@ -58,7 +63,10 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
 
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null });
-    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--slots', '1', '--workers', '1', '--max-tokens', '100000', '--context-size', '2048', '--body-limit', String(LIMIT), '--front', front] });
+    hearth = await startHearthProcess({
+      args: ['--model', model, '--model-id', MODEL, '--slots', '1', '--workers', '1', '--max-tokens', '100000', '--context-size', '2048', '--body-limit', String(LIMIT), '--front', front],
+      env: { HEARTH_FRONT_CLIENT_TIMEOUT: `${FRONT_CLIENT_TIMEOUT_S}s` },
+    });
     await hearth.waitReady();
     expect(/"msg":"listening".*"front":"haproxy"/.test(hearth.logs())).toBe(front === 'haproxy');
   }, 60_000);
@@ -74,7 +82,7 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
     it('is refused 413 payload_too_large from the head alone, with a valid key, a wrong one or none, the body stalled', async () => {
       // Over the route's limit (LIMIT + 1, 2 MiB: issue 23's case), over the front's (50 MiB + 1) and 9 digits. Behind
       // the front, Hearth's 413 for a route's limit ends once the body stalls (README "Limits"); the front's own
-      // at once. The wait is far below the front's client time-out (10 min) and uWS's idle time-out (about 10 s).
+      // at once. Each exchange ends at its first complete answer, before any time-out.
       const lengths = [String(LIMIT + 1), String(2 * 1024 * 1024), String(50 * 1024 * 1024 + 1), '999999999'];
       for (const auth of [hearth.key, 'hk_nobody_secret', null]) {
         for (const length of lengths) {
@@ -121,6 +129,18 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
       await expectServing();
     });
 
+    it('a client that stops sending after its 413 is closed, not held for its declared body', async () => {
+      // 2 MiB declared, 8 bytes sent, the client keeps reading and sends nothing more: the server's side closes
+      // (FIN) after the 413, behind the front once the client has been silent for the front's client time-out
+      // (HAProxy 2.6 ends a client's side only after its request; it held this connection for 10 minutes), without
+      // it at uWS's idle time-out. The wait is twice the bound: a connection held for its declared body fails it.
+      const boundS = front === 'haproxy' ? FRONT_CLIENT_TIMEOUT_S : UWS_IDLE_TIMEOUT_S;
+      const r = await exchange(hearth.port, [head(String(2 * 1024 * 1024), hearth.key)], { waitMs: 2 * boundS * 1000 });
+      expectJsonError(r.responses[0], 413, 'payload_too_large', 'stalled after its head');
+      expect(r.closed).toBe(true);
+      await expectServing();
+    }, 30_000);
+
     it('an answer decided before a body that stops arriving (no key: 401; a route that takes no body: 404) still comes', async () => {
       const cases: Array<[string, number, string]> = [
         [`POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{"model"`, 401, 'invalid_api_key'],
@@ -158,6 +178,31 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
       }
       await expectServing();
     });
+  });
+
+  describe("the front's client time-out", () => {
+    it('does not cut a client that waits for its answer longer than it (a request queued behind a busy slot)', async () => {
+      // The one slot streams for as long as the test wants; a non-streamed request queued behind it waits, silent,
+      // for twice the client time-out, then gets its answer once the stream's client leaves.
+      const holder = net.connect(hearth.port, '127.0.0.1');
+      holder.on('error', () => {});
+      await new Promise<void>((resolve) => {
+        let seen = '';
+        holder.on('data', (d: Buffer) => {
+          seen += d.toString();
+          if ((seen.match(/^data: /gm) ?? []).length >= 2) resolve();
+        });
+        holder.write(post('/api/inference/v1/chat/completions', chat({ max_tokens: 90_000, stream: true })));
+      });
+      const waiting = fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' }, body: chat({ max_tokens: 2 }) });
+      for (let i = 0; i < 100 && (await metric('hearth_num_requests_waiting')) < 1; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(await metric('hearth_num_requests_waiting')).toBe(1);
+      await new Promise((r) => setTimeout(r, 2 * FRONT_CLIENT_TIMEOUT_S * 1000));
+      holder.resetAndDestroy();
+      const r = await waiting;
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
+    }, 30_000);
   });
 
   describe('item 2: half-close', () => {
