@@ -292,6 +292,14 @@ export class ModelRegistry {
     return [...this.entries.values()].map((e) => this.viewOf(e));
   }
 
+  /** What GET /models shows of each model (id, state, status), at one status copy per model: it is polled. */
+  listing(): Array<Pick<RegistryModelView, 'id' | 'state' | 'status'>> {
+    return [...this.entries.values()].map((e) => {
+      const status = e.engine?.status() ?? e.lastStatus;
+      return { id: e.id, state: this.stateOf(e, status), status };
+    });
+  }
+
   /** The first model's engine while it has one (GET /health, the serving stats), else null. */
   engineIfLoaded(id: string): ManagedEngine | null {
     return this.entries.get(id)?.engine ?? null;
@@ -320,7 +328,7 @@ export class ModelRegistry {
     return {
       id: e.id,
       source: e.model.source,
-      state: this.stateOf(e),
+      state: this.stateOf(e, status),
       status,
       memoryBytes: e.counted ? e.estimateBytes : 0,
       pull: e.pull ? { downloadedBytes: e.pull.downloadedBytes, totalBytes: e.pull.totalBytes, percent: percent(e.pull) } : status?.pull ? { downloadedBytes: status.pull.downloadedBytes, totalBytes: status.pull.totalBytes, percent: Math.round(status.pull.ratio * 1000) / 10 } : null,
@@ -332,11 +340,12 @@ export class ModelRegistry {
     };
   }
 
-  private stateOf(e: Entry): RegistryState {
+  /** `status`: the engine's, when the caller has it already. */
+  private stateOf(e: Entry, status?: ModelStatus | null): RegistryState {
     if (e.pull?.running) return 'pulling';
     if (e.error !== null) return 'failed';
     if (e.unloading !== null) return 'unloaded';
-    if (e.engine) return e.engine.status().state;
+    if (e.engine) return (status ?? e.engine.status()).state;
     return e.loading !== null ? 'loading' : 'unloaded';
   }
 

@@ -67,6 +67,12 @@ export class ClientGoneError extends Error {
 
 /** Headers uWS writes itself (or that belong to the connection, not the answer). */
 const OWNED_BY_UWS = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive']);
+const OWNED_LENGTHS = new Set([...OWNED_BY_UWS].map((name) => name.length));
+
+/** Whether `name` (any case) is OWNED_BY_UWS; lower-cases only names of those lengths (per answer header, hot). */
+function ownedByUws(name: string): boolean {
+  return OWNED_LENGTHS.has(name.length) && OWNED_BY_UWS.has(name.toLowerCase());
+}
 
 /**
  * The one owner of a uWS request/response pair (architecture habit 3), for the service, the tool-server kit
@@ -140,8 +146,14 @@ export class HttpExchange {
     const list: Array<[string, string]> = [];
     req.forEach((k, v) => list.push([k, v]));
     this.headerList = style.frontSecret === undefined ? list : this.takeFrontHeaders(list, style.frontSecret);
-    const rid = req.getHeader('x-request-id');
-    this.requestId = REQUEST_ID.test(rid) ? rid : newRequestId();
+    let rid: string | undefined;
+    for (const [k, v] of this.headerList) {
+      if (k === 'x-request-id') {
+        rid = v;
+        break;
+      }
+    }
+    this.requestId = rid !== undefined && REQUEST_ID.test(rid) ? rid : newRequestId();
     const raw: string[] = [];
     for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i));
     this.rawParams = raw;
@@ -454,9 +466,9 @@ export class HttpExchange {
   private writeHead(status: number, headers: HeaderList): void {
     this.status = status;
     this.committed = true;
-    this.res.writeStatus(statusLine(status));
+    if (status !== 200) this.res.writeStatus(statusLine(status)); // uWS writes `200 OK` itself
     this.res.writeHeader('x-request-id', this.requestId);
-    for (const [k, v] of headers) if (!OWNED_BY_UWS.has(k.toLowerCase())) this.res.writeHeader(k, v);
+    for (const [k, v] of headers) if (!ownedByUws(k)) this.res.writeHeader(k, v);
     for (const [k, v] of this.extraHeaders) this.res.writeHeader(k, v);
   }
 

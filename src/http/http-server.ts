@@ -103,8 +103,8 @@ function listenUws(o: HttpServerOptions, at: { host: string; port: number }, fro
     let child = children.get(key);
     if (child === undefined) {
       child = {
-        count: o.metrics.httpRequests.labels({ route, status: String(status) }),
-        duration: o.metrics.httpDuration.labels({ route, status_class: `${String(status)[0]}xx` }),
+        count: o.metrics.httpRequests.bind({ route, status: String(status) }),
+        duration: o.metrics.httpDuration.bind({ route, status_class: `${String(status)[0]}xx` }),
       };
       children.set(key, child);
     }

@@ -26,6 +26,9 @@ export interface SharedModelGatewayOptions {
 
 export const DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS = { promptCacheScope: 'account' } satisfies Required<SharedModelGatewayOptions>;
 
+/** What GET /models shows of one model. */
+type ModelListing = ReturnType<ModelRegistry['listing']>[number];
+
 /**
  * Routes validated shared-endpoint requests to the engine of the model they name (the model registry:
  * model-registry.ts). Knows model ids and the served models' public description; knows nothing of HTTP.
@@ -221,22 +224,22 @@ export class SharedModelGateway {
 
   /** GET /models as JSON text, rendered again only when a model's state changes. */
   modelsBody(): string {
-    const views = this.models.views();
-    const key = views.map((v) => `${v.id} ${v.state} ${v.status?.engine} ${v.status?.contextSize} ${v.status?.workersReady}`).join('|');
-    if (this.modelsCache?.key !== key) this.modelsCache = { key, body: JSON.stringify(this.listFrom(views)) };
+    const listing = this.models.listing();
+    const key = listing.map((v) => `${v.id} ${v.state} ${v.status?.engine} ${v.status?.contextSize} ${v.status?.workersReady}`).join('|');
+    if (this.modelsCache?.key !== key) this.modelsCache = { key, body: JSON.stringify(this.listFrom(listing)) };
     return this.modelsCache.body;
   }
 
   listModels(): ModelList {
-    return this.listFrom(this.models.views());
+    return this.listFrom(this.models.listing());
   }
 
-  private listFrom(views: RegistryModelView[]): ModelList {
-    return { object: 'list', data: views.map((v) => this.modelObject(v)) };
+  private listFrom(listing: ModelListing[]): ModelList {
+    return { object: 'list', data: listing.map((v) => this.modelObject(v)) };
   }
 
   /** One model as OpenAI lists it, with Hearth's own fields under `hearth` (state: unloaded, pulling, loading, ready, failed). */
-  private modelObject(v: RegistryModelView): ModelList['data'][number] {
+  private modelObject(v: ModelListing): ModelList['data'][number] {
     const s = v.status;
     const [namespace] = v.id.split('/');
     return {

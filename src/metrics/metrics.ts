@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { BoundCounter, BoundHistogram } from './bound-metrics.ts';
 
 /**
  * Every Prometheus metric of Hearth, declared once (contract.md "Metrics"). Histograms follow vLLM's
@@ -45,9 +46,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     promptCacheHits: new Counter({ name: 'hearth_prompt_cache_hits_total', help: 'Native engine: jobs that started from a host-memory prompt cache entry (hit ratio: hits / lookups)', labelNames: ['model'], registers: reg }),
     kvCacheUsage: new Gauge({ name: 'hearth_kv_cache_usage_ratio', help: "Native engine: fraction of the KV cache's cells held by the requests running now (0..1; all workers); a finished request's reusable prefix counts as free", labelNames: ['model'], registers: reg }),
     prefixCacheHits: new Counter({ name: 'hearth_prefix_cache_hits_total', help: 'Prompt tokens served from the prefix cache', labelNames: ['model'], registers: reg }),
-    httpRequests: new Counter({ name: 'hearth_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'], registers: reg }),
-    httpDuration: new Histogram({ name: 'hearth_http_request_duration_seconds', help: 'HTTP request duration by route and status class', labelNames: ['route', 'status_class'], buckets: LATENCY_BUCKETS, registers: reg }),
-    errors: new Counter({ name: 'hearth_errors_total', help: 'Error answers by code', labelNames: ['route', 'code'], registers: reg }),
+    // Updated on every request: bound series (bound-metrics.ts), not prom-client's per-call label hashing.
+    httpRequests: new BoundCounter({ name: 'hearth_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['route', 'status'], registers: reg }),
+    httpDuration: new BoundHistogram({ name: 'hearth_http_request_duration_seconds', help: 'HTTP request duration by route and status class', labelNames: ['route', 'status_class'], buckets: LATENCY_BUCKETS, registers: reg }),
+    errors: new BoundCounter({ name: 'hearth_errors_total', help: 'Error answers by code', labelNames: ['route', 'code'], registers: reg }),
     providerLatency: new Histogram({ name: 'hearth_provider_request_duration_seconds', help: 'Upstream provider call duration (to last byte)', labelNames: ['provider', 'outcome'], buckets: LATENCY_BUCKETS, registers: reg }),
     appDeployments: new Counter({ name: 'hearth_app_deployments_total', help: 'Finished app deployments by result (live, failed)', labelNames: ['result'], registers: reg }),
     appRestarts: new Counter({ name: 'hearth_app_restarts_total', help: 'App processes restarted after a crash', registers: reg }),
