@@ -7,10 +7,11 @@ export type { HearthProcess };
 
 /**
  * Starts `hearth serve` for a benchmark (the tests' launcher: child process, free port, fresh data dir,
- * one API key) at log level info, waits until the model is ready. Stop it with `.stop()`.
+ * one API key) at log level info, waits until the model is ready. Stop it with `.stop()`. `bin`: another
+ * checkout's bin/hearth.js (a baseline).
  */
-export async function startBenchHearth(args: string[], env: NodeJS.ProcessEnv = {}): Promise<HearthProcess> {
-  const hearth = await startHearthProcess({ args, env: { HEARTH_LOG_LEVEL: 'info', ...env } });
+export async function startBenchHearth(args: string[], env: NodeJS.ProcessEnv = {}, bin?: string): Promise<HearthProcess> {
+  const hearth = await startHearthProcess({ args, env: { HEARTH_LOG_LEVEL: 'info', ...env }, ...(bin === undefined ? {} : { bin }) });
   try {
     await hearth.waitReady(120_000);
   } catch (err) {

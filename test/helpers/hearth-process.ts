@@ -34,10 +34,11 @@ export function createKey(dataDir: string, name = 'test', env: NodeJS.ProcessEnv
 }
 
 /** Starts `hearth serve` as a child process on a free port with a fresh data dir (unless given). */
-export async function startHearthProcess(options: { args: string[]; env?: NodeJS.ProcessEnv; dataDir?: string }): Promise<HearthProcess> {
+/** `bin`: another checkout's `bin/hearth.js` (a benchmark's baseline); default this one's. */
+export async function startHearthProcess(options: { args: string[]; env?: NodeJS.ProcessEnv; dataDir?: string; bin?: string }): Promise<HearthProcess> {
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-test-'));
   const key = createKey(dataDir, 'test', options.env); // the server's records (HEARTH_DATABASE_URL in env: PostgreSQL)
-  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...options.args], {
+  const proc = spawn(process.execPath, [options.bin ?? BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...options.args], {
     env: { ...process.env, HEARTH_LOG_LEVEL: 'debug', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
