@@ -46,8 +46,14 @@ export function appRoutes(d: AppRouteDeps): Route[] {
     ...(body === 'none' ? {} : { body: { kind: 'handler' as const } }),
     handler: async (raw: HttpExchange) => {
       const ex = new AppExchange(raw);
-      // Authenticated (synchronously) before any body is read: an anonymous upload is refused unread.
-      const { accountId } = d.auth.authenticate(ex.credentials(d.session));
+      // Authenticated before any body is read: an anonymous upload is refused unread. Credentials unknown here may be
+      // a moment old on another replica (fresh-credentials.ts): the upload is held, paused, while the records catch up.
+      let principal = d.auth.authenticateFresh(ex.credentials(d.session));
+      if (principal instanceof Promise) {
+        raw.holdBody();
+        principal = await principal;
+      }
+      const { accountId } = principal;
       let bodyPromise: Promise<unknown> = Promise.resolve(undefined);
       if (body === 'json') bodyPromise = ex.readJson(d.bodyLimit);
       else if (body === 'deployment') {

@@ -118,7 +118,10 @@ export class HttpExchange {
   private writableWaiter: (() => void) | null = null;
   /** Headers added to whatever answer this exchange sends (e.g. a key's rate-limit headers). */
   private extraHeaders: HeaderList = [];
-  private bodyState: 'none' | 'reading' | 'read' = 'none';
+  /** 'held': paused by holdBody until a reader is attached (or an answer drops it). */
+  private bodyState: 'none' | 'held' | 'reading' | 'read' = 'none';
+  /** What uWS delivered while the body was held, for the reader attached next (holdBody). */
+  private held: Array<{ chunk: Buffer; isLast: boolean }> | null = null;
   /** Body bytes seen so far by the exchange's own readers (readBody, drainBody), and whether a handler streams it. */
   private bodyBytes = 0;
   private bodyStreamed = false;
@@ -321,7 +324,7 @@ export class HttpExchange {
    */
   readBody(limit: number): Promise<Buffer> {
     if (this.body !== null) return this.body;
-    if (this.bodyState !== 'none') throw new Error('body already streamed');
+    if (this.bodyState !== 'none' && this.bodyState !== 'held') throw new Error('body already streamed');
     this.bodyState = 'reading';
     this.body = new Promise<Buffer>((resolve, reject) => {
       const declared = this.contentLength;
@@ -333,7 +336,7 @@ export class HttpExchange {
       const parts: Buffer[] = [];
       let size = 0;
       let failed = false;
-      this.res.onData((chunk, isLast) => {
+      this.onBody((chunk, isLast) => {
         if (isLast) this.bodyState = 'read';
         this.bodyProgress(chunk.byteLength, isLast);
         if (failed) return;
@@ -343,7 +346,7 @@ export class HttpExchange {
           reject(payloadTooLarge(limit));
           return;
         }
-        parts.push(Buffer.from(chunk.slice(0))); // the ArrayBuffer is neutered when this callback returns
+        parts.push(Buffer.from(chunk)); // a copy: the chunk is a view of uWS's buffer, neutered when this callback returns
         if (!isLast) return;
         const whole = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
         setImmediate(() => (this.aborted ? reject(new ClientGoneError('client disconnected')) : resolve(whole)));
@@ -382,8 +385,47 @@ export class HttpExchange {
     this.discardBody();
   }
 
+  /**
+   * Holds the request body while the handler awaits something before it decides to read it (credentials that may be
+   * on their way from another replica: fresh-credentials.ts). Call synchronously in the handler (uWS drops body data
+   * that has no listener). The socket is paused at once; what uWS had already read (at most its receive buffer) is
+   * kept and handed, in order, to the reader attached next (readBody, streamBody), which resumes the socket. An
+   * answer sent while the body is held reads and drops it like any unread body (see send). No-op without a body.
+   */
+  holdBody(): void {
+    if (this.bodyState !== 'none' || !this.hasBody) return;
+    this.bodyState = 'held';
+    const held: Array<{ chunk: Buffer; isLast: boolean }> = [];
+    this.held = held;
+    this.res.onData((chunk, isLast) => held.push({ chunk: Buffer.from(chunk.slice(0)), isLast }));
+    this.res.pause();
+  }
+
+  /**
+   * Attaches the body's reader: first what holdBody kept (then the socket reads again), then uWS's chunks as they
+   * come. A chunk is only valid during the call (a view of uWS's buffer): a reader that keeps it copies it.
+   */
+  private onBody(handler: (chunk: Buffer, isLast: boolean) => void): void {
+    const live = (chunk: ArrayBuffer, isLast: boolean) => handler(Buffer.from(chunk), isLast);
+    const held = this.held;
+    this.held = null;
+    if (held === null) {
+      this.res.onData(live);
+      return;
+    }
+    if (this.aborted) return; // the client left while the body was held: the reader's abort handler answers
+    let ended = false;
+    for (const { chunk, isLast } of held) {
+      handler(chunk, isLast);
+      ended ||= isLast;
+    }
+    if (this.aborted) return;
+    if (!ended) this.res.onData(live);
+    this.res.resume(); // also once the body ended: a paused keep-alive socket reads no next request
+  }
+
   private discardBody(): void {
-    this.res.onData((chunk, isLast) => {
+    this.onBody((chunk, isLast) => {
       if (isLast) this.bodyState = 'read';
       this.bodyProgress(chunk.byteLength, isLast);
     });
@@ -445,12 +487,12 @@ export class HttpExchange {
    * `pauseBody` / `resumeBody` for backpressure.
    */
   streamBody(onChunk: (chunk: Buffer, isLast: boolean) => void): void {
-    if (this.bodyState !== 'none') throw new Error('body already read');
+    if (this.bodyState !== 'none' && this.bodyState !== 'held') throw new Error('body already read');
     this.bodyState = 'reading';
     this.bodyStreamed = true;
-    this.res.onData((chunk, isLast) => {
+    this.onBody((chunk, isLast) => {
       if (isLast) this.bodyState = 'read';
-      onChunk(Buffer.from(chunk.slice(0)), isLast);
+      onChunk(Buffer.from(chunk), isLast); // a copy (see onBody)
     });
   }
 
@@ -489,6 +531,10 @@ export class HttpExchange {
    */
   send(status: number, body: string | Uint8Array, headers: HeaderList, closeConnection = false): void {
     if (this.closed || this.committed) return;
+    if (this.bodyState === 'held') {
+      this.bodyState = 'reading';
+      this.discardBody(); // a held body nobody will read: dropped, the answer waits for it as for any other
+    }
     // Without the front only: through HAProxy 2.6 an answer complete under an upload still on its way is lost to a
     // reset (18 of 20 whole 1.5 MB chat bodies lost their 413 that way; HAProxy drains the rest of a request after an
     // early answer only from 3.0); there the 413 waits for the body like other answers, or for the body to stall.

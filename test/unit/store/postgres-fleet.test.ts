@@ -56,6 +56,7 @@ describe('PostgreSQL records shared by replicas', () => {
     // Replica b hears no NOTIFY and polls once in 10 minutes: only refresh() can bring it a's writes.
     const [a, b] = await replicas(2, { pollMs: 600_000 });
     await (b as unknown as { listener: { query(sql: string): Promise<unknown> } }).listener.query('UNLISTEN *');
+    await b!.refresh(); // the catch-up b queued when it began to listen has run (under load it could run after a's write)
     const created = await new ApiKeyRepository(a!).create('ci', 'acct');
     const keysB = new ApiKeyRepository(b!);
     expect(() => keysB.authenticate(created.key)).toThrow('Unauthorized');
