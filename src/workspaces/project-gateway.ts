@@ -5,6 +5,8 @@ import type { ChatRequest } from '../protocol/chat-request.ts';
 import type { ChatDelta } from '../protocol/chat-delta.ts';
 import { type ChatProvider, isAbortError, isProviderName, type ProviderName } from '../providers/index.ts';
 import type { ProjectRepository } from './project-repository.ts';
+import type { ProjectRecord } from '../store/records.ts';
+import { whenReady } from '../accounts/fresh-credentials.ts';
 
 /**
  * Routes per-project chat requests to the project's upstream provider. `open()` decides, in this order
@@ -51,9 +53,15 @@ export function providerErrorKind(e: ApiError): ProviderErrorKind {
 export class ProjectGateway {
   constructor(private readonly d: ProjectGatewayDeps) {}
 
-  /** Authenticates and checks the project (see the class comment for the order of failures). */
-  open(projectId: string, bearer: string | undefined): ProjectSession {
-    const project = this.d.projects.authenticate(bearer);
+  /**
+   * Authenticates and checks the project (see the class comment for the order of failures). A token unknown here is
+   * looked up once more after the records caught up (made on another replica a moment ago: fresh-credentials.ts).
+   */
+  open(projectId: string, bearer: string | undefined): ProjectSession | Promise<ProjectSession> {
+    return whenReady(this.d.projects.authenticateFresh(bearer), (project) => this.sessionFor(projectId, project));
+  }
+
+  private sessionFor(projectId: string, project: ProjectRecord): ProjectSession {
     if (project.id !== projectId) throw unauthorized();
     if (project.state !== 'ready') throw projectNotReady(project.state);
     if (!isProviderName(project.provider)) throw providerConfigurationMissing(`the project's provider '${project.provider}' is not supported`);

@@ -25,7 +25,7 @@ export function projectInferenceRoutes(d: ProjectInferenceRouteDeps): Route[] {
       name: 'project_chat_completions',
       body: { kind: 'json', limit: d.bodyLimit },
       handler: async (ex) => {
-        const session = d.projects.open(ex.params[0]!, bearerToken(ex.authorization));
+        const session = await d.projects.open(ex.params[0]!, bearerToken(ex.authorization));
         const json = await ex.json();
         if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
         const request = validateChatRequest(json);

@@ -1,3 +1,4 @@
+import { orRefreshed } from '../accounts/fresh-credentials.ts';
 import { noYamConfigured, unauthorized, workspaceNotFound } from '../errors/index.ts';
 import type { RecordStore } from '../store/record-store.ts';
 import { indexKeys, indexRange, type ProjectRecord, type ProjectState } from '../store/database.ts';
@@ -180,6 +181,11 @@ export class ProjectRepository {
     const matches = secretMatches(parsed.secret, known ? p.tokenHash : UNKNOWN_ID_SECRET_HASH);
     if (!known || !matches) throw unauthorized();
     return p;
+  }
+
+  /** authenticate, and for a token unknown here once more after the records caught up (fresh-credentials.ts). */
+  authenticateFresh(presented: string | undefined): ProjectRecord | Promise<ProjectRecord> {
+    return orRefreshed(() => this.authenticate(presented), this.store.refresh?.bind(this.store));
   }
 
   /** The decrypted provider key, or null when it is missing or unreadable (e.g. the master key changed). */

@@ -8,6 +8,9 @@ import { ApiError } from '../../../src/errors/index.ts';
 import { readMigrations } from '../../../src/store/postgres/migrations.ts';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
+import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';
+import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
+import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
 
 /**
  * Two PostgreSQL stores on one database, as two replicas of a fleet: each sees the other's writes (NOTIFY,
@@ -52,7 +55,7 @@ describe('PostgreSQL records shared by replicas', () => {
     expect(() => keysB.authenticate(created.key)).toThrow('Unauthorized');
   });
 
-  it('a key, session or stored response made on another replica a moment ago is found at once (refresh on a miss)', async () => {
+  it('a key, session, project token or stored response made on another replica a moment ago is found at once (refresh on a miss)', async () => {
     // Replica b hears no NOTIFY and polls once in 10 minutes: only refresh() can bring it a's writes.
     const [a, b] = await replicas(2, { pollMs: 600_000 });
     await (b as unknown as { listener: { query(sql: string): Promise<unknown> } }).listener.query('UNLISTEN *');
@@ -73,6 +76,16 @@ describe('PostgreSQL records shared by replicas', () => {
     const credentials = { authorization: '', bearer: undefined, sessionToken: token, changes: false, sameOrigin: true };
     expect(() => authB.authenticate(credentials)).toThrow();
     expect(await authB.authenticateFresh(credentials)).toMatchObject({ kind: 'session', accountId: 'acct', userId: owner.id });
+
+    const workspaces = new WorkspaceRepository(a!);
+    const ws = await workspaces.create('acct', 'ws');
+    await workspaces.requestYam('acct', ws.id);
+    await workspaces.finishYam(ws.id, { ok: true });
+    const cipher = new ProviderKeyCipher(Buffer.alloc(32, 9));
+    const { project, token: projectToken } = await new ProjectRepository(a!, cipher).create({ accountId: 'acct', workspaceId: ws.id, name: 'p', provider: 'anthropic', model: 'm', temperature: null, providerApiKey: 'prov-key-0123456789' });
+    const projectsB = new ProjectRepository(b!, cipher);
+    expect(() => projectsB.authenticate(projectToken)).toThrow('Unauthorized');
+    expect((await projectsB.authenticateFresh(projectToken)).id).toBe(project.id);
 
     new ResponseRepository(a!, 30).put({ id: 'resp_1', accountId: 'acct', response: { id: 'resp_1' }, inputItems: [], history: [] });
     await a!.refresh(); // the sync write's commit has run (in order with a's catch-ups)
