@@ -206,7 +206,7 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
   });
 
   describe('item 2: half-close', () => {
-    it('a complete request then a write-side shutdown (FIN): answered behind the front; uWS alone closes (documented)', async () => {
+    it('a complete request then a write-side shutdown (FIN): answered behind the front; uWS alone closes on it, answered only if its answer was written first (documented)', async () => {
       const cases: Array<[string, string, number]> = [
         ['GET /health', 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', 200],
         ['chat', post('/api/inference/v1/chat/completions', chat({ max_tokens: 5 })), 200],
@@ -219,7 +219,10 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
           expect(r.responses.map((x) => x.status), name).toEqual([status]);
           if (name === 'chat') expect((JSON.parse(r.responses[0]!.body) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(5);
         } else {
-          expect(r.responses, name).toEqual([]);
+          // uWS closes on the FIN: only an answer written before it read the FIN gets out (a chat of 5 cached-prompt
+          // tokens sometimes is), and nothing else: at most that one answer, the right one.
+          expect(r.responses.length, name).toBeLessThanOrEqual(1);
+          for (const res of r.responses) expect(res.status, name).toBe(status);
         }
         expect(r.closed, name).toBe(true);
       }
