@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AuthenticatedKeyView, type KeyAuthenticator, ManagementAuthenticator } from '../../../src/accounts/authenticator.ts';
 import type { SessionRepository } from '../../../src/accounts/session-repository.ts';
@@ -8,7 +7,7 @@ import type { AppHost } from '../../../src/apps/app-host.ts';
 import { appRoutes } from '../../../src/apps/app-routes.ts';
 import { orRefreshed } from '../../../src/accounts/fresh-credentials.ts';
 import { unauthorized } from '../../../src/errors/index.ts';
-import { mountRoutes } from '../../../src/http/router.ts';
+import { listenRoutes, patternBytes } from '../../helpers/uws-routes.ts';
 
 /**
  * The apps API and credentials made on another replica a moment ago (fresh-credentials.ts): a key this replica does
@@ -21,7 +20,7 @@ let refreshes = 0;
 let known = false;
 const deployed: Array<{ accountId: string; ws: string; appId: string; bytes: number; sha256: string }> = [];
 let port: number;
-let listen: uWS.us_listen_socket;
+let close: () => void;
 
 beforeAll(async () => {
   // Keys as a replica's records see them: the fresh key only once a catch-up (refresh) has run.
@@ -43,18 +42,12 @@ beforeAll(async () => {
       return { id: 'dep_1', status: 'building' };
     },
   } as unknown as AppHost;
-  const app = uWS.App();
-  mountRoutes(app, appRoutes({ host, auth, session: { publicUrl: undefined, trustProxy: false, maxAgeMs: 60_000 }, bodyLimit: 1 << 20, keepAliveMs: 15_000 }), () => {});
-  await new Promise<void>((resolve) => app.listen('127.0.0.1', 0, (s) => { listen = s; port = uWS.us_socket_local_port(s as unknown as uWS.us_socket); resolve(); }));
+  ({ port, close } = await listenRoutes(appRoutes({ host, auth, session: { publicUrl: undefined, trustProxy: false, maxAgeMs: 60_000 }, bodyLimit: 1 << 20, keepAliveMs: 15_000 })));
 });
-afterAll(() => uWS.us_listen_socket_close(listen));
+afterAll(() => close());
 
-/** Deterministic archive bytes (not a real archive: the host here only counts them). */
-function archive(size: number): Buffer {
-  const b = Buffer.alloc(size);
-  for (let i = 0; i < size; i++) b[i] = (i * 7 + (i >> 10)) & 0xff;
-  return b;
-}
+/** Archive bytes (not a real archive: the host here only counts them). */
+const archive = (size: number) => patternBytes(size, 7);
 
 const deploy = (key: string, body: Buffer) =>
   fetch(`http://127.0.0.1:${port}/api/v1/workspaces/ws_1/apps/app_1/deployments`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/gzip' }, body });

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import net from 'node:net';
-import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unauthorized } from '../../../src/errors/index.ts';
-import { mountRoutes, type Route } from '../../../src/http/router.ts';
+import type { Route } from '../../../src/http/router.ts';
 import { parseResponses, rawWrites } from '../../helpers/raw-http.ts';
+import { listenRoutes, patternBytes as payload } from '../../helpers/uws-routes.ts';
 
 /**
  * HttpExchange.holdBody: a handler that must await something before it decides to read the body (the apps API
@@ -14,7 +14,7 @@ import { parseResponses, rawWrites } from '../../helpers/raw-http.ts';
  */
 const HOLD_MS = 60;
 let port: number;
-let listen: uWS.us_listen_socket;
+let close: () => void;
 let served = 0;
 
 beforeAll(async () => {
@@ -35,18 +35,9 @@ beforeAll(async () => {
     },
     { method: 'GET', pattern: '/after', name: 'after', handler: (ex) => ex.sendJson(200, { after: true }) },
   ];
-  const app = uWS.App();
-  mountRoutes(app, routes, () => {});
-  await new Promise<void>((resolve) => app.listen('127.0.0.1', 0, (s) => { listen = s; port = uWS.us_socket_local_port(s as unknown as uWS.us_socket); resolve(); }));
+  ({ port, close } = await listenRoutes(routes));
 });
-afterAll(() => uWS.us_listen_socket_close(listen));
-
-/** Deterministic bytes (no randomness: a failure reproduces). */
-function payload(size: number): Buffer {
-  const b = Buffer.alloc(size);
-  for (let i = 0; i < size; i++) b[i] = (i * 31 + (i >> 8)) & 0xff;
-  return b;
-}
+afterAll(() => close());
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const head = (path: string, length: number) => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`;
 
