@@ -103,9 +103,13 @@ export class ApiKeyRepository {
     });
   }
 
-  /** authenticate, and for a key unknown here once more after the records caught up (fresh-credentials.ts). */
+  /**
+   * authenticate, and for a key unknown here once more after the records caught up (fresh-credentials.ts); only a
+   * well-formed key can be a moment old elsewhere: none, or a malformed one, is a 401 at once.
+   */
   authenticateFresh(presented: string | undefined): AuthenticatedKey | Promise<AuthenticatedKey> {
-    return orRefreshed(() => this.authenticate(presented), this.store.refresh?.bind(this.store));
+    const couldExist = presented !== undefined && parseCredential('hk', presented) !== null;
+    return orRefreshed(() => this.authenticate(presented), couldExist ? this.store.refresh?.bind(this.store) : undefined);
   }
 
   /**

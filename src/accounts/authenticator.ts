@@ -1,8 +1,14 @@
 import { originMismatch, sessionExpired } from '../errors/index.ts';
 import type { KeyLimits, UserRole } from '../store/database.ts';
+import { parseCredential } from '../store/secrets.ts';
 import { orRefreshed } from './fresh-credentials.ts';
 import type { SessionRepository } from './session-repository.ts';
 import type { UserRepository } from './user-repository.ts';
+
+/** Whether a request authenticates with an API key (a Bearer header, or no session cookie) rather than its session. */
+function usesKey(c: PresentedCredentials): boolean {
+  return BEARER_SCHEME.test(c.authorization) || c.sessionToken === undefined;
+}
 
 /** Resolves a presented bearer key to its owner, or throws `unauthorized()` (401). Implemented by the key store. */
 export interface KeyAuthenticator {
@@ -58,17 +64,22 @@ export class ManagementAuthenticator {
     private readonly refresh?: () => Promise<void>,
   ) {}
 
-  /** authenticate, and for credentials unknown here once more after the records caught up (fresh-credentials.ts). */
+  /**
+   * authenticate, and for credentials unknown here once more after the records caught up (fresh-credentials.ts):
+   * a session cookie, or a well-formed key; none, or a malformed key, is a 401 at once.
+   */
   authenticateFresh(c: PresentedCredentials): Principal | Promise<Principal> {
-    return orRefreshed(() => this.authenticate(c), this.refresh);
+    const couldExist = !usesKey(c) || (c.bearer !== undefined && parseCredential('hk', c.bearer) !== null);
+    return orRefreshed(() => this.authenticate(c), couldExist ? this.refresh : undefined);
   }
 
   authenticate(c: PresentedCredentials): Principal {
-    if (BEARER_SCHEME.test(c.authorization) || c.sessionToken === undefined) {
+    const sessionToken = usesKey(c) ? undefined : c.sessionToken;
+    if (sessionToken === undefined) {
       const k = this.keys.authenticate(c.bearer);
       return { kind: 'key', accountId: k.accountId, keyId: k.keyId };
     }
-    const session = this.sessions.resolve(c.sessionToken);
+    const session = this.sessions.resolve(sessionToken);
     const user = session && this.users.get(session.userId);
     if (!session || !user || user.accountId !== session.accountId) throw sessionExpired();
     if (c.changes && !c.sameOrigin) throw originMismatch();

@@ -58,6 +58,9 @@ export interface RegistryModelView {
   loads: number;
 }
 
+/** What GET /models shows of one model (ModelRegistry.listing). */
+export type ModelListing = Pick<RegistryModelView, 'id' | 'state' | 'status'>;
+
 /** A held model: it is not unloaded until release() (idempotent). */
 export interface ModelLease {
   engine: ManagedEngine;
@@ -293,7 +296,7 @@ export class ModelRegistry {
   }
 
   /** What GET /models shows of each model (id, state, status), at one status copy per model: it is polled. */
-  listing(): Array<Pick<RegistryModelView, 'id' | 'state' | 'status'>> {
+  listing(): ModelListing[] {
     return [...this.entries.values()].map((e) => {
       const status = e.engine?.status() ?? e.lastStatus;
       return { id: e.id, state: this.stateOf(e, status), status };

@@ -15,7 +15,7 @@ import { ToolCallStreamParser } from '../protocol/tool-call-parser.ts';
 import { planChatGeneration } from './chat-generation-plan.ts';
 import { cachePartitionOf, type InferenceCaller, type PromptCacheScope } from './prompt-cache-scope.ts';
 import type { ServingStats } from './serving-stats.ts';
-import { type ModelLease, ModelRegistry, type RegistryModelView } from '../engine/model-registry.ts';
+import { type ModelLease, type ModelListing, ModelRegistry, type RegistryModelView } from '../engine/model-registry.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { silentLogger } from '../log/logger.ts';
 
@@ -25,9 +25,6 @@ export interface SharedModelGatewayOptions {
 }
 
 export const DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS = { promptCacheScope: 'account' } satisfies Required<SharedModelGatewayOptions>;
-
-/** What GET /models shows of one model. */
-type ModelListing = ReturnType<ModelRegistry['listing']>[number];
 
 /**
  * Routes validated shared-endpoint requests to the engine of the model they name (the model registry:

@@ -183,9 +183,10 @@ export class ProjectRepository {
     return p;
   }
 
-  /** authenticate, and for a token unknown here once more after the records caught up (fresh-credentials.ts). */
+  /** authenticate, and for a well-formed token unknown here once more after the records caught up (fresh-credentials.ts). */
   authenticateFresh(presented: string | undefined): ProjectRecord | Promise<ProjectRecord> {
-    return orRefreshed(() => this.authenticate(presented), this.store.refresh?.bind(this.store));
+    const couldExist = presented !== undefined && parseCredential('hp', presented) !== null;
+    return orRefreshed(() => this.authenticate(presented), couldExist ? this.store.refresh?.bind(this.store) : undefined);
   }
 
   /** The decrypted provider key, or null when it is missing or unreadable (e.g. the master key changed). */

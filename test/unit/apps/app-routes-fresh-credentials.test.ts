@@ -15,7 +15,7 @@ import { listenRoutes, patternBytes } from '../../helpers/uws-routes.ts';
  * (HttpExchange.holdBody), not lost: the deployment gets every byte. A key nobody made stays a 401 after the one
  * catch-up, and its upload is refused, not read into a deployment.
  */
-const KNOWN_AFTER_REFRESH = 'hk_fresh_secret';
+const KNOWN_AFTER_REFRESH = `hk_fresh_${'s'.repeat(32)}`;
 let refreshes = 0;
 let known = false;
 const deployed: Array<{ accountId: string; ws: string; appId: string; bytes: number; sha256: string }> = [];
@@ -62,8 +62,17 @@ describe('apps API with credentials a moment old on another replica', () => {
   });
 
   it('a key nobody made is a 401 after one catch-up, and its upload is not deployed', async () => {
-    const r = await deploy('hk_nobody_secret', archive(1 << 20));
+    const r = await deploy(`hk_nobody_${'n'.repeat(32)}`, archive(1 << 20));
     expect(r.status).toBe(401);
+    expect(refreshes).toBe(2);
+    expect(deployed).toHaveLength(1);
+  });
+
+  it('no credential, or a malformed key, is a 401 at once: no catch-up for what could not exist anywhere', async () => {
+    for (const key of ['', 'not-a-key', 'hk_short_x']) {
+      const r = await deploy(key, archive(65_536));
+      expect(r.status, key).toBe(401);
+    }
     expect(refreshes).toBe(2);
     expect(deployed).toHaveLength(1);
   });
