@@ -124,13 +124,13 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
   const args = commandArgs(argv, SPECS, APPS_HELP, out);
   if (typeof args === 'number') return args;
   const { action, positional, options, json, print } = args;
-  if (options.apiKey === undefined) throw new ConfigError('an API key is needed: --api-key or HEARTH_API_KEY (hearth keys create --name cli)');
+  if (options.apiKey === undefined) throw new ConfigError('an API key is needed: --api-key or HEARTH_API_KEY (npx hearth keys create --name cli)');
   if (options.workspace === undefined) throw new ConfigError('a workspace is needed: --workspace or HEARTH_WORKSPACE (hearth workspaces list)');
   const api = new HearthApi(String(options.url).replace(/\/+$/, ''), String(options.apiKey));
   const apps = `/api/v1/workspaces/${encodeURIComponent(String(options.workspace))}/apps`;
   const appId = (i = 0) => {
     const id = positional[i];
-    if (!id) throw new ConfigError(`apps ${action} needs an app id (see hearth apps list)`);
+    if (!id) throw new ConfigError(`apps ${action} needs an app id (see npx hearth apps list)`);
     return encodeURIComponent(id);
   };
 
@@ -221,7 +221,7 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
     }
     case 'rollback': {
       const app = appId();
-      if (!positional[1]) throw new ConfigError('apps rollback needs a deployment id (see hearth apps deployments APP)');
+      if (!positional[1]) throw new ConfigError('apps rollback needs a deployment id (see npx hearth apps deployments APP)');
       return waitFor(app, await api.call<DeploymentView>('POST', `${apps}/${app}/rollback`, { deploymentId: positional[1] }));
     }
     case 'restart':

@@ -40,7 +40,7 @@ export async function configCommand(argv: string[], out: (s: string) => void): P
     out(HELP);
     return sub ? 0 : 2;
   }
-  if (sub !== 'print') throw new ConfigError(`unknown subcommand '${sub}' (hearth config --help)`);
+  if (sub !== 'print') throw new ConfigError(`unknown subcommand '${sub}' (npx hearth config --help)`);
   const json = rest.includes('--json');
   const { settings, warnings } = effectiveSettings(rest.filter((a) => a !== '--json'), process.env);
   for (const warning of warnings) process.stderr.write(`hearth config: ${warning}\n`);

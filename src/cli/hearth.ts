@@ -4,16 +4,16 @@ import { ConfigError } from '../config/config.ts';
 const HELP = `Usage: hearth <command> [options]
 
 Commands:
-  serve        Start the inference service (hearth serve --help, --help-all)
-  config       Print the effective serve settings and their sources (hearth config print --help)
-  keys         Create, list and revoke API keys (hearth keys --help)
-  users        Create, list and delete users who sign in to the dashboard (hearth users --help)
-  workspaces   Create, list, show and delete workspaces; create their Yam (hearth workspaces --help)
-  projects     Manage inference projects: create, list, get, update, delete, rotate-token (hearth projects --help)
-  apps         Deploy and run apps on a workspace's Yam, through the running server (hearth apps --help)
-  db           PostgreSQL records: apply migrations, import an LMDB data dir (hearth db --help)
+  serve        Start the inference service (npx hearth serve --help, --help-all)
+  config       Print the effective serve settings and their sources (npx hearth config print --help)
+  keys         Create, list and revoke API keys (npx hearth keys --help)
+  users        Create, list and delete users who sign in to the dashboard (npx hearth users --help)
+  workspaces   Create, list, show and delete workspaces; create their Yam (npx hearth workspaces --help)
+  projects     Manage inference projects: create, list, get, update, delete, rotate-token (npx hearth projects --help)
+  apps         Deploy and run apps on a workspace's Yam, through the running server (npx hearth apps --help)
+  db           PostgreSQL records: apply migrations, import an LMDB data dir (npx hearth db --help)
 
-Run "hearth <command> --help" for a command's options.`;
+Run "npx hearth <command> --help" for a command's options ("hearth" alone where it is installed on the PATH).`;
 
 type Command = (argv: string[], out: (s: string) => void) => Promise<number>;
 /** Loaded on demand, so `hearth keys` does not pay for loading the engine. */

@@ -50,7 +50,7 @@ export async function keysCommand(argv: string[], out: (s: string) => void): Pro
       }
       case 'revoke': {
         const id = positional[0];
-        if (!id) throw new ConfigError('keys revoke needs a key id (see hearth keys list)');
+        if (!id) throw new ConfigError('keys revoke needs a key id (see npx hearth keys list)');
         if (!(await keys.revoke(id, account))) {
           out(`no key with id ${id}`);
           return 1;

@@ -53,10 +53,10 @@ export async function projectsCommand(argv: string[], out: (s: string) => void):
   const args = commandArgs(argv, SPECS, PROJECTS_HELP, out);
   if (typeof args === 'number') return args;
   const { action, positional, options, print } = args;
-  if (options.workspace === undefined) throw new ConfigError(`projects ${action} needs --workspace ID (see hearth workspaces list)`);
+  if (options.workspace === undefined) throw new ConfigError(`projects ${action} needs --workspace ID (see npx hearth workspaces list)`);
   const ws = String(options.workspace);
   const id = () => {
-    if (!positional[0]) throw new ConfigError(`projects ${action} needs a project id (see hearth projects list --workspace ${ws})`);
+    if (!positional[0]) throw new ConfigError(`projects ${action} needs a project id (see npx hearth projects list --workspace ${ws})`);
     return positional[0];
   };
   const fields = () => {

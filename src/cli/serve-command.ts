@@ -1,5 +1,6 @@
 import { loadServeConfig } from '../config/config.ts';
 import { SERVE_SETTINGS } from '../config/config-spec.ts';
+import { checkLocalModels } from '../config/local-model-check.ts';
 import { groupedSettingsHelp } from '../config/settings-help.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
 import { startHearth } from '../main.ts';
@@ -37,6 +38,7 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
     return 0;
   }
   const { config, warnings } = loadServeConfig(argv);
+  checkLocalModels(config.models);
   const log = createLogger(config.logLevel);
   // Signals are handled from before the start, so one that arrives while Hearth starts is not the default
   // (instant death) but a shutdown as soon as the start is done. The first signal arms the forced-exit bound;

@@ -38,6 +38,9 @@ export async function usersCommand(argv: string[], out: (s: string) => void): Pr
     if (!options.email) throw new ConfigError('users create needs --email E');
     if (!options.account) throw new ConfigError('users create needs --account A (the account the user belongs to, e.g. default)');
     const password = await readPassword('Password: ');
+    if (password === '') {
+      throw new ConfigError(`no password given: type it when asked (on a terminal), or pipe it on stdin: printf '%s' "$PASSWORD" | npx hearth users create --email ${options.email} --account ${options.account}`);
+    }
     const input = parseUserInput({ email: options.email, password, role: options.role });
     return withStore(options, async (store) => {
       const users = new UserRepository(store);
@@ -56,7 +59,7 @@ export async function usersCommand(argv: string[], out: (s: string) => void): Pr
   }
   if (action === 'delete') {
     const id = positional[0];
-    if (!id) throw new ConfigError('users delete needs a user id (see hearth users list)');
+    if (!id) throw new ConfigError('users delete needs a user id (see npx hearth users list)');
     return withStore(options, async (store) => {
       const users = new UserRepository(store);
       const result = await users.delete(id, options.account === undefined ? undefined : String(options.account));

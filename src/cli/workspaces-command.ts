@@ -30,7 +30,7 @@ export async function workspacesCommand(argv: string[], out: (s: string) => void
   if (typeof args === 'number') return args;
   const { action, positional, options, print } = args;
   const id = () => {
-    if (!positional[0]) throw new ConfigError(`workspaces ${action} needs a workspace id (see hearth workspaces list)`);
+    if (!positional[0]) throw new ConfigError(`workspaces ${action} needs a workspace id (see npx hearth workspaces list)`);
     return positional[0];
   };
   return withManagement(options, async ({ management: m, account, settle }) => {

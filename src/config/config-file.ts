@@ -53,7 +53,7 @@ export function readConfigFile(file: string, specs: readonly SettingSpec[], read
       continue;
     }
     const found = byName.get(name);
-    if (!found) throw new ConfigError(`${file}: unknown setting '${name}' (keys are the flag names without --; see hearth serve --help-all)`);
+    if (!found) throw new ConfigError(`${file}: unknown setting '${name}' (keys are the flag names without --; see npx hearth serve --help-all)`);
     if (found.spec.flag === '--config') throw new ConfigError(`${file}: '${name}' cannot be set in a config file`);
     const source = `${file}: ${name}`;
     if (found.deprecated) warnings.push(`${source} is deprecated: use ${found.spec.flag.slice(2)}`);

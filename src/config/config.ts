@@ -2,6 +2,7 @@ import path from 'node:path';
 import { readConfigFile } from './config-file.ts';
 import { SERVE_SETTINGS, type ServeSettings, type SettingSpec } from './config-spec.ts';
 import { ConfigError, convert, type SettingValue } from './setting-value.ts';
+import { closestName } from './closest-name.ts';
 import { MODEL_ID, type ModelEntry, parseModelArgument } from './model-entries.ts';
 
 export { ConfigError };
@@ -42,7 +43,10 @@ function parseFlags(argv: readonly string[], specs: readonly SettingSpec[], warn
     const eq = arg.indexOf('=');
     const flag = eq > 0 ? arg.slice(0, eq) : arg;
     const spec = byFlag.get(flag);
-    if (!spec) throw new ConfigError(`unknown option '${flag}' (see --help)`);
+    if (!spec) {
+      const near = flag.startsWith('--') ? closestName(flag, byFlag.keys()) : undefined;
+      throw new ConfigError(`unknown option '${flag}'${near ? `: did you mean ${near}?` : ''} (see --help)`);
+    }
     let value: string | undefined = eq > 0 ? arg.slice(eq + 1) : undefined;
     if (value === undefined) {
       if (spec.type === 'bool' && (argv[i + 1] === undefined || argv[i + 1]!.startsWith('--'))) value = 'true';

@@ -18,7 +18,7 @@ import type { RawPrompt } from '../protocol/chat-request.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
 import { reasoningSyntaxOf } from '../protocol/reasoning-split.ts';
-import { ModelPullAborted, pullModel, type ModelSource } from './model-source.ts';
+import { ModelPullAborted, ModelPullError, pullModel, type ModelSource } from './model-source.ts';
 import { promptTokensAtLeast, rawPromptTokensAtLeast } from './prompt-bound.ts';
 import { resolveGenerationJob } from './resolve-generation-job.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
@@ -101,6 +101,8 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   private readonly st: ModelStatus;
   private running = 0;
   private waiting = 0;
+  /** Set when the pull failed because the hub could not be resolved or reached: the reason chat calls are told. */
+  private unreachable: string | undefined;
   private disposed = false;
   /** dispose()'s one run: every call resolves when it has finished. */
   private disposing: Promise<void> | null = null;
@@ -255,6 +257,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         this.log.info('model start abandoned: shutting down', { model: this.modelId, state: this.st.state });
         return;
       }
+      if (err instanceof ModelPullError) this.unreachable = err.unreachable;
       this.fail(err instanceof Error ? err.message : String(err));
     }
   }
@@ -344,7 +347,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** The worker pool, or a throw unless the model serves: shutting down (503), failed, still pulling or loading (503 model_warming_up). */
   private servingPool(): Piscina<GenerationTask, void> {
     if (this.disposed || this.draining) throw shuttingDown();
-    if (this.st.state === 'failed') throw modelFailed();
+    if (this.st.state === 'failed') throw modelFailed(this.unreachable);
     if (this.st.state !== 'ready' || !this.pool) {
       throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
     }

@@ -157,7 +157,7 @@ export class ModelRegistry {
       modelId: id,
       status: () => {
         const e = this.entries.get(id);
-        if (!e) throw modelNotFound(id);
+        if (!e) throw modelNotFound(id, this.ids());
         const live = e.unloading === null ? e.engine?.status() : undefined;
         if (live) return live;
         const last = e.lastStatus;
@@ -184,7 +184,7 @@ export class ModelRegistry {
    */
   async acquire(id: string): Promise<ModelLease> {
     const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id);
+    if (!e) throw modelNotFound(id, this.ids());
     if (this.closed) throw shuttingDown();
     this.touch(e);
     const served = this.servable(e);
@@ -205,7 +205,7 @@ export class ModelRegistry {
   /** The engine of a model held by a lease (or otherwise loaded); 404 for an unknown id, 503 model_warming_up when not loaded. */
   engineOf(id: string): ManagedEngine {
     const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id);
+    if (!e) throw modelNotFound(id, this.ids());
     if (e.engine === null || e.unloading !== null) throw modelWarmingUp({ state: this.stateOf(e), progress: null });
     return e.engine;
   }
@@ -218,7 +218,7 @@ export class ModelRegistry {
   /** Starts loading `id` (the admin API's load, and the first model at start); resolves when it is loaded or has failed. */
   load(id: string): Promise<void> {
     const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id);
+    if (!e) throw modelNotFound(id, this.ids());
     if (e.pull?.running) throw modelWarmingUp({ state: 'pulling', progress: percent(e.pull) });
     e.error = null; // an owner's load tries a failed model again
     if (e.engine?.status().state === 'failed') return this.unload(e, 'failed').then(() => this.ensureLoaded(e));
@@ -228,7 +228,7 @@ export class ModelRegistry {
   /** Unloads `id` now (the admin API); 409 model_busy while a request holds it. */
   async unloadNow(id: string): Promise<void> {
     const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id);
+    if (!e) throw modelNotFound(id, this.ids());
     if (e.loading !== null || !this.idle(e)) throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
     await this.unload(e, 'request');
   }
@@ -239,7 +239,7 @@ export class ModelRegistry {
    */
   pull(id: string, run: (onProgress: (p: { downloadedBytes: number; totalBytes: number }) => void, signal: AbortSignal) => Promise<void>): void {
     const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id);
+    if (!e) throw modelNotFound(id, this.ids());
     e.pull = { downloadedBytes: 0, totalBytes: 0, running: true };
     e.error = null;
     this.setStateMetric(id, 'pulling');
@@ -271,13 +271,13 @@ export class ModelRegistry {
   /** Removes a model (the admin API): a pull in flight is stopped, the model unloaded; 409 model_busy while a request holds it or it is loading. */
   async remove(id: string): Promise<RegisteredModel> {
     const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id);
+    if (!e) throw modelNotFound(id, this.ids());
     if (e.loading !== null || !this.idle(e)) throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
     if (e.pullStop) {
       e.pullStop.abort.abort();
       await e.pullStop.ended;
     }
-    if (!this.entries.has(id)) throw modelNotFound(id); // removed meanwhile by another call
+    if (!this.entries.has(id)) throw modelNotFound(id, this.ids()); // removed meanwhile by another call
     await this.unload(e, 'removed');
     this.entries.delete(id);
     for (const state of STATES) this.metrics.modelState.remove({ model: id, state });
@@ -287,7 +287,7 @@ export class ModelRegistry {
 
   view(id: string): RegistryModelView {
     const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id);
+    if (!e) throw modelNotFound(id, this.ids());
     return this.viewOf(e);
   }
 

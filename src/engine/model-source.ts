@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { hubEndpoint, hubUnreachableReason, type HubProbe } from './hub-reachability.ts';
 
 const PULL_WORKER_URL = new URL('./model-pull-worker.mjs', import.meta.url);
 /** How long a cancelled download may take to close its file before its thread is ended anyway. */
@@ -21,8 +22,20 @@ export interface PullProgress {
   totalBytes: number;
 }
 
+/** The command that serves a local file, as a user types it in the checkout (the hint of every failed pull). */
+export const SERVE_LOCAL_HINT = 'serve a local GGUF file instead: npm start -- --model path/to/model.gguf (npx hearth serve --model ... the same)';
+
 export class ModelPullError extends Error {
   override name = 'ModelPullError';
+  /**
+   * Set when the hub's host could not be resolved or reached: a reason safe to tell clients (a host name and
+   * an error code, nothing of the engine's), so chat calls can say why the model is not there.
+   */
+  unreachable: string | undefined;
+  constructor(message: string, unreachable?: string) {
+    super(message);
+    this.unreachable = unreachable;
+  }
 }
 
 const HUB_URI = /^hf:([^/\s]+)\/([^/\s]+)\/(.+\.gguf)(#.+)?$/;
@@ -61,6 +74,8 @@ export interface PullOptions {
    * final one, so the next start resumes it (or starts over) and never mistakes it for a complete model.
    */
   signal?: AbortSignal;
+  /** How the hub's reachability is checked before the pull (tests: then no proxy variable is looked at); the system's DNS and TCP by default. */
+  probe?: HubProbe;
 }
 
 /** The pull was aborted through its signal (not a failure of the pull itself). */
@@ -82,6 +97,10 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
     return existing;
   }
   if (options.signal?.aborted) throw new ModelPullAborted('the pull was aborted');
+  // An offline machine fails here at once with the reason, not after the downloader's retries and the stall.
+  const unreachable = await hubUnreachableReason(hubEndpoint(), options.probe ? { probe: options.probe, env: {} } : {});
+  if (options.signal?.aborted) throw new ModelPullAborted('the pull was aborted');
+  if (unreachable !== null) throw new ModelPullError(`could not pull ${source.uri}: ${unreachable}; ${SERVE_LOCAL_HINT}`, unreachable);
   fs.mkdirSync(options.modelsDir, { recursive: true });
   const stallMs = options.stallTimeoutMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
@@ -125,7 +144,7 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
     if (err instanceof ModelPullAborted) throw err;
     const why = err instanceof Error ? err.message : String(err);
     throw new ModelPullError(
-      `could not pull ${source.uri}: ${why}. Without network access, serve a local file instead: hearth serve --model path/to/model.gguf`,
+      `could not pull ${source.uri}: ${why}; ${SERVE_LOCAL_HINT}`,
     );
   } finally {
     clearTimeout(timer);

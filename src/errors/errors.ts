@@ -33,8 +33,15 @@ export const notFound = (message: string, code: string) =>
 export const responseNotFound = (id: string, param: string | null = null) =>
   new ApiError({ status: 404, type: 'invalid_request_error', message: `Response with id '${id}' not found.`, param, code: param === null ? 'response_not_found' : 'previous_response_not_found' });
 
-export const modelNotFound = (model: string) =>
-  new ApiError({ status: 404, type: 'not_found_error', message: `The model '${model}' does not exist`, param: 'model', code: 'model_not_found' });
+/** `served`: the ids this server serves, named in the message so a caller sees what to ask for instead. */
+export const modelNotFound = (model: string, served: readonly string[] = []) =>
+  new ApiError({
+    status: 404,
+    type: 'not_found_error',
+    message: `The model '${model}' does not exist` + (served.length > 0 ? `; this server serves: ${served.slice(0, 20).join(', ')}${served.length > 20 ? `, and ${served.length - 20} more (GET /models)` : ''}` : ''),
+    param: 'model',
+    code: 'model_not_found',
+  });
 
 export const routeNotFound = (method: string, path: string) =>
   new ApiError({ status: 404, type: 'not_found_error', message: `No route for ${method} ${path}`, param: null, code: 'route_not_found' });
@@ -73,9 +80,20 @@ export const modelWarmingUp = (details: Record<string, unknown>) =>
 export const conflict = (message: string, code: 'model_exists' | 'model_busy') =>
   new ApiError({ status: 409, type: 'invalid_request_error', message, param: code === 'model_exists' ? 'id' : null, code });
 
-/** The reason (an engine's or the pull's own message) is the operator's: GET /health and the log show it, clients do not. */
-export const modelFailed = () =>
-  new ApiError({ status: 503, type: 'unavailable_error', message: 'The model failed to pull or load; GET /health and the server log say why', param: null, code: 'model_failed' });
+/**
+ * The reason (an engine's or the pull's own message) is the operator's: GET /health and the log show it, clients
+ * do not. `unreachable` is the one reason clients get: a hub host that could not be resolved or reached.
+ */
+export const modelFailed = (unreachable?: string) =>
+  new ApiError({
+    status: 503,
+    type: 'unavailable_error',
+    message: unreachable === undefined
+      ? 'The model failed to pull or load; GET /health and the server log say why'
+      : `The model could not be pulled: ${unreachable}. GET /health says how to serve a local file instead`,
+    param: null,
+    code: 'model_failed',
+  });
 
 export const shuttingDown = () =>
   new ApiError({ status: 503, type: 'unavailable_error', message: 'The server is shutting down', param: null, code: 'shutting_down', retryAfter: 5 });

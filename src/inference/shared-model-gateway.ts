@@ -17,6 +17,7 @@ import { cachePartitionOf, type InferenceCaller, type PromptCacheScope } from '.
 import type { ServingStats } from './serving-stats.ts';
 import { type ModelLease, type ModelListing, ModelRegistry, type RegistryModelView } from '../engine/model-registry.ts';
 import { createMetrics } from '../metrics/metrics.ts';
+import { SERVE_LOCAL_HINT } from '../engine/model-source.ts';
 import { silentLogger } from '../log/logger.ts';
 
 export interface SharedModelGatewayOptions {
@@ -279,7 +280,9 @@ export class SharedModelGateway {
     if (s.pull) body.pull = { downloaded_bytes: s.pull.downloadedBytes, total_bytes: s.pull.totalBytes, percent: Math.round(s.pull.ratio * 1000) / 10 };
     if (s.state === 'failed') {
       body.error = s.error;
-      body.hint = 'Serve a local GGUF instead: hearth serve --model path/to/model.gguf';
+      body.hint = this.models.view(this.primaryId).source.kind === 'hub'
+        ? `The pull failed: ${SERVE_LOCAL_HINT}`
+        : 'The local file did not load: check that it is a llama.cpp GGUF model, then restart (npm start -- --model path/to/model.gguf)';
     }
     if (s.state === 'pulling' || s.state === 'loading') body.retry_after_seconds = 120;
     const views = this.models.views();

@@ -111,7 +111,8 @@ function ModelCard({ model }: { model: StatsModel | null }) {
       )}
       {model.state === 'failed' && (
         <p class="note error" role="alert">
-          {model.error ?? 'The model failed to load.'} <span class="muted">Serve a local GGUF instead: hearth serve --model path/to/model.gguf</span>
+          {model.error ?? 'The model failed to load.'}{' '}
+          {!model.error?.includes('npm start') && <span class="muted">To serve a local GGUF file: npm start -- --model path/to/model.gguf</span>}
         </p>
       )}
     </div>

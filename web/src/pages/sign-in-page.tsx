@@ -29,7 +29,13 @@ export function SignInPage({ flash, onSignedIn }: { flash: string | null; onSign
       <form class="card auth-card" onSubmit={submit} aria-labelledby="sign-in-title">
         <h1 id="sign-in-title">Sign in to Hearth</h1>
         {flash && <Note>{flash}</Note>}
-        {needsSetup && <Note tone="warn">This Hearth has no user yet: open the one-time setup link from its log (…/setup?token=…).</Note>}
+        {needsSetup && (
+          <Note tone="warn">
+            This Hearth has no user yet. Open the one-time setup link the server printed in its log at start (the line
+            "first-run setup: open this link to create the first owner", <code>…/setup?token=…</code>), or run{' '}
+            <code>npx hearth users create --email you@example.com --account default --role owner</code> on the server.
+          </Note>
+        )}
         <Field label="Email">
           <input type="email" autoComplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
         </Field>
@@ -42,7 +48,7 @@ export function SignInPage({ flash, onSignedIn }: { flash: string | null; onSign
           {action.busy ? 'Signing in…' : 'Sign in'}
         </button>
         <p class="muted small">
-          Forgot the password? An owner can add you again; or run <code>hearth users create</code> on the server.
+          Forgot the password? An owner can add you again; or run <code>npx hearth users create</code> on the server.
         </p>
       </form>
     </main>
