@@ -56,6 +56,32 @@ describe('hearth config print', () => {
     expect(out).not.toContain('secret-value');
   });
 
+  it('keeps each model of a models: list: its source, id (given or derived) and own settings, in text and --json', async () => {
+    const models = path.join(dir, 'models.yaml');
+    fs.writeFileSync(models, ['models:', '  - source: /m/stories260K.gguf', '    id: local/tiny-stories', '    slots: 4', '    context-size: 512', '  - /m/llama-2-tiny-random.gguf,gpu-layers=0', '  - hf:someone/chat-GGUF/chat-Q4.gguf', ''].join('\n'));
+    const text = await hearth('config', 'print', '--config', models);
+    expect(text.code).toBe(0);
+    const modelLines = text.out.split('\n').filter((l) => l.startsWith('model ')).map((l) => l.trim().split(/\s{2,}/));
+    expect(modelLines).toEqual([
+      ['model', '/m/stories260K.gguf,id=local/tiny-stories,slots=4,context-size=512', 'file'],
+      ['model', '/m/llama-2-tiny-random.gguf,id=local/llama-2-tiny-random,gpu-layers=0', 'file'],
+      ['model', 'hf:someone/chat-GGUF/chat-Q4.gguf,id=someone/chat', 'file'],
+    ]);
+    const json = JSON.parse((await hearth('config', 'print', '--json', '--config', models)).out) as Record<string, { value: unknown; source: string; models?: unknown }>;
+    expect(json['model']).toEqual({
+      value: '/m/stories260K.gguf',
+      source: 'file',
+      models: [
+        { source: '/m/stories260K.gguf', id: 'local/tiny-stories', slots: 4, 'context-size': 512 },
+        { source: '/m/llama-2-tiny-random.gguf', id: 'local/llama-2-tiny-random', 'gpu-layers': 0 },
+        { source: 'hf:someone/chat-GGUF/chat-Q4.gguf', id: 'someone/chat' },
+      ],
+    });
+    // One model from a flag with --model-id: the id it is served as.
+    const one = JSON.parse((await hearth('config', 'print', '--json', '--model', '/m/a.gguf', '--model-id', 'team/a')).out) as Record<string, { models?: unknown }>;
+    expect(one['model']!.models).toEqual([{ source: '/m/a.gguf', id: 'team/a' }]);
+  });
+
   it('fails like serve on a bad setting (exit 2)', async () => {
     expect((await hearth('config', 'print', '--port', 'x')).code).toBe(2);
     expect((await hearth('config', 'print', '--config', path.join(dir, 'none.yaml'))).code).toBe(2);

@@ -17,11 +17,18 @@ describe('serve config', () => {
     [['--port', '70000'], /--port: 70000 is out of range/],
     [['--engine', 'gpu'], /--engine: must be one of/],
     [['--nope', '1'], /unknown option '--nope'/],
+    [['--modle', 'x.gguf'], /unknown option '--modle': did you mean --model\?/],
+    [['--slot', '4'], /unknown option '--slot': did you mean --slots\?/],
+    [['--body-limit-byte', '1'], /did you mean --body-limit-bytes\?/],
     [['--model-id', 'noslash'], /--model-id/],
     [['--openai-base-url', 'ftp://x'], /openaiBaseUrl/],
   ])('rejects %j clearly', (argv, message) => {
     expect(() => parseServeConfig(argv, {})).toThrowError(ConfigError);
     expect(() => parseServeConfig(argv, {})).toThrowError(message);
+  });
+
+  it('an unknown option far from every name gets no suggestion', () => {
+    expect(() => parseServeConfig(['--colour', 'red'], {})).toThrowError(/^unknown option '--colour' \(see --help\)$/);
   });
 
   it('--gpu-layers takes auto or a number of layers, and --slots stays unset unless given', () => {
