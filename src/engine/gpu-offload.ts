@@ -25,6 +25,8 @@ export interface GpuOffloadChoice {
   why: string;
   /** A GPU was expected and is not used: logged as a warning. */
   warn: boolean;
+  /** The backend libraries' own errors when no GPU was found under `auto` (logged at debug only). */
+  detail?: string;
   /** What the probe reported (GPU only). */
   probe?: Extract<GpuProbeAnswer, { ok: true }>;
 }
@@ -66,7 +68,10 @@ export async function chooseGpuOffload(input: GpuOffloadInput, probe: GpuProbe =
       failures.push(`${library}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
-  return { library: null, layers: 0, why: `no usable GPU: ${failures.join('; ')}`, warn: input.mode !== 'auto' || input.backend !== undefined || sawDevice };
+  const warn = input.mode !== 'auto' || input.backend !== undefined || sawDevice;
+  // A CPU-only host under `auto` is no problem: one plain line; the loader's errors (libcublas ...) only at debug.
+  if (!warn) return { library: null, layers: 0, why: 'no GPU found: computing on the cpu', warn, detail: failures.join('; ') };
+  return { library: null, layers: 0, why: `no usable GPU: ${failures.join('; ')}`, warn };
 }
 
 /** The probe's entry: a plain-JS shim that registers tsx in the child (as the model workers' entry does). */

@@ -274,6 +274,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     const fields = { model: this.modelId, gpuLayers: choice.layers, why: choice.why, ...(choice.probe ? { device: choice.probe.device.description, offloaded: `${choice.probe.gpuLayers}/${choice.probe.modelLayers + 1}`, probeMs: Math.round(choice.probe.decodeMs) } : {}) };
     if (choice.warn) this.log.warn('gpu unusable: computing on the cpu', fields);
     else this.log.info('gpu offload', fields);
+    if (choice.detail) this.log.debug('gpu probe detail', { model: this.modelId, detail: choice.detail });
     return choice;
   }
 

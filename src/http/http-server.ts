@@ -112,7 +112,9 @@ function listenUws(o: HttpServerOptions, at: { host: string; port: number }, fro
     child.duration.observe((performance.now() - ex.startedAt) / 1000);
     if (ex.errorCode !== null) o.metrics.errors.inc({ route, code: ex.errorCode });
     // One line per request, carrying the x-request-id sent back: successes at debug, 4xx at info, 5xx at warn.
-    const level = status >= 500 ? 'warn' : status >= 400 ? 'info' : 'debug';
+    // GET /health at debug whatever it answers: its 503 is the model's state (warming up, failed), which the
+    // model's own lines log, and probes (the front's at start, load balancers') poll it.
+    const level = route === 'health' ? 'debug' : status >= 500 ? 'warn' : status >= 400 ? 'info' : 'debug';
     o.log[level]('request', { request_id: ex.requestId, method: ex.method, route, status, code: ex.errorCode ?? undefined, ms: Math.round(performance.now() - ex.startedAt) });
   };
   let inFlight = 0;
