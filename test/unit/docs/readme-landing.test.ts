@@ -36,6 +36,11 @@ describe('README as the landing page', () => {
     expect(linksOf(readme)).toContain('docs/architecture.md');
   });
 
+  it.each(documents)('%s: cites no file a user of the repository does not have (design notes, shared/)', (doc) => {
+    const text = read(doc);
+    expect(text).not.toMatch(/contract\.md|service-spec|\bshared\/(design|models)|\.\.\/shared/);
+  });
+
   it.each(documents)('%s: every relative link resolves', (doc) => {
     const text = read(doc);
     for (const link of linksOf(text)) {
