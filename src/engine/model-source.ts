@@ -23,7 +23,7 @@ export interface PullProgress {
 }
 
 /** The command that serves a local file, as a user types it in the checkout (the hint of every failed pull). */
-export const SERVE_LOCAL_HINT = 'serve a local GGUF file instead: npm start -- --model path/to/model.gguf (npx hearth serve --model ... the same)';
+export const SERVE_LOCAL_HINT = 'serve a local GGUF file instead: npm start -- --model path/to/model.gguf (none at hand? npm run model:tiny writes a tiny test model)';
 
 export class ModelPullError extends Error {
   override name = 'ModelPullError';
