@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -103,18 +105,25 @@ describe('shutdown in every model state', () => {
     expect(await hearth.stop('SIGTERM')).toBe(0);
   });
 
-  it('pulling from an unreachable hub (offline): the downloader and its retry timers end with the pull, exit 0 without the watchdog', async () => {
+  it('pulling from a hub that answers 503 to everything: the downloader and its retry timers end with the pull, exit 0 without the watchdog', async () => {
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-    // Port 9 (discard) on loopback: nothing listens, every attempt is refused and node-llama-cpp's downloader
-    // retries on its own timers, as it does offline.
-    hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'], env: { HF_ENDPOINT: 'http://127.0.0.1:9' } });
-    const h = hearth;
-    expect((await health(h)).state).toBe('pulling');
-    await until(async () => /"msg":"pulling model"/.test(h.logs()), 'the pull to start');
-    expect(await h.stop('SIGTERM')).toBe(0);
-    expect(h.logs()).toMatch(/"msg":"model start abandoned: shutting down"/);
-    expect(h.logs()).toMatch(/"msg":"stopped","clean":true/);
-    expect(h.logs()).not.toMatch(/"msg":"forcing exit"/);
+    // A loopback hub that answers every request 503: the reachability check before the pull passes (an
+    // unreachable host fails at once: warm-up.test.ts) and node-llama-cpp's downloader retries on its own timers.
+    const dropper = http.createServer((_req, res) => res.writeHead(503).end('busy'));
+    await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
+    const closeDropper = () => new Promise<void>((resolve) => { dropper.closeAllConnections(); dropper.close(() => resolve()); });
+    try {
+      hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'], env: { HF_ENDPOINT: `http://127.0.0.1:${(dropper.address() as net.AddressInfo).port}` } });
+      const h = hearth;
+      expect((await health(h)).state).toBe('pulling');
+      await until(async () => /"msg":"pulling model"/.test(h.logs()), 'the pull to start');
+      expect(await h.stop('SIGTERM')).toBe(0);
+      expect(h.logs()).toMatch(/"msg":"model start abandoned: shutting down"/);
+      expect(h.logs()).toMatch(/"msg":"stopped","clean":true/);
+      expect(h.logs()).not.toMatch(/"msg":"forcing exit"/);
+    } finally {
+      await closeDropper();
+    }
   });
 
   it('loading: the model workers are torn down while they load, exit 0', async () => {
