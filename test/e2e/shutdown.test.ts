@@ -154,7 +154,9 @@ describe('shutdown in every model state', () => {
 
   it('failed: exit 0', async () => {
     const bogus = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-bad-')), 'broken.gguf');
-    fs.writeFileSync(bogus, 'this is not a model');
+    // The GGUF magic and nothing valid after it: past serve's start check, it fails to load (a file that is
+    // not a GGUF at all stops serve at start instead: warm-up.test.ts).
+    fs.writeFileSync(bogus, 'GGUF and then not a model');
     hearth = await startHearthProcess({ args: ['--model', bogus] });
     const h = hearth;
     await until(async () => (await health(h)).state === 'failed', 'the failed state');

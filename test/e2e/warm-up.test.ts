@@ -130,6 +130,21 @@ describe('warming up', () => {
     expect(body.error.message).toBe("The model 'local/stories260K' does not exist; this server serves: local/tiny-chat");
   });
 
+  it('a local GGUF that does not load is a failed state whose hint is about the file, not about pulling', async () => {
+    const bogus = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-bad-')), 'truncated.gguf');
+    fs.writeFileSync(bogus, 'GGUF and then not a model');
+    hearth = await startHearthProcess({ args: ['--model', bogus] });
+    let health: { state: string; error?: string; hint?: string } = { state: 'loading' };
+    for (let i = 0; i < 200 && health.state !== 'failed'; i++) {
+      health = (await (await fetch(`${hearth.baseUrl}/health`)).json()) as typeof health;
+      if (health.state !== 'failed') await new Promise((res) => setTimeout(res, 50));
+    }
+    expect(health.state).toBe('failed');
+    expect(health.error).toContain(bogus);
+    expect(health.hint).toMatch(/^The local file did not load: check that it is a llama\.cpp GGUF model/);
+    expect(health.hint).not.toContain('instead');
+  });
+
   it('a local model that does not exist or is not a GGUF stops serve at start: exit code 2 and one line naming it', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-bad-'));
     const bogus = path.join(dir, 'broken.gguf');
