@@ -5,13 +5,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../helpers/hearth-process.ts';
 import { until } from '../helpers/management-client.ts';
 import { portFree } from '../helpers/ports.ts';
+import { tinyModel } from '../helpers/test-model.ts';
 
 /**
  * The managed HTTP front's life (src/front/haproxy-front.ts): it starts with `hearth serve`, is started again if it
  * dies, stops with Hearth (signal or crash), and `--front off` / a taken port behave as documented.
  */
 const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].some((bin) => spawnSync(bin, ['-v']).status === 0);
-const ARGS = ['--engine', 'instant', '--model', 'instant-model.gguf', '--model-id', 'local/instant'];
+// A real GGUF (serve refuses a --model that is not one at start); the instant engine answers without computing.
+const ARGS = ['--engine', 'instant', '--model', await tinyModel(), '--model-id', 'local/instant'];
 
 /** Processes whose parent is `pid` (Linux /proc). */
 function childrenOf(pid: number): Array<{ pid: number; name: string }> {
