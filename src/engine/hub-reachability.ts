@@ -14,15 +14,19 @@ export function hubEndpoint(env: NodeJS.ProcessEnv = process.env): { host: strin
 
 /** How the check reaches the network; tests hand in their own. */
 export interface HubProbe {
-  lookup(host: string): Promise<string>;
-  connect(address: string, port: number, timeoutMs: number): Promise<void>;
+  /** Resolves the host name (the system resolver, as the downloader's); rejects with the resolver's code. */
+  lookup(host: string): Promise<void>;
+  /** Opens and closes a TCP connection to the host (every address it resolves to, happy-eyeballs style). */
+  connect(host: string, port: number, timeoutMs: number): Promise<void>;
 }
 
 const systemProbe: HubProbe = {
-  lookup: async (host) => (await dns.lookup(host)).address,
-  connect: (address, port, timeoutMs) =>
+  lookup: async (host) => {
+    await dns.lookup(host, { all: true });
+  },
+  connect: (host, port, timeoutMs) =>
     new Promise<void>((resolve, reject) => {
-      const socket = net.connect({ host: address, port });
+      const socket = net.connect({ host, port, autoSelectFamily: true });
       const timer = setTimeout(() => socket.destroy(Object.assign(new Error(`no answer in ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })), timeoutMs);
       socket.once('connect', () => {
         clearTimeout(timer);
@@ -52,14 +56,13 @@ export async function hubUnreachableReason(
   const env = o.env ?? process.env;
   if (PROXY_VARIABLES.some((v) => env[v])) return null;
   const probe = o.probe ?? systemProbe;
-  let address: string;
   try {
-    address = net.isIP(endpoint.host) ? endpoint.host : await probe.lookup(endpoint.host);
+    if (!net.isIP(endpoint.host)) await probe.lookup(endpoint.host);
   } catch (err) {
     return `cannot resolve host ${endpoint.host} (${codeOf(err)}): no network or DNS`;
   }
   try {
-    await probe.connect(address, endpoint.port, o.timeoutMs ?? 10_000);
+    await probe.connect(endpoint.host, endpoint.port, o.timeoutMs ?? 10_000);
   } catch (err) {
     return `cannot reach ${endpoint.host}:${endpoint.port} (${codeOf(err)})`;
   }
