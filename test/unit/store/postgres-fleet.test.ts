@@ -72,7 +72,7 @@ describe('PostgreSQL records shared by replicas', () => {
     await users.issueSetupToken(60_000);
     const owner = await users.create({ email: 'o@example.com', password: 'a password 12', role: 'owner', accountId: 'acct' });
     const { token } = await sessionsA.create(owner.id, 'acct');
-    const authB = new ManagementAuthenticator(keysB, new SessionRepository(b!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }), new UserRepository(b!), () => b!.refresh());
+    const authB = new ManagementAuthenticator(keysB, new SessionRepository(b!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }), new UserRepository(b!), () => b!.current());
     const credentials = { authorization: '', bearer: undefined, sessionToken: token, changes: false, sameOrigin: true };
     expect(() => authB.authenticate(credentials)).toThrow();
     expect(await authB.authenticateFresh(credentials)).toMatchObject({ kind: 'session', accountId: 'acct', userId: owner.id });
@@ -144,6 +144,8 @@ describe('PostgreSQL records shared by replicas', () => {
       await expect(a!.query('SELECT 1')).rejects.toMatchObject({ status: 503, code: 'store_unavailable' });
       expect(a!.health()).toMatchObject({ backend: 'postgres', up: false });
       expect(a!.health().error).toBeTruthy();
+      // A management read cannot know what other replicas wrote: store_unavailable at once, not the mirror's answer.
+      await expect(a!.current()).rejects.toMatchObject({ status: 503, code: 'store_unavailable' });
       // A synchronous write is applied here at once; its commit fails, and it is taken back.
       a!.transactionSync(() => a!.dbs.setupTokens.putSync('sync', { createdAt: 'c', expiresAt: 'e' }));
       expect(a!.dbs.setupTokens.get('sync')).toBeDefined();
@@ -152,6 +154,7 @@ describe('PostgreSQL records shared by replicas', () => {
       await pgServer.server.start();
     }
     await until(() => a!.health().up, 10_000);
+    await a!.current();
     const after = await keys.create('after', 'acct');
     expect(keys.authenticate(after.key).keyId).toBe(after.id);
   });
