@@ -7,6 +7,7 @@ import { ResponseRepository } from '../../../src/inference/response-repository.t
 import { ApiError } from '../../../src/errors/index.ts';
 import { readMigrations } from '../../../src/store/postgres/migrations.ts';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.ts';
+import { CHANGES_SQL } from '../../../src/store/postgres/records-sql.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
 import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
@@ -175,6 +176,21 @@ describe('PostgreSQL records shared by replicas', () => {
     }
     await until(() => a!.health().up, 10_000);
     expect(await keys.revoke(created.id, 'acct')).toBe(true);
+  });
+
+  it('the catch-up query is planned as the few rows it reads: never JIT-compiled (milliseconds per catch-up)', async () => {
+    const [a] = await replicas(1);
+    for (let i = 0; i < 20; i++) await a!.dbs.users.put(`u${i}`, { id: `u${i}` } as never);
+    const explain = async (from: number) => {
+      const { rows } = await a!.query<{ 'QUERY PLAN': [{ JIT?: unknown; Plan: { 'Total Cost': number } }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${CHANGES_SQL}`, [from]);
+      return rows[0]!['QUERY PLAN'][0];
+    };
+    const jitAbove = Number((await a!.query<{ v: string }>("SELECT current_setting('jit_above_cost') AS v")).rows[0]!.v);
+    for (const from of [-1, 10, 1_000]) {
+      const plan = await explain(from);
+      expect(plan.JIT, `from ${from}`).toBeUndefined();
+      expect(plan.Plan['Total Cost']).toBeLessThan(jitAbove);
+    }
   });
 
   it('replicas starting together on a new database apply each migration once', async () => {
