@@ -88,6 +88,13 @@ export interface RecordStore {
    */
   refresh?(): Promise<void>;
   /**
+   * Only a store whose `transactionSync` commits after it returns (PostgreSQL): resolves once the last
+   * transactionSync is committed, where every replica reads it; rejects with the 503 store_unavailable ApiError
+   * when that commit failed (its writes were taken back). Called right after a transactionSync, it is that
+   * one's commit: what an answer that tells the client about the write waits for (a stored response).
+   */
+  syncCommitted?(): Promise<void>;
+  /**
    * Only a store whose reads can be behind (as refresh): resolves once this process's reads reflect every commit
    * made anywhere before the call (one catch-up that starts after it, shared by the callers waiting together);
    * rejects with the 503 store_unavailable ApiError when that cannot be known (database unreachable). What a

@@ -90,6 +90,7 @@ export class PostgresStore implements RecordStore {
   private lastSeen = 0;
   private capture: Capture | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  private lastSyncCommit: Promise<void> = Promise.resolve();
   /** The catch-up queued and not yet started (its completion: its failure or undefined), which callers join. */
   private queuedCatchUp: Promise<unknown> | null = null;
   private listener: pg.Client | null = null;
@@ -181,7 +182,7 @@ export class PostgresStore implements RecordStore {
     if (this.closed) throw new Error('the record store is closed');
     const { result, writes, undo } = this.run(fn, false);
     if (writes.length > 0) {
-      void this.serial(() => this.locked(async () => writes)).catch((err: unknown) => {
+      const commit = this.serial(() => this.locked(async () => writes)).catch((err: unknown) => {
         // Take back what was applied (to the value before the first write of each key), where nothing newer
         // replaced it since.
         const original = new Map<string, unknown>();
@@ -193,9 +194,20 @@ export class PostgresStore implements RecordStore {
           if (this.mirror[w.tbl].get(w.key) === w.value) this.mirror[w.tbl].set(w.key, original.get(`${w.tbl}\u0000${encodeKey(w.key)}`));
         }
         this.log('error', 'a synchronous record write could not be committed and was undone', { error: describe(err), records: writes.length });
+        throw storeUnavailable();
       });
+      commit.catch(() => {}); // its failure is logged above; syncCommitted() hands it to whoever asks
+      this.lastSyncCommit = commit;
     }
     return result;
+  }
+
+  /**
+   * RecordStore.syncCommitted: the commit of the last transactionSync that wrote something (transactions commit in
+   * call order, so every earlier one has run too); rejects with store_unavailable when it failed and was undone.
+   */
+  syncCommitted(): Promise<void> {
+    return this.lastSyncCommit;
   }
 
   /** Stages a write of the running transaction (PostgresTable calls it); returns whether a record was there. */
