@@ -163,8 +163,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   disposables.add('models', () => models.dispose());
   const stats = new ServingStats(models.face(primaryId));
   const gateway = new SharedModelGateway(models, stats, { promptCacheScope: config.promptCacheScope });
-  const accounts = new AccountService({ users, sessions, signIns: limits.signIns });
-  const auth = new ManagementAuthenticator(keys, sessions, users, store.refresh?.bind(store));
+  const accounts = new AccountService({ users, sessions, signIns: limits.signIns, current: store.current?.bind(store) });
+  const auth = new ManagementAuthenticator(keys, sessions, users, store.current?.bind(store));
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
   let baseUrl = config.publicUrl ?? '';
   // --app-host false (a fleet replica other than the app host): no app runs here, the app routes answer 503.

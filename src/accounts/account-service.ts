@@ -12,6 +12,8 @@ export interface AccountServiceDeps {
   users: UserRepository;
   sessions: SessionRepository;
   signIns: SignInLimiting;
+  /** RecordStore.current where the records can be behind another replica's (PostgreSQL): sign-in and the setup status wait for it. */
+  current?: (() => Promise<void>) | undefined;
 }
 
 /** A new session: the cookie value goes to the browser only. */
@@ -44,8 +46,10 @@ export class AccountService {
 
   constructor(private readonly d: AccountServiceDeps) {}
 
-  setupStatus(): { setupRequired: boolean } {
-    return { setupRequired: !this.d.users.hasUsers() };
+  /** Whether the first owner is still to be made (after the records caught up with the fleet, where they can be behind). */
+  setupStatus(): { setupRequired: boolean } | Promise<{ setupRequired: boolean }> {
+    const answer = () => ({ setupRequired: !this.d.users.hasUsers() });
+    return this.d.current ? this.d.current().then(answer) : answer();
   }
 
   /** Creates the first owner (account `default`) with the setup token and signs them in. */
@@ -70,6 +74,7 @@ export class AccountService {
     const { attempt } = gate; // holds its place until the check ends
     let user;
     try {
+      await this.d.current?.(); // a user made on another replica a moment ago signs in here too
       user = await this.passwordWork(() => this.d.users.verify(email, input.password));
       if (user) attempt.succeeded();
       else attempt.failed();

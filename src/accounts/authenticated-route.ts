@@ -50,7 +50,8 @@ export function authenticatedRoutes(d: AuthenticatedRouteDeps) {
     pattern,
     name,
     ...(takesBody ? { body: { kind: 'json' as const, limit: d.bodyLimit } } : {}),
-    // A read answers synchronously (no promise): kept-alive and pipelined GETs are answered in order.
+    // A read answers synchronously where it can (LMDB: no promise), so kept-alive and pipelined GETs are answered in
+    // order without a front; on PostgreSQL it first waits for the records to be current (authenticateFresh).
     handler: takesBody
       ? async (ex: HttpExchange) => {
           const principal = await authenticate(ex);

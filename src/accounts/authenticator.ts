@@ -1,7 +1,6 @@
 import { originMismatch, sessionExpired } from '../errors/index.ts';
 import type { KeyLimits, UserRole } from '../store/database.ts';
 import { parseCredential } from '../store/secrets.ts';
-import { orRefreshed } from './fresh-credentials.ts';
 import type { SessionRepository } from './session-repository.ts';
 import type { UserRepository } from './user-repository.ts';
 
@@ -60,17 +59,21 @@ export class ManagementAuthenticator {
     private readonly keys: KeyAuthenticator,
     private readonly sessions: SessionRepository,
     private readonly users: UserRepository,
-    /** RecordStore.refresh, where the records can be behind another replica's (fresh-credentials.ts). */
-    private readonly refresh?: () => Promise<void>,
+    /** RecordStore.current, where the records can be behind another replica's (PostgreSQL); absent on LMDB. */
+    private readonly current?: () => Promise<void>,
   ) {}
 
   /**
-   * authenticate, and for credentials unknown here once more after the records caught up (fresh-credentials.ts):
-   * a session cookie, or a well-formed key; none, or a malformed key, is a 401 at once.
+   * The caller of a management request, read from records current with the whole fleet: where the store can be
+   * behind (`current` given), it first waits for RecordStore.current (one catch-up query, shared by the requests
+   * waiting together), so the credentials, and everything the handler reads after, see every replica's writes:
+   * a workspace made elsewhere a moment ago is found, a list is whole, a key revoked elsewhere is refused. None,
+   * or a malformed key, could exist nowhere: a 401 at once, with no query. On LMDB: synchronous.
    */
   authenticateFresh(c: PresentedCredentials): Principal | Promise<Principal> {
     const couldExist = !usesKey(c) || (c.bearer !== undefined && parseCredential('hk', c.bearer) !== null);
-    return orRefreshed(() => this.authenticate(c), couldExist ? this.refresh : undefined);
+    if (!couldExist || this.current === undefined) return this.authenticate(c);
+    return this.current().then(() => this.authenticate(c));
   }
 
   authenticate(c: PresentedCredentials): Principal {

@@ -1,4 +1,5 @@
 import type { AccountService, StartedSession } from './account-service.ts';
+import { whenReady } from './fresh-credentials.ts';
 import { originMismatch } from '../errors/index.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
 import type { Route } from '../http/router.ts';
@@ -28,7 +29,7 @@ export function sessionRoutes(d: SessionRouteDeps): Route[] {
       method: 'GET',
       pattern: '/api/v1/setup',
       name: 'setup',
-      handler: (ex) => ex.sendJson(200, d.accounts.setupStatus()),
+      handler: (ex) => whenReady(d.accounts.setupStatus(), (status) => ex.sendJson(200, status)),
     },
     {
       method: 'POST',

@@ -205,6 +205,9 @@ export const nonAsciiHeader = (name: string) =>
 export const jsonTooDeep = (maxDepth: number) =>
   new ApiError({ status: 400, type: 'invalid_request_error', message: `Request body nests arrays/objects deeper than ${maxDepth} levels`, param: null, code: 'json_too_deep' });
 
-/** The records database (PostgreSQL) could not be reached in time: the write was not made; retry shortly. */
-export const storeUnavailable = (retryAfter = 5) =>
-  new ApiError({ status: 503, type: 'unavailable_error', message: 'The records database is unavailable; the change was not saved. Retry shortly (GET /health says why)', param: null, code: 'store_unavailable', retryAfter });
+/**
+ * The records database (PostgreSQL) could not be reached in time: the write was not made (`write`), or a read that
+ * must see every replica's writes could not be brought up to date (`read`); retry shortly.
+ */
+export const storeUnavailable = (retryAfter = 5, failed: 'write' | 'read' = 'write') =>
+  new ApiError({ status: 503, type: 'unavailable_error', message: `The records database is unavailable; ${failed === 'write' ? 'the change was not saved' : 'the records could not be read'}. Retry shortly (GET /health says why)`, param: null, code: 'store_unavailable', retryAfter });

@@ -37,6 +37,13 @@ export interface AnswerFormat {
   streamEvent(delta: ChatDelta): string;
   /** SSE text of a failure after the stream was committed (the stream ends after it). */
   streamError(error: ApiError): string;
+  /**
+   * Called after `body()` or the finish delta's `streamEvent`: a promise when the answer must not end before
+   * something the format started there settles (a stored response committed where every replica reads it); the
+   * end goes out once it resolves, or its rejection is answered instead (the JSON error, or the error event).
+   * Undefined, or no such method: the answer ends at once.
+   */
+  settled?(): Promise<void> | undefined;
 }
 
 /** The chat-completions format: CompletionBuilder chunks, `data: [DONE]`, OpenAI's error event. */
@@ -98,18 +105,34 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
   };
   ex.onAbort(cancel);
 
+  /** Set once the finish delta came: later deltas and failures are ignored while the end waits for `format.settled()`. */
+  let ending = false;
+  /** `end()` now, or once `format.settled()` resolves (its rejection: `failEnd`), unless the client left meanwhile. */
+  const endWhenSettled = (end: () => void, failEnd: (e: ApiError) => void) => {
+    ending = true;
+    const settled = format.settled?.();
+    if (settled === undefined) return end();
+    settled.then(
+      () => { if (!finished) end(); },
+      (err: unknown) => { if (!finished) failEnd(toApiError(err)); },
+    );
+  };
+
   let sink: ChatDeltaSink;
   if (!o.stream) {
     sink = {
       push: (d) => {
-        if (finished) return;
+        if (finished || ending) return;
         format.push(d);
         if (d.type !== 'finish') return;
-        ex.sendJson(200, format.body());
-        finish();
+        const body = format.body();
+        endWhenSettled(
+          () => { ex.sendJson(200, body); finish(); },
+          (e) => { ex.sendError(e); finish(); },
+        );
       },
       fail: (e) => {
-        if (finished) return;
+        if (finished || ending) return;
         ex.sendError(e);
         finish();
       },
@@ -129,17 +152,19 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
     commitTimer.unref();
     sink = {
       push: (d: ChatDelta) => {
-        if (finished) return;
+        if (finished || ending) return;
         const event = format.streamEvent(d);
         if (d.type === 'finish') {
           if (!committed) commit('');
-          sse.end(event);
-          finish(sse.ended);
+          endWhenSettled(
+            () => { sse.end(event); finish(sse.ended); },
+            (e) => { sse.end(format.streamError(e)); finish(sse.ended); },
+          );
         } else if (committed) sse.write(event);
         else commit(event);
       },
       fail: (e: ApiError) => {
-        if (finished) return;
+        if (finished || ending) return;
         if (!committed) {
           ex.sendError(e);
           finish();

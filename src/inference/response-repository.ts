@@ -19,7 +19,11 @@ const DAY_MS = 86_400_000;
  * Responses API state in the records store (contract "Responses API state"): a response kept by `store` lives
  * `ttlDays`, visible only to the account that made it; an expired one reads as absent and the sweep removes it.
  * Writes are synchronous (one LMDB write transaction): a response is stored before its answer goes out, so a
- * `GET /responses/{id}` or a `previous_response_id` sent right after finds it, and it survives a restart.
+ * `GET /responses/{id}` or a `previous_response_id` sent right after finds it, and it survives a restart. On
+ * PostgreSQL (a fleet) `put` is in this replica's records at once and committed right after: it also returns that
+ * commit, which the answer waits for; `delete` resolves once committed, and `getCurrent` reads after the records
+ * caught up with every replica (RecordStore.current), so the next request finds the response, or its removal, on
+ * any replica.
  */
 export class ResponseRepository {
   constructor(
@@ -28,7 +32,8 @@ export class ResponseRepository {
     private readonly now: () => number = Date.now,
   ) {}
 
-  put(r: StoredResponse): void {
+  /** Stores `r`; returns its commit where other replicas read it (undefined: durable already, LMDB). */
+  put(r: StoredResponse): Promise<void> | undefined {
     const created = this.now();
     const record: StoredResponseRecord = {
       id: r.id,
@@ -44,6 +49,7 @@ export class ResponseRepository {
       responses.putSync(record.id, record);
       index.putSync(indexKeys.responseExpiry(record.expiresAt, record.id), true);
     });
+    return this.store.syncCommitted?.();
   }
 
   /** The account's live response `id`, or undefined (unknown, another account's, or expired: all alike). */
@@ -54,21 +60,36 @@ export class ResponseRepository {
   }
 
   /**
-   * `get`, and for an id unknown here once more after the records caught up: a response stored by another replica
-   * a moment ago (accounts/fresh-credentials.ts). Synchronous when found, and always on LMDB.
+   * `get` once the records hold every replica's writes (RecordStore.current: one catch-up query, shared; it rejects
+   * with store_unavailable when the database cannot say). Synchronous on LMDB.
    */
-  getFresh(accountId: string, id: string): StoredResponse | undefined | Promise<StoredResponse | undefined> {
-    const found = this.get(accountId, id);
-    if (found !== undefined || this.store.refresh === undefined) return found;
-    return this.store.refresh().then(() => this.get(accountId, id));
+  getCurrent(accountId: string, id: string): StoredResponse | undefined | Promise<StoredResponse | undefined> {
+    if (this.store.current === undefined) return this.get(accountId, id);
+    return this.store.current().then(() => this.get(accountId, id));
   }
 
-  /** Removes the account's response `id`; false when there was none to remove (as `get`). */
-  delete(accountId: string, id: string): boolean {
+  /**
+   * Removes the account's response `id`; false when there was none to remove (as `get`). Where the records can be
+   * behind (PostgreSQL), as one transaction under the fleet-wide lock, committed when it resolves.
+   */
+  delete(accountId: string, id: string): boolean | Promise<boolean> {
     const { responses, index } = this.store.dbs;
-    return this.store.transactionSync(() => {
+    const live = () => {
       const rec = responses.get(id);
-      if (rec === undefined || rec.accountId !== accountId || Date.parse(rec.expiresAt) <= this.now()) return false;
+      return rec !== undefined && rec.accountId === accountId && Date.parse(rec.expiresAt) > this.now() ? rec : undefined;
+    };
+    if (this.store.current !== undefined) {
+      return this.store.transaction(() => {
+        const rec = live();
+        if (rec === undefined) return false;
+        responses.remove(id);
+        index.remove(indexKeys.responseExpiry(rec.expiresAt, id));
+        return true;
+      });
+    }
+    return this.store.transactionSync(() => {
+      const rec = live();
+      if (rec === undefined) return false;
       responses.removeSync(id);
       index.removeSync(indexKeys.responseExpiry(rec.expiresAt, id));
       return true;

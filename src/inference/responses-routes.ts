@@ -27,7 +27,9 @@ type Json = Record<string, unknown>;
  * conversation of `previous_response_id` when one is named (the caller's account's, else 404
  * previous_response_not_found) — and its ChatDeltas are rendered by ResponseRenderer as one Response object or
  * as the event stream, by the one responder (chat-responder.ts); a failure after commit is one `event: error`.
- * With `store` (the default) the finished response is written before its last bytes go out.
+ * With `store` (the default) the finished response is written before its last bytes go out (on PostgreSQL:
+ * committed, so the next request finds it on any replica; a commit that fails ends the answer with 503
+ * store_unavailable, or its stream with that error event).
  * `GET` / `DELETE /responses/{id}` and `GET /responses/{id}/input_items`: the caller's account's stored
  * responses only; another account's id is answered as an unknown one (404 response_not_found).
  */
@@ -36,7 +38,7 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
   const stored = (ex: HttpExchange) => {
     const id = ex.params[0]!;
     return whenReady(readerKey(ex, d.keys, d.limiter), (caller) =>
-      whenReady(d.responses.getFresh(caller.accountId, id), (r) => {
+      whenReady(d.responses.getCurrent(caller.accountId, id), (r) => {
         if (r === undefined) throw responseNotFound(id);
         return r;
       }));
@@ -48,8 +50,8 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       const chat = { ...request.chat, messages: [...request.instructionMessages, ...history, ...request.inputMessages] };
       const renderer = new ResponseRenderer(chat.model, request.echo, request.includeLogprobs);
       const keep = (response: Json) => {
-        if (!request.store) return;
-        d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
+        if (!request.store) return undefined;
+        return d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
       };
       return { model: chat.model, stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c) => d.gateway.startChat(chat, sink, c) };
       });
@@ -67,8 +69,10 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       handler: (ex) =>
         whenReady(readerKey(ex, d.keys, d.limiter), (caller) => {
           const id = ex.params[0]!;
-          if (!d.responses.delete(caller.accountId, id)) throw responseNotFound(id);
-          ex.send(200, JSON.stringify({ id, object: 'response', deleted: true }), JSON_HEADERS);
+          return whenReady(d.responses.delete(caller.accountId, id), (deleted) => {
+            if (!deleted) throw responseNotFound(id);
+            ex.send(200, JSON.stringify({ id, object: 'response', deleted: true }), JSON_HEADERS);
+          });
         }),
     },
     {
@@ -84,7 +88,7 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
 function previousHistory(responses: ResponseRepository, request: ResponsesRequest, caller: InferenceCaller): ChatMessage[] | Promise<ChatMessage[]> {
   const previousId = request.previousResponseId;
   if (previousId === null) return [];
-  return whenReady(responses.getFresh(caller.accountId, previousId), (previous) => {
+  return whenReady(responses.getCurrent(caller.accountId, previousId), (previous) => {
     if (previous === undefined) throw responseNotFound(previousId, 'previous_response_id');
     return previous.history;
   });
@@ -122,20 +126,25 @@ function inputItemsPage(items: Json[], q: URLSearchParams): Json {
   return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: from + limit < ordered.length };
 }
 
-/** The Responses API's answer format: one Response object, or named events (no [DONE]); `keep` stores the finished response first. */
-function responsesFormat(renderer: ResponseRenderer, keep: (response: Json) => void): AnswerFormat {
+/**
+ * The Responses API's answer format: one Response object, or named events (no [DONE]); `keep` stores the finished
+ * response first, and the answer ends once what it returns (the store's commit, where other replicas read it) settled.
+ */
+function responsesFormat(renderer: ResponseRenderer, keep: (response: Json) => Promise<void> | undefined): AnswerFormat {
+  let kept: Promise<void> | undefined;
   return {
     push: (d) => { renderer.push(d); },
     body: () => {
       const response = renderer.response();
-      keep(response);
+      kept = keep(response);
       return response;
     },
+    settled: () => kept,
     // response.created / in_progress come first whenever the stream commits (they show an empty output).
     streamHead: () => renderer.start().map(sseEvent).join(''),
     streamEvent: (d) => {
       const events = renderer.push(d);
-      if (d.type === 'finish') keep(renderer.response());
+      if (d.type === 'finish') kept = keep(renderer.response());
       return events.map(sseEvent).join('');
     },
     streamError: (e) => `event: error\ndata: ${JSON.stringify({ type: 'error', ...e.toBody() })}\n\n`,

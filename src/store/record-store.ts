@@ -20,7 +20,8 @@ import type {
  * Contract:
  * - Reads (`get`, `getRange`, `getKeys`) are synchronous and see committed state, so a read answers without a
  *   promise (pipelined GETs stay in order). On PostgreSQL: this replica's mirror, at most a poll (500 ms) behind
- *   another replica's commit (usually a NOTIFY, milliseconds), and still answering while the database is down.
+ *   another replica's commit (usually a NOTIFY, milliseconds), and still answering while the database is down;
+ *   after `await current()`, not behind at all.
  * - `transaction(fn)` runs `fn` as one write transaction: every `put` / `remove` made in it commits together,
  *   and reads inside it see the committed state at write time (and its own writes), so check-then-write is
  *   atomic (also across processes sharing the data dir, and across replicas sharing the database). Writes are
@@ -86,5 +87,21 @@ export interface RecordStore {
    * Callers use it once on a miss that another replica may explain (a key or session created there a moment ago).
    */
   refresh?(): Promise<void>;
+  /**
+   * Only a store whose `transactionSync` commits after it returns (PostgreSQL): resolves once the last
+   * transactionSync is committed, where every replica reads it; rejects with the 503 store_unavailable ApiError
+   * when that commit failed (its writes were taken back). Called right after a transactionSync, it is that
+   * one's commit: what an answer that tells the client about the write waits for (a stored response).
+   */
+  syncCommitted?(): Promise<void>;
+  /**
+   * Only a store whose reads can be behind (as refresh): resolves once this process's reads reflect every commit
+   * made anywhere before the call (one catch-up that starts after it, shared by the callers waiting together);
+   * rejects with the 503 store_unavailable ApiError when that cannot be known (database unreachable). What a
+   * management request awaits before it reads anything (ManagementAuthenticator.authenticateFresh, sign-in), so it
+   * reads its own and
+   * every replica's writes; the inference hot path never awaits it.
+   */
+  current?(): Promise<void>;
   close(): Promise<void>;
 }

@@ -90,9 +90,9 @@ export class PostgresStore implements RecordStore {
   private lastSeen = 0;
   private capture: Capture | null = null;
   private queue: Promise<unknown> = Promise.resolve();
-  private catchUpQueued = false;
-  /** The queued catch-up's completion, for refresh(). */
-  private queuedCatchUp: Promise<void> | null = null;
+  private lastSyncCommit: Promise<void> = Promise.resolve();
+  /** The catch-up queued and not yet started (its completion: its failure or undefined), which callers join. */
+  private queuedCatchUp: Promise<unknown> | null = null;
   private listener: pg.Client | null = null;
   private listenerConnecting = false;
   private poller: NodeJS.Timeout | null = null;
@@ -182,7 +182,7 @@ export class PostgresStore implements RecordStore {
     if (this.closed) throw new Error('the record store is closed');
     const { result, writes, undo } = this.run(fn, false);
     if (writes.length > 0) {
-      void this.serial(() => this.locked(async () => writes)).catch((err: unknown) => {
+      const commit = this.serial(() => this.locked(async () => writes)).catch((err: unknown) => {
         // Take back what was applied (to the value before the first write of each key), where nothing newer
         // replaced it since.
         const original = new Map<string, unknown>();
@@ -194,9 +194,20 @@ export class PostgresStore implements RecordStore {
           if (this.mirror[w.tbl].get(w.key) === w.value) this.mirror[w.tbl].set(w.key, original.get(`${w.tbl}\u0000${encodeKey(w.key)}`));
         }
         this.log('error', 'a synchronous record write could not be committed and was undone', { error: describe(err), records: writes.length });
+        throw storeUnavailable();
       });
+      commit.catch(() => {}); // its failure is logged above; syncCommitted() hands it to whoever asks
+      this.lastSyncCommit = commit;
     }
     return result;
+  }
+
+  /**
+   * RecordStore.syncCommitted: the commit of the last transactionSync that wrote something (transactions commit in
+   * call order, so every earlier one has run too); rejects with store_unavailable when it failed and was undone.
+   */
+  syncCommitted(): Promise<void> {
+    return this.lastSyncCommit;
   }
 
   /** Stages a write of the running transaction (PostgresTable calls it); returns whether a record was there. */
@@ -329,29 +340,47 @@ export class PostgresStore implements RecordStore {
 
   /** RecordStore.refresh: the catch-up queued now (or the one already queued) has run; never rejects. */
   refresh(): Promise<void> {
-    this.catchUp();
-    return this.queuedCatchUp ?? Promise.resolve();
+    return this.catchUp().then(() => {});
   }
 
-  /** Catches the mirror up (on NOTIFY, every pollMs and on refresh); coalesced, in order with the transactions. */
-  private catchUp(): void {
-    if (this.catchUpQueued || this.closed) return;
-    this.catchUpQueued = true;
-    const run = this.serial(async () => {
-      this.catchUpQueued = false;
+  /**
+   * RecordStore.current: resolves once a catch-up that started after this call has run, so the mirror holds every
+   * commit made anywhere before it (seq order is commit order: every write takes its seq under the fleet-wide
+   * lock). Callers waiting together share that one query. Rejects with store_unavailable at once while the
+   * database is known down (the poll says when it is back), or when the catch-up fails.
+   */
+  current(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the record store is closed'));
+    if (!this.state.up) return Promise.reject(storeUnavailable(5, 'read'));
+    return this.catchUp().then((failure) => {
+      if (failure !== undefined) throw storeUnavailable(5, 'read');
+    });
+  }
+
+  /**
+   * Queues a catch-up of the mirror (on NOTIFY, every pollMs, on refresh and current), in order with the
+   * transactions, or joins the one queued and not yet started; resolves to its failure, or undefined (never rejects).
+   */
+  private catchUp(): Promise<unknown> {
+    if (this.closed) return Promise.resolve(new Error('the record store is closed'));
+    if (this.queuedCatchUp) return this.queuedCatchUp;
+    const run: Promise<unknown> = this.serial(async () => {
+      if (this.queuedCatchUp === run) this.queuedCatchUp = null; // a caller from now on needs a later query
       try {
         await this.catchUpOn(this.pool);
         this.up();
+        return undefined;
       } catch (err) {
         this.down(err);
+        return err;
       }
-    }).catch(() => {});
+    });
     this.queuedCatchUp = run;
-    void run.then(() => { if (this.queuedCatchUp === run) this.queuedCatchUp = null; });
+    return run;
   }
 
   private tick(): void {
-    this.catchUp();
+    void this.catchUp();
     if (!this.listener && !this.listenerConnecting) void this.listen();
   }
 
@@ -367,14 +396,14 @@ export class PostgresStore implements RecordStore {
     };
     client.on('error', lost);
     client.on('end', () => lost());
-    client.on('notification', () => this.catchUp());
+    client.on('notification', () => void this.catchUp());
     try {
       await client.connect();
       await client.query(`LISTEN ${CHANGES_CHANNEL}`);
       if (this.closed) await client.end();
       else {
         this.listener = client;
-        this.catchUp(); // whatever was committed while no one listened
+        void this.catchUp(); // whatever was committed while no one listened
       }
     } catch (err) {
       lost(err);

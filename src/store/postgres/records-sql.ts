@@ -2,10 +2,12 @@
 
 /**
  * Every row with seq > $1 in seq order (tombstones too), each with the pruning horizon; one row with only the
- * horizon when there is none. $1 = -1: every record, for a (re)load.
+ * horizon when there is none. $1 = -1: every record, for a (re)load. The horizon is read by its key: from the
+ * table itself, never analyzed (one row), the planner guessed 2,040 rows, costed the join past `jit_above_cost`
+ * and JIT-compiled every catch-up (4-20 ms each instead of 0.1-0.2 ms on loopback).
  */
 export const CHANGES_SQL = `SELECT h.pruned_through::text AS horizon, r.tbl, r.key, r.value, r.seq::text AS seq
-  FROM records_horizon h LEFT JOIN records r ON r.seq > $1::bigint
+  FROM (SELECT pruned_through FROM records_horizon WHERE id = 1) h LEFT JOIN records r ON r.seq > $1::bigint
   ORDER BY r.seq`;
 
 /** Puts ($3 = JSON text) and removes ($3 = NULL: a tombstone), each stamped with the next seq. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { queueFull, upstreamDeadline } from '../../../src/errors/index.ts';
-import { respondFromDeltas, respondToChat } from '../../../src/inference/chat-responder.ts';
+import { queueFull, storeUnavailable, upstreamDeadline } from '../../../src/errors/index.ts';
+import { chatCompletionFormat, respondFromDeltas, respondToChat, respondWith } from '../../../src/inference/chat-responder.ts';
 import { startHttpServer, type RunningHttpServer } from '../../../src/http/http-server.ts';
 import type { Route } from '../../../src/http/router.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
@@ -18,6 +18,8 @@ const scripts = new Map<string, Script>();
 const iterables = new Map<string, () => AsyncIterable<ChatDelta>>();
 let cancelled = 0;
 let server: RunningHttpServer;
+/** Whether the last /settled answer's promise (what its end waits for) had settled when the end was sent. */
+let settledBeforeEnd: boolean[] = [];
 
 beforeAll(async () => {
   const options = (stream: boolean) => ({ stream, includeUsage: true, model: 'local/x', keepAliveMs: 100, streamBufferLimit: 1 << 20 });
@@ -41,6 +43,35 @@ beforeAll(async () => {
       handler: async (ex) => {
         const open = iterables.get(ex.params[1]!)!;
         await respondFromDeltas(ex, options(ex.params[0] === 'sse'), () => open());
+      },
+    },
+    {
+      // A format whose end waits for a promise (as a stored response's commit): resolved, or rejected with store_unavailable.
+      method: 'POST',
+      pattern: '/settled/:mode/:outcome',
+      name: 'settled',
+      handler: async (ex) => {
+        const format = chatCompletionFormat('local/x', false);
+        let settled = false;
+        const wait = () => new Promise<void>((resolve, reject) => setTimeout(() => {
+          settled = true;
+          if (ex.params[1] === 'ok') resolve();
+          else reject(storeUnavailable());
+        }, 50));
+        let pending: Promise<void> | undefined;
+        const endAt = (done: boolean) => { if (done) settledBeforeEnd.push(settled); };
+        await respondWith(ex, options(ex.params[0] === 'sse'), {
+          ...format,
+          body: () => { const b = format.body(); pending = wait(); return b; },
+          streamEvent: (d) => { if (d.type === 'finish') pending = wait(); return format.streamEvent(d); },
+          settled: () => pending,
+        }, (sink) => {
+          sink.push({ type: 'content', text: 'hi' });
+          sink.push(finish);
+          sink.push({ type: 'content', text: 'ghost' }); // after the finish: ignored while the end waits
+          return { cancel: () => {} };
+        });
+        endAt(true);
       },
     },
   ];
@@ -246,5 +277,31 @@ describe('respondToChat cancels the producer', () => {
     controller.abort();
     for (let i = 0; i < 200 && cancelled === before; i++) await sleep(10);
     expect(cancelled).toBe(before + 1);
+  });
+});
+
+describe('respondWith: an end that waits for the format (a stored response committed first)', () => {
+  it('JSON: the answer is sent once the promise resolved; its rejection is the JSON error instead', async () => {
+    settledBeforeEnd = [];
+    const ok = await call('/settled/json/ok');
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe('hi');
+    const failed = await call('/settled/json/fail');
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get('retry-after')).toBe('5');
+    expect(((await failed.json()) as { error: { code: string } }).error.code).toBe('store_unavailable');
+    expect(settledBeforeEnd).toEqual([true, true]);
+  });
+
+  it('SSE: the last event goes out once the promise resolved; its rejection ends the stream with the error event, no [DONE]', async () => {
+    settledBeforeEnd = [];
+    const ok = await (await call('/settled/sse/ok')).text();
+    expect(ok.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(ok).not.toContain('ghost');
+    const failed = await (await call('/settled/sse/fail')).text();
+    expect(failed).toContain('"code":"store_unavailable"');
+    expect(failed).not.toContain('[DONE]');
+    expect(failed).not.toContain('"finish_reason":"stop"');
+    expect(settledBeforeEnd).toEqual([true, true]);
   });
 });
