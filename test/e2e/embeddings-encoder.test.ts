@@ -10,8 +10,8 @@ import { expectDistinct, expectSameEmbedding } from '../helpers/vector-agreement
  * A BERT-family encoder (the project's tiny BERT: llama.cpp's `bert` architecture, width 32, 128 positions, a
  * WordPiece vocabulary) loads and serves /embeddings on both engines, with the pooling its GGUF declares, and
  * answers every generation route with a 400 naming `model`. Two servers per engine: the same weights declaring
- * mean and cls pooling. Vectors of two paths (batched or alone, the two engines) agree within f16 rounding,
- * relative to their length (helpers/vector-agreement.ts).
+ * mean and cls pooling. Vectors of two paths (batched or alone) agree within f16 rounding, relative to their
+ * length (helpers/vector-agreement.ts); embeddings-encoder-agreement.test.ts compares the two engines.
  */
 const WIDTH = 32;
 const POSITIONS = 128;
@@ -121,30 +121,3 @@ function encoderSuite(engine: 'native' | 'node-llama-cpp') {
     expect(health.engine.kind).toBe(engine);
   });
 }
-
-/**
- * Both engines run llama.cpp's BERT graph on the same tokens ([CLS] text [SEP]) with the GGUF's pooling: the
- * native batched embedder (several inputs packed into one encode pass) agrees with node-llama-cpp's one-input
- * embedding context, the reference here.
- */
-describe.skipIf(!addon.ok)('a BERT embedding model: the native engine agrees with node-llama-cpp', () => {
-  const servers: HearthProcess[] = [];
-  afterAll(async () => {
-    await Promise.all(servers.map((h) => h.stop()));
-  });
-
-  it.each(['mean', 'cls'] as const)('%s pooling, batched', async (pooling) => {
-    const model = await tinyBertModel({ pooling });
-    const texts = ['the cat sat on the mat', 'hello world', 'search query: red house', 'one'];
-    const vectorsOn = async (engine: string) => {
-      const h = await startHearthProcess({ args: ['--model', model, '--model-id', 'local/bert', '--engine', engine] });
-      servers.push(h);
-      await h.waitReady();
-      const client = new OpenAI({ apiKey: h.key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
-      return (await client.embeddings.create({ model: 'local/bert', input: texts, encoding_format: 'float' })).data.map((d) => d.embedding);
-    };
-    const [native, reference] = await Promise.all([vectorsOn('native'), vectorsOn('node-llama-cpp')]);
-    for (let i = 0; i < texts.length; i++) expectSameEmbedding(native[i]!, reference[i]!, texts[i]);
-    expectDistinct(reference);
-  });
-});
