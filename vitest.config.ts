@@ -17,6 +17,9 @@ export default defineConfig({
     // from one run to the next. test/model/cpu-kernels.test.ts tests the choice itself. Likewise they compute on
     // the CPU without probing for a GPU (a child process per start where a CUDA library is installed);
     // test/unit/engine/gpu-offload.test.ts and test/model/gpu-fallback.test.ts test that choice.
-    env: { HEARTH_CPU_KERNELS: 'prebuilt', HEARTH_GPU_LAYERS: '0' },
+    // HEARTH_TEST_CPU_KERNELS picks other kernels (prebuilt:x64, native...: npm run test:cpu-variants), which
+    // test/setup/pin-cpu-kernels.ts also loads into the test processes themselves.
+    env: { HEARTH_CPU_KERNELS: process.env.HEARTH_TEST_CPU_KERNELS ?? 'prebuilt', HEARTH_GPU_LAYERS: '0' },
+    setupFiles: ['test/setup/pin-cpu-kernels.ts'],
   },
 });

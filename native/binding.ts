@@ -143,6 +143,12 @@ export interface HearthNativeBinding {
   SlotLoop: new (options: NativeLoopOptions, onEvents: (events: NativeLoopEvent[]) => void) => NativeSlotLoop;
   EventRelay: new (onEvents: (events: NativeLoopEvent[]) => void) => NativeEventRelay;
   buildInfo(): NativeBuildInfo;
+  /**
+   * Loads ggml's CPU backend for the whole process now: the best libggml-cpu-*.so of `dir` this CPU can execute
+   * (default: the folder of the loaded libllama), unless one is loaded already (the first load wins; a SlotLoop's
+   * `backendDir` is such a load). Returns the file name of the library in use; throws when none can be loaded.
+   */
+  loadCpuBackend(dir?: string): string;
 }
 
 /** The addon's own exports: deliveries come as flat arrays (native/src/loop_event_js.h). */
@@ -150,6 +156,7 @@ interface RawBinding {
   SlotLoop: new (options: NativeLoopOptions, onEvents: (flat: unknown[]) => void) => NativeSlotLoop;
   EventRelay: new (onEvents: (flat: unknown[]) => void) => NativeEventRelay;
   buildInfo(): NativeBuildInfo;
+  loadCpuBackend(dir?: string): string;
 }
 
 /** Slots per event in a delivery (kEventSlots), and the slot-0 codes (EventKind's order). */
@@ -199,6 +206,7 @@ function decodingBinding(raw: RawBinding): HearthNativeBinding {
     SlotLoop: SlotLoop as unknown as HearthNativeBinding['SlotLoop'],
     EventRelay: EventRelay as unknown as HearthNativeBinding['EventRelay'],
     buildInfo: () => raw.buildInfo(),
+    loadCpuBackend: (dir?: string) => raw.loadCpuBackend(dir),
   };
 }
 

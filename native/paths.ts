@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -57,6 +57,39 @@ export function findPrebuiltLlama(): PrebuiltLlama | { reason: string } {
   if (!libllama || !libggml || !libggmlBase) return { reason: `libllama / libggml / libggml-base are missing in ${binDir}` };
   if (!files.some((f) => f.startsWith('libggml-cpu'))) return { reason: `no libggml-cpu backend in ${binDir}` };
   return { platform, binDir, libllama, libggml, libggmlBase, nodeLlamaCppDir };
+}
+
+/** Names of node-llama-cpp's prebuilt CPU libraries in binDir (libggml-cpu-VARIANT.so): x64, sse42, haswell, zen4... */
+export function prebuiltCpuVariants(prebuilt: PrebuiltLlama): string[] {
+  return readdirSync(prebuilt.binDir).flatMap((f) => /^libggml-cpu-([a-z0-9_]+)\.so$/.exec(f)?.[1] ?? []).sort();
+}
+
+/** Gitignored (under build/): one folder per prebuilt CPU variant in use, holding a link to that library alone. */
+export const CPU_VARIANTS_DIR = join(NATIVE_BUILD_DIR, 'cpu-variants');
+
+/**
+ * A ggml backend folder that offers only node-llama-cpp's libggml-cpu-VARIANT.so (a symbolic link to it), so
+ * ggml loads that library or, when this CPU lacks its instructions (ggml scores it 0), none. Made on first use;
+ * safe from parallel processes (the link is made under a temporary name, then renamed over). Or why not.
+ */
+export function prebuiltCpuVariantDir(variant: string): { dir: string; library: string } | { reason: string } {
+  const prebuilt = findPrebuiltLlama();
+  if ('reason' in prebuilt) return { reason: prebuilt.reason };
+  const variants = prebuiltCpuVariants(prebuilt);
+  if (!variants.includes(variant)) return { reason: `not one of node-llama-cpp's prebuilt CPU libraries (${variants.join(', ')})` };
+  const library = join(prebuilt.binDir, `libggml-cpu-${variant}.so`);
+  const dir = join(CPU_VARIANTS_DIR, variant);
+  const link = join(dir, `libggml-cpu-${variant}.so`);
+  try {
+    if (readlinkSync(link) === library) return { dir, library };
+  } catch {
+    // Not made yet (or not a link): made below.
+  }
+  mkdirSync(dir, { recursive: true });
+  const temporary = `${link}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  symlinkSync(library, temporary);
+  renameSync(temporary, link);
+  return { dir, library };
 }
 
 /** This machine's own build of ggml's CPU backend (native/cpu-kernels-build.ts), when there is one. */

@@ -1,4 +1,4 @@
-// Module entry of hearth_native.node: exports `SlotLoop`, `EventRelay` and `buildInfo()`.
+// Module entry of hearth_native.node: exports `SlotLoop`, `EventRelay`, `buildInfo()` and `loadCpuBackend()`.
 // A context-aware Node-API addon: every environment (main thread or worker_thread) that loads it gets
 // its own exports and its own instances; the only process-wide state is llama.cpp's (see llama_runtime.h)
 // and the registry of event relays (event_relay.h).
@@ -41,6 +41,7 @@ public:
         installLogCallbackIfDefault();
         DefineAddon(exports, {
             InstanceMethod("buildInfo", &HearthAddon::BuildInfo),
+            InstanceMethod("loadCpuBackend", &HearthAddon::LoadCpuBackend),
             InstanceValue("SlotLoop", SlotLoopWrap::Define(env), napi_enumerable),
             InstanceValue("EventRelay", EventRelayWrap::Define(env), napi_enumerable),
         });
@@ -63,6 +64,28 @@ private:
         }
         o.Set("maxSlots", (double) llama_max_parallel_sequences());
         return o;
+    }
+
+    // loadCpuBackend(dir?: string): string. Loads ggml's CPU backend for the process now (llama_runtime.h:
+    // the best-scoring libggml-cpu-*.so of `dir`, else of the loaded libllama's folder), unless one is loaded
+    // already (the first load wins, process-wide); returns the file name of the library in use. Throws when none
+    // can be loaded (no library there, or none this CPU can execute: ggml scores those 0).
+    Napi::Value LoadCpuBackend(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        std::string dir;
+        if (info.Length() > 0 && !info[0].IsUndefined()) {
+            if (!info[0].IsString()) {
+                Napi::TypeError::New(env, "loadCpuBackend(dir?: string)").ThrowAsJavaScriptException();
+                return env.Undefined();
+            }
+            dir = info[0].As<Napi::String>().Utf8Value();
+        }
+        const std::string error = ensureLlamaRuntime(dir);
+        if (!error.empty()) {
+            Napi::Error::New(env, error).ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        return Napi::String::New(env, cpuBackendLibrary());
     }
 };
 

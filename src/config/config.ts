@@ -10,11 +10,12 @@ export { settingsHelp } from './settings-help.ts';
 
 /**
  * The validated configuration of `hearth serve`: the settings' types derived from SERVE_SETTINGS, with
- * `--gpu-layers` parsed to `'auto'` or a number of layers and paths made absolute. Frozen; built once by
+ * `--gpu-layers` parsed to `'auto'` or a number of layers, `--cpu-kernels` checked, and paths made absolute. Frozen; built once by
  * `loadServeConfig`.
  */
-export type Config = Omit<ServeSettings, 'gpuLayers'> & {
+export type Config = Omit<ServeSettings, 'gpuLayers' | 'cpuKernels'> & {
   gpuLayers: 'auto' | number;
+  cpuKernels: CpuKernelsSetting;
   /** Every model to serve, in order (the first is the default one, loaded at start): `--model` given once or several times, or the config file's `models:`. */
   models: readonly ModelEntry[];
 };
@@ -149,6 +150,7 @@ export function loadServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv 
     ...s,
     models: [],
     gpuLayers: parseGpuLayers(String(s.gpuLayers), r.names['gpuLayers']!),
+    cpuKernels: parseCpuKernelsMode(String(s.cpuKernels), r.names['cpuKernels']!),
     gpuBackend: s.gpuBackend === undefined ? undefined : path.resolve(s.gpuBackend),
     dataDir: path.resolve(s.dataDir),
     modelsDir: path.resolve(s.modelsDir),
@@ -182,4 +184,18 @@ export function parseGpuLayers(raw: string, source: string): 'auto' | number {
   if (v === 'auto') return 'auto';
   if (!/^\d{1,6}$/.test(v) || Number(v) > 100_000) throw new ConfigError(`${source}: expected auto or a number of layers 0..100000, got '${raw}'`);
   return Number(v);
+}
+
+/** `--cpu-kernels` (the engine's CpuKernelsMode). */
+export type CpuKernelsSetting = 'auto' | 'prebuilt' | 'native' | `prebuilt:${string}`;
+
+/**
+ * `auto`, `prebuilt`, `native` or `prebuilt:VARIANT` (a name of node-llama-cpp's libggml-cpu-VARIANT.so: whether
+ * that library is installed and runs on this CPU is known only when the engine loads it, which then says so).
+ */
+export function parseCpuKernelsMode(raw: string, source: string): CpuKernelsSetting {
+  const v = raw.trim();
+  if (v === 'auto' || v === 'prebuilt' || v === 'native') return v;
+  if (/^prebuilt:[a-z0-9_]{1,32}$/.test(v)) return v as `prebuilt:${string}`;
+  throw new ConfigError(`${source}: expected auto, prebuilt, native or prebuilt:VARIANT (a libggml-cpu-VARIANT.so of node-llama-cpp: x64, haswell, zen4...), got '${raw}'`);
 }

@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runProbeChild } from './probe-child.ts';
-import type { CpuKernelProbeAnswer, CpuKernelProbeRequest, CpuKernelsKind } from './worker-protocol.ts';
+import type { CpuKernelProbeAnswer, CpuKernelProbeRequest, CpuKernelsKind, CpuKernelsMode } from './worker-protocol.ts';
 
 /**
  * Which ggml CPU kernels the native engine loads (`--cpu-kernels`), decided once on the main thread before
  * the model workers start (the CPU backend is process-wide):
  * - `prebuilt`: node-llama-cpp's library for this CPU family (ggml picks it: haswell, zen4, icelake...);
+ * - `prebuilt:VARIANT`: that one of node-llama-cpp's libraries (libggml-cpu-VARIANT.so), whatever this CPU could run
+ *   faster: another CPU family's arithmetic on this machine (npm run test:cpu-variants runs the numeric tests so);
  * - `native`: native/build/cpu-kernels/, ggml's CPU backend compiled for this very CPU by `npm run build:native`;
  * - `auto` (default): when the native build is usable, time both on the served model in child processes,
  *   in the order prebuilt, native, native, prebuilt (so a drifting machine moves both alike), and load the
@@ -16,7 +18,7 @@ import type { CpuKernelProbeAnswer, CpuKernelProbeRequest, CpuKernelsKind } from
  * Neither is better everywhere: measured on an AMD EPYC (Zen 3, AVX2), 8 rows, 2 threads, the native build took
  * 71-72 ms a step on a 0.5B Q4_K_M against 81 ms, but 64-65 ms on its Q8_0 against 60.
  */
-export type CpuKernelsMode = 'auto' | CpuKernelsKind;
+export type { CpuKernelsMode };
 
 export interface CpuKernelsChoice {
   kernels: CpuKernelsKind;
@@ -51,7 +53,7 @@ const CACHE_ENTRIES = 64;
 export class CpuKernelsUnavailable extends Error {}
 
 export async function chooseCpuKernels(input: CpuKernelsInput, probe: KernelProbe = probeInChild): Promise<CpuKernelsChoice> {
-  if (input.mode === 'prebuilt') return { kernels: 'prebuilt', why: '--cpu-kernels prebuilt' };
+  if (input.mode === 'prebuilt' || input.mode.startsWith('prebuilt:')) return { kernels: input.mode as CpuKernelsKind, why: `--cpu-kernels ${input.mode}` };
   const described = await probe({ action: 'describe' }, input.signal);
   const native = described.action === 'describe' ? described.native : { reason: 'the probe answered something else' };
   if ('reason' in native) {

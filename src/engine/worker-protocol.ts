@@ -130,7 +130,11 @@ export type WorkerStatus =
   | { hearth: 'kv-cache'; worker: number; used: number; total: number };
 
 /** node-llama-cpp's prebuilt ggml CPU library for this CPU family, or the one built for this very CPU. */
-export type CpuKernelsKind = 'prebuilt' | 'native';
+export type CpuKernelsKind = 'prebuilt' | 'native' | PrebuiltCpuVariant;
+/** One of node-llama-cpp's prebuilt CPU libraries by name (libggml-cpu-VARIANT.so), instead of ggml's pick for this CPU. */
+export type PrebuiltCpuVariant = `prebuilt:${string}`;
+/** `--cpu-kernels`: a kind, or `auto` (time prebuilt and native, engine/cpu-kernels.ts). */
+export type CpuKernelsMode = 'auto' | CpuKernelsKind;
 
 /**
  * The CPU kernel probe, a child process (worker/cpu-kernel-probe.ts; argv[2] is the request as JSON, stdout one
@@ -139,7 +143,7 @@ export type CpuKernelsKind = 'prebuilt' | 'native';
  */
 export type CpuKernelProbeRequest =
   | { action: 'describe' }
-  | { action: 'time'; kernels: CpuKernelsKind; modelPath: string; slots: number; threads: number; cores: number };
+  | { action: 'time'; kernels: 'prebuilt' | 'native'; modelPath: string; slots: number; threads: number; cores: number };
 
 export type CpuKernelProbeAnswer =
   | { action: 'describe'; native: { stamp: string } | { reason: string } }

@@ -44,6 +44,16 @@ describe('serve config', () => {
     expect(() => parseServeConfig([], { HEARTH_GPU_LAYERS: 'max' })).toThrowError(/HEARTH_GPU_LAYERS: expected auto/);
   });
 
+  it('--cpu-kernels takes auto, prebuilt, native or prebuilt:VARIANT', () => {
+    expect(parseServeConfig([], {}).cpuKernels).toBe('auto');
+    for (const ok of ['auto', 'prebuilt', 'native', 'prebuilt:x64', 'prebuilt:haswell', 'prebuilt:zen4']) expect(parseServeConfig(['--cpu-kernels', ok], {}).cpuKernels).toBe(ok);
+    expect(parseServeConfig([], { HEARTH_CPU_KERNELS: 'prebuilt:skylakex' }).cpuKernels).toBe('prebuilt:skylakex');
+    for (const bad of ['fast', 'prebuilt:', 'prebuilt:../x', 'prebuilt:Haswell', 'native:x64', '']) {
+      expect(() => parseServeConfig(['--cpu-kernels', bad], {}), bad).toThrowError(ConfigError);
+    }
+    expect(() => parseServeConfig([], { HEARTH_CPU_KERNELS: 'prebuilt:/tmp/lib' })).toThrowError(/HEARTH_CPU_KERNELS: expected auto, prebuilt, native or prebuilt:VARIANT/);
+  });
+
   it('names the variable for a bad env value', () => {
     expect(() => parseServeConfig([], { HEARTH_SLOTS: 'many' })).toThrowError(/HEARTH_SLOTS/);
   });

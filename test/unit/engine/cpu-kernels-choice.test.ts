@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chooseCpuKernels, CpuKernelsUnavailable, type KernelProbe } from '../../../src/engine/cpu-kernels.ts';
+import { chooseCpuKernels, type CpuKernelsMode, CpuKernelsUnavailable, type KernelProbe } from '../../../src/engine/cpu-kernels.ts';
 import type { CpuKernelProbeAnswer, CpuKernelProbeRequest } from '../../../src/engine/worker-protocol.ts';
 
 /**
@@ -34,12 +34,18 @@ function scripted(native: { stamp: string } | { reason: string }, ms: { prebuilt
   return { probe, calls };
 }
 
-const input = (mode: 'auto' | 'prebuilt' | 'native', cacheFile?: string) => ({ mode, modelPath, slots: 8, threads: 2, cores: 2, ...(cacheFile ? { cacheFile } : {}) });
+const input = (mode: CpuKernelsMode, cacheFile?: string) => ({ mode, modelPath, slots: 8, threads: 2, cores: 2, ...(cacheFile ? { cacheFile } : {}) });
 
 describe('--cpu-kernels prebuilt and native', () => {
   it('prebuilt asks nothing', async () => {
     const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
     expect(await chooseCpuKernels(input('prebuilt'), probe)).toEqual({ kernels: 'prebuilt', why: '--cpu-kernels prebuilt' });
+    expect(calls).toEqual([]);
+  });
+
+  it('prebuilt:VARIANT asks nothing either (the worker loads that library or says why not)', async () => {
+    const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
+    expect(await chooseCpuKernels(input('prebuilt:haswell'), probe)).toEqual({ kernels: 'prebuilt:haswell', why: '--cpu-kernels prebuilt:haswell' });
     expect(calls).toEqual([]);
   });
 
