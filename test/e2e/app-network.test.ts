@@ -210,3 +210,22 @@ describe('--app-network host: as before, with a warning', () => {
     expect(api.status).toBe(200);
   });
 });
+
+describe('a host that cannot isolate', () => {
+  it('fails PUT /yam with a reason naming the missing tool, never sharing the network silently', async () => {
+    const other = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-pasta', '/nonexistent/pasta'] });
+    try {
+      const { api, until } = managementClient(() => other, 30_000);
+      const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'x' })).body.workspaceId;
+      await api('PUT', `/api/v1/workspaces/${ws}/yam`);
+      let yam = { state: 'creating', error: null as string | null };
+      await until(async () => (yam = (await api<typeof yam>('GET', `/api/v1/workspaces/${ws}/yam`)).body).state !== 'creating', 'the Yam to settle');
+      expect(yam.state).toBe('failed');
+      expect(yam.error).toMatch(/pasta \('\/nonexistent\/pasta'\): install the Debian package passt, or start Hearth with --app-network host/);
+      expect((await api('POST', `/api/v1/workspaces/${ws}/apps`, { name: 'x' })).status).toBe(409);
+    } finally {
+      await other.stop();
+      fs.rmSync(other.dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
