@@ -167,8 +167,9 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const auth = new ManagementAuthenticator(keys, sessions, users, store.current?.bind(store));
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
   let baseUrl = config.publicUrl ?? '';
+  let apiPort: number | null = null; // the public port, once listening (apps reach it at HEARTH_API_URL)
   // --app-host false (a fleet replica other than the app host): no app runs here, the app routes answer 503.
-  const appHost = config.appHost ? new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl }, appHostOptionsFrom(config)) : undefined;
+  const appHost = config.appHost ? new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl, apiPort: () => apiPort }, appHostOptionsFrom(config)) : undefined;
   const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost ?? null);
   if (appHost) disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
   disposables.add('provisioner', () => provisioner.dispose());
@@ -202,6 +203,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const http = server;
   disposables.add('http', () => http.closeConnections());
   baseUrl = (config.publicUrl ?? defaultBaseUrl(config.host, server.port)).replace(/\/+$/, '');
+  apiPort = server.port;
   try {
     await appHost?.start(); // live apps start again
   } catch (err) {

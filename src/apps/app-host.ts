@@ -24,7 +24,8 @@ import { ArchiveError, unpackArchive } from './archive-unpacker.ts';
 import { buildApp, DeploymentFailure, fetchRepository, isAcceptableRepositoryUrl, probeRepository, startCommand } from './deployment-builder.ts';
 import type { LogLine } from './log-ring.ts';
 import { decideRepository, type RepositoryAccess } from './repository-policy.ts';
-import { handOver, launchPlan, type SandboxOptions } from './sandbox.ts';
+import { apiUnreachableReason, hearthApiUrl, networkProblem, removeStaleNamespaces } from './app-network.ts';
+import { handOver, isolatesNetwork, launchPlan, type SandboxOptions } from './sandbox.ts';
 
 /**
  * The application host of every Yam (contract.md "Applications on the Yam"): app records, deployments
@@ -38,6 +39,8 @@ import { handOver, launchPlan, type SandboxOptions } from './sandbox.ts';
 export interface AppHostOptions {
   rootDir: string;
   sandbox: SandboxOptions;
+  /** The address Hearth listens on (--host): where HEARTH_API_URL points in `--app-network host`. */
+  listenHost: string;
   /** Largest accepted archive upload, bytes. */
   archiveLimit: number;
   maxFiles: number;
@@ -54,6 +57,7 @@ export interface AppHostOptions {
 }
 
 export const DEFAULT_APP_HOST_OPTIONS = {
+  listenHost: '127.0.0.1',
   archiveLimit: 50 << 20,
   maxFiles: 10_000,
   maxUnpackedBytes: 512 << 20,
@@ -74,6 +78,8 @@ export interface AppHostDeps {
   log: Logger;
   /** The base URL clients use, read when a view is built. */
   baseUrl: () => string;
+  /** Hearth's public port (read at each launch, for HEARTH_API_URL); null until it listens. */
+  apiPort: () => number | null;
 }
 
 export const APP_STATES: readonly AppRunState[] = ['created', 'starting', 'running', 'crashed', 'stopped'];
@@ -106,7 +112,7 @@ export class AppHost {
     return await this.sandboxProblem();
   }
 
-  /** Why the configured sandbox cannot run here (a trial run of `true` inside it), or null. */
+  /** Why the configured sandbox cannot run here (a trial run of `true` inside it, a trial network namespace), or null. */
   async sandboxProblem(): Promise<string | null> {
     const s = this.options.sandbox;
     if (s.mode === 'none') return null;
@@ -119,7 +125,7 @@ export class AppHost {
           resolve(err ? { code: (err as NodeJS.ErrnoException).code ?? null, stderr: String(stderr) || err.message } : null);
         });
       });
-      if (failure === null) return null;
+      if (failure === null) return isolatesNetwork(s) ? await networkProblem(s.network) : null;
       if (failure.code === 'ENOENT') return `the sandbox tool bubblewrap ('${s.bwrapPath}') is not installed: install the Debian package bubblewrap, or start Hearth with --app-sandbox none (no isolation)`;
       return `the sandbox tool bubblewrap ('${s.bwrapPath}') cannot run here: ${failure.stderr.trim().slice(0, 300)}`;
     } finally {
@@ -133,6 +139,13 @@ export class AppHost {
   async start(): Promise<void> {
     fs.mkdirSync(this.options.rootDir, { recursive: true, mode: 0o711 });
     if (this.options.sandbox.mode === 'none') this.d.log.warn('apps run WITHOUT a sandbox (--app-sandbox none): they can read everything Hearth can');
+    else if (this.options.sandbox.network.mode === 'host') this.d.log.warn("apps share the host's network (--app-network host): they can reach every service on this machine's loopback and addresses, Hearth's internal port and other apps included");
+    if (isolatesNetwork(this.options.sandbox)) {
+      const unreachable = apiUnreachableReason('isolated', this.options.listenHost);
+      if (unreachable !== null) this.d.log.warn(unreachable);
+      const stale = await removeStaleNamespaces();
+      if (stale > 0) this.d.log.info("removed apps' network namespaces a previous run left", { count: stale });
+    }
     if (this.options.repositories === 'local') this.d.log.warn('deployments may clone local paths and file:// repositories of this machine (--app-repositories local): every workspace member can read them');
     const interrupted = await this.d.apps.failInterrupted();
     if (interrupted > 0) this.d.log.warn('deployments interrupted by the last stop marked failed', { count: interrupted });
@@ -395,7 +408,7 @@ export class AppHost {
     }
   }
 
-  /** The process's environment: exactly the app's env, NODE_ENV (production unless set), PORT (added at launch) and the key variable; PATH and HOME come from the sandbox. */
+  /** The process's environment: exactly the app's env, NODE_ENV (production unless set), PORT (added at launch), HEARTH_API_URL and the key variable; PATH and HOME come from the sandbox. */
   private launchInput(app: AppRecord, deploymentId: string, codeDir: string, command: string): LaunchInput {
     const { env, unreadable } = this.d.apps.envOf(app);
     if (unreadable.length > 0) this.d.log.warn('app env values that no longer decrypt are left out (was the master key changed?)', { appId: app.id, names: unreadable });
@@ -404,7 +417,9 @@ export class AppHost {
       const key = this.d.apps.apiKeyOf(app);
       if (key !== null) full[app.apiKeyEnv] = key;
     }
-    return { deploymentId, codeDir, command, env: full, healthPath: app.healthPath };
+    const apiPort = this.d.apiPort();
+    if (apiPort !== null) full.HEARTH_API_URL = hearthApiUrl(isolatesNetwork(this.options.sandbox) ? 'isolated' : 'host', this.options.listenHost, apiPort);
+    return { deploymentId, codeDir, command, env: full, healthPath: app.healthPath, apiPort };
   }
 
   private runtime(appId: string): AppRuntime {

@@ -27,7 +27,7 @@ export interface RepositoryInput {
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 /** Set by Hearth itself; an app cannot override them. */
-export const RESERVED_ENV = ['PORT', 'PATH', 'HOME'] as const;
+export const RESERVED_ENV = ['PORT', 'PATH', 'HOME', 'HEARTH_API_URL'] as const;
 const MAX_ENV = 100;
 const MAX_ENV_VALUE = 32 * 1024;
 /**

@@ -7,7 +7,8 @@ import { ARGS_FD, type LaunchPlan } from './sandbox.ts';
  * One launched command (a build step or an app's web process) in its own process group, so that a stop
  * reaches everything it started: SIGTERM to the group, SIGKILL after the grace period. Output arrives
  * line by line through `onLine`. `exited` resolves once (never rejects; a spawn failure is an exit with
- * code null and `error` set). Owned by whoever started it; `stop()` is idempotent. Main thread.
+ * code null and `error` set), after `afterExit` (what the launch holds for the process, such as its
+ * network namespace) finished. Owned by whoever started it; `stop()` is idempotent. Main thread.
  */
 export interface ProcessExit {
   code: number | null;
@@ -21,7 +22,7 @@ export class AppProcess {
   private done = false;
   private stopping: Promise<ProcessExit> | null = null;
 
-  constructor(plan: LaunchPlan, onLine: (stream: 'stdout' | 'stderr', line: string) => void) {
+  constructor(plan: LaunchPlan, onLine: (stream: 'stdout' | 'stderr', line: string) => void, afterExit: () => Promise<void> = async () => {}) {
     this.child = spawn(plan.command, plan.args, { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe', ...(plan.argsFd ? (['pipe'] as const) : [])] });
     if (plan.argsFd) {
       const args = this.child.stdio[ARGS_FD] as Writable;
@@ -38,14 +39,14 @@ export class AppProcess {
         spawnError = e.message;
         if (this.child.pid === undefined) {
           this.done = true;
-          resolve({ code: null, signal: null, error: spawnError });
+          void afterExit().finally(() => resolve({ code: null, signal: null, error: spawnError }));
         }
       });
       this.child.once('close', (code, signal) => {
         out.flush();
         err.flush();
         this.done = true;
-        resolve({ code, signal, ...(spawnError ? { error: spawnError } : {}) });
+        void afterExit().finally(() => resolve({ code, signal, ...(spawnError ? { error: spawnError } : {}) }));
       });
     });
   }
@@ -87,8 +88,8 @@ export class AppProcess {
 }
 
 /** Runs a command to its end within `timeoutMs`; the group is killed at the deadline, or when `signal` aborts. */
-export async function runToEnd(plan: LaunchPlan, timeoutMs: number, onLine: (stream: 'stdout' | 'stderr', line: string) => void, signal?: AbortSignal): Promise<ProcessExit & { timedOut: boolean }> {
-  const p = new AppProcess(plan, onLine);
+export async function runToEnd(plan: LaunchPlan, timeoutMs: number, onLine: (stream: 'stdout' | 'stderr', line: string) => void, signal?: AbortSignal, afterExit?: () => Promise<void>): Promise<ProcessExit & { timedOut: boolean }> {
+  const p = new AppProcess(plan, onLine, afterExit);
   const abort = () => p.kill();
   signal?.addEventListener('abort', abort, { once: true });
   if (signal?.aborted) p.kill();

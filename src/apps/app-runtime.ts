@@ -1,7 +1,8 @@
 import { AppProcess } from './app-process.ts';
 import { awaitHealthy, freeLoopbackPort } from './health-check.ts';
 import { LogRing } from './log-ring.ts';
-import { launchPlan, type SandboxOptions } from './sandbox.ts';
+import { IsolatedNetwork } from './app-network.ts';
+import { isolatesNetwork, launchPlan, type SandboxOptions } from './sandbox.ts';
 
 /**
  * The running side of one app (its supervisor): the process of the live deployment, the state shown in
@@ -32,6 +33,8 @@ export interface LaunchInput {
   command: string;
   env: Record<string, string>;
   healthPath: string;
+  /** Hearth's public port, which the app reaches at HEARTH_API_URL (forwarded into an isolated namespace); null before Hearth listens. */
+  apiPort: number | null;
 }
 
 export interface Launched {
@@ -93,8 +96,18 @@ export class AppRuntime {
   async launch(input: LaunchInput): Promise<Launched> {
     if (this.disposed) throw new Error('health_check_failed: Hearth is shutting down');
     const port = await freeLoopbackPort();
-    const plan = launchPlan(this.options.sandbox, input.codeDir, input.command, { ...input.env, PORT: String(port) });
-    const proc = new AppProcess(plan, (stream, line) => this.logs.push(stream, input.deploymentId, line));
+    let network: IsolatedNetwork | undefined;
+    if (isolatesNetwork(this.options.sandbox)) {
+      try {
+        network = await IsolatedNetwork.open(this.options.sandbox.network, { appPort: port, ...(input.apiPort !== null ? { apiPort: input.apiPort } : {}) });
+      } catch (err) {
+        const reason = `health_check_failed: the app's network namespace could not be made: ${(err as Error).message}`;
+        this.logs.push('hearth', input.deploymentId, reason);
+        throw new Error(reason);
+      }
+    }
+    const plan = launchPlan(this.options.sandbox, input.codeDir, input.command, { ...input.env, PORT: String(port) }, network);
+    const proc = new AppProcess(plan, (stream, line) => this.logs.push(stream, input.deploymentId, line), network && (() => network.close()));
     this.logs.push('hearth', input.deploymentId, `starting: ${input.command} (port ${port})`);
     const problem = await awaitHealthy(port, input.healthPath, this.options.startTimeoutMs, proc.exited);
     if (problem !== null || this.disposed) {

@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runToEnd } from './app-process.ts';
 import { type RepositoryAccess, type RepositoryPermit, decideRepository, type Resolver, systemResolver } from './repository-policy.ts';
-import { launchPlan, type SandboxOptions } from './sandbox.ts';
+import { IsolatedNetwork } from './app-network.ts';
+import { isolatesNetwork, launchPlan, type SandboxOptions } from './sandbox.ts';
 
 /**
  * The fetch and build steps of a deployment (contract "Build"), each with a time limit and its output in
@@ -132,7 +133,13 @@ export async function buildApp(dir: string, sandbox: SandboxOptions, env: Record
   for (const step of steps) {
     log(`$ ${step}`);
     if (signal?.aborted) throw new DeploymentFailure('build_failed: stopped (the app was deleted, or Hearth is stopping)');
-    const r = await runToEnd(launchPlan(sandbox, dir, step, buildEnv), stepTimeoutMs, (_s, line) => log(line), signal);
+    let network: IsolatedNetwork | undefined;
+    try {
+      if (isolatesNetwork(sandbox)) network = await IsolatedNetwork.open(sandbox.network, {});
+    } catch (err) {
+      throw new DeploymentFailure(`build_failed: the build's network namespace could not be made: ${(err as Error).message}`);
+    }
+    const r = await runToEnd(launchPlan(sandbox, dir, step, buildEnv, network), stepTimeoutMs, (_s, line) => log(line), signal, network && (() => network.close()));
     if (signal?.aborted) throw new DeploymentFailure(`build_failed: '${step}' stopped (the app was deleted, or Hearth is stopping)`);
     if (r.timedOut) throw new DeploymentFailure(`build_failed: '${step}' timed out after ${Math.round(stepTimeoutMs / 1000)} s`);
     if (r.code !== 0) throw new DeploymentFailure(`build_failed: '${step}' ${r.error ? `could not start (${r.error})` : r.code === null ? `was killed (${r.signal})` : `exited with code ${r.code}`}`);

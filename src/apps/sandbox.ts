@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { AppNetworkOptions, IsolatedNetwork } from './app-network.ts';
 
 /**
  * How an app's commands are launched (contract "Isolation"). With `bwrap`, each command runs in a
@@ -7,8 +8,9 @@ import path from 'node:path';
  * links, a handful of /etc files for DNS and TLS), the Node runtime read-only, the app's own directory
  * read-write at /app, a private /tmp, /proc of its own pid namespace, and a minimal /dev; nothing of
  * Hearth's data dir, master key, other apps or Hearth's environment (`--clearenv`, then exactly the
- * variables given, and those only from the app's own command on: see CARRIER). The network namespace is shared on purpose: the app listens on 127.0.0.1:PORT and
- * Hearth proxies to it (an app can therefore also reach other loopback ports; see README).
+ * variables given, and those only from the app's own command on: see CARRIER). The network: given an
+ * IsolatedNetwork (`--app-network isolated`, app-network.ts), bwrap starts inside that namespace (nsenter);
+ * otherwise it shares the host's. Either way the app listens on 127.0.0.1:PORT and Hearth proxies to it.
  *
  * The uid: when Hearth runs as root, bwrap runs privileged and the command drops to 65534 (nobody) with
  * setpriv (real uid, no capabilities, no_new_privs); otherwise an unprivileged user namespace maps the
@@ -27,7 +29,12 @@ export interface SandboxOptions {
   memoryBytes: number;
   maxProcesses: number;
   maxOpenFiles: number;
+  /** Whether app processes and build steps get a network namespace of their own (only with `bwrap`). */
+  network: AppNetworkOptions;
 }
+
+/** Whether launches under `o` run in a network namespace of their own (`--app-sandbox none` shares everything). */
+export const isolatesNetwork = (o: SandboxOptions): boolean => o.mode === 'bwrap' && o.network.mode === 'isolated';
 
 export interface LaunchPlan {
   command: string;
@@ -64,8 +71,8 @@ export function sandboxPath(appDir: string): string {
   return [`${appDir}/node_modules/.bin`, ...(prefix ? [`${prefix}/bin`] : []), SYSTEM_PATH].join(':');
 }
 
-/** Argv, env and cwd that run `shellCommand` (a /bin/sh -c line) for the app whose directory is `dir`. */
-export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string, env: Record<string, string>): LaunchPlan {
+/** Argv, env and cwd that run `shellCommand` (a /bin/sh -c line) for the app whose directory is `dir`, inside `network` when given (bwrap only). */
+export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string, env: Record<string, string>, network?: IsolatedNetwork): LaunchPlan {
   const limits = ['/usr/bin/prlimit', `--data=${o.memoryBytes}`, `--nproc=${o.maxProcesses}`, `--nofile=${o.maxOpenFiles}`, '--'];
   if (o.mode === 'none') {
     return { command: limits[0]!, args: [...limits.slice(1), '/bin/sh', '-c', shellCommand], env: { ...env, PATH: sandboxPath(dir), HOME: dir }, cwd: dir };
@@ -111,7 +118,8 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
     : [];
   if (!runsAsRoot()) args.push('--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID));
   args.push('--', ...limits, ...dropUid, '/bin/sh', '-c', unwrap, shellCommand);
-  return { command: o.bwrapPath, args, env: {}, cwd: '/', ...(hidden.length > 0 ? { argsFd: Buffer.from(`${hidden.join('\0')}\0`) } : {}) };
+  const argv = network ? network.wrap(o.bwrapPath, args) : { command: o.bwrapPath, args };
+  return { ...argv, env: {}, cwd: '/', ...(hidden.length > 0 ? { argsFd: Buffer.from(`${hidden.join('\0')}\0`) } : {}) };
 }
 
 /** Gives the app's directory to the sandbox uid (root only: otherwise the caller's own files are the app's). */

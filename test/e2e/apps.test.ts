@@ -211,7 +211,8 @@ describe('isolation, seen from inside a deployed app', () => {
     expect(body.gid).toBe(65534);
     expect(body.pid).toBeLessThan(10); // its own pid namespace: Hearth and the host's processes are not there
     const names = Object.keys(body.env).filter((n) => n !== 'PWD'); // PWD is the shell's own
-    expect(names.sort()).toEqual(['GREETING', 'HEARTH_API_KEY', 'HEARTH_BASE_URL', 'HOME', 'NODE_ENV', 'PATH', 'PORT']);
+    expect(names.sort()).toEqual(['GREETING', 'HEARTH_API_KEY', 'HEARTH_API_URL', 'HEARTH_BASE_URL', 'HOME', 'NODE_ENV', 'PATH', 'PORT']);
+    expect(body.env.HEARTH_API_URL).toBe(hearth.baseUrl); // Hearth's public port, on the app's own loopback
     expect(body.env.NODE_ENV).toBe('production');
     expect(body.env.GREETING).toBe('hello');
   });

@@ -13,7 +13,7 @@ import { ApiError } from '../../../src/errors/index.ts';
  * argument limit (E2BIG at every launch, a deployment failing with `spawn E2BIG`), and PATCH adds to what
  * the app holds already.
  */
-const SANDBOX: SandboxOptions = { mode: 'bwrap', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256 };
+const SANDBOX: SandboxOptions = { mode: 'bwrap', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256, network: { mode: 'host', pastaPath: 'pasta' } };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-app-env-'));
 fs.chmodSync(dir, 0o755);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -17,7 +17,7 @@ import { useTempDirs } from '../../helpers/temp-dirs.ts';
 const tmp = useTempDirs('hearth-app-files-');
 
 const SECRET = 'TOP-SECRET-host-file-4711';
-const NO_SANDBOX: SandboxOptions = { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256 };
+const NO_SANDBOX: SandboxOptions = { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256, network: { mode: 'host', pastaPath: 'pasta' } };
 
 function hostSecret(content: string): string {
   const file = path.join(tmp(), 'secret.txt');

@@ -24,7 +24,7 @@ function crashingApp(): LaunchInput {
     `require('node:http').createServer((q, s) => { s.setHeader('content-type', 'application/json'); s.end('{"ok":true}'); setTimeout(() => process.exit(7), 150); })
       .listen(Number(process.env.PORT), '127.0.0.1');`,
   );
-  return { deploymentId: 'dep_test', codeDir: dir, command: `${process.execPath} server.js`, env: {}, healthPath: '/health' };
+  return { deploymentId: 'dep_test', codeDir: dir, command: `${process.execPath} server.js`, env: {}, healthPath: '/health', apiPort: null };
 }
 
 describe('AppRuntime crash restarts', () => {
@@ -35,7 +35,7 @@ describe('AppRuntime crash restarts', () => {
     const rt = new AppRuntime(
       'app_test',
       {
-        sandbox: { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 2 << 30, maxProcesses: 4096, maxOpenFiles: 1024 },
+        sandbox: { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 2 << 30, maxProcesses: 4096, maxOpenFiles: 1024, network: { mode: 'host', pastaPath: 'pasta' } },
         startTimeoutMs: 20_000,
         gracePeriodMs: 0,
         stopTimeoutMs: 1000,

@@ -12,7 +12,7 @@ import type { SandboxOptions } from '../../../src/apps/sandbox.ts';
  * releases) is bounded like a line of the app's own log. Before, a build printing long lines arrived in
  * 64 KiB pieces, so one build held ~130 MB in Hearth's main process and left a file that size.
  */
-const NO_SANDBOX: SandboxOptions = { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256 };
+const NO_SANDBOX: SandboxOptions = { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256, network: { mode: 'host', pastaPath: 'pasta' } };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-build-log-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 

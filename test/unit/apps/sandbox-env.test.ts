@@ -14,7 +14,7 @@ import { launchPlan, runsAsRoot, type SandboxOptions } from '../../../src/apps/s
  * dynamic loader's own LD_DEBUG shows which programs read the variables, without needing a compiler.
  * Needs bubblewrap (installed where the e2e app tests run).
  */
-const SANDBOX: SandboxOptions = { mode: 'bwrap', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256 };
+const SANDBOX: SandboxOptions = { mode: 'bwrap', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256, network: { mode: 'host', pastaPath: 'pasta' } };
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-sandbox-env-'));
 fs.chmodSync(dir, 0o755);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
