@@ -103,6 +103,15 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   private waiting = 0;
   /** Set when the pull failed because the hub could not be resolved or reached: the reason chat calls are told. */
   private unreachable: string | undefined;
+  /**
+   * Generations waiting for a slot, first come first served: each entry hands its task to the pool. Nothing waits in
+   * Piscina's own queue (a task there cannot be taken back safely: aborting one already on a worker ends the
+   * worker), so a request whose client leaves while it waits gives its place back at once (contract "A client that
+   * leaves"). Main thread.
+   */
+  private readonly slotQueue: Array<() => void> = [];
+  /** Tasks handed to the pool and not settled (generations and embeddings): at most the slots, for generations. */
+  private inFlight = 0;
   private disposed = false;
   /** dispose()'s one run: every call resolves when it has finished. */
   private disposing: Promise<void> | null = null;
@@ -368,12 +377,19 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     return this.dispatch(pool, request, sink);
   }
 
+  /** Hands waiting generations to the pool, oldest first, while the slots can take them. Main thread. */
+  private pumpSlotQueue(): void {
+    while (this.slotQueue.length > 0 && this.inFlight < this.o.workers * this.st.slots) this.slotQueue.shift()!();
+  }
+
   private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
     const { port1, port2 } = new MessageChannel();
     const m = this.metrics;
     const labels = this.labels;
     const admittedAt = performance.now();
     let phase: 'waiting' | 'running' | 'ended' = 'waiting';
+    /** Handed to the pool (else still in slotQueue). */
+    let handedOver = false;
     let cancelled = false;
     let firstTokenAt = 0;
     let lastTextAt = 0;
@@ -392,10 +408,24 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       port1.close();
       if (relayed) this.relay?.unroute(relayed);
       this.cuts.delete(cut);
+      if (handedOver) {
+        this.inFlight--;
+        this.pumpSlotQueue();
+      } else {
+        const at = this.slotQueue.indexOf(handOver);
+        if (at !== -1) this.slotQueue.splice(at, 1);
+      }
     };
-    // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down.
+    // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down;
+    // one still waiting for a slot ends here.
     const cut = () => {
-      if (!cancelled) port1.postMessage({ t: 'cancel' } satisfies MainEvent);
+      if (cancelled) return;
+      if (handedOver) {
+        port1.postMessage({ t: 'cancel' } satisfies MainEvent);
+        return;
+      }
+      leave();
+      sink.onError(shuttingDown());
     };
     this.cuts.add(cut);
 
@@ -475,18 +505,30 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       relay: relayed ?? null,
       port: port2,
     };
-    pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
-      if (phase === 'ended') return;
-      leave();
-      // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
-      const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
-      if (!cancelled) sink.onError(failure);
-    });
+    const handOver = () => {
+      handedOver = true;
+      this.inFlight++;
+      pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
+        if (phase === 'ended') return;
+        leave();
+        // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
+        const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
+        if (!cancelled) sink.onError(failure);
+      });
+    };
+    this.slotQueue.push(handOver);
+    this.pumpSlotQueue();
 
     return {
       cancel: () => {
         if (cancelled || phase === 'ended') return;
         cancelled = true;
+        if (!handedOver) {
+          // Still waiting for a slot: no worker has seen it; it leaves the queue now and ends silently.
+          leave();
+          if (request.countOnly !== true) m.requestSuccess.inc({ ...labels, finished_reason: 'cancelled' });
+          return;
+        }
         port1.postMessage({ t: 'cancel' } satisfies MainEvent);
       },
     };
@@ -510,6 +552,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
     this.running++;
+    this.inFlight++;
     let r: EmbeddingTaskResult;
     try {
       r = await pool.run({ inputs: [...inputs] }, { name: 'embed' });
@@ -517,6 +560,8 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
     } finally {
       this.running--;
+      this.inFlight--;
+      this.pumpSlotQueue();
     }
     if (!r.ok) {
       if (r.reason === 'too_long') throw inputTooLong(r.index, r.atLeastTokens, r.contextSize);

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FleetFront, HAPROXY, startFleetFront, until } from '../helpers/fleet-haproxy.ts';
 
@@ -18,16 +18,18 @@ interface StubReplica {
   answer?: number;
   /** Requests (other than /health) this stub received. */
   served: number;
-  /** Holds every request to /hold open until `release()`. */
+  /** Holds every request to /hold (or to any path with the query `?hold`) open until `release()`. */
   release(): void;
   /** Requests to /hold held open now. */
   holding(): number;
+  /** When each held request's connection from the front ended before its answer (the front gave it up), Date.now(). */
+  abandoned: number[];
   close(): Promise<void>;
 }
 
 async function startStub(name: string): Promise<StubReplica> {
   const held: http.ServerResponse[] = [];
-  const stub = { name, healthy: true, served: 0 } as StubReplica;
+  const stub = { name, healthy: true, served: 0, abandoned: [] as number[] } as StubReplica;
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
@@ -36,8 +38,13 @@ async function startStub(name: string): Promise<StubReplica> {
         return;
       }
       stub.served++;
-      if (req.url === '/hold') {
+      if (req.url === '/hold' || req.url?.endsWith('?hold')) {
         held.push(res);
+        res.on('close', () => {
+          if (res.writableEnded) return;
+          stub.abandoned.push(Date.now());
+          held.splice(held.indexOf(res), 1);
+        });
         return;
       }
       res.writeHead(stub.answer ?? 200, { 'content-type': 'application/json' }).end(JSON.stringify({ replica: name, url: req.url }));
@@ -234,6 +241,31 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     expect((await fetch(`${f.baseUrl}/api/v1/workspaces/w1/apps`)).status).toBe(503);
     // The API keeps being served by the replicas.
     expect((await fetch(`${f.baseUrl}/api/inference/v1/models`)).status).toBe(200);
+  });
+
+  it('a client that closes (FIN) while its request is held ends its exchange with the replica within 1 s, keyed or not (contract "A client that leaves")', async () => {
+    const f = await front({ 1: stubs[0]!.address, 2: stubs[1]!.address });
+    await allUp(f, ['r1', 'r2']);
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'go' }] });
+    const cases: Array<[string, string, string]> = [
+      ['inference, no key (fleet_least)', '/api/inference/v1/chat/completions?hold', ''],
+      ['inference, keyed (fleet_affinity)', '/api/inference/v1/chat/completions?hold', 'x-session-affinity: conversation-1\r\n'],
+      ['a project endpoint (fleet_projects)', '/api/v1/inference/p1/chat/completions?hold', ''],
+    ];
+    for (const [what, path, header] of cases) {
+      const abandoned = () => [...stubs[0]!.abandoned, ...stubs[1]!.abandoned];
+      const before = abandoned().length;
+      const socket = net.connect(Number(new URL(f.baseUrl).port), '127.0.0.1');
+      socket.on('error', () => {});
+      await new Promise((resolve) => socket.on('connect', resolve));
+      socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${header}Content-Length: ${body.length}\r\n\r\n${body}`);
+      await until(async () => stubs[0]!.holding() + stubs[1]!.holding() === 1, `${what}: the request held`);
+      const leftAt = Date.now();
+      await new Promise<void>((resolve) => socket.end(() => resolve()));
+      socket.destroy();
+      await until(async () => abandoned().length === before + 1, `${what}: the replica's exchange ended`, 5_000);
+      expect(Math.max(...abandoned()) - leftAt, what).toBeLessThanOrEqual(1_000); // as the replica saw it
+    }
   });
 
   it('no replica up: 503 service_unavailable in the JSON error shape', async () => {

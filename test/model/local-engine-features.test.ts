@@ -150,6 +150,33 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     expect(logged(lines, 'model workers stopped')).toMatchObject({ stopped: 1, workers: 1 });
   });
 
+  // Contract "A client that leaves": a generation waiting for a slot gives its queue place back when cancelled, at
+  // once (it waited in Piscina's queue, holding the place until a slot freed); one still waiting at dispose() ends.
+  it('a generation cancelled while it waits for a slot leaves the queue at once; one waiting at dispose() ends with shutting_down', async () => {
+    const engine = await startEngine(await ensureTinyModel({ reply: null }), kind, silentLogger, { contextSize: 4096, maxTokens: 4000 });
+    const request = { messages: [{ role: 'user' as const, content: 'Say hello.' }], stop: [], temperature: 0, cachePartition: '' };
+    const ended: string[] = [];
+    const sink = (name: string) => ({
+      onText: () => {},
+      onDone: () => { ended.push(`${name}: done`); },
+      onError: (e: ApiError) => { ended.push(`${name}: ${e.toData().code}`); },
+    });
+    engine.generate(request, sink('running 1'));
+    engine.generate(request, sink('running 2'));
+    const queued = engine.generate(request, sink('queued'));
+    engine.generate(request, sink('still queued'));
+    expect(engine.load()).toEqual({ running: 0, waiting: 4 }); // none started yet: all four wait
+    for (let i = 0; i < 200 && engine.load().running < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(engine.load()).toEqual({ running: 2, waiting: 2 });
+    queued.cancel();
+    expect(engine.load()).toEqual({ running: 2, waiting: 1 }); // synchronously: no worker had it
+    expect(ended).toEqual([]); // a cancelled request's sink hears nothing more (its client is gone)
+    await engine.dispose();
+    expect(ended).toContain('still queued: shutting_down');
+    expect(ended.filter((e) => e.startsWith('queued'))).toEqual([]);
+    expect(engine.load()).toEqual({ running: 0, waiting: 0 });
+  });
+
   it('disposed while its workers load: they abandon the load (or release the model, if it was done) before they end', async () => {
     const lines: string[] = [];
     let engine: LocalEngine | undefined;
