@@ -158,7 +158,7 @@ export class HttpExchange {
     }
     this.requestId = rid !== undefined && REQUEST_ID.test(rid) ? rid : newRequestId();
     const raw: string[] = [];
-    for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i));
+    for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i) ?? '');
     this.rawParams = raw;
   }
 
