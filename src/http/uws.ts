@@ -25,9 +25,17 @@ export interface LoadedUws {
   build: UwsBuild;
 }
 
+/**
+ * The head (request line and headers) uWS takes, for the btc-vision build: its default is 4 KiB, read from
+ * UWS_HTTP_MAX_HEADERS_SIZE when the library loads. Hearth serves a 16 KiB head (the front's 431 rule) plus the
+ * headers the front adds; the legacy build has no such setting.
+ */
+export const UWS_MAX_HEAD_BYTES = 16_384 + 1_024;
+
 /** Loads the build for this process; throws an Error naming why each candidate did not load. */
 export function loadUws(): LoadedUws {
   const require = createRequire(import.meta.url);
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(UWS_MAX_HEAD_BYTES);
   try {
     return { uWS: require('uWebSockets.js') as typeof UwsModule, build: 'btc-vision-20.57.0' };
   } catch (err) {
@@ -40,5 +48,11 @@ export function loadUws(): LoadedUws {
 const loaded = loadUws();
 /** The uWS module (App, us_listen_socket_close, ...). */
 export const uWS = loaded.uWS;
+/**
+ * Whether uWS's idle time-out (10 s) closes a connection whose answer went out while its request body was still
+ * declared to come: the legacy build does; 20.57 keeps such a connection open as long as the client does, so
+ * Hearth ends those answers itself with a close (http-exchange.ts, answerAheadOfBody).
+ */
+export const uwsClosesAnsweredIdle = loaded.build === 'trufflesuite-20.30.0-node20';
 /** Which pinned build `uWS` is: the HTTP edge tests assert each build's own behaviour where they differ. */
 export const uwsBuild: UwsBuild = loaded.build;

@@ -44,7 +44,7 @@ describe('supported runtimes (contract: Runtimes and the image)', () => {
     const r = currentRuntime();
     expect(supportedLine(r)).not.toBeNull();
     expect(await refuseUnsupportedRuntime(r)).toBeNull();
-    const [maj, min] = (r.glibc ?? '0.0').split('.').map(Number);
+    const [maj = 0, min = 0] = (r.glibc ?? '0.0').split('.').map(Number);
     const newGlibc = maj > 2 || (maj === 2 && min >= 38);
     expect(uwsBuild).toBe(newGlibc ? 'btc-vision-20.57.0' : 'trufflesuite-20.30.0-node20');
   });
