@@ -16,8 +16,12 @@ import { parseResponses, rawExchange, type RawResult } from '../helpers/raw-http
 const CONFIG = path.resolve(import.meta.dirname, '../../deploy/haproxy/haproxy.cfg');
 /** The haproxy binary (Debian puts it in /usr/sbin, which a non-root PATH may lack), or undefined. */
 const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].find((bin) => spawnSync(bin, ['-v'], { encoding: 'utf8' }).status === 0);
-/** HAProxy 3.0+ (Debian 13) refuses a NUL byte in a header value in its own parser; 2.6 passes it on to the front's rule. */
-const PARSER_REFUSES_NUL = HAPROXY !== undefined && Number(/version (\d+)\./.exec(spawnSync(HAPROXY, ['-v'], { encoding: 'utf8' }).stdout)?.[1] ?? 0) >= 3;
+/**
+ * HAProxy 3.0+ (Debian 13, the image): its parser refuses a NUL byte in a header value itself (2.6 passes it on to
+ * the front's rule), and after its own early 413 it keeps reading the declared body until the client time-out
+ * (2.6 closed at once; the close is asserted in hostile-http-second-pass.test.ts).
+ */
+const HAPROXY_3 = HAPROXY !== undefined && Number(/version (\d+)\./.exec(spawnSync(HAPROXY, ['-v'], { encoding: 'utf8' }).stdout)?.[1] ?? 0) >= 3;
 const MODEL_ID = 'local/endless';
 
 type ErrorBody = { error: { message: string; type: string; param: string | null; code: string | null } };
@@ -116,7 +120,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     };
 
     const nulInValue = () => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-N: a\u0000b\r\nContent-Length: ${create('front-nul').length}\r\n\r\n${create('front-nul')}`;
-    if (PARSER_REFUSES_NUL) parserErrors['NUL in a header value'] = nulInValue;
+    if (HAPROXY_3) parserErrors['NUL in a header value'] = nulInValue;
     else ruleErrors['NUL in a header value'] = [nulInValue, 400, 'malformed_request'];
 
     it('parser errors: 400, connection closed, no workspace created', async () => {
@@ -137,7 +141,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
         expect(r.responses.map((x) => x.status), name).toEqual([status]);
         expect(r.responses[0]!.headers.get('content-type'), name).toBe('application/json');
         expect(expectErrorShape(r.responses[0]!.body).code, name).toBe(code);
-        if (status !== 405) expect(r.closed, name).toBe(true);
+        if (status !== 405 && !(HAPROXY_3 && status === 413)) expect(r.closed, name).toBe(true);
       }
       expect((await workspaceNames()).filter((n) => n.startsWith('front-'))).toEqual([]);
     });
