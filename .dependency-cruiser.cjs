@@ -11,7 +11,7 @@
  */
 const layer = (name) => `^src/${name}/`;
 /** The HTTP edge core (one exchange, one router) shared by the service and the standalone tool-server kit. */
-const EDGE_CORE = '^src/http/(http-exchange|router|json-body|request-limits|status-text)\\.ts$';
+const EDGE_CORE = '^src/http/(http-exchange|router|json-body|request-limits|status-text|uws)\\.ts$';
 /** A rule: files in `folder` import of src/ only their own folder and `allowed` (folder names or path patterns). */
 const only = (folder, allowed) => ({
   name: `${folder}-imports-only-${allowed.length === 0 ? 'itself' : allowed.map((a) => a.replace(/[^a-z-]/g, '')).join('-')}`.slice(0, 120),
@@ -58,7 +58,7 @@ module.exports = {
     only('engine', [...LEAVES, 'lifecycle', 'metrics', 'protocol']),
     // worker/ runs inside Piscina threads: engine message and sampler types, protocol, errors, node-llama-cpp and native/ (the addon).
     only('worker', ['errors', 'protocol', '^src/engine/(worker-protocol|embedding-task|sampling-defaults)\\.ts$']),
-    { name: 'worker-no-main-thread-packages', severity: 'error', from: { path: layer('worker') }, to: { path: '^node_modules/(uWebSockets\\.js|prom-client|lmdb)/' } },
+    { name: 'worker-no-main-thread-packages', severity: 'error', from: { path: layer('worker') }, to: { path: '^node_modules/(uWebSockets\\.js|uws-legacy-node20|prom-client|lmdb)/' } },
     // native/ is the addon, its loader and its build: it imports nothing of src/.
     { name: 'native-imports-nothing-of-src', severity: 'error', from: { path: '^native/' }, to: { path: '^src/' } },
     // Of native/, src/ imports the type-only module of the types the addon speaks (GenerationJob, SamplingParams,

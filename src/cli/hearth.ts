@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/config.ts';
+import { refuseUnsupportedRuntime } from '../http/runtime-support.ts';
 
 /** The `hearth` command: serve, keys (and the record commands). Exit codes: 0 ok, 1 failed, 2 usage. */
 const HELP = `Usage: hearth <command> [options]
@@ -38,6 +39,14 @@ export async function runCli(argv: string[], out: (s: string) => void = (s) => p
   if (!load) {
     process.stderr.write(`hearth: unknown command '${name}'\n\n${HELP}\n`);
     return 2;
+  }
+  if (name === 'serve' && !rest.some((a) => a === '--help' || a === '--help-all' || a === '-h')) {
+    // Before anything loads uWebSockets.js or a model: an unsupported runtime is refused at once (exit 2).
+    const refused = await refuseUnsupportedRuntime();
+    if (refused) {
+      process.stderr.write(`${refused}\n`);
+      return 2;
+    }
   }
   try {
     const command = await load();

@@ -8,7 +8,7 @@ import type { Logger } from '../log/logger.ts';
 
 /**
  * The managed HTTP front: `hearth serve` runs HAProxy with the shipped `deploy/haproxy/haproxy.cfg` on the public
- * address, in front of its own uWS server on an ephemeral loopback port. uWebSockets.js v20.30 (the pinned build)
+ * address, in front of its own uWS server on an ephemeral loopback port. uWebSockets.js (either pinned build: docs/runtimes.md)
  * closes a connection without an answer on malformed framing and on a request pipelined behind one still being
  * answered, and its parser has no hook; HAProxy's strict HTTP/1.1 parser answers those (400 / 431 / 505 ...) and
  * passes pipelined requests to Hearth one at a time, so each gets its answer.

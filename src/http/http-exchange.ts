@@ -5,6 +5,7 @@ import { type ApiError, payloadTooLarge } from '../errors/index.ts';
 import { parseJsonBody } from './json-body.ts';
 import { REQUEST_LIMITS } from './request-limits.ts';
 import { statusLine } from './status-text.ts';
+import { uwsClosesAnsweredIdle } from './uws.ts';
 
 export type HeaderList = ReadonlyArray<readonly [string, string]>;
 
@@ -158,7 +159,7 @@ export class HttpExchange {
     }
     this.requestId = rid !== undefined && REQUEST_ID.test(rid) ? rid : newRequestId();
     const raw: string[] = [];
-    for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i));
+    for (let i = 0; i < paramCount; i++) raw.push(req.getParameter(i) ?? '');
     this.rawParams = raw;
   }
 
@@ -538,7 +539,12 @@ export class HttpExchange {
     // Without the front only: through HAProxy 2.6 an answer complete under an upload still on its way is lost to a
     // reset (18 of 20 whole 1.5 MB chat bodies lost their 413 that way; HAProxy drains the rest of a request after an
     // early answer only from 3.0); there the 413 waits for the body like other answers, or for the body to stall.
-    if (status === 413 && this.bodyState === 'reading' && !this.bodyStreamed && this.style.frontSecret === undefined) return this.answerBeforeBody(status, body, headers);
+    // uWS 20.57 never closes such a connection by itself (uws.ts): there the 413 closes it (end(body, true): its
+    // answer, then a FIN; 20.57 writes a chunked answer's close wrongly, as a header after the body).
+    if (status === 413 && this.bodyState === 'reading' && !this.bodyStreamed && this.style.frontSecret === undefined) {
+      if (uwsClosesAnsweredIdle || this.isHead) return this.answerBeforeBody(status, body, headers);
+      return this.answerAndClose(status, body, headers);
+    }
     if (status === 413 && !this.isHead && this.waitsForBody()) return this.answerAheadOfBody(status, body, headers);
     if (this.waitsForBody()) {
       this.armAbort(); // uWS must see a pending response has an abort handler (else it terminates the process)
@@ -609,6 +615,16 @@ export class HttpExchange {
         this.res.writeHeader('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength));
         this.res.endWithoutBody(); // see send
       } else this.res.end(body, false);
+    });
+    this.finishEnd();
+  }
+
+  /** uWS 20.57 without the front: a 413 decided before its body arrived, then the connection shut (see send). */
+  private answerAndClose(status: number, body: string | Uint8Array, headers: HeaderList): void {
+    if (this.closed) return;
+    this.res.cork(() => {
+      this.writeHead(status, headers);
+      this.res.end(body, true);
     });
     this.finishEnd();
   }

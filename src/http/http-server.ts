@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import uWS from 'uWebSockets.js';
+import type { us_listen_socket, us_socket } from 'uWebSockets.js';
+import { uWS } from './uws.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { shuttingDown } from '../errors/index.ts';
@@ -142,12 +143,12 @@ function listenUws(o: HttpServerOptions, at: { host: string; port: number }, fro
   };
   mountRoutes(app, o.routes.map((r) => ({ ...r, handler: counted(r.handler) })), observe, style);
   return new Promise((resolve, reject) => {
-    const listening = (socket: uWS.us_listen_socket | false) => {
+    const listening = (socket: us_listen_socket | false) => {
       if (!socket) return reject(new Error(`cannot listen on ${at.host}:${at.port} (address in use or not permitted)`));
       let open = true;
       let connectionsClosed = false;
       resolve({
-        port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket),
+        port: uWS.us_socket_local_port(socket as unknown as us_socket),
         front: 'none',
         refuseRequests: () => {
           accepting = false;

@@ -11,7 +11,8 @@
  * capacity (503), body size (413), JSON (400), envelope (400), tool (404), arguments (400), handler
  * (500/504, or a ToolError's own status). Main thread only; one server owns one uWS app and listen socket.
  */
-import uWS from 'uWebSockets.js';
+import type { TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
+import { uWS } from '../http/uws.ts';
 import type { Ajv } from 'ajv';
 import { type ApiError, malformedJson, toApiError, unauthorized, unsupportedMediaType, internalError } from '../errors/index.ts';
 import { ClientGoneError, type EdgeStyle, type HttpExchange } from '../http/http-exchange.ts';
@@ -128,8 +129,8 @@ class UwsToolServer implements ToolServer {
   readonly #shutdown = new AbortController();
   /** POSTs on the call path from acceptance to response (or abandonment). */
   readonly #inFlight = new Set<HttpExchange>();
-  #app: uWS.TemplatedApp | null = null;
-  #listenSocket: uWS.us_listen_socket | null = null;
+  #app: TemplatedApp | null = null;
+  #listenSocket: us_listen_socket | null = null;
   #listening: Promise<{ port: number }> | null = null;
   #closing: Promise<void> | null = null;
   #boundPort: number | null = null;
@@ -181,7 +182,7 @@ class UwsToolServer implements ToolServer {
         }
         this.#app = app;
         this.#listenSocket = socket;
-        this.#boundPort = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+        this.#boundPort = uWS.us_socket_local_port(socket as unknown as us_socket);
         this.#log.info('tool server listening', { host, port: this.#boundPort, tools: this.#registry.describe().map((t) => t.name), auth: this.#auth.enabled });
         if (!this.#auth.enabled) this.#log.warn('tool server has no apiKey: the tool routes are open to anyone who can reach the port');
         resolve({ port: this.#boundPort });

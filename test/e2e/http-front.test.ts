@@ -16,6 +16,12 @@ import { parseResponses, rawExchange, type RawResult } from '../helpers/raw-http
 const CONFIG = path.resolve(import.meta.dirname, '../../deploy/haproxy/haproxy.cfg');
 /** The haproxy binary (Debian puts it in /usr/sbin, which a non-root PATH may lack), or undefined. */
 const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].find((bin) => spawnSync(bin, ['-v'], { encoding: 'utf8' }).status === 0);
+/**
+ * HAProxy 3.0+ (Debian 13, the image): its parser refuses a NUL byte in a header value itself (2.6 passes it on to
+ * the front's rule), and after its own early 413 it keeps reading the declared body until the client time-out
+ * (2.6 closed at once; the close is asserted in hostile-http-second-pass.test.ts).
+ */
+const HAPROXY_3 = HAPROXY !== undefined && Number(/version (\d+)\./.exec(spawnSync(HAPROXY, ['-v'], { encoding: 'utf8' }).stdout)?.[1] ?? 0) >= 3;
 const MODEL_ID = 'local/endless';
 
 type ErrorBody = { error: { message: string; type: string; param: string | null; code: string | null } };
@@ -105,7 +111,6 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     const ruleErrors: Record<string, [() => string, number, string]> = {
       'more than 100 headers': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}${Array.from({ length: 200 }, (_, i) => `X-H${i}: v\r\n`).join('')}Content-Length: ${create('front-200h').length}\r\n\r\n${create('front-200h')}`, 431, 'request_header_fields_too_large'],
       'a 17 KB header': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-Big: ${'a'.repeat(17_000)}\r\nContent-Length: ${create('front-17k').length}\r\n\r\n${create('front-17k')}`, 431, 'request_header_fields_too_large'],
-      'NUL in a header value': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-N: a\u0000b\r\nContent-Length: ${create('front-nul').length}\r\n\r\n${create('front-nul')}`, 400, 'malformed_request'],
       'a control character in a header value': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-N: a\u0001b\r\nContent-Length: ${create('front-ctl').length}\r\n\r\n${create('front-ctl')}`, 400, 'malformed_request'],
       'a header name outside [A-Za-z0-9-]': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X_N: v\r\nContent-Length: ${create('front-name').length}\r\n\r\n${create('front-name')}`, 400, 'malformed_request'],
       'no Host': [() => `POST /api/v1/workspaces HTTP/1.1\r\n${auth()}Content-Length: ${create('front-nohost').length}\r\n\r\n${create('front-nohost')}`, 400, 'malformed_request'],
@@ -113,6 +118,10 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
       'a method uWS does not know': [() => `PROPFIND /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}\r\n`, 405, 'method_not_allowed'],
       'a declared body over the front limit': [() => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}Content-Length: 99999999999\r\n\r\n{`, 413, 'payload_too_large'],
     };
+
+    const nulInValue = () => `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\n${auth()}X-N: a\u0000b\r\nContent-Length: ${create('front-nul').length}\r\n\r\n${create('front-nul')}`;
+    if (HAPROXY_3) parserErrors['NUL in a header value'] = nulInValue;
+    else ruleErrors['NUL in a header value'] = [nulInValue, 400, 'malformed_request'];
 
     it('parser errors: 400, connection closed, no workspace created', async () => {
       const results = await Promise.all(Object.entries(parserErrors).map(async ([name, raw]) => [name, await exchange(hearth.port, raw())] as const));
@@ -132,7 +141,7 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
         expect(r.responses.map((x) => x.status), name).toEqual([status]);
         expect(r.responses[0]!.headers.get('content-type'), name).toBe('application/json');
         expect(expectErrorShape(r.responses[0]!.body).code, name).toBe(code);
-        if (status !== 405) expect(r.closed, name).toBe(true);
+        if (status !== 405 && !(HAPROXY_3 && status === 413)) expect(r.closed, name).toBe(true);
       }
       expect((await workspaceNames()).filter((n) => n.startsWith('front-'))).toEqual([]);
     });

@@ -1,4 +1,5 @@
-import uWS from 'uWebSockets.js';
+import type { us_listen_socket, us_socket } from 'uWebSockets.js';
+import { uWS } from '../../src/http/uws.ts';
 import type { EdgeStyle } from '../../src/http/http-exchange.ts';
 import { mountRoutes, type Route } from '../../src/http/router.ts';
 
@@ -6,10 +7,10 @@ import { mountRoutes, type Route } from '../../src/http/router.ts';
 export async function listenRoutes(routes: readonly Route[], style?: EdgeStyle): Promise<{ port: number; close(): void }> {
   const app = uWS.App();
   mountRoutes(app, routes, () => {}, ...(style === undefined ? [] : [style]));
-  const socket = await new Promise<uWS.us_listen_socket>((resolve, reject) =>
+  const socket = await new Promise<us_listen_socket>((resolve, reject) =>
     app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('cannot listen on 127.0.0.1')))),
   );
-  return { port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket), close: () => uWS.us_listen_socket_close(socket) };
+  return { port: uWS.us_socket_local_port(socket as unknown as us_socket), close: () => uWS.us_listen_socket_close(socket) };
 }
 
 /** `size` bytes of a fixed pattern (no randomness: a failing test reproduces); different `seed`s differ. */

@@ -1,4 +1,5 @@
-import uWS from 'uWebSockets.js';
+import type { us_listen_socket, us_socket } from 'uWebSockets.js';
+import { uWS } from '../../../src/http/uws.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EdgeStyle, FRONT_HEADERS } from '../../../src/http/http-exchange.ts';
 import { mountRoutes, OPENAI_STYLE } from '../../../src/http/router.ts';
@@ -10,7 +11,7 @@ import { mountRoutes, OPENAI_STYLE } from '../../../src/http/router.ts';
 const SECRET = 'a'.repeat(64);
 const STYLE: EdgeStyle = { ...OPENAI_STYLE, frontSecret: Buffer.from(SECRET) };
 let port: number;
-let listen: uWS.us_listen_socket;
+let listen: us_listen_socket;
 
 beforeAll(async () => {
   const app = uWS.App();
@@ -20,7 +21,7 @@ beforeAll(async () => {
     name: 'who',
     handler: (ex) => ex.sendJson(200, { address: ex.remoteAddress(), headers: ex.headerList.map(([k]) => k), head: ex.requestHead().headers.map(([k]) => k) }),
   }], () => {}, STYLE);
-  await new Promise<void>((resolve) => app.listen('127.0.0.1', 0, (s) => { listen = s; port = uWS.us_socket_local_port(s as unknown as uWS.us_socket); resolve(); }));
+  await new Promise<void>((resolve) => app.listen('127.0.0.1', 0, (s) => { listen = s; port = uWS.us_socket_local_port(s as unknown as us_socket); resolve(); }));
 });
 afterAll(() => uWS.us_listen_socket_close(listen));
 

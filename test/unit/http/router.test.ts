@@ -1,5 +1,6 @@
 import net from 'node:net';
-import uWS from 'uWebSockets.js';
+import type { us_listen_socket, us_socket } from 'uWebSockets.js';
+import { uWS } from '../../../src/http/uws.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiError, invalidRequest } from '../../../src/errors/index.ts';
 import type { EdgeStyle } from '../../../src/http/http-exchange.ts';
@@ -14,7 +15,7 @@ import { rawExchange } from '../../helpers/raw-http.ts';
 const STYLE: EdgeStyle = { jsonHeaders: [['content-type', 'application/json']], errorBody: (err: ApiError) => ({ oops: err.message, code: err.code }) };
 const ran: string[] = [];
 let port: number;
-let listen: uWS.us_listen_socket;
+let listen: us_listen_socket;
 
 beforeAll(async () => {
   const routes: Route[] = [
@@ -62,7 +63,7 @@ beforeAll(async () => {
   ];
   const app = uWS.App();
   mountRoutes(app, routes, () => {}, STYLE);
-  await new Promise<void>((resolve) => app.listen('127.0.0.1', 0, (s) => { listen = s; port = uWS.us_socket_local_port(s as unknown as uWS.us_socket); resolve(); }));
+  await new Promise<void>((resolve) => app.listen('127.0.0.1', 0, (s) => { listen = s; port = uWS.us_socket_local_port(s as unknown as us_socket); resolve(); }));
 });
 afterAll(() => uWS.us_listen_socket_close(listen));
 
