@@ -10,7 +10,9 @@ import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { chooseCpuKernels, type CpuKernelsChoice, type CpuKernelsMode } from './cpu-kernels.ts';
 import { chooseGpuOffload, type GpuLayersMode, type GpuOffloadChoice } from './gpu-offload.ts';
-import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
+import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink, ModelStatus } from './generation.ts';
+import { FairScheduler } from './fair-scheduler.ts';
+import type { Priority } from '../protocol/priority.ts';
 import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
 import type { EmbeddingTask, EmbeddingTaskResult } from './embedding-task.ts';
 import { invalidRequest } from '../errors/errors.ts';
@@ -78,6 +80,9 @@ export function gpuSlots(freeBytes: number, contextSize: number, kvBytesPerToken
   return Math.max(1, Math.min(DEFAULT_GPU_SLOTS, Math.floor(budget / workers / (contextSize * kvBytesPerToken))));
 }
 
+/** A generation the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
+const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
+
 /** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
 const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
@@ -101,6 +106,14 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   private readonly st: ModelStatus;
   private running = 0;
   private waiting = 0;
+  /**
+   * Generations waiting for the pool, in the order they get it (fair-scheduler.ts): each entry hands its task to
+   * the pool. Nothing waits in Piscina's own queue: pump() hands over only what the slots can take.
+   */
+  private readonly scheduler = new FairScheduler<() => void>();
+  /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
+  private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
+  private embeddingsInFlight = 0;
   private disposed = false;
   /** dispose()'s one run: every call resolves when it has finished. */
   private disposing: Promise<void> | null = null;
@@ -143,6 +156,12 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       readyAt: null,
     };
     this.setState(this.st.state);
+    for (const priority of ['interactive', 'batch'] as const) {
+      metrics.requestsWaiting.set({ ...this.labels, priority }, 0);
+      metrics.requestsRunning.set({ ...this.labels, priority }, 0);
+      metrics.generatedTokensByPriority.inc({ ...this.labels, priority }, 0);
+    }
+    metrics.preemptions.inc(this.labels, 0);
   }
 
   status(): ModelStatus {
@@ -294,7 +313,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         filename: WORKER_URL.href,
         minThreads: this.o.workers,
         maxThreads: this.o.workers,
-        concurrentTasksPerWorker: this.st.slots,
+        // Twice the slots: the native loop takes an interactive job beyond its slots when a batch job can yield
+        // one (pump()); it parks the batch job and resumes it later. pump() never hands over more than that.
+        concurrentTasksPerWorker: 2 * this.st.slots,
         idleTimeout: 2 ** 31 - 1,
         maxQueue: Math.max(1, this.o.queueLimit + this.o.workers * this.st.slots),
         atomics: 'disabled',
@@ -364,30 +385,59 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     return this.dispatch(pool, request, sink);
   }
 
+  /**
+   * Whether the next waiting generation may have the pool now: while the slots are not all taken, or, for
+   * interactive work on the native loop, while a batch generation can yield its slot to it (the loop parks the
+   * batch job at its next step and resumes it when a slot frees: at most one interactive job per batch job
+   * beyond the slots, so the loop holds at most twice its slots).
+   */
+  private admits(priority: Priority): boolean {
+    const capacity = this.o.workers * this.st.slots;
+    if (this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < capacity) return true;
+    return priority === 'interactive' && this.st.engine === 'native' && this.inFlight.batch > 0 && this.inFlight.interactive < capacity;
+  }
+
+  /** Hands waiting generations to the pool, in the scheduler's order, while admits() lets them. Main thread. */
+  private pump(): void {
+    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item();
+  }
+
   private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
     const { port1, port2 } = new MessageChannel();
     const m = this.metrics;
     const labels = this.labels;
+    const schedule: GenerationSchedule = request.schedule ?? DEFAULT_SCHEDULE;
+    const priority = schedule.priority;
+    const byPriority = { ...labels, priority };
     const admittedAt = performance.now();
     let phase: 'waiting' | 'running' | 'ended' = 'waiting';
+    /** Handed to the pool (the scheduler counts it as the tenant's running generation until it ends). */
+    let handedOver = false;
     let cancelled = false;
     let firstTokenAt = 0;
     let lastTextAt = 0;
     this.waiting++;
-    m.requestsWaiting.inc(labels);
+    m.requestsWaiting.inc(byPriority);
 
     const leave = () => {
       if (phase === 'waiting') {
         this.waiting--;
-        m.requestsWaiting.dec(labels);
+        m.requestsWaiting.dec(byPriority);
       } else if (phase === 'running') {
         this.running--;
-        m.requestsRunning.dec(labels);
+        m.requestsRunning.dec(byPriority);
       }
       phase = 'ended';
       port1.close();
       if (relayed) this.relay?.unroute(relayed);
       this.cuts.delete(cut);
+      if (handedOver) {
+        this.inFlight[priority]--;
+        this.scheduler.finished(schedule.tenant);
+        this.pump();
+      } else {
+        ticket.remove();
+      }
     };
     // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down.
     const cut = () => {
@@ -397,9 +447,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
 
     const start = () => {
       this.waiting--;
-      m.requestsWaiting.dec(labels);
+      m.requestsWaiting.dec(byPriority);
       this.running++;
-      m.requestsRunning.inc(labels);
+      m.requestsRunning.inc(byPriority);
       phase = 'running';
       m.queueTime.observe(labels, (performance.now() - admittedAt) / 1000);
     };
@@ -415,9 +465,12 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
           m.promptTokens.inc(labels, e.promptTokens);
           m.prefixCacheQueries.inc(labels, e.promptTokens);
           m.prefixCacheHits.inc(labels, e.cachedTokens); // also when 0: the hit-rate series exists from the first request
+          this.scheduler.charge(schedule.tenant, e.promptTokens);
           return;
         case 'text': {
           const now = performance.now();
+          this.scheduler.charge(schedule.tenant, e.n);
+          m.generatedTokensByPriority.inc(byPriority, e.n);
           if (firstTokenAt === 0) {
             firstTokenAt = now;
             m.timeToFirstToken.observe(labels, (now - admittedAt) / 1000);
@@ -471,18 +524,29 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       relay: relayed ?? null,
       port: port2,
     };
-    pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
-      if (phase === 'ended') return;
-      leave();
-      // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
-      const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
-      if (!cancelled) sink.onError(failure);
-    });
+    const handOver = () => {
+      handedOver = true;
+      this.inFlight[priority]++;
+      pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
+        if (phase === 'ended') return;
+        leave();
+        // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
+        const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
+        if (!cancelled) sink.onError(failure);
+      });
+    };
+    const ticket = this.scheduler.enqueue(handOver, schedule.tenant, priority);
+    this.pump();
 
     return {
       cancel: () => {
         if (cancelled || phase === 'ended') return;
         cancelled = true;
+        if (!handedOver) {
+          // Still in the scheduler's queue: it leaves at once and ends silently (no worker ever saw it).
+          leave();
+          return;
+        }
         port1.postMessage({ t: 'cancel' } satisfies MainEvent);
       },
     };
@@ -506,6 +570,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
     this.running++;
+    this.embeddingsInFlight++;
     let r: EmbeddingTaskResult;
     try {
       r = await pool.run({ inputs: [...inputs] }, { name: 'embed' });
@@ -513,6 +578,8 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
     } finally {
       this.running--;
+      this.embeddingsInFlight--;
+      this.pump();
     }
     if (!r.ok) {
       if (r.reason === 'too_long') throw inputTooLong(r.index, r.atLeastTokens, r.contextSize);
