@@ -114,6 +114,11 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
   private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
   private embeddingsInFlight = 0;
+  /** Generations waiting for a slot / holding one, by priority, as this thread counts them (publishLoad()). */
+  private readonly waitingBy: Record<Priority, number> = { interactive: 0, batch: 0 };
+  private readonly runningBy: Record<Priority, number> = { interactive: 0, batch: 0 };
+  /** Each native worker's last preemption report (WorkerStatus 'preemptions'), by thread id. */
+  private readonly preemptionReports = new Map<number, { preemptions: number; parked: number }>();
   private disposed = false;
   /** dispose()'s one run: every call resolves when it has finished. */
   private disposing: Promise<void> | null = null;
@@ -156,11 +161,8 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       readyAt: null,
     };
     this.setState(this.st.state);
-    for (const priority of ['interactive', 'batch'] as const) {
-      metrics.requestsWaiting.set({ ...this.labels, priority }, 0);
-      metrics.requestsRunning.set({ ...this.labels, priority }, 0);
-      metrics.generatedTokensByPriority.inc({ ...this.labels, priority }, 0);
-    }
+    this.publishLoad();
+    for (const priority of ['interactive', 'batch'] as const) metrics.generatedTokensByPriority.inc({ ...this.labels, priority }, 0);
     metrics.preemptions.inc(this.labels, 0);
   }
 
@@ -186,6 +188,28 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     this.metrics.promptCacheBytes.set(this.labels, bytes);
     this.metrics.promptCacheEntries.set(this.labels, entries);
+  }
+
+  /**
+   * hearth_num_requests_waiting / _running by priority: a batch generation its loop parked (preempted, not yet
+   * resumed) counts as waiting, by the workers' last reports.
+   */
+  private publishLoad(): void {
+    let parked = 0;
+    for (const r of this.preemptionReports.values()) parked += r.parked;
+    parked = Math.min(parked, this.runningBy.batch);
+    this.metrics.requestsWaiting.set({ ...this.labels, priority: 'interactive' }, this.waitingBy.interactive);
+    this.metrics.requestsRunning.set({ ...this.labels, priority: 'interactive' }, this.runningBy.interactive);
+    this.metrics.requestsWaiting.set({ ...this.labels, priority: 'batch' }, this.waitingBy.batch + parked);
+    this.metrics.requestsRunning.set({ ...this.labels, priority: 'batch' }, this.runningBy.batch - parked);
+  }
+
+  /** A native worker's preemption report: the counter by its increase, the parked jobs into the load gauges. */
+  private recordPreemptions(m: Extract<WorkerStatus, { hearth: 'preemptions' }>): void {
+    const last = this.preemptionReports.get(m.worker)?.preemptions ?? 0;
+    this.preemptionReports.set(m.worker, { preemptions: m.preemptions, parked: m.parked });
+    if (m.preemptions > last) this.metrics.preemptions.inc(this.labels, m.preemptions - last);
+    this.publishLoad();
   }
 
   /** A worker's KV cell report: the gauge is the cells all workers' running jobs hold over all their cells. */
@@ -331,6 +355,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         if (this.disposed) return;
         if (m?.hearth === 'prompt-cache') return this.recordPromptCache(m);
         if (m?.hearth === 'kv-cache') return this.recordKvUse(m);
+        if (m?.hearth === 'preemptions') return this.recordPreemptions(m);
         if (m?.hearth === 'worker-ready') {
           this.st.workersReady++;
           if (m.engine === 'native') this.metrics.promptCacheCapacity.inc(this.labels, this.o.native.promptCacheMiB * (1 << 20));
@@ -417,16 +442,18 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     let firstTokenAt = 0;
     let lastTextAt = 0;
     this.waiting++;
-    m.requestsWaiting.inc(byPriority);
+    this.waitingBy[priority]++;
+    this.publishLoad();
 
     const leave = () => {
       if (phase === 'waiting') {
         this.waiting--;
-        m.requestsWaiting.dec(byPriority);
+        this.waitingBy[priority]--;
       } else if (phase === 'running') {
         this.running--;
-        m.requestsRunning.dec(byPriority);
+        this.runningBy[priority]--;
       }
+      this.publishLoad();
       phase = 'ended';
       port1.close();
       if (relayed) this.relay?.unroute(relayed);
@@ -447,9 +474,10 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
 
     const start = () => {
       this.waiting--;
-      m.requestsWaiting.dec(byPriority);
+      this.waitingBy[priority]--;
       this.running++;
-      m.requestsRunning.inc(byPriority);
+      this.runningBy[priority]++;
+      this.publishLoad();
       phase = 'running';
       m.queueTime.observe(labels, (performance.now() - admittedAt) / 1000);
     };
