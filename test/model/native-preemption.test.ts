@@ -132,7 +132,7 @@ describe.skipIf(skipReason !== '')(`native loop priority and preemption${skipRea
     }).done;
     await first;
     await other;
-    const [batch, interactive] = await Promise.all(waiters!);
+    const [batch, interactive] = (await Promise.all(waiters!)) as [Run, Run];
     expect(interactive.endedAt!).toBeLessThan(batch.endedAt!);
     expect(batch.result?.completionTokens).toBe(4);
   });
