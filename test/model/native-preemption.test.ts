@@ -170,6 +170,19 @@ describe.skipIf(skipReason !== '')(`native loop priority and preemption${skipRea
     expect(after.result?.completionTokens).toBe(3);
   });
 
+  it('a batch job beside a running interactive one still progresses (it sits out some steps), with the same answer', async () => {
+    const engine = await load(16, 2);
+    const alone = await start(engine, promptOf(30, 17), { priority: 'batch', maxTokens: 60 }).done;
+    const batch = start(engine, promptOf(30, 17), { priority: 'batch', maxTokens: 60 }).done;
+    const interactive = start(engine, promptOf(20, 18), { maxTokens: 200 }).done;
+    const b = await batch;
+    expect(b.text).toBe(alone.text);
+    expect(b.result?.completionTokens).toBe(alone.result?.completionTokens);
+    // It finished while the interactive job still ran: it was slowed, not stopped.
+    const i = await interactive;
+    expect(b.endedAt!).toBeLessThan(i.endedAt!);
+  });
+
   it('takes twice its slots (the rest wait in the loop), and refuses beyond', async () => {
     const engine = await load(16, 1);
     const running = start(engine, promptOf(20, 12), { priority: 'batch', maxTokens: 100 });
