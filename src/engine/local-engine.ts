@@ -80,6 +80,12 @@ export function gpuSlots(freeBytes: number, contextSize: number, kvBytesPerToken
   return Math.max(1, Math.min(DEFAULT_GPU_SLOTS, Math.floor(budget / workers / (contextSize * kvBytesPerToken))));
 }
 
+/** A generation in the scheduler's queue: hands its task to the pool, or is refused when another takes its place. */
+interface QueuedGeneration {
+  handOver(): void;
+  refuse(): void;
+}
+
 /** A generation the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
 const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
 
@@ -110,7 +116,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * Generations waiting for the pool, in the order they get it (fair-scheduler.ts): each entry hands its task to
    * the pool. Nothing waits in Piscina's own queue: pump() hands over only what the slots can take.
    */
-  private readonly scheduler = new FairScheduler<() => void>();
+  private readonly scheduler = new FairScheduler<QueuedGeneration>();
   /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
   private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
   private embeddingsInFlight = 0;
@@ -406,7 +412,13 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
     const capacity = this.o.workers * this.st.slots;
-    if (this.running + this.waiting >= capacity + this.o.queueLimit) throw queueFull(1);
+    if (this.running + this.waiting >= capacity + this.o.queueLimit) {
+      // Full: the newcomer may take the place of another tenant's newest (or a batch request's): round-robin places.
+      const schedule = request.schedule ?? DEFAULT_SCHEDULE;
+      const yielded = this.scheduler.yieldPlace(schedule.tenant, schedule.priority);
+      if (yielded === undefined) throw queueFull(1);
+      yielded.refuse();
+    }
     return this.dispatch(pool, request, sink);
   }
 
@@ -425,7 +437,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** Hands waiting generations to the pool, in the scheduler's order, while admits() lets them. Main thread. */
   private pump(): void {
     if (this.disposed) return; // dispose() cuts what still waits
-    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item();
+    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
   }
 
   private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
@@ -568,7 +580,13 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         if (!cancelled) sink.onError(failure);
       });
     };
-    const ticket = this.scheduler.enqueue(handOver, schedule.tenant, priority);
+    // Its place taken by another tenant's request (the queue was full): refused as a full queue would have been.
+    const refuse = () => {
+      if (phase === 'ended') return;
+      leave();
+      if (!cancelled) sink.onError(queueFull(1));
+    };
+    const ticket = this.scheduler.enqueue({ handOver, refuse }, schedule.tenant, priority);
     this.pump();
 
     return {
