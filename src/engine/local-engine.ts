@@ -120,6 +120,8 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
   private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
   private embeddingsInFlight = 0;
+  /** Embedding requests waiting for a slot's worth of the pool (first come, first served; before generations). */
+  private readonly embeddingTurns: Array<() => void> = [];
   /** Generations waiting for a slot / holding one, by priority, as this thread counts them (publishLoad()). */
   private readonly waitingBy: Record<Priority, number> = { interactive: 0, batch: 0 };
   private readonly runningBy: Record<Priority, number> = { interactive: 0, batch: 0 };
@@ -429,14 +431,34 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * beyond the slots, so the loop holds at most twice its slots).
    */
   private admits(priority: Priority): boolean {
+    if (this.slotsLeft()) return true;
     const capacity = this.o.workers * this.st.slots;
-    if (this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < capacity) return true;
     return priority === 'interactive' && this.st.engine === 'native' && this.inFlight.batch > 0 && this.inFlight.interactive < capacity;
   }
 
-  /** Hands waiting generations to the pool, in the scheduler's order, while admits() lets them. Main thread. */
+  /** Whether the pool holds fewer tasks (generations and embeddings) than the workers have slots. */
+  private slotsLeft(): boolean {
+    return this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < this.o.workers * this.st.slots;
+  }
+
+  /** Resolves when an embedding request may have the pool (counted in embeddingsInFlight from then on). */
+  private embeddingTurn(): Promise<void> {
+    return new Promise((resolve) => {
+      this.embeddingTurns.push(() => {
+        this.embeddingsInFlight++;
+        resolve();
+      });
+      this.pump();
+    });
+  }
+
+  /**
+   * Hands waiting embeddings, then waiting generations in the scheduler's order, to the pool while the slots (or
+   * admits()) let them. Main thread.
+   */
   private pump(): void {
     if (this.disposed) return; // dispose() cuts what still waits
+    while (this.embeddingTurns.length > 0 && this.slotsLeft()) this.embeddingTurns.shift()!();
     for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
   }
 
@@ -621,9 +643,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
     this.running++;
-    this.embeddingsInFlight++;
     let r: EmbeddingTaskResult;
     try {
+      await this.embeddingTurn(); // at most the slots' worth of tasks in the pool, as generations
       r = await pool.run({ inputs: [...inputs] }, { name: 'embed' });
     } catch (err) {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
@@ -666,6 +688,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.settleStart();
     const pool = this.pool;
     this.pool = null;
+    for (const turn of this.embeddingTurns.splice(0)) turn(); // their pool.run fails: shutting_down
     if (pool) {
       for (const cut of this.cuts) cut();
       await this.stopWorkers(performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS));
