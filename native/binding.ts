@@ -114,6 +114,10 @@ export interface NativeLoopStats {
   kvCellsUsed: number;
   /** KV cells of the whole context (llama_n_ctx). */
   kvCellsTotal: number;
+  /** Batch jobs parked so that a waiting interactive job got their slot (since the loop started). */
+  preemptions: number;
+  /** Batch jobs parked now, waiting to resume. */
+  parked: number;
 }
 
 export interface NativeBuildInfo {

@@ -47,6 +47,13 @@ export interface GenerationJob {
    * only KV that jobs of the same partition left, in a slot or in the host prompt cache (issue #28).
    */
   cachePartition: string;
+  /**
+   * Scheduling priority (contract "Fair share and priority between tenants"); absent = 'interactive'. The native
+   * loop parks a running 'batch' job when an interactive job has no free slot (its KV kept in the prompt cache,
+   * its sampler and stop state kept whole) and resumes it when a slot frees; the other engines ignore it (the
+   * main thread's scheduler orders their queue).
+   */
+  priority?: 'interactive' | 'batch';
 }
 
 /**

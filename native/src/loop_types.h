@@ -90,6 +90,11 @@ struct JobSpec {
      * reuses only KV that jobs of the same partition left, in a slot or in the host prompt cache.
      */
     std::string cachePartition;
+    /**
+     * Batch priority: while a job without it waits for a slot, this job yields its slot at the next step (parked:
+     * its KV saved to the prompt cache, its sampler and stop state kept) and resumes when a slot frees.
+     */
+    bool batch = false;
 };
 
 /** One alternative at a position: the token's text (raw bytes, maybe partial UTF-8) and its logprob. */

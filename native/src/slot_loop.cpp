@@ -55,7 +55,7 @@ bool SlotLoop::submit(JobSpec job, SubmitRefusal & refusal) {
             refusal = { "model_embeddings_only", "the model is an embedding model: it computes embeddings, it does not generate" };
             return false;
         }
-        if (reserved_ >= options_.slots) {
+        if (reserved_ >= 2 * options_.slots) {
             refusal = { "slots_busy", "all slots are busy" };
             return false;
         }
@@ -121,6 +121,8 @@ LoopStats SlotLoop::stats() const {
     st.promptCacheEntries = statPromptCacheEntries_.load(std::memory_order_relaxed);
     st.kvCellsUsed = statKvCellsUsed_.load(std::memory_order_relaxed);
     st.kvCellsTotal = statKvCellsTotal_.load(std::memory_order_relaxed);
+    st.preemptions = statPreemptions_.load(std::memory_order_relaxed);
+    st.parked = statParked_.load(std::memory_order_relaxed);
     return st;
 }
 
@@ -186,12 +188,15 @@ void SlotLoop::run() {
         bool stop = false;
         {
             std::unique_lock<std::mutex> lock(mutex_);
-            wake_.wait(lock, [&] { return stopRequested_ || !inbox_.empty() || anyBusy(); });
+            wake_.wait(lock, [&] { return stopRequested_ || !inbox_.empty() || anyBusy() || !waiting_.empty() || !parked_.empty(); });
             commands.swap(inbox_);
             stop = stopRequested_;
         }
         apply(commands);
         commands.clear();
+        if (!stop) {
+            schedule();
+        }
         publishKvUse();
         if (stop) {
             break;
@@ -213,6 +218,16 @@ void SlotLoop::run() {
             finish(slot, "cancelled", false);
         }
     }
+    while (!parked_.empty()) {
+        const Slot & p = parked_.front();
+        cancelWaiting(p.jobId, p.promptSize, p.cachedTokens, p.generated);
+        parked_.pop_front();
+    }
+    while (!waiting_.empty()) {
+        cancelWaiting(waiting_.front().id, (int32_t) waiting_.front().prompt.size(), 0, 0);
+        waiting_.pop_front();
+    }
+    statParked_.store(0, std::memory_order_relaxed);
     flushEvents();
     unload();
     LoopEvent gone;
@@ -410,16 +425,139 @@ bool SlotLoop::anyBusy() const {
 void SlotLoop::apply(std::vector<Command> & commands) {
     for (auto & c : commands) {
         if (!c.isCancel) {
-            assign(std::move(c.job));
+            waiting_.push_back(std::move(c.job));  // schedule() places it, before the next step
             continue;
         }
+        bool found = false;
         for (auto & slot : slots_) {
             if (slot.busy && slot.jobId == c.jobId) {
                 finish(slot, "cancelled", false);
+                found = true;
+                break;
+            }
+        }
+        for (auto it = waiting_.begin(); !found && it != waiting_.end(); ++it) {
+            if (it->id == c.jobId) {
+                cancelWaiting(it->id, (int32_t) it->prompt.size(), 0, 0);
+                waiting_.erase(it);
+                found = true;
+                break;
+            }
+        }
+        for (auto it = parked_.begin(); !found && it != parked_.end(); ++it) {
+            if (it->jobId == c.jobId) {
+                cancelWaiting(it->jobId, it->promptSize, it->cachedTokens, it->generated);
+                parked_.erase(it);
+                statParked_.store(parked_.size(), std::memory_order_relaxed);
+                found = true;
                 break;
             }
         }
     }
+}
+
+bool SlotLoop::hasFreeSlot() const {
+    for (const auto & slot : slots_) {
+        if (!slot.busy) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void SlotLoop::schedule() {
+    if (waiting_.empty() && parked_.empty()) {
+        return;
+    }
+    bool interactiveWaits = false;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if (it->batch) {
+            ++it;
+            continue;
+        }
+        if (!hasFreeSlot()) {
+            // The newest batch job yields (the least work of its kind is held up); none: wait for a slot to free.
+            Slot * victim = nullptr;
+            for (auto & slot : slots_) {
+                if (slot.busy && slot.batch && (victim == nullptr || slot.serial > victim->serial)) {
+                    victim = &slot;
+                }
+            }
+            if (victim == nullptr) {
+                interactiveWaits = true;
+                break;
+            }
+            park(*victim);
+        }
+        JobSpec job = std::move(*it);
+        it = waiting_.erase(it);
+        assign(std::move(job));
+    }
+    if (interactiveWaits) {
+        return;
+    }
+    while (!parked_.empty() && hasFreeSlot()) {
+        Slot p = std::move(parked_.front());
+        parked_.pop_front();
+        resume(std::move(p));
+    }
+    statParked_.store(parked_.size(), std::memory_order_relaxed);
+    while (!waiting_.empty() && hasFreeSlot()) {
+        JobSpec job = std::move(waiting_.front());
+        waiting_.pop_front();
+        assign(std::move(job));
+    }
+}
+
+void SlotLoop::park(Slot & slot) {
+    Slot p;
+    std::swap(p, slot);
+    // The slot keeps its sequence and KV: a prefix cache of the parked job's tokens, saved to the prompt cache
+    // (placeKv) when the interactive job takes it.
+    slot.seq = p.seq;
+    slot.cache = p.cache;
+    slot.partition = p.partition;
+    slot.lastUsed = ++clock_;
+    if (p.generating) {
+        // Everything decoded so far, then the sampled token that waits to be decoded: evaluated again on resume
+        // (reused from the KV where it is kept), after which sampling goes on with the same sampler.
+        p.prompt = p.cache;
+        p.prompt.push_back(p.pending);
+        p.resumed = true;
+        p.generating = false;
+    }
+    p.promptPos = 0;
+    p.chunk = 0;
+    p.outputIndex = -1;
+    parked_.push_back(std::move(p));
+    statPreemptions_.fetch_add(1, std::memory_order_relaxed);
+    statParked_.store(parked_.size(), std::memory_order_relaxed);
+}
+
+void SlotLoop::resume(Slot && parked) {
+    int32_t reuse = 0;
+    Slot & slot = pickSlot(parked.prompt, parked.partition, reuse);
+    placeKv(slot, parked.prompt, parked.partition, reuse);
+    const int32_t seq = slot.seq;
+    std::vector<llama_token> cache = std::move(slot.cache);
+    std::swap(slot, parked);
+    slot.seq = seq;
+    slot.cache = std::move(cache);
+    slot.promptPos = (size_t) reuse;
+    slot.lastUsed = ++clock_;
+}
+
+void SlotLoop::cancelWaiting(uint32_t jobId, int32_t promptTokens, int32_t cachedTokens, int32_t generated) {
+    LoopEvent e;
+    e.kind = EventKind::Done;
+    e.job = jobId;
+    e.code = "cancelled";
+    e.promptTokens = promptTokens;
+    e.cachedTokens = cachedTokens;
+    e.completionTokens = generated;
+    events_.push_back(std::move(e));
+    std::lock_guard<std::mutex> lock(mutex_);
+    reserved_--;
 }
 
 SlotLoop::Slot & SlotLoop::pickSlot(const std::vector<llama_token> & prompt, const std::string & partition, int32_t & reuse) {
@@ -467,13 +605,37 @@ void SlotLoop::assign(JobSpec && job) {
     }
     int32_t reuse = 0;
     Slot & slot = pickSlot(job.prompt, job.cachePartition, reuse);
+    placeKv(slot, job.prompt, job.cachePartition, reuse);
+
+    slot.busy = true;
+    slot.jobId = job.id;
+    slot.batch = job.batch;
+    slot.resumed = false;
+    slot.promptSize = (int32_t) job.prompt.size();
+    slot.serial = ++clock_;
+    slot.lastUsed = slot.serial;
+    slot.cachedTokens = reuse;
+    slot.promptPos = (size_t) reuse;
+    slot.maxTokens = job.maxTokens;
+    slot.generated = 0;
+    slot.tokensSinceText = 0;
+    slot.generating = false;
+    slot.promptSteps = 0;
+    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt, grammar, utf8Table_.get());
+    slot.topLogprobs = job.topLogprobs;
+    slot.pendingLogprobs.clear();
+    slot.scanner = std::make_unique<StopScanner>(std::move(job.stops));
+    slot.prompt = std::move(job.prompt);
+}
+
+void SlotLoop::placeKv(Slot & slot, const std::vector<llama_token> & tokens, const std::string & partition, int32_t & reuse) {
     if (promptCache_ && promptCache_->enabled()) {
         if ((int32_t) slot.cache.size() > reuse) {
             promptCache_->save(ctx_, slot.seq, slot.partition, slot.cache);  // what this slot is about to lose
         }
         std::vector<llama_token> held;
         const int32_t restored =
-            promptCache_->restore(ctx_, slot.seq, job.cachePartition, job.prompt, reuse, (int32_t) job.prompt.size() - 1, held);
+            promptCache_->restore(ctx_, slot.seq, partition, tokens, reuse, (int32_t) tokens.size() - 1, held);
         if (restored > 0) {
             slot.cache = std::move(held);
             reuse = restored;
@@ -492,24 +654,7 @@ void SlotLoop::assign(JobSpec && job) {
         reuse = 0;
     }
     slot.cache.resize(reuse);
-    slot.partition = std::move(job.cachePartition);
-
-    slot.busy = true;
-    slot.jobId = job.id;
-    slot.serial = ++clock_;
-    slot.lastUsed = slot.serial;
-    slot.cachedTokens = reuse;
-    slot.promptPos = (size_t) reuse;
-    slot.maxTokens = job.maxTokens;
-    slot.generated = 0;
-    slot.tokensSinceText = 0;
-    slot.generating = false;
-    slot.promptSteps = 0;
-    slot.sampler = std::make_unique<SlotSampler>(job.sampling, vocab_, contextSize_, job.prompt, grammar, utf8Table_.get());
-    slot.topLogprobs = job.topLogprobs;
-    slot.pendingLogprobs.clear();
-    slot.scanner = std::make_unique<StopScanner>(std::move(job.stops));
-    slot.prompt = std::move(job.prompt);
+    slot.partition = partition;
 }
 
 void SlotLoop::compact() {
@@ -572,13 +717,16 @@ void SlotLoop::migrate(Slot & from, Slot & to) {
 void SlotLoop::step() {
     profile_.begin();
     compact();
+    // Batch jobs sit out this step when interactive work would pay for them (batchSitsOut()).
+    const bool holdBatch = batchSitsOut();
     // Token budget: one row per generating slot first (they never wait), then prompt chunks, oldest job first.
     int32_t generatingRows = 0;
     std::vector<Slot *> prompting;
     for (auto & slot : slots_) {
         slot.outputIndex = -1;
         slot.chunk = 0;
-        if (!slot.busy) {
+        slot.held = slot.busy && slot.batch && holdBatch;
+        if (!slot.busy || slot.held) {
             continue;
         }
         if (slot.generating) {
@@ -610,10 +758,15 @@ void SlotLoop::step() {
         batch_.logits[i] = output ? 1 : 0;
         return i;
     };
+    bool interactiveRows = false;
+    bool interactivePrompt = false;
+    bool batchRows = false;
     for (auto & slot : slots_) {
-        if (!slot.busy) {
+        if (!slot.busy || slot.held) {
             continue;
         }
+        (slot.batch ? batchRows : interactiveRows) = true;
+        interactivePrompt = interactivePrompt || (!slot.batch && slot.chunk > 0);
         if (slot.generating) {
             slot.outputIndex = add(slot.pending, (llama_pos) slot.cache.size(), slot.seq, true);
         } else if (slot.chunk > 0) {
@@ -633,7 +786,7 @@ void SlotLoop::step() {
 
     profile_.lap(StepProfile::Build);
     const bool paced = pacer_.enabled() && generatingRows > 0;
-    const auto started = paced ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto started = std::chrono::steady_clock::now();
     const int32_t ret = llama_decode(ctx_, batch_);
     if (ret == 0 && paced) {
         const double stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -660,7 +813,7 @@ void SlotLoop::step() {
     }
 
     for (auto & slot : slots_) {
-        if (!slot.busy) {
+        if (!slot.busy || slot.held) {
             continue;
         }
         if (slot.generating) {
@@ -677,6 +830,9 @@ void SlotLoop::step() {
     // the tokens are then taken in slot order on this thread.
     llama_synchronize(ctx_);
     profile_.lap(StepProfile::Sync);
+    if (interactiveRows && !interactivePrompt) {  // an interactive decode step: solo, or with batch rows (decode or prompt)
+        shareStep(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count(), batchRows);
+    }
     sampleRows_.clear();
     for (auto & slot : slots_) {
         if (!slot.busy || slot.outputIndex < 0) {
@@ -684,13 +840,15 @@ void SlotLoop::step() {
         }
         if (!slot.generating) {
             slot.generating = true;
-            LoopEvent e;
-            e.kind = EventKind::Prompt;
-            e.job = slot.jobId;
-            e.promptTokens = (int32_t) slot.prompt.size();
-            e.cachedTokens = slot.cachedTokens;
-            e.promptSteps = slot.promptSteps;
-            events_.push_back(std::move(e));
+            if (!slot.resumed) {  // a resumed job reported its prompt before it was parked
+                LoopEvent e;
+                e.kind = EventKind::Prompt;
+                e.job = slot.jobId;
+                e.promptTokens = slot.promptSize;
+                e.cachedTokens = slot.cachedTokens;
+                e.promptSteps = slot.promptSteps;
+                events_.push_back(std::move(e));
+            }
         }
         slot.logits = llama_get_logits_ith(ctx_, slot.outputIndex);
         sampleRows_.push_back(&slot);
@@ -719,6 +877,49 @@ void SlotLoop::step() {
         onToken(*slot, slot->sampled);
     }
     profile_.lap(StepProfile::Sample);
+}
+
+bool SlotLoop::batchSitsOut() {
+    bool interactive = false;
+    bool interactivePrompt = false;
+    bool batch = false;
+    for (const auto & slot : slots_) {
+        if (!slot.busy) {
+            continue;
+        }
+        if (slot.batch) {
+            batch = true;
+        } else {
+            interactive = true;
+            interactivePrompt = interactivePrompt || !slot.generating;
+        }
+    }
+    if (!interactive) {
+        batchCreditMs_ = 0.0;  // batch work alone runs every step, at full speed
+        return false;
+    }
+    if (!batch) {
+        return false;
+    }
+    // An interactive prompt is evaluated without batch rows (its time to first token); decode steps take batch
+    // rows while the credit covers what they cost: unmeasured costs are measured first.
+    if (interactivePrompt || soloStepMs_ <= 0.0) {
+        return true;
+    }
+    return batchExtraMs_ > 0.0 && batchCreditMs_ < batchExtraMs_;
+}
+
+void SlotLoop::shareStep(double stepMs, bool withBatch) {
+    constexpr double kWeight = 0.2;  // EMA weight of the newest step
+    if (!withBatch) {
+        soloStepMs_ = soloStepMs_ <= 0.0 ? stepMs : soloStepMs_ + kWeight * (stepMs - soloStepMs_);
+    } else if (soloStepMs_ > 0.0) {
+        const double extra = std::max(0.0, stepMs - soloStepMs_);
+        batchExtraMs_ = batchExtraMs_ <= 0.0 ? extra : batchExtraMs_ + kWeight * (extra - batchExtraMs_);
+        batchCreditMs_ -= extra;
+    }
+    // Each interactive decode step may cost kInteractiveSlowdown x its solo time: the rest is the batch jobs' credit.
+    batchCreditMs_ = std::min(batchCreditMs_ + (kInteractiveSlowdown - 1.0) * soloStepMs_, 2.0 * batchExtraMs_ + soloStepMs_);
 }
 
 void SlotLoop::recordLogprob(Slot & slot, llama_token token) {
@@ -785,7 +986,7 @@ void SlotLoop::finish(Slot & slot, const char * reason, bool keepCache, const st
     e.kind = EventKind::Done;
     e.job = slot.jobId;
     e.code = reason;
-    e.promptTokens = (int32_t) slot.prompt.size();
+    e.promptTokens = slot.promptSize;
     e.cachedTokens = slot.cachedTokens;
     e.completionTokens = slot.generated;
     e.text = stop;
@@ -818,6 +1019,8 @@ void SlotLoop::refuse(uint32_t jobId, const std::string & code, const std::strin
 
 void SlotLoop::release(Slot & slot) {
     slot.busy = false;
+    slot.batch = false;
+    slot.resumed = false;
     slot.topLogprobs = -1;
     slot.pendingLogprobs.clear();
     slot.generating = false;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,8 @@ struct LoopStats {
     uint64_t promptCacheEntries = 0;   // entries it holds now
     uint64_t kvCellsUsed = 0;   // KV cells the running jobs' sequences hold now (prompt + generated, reused prefix included)
     uint64_t kvCellsTotal = 0;  // KV cells of the whole context (llama_n_ctx; 0 before the model is loaded)
+    uint64_t preemptions = 0;   // batch jobs parked so that a waiting interactive job got their slot
+    uint64_t parked = 0;        // batch jobs parked now (waiting to resume)
 };
 
 /** Why submit() refused a job: a stable code and a human-readable message. */
@@ -66,7 +69,11 @@ public:
     /** Starts the loop thread, which loads the model and then reports Ready or LoadFailed. */
     void start();
 
-    /** Queues a job for the next step. Returns a refusal instead when it cannot run; never blocks on a step. */
+    /**
+     * Queues a job for the next step. Returns a refusal instead when it cannot run; never blocks on a step. The
+     * loop holds up to twice its slots: a job without a free slot waits in the loop; an interactive one takes the
+     * slot of a running batch job (JobSpec::batch), which is parked and resumed when a slot frees.
+     */
     bool submit(JobSpec job, SubmitRefusal & refusal);
 
     /** Queues a cancel; the job's slot is freed at the next step boundary and it ends with Done(cancelled). */
@@ -103,6 +110,10 @@ private:
 
         bool busy = false;
         uint32_t jobId = 0;
+        bool batch = false;     // JobSpec::batch: yields the slot to a waiting interactive job
+        bool resumed = false;   // parked once while generating: `prompt` is its tokens so far, Prompt was reported
+        int32_t promptSize = 0; // the job's own prompt tokens (reported in Prompt and Done)
+        bool held = false;      // a batch job sitting out this step (batchSitsOut())
         uint64_t serial = 0;
         std::vector<llama_token> prompt;
         size_t promptPos = 0;  // next prompt token to evaluate
@@ -139,6 +150,30 @@ private:
     /** Thread count (calibrated when asked) and persistent compute threads; after the context exists. */
     void setUpComputeThreads(int32_t slots);
     void apply(std::vector<Command> & commands);
+    /**
+     * Places waiting jobs on free slots, before each step: interactive jobs first (parking the newest batch job
+     * when no slot is free), then, while no interactive job waits, parked batch jobs (oldest first), then waiting
+     * batch jobs, in arrival order.
+     */
+    void schedule();
+    bool hasFreeSlot() const;
+    /**
+     * Whether batch jobs sit out the next step, so that interactive jobs running beside them keep their speed: while
+     * an interactive prompt is evaluated (time to first token), and on decode steps while the credit does not cover
+     * what batch rows add: on average a step with interactive rows takes at most kInteractiveSlowdown x an
+     * interactive-only step (measured), batch rows using the rest. Batch jobs alone run every step.
+     */
+    bool batchSitsOut();
+    /** Accounts one decode step with interactive rows (`withBatch`: batch rows too) of `stepMs`: the measured costs and the credit. */
+    void shareStep(double stepMs, bool withBatch);
+    /** Moves a busy batch job off its slot into parked_; the slot keeps its KV as a prefix cache (saved when reused). */
+    void park(Slot & slot);
+    /** Puts a parked job back on a free slot: its tokens so far reused from the slot or the prompt cache, the rest evaluated again. */
+    void resume(Slot && parked);
+    /** Readies a free `slot` for `tokens` of `partition`: the prompt cache saved / restored, the sequence cut to `reuse`. */
+    void placeKv(Slot & slot, const std::vector<llama_token> & tokens, const std::string & partition, int32_t & reuse);
+    /** Ends a job that waits in the loop (never placed, or parked) with Done(cancelled). */
+    void cancelWaiting(uint32_t jobId, int32_t promptTokens, int32_t cachedTokens, int32_t generated);
     void assign(JobSpec && job);
     /** The free slot to run a job on; `reuse` = prompt tokens its KV already holds (0 for another partition's slot). */
     Slot & pickSlot(const std::vector<llama_token> & prompt, const std::string & partition, int32_t & reuse);
@@ -197,6 +232,8 @@ private:
     std::atomic<uint64_t> statPromptCacheEntries_{0};
     std::atomic<uint64_t> statKvCellsUsed_{0};
     std::atomic<uint64_t> statKvCellsTotal_{0};
+    std::atomic<uint64_t> statPreemptions_{0};
+    std::atomic<uint64_t> statParked_{0};
 
     // Loop thread only.
     llama_model * model_ = nullptr;
@@ -214,6 +251,15 @@ private:
     bool canCompact_ = false;
     int32_t nBatch_ = 0;
     std::vector<Slot> slots_;
+    /** Jobs submitted with no free slot, in arrival order (schedule() places them). */
+    std::deque<JobSpec> waiting_;
+    /** Batch jobs parked for interactive ones (busy, no slot: `seq` unused), oldest first. */
+    std::deque<Slot> parked_;
+    /** batchSitsOut(): an interactive-only decode step's time, what batch rows add to it (EMAs, ms), the batch credit (ms). */
+    static constexpr double kInteractiveSlowdown = 1.25;
+    double soloStepMs_ = 0.0;
+    double batchExtraMs_ = 0.0;
+    double batchCreditMs_ = 0.0;
     /** KV states slots gave up (null for models whose memory cannot be copied per sequence). */
     std::unique_ptr<PromptCache> promptCache_;
     /** Prompt chunk sizes by measured step time (--step-time-ratio). */

@@ -163,6 +163,16 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
     job.grammar = requiredString(j, "grammar", "job");
     job.topLogprobs = requiredInt(j, "topLogprobs", -1, 20, "job");
     job.cachePartition = requiredString(j, "cachePartition", "job");
+    {
+        Napi::Value p = j.Get("priority");
+        if (!p.IsUndefined()) {
+            const std::string priority = p.IsString() ? p.As<Napi::String>().Utf8Value() : std::string();
+            if (priority != "interactive" && priority != "batch") {
+                throw Napi::TypeError::New(env, "job.priority must be 'interactive' or 'batch'");
+            }
+            job.batch = priority == "batch";
+        }
+    }
     if (info.Length() >= 4 && !info[3].IsUndefined() && !info[3].IsNull()) {
         if (!info[3].IsObject()) {
             throw Napi::TypeError::New(env, "relay must be { id: number, tag: number }");
@@ -243,6 +253,8 @@ Napi::Value SlotLoopWrap::Stats(const Napi::CallbackInfo & info) {
     o.Set("promptCacheEntries", (double) st.promptCacheEntries);
     o.Set("kvCellsUsed", (double) st.kvCellsUsed);
     o.Set("kvCellsTotal", (double) st.kvCellsTotal);
+    o.Set("preemptions", (double) st.preemptions);
+    o.Set("parked", (double) st.parked);
     return o;
 }
 

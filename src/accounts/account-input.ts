@@ -1,11 +1,11 @@
 import { invalidRequest } from '../errors/index.ts';
 import { type Json, MAX_NAME, object, onlyFields, optional, text, wellFormed } from '../http/body-fields.ts';
-import type { KeyLimits, UserRole } from '../store/database.ts';
+import type { KeyLimits, KeyPriority, UserRole } from '../store/database.ts';
 
 /** Validation of the API-key, user, sign-in and setup bodies (http/body-fields.ts readers). Pure. */
 export interface KeyInput {
   name: string;
-  limits: KeyLimits;
+  limits: Required<KeyLimits>;
 }
 
 export interface KeyPatch {
@@ -28,6 +28,10 @@ export interface SetupInput extends SignInInput {
 }
 
 const LIMIT_FIELDS = ['requestsPerMinute', 'tokensPerMinute', 'maxConcurrent'] as const;
+/** The key's scheduling priority (contract "Fair share and priority between tenants"); null resets it to interactive. */
+const PRIORITY_FIELD = 'priority';
+const KEY_PRIORITIES: readonly KeyPriority[] = ['interactive', 'batch'];
+const NO_KEY_LIMITS: Required<KeyLimits> = { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' };
 const MAX_LIMIT = 1_000_000_000;
 const MAX_EMAIL = 254;
 /** One @, something either side, no spaces or angle brackets: the address is an identifier here, never mailed. */
@@ -35,15 +39,24 @@ const EMAIL_SHAPE = /^[^\s@<>]+@[^\s@<>]+$/;
 export const MIN_PASSWORD = 8;
 export const MAX_PASSWORD = 1024;
 
-/** `limits` of a key body: each a positive integer or null; `partial` keeps absent fields absent (PATCH). */
+/**
+ * `limits` of a key body: each a positive integer or null, `priority` 'interactive' | 'batch' (null: interactive);
+ * `partial` keeps absent fields absent (PATCH).
+ */
 function limits(value: unknown, partial: boolean): Partial<KeyLimits> {
-  if (value === null) return { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null };
+  if (value === null) return { ...NO_KEY_LIMITS };
   if (typeof value !== 'object' || Array.isArray(value)) throw invalidRequest("'limits' must be an object or null", 'limits', 'invalid_type');
   const b = value as Json;
   for (const key of Object.keys(b)) {
-    if (!(LIMIT_FIELDS as readonly string[]).includes(key)) throw invalidRequest(`Unrecognized field: limits.${key} (allowed: ${LIMIT_FIELDS.join(', ')})`, `limits.${key}`, 'unknown_parameter');
+    if (!(LIMIT_FIELDS as readonly string[]).includes(key) && key !== PRIORITY_FIELD) throw invalidRequest(`Unrecognized field: limits.${key} (allowed: ${[...LIMIT_FIELDS, PRIORITY_FIELD].join(', ')})`, `limits.${key}`, 'unknown_parameter');
   }
   const out: Partial<KeyLimits> = {};
+  const p = b[PRIORITY_FIELD];
+  if (p === null) out.priority = 'interactive';
+  else if (p !== undefined) {
+    if (typeof p !== 'string' || !(KEY_PRIORITIES as readonly string[]).includes(p)) throw invalidRequest(`'limits.priority' must be one of ${KEY_PRIORITIES.map((v) => `'${v}'`).join(', ')}`, 'limits.priority', 'invalid_value');
+    out.priority = p as KeyPriority;
+  } else if (!partial) out.priority = 'interactive';
   for (const f of LIMIT_FIELDS) {
     const v = b[f];
     if (v === undefined) {
@@ -62,7 +75,7 @@ function limits(value: unknown, partial: boolean): Partial<KeyLimits> {
 export function parseKeyInput(body: unknown): KeyInput {
   const b = object(body);
   onlyFields(b, ['name', 'limits']);
-  return { name: text(b, 'name', MAX_NAME), limits: { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, ...(b.limits === undefined ? {} : limits(b.limits, false)) } };
+  return { name: text(b, 'name', MAX_NAME), limits: { ...NO_KEY_LIMITS, ...(b.limits === undefined ? {} : limits(b.limits, false)) } };
 }
 
 /** PATCH /api/v1/keys/{id}: any of name, limits (a partial object; null lifts them all). */

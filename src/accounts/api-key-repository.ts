@@ -12,7 +12,7 @@ export interface ApiKeyView {
   createdAt: string;
   lastUsedAt: string | null;
   revokedAt: string | null;
-  limits: KeyLimits;
+  limits: Required<KeyLimits>;
 }
 
 export interface CreatedApiKey extends ApiKeyView {
@@ -23,11 +23,12 @@ export interface CreatedApiKey extends ApiKeyView {
 export interface AuthenticatedKey {
   keyId: string;
   accountId: string;
-  /** The key's limits as stored now (a PATCH applies to the next request). */
-  limits: KeyLimits;
+  /** The key's limits as stored now, its priority always given (a PATCH applies to the next request). */
+  limits: Required<KeyLimits>;
 }
 
-export const NO_LIMITS: KeyLimits = Object.freeze({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
+/** A key without limits, at the default priority (a stored record's absent fields read as these). */
+export const NO_LIMITS: Required<KeyLimits> = Object.freeze({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
 
 export const DEFAULT_ACCOUNT_ID = 'default';
 /** How often `lastUsedAt` is written for a busy key (a write per request would cost throughput). */
@@ -97,6 +98,7 @@ export class ApiKeyRepository {
       if (!r || r.accountId !== accountId) return undefined;
       const limits = { ...NO_LIMITS, ...r.limits };
       for (const k of ['requestsPerMinute', 'tokensPerMinute', 'maxConcurrent'] as const) if (change.limits?.[k] !== undefined) limits[k] = change.limits[k];
+      if (change.limits?.priority !== undefined) limits.priority = change.limits.priority;
       const updated: ApiKeyRecord = { ...r, name: change.name ?? r.name, limits };
       apiKeys.put(id, updated);
       return view(updated);
@@ -138,7 +140,7 @@ export class ApiKeyRepository {
       throw unauthorized();
     }
     this.touch(record);
-    return { keyId: record.id, accountId: record.accountId, limits: record.limits ?? NO_LIMITS };
+    return { keyId: record.id, accountId: record.accountId, limits: record.limits?.priority !== undefined ? (record.limits as Required<KeyLimits>) : { ...NO_LIMITS, ...record.limits } };
   }
 
   private touch(record: ApiKeyRecord): void {

@@ -1,6 +1,6 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
-import { ApiKeyRepository, DEFAULT_ACCOUNT_ID } from '../accounts/api-key-repository.ts';
+import { ApiKeyRepository, DEFAULT_ACCOUNT_ID, NO_LIMITS } from '../accounts/api-key-repository.ts';
 import type { KeyLimits } from '../store/database.ts';
 import { ConfigError, RECORDS_SETTINGS, JSON_SETTING, commandArgs } from './cli-args.ts';
 import { withStore } from './record-store.ts';
@@ -8,6 +8,7 @@ import { withStore } from './record-store.ts';
 const SPECS: SettingSpec[] = [
   ...RECORDS_SETTINGS,
   { key: 'name', flag: '--name', env: 'HEARTH_KEY_NAME', type: 'string', default: undefined, help: 'Name of the new key (create)' },
+  { key: 'priority', flag: '--priority', env: 'HEARTH_KEY_PRIORITY', type: 'enum', values: ['interactive', 'batch'], default: 'interactive', help: "The new key's scheduling priority (create): interactive, or batch (runs after interactive work and yields its slot to it)" },
   { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: DEFAULT_ACCOUNT_ID, help: 'Account the key belongs to' },
   JSON_SETTING,
 ];
@@ -15,6 +16,7 @@ const SPECS: SettingSpec[] = [
 export const KEYS_HELP = `Usage: hearth keys <create|list|revoke> [options]
 
   hearth keys create --name NAME   Create an API key; the key is printed once, store it now
+                   [--priority batch]  ... whose generations run at batch priority
   hearth keys list                 List keys (id, name, created, last used, revoked; never the secret)
   hearth keys revoke ID            Revoke a key at once
 
@@ -23,9 +25,9 @@ Works on the same data dir as a running server (safe while it runs).
 Options:
 ${settingsHelp(SPECS)}`;
 
-/** `\tlimits 60 rpm, 2 concurrent` for a key with limits; '' without. */
+/** `\tlimits 60 rpm, 2 concurrent, batch priority` for a key with limits or batch priority; '' without. */
 function limitsText(l: KeyLimits): string {
-  const parts = [l.requestsPerMinute !== null && `${l.requestsPerMinute} rpm`, l.tokensPerMinute !== null && `${l.tokensPerMinute} tpm`, l.maxConcurrent !== null && `${l.maxConcurrent} concurrent`].filter(Boolean);
+  const parts = [l.requestsPerMinute !== null && `${l.requestsPerMinute} rpm`, l.tokensPerMinute !== null && `${l.tokensPerMinute} tpm`, l.maxConcurrent !== null && `${l.maxConcurrent} concurrent`, l.priority === 'batch' && 'batch priority'].filter(Boolean);
   return parts.length === 0 ? '' : `\tlimits ${parts.join(', ')}`;
 }
 
@@ -39,8 +41,9 @@ export async function keysCommand(argv: string[], out: (s: string) => void): Pro
     switch (action) {
       case 'create': {
         if (!options.name) throw new ConfigError('keys create needs --name NAME');
-        const k = await keys.create(String(options.name), account);
-        print(k, () => `${k.key}\n\nid: ${k.id}  name: ${k.name}  account: ${k.accountId}\nThis key is shown once: store it now. Use it as "Authorization: Bearer <key>".`);
+        const priority = options.priority === 'batch' ? 'batch' : 'interactive';
+        const k = await keys.create(String(options.name), account, { ...NO_LIMITS, priority });
+        print(k, () => `${k.key}\n\nid: ${k.id}  name: ${k.name}  account: ${k.accountId}  priority: ${k.limits.priority}\nThis key is shown once: store it now. Use it as "Authorization: Bearer <key>".`);
         return 0;
       }
       case 'list': {

@@ -1,3 +1,4 @@
+import type { Priority } from '../protocol/priority.ts';
 import type { ReasoningSyntax } from '../protocol/reasoning-split.ts';
 import type { GpuInfo } from './worker-protocol.ts';
 import type { ApiError } from '../errors/api-error.ts';
@@ -38,11 +39,25 @@ export interface GenerationRequest extends SamplingOptions {
    * taken and no request metrics are recorded.
    */
   countOnly?: boolean | undefined;
+  /**
+   * Scheduling (contract "Fair share and priority between tenants"): who the generation is for and at which
+   * priority. The engine queues interactive before batch work, shares slots between tenants round-robin weighted
+   * by tokens, and a batch generation yields its slot to interactive work that waits (resumed later, its state
+   * kept). Absent: interactive, the anonymous tenant ''. The Batch API sets batch.
+   */
+  schedule?: GenerationSchedule | undefined;
   /** Text after the rendered chat prompt (a thinking model's empty thinking block when its thinking is off); '' or absent: none. */
   promptSuffix?: string | undefined;
 }
 
 export type { TokenLogprob } from '../../native/generation-job.ts';
+
+/** A generation's place in the scheduler (fair-scheduler.ts): never carries anything into metrics labels. */
+export interface GenerationSchedule {
+  /** The tenant whose share the generation's tokens count against (the account id). */
+  tenant: string;
+  priority: Priority;
+}
 
 export interface GenerationResult {
   finishReason: 'stop' | 'length';

@@ -10,7 +10,9 @@ import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { chooseCpuKernels, type CpuKernelsChoice, type CpuKernelsMode } from './cpu-kernels.ts';
 import { chooseGpuOffload, type GpuLayersMode, type GpuOffloadChoice } from './gpu-offload.ts';
-import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
+import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink, ModelStatus } from './generation.ts';
+import { FairScheduler } from './fair-scheduler.ts';
+import type { Priority } from '../protocol/priority.ts';
 import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
 import type { EmbeddingTask, EmbeddingTaskResult } from './embedding-task.ts';
 import { invalidRequest } from '../errors/errors.ts';
@@ -78,6 +80,15 @@ export function gpuSlots(freeBytes: number, contextSize: number, kvBytesPerToken
   return Math.max(1, Math.min(DEFAULT_GPU_SLOTS, Math.floor(budget / workers / (contextSize * kvBytesPerToken))));
 }
 
+/** A generation in the scheduler's queue: hands its task to the pool, or is refused when another takes its place. */
+interface QueuedGeneration {
+  handOver(): void;
+  refuse(): void;
+}
+
+/** A generation the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
+const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
+
 /** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
 const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
@@ -104,14 +115,20 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** Set when the pull failed because the hub could not be resolved or reached: the reason chat calls are told. */
   private unreachable: string | undefined;
   /**
-   * Generations waiting for a slot, first come first served: each entry hands its task to the pool. Nothing waits in
-   * Piscina's own queue (a task there cannot be taken back safely: aborting one already on a worker ends the
-   * worker), so a request whose client leaves while it waits gives its place back at once (contract "A client that
-   * leaves"). Main thread.
+   * Generations waiting for the pool, in the order they get it (fair-scheduler.ts): each entry hands its task to
+   * the pool. Nothing waits in Piscina's own queue: pump() hands over only what the slots can take.
    */
-  private readonly slotQueue: Array<() => void> = [];
-  /** Tasks handed to the pool and not settled (generations and embeddings): at most the slots, for generations. */
-  private inFlight = 0;
+  private readonly scheduler = new FairScheduler<QueuedGeneration>();
+  /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
+  private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
+  private embeddingsInFlight = 0;
+  /** Embedding requests waiting for a slot's worth of the pool (first come, first served; before generations). */
+  private readonly embeddingTurns: Array<() => void> = [];
+  /** Generations waiting for a slot / holding one, by priority, as this thread counts them (publishLoad()). */
+  private readonly waitingBy: Record<Priority, number> = { interactive: 0, batch: 0 };
+  private readonly runningBy: Record<Priority, number> = { interactive: 0, batch: 0 };
+  /** Each native worker's last preemption report (WorkerStatus 'preemptions'), by thread id. */
+  private readonly preemptionReports = new Map<number, { preemptions: number; parked: number }>();
   private disposed = false;
   /** dispose()'s one run: every call resolves when it has finished. */
   private disposing: Promise<void> | null = null;
@@ -154,6 +171,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       readyAt: null,
     };
     this.setState(this.st.state);
+    this.publishLoad();
+    for (const priority of ['interactive', 'batch'] as const) metrics.generatedTokensByPriority.inc({ ...this.labels, priority }, 0);
+    metrics.preemptions.inc(this.labels, 0);
   }
 
   status(): ModelStatus {
@@ -178,6 +198,28 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     this.metrics.promptCacheBytes.set(this.labels, bytes);
     this.metrics.promptCacheEntries.set(this.labels, entries);
+  }
+
+  /**
+   * hearth_num_requests_waiting / _running by priority: a batch generation its loop parked (preempted, not yet
+   * resumed) counts as waiting, by the workers' last reports.
+   */
+  private publishLoad(): void {
+    let parked = 0;
+    for (const r of this.preemptionReports.values()) parked += r.parked;
+    parked = Math.min(parked, this.runningBy.batch);
+    this.metrics.requestsWaiting.set({ ...this.labels, priority: 'interactive' }, this.waitingBy.interactive);
+    this.metrics.requestsRunning.set({ ...this.labels, priority: 'interactive' }, this.runningBy.interactive);
+    this.metrics.requestsWaiting.set({ ...this.labels, priority: 'batch' }, this.waitingBy.batch + parked);
+    this.metrics.requestsRunning.set({ ...this.labels, priority: 'batch' }, this.runningBy.batch - parked);
+  }
+
+  /** A native worker's preemption report: the counter by its increase, the parked jobs into the load gauges. */
+  private recordPreemptions(m: Extract<WorkerStatus, { hearth: 'preemptions' }>): void {
+    const last = this.preemptionReports.get(m.worker)?.preemptions ?? 0;
+    this.preemptionReports.set(m.worker, { preemptions: m.preemptions, parked: m.parked });
+    if (m.preemptions > last) this.metrics.preemptions.inc(this.labels, m.preemptions - last);
+    this.publishLoad();
   }
 
   /** A worker's KV cell report: the gauge is the cells all workers' running jobs hold over all their cells. */
@@ -307,7 +349,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         filename: WORKER_URL.href,
         minThreads: this.o.workers,
         maxThreads: this.o.workers,
-        concurrentTasksPerWorker: this.st.slots,
+        // Twice the slots: the native loop takes an interactive job beyond its slots when a batch job can yield
+        // one (pump()); it parks the batch job and resumes it later. pump() never hands over more than that.
+        concurrentTasksPerWorker: 2 * this.st.slots,
         idleTimeout: 2 ** 31 - 1,
         maxQueue: Math.max(1, this.o.queueLimit + this.o.workers * this.st.slots),
         atomics: 'disabled',
@@ -323,6 +367,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         if (this.disposed) return;
         if (m?.hearth === 'prompt-cache') return this.recordPromptCache(m);
         if (m?.hearth === 'kv-cache') return this.recordKvUse(m);
+        if (m?.hearth === 'preemptions') return this.recordPreemptions(m);
         if (m?.hearth === 'worker-ready') {
           this.st.workersReady++;
           if (m.engine === 'native') this.metrics.promptCacheCapacity.inc(this.labels, this.o.native.promptCacheMiB * (1 << 20));
@@ -373,57 +418,98 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
     const capacity = this.o.workers * this.st.slots;
-    if (this.running + this.waiting >= capacity + this.o.queueLimit) throw queueFull(1);
+    if (this.running + this.waiting >= capacity + this.o.queueLimit) {
+      // Full: the newcomer may take the place of another tenant's newest (or a batch request's): round-robin places.
+      const schedule = request.schedule ?? DEFAULT_SCHEDULE;
+      const yielded = this.scheduler.yieldPlace(schedule.tenant, schedule.priority);
+      if (yielded === undefined) throw queueFull(1);
+      yielded.refuse();
+    }
     return this.dispatch(pool, request, sink);
   }
 
-  /** Hands waiting generations to the pool, oldest first, while the slots can take them. Main thread. */
-  private pumpSlotQueue(): void {
-    while (this.slotQueue.length > 0 && this.inFlight < this.o.workers * this.st.slots) this.slotQueue.shift()!();
+  /**
+   * Whether the next waiting generation may have the pool now: while the slots are not all taken, or, for
+   * interactive work on the native loop, while a batch generation can yield its slot to it (the loop parks the
+   * batch job at its next step and resumes it when a slot frees: at most one interactive job per batch job
+   * beyond the slots, so the loop holds at most twice its slots).
+   */
+  private admits(priority: Priority): boolean {
+    if (this.slotsLeft()) return true;
+    const capacity = this.o.workers * this.st.slots;
+    return priority === 'interactive' && this.st.engine === 'native' && this.inFlight.batch > 0 && this.inFlight.interactive < capacity;
+  }
+
+  /** Whether the pool holds fewer tasks (generations and embeddings) than the workers have slots. */
+  private slotsLeft(): boolean {
+    return this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < this.o.workers * this.st.slots;
+  }
+
+  /** Resolves when an embedding request may have the pool (counted in embeddingsInFlight from then on). */
+  private embeddingTurn(): Promise<void> {
+    return new Promise((resolve) => {
+      this.embeddingTurns.push(() => {
+        this.embeddingsInFlight++;
+        resolve();
+      });
+      this.pump();
+    });
+  }
+
+  /**
+   * Hands waiting embeddings, then waiting generations in the scheduler's order, to the pool while the slots (or
+   * admits()) let them. Main thread.
+   */
+  private pump(): void {
+    if (this.disposed) return; // dispose() cuts what still waits
+    while (this.embeddingTurns.length > 0 && this.slotsLeft()) this.embeddingTurns.shift()!();
+    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
   }
 
   private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
     const { port1, port2 } = new MessageChannel();
     const m = this.metrics;
     const labels = this.labels;
+    const schedule: GenerationSchedule = request.schedule ?? DEFAULT_SCHEDULE;
+    const priority = schedule.priority;
+    const byPriority = { ...labels, priority };
     const admittedAt = performance.now();
     let phase: 'waiting' | 'running' | 'ended' = 'waiting';
-    /** Handed to the pool (else still in slotQueue). */
+    /** Handed to the pool (the scheduler counts it as the tenant's running generation until it ends). */
     let handedOver = false;
     let cancelled = false;
     let firstTokenAt = 0;
     let lastTextAt = 0;
     this.waiting++;
-    m.requestsWaiting.inc(labels);
+    this.waitingBy[priority]++;
+    this.publishLoad();
 
     const leave = () => {
       if (phase === 'waiting') {
         this.waiting--;
-        m.requestsWaiting.dec(labels);
+        this.waitingBy[priority]--;
       } else if (phase === 'running') {
         this.running--;
-        m.requestsRunning.dec(labels);
+        this.runningBy[priority]--;
       }
+      this.publishLoad();
       phase = 'ended';
       port1.close();
       if (relayed) this.relay?.unroute(relayed);
       this.cuts.delete(cut);
       if (handedOver) {
-        this.inFlight--;
-        this.pumpSlotQueue();
+        this.inFlight[priority]--;
+        this.scheduler.finished(schedule.tenant);
+        this.pump();
       } else {
-        const at = this.slotQueue.indexOf(handOver);
-        if (at !== -1) this.slotQueue.splice(at, 1);
+        ticket.remove();
       }
     };
-    // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down;
-    // one still waiting for a slot ends here.
+    // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down.
+    // One no worker has seen yet leaves the scheduler's queue and ends so at once.
     const cut = () => {
-      if (cancelled) return;
-      if (handedOver) {
-        port1.postMessage({ t: 'cancel' } satisfies MainEvent);
-        return;
-      }
+      if (cancelled || phase === 'ended') return;
+      if (handedOver) return port1.postMessage({ t: 'cancel' } satisfies MainEvent);
       leave();
       sink.onError(shuttingDown());
     };
@@ -431,9 +517,10 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
 
     const start = () => {
       this.waiting--;
-      m.requestsWaiting.dec(labels);
+      this.waitingBy[priority]--;
       this.running++;
-      m.requestsRunning.inc(labels);
+      this.runningBy[priority]++;
+      this.publishLoad();
       phase = 'running';
       m.queueTime.observe(labels, (performance.now() - admittedAt) / 1000);
     };
@@ -449,9 +536,12 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
           m.promptTokens.inc(labels, e.promptTokens);
           m.prefixCacheQueries.inc(labels, e.promptTokens);
           m.prefixCacheHits.inc(labels, e.cachedTokens); // also when 0: the hit-rate series exists from the first request
+          this.scheduler.charge(schedule.tenant, e.promptTokens);
           return;
         case 'text': {
           const now = performance.now();
+          this.scheduler.charge(schedule.tenant, e.n);
+          m.generatedTokensByPriority.inc(byPriority, e.n);
           if (firstTokenAt === 0) {
             firstTokenAt = now;
             m.timeToFirstToken.observe(labels, (now - admittedAt) / 1000);
@@ -507,7 +597,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     };
     const handOver = () => {
       handedOver = true;
-      this.inFlight++;
+      this.inFlight[priority]++;
       pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
         if (phase === 'ended') return;
         leave();
@@ -516,15 +606,21 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         if (!cancelled) sink.onError(failure);
       });
     };
-    this.slotQueue.push(handOver);
-    this.pumpSlotQueue();
+    // Its place taken by another tenant's request (the queue was full): refused as a full queue would have been.
+    const refuse = () => {
+      if (phase === 'ended') return;
+      leave();
+      if (!cancelled) sink.onError(queueFull(1));
+    };
+    const ticket = this.scheduler.enqueue({ handOver, refuse }, schedule.tenant, priority);
+    this.pump();
 
     return {
       cancel: () => {
         if (cancelled || phase === 'ended') return;
         cancelled = true;
         if (!handedOver) {
-          // Still waiting for a slot: no worker has seen it; it leaves the queue now and ends silently.
+          // Still in the scheduler's queue: it leaves at once and ends silently (no worker ever saw it).
           leave();
           if (request.countOnly !== true) m.requestSuccess.inc({ ...labels, finished_reason: 'cancelled' });
           return;
@@ -552,16 +648,16 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
     this.running++;
-    this.inFlight++;
     let r: EmbeddingTaskResult;
     try {
+      await this.embeddingTurn(); // at most the slots' worth of tasks in the pool, as generations
       r = await pool.run({ inputs: [...inputs] }, { name: 'embed' });
     } catch (err) {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
     } finally {
       this.running--;
-      this.inFlight--;
-      this.pumpSlotQueue();
+      this.embeddingsInFlight--;
+      this.pump();
     }
     if (!r.ok) {
       if (r.reason === 'too_long') throw inputTooLong(r.index, r.atLeastTokens, r.contextSize);
@@ -597,6 +693,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.settleStart();
     const pool = this.pool;
     this.pool = null;
+    for (const turn of this.embeddingTurns.splice(0)) turn(); // their pool.run fails: shutting_down
     if (pool) {
       for (const cut of this.cuts) cut();
       await this.stopWorkers(performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS));

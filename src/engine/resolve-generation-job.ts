@@ -22,5 +22,6 @@ export function resolveGenerationJob(request: GenerationRequest, limits: ServerL
     grammar: request.grammar ?? '',
     topLogprobs: request.topLogprobs ?? -1,
     cachePartition: request.cachePartition,
+    priority: request.schedule?.priority ?? 'interactive',
   };
 }

@@ -127,7 +127,9 @@ export type WorkerStatus =
   /** The native engine's host prompt cache after a job (cumulative lookups / hits, bytes and entries now). */
   | { hearth: 'prompt-cache'; worker: number; lookups: number; hits: number; bytes: number; entries: number }
   /** The native loop's KV cells: held by the running jobs' sequences, and of the whole context (while jobs run). */
-  | { hearth: 'kv-cache'; worker: number; used: number; total: number };
+  | { hearth: 'kv-cache'; worker: number; used: number; total: number }
+  /** The native loop's preemptions after a job: batch jobs parked for interactive ones (cumulative), and parked now. */
+  | { hearth: 'preemptions'; worker: number; preemptions: number; parked: number };
 
 /** node-llama-cpp's prebuilt ggml CPU library for this CPU family, or the one built for this very CPU. */
 export type CpuKernelsKind = 'prebuilt' | 'native' | PrebuiltCpuVariant;

@@ -37,7 +37,7 @@ export async function withKeyAdmission(
         sink.push(delta);
       },
       fail: (e) => sink.fail(e),
-    }), { keyId: key.keyId, accountId: key.accountId });
+    }), { keyId: key.keyId, accountId: key.accountId, priority: key.limits.priority ?? 'interactive' });
   } finally {
     lease.release();
   }
@@ -51,6 +51,6 @@ export async function withKeyAdmission(
 export function readerKey(ex: HttpExchange, keys: KeyAuthenticator, limiter: KeyLimiting): InferenceCaller | Promise<InferenceCaller> {
   return whenReady(keys.authenticateFresh(bearerToken(ex.authorization)), (key) => {
     ex.addHeaders(limiter.peek(key.keyId, key.limits));
-    return { keyId: key.keyId, accountId: key.accountId };
+    return { keyId: key.keyId, accountId: key.accountId, priority: key.limits.priority ?? 'interactive' };
   });
 }

@@ -1,3 +1,5 @@
+import type { Priority } from '../protocol/priority.ts';
+
 /**
  * Who may reuse the prompt-cache state a request leaves (issue #28). Every cache that can answer "this
  * prefix was seen" (a slot's KV, the native host prompt cache) is keyed by a partition derived from the
@@ -16,6 +18,8 @@ export const PROMPT_CACHE_SCOPES = ['account', 'key', 'global'] as const satisfi
 export interface InferenceCaller {
   keyId: string;
   accountId: string;
+  /** The key's priority (its limits); a request may lower it (protocol/priority.ts). */
+  priority: Priority;
 }
 
 /** The cache partition of a caller's requests under `scope` (opaque to the engine; '' = the shared one). */

@@ -1,5 +1,6 @@
 import type { GpuInfo } from '../engine/worker-protocol.ts';
-import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink } from '../engine/generation.ts';
+import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink } from '../engine/generation.ts';
+import { effectivePriority } from '../protocol/priority.ts';
 import type { EmbeddingEngine, EmbeddingResult } from '../engine/embedding.ts';
 import type { EmbeddingsRequest } from '../protocol/embeddings-request.ts';
 import { invalidRequest, modelNotFound, unsupportedParameter } from '../errors/index.ts';
@@ -122,7 +123,7 @@ export class SharedModelGateway {
       },
       onError: (e) => out.fail(e),
     };
-    const generation = { ...plan.generation, promptSuffix, cachePartition: cachePartitionOf(this.promptCacheScope, caller) };
+    const generation = { ...plan.generation, promptSuffix, cachePartition: cachePartitionOf(this.promptCacheScope, caller), schedule: scheduleOf(caller, request.priority) };
     return engine.generate(generation, this.stats ? this.stats.observe(sink) : sink);
   }
 
@@ -143,10 +144,12 @@ export class SharedModelGateway {
     let open = request.prompts.length;
     let failed = false;
     const cachePartition = cachePartitionOf(this.promptCacheScope, caller);
+    const schedule = scheduleOf(caller, request.priority);
     const generation = (prompt: RawPrompt): GenerationRequest => ({
       messages: [],
       prompt,
       cachePartition,
+      schedule,
       topLogprobs: request.logprobs,
       ...samplingOptionsOf(request),
     });
@@ -310,4 +313,9 @@ function thinkingSwitch(effort: ReasoningEffort | undefined, syntax: ReasoningSy
   if (effort === undefined) return '';
   if (syntax === null || !syntax.switchable) throw unsupportedParameter('reasoning_effort', "is not supported: this model's chat template has no thinking switch");
   return effort === 'none' || effort === 'minimal' ? thinkingOffText(syntax) : '';
+}
+
+/** Where a caller's generation is scheduled: its account's share, at its key's priority or lower when the request asked. */
+function scheduleOf(caller: InferenceCaller, requested: 'batch' | undefined): GenerationSchedule {
+  return { tenant: caller.accountId, priority: effectivePriority(caller.priority, requested) };
 }

@@ -111,6 +111,8 @@ export interface ChatRequest extends SamplingOptions {
   topLogprobs?: number | undefined;
   /** `reasoning_effort` (Responses: `reasoning.effort`); honoured only where the template can switch thinking off. */
   reasoningEffort?: ReasoningEffort | undefined;
+  /** `priority: "batch"`: run below the key's priority (protocol/priority.ts); undefined = the key's. */
+  priority?: 'batch' | undefined;
 }
 
 /** OpenAI's reasoning efforts: `none` and `minimal` switch a thinking model's thinking off, the others leave it on. */

@@ -1,3 +1,4 @@
+import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { RawPrompt, SamplingOptions } from './chat-request.ts';
 import { MAX_TOP_LOGPROBS, parseSamplerExtensions } from './validate-chat-features.ts';
@@ -13,6 +14,8 @@ export interface CompletionsRequest extends SamplingOptions {
   /** One generation per prompt; the answer's choice `index` is the prompt's position. */
   prompts: RawPrompt[];
   stream: boolean;
+  /** `priority: "batch"`: run below the key's priority (protocol/priority.ts); undefined = the key's. */
+  priority?: 'batch' | undefined;
   /** stream_options.include_usage */
   includeUsage: boolean;
   /** Each choice's text starts with its prompt. */
@@ -32,7 +35,7 @@ type Json = Record<string, unknown>;
 
 const HONOURED = new Set([
   'model', 'prompt', 'stream', 'stream_options', 'echo', 'logprobs', 'max_tokens', 'stop', 'temperature', 'top_p', 'seed',
-  'presence_penalty', 'frequency_penalty', 'top_k', 'min_p', 'repetition_penalty',
+  'presence_penalty', 'frequency_penalty', 'top_k', 'min_p', 'repetition_penalty', 'priority',
 ]);
 /** Accepted and without effect (as for chat completions). */
 const HARMLESS = new Set(['user', 'metadata', 'store', 'service_tier']);
@@ -139,5 +142,6 @@ export function validateCompletionsRequest(body: unknown): CompletionsRequest {
     seed: number(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true),
     presencePenalty: number(body, 'presence_penalty', -2, 2),
     frequencyPenalty: number(body, 'frequency_penalty', -2, 2),
+    priority: parseRequestPriority(body.priority),
   };
 }

@@ -1,3 +1,4 @@
+import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, FunctionTool, ToolCall, ToolChoice } from './chat-request.ts';
 import { checkToolChoice, functionName, MAX_TOOLS } from './validate-chat-features.ts';
@@ -19,6 +20,7 @@ type Json = Record<string, unknown>;
 
 const HONOURED = new Set([
   'model', 'messages', 'system', 'max_tokens', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'stream', 'tools', 'tool_choice',
+  'priority',
 ]);
 const HARMLESS = new Set(['metadata', 'service_tier', 'thinking', 'cache_control']);
 /** count_tokens takes the request without the generation settings. */
@@ -224,6 +226,7 @@ export function validateMessagesRequest(body: unknown, countOnly = false): Messa
       temperature: number(body, 'temperature', 0, 1),
       topP: number(body, 'top_p', 0, 1),
       topK: number(body, 'top_k', 0, 100_000, true),
+      priority: parseRequestPriority(body.priority),
     },
   };
 }

@@ -1,3 +1,4 @@
+import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import { type ChatMessage, type ChatRequest, type FunctionTool, parseReasoningEffort, type ResponseFormat, type ToolCall, type ToolChoice } from './chat-request.ts';
 import { hexId } from './ids.ts';
@@ -53,7 +54,7 @@ const ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([['user', 'user'
 const HARMLESS = new Set(['metadata', 'user', 'service_tier', 'truncation', 'prompt_cache_key', 'safety_identifier', 'stream_options']);
 const HONOURED = new Set([
   'model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'stream', 'tools', 'tool_choice',
-  'parallel_tool_calls', 'text', 'include', 'top_logprobs', 'reasoning', 'store', 'previous_response_id',
+  'parallel_tool_calls', 'text', 'include', 'top_logprobs', 'reasoning', 'store', 'previous_response_id', 'priority',
 ]);
 /** Fields that need server-side state or features Hearth does not have. */
 const STATEFUL = ['conversation', 'background', 'prompt', 'max_tool_calls'];
@@ -248,6 +249,7 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
     stop: [],
     user: typeof body.user === 'string' ? body.user : undefined,
     reasoningEffort,
+    priority: parseRequestPriority(body.priority),
   };
   const store = body.store !== false;
   const previousResponseId = typeof previous === 'string' ? previous : null;

@@ -1,3 +1,4 @@
+import { parseRequestPriority } from './priority.ts';
 import { parseReasoningEffort } from './chat-request.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, ChatRole } from './chat-request.ts';
@@ -26,6 +27,8 @@ const HONOURED_FIELDS = new Set([
   'top_k', 'min_p', 'repetition_penalty',
   // A thinking model's switch (honoured by the gateway where the template has one).
   'reasoning_effort',
+  // Scheduling: a request may lower its key's priority (protocol/priority.ts).
+  'priority',
 ]);
 
 /** A Map, not an object literal: a client's role must never find an Object.prototype member ('constructor'). */
@@ -171,5 +174,6 @@ export function validateChatRequest(body: unknown, limits: ChatRequestLimits = D
     frequencyPenalty: optionalNumber(body, 'frequency_penalty', -2, 2),
     user: typeof body.user === 'string' ? body.user : undefined,
     reasoningEffort: parseReasoningEffort(body.reasoning_effort, 'reasoning_effort'),
+    priority: parseRequestPriority(body.priority),
   };
 }

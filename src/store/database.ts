@@ -5,7 +5,7 @@ import { deepFreeze } from './deep-freeze.ts';
 import type { RecordStore } from './record-store.ts';
 import type { AccountRecord, ApiKeyRecord, AppRecord, DeploymentRecord, ProjectRecord, SessionRecord, SetupTokenRecord, StoredResponseRecord, UserRecord, WorkspaceRecord } from './records.ts';
 /** The record types, where the repositories have always imported them from. */
-export type { StoredResponseRecord, AccountRecord, ApiKeyRecord, KeyLimits, UserRole, UserRecord, SessionRecord, SetupTokenRecord, YamState, ProjectState, YamRecord, WorkspaceRecord, EncryptedSecret, ProjectRecord, AppRecord, DeploymentState, DeploymentSource, DeploymentRecord } from './records.ts';
+export type { StoredResponseRecord, AccountRecord, ApiKeyRecord, KeyLimits, KeyPriority, UserRole, UserRecord, SessionRecord, SetupTokenRecord, YamState, ProjectState, YamRecord, WorkspaceRecord, EncryptedSecret, ProjectRecord, AppRecord, DeploymentState, DeploymentSource, DeploymentRecord } from './records.ts';
 
 /**
  * The LMDB environment under `<dataDir>/records`. One named database per record kind plus index

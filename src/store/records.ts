@@ -39,7 +39,15 @@ export interface KeyLimits {
   requestsPerMinute: number | null;
   tokensPerMinute: number | null;
   maxConcurrent: number | null;
+  /**
+   * Where the key's generations are scheduled (contract "Fair share and priority between tenants"): `interactive`
+   * before `batch`. Absent on records written before priorities existed (= interactive).
+   */
+  priority?: KeyPriority;
 }
+
+/** A key's scheduling priority (protocol/priority.ts is the request side of the same two values). */
+export type KeyPriority = 'interactive' | 'batch';
 
 export type UserRole = 'owner' | 'member';
 

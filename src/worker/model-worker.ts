@@ -119,6 +119,7 @@ export default async function generate(task: GenerationTask): Promise<void> {
     });
     kvUse?.jobEnded();
     reportPromptCache(engine);
+    reportPreemptions(engine);
   } catch (err) {
     post({ t: 'error', failure: failureOf(err, promptSize) });
   }
@@ -130,6 +131,13 @@ function reportPromptCache(engine: ModelHost['engine']): void {
   if (engine.kind !== 'native') return;
   const st = (engine as unknown as NativeSlotEngine).stats();
   parentPort?.postMessage({ hearth: 'prompt-cache', worker: threadId, lookups: st.promptCacheLookups, hits: st.promptCacheRestores, bytes: st.promptCacheBytes, entries: st.promptCacheEntries } satisfies WorkerStatus);
+}
+
+/** The native loop's preemptions, to the main thread's metrics (hearth_preemptions_total, parked jobs in the gauges), after each job. */
+function reportPreemptions(engine: ModelHost['engine']): void {
+  if (engine.kind !== 'native') return;
+  const st = (engine as unknown as NativeSlotEngine).stats();
+  parentPort?.postMessage({ hearth: 'preemptions', worker: threadId, preemptions: st.preemptions, parked: st.parked } satisfies WorkerStatus);
 }
 
 /** A thrown error as it crosses to the main thread: a code, with the message for the log only. */

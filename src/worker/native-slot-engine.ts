@@ -152,7 +152,8 @@ export class NativeSlotEngine implements SlotEngine {
     const n = promptTokens.length;
     if (n === 0) throw new NativeEngineError('empty_prompt', 'the prompt has no tokens');
     if (n + 1 > this.contextSize) throw contextLengthExceeded(n, this.contextSize);
-    if (this.jobs.size >= this.slotCount) throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy`);
+    // Twice the slots: an interactive job may wait in the loop for a batch job's slot (the loop parks that job).
+    if (this.jobs.size >= 2 * this.slotCount) throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy and ${this.slotCount} jobs wait`);
 
     const id = this.allocateJobId();
     const refusal = this.loop.submit(id, promptTokens, job, relay);

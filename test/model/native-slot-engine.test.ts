@@ -296,10 +296,11 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     await engine.dispose();
   });
 
-  it('refuses more jobs than slots, and disposes idempotently, cancelling what still runs', async () => {
+  it('refuses more jobs than twice its slots (the loop holds the rest waiting), and disposes idempotently, cancelling what still runs', async () => {
     const engine = await loadNativeSlotEngineInternal({ modelPath: STORIES, contextSize: 256, slots: 1, threads: 1 });
     const prompt = tokens(stories, 'Once upon a time');
     const running = submit(engine, { promptTokens: prompt, maxTokens: 250 });
+    const waiting = submit(engine, { promptTokens: prompt, maxTokens: 250 });
     expect(() => submitJob(engine, { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }))
       .toThrow(expect.objectContaining({ code: 'slots_busy' }));
 
@@ -309,6 +310,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     await first;
     const run = await running;
     expect(run.result?.finishReason).toBe('cancelled');
+    expect((await waiting).result).toMatchObject({ finishReason: 'cancelled', completionTokens: 0 });
     await engine.dispose();
     expect(thrownBy(() => submitJob(engine, { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }), NativeEngineError).code).toBe('engine_disposed');
   });

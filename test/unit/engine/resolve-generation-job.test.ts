@@ -15,7 +15,12 @@ describe('resolveGenerationJob', () => {
 
   it('every field decided: free text, no logprobs, the defaults of sampling, a random seed when none is asked', () => {
     const job = resolveGenerationJob(request({ stop: ['x'], cachePartition: 'account:a' }), LIMITS, () => 42);
-    expect(job).toEqual({ maxTokens: 100, stops: ['x'], sampling: { ...DEFAULT_SAMPLING, seed: 42 }, grammar: '', topLogprobs: -1, cachePartition: 'account:a' });
+    expect(job).toEqual({ maxTokens: 100, stops: ['x'], sampling: { ...DEFAULT_SAMPLING, seed: 42 }, grammar: '', topLogprobs: -1, cachePartition: 'account:a', priority: 'interactive' });
+  });
+
+  it('the schedule\'s priority reaches the job (the native loop parks batch jobs for interactive ones)', () => {
+    expect(resolveGenerationJob(request({ schedule: { tenant: 'a', priority: 'batch' } }), LIMITS).priority).toBe('batch');
+    expect(resolveGenerationJob(request({ schedule: { tenant: 'a', priority: 'interactive' } }), LIMITS).priority).toBe('interactive');
   });
 
   it('the request\'s grammar, logprobs and sampler fields as asked', () => {

@@ -23,9 +23,9 @@ function recordingEngine(): { engine: ChatEngine; requests: GenerationRequest[] 
 const request = validateChatRequest({ model: 'local/m', messages: [{ role: 'system', content: 'secret' }, { role: 'user', content: 'hi' }] });
 const sink = { push() {}, fail() {} };
 const callers = [
-  { keyId: 'k1', accountId: 'acct-a' },
-  { keyId: 'k2', accountId: 'acct-a' }, // another key of the same account (an app's key is one of these)
-  { keyId: 'k3', accountId: 'acct-b' },
+  { keyId: 'k1', accountId: 'acct-a', priority: 'interactive' as const },
+  { keyId: 'k2', accountId: 'acct-a', priority: 'interactive' as const }, // another key of the same account (an app's key is one of these)
+  { keyId: 'k3', accountId: 'acct-b', priority: 'interactive' as const },
 ];
 
 function partitions(scope: PromptCacheScope | undefined): string[] {
@@ -51,6 +51,6 @@ describe('prompt-cache scope (issue #28)', () => {
   });
 
   it('an account id never names the same partition as a key id, whatever the strings', () => {
-    expect(cachePartitionOf('account', { keyId: 'x', accountId: 'x' })).not.toBe(cachePartitionOf('key', { keyId: 'x', accountId: 'x' }));
+    expect(cachePartitionOf('account', { keyId: 'x', accountId: 'x', priority: 'interactive' })).not.toBe(cachePartitionOf('key', { keyId: 'x', accountId: 'x', priority: 'interactive' }));
   });
 });
