@@ -45,6 +45,8 @@ export interface BatchRecord {
   completed: number;
   failed: number;
   createdAt: number;
+  /** Milliseconds since the epoch, strictly increasing per process: the listing order (newest first). */
+  order: number;
   /** When the completion window ends (OpenAI's `expires_at` of a batch). */
   expiresAt: number;
   /** When the records go (--batch-ttl-days after creation). */
@@ -70,6 +72,13 @@ export interface LineResult {
   index: number;
   ok: boolean;
   line: string;
+}
+
+let lastOrder = 0;
+/** The next listing order value: now in milliseconds, past the last one handed out here. */
+export function nextOrder(): number {
+  lastOrder = Math.max(Date.now(), lastOrder + 1);
+  return lastOrder;
 }
 
 export const nowSeconds = (): number => Math.floor(Date.now() / 1000);

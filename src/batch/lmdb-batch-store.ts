@@ -105,7 +105,7 @@ export class LmdbBatchStore implements BatchStore {
   async createBatch(b: BatchRecord): Promise<void> {
     await this.root.transaction(() => {
       this.batches.put(b.id, b);
-      this.byAccount.put(['batch', b.accountId, b.createdAt, b.id], true);
+      this.byAccount.put(['batch', b.accountId, b.order, b.id], true);
     });
   }
 
@@ -119,7 +119,7 @@ export class LmdbBatchStore implements BatchStore {
     if (after !== null) {
       const a = this.batches.get(after);
       if (a === undefined || a.accountId !== accountId) return { data: [], hasMore: false };
-      start = ['batch', accountId, a.createdAt, a.id];
+      start = ['batch', accountId, a.order, a.id];
       skip = a.id;
     }
     const data: BatchRecord[] = [];
@@ -234,7 +234,7 @@ export class LmdbBatchStore implements BatchStore {
       await this.dropLines(b.id);
       await this.root.transaction(() => {
         this.batches.remove(b.id);
-        this.byAccount.remove(['batch', b.accountId, b.createdAt, b.id]);
+        this.byAccount.remove(['batch', b.accountId, b.order, b.id]);
       });
       n++;
     }

@@ -87,7 +87,7 @@ export class PostgresBatchStore implements BatchStore {
   }
 
   async createBatch(b: BatchRecord): Promise<void> {
-    await this.pool.query('INSERT INTO batches (id, account_id, status, created_at, record) VALUES ($1, $2, $3, $4, $5)', [b.id, b.accountId, b.status, b.createdAt, b]);
+    await this.pool.query('INSERT INTO batches (id, account_id, status, created_at, record) VALUES ($1, $2, $3, $4, $5)', [b.id, b.accountId, b.status, b.order, b]);
   }
 
   async getBatch(id: string): Promise<BatchRecord | undefined> {

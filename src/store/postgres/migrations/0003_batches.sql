@@ -21,7 +21,7 @@ CREATE TABLE batches (
   id text PRIMARY KEY,
   account_id text NOT NULL,
   status text NOT NULL,
-  created_at bigint NOT NULL,
+  created_at bigint NOT NULL, -- the record's `order` (ms, newest first in lists)
   record jsonb NOT NULL
 );
 CREATE INDEX batches_by_account ON batches (account_id, created_at DESC, id DESC);
