@@ -44,7 +44,7 @@ async function outputLines(c: OpenAI, fileId: string | null | undefined): Promis
 
 /** Fields of an answer that differ between two answers of the same request (ids, times). */
 function comparable(body: Record<string, unknown>): Record<string, unknown> {
-  const { id: _id, created: _created, created_at: _createdAt, completed_at: _completedAt, output, usage, ...rest } = body;
+  const { id: _id, created: _created, created_at: _createdAt, completed_at: _completedAt, output_text: _sdkText, output, usage, ...rest } = body; // output_text: added by the SDK
   // cached_tokens says how much of the prompt the cache held, which depends on what ran before, not on the answer.
   const { prompt_tokens_details: _p, input_tokens_details: _i, ...counts } = (usage ?? {}) as Record<string, unknown>;
   return { ...rest, usage: counts, ...(Array.isArray(output) ? { output: output.map((o: Record<string, unknown>) => ({ ...o, id: undefined })) } : {}) };
