@@ -125,7 +125,9 @@ export class BatchRunner {
   private async fill(b: BatchRecord): Promise<void> {
     const free = this.o.concurrency - this.inflight.size;
     if (free > 0 && Date.now() >= this.pausedUntil) {
-      for (const line of await this.store.claimLines(b.id, this.claimer, free)) this.answer(b, line);
+      const claimed = await this.store.claimLines(b.id, this.claimer, free);
+      if (claimed.length > 0) this.log.debug('batch lines claimed', { batch: b.id, lines: claimed.length });
+      for (const line of claimed) this.answer(b, line);
     }
     if (this.inflightOf(b.id) === 0 && (await this.store.openLineCount(b.id)) === 0) {
       const now = nowSeconds();
