@@ -35,7 +35,7 @@ import { sessionRoutes } from './accounts/session-routes.ts';
 import { sharedInferenceRoutes } from './inference/shared-inference-routes.ts';
 import { ResponseRepository } from './inference/response-repository.ts';
 import { directEndpoints } from './inference/direct-answer.ts';
-import { batchRoutes } from './batch/batch-routes.ts';
+import { batchDashboardRoutes, batchRoutes } from './batch/batch-routes.ts';
 import { BatchRunner } from './batch/batch-runner.ts';
 import { openBatchStore } from './batch/open-batch-store.ts';
 import { loadDashboardBundle } from './dashboard/static-assets.ts';
@@ -195,6 +195,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
     ...statsRoutes({ ...authenticated, stats }),
+    ...batchDashboardRoutes({ ...authenticated, store: batches }),
     ...modelAdminRoutes({ ...authenticated, models, added, modelsDir: config.modelsDir, pullStallTimeoutMs: config.pullStallTimeoutMs }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...(appHost

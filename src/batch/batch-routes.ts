@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { authenticatedRoutes, type AuthenticatedRouteDeps, presentedCredentials } from '../accounts/authenticated-route.ts';
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
 import type { KeyLimiting } from '../accounts/key-limiter.ts';
 import { invalidRequest, notFound } from '../errors/index.ts';
@@ -117,14 +118,7 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
       name: 'file_content',
       handler: async (ex) => {
         const f = await ownFile(await caller(ex), ex.params[0]!);
-        const headers = [['content-type', 'application/jsonl'], ['content-disposition', `attachment; filename="${f.filename.replace(/["\\\r\n]/g, '_')}"`]] as const;
-        let sent = false;
-        for await (const chunk of d.store.readFile(f.id)) {
-          if (ex.closed) return;
-          sent = true;
-          if (!ex.writeChunk(chunk, 200, headers)) await ex.waitWritable();
-        }
-        ex.endStream('', sent ? [] : headers);
+        await streamFile(ex, d.store, f.id, f.filename);
       },
     },
     {
@@ -215,4 +209,46 @@ function validateCreateBatch(json: unknown): CreateBatch {
     metadata = Object.fromEntries(entries) as Record<string, string>;
   }
   return { inputFileId: o.input_file_id, endpoint: o.endpoint, metadata };
+}
+
+export interface BatchDashboardRouteDeps extends AuthenticatedRouteDeps {
+  store: BatchStore;
+}
+
+/**
+ * The dashboard's view of the Batch API under /api/v1 (a session or an account key, as every management route):
+ * `GET /api/v1/batches`, the account's latest 100 batches as OpenAI's Batch objects, and
+ * `GET /api/v1/batches/{id}/output`, the batch's output file streamed as a download (404 batch_not_found for another
+ * account's batch; 404 file_not_found while it has none).
+ */
+export function batchDashboardRoutes(d: BatchDashboardRouteDeps): Route[] {
+  const { route, ok } = authenticatedRoutes(d);
+  return [
+    route('GET', '/api/v1/batches', 'dashboard_batches', false, async (c) => ok({ data: (await d.store.listBatches(c.accountId, null, 100)).data.map(batchObject) })),
+    {
+      method: 'GET',
+      pattern: '/api/v1/batches/:id/output',
+      name: 'dashboard_batch_output',
+      handler: async (ex) => {
+        const principal = await d.auth.authenticateFresh(presentedCredentials(ex, d.session));
+        const id = ex.params[0]!;
+        const b = await d.store.getBatch(id);
+        if (b === undefined || b.accountId !== principal.accountId) throw batchNotFound(id);
+        if (b.outputFileId === null) throw fileNotFound(`${id} output`);
+        await streamFile(ex, d.store, b.outputFileId, `${b.id}_output.jsonl`);
+      },
+    },
+  ];
+}
+
+/** Streams a stored file as a JSONL download, waiting for the client to drain each chunk. */
+async function streamFile(ex: HttpExchange, store: BatchStore, fileId: string, filename: string): Promise<void> {
+  const headers = [['content-type', 'application/jsonl'], ['content-disposition', `attachment; filename="${filename.replace(/["\\\r\n]/g, '_')}"`]] as const;
+  let sent = false;
+  for await (const chunk of store.readFile(fileId)) {
+    if (ex.closed) return;
+    sent = true;
+    if (!ex.writeChunk(chunk, 200, headers)) await ex.waitWritable();
+  }
+  ex.endStream('', sent ? [] : headers);
 }
