@@ -717,13 +717,16 @@ void SlotLoop::migrate(Slot & from, Slot & to) {
 void SlotLoop::step() {
     profile_.begin();
     compact();
+    // Batch jobs sit out this step when interactive work would pay for them (batchSitsOut()).
+    const bool holdBatch = batchSitsOut();
     // Token budget: one row per generating slot first (they never wait), then prompt chunks, oldest job first.
     int32_t generatingRows = 0;
     std::vector<Slot *> prompting;
     for (auto & slot : slots_) {
         slot.outputIndex = -1;
         slot.chunk = 0;
-        if (!slot.busy) {
+        slot.held = slot.busy && slot.batch && holdBatch;
+        if (!slot.busy || slot.held) {
             continue;
         }
         if (slot.generating) {
@@ -755,10 +758,15 @@ void SlotLoop::step() {
         batch_.logits[i] = output ? 1 : 0;
         return i;
     };
+    bool interactiveRows = false;
+    bool interactivePrompt = false;
+    bool batchRows = false;
     for (auto & slot : slots_) {
-        if (!slot.busy) {
+        if (!slot.busy || slot.held) {
             continue;
         }
+        (slot.batch ? batchRows : interactiveRows) = true;
+        interactivePrompt = interactivePrompt || (!slot.batch && slot.chunk > 0);
         if (slot.generating) {
             slot.outputIndex = add(slot.pending, (llama_pos) slot.cache.size(), slot.seq, true);
         } else if (slot.chunk > 0) {
@@ -778,7 +786,7 @@ void SlotLoop::step() {
 
     profile_.lap(StepProfile::Build);
     const bool paced = pacer_.enabled() && generatingRows > 0;
-    const auto started = paced ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto started = std::chrono::steady_clock::now();
     const int32_t ret = llama_decode(ctx_, batch_);
     if (ret == 0 && paced) {
         const double stepMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -805,7 +813,7 @@ void SlotLoop::step() {
     }
 
     for (auto & slot : slots_) {
-        if (!slot.busy) {
+        if (!slot.busy || slot.held) {
             continue;
         }
         if (slot.generating) {
@@ -822,6 +830,9 @@ void SlotLoop::step() {
     // the tokens are then taken in slot order on this thread.
     llama_synchronize(ctx_);
     profile_.lap(StepProfile::Sync);
+    if (interactiveRows && !interactivePrompt) {  // an interactive decode step: solo, or with batch rows (decode or prompt)
+        shareStep(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count(), batchRows);
+    }
     sampleRows_.clear();
     for (auto & slot : slots_) {
         if (!slot.busy || slot.outputIndex < 0) {
@@ -866,6 +877,49 @@ void SlotLoop::step() {
         onToken(*slot, slot->sampled);
     }
     profile_.lap(StepProfile::Sample);
+}
+
+bool SlotLoop::batchSitsOut() {
+    bool interactive = false;
+    bool interactivePrompt = false;
+    bool batch = false;
+    for (const auto & slot : slots_) {
+        if (!slot.busy) {
+            continue;
+        }
+        if (slot.batch) {
+            batch = true;
+        } else {
+            interactive = true;
+            interactivePrompt = interactivePrompt || !slot.generating;
+        }
+    }
+    if (!interactive) {
+        batchCreditMs_ = 0.0;  // batch work alone runs every step, at full speed
+        return false;
+    }
+    if (!batch) {
+        return false;
+    }
+    // An interactive prompt is evaluated without batch rows (its time to first token); decode steps take batch
+    // rows while the credit covers what they cost: unmeasured costs are measured first.
+    if (interactivePrompt || soloStepMs_ <= 0.0) {
+        return true;
+    }
+    return batchExtraMs_ > 0.0 && batchCreditMs_ < batchExtraMs_;
+}
+
+void SlotLoop::shareStep(double stepMs, bool withBatch) {
+    constexpr double kWeight = 0.2;  // EMA weight of the newest step
+    if (!withBatch) {
+        soloStepMs_ = soloStepMs_ <= 0.0 ? stepMs : soloStepMs_ + kWeight * (stepMs - soloStepMs_);
+    } else if (soloStepMs_ > 0.0) {
+        const double extra = std::max(0.0, stepMs - soloStepMs_);
+        batchExtraMs_ = batchExtraMs_ <= 0.0 ? extra : batchExtraMs_ + kWeight * (extra - batchExtraMs_);
+        batchCreditMs_ -= extra;
+    }
+    // Each interactive decode step may cost kInteractiveSlowdown x its solo time: the rest is the batch jobs' credit.
+    batchCreditMs_ = std::min(batchCreditMs_ + (kInteractiveSlowdown - 1.0) * soloStepMs_, 2.0 * batchExtraMs_ + soloStepMs_);
 }
 
 void SlotLoop::recordLogprob(Slot & slot, llama_token token) {

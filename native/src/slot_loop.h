@@ -113,6 +113,7 @@ private:
         bool batch = false;     // JobSpec::batch: yields the slot to a waiting interactive job
         bool resumed = false;   // parked once while generating: `prompt` is its tokens so far, Prompt was reported
         int32_t promptSize = 0; // the job's own prompt tokens (reported in Prompt and Done)
+        bool held = false;      // a batch job sitting out this step (batchSitsOut())
         uint64_t serial = 0;
         std::vector<llama_token> prompt;
         size_t promptPos = 0;  // next prompt token to evaluate
@@ -156,6 +157,15 @@ private:
      */
     void schedule();
     bool hasFreeSlot() const;
+    /**
+     * Whether batch jobs sit out the next step, so that interactive jobs running beside them keep their speed: while
+     * an interactive prompt is evaluated (time to first token), and on decode steps while the credit does not cover
+     * what batch rows add: on average a step with interactive rows takes at most kInteractiveSlowdown x an
+     * interactive-only step (measured), batch rows using the rest. Batch jobs alone run every step.
+     */
+    bool batchSitsOut();
+    /** Accounts one decode step with interactive rows (`withBatch`: batch rows too) of `stepMs`: the measured costs and the credit. */
+    void shareStep(double stepMs, bool withBatch);
     /** Moves a busy batch job off its slot into parked_; the slot keeps its KV as a prefix cache (saved when reused). */
     void park(Slot & slot);
     /** Puts a parked job back on a free slot: its tokens so far reused from the slot or the prompt cache, the rest evaluated again. */
@@ -245,6 +255,11 @@ private:
     std::deque<JobSpec> waiting_;
     /** Batch jobs parked for interactive ones (busy, no slot: `seq` unused), oldest first. */
     std::deque<Slot> parked_;
+    /** batchSitsOut(): an interactive-only decode step's time, what batch rows add to it (EMAs, ms), the batch credit (ms). */
+    static constexpr double kInteractiveSlowdown = 1.25;
+    double soloStepMs_ = 0.0;
+    double batchExtraMs_ = 0.0;
+    double batchCreditMs_ = 0.0;
     /** KV states slots gave up (null for models whose memory cannot be copied per sequence). */
     std::unique_ptr<PromptCache> promptCache_;
     /** Prompt chunk sizes by measured step time (--step-time-ratio). */

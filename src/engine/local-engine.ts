@@ -424,6 +424,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
 
   /** Hands waiting generations to the pool, in the scheduler's order, while admits() lets them. Main thread. */
   private pump(): void {
+    if (this.disposed) return; // dispose() cuts what still waits
     for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item();
   }
 
@@ -467,8 +468,12 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       }
     };
     // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down.
+    // One no worker has seen yet leaves the scheduler's queue and ends so at once.
     const cut = () => {
-      if (!cancelled) port1.postMessage({ t: 'cancel' } satisfies MainEvent);
+      if (cancelled || phase === 'ended') return;
+      if (handedOver) return port1.postMessage({ t: 'cancel' } satisfies MainEvent);
+      leave();
+      sink.onError(shuttingDown());
     };
     this.cuts.add(cut);
 

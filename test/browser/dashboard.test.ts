@@ -132,6 +132,21 @@ describe.runIf(run)('dashboard in a browser', () => {
     expect((await callApi(hearth, 'GET', '/api/inference/v1/models', undefined, { key })).status).toBe(401);
   });
 
+  it('creates a batch-priority key, lists its priority, and switches it to interactive (PATCH)', async () => {
+    await page.getByRole('textbox', { name: 'Key name' }).fill('nightly');
+    await page.getByRole('combobox', { name: 'Priority' }).selectOption('batch');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('textbox', { name: 'New API key' }).waitFor();
+    await page.getByRole('button', { name: 'Done' }).click();
+    const row = page.getByRole('row', { name: /nightly/ });
+    await row.getByRole('cell', { name: 'batch', exact: true }).waitFor();
+    const listed = async () => (await callApi<{ data: Array<{ name: string; limits: { priority: string } }> }>(hearth, 'GET', '/api/v1/keys')).body.data.find((k) => k.name === 'nightly')?.limits.priority;
+    expect(await listed()).toBe('batch');
+    await row.getByRole('button', { name: 'Make nightly interactive' }).click();
+    await row.getByRole('cell', { name: 'interactive', exact: true }).waitFor();
+    expect(await listed()).toBe('interactive');
+  });
+
   it('creates a workspace, its Yam and a project whose token is shown once, then rotates it', async () => {
     await page.getByRole('link', { name: 'Workspaces' }).click();
     await heading(page, 'Workspaces').waitFor();

@@ -72,7 +72,7 @@ describe('per-key limits', () => {
 
   it('requests per minute: OpenAI headers on every answer, then 429 rate_limit_exceeded + Retry-After', async () => {
     const k = await createKey('rpm', { requestsPerMinute: 2 });
-    expect(k.limits).toEqual({ requestsPerMinute: 2, tokensPerMinute: null, maxConcurrent: null });
+    expect(k.limits).toEqual({ requestsPerMinute: 2, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
     const first = await chat(k.key);
     expect(first.status).toBe(200);
     expect(first.headers.get('x-ratelimit-limit-requests')).toBe('2');
@@ -149,19 +149,19 @@ describe('per-key limits', () => {
     expect((await chat(k.key)).status).toBe(429);
     const patched = await callApi<{ limits: Limits }>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: { maxConcurrent: 2, requestsPerMinute: 100 } });
     expect(patched.status).toBe(200);
-    expect(patched.body.limits).toEqual({ requestsPerMinute: 100, tokensPerMinute: null, maxConcurrent: 2 });
+    expect(patched.body.limits).toEqual({ requestsPerMinute: 100, tokensPerMinute: null, maxConcurrent: 2, priority: 'interactive' });
     const second = await chat(k.key);
     expect(second.status).toBe(200);
     expect(second.headers.get('x-ratelimit-limit-requests')).toBe('100');
     stream.close();
 
     const lifted = await callApi<{ limits: Limits }>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: null });
-    expect(lifted.body.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
+    expect(lifted.body.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
     expect([...(await chat(k.key)).headers.keys()].filter((h) => h.startsWith('x-ratelimit'))).toEqual([]);
 
     const list = await callApi<{ data: Array<{ id: string; limits: Limits; key?: string }> }>(hearth, 'GET', '/api/v1/keys');
     const listed = list.body.data.find((x) => x.id === k.id)!;
-    expect(listed.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
+    expect(listed.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
     expect(JSON.stringify(list.body)).not.toContain(k.key);
 
     const bad = await callApi<ErrorBody>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: { maxConcurrent: 0 } });

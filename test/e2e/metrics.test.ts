@@ -92,6 +92,7 @@ function assertNoSecretsInLabels(s: Scrape, secrets: string[]): void {
   const allowedLabelNames = new Set([
     'model', 'finished_reason', 'route', 'status', 'status_class', 'code', 'state', 'provider', 'outcome', 'kind', 'le',
     'reason', // hearth_model_unloads_total: idle, max_loaded, memory, failed, request, removed
+    'priority', // hearth_num_requests_*, hearth_generated_tokens_total: interactive, batch
     // prom-client default process/runtime metrics
     'version', 'major', 'minor', 'patch', 'type', 'space', 'quantile',
   ]);

@@ -325,8 +325,10 @@ async function expectServingAndIdle(): Promise<void> {
   const models = (await (await get('/api/inference/v1/models')).json()) as { data: Array<{ id: string; hearth: { state: string } }> };
   expect(models.data[0]).toMatchObject({ id: MODEL_ID, hearth: { state: 'ready' } });
   const metrics = await (await get('/metrics')).text();
-  expect(metrics).toMatch(/^hearth_num_requests_running\{model="local\/tiny-chat"\} 0$/m);
-  expect(metrics).toMatch(/^hearth_num_requests_waiting\{model="local\/tiny-chat"\} 0$/m);
+  for (const priority of ['interactive', 'batch']) {
+    expect(metrics).toMatch(new RegExp(`^hearth_num_requests_running\\{model="local/tiny-chat",priority="${priority}"\\} 0$`, 'm'));
+    expect(metrics).toMatch(new RegExp(`^hearth_num_requests_waiting\\{model="local/tiny-chat",priority="${priority}"\\} 0$`, 'm'));
+  }
 }
 
 describe('shared endpoint request bodies (fast-check, fixed seed)', () => {

@@ -28,7 +28,11 @@ export interface KeyLimits {
   requestsPerMinute: number | null;
   tokensPerMinute: number | null;
   maxConcurrent: number | null;
+  /** Scheduling: interactive work runs first; batch work yields its slot to it (docs/scheduler.md). */
+  priority?: KeyPriority;
 }
+
+export type KeyPriority = 'interactive' | 'batch';
 
 export interface ApiKeyView {
   id: string;

@@ -2,13 +2,14 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { ConfirmButton, ErrorNote, Field, FormFooter, SecretOnce, StateBadge, formatTime, optionalPositiveInt, useAction, useFields, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
-import type { ApiKeyView, CreatedKey, KeyLimits, ListOf } from '../types.ts';
+import type { ApiKeyView, CreatedKey, KeyLimits, KeyPriority, ListOf } from '../types.ts';
 
-/** Settings -> API keys: create (optional limits; the key shown once), list with last use, revoke. */
+/** Settings -> API keys: create (optional limits and priority; the key shown once), list with last use, change priority, revoke. */
 export function KeysPage() {
   const keys = useLoad(() => api<ListOf<ApiKeyView>>('GET', '/api/v1/keys'));
   const [created, setCreated] = useState<CreatedKey | null>(null);
   const revoke = useAction();
+  const reprioritize = useAction();
   return (
     <section aria-labelledby="keys-title">
       <h1 id="keys-title">API keys</h1>
@@ -20,7 +21,7 @@ export function KeysPage() {
         }}
       />
       {created && <SecretOnce label="New API key" value={created.key} onDone={() => setCreated(null)} />}
-      <ErrorNote error={keys.error ?? revoke.error} />
+      <ErrorNote error={keys.error ?? revoke.error ?? reprioritize.error} />
       <ResourceTable
         label="API keys"
         rows={keys.data?.data}
@@ -30,12 +31,28 @@ export function KeysPage() {
           { header: 'Name', cell: (k) => k.name },
           { header: 'Key id', cell: (k) => k.id, class: 'mono small' },
           { header: 'Limits', cell: (k) => describeLimits(k.limits), class: 'small' },
+          { header: 'Priority', cell: (k) => priorityOf(k.limits) },
           { header: 'Created', cell: (k) => formatTime(k.createdAt), class: 'nowrap' },
           { header: 'Last used', cell: (k) => (k.lastUsedAt ? formatTime(k.lastUsedAt) : 'never'), class: 'nowrap' },
           { header: 'State', cell: (k) => <StateBadge state={k.revokedAt ? 'revoked' : 'active'} /> },
         ]}
         actions={(k) =>
           !k.revokedAt && (
+            <>
+            <button
+              type="button"
+              class="secondary small"
+              disabled={reprioritize.busy}
+              aria-label={`Make ${k.name} ${otherPriority(priorityOf(k.limits))}`}
+              onClick={() =>
+                reprioritize.run(async () => {
+                  await api('PATCH', `/api/v1/keys/${encodeURIComponent(k.id)}`, { body: { limits: { priority: otherPriority(priorityOf(k.limits)) } } });
+                  await keys.reload();
+                })
+              }
+            >
+              Make {otherPriority(priorityOf(k.limits))}
+            </button>
             <ConfirmButton
               label={`Revoke ${k.name}`}
               confirmLabel={`Confirm revoking ${k.name}`}
@@ -47,6 +64,7 @@ export function KeysPage() {
                 })
               }
             />
+            </>
           )
         }
       />
@@ -57,6 +75,7 @@ export function KeysPage() {
 function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
   const form = useFields({ name: '', rpm: '', tpm: '', conc: '' });
   const { name, rpm, tpm, conc } = form.values;
+  const [priority, setPriority] = useState<KeyPriority>('interactive');
   const [invalid, setInvalid] = useState<string | null>(null);
   const action = useAction();
   const submit = (e: Event) => {
@@ -65,10 +84,11 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
     const bad = Object.entries(limits).find(([, v]) => Number.isNaN(v));
     if (bad) return setInvalid('A limit is a whole number above 0, or empty for no limit.');
     setInvalid(null);
-    const anyLimit = Object.values(limits).some((v) => v !== null);
+    const anyLimit = Object.values(limits).some((v) => v !== null) || priority !== 'interactive';
     void action.run(async () => {
-      const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: anyLimit ? { name: name.trim(), limits } : { name: name.trim() } });
+      const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: anyLimit ? { name: name.trim(), limits: { ...limits, priority } } : { name: name.trim() } });
       form.reset();
+      setPriority('interactive');
       onCreated(k);
     });
   };
@@ -86,6 +106,12 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
       <Field label="Concurrent requests" hint="Empty: no limit">
         <input inputMode="numeric" {...form.bind('conc')} />
       </Field>
+      <Field label="Priority" hint="Batch runs after interactive work and yields its slot to it">
+        <select value={priority} onChange={(e) => setPriority(e.currentTarget.value as KeyPriority)}>
+          <option value="interactive">Interactive</option>
+          <option value="batch">Batch</option>
+        </select>
+      </Field>
       {invalid && (
         <p class="note error span-all" role="alert">
           {invalid}
@@ -94,6 +120,14 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
       <FormFooter label="Create key" action={action} />
     </form>
   );
+}
+
+function priorityOf(l: KeyLimits | null | undefined): KeyPriority {
+  return l?.priority === 'batch' ? 'batch' : 'interactive';
+}
+
+function otherPriority(p: KeyPriority): KeyPriority {
+  return p === 'batch' ? 'interactive' : 'batch';
 }
 
 function describeLimits(l: KeyLimits | null | undefined): string {
