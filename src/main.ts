@@ -248,6 +248,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
         http.close(); // no new connections; requests on open ones answer 503 shutting_down
         models.stopLoading(); // and no model is loaded any more
         provisioner.dispose();
+        await batchRunner.stop(); // batch lines in flight are cut and given back (answered after the restart), not waited for
         log.info('draining', { state, requests: http.inFlight(), graceMs: config.shutdownGraceMs });
         const deadline = performance.now() + config.shutdownGraceMs;
         const engines = models.loadedEngines();

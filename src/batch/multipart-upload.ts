@@ -36,6 +36,7 @@ export function stageMultipartUpload(ex: HttpExchange, scratchDir: string, limit
   const type = ex.header('content-type') ?? '';
   const m = /^multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(type);
   if (m === null) return Promise.reject(invalidRequest("The body must be multipart/form-data with a 'file' part", 'file', 'invalid_content_type'));
+  if (!ex.hasBody) return Promise.reject(invalidRequest("The upload has no 'file' part", 'file', 'missing_file'));
   const declared = ex.contentLength;
   if (declared !== undefined && declared > limits.fileBytes + HEADER_LIMIT * 4) return Promise.reject(payloadTooLarge(limits.fileBytes));
   const parser = new MultipartParser((m[1] ?? m[2])!, scratchDir, limits, ex);

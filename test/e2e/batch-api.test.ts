@@ -91,14 +91,14 @@ describe('Batch API', () => {
     const meta = await client.files.retrieve(done.output_file_id!);
     expect(meta).toMatchObject({ purpose: 'batch_output' });
     // The dashboard's view (management API: a session, or the account's key as here).
-    const get = (p: string, key = hearth.key) => fetch(`${hearth.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
+    const get = (p: string, key: string = hearth.key) => fetch(`${hearth.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
     const listed = (await (await get('/api/v1/batches')).json()) as { data: Array<{ id: string; status: string; request_counts: unknown }> };
     expect(listed.data.find((b) => b.id === created.id)).toMatchObject({ status: 'completed', request_counts: { total: 5, completed: 5, failed: 0 } });
     const download = await get(`/api/v1/batches/${created.id}/output`);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-disposition')).toContain('attachment');
     expect(await download.text()).toBe(await (await client.files.content(done.output_file_id!)).text());
-    expect((await get(`/api/v1/batches/${created.id}/output`, otherAccount.apiKey)).status).toBe(404);
+    expect((await get(`/api/v1/batches/${created.id}/output`, otherAccount.apiKey!)).status).toBe(404);
   }, 180_000);
 
   it('answers completions, embeddings and responses lines as their synchronous routes do; a bad request is an error line', async () => {

@@ -21,6 +21,7 @@ function exchange(chunks: Buffer[], contentType = `multipart/form-data; boundary
   return {
     header: (name: string) => (name === 'content-type' ? contentType : ''),
     contentLength: declared,
+    hasBody: true,
     onAbort: () => {},
     pauseBody: () => {},
     resumeBody: () => {},
