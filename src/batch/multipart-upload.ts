@@ -185,8 +185,9 @@ class MultipartParser {
     this.failed = true;
     if (this.file !== null) {
       const p = this.file.path;
+      // The stream opens its file asynchronously: removed once it is closed, so an open after a failure leaves nothing.
+      this.file.out.once('close', () => fs.rm(p, { force: true }, () => {}));
       this.file.out.destroy();
-      fs.rm(p, { force: true }, () => {});
     }
     this.ex.resumeBody();
     this.reject(err);

@@ -26,7 +26,9 @@ export class PostgresBatchStore implements BatchStore {
   ) {}
 
   static async open(url: string, dataDir: string, log: Logger): Promise<PostgresBatchStore> {
-    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5_000, query_timeout: 30_000, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+    // A replica frozen inside a transaction (a stopped VM, SIGSTOP) must not hold a batch's row for the fleet: the
+    // database ends such a transaction after 5 s (its writes undone; the line's claim lapses and another answers it).
+    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5_000, query_timeout: 30_000, idleTimeoutMillis: 30_000, allowExitOnIdle: true, options: '-c idle_in_transaction_session_timeout=5000' });
     pool.on('error', (err) => log.warn('batch store: a database connection failed', { error: err.message }));
     const scratch = path.join(dataDir, 'batch-files', 'scratch');
     fs.mkdirSync(scratch, { recursive: true, mode: 0o700 });
