@@ -181,7 +181,7 @@ export class LmdbBatchStore implements BatchStore {
 
   async renewClaims(): Promise<void> {} // claims live as long as this process
 
-  async releaseLine(batchId: string, index: number): Promise<void> {
+  async releaseLine(batchId: string, index: number, _claimer?: string): Promise<void> {
     this.claims.delete(`${batchId} ${index}`);
     const list = this.returned.get(batchId) ?? [];
     list.push(index);
