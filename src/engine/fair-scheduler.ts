@@ -75,6 +75,36 @@ export class FairScheduler<T> {
     return { item: entry.item, priority, tenant: bestName };
   }
 
+  /**
+   * Queue places go round-robin too: when the queue is full, a request of `tenant` at `priority` may take the place
+   * of another waiting one, which is taken out and returned (its owner refuses it). Interactive work takes the
+   * newest batch request's place first (of the tenant with the most batch requests waiting); otherwise, within
+   * the priority, the newest request of the tenant with the most waiting, if that holds at least two more than
+   * `tenant`. Undefined: no place to take (the newcomer is refused).
+   */
+  yieldPlace(tenant: string, priority: Priority): T | undefined {
+    const order: Priority[] = priority === 'interactive' ? ['batch', 'interactive'] : ['batch'];
+    for (const p of order) {
+      let victimName = '';
+      let victim: TenantState<T> | null = null;
+      for (const [name, t] of this.tenants) {
+        if (t.queues[p].length > (victim?.queues[p].length ?? 0)) {
+          victim = t;
+          victimName = name;
+        }
+      }
+      if (victim === null) continue;
+      const own = this.tenants.get(tenant)?.queues[p].length ?? 0;
+      if (p === priority && (victimName === tenant || victim.queues[p].length < own + 2)) continue;
+      const entry = victim.queues[p].pop()!;
+      entry.queued = false;
+      this.waitingBy[p]--;
+      this.settle(victimName, victim);
+      return entry.item;
+    }
+    return undefined;
+  }
+
   /** Counts `tokens` (prompt or generated) against the tenant's share. */
   charge(tenant: string, tokens: number): void {
     const t = this.tenants.get(tenant);

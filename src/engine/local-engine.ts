@@ -80,6 +80,12 @@ export function gpuSlots(freeBytes: number, contextSize: number, kvBytesPerToken
   return Math.max(1, Math.min(DEFAULT_GPU_SLOTS, Math.floor(budget / workers / (contextSize * kvBytesPerToken))));
 }
 
+/** A generation in the scheduler's queue: hands its task to the pool, or is refused when another takes its place. */
+interface QueuedGeneration {
+  handOver(): void;
+  refuse(): void;
+}
+
 /** A generation the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
 const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
 
@@ -110,10 +116,12 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * Generations waiting for the pool, in the order they get it (fair-scheduler.ts): each entry hands its task to
    * the pool. Nothing waits in Piscina's own queue: pump() hands over only what the slots can take.
    */
-  private readonly scheduler = new FairScheduler<() => void>();
+  private readonly scheduler = new FairScheduler<QueuedGeneration>();
   /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
   private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
   private embeddingsInFlight = 0;
+  /** Embedding requests waiting for a slot's worth of the pool (first come, first served; before generations). */
+  private readonly embeddingTurns: Array<() => void> = [];
   /** Generations waiting for a slot / holding one, by priority, as this thread counts them (publishLoad()). */
   private readonly waitingBy: Record<Priority, number> = { interactive: 0, batch: 0 };
   private readonly runningBy: Record<Priority, number> = { interactive: 0, batch: 0 };
@@ -406,7 +414,13 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
     const capacity = this.o.workers * this.st.slots;
-    if (this.running + this.waiting >= capacity + this.o.queueLimit) throw queueFull(1);
+    if (this.running + this.waiting >= capacity + this.o.queueLimit) {
+      // Full: the newcomer may take the place of another tenant's newest (or a batch request's): round-robin places.
+      const schedule = request.schedule ?? DEFAULT_SCHEDULE;
+      const yielded = this.scheduler.yieldPlace(schedule.tenant, schedule.priority);
+      if (yielded === undefined) throw queueFull(1);
+      yielded.refuse();
+    }
     return this.dispatch(pool, request, sink);
   }
 
@@ -417,15 +431,35 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * beyond the slots, so the loop holds at most twice its slots).
    */
   private admits(priority: Priority): boolean {
+    if (this.slotsLeft()) return true;
     const capacity = this.o.workers * this.st.slots;
-    if (this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < capacity) return true;
     return priority === 'interactive' && this.st.engine === 'native' && this.inFlight.batch > 0 && this.inFlight.interactive < capacity;
   }
 
-  /** Hands waiting generations to the pool, in the scheduler's order, while admits() lets them. Main thread. */
+  /** Whether the pool holds fewer tasks (generations and embeddings) than the workers have slots. */
+  private slotsLeft(): boolean {
+    return this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < this.o.workers * this.st.slots;
+  }
+
+  /** Resolves when an embedding request may have the pool (counted in embeddingsInFlight from then on). */
+  private embeddingTurn(): Promise<void> {
+    return new Promise((resolve) => {
+      this.embeddingTurns.push(() => {
+        this.embeddingsInFlight++;
+        resolve();
+      });
+      this.pump();
+    });
+  }
+
+  /**
+   * Hands waiting embeddings, then waiting generations in the scheduler's order, to the pool while the slots (or
+   * admits()) let them. Main thread.
+   */
   private pump(): void {
     if (this.disposed) return; // dispose() cuts what still waits
-    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item();
+    while (this.embeddingTurns.length > 0 && this.slotsLeft()) this.embeddingTurns.shift()!();
+    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
   }
 
   private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
@@ -568,7 +602,13 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         if (!cancelled) sink.onError(failure);
       });
     };
-    const ticket = this.scheduler.enqueue(handOver, schedule.tenant, priority);
+    // Its place taken by another tenant's request (the queue was full): refused as a full queue would have been.
+    const refuse = () => {
+      if (phase === 'ended') return;
+      leave();
+      if (!cancelled) sink.onError(queueFull(1));
+    };
+    const ticket = this.scheduler.enqueue({ handOver, refuse }, schedule.tenant, priority);
     this.pump();
 
     return {
@@ -603,9 +643,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
     this.running++;
-    this.embeddingsInFlight++;
     let r: EmbeddingTaskResult;
     try {
+      await this.embeddingTurn(); // at most the slots' worth of tasks in the pool, as generations
       r = await pool.run({ inputs: [...inputs] }, { name: 'embed' });
     } catch (err) {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
@@ -648,6 +688,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.settleStart();
     const pool = this.pool;
     this.pool = null;
+    for (const turn of this.embeddingTurns.splice(0)) turn(); // their pool.run fails: shutting_down
     if (pool) {
       for (const cut of this.cuts) cut();
       await this.stopWorkers(performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS));

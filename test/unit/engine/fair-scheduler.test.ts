@@ -98,6 +98,26 @@ describe('FairScheduler', () => {
     expect(s.waiting()).toBe(0);
   });
 
+  it('queue places round-robin: a full queue gives a newcomer the newest place of the tenant holding the most, or of batch work', () => {
+    const s = new FairScheduler<string>();
+    for (let i = 0; i < 4; i++) s.enqueue(`a${i}`, 'a', 'interactive');
+    s.enqueue('b0', 'b', 'interactive');
+    // a holds 4, b 1: b's newcomer takes a's newest place; a's own newcomer takes nobody's.
+    expect(s.yieldPlace('b', 'interactive')).toBe('a3');
+    expect(s.yieldPlace('a', 'interactive')).toBeUndefined();
+    // Now a holds 3, b 1 (+1 about to be queued): only a lead of two or more yields.
+    s.enqueue('b1', 'b', 'interactive');
+    expect(s.yieldPlace('b', 'interactive')).toBeUndefined();
+    expect(s.yieldPlace('c', 'interactive')).toBe('a2');
+    // Batch places go first to interactive newcomers, even the same tenant's; a batch newcomer never takes an interactive place.
+    s.enqueue('x0', 'a', 'batch');
+    s.enqueue('x1', 'a', 'batch');
+    expect(s.yieldPlace('a', 'interactive')).toBe('x1');
+    expect(s.yieldPlace('b', 'batch')).toBeUndefined(); // a leads b by one batch request only
+    expect(s.waiting('batch')).toBe(1);
+    expect(drain(s)).toEqual(['a:a0', 'b:b0', 'a:a1', 'b:b1', 'a:x0']);
+  });
+
   it('forgets resting tenants beyond its bound (memory stays bounded), keeping the most recent', () => {
     const s = new FairScheduler<string>(2);
     for (const t of ['a', 'b', 'c']) {
