@@ -34,6 +34,10 @@ import { projectInferenceRoutes } from './workspaces/project-inference-routes.ts
 import { sessionRoutes } from './accounts/session-routes.ts';
 import { sharedInferenceRoutes } from './inference/shared-inference-routes.ts';
 import { ResponseRepository } from './inference/response-repository.ts';
+import { directEndpoints } from './inference/direct-answer.ts';
+import { batchDashboardRoutes, batchRoutes } from './batch/batch-routes.ts';
+import { BatchRunner } from './batch/batch-runner.ts';
+import { openBatchStore } from './batch/open-batch-store.ts';
 import { loadDashboardBundle } from './dashboard/static-assets.ts';
 import { Disposables } from './lifecycle/disposables.ts';
 import { waitFor } from './lifecycle/wait-for.ts';
@@ -163,6 +167,14 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   disposables.add('models', () => models.dispose());
   const stats = new ServingStats(models.face(primaryId));
   const gateway = new SharedModelGateway(models, stats, { promptCacheScope: config.promptCacheScope });
+  const batches = await openBatchStore(config.dataDir, config.databaseUrl, log.child({ component: 'batch' }));
+  disposables.add('batch store', () => batches.close());
+  const batchRunner = new BatchRunner(batches, directEndpoints({ gateway, responses }), log.child({ component: 'batch' }), { concurrency: config.batchConcurrency, lineLimit: config.bodyLimit, ttlDays: config.batchTtlDays });
+  disposables.add('batch runner', () => batchRunner.stop()); // before the models: its lines are given back, not cut mid-way
+  const sweepBatches = () => void batches.sweep(Math.floor(Date.now() / 1000)).catch((err: unknown) => log.warn('batch sweep failed', { error: String(err) }));
+  sweepBatches();
+  const batchSweep = setInterval(sweepBatches, 3_600_000).unref();
+  disposables.add('batch sweep', () => clearInterval(batchSweep));
   const accounts = new AccountService({ users, sessions, signIns: limits.signIns, current: store.current?.bind(store) });
   const auth = new ManagementAuthenticator(keys, sessions, users, store.current?.bind(store));
   const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
@@ -179,10 +191,12 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken, storeHealth: opened.health }),
     ...sharedInferenceRoutes({ gateway, keys, responses, limiter: limits.keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...batchRoutes({ store: batches, keys, limiter: limits.keys, fileLimitBytes: config.batchFileLimit, fileLineLimit: BATCH_FILE_LINE_LIMIT, ttlDays: config.batchTtlDays, bodyLimit: config.bodyLimit, nudge: () => batchRunner.nudge() }),
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
     ...statsRoutes({ ...authenticated, stats }),
+    ...batchDashboardRoutes({ ...authenticated, store: batches }),
     ...modelAdminRoutes({ ...authenticated, models, added, modelsDir: config.modelsDir, pullStallTimeoutMs: config.pullStallTimeoutMs }),
     ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
     ...(appHost
@@ -195,7 +209,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   ];
   let server;
   try {
-    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log, errorHeaders: sessionErrorHeaders(session), front: config.front, bodyLimit: Math.max(config.bodyLimit, config.appArchiveLimit, config.appProxyBodyLimit) });
+    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log, errorHeaders: sessionErrorHeaders(session), front: config.front, bodyLimit: Math.max(config.bodyLimit, config.appArchiveLimit, config.appProxyBodyLimit, config.batchFileLimit + (1 << 20)) });
   } catch (err) {
     await disposables.disposeAll(log);
     throw err;
@@ -236,6 +250,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
         http.close(); // no new connections; requests on open ones answer 503 shutting_down
         models.stopLoading(); // and no model is loaded any more
         provisioner.dispose();
+        await batchRunner.stop(); // batch lines in flight are cut and given back (answered after the restart), not waited for
         log.info('draining', { state, requests: http.inFlight(), graceMs: config.shutdownGraceMs });
         const deadline = performance.now() + config.shutdownGraceMs;
         const engines = models.loadedEngines();
@@ -253,6 +268,9 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   };
   return running;
 }
+
+/** Most lines of a Batch API input file (contract "Batch API"). */
+const BATCH_FILE_LINE_LIMIT = 50_000;
 
 /** The configured models with their sources resolved; a ConfigError when two have one id. */
 function modelsFrom(config: Config): RegisteredModel[] {

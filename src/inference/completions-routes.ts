@@ -1,4 +1,4 @@
-import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
+import { type GenerationAnswer, generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { validateCompletionsRequest } from '../protocol/completions-request.ts';
 import { sseData } from '../protocol/sse.ts';
 import { TextCompletionRenderer } from '../protocol/text-completion.ts';
@@ -15,13 +15,18 @@ export type CompletionsRouteDeps = GenerationRouteDeps;
  */
 export function completionsRoutes(d: CompletionsRouteDeps): Route[] {
   return [
-    generationRoute(d, { pattern: '/api/inference/v1/completions', name: 'completions' }, (json) => {
-      const request = validateCompletionsRequest(json);
-      const echoes = request.prompts.map((p) => (request.echo && typeof p === 'string' ? p : ''));
-      const renderer = new TextCompletionRenderer(request.model, echoes, request.logprobs !== undefined, request.includeUsage);
-      return { model: request.model, stream: request.stream, format: textCompletionFormat(renderer), start: (sink, caller) => d.gateway.startCompletions(request, sink, caller) };
-    }),
+    generationRoute(d, { pattern: '/api/inference/v1/completions', name: 'completions' }, completionsPlan(d)),
   ];
+}
+
+/** How a completions body is answered (the route's and a batch line's one plan). */
+export function completionsPlan(d: Pick<GenerationRouteDeps, 'gateway'>): (json: unknown) => GenerationAnswer {
+  return (json) => {
+    const request = validateCompletionsRequest(json);
+    const echoes = request.prompts.map((p) => (request.echo && typeof p === 'string' ? p : ''));
+    const renderer = new TextCompletionRenderer(request.model, echoes, request.logprobs !== undefined, request.includeUsage);
+    return { model: request.model, stream: request.stream, format: textCompletionFormat(renderer), start: (sink, caller) => d.gateway.startCompletions(request, sink, caller) };
+  };
 }
 
 /** The legacy completions answer format: one text_completion object, or its chunks and `data: [DONE]`. */

@@ -34,7 +34,7 @@ export function embeddingsRoutes(d: EmbeddingsRouteDeps): Route[] {
 }
 
 /** The engine names the inputs `input[i]`; a request that sent one input (not a list) calls it `input`. */
-function namedAsSent(e: unknown, request: EmbeddingsRequest): unknown {
+export function namedAsSent(e: unknown, request: EmbeddingsRequest): unknown {
   if (!request.single || !(e instanceof ApiError) || e.param !== 'input[0]') return e;
   return invalidRequest(e.message.replace("'input[0]'", "'input'"), 'input', e.code);
 }

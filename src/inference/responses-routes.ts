@@ -1,5 +1,5 @@
 import { whenReady } from '../accounts/fresh-credentials.ts';
-import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
+import { type GenerationAnswer, generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { invalidRequest, responseNotFound } from '../errors/index.ts';
 import { type ResponseEvent, ResponseRenderer } from '../protocol/responses-events.ts';
 import { type ResponsesRequest, validateResponsesRequest } from '../protocol/responses-request.ts';
@@ -44,18 +44,7 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       }));
   };
   return [
-    generationRoute(d, { pattern: '/api/inference/v1/responses', name: 'responses' }, (json, caller) => {
-      const request = validateResponsesRequest(json);
-      return whenReady(previousHistory(d.responses, request, caller), (history) => {
-      const chat = { ...request.chat, messages: [...request.instructionMessages, ...history, ...request.inputMessages] };
-      const renderer = new ResponseRenderer(chat.model, request.echo, request.includeLogprobs);
-      const keep = (response: Json) => {
-        if (!request.store) return undefined;
-        return d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
-      };
-      return { model: chat.model, stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c) => d.gateway.startChat(chat, sink, c) };
-      });
-    }),
+    generationRoute(d, { pattern: '/api/inference/v1/responses', name: 'responses' }, responsesPlan(d)),
     {
       method: 'GET',
       pattern: '/api/inference/v1/responses/:id',
@@ -82,6 +71,22 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       handler: (ex) => whenReady(stored(ex), (r) => ex.send(200, JSON.stringify(inputItemsPage(r.inputItems, new URLSearchParams(ex.query))), JSON_HEADERS)),
     },
   ];
+}
+
+/** How a Responses API body is answered (the route's and a batch line's one plan): stored when `store` asks. */
+export function responsesPlan(d: Pick<ResponsesRouteDeps, 'gateway' | 'responses'>): (json: unknown, caller: InferenceCaller) => GenerationAnswer | Promise<GenerationAnswer> {
+  return (json, caller) => {
+      const request = validateResponsesRequest(json);
+      return whenReady(previousHistory(d.responses, request, caller), (history) => {
+      const chat = { ...request.chat, messages: [...request.instructionMessages, ...history, ...request.inputMessages] };
+      const renderer = new ResponseRenderer(chat.model, request.echo, request.includeLogprobs);
+      const keep = (response: Json) => {
+        if (!request.store) return undefined;
+        return d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
+      };
+      return { model: chat.model, stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c) => d.gateway.startChat(chat, sink, c) };
+      });
+    };
 }
 
 /** The stored conversation a continuation starts from ([] without `previous_response_id`). */

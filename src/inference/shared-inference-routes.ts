@@ -1,5 +1,5 @@
 import { whenReady } from '../accounts/fresh-credentials.ts';
-import { generationRoute, type GenerationRouteDeps } from './generation-route.ts';
+import { type GenerationAnswer, generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { validateChatRequest } from '../protocol/validate-chat-request.ts';
 import { chatCompletionFormat } from './chat-responder.ts';
 import type { Route } from '../http/router.ts';
@@ -23,10 +23,7 @@ export type SharedInferenceRouteDeps = GenerationRouteDeps & ResponsesRouteDeps;
 export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
   const retrieveModel: Route['handler'] = (ex) => whenReady(readerKey(ex, d.keys, d.limiter), () => ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS));
   return [
-    generationRoute(d, { pattern: '/api/inference/v1/chat/completions', name: 'chat_completions' }, (json) => {
-      const request = validateChatRequest(json);
-      return { model: request.model, stream: request.stream, format: chatCompletionFormat(request.model, request.includeUsage), start: (sink, caller) => d.gateway.startChat(request, sink, caller) };
-    }),
+    generationRoute(d, { pattern: '/api/inference/v1/chat/completions', name: 'chat_completions' }, chatCompletionsPlan(d)),
     {
       method: 'GET',
       pattern: '/api/inference/v1/models',
@@ -40,4 +37,12 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
     ...embeddingsRoutes(d),
     ...messagesRoutes(d),
   ];
+}
+
+/** How a chat completions body is answered (the route's and a batch line's one plan). */
+export function chatCompletionsPlan(d: Pick<GenerationRouteDeps, 'gateway'>): (json: unknown) => GenerationAnswer {
+  return (json) => {
+    const request = validateChatRequest(json);
+    return { model: request.model, stream: request.stream, format: chatCompletionFormat(request.model, request.includeUsage), start: (sink, caller) => d.gateway.startChat(request, sink, caller) };
+  };
 }

@@ -11,6 +11,7 @@ import { type HearthProcess, startHearthProcess } from '../helpers/hearth-proces
 import { tinyChatModel } from '../helpers/test-model.ts';
 import { browserAvailable, launchChromium } from './chromium.ts';
 import { callApi } from '../helpers/management-client.ts';
+import OpenAI, { toFile } from 'openai';
 
 /**
  * The dashboard in a real headless Chromium against a real `hearth serve` (instant engine, a fake OpenAI
@@ -264,9 +265,24 @@ describe.runIf(run)('dashboard in a browser', () => {
     await page.getByRole('log', { name: 'Reply' }).getByText('Hello from upstream.').waitFor();
   });
 
+  it('the Batches page lists the account\'s batches with state and counts, and downloads the output', async () => {
+    const client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
+    const line = (i: number) => JSON.stringify({ custom_id: `b-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'local/instant', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 } });
+    const file = await client.files.create({ file: await toFile(Buffer.from(`${line(0)}\n${line(1)}\n`), 'in.jsonl'), purpose: 'batch' });
+    const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    await page.getByRole('link', { name: 'Batches' }).click();
+    await heading(page, 'Batches').waitFor();
+    const row = page.getByRole('row', { name: new RegExp(batch.id) });
+    await row.getByText('completed').waitFor(); // the page refreshes while the batch is active
+    await row.getByText('2 / 2').waitFor();
+    const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('link', { name: 'Download' }).click()]);
+    const text = fs.readFileSync((await download.path())!, 'utf8');
+    expect(text.trim().split('\n').map((l) => (JSON.parse(l) as { custom_id: string }).custom_id).sort()).toEqual(['b-0', 'b-1']);
+  });
+
   it('every control on every page has an accessible name', async () => {
     const ws = (await (await owner.request.get('/api/v1/workspaces')).json()) as { data: Array<{ workspaceId: string }> };
-    const pages: Array<[string, string]> = [['/', 'Overview'], ['/settings/keys', 'API keys'], ['/settings/users', 'Users'], ['/workspaces', 'Workspaces'], [`/workspaces/${ws.data[0]!.workspaceId}`, 'Client A'], ['/playground', 'Playground']];
+    const pages: Array<[string, string]> = [['/', 'Overview'], ['/settings/keys', 'API keys'], ['/settings/users', 'Users'], ['/workspaces', 'Workspaces'], [`/workspaces/${ws.data[0]!.workspaceId}`, 'Client A'], ['/playground', 'Playground'], ['/batches', 'Batches']];
     const CONTROL = /^\s*- (button|link|textbox|searchbox|combobox|listbox|checkbox|radio|spinbutton|slider|switch|tab|menuitem)(?=\s*$|:|\s\[)/;
     for (const [url, title] of pages) {
       await page.goto(url);

@@ -9,6 +9,7 @@ import { SetupPage } from './pages/setup-page.tsx';
 import { SignInPage } from './pages/sign-in-page.tsx';
 import { UsersPage } from './pages/users-page.tsx';
 import { ModelsPage } from './pages/models-page.tsx';
+import { BatchesPage } from './pages/batches-page.tsx';
 import { WorkspacePage } from './pages/workspace-page.tsx';
 import { WorkspacesPage } from './pages/workspaces-page.tsx';
 import { matchPath } from './routes.ts';
@@ -69,6 +70,7 @@ function App() {
           <NavLink href="/workspaces" label="Workspaces" active={match?.page === 'workspaces' || match?.page === 'workspace'} />
           <NavLink href="/models" label="Models" active={match?.page === 'models'} />
           <NavLink href="/playground" label="Playground" active={match?.page === 'playground'} />
+          <NavLink href="/batches" label="Batches" active={match?.page === 'batches'} />
           <NavLink href="/settings/keys" label="API keys" active={match?.page === 'keys'} />
           <NavLink href="/settings/users" label="Users" active={match?.page === 'users'} />
         </nav>
@@ -99,6 +101,7 @@ function App() {
         {match?.page === 'workspaces' && <WorkspacesPage />}
         {match?.page === 'workspace' && <WorkspacePage workspaceId={match.params.workspaceId!} />}
         {match?.page === 'playground' && <PlaygroundPage />}
+        {match?.page === 'batches' && <BatchesPage />}
       </main>
     </div>
   );
@@ -114,6 +117,7 @@ const TITLES: Record<string, string> = {
   workspaces: 'Workspaces',
   workspace: 'Workspace',
   playground: 'Playground',
+  batches: 'Batches',
 };
 
 function NavLink({ href, label, active }: { href: string; label: string; active: boolean }) {

@@ -27,10 +27,10 @@ export function useLocation(): { path: string; query: URLSearchParams } {
   return { path: location.pathname, query: new URLSearchParams(location.search) };
 }
 
-/** Same-origin links go through `navigate` (no full reload); modified clicks keep the browser's behaviour. */
+/** Same-origin links go through `navigate` (no full reload); modified clicks and downloads keep the browser's behaviour. */
 export function onLinkClick(e: MouseEvent): void {
   const a = (e.target as HTMLElement).closest('a');
-  if (!a || a.target || a.origin !== location.origin || e.defaultPrevented || e.button !== 0) return;
+  if (!a || a.target || a.hasAttribute('download') || a.origin !== location.origin || e.defaultPrevented || e.button !== 0) return;
   if (e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   e.preventDefault();
   navigate(a.pathname + a.search);

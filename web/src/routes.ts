@@ -13,6 +13,7 @@ export const PAGE_PATTERNS = {
   workspaces: '/workspaces',
   workspace: '/workspaces/:workspaceId',
   playground: '/playground',
+  batches: '/batches',
 } as const;
 
 export type PageName = keyof typeof PAGE_PATTERNS;

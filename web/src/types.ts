@@ -146,3 +146,14 @@ export interface ModelView {
   last_used_at: string | null;
   loads: number;
 }
+
+/** A Batch API batch as GET /api/v1/batches lists it (OpenAI's Batch object). */
+export interface BatchView {
+  id: string;
+  endpoint: string;
+  status: string;
+  output_file_id: string | null;
+  error_file_id: string | null;
+  created_at: number;
+  request_counts: { total: number; completed: number; failed: number };
+}

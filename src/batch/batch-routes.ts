@@ -1,0 +1,254 @@
+import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { authenticatedRoutes, type AuthenticatedRouteDeps, presentedCredentials } from '../accounts/authenticated-route.ts';
+import type { KeyAuthenticator } from '../accounts/authenticator.ts';
+import type { KeyLimiting } from '../accounts/key-limiter.ts';
+import { invalidRequest, notFound } from '../errors/index.ts';
+import type { HttpExchange } from '../http/http-exchange.ts';
+import type { Route } from '../http/router.ts';
+import { DIRECT_URLS } from '../inference/direct-answer.ts';
+import { readerKey } from '../inference/key-admission.ts';
+import type { InferenceCaller } from '../inference/prompt-cache-scope.ts';
+import { batchObject, type BatchRecord, fileObject, type FileRecord, nextOrder, nowSeconds } from './batch-records.ts';
+import type { BatchStore } from './batch-store.ts';
+import { stageMultipartUpload } from './multipart-upload.ts';
+
+export interface BatchRouteDeps {
+  store: BatchStore;
+  keys: KeyAuthenticator;
+  limiter: KeyLimiting;
+  /** Most bytes of an uploaded file (--batch-file-limit-bytes). */
+  fileLimitBytes: number;
+  /** Most lines of an uploaded file. */
+  fileLineLimit: number;
+  /** How long files and batches are kept (--batch-ttl-days). */
+  ttlDays: number;
+  bodyLimit: number;
+  /** Called when a batch was made or cancelled: the runner looks at once, not at its next tick. */
+  nudge: () => void;
+}
+
+const BASE = '/api/inference/v1';
+const DAY_S = 86_400;
+const WINDOW_S = 24 * 3_600;
+export const fileNotFound = (id: string) => notFound(`No such File object: ${id}`, 'file_not_found');
+export const batchNotFound = (id: string) => notFound(`No such Batch object: ${id}`, 'batch_not_found');
+const newId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
+
+/**
+ * The Batch API's HTTP face (contract "Batch API"), on the shared endpoint's keys: files (`POST /files` multipart,
+ * `GET /files`, `GET/DELETE /files/{id}`, `GET /files/{id}/content`) and batches (`POST /batches`, `GET /batches`,
+ * `GET /batches/{id}`, `POST /batches/{id}/cancel`). Everything belongs to the caller's account: another account's
+ * id is answered as an unknown one (404 file_not_found / batch_not_found). Reads take no request of the key's
+ * per-minute limits, and neither does the work (BatchRunner). Main thread.
+ */
+export function batchRoutes(d: BatchRouteDeps): Route[] {
+  const caller = (ex: HttpExchange): Promise<InferenceCaller> => Promise.resolve(readerKey(ex, d.keys, d.limiter));
+  const ownFile = async (c: InferenceCaller, id: string): Promise<FileRecord> => {
+    const f = await d.store.getFile(id);
+    if (f === undefined || f.accountId !== c.accountId || f.expiresAt <= nowSeconds()) throw fileNotFound(id);
+    return f;
+  };
+  const ownBatch = async (c: InferenceCaller, id: string): Promise<BatchRecord> => {
+    const b = await d.store.getBatch(id);
+    if (b === undefined || b.accountId !== c.accountId) throw batchNotFound(id);
+    return b;
+  };
+  return [
+    {
+      method: 'POST',
+      pattern: `${BASE}/files`,
+      name: 'files',
+      body: { kind: 'handler' },
+      handler: async (ex) => {
+        ex.holdBody(); // the key is checked first (it may be on its way from another replica)
+        const c = await caller(ex);
+        const staged = await stageMultipartUpload(ex, d.store.scratchDir, { fileBytes: d.fileLimitBytes, lines: d.fileLineLimit });
+        try {
+          const purpose = staged.fields.get('purpose');
+          if (purpose !== 'batch') throw invalidRequest("'purpose' must be 'batch'", 'purpose', 'invalid_value');
+          const created = nowSeconds();
+          const record: FileRecord = { id: newId('file-'), accountId: c.accountId, filename: staged.filename, purpose: 'batch', bytes: staged.bytes, createdAt: created, expiresAt: created + d.ttlDays * DAY_S };
+          await d.store.putFile(record, staged.path);
+          ex.sendJson(200, fileObject(record));
+        } finally {
+          fs.rm(staged.path, { force: true }, () => {});
+        }
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${BASE}/files`,
+      name: 'files',
+      handler: async (ex) => {
+        const c = await caller(ex);
+        const q = new URLSearchParams(ex.query);
+        const purpose = q.get('purpose');
+        const limit = pageLimit(q, 10_000);
+        const order = q.get('order') ?? 'desc';
+        if (order !== 'asc' && order !== 'desc') throw invalidRequest("'order' must be 'asc' or 'desc'", 'order', 'invalid_value');
+        const now = nowSeconds();
+        let files = (await d.store.listFiles(c.accountId)).filter((f) => f.expiresAt > now && (purpose === null || f.purpose === purpose));
+        if (order === 'asc') files = files.reverse();
+        const after = q.get('after');
+        if (after !== null) files = files.slice(files.findIndex((f) => f.id === after) + 1);
+        const data = files.slice(0, limit);
+        ex.sendJson(200, { object: 'list', data: data.map(fileObject), first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: files.length > limit });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${BASE}/files/:id`,
+      name: 'file',
+      handler: async (ex) => ex.sendJson(200, fileObject(await ownFile(await caller(ex), ex.params[0]!))),
+    },
+    {
+      method: 'DELETE',
+      pattern: `${BASE}/files/:id`,
+      name: 'file',
+      handler: async (ex) => {
+        const f = await ownFile(await caller(ex), ex.params[0]!);
+        await d.store.deleteFile(f.id);
+        ex.sendJson(200, { id: f.id, object: 'file', deleted: true });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${BASE}/files/:id/content`,
+      name: 'file_content',
+      handler: async (ex) => {
+        const f = await ownFile(await caller(ex), ex.params[0]!);
+        await streamFile(ex, d.store, f.id, f.filename);
+      },
+    },
+    {
+      method: 'POST',
+      pattern: `${BASE}/batches`,
+      name: 'batches',
+      body: { kind: 'json', limit: d.bodyLimit },
+      handler: async (ex) => {
+        const c = await caller(ex);
+        const json = await ex.json();
+        const input = validateCreateBatch(json);
+        const file = await ownFile(c, input.inputFileId).catch(() => { throw invalidRequest(`No such File object: ${input.inputFileId}`, 'input_file_id', 'file_not_found'); });
+        if (file.purpose !== 'batch') throw invalidRequest("The input file's purpose must be 'batch'", 'input_file_id', 'invalid_value');
+        const created = nowSeconds();
+        const record: BatchRecord = {
+          id: newId('batch_'), accountId: c.accountId, keyId: c.keyId, endpoint: input.endpoint, inputFileId: file.id, completionWindow: '24h', metadata: input.metadata,
+          status: 'validating', errors: null, outputFileId: null, errorFileId: null, total: 0, completed: 0, failed: 0,
+          createdAt: created, order: nextOrder(), expiresAt: created + WINDOW_S, keepUntil: created + d.ttlDays * DAY_S,
+          inProgressAt: null, finalizingAt: null, completedAt: null, failedAt: null, expiredAt: null, cancellingAt: null, cancelledAt: null,
+        };
+        await d.store.createBatch(record);
+        d.nudge();
+        ex.sendJson(200, batchObject(record));
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${BASE}/batches`,
+      name: 'batches',
+      handler: async (ex) => {
+        const c = await caller(ex);
+        const q = new URLSearchParams(ex.query);
+        const page = await d.store.listBatches(c.accountId, q.get('after'), pageLimit(q, 100));
+        ex.sendJson(200, { object: 'list', data: page.data.map(batchObject), first_id: page.data[0]?.id ?? null, last_id: page.data.at(-1)?.id ?? null, has_more: page.hasMore });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: `${BASE}/batches/:id`,
+      name: 'batch',
+      handler: async (ex) => ex.sendJson(200, batchObject(await ownBatch(await caller(ex), ex.params[0]!))),
+    },
+    {
+      method: 'POST',
+      pattern: `${BASE}/batches/:id/cancel`,
+      name: 'batch_cancel',
+      handler: async (ex) => {
+        const own = await ownBatch(await caller(ex), ex.params[0]!);
+        const now = nowSeconds();
+        const next = await d.store.updateBatch(own.id, (b) => (b.status === 'validating' || b.status === 'in_progress' ? { ...b, status: 'cancelling', cancellingAt: now } : undefined));
+        if (next === undefined) {
+          const current = (await d.store.getBatch(own.id)) ?? own;
+          if (current.status !== 'cancelling' && current.status !== 'cancelled') throw invalidRequest(`A batch that is ${current.status} cannot be cancelled`, null, 'invalid_state');
+          return ex.sendJson(200, batchObject(current));
+        }
+        d.nudge();
+        ex.sendJson(200, batchObject(next));
+      },
+    },
+  ];
+}
+
+/** `limit` of a list: 1 to `max`, 20 when absent. */
+function pageLimit(q: URLSearchParams, max: number): number {
+  const text = q.get('limit');
+  const limit = text === null ? 20 : Number(text);
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw invalidRequest(`'limit' must be an integer from 1 to ${max}`, 'limit', 'invalid_value');
+  return limit;
+}
+
+interface CreateBatch {
+  inputFileId: string;
+  endpoint: string;
+  metadata: Record<string, string> | null;
+}
+
+function validateCreateBatch(json: unknown): CreateBatch {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw invalidRequest('The body must be a JSON object', null, 'invalid_body');
+  const o = json as Record<string, unknown>;
+  if (typeof o.input_file_id !== 'string' || o.input_file_id === '') throw invalidRequest("'input_file_id' is required (a string)", 'input_file_id', 'missing_required_parameter');
+  if (typeof o.endpoint !== 'string' || !(DIRECT_URLS as readonly string[]).includes(o.endpoint)) throw invalidRequest(`'endpoint' must be one of ${DIRECT_URLS.join(', ')}`, 'endpoint', 'invalid_value');
+  if (o.completion_window !== '24h') throw invalidRequest("'completion_window' must be '24h'", 'completion_window', 'invalid_value');
+  let metadata: Record<string, string> | null = null;
+  if (o.metadata !== undefined && o.metadata !== null) {
+    if (typeof o.metadata !== 'object' || Array.isArray(o.metadata)) throw invalidRequest("'metadata' must be an object of strings", 'metadata', 'invalid_value');
+    const entries = Object.entries(o.metadata as Record<string, unknown>);
+    if (entries.length > 16 || entries.some(([k, v]) => k.length > 64 || typeof v !== 'string' || v.length > 512)) throw invalidRequest("'metadata' holds at most 16 keys of 64 characters, each a string of at most 512", 'metadata', 'invalid_value');
+    metadata = Object.fromEntries(entries) as Record<string, string>;
+  }
+  return { inputFileId: o.input_file_id, endpoint: o.endpoint, metadata };
+}
+
+export interface BatchDashboardRouteDeps extends AuthenticatedRouteDeps {
+  store: BatchStore;
+}
+
+/**
+ * The dashboard's view of the Batch API under /api/v1 (a session or an account key, as every management route):
+ * `GET /api/v1/batches`, the account's latest 100 batches as OpenAI's Batch objects, and
+ * `GET /api/v1/batches/{id}/output`, the batch's output file streamed as a download (404 batch_not_found for another
+ * account's batch; 404 file_not_found while it has none).
+ */
+export function batchDashboardRoutes(d: BatchDashboardRouteDeps): Route[] {
+  const { route, ok } = authenticatedRoutes(d);
+  return [
+    route('GET', '/api/v1/batches', 'dashboard_batches', false, async (c) => ok({ data: (await d.store.listBatches(c.accountId, null, 100)).data.map(batchObject) })),
+    {
+      method: 'GET',
+      pattern: '/api/v1/batches/:id/output',
+      name: 'dashboard_batch_output',
+      handler: async (ex) => {
+        const principal = await d.auth.authenticateFresh(presentedCredentials(ex, d.session));
+        const id = ex.params[0]!;
+        const b = await d.store.getBatch(id);
+        if (b === undefined || b.accountId !== principal.accountId) throw batchNotFound(id);
+        if (b.outputFileId === null) throw fileNotFound(`${id} output`);
+        await streamFile(ex, d.store, b.outputFileId, `${b.id}_output.jsonl`);
+      },
+    },
+  ];
+}
+
+/** Streams a stored file as a JSONL download, waiting for the client to drain each chunk. */
+async function streamFile(ex: HttpExchange, store: BatchStore, fileId: string, filename: string): Promise<void> {
+  const headers = [['content-type', 'application/jsonl'], ['content-disposition', `attachment; filename="${filename.replace(/["\\\r\n]/g, '_')}"`]] as const;
+  let sent = false;
+  for await (const chunk of store.readFile(fileId)) {
+    if (ex.closed) return;
+    sent = true;
+    if (!ex.writeChunk(chunk, 200, headers)) await ex.waitWritable();
+  }
+  ex.endStream('', sent ? [] : headers);
+}

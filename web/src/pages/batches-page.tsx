@@ -1,0 +1,46 @@
+import { useEffect } from 'preact/hooks';
+import { api } from '../api.ts';
+import { ErrorNote, StateBadge, formatTime, useLoad } from '../components/ui.tsx';
+import { ResourceTable } from '../components/resource-table.tsx';
+import type { BatchView } from '../types.ts';
+
+/** States a batch is still worked on in: the page refreshes while one shows. */
+const ACTIVE = new Set(['validating', 'in_progress', 'finalizing', 'cancelling']);
+
+/**
+ * Batches: the account's Batch API batches (made with an API key at /api/inference/v1/batches), newest first, with
+ * their state, request counts and a download of the output file. Refreshes every 2 s while one is active.
+ */
+export function BatchesPage() {
+  const list = useLoad(() => api<{ data: BatchView[] }>('GET', '/api/v1/batches'));
+  const active = list.data?.data.some((b) => ACTIVE.has(b.status)) ?? false;
+  useEffect(() => {
+    if (!active) return;
+    const timer = setInterval(() => void list.reload(), 2_000);
+    return () => clearInterval(timer);
+  }, [active]);
+  return (
+    <section aria-labelledby="batches-title">
+      <h1 id="batches-title">Batches</h1>
+      <p class="muted">
+        Batch API jobs of this account: upload a JSONL with <code>POST /api/inference/v1/files</code> and start it with <code>POST /api/inference/v1/batches</code> (an API key, as the
+        OpenAI SDK sends it). Lines run at batch priority, after interactive requests.
+      </p>
+      <ErrorNote error={list.error} />
+      <ResourceTable
+        label="Batches"
+        rows={list.data?.data}
+        rowKey={(b) => b.id}
+        empty="No batches yet."
+        columns={[
+          { header: 'Batch', cell: (b) => <code>{b.id}</code> },
+          { header: 'Endpoint', cell: (b) => <code>{b.endpoint}</code> },
+          { header: 'State', cell: (b) => <StateBadge state={b.status} /> },
+          { header: 'Requests', cell: (b) => `${b.request_counts.completed + b.request_counts.failed} / ${b.request_counts.total}${b.request_counts.failed > 0 ? ` (${b.request_counts.failed} failed)` : ''}`, class: 'nowrap' },
+          { header: 'Created', cell: (b) => formatTime(new Date(b.created_at * 1000).toISOString()), class: 'nowrap' },
+          { header: 'Output', cell: (b) => (b.output_file_id ? <a href={`/api/v1/batches/${encodeURIComponent(b.id)}/output`} download={`${b.id}_output.jsonl`}>Download</a> : '—') },
+        ]}
+      />
+    </section>
+  );
+}
