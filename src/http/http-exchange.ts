@@ -253,10 +253,15 @@ export class HttpExchange {
     if (headers.length > 0) this.extraHeaders = [...this.extraHeaders, ...headers];
   }
 
-  /** The declared Content-Length, undefined when absent (uWS itself refuses a malformed one). */
+  /**
+   * The declared Content-Length, undefined when absent (uWS itself refuses a malformed one). One past 15 digits
+   * (beyond exact doubles; uWS 20.57 passes up to 18 on) is Infinity: over every limit, so a 413, never "absent".
+   */
   get contentLength(): number | undefined {
     const v = this.headers.get('content-length');
-    return v !== undefined && /^\d{1,15}$/.test(v) ? Number(v) : undefined;
+    if (v === undefined || !/^\d+$/.test(v)) return undefined;
+    const digits = v.replace(/^0+(?=\d)/, '');
+    return digits.length > 15 ? Number.POSITIVE_INFINITY : Number(digits);
   }
 
   get isHead(): boolean {

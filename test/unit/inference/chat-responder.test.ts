@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueFull, storeUnavailable, upstreamDeadline } from '../../../src/errors/index.ts';
 import { chatCompletionFormat, respondFromDeltas, respondToChat, respondWith } from '../../../src/inference/chat-responder.ts';
@@ -121,20 +122,27 @@ describe('respondToChat (push-based, streaming)', () => {
   });
 
   it("stays in flight until a slow reader's stream end is written, so shutdown does not cut it", async () => {
-    // 4 MiB of text: more than the socket buffers take while the client reads nothing, so the writer waits
-    // for uWS to drain; the next delta and the end, pushed later, wait in its queue after `finish`.
-    const big = 'x'.repeat(4 << 20);
+    // 16 MiB of text: more than the socket buffers take (loopback autotunes them to a few MiB) while the client
+    // reads nothing, so the writer waits for uWS to drain; the next delta and the end, pushed later, wait in its
+    // queue after `finish`. The client is a raw socket left unread (fetch's client may read ahead on its own).
+    const big = 'x'.repeat(16 << 20);
     scripts.set('slow-reader', (sink) => setTimeout(() => {
       sink.push({ type: 'content', text: big });
       setTimeout(() => { sink.push({ type: 'content', text: 'end' }); sink.push(finish); }, 50);
     }, 10));
-    const r = await call('/push/sse/slow-reader');
-    expect(r.status).toBe(200);
+    const socket = net.connect(server.port, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    socket.write('POST /push/sse/slow-reader HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}');
     await sleep(300);
     expect(server.inFlight()).toBe(1);
-    const text = await r.text();
-    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
-    expect(chunks(text).map((c) => c.choices?.[0]?.delta?.content ?? '').join('')).toBe(`${big}end`);
+    const parts: Buffer[] = [];
+    socket.on('data', (b: Buffer) => parts.push(b));
+    await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const raw = Buffer.concat(parts).toString('utf8');
+    expect(raw.startsWith('HTTP/1.1 200')).toBe(true);
+    const body = dechunk(raw.slice(raw.indexOf('\r\n\r\n') + 4), /transfer-encoding: chunked/i.test(raw.slice(0, raw.indexOf('\r\n\r\n'))));
+    expect(body.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(chunks(body).map((c) => c.choices?.[0]?.delta?.content ?? '').join('')).toBe(`${big}end`);
     for (let i = 0; i < 100 && server.inFlight() > 0; i++) await sleep(10);
     expect(server.inFlight()).toBe(0);
   });
@@ -305,3 +313,17 @@ describe('respondWith: an end that waits for the format (a stored response commi
     expect(settledBeforeEnd).toEqual([true, true]);
   });
 });
+
+/** An HTTP/1.1 body as sent: chunked transfer coding undone when `chunked`. */
+function dechunk(text: string, chunked: boolean): string {
+  if (!chunked) return text;
+  let out = '';
+  let at = 0;
+  for (;;) {
+    const eol = text.indexOf('\r\n', at);
+    const size = Number.parseInt(text.slice(at, eol), 16);
+    if (!(size > 0)) return out;
+    out += text.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+  }
+}
