@@ -60,6 +60,25 @@ function nsenterBinary(): string {
   return 'nsenter';
 }
 
+/**
+ * pasta's options that depend on its version, by binary (asked once per process). Since 2024 pasta hands a
+ * connection forwarded from the host's loopback (`-t`) to the namespace's own address unless told
+ * `--host-lo-to-ns-lo`: the app, listening on the namespace's 127.0.0.1, would reset every proxied connection
+ * (seen with Debian 13's passt). Debian 12's passt has no such option and splices to the loopback already.
+ */
+const pastaVersionOptions = new Map<string, Promise<string[]>>();
+function pastaOptions(pastaPath: string): Promise<string[]> {
+  let known = pastaVersionOptions.get(pastaPath);
+  if (known === undefined) {
+    known = new Promise((resolve) => {
+      // An older pasta refuses the option (exit 1); one that has it prints its version (exit 0).
+      execFile(pastaPath, ['--host-lo-to-ns-lo', '--version'], { timeout: TOOL_TIMEOUT_MS }, (err) => resolve(err ? [] : ['--host-lo-to-ns-lo']));
+    });
+    pastaVersionOptions.set(pastaPath, known);
+  }
+  return known;
+}
+
 function run(cmd: string, args: string[], input?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = execFile(cmd, args, { timeout: TOOL_TIMEOUT_MS, encoding: 'utf8' }, (err, _stdout, stderr) => {
@@ -105,7 +124,7 @@ export class IsolatedNetwork {
     await run(ip, ['netns', 'add', net.name]);
     try {
       const pasta = [
-        '--quiet', '--config-net', '--no-map-gw', '--runas', '0',
+        '--quiet', '--config-net', '--no-map-gw', '--runas', '0', ...(await pastaOptions(o.pastaPath)),
         '-t', want.appPort !== undefined ? `127.0.0.1/${want.appPort}` : 'none',
         '-T', want.apiPort !== undefined ? String(want.apiPort) : 'none',
         '-u', 'none', '-U', 'none',

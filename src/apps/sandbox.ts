@@ -92,7 +92,18 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
   args.push('--perms', '0755', '--dir', '/etc'); // directories bwrap makes are 0700 otherwise: unreadable after the uid drop
   for (const f of ETC_FILES) args.push('--ro-bind-try', f, f);
   const prefix = nodePrefix();
-  if (prefix) args.push('--ro-bind', prefix, prefix);
+  if (prefix) {
+    // Its parents (/opt of /opt/node24, /home/u/.nvm/... of nvm) made readable first: bwrap would make them 0700,
+    // and the app, past its uid drop, could not reach its own `node` (exit 127, "node: Permission denied").
+    for (let dir = path.dirname(prefix), parents: string[] = []; ; dir = path.dirname(dir)) {
+      if (dir === '/' || dir === path.dirname(dir)) {
+        for (const parent of parents.reverse()) args.push('--perms', '0755', '--dir', parent);
+        break;
+      }
+      parents.push(dir);
+    }
+    args.push('--ro-bind', prefix, prefix);
+  }
   args.push('--proc', '/proc', '--dev', '/dev', '--perms', '01777', '--tmpfs', '/tmp', '--bind', dir, APP_MOUNT, '--chdir', APP_MOUNT, '--clearenv');
   // prlimit and setpriv run before the uid drop (as root when Hearth is root): the app's variables cross
   // them under carrier names no program reads (an LD_PRELOAD, LD_AUDIT, GCONV_PATH, GLIBC_TUNABLES or LANG
