@@ -201,9 +201,11 @@ describe('shutdown in every model state', () => {
 
   it('ready: when the grace period expires, running streams are cut and the exit code says so (3)', async () => {
     const { h, stream, exited } = await stoppingWithStream(500);
+    // The client reads nothing more until Hearth has exited: its stream (900k tokens) cannot end within the grace
+    // period however fast the engine runs, so it is still running when the period expires.
+    expect(await exited).toBe(3);
     const text = await stream.rest();
     expect(text).not.toContain('data: [DONE]');
-    expect(await exited).toBe(3);
     expect(h.logs()).toMatch(/"msg":"grace period expired: cutting requests still running","requests":1/);
     expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
   });
@@ -237,7 +239,9 @@ describe('shutdown in every model state', () => {
     await until(async () => u.requests.length === 1, 'the upstream call');
 
     expect(await h.stop('SIGTERM')).toBe(3);
-    expect(await call).toBe('cut');
+    // Cut: the connection closed without an answer (uWS alone, HAProxy 2.6), or the front's own 502 for a server
+    // that closed without one (HAProxy 3.0, Debian 13). Never an answer of Hearth's.
+    expect(['cut', 502]).toContain(await call);
     await u.waitForAbort(5_000);
     expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
   });

@@ -81,10 +81,10 @@ describe('AccountService + ManagementAuthenticator', () => {
 
 describe('inputs', () => {
   it('key limits: positive integers or null; PATCH is partial, limits:null lifts all', () => {
-    expect(parseKeyInput({ name: 'k' }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
-    expect(parseKeyInput({ name: 'k', limits: { maxConcurrent: 2 } }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: 2 });
+    expect(parseKeyInput({ name: 'k' }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
+    expect(parseKeyInput({ name: 'k', limits: { maxConcurrent: 2 } }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: 2, priority: 'interactive' });
     expect(parseKeyPatch({ limits: { tokensPerMinute: 5 } }).limits).toEqual({ tokensPerMinute: 5 });
-    expect(parseKeyPatch({ limits: null }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
+    expect(parseKeyPatch({ limits: null }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
     for (const [limits, param] of [[{ maxConcurrent: 0 }, 'limits.maxConcurrent'], [{ requestsPerMinute: 1.5 }, 'limits.requestsPerMinute'], [{ tokensPerMinute: '10' }, 'limits.tokensPerMinute'], [{ rpm: 1 }, 'limits.rpm'], [[1], 'limits']] as const) {
       expect(() => parseKeyInput({ name: 'k', limits })).toThrow(expect.objectContaining({ status: 400, param }));
     }

@@ -41,7 +41,7 @@ async function until(check: () => boolean, ms: number): Promise<void> {
   }
 }
 
-const LIMITS = { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null };
+const LIMITS = { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' };
 
 describe('PostgreSQL records shared by replicas', () => {
   it('a key created on one replica authenticates on the other, and its revocation is refused there within 1 s', async () => {

@@ -25,9 +25,9 @@ describe('null in a PATCH body', () => {
     expect(parseProjectPatch({ temperature: null })).toMatchObject({ temperature: null });
   });
 
-  it('API key: name cannot be null; limits null lifts them all', () => {
+  it('API key: name cannot be null; limits null lifts them all and resets the priority', () => {
     expect(refusal(() => parseKeyPatch({ name: null }))).toMatchObject(wrongType('name'));
-    expect(parseKeyPatch({ limits: null }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null });
+    expect(parseKeyPatch({ limits: null }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
   });
 
   it('app: name, healthPath and env cannot be null; apiKeyEnv null removes the key, an env value null unsets it', () => {
