@@ -1,8 +1,8 @@
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { hearthCli, type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { callApi, until } from '../helpers/management-client.ts';
+import { holdStream as holdStreamOf } from '../helpers/held-stream.ts';
 
 /**
  * Fair share and priority between tenants, end to end (contract "Fair share and priority between tenants"): a
@@ -47,25 +47,7 @@ const chat = (key: string, maxTokens: number, extra: Record<string, unknown> = {
   post('/api/inference/v1/chat/completions', key, { model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: maxTokens, ...extra });
 
 /** A stream of `key` that never ends by itself; resolves once its first event arrived (it holds a slot then). */
-function holdStream(key: string, extra: Record<string, unknown> = {}): Promise<{ close(): void }> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: 50_000, ...extra });
-    const req = http.request(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
-    let opened = false;
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
-      res.once('data', () => {
-        opened = true;
-        resolve({ close: () => req.destroy() });
-      });
-    });
-    req.on('error', (e) => (opened ? undefined : reject(e)));
-    req.end(body);
-  });
-}
+const holdStream = (key: string, extra: Record<string, unknown> = {}) => holdStreamOf(hearth.baseUrl, MODEL, key, extra);
 
 async function metrics(): Promise<string> {
   return (await fetch(`${hearth.baseUrl}/metrics`)).text();

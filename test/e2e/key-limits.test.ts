@@ -1,9 +1,9 @@
-import http from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 import { callApi, until } from '../helpers/management-client.ts';
+import { holdStream as holdStreamOf } from '../helpers/held-stream.ts';
 
 /**
  * Per-key limits on the shared endpoint, end to end: keys created with limits through the API, OpenAI's
@@ -43,25 +43,7 @@ async function chat(key: string, maxTokens = 3, body: Record<string, unknown> = 
 }
 
 /** Opens a stream for `key` and resolves once its first event arrived: the request is in progress until `close()`. */
-function holdStream(key: string): Promise<{ headers: http.IncomingHttpHeaders; close(): void }> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: 50_000 });
-    const req = http.request(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
-    let opened = false;
-    req.on('response', (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
-      res.once('data', () => {
-        opened = true;
-        resolve({ headers: res.headers, close: () => req.destroy() });
-      });
-    });
-    req.on('error', (e) => (opened ? undefined : reject(e)));
-    req.end(body);
-  });
-}
+const holdStream = (key: string, extra: Record<string, unknown> = {}) => holdStreamOf(hearth.baseUrl, MODEL, key, extra);
 
 describe('per-key limits', () => {
   it('a key without limits gets no x-ratelimit headers', async () => {

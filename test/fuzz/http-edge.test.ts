@@ -113,6 +113,8 @@ const TEMPLATES = [
   '/api/inference/v1/responses/{}', '/api/inference/v1/responses/{}/input_items', '/api/inference/v1/completions',
   '/api/inference/v1/embeddings', '/api/inference/v1/messages', '/api/inference/v1/messages/count_tokens',
   '/api/v1/models', '/api/v1/models/{}', '/api/v1/models/{}/{}', '/api/v1/models/{}/load', '/api/v1/models/{}/unload',
+  '/api/inference/v1/files', '/api/inference/v1/files/{}', '/api/inference/v1/files/{}/content', '/api/inference/v1/batches',
+  '/api/inference/v1/batches/{}', '/api/inference/v1/batches/{}/cancel', '/api/v1/batches', '/api/v1/batches/{}/output',
 ];
 
 const percentGarbage = fc
@@ -150,6 +152,10 @@ const ROUTE_METHODS: Record<string, string[]> = {
   // The owners' models API: the fuzz's API key is refused the changes (403 owner_required), never a 5xx.
   '/api/v1/models': ['GET', 'POST'], '/api/v1/models/{}': ['GET', 'DELETE'], '/api/v1/models/{}/{}': ['GET', 'DELETE'],
   '/api/v1/models/{}/load': ['POST'], '/api/v1/models/{}/unload': ['POST'],
+  // The Batch API (multipart uploads, streamed file content) and the dashboard's batch routes.
+  '/api/inference/v1/files': ['GET', 'POST'], '/api/inference/v1/files/{}': ['GET', 'DELETE'], '/api/inference/v1/files/{}/content': ['GET'],
+  '/api/inference/v1/batches': ['GET', 'POST'], '/api/inference/v1/batches/{}': ['GET'], '/api/inference/v1/batches/{}/cancel': ['POST'],
+  '/api/v1/batches': ['GET'], '/api/v1/batches/{}/output': ['GET'],
 };
 const pathArb = fc.tuple(fc.constantFrom(...TEMPLATES), fc.array(segment, { minLength: 2, maxLength: 2 }), query, fc.nat()).map(([template, segs, q, pick]) => {
   let i = 0;

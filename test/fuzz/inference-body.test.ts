@@ -133,6 +133,8 @@ const chatFields = {
   parallel_tool_calls: fc.oneof(fc.boolean(), wrongType),
   response_format: responseFormatArb,
   user: anyValue, metadata: anyValue, logit_bias: anyValue, functions: anyValue,
+  // Lowering only: 'batch' is taken, anything else (also 'interactive') is a 400 naming priority.
+  priority: fc.oneof(fc.constantFrom('batch', 'interactive', 'BATCH', ''), anyValue),
 };
 /**
  * A valid request with 1 to 3 of its fields replaced by generated ones (most cases), or generated fields only:
@@ -166,6 +168,7 @@ const responsesBody = mutated({ model: MODEL_ID, input: 'hi', max_output_tokens:
   include: fc.oneof(fc.constant(['message.output_text.logprobs']), fc.array(hostileString, { maxLength: 2 }), wrongType),
   store: fc.oneof(fc.boolean(), wrongType),
   previous_response_id: anyValue, reasoning: anyValue, metadata: anyValue, parallel_tool_calls: anyValue, user: anyValue,
+  priority: chatFields.priority,
 });
 
 // ---- legacy completions bodies ----

@@ -1,0 +1,31 @@
+import http from 'node:http';
+
+/** A streamed chat held open: its answer's headers, and `close()` to leave it (the client's socket destroyed). */
+export interface HeldStream {
+  headers: http.IncomingHttpHeaders;
+  close(): void;
+}
+
+/**
+ * Opens a streamed chat completion of up to 50,000 tokens with `key` and resolves once its first bytes arrived
+ * (the request holds a slot from then on); rejects on any status but 200. `extra` adds body fields.
+ */
+export function holdStream(baseUrl: string, model: string, key: string, extra: Record<string, unknown> = {}): Promise<HeldStream> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: 50_000, ...extra });
+    const req = http.request(`${baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    let opened = false;
+    req.on('response', (res) => {
+      if (res.statusCode !== 200) return reject(new Error(`stream answered ${res.statusCode}`));
+      res.once('data', () => {
+        opened = true;
+        resolve({ headers: res.headers, close: () => req.destroy() });
+      });
+    });
+    req.on('error', (e) => (opened ? undefined : reject(e)));
+    req.end(body);
+  });
+}
