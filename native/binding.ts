@@ -82,6 +82,11 @@ export interface NativeSlotLoop {
   submit(jobId: number, tokens: Uint32Array | Int32Array, job: GenerationJob, relay?: JobRelay): NativeSubmitRefusal | undefined;
   /** The job ends with a 'done' (cancelled) event at the next step boundary. */
   cancel(jobId: number): void;
+  /**
+   * The running job gives its slot to the next job that waits in the loop for one (fair share between tenants,
+   * decided by the caller): parked, resumed when a slot frees, its answer unchanged. A no-op for a job not on a slot.
+   */
+  yieldSlot(jobId: number): void;
   /** Cancels every job, frees context and model, then reports 'disposed'. Idempotent. */
   dispose(): void;
   /** Counters since the loop started. */

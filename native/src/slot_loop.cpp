@@ -98,6 +98,20 @@ void SlotLoop::cancel(uint32_t jobId) {
     wake_.notify_one();
 }
 
+void SlotLoop::yieldSlot(uint32_t jobId) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopRequested_) {
+            return;
+        }
+        Command c;
+        c.isYield = true;
+        c.jobId = jobId;
+        inbox_.push_back(std::move(c));
+    }
+    wake_.notify_one();
+}
+
 void SlotLoop::requestStop(bool abortDecode) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -192,6 +206,7 @@ void SlotLoop::run() {
             commands.swap(inbox_);
             stop = stopRequested_;
         }
+        const auto turnStarted = std::chrono::steady_clock::now();
         apply(commands);
         commands.clear();
         if (!stop) {
@@ -202,12 +217,16 @@ void SlotLoop::run() {
             break;
         }
         if (anyBusy()) {
+            shareKind_ = ShareKind::None;
             step();
             publishKvUse();
             const int32_t rows = batch_.n_tokens;
             flushEvents();
             profile_.lap(StepProfile::Emit);
             profile_.end(rows);
+            if (shareKind_ != ShareKind::None) {
+                shareStep(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - turnStarted).count(), shareKind_ == ShareKind::WithBatch);
+            }
         } else {
             flushEvents();
         }
@@ -424,6 +443,14 @@ bool SlotLoop::anyBusy() const {
 
 void SlotLoop::apply(std::vector<Command> & commands) {
     for (auto & c : commands) {
+        if (c.isYield) {
+            for (auto & slot : slots_) {
+                if (slot.busy && slot.jobId == c.jobId) {
+                    slot.yields = true;
+                }
+            }
+            continue;
+        }
         if (!c.isCancel) {
             waiting_.push_back(std::move(c.job));  // schedule() places it, before the next step
             continue;
@@ -476,10 +503,16 @@ void SlotLoop::schedule() {
             continue;
         }
         if (!hasFreeSlot()) {
-            // The newest batch job yields (the least work of its kind is held up); none: wait for a slot to free.
+            // The newest batch job yields (the least work of its kind is held up), else the newest job marked by
+            // yieldSlot(); none: wait for a slot to free.
             Slot * victim = nullptr;
             for (auto & slot : slots_) {
                 if (slot.busy && slot.batch && (victim == nullptr || slot.serial > victim->serial)) {
+                    victim = &slot;
+                }
+            }
+            for (auto & slot : slots_) {
+                if (slot.busy && slot.yields && (victim == nullptr || (!victim->batch && slot.serial > victim->serial))) {
                     victim = &slot;
                 }
             }
@@ -529,6 +562,7 @@ void SlotLoop::park(Slot & slot) {
     p.promptPos = 0;
     p.chunk = 0;
     p.outputIndex = -1;
+    p.yields = false;
     parked_.push_back(std::move(p));
     statPreemptions_.fetch_add(1, std::memory_order_relaxed);
     statParked_.store(parked_.size(), std::memory_order_relaxed);
@@ -830,9 +864,9 @@ void SlotLoop::step() {
     // the tokens are then taken in slot order on this thread.
     llama_synchronize(ctx_);
     profile_.lap(StepProfile::Sync);
-    if (interactiveRows && !interactivePrompt) {  // an interactive decode step: solo, or with batch rows (decode or prompt)
-        shareStep(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count(), batchRows);
-    }
+    // An interactive decode step (solo, or with batch rows: decode or prompt) is accounted once it is over, its
+    // whole turn of the loop timed: what the interactive client waits between two tokens.
+    shareKind_ = !interactiveRows || interactivePrompt ? ShareKind::None : (batchRows ? ShareKind::WithBatch : ShareKind::Solo);
     sampleRows_.clear();
     for (auto & slot : slots_) {
         if (!slot.busy || slot.outputIndex < 0) {

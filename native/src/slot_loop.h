@@ -78,6 +78,12 @@ public:
 
     /** Queues a cancel; the job's slot is freed at the next step boundary and it ends with Done(cancelled). */
     void cancel(uint32_t jobId);
+    /**
+     * Queues a yield (fair share between tenants, decided by the caller): the running job gives its slot to the
+     * next job that waits in the loop for one (parked like a batch job, resumed when a slot frees, its answer
+     * unchanged). A no-op for a job that is not on a slot by then; the mark lasts until the job is parked.
+     */
+    void yieldSlot(uint32_t jobId);
 
     /**
      * Asks the loop to cancel every job, free the context and model, report Disposed and exit.
@@ -111,6 +117,7 @@ private:
         bool busy = false;
         uint32_t jobId = 0;
         bool batch = false;     // JobSpec::batch: yields the slot to a waiting interactive job
+        bool yields = false;    // yieldSlot(): gives its slot to the next job that waits for one (once)
         bool resumed = false;   // parked once while generating: `prompt` is its tokens so far, Prompt was reported
         int32_t promptSize = 0; // the job's own prompt tokens (reported in Prompt and Done)
         bool held = false;      // a batch job sitting out this step (batchSitsOut())
@@ -140,6 +147,7 @@ private:
 
     struct Command {
         bool isCancel = false;
+        bool isYield = false;
         uint32_t jobId = 0;
         JobSpec job;
     };
@@ -152,7 +160,7 @@ private:
     void apply(std::vector<Command> & commands);
     /**
      * Places waiting jobs on free slots, before each step: interactive jobs first (parking the newest batch job
-     * when no slot is free), then, while no interactive job waits, parked batch jobs (oldest first), then waiting
+     * when no slot is free, else the newest job marked by yieldSlot()), then, while no interactive job waits, parked batch jobs (oldest first), then waiting
      * batch jobs, in arrival order.
      */
     void schedule();
@@ -164,7 +172,11 @@ private:
      * interactive-only step (measured), batch rows using the rest. Batch jobs alone run every step.
      */
     bool batchSitsOut();
-    /** Accounts one decode step with interactive rows (`withBatch`: batch rows too) of `stepMs`: the measured costs and the credit. */
+    /**
+     * Accounts one decode step with interactive rows (`withBatch`: batch rows too) whose turn of the loop took
+     * `stepMs` (commands, scheduling, decode, sampling, events: all an interactive token waits for): the measured
+     * costs and the credit.
+     */
     void shareStep(double stepMs, bool withBatch);
     /** Moves a busy batch job off its slot into parked_; the slot keeps its KV as a prefix cache (saved when reused). */
     void park(Slot & slot);
@@ -257,6 +269,9 @@ private:
     std::deque<Slot> parked_;
     /** batchSitsOut(): an interactive-only decode step's time, what batch rows add to it (EMAs, ms), the batch credit (ms). */
     static constexpr double kInteractiveSlowdown = 1.25;
+    /** The step just run, for shareStep() once its turn of the loop (apply, schedule, step, events) is over. */
+    enum class ShareKind { None, Solo, WithBatch };
+    ShareKind shareKind_ = ShareKind::None;
     double soloStepMs_ = 0.0;
     double batchExtraMs_ = 0.0;
     double batchCreditMs_ = 0.0;

@@ -51,6 +51,7 @@ Napi::Function SlotLoopWrap::Define(Napi::Env env) {
     return DefineClass(env, "SlotLoop", {
         InstanceMethod<&SlotLoopWrap::Submit>("submit"),
         InstanceMethod<&SlotLoopWrap::Cancel>("cancel"),
+        InstanceMethod<&SlotLoopWrap::YieldSlot>("yieldSlot"),
         InstanceMethod<&SlotLoopWrap::Dispose>("dispose"),
         InstanceMethod<&SlotLoopWrap::Stats>("stats"),
         InstanceMethod<&SlotLoopWrap::Embed>("embed"),
@@ -226,6 +227,16 @@ Napi::Value SlotLoopWrap::Cancel(const Napi::CallbackInfo & info) {
     }
     if (!finished_ && !envGone_) {
         loop_->cancel(info[0].As<Napi::Number>().Uint32Value());
+    }
+    return info.Env().Undefined();
+}
+
+Napi::Value SlotLoopWrap::YieldSlot(const Napi::CallbackInfo & info) {
+    if (info.Length() < 1 || !info[0].IsNumber()) {
+        throw Napi::TypeError::New(info.Env(), "usage: yieldSlot(jobId)");
+    }
+    if (!finished_ && !envGone_) {
+        loop_->yieldSlot(info[0].As<Napi::Number>().Uint32Value());
     }
     return info.Env().Undefined();
 }

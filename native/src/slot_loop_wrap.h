@@ -38,6 +38,7 @@ private:
 
     Napi::Value Submit(const Napi::CallbackInfo & info);
     Napi::Value Cancel(const Napi::CallbackInfo & info);
+    Napi::Value YieldSlot(const Napi::CallbackInfo & info);
     Napi::Value Dispose(const Napi::CallbackInfo & info);
     Napi::Value Stats(const Napi::CallbackInfo & info);
     /**

@@ -58,6 +58,27 @@ export class FairScheduler<T> {
   next(): { item: T; priority: Priority; tenant: string } | undefined {
     const priority = this.peekPriority();
     if (priority === null) return undefined;
+    const [bestName, best] = this.pick(priority)!;
+    const entry = best.queues[priority].shift()!;
+    entry.queued = false;
+    this.waitingBy[priority]--;
+    best.running++;
+    return { item: entry.item, priority, tenant: bestName };
+  }
+
+  /** The tenant whose request next() would return, or null when nothing waits. */
+  peekTenant(): string | null {
+    const priority = this.peekPriority();
+    return priority === null ? null : this.pick(priority)![0];
+  }
+
+  /** Generations of `tenant` that next() returned and that have not finished. */
+  running(tenant: string): number {
+    return this.tenants.get(tenant)?.running ?? 0;
+  }
+
+  /** The tenant with a request waiting at `priority` that goes first, with its state. */
+  private pick(priority: Priority): [string, TenantState<T>] | null {
     let bestName = '';
     let best: TenantState<T> | null = null;
     for (const [name, t] of this.tenants) {
@@ -68,11 +89,7 @@ export class FairScheduler<T> {
         bestName = name;
       }
     }
-    const entry = best!.queues[priority].shift()!;
-    entry.queued = false;
-    this.waitingBy[priority]--;
-    best!.running++;
-    return { item: entry.item, priority, tenant: bestName };
+    return best === null ? null : [bestName, best];
   }
 
   /**

@@ -89,6 +89,14 @@ interface QueuedGeneration {
 /** A generation the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
 const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
 
+/** A running interactive generation that may give its slot to another tenant (LocalEngine.shareSlots()). */
+interface YieldableGeneration {
+  tenant: string;
+  /** Dispatch order: the newest yields first (the least work is held up). */
+  serial: number;
+  yieldSlot(): void;
+}
+
 /** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
 const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
@@ -121,6 +129,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   private readonly scheduler = new FairScheduler<QueuedGeneration>();
   /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
   private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
+  /** Interactive generations on a slot (their prompt evaluated) that shareSlots() may ask to yield, once each. */
+  private readonly yieldable = new Set<YieldableGeneration>();
+  private generationSerial = 0;
   private embeddingsInFlight = 0;
   /** Embedding requests waiting for a slot's worth of the pool (first come, first served; before generations). */
   private readonly embeddingTurns: Array<() => void> = [];
@@ -464,6 +475,35 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     if (this.disposed) return; // dispose() cuts what still waits
     while (this.embeddingTurns.length > 0 && this.slotsLeft()) this.embeddingTurns.shift()!();
     for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
+    this.shareSlots();
+  }
+
+  /**
+   * Slots go round-robin between tenants (contract "Fair share"), not only queue places: while every slot is
+   * taken and the interactive request that goes next belongs to a tenant with nothing running, the tenant
+   * running the most interactive generations (two at least) gives up one: its newest generation on a slot yields
+   * (the native loop parks it at its next step and resumes it, answer unchanged, when a slot frees) and the
+   * waiting request is handed over in its place. At most one such hand-over per tenant with nothing running, so
+   * the loop never holds more than twice its slots. Native engine, one worker (a yield and the request it makes
+   * room for must meet in the same loop).
+   */
+  private shareSlots(): void {
+    if (this.st.engine !== 'native' || this.o.workers !== 1) return;
+    while (this.scheduler.peekPriority() === 'interactive' && !this.slotsLeft() && this.inFlight.interactive + this.inFlight.batch < 2 * this.st.slots) {
+      const next = this.scheduler.peekTenant()!;
+      if (this.scheduler.running(next) > 0) return;
+      let victim: YieldableGeneration | undefined;
+      for (const g of this.yieldable) {
+        if (g.tenant === next || this.scheduler.running(g.tenant) < 2) continue;
+        const most = victim === undefined ? -1 : this.scheduler.running(victim.tenant);
+        const n = this.scheduler.running(g.tenant);
+        if (n > most || (n === most && g.serial > victim!.serial)) victim = g;
+      }
+      if (victim === undefined) return;
+      this.yieldable.delete(victim);
+      victim.yieldSlot();
+      this.scheduler.next()!.item.handOver();
+    }
   }
 
   private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
@@ -484,7 +524,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.waitingBy[priority]++;
     this.publishLoad();
 
+    const yieldable: YieldableGeneration = { tenant: schedule.tenant, serial: this.generationSerial++, yieldSlot: () => port1.postMessage({ t: 'yield' } satisfies MainEvent) };
     const leave = () => {
+      this.yieldable.delete(yieldable);
       if (phase === 'waiting') {
         this.waiting--;
         this.waitingBy[priority]--;
@@ -537,6 +579,10 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
           m.prefixCacheQueries.inc(labels, e.promptTokens);
           m.prefixCacheHits.inc(labels, e.cachedTokens); // also when 0: the hit-rate series exists from the first request
           this.scheduler.charge(schedule.tenant, e.promptTokens);
+          if (priority === 'interactive' && !cancelled) {
+            this.yieldable.add(yieldable);
+            this.shareSlots(); // another tenant's request may have waited for a generation on a slot to yield
+          }
           return;
         case 'text': {
           const now = performance.now();

@@ -106,8 +106,8 @@ export type WorkerEvent =
   /** A failure as a code (mapped to the client's error on the main thread by toApiError; details for the log only). */
   | { t: 'error'; failure: EngineFailure };
 
-/** Main -> worker over the task's port. */
-export type MainEvent = { t: 'cancel' };
+/** Main -> worker over the task's port: 'cancel' the generation, or 'yield' its slot to the next job waiting for one (fair share). */
+export type MainEvent = { t: 'cancel' } | { t: 'yield' };
 
 /**
  * Main -> every worker of a pool, on ModelWorkerData.stopChannel, once no generation runs: each worker

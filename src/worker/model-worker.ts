@@ -78,6 +78,8 @@ export default async function generate(task: GenerationTask): Promise<void> {
     if (m.t === 'cancel') {
       cancelled = true;
       handle?.cancel();
+    } else if (m.t === 'yield') {
+      handle?.yieldSlot?.();
     }
   });
   try {

@@ -169,6 +169,9 @@ export class NativeSlotEngine implements SlotEngine {
         state.cancelRequested = true;
         this.loop.cancel(id);
       },
+      yieldSlot: () => {
+        if (!state.cancelRequested && !state.ended && this.jobs.has(id)) this.loop.yieldSlot(id);
+      },
     };
   }
 

@@ -42,6 +42,11 @@ export interface SlotJobEvents {
 export interface SlotJobHandle {
   /** Idempotent. Frees the job's slot at the next step boundary (never waits for a whole step). */
   cancel(): void;
+  /**
+   * Gives the job's slot to the next job that waits for one (fair share between tenants): the job pauses and
+   * resumes with the same answer. Engines without preemption leave it out.
+   */
+  yieldSlot?(): void;
 }
 
 export interface SlotEngine {

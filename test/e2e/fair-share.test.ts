@@ -8,8 +8,8 @@ import { holdStream as holdStreamOf } from '../helpers/held-stream.ts';
  * Fair share and priority between tenants, end to end (contract "Fair share and priority between tenants"): a
  * key's `priority` through the management API and the CLI, a request's `"priority": "batch"` on the four
  * generation endpoints (any other value a 400 naming `priority`), batch streams that hold every slot yielding
- * to an interactive request (which would otherwise wait for ever: this model never stops on its own), one
- * account's queue not holding up another's request, and the metrics by priority (never an account or key id).
+ * to an interactive request (which would otherwise wait for ever: this model never stops on its own), an
+ * account holding every slot giving one to another account's request at once, and the metrics by priority (never an account or key id).
  * Two slots, one worker, the native engine.
  */
 let hearth: HearthProcess;
@@ -165,23 +165,30 @@ describe('scheduling', () => {
     }
   });
 
-  it('one account\'s queue does not hold up another account\'s request', async () => {
+  it('another account\'s request takes a slot at once from an account holding every slot, ahead of that account\'s queue', async () => {
     const other = cliKey('tenant-b', ['--account', 'tenant-b']);
-    // Account "default" fills both slots and queues four more long requests behind them.
+    // Account "default" holds both slots with streams that never end and queues four more long requests.
     const flood = [await holdStream(hearth.key), await holdStream(hearth.key)];
     const queued = Array.from({ length: 4 }, () => chat(hearth.key, 400));
     const order: string[] = [];
     for (const q of queued) void q.then(() => order.push('a'));
     try {
       await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 4, 'four requests of account a wait');
-      const b = chat(other.key, 2).then((r) => { order.push('b'); return r; });
-      await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 5, 'b waits too');
-      flood.pop()!.close(); // one slot frees: b's request, not a's next, takes it
-      expect((await b).status).toBe(200);
-      expect(order[0]).toBe('b');
+      const preemptedBefore = sample(await metrics(), 'hearth_preemptions_total', {});
+      // Slots go round-robin between accounts: a's newest stream yields its slot (paused, resumed later) to b,
+      // whose request ends while both of a's streams are still held open.
+      const b = await chat(other.key, 2);
+      expect(b.status).toBe(200);
+      expect(b.body.usage.completion_tokens).toBe(2);
+      expect(order).toEqual([]);
+      const m = await metrics();
+      expect(sample(m, 'hearth_preemptions_total', {})).toBe(preemptedBefore + 1);
+      expect(sample(m, 'hearth_num_requests_waiting', { priority: 'interactive' })).toBe(4);
+      // The stream that yielded is back on its slot: both of a's streams run, a's queue still waits.
+      await until(async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'interactive' }) === 2, 'a\'s two streams run again');
     } finally {
       for (const s of flood) s.close();
     }
-    await Promise.all(queued);
+    expect((await Promise.all(queued)).map((r) => r.status)).toEqual([200, 200, 200, 200]);
   });
 });

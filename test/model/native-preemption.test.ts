@@ -2,7 +2,8 @@
  * Priority in the native loop (contract "Fair share and priority between tenants"): an interactive job that finds
  * no free slot takes a running batch job's slot at the loop's next step; the batch job is parked (its KV saved to
  * the host prompt cache, its sampler and stop state kept) and resumed when a slot frees, so its answer is the one
- * it would have given unpreempted (greedy, and sampled with a seed). Interactive jobs never preempt each other;
+ * it would have given unpreempted (greedy, and sampled with a seed). Interactive jobs never preempt each other
+ * unless one was asked to yield (fair share between tenants, SlotLoop::yieldSlot: the same park and resume);
  * waiting interactive jobs go before waiting batch jobs; a parked or waiting job can be cancelled. On the
  * project's own tiny llama (always available), or $HEARTH_TEST_MODEL. Skipped, saying why, without the addon.
  */
@@ -115,6 +116,47 @@ describe.skipIf(skipReason !== '')(`native loop priority and preemption${skipRea
     expect(a.result?.completionTokens).toBe(24);
     expect(b.result?.completionTokens).toBe(4);
     expect(a.endedAt!).toBeLessThan(b.endedAt!);
+    expect(engine.stats().preemptions).toBe(before);
+  });
+
+  it('an interactive job asked to yield (fair share) gives its only slot to the next waiting job and answers as if never paused', async () => {
+    const engine = await load();
+    const prompt = promptOf(30, 8);
+    const otherPrompt = promptOf(20, 9);
+    const alone = await start(engine, prompt, { maxTokens: 40 }).done;
+    const otherAlone = await start(engine, otherPrompt, { maxTokens: 12 }).done;
+    const before = engine.stats().preemptions;
+    let other: Promise<Run> | null = null;
+    const run = start(engine, prompt, { maxTokens: 40 }, (r) => {
+      if (other === null && r.tokens >= 3) {
+        run.handle.yieldSlot!();
+        other = start(engine, otherPrompt, { maxTokens: 12 }).done;
+      }
+    });
+    const a = await run.done;
+    const o = await other!;
+    expect(engine.stats().preemptions - before).toBe(1);
+    expect(o.endedAt!).toBeLessThan(a.endedAt!); // it did not wait for the job that yielded
+    expect(o.text).toBe(otherAlone.text);
+    expect(a.text).toBe(alone.text);
+    expect(a.result).toMatchObject({ finishReason: alone.result!.finishReason, promptTokens: alone.result!.promptTokens, completionTokens: alone.result!.completionTokens });
+    expect(engine.stats().parked).toBe(0);
+  });
+
+  it('a job asked to yield with nothing waiting keeps its slot and finishes', async () => {
+    const engine = await load();
+    const before = engine.stats().preemptions;
+    const prompt = promptOf(20, 10);
+    const alone = await start(engine, prompt, { maxTokens: 16 }).done;
+    let asked = false;
+    const run = start(engine, prompt, { maxTokens: 16 }, () => {
+      if (!asked) {
+        asked = true;
+        run.handle.yieldSlot!();
+      }
+    });
+    const a = await run.done;
+    expect(a.text).toBe(alone.text);
     expect(engine.stats().preemptions).toBe(before);
   });
 

@@ -83,6 +83,26 @@ describe('FairScheduler', () => {
     expect(s.next()).toMatchObject({ tenant: 'b', item: 'b1' });
   });
 
+  it('peekTenant names the tenant next() takes from without taking; running counts what next() gave until finished', () => {
+    const s = new FairScheduler<string>();
+    expect(s.peekTenant()).toBeNull();
+    s.enqueue('1', 'a', 'interactive');
+    s.enqueue('2', 'a', 'interactive');
+    expect(s.peekTenant()).toBe('a');
+    expect(s.next()?.tenant).toBe('a');
+    s.charge('a', 5);
+    s.enqueue('x', 'b', 'batch');
+    s.enqueue('y', 'b', 'interactive');
+    // b has served fewer tokens: its interactive request goes next (its batch one after every interactive one).
+    expect(s.peekTenant()).toBe('b');
+    expect(s.waiting()).toBe(3);
+    expect([s.running('a'), s.running('b'), s.running('nobody')]).toEqual([1, 0, 0]);
+    expect(s.next()?.item).toBe('y');
+    expect(s.running('b')).toBe(1);
+    s.finished('b');
+    expect(s.running('b')).toBe(0);
+  });
+
   it('a removed request is gone; removing twice, or after it was taken, does nothing', () => {
     const s = new FairScheduler<string>();
     const t1 = s.enqueue('1', 'a', 'interactive');
