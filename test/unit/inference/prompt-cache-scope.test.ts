@@ -15,6 +15,7 @@ function recordingEngine(): { engine: ChatEngine; requests: GenerationRequest[] 
       return { cancel() {} };
     },
     load: () => ({ running: 0, waiting: 0 }),
+    drain: async () => {},
     dispose: async () => {},
   };
   return { engine, requests };
