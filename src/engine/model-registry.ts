@@ -61,9 +61,14 @@ export interface RegistryModelView {
 /** What GET /models shows of one model (ModelRegistry.listing). */
 export type ModelListing = Pick<RegistryModelView, 'id' | 'state' | 'status'>;
 
-/** A held model: it is not unloaded until release() (idempotent). */
+/**
+ * One request's handle on its model, from acquire() to its answer's end: the engine it is served by (looked up
+ * once), where its usage is recorded, and the hold that keeps the model loaded until release() (idempotent).
+ */
 export interface ModelLease {
-  engine: ManagedEngine;
+  readonly engine: ManagedEngine;
+  /** Records a finished generation's completion tokens for the model's figures (the dashboard's requests and tokens/s). */
+  recordUsage(completionTokens: number): void;
   release(): void;
 }
 
@@ -200,19 +205,6 @@ export class ModelRegistry {
     if (this.closed) throw shuttingDown();
     if (e.error !== null) throw modelFailed();
     throw modelWarmingUp({ state: this.stateOf(e), progress: null });
-  }
-
-  /** The engine of a model held by a lease (or otherwise loaded); 404 for an unknown id, 503 model_warming_up when not loaded. */
-  engineOf(id: string): ManagedEngine {
-    const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id, this.ids());
-    if (e.engine === null || e.unloading !== null) throw modelWarmingUp({ state: this.stateOf(e), progress: null });
-    return e.engine;
-  }
-
-  /** Records a finished generation's completion tokens for the model's figures (the dashboard's requests and tokens/s). */
-  recordUsage(id: string, completionTokens: number): void {
-    this.entries.get(id)?.usage.record(completionTokens);
   }
 
   /** Starts loading `id` (the admin API's load, and the first model at start); resolves when it is loaded or has failed. */
@@ -364,6 +356,7 @@ export class ModelRegistry {
     let held = true;
     return {
       engine,
+      recordUsage: (completionTokens) => e.usage.record(completionTokens),
       release: () => {
         if (!held) return;
         held = false;
