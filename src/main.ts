@@ -4,7 +4,8 @@ import { AppHost } from './apps/app-host.ts';
 import { appHostOptionsFrom } from './apps/app-host-config.ts';
 import { appsElsewhereRoutes } from './apps/apps-elsewhere-routes.ts';
 import { type Config, ConfigError } from './config/config.ts';
-import { DEFAULT_SLOTS, LocalEngine, type LocalEngineOptions } from './engine/local-engine.ts';
+import { DEFAULT_SLOTS } from './engine/compute-placement.ts';
+import { LocalEngine, type LocalEngineOptions } from './engine/local-engine.ts';
 import { ModelRegistry, type RegisteredModel } from './engine/model-registry.ts';
 import type { GpuOffloadChoice } from './engine/gpu-offload.ts';
 import { resolveModelSource } from './engine/model-source.ts';
@@ -254,7 +255,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
         log.info('draining', { state, requests: http.inFlight(), graceMs: config.shutdownGraceMs });
         const deadline = performance.now() + config.shutdownGraceMs;
         const engines = models.loadedEngines();
-        await Promise.all([...engines.map((e) => (e as LocalEngine).drain?.(config.shutdownGraceMs)), waitFor(() => http.inFlight() === 0, deadline)]);
+        await Promise.all([...engines.map((e) => e.drain(config.shutdownGraceMs)), waitFor(() => http.inFlight() === 0, deadline)]);
         const busy = engines.reduce((n, e) => n + e.load().running + e.load().waiting, 0);
         const cutRequests = Math.max(http.inFlight(), busy);
         if (cutRequests > 0) log.warn('grace period expired: cutting requests still running', { requests: cutRequests, graceMs: config.shutdownGraceMs });

@@ -123,5 +123,10 @@ export interface ChatEngine {
   generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle;
   /** Requests holding a slot, and waiting for one. */
   load(): { running: number; waiting: number };
+  /**
+   * Graceful stop, step 1: new requests get 503 shutting_down; resolves once every admitted request has finished,
+   * or after `graceMs` (whatever still runs is then cut by dispose()).
+   */
+  drain(graceMs: number): Promise<void>;
   dispose(): Promise<void>;
 }

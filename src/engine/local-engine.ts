@@ -1,30 +1,29 @@
-import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { BroadcastChannel, MessageChannel } from 'node:worker_threads';
-import { Piscina } from 'piscina';
+import { MessageChannel } from 'node:worker_threads';
 import { engineFailure } from '../errors/engine-failure.ts';
-import { contextLengthExceeded, modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
+import { contextLengthExceeded, invalidRequest, modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
 import { toApiError } from '../errors/to-api-error.ts';
 import { waitFor } from '../lifecycle/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { chooseCpuKernels, type CpuKernelsChoice, type CpuKernelsMode } from './cpu-kernels.ts';
-import { chooseGpuOffload, type GpuLayersMode, type GpuOffloadChoice } from './gpu-offload.ts';
-import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink, ModelStatus } from './generation.ts';
-import { FairScheduler } from './fair-scheduler.ts';
-import type { Priority } from '../protocol/priority.ts';
-import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
-import type { EmbeddingTask, EmbeddingTaskResult } from './embedding-task.ts';
-import { invalidRequest } from '../errors/errors.ts';
 import type { RawPrompt } from '../protocol/chat-request.ts';
+import { reasoningSyntaxOf } from '../protocol/reasoning-split.ts';
+import { Admission } from './admission.ts';
+import { chooseKernels, DEFAULT_SLOTS, gpuSlots, placeOnGpu } from './compute-placement.ts';
+import type { CpuKernelsMode } from './cpu-kernels.ts';
+import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
+import type { EmbeddingTaskResult } from './embedding-task.ts';
+import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink, ModelStatus } from './generation.ts';
+import { GenerationMeter } from './generation-meter.ts';
+import type { GpuLayersMode, GpuOffloadChoice } from './gpu-offload.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
-import { reasoningSyntaxOf } from '../protocol/reasoning-split.ts';
-import { ModelPullAborted, ModelPullError, pullModel, type ModelSource } from './model-source.ts';
+import { ModelPullAborted, ModelPullError, pullModelLogged, type ModelSource } from './model-source.ts';
+import { ModelWorkerPool, type WorkerPoolListener } from './model-worker-pool.ts';
 import { promptTokensAtLeast, rawPromptTokensAtLeast } from './prompt-bound.ts';
 import { resolveGenerationJob } from './resolve-generation-job.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
-import { type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent, type WorkerStatus, type WorkerStop } from './worker-protocol.ts';
+import { WorkerReports } from './worker-reports.ts';
+import { type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent } from './worker-protocol.ts';
 
 export interface LocalEngineOptions {
   source: ModelSource;
@@ -65,40 +64,8 @@ export interface LocalEngineOptions {
   workerStopTimeoutMs?: number;
 }
 
-/** Sequences per worker when --slots is not given: on the CPU, and on a GPU (which batches 64 rows about as fast as 8). */
-export const DEFAULT_SLOTS = 8;
-export const DEFAULT_GPU_SLOTS = 64;
-
-/**
- * Slots per worker on a GPU when --slots is not given: DEFAULT_GPU_SLOTS, fewer when their KV cache (contextSize
- * tokens each, f16) would not fit in 80 % of the memory the GPU had free with the model loaded (the probe's
- * reading), less 1 GiB for compute buffers, shared by the workers. At least 1.
- */
-export function gpuSlots(freeBytes: number, contextSize: number, kvBytesPerToken: number | null, workers: number): number {
-  if (kvBytesPerToken === null || !(freeBytes > 0)) return DEFAULT_GPU_SLOTS;
-  const budget = freeBytes * 0.8 - 2 ** 30;
-  return Math.max(1, Math.min(DEFAULT_GPU_SLOTS, Math.floor(budget / workers / (contextSize * kvBytesPerToken))));
-}
-
-/** A generation in the scheduler's queue: hands its task to the pool, or is refused when another takes its place. */
-interface QueuedGeneration {
-  handOver(): void;
-  refuse(): void;
-}
-
 /** A generation the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
 const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
-
-/** A running interactive generation that may give its slot to another tenant (LocalEngine.shareSlots()). */
-interface YieldableGeneration {
-  tenant: string;
-  /** Dispatch order: the newest yields first (the least work is held up). */
-  serial: number;
-  yieldSlot(): void;
-}
-
-/** A JS shim that registers the TypeScript loader inside the worker, then loads model-worker.ts. */
-const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 
 /**
  * dispose() waits at most this long (by default) for the cut generations to end and the workers to stop
@@ -108,38 +75,21 @@ const WORKER_URL = new URL('../worker/model-worker-entry.mjs', import.meta.url);
 const WORKER_STOP_TIMEOUT_MS = 8_000;
 
 /**
- * The main-thread face of local inference: pulls and checks the model, owns the Piscina pool of model
- * workers, admits requests (slots + a bounded queue), relays each generation's events (its port's, and the
- * native loops' through the event relay) to its sink and records the engine metrics. Single owner: main.ts; `dispose()` is idempotent.
+ * The main-thread face of local inference: pulls and checks the model, places it (compute-placement.ts), owns its
+ * worker pool (model-worker-pool.ts), admits requests (admission.ts), relays each generation's events (its port's,
+ * and the native loops' through the event relay) to its sink and meters them (generation-meter.ts).
+ * Single owner: the model registry (or main.ts); `dispose()` is idempotent.
  */
 export class LocalEngine implements ChatEngine, EmbeddingEngine {
   readonly modelId: string;
-  private pool: Piscina<GenerationTask, void> | null = null;
+  private pool: ModelWorkerPool | null = null;
   /** Native engine: relayed tasks' events arrive here from the loop threads (null: ports only). */
   private relay: MainEventRelay | null = null;
   private readonly st: ModelStatus;
-  private running = 0;
-  private waiting = 0;
+  private readonly admission: Admission;
+  private readonly reports: WorkerReports;
   /** Set when the pull failed because the hub could not be resolved or reached: the reason chat calls are told. */
   private unreachable: string | undefined;
-  /**
-   * Generations waiting for the pool, in the order they get it (fair-scheduler.ts): each entry hands its task to
-   * the pool. Nothing waits in Piscina's own queue: pump() hands over only what the slots can take.
-   */
-  private readonly scheduler = new FairScheduler<QueuedGeneration>();
-  /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
-  private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
-  /** Interactive generations on a slot (their prompt evaluated) that shareSlots() may ask to yield, once each. */
-  private readonly yieldable = new Set<YieldableGeneration>();
-  private generationSerial = 0;
-  private embeddingsInFlight = 0;
-  /** Embedding requests waiting for a slot's worth of the pool (first come, first served; before generations). */
-  private readonly embeddingTurns: Array<() => void> = [];
-  /** Generations waiting for a slot / holding one, by priority, as this thread counts them (publishLoad()). */
-  private readonly waitingBy: Record<Priority, number> = { interactive: 0, batch: 0 };
-  private readonly runningBy: Record<Priority, number> = { interactive: 0, batch: 0 };
-  /** Each native worker's last preemption report (WorkerStatus 'preemptions'), by thread id. */
-  private readonly preemptionReports = new Map<number, { preemptions: number; parked: number }>();
   private disposed = false;
   /** dispose()'s one run: every call resolves when it has finished. */
   private disposing: Promise<void> | null = null;
@@ -150,18 +100,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   private maxTokenBytes: number | null = null;
   /** Settles start()'s wait for the workers (ready, failed, or disposed meanwhile). */
   private settleStart: () => void = () => {};
-  /** Where dispose() sends WorkerStop, and the workers that answered it. */
-  private readonly stopChannel = `hearth-model-workers:${randomUUID()}`;
-  private workersStopped = 0;
-  /** Workers whose model load was abandoned by the stop. */
-  private loadsAborted = 0;
   /** One per generation in flight: asks its worker to stop it (its sink then ends with shutting_down). */
   private readonly cuts = new Set<() => void>();
   private readonly labels: { model: string };
-  /** Each worker's last KV cell report (WorkerStatus 'kv-cache'), by thread id. */
-  private readonly kvUse = new Map<number, { used: number; total: number }>();
-  /** Each worker's last host prompt cache report (WorkerStatus 'prompt-cache'), by thread id. */
-  private readonly promptCaches = new Map<number, { lookups: number; hits: number; bytes: number; entries: number }>();
 
   constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
     this.modelId = o.source.modelId;
@@ -182,9 +123,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       readyAt: null,
     };
     this.setState(this.st.state);
-    this.publishLoad();
+    this.admission = new Admission({ slots: () => this.o.workers * this.st.slots, queueLimit: o.queueLimit, preempts: () => this.st.engine === 'native', sharesSlots: () => this.st.engine === 'native' && this.o.workers === 1 }, metrics, this.labels);
     for (const priority of ['interactive', 'batch'] as const) metrics.generatedTokensByPriority.inc({ ...this.labels, priority }, 0);
-    metrics.preemptions.inc(this.labels, 0);
+    this.reports = new WorkerReports(metrics, this.labels, (parked) => this.admission.setParked(parked));
   }
 
   status(): ModelStatus {
@@ -192,57 +133,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   }
 
   load(): { running: number; waiting: number } {
-    return { running: this.running, waiting: this.waiting };
-  }
-
-  /** A worker's host prompt cache report: counters by their increase, gauges summed over the workers. */
-  private recordPromptCache(m: Extract<WorkerStatus, { hearth: 'prompt-cache' }>): void {
-    const last = this.promptCaches.get(m.worker) ?? { lookups: 0, hits: 0, bytes: 0, entries: 0 };
-    this.promptCaches.set(m.worker, { lookups: m.lookups, hits: m.hits, bytes: m.bytes, entries: m.entries });
-    if (m.lookups > last.lookups) this.metrics.promptCacheLookups.inc(this.labels, m.lookups - last.lookups);
-    if (m.hits > last.hits) this.metrics.promptCacheHits.inc(this.labels, m.hits - last.hits);
-    let bytes = 0;
-    let entries = 0;
-    for (const c of this.promptCaches.values()) {
-      bytes += c.bytes;
-      entries += c.entries;
-    }
-    this.metrics.promptCacheBytes.set(this.labels, bytes);
-    this.metrics.promptCacheEntries.set(this.labels, entries);
-  }
-
-  /**
-   * hearth_num_requests_waiting / _running by priority: a batch generation its loop parked (preempted, not yet
-   * resumed) counts as waiting, by the workers' last reports.
-   */
-  private publishLoad(): void {
-    let parked = 0;
-    for (const r of this.preemptionReports.values()) parked += r.parked;
-    parked = Math.min(parked, this.runningBy.batch);
-    this.metrics.requestsWaiting.set({ ...this.labels, priority: 'interactive' }, this.waitingBy.interactive);
-    this.metrics.requestsRunning.set({ ...this.labels, priority: 'interactive' }, this.runningBy.interactive);
-    this.metrics.requestsWaiting.set({ ...this.labels, priority: 'batch' }, this.waitingBy.batch + parked);
-    this.metrics.requestsRunning.set({ ...this.labels, priority: 'batch' }, this.runningBy.batch - parked);
-  }
-
-  /** A native worker's preemption report: the counter by its increase, the parked jobs into the load gauges. */
-  private recordPreemptions(m: Extract<WorkerStatus, { hearth: 'preemptions' }>): void {
-    const last = this.preemptionReports.get(m.worker)?.preemptions ?? 0;
-    this.preemptionReports.set(m.worker, { preemptions: m.preemptions, parked: m.parked });
-    if (m.preemptions > last) this.metrics.preemptions.inc(this.labels, m.preemptions - last);
-    this.publishLoad();
-  }
-
-  /** A worker's KV cell report: the gauge is the cells all workers' running jobs hold over all their cells. */
-  private recordKvUse(m: Extract<WorkerStatus, { hearth: 'kv-cache' }>): void {
-    this.kvUse.set(m.worker, { used: m.used, total: m.total });
-    let used = 0;
-    let total = 0;
-    for (const w of this.kvUse.values()) {
-      used += w.used;
-      total += w.total;
-    }
-    if (total > 0) this.metrics.kvCacheUsage.set(this.labels, used / total);
+    return this.admission.load();
   }
 
   private setState(state: ModelStatus['state']): void {
@@ -256,31 +147,14 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.log.error('model failed', { model: this.modelId, reason });
   }
 
-  /**
-   * Pulls (if needed), checks and loads the model in every worker. Never throws: failure is a state.
-   * dispose() during the pull or the load abandons it (the pull is aborted, the workers torn down) and
-   * this resolves at once.
-   */
   async start(): Promise<void> {
     try {
       let modelPath: string;
       if (this.o.source.kind === 'hub') {
-        this.log.info('pulling model', { model: this.modelId, uri: this.o.source.uri, dir: this.o.modelsDir });
-        let lastLogged = 0;
-        modelPath = await pullModel(this.o.source, {
-          modelsDir: this.o.modelsDir,
-          signal: this.startup.signal,
-          showCliProgress: this.o.showPullProgress,
-          stallTimeoutMs: this.o.pullStallTimeoutMs,
-          onProgress: ({ downloadedBytes, totalBytes }) => {
-            const ratio = totalBytes > 0 ? downloadedBytes / totalBytes : 0;
-            this.st.pull = { downloadedBytes, totalBytes, ratio };
-            this.metrics.modelPullProgress.set(this.labels, ratio);
-            if (!this.o.showPullProgress && (ratio - lastLogged >= 0.1 || ratio === 1)) {
-              lastLogged = ratio;
-              this.log.info('pull progress', { model: this.modelId, percent: Math.round(ratio * 100), downloadedBytes, totalBytes });
-            }
-          },
+        const pull = { modelsDir: this.o.modelsDir, signal: this.startup.signal, showCliProgress: this.o.showPullProgress, stallTimeoutMs: this.o.pullStallTimeoutMs };
+        modelPath = await pullModelLogged(this.o.source, pull, this.log, (progress) => {
+          this.st.pull = progress;
+          this.metrics.modelPullProgress.set(this.labels, progress.ratio);
         });
         this.setState('loading');
       } else {
@@ -294,9 +168,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       this.st.contextSize = contextSize;
       this.maxTokenBytes = this.o.engine === 'instant' ? INSTANT_TOKEN_BYTES : md.maxTokenBytes;
       // The GPU is probed and the kernels are timed (auto) before the workers start: backends are process-wide.
-      const gpu = await this.chooseGpu(modelPath);
+      const gpu = await placeOnGpu(this.o, this.modelId, modelPath, this.log, this.startup.signal);
       if (gpu?.probe && this.o.slots === undefined) this.st.slots = gpuSlots(gpu.probe.device.memoryFreeBytes, contextSize, md.kvBytesPerToken, this.o.workers);
-      const kernels = await this.chooseKernels(modelPath);
+      const kernels = await chooseKernels(this.o, this.modelId, modelPath, this.st, this.log, this.startup.signal);
       this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.st.slots, threads: this.st.threads, ...(kernels ? { cpuKernels: kernels.kernels } : {}), ...(gpu?.library ? { gpuLayers: gpu.layers, gpuBackend: gpu.library } : {}) });
       if (this.disposed) return;
       await this.startPool({
@@ -312,7 +186,6 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         calibrateCores: gpu?.library ? 0 : calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
         cpuKernels: kernels?.kernels ?? 'prebuilt',
         ...(gpu?.library ? { gpu: { library: gpu.library, layers: gpu.layers } } : {}),
-        stopChannel: this.stopChannel,
       });
     } catch (err) {
       if (this.disposed || err instanceof ModelPullAborted) {
@@ -324,62 +197,16 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
   }
 
-  /** Native engines: where the workers compute (logged as "gpu offload"; a warning when a GPU was expected); null for the others. */
-  private async chooseGpu(modelPath: string): Promise<GpuOffloadChoice | null> {
-    if (this.o.engine !== 'native' && this.o.engine !== 'auto') return null;
-    const mode = this.o.gpuLayers ?? 0;
-    const memoKey = `${mode}|${this.o.gpuBackend ?? ''}`;
-    const known = this.o.cpuMachineMemo?.get(memoKey);
-    if (mode !== 0 && !known) this.log.info('probing gpu', { model: this.modelId });
-    const choice = known ?? (await chooseGpuOffload({ mode, modelPath, backend: this.o.gpuBackend, signal: this.startup.signal }));
-    if (!known && mode !== 0 && choice.library === null && !choice.warn) this.o.cpuMachineMemo?.set(memoKey, choice);
-    const fields = { model: this.modelId, gpuLayers: choice.layers, why: choice.why, ...(choice.probe ? { device: choice.probe.device.description, offloaded: `${choice.probe.gpuLayers}/${choice.probe.modelLayers + 1}`, probeMs: Math.round(choice.probe.decodeMs) } : {}) };
-    if (choice.warn) this.log.warn('gpu unusable: computing on the cpu', fields);
-    else this.log.info('gpu offload', fields);
-    if (choice.detail) this.log.debug('gpu probe detail', { model: this.modelId, detail: choice.detail });
-    return choice;
-  }
-
-  /** Native engines: the ggml CPU kernels the workers load (logged as "cpu kernels"); null for the others. */
-  private async chooseKernels(modelPath: string): Promise<CpuKernelsChoice | null> {
-    if (this.o.engine !== 'native' && this.o.engine !== 'auto') return null;
-    const mode = this.o.cpuKernels ?? 'prebuilt';
-    if (mode === 'auto') this.log.info('timing cpu kernels', { model: this.modelId });
-    const choice = await chooseCpuKernels({ mode, modelPath, slots: this.st.slots, threads: this.st.threads, cores: this.o.cores, cacheFile: path.join(this.o.modelsDir, 'cpu-kernels.json'), signal: this.startup.signal });
-    this.log.info('cpu kernels', { model: this.modelId, kernels: choice.kernels, why: choice.why, ...(choice.msPerStep ? { msPerStep: choice.msPerStep, cached: choice.cached } : {}) });
-    return choice;
-  }
-
-  private startPool(workerData: ModelWorkerData): Promise<void> {
+  /** Starts the workers; resolves once all loaded the model, one failed, or dispose() came first. */
+  private startPool(workerData: Omit<ModelWorkerData, 'stopChannel'>): Promise<void> {
     if ((workerData.engine === 'native' || workerData.engine === 'auto') && this.o.openRelay) {
       this.relay = MainEventRelay.open(this.o.openRelay, (err) => this.log.error('generation event handler failed', { error: err instanceof Error ? err.message : String(err) }));
     }
     return new Promise((resolve) => {
       this.settleStart = resolve;
-      const pool = new Piscina<GenerationTask, void>({
-        filename: WORKER_URL.href,
-        minThreads: this.o.workers,
-        maxThreads: this.o.workers,
-        // Twice the slots: the native loop takes an interactive job beyond its slots when a batch job can yield
-        // one (pump()); it parks the batch job and resumes it later. pump() never hands over more than that.
-        concurrentTasksPerWorker: 2 * this.st.slots,
-        idleTimeout: 2 ** 31 - 1,
-        maxQueue: Math.max(1, this.o.queueLimit + this.o.workers * this.st.slots),
-        atomics: 'disabled',
-        workerData,
-      });
-      this.pool = pool;
-      pool.on('message', (m: WorkerStatus) => {
-        if (m?.hearth === 'worker-stopped') {
-          this.workersStopped++;
-          if (m.loadAborted) this.loadsAborted++;
-          return;
-        }
-        if (this.disposed) return;
-        if (m?.hearth === 'prompt-cache') return this.recordPromptCache(m);
-        if (m?.hearth === 'kv-cache') return this.recordKvUse(m);
-        if (m?.hearth === 'preemptions') return this.recordPreemptions(m);
-        if (m?.hearth === 'worker-ready') {
+      const listener: WorkerPoolListener = {
+        ready: (m) => {
+          if (this.disposed) return;
           this.st.workersReady++;
           if (m.engine === 'native') this.metrics.promptCacheCapacity.inc(this.labels, this.o.native.promptCacheMiB * (1 << 20));
           this.st.engine = m.engine;
@@ -394,24 +221,30 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
             this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.st.slots, threads: m.threads, contextSize: m.contextSize, ...m.compute, ...(m.gpu ? { gpu: m.gpu } : {}) });
             resolve();
           }
-        } else if (m?.hearth === 'worker-failed') {
-          this.fail(`a model worker could not load the model: ${m.reason}`);
+        },
+        loadFailed: (reason) => {
+          if (this.disposed) return;
+          this.fail(`a model worker could not load the model: ${reason}`);
           resolve();
-        }
-      });
-      pool.on('error', (err: Error) => {
-        if (this.disposed) return;
-        this.log.error('model worker error', { error: err.message });
-        if (this.st.state === 'loading') {
-          this.fail(err.message);
-          resolve();
-        }
-      });
+        },
+        workerError: (err) => {
+          if (this.disposed) return;
+          this.log.error('model worker error', { error: err.message });
+          if (this.st.state === 'loading') {
+            this.fail(err.message);
+            resolve();
+          }
+        },
+        report: (m) => {
+          if (!this.disposed) this.reports.record(m);
+        },
+      };
+      this.pool = new ModelWorkerPool({ workers: this.o.workers, slots: this.st.slots, queueLimit: this.o.queueLimit, workerData }, listener, this.log);
     });
   }
 
   /** The worker pool, or a throw unless the model serves: shutting down (503), failed, still pulling or loading (503 model_warming_up). */
-  private servingPool(): Piscina<GenerationTask, void> {
+  private servingPool(): ModelWorkerPool {
     if (this.disposed || this.draining) throw shuttingDown();
     if (this.st.state === 'failed') throw modelFailed(this.unreachable);
     if (this.st.state !== 'ready' || !this.pool) {
@@ -420,199 +253,62 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     return this.pool;
   }
 
+  /**
+   * Starts a generation: refused at once (throws) when the model does not serve, the prompt cannot fit (from its
+   * bytes, before it takes a queue place or a worker's time) or the queue is full; else queued for the pool.
+   */
   generate(request: GenerationRequest, sink: GenerationSink): GenerationHandle {
     const pool = this.servingPool();
-    // A prompt that cannot fit is refused here, from its bytes, before it takes a queue place or a worker's time.
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
       const atLeast = request.prompt === undefined ? promptTokensAtLeast(request.messages, this.maxTokenBytes) : rawPromptTokensAtLeast(request.prompt, this.maxTokenBytes);
       if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
-    const capacity = this.o.workers * this.st.slots;
-    if (this.running + this.waiting >= capacity + this.o.queueLimit) {
-      // Full: the newcomer may take the place of another tenant's newest (or a batch request's): round-robin places.
-      const schedule = request.schedule ?? DEFAULT_SCHEDULE;
-      const yielded = this.scheduler.yieldPlace(schedule.tenant, schedule.priority);
-      if (yielded === undefined) throw queueFull(1);
-      yielded.refuse();
-    }
-    return this.dispatch(pool, request, sink);
-  }
-
-  /**
-   * Whether the next waiting generation may have the pool now: while the slots are not all taken, or, for
-   * interactive work on the native loop, while a batch generation can yield its slot to it (the loop parks the
-   * batch job at its next step and resumes it when a slot frees: at most one interactive job per batch job
-   * beyond the slots, so the loop holds at most twice its slots).
-   */
-  private admits(priority: Priority): boolean {
-    if (this.slotsLeft()) return true;
-    const capacity = this.o.workers * this.st.slots;
-    return priority === 'interactive' && this.st.engine === 'native' && this.inFlight.batch > 0 && this.inFlight.interactive < capacity;
-  }
-
-  /** Whether the pool holds fewer tasks (generations and embeddings) than the workers have slots. */
-  private slotsLeft(): boolean {
-    return this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < this.o.workers * this.st.slots;
-  }
-
-  /** Resolves when an embedding request may have the pool (counted in embeddingsInFlight from then on). */
-  private embeddingTurn(): Promise<void> {
-    return new Promise((resolve) => {
-      this.embeddingTurns.push(() => {
-        this.embeddingsInFlight++;
-        resolve();
-      });
-      this.pump();
-    });
-  }
-
-  /**
-   * Hands waiting embeddings, then waiting generations in the scheduler's order, to the pool while the slots (or
-   * admits()) let them. Main thread.
-   */
-  private pump(): void {
-    if (this.disposed) return; // dispose() cuts what still waits
-    while (this.embeddingTurns.length > 0 && this.slotsLeft()) this.embeddingTurns.shift()!();
-    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
-    this.shareSlots();
-  }
-
-  /**
-   * Slots go round-robin between tenants (contract "Fair share"), not only queue places: while every slot is
-   * taken and the interactive request that goes next belongs to a tenant with nothing running, the tenant
-   * running the most interactive generations (two at least) gives up one: its newest generation on a slot yields
-   * (the native loop parks it at its next step and resumes it, answer unchanged, when a slot frees) and the
-   * waiting request is handed over in its place. At most one such hand-over per tenant with nothing running, so
-   * the loop never holds more than twice its slots. Native engine, one worker (a yield and the request it makes
-   * room for must meet in the same loop).
-   */
-  private shareSlots(): void {
-    if (this.st.engine !== 'native' || this.o.workers !== 1) return;
-    while (this.scheduler.peekPriority() === 'interactive' && !this.slotsLeft() && this.inFlight.interactive + this.inFlight.batch < 2 * this.st.slots) {
-      const next = this.scheduler.peekTenant()!;
-      if (this.scheduler.running(next) > 0) return;
-      let victim: YieldableGeneration | undefined;
-      for (const g of this.yieldable) {
-        if (g.tenant === next || this.scheduler.running(g.tenant) < 2) continue;
-        const most = victim === undefined ? -1 : this.scheduler.running(victim.tenant);
-        const n = this.scheduler.running(g.tenant);
-        if (n > most || (n === most && g.serial > victim!.serial)) victim = g;
-      }
-      if (victim === undefined) return;
-      this.yieldable.delete(victim);
-      victim.yieldSlot();
-      this.scheduler.next()!.item.handOver();
-    }
-  }
-
-  private dispatch(pool: Piscina<GenerationTask, void>, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
-    const { port1, port2 } = new MessageChannel();
-    const m = this.metrics;
-    const labels = this.labels;
-    const schedule: GenerationSchedule = request.schedule ?? DEFAULT_SCHEDULE;
-    const priority = schedule.priority;
-    const byPriority = { ...labels, priority };
-    const admittedAt = performance.now();
-    let phase: 'waiting' | 'running' | 'ended' = 'waiting';
-    /** Handed to the pool (the scheduler counts it as the tenant's running generation until it ends). */
-    let handedOver = false;
+    const schedule = request.schedule ?? DEFAULT_SCHEDULE;
     let cancelled = false;
-    let firstTokenAt = 0;
-    let lastTextAt = 0;
-    this.waiting++;
-    this.waitingBy[priority]++;
-    this.publishLoad();
-
-    const yieldable: YieldableGeneration = { tenant: schedule.tenant, serial: this.generationSerial++, yieldSlot: () => port1.postMessage({ t: 'yield' } satisfies MainEvent) };
+    const meter = new GenerationMeter(this.metrics, this.labels, schedule.priority, request.countOnly === true);
     const leave = () => {
-      this.yieldable.delete(yieldable);
-      if (phase === 'waiting') {
-        this.waiting--;
-        this.waitingBy[priority]--;
-      } else if (phase === 'running') {
-        this.running--;
-        this.runningBy[priority]--;
-      }
-      this.publishLoad();
-      phase = 'ended';
       port1.close();
       if (relayed) this.relay?.unroute(relayed);
       this.cuts.delete(cut);
-      if (handedOver) {
-        this.inFlight[priority]--;
-        this.scheduler.finished(schedule.tenant);
-        this.pump();
-      } else {
-        ticket.remove();
-      }
+      place.leave();
     };
     // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down.
     // One no worker has seen yet leaves the scheduler's queue and ends so at once.
     const cut = () => {
-      if (cancelled || phase === 'ended') return;
-      if (handedOver) return port1.postMessage({ t: 'cancel' } satisfies MainEvent);
+      if (cancelled || place.phase === 'ended') return;
+      if (place.handedOver) return port1.postMessage({ t: 'cancel' } satisfies MainEvent);
       leave();
       sink.onError(shuttingDown());
-    };
-    this.cuts.add(cut);
-
-    const start = () => {
-      this.waiting--;
-      this.waitingBy[priority]--;
-      this.running++;
-      this.runningBy[priority]++;
-      this.publishLoad();
-      phase = 'running';
-      m.queueTime.observe(labels, (performance.now() - admittedAt) / 1000);
     };
 
     // One handler for the port's events and the relay's (a relayed event may overtake the port's 'start').
     const onEvent = (e: WorkerEvent) => {
-      if (phase === 'ended') return;
-      if (phase === 'waiting') start();
+      if (place.phase === 'ended') return;
+      if (place.phase === 'waiting') {
+        place.start();
+        meter.started();
+      }
       switch (e.t) {
         case 'start':
           return;
         case 'prompt':
-          m.promptTokens.inc(labels, e.promptTokens);
-          m.prefixCacheQueries.inc(labels, e.promptTokens);
-          m.prefixCacheHits.inc(labels, e.cachedTokens); // also when 0: the hit-rate series exists from the first request
-          this.scheduler.charge(schedule.tenant, e.promptTokens);
-          if (priority === 'interactive' && !cancelled) {
-            this.yieldable.add(yieldable);
-            this.shareSlots(); // another tenant's request may have waited for a generation on a slot to yield
-          }
+          meter.prompt(e.promptTokens, e.cachedTokens);
+          place.charge(e.promptTokens);
+          if (!cancelled) place.onSlot(() => port1.postMessage({ t: 'yield' } satisfies MainEvent));
           return;
-        case 'text': {
-          const now = performance.now();
-          this.scheduler.charge(schedule.tenant, e.n);
-          m.generatedTokensByPriority.inc(byPriority, e.n);
-          if (firstTokenAt === 0) {
-            firstTokenAt = now;
-            m.timeToFirstToken.observe(labels, (now - admittedAt) / 1000);
-            // Tokens delivered together with the first one reached the client with it: a gap of 0 each (as the
-            // later deliveries' gap is spread over their tokens), so every token after the first is observed once.
-            for (let i = 1; i < e.n; i++) m.interTokenLatency.observe(labels, 0);
-          } else if (e.n > 0) {
-            const gap = (now - lastTextAt) / 1000 / e.n;
-            for (let i = 0; i < e.n; i++) m.interTokenLatency.observe(labels, gap);
-          }
-          lastTextAt = now;
+        case 'text':
+          place.charge(e.n);
+          meter.text(e.n);
           if (!cancelled) {
             if (e.logprobs) sink.onText(e.text, e.logprobs);
             else sink.onText(e.text);
           }
           return;
-        }
         case 'done': {
           leave();
           const finishReason = cancelled ? 'cancelled' : e.finishReason;
-          if (request.countOnly !== true) {
-            m.generationTokens.inc(labels, e.completionTokens);
-            m.e2eLatency.observe(labels, (performance.now() - admittedAt) / 1000);
-            m.requestSuccess.inc({ ...labels, finished_reason: finishReason });
-          }
+          meter.done(e.completionTokens, finishReason);
           if (cancelled) return;
           if (finishReason === 'cancelled') {
             // Cancelled by the engine, not by this request: its loop stopped under it (workers torn down at shutdown).
@@ -628,9 +324,27 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
           return;
       }
     };
+
+    const handOver = () => {
+      pool.runGeneration(task).catch((err: unknown) => {
+        if (place.phase === 'ended') return;
+        leave();
+        // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
+        const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
+        if (!cancelled) sink.onError(failure);
+      });
+    };
+    // Its place taken by another tenant's request (the queue was full): refused as a full queue would have been.
+    const refuse = () => {
+      if (place.phase === 'ended') return;
+      leave();
+      if (!cancelled) sink.onError(queueFull(1));
+    };
+    const place = this.admission.admit(schedule, { handOver, refuse });
+    const { port1, port2 } = new MessageChannel();
+    this.cuts.add(cut);
     port1.on('message', onEvent);
     const relayed = this.relay?.route(onEvent);
-
     const task: GenerationTask = {
       messages: request.messages,
       tools: request.tools ?? [],
@@ -641,34 +355,16 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       relay: relayed ?? null,
       port: port2,
     };
-    const handOver = () => {
-      handedOver = true;
-      this.inFlight[priority]++;
-      pool.run(task, { transferList: [port2] }).catch((err: unknown) => {
-        if (phase === 'ended') return;
-        leave();
-        // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
-        const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
-        if (!cancelled) sink.onError(failure);
-      });
-    };
-    // Its place taken by another tenant's request (the queue was full): refused as a full queue would have been.
-    const refuse = () => {
-      if (phase === 'ended') return;
-      leave();
-      if (!cancelled) sink.onError(queueFull(1));
-    };
-    const ticket = this.scheduler.enqueue({ handOver, refuse }, schedule.tenant, priority);
-    this.pump();
+    this.admission.pump();
 
     return {
       cancel: () => {
-        if (cancelled || phase === 'ended') return;
+        if (cancelled || place.phase === 'ended') return;
         cancelled = true;
-        if (!handedOver) {
+        if (!place.handedOver) {
           // Still in the scheduler's queue: it leaves at once and ends silently (no worker ever saw it).
           leave();
-          if (request.countOnly !== true) m.requestSuccess.inc({ ...labels, finished_reason: 'cancelled' });
+          meter.cancelledWhileQueued();
           return;
         }
         port1.postMessage({ t: 'cancel' } satisfies MainEvent);
@@ -684,7 +380,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * `input[i]`. No generation metrics are recorded.
    */
   async embed(inputs: readonly RawPrompt[]): Promise<EmbeddingResult> {
-    const pool = this.servingPool() as unknown as Piscina<EmbeddingTask, EmbeddingTaskResult>;
+    const pool = this.servingPool();
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
       for (const [i, input] of inputs.entries()) {
@@ -692,18 +388,15 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         if (atLeast > contextSize) throw inputTooLong(i, atLeast, contextSize);
       }
     }
-    if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
-    this.running++;
+    const turn = this.admission.embeddingTurn(); // at most the slots' worth of tasks in the pool, as generations
     let r: EmbeddingTaskResult;
     try {
-      await this.embeddingTurn(); // at most the slots' worth of tasks in the pool, as generations
-      r = await pool.run({ inputs: [...inputs] }, { name: 'embed' });
+      await turn;
+      r = await pool.runEmbedding({ inputs: [...inputs] });
     } catch (err) {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
     } finally {
-      this.running--;
-      this.embeddingsInFlight--;
-      this.pump();
+      this.admission.embeddingEnded();
     }
     if (!r.ok) {
       if (r.reason === 'too_long') throw inputTooLong(r.index, r.atLeastTokens, r.contextSize);
@@ -720,7 +413,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    */
   async drain(graceMs: number): Promise<void> {
     this.draining = true;
-    await waitFor(() => this.running + this.waiting === 0, performance.now() + graceMs);
+    await waitFor(() => { const l = this.admission.load(); return l.running + l.waiting === 0; }, performance.now() + graceMs);
   }
 
   /**
@@ -739,33 +432,13 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.settleStart();
     const pool = this.pool;
     this.pool = null;
-    for (const turn of this.embeddingTurns.splice(0)) turn(); // their pool.run fails: shutting_down
+    this.admission.close(); // waiting embeddings' pool.run fails: shutting_down
     if (pool) {
       for (const cut of this.cuts) cut();
-      await this.stopWorkers(performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS));
-      await pool.destroy();
+      await pool.stop(performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS), () => this.cuts.size === 0, this.modelId);
     }
     this.relay?.close();
     this.relay = null;
-  }
-
-  /**
-   * Once the generations have ended, sends WorkerStop; resolves when every worker answered, or at `deadline`.
-   * Sent again every 100 ms: a worker still starting (not yet listening) misses what came before it listened.
-   */
-  private async stopWorkers(deadline: number): Promise<void> {
-    await waitFor(() => this.cuts.size === 0, deadline);
-    const channel = new BroadcastChannel(this.stopChannel);
-    const startedAt = performance.now();
-    const send = () => channel.postMessage({ t: 'stop' } satisfies WorkerStop);
-    send();
-    const resend = setInterval(send, 100);
-    await waitFor(() => this.workersStopped >= this.o.workers, deadline);
-    clearInterval(resend);
-    channel.close();
-    const outcome = { model: this.modelId, stopped: this.workersStopped, workers: this.o.workers, loadsAborted: this.loadsAborted, ms: Math.round(performance.now() - startedAt) };
-    if (this.workersStopped < this.o.workers) this.log.warn('model workers did not stop in time: terminating them', outcome);
-    else this.log.info('model workers stopped', outcome);
   }
 }
 

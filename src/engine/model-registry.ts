@@ -2,24 +2,17 @@ import { conflict, modelFailed, modelNotFound, modelWarmingUp, shuttingDown } fr
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { EmbeddingEngine } from './embedding.ts';
-import type { ChatEngine, ModelStatus } from './generation.ts';
+import type { ChatEngine } from './generation.ts';
+import { LoadMeasures } from './load-measures.ts';
 import { modelMemoryEstimate } from './model-memory-estimate.ts';
-import { pulledModelPath, type ModelSource } from './model-source.ts';
-import { ModelUsage, type UsageView } from './model-usage.ts';
+import { pulledModelPath } from './model-source.ts';
+import { ModelUsage } from './model-usage.ts';
+import { entryState, pullPercent, REGISTRY_STATES, type ManagedEngine, type RegisteredModel, type RegistryEntry, type RegistryState } from './registry-entry.ts';
+import { type ModelListing, type RegistryModelView, statusWhileUnloaded, viewOf } from './registry-views.ts';
 
-/** One model the registry knows: its id and source, and where its slots and context differ from the server's. */
-export interface RegisteredModel {
-  source: ModelSource;
-  slots?: number | undefined;
-  contextSize?: number | undefined;
-  gpuLayers?: 'auto' | number | undefined;
-}
+export type { ManagedEngine, RegisteredModel, RegistryState } from './registry-entry.ts';
+export type { ModelListing, RegistryModelView } from './registry-views.ts';
 
-/** A model's state as GET /models shows it (contract.md: `hearth.state`). */
-export type RegistryState = 'unloaded' | 'pulling' | 'loading' | 'ready' | 'failed';
-
-/** What the registry needs of a loaded model: serving, its status, and a start and a stop (LocalEngine). */
-export type ManagedEngine = ChatEngine & Partial<EmbeddingEngine> & { start?(): Promise<void> };
 
 export interface ModelRegistryOptions {
   /** How long acquire() waits for a load it started or found (--load-wait-ms). */
@@ -40,60 +33,15 @@ export interface ModelRegistryOptions {
   rss?: () => number;
 }
 
-/** A model's row in the registry's view (GET /models, the admin API, the dashboard). */
-export interface RegistryModelView {
-  id: string;
-  source: ModelSource;
-  state: RegistryState;
-  /** The engine's status while loaded, else the last one it had (metadata, context), else null. */
-  status: ModelStatus | null;
-  /** Estimated memory while loaded (weights + KV cache), else 0. */
-  memoryBytes: number;
-  /** Pull progress, while pulling or once a pull has run. */
-  pull: { downloadedBytes: number; totalBytes: number; percent: number } | null;
-  error: string | null;
-  requests: { running: number; waiting: number };
-  usage: UsageView;
-  lastUsedAt: number | null;
-  loads: number;
-}
-
-/** What GET /models shows of one model (ModelRegistry.listing). */
-export type ModelListing = Pick<RegistryModelView, 'id' | 'state' | 'status'>;
-
-/** A held model: it is not unloaded until release() (idempotent). */
+/**
+ * One request's handle on its model, from acquire() to its answer's end: the engine it is served by (looked up
+ * once), where its usage is recorded, and the hold that keeps the model loaded until release() (idempotent).
+ */
 export interface ModelLease {
-  engine: ManagedEngine;
+  readonly engine: ManagedEngine;
+  /** Records a finished generation's completion tokens for the model's figures (the dashboard's requests and tokens/s). */
+  recordUsage(completionTokens: number): void;
   release(): void;
-}
-
-/** One entry: the model, its engine while loaded, and what guards its unloading. */
-interface Entry {
-  id: string;
-  model: RegisteredModel;
-  engine: ManagedEngine | null;
-  /** The load in flight (making room, pulling, loading): one per model, however many requests wait on it. */
-  loading: Promise<void> | null;
-  unloading: Promise<void> | null;
-  /** Leases held: requests between their admission and their last byte. A pinned model is never unloaded. */
-  pins: number;
-  /** When it was last acquired or released (ms since epoch; the idle rule), and the order of that (the LRU rule). */
-  lastUsed: number;
-  useSeq: number;
-  /** What it is counted for against the budget: the estimate, or what its last load was measured to take if more. */
-  estimateBytes: number;
-  /** The process's RSS growth over its last load that no other load overlapped (0: never measured). */
-  measuredBytes: number;
-  /** Its load made room for it (makeRoom passed) and it has not been unloaded since: it counts against the limits. */
-  counted: boolean;
-  lastStatus: ModelStatus | null;
-  /** A pull started by pull() (the admin API), while it runs or after it failed. */
-  pull: { downloadedBytes: number; totalBytes: number; running: boolean } | null;
-  /** Stops the pull in flight (remove()), and its end. */
-  pullStop: { abort: AbortController; ended: Promise<void> } | null;
-  error: string | null;
-  loads: number;
-  usage: ModelUsage;
 }
 
 const ROOM_POLL_MS = 50;
@@ -106,9 +54,9 @@ const ROOM_POLL_MS = 50;
  * unloaded waits for the unload, then loads it again. Single owner: main.ts; dispose() unloads everything.
  */
 export class ModelRegistry {
-  private readonly entries = new Map<string, Entry>();
-  /** Loads being measured now (measureLoad): a load that overlaps another is not measured. */
-  private readonly loadsMeasured = new Set<{ overlapped: boolean }>();
+  private readonly entries = new Map<string, RegistryEntry>();
+  /** Model loads' memory, measured (a load that overlaps another is not). */
+  private readonly loadMeasures: LoadMeasures;
   private readonly idleTimer: NodeJS.Timeout | null;
   private closed = false;
   /** Aborted by dispose(): the pulls the admin API started stop. */
@@ -122,6 +70,7 @@ export class ModelRegistry {
     private readonly metrics: Metrics,
     private readonly log: Logger,
   ) {
+    this.loadMeasures = new LoadMeasures(o.rss ?? (() => process.memoryUsage.rss()));
     this.idleTimer = o.idleUnloadMs > 0 ? setInterval(() => this.unloadIdle(), Math.min(1000, Math.max(50, o.idleUnloadMs / 4))).unref() : null;
   }
 
@@ -158,11 +107,7 @@ export class ModelRegistry {
       status: () => {
         const e = this.entries.get(id);
         if (!e) throw modelNotFound(id, this.ids());
-        const live = e.unloading === null ? e.engine?.status() : undefined;
-        if (live) return live;
-        const last = e.lastStatus;
-        const pull = e.pull ? { downloadedBytes: e.pull.downloadedBytes, totalBytes: e.pull.totalBytes, ratio: e.pull.totalBytes > 0 ? e.pull.downloadedBytes / e.pull.totalBytes : 0 } : null;
-        return { state: this.stateOf(e), modelId: id, pull, workersReady: 0, workers: last?.workers ?? this.o.workers, engine: null, error: e.error, metadata: last?.metadata ?? null, contextSize: last?.contextSize ?? null, slots: last?.slots ?? e.model.slots ?? this.o.slots, threads: last?.threads ?? 0, gpu: null, readyAt: null };
+        return (e.unloading === null ? e.engine?.status() : undefined) ?? statusWhileUnloaded(e, this.o);
       },
       load: () => this.entries.get(id)?.engine?.load() ?? { running: 0, waiting: 0 },
     };
@@ -189,7 +134,7 @@ export class ModelRegistry {
     this.touch(e);
     const served = this.servable(e);
     if (served) return this.pin(e, served);
-    if (e.pull?.running) throw modelWarmingUp({ state: 'pulling', progress: percent(e.pull) });
+    if (e.pull?.running) throw modelWarmingUp({ state: 'pulling', progress: pullPercent(e.pull) });
     if (e.error !== null) throw modelFailed();
     const load = this.ensureLoaded(e);
     let timer: NodeJS.Timeout | undefined;
@@ -199,27 +144,14 @@ export class ModelRegistry {
     if (now) return this.pin(e, now);
     if (this.closed) throw shuttingDown();
     if (e.error !== null) throw modelFailed();
-    throw modelWarmingUp({ state: this.stateOf(e), progress: null });
-  }
-
-  /** The engine of a model held by a lease (or otherwise loaded); 404 for an unknown id, 503 model_warming_up when not loaded. */
-  engineOf(id: string): ManagedEngine {
-    const e = this.entries.get(id);
-    if (!e) throw modelNotFound(id, this.ids());
-    if (e.engine === null || e.unloading !== null) throw modelWarmingUp({ state: this.stateOf(e), progress: null });
-    return e.engine;
-  }
-
-  /** Records a finished generation's completion tokens for the model's figures (the dashboard's requests and tokens/s). */
-  recordUsage(id: string, completionTokens: number): void {
-    this.entries.get(id)?.usage.record(completionTokens);
+    throw modelWarmingUp({ state: entryState(e), progress: null });
   }
 
   /** Starts loading `id` (the admin API's load, and the first model at start); resolves when it is loaded or has failed. */
   load(id: string): Promise<void> {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id, this.ids());
-    if (e.pull?.running) throw modelWarmingUp({ state: 'pulling', progress: percent(e.pull) });
+    if (e.pull?.running) throw modelWarmingUp({ state: 'pulling', progress: pullPercent(e.pull) });
     e.error = null; // an owner's load tries a failed model again
     if (e.engine?.status().state === 'failed') return this.unload(e, 'failed').then(() => this.ensureLoaded(e));
     return this.ensureLoaded(e);
@@ -263,7 +195,7 @@ export class ModelRegistry {
     ).finally(() => {
       this.pulls.signal.removeEventListener('abort', stopAll);
       e.pullStop = null;
-      if (this.entries.get(id) === e) this.setStateMetric(id, this.stateOf(e));
+      if (this.entries.get(id) === e) this.setStateMetric(id, entryState(e));
     });
     e.pullStop = { abort, ended };
   }
@@ -280,7 +212,7 @@ export class ModelRegistry {
     if (!this.entries.has(id)) throw modelNotFound(id, this.ids()); // removed meanwhile by another call
     await this.unload(e, 'removed');
     this.entries.delete(id);
-    for (const state of STATES) this.metrics.modelState.remove({ model: id, state });
+    for (const state of REGISTRY_STATES) this.metrics.modelState.remove({ model: id, state });
     for (const reason of UNLOAD_REASONS) this.metrics.modelUnloads.remove({ model: id, reason });
     return e.model;
   }
@@ -288,18 +220,18 @@ export class ModelRegistry {
   view(id: string): RegistryModelView {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id, this.ids());
-    return this.viewOf(e);
+    return viewOf(e);
   }
 
   views(): RegistryModelView[] {
-    return [...this.entries.values()].map((e) => this.viewOf(e));
+    return [...this.entries.values()].map((e) => viewOf(e));
   }
 
   /** What GET /models shows of each model (id, state, status), at one status copy per model: it is polled. */
   listing(): ModelListing[] {
     return [...this.entries.values()].map((e) => {
       const status = e.engine?.status() ?? e.lastStatus;
-      return { id: e.id, state: this.stateOf(e, status), status };
+      return { id: e.id, state: entryState(e, status), status };
     });
   }
 
@@ -326,44 +258,19 @@ export class ModelRegistry {
     await Promise.all([...this.entries.values()].map((e) => (e.engine ? e.engine.dispose() : Promise.resolve())));
   }
 
-  private viewOf(e: Entry): RegistryModelView {
-    const status = e.engine?.status() ?? e.lastStatus;
-    return {
-      id: e.id,
-      source: e.model.source,
-      state: this.stateOf(e, status),
-      status,
-      memoryBytes: e.counted ? e.estimateBytes : 0,
-      pull: e.pull ? { downloadedBytes: e.pull.downloadedBytes, totalBytes: e.pull.totalBytes, percent: percent(e.pull) } : status?.pull ? { downloadedBytes: status.pull.downloadedBytes, totalBytes: status.pull.totalBytes, percent: Math.round(status.pull.ratio * 1000) / 10 } : null,
-      error: e.error ?? (e.engine ? e.engine.status().error : null),
-      requests: e.engine ? e.engine.load() : { running: 0, waiting: 0 },
-      usage: e.usage.view(),
-      lastUsedAt: e.lastUsed === 0 ? null : e.lastUsed,
-      loads: e.loads,
-    };
-  }
-
-  /** `status`: the engine's, when the caller has it already. */
-  private stateOf(e: Entry, status?: ModelStatus | null): RegistryState {
-    if (e.pull?.running) return 'pulling';
-    if (e.error !== null) return 'failed';
-    if (e.unloading !== null) return 'unloaded';
-    if (e.engine) return (status ?? e.engine.status()).state;
-    return e.loading !== null ? 'loading' : 'unloaded';
-  }
-
   /** The engine a request may be handed: loaded and not being unloaded, and ready (or pulling / failed, which answer for themselves). */
-  private servable(e: Entry): ManagedEngine | null {
+  private servable(e: RegistryEntry): ManagedEngine | null {
     if (e.engine === null || e.unloading !== null) return null;
     const state = e.engine.status().state;
     return state === 'loading' ? null : e.engine;
   }
 
-  private pin(e: Entry, engine: ManagedEngine): ModelLease {
+  private pin(e: RegistryEntry, engine: ManagedEngine): ModelLease {
     e.pins++;
     let held = true;
     return {
       engine,
+      recordUsage: (completionTokens) => e.usage.record(completionTokens),
       release: () => {
         if (!held) return;
         held = false;
@@ -373,13 +280,13 @@ export class ModelRegistry {
     };
   }
 
-  private touch(e: Entry): void {
+  private touch(e: RegistryEntry): void {
     e.lastUsed = Date.now();
     e.useSeq = ++this.uses;
   }
 
   /** Nothing holds it: no lease, no request running or waiting in its engine. */
-  private idle(e: Entry): boolean {
+  private idle(e: RegistryEntry): boolean {
     if (e.pins > 0) return false;
     const load = e.engine?.load();
     return load === undefined || load.running + load.waiting === 0;
@@ -389,7 +296,7 @@ export class ModelRegistry {
    * The one load of `e` in flight, or a new one. Its engine is made at once (its state, pulling or loading, shows
    * from the first moment), then room is made for it, then it starts (pulls if needed, loads in every worker).
    */
-  private ensureLoaded(e: Entry): Promise<void> {
+  private ensureLoaded(e: RegistryEntry): Promise<void> {
     if (e.loading) return e.loading;
     let engine: ManagedEngine | null = null;
     if (e.unloading === null && e.engine === null && !this.closed) {
@@ -412,7 +319,7 @@ export class ModelRegistry {
         this.metrics.modelLoads.inc({ model: e.id });
         this.metrics.modelMemory.set({ model: e.id }, e.estimateBytes);
         const started = performance.now();
-        const measure = this.measureLoad();
+        const measure = this.loadMeasures.begin();
         let grewBy: number | null;
         try {
           await engine.start?.();
@@ -449,7 +356,7 @@ export class ModelRegistry {
    * least recently used idle models (a failed one first). With nothing idle to unload it waits for one to become
    * idle. A model larger than the whole budget is loaded alone (with a warning).
    */
-  private async makeRoom(e: Entry): Promise<void> {
+  private async makeRoom(e: RegistryEntry): Promise<void> {
     for (;;) {
       if (this.closed) return;
       const others = [...this.entries.values()].filter((o) => o !== e && o.counted);
@@ -473,7 +380,7 @@ export class ModelRegistry {
     }
   }
 
-  private unload(e: Entry, reason: UnloadReason): Promise<void> {
+  private unload(e: RegistryEntry, reason: UnloadReason): Promise<void> {
     if (e.engine === null) return Promise.resolve();
     return (e.unloading ??= (async () => {
       const engine = e.engine!;
@@ -487,7 +394,7 @@ export class ModelRegistry {
       this.log.info('model unloaded', { model: e.id, reason });
     })().finally(() => {
       e.unloading = null;
-      this.setStateMetric(e.id, this.stateOf(e));
+      this.setStateMetric(e.id, entryState(e));
     }));
   }
 
@@ -503,40 +410,17 @@ export class ModelRegistry {
    * an earlier load of it was measured to take when that is more (the estimate leaves out compute buffers and the
    * workers' own memory: a measured load took about four times its file).
    */
-  private async estimate(e: Entry): Promise<number> {
+  private async estimate(e: RegistryEntry): Promise<number> {
     const file = e.model.source.kind === 'local' ? e.model.source.path : pulledModelPath(e.model.source, this.o.modelsDir);
     const estimated = await modelMemoryEstimate(file, { contextSize: e.model.contextSize ?? this.o.contextSize, slots: e.model.slots ?? this.o.slots, workers: this.o.workers });
     return Math.max(estimated, e.measuredBytes);
   }
 
-  /**
-   * Measures one load: the process's RSS growth from now to `end()`, or null when another load ran meanwhile (its
-   * growth would be counted too). Workers are threads of this process, so their memory is in its RSS.
-   */
-  private measureLoad(): { end(): number | null } {
-    const rss = this.o.rss ?? (() => process.memoryUsage.rss());
-    const before = rss();
-    const self = { overlapped: this.loadsMeasured.size > 0 };
-    for (const other of this.loadsMeasured) other.overlapped = true;
-    this.loadsMeasured.add(self);
-    return {
-      end: () => {
-        this.loadsMeasured.delete(self);
-        return self.overlapped ? null : Math.max(0, rss() - before);
-      },
-    };
-  }
-
   private setStateMetric(id: string, state: RegistryState): void {
-    for (const s of STATES) this.metrics.modelState.set({ model: id, state: s }, s === state ? 1 : 0);
+    for (const s of REGISTRY_STATES) this.metrics.modelState.set({ model: id, state: s }, s === state ? 1 : 0);
   }
 }
 
-const STATES: readonly RegistryState[] = ['unloaded', 'pulling', 'loading', 'ready', 'failed'];
 /** Why a model was unloaded (hearth_model_unloads_total's `reason`, a closed set). */
 const UNLOAD_REASONS = ['idle', 'max_loaded', 'memory', 'failed', 'request', 'removed'] as const;
 type UnloadReason = (typeof UNLOAD_REASONS)[number];
-
-function percent(p: { downloadedBytes: number; totalBytes: number }): number {
-  return p.totalBytes > 0 ? Math.round((p.downloadedBytes / p.totalBytes) * 1000) / 10 : 0;
-}

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { Logger } from '../log/logger.ts';
 import { hubEndpoint, hubUnreachableReason, type HubProbe } from './hub-reachability.ts';
 
 const PULL_WORKER_URL = new URL('./model-pull-worker.mjs', import.meta.url);
@@ -150,4 +151,24 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * pullModel for a model's engine: its progress (with the ratio done) handed to `onProgress`, and logged every 10 %
+ * unless node-llama-cpp's progress bar shows it.
+ */
+export function pullModelLogged(source: Extract<ModelSource, { kind: 'hub' }>, options: Omit<PullOptions, 'onProgress'>, log: Logger, onProgress: (p: PullProgress & { ratio: number }) => void): Promise<string> {
+  log.info('pulling model', { model: source.modelId, uri: source.uri, dir: options.modelsDir });
+  let lastLogged = 0;
+  return pullModel(source, {
+    ...options,
+    onProgress: ({ downloadedBytes, totalBytes }) => {
+      const ratio = totalBytes > 0 ? downloadedBytes / totalBytes : 0;
+      onProgress({ downloadedBytes, totalBytes, ratio });
+      if (!options.showCliProgress && (ratio - lastLogged >= 0.1 || ratio === 1)) {
+        lastLogged = ratio;
+        log.info('pull progress', { model: source.modelId, percent: Math.round(ratio * 100), downloadedBytes, totalBytes });
+      }
+    },
+  });
 }

@@ -25,7 +25,7 @@ export function completionsPlan(d: Pick<GenerationRouteDeps, 'gateway'>): (json:
     const request = validateCompletionsRequest(json);
     const echoes = request.prompts.map((p) => (request.echo && typeof p === 'string' ? p : ''));
     const renderer = new TextCompletionRenderer(request.model, echoes, request.logprobs !== undefined, request.includeUsage);
-    return { model: request.model, stream: request.stream, format: textCompletionFormat(renderer), start: (sink, caller) => d.gateway.startCompletions(request, sink, caller) };
+    return { model: request.model, stream: request.stream, format: textCompletionFormat(renderer), start: (sink, caller, model) => d.gateway.startCompletions(model, request, sink, caller) };
   };
 }
 

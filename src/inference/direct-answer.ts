@@ -42,7 +42,7 @@ export function directEndpoints(d: Pick<GenerationRouteDeps, 'gateway'> & Pick<R
     const done = (async (): Promise<DirectAnswer> => {
       const a = await plan(json, caller);
       if (a.stream) throw invalidRequest('Streaming is not supported in a batch', 'stream', 'unsupported_value');
-      return withModel(d.gateway, a.model, () => new Promise<DirectAnswer>((resolve) => {
+      return withModel(d.gateway, a.model, (model) => new Promise<DirectAnswer>((resolve) => {
         if (cancelled) return resolve(answerOf(new Error('cancelled')));
         const producer = a.start({
           push: (delta) => {
@@ -50,7 +50,7 @@ export function directEndpoints(d: Pick<GenerationRouteDeps, 'gateway'> & Pick<R
             if (delta.type === 'finish') resolve({ status: 200, body: a.format.body(), retryable: false });
           },
           fail: (e) => resolve(answerOf(e)),
-        }, caller);
+        }, caller, model);
         cancelProducer = () => producer.cancel();
       }));
     })().catch(answerOf);
@@ -59,7 +59,7 @@ export function directEndpoints(d: Pick<GenerationRouteDeps, 'gateway'> & Pick<R
   const embeddings: DirectEndpoint = (json) => {
     const done = (async (): Promise<DirectAnswer> => {
       const request = validateEmbeddingsRequest(json);
-      const result = await withModel(d.gateway, request.model, () => d.gateway.embed(request)).catch((e: unknown) => { throw namedAsSent(e, request); });
+      const result = await withModel(d.gateway, request.model, (model) => d.gateway.embed(model, request)).catch((e: unknown) => { throw namedAsSent(e, request); });
       return { status: 200, body: embeddingsResponse(request.model, result.vectors, request.encodingFormat, result.promptTokens), retryable: false };
     })().catch(answerOf);
     return { done, cancel: () => {} };

@@ -1,6 +1,7 @@
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
 import type { KeyLimiting } from '../accounts/key-limiter.ts';
 import type { InferenceCaller } from './prompt-cache-scope.ts';
+import type { ModelLease } from '../engine/model-registry.ts';
 import type { SharedModelGateway } from './shared-model-gateway.ts';
 import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
 import { type AnswerFormat, type DeltaProducer, respondWith } from './chat-responder.ts';
@@ -19,12 +20,12 @@ export interface GenerationRouteDeps {
   streamBufferLimit: number;
 }
 
-/** One request's answer: the model it names, whether it streams, how its deltas are written, and how its generation starts. */
+/** One request's answer: the model it names, whether it streams, how its deltas are written, and how its generation starts (on the model's lease). */
 export interface GenerationAnswer {
   model: string;
   stream: boolean;
   format: AnswerFormat;
-  start: (sink: ChatDeltaSink, caller: InferenceCaller) => DeltaProducer;
+  start: (sink: ChatDeltaSink, caller: InferenceCaller, model: ModelLease) => DeltaProducer;
 }
 
 /**
@@ -47,16 +48,16 @@ export function generationRoute(
     handler: (ex) =>
       withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
         const a = await plan(json, caller);
-        await withModel(d.gateway, a.model, () => respondWith(ex, { stream: a.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, a.format, (sink) => a.start(meter(sink), caller)));
+        await withModel(d.gateway, a.model, (model) => respondWith(ex, { stream: a.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, a.format, (sink) => a.start(meter(sink), caller, model)));
       }, spec.token?.(ex)),
   };
 }
 
-/** Runs `answer` with the model `id` held (SharedModelGateway.acquire): loaded on demand, never unloaded before `answer` settles. */
-export async function withModel<T>(gateway: SharedModelGateway, id: string, answer: () => Promise<T>): Promise<T> {
+/** Runs `answer` on the lease of model `id` (SharedModelGateway.acquire): loaded on demand, never unloaded before `answer` settles. */
+export async function withModel<T>(gateway: SharedModelGateway, id: string, answer: (model: ModelLease) => Promise<T>): Promise<T> {
   const lease = await gateway.acquire(id);
   try {
-    return await answer();
+    return await answer(lease);
   } finally {
     lease.release();
   }

@@ -35,7 +35,7 @@ export function messagesRoutes(d: MessagesRouteDeps): Route[] {
   return [
     generationRoute(d, { pattern: '/api/inference/v1/messages', name: 'messages', errorBody: anthropicErrorBody, token: anthropicKey }, (json) => {
       const { chat } = validateMessagesRequest(json);
-      return { model: chat.model, stream: chat.stream, format: messagesFormat(new MessageRenderer(chat.model)), start: (sink, caller) => d.gateway.startChat(chat, sink, caller) };
+      return { model: chat.model, stream: chat.stream, format: messagesFormat(new MessageRenderer(chat.model)), start: (sink, caller, model) => d.gateway.startChat(model, chat, sink, caller) };
     }),
     {
       method: 'POST',
@@ -47,7 +47,7 @@ export function messagesRoutes(d: MessagesRouteDeps): Route[] {
       handler: (ex) => {
         return withKeyAdmission(ex, d.keys, d.limiter, async (json) => {
           const { chat } = validateMessagesRequest(json, true);
-          ex.sendJson(200, { input_tokens: await withModel(d.gateway, chat.model, () => d.gateway.countTokens(chat)) });
+          ex.sendJson(200, { input_tokens: await withModel(d.gateway, chat.model, (model) => d.gateway.countTokens(model, chat)) });
         }, anthropicKey(ex));
       },
     },

@@ -84,7 +84,7 @@ export function responsesPlan(d: Pick<ResponsesRouteDeps, 'gateway' | 'responses
         if (!request.store) return undefined;
         return d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
       };
-      return { model: chat.model, stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c) => d.gateway.startChat(chat, sink, c) };
+      return { model: chat.model, stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c, model) => d.gateway.startChat(model, chat, sink, c) };
       });
     };
 }

@@ -43,6 +43,6 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
 export function chatCompletionsPlan(d: Pick<GenerationRouteDeps, 'gateway'>): (json: unknown) => GenerationAnswer {
   return (json) => {
     const request = validateChatRequest(json);
-    return { model: request.model, stream: request.stream, format: chatCompletionFormat(request.model, request.includeUsage), start: (sink, caller) => d.gateway.startChat(request, sink, caller) };
+    return { model: request.model, stream: request.stream, format: chatCompletionFormat(request.model, request.includeUsage), start: (sink, caller, model) => d.gateway.startChat(model, request, sink, caller) };
   };
 }

@@ -1,7 +1,7 @@
 import type { GpuInfo } from '../engine/worker-protocol.ts';
 import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink } from '../engine/generation.ts';
 import { effectivePriority } from '../protocol/priority.ts';
-import type { EmbeddingEngine, EmbeddingResult } from '../engine/embedding.ts';
+import type { EmbeddingResult } from '../engine/embedding.ts';
 import type { EmbeddingsRequest } from '../protocol/embeddings-request.ts';
 import { invalidRequest, modelNotFound, unsupportedParameter } from '../errors/index.ts';
 import type { ChatDeltaSink, TokenLogprob } from '../protocol/chat-delta.ts';
@@ -32,7 +32,7 @@ export const DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS = { promptCacheScope: 'account
  * Routes validated shared-endpoint requests to the engine of the model they name (the model registry:
  * model-registry.ts). Knows model ids and the served models' public description; knows nothing of HTTP.
  * A route acquires the request's model first (acquire(): loaded on demand, held until the answer ends), then
- * starts it here.
+ * starts it here on that lease: the lease's engine serves it and records its usage (the model is looked up once).
  */
 export class SharedModelGateway {
   private readonly models: ModelRegistry;
@@ -83,11 +83,11 @@ export class SharedModelGateway {
    * tool-call fragments parsed from the text when tools are active, then one finish with usage
    * (`tool_calls` when calls were parsed). Runs on the engine's push path: no promise per token. The prompt
    * reuses cached state only of `caller`'s cache partition (its account, by default: prompt-cache-scope.ts).
-   * Throws before anything is sent: model_not_found (404), a schema the grammar converter refuses (400),
-   * model_warming_up (503), queue_full (503).
+   * Throws before anything is sent: a schema the grammar converter refuses (400), model_warming_up (503),
+   * queue_full (503).
    */
-  startChat(request: ChatRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
-    const engine = this.models.engineOf(request.model);
+  startChat(model: ModelLease, request: ChatRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
+    const engine = model.engine;
     const plan = planChatGeneration(request, this.grammars);
     const parser = plan.toolNames === null ? null : new ToolCallStreamParser(plan.toolNames);
     const content = (text: string, logprobs: TokenLogprob[] | undefined) => {
@@ -114,7 +114,7 @@ export class SharedModelGateway {
         else split(splitter.push(text), logprobs);
       },
       onDone: (r) => {
-        this.models.recordUsage(request.model, r.completionTokens);
+        model.recordUsage(r.completionTokens);
         if (splitter !== null) split(splitter.end(), undefined);
         if (parser !== null) for (const d of parser.end()) out.push(d);
         const reason = parser !== null && parser.callCount > 0 && r.finishReason === 'stop' ? 'tool_calls' : r.finishReason;
@@ -135,8 +135,8 @@ export class SharedModelGateway {
    * others and fails `out`. Throws before anything is sent as startChat does (a refused later prompt cancels
    * the ones already started).
    */
-  startCompletions(request: CompletionsRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
-    const engine = this.models.engineOf(request.model);
+  startCompletions(model: ModelLease, request: CompletionsRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
+    const engine = model.engine;
     const handles: GenerationHandle[] = [];
     const cancelAll = () => { for (const h of handles) h.cancel(); };
     const reasons: Array<'stop' | 'length' | null> = request.prompts.map(() => null);
@@ -163,7 +163,7 @@ export class SharedModelGateway {
           },
           onDone: (r) => {
             if (failed) return;
-            this.models.recordUsage(request.model, r.completionTokens);
+            model.recordUsage(r.completionTokens);
             reasons[choice] = r.finishReason;
             usage.promptTokens += r.promptTokens;
             usage.completionTokens += r.completionTokens;
@@ -193,8 +193,8 @@ export class SharedModelGateway {
    * The prompt's token count for `request` as startChat would send it (template, system, tools), without
    * generating: the Messages API's count_tokens. Throws (or rejects) as startChat does.
    */
-  countTokens(request: ChatRequest): Promise<number> {
-    const engine = this.models.engineOf(request.model);
+  countTokens(model: ModelLease, request: ChatRequest): Promise<number> {
+    const engine = model.engine;
     const toolsActive = request.tools.length > 0 && request.toolChoice !== 'none';
     return new Promise((resolve, reject) => {
       engine.generate(
@@ -207,11 +207,11 @@ export class SharedModelGateway {
 
   /**
    * The embeddings of a validated request's inputs (unit vectors, in order) and their token count. Rejects with
-   * model_not_found (404) for another model, with a 400 naming `model` when the engine serves no embeddings,
+   * a 400 naming `model` when the engine serves no embeddings,
    * and as the engine's embed() does (EmbeddingEngine).
    */
-  async embed(request: EmbeddingsRequest): Promise<EmbeddingResult> {
-    const engine: ChatEngine & Partial<EmbeddingEngine> = this.models.engineOf(request.model);
+  async embed(model: ModelLease, request: EmbeddingsRequest): Promise<EmbeddingResult> {
+    const engine = model.engine;
     if (engine.embed === undefined) throw invalidRequest(`The model '${request.model}' serves no embeddings`, 'model', 'model_not_supported');
     return engine.embed(request.inputs);
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { DEFAULT_GPU_SLOTS, gpuSlots } from '../../../src/engine/local-engine.ts';
+import { DEFAULT_GPU_SLOTS, gpuSlots } from '../../../src/engine/compute-placement.ts';
 import { readModelMetadata } from '../../../src/engine/model-metadata.ts';
 
 /** Slots on a GPU when --slots is not given: as many as DEFAULT_GPU_SLOTS whose f16 KV cache fits the GPU's free memory. */

@@ -38,6 +38,7 @@ class GatedEngine implements ManagedEngine {
     return { state: this.state, modelId: this.modelId, pull: null, workersReady: 1, workers: 1, engine: 'instant', error: null, metadata: null, contextSize: 64, slots: 1, threads: 1, gpu: null, readyAt: null };
   }
   load() { return { running: this.running, waiting: 0 }; }
+  async drain(): Promise<void> {}
   generate(): GenerationHandle { return { cancel: () => {} }; }
   async dispose(): Promise<void> {
     await this.stopped;

@@ -15,6 +15,7 @@ function recordingEngine(): { engine: ChatEngine; requests: GenerationRequest[] 
       return { cancel() {} };
     },
     load: () => ({ running: 0, waiting: 0 }),
+    drain: async () => {},
     dispose: async () => {},
   };
   return { engine, requests };
@@ -28,26 +29,28 @@ const callers = [
   { keyId: 'k3', accountId: 'acct-b', priority: 'interactive' as const },
 ];
 
-function partitions(scope: PromptCacheScope | undefined): string[] {
+async function partitions(scope: PromptCacheScope | undefined): Promise<string[]> {
   const { engine, requests } = recordingEngine();
   const gateway = new SharedModelGateway(engine, undefined, scope === undefined ? {} : { promptCacheScope: scope });
-  for (const caller of callers) gateway.startChat(request, sink, caller);
+  const model = await gateway.acquire(engine.modelId);
+  for (const caller of callers) gateway.startChat(model, request, sink, caller);
+  model.release();
   return requests.map((r) => r.cachePartition);
 }
 
 describe('prompt-cache scope (issue #28)', () => {
-  it('by default every generation carries its account as cache partition: keys of one account share it, accounts never do', () => {
-    const [a1, a2, b] = partitions(undefined);
+  it('by default every generation carries its account as cache partition: keys of one account share it, accounts never do', async () => {
+    const [a1, a2, b] = await partitions(undefined);
     expect(a1).toBe(a2);
     expect(a1).not.toBe(b);
     expect(a1).not.toBe('');
-    expect(partitions('account')).toEqual([a1, a2, b]);
+    expect(await partitions('account')).toEqual([a1, a2, b]);
   });
 
-  it('key scope: one partition per key; global: the one shared partition', () => {
-    const [k1, k2, k3] = partitions('key');
+  it('key scope: one partition per key; global: the one shared partition', async () => {
+    const [k1, k2, k3] = await partitions('key');
     expect(new Set([k1, k2, k3]).size).toBe(3);
-    expect(partitions('global')).toEqual(['', '', '']);
+    expect(await partitions('global')).toEqual(['', '', '']);
   });
 
   it('an account id never names the same partition as a key id, whatever the strings', () => {
