@@ -187,6 +187,17 @@ export class HearthStore implements RecordStore {
     return this.root.transactionSync(fn);
   }
 
+  /**
+   * LMDB's reads can be behind too, by a moment: lmdb-js reads from one snapshot until its next event turn, and a
+   * process that lost the CPU between a read and an incoming request (a busy machine) serves that request from the
+   * older snapshot, missing what another process (the CLI, a second server) committed meanwhile. On a miss the
+   * caller refreshes once: the next read takes the newest snapshot.
+   */
+  refresh(): Promise<void> {
+    if (!this.closed) this.root.resetReadTxn();
+    return Promise.resolve();
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

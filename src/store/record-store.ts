@@ -82,9 +82,10 @@ export interface RecordStore {
   transaction<T>(fn: () => T): Promise<T>;
   transactionSync<T>(fn: () => T): T;
   /**
-   * Only a store whose reads can be behind records committed elsewhere (PostgreSQL's per-replica mirror) has it:
-   * catches this process's reads up now (one query in flight however many ask) and resolves once they are current.
-   * Callers use it once on a miss that another replica may explain (a key or session created there a moment ago).
+   * Catches this process's reads up with records committed elsewhere and resolves once they are current: on
+   * PostgreSQL the per-replica mirror (one query in flight however many ask); on LMDB the read snapshot, which
+   * lmdb-js keeps for an event turn (another process, such as the CLI, may have committed since). Callers use it
+   * once on a miss that another process may explain (a key or session created there a moment ago).
    */
   refresh?(): Promise<void>;
   /**

@@ -54,9 +54,10 @@ describe('hearth keys create, ten at once, while the server writes', () => {
     const loop = (async () => {
       while (running) {
         const created = await fetch(`${hearth.baseUrl}/api/v1/keys`, { method: 'POST', headers: authorized(hearth.key), body: JSON.stringify({ name: `api-${writes}` }) });
-        expect(created.status, await created.text()).toBe(201);
+        // On a failure the server's own log says why (its error lines are the evidence, not the 500's body).
+        if (created.status !== 201) throw new Error(`POST /api/v1/keys answered ${created.status} ${await created.text()}; server log:\n${hearth.logs().split('\n').filter((l) => /error|warn/i.test(l)).slice(-20).join('\n')}`);
         const chat = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: authorized(hearth.key), body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }) });
-        expect(chat.status, await chat.text()).toBe(200);
+        if (chat.status !== 200) throw new Error(`chat answered ${chat.status} ${await chat.text()}; server log:\n${hearth.logs().split('\n').filter((l) => /error|warn/i.test(l)).slice(-20).join('\n')}`);
         writes += 2;
       }
     })();
