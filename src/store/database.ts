@@ -144,6 +144,9 @@ function validatedReads<D extends Database<any, any>>(db: D, limit = 10_000): D 
   return db;
 }
 
+/** Attempts of a write transaction whose commit failed (HearthStore.transaction). */
+const COMMIT_ATTEMPTS = 4;
+
 /** The records on LMDB under `<dataDir>/records`: the RecordStore (record-store.ts) of one machine. */
 export class HearthStore implements RecordStore {
   readonly root: RootDatabase;
@@ -178,9 +181,25 @@ export class HearthStore implements RecordStore {
    * Runs `fn` in one write transaction: all of its puts/removes commit together. Reads inside `fn` see the
    * committed state at write time (the check-then-write is atomic, also across processes). Caution: lmdb-js
    * does NOT roll back puts made before a throw inside `fn`, so check everything first, then write.
+   *
+   * A commit that fails is run again (COMMIT_ATTEMPTS in all, `fn` again on the state of then): with several
+   * processes writing one data dir at once (the CLI beside a server) on a loaded machine, lmdb-js 3.5 now and then
+   * fails a whole write batch (`Commit failed`, MDB_BAD_TXN from mdb_page_touch), and a failed commit wrote
+   * nothing. lmdb-js also leaves that failure's `commitError` promise rejected: handled here, so no process dies
+   * of an unhandled rejection. A throw of `fn` itself is passed on at once.
    */
-  transaction<T>(fn: () => T): Promise<T> {
-    return this.root.transaction(fn);
+  async transaction<T>(fn: () => T): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.root.transaction(fn);
+      } catch (err) {
+        const commitError = (err as { commitError?: Promise<unknown> } | null)?.commitError;
+        if (commitError === undefined) throw err;
+        const cause = await commitError.then(() => undefined, (e: unknown) => e);
+        if (attempt >= COMMIT_ATTEMPTS) throw new Error(`the records could not be written (LMDB commit failed ${attempt} times: ${String((cause as Error | undefined)?.message ?? cause)})`, { cause });
+        await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
+      }
+    }
   }
 
   transactionSync<T>(fn: () => T): T {

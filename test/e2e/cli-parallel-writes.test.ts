@@ -9,7 +9,8 @@ import { tinyChatModel } from '../helpers/test-model.ts';
  * (keys created through the management API, chat completions that record each key's last use): every one exits 0
  * with its key, every key authenticates at once, and `hearth keys list` holds them all. LMDB serialises the
  * writers of all processes (one write lock), so none is lost and none waits for a time-out; this checks it under
- * the load of eleven processes on one data dir, three rounds in a row.
+ * the load of eleven processes on one data dir, three rounds in a row. (Under a heavy load lmdb-js fails a commit
+ * now and then, in the CLI or the server: HearthStore.transaction runs it again; lmdb-commit-retry.test.ts.)
  */
 const BIN = path.resolve(import.meta.dirname, '../../bin/hearth.js');
 const ROUNDS = 3;
@@ -71,7 +72,9 @@ describe('hearth keys create, ten at once, while the server writes', () => {
       const runs = await Promise.all(Array.from({ length: PARALLEL }, (_, i) => cli(['keys', 'create', '--name', `cli-${round}-${i}`, '--data-dir', hearth.dataDir, '--json'])));
       expect(await writer.stop()).toBeGreaterThan(0);
       for (const r of runs) {
-        expect({ status: r.status, signal: r.signal, stderr: r.stderr }).toEqual({ status: 0, signal: null, stderr: '' });
+        // Exit 0 with its key. (stderr may hold lmdb-js's own diagnostic lines of a commit it failed and Hearth ran
+        // again: HearthStore.transaction; they are shown here when the run fails.)
+        expect({ status: r.status, signal: r.signal }, r.stderr).toEqual({ status: 0, signal: null });
         keys.push(JSON.parse(r.stdout) as { id: string; key: string });
       }
     }
