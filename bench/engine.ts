@@ -45,6 +45,7 @@
  * Output: bench/out/engine-<timestamp>.json and a markdown section appended to bench/RESULTS.md.
  * The load generator runs in this process on the same cores as the server under test (same for both).
  */
+import { cpuPerUnit, threadCpu } from './lib/thread-cpu.ts';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type http from 'node:http';
@@ -464,6 +465,8 @@ interface LevelResult {
   interTokenMs: { p50: number; p95: number; p99: number };
   totalMs: { p50: number; p95: number };
   serverCpuS: number | null;
+  /** The server's CPU microseconds per generated token by thread role (bench/lib/thread-cpu.ts), largest first. */
+  cpuPerToken: Array<{ role: string; usPerUnit: number; voluntaryPerUnit: number; involuntaryPerUnit: number }> | null;
   loadAvg1Before: number;
   /** Connections the server closed before answering, retried (see bench/lib/timed-sse.ts). */
   connectionRetries: number;
@@ -520,11 +523,13 @@ async function runLevel(t: Target, concurrency: number, o: Options, promptLength
   const agent = makeAgent(concurrency);
   const load1 = loadavg()[0]!;
   const cpu0 = cpuSeconds(t.pid);
+  const threads0 = threadCpu(t.pid);
   const deadline = performance.now() + o.durationS * 1000;
   const { results, t0 } = await drive(t, agent, concurrency,
     (n) => chatBody(t, [{ role: 'user', content: promptFor(promptLength, n, `${t.name}-${concurrency}-${performance.now().toFixed(0)}`) }], maxTokens),
     () => performance.now() < deadline);
   const cpu1 = cpuSeconds(t.pid);
+  const threads1 = threadCpu(t.pid);
   agent.destroy();
   const ok = results.filter((r) => r.ok);
   const bad = results.filter((r) => !r.ok);
@@ -552,6 +557,7 @@ async function runLevel(t: Target, concurrency: number, o: Options, promptLength
     interTokenMs: { p50: percentile(gaps, 50), p95: percentile(gaps, 95), p99: percentile(gaps, 99) },
     totalMs: { p50: percentile(ok.map((r) => r.totalMs), 50), p95: percentile(ok.map((r) => r.totalMs), 95) },
     serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
+    cpuPerToken: cpuPerUnit(threads0, threads1, ok.reduce((s, r) => s + tokensOf(r), 0)),
     loadAvg1Before: load1,
     connectionRetries: results.reduce((n, r) => n + r.retries, 0),
   };
