@@ -48,8 +48,8 @@ struct LoopOptions {
     int32_t stepTokenBudget = 0;
     /** > 1: while slots generate, a step with prompt chunks takes at most this many times a decode-only step (prefill_pacer.h). */
     double stepTimeRatio = 0.0;
-    /** Host-memory prompt cache (prompt_cache.h), bytes of KV state kept; 0 = none. */
-    int64_t promptCacheBytes = 0;
+    /** Host-memory prompt cache (prompt_cache.h), MiB of KV state kept; 0 = none. */
+    int32_t promptCacheMiB = 0;
     /** > 0: choose 1..threads compute threads at load by timing them (calibrateThreads), for this many cores. */
     int32_t calibrateCores = 0;
     /** The JavaScript work per step the calibration allows for (ms). */
