@@ -29,7 +29,7 @@ constexpr size_t kGrammarCacheSize = 32;
 }  // namespace
 
 SlotLoop::SlotLoop(LoopOptions options, EventSink sink)
-    : options_(std::move(options)), sink_(std::move(sink)), pacer_(options_.stepTimeRatio) {}
+    : options_(std::move(options)), sink_(std::move(sink)), pacer_(options_.prefillStepPercent / 100.0) {}
 
 SlotLoop::~SlotLoop() {
     requestStop(true);
