@@ -61,7 +61,7 @@ import { ensureLlamaServer, killLlamaServerBuild, type LlamaServerBinary, startL
 import { describeMachine, machineLine, type MachineInfo } from './lib/machine.ts';
 import { recordResults } from './lib/report.ts';
 import { mean as meanAll, percentile as percentileAll } from './lib/stats.ts';
-import { makeAgent, type StreamTarget, streamTimed, type TimedStream } from './lib/timed-sse.ts';
+import { makeAgent, type StreamLoadSummary, type StreamTarget, streamTimed, streamTokens, summarizeStreams, type TimedStream } from './lib/timed-sse.ts';
 import { floodPace, type FloodResult, type ScenarioServer, smoothDecode, type SmoothResult } from './lib/engine-scenarios.ts';
 import { SHAPES } from './lib/model-shapes.ts';
 import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, runBatchedBench } from './lib/kernel-ceiling.ts';
@@ -443,20 +443,10 @@ function chatBody(t: Target, messages: { role: string; content: string }[], maxT
   };
 }
 
-function tokensOf(r: TimedStream): number {
-  return r.completionTokens ?? r.contentEvents;
-}
-
-interface LevelResult {
+interface LevelResult extends StreamLoadSummary {
   concurrency: number;
   /** Prompt size asked for, in tokens (promptTokens says what the server counted). */
   promptLength: number;
-  requests: number;
-  errors: number;
-  errorSamples: string[];
-  tokens: number;
-  wallS: number;
-  tokensPerSecond: number;
   tokensPerRequest: { mean: number; min: number; max: number };
   contentEventsPerRequest: number;
   finishReasons: Record<string, number>;
@@ -532,23 +522,15 @@ async function runLevel(t: Target, concurrency: number, o: Options, promptLength
   const threads1 = threadCpu(t.pid);
   agent.destroy();
   const ok = results.filter((r) => r.ok);
-  const bad = results.filter((r) => !r.ok);
-  const t1 = Math.max(...results.map((r) => r.endedAt));
-  const tokens = ok.reduce((s, r) => s + tokensOf(r), 0);
-  const wallS = (t1 - t0) / 1000;
   const finishReasons: Record<string, number> = {};
   for (const r of ok) finishReasons[r.finishReason ?? 'none'] = (finishReasons[r.finishReason ?? 'none'] ?? 0) + 1;
   const gaps = ok.flatMap((r) => r.gapsMs);
-  const perReq = ok.map(tokensOf);
+  const perReq = ok.map(streamTokens);
+  const streams = summarizeStreams(results, t0);
   return {
     concurrency,
     promptLength,
-    requests: results.length,
-    errors: bad.length,
-    errorSamples: [...new Set(bad.map((r) => r.error ?? `status ${r.status}`))].slice(0, 3),
-    tokens,
-    wallS,
-    tokensPerSecond: tokens / wallS,
+    ...streams,
     tokensPerRequest: { mean: mean(perReq), min: Math.min(...perReq), max: Math.max(...perReq) },
     contentEventsPerRequest: mean(ok.map((r) => r.contentEvents)),
     finishReasons,
@@ -557,7 +539,7 @@ async function runLevel(t: Target, concurrency: number, o: Options, promptLength
     interTokenMs: { p50: percentile(gaps, 50), p95: percentile(gaps, 95), p99: percentile(gaps, 99) },
     totalMs: { p50: percentile(ok.map((r) => r.totalMs), 50), p95: percentile(ok.map((r) => r.totalMs), 95) },
     serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
-    cpuPerToken: cpuPerUnit(threads0, threads1, ok.reduce((s, r) => s + tokensOf(r), 0)),
+    cpuPerToken: cpuPerUnit(threads0, threads1, streams.tokens),
     loadAvg1Before: load1,
     connectionRetries: results.reduce((n, r) => n + r.retries, 0),
   };

@@ -40,7 +40,7 @@ import { startHearthProcess, type HearthProcess } from '../test/helpers/hearth-p
 import { SHAPES } from './lib/model-shapes.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 import { percentile } from './lib/stats.ts';
-import { makeAgent, streamTimed, type StreamTarget, type TimedStream } from './lib/timed-sse.ts';
+import { makeAgent, type StreamLoadSummary, streamTimed, type StreamTarget, summarizeStreams, type TimedStream } from './lib/timed-sse.ts';
 
 type Engine = 'node-llama-cpp' | 'native';
 
@@ -122,14 +122,8 @@ function nvidiaSmi(): string | null {
   return r.status === 0 ? r.stdout.trim() : null;
 }
 
-interface Level {
+interface Level extends StreamLoadSummary {
   concurrency: number;
-  requests: number;
-  errors: number;
-  errorSamples: string[];
-  tokens: number;
-  wallS: number;
-  tokensPerSecond: number;
   tokensPerRequest: number;
   firstTokenMsP50: number;
   interTokenMsP50: number;
@@ -205,17 +199,11 @@ async function level(target: StreamTarget, model: string, clients: number, durat
   }));
   agent.destroy();
   const ok = results.filter((r) => r.ok);
-  const tokens = ok.reduce((s, r) => s + (r.completionTokens ?? r.contentEvents), 0);
-  const wallS = (Math.max(...results.map((r) => r.endedAt)) - t0) / 1000;
+  const summary = summarizeStreams(results, t0);
   return {
     concurrency: clients,
-    requests: results.length,
-    errors: results.length - ok.length,
-    errorSamples: [...new Set(results.filter((r) => !r.ok).map((r) => r.error ?? `status ${r.status}`))].slice(0, 3),
-    tokens,
-    wallS,
-    tokensPerSecond: tokens / wallS,
-    tokensPerRequest: ok.length ? tokens / ok.length : Number.NaN,
+    ...summary,
+    tokensPerRequest: ok.length ? summary.tokens / ok.length : Number.NaN,
     firstTokenMsP50: percentile(ok.map((r) => r.firstTokenMs), 50),
     interTokenMsP50: percentile(ok.flatMap((r) => r.gapsMs), 50),
   };

@@ -194,7 +194,7 @@ async function benchModel(llama: Llama, modelPath: string, o: BenchOptions): Pro
   try {
     const maxN = Math.max(...o.concurrency);
     const prompts = Array.from({ length: maxN }, (_, i) => Uint32Array.from([vocab.tokens.bos!, ...vocab.tokenize(PROMPTS[i % PROMPTS.length]!)]));
-    const engine = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: maxN, threads: o.threads, kvUnified: o.kvUnified, weightRepack: !o.noRepack, threadPool: !o.noThreadPool, ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}) });
+    const engine = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: maxN, threads: o.threads, kvUnified: o.kvUnified, weightRepack: !o.noRepack, persistentThreads: !o.noThreadPool, ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}) });
     try {
       await runNative(engine, prompts.slice(0, 1), 16); // warm-up: graph allocation, page cache
       let salt = 0;

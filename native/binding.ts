@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { relative } from 'node:path';
 import { ADDON_PATH } from './paths.ts';
-import type { GenerationJob, JobRelay, NativeTuning, TokenLogprob } from './generation-job.ts';
+import type { GenerationJob, JobRelay, NativeFailureCode, NativeTuning, TokenLogprob } from './generation-job.ts';
 
 /**
  * Typed loader for native/build/hearth_native.node (built by native/build.ts). The addon is
@@ -64,11 +64,11 @@ export type NativeLoopEvent =
   | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }
   /** `stop`: the stop string that ended the text, when one did. */
   | { type: 'done'; job: number; finishReason: 'stop' | 'length' | 'cancelled'; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string }
-  | { type: 'error'; job: number; code: string; message: string }
+  | { type: 'error'; job: number; code: NativeFailureCode; message: string }
   | { type: 'disposed' };
 
 export interface NativeSubmitRefusal {
-  code: 'engine_disposed' | 'engine_not_ready' | 'slots_busy' | 'empty_prompt' | 'context_length_exceeded' | 'invalid_token' | 'relay_closed';
+  code: Extract<NativeFailureCode, 'engine_disposed' | 'engine_not_ready' | 'model_embeddings_only' | 'slots_busy' | 'empty_prompt' | 'context_length_exceeded' | 'invalid_token' | 'relay_closed'>;
   message: string;
 }
 
@@ -196,7 +196,7 @@ function decodeLoopEvents(flat: unknown[]): NativeLoopEvent[] {
         out.push(stop === undefined ? done : { ...done, stop });
         break;
       }
-      case Kind.Error: out.push({ type: 'error', job, code: s, message: flat[i + 6] as string }); break;
+      case Kind.Error: out.push({ type: 'error', job, code: s as NativeFailureCode, message: flat[i + 6] as string }); break;
       case Kind.Disposed: out.push({ type: 'disposed' }); break;
     }
   }

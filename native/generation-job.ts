@@ -65,6 +65,24 @@ export interface JobRelay {
   tag: number;
 }
 
+/**
+ * Why the addon refused or ended a job, or failed an embedding: the stable codes native/src emits (slot_loop.cpp,
+ * slot_loop_wrap.cpp, embedder.cpp, embed_wrap.cpp). A part of EngineFailureCode (src/errors/engine-failure.ts).
+ */
+export type NativeFailureCode =
+  | 'engine_disposed'
+  | 'engine_not_ready'
+  | 'model_embeddings_only'
+  | 'slots_busy'
+  | 'empty_prompt'
+  | 'context_length_exceeded'
+  | 'invalid_token'
+  | 'invalid_grammar'
+  | 'grammar_failed'
+  | 'relay_closed'
+  | 'embedding_failed'
+  | 'invalid_input';
+
 /** One generated token's log-probability, as OpenAI's `logprobs.content[i]` carries it. */
 export interface TokenLogprob {
   token: string;
@@ -83,7 +101,7 @@ export interface NativeTuning {
   /** Keep llama.cpp's repacked weight layouts (false = llama-server's --no-repack). */
   weightRepack: boolean;
   /** Persistent compute threads (llama-server's threadpool); false = threads started per decode. */
-  threadPool: boolean;
+  persistentThreads: boolean;
   /** How long idle compute threads poll before sleeping, 0..100 (llama-server's --poll is 50). */
   threadPoll: number;
   /** Most tokens per step while a slot is generating (long prompts are prefilled in chunks); 0 = batch size. */

@@ -141,7 +141,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     cpuMachineMemo,
     native: {
       weightRepack: config.weightRepack,
-      threadPool: config.threadPool,
+      persistentThreads: config.persistentThreads,
       threadPoll: config.threadPoll,
       stepTokenBudget: config.stepTokenBudget,
       promptCacheMiB: config.promptCacheMiB ?? defaultPromptCacheMiB(config.workers),

@@ -156,3 +156,34 @@ function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, time
     req.end(payload);
   });
 }
+
+/** A stream's generated tokens: the usage's count, else its content events. */
+export function streamTokens(r: TimedStream): number {
+  return r.completionTokens ?? r.contentEvents;
+}
+
+/** What every load level reports of its streams: counts, the first distinct errors, and tokens over the wall time. */
+export interface StreamLoadSummary {
+  requests: number;
+  errors: number;
+  errorSamples: string[];
+  tokens: number;
+  wallS: number;
+  tokensPerSecond: number;
+}
+
+/** The summary of one level's streams, its wall time from `t0` (performance.now()) to the last stream's end. */
+export function summarizeStreams(results: readonly TimedStream[], t0: number): StreamLoadSummary {
+  const ok = results.filter((r) => r.ok);
+  const bad = results.filter((r) => !r.ok);
+  const tokens = ok.reduce((s, r) => s + streamTokens(r), 0);
+  const wallS = (Math.max(...results.map((r) => r.endedAt)) - t0) / 1000;
+  return {
+    requests: results.length,
+    errors: bad.length,
+    errorSamples: [...new Set(bad.map((r) => r.error ?? `status ${r.status}`))].slice(0, 3),
+    tokens,
+    wallS,
+    tokensPerSecond: tokens / wallS,
+  };
+}

@@ -46,10 +46,10 @@ struct LoopOptions {
     int32_t threadPoll = 0;
     /** Most tokens per step while a slot is generating (step_budget.h); 0 = batchSize. */
     int32_t stepTokenBudget = 0;
-    /** > 1: while slots generate, a step with prompt chunks takes at most this many times a decode-only step (prefill_pacer.h). */
-    double stepTimeRatio = 0.0;
-    /** Host-memory prompt cache (prompt_cache.h), bytes of KV state kept; 0 = none. */
-    int64_t promptCacheBytes = 0;
+    /** > 100: while slots generate, a step with prompt chunks takes at most this % of a decode-only step (prefill_pacer.h); 0 = off. */
+    double prefillStepPercent = 0.0;
+    /** Host-memory prompt cache (prompt_cache.h), MiB of KV state kept; 0 = none. */
+    int32_t promptCacheMiB = 0;
     /** > 0: choose 1..threads compute threads at load by timing them (calibrateThreads), for this many cores. */
     int32_t calibrateCores = 0;
     /** The JavaScript work per step the calibration allows for (ms). */

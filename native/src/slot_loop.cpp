@@ -29,7 +29,7 @@ constexpr size_t kGrammarCacheSize = 32;
 }  // namespace
 
 SlotLoop::SlotLoop(LoopOptions options, EventSink sink)
-    : options_(std::move(options)), sink_(std::move(sink)), pacer_(options_.stepTimeRatio) {}
+    : options_(std::move(options)), sink_(std::move(sink)), pacer_(options_.prefillStepPercent / 100.0) {}
 
 SlotLoop::~SlotLoop() {
     requestStop(true);
@@ -348,8 +348,8 @@ bool SlotLoop::load(std::string & error) {
     }
 
     canCompact_ = !options_.kvUnified && slots > 1 && !llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_);
-    if (!llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_) && options_.promptCacheBytes > 0) {
-        promptCache_ = std::make_unique<PromptCache>((size_t) options_.promptCacheBytes);
+    if (!llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_) && options_.promptCacheMiB > 0) {
+        promptCache_ = std::make_unique<PromptCache>((size_t) options_.promptCacheMiB << 20);
     }
     const int32_t perSeq = options_.kvUnified ? options_.contextSize : (int32_t) llama_n_ctx_seq(ctx_);
     slots_.resize(slots);

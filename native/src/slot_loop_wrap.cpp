@@ -81,11 +81,11 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
     options.batchSize = o.Get("batchSize").IsUndefined() ? 512 : requiredInt(o, "batchSize", 1, 1 << 20);
     options.kvUnified = o.Get("kvUnified").ToBoolean().Value();
     options.weightRepack = o.Get("weightRepack").IsUndefined() ? true : o.Get("weightRepack").ToBoolean().Value();
-    options.persistentThreads = o.Get("threadPool").IsUndefined() ? true : o.Get("threadPool").ToBoolean().Value();
+    options.persistentThreads = o.Get("persistentThreads").IsUndefined() ? true : o.Get("persistentThreads").ToBoolean().Value();
     options.threadPoll = o.Get("threadPoll").IsUndefined() ? options.threadPoll : requiredInt(o, "threadPoll", 0, 100);
     options.stepTokenBudget = o.Get("stepTokenBudget").IsUndefined() ? 0 : requiredInt(o, "stepTokenBudget", 0, 1 << 20);
-    options.stepTimeRatio = numberOr(o, "prefillStepPercent", 0.0) / 100.0;
-    options.promptCacheBytes = o.Get("promptCacheMiB").IsUndefined() ? 0 : (int64_t) requiredInt(o, "promptCacheMiB", 0, 1 << 20) << 20;
+    options.prefillStepPercent = numberOr(o, "prefillStepPercent", 0.0);
+    options.promptCacheMiB = o.Get("promptCacheMiB").IsUndefined() ? 0 : requiredInt(o, "promptCacheMiB", 0, 1 << 20);
     options.calibrateCores = o.Get("calibrateCores").IsUndefined() ? 0 : requiredInt(o, "calibrateCores", 0, 4096);
     options.calibrateJsStepMs = numberOr(o, "calibrateJsStepMs", options.calibrateJsStepMs);
 

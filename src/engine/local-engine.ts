@@ -1,6 +1,5 @@
-import { MessageChannel } from 'node:worker_threads';
 import { engineFailure } from '../errors/engine-failure.ts';
-import { contextLengthExceeded, invalidRequest, modelFailed, modelWarmingUp, queueFull, shuttingDown } from '../errors/errors.ts';
+import { contextLengthExceeded, invalidRequest, modelFailed, modelWarmingUp, shuttingDown } from '../errors/errors.ts';
 import { toApiError } from '../errors/to-api-error.ts';
 import { waitFor } from '../lifecycle/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
@@ -12,18 +11,17 @@ import { chooseKernels, DEFAULT_SLOTS, gpuSlots, placeOnGpu } from './compute-pl
 import type { CpuKernelsMode } from './cpu-kernels.ts';
 import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
 import type { EmbeddingTaskResult } from './embedding-task.ts';
-import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink, ModelStatus } from './generation.ts';
-import { GenerationMeter } from './generation-meter.ts';
+import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
 import type { GpuLayersMode, GpuOffloadChoice } from './gpu-offload.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
 import { ModelPullAborted, ModelPullError, pullModelLogged, type ModelSource } from './model-source.ts';
 import { ModelWorkerPool, type WorkerPoolListener } from './model-worker-pool.ts';
 import { promptTokensAtLeast, rawPromptTokensAtLeast } from './prompt-bound.ts';
-import { resolveGenerationJob } from './resolve-generation-job.ts';
+import { type GenerationHost, startPooledGeneration } from './pooled-generation.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
 import { WorkerReports } from './worker-reports.ts';
-import { type GenerationTask, INSTANT_TOKEN_BYTES, type MainEvent, type ModelWorkerData, type NativeTuning, type WorkerEvent } from './worker-protocol.ts';
+import { INSTANT_TOKEN_BYTES, type ModelWorkerData, type NativeTuning } from './worker-protocol.ts';
 
 export interface LocalEngineOptions {
   source: ModelSource;
@@ -64,9 +62,6 @@ export interface LocalEngineOptions {
   workerStopTimeoutMs?: number;
 }
 
-/** A generation the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
-const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
-
 /**
  * dispose() waits at most this long (by default) for the cut generations to end and the workers to stop
  * (WorkerStop): a 2-worker load on a busy 2-core machine took over 4 s. Within the CLI's shutdown bound
@@ -76,8 +71,8 @@ const WORKER_STOP_TIMEOUT_MS = 8_000;
 
 /**
  * The main-thread face of local inference: pulls and checks the model, places it (compute-placement.ts), owns its
- * worker pool (model-worker-pool.ts), admits requests (admission.ts), relays each generation's events (its port's,
- * and the native loops' through the event relay) to its sink and meters them (generation-meter.ts).
+ * worker pool (model-worker-pool.ts), admits requests (admission.ts) and runs each generation on the pool
+ * (pooled-generation.ts: its events relayed to its sink and metered) and each embedding.
  * Single owner: the model registry (or main.ts); `dispose()` is idempotent.
  */
 export class LocalEngine implements ChatEngine, EmbeddingEngine {
@@ -103,6 +98,8 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** One per generation in flight: asks its worker to stop it (its sink then ends with shutting_down). */
   private readonly cuts = new Set<() => void>();
   private readonly labels: { model: string };
+  /** What each generation reads of this engine (pooled-generation.ts), less the pool it is handed. */
+  private readonly generationHost: Omit<GenerationHost, 'pool'>;
 
   constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
     this.modelId = o.source.modelId;
@@ -126,6 +123,16 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.admission = new Admission({ slots: () => this.o.workers * this.st.slots, queueLimit: o.queueLimit, preempts: () => this.st.engine === 'native', sharesSlots: () => this.st.engine === 'native' && this.o.workers === 1 }, metrics, this.labels);
     for (const priority of ['interactive', 'batch'] as const) metrics.generatedTokensByPriority.inc({ ...this.labels, priority }, 0);
     this.reports = new WorkerReports(metrics, this.labels, (parked) => this.admission.setParked(parked));
+    this.generationHost = {
+      admission: this.admission,
+      relay: () => this.relay,
+      cuts: this.cuts,
+      metrics,
+      labels: this.labels,
+      maxTokens: o.maxTokens,
+      disposed: () => this.disposed,
+      stopping: () => this.disposed || this.draining,
+    };
   }
 
   status(): ModelStatus {
@@ -264,112 +271,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       const atLeast = request.prompt === undefined ? promptTokensAtLeast(request.messages, this.maxTokenBytes) : rawPromptTokensAtLeast(request.prompt, this.maxTokenBytes);
       if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
-    const schedule = request.schedule ?? DEFAULT_SCHEDULE;
-    let cancelled = false;
-    const meter = new GenerationMeter(this.metrics, this.labels, schedule.priority, request.countOnly === true);
-    const leave = () => {
-      port1.close();
-      if (relayed) this.relay?.unroute(relayed);
-      this.cuts.delete(cut);
-      place.leave();
-    };
-    // Not the request's cancel: the engine stops it, and its 'done' (cancelled) ends the sink with shutting_down.
-    // One no worker has seen yet leaves the scheduler's queue and ends so at once.
-    const cut = () => {
-      if (cancelled || place.phase === 'ended') return;
-      if (place.handedOver) return port1.postMessage({ t: 'cancel' } satisfies MainEvent);
-      leave();
-      sink.onError(shuttingDown());
-    };
-
-    // One handler for the port's events and the relay's (a relayed event may overtake the port's 'start').
-    const onEvent = (e: WorkerEvent) => {
-      if (place.phase === 'ended') return;
-      if (place.phase === 'waiting') {
-        place.start();
-        meter.started();
-      }
-      switch (e.t) {
-        case 'start':
-          return;
-        case 'prompt':
-          meter.prompt(e.promptTokens, e.cachedTokens);
-          place.charge(e.promptTokens);
-          if (!cancelled) place.onSlot(() => port1.postMessage({ t: 'yield' } satisfies MainEvent));
-          return;
-        case 'text':
-          place.charge(e.n);
-          meter.text(e.n);
-          if (!cancelled) {
-            if (e.logprobs) sink.onText(e.text, e.logprobs);
-            else sink.onText(e.text);
-          }
-          return;
-        case 'done': {
-          leave();
-          const finishReason = cancelled ? 'cancelled' : e.finishReason;
-          meter.done(e.completionTokens, finishReason);
-          if (cancelled) return;
-          if (finishReason === 'cancelled') {
-            // Cancelled by the engine, not by this request: its loop stopped under it (workers torn down at shutdown).
-            sink.onError(this.disposed || this.draining ? shuttingDown() : toApiError(engineFailure.internal('engine_stopped', 'the engine stopped the generation')));
-            return;
-          }
-          sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens, ...(e.stop !== undefined ? { stop: e.stop } : {}) });
-          return;
-        }
-        case 'error':
-          leave();
-          if (!cancelled) sink.onError(toApiError(e.failure));
-          return;
-      }
-    };
-
-    const handOver = () => {
-      pool.runGeneration(task).catch((err: unknown) => {
-        if (place.phase === 'ended') return;
-        leave();
-        // Workers terminated by dispose() (shutdown after the grace period) are no failure to log.
-        const failure = this.disposed ? shuttingDown() : toApiError(engineFailure.internal('worker_task_failed', err)); // the mapper logs it
-        if (!cancelled) sink.onError(failure);
-      });
-    };
-    // Its place taken by another tenant's request (the queue was full): refused as a full queue would have been.
-    const refuse = () => {
-      if (place.phase === 'ended') return;
-      leave();
-      if (!cancelled) sink.onError(queueFull(1));
-    };
-    const place = this.admission.admit(schedule, { handOver, refuse });
-    const { port1, port2 } = new MessageChannel();
-    this.cuts.add(cut);
-    port1.on('message', onEvent);
-    const relayed = this.relay?.route(onEvent);
-    const task: GenerationTask = {
-      messages: request.messages,
-      tools: request.tools ?? [],
-      prompt: request.prompt ?? null,
-      countOnly: request.countOnly === true,
-      promptSuffix: request.promptSuffix ?? '',
-      job: resolveGenerationJob(request, { maxTokens: this.o.maxTokens }),
-      relay: relayed ?? null,
-      port: port2,
-    };
-    this.admission.pump();
-
-    return {
-      cancel: () => {
-        if (cancelled || place.phase === 'ended') return;
-        cancelled = true;
-        if (!place.handedOver) {
-          // Still in the scheduler's queue: it leaves at once and ends silently (no worker ever saw it).
-          leave();
-          meter.cancelledWhileQueued();
-          return;
-        }
-        port1.postMessage({ t: 'cancel' } satisfies MainEvent);
-      },
-    };
+    return startPooledGeneration({ ...this.generationHost, pool }, request, sink);
   }
 
   /**

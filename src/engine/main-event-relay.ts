@@ -1,5 +1,5 @@
 import { engineFailure } from '../errors/engine-failure.ts';
-import type { TokenLogprob } from '../../native/generation-job.ts';
+import type { NativeFailureCode, TokenLogprob } from '../../native/generation-job.ts';
 import type { JobRelay, SlotFinishReason, WorkerEvent } from './worker-protocol.ts';
 
 /** A relayed job's event as the addon delivers it (native/binding.ts NativeLoopEvent; `job` is the task's tag). */
@@ -7,7 +7,7 @@ export type RelayedJobEvent =
   | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number }
   | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }
   | { type: 'done'; job: number; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string }
-  | { type: 'error'; job: number; code: string; message: string };
+  | { type: 'error'; job: number; code: NativeFailureCode; message: string };
 
 /** The addon's EventRelay (native/binding.ts): a process-wide id, and close(). */
 export interface RelayChannel {

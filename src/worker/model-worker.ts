@@ -144,8 +144,9 @@ function reportPreemptions(engine: ModelHost['engine']): void {
 
 /** A thrown error as it crosses to the main thread: a code, with the message for the log only. */
 function failureOf(err: unknown, prompt: { tokens: number; contextSize: number } | null): EngineFailure {
-  if (err instanceof ApiError && err.code === 'context_length_exceeded' && prompt) return engineFailure.contextLengthExceeded(prompt.tokens, prompt.contextSize);
-  return engineFailure.internal(err instanceof ApiError && err.code ? err.code : 'engine_error', err);
+  // The only ApiError a worker throws is the engine's context_length_exceeded (native-slot-engine.ts submit).
+  if (err instanceof ApiError && err.code === 'context_length_exceeded') return prompt ? engineFailure.contextLengthExceeded(prompt.tokens, prompt.contextSize) : engineFailure.internal('context_length_exceeded', err);
+  return engineFailure.internal('engine_error', err);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { GenerationJob, JobRelay } from '../../native/generation-job.ts';
 import { loadHearthNative, type NativeLoopEvent, type NativeLoopOptions, type NativeLoopStats, type NativeSlotLoop, type NativeThreadTiming, type NativeGpuDevice } from '../../native/binding.ts';
 import { contextLengthExceeded } from '../errors/index.ts';
+import type { EngineFailureCode } from '../errors/engine-failure.ts';
 import type { SlotEngine, SlotJobEvents, SlotJobHandle, SlotJobResult } from './slot-engine.ts';
 
 /**
@@ -24,7 +25,7 @@ export type NativeSlotEngineOptions = NativeLoopOptions;
 
 /** A refusal of submit() or a load failure; `code` is stable, the message is for people. */
 export class NativeEngineError extends Error {
-  constructor(readonly code: string, message: string) {
+  constructor(readonly code: EngineFailureCode, message: string) {
     super(message);
     this.name = 'NativeEngineError';
   }

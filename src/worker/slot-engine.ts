@@ -1,4 +1,5 @@
 import type { GenerationJob, JobRelay, TokenLogprob } from '../../native/generation-job.ts';
+import type { EngineFailureCode } from '../errors/engine-failure.ts';
 import type { SlotFinishReason } from '../engine/worker-protocol.ts';
 
 /**
@@ -36,7 +37,7 @@ export interface SlotJobEvents {
    */
   onText(text: string, tokenCount: number, logprobs?: TokenLogprob[]): void;
   onDone(result: SlotJobResult): void;
-  onError(error: { message: string; code: string }): void;
+  onError(error: { message: string; code: EngineFailureCode }): void;
 }
 
 export interface SlotJobHandle {

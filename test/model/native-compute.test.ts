@@ -63,7 +63,7 @@ describe.skipIf(skipReason !== '')(`native compute threads and step budget${skip
     const prompts = [promptOf(8, 0), promptOf(40, 3), promptOf(3, 9)];
     const outputs: string[][] = [];
     for (const threadPool of [false, true]) {
-      const engine = await load({ threadPool, threadPoll: 50 });
+      const engine = await load({ persistentThreads: threadPool, threadPoll: 50 });
       expect(engine.threadPool).toBe(threadPool);
       expect(engine.threads).toBe(2);
       outputs.push((await Promise.all(prompts.map((p) => run(engine, p, 40)))).map((r) => {

@@ -86,9 +86,9 @@ describe('thread plan', () => {
   });
   it('reads the native engine settings: thread pool, poll, step token budget', () => {
     const d = parseServeConfig([], {});
-    expect([d.threadPool, d.threadPoll, d.stepTokenBudget]).toEqual([true, 0, 0]);
+    expect([d.persistentThreads, d.threadPoll, d.stepTokenBudget]).toEqual([true, 0, 0]);
     const c = parseServeConfig(['--thread-pool', 'false', '--thread-poll', '50', '--step-token-budget', '64'], {});
-    expect([c.threadPool, c.threadPoll, c.stepTokenBudget]).toEqual([false, 50, 64]);
+    expect([c.persistentThreads, c.threadPoll, c.stepTokenBudget]).toEqual([false, 50, 64]);
     expect(() => parseServeConfig(['--thread-poll', '101'], {})).toThrow(ConfigError);
     expect(() => parseServeConfig(['--step-token-budget', '-1'], {})).toThrow(ConfigError);
   });
