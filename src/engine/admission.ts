@@ -1,4 +1,4 @@
-import { queueFull } from '../errors/errors.ts';
+import { queueFull, shuttingDown } from '../errors/errors.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Priority } from '../protocol/priority.ts';
 import { FairScheduler, type SchedulerTicket } from './fair-scheduler.ts';
@@ -8,6 +8,8 @@ import type { GenerationSchedule } from './generation.ts';
 export interface QueuedGeneration {
   handOver(): void;
   refuse(): void;
+  /** An embedding request: it runs beside the loop (its own context), never on a slot another may yield. */
+  embedding?: true;
 }
 
 /** How many tasks the pool takes: read at each decision (the slots are known only once the model is placed). */
@@ -61,7 +63,7 @@ export class AdmittedPlace {
 
 /**
  * Who may have the worker pool, on the main thread (contract "Fair share and priority between tenants"): the
- * slots plus a bounded queue; waiting embeddings first, then waiting generations in the FairScheduler's order;
+ * slots plus a bounded queue; waiting generations and embedding requests in the FairScheduler's order;
  * a full queue may yield a place to another tenant's newcomer. Publishes hearth_num_requests_waiting / _running by
  * priority. Single owner: LocalEngine.
  */
@@ -70,11 +72,10 @@ export class Admission {
   readonly scheduler = new FairScheduler<QueuedGeneration>();
   private running = 0;
   private waiting = 0;
-  /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
+  /** Tasks (generations and embedding requests) handed to the pool and not ended, by priority. */
   private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
-  private embeddingsInFlight = 0;
-  /** Embedding requests waiting for a slot's worth of the pool (first come, first served; before generations). */
-  private readonly embeddingTurns: Array<() => void> = [];
+  /** Embedding requests still in the queue, with how to let them go (close()). */
+  private readonly embeddingsWaiting = new Map<AdmittedPlace, (err: unknown) => void>();
   /** Generations waiting for a slot / holding one, by priority, as this thread counts them (publishLoad()). */
   private readonly waitingBy: Record<Priority, number> = { interactive: 0, batch: 0 };
   private readonly runningBy: Record<Priority, number> = { interactive: 0, batch: 0 };
@@ -119,25 +120,29 @@ export class Admission {
   }
 
   /**
-   * Waits for an embedding request's turn (counted as running from the call; queue_full when full): resolves when it
-   * may have the pool. Call embeddingEnded() once, whatever happened.
+   * An embedding request's turn: it waits in the scheduler with the generations (its tenant's share, its priority;
+   * queue_full when full and no other tenant's place can be taken), and resolves with its place once the pool may
+   * have it (running from then). The caller charges its tokens (place.charge) and ends it (place.leave) once.
+   * close() lets a waiting one go with shutting_down.
    */
-  embeddingTurn(): Promise<void> {
-    if (this.full()) throw queueFull(1);
-    this.running++;
-    return new Promise((resolve) => {
-      this.embeddingTurns.push(() => {
-        this.embeddingsInFlight++;
-        resolve();
+  embeddingTurn(schedule: GenerationSchedule): Promise<AdmittedPlace> {
+    return new Promise((resolve, reject) => {
+      const place: AdmittedPlace = this.admit(schedule, {
+        embedding: true,
+        handOver: () => {
+          this.embeddingsWaiting.delete(place);
+          place.start();
+          resolve(place);
+        },
+        refuse: () => {
+          this.embeddingsWaiting.delete(place);
+          place.leave();
+          reject(queueFull(1));
+        },
       });
+      this.embeddingsWaiting.set(place, reject);
       this.pump();
     });
-  }
-
-  embeddingEnded(): void {
-    this.running--;
-    this.embeddingsInFlight--;
-    this.pump();
   }
 
   /** The loops' parked batch jobs (they count as waiting in the load gauges). */
@@ -146,13 +151,9 @@ export class Admission {
     this.publishLoad();
   }
 
-  /**
-   * Hands waiting embeddings, then waiting generations in the scheduler's order, to the pool while the slots (or
-   * admits()) let them.
-   */
+  /** Hands waiting generations and embedding requests, in the scheduler's order, to the pool while the slots (or admits()) let them. */
   pump(): void {
     if (this.closed) return; // close() cut what still waits
-    while (this.embeddingTurns.length > 0 && this.slotsLeft()) this.embeddingTurns.shift()!();
     for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
     this.shareSlots();
   }
@@ -175,9 +176,9 @@ export class Admission {
   private shareSlots(): void {
     if (this.closed || !this.capacity.sharesSlots()) return;
     const s = this.scheduler;
-    while (s.peekPriority() === 'interactive' && !this.slotsLeft() && this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < 2 * this.capacity.slots()) {
+    while (s.peekPriority() === 'interactive' && !this.slotsLeft() && this.inFlight.interactive + this.inFlight.batch < 2 * this.capacity.slots()) {
       const next = s.peekTenant()!;
-      if (s.running(next) > 0) return;
+      if (s.running(next) > 0 || s.peek()!.embedding) return; // an embedding needs no loop slot: it waits its turn
       let victim: AdmittedPlace | undefined;
       for (const [place, v] of this.yieldable) {
         const tenant = place.schedule.tenant;
@@ -192,10 +193,14 @@ export class Admission {
     }
   }
 
-  /** Shutdown: nothing more is handed over; waiting embeddings are let go (their pool.run fails: shutting_down). */
+  /** Shutdown: nothing more is handed over; waiting embedding requests are let go with shutting_down. */
   close(): void {
     this.closed = true;
-    for (const turn of this.embeddingTurns.splice(0)) turn();
+    for (const [place, reject] of [...this.embeddingsWaiting]) {
+      this.embeddingsWaiting.delete(place);
+      place.leave();
+      reject(shuttingDown());
+    }
   }
 
   /** A place's move (AdmittedPlace.start / leave): the counts, the gauges, and the next hand-over when it ends. */
@@ -243,7 +248,7 @@ export class Admission {
 
   /** Whether the pool holds fewer tasks (generations and embeddings) than the workers have slots. */
   private slotsLeft(): boolean {
-    return this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < this.capacity.slots();
+    return this.inFlight.interactive + this.inFlight.batch < this.capacity.slots();
   }
 
   /**

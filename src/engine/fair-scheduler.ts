@@ -66,6 +66,12 @@ export class FairScheduler<T> {
     return { item: entry.item, priority, tenant: bestName };
   }
 
+  /** The request next() would return, without taking it; undefined when nothing waits. */
+  peek(): T | undefined {
+    const priority = this.peekPriority();
+    return priority === null ? undefined : this.pick(priority)![1].queues[priority][0]!.item;
+  }
+
   /** The tenant whose request next() would return, or null when nothing waits. */
   peekTenant(): string | null {
     const priority = this.peekPriority();

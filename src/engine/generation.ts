@@ -59,6 +59,9 @@ export interface GenerationSchedule {
   priority: Priority;
 }
 
+/** A generation (or embedding request) the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
+export const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
+
 export interface GenerationResult {
   finishReason: 'stop' | 'length';
   promptTokens: number;

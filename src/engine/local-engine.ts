@@ -11,7 +11,7 @@ import { chooseKernels, DEFAULT_SLOTS, gpuSlots, placeOnGpu } from './compute-pl
 import type { CpuKernelsMode } from './cpu-kernels.ts';
 import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
 import type { EmbeddingTaskResult } from './embedding-task.ts';
-import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSink, ModelStatus } from './generation.ts';
+import { type ChatEngine, DEFAULT_SCHEDULE, type GenerationHandle, type GenerationRequest, type GenerationSchedule, type GenerationSink, type ModelStatus } from './generation.ts';
 import type { GpuLayersMode, GpuOffloadChoice } from './gpu-offload.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
@@ -281,7 +281,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * that cannot fit the context is refused here from its bytes, or by the worker once tokenized: a 400 naming
    * `input[i]`. No generation metrics are recorded.
    */
-  async embed(inputs: readonly RawPrompt[]): Promise<EmbeddingResult> {
+  async embed(inputs: readonly RawPrompt[], schedule: GenerationSchedule = DEFAULT_SCHEDULE): Promise<EmbeddingResult> {
     const pool = this.servingPool();
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
@@ -290,15 +290,16 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         if (atLeast > contextSize) throw inputTooLong(i, atLeast, contextSize);
       }
     }
-    const turn = this.admission.embeddingTurn(); // at most the slots' worth of tasks in the pool, as generations
-    let r: EmbeddingTaskResult;
+    // In the scheduler with the generations (at most the slots' worth of tasks in the pool), charged as a prompt.
+    const place = await this.admission.embeddingTurn(schedule);
+    let r: EmbeddingTaskResult | undefined;
     try {
-      await turn;
       r = await pool.runEmbedding({ inputs: [...inputs] });
     } catch (err) {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
     } finally {
-      this.admission.embeddingEnded();
+      if (r?.ok === true) place.charge(r.tokens.reduce((a, b) => a + b, 0));
+      place.leave();
     }
     if (!r.ok) {
       if (r.reason === 'too_long') throw inputTooLong(r.index, r.atLeastTokens, r.contextSize);

@@ -4,7 +4,7 @@ import { queueFull, shuttingDown } from '../errors/errors.ts';
 import { toApiError } from '../errors/to-api-error.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Admission } from './admission.ts';
-import type { GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink } from './generation.ts';
+import { DEFAULT_SCHEDULE, type GenerationHandle, type GenerationRequest, type GenerationSink } from './generation.ts';
 import { GenerationMeter } from './generation-meter.ts';
 import type { MainEventRelay } from './main-event-relay.ts';
 import type { ModelWorkerPool } from './model-worker-pool.ts';
@@ -12,7 +12,6 @@ import { resolveGenerationJob } from './resolve-generation-job.ts';
 import type { GenerationTask, MainEvent, WorkerEvent } from './worker-protocol.ts';
 
 /** A generation the gateway did not place (tests, internal callers): interactive, the anonymous tenant. */
-const DEFAULT_SCHEDULE: GenerationSchedule = { tenant: '', priority: 'interactive' };
 
 /** What a generation needs of its engine (LocalEngine), read live: the engine may stop while it runs. */
 export interface GenerationHost {

@@ -128,17 +128,23 @@ describe('Admission', () => {
     }
   });
 
-  it('embeddings wait for a slot before generations do, and count as running', async () => {
-    const { admission, admit, log } = setup({ slots: 1, queueLimit: 2 });
+  it('embedding requests wait in the fair order with the generations: interactive before batch, the less-served tenant first', async () => {
+    const { admission, admit, log } = setup({ slots: 1, queueLimit: 4 });
     const first = admit('1', a());
     admit('2', a());
-    const turn = admission.embeddingTurn().then(() => log.push('embed'));
-    expect(admission.load()).toEqual({ running: 1, waiting: 2 });
+    void admission.embeddingTurn(b('batch')).then(() => log.push('embed b batch'));
+    const embed = admission.embeddingTurn(b()).then((p) => { log.push('embed b'); return p; });
+    expect(admission.load()).toEqual({ running: 0, waiting: 4 });
+    first.start();
+    first.charge(10);
     first.leave();
-    await turn;
-    expect(log).toEqual(['run 1', 'embed']);
-    admission.embeddingEnded();
-    expect(log).toEqual(['run 1', 'embed', 'run 2']);
+    const place = await embed; // b has served fewer tokens: its interactive request before a's second
+    expect(log).toEqual(['run 1', 'embed b']);
+    expect(admission.load()).toEqual({ running: 1, waiting: 2 }); // counted as running from its hand-over
+    place.charge(50);
+    place.leave();
+    expect(log).toEqual(['run 1', 'embed b', 'run 2']); // b has been served 50 tokens, a 10: a's turn
+    expect(admission.load()).toEqual({ running: 0, waiting: 2 }); // a's second (handed over, no event yet) and the batch embedding, behind every interactive request
   });
 
   it('publishes waiting / running by priority; a parked batch job counts as waiting', async () => {
@@ -151,14 +157,28 @@ describe('Admission', () => {
     expect([await gauge('hearth_num_requests_running', 'batch'), await gauge('hearth_num_requests_waiting', 'batch')]).toEqual([1, 1]);
   });
 
-  it('after close() nothing more is handed over and waiting embeddings are let go', async () => {
+  it('after close() nothing more is handed over and waiting embedding requests are let go with shutting_down', async () => {
     const { admission, admit, log } = setup({ slots: 1, queueLimit: 2 });
     const first = admit('1', a());
     admit('2', a());
-    const turn = admission.embeddingTurn();
+    const turn = admission.embeddingTurn(b());
     admission.close();
-    await turn;
+    await expect(turn).rejects.toMatchObject({ code: 'shutting_down', status: 503 });
     first.leave();
     expect(log).toEqual(['run 1']);
+    expect(admission.load()).toEqual({ running: 0, waiting: 1 });
+  });
+
+  it('an embedding request takes no slot from another tenant (it runs beside the loop), and is refused when full', async () => {
+    const { admission, admit, log } = setup({ slots: 2, queueLimit: 1, sharesSlots: true });
+    for (const name of ['a1', 'a2']) {
+      const p = admit(name, a());
+      p.start();
+      p.onSlot(() => { throw new Error('must not yield for an embedding'); });
+    }
+    const turn = admission.embeddingTurn(b());
+    expect(log).toEqual(['run a1', 'run a2']);
+    await expect(admission.embeddingTurn(a())).rejects.toMatchObject({ code: 'queue_full' });
+    void turn;
   });
 });
