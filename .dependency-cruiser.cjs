@@ -11,7 +11,7 @@
  */
 const layer = (name) => `^src/${name}/`;
 /** The HTTP edge core (one exchange, one router) shared by the service and the standalone tool-server kit. */
-const EDGE_CORE = '^src/http/(http-exchange|router|json-body|request-limits|status-text|uws)\\.ts$';
+const EDGE_CORE = '^src/http/(http-exchange|request-head|body-reader|response-writer|request-ids|router|json-body|request-limits|status-text|uws)\\.ts$';
 /** A rule: files in `folder` import of src/ only their own folder and `allowed` (folder names or path patterns). */
 const only = (folder, allowed) => ({
   name: `${folder}-imports-only-${allowed.length === 0 ? 'itself' : allowed.map((a) => a.replace(/[^a-z-]/g, '')).join('-')}`.slice(0, 120),
