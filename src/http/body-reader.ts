@@ -39,7 +39,7 @@ export type BodyState =
   | { readonly kind: 'held'; readonly chunks: HeldChunk[] }
   | { readonly kind: 'streamed' }
   | { readonly kind: 'reading' | 'drained'; bytes: number }
-  | { readonly kind: 'deferred'; bytes: number; readonly answer: WaitingAnswer; readonly timer: NodeJS.Timeout }
+  | { readonly kind: 'deferred'; bytes: number; readonly limit: number; readonly answer: WaitingAnswer; readonly timer: NodeJS.Timeout }
   | { readonly kind: 'stalled' }
   | { readonly kind: 'read' };
 
@@ -183,17 +183,17 @@ export class BodyReader {
   }
 
   /**
-   * Makes `answer` wait for the rest of the body (only while `answerWaits`): it runs once the body arrived or passed
-   * the drain bound (`stalled` false), or after BODY_STALL_MS without a byte (`stalled` true).
+   * Makes `answer` wait for the rest of the body (only while it arrives unstreamed): it runs once the body arrived or
+   * passed `limit` bytes (`stalled` false; default the drain bound), or after BODY_STALL_MS without a byte (`stalled` true).
    */
-  deferAnswer(answer: WaitingAnswer): void {
+  deferAnswer(answer: WaitingAnswer, limit = this.drainLimit): void {
     const s = this.current;
     if (s.kind !== 'reading' && s.kind !== 'drained') throw new Error(`no answer can wait for a body that is ${s.kind}`);
     const timer = setTimeout(() => {
       this.current = STALLED;
       answer(true);
     }, BODY_STALL_MS);
-    this.current = { kind: 'deferred', bytes: s.bytes, answer, timer };
+    this.current = { kind: 'deferred', bytes: s.bytes, limit, answer, timer };
   }
 
   /** The client left: a pending read rejects, an answer waiting for the body is dropped. */
@@ -223,7 +223,7 @@ export class BodyReader {
         return;
       case 'deferred':
         s.bytes += bytes;
-        if (!isLast && s.bytes <= this.drainLimit) {
+        if (!isLast && s.bytes <= s.limit) {
           s.timer.refresh();
           return;
         }

@@ -35,6 +35,11 @@ export interface EdgeStyle {
 
 /** EdgeStyle.drainLimit when the edge sets none. */
 const DEFAULT_DRAIN_LIMIT = 1 << 20;
+/**
+ * Longest a connection stays open after an early 413 to read and drop the rest of its body (answerThenLinger), as
+ * nginx's `lingering_time`; a body that stops arriving (BODY_STALL_MS without a byte) closes it sooner.
+ */
+export const LINGER_MS = 30_000;
 
 /**
  * The request body a route reads, declared in its route table entry (router.ts). `json`: parsed
@@ -76,7 +81,7 @@ export class HttpExchange extends RequestHead {
 
   /** Set once the response has ended. */
   get ended(): boolean {
-    return this.answer.phase === 'ended';
+    return this.answer.phase === 'ended' || this.answer.phase === 'lingering';
   }
 
   get closed(): boolean {
@@ -221,11 +226,10 @@ export class HttpExchange extends RequestHead {
     // Without the front only: through HAProxy 2.6 an answer complete under an upload still on its way is lost to a
     // reset (18 of 20 whole 1.5 MB chat bodies lost their 413 that way; HAProxy drains the rest of a request after an
     // early answer only from 3.0); there the 413 waits for the body like other answers, or for the body to stall.
-    // uWS 20.57 never closes such a connection by itself (uws.ts): there the 413 closes it (end(body, true): its
-    // answer, then a FIN; 20.57 writes a chunked answer's close wrongly, as a header after the body).
+    // uWS 20.57 never closes such a connection by itself (uws.ts): there the 413 lingers (answerThenLinger).
     if (status === 413 && this.body.arrivingUnstreamed && this.style.frontSecret === undefined) {
       if (uwsClosesAnsweredIdle || this.isHead) return this.answerBeforeBody(status, body, headers);
-      return this.answer.endAndShut(status, body, headers);
+      return this.answerThenLinger(status, body, headers);
     }
     if (status === 413 && !this.isHead && this.body.answerWaits) return this.answerAheadOfBody(status, body, headers);
     if (this.body.answerWaits) {
@@ -251,6 +255,18 @@ export class HttpExchange extends RequestHead {
   private answerAheadOfBody(status: number, body: string | Uint8Array, headers: HeaderList): void {
     this.answer.openChunked(status, body, headers);
     this.body.deferAnswer(() => this.answer.endChunked());
+  }
+
+  /**
+   * uWS 20.57 without the front: a 413 decided before its body arrived goes out whole at once, then the rest of the
+   * body is read and dropped and the connection closed once it arrived, once it stalls (BODY_STALL_MS without a
+   * byte), or after LINGER_MS at most: a lingering close (ResponseWriter.endAndLinger). The close never comes while
+   * the client is still sending, short of the bound, so no reset destroys the answer it has not read yet; a client
+   * that stalls or trickles is closed all the same.
+   */
+  private answerThenLinger(status: number, body: string | Uint8Array, headers: HeaderList): void {
+    this.answer.endAndLinger(status, body, headers, LINGER_MS);
+    this.body.deferAnswer(() => this.answer.closeLingering(), Number.POSITIVE_INFINITY);
   }
 
   /**

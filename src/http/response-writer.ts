@@ -14,10 +14,11 @@ function ownedByUws(name: string): boolean {
 
 /**
  * Where the answer stands: `open` (nothing decided), `committed` (status chosen: its head went out, or it waits for
- * the request body), `ended` (uWS has the whole answer), `aborted` (the client went away first). Only `ended` and
- * `aborted` are final.
+ * the request body), `lingering` (the whole answer went out as raw bytes, uWS's response is kept open to read and
+ * drop the rest of the request body until `closeLingering`: see endAndLinger), `ended` (uWS has the whole answer),
+ * `aborted` (the client went away first). For the exchange, `lingering` is ended.
  */
-export type ResponsePhase = 'open' | 'committed' | 'ended' | 'aborted';
+export type ResponsePhase = 'open' | 'committed' | 'lingering' | 'ended' | 'aborted';
 
 /** The byte length of an answer body (HEAD answers carry it as a plain header). */
 function byteLength(body: string | Uint8Array): string {
@@ -43,6 +44,8 @@ export class ResponseWriter {
   /** Headers added to whatever answer is sent (e.g. a key's rate-limit headers). */
   private extraHeaders: HeaderList = [];
   private controller: AbortController | null = null;
+  /** Closes a lingering answer's connection after its longest linger (endAndLinger). */
+  private lingerBound: NodeJS.Timeout | null = null;
   private settled: Promise<void> | null = null;
   private settle: (() => void) | null = null;
 
@@ -54,7 +57,7 @@ export class ResponseWriter {
   ) {}
 
   get closed(): boolean {
-    return this.phase === 'ended' || this.phase === 'aborted';
+    return this.phase === 'ended' || this.phase === 'aborted' || this.phase === 'lingering';
   }
 
   /** See HttpExchange.armAbort. Idempotent. */
@@ -62,6 +65,13 @@ export class ResponseWriter {
     if (this.abortArmed || this.phase === 'ended') return;
     this.abortArmed = true;
     this.res.onAborted(() => {
+      if (this.phase === 'lingering' || this.phase === 'ended') {
+        // The client closed after a lingering answer (or closeLingering did): nothing was cut short.
+        this.phase = 'ended';
+        if (this.lingerBound !== null) clearTimeout(this.lingerBound);
+        this.onClientGone();
+        return;
+      }
       this.phase = 'aborted';
       this.wakeWritable();
       this.controller?.abort(new ClientGoneError('client disconnected'));
@@ -149,14 +159,45 @@ export class ResponseWriter {
     this.finish();
   }
 
-  /** A complete answer, then uWS shuts the connection down and closes it (`end(body, true)`). */
-  endAndShut(status: number, body: string | Uint8Array, headers: HeaderList): void {
+  /**
+   * A complete answer with `connection: close`, while uWS's response stays open so that the rest of the request body
+   * is read and dropped before the connection closes (`closeLingering`), as nginx's lingering close does: a close
+   * while the peer still sends resets the connection, and the reset can destroy the answer before the client read it.
+   * uWS 20.57 cannot do it itself: `end(body, true)` shuts down and closes at once, `end(body, false)` never closes a
+   * connection whose client stalls (that build runs no time-out), and the JS response is unusable after `end`. So the
+   * answer goes out as raw bytes through `writeStatus` (uWS writes a status line verbatim, then CRLF: counted in the
+   * Content-Length, the JSON ends in CRLF, white space to a parser), and uWS never writes anything else for it.
+   * The connection closes after `maxMs` at the latest.
+   */
+  endAndLinger(status: number, body: string | Uint8Array, headers: HeaderList, maxMs: number): void {
     if (this.closed) return;
-    this.res.cork(() => {
-      this.writeHead(status, headers);
-      this.res.end(body, true);
+    this.armAbort(); // uWS terminates the process for a pending response without one; closeLingering reports through it
+    this.status = status;
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    const lines = [statusLine(status), `x-request-id: ${this.requestId}`];
+    for (const [k, v] of headers) if (!ownedByUws(k)) lines.push(`${k}: ${v}`);
+    for (const [k, v] of this.extraHeaders) lines.push(`${k}: ${v}`);
+    lines.push('connection: close', `content-length: ${bytes.byteLength + 2}`, '', '');
+    const raw = Buffer.concat([Buffer.from(lines.join('\r\n')), bytes]);
+    this.res.cork(() => this.res.writeStatus(raw));
+    this.phase = 'lingering';
+    this.lingerBound = setTimeout(() => this.closeLingering(), maxMs);
+    this.settle?.();
+  }
+
+  /**
+   * Closes the connection of a lingering answer (endAndLinger) one turn later: called from uWS's data callback, the
+   * socket is still corked there and a close would drop the answer uWS has not sent yet. No-op once it closed.
+   */
+  closeLingering(): void {
+    if (this.phase !== 'lingering') return;
+    if (this.lingerBound !== null) clearTimeout(this.lingerBound);
+    this.lingerBound = null;
+    setImmediate(() => {
+      if (this.phase !== 'lingering') return; // the client closed first
+      this.phase = 'ended';
+      this.res.close();
     });
-    this.finish();
   }
 
   /** Status, headers, `connection: close` and `body` as the first chunk of a chunked answer `endChunked` completes. */

@@ -181,18 +181,12 @@ describe.each(['haproxy', 'off'] as const)('hostile input, second pass, --front 
     it('a whole body over the limit sent at once still gets its 413 (the answer is not lost to a reset), every time', async () => {
       // 1.5 MB, 20 times (through HAProxy 2.6 an answer complete before such a body was lost 18 times in 20).
       const body = chat({ messages: [{ role: 'user', content: 'z'.repeat(24 * LIMIT) }] });
-      // uWS 20.57 alone (--front off on Node 22/24) closes the connection with its early 413 (it never times out one
-      // answered before its declared body), and a close under an upload still arriving can reset it: there the
-      // answer is a 413 or, now and then, nothing (README "Limits"); never another answer, and most rounds get it.
-      const mayLose = front === 'off' && uwsBuild === 'btc-vision-20.57.0';
-      let answered = 0;
+      // uWS 20.57 alone (--front off on Node 22/24) answers such a 413 at once and closes only once the body has been
+      // read and dropped (a lingering close, http-exchange.ts answerThenLinger): no close under the upload, no reset.
       for (let round = 0; round < 20; round++) {
         const r = await exchange(hearth.port, [post('/api/inference/v1/chat/completions', body)], { responses: 1, waitMs: 10_000 });
-        if (mayLose && r.responses.length === 0 && r.closed) continue;
         expectJsonError(r.responses[0], 413, 'payload_too_large', `round ${round}`);
-        answered++;
       }
-      expect(answered).toBeGreaterThanOrEqual(mayLose ? 10 : 20);
       await expectServing();
     });
   });
