@@ -1,7 +1,7 @@
 import { getLlama, type Llama, LlamaGrammar, LlamaLogLevel } from 'node-llama-cpp';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GRAMMAR_LIMITS, GrammarError } from '../../src/protocol/gbnf.ts';
-import { jsonSchemaToGrammar } from '../../src/protocol/json-schema-grammar.ts';
+import { GRAMMAR_LIMITS, GrammarError } from '../../src/grammar/gbnf.ts';
+import { jsonSchemaToGrammar } from '../../src/grammar/json-schema-grammar.ts';
 import type { JsonSchema } from '../../src/protocol/chat-request.ts';
 
 /**
