@@ -4,9 +4,9 @@ import { startFakeModelHub, type FakeModelHub } from '../../fakes/fake-model-hub
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../../helpers/ports.ts';
 
 /** Warming up and pull failure, with the hub replaced by a local fake (HF_ENDPOINT). */
 let hearth: HearthProcess | undefined;
@@ -89,7 +89,7 @@ describe('warming up', () => {
 
   it('a hub whose host cannot be reached fails at once, and /health, chat and the log say why and what to run', async () => {
     // A loopback port nobody listens on: the connection is refused at once, as an offline hub's would be.
-    const closed = await closedLoopbackPort();
+    const closed = await freePort(); // free a moment ago: a connection to it is refused
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
     hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir], env: { HF_ENDPOINT: `http://127.0.0.1:${closed}/` } });
     let health: { state: string; error?: string; hint?: string; retry_after_seconds?: number } = { state: 'pulling' };
@@ -165,12 +165,3 @@ describe('warming up', () => {
     }
   });
 });
-
-/** A loopback TCP port that was free a moment ago (bound, then closed): a connection to it is refused. */
-async function closedLoopbackPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
