@@ -181,7 +181,7 @@ export class ResponseWriter {
     const raw = Buffer.concat([Buffer.from(lines.join('\r\n')), bytes]);
     this.res.cork(() => this.res.writeStatus(raw));
     this.phase = 'lingering';
-    this.lingerBound = setTimeout(() => this.closeLingering(), maxMs);
+    this.lingerBound = setTimeout(() => this.closeLingering(), maxMs).unref(); // never what keeps a stopping process alive
     this.settle?.();
   }
 
