@@ -193,16 +193,9 @@ describe('metrics match the traffic exactly (tiny chat model)', () => {
   });
 
   it('counts HTTP requests by route and status, and errors by code', () => {
-    const http = (route: string, status: string) => final.sum('hearth_http_requests_total', { route, status });
-    expect(http('chat_completions', '200')).toBe(results.length);
-    expect(http('chat_completions', '401')).toBe(1);
-    expect(http('chat_completions', '400')).toBe(2);
-    expect(http('chat_completions', '404')).toBe(1);
-    expect(http('not_found', '404')).toBe(1);
-    expect(http('method_not_allowed', '405')).toBe(1);
-    expect(http('models', '401')).toBe(1);
-    expect(http('models', '200')).toBe(1);
-    expect(http('health', '200')).toBe(2); // waitReady's first 200, and ours
+    // Each counter as `<route> <status>` -> count (health: waitReady's first 200, and ours).
+    const http: Record<string, number> = { 'chat_completions 200': results.length, 'chat_completions 401': 1, 'chat_completions 400': 2, 'chat_completions 404': 1, 'not_found 404': 1, 'method_not_allowed 405': 1, 'models 401': 1, 'models 200': 1, 'health 200': 2 };
+    expect(countsOf(final, 'hearth_http_requests_total', ['route', 'status'], Object.keys(http))).toEqual(http);
     expect(final.sum('hearth_http_requests_total', { route: 'metrics' })).toBe(0); // a scrape is counted after it is sent
     const routes = new Set(final.series('hearth_http_requests_total').map((s) => s.labels.route));
     expect([...routes].sort()).toEqual(['chat_completions', 'health', 'method_not_allowed', 'models', 'not_found']);
@@ -210,14 +203,8 @@ describe('metrics match the traffic exactly (tiny chat model)', () => {
     expect(final.sum('hearth_http_request_duration_seconds_count', { route: 'chat_completions', status_class: '2xx' })).toBe(results.length);
     expect(final.sum('hearth_http_request_duration_seconds_count', { route: 'chat_completions', status_class: '4xx' })).toBe(4);
 
-    const errors = (route: string, code: string) => final.sum('hearth_errors_total', { route, code });
-    expect(errors('chat_completions', 'invalid_api_key')).toBe(1);
-    expect(errors('chat_completions', 'invalid_value')).toBe(1);
-    expect(errors('chat_completions', 'invalid_json')).toBe(1);
-    expect(errors('chat_completions', 'model_not_found')).toBe(1);
-    expect(errors('models', 'invalid_api_key')).toBe(1);
-    expect(errors('not_found', 'route_not_found')).toBe(1);
-    expect(errors('method_not_allowed', 'method_not_allowed')).toBe(1);
+    const errors: Record<string, number> = { 'chat_completions invalid_api_key': 1, 'chat_completions invalid_value': 1, 'chat_completions invalid_json': 1, 'chat_completions model_not_found': 1, 'models invalid_api_key': 1, 'not_found route_not_found': 1, 'method_not_allowed method_not_allowed': 1 };
+    expect(countsOf(final, 'hearth_errors_total', ['route', 'code'], Object.keys(errors))).toEqual(errors);
     expect(final.sum('hearth_errors_total')).toBe(7);
   });
 
@@ -313,3 +300,8 @@ describe('a client that disconnects mid-stream is counted once, as cancelled', (
     expect(s.sum('hearth_http_requests_total', { route: 'metrics', status: '200' })).toBeGreaterThanOrEqual(1);
   });
 });
+
+/** The sums of `metric` for each `"<label value> <label value>"` key, the values in the order of `labels`. */
+function countsOf(m: { sum(name: string, labels?: Record<string, string>): number }, metric: string, labels: readonly string[], keys: readonly string[]): Record<string, number> {
+  return Object.fromEntries(keys.map((key) => [key, m.sum(metric, Object.fromEntries(key.split(' ').map((v, i) => [labels[i]!, v])))]));
+}
