@@ -4,14 +4,15 @@
  *   features   accounts <- workspaces <- apps;  inference (the shared model's routes) <- workspaces (project endpoints)
  *   spine      inference -> engine -> (worker thread: worker -> native)
  *   edge       http/ (exchange, router, SSE writer, server): feature-free; features import it, never the reverse
- *   leaves     errors, crypto, log, metrics, lifecycle, protocol (the wire shapes), store (database, secrets)
+ *   leaves     errors, crypto, log, metrics, lifecycle, protocol (the wire shapes), grammar (JSON Schema / tool calls
+ *              -> GBNF, over protocol's types), store (database, secrets), limits (key and sign-in limiters, over store)
  *
  * Each folder below may import only the folders named for it ("only"); main.ts and cli/ compose everything.
  * No module cycles and no folder cycles, in src/ and native/.
  */
 const layer = (name) => `^src/${name}/`;
 /** The HTTP edge core (one exchange, one router) shared by the service and the standalone tool-server kit. */
-const EDGE_CORE = '^src/http/(http-exchange|router|json-body|request-limits|status-text|uws)\\.ts$';
+const EDGE_CORE = '^src/http/(http-exchange|request-head|body-reader|response-writer|request-ids|router|json-body|request-limits|status-text|uws)\\.ts$';
 /** A rule: files in `folder` import of src/ only their own folder and `allowed` (folder names or path patterns). */
 const only = (folder, allowed) => ({
   name: `${folder}-imports-only-${allowed.length === 0 ? 'itself' : allowed.map((a) => a.replace(/[^a-z-]/g, '')).join('-')}`.slice(0, 120),
@@ -36,20 +37,22 @@ module.exports = {
     only('metrics', []),
     only('lifecycle', ['log']),
     only('protocol', ['errors']),
+    only('grammar', ['errors', 'protocol']),
     only('store', ['crypto', 'errors']),
     only('front', ['log']),
     only('config', LEAVES),
+    only('limits', [...LEAVES, 'store']),
 
     // The edge: feature-free.
     only('http', [...LEAVES, 'metrics', 'protocol', 'front']),
 
     // Features.
-    only('accounts', [...LEAVES, 'crypto', 'http', 'metrics', 'store']),
-    only('inference', [...LEAVES, 'accounts', 'engine', 'http', 'metrics', 'protocol', 'store']),
+    only('accounts', [...LEAVES, 'crypto', 'http', 'limits', 'metrics', 'store']),
+    only('inference', [...LEAVES, 'accounts', 'engine', 'grammar', 'http', 'limits', 'metrics', 'protocol', 'store']),
     only('providers', [...LEAVES, 'protocol']),
     only('workspaces', [...LEAVES, 'accounts', 'http', 'inference', 'metrics', 'protocol', 'providers', 'store']),
     only('apps', [...LEAVES, 'accounts', 'config', 'http', 'metrics', 'protocol', 'store', 'workspaces']),
-    only('batch', [...LEAVES, 'accounts', 'http', 'inference']),
+    only('batch', [...LEAVES, 'accounts', 'http', 'inference', 'limits']),
     only('dashboard', [...LEAVES, 'http']),
     only('ops', [...LEAVES, 'http', 'inference', 'metrics']),
     // The standalone tool-server kit (hearth/tools): the edge core and the leaves only.

@@ -11,7 +11,7 @@ import { startBenchHearth } from './lib/servers.ts';
  * - 2 GiB: a 10-digit length, 8 bytes sent.
  * Reported per case: first byte of the answer, the answer complete, the server's side closed (FIN or reset), all
  * in ms from the connect; "-" when it did not happen within BENCH_WAIT_S (default 15). Timings, not assertions:
- * the behaviour is tested in test/e2e/hostile-http-second-pass.test.ts.
+ * the behaviour is tested in test/e2e/http-edge/body-limits-half-close-head-size.test.ts.
  */
 const WAIT_MS = Number(process.env.BENCH_WAIT_S ?? 15) * 1000;
 const LIMIT = 65_536;

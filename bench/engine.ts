@@ -52,7 +52,7 @@ import type http from 'node:http';
 import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { defaultModelsDir } from '../models/manifest.ts';
+import { defaultModelsDir } from '../src/config/default-model.ts';
 import { DEFAULT_REALISTIC_LLAMA } from '../models/realistic-llama.ts';
 import { chooseCpuKernels, type CpuKernelsMode } from '../src/engine/cpu-kernels.ts';
 import { ensureRealisticModel } from '../models/test-model-path.ts';

@@ -1,5 +1,5 @@
 /**
- * JSON Schema coverage: Hearth's converter (src/protocol/json-schema-grammar.ts) against llama.cpp's own
+ * JSON Schema coverage: Hearth's converter (src/grammar/json-schema-grammar.ts) against llama.cpp's own
  * (common/json-schema-to-grammar.cpp, what llama-server uses for response_format), on one corpus:
  * bench/json-schema-coverage/corpus.json (every schema of the structured-output and tool-call tests, then one
  * schema per JSON Schema feature clients send; each with a document the schema forbids where one exists).
@@ -31,8 +31,8 @@ import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { getLlama, LlamaGrammar, LlamaLogLevel } from 'node-llama-cpp';
-import { GrammarError } from '../src/protocol/gbnf.ts';
-import { jsonSchemaToGrammar } from '../src/protocol/json-schema-grammar.ts';
+import { GrammarError } from '../src/grammar/gbnf.ts';
+import { jsonSchemaToGrammar } from '../src/grammar/json-schema-grammar.ts';
 import type { JsonSchema } from '../src/protocol/chat-request.ts';
 import { sampleGbnf } from '../test/helpers/gbnf-sampler.ts';
 

@@ -60,6 +60,12 @@ export function vocabularySize(tokenizer: readonly GgufKv[]): number {
   return tokens.value.length;
 }
 
+/** The LlamaShape fields of a model's options (which carry other settings beside them). */
+export function llamaShapeOf(o: LlamaShape): LlamaShape {
+  const { contextLength, embeddingLength, blockCount, feedForwardLength, headCount, headCountKv } = o;
+  return { contextLength, embeddingLength, blockCount, feedForwardLength, headCount, headCountKv };
+}
+
 export function validateLlamaShape(shape: LlamaShape): void {
   const positive = Object.entries(shape).find(([, v]) => !Number.isInteger(v) || v < 1);
   if (positive !== undefined) throw new RangeError(`llama shape: ${positive[0]} must be a positive integer`);

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { gguf, type GGUFValueType, type MetadataValue } from '@huggingface/gguf';
 import { kv, writeGgufFile, type GgmlTensorType, type GgufFileSpec, type GgufKv } from './gguf-writer.ts';
-import { llamaGgufSpec } from './llama-gguf.ts';
+import { llamaGgufSpec, llamaShapeOf } from './llama-gguf.ts';
 
 /** The shared test models folder's Llama 2 tokenizer source (read at write time only). */
 export const DEFAULT_TOKENIZER_SOURCE = '/work/shared/models/llama-2-tiny-random.gguf';
@@ -95,14 +95,7 @@ export async function realisticLlamaSpec(options: RealisticLlamaOptions = {}): P
   }
   return llamaGgufSpec({
     name: 'hearth-realistic-llama',
-    shape: {
-      contextLength: o.contextLength,
-      embeddingLength: o.embeddingLength,
-      blockCount: o.blockCount,
-      feedForwardLength: o.feedForwardLength,
-      headCount: o.headCount,
-      headCountKv: o.headCountKv,
-    },
+    shape: llamaShapeOf(o),
     tokenizer,
     embeddingType: o.weightType,
     matrixType: o.weightType,

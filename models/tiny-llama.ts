@@ -13,7 +13,7 @@
  * Weight types exercise all three the writer supports: Q8_0 embedding, F16 matrices, F32 norms.
  */
 import { writeGgufFile, type GgmlTensorType, type GgufFileSpec } from './gguf-writer.ts';
-import { llamaGgufSpec } from './llama-gguf.ts';
+import { llamaGgufSpec, llamaShapeOf } from './llama-gguf.ts';
 import { scriptedReplyAdjuster } from './scripted-reply.ts';
 import {
   buildTinyVocabulary, scriptPieces, TINY_EOS_ID, tinyTokenizerMetadata, TOKEN_TYPE,
@@ -89,14 +89,7 @@ export function tinyLlamaSpec(options: TinyLlamaOptions = {}): GgufFileSpec {
   });
   return llamaGgufSpec({
     name: o.chatTemplate === null ? 'hearth-tiny-llama' : 'hearth-tiny-llama-chat',
-    shape: {
-      contextLength: o.contextLength,
-      embeddingLength: o.embeddingLength,
-      blockCount: o.blockCount,
-      feedForwardLength: o.feedForwardLength,
-      headCount: o.headCount,
-      headCountKv: o.headCountKv,
-    },
+    shape: llamaShapeOf(o),
     tokenizer: tinyTokenizerMetadata(vocab, o.chatTemplate),
     embeddingType: o.embeddingType,
     matrixType: o.matrixType,

@@ -13,7 +13,7 @@ import { defaultPromptCacheMiB } from './engine/prompt-cache-size.ts';
 import { setUnmappedErrorReporter } from './errors/index.ts';
 import { AccountService } from './accounts/account-service.ts';
 import { ManagementAuthenticator } from './accounts/authenticator.ts';
-import { openLimits } from './accounts/limits.ts';
+import { openLimits } from './limits/limits.ts';
 import { WorkspaceService } from './workspaces/workspace-service.ts';
 import { KeyService } from './accounts/key-service.ts';
 import { ProjectGateway } from './workspaces/project-gateway.ts';

@@ -6,7 +6,7 @@ import { normalizeEmail, type UserRepository, type UserView, userView } from './
 import type { Principal } from './authenticator.ts';
 import { parseSetupInput, parseSignInInput, parseUserInput } from './account-input.ts';
 import { listView, type ListView } from '../http/list-view.ts';
-import type { SignInLimiting } from './sign-in-limiter.ts';
+import type { SignInLimiting } from '../limits/sign-in-limiter.ts';
 
 export interface AccountServiceDeps {
   users: UserRepository;

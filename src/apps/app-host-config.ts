@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Config } from '../config/config.ts';
-import type { AppHostOptions } from './app-host.ts';
+import type { AppHostOptions } from './app-host-options.ts';
 
 /** The app host's options from `hearth serve`'s configuration (seconds and MiB turned into ms and bytes). */
 export function appHostOptionsFrom(config: Config): AppHostOptions {

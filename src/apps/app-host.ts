@@ -11,21 +11,24 @@ import {
   repositoryUnreachable,
   workspaceNotFound,
 } from '../errors/index.ts';
-import type { Logger } from '../log/logger.ts';
-import type { Metrics } from '../metrics/metrics.ts';
-import type { ApiKeyRepository } from '../accounts/api-key-repository.ts';
 import { AppRepository } from './app-repository.ts';
 import type { AppRecord, DeploymentRecord, DeploymentSource } from '../store/database.ts';
-import type { WorkspaceRepository } from '../workspaces/workspace-repository.ts';
+import { type AppHostDeps, type AppHostOptions, DEFAULT_APP_HOST_OPTIONS } from './app-host-options.ts';
+import { AppFileLayout } from './app-file-layout.ts';
 import { parseAppInput, parseAppPatch, parseRepositoryInput, parseRollbackInput } from './app-input.ts';
 import { type AppRunState, AppRuntime, type LaunchInput, type RuntimeOptions } from './app-runtime.ts';
 import { appView, type AppView, deploymentView, type DeploymentView } from './app-views.ts';
 import { ArchiveError, unpackArchive } from './archive-unpacker.ts';
 import { buildApp, DeploymentFailure, fetchRepository, isAcceptableRepositoryUrl, probeRepository, startCommand } from './deployment-builder.ts';
 import type { LogLine } from './log-ring.ts';
-import { decideRepository, type RepositoryAccess } from './repository-policy.ts';
+import { decideRepository } from './repository-policy.ts';
 import { apiUnreachableReason, hearthApiUrl, networkProblem, removeStaleNamespaces } from './app-network.ts';
-import { handOver, isolatesNetwork, launchPlan, type SandboxOptions } from './sandbox.ts';
+import { handOver, isolatesNetwork, launchPlan } from './sandbox.ts';
+
+export type { AppHostDeps, AppHostOptions } from './app-host-options.ts';
+export { DEFAULT_APP_HOST_OPTIONS } from './app-host-options.ts';
+
+export const APP_STATES: readonly AppRunState[] = ['created', 'starting', 'running', 'crashed', 'stopped'];
 
 /**
  * The application host of every Yam (contract.md "Applications on the Yam"): app records, deployments
@@ -36,54 +39,6 @@ import { handOver, isolatesNetwork, launchPlan, type SandboxOptions } from './sa
  * ready Yam answers no_yam_configured. Main thread; `start()` once after the HTTP server listens,
  * `dispose()` (idempotent) stops every app process.
  */
-export interface AppHostOptions {
-  rootDir: string;
-  sandbox: SandboxOptions;
-  /** The address Hearth listens on (--host): where HEARTH_API_URL points in `--app-network host`. */
-  listenHost: string;
-  /** Largest accepted archive upload, bytes. */
-  archiveLimit: number;
-  maxFiles: number;
-  maxUnpackedBytes: number;
-  startTimeoutMs: number;
-  /** Each build step (clone, install, build script). */
-  buildTimeoutMs: number;
-  /** Which repositories a deployment may fetch (repository-policy.ts). */
-  repositories: RepositoryAccess;
-  gracePeriodMs: number;
-  stopTimeoutMs: number;
-  backoffInitialMs: number;
-  backoffMaxMs: number;
-}
-
-export const DEFAULT_APP_HOST_OPTIONS = {
-  listenHost: '127.0.0.1',
-  archiveLimit: 50 << 20,
-  maxFiles: 10_000,
-  maxUnpackedBytes: 512 << 20,
-  startTimeoutMs: 60_000,
-  buildTimeoutMs: 600_000,
-  repositories: 'public',
-  gracePeriodMs: 10_000,
-  stopTimeoutMs: 5_000,
-  backoffInitialMs: 1_000,
-  backoffMaxMs: 60_000,
-} satisfies Partial<AppHostOptions>;
-
-export interface AppHostDeps {
-  apps: AppRepository;
-  keys: ApiKeyRepository;
-  workspaces: WorkspaceRepository;
-  metrics: Metrics;
-  log: Logger;
-  /** The base URL clients use, read when a view is built. */
-  baseUrl: () => string;
-  /** Hearth's public port (read at each launch, for HEARTH_API_URL); null until it listens. */
-  apiPort: () => number | null;
-}
-
-export const APP_STATES: readonly AppRunState[] = ['created', 'starting', 'running', 'crashed', 'stopped'];
-
 export class AppHost {
   private readonly options: AppHostOptions;
   private readonly runtimes = new Map<string, AppRuntime>();
@@ -91,9 +46,11 @@ export class AppHost {
   /** The fetch and build steps running now, by app (an app's deployments run one at a time): stopped when the app goes. */
   private readonly builds = new Map<string, AbortController>();
   private disposed = false;
+  private readonly layout: AppFileLayout;
 
   constructor(private readonly d: AppHostDeps, options: Pick<AppHostOptions, 'rootDir' | 'sandbox'> & Partial<AppHostOptions>) {
     this.options = { ...DEFAULT_APP_HOST_OPTIONS, ...options };
+    this.layout = new AppFileLayout(this.options.rootDir);
   }
 
   get archiveLimit(): number {
@@ -105,7 +62,7 @@ export class AppHost {
   /** PUT .../yam: makes the workspace's directory and checks the sandbox; the reason it cannot host apps, or null. */
   async prepareYam(workspaceId: string): Promise<string | null> {
     try {
-      await fs.promises.mkdir(this.workspaceDir(workspaceId), { recursive: true, mode: 0o711 });
+      await fs.promises.mkdir(this.layout.workspaceDir(workspaceId), { recursive: true, mode: 0o711 });
     } catch (err) {
       return `cannot create the Yam's directory: ${(err as Error).message}`;
     }
@@ -228,7 +185,7 @@ export class AppHost {
   async removeWorkspaceApps(workspaceId: string): Promise<number> {
     const apps = this.d.apps.all().filter((a) => a.workspaceId === workspaceId);
     for (const app of apps) await this.remove(app);
-    await fs.promises.rm(this.workspaceDir(workspaceId), { recursive: true, force: true });
+    await fs.promises.rm(this.layout.workspaceDir(workspaceId), { recursive: true, force: true });
     return apps.length;
   }
 
@@ -239,7 +196,7 @@ export class AppHost {
     await rt?.dispose();
     if (app.apiKeyId) await this.d.keys.revoke(app.apiKeyId);
     await this.d.apps.delete(app.id);
-    await fs.promises.rm(this.appDir(app), { recursive: true, force: true });
+    await fs.promises.rm(this.layout.appDir(app), { recursive: true, force: true });
     this.updateGauge();
     this.d.log.info('app deleted', { appId: app.id });
   }
@@ -250,7 +207,7 @@ export class AppHost {
   async deployArchive(accountId: string, workspaceId: string, appId: string, archive: Buffer): Promise<DeploymentView> {
     const app = this.app(accountId, workspaceId, appId);
     const deploymentId = AppRepository.newDeploymentId();
-    const codeDir = this.codeDir(app, deploymentId);
+    const codeDir = this.layout.codeDir(app, deploymentId);
     await fs.promises.mkdir(codeDir, { recursive: true, mode: 0o755 });
     try {
       await unpackArchive(archive, codeDir, { maxFiles: this.options.maxFiles, maxBytes: this.options.maxUnpackedBytes });
@@ -299,7 +256,7 @@ export class AppHost {
     if (target.state !== 'live' && target.state !== 'retired') {
       throw invalidRequest(`Deployment ${target.id} never went live (state ${target.state}); only an earlier successful build can be rolled back to`, 'deploymentId', 'invalid_value');
     }
-    if (!fs.existsSync(this.codeDir(app, target.codeFrom))) throw invalidRequest(`The build of deployment ${target.id} is no longer on disk`, 'deploymentId', 'invalid_value');
+    if (!fs.existsSync(this.layout.codeDir(app, target.codeFrom))) throw invalidRequest(`The build of deployment ${target.id} is no longer on disk`, 'deploymentId', 'invalid_value');
     return deploymentView(await this.release(app, { kind: 'release', from: target.id, why: 'rollback' }));
   }
 
@@ -359,7 +316,7 @@ export class AppHost {
     if (!original || this.disposed) return;
     let app: AppRecord | undefined = original;
     const rt = this.runtime(appId);
-    const codeDir = this.codeDir(original, dep.codeFrom);
+    const codeDir = this.layout.codeDir(original, dep.codeFrom);
     const build = new AbortController();
     this.builds.set(appId, build);
     try {
@@ -401,7 +358,7 @@ export class AppHost {
       if (this.builds.get(appId) === build) this.builds.delete(appId);
       // The whole build log beside the releases (the record keeps its tail); not for an app deleted meanwhile.
       if (this.d.apps.getById(appId)) {
-        const dir = this.logDir(original);
+        const dir = this.layout.logDir(original);
         await fs.promises.mkdir(dir, { recursive: true }).then(() => fs.promises.writeFile(path.join(dir, `${dep.id}.log`), `${log.join('\n')}\n`)).catch(() => {});
       }
       this.updateGauge();
@@ -441,7 +398,7 @@ export class AppHost {
           if (!app?.liveDeploymentId) return null;
           const dep = this.d.apps.getDeployment(appId, app.liveDeploymentId);
           if (!dep) return null;
-          const codeDir = this.codeDir(app, dep.codeFrom);
+          const codeDir = this.layout.codeDir(app, dep.codeFrom);
           try {
             return this.launchInput(app, dep.id, codeDir, startCommand(codeDir));
           } catch (err) {
@@ -485,21 +442,5 @@ export class AppHost {
     const app = this.d.apps.get(accountId, workspaceId, appId);
     if (!app) throw appNotFound();
     return app;
-  }
-
-  private workspaceDir(workspaceId: string): string {
-    return path.join(this.options.rootDir, workspaceId);
-  }
-
-  private appDir(app: AppRecord): string {
-    return path.join(this.workspaceDir(app.workspaceId), app.id);
-  }
-
-  private codeDir(app: AppRecord, deploymentId: string): string {
-    return path.join(this.appDir(app), 'releases', deploymentId);
-  }
-
-  private logDir(app: AppRecord): string {
-    return path.join(this.appDir(app), 'build-logs');
   }
 }

@@ -12,7 +12,9 @@ import { isolatesNetwork, launchPlan, type SandboxOptions } from './sandbox.ts';
  * period. Deployments of one app run one at a time through `serialize`. Main thread; owned by AppHost;
  * `dispose()` stops everything and is idempotent.
  */
-export type AppRunState = 'created' | 'starting' | 'running' | 'crashed' | 'stopped';
+import type { AppRunState } from './app-view-types.ts';
+
+export type { AppRunState };
 
 export interface RuntimeOptions {
   sandbox: SandboxOptions;

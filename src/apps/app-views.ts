@@ -1,37 +1,8 @@
-import type { AppRecord, DeploymentRecord, DeploymentSource, DeploymentState } from '../store/database.ts';
-import type { AppRunState } from './app-runtime.ts';
+import type { AppRecord, DeploymentRecord } from '../store/records.ts';
+import type { AppRunState, AppView, DeploymentView } from './app-view-types.ts';
 import { maskUrlCredentials } from './deployment-builder.ts';
 
-/** What the API and CLI show of apps and deployments: env names, never values; never the app's key; repository URLs without credentials. Pure. */
-export interface AppView {
-  appId: string;
-  workspaceId: string;
-  name: string;
-  state: AppRunState;
-  /** `{base_url}/apps/{appId}/` */
-  url: string;
-  envNames: string[];
-  apiKeyEnv: string | null;
-  healthPath: string;
-  liveDeploymentId: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface DeploymentView {
-  deploymentId: string;
-  appId: string;
-  state: DeploymentState;
-  reason: string | null;
-  source: DeploymentSource;
-  /** The deployment whose build this release runs. */
-  codeFrom: string;
-  createdAt: string;
-  updatedAt: string;
-  liveAt: string | null;
-  /** The last lines of the build log. */
-  buildLog: string[];
-}
+export type { AppRunState, AppView, DeploymentView } from './app-view-types.ts';
 
 const BUILD_LOG_LINES = 100;
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { authenticatedRoutes, type AuthenticatedRouteDeps, presentedCredentials } from '../accounts/authenticated-route.ts';
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
-import type { KeyLimiting } from '../accounts/key-limiter.ts';
+import type { KeyLimiting } from '../limits/key-limiter.ts';
 import { invalidRequest, notFound } from '../errors/index.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
 import type { Route } from '../http/router.ts';

@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { DEFAULT_MODEL_URI, defaultModelsDir } from '../../models/manifest.ts';
+import { DEFAULT_MODEL_URI, defaultModelsDir } from './default-model.ts';
 
 /**
  * Every setting of `hearth serve`, declared once: the key, the flag, the HEARTH_* variable, the type, the

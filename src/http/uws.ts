@@ -51,7 +51,7 @@ export const uWS = loaded.uWS;
 /**
  * Whether uWS's idle time-out (10 s) closes a connection whose answer went out while its request body was still
  * declared to come: the legacy build does; 20.57 keeps such a connection open as long as the client does, so
- * Hearth ends those answers itself with a close (http-exchange.ts, answerAheadOfBody).
+ * Hearth closes those connections itself after a lingering read of the body (http-exchange.ts, answerThenLinger).
  */
 export const uwsClosesAnsweredIdle = loaded.build === 'trufflesuite-20.30.0-node20';
 /** Which pinned build `uWS` is: the HTTP edge tests assert each build's own behaviour where they differ. */

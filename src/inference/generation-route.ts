@@ -1,5 +1,5 @@
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
-import type { KeyLimiting } from '../accounts/key-limiter.ts';
+import type { KeyLimiting } from '../limits/key-limiter.ts';
 import type { InferenceCaller } from './prompt-cache-scope.ts';
 import type { ModelLease } from '../engine/model-registry.ts';
 import type { SharedModelGateway } from './shared-model-gateway.ts';

@@ -1,7 +1,7 @@
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
 import { whenReady } from '../accounts/fresh-credentials.ts';
 import type { InferenceCaller } from './prompt-cache-scope.ts';
-import type { KeyLimiting } from '../accounts/key-limiter.ts';
+import type { KeyLimiting } from '../limits/key-limiter.ts';
 import { invalidRequest } from '../errors/index.ts';
 import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';

@@ -10,7 +10,7 @@ import type { ReasoningEffort } from '../protocol/chat-request.ts';
 import { samplingOptionsOf, type ChatRequest, type RawPrompt } from '../protocol/chat-request.ts';
 import type { CompletionsRequest } from '../protocol/completions-request.ts';
 import type { ChoiceDelta } from '../protocol/text-completion.ts';
-import { GrammarCache } from '../protocol/grammar-cache.ts';
+import { GrammarCache } from '../grammar/grammar-cache.ts';
 import type { ModelList } from '../protocol/openai-types.ts';
 import { ToolCallStreamParser } from '../protocol/tool-call-parser.ts';
 import { planChatGeneration } from './chat-generation-plan.ts';

@@ -25,14 +25,7 @@ export class CompletionBuilder {
   }
 
   chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: FinishReason | null, logprobs: ChatLogprobs | null = null): ChatCompletionChunk {
-    return {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: this.created,
-      model: this.model,
-      system_fingerprint: null,
-      choices: [{ index: 0, delta, logprobs, finish_reason: finishReason }],
-    };
+    return { ...this.envelope(), choices: [{ index: 0, delta, logprobs, finish_reason: finishReason }] };
   }
 
   /** First chunk of a stream: carries the assistant role (contract.md). */
@@ -50,15 +43,12 @@ export class CompletionBuilder {
   }
 
   usageChunk(usage: Usage): ChatCompletionChunk {
-    return {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: this.created,
-      model: this.model,
-      system_fingerprint: null,
-      choices: [],
-      usage,
-    };
+    return { ...this.envelope(), choices: [], usage };
+  }
+
+  /** The fields every chunk of this completion carries. */
+  private envelope(): Omit<ChatCompletionChunk, 'choices' | 'usage'> {
+    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, system_fingerprint: null };
   }
 
   completion(content: string | null, finishReason: FinishReason, usage: Usage, extras: CompletionExtras = {}): ChatCompletion {

@@ -2,6 +2,7 @@ import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { RawPrompt, SamplingOptions } from './chat-request.ts';
 import { MAX_TOP_LOGPROBS, parseSamplerExtensions } from './validate-chat-features.ts';
+import { absent, isObject, type Json, tokenIds } from './json-fields.ts';
 
 /**
  * The legacy completions request (`POST /completions`), validated once at the edge. The prompt reaches the
@@ -31,8 +32,6 @@ export const COMPLETIONS_DEFAULT_MAX_TOKENS = 16;
 export const MAX_PROMPTS = 64;
 const MAX_STOP = 4;
 
-type Json = Record<string, unknown>;
-
 const HONOURED = new Set([
   'model', 'prompt', 'stream', 'stream_options', 'echo', 'logprobs', 'max_tokens', 'stop', 'temperature', 'top_p', 'seed',
   'presence_penalty', 'frequency_penalty', 'top_k', 'min_p', 'repetition_penalty', 'priority',
@@ -41,9 +40,6 @@ const HONOURED = new Set([
 const HARMLESS = new Set(['user', 'metadata', 'store', 'service_tier']);
 /** Refused unless given with their no-op value (checked below). */
 const CHECKED = new Set(['n', 'best_of', 'suffix', 'logit_bias']);
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const absent = (v: unknown) => v === undefined || v === null;
 
 function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
   const v = body[field];
@@ -61,16 +57,6 @@ function bool(body: Json, field: string): boolean {
   return v;
 }
 
-const isTokenId = (t: unknown): t is number => typeof t === 'number' && Number.isInteger(t) && t >= 0 && t <= 0xffffffff;
-
-function tokenPrompt(list: unknown[], param: string): number[] {
-  if (list.length === 0) throw invalidRequest(`'${param}' must not be empty`, param, 'empty_array');
-  list.forEach((t, j) => {
-    if (!isTokenId(t)) throw invalidRequest(`'${param}[${j}]' must be a token id (an integer >= 0)`, `${param}[${j}]`, 'invalid_type');
-  });
-  return list as number[];
-}
-
 /** `prompt`: a string, an array of strings, an array of token ids, or an array of token-id arrays. */
 function parsePrompts(raw: unknown): RawPrompt[] {
   if (raw === undefined) throw invalidRequest("'prompt' is required", 'prompt', 'missing_required_parameter');
@@ -78,11 +64,11 @@ function parsePrompts(raw: unknown): RawPrompt[] {
   const shape = "'prompt' must be a string, an array of strings, an array of token ids or an array of token-id arrays";
   if (!Array.isArray(raw)) throw invalidRequest(shape, 'prompt', 'invalid_type');
   if (raw.length === 0) throw invalidRequest("'prompt' must not be empty", 'prompt', 'empty_array');
-  if (typeof raw[0] === 'number') return [tokenPrompt(raw, 'prompt')];
+  if (typeof raw[0] === 'number') return [tokenIds(raw, 'prompt')];
   if (raw.length > MAX_PROMPTS) throw invalidRequest(`'prompt' holds ${raw.length} prompts; the limit is ${MAX_PROMPTS}`, 'prompt', 'invalid_value');
   return raw.map((p, i) => {
     if (typeof p === 'string') return p;
-    if (Array.isArray(p)) return tokenPrompt(p, `prompt[${i}]`);
+    if (Array.isArray(p)) return tokenIds(p, `prompt[${i}]`);
     throw invalidRequest(shape, `prompt[${i}]`, 'invalid_type');
   });
 }

@@ -1,5 +1,6 @@
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { RawPrompt } from './chat-request.ts';
+import { absent, isObject, type Json, tokenIds } from './json-fields.ts';
 
 /**
  * The embeddings request (`POST /embeddings`, OpenAI's shape), validated once at the edge. Every refusal is a
@@ -20,21 +21,7 @@ export interface EmbeddingsRequest {
 /** OpenAI's own bound on the inputs of one request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
 
-type Json = Record<string, unknown>;
-
 const ACCEPTED = new Set(['model', 'input', 'encoding_format', 'dimensions', 'user']);
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const absent = (v: unknown) => v === undefined || v === null;
-const isTokenId = (t: unknown): t is number => typeof t === 'number' && Number.isInteger(t) && t >= 0 && t <= 0xffffffff;
-
-function tokenInput(list: unknown[], param: string): number[] {
-  if (list.length === 0) throw invalidRequest(`'${param}' must not be empty`, param, 'empty_array');
-  list.forEach((t, j) => {
-    if (!isTokenId(t)) throw invalidRequest(`'${param}[${j}]' must be a token id (an integer >= 0)`, `${param}[${j}]`, 'invalid_type');
-  });
-  return list as number[];
-}
 
 function textInput(s: string, param: string): string {
   if (s === '') throw invalidRequest(`'${param}' must not be an empty string`, param, 'invalid_value');
@@ -48,11 +35,11 @@ function parseInputs(raw: unknown): RawPrompt[] {
   const shape = "'input' must be a string, an array of strings, an array of token ids or an array of token-id arrays";
   if (!Array.isArray(raw)) throw invalidRequest(shape, 'input', 'invalid_type');
   if (raw.length === 0) throw invalidRequest("'input' must not be empty", 'input', 'empty_array');
-  if (typeof raw[0] === 'number') return [tokenInput(raw, 'input')];
+  if (typeof raw[0] === 'number') return [tokenIds(raw, 'input')];
   if (raw.length > MAX_EMBEDDING_INPUTS) throw invalidRequest(`'input' holds ${raw.length} inputs; the limit is ${MAX_EMBEDDING_INPUTS}`, 'input', 'invalid_value');
   return raw.map((p, i) => {
     if (typeof p === 'string') return textInput(p, `input[${i}]`);
-    if (Array.isArray(p)) return tokenInput(p, `input[${i}]`);
+    if (Array.isArray(p)) return tokenIds(p, `input[${i}]`);
     throw invalidRequest(shape, `input[${i}]`, 'invalid_type');
   });
 }

@@ -2,6 +2,7 @@ import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, FunctionTool, ToolCall, ToolChoice } from './chat-request.ts';
 import { checkToolChoice, functionName, MAX_TOOLS } from './validate-chat-features.ts';
+import { absent, isObject, type Json } from './json-fields.ts';
 
 /**
  * The Anthropic Messages API request (`POST /messages`, and `/messages/count_tokens` without `max_tokens`),
@@ -16,8 +17,6 @@ export interface MessagesRequest {
   chat: ChatRequest;
 }
 
-type Json = Record<string, unknown>;
-
 const HONOURED = new Set([
   'model', 'messages', 'system', 'max_tokens', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'stream', 'tools', 'tool_choice',
   'priority',
@@ -27,9 +26,6 @@ const HARMLESS = new Set(['metadata', 'service_tier', 'thinking', 'cache_control
 const COUNT_FIELDS = new Set(['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'cache_control']);
 const MAX_MESSAGES = 2048;
 const MAX_STOP_SEQUENCES = 4;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const absent = (v: unknown) => v === undefined || v === null;
 
 function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
   const v = body[field];

@@ -3,6 +3,7 @@ import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import { type ChatMessage, type ChatRequest, type FunctionTool, parseReasoningEffort, type ResponseFormat, type ToolCall, type ToolChoice } from './chat-request.ts';
 import { hexId } from './ids.ts';
 import { checkToolChoice, functionName as name, MAX_TOOLS, MAX_TOP_LOGPROBS } from './validate-chat-features.ts';
+import { absent, isObject, type Json } from './json-fields.ts';
 
 /**
  * The OpenAI Responses API request (`POST /responses`), validated and turned into the ChatRequest the shared
@@ -46,8 +47,6 @@ export interface ResponseEcho {
 /** One item of a Response's input, as `GET /responses/{id}/input_items` lists it. */
 export type InputItem = Record<string, unknown> & { id: string; type: string };
 
-type Json = Record<string, unknown>;
-
 /** A Map, not an object literal: a client's role must never find an Object.prototype member ('constructor'). */
 const ROLES: ReadonlyMap<string, ChatMessage['role']> = new Map([['user', 'user'], ['assistant', 'assistant'], ['system', 'system'], ['developer', 'system']]);
 /** Accepted and without effect (nothing is stored or billed; truncation never happens silently: a long input is a 400). */
@@ -60,9 +59,6 @@ const HONOURED = new Set([
 const STATEFUL = ['conversation', 'background', 'prompt', 'max_tool_calls'];
 /** The longest response id taken in `previous_response_id` (Hearth's are `resp_` + 48 hex characters). */
 const MAX_RESPONSE_ID = 128;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const absent = (v: unknown) => v === undefined || v === null;
 
 function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
   const v = body[field];

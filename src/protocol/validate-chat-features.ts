@@ -1,5 +1,6 @@
 import { invalidRequest } from '../errors/index.ts';
 import type { ChatRequest, FunctionTool, JsonSchema, ResponseFormat, ToolCall, ToolChoice } from './chat-request.ts';
+import { absent, type Json } from './json-fields.ts';
 
 /**
  * Validation of the chat-completions fields beyond plain chat: tools, tool_choice, parallel_tool_calls,
@@ -7,8 +8,6 @@ import type { ChatRequest, FunctionTool, JsonSchema, ResponseFormat, ToolCall, T
  * repetition_penalty), and the tool fields of messages. Used by validate-chat-request.ts for both the shared
  * and the project endpoint. Pure; every refusal is a 400 naming the field.
  */
-
-type Json = Record<string, unknown>;
 
 /** OpenAI's rule for function names. */
 const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -19,8 +18,6 @@ export const MAX_TOP_LOGPROBS = 20;
 function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
-
-const absent = (v: unknown) => v === undefined || v === null;
 
 function optionalBoolean(v: unknown, param: string): boolean | undefined {
   if (absent(v)) return undefined;

@@ -1,10 +1,9 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, chatCompletionsRequest, chatCompletionToolFields, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
-import type { SseEvent } from './sse-parser.ts';
+import { chatCompletionMessages, chatCompletionsAdapter, chatCompletionsRequest, chatCompletionToolFields } from './openai-wire.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
+import { compact, effectiveTemperature, type VendorAdapter } from './vendor-adapter.ts';
 
 /**
  * Mistral chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE
@@ -39,9 +38,4 @@ export function buildMistralRequest(call: ProviderCall, stream: boolean, options
   return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);
 }
 
-export const mistralAdapter: VendorAdapter = {
-  name: 'mistral',
-  buildRequest: buildMistralRequest,
-  parseReply: (body: unknown): VendorEvent[] => parseChatCompletionReply(body, 'mistral', mistralFinishReason),
-  parseStreamEvent: (event: SseEvent): VendorEvent[] => parseChatCompletionEvent(event, 'mistral', mistralFinishReason),
-};
+export const mistralAdapter: VendorAdapter = chatCompletionsAdapter('mistral', buildMistralRequest, mistralFinishReason);

@@ -4,7 +4,7 @@ import type { ChatRequest } from '../protocol/chat-request.ts';
 import type { ProviderCall } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { count, isObject, parseUpstreamJson, type UsageCounts, type VendorEvent } from './vendor-adapter.ts';
+import { count, isObject, parseUpstreamJson, type UsageCounts, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
 
 /**
  * The chat-completions wire format shared by OpenAI and Mistral (same JSON bodies, `data:` SSE events
@@ -131,5 +131,15 @@ export function chatCompletionsRequest(baseUrl: string, apiKey: string, body: un
       accept: stream ? 'text/event-stream' : 'application/json',
     },
     body: JSON.stringify(body),
+  };
+}
+
+/** The adapter of a vendor that speaks OpenAI's chat completions wire: its own request body and finish reasons. */
+export function chatCompletionsAdapter(name: VendorAdapter['name'], buildRequest: VendorAdapter['buildRequest'], mapFinish: FinishMap): VendorAdapter {
+  return {
+    name,
+    buildRequest,
+    parseReply: (body: unknown): VendorEvent[] => parseChatCompletionReply(body, name, mapFinish),
+    parseStreamEvent: (event: SseEvent): VendorEvent[] => parseChatCompletionEvent(event, name, mapFinish),
   };
 }

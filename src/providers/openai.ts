@@ -1,9 +1,8 @@
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, chatCompletionsRequest, chatCompletionToolFields, parseChatCompletionEvent, parseChatCompletionReply } from './openai-wire.ts';
-import type { SseEvent } from './sse-parser.ts';
+import { chatCompletionMessages, chatCompletionsAdapter, chatCompletionsRequest, chatCompletionToolFields } from './openai-wire.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { compact, effectiveTemperature, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
+import { compact, effectiveTemperature, type VendorAdapter } from './vendor-adapter.ts';
 
 /**
  * OpenAI chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE.
@@ -39,9 +38,4 @@ export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options:
   return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);
 }
 
-export const openAiAdapter: VendorAdapter = {
-  name: 'openai',
-  buildRequest: buildOpenAiRequest,
-  parseReply: (body: unknown): VendorEvent[] => parseChatCompletionReply(body, 'openai', openAiFinishReason),
-  parseStreamEvent: (event: SseEvent): VendorEvent[] => parseChatCompletionEvent(event, 'openai', openAiFinishReason),
-};
+export const openAiAdapter: VendorAdapter = chatCompletionsAdapter('openai', buildOpenAiRequest, openAiFinishReason);

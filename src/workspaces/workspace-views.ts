@@ -1,4 +1,4 @@
-import type { ProjectRecord, ProjectState, WorkspaceRecord, YamState } from '../store/database.ts';
+import type { ProjectRecord, ProjectState, WorkspaceRecord, YamState } from '../store/records.ts';
 
 /**
  * What the management API (and the CLI) shows of records: ids named `workspaceId` / `projectId`, the

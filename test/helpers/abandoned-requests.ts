@@ -3,7 +3,7 @@ import net from 'node:net';
 /**
  * Clients that leave (contract "A client that leaves"): raw connections that send one chat request each and then
  * close, by FIN or by reset, and the check that their slots and queue places are free within the contract's bound.
- * Used by test/e2e/client-leaves.test.ts and test/fuzz/client-leaves.test.ts, against a `hearth serve` child.
+ * Used by test/e2e/http-edge/client-leaves.test.ts and test/fuzz/client-leaves.test.ts, against a `hearth serve` child.
  */
 
 /** How a client leaves: `fin` closes its socket (a FIN, no reset from the client), `reset` aborts it (RST). */

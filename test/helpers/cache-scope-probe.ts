@@ -9,7 +9,7 @@ import { hearthCli, type HearthProcess, startHearthProcess } from './hearth-proc
  * and an unrelated one, each reading `usage.prompt_tokens_details.cached_tokens`; then the victim sends its
  * conversation's second turn (its own hit). Each attacker row is made by an account of its own that sent
  * nothing before, so a row reads only what other accounts left (an attacker's own earlier probe would
- * legitimately be its own cache). Used by test/e2e/prompt-cache-scope.test.ts and bench/prompt-cache-scope.ts.
+ * legitimately be its own cache). Used by test/e2e/scheduling/prompt-cache-scope.test.ts and bench/prompt-cache-scope.ts.
  */
 
 export const SECRET = 'The secret launch code of the company is seven four two nine and the meeting is on Tuesday at the old mill by the river, bring the blue folder.';

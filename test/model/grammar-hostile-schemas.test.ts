@@ -1,7 +1,7 @@
 import { getLlama, type Llama, LlamaGrammar, LlamaLogLevel } from 'node-llama-cpp';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GRAMMAR_LIMITS, GrammarError } from '../../src/protocol/gbnf.ts';
-import { jsonSchemaToGrammar } from '../../src/protocol/json-schema-grammar.ts';
+import { GRAMMAR_LIMITS, GrammarError } from '../../src/grammar/gbnf.ts';
+import { jsonSchemaToGrammar } from '../../src/grammar/json-schema-grammar.ts';
 import type { JsonSchema } from '../../src/protocol/chat-request.ts';
 
 /**
@@ -37,43 +37,21 @@ describe('repetition bounds (llama.cpp expands x{m,n} into n rules, refuses over
   const str = (n: number) => JSON.stringify('a'.repeat(n));
   const arr = (n: number) => JSON.stringify(Array(n).fill(1));
 
-  it('maxLength: a string one longer is refused, or the schema is', () => {
-    for (const n of BOUNDS) {
-      const g = convert({ type: 'string', maxLength: n }, 'maxLength');
-      if (g === null) continue;
-      const parsed = parse(g);
-      expect(parsed._testText(str(n)), `maxLength ${n}`).toBe(true);
-      expect(parsed._testText(str(n + 1)), `maxLength ${n}`).toBe(false);
-    }
-  });
+  // Each bound: the schema, the text of a value at a size, and the step one past the bound (longer or shorter).
+  const BOUND_CASES: Array<[keyword: string, schema: (n: number) => JsonSchema, text: (n: number) => string, step: 1 | -1]> = [
+    ['maxLength', (n) => ({ type: 'string', maxLength: n }), str, 1],
+    ['minLength', (n) => ({ type: 'string', minLength: n }), str, -1],
+    ['maxItems', (n) => ({ type: 'array', items: { type: 'integer' }, maxItems: n }), arr, 1],
+    ['minItems', (n) => ({ type: 'array', items: { type: 'integer' }, minItems: n }), arr, -1],
+  ];
 
-  it('minLength: a string one shorter is refused, or the schema is', () => {
+  it.each(BOUND_CASES)('%s: a value one past the bound is refused, or the schema is', (keyword, schema, text, step) => {
     for (const n of BOUNDS) {
-      const g = convert({ type: 'string', minLength: n }, 'minLength');
+      const g = convert(schema(n), keyword);
       if (g === null) continue;
       const parsed = parse(g);
-      expect(parsed._testText(str(n)), `minLength ${n}`).toBe(true);
-      expect(parsed._testText(str(n - 1)), `minLength ${n}`).toBe(false);
-    }
-  });
-
-  it('maxItems: an array one longer is refused, or the schema is', () => {
-    for (const n of BOUNDS) {
-      const g = convert({ type: 'array', items: { type: 'integer' }, maxItems: n }, 'maxItems');
-      if (g === null) continue;
-      const parsed = parse(g);
-      expect(parsed._testText(arr(n)), `maxItems ${n}`).toBe(true);
-      expect(parsed._testText(arr(n + 1)), `maxItems ${n}`).toBe(false);
-    }
-  });
-
-  it('minItems: an array one shorter is refused, or the schema is', () => {
-    for (const n of BOUNDS) {
-      const g = convert({ type: 'array', items: { type: 'integer' }, minItems: n }, 'minItems');
-      if (g === null) continue;
-      const parsed = parse(g);
-      expect(parsed._testText(arr(n)), `minItems ${n}`).toBe(true);
-      expect(parsed._testText(arr(n - 1)), `minItems ${n}`).toBe(false);
+      expect(parsed._testText(text(n)), `${keyword} ${n}`).toBe(true);
+      expect(parsed._testText(text(n + step)), `${keyword} ${n}`).toBe(false);
     }
   });
 

@@ -1,7 +1,7 @@
 import { getLlama, type Llama, LlamaGrammar, LlamaLogLevel } from 'node-llama-cpp';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { jsonObjectGrammar, jsonSchemaToGrammar } from '../../src/protocol/json-schema-grammar.ts';
-import { toolCallGrammar } from '../../src/protocol/tool-call-grammar.ts';
+import { jsonObjectGrammar, jsonSchemaToGrammar } from '../../src/grammar/json-schema-grammar.ts';
+import { toolCallGrammar } from '../../src/grammar/tool-call-grammar.ts';
 import { sampleGbnf } from '../helpers/gbnf-sampler.ts';
 import { SCHEMA_FIXTURES } from '../helpers/schema-fixtures.ts';
 import { WEATHER_TOOLS } from '../helpers/tool-fixtures.ts';

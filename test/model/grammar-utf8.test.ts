@@ -15,8 +15,8 @@ import { collectJob, disposeEngineSubjects, type EngineSubject, loadEngineSubjec
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_SAMPLING } from '../../src/engine/sampling-defaults.ts';
 import type { FunctionTool } from '../../src/protocol/chat-request.ts';
-import { jsonSchemaToGrammar } from '../../src/protocol/json-schema-grammar.ts';
-import { toolCallGrammar } from '../../src/protocol/tool-call-grammar.ts';
+import { jsonSchemaToGrammar } from '../../src/grammar/json-schema-grammar.ts';
+import { toolCallGrammar } from '../../src/grammar/tool-call-grammar.ts';
 import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../../src/protocol/tool-call-syntax.ts';
 import { llamaTokenPieces } from '../../src/worker/llama-token-pieces.ts';
 

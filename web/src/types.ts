@@ -1,4 +1,13 @@
-/** The shapes the dashboard reads from /api/v1 (docs/management-api.md, "Accounts"). */
+/**
+ * The shapes the dashboard reads from /api/v1 (docs/management-api.md). The views the service defines in a module
+ * free of runtime imports are imported from it, type-only (erased from the bundle): the compiler keeps the two sides
+ * one contract.
+ */
+export type { AppRunState, AppView, DeploymentView } from '../../src/apps/app-view-types.ts';
+export type { KeyLimits, KeyPriority } from '../../src/store/records.ts';
+export type { ProjectView, ProjectViewWithToken as ProjectWithToken, WorkspaceView, YamView } from '../../src/workspaces/workspace-views.ts';
+import type { KeyLimits } from '../../src/store/records.ts';
+
 export interface ListOf<T> {
   object: 'list';
   data: T[];
@@ -24,16 +33,6 @@ export interface UserView {
   lastSignInAt: string | null;
 }
 
-export interface KeyLimits {
-  requestsPerMinute: number | null;
-  tokensPerMinute: number | null;
-  maxConcurrent: number | null;
-  /** Scheduling: interactive work runs first; batch work yields its slot to it (docs/scheduler.md). */
-  priority?: KeyPriority;
-}
-
-export type KeyPriority = 'interactive' | 'batch';
-
 export interface ApiKeyView {
   id: string;
   name: string;
@@ -47,66 +46,8 @@ export interface CreatedKey extends ApiKeyView {
   key: string;
 }
 
-export interface YamView {
-  workspaceId: string;
-  state: 'creating' | 'ready' | 'failed';
-  createdAt: string;
-  readyAt: string | null;
-  error: string | null;
-}
-
-export interface WorkspaceView {
-  workspaceId: string;
-  name: string;
-  createdAt: string;
-  yam: YamView | null;
-}
-
 export type Provider = 'openai' | 'anthropic' | 'gemini' | 'mistral';
 export const PROVIDERS: readonly Provider[] = ['openai', 'anthropic', 'gemini', 'mistral'];
-
-export interface ProjectView {
-  projectId: string;
-  workspaceId: string;
-  name: string;
-  provider: Provider;
-  model: string;
-  temperature: number | null;
-  state: 'provisioning' | 'ready' | 'suspended' | 'failed';
-  stateReason: string | null;
-  endpoint: string;
-  providerKey: { last4: string } | null;
-  tokenIssuedAt: string;
-  createdAt: string;
-}
-
-export interface ProjectWithToken extends ProjectView {
-  token: string;
-}
-
-export interface AppView {
-  appId: string;
-  workspaceId: string;
-  name: string;
-  state: string;
-  url: string;
-  envNames: string[];
-  apiKeyEnv: string | null;
-  healthPath: string;
-  liveDeploymentId: string | null;
-  createdAt: string;
-}
-
-export interface DeploymentView {
-  deploymentId: string;
-  appId: string;
-  state: 'queued' | 'fetching' | 'building' | 'starting' | 'live' | 'failed' | 'retired';
-  reason: string | null;
-  createdAt: string;
-  liveAt: string | null;
-  /** The last lines of the build log. */
-  buildLog: string[];
-}
 
 export interface AppLogLine {
   time: string;

@@ -1,61 +1,16 @@
 import pg from 'pg';
 import { ApiError, storeUnavailable } from '../../errors/index.ts';
-import { keyFits } from '../database.ts';
-import type { RangeOptions, RecordKey, RecordStore, RecordTable, RecordTables } from '../record-store.ts';
+import type { RecordKey, RecordStore, RecordTables } from '../record-store.ts';
 import type { StoreHealth } from '../store-health.ts';
 import { decodeKey, encodeKey } from './key-order.ts';
 import { migrate } from './migrations.ts';
+import { ARRAY_KEYED, type Capture, CHANGES_CHANNEL, type ChangeRow, type PostgresStoreOptions, type StoreLog, TABLE_NAMES, type TableName, WRITE_LOCK, type Write } from './postgres-store-types.ts';
+import { PostgresTable } from './postgres-table.ts';
 import { CHANGES_SQL, PRUNE_SQL, UPSERT_SQL } from './records-sql.ts';
 import { deepFreeze } from '../deep-freeze.ts';
 import { MirrorTable } from './mirror-table.ts';
 
-/** Every table of RecordTables, by the name its rows carry in `records.tbl`. */
-export const TABLE_NAMES = ['accounts', 'apiKeys', 'workspaces', 'projects', 'apps', 'deployments', 'users', 'sessions', 'setupTokens', 'responses', 'index'] as const satisfies readonly (keyof RecordTables)[];
-export type TableName = (typeof TABLE_NAMES)[number];
-/** The one table whose keys are arrays. */
-const ARRAY_KEYED: TableName = 'index';
-
-/** pg_advisory_xact_lock key every write transaction of the fleet takes ('hearthrw' in ASCII). */
-export const WRITE_LOCK = '7522537965568094839';
-/** The NOTIFY channel a commit announces its last seq on. */
-export const CHANGES_CHANNEL = 'hearth_records';
-
-export type StoreLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
-
-export interface PostgresStoreOptions {
-  /** How often a replica asks for changes when no NOTIFY came (the fallback of LISTEN). */
-  pollMs?: number;
-  /** Bound of every query (and of a connection attempt), so a database that hangs answers store_unavailable. */
-  queryTimeoutMs?: number;
-  /** Removed records' tombstones older than this are pruned (a replica behind them reloads everything). */
-  tombstoneTtlMs?: number;
-  log?: StoreLog;
-  /** Called when the database becomes reachable or unreachable. */
-  onHealth?: (health: StoreHealth) => void;
-}
-
-/** One staged write of a transaction: the record's final value, or undefined for a removal. */
-interface Write {
-  tbl: TableName;
-  key: RecordKey;
-  value: unknown;
-  json: string | null;
-}
-
-/** The writes of the transaction whose `fn` is running (set only while it runs, synchronously). */
-interface Capture {
-  writes: Map<string, Write>;
-  /** Mirror values the staged writes replaced, in order, to put back once `fn` returns. */
-  undo: { tbl: TableName; key: RecordKey; before: unknown }[];
-}
-
-interface ChangeRow {
-  horizon: string;
-  tbl: string | null;
-  key: string | null;
-  value: unknown;
-  seq: string | null;
-}
+export { CHANGES_CHANNEL, type PostgresStoreOptions, type StoreLog, TABLE_NAMES, type TableName, WRITE_LOCK } from './postgres-store-types.ts';
 
 /**
  * The RecordStore (record-store.ts) of a fleet: the records in PostgreSQL, one `records` table (migration
@@ -450,53 +405,6 @@ export class PostgresStore implements RecordStore {
     this.state = { backend: 'postgres', up: true };
     this.log('info', 'the records database is reachable again');
     this.options.onHealth?.(this.state);
-  }
-}
-
-/** One table of the store: reads from the mirror, writes staged in (or run as) a transaction. */
-class PostgresTable implements RecordTable<unknown, RecordKey> {
-  constructor(
-    private readonly store: PostgresStore,
-    private readonly name: TableName,
-    private readonly rows: MirrorTable,
-  ) {}
-
-  get(key: RecordKey): unknown {
-    return keyFits(key) ? this.rows.get(key) : undefined;
-  }
-
-  put(key: RecordKey, value: unknown): Promise<boolean> | boolean {
-    if (!keyFits(key)) throw new Error('refusing a record key over MAX_KEY_BYTES');
-    if (this.store.inTransaction) return (this.store.stage(this.name, key, value), true);
-    return this.store.transaction(() => (this.store.stage(this.name, key, value), true));
-  }
-
-  remove(key: RecordKey): Promise<boolean> | boolean {
-    if (!keyFits(key)) return false;
-    if (this.store.inTransaction) return this.store.stage(this.name, key, undefined);
-    return this.store.transaction(() => this.store.stage(this.name, key, undefined));
-  }
-
-  putSync(key: RecordKey, value: unknown): void {
-    if (!keyFits(key)) throw new Error('refusing a record key over MAX_KEY_BYTES');
-    if (this.store.inTransaction) this.store.stage(this.name, key, value);
-    else this.store.transactionSync(() => this.store.stage(this.name, key, value));
-  }
-
-  removeSync(key: RecordKey): boolean {
-    if (!keyFits(key)) return false;
-    if (this.store.inTransaction) return this.store.stage(this.name, key, undefined);
-    return this.store.transactionSync(() => this.store.stage(this.name, key, undefined));
-  }
-
-  getRange(options: RangeOptions<RecordKey> = {}): Iterable<{ key: RecordKey; value: unknown }> {
-    if (!keyFits(options.start) || !keyFits(options.end)) return [];
-    return this.rows.range(options);
-  }
-
-  getKeys(options: RangeOptions<RecordKey> = {}): Iterable<RecordKey> {
-    if (!keyFits(options.start) || !keyFits(options.end)) return [];
-    return this.rows.range(options).map((e) => e.key);
   }
 }
 

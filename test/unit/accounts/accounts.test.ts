@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { AccountService } from '../../../src/accounts/account-service.ts';
 import { ManagementAuthenticator, type PresentedCredentials } from '../../../src/accounts/authenticator.ts';
 import { parseKeyInput, parseKeyPatch, parseUserInput } from '../../../src/accounts/account-input.ts';
-import { SignInLimiter } from '../../../src/accounts/sign-in-limiter.ts';
+import { SignInLimiter } from '../../../src/limits/sign-in-limiter.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import { UserRepository } from '../../../src/accounts/user-repository.ts';

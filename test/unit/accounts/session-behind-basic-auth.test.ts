@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { AccountService } from '../../../src/accounts/account-service.ts';
 import { ManagementAuthenticator } from '../../../src/accounts/authenticator.ts';
-import { SignInLimiter } from '../../../src/accounts/sign-in-limiter.ts';
+import { SignInLimiter } from '../../../src/limits/sign-in-limiter.ts';
 import type { HttpExchange } from '../../../src/http/http-exchange.ts';
 import { presentedCredentials } from '../../../src/accounts/authenticated-route.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';

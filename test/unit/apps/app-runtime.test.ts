@@ -6,7 +6,7 @@ import { AppRuntime, type AppRunState, type LaunchInput } from '../../../src/app
 
 /**
  * The supervisor with real processes (sandbox `none`, so no bubblewrap needed here; the sandboxed path is
- * covered by test/e2e/apps.test.ts): crash restarts back off by doubling up to the cap.
+ * covered by test/e2e/apps/apps.test.ts): crash restarts back off by doubling up to the cap.
  */
 const dirs: string[] = [];
 const runtimes: AppRuntime[] = [];

@@ -17,7 +17,7 @@ import { rawExchange } from '../../helpers/raw-http.ts';
  * internal_error for a lone 0x80 or a euro sign (characters Node cannot write into a header).
  * The router now refuses a request whose header value it sees holding anything but ASCII text: 400
  * invalid_header_value, before any handler runs. (The bytes at either end never reach Hearth: the front
- * refuses those, test/e2e/header-bytes.test.ts.)
+ * refuses those, test/e2e/http-edge/header-bytes.test.ts.)
  */
 let upstream: http.Server;
 let upstreamCalls = 0;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/errors/index.ts';
 import { planChatGeneration } from '../../../src/inference/chat-generation-plan.ts';
-import { GrammarCache } from '../../../src/protocol/grammar-cache.ts';
+import { GrammarCache } from '../../../src/grammar/grammar-cache.ts';
 import { validateResponsesRequest } from '../../../src/protocol/responses-request.ts';
 import { validateChatRequest } from '../../../src/protocol/validate-chat-request.ts';
 import { sampleGbnf } from '../../helpers/gbnf-sampler.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatDelta } from '../../../src/protocol/chat-delta.ts';
-import { toolCallGrammar } from '../../../src/protocol/tool-call-grammar.ts';
+import { toolCallGrammar } from '../../../src/grammar/tool-call-grammar.ts';
 import { ToolCallStreamParser } from '../../../src/protocol/tool-call-parser.ts';
 import { sampleGbnf } from '../../helpers/gbnf-sampler.ts';
 import { WEATHER_TOOLS } from '../../helpers/tool-fixtures.ts';

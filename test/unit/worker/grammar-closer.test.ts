@@ -5,7 +5,7 @@ import type { TokenPiece } from '../../../src/worker/utf8-state.ts';
 
 /**
  * The closing walk and the per-job policy on a toy grammar (the real one, node-llama-cpp's, runs in
- * test/e2e/json-close.test.ts): the language `{"k":"<letters>"}`, optionally followed by ` {}`, read character by
+ * test/e2e/grammar-and-tools/json-close.test.ts): the language `{"k":"<letters>"}`, optionally followed by ` {}`, read character by
  * character, so the shortest completion from any state is known. Its state is the text so far; a token is allowed
  * when the text stays a prefix of some sentence of the language.
  */

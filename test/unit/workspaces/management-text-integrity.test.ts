@@ -4,7 +4,7 @@ import type { Principal } from '../../../src/accounts/authenticator.ts';
 import { KeyService } from '../../../src/accounts/key-service.ts';
 import { WorkspaceService } from '../../../src/workspaces/workspace-service.ts';
 import { Provisioner } from '../../../src/workspaces/provisioner.ts';
-import { SignInLimiter } from '../../../src/accounts/sign-in-limiter.ts';
+import { SignInLimiter } from '../../../src/limits/sign-in-limiter.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
 import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
 import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';

@@ -1,5 +1,5 @@
 -- Per-key limits and the sign-in limiter counted for the whole fleet (docs/fleet.md "Limits across the fleet";
--- src/accounts/fleet-key-limiter.ts, fleet-sign-in-limiter.ts, fleet-leases.ts).
+-- src/limits/fleet-key-limiter.ts, fleet-sign-in-limiter.ts, fleet-leases.ts).
 
 -- Requests and tokens of a limited key per second of the database's clock: a sliding minute is its last 60 rows.
 CREATE TABLE fleet_key_usage (

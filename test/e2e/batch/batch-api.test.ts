@@ -1,0 +1,195 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import OpenAI, { toFile } from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { tinyChatModel } from '../../helpers/test-model.ts';
+
+/**
+ * The Batch API (issue #41) end to end with the official `openai` SDK over a real `hearth serve` (native loop, the
+ * tiny chat model): files.create (purpose batch), batches.create, batches.retrieve until completed, files.content of
+ * the output (every custom_id once, bodies equal to the synchronous answers of greedy requests) for chat completions,
+ * completions, embeddings and responses lines; a malformed line failing the batch in `validating`; batches.cancel
+ * mid-way; batches.list paging; another account's ids answered as unknown; an upload over the limit refused early.
+ */
+const MODEL_ID = 'local/tiny-chat';
+const FILE_LIMIT = 256 << 10;
+let dataDir: string;
+let hearth: HearthProcess;
+let client: OpenAI;
+let otherAccount: OpenAI;
+
+type OutputLine = { id: string; custom_id: string; response: { status_code: number; request_id: string; body: Record<string, unknown> } | null; error: { code: string; message: string } | null };
+
+const clientFor = (h: HearthProcess, key: string) => new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
+const jsonl = (lines: unknown[]) => `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
+const upload = async (c: OpenAI, text: string, name = 'input.jsonl') => c.files.create({ file: await toFile(Buffer.from(text), name), purpose: 'batch' });
+
+async function finished(c: OpenAI, id: string, timeoutMs = 120_000): Promise<OpenAI.Batches.Batch> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const b = await c.batches.retrieve(id);
+    if (['completed', 'failed', 'cancelled', 'expired'].includes(b.status)) return b;
+    if (Date.now() > deadline) throw new Error(`batch ${id} still ${b.status}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function outputLines(c: OpenAI, fileId: string | null | undefined): Promise<OutputLine[]> {
+  if (!fileId) return [];
+  const text = await (await c.files.content(fileId)).text();
+  return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as OutputLine);
+}
+
+/** Fields of an answer that differ between two answers of the same request (ids, times). */
+function comparable(body: Record<string, unknown>): Record<string, unknown> {
+  const { id: _id, created: _created, created_at: _createdAt, completed_at: _completedAt, output_text: _sdkText, output, usage, ...rest } = body; // output_text: added by the SDK
+  // cached_tokens says how much of the prompt the cache held, which depends on what ran before, not on the answer.
+  const { prompt_tokens_details: _p, input_tokens_details: _i, ...counts } = (usage ?? {}) as Record<string, unknown>;
+  return { ...rest, usage: counts, ...(Array.isArray(output) ? { output: output.map((o: Record<string, unknown>) => ({ ...o, id: undefined })) } : {}) };
+}
+
+beforeAll(async () => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-api-'));
+  const other = hearthCli(['keys', 'create', '--name', 'other', '--account', 'acct-other', '--data-dir', dataDir, '--json']);
+  expect(other.status).toBe(0);
+  hearth = await startHearthProcess({ dataDir, args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--batch-file-limit-bytes', String(FILE_LIMIT)] });
+  await hearth.waitReady();
+  client = clientFor(hearth, hearth.key);
+  otherAccount = clientFor(hearth, (JSON.parse(other.stdout) as { key: string }).key);
+}, 120_000);
+
+afterAll(async () => {
+  await hearth?.stop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('Batch API', () => {
+  it('answers chat completion lines exactly as the synchronous route does, each custom_id once', async () => {
+    const prompts = ['Say hello.', 'Name a colour.', 'Count to three.', 'Tell me a story.', 'Pick a number.'];
+    const lines = prompts.map((p, i) => ({ custom_id: `req-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: p }], max_tokens: 12, temperature: 0 } }));
+    const file = await upload(client, jsonl(lines));
+    expect(file).toMatchObject({ object: 'file', purpose: 'batch', filename: 'input.jsonl', bytes: Buffer.byteLength(jsonl(lines)) });
+    const created = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h', metadata: { job: 'greedy' } });
+    expect(created).toMatchObject({ object: 'batch', status: 'validating', input_file_id: file.id, metadata: { job: 'greedy' } });
+    const done = await finished(client, created.id);
+    expect(done.status).toBe('completed');
+    expect(done.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
+    expect(done.in_progress_at).toBeTypeOf('number');
+    expect(done.completed_at).toBeTypeOf('number');
+    expect(done.error_file_id).toBeNull();
+    const out = await outputLines(client, done.output_file_id);
+    expect(out.map((l) => l.custom_id).sort()).toEqual(lines.map((l) => l.custom_id).sort());
+    for (const line of out) {
+      const request = lines.find((l) => l.custom_id === line.custom_id)!;
+      const sync = await client.chat.completions.create(request.body as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+      expect(line.response!.status_code).toBe(200);
+      expect(line.error).toBeNull();
+      expect(comparable(line.response!.body)).toEqual(comparable(sync as unknown as Record<string, unknown>));
+    }
+    const meta = await client.files.retrieve(done.output_file_id!);
+    expect(meta).toMatchObject({ purpose: 'batch_output' });
+    // The dashboard's view (management API: a session, or the account's key as here).
+    const get = (p: string, key: string = hearth.key) => fetch(`${hearth.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
+    const listed = (await (await get('/api/v1/batches')).json()) as { data: Array<{ id: string; status: string; request_counts: unknown }> };
+    expect(listed.data.find((b) => b.id === created.id)).toMatchObject({ status: 'completed', request_counts: { total: 5, completed: 5, failed: 0 } });
+    const download = await get(`/api/v1/batches/${created.id}/output`);
+    expect(download.status).toBe(200);
+    expect(download.headers.get('content-disposition')).toContain('attachment');
+    expect(await download.text()).toBe(await (await client.files.content(done.output_file_id!)).text());
+    expect((await get(`/api/v1/batches/${created.id}/output`, otherAccount.apiKey!)).status).toBe(404);
+  }, 180_000);
+
+  it('answers completions, embeddings and responses lines as their synchronous routes do; a bad request is an error line', async () => {
+    const cases = [
+      { url: '/v1/completions' as const, body: { model: MODEL_ID, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 }, sync: (b: Record<string, unknown>) => client.completions.create(b as never) },
+      { url: '/v1/embeddings' as const, body: { model: MODEL_ID, input: ['a cat', 'a dog'], encoding_format: 'float' }, sync: (b: Record<string, unknown>) => client.embeddings.create(b as never) },
+      { url: '/v1/responses' as const, body: { model: MODEL_ID, input: 'Say hello.', max_output_tokens: 8, temperature: 0, store: false }, sync: (b: Record<string, unknown>) => client.responses.create(b as never) },
+    ];
+    for (const c of cases) {
+      const file = await upload(client, jsonl([{ custom_id: 'good', method: 'POST', url: c.url, body: c.body }, { custom_id: 'bad', method: 'POST', url: c.url, body: { ...c.body, model: 'no/such-model' } }]));
+      const b = await finished(client, (await client.batches.create({ input_file_id: file.id, endpoint: c.url, completion_window: '24h' })).id);
+      expect(b.status, c.url).toBe('completed');
+      expect(b.request_counts, c.url).toEqual({ total: 2, completed: 1, failed: 1 });
+      const [good] = await outputLines(client, b.output_file_id);
+      const sync = (await c.sync(c.body)) as unknown as Record<string, unknown>;
+      expect(good!.custom_id).toBe('good');
+      expect(comparable(good!.response!.body), c.url).toEqual(comparable(sync));
+      const [bad] = await outputLines(client, b.error_file_id);
+      expect(bad).toMatchObject({ custom_id: 'bad', response: { status_code: 404, body: { error: { code: 'model_not_found' } } } });
+    }
+  }, 180_000);
+
+  it('fails a batch with a malformed line in validating, naming the line', async () => {
+    const good = { custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }] } };
+    const text = `${JSON.stringify(good)}\n{not json\n${JSON.stringify({ ...good, custom_id: 'a' })}\n`;
+    const b = await finished(client, (await client.batches.create({ input_file_id: (await upload(client, text)).id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    expect(b.status).toBe('failed');
+    expect(b.failed_at).toBeTypeOf('number');
+    expect(b.errors?.data).toEqual([
+      expect.objectContaining({ line: 2, message: expect.stringContaining('Line 2') }),
+      expect.objectContaining({ line: 3, param: 'custom_id' }),
+    ]);
+    expect(b.output_file_id).toBeNull();
+  });
+
+  it('cancels mid-way: cancelling, then cancelled with what was answered and the rest as batch_cancelled', async () => {
+    const lines = Array.from({ length: 400 }, (_, i) => ({ custom_id: `c-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 64 } }));
+    const created = await client.batches.create({ input_file_id: (await upload(client, jsonl(lines))).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    for (let b = created; b.request_counts?.completed === 0 || b.status === 'validating'; b = await client.batches.retrieve(created.id)) await new Promise((r) => setTimeout(r, 50));
+    const cancelling = await client.batches.cancel(created.id);
+    expect(['cancelling', 'cancelled']).toContain(cancelling.status);
+    const b = await finished(client, created.id);
+    expect(b.status).toBe('cancelled');
+    expect(b.cancelled_at).toBeTypeOf('number');
+    const answered = await outputLines(client, b.output_file_id);
+    const rest = await outputLines(client, b.error_file_id);
+    expect(answered.length).toBeGreaterThan(0);
+    expect(answered.length).toBeLessThan(400);
+    expect(rest.every((l) => l.error?.code === 'batch_cancelled')).toBe(true);
+    expect([...answered, ...rest].map((l) => l.custom_id).sort()).toEqual(lines.map((l) => l.custom_id).sort());
+    await expect(client.batches.cancel(created.id)).resolves.toMatchObject({ status: 'cancelled' });
+  }, 120_000);
+
+  it('lists batches newest first, in pages', async () => {
+    const file = await upload(client, jsonl([{ custom_id: 'x', method: 'POST', url: '/v1/embeddings', body: { model: MODEL_ID, input: 'x' } }]));
+    const made: string[] = [];
+    for (let i = 0; i < 3; i++) made.push((await client.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' })).id);
+    const first = await client.batches.list({ limit: 2 });
+    expect(first.data.map((b) => b.id)).toEqual([made[2], made[1]]);
+    expect(first.hasNextPage()).toBe(true);
+    const all: string[] = [];
+    for await (const b of client.batches.list({ limit: 2 })) all.push(b.id);
+    expect(all.slice(0, 3)).toEqual([...made].reverse());
+    expect(new Set(all).size).toBe(all.length);
+    expect(all.length).toBeGreaterThanOrEqual(6);
+    const files = await client.files.list();
+    expect(files.data.map((f) => f.id)).toContain(file.id);
+  });
+
+  it("answers another account's files and batches as unknown ones", async () => {
+    const file = await upload(client, jsonl([{ custom_id: 'x', method: 'POST', url: '/v1/embeddings', body: { model: MODEL_ID, input: 'x' } }]));
+    const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' });
+    await expect(otherAccount.files.retrieve(file.id)).rejects.toMatchObject({ status: 404, code: 'file_not_found' });
+    await expect(otherAccount.files.content(file.id)).rejects.toMatchObject({ status: 404 });
+    await expect(otherAccount.files.delete(file.id)).rejects.toMatchObject({ status: 404, code: 'file_not_found' });
+    await expect(otherAccount.batches.retrieve(batch.id)).rejects.toMatchObject({ status: 404, code: 'batch_not_found' });
+    await expect(otherAccount.batches.cancel(batch.id)).rejects.toMatchObject({ status: 404, code: 'batch_not_found' });
+    await expect(otherAccount.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' })).rejects.toMatchObject({ status: 400, code: 'file_not_found' });
+    expect((await otherAccount.batches.list()).data).toEqual([]);
+    expect((await otherAccount.files.list()).data).toEqual([]);
+    await expect(client.files.retrieve('file-nope')).rejects.toMatchObject({ status: 404, code: 'file_not_found' });
+    await client.files.delete(file.id);
+    await expect(client.files.retrieve(file.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('refuses an upload over the limit with 413, and a wrong purpose or window with 400 naming it', async () => {
+    const big = 'x'.repeat(FILE_LIMIT + 1);
+    await expect(upload(client, big)).rejects.toMatchObject({ status: 413 });
+    await expect(client.files.create({ file: await toFile(Buffer.from('{}\n'), 'a.jsonl'), purpose: 'fine-tune' })).rejects.toMatchObject({ status: 400, param: 'purpose' });
+    const file = await upload(client, '{}\n');
+    await expect(client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '1h' as '24h' })).rejects.toMatchObject({ status: 400, param: 'completion_window' });
+    await expect(client.batches.create({ input_file_id: file.id, endpoint: '/v1/moderations' as '/v1/embeddings', completion_window: '24h' })).rejects.toMatchObject({ status: 400, param: 'endpoint' });
+  });
+});

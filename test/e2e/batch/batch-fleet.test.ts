@@ -1,0 +1,66 @@
+import OpenAI, { toFile } from 'openai';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { usePostgres } from '../../helpers/postgres.ts';
+import { tinyChatModel } from '../../helpers/test-model.ts';
+
+/**
+ * The Batch API in a fleet (issue #41): two `hearth serve` replicas on one PostgreSQL database. A file uploaded to one
+ * is read by the other; a batch made on one is worked on by both, each claiming lines through the database: while one
+ * replica is paused (SIGSTOP) the other answers lines, then the other way round, so both must have worked on it
+ * whatever the timing. Its output holds every custom_id exactly once.
+ */
+const MODEL_ID = 'local/tiny-chat';
+const LINES = 200;
+const SECRET_KEY = 'ab'.repeat(32);
+
+describe('Batch API across two PostgreSQL replicas', () => {
+  const pg = usePostgres();
+  const replicas: HearthProcess[] = [];
+
+  afterAll(async () => {
+    for (const r of replicas) await r.stop();
+  });
+
+  it('shares one batch between the replicas, no line answered twice', async () => {
+    const url = await pg.server.createDatabase();
+    const model = await tinyChatModel();
+    for (let i = 0; i < 2; i++) {
+      replicas.push(await startHearthProcess({ args: ['--model', model, '--model-id', MODEL_ID, '--slots', '2', '--batch-concurrency', '1'], env: { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY } }));
+    }
+    for (const r of replicas) await r.waitReady(120_000);
+    const [a, b] = replicas.map((r) => new OpenAI({ apiKey: replicas[0]!.key, baseURL: `${r.baseUrl}/api/inference/v1`, maxRetries: 0 })) as [OpenAI, OpenAI];
+    const lines = Array.from({ length: LINES }, (_, i) => ({ custom_id: `line-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Tell story number ${i}.` }], max_tokens: 32 } }));
+    const file = await a.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'), purpose: 'batch' });
+    expect(await (await b.files.content(file.id)).text()).toBe(lines.map((l) => JSON.stringify(l)).join('\n'));
+    const batch = await a.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const counts = async (c: OpenAI) => {
+      const now = await c.batches.retrieve(batch.id);
+      return { status: now.status, answered: (now.request_counts?.completed ?? 0) + (now.request_counts?.failed ?? 0) };
+    };
+    const until = async (c: OpenAI, ok: (x: { status: string; answered: number }) => boolean) => {
+      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) if (ok(await counts(c))) return counts(c);
+      throw new Error('no progress');
+    };
+    await until(a, (x) => x.answered >= 3);
+    // Only one replica runs at a time: each must answer lines while the other is paused.
+    for (const [paused, running, client] of [[replicas[0]!, replicas[1]!, b], [replicas[1]!, replicas[0]!, a]] as const) {
+      paused.proc.kill('SIGSTOP');
+      try {
+        const before = (await counts(client)).answered;
+        const after = await until(client, (x) => x.answered >= before + 5);
+        expect(after.answered, `${running.baseUrl} answered lines while the other was paused`).toBeGreaterThanOrEqual(before + 5);
+      } finally {
+        paused.proc.kill('SIGCONT');
+      }
+    }
+    let done = batch;
+    for (const deadline = Date.now() + 240_000; done.status !== 'completed' && done.status !== 'failed' && Date.now() < deadline; done = await b.batches.retrieve(batch.id)) await new Promise((r) => setTimeout(r, 200));
+    expect(done.status).toBe('completed');
+    expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
+    const text = await (await a.files.content(done.output_file_id!)).text();
+    const ids = text.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
+    expect(ids).toHaveLength(LINES);
+    expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
+  }, 300_000);
+});

@@ -1,0 +1,87 @@
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTinyModel } from '../../../models/test-model-path.ts';
+import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+
+/**
+ * A client that disconnects mid-stream cancels its generation and frees its slot at once: with one slot,
+ * the next request can only be answered if the first generation was cancelled (it would otherwise run
+ * for thousands of tokens), and the metrics show a cancelled finish and far fewer tokens than asked.
+ */
+let hearth: HearthProcess;
+const MODEL = 'local/never-stops';
+
+beforeAll(async () => {
+  const model = await ensureTinyModel({ reply: null }); // emits tokens forever: only cancel or max_tokens end it
+  hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--slots', '1', '--workers', '1', '--max-tokens', '100000', '--context-size', '2048'] });
+  await hearth.waitReady();
+});
+
+afterAll(async () => {
+  await hearth?.stop();
+});
+
+async function metric(name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`${hearth.baseUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+/** Opens a streaming request, waits for `events` SSE data events, then destroys the socket. */
+function streamThenDisconnect(events: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: 2000 });
+    const req = http.request(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    let seen = 0;
+    req.on('response', (res) => {
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toContain('text/event-stream');
+      res.on('data', (d: Buffer) => {
+        seen += (d.toString().match(/^data: /gm) ?? []).length;
+        if (seen >= events) {
+          req.destroy();
+          resolve(seen);
+        }
+      });
+    });
+    req.on('error', (e) => (seen >= events ? undefined : reject(e)));
+    req.end(body);
+  });
+}
+
+describe('client disconnect', () => {
+  it('cancels generation and frees the only slot for the next request', async () => {
+    const seen = await streamThenDisconnect(5);
+    expect(seen).toBeGreaterThanOrEqual(5);
+
+    // The next request needs the single slot.
+    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'again' }], max_tokens: 4 }),
+    });
+    expect(r.status).toBe(200);
+    const json = (await r.json()) as { usage: { completion_tokens: number }; choices: Array<{ finish_reason: string }> };
+    expect(json.usage.completion_tokens).toBe(4);
+    expect(json.choices[0]!.finish_reason).toBe('length');
+
+    expect(await metric('hearth_request_success_total', 'finished_reason="cancelled"')).toBe(1);
+    expect(await metric('hearth_generation_tokens_total')).toBeLessThan(2000);
+    expect(await metric('hearth_num_requests_running')).toBe(0);
+    expect(await metric('hearth_num_requests_waiting')).toBe(0);
+  });
+
+  it('repeated disconnects never leak the slot', async () => {
+    for (let i = 0; i < 5; i++) await streamThenDisconnect(2);
+    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 2 }),
+    });
+    expect(r.status).toBe(200);
+    expect(await metric('hearth_request_success_total', 'finished_reason="cancelled"')).toBe(6);
+  });
+});

@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureTinyModel } from '../../../models/test-model-path.ts';
+import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
+
+/**
+ * hearth_kv_cache_usage_ratio (issue #25 item 6, the Gateway API Inference Extension's KV-cache utilisation): the
+ * cells the running requests' sequences hold over the context's cells, read from the native loop. 0 when idle
+ * (an idle slot's reusable prefix counts as free), above 0 while a generation runs, back to 0 once it ended.
+ * The gauge is sampled (each worker reports every 250 ms while it runs jobs): the generation here lasts about 2 s
+ * on the tiny model (up to 4000 tokens), many samples long.
+ */
+const addon = nativeAddonAvailable();
+const MODEL = 'local/kv-gauge';
+let hearth: HearthProcess;
+
+async function ratio(): Promise<number | undefined> {
+  const text = await (await fetch(`${hearth.baseUrl}/metrics`)).text();
+  const m = /^hearth_kv_cache_usage_ratio\{[^}]*\} (\S+)$/m.exec(text);
+  return m ? Number(m[1]) : undefined;
+}
+
+describe.skipIf(!addon.ok)('KV-cache utilisation gauge (native engine)', () => {
+  beforeAll(async () => {
+    const model = await ensureTinyModel({ reply: null });
+    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--engine', 'native', '--slots', '2', '--workers', '1', '--threads', '1', '--context-size', '4096', '--max-tokens', '4000'] });
+    await hearth.waitReady();
+  }, 60_000);
+  afterAll(async () => {
+    await hearth?.stop();
+  });
+
+  it('is 0 when idle, between 0 and 1 while a request runs, and 0 again after it', async () => {
+    await expect.poll(ratio, { timeout: 10_000 }).toBe(0);
+    const controller = new AbortController();
+    const running = fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'a prompt of some length '.repeat(8) }], max_tokens: 4000, stream: true }),
+      signal: controller.signal,
+    });
+    const response = await running;
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    await reader.read(); // the first event: the job holds its slot
+    let seen = 0;
+    await expect.poll(async () => (seen = (await ratio()) ?? 0), { timeout: 10_000 }).toBeGreaterThan(0);
+    expect(seen).toBeLessThanOrEqual(1);
+    // One request holds at most its slot's 4096 cells, out of 2 slots x 4096.
+    expect(seen).toBeLessThanOrEqual(0.5);
+    controller.abort();
+    await reader.cancel().catch(() => {});
+    await expect.poll(ratio, { timeout: 10_000 }).toBe(0);
+  }, 60_000);
+});
