@@ -80,7 +80,7 @@ export function gpuSlots(freeBytes: number, contextSize: number, kvBytesPerToken
   return Math.max(1, Math.min(DEFAULT_GPU_SLOTS, Math.floor(budget / workers / (contextSize * kvBytesPerToken))));
 }
 
-/** A generation in the scheduler's queue: hands its task to the pool, or is refused when another takes its place. */
+/** A generation or an embedding request in the scheduler's queue: hands its task to the pool, or is refused when another takes its place. */
 interface QueuedGeneration {
   handOver(): void;
   refuse(): void;
@@ -122,8 +122,6 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** Generation tasks handed to the pool and not ended, by priority; embeddings in flight. */
   private readonly inFlight: Record<Priority, number> = { interactive: 0, batch: 0 };
   private embeddingsInFlight = 0;
-  /** Embedding requests waiting for a slot's worth of the pool (first come, first served; before generations). */
-  private readonly embeddingTurns: Array<() => void> = [];
   /** Generations waiting for a slot / holding one, by priority, as this thread counts them (publishLoad()). */
   private readonly waitingBy: Record<Priority, number> = { interactive: 0, batch: 0 };
   private readonly runningBy: Record<Priority, number> = { interactive: 0, batch: 0 };
@@ -432,12 +430,13 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * Whether the next waiting generation may have the pool now: while the slots are not all taken, or, for
    * interactive work on the native loop, while a batch generation can yield its slot to it (the loop parks the
    * batch job at its next step and resumes it when a slot frees: at most one interactive job per batch job
-   * beyond the slots, so the loop holds at most twice its slots).
+   * beyond the slots, so the loop holds at most twice its slots). An interactive embedding may take that place too
+   * (it runs beside the loop, on its own context): embeddings count against the same bound.
    */
   private admits(priority: Priority): boolean {
     if (this.slotsLeft()) return true;
     const capacity = this.o.workers * this.st.slots;
-    return priority === 'interactive' && this.st.engine === 'native' && this.inFlight.batch > 0 && this.inFlight.interactive < capacity;
+    return priority === 'interactive' && this.st.engine === 'native' && this.inFlight.batch > 0 && this.inFlight.interactive + this.embeddingsInFlight < capacity;
   }
 
   /** Whether the pool holds fewer tasks (generations and embeddings) than the workers have slots. */
@@ -445,24 +444,53 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     return this.inFlight.interactive + this.inFlight.batch + this.embeddingsInFlight < this.o.workers * this.st.slots;
   }
 
-  /** Resolves when an embedding request may have the pool (counted in embeddingsInFlight from then on). */
-  private embeddingTurn(): Promise<void> {
-    return new Promise((resolve) => {
-      this.embeddingTurns.push(() => {
+  /**
+   * Resolves when an embedding request may have the pool: it waits in the scheduler with the generations (its
+   * tenant's share, its priority), counted as waiting, then as running and in embeddingsInFlight until the caller's
+   * finally. Rejects with queue_full when a newcomer takes its place, shutting_down when dispose() cuts it.
+   */
+  private embeddingTurn(schedule: GenerationSchedule): Promise<void> {
+    const priority = schedule.priority;
+    return new Promise((resolve, reject) => {
+      this.waiting++;
+      this.waitingBy[priority]++;
+      this.publishLoad();
+      const leaveQueue = () => {
+        this.waiting--;
+        this.waitingBy[priority]--;
+        this.cuts.delete(cut);
+      };
+      const handOver = () => {
+        leaveQueue();
+        this.running++;
+        this.runningBy[priority]++;
         this.embeddingsInFlight++;
+        this.publishLoad();
         resolve();
-      });
+      };
+      const refuse = () => {
+        leaveQueue();
+        this.publishLoad();
+        reject(queueFull(1));
+      };
+      const cut = () => {
+        ticket.remove();
+        leaveQueue();
+        this.publishLoad();
+        reject(shuttingDown());
+      };
+      const ticket = this.scheduler.enqueue({ handOver, refuse }, schedule.tenant, priority);
+      this.cuts.add(cut);
       this.pump();
     });
   }
 
   /**
-   * Hands waiting embeddings, then waiting generations in the scheduler's order, to the pool while the slots (or
-   * admits()) let them. Main thread.
+   * Hands waiting generations and embeddings, in the scheduler's order, to the pool while the slots (or admits())
+   * let them. Main thread.
    */
   private pump(): void {
     if (this.disposed) return; // dispose() cuts what still waits
-    while (this.embeddingTurns.length > 0 && this.slotsLeft()) this.embeddingTurns.shift()!();
     for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
   }
 
@@ -633,11 +661,13 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /**
    * The inputs' embeddings: one `embed` task on a model worker (Piscina's named task), which tokenizes them and
    * computes their vectors (batched by the native loop). Admitted as a generation is (503 while warming up,
-   * failed, shutting down, or with the queue full) and counted as one running request while it runs; an input
-   * that cannot fit the context is refused here from its bytes, or by the worker once tokenized: a 400 naming
-   * `input[i]`. No generation metrics are recorded.
+   * failed, shutting down, or with the queue full: it may take the place of another tenant's newest or of batch
+   * work), it waits in the fair scheduler with the generations at `schedule`'s priority (interactive before
+   * batch; the tenant's share charged with its tokens) and is counted as one waiting, then running request of that
+   * priority; an input that cannot fit the context is refused here from its bytes, or by the worker once
+   * tokenized: a 400 naming `input[i]`. No other generation metrics are recorded.
    */
-  async embed(inputs: readonly RawPrompt[]): Promise<EmbeddingResult> {
+  async embed(inputs: readonly RawPrompt[], schedule: GenerationSchedule = DEFAULT_SCHEDULE): Promise<EmbeddingResult> {
     const pool = this.servingPool() as unknown as Piscina<EmbeddingTask, EmbeddingTaskResult>;
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
@@ -646,17 +676,24 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         if (atLeast > contextSize) throw inputTooLong(i, atLeast, contextSize);
       }
     }
-    if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) throw queueFull(1);
-    this.running++;
-    let r: EmbeddingTaskResult;
+    if (this.running + this.waiting >= this.o.workers * this.st.slots + this.o.queueLimit) {
+      const yielded = this.scheduler.yieldPlace(schedule.tenant, schedule.priority);
+      if (yielded === undefined) throw queueFull(1);
+      yielded.refuse();
+    }
+    await this.embeddingTurn(schedule); // at most the slots' worth of tasks in the pool, as generations
+    let r: EmbeddingTaskResult | undefined;
     try {
-      await this.embeddingTurn(); // at most the slots' worth of tasks in the pool, as generations
       r = await pool.run({ inputs: [...inputs] }, { name: 'embed' });
     } catch (err) {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
     } finally {
       this.running--;
+      this.runningBy[schedule.priority]--;
       this.embeddingsInFlight--;
+      if (r?.ok === true) this.scheduler.charge(schedule.tenant, r.tokens.reduce((a, b) => a + b, 0)); // its share, as a prompt's tokens
+      this.scheduler.finished(schedule.tenant);
+      this.publishLoad();
       this.pump();
     }
     if (!r.ok) {
@@ -693,7 +730,6 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.settleStart();
     const pool = this.pool;
     this.pool = null;
-    for (const turn of this.embeddingTurns.splice(0)) turn(); // their pool.run fails: shutting_down
     if (pool) {
       for (const cut of this.cuts) cut();
       await this.stopWorkers(performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS));
