@@ -178,6 +178,11 @@ export class BatchRunner {
     void call.done
       .then(async (a) => {
         if (this.stopped || this.inflight.get(key) !== entry) return; // stopped, or cut (ownerGone): given back there
+        if (this.owner(b) !== null) {
+          // Answered after its owner went: not recorded (the batch stops at the revocation), given back unanswered.
+          await this.store.releaseLine(b.id, line.index, this.claimer);
+          return;
+        }
         if (a.retryable) {
           this.pausedUntil = Date.now() + BACKOFF_MS;
           await this.store.releaseLine(b.id, line.index, this.claimer);

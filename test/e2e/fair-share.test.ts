@@ -9,7 +9,8 @@ import { holdStream as holdStreamOf } from '../helpers/held-stream.ts';
  * key's `priority` through the management API and the CLI, a request's `"priority": "batch"` on the four
  * generation endpoints (any other value a 400 naming `priority`), batch streams that hold every slot yielding
  * to an interactive request (which would otherwise wait for ever: this model never stops on its own), one
- * account's queue not holding up another's request, and the metrics by priority (never an account or key id).
+ * account's queue not holding up another's request, queued batch embeddings (a batch key's) waiting behind an
+ * interactive request, and the metrics by priority (never an account or key id).
  * Two slots, one worker, the native engine.
  */
 let hearth: HearthProcess;
@@ -163,6 +164,25 @@ describe('scheduling', () => {
     } finally {
       for (const s of streams) s.close();
     }
+  });
+
+  it('queued batch embeddings wait behind an interactive request, counted as waiting batch requests', async () => {
+    const bulk = cliKey('bulk-embeddings', ['--priority', 'batch']);
+    const streams = [await holdStream(hearth.key), await holdStream(hearth.key)];
+    const order: string[] = [];
+    const embeddings = Array.from({ length: 3 }, (_, i) => post('/api/inference/v1/embeddings', bulk.key, { model: MODEL, input: `text ${i}` }).then((r) => { order.push('embedding'); return r; }));
+    try {
+      await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'batch' }) === 3, 'three batch embeddings wait');
+      const interactive = chat(hearth.key, 2).then((r) => { order.push('chat'); return r; });
+      await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1, 'the interactive request waits too');
+      streams.pop()!.close(); // one slot frees: the interactive request takes it, though the embeddings came first
+      expect((await interactive).status).toBe(200);
+      for (const e of await Promise.all(embeddings)) expect(e.status).toBe(200);
+      expect(order).toEqual(['chat', 'embedding', 'embedding', 'embedding']);
+    } finally {
+      for (const s of streams) s.close();
+    }
+    await until(async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'batch' }) === 0, 'batch embeddings ended');
   });
 
   it('one account\'s queue does not hold up another account\'s request', async () => {
