@@ -35,8 +35,17 @@ export class PostgresBatchStore implements BatchStore {
     return new PostgresBatchStore(pool, scratch);
   }
 
+  /**
+   * Runs `fn` in a transaction on a client of its own. A checked-out client has no 'error' listener of the pool's: a
+   * connection the database ends meanwhile (the 5 s idle-in-transaction limit of a frozen replica, a restart) would
+   * be an unhandled 'error' event that ends the process. It is caught here, fails the transaction, and the client is
+   * dropped, not reused.
+   */
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
+    let lost: Error | undefined;
+    const onLost = (err: Error) => { lost = err; };
+    c.on('error', onLost);
     try {
       await c.query('BEGIN');
       const out = await fn(c);
@@ -46,7 +55,8 @@ export class PostgresBatchStore implements BatchStore {
       await c.query('ROLLBACK').catch(() => {});
       throw err;
     } finally {
-      c.release();
+      c.off('error', onLost);
+      c.release(lost);
     }
   }
 
