@@ -45,6 +45,8 @@ export class BatchRunner {
   readonly claimer = randomUUID();
   private readonly inflight = new Map<string, InflightLine>();
   private readonly busy = new Set<string>();
+  /** Claimed lines no longer in flight that could not be given back yet (released at the next tick). */
+  private readonly giveBack: Array<{ batchId: string; index: number }> = [];
   private readonly timer: NodeJS.Timeout;
   private ticking = false;
   private again = false;
@@ -84,6 +86,9 @@ export class BatchRunner {
   }
 
   private async tick(): Promise<void> {
+    // Lines whose answer could not be recorded (the database failed meanwhile) go back before the claims are renewed:
+    // renewClaims renews every line this process claimed, and one no longer in flight would otherwise be held for ever.
+    for (const l of this.giveBack.splice(0)) await this.store.releaseLine(l.batchId, l.index, this.claimer).catch(() => this.giveBack.push(l));
     await this.store.renewClaims(this.claimer);
     for (const id of await this.store.activeBatchIds()) {
       if (this.stopped) return;
@@ -191,7 +196,10 @@ export class BatchRunner {
         const output = { id: `batch_req_${randomBytes(12).toString('hex')}`, custom_id: line.customId, response: { status_code: a.status, request_id: `req_${randomBytes(12).toString('hex')}`, body: a.body }, error: null };
         await this.store.finishLine(b.id, { index: line.index, ok: a.status === 200, line: JSON.stringify(output) });
       })
-      .catch((err: unknown) => this.log.warn('batch line not recorded', { batch: b.id, line: line.index, error: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) => {
+        this.log.warn('batch line not recorded', { batch: b.id, line: line.index, error: err instanceof Error ? err.message : String(err) });
+        this.giveBack.push({ batchId: b.id, index: line.index }); // answered again later, here or by another replica
+      })
       .finally(() => {
         if (this.inflight.get(key) === entry) this.inflight.delete(key);
         this.nudge();
