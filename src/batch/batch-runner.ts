@@ -208,7 +208,8 @@ export class BatchRunner {
 
   /**
    * Writes the output file (answers with status 200) and the error file (the others; for a cancelled or expired
-   * batch also every line never answered, with its reason), then the final state, if the batch is still `from`.
+   * batch also every line never answered, with its reason), then the final state, if the batch is still `from`, with
+   * request_counts of what the files hold.
    */
   private async finalize(batchId: string, from: BatchStatus, to: BatchStatus): Promise<void> {
     const b = await this.store.getBatch(batchId);
@@ -216,7 +217,11 @@ export class BatchRunner {
     const created = nowSeconds();
     const files = { ok: new OutputFile(this.store, `file-${b.id}-output`, `batch_${b.id}_output.jsonl`), failed: new OutputFile(this.store, `file-${b.id}-errors`, `batch_${b.id}_error.jsonl`) };
     try {
-      for await (const r of this.store.results(b.id)) await (r.ok ? files.ok : files.failed).write(r.line);
+      const written = { completed: 0, failed: 0 };
+      for await (const r of this.store.results(b.id)) {
+        await (r.ok ? files.ok : files.failed).write(r.line);
+        written[r.ok ? 'completed' : 'failed']++;
+      }
       if (to !== 'completed') {
         const ownerGone = b.errors?.find((e) => OWNER_GONE_CODES.includes(e.code));
         const code = to === 'expired' ? 'batch_expired' : ownerGone?.code ?? 'batch_cancelled';
@@ -227,7 +232,8 @@ export class BatchRunner {
       const outputFileId = await files.ok.keep(meta);
       const errorFileId = await files.failed.keep(meta);
       const stamp = to === 'completed' ? { completedAt: created } : to === 'expired' ? { expiredAt: created } : { cancelledAt: created };
-      await this.store.updateBatch(b.id, (c) => (c.status === from ? { ...c, status: to, outputFileId, errorFileId, ...stamp } : undefined));
+      // The counts of what the files hold: an answer another replica recorded after the results were read is in neither.
+      await this.store.updateBatch(b.id, (c) => (c.status === from ? { ...c, status: to, outputFileId, errorFileId, ...written, ...stamp } : undefined));
       await this.store.dropLines(b.id);
     } finally {
       files.ok.discard();
