@@ -38,6 +38,7 @@ import { ResponseRepository } from './inference/response-repository.ts';
 import { directEndpoints } from './inference/direct-answer.ts';
 import { batchDashboardRoutes, batchRoutes } from './batch/batch-routes.ts';
 import { BatchRunner } from './batch/batch-runner.ts';
+import { keyOwnerCheck } from './batch/batch-owner.ts';
 import { openBatchStore } from './batch/open-batch-store.ts';
 import { loadDashboardBundle } from './dashboard/static-assets.ts';
 import { Disposables } from './lifecycle/disposables.ts';
@@ -170,7 +171,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const gateway = new SharedModelGateway(models, stats, { promptCacheScope: config.promptCacheScope });
   const batches = await openBatchStore(config.dataDir, config.databaseUrl, log.child({ component: 'batch' }));
   disposables.add('batch store', () => batches.close());
-  const batchRunner = new BatchRunner(batches, directEndpoints({ gateway, responses }), log.child({ component: 'batch' }), { concurrency: config.batchConcurrency, lineLimit: config.bodyLimit, ttlDays: config.batchTtlDays });
+  const batchRunner = new BatchRunner(batches, directEndpoints({ gateway, responses }), log.child({ component: 'batch' }), { concurrency: config.batchConcurrency, lineLimit: config.bodyLimit, ttlDays: config.batchTtlDays }, keyOwnerCheck(keys));
   disposables.add('batch runner', () => batchRunner.stop()); // before the models: its lines are given back, not cut mid-way
   const sweepBatches = () => void batches.sweep(Math.floor(Date.now() / 1000)).catch((err: unknown) => log.warn('batch sweep failed', { error: String(err) }));
   sweepBatches();

@@ -20,6 +20,9 @@ export type BatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing'
 /** The states a batch is still worked on in (the runner's business); every other state is final. */
 export const ACTIVE_STATES: readonly BatchStatus[] = ['validating', 'in_progress', 'finalizing', 'cancelling'];
 
+/** The states a line's answer is still recorded in (BatchStore.finishLine): later, the batch's files are written. */
+export const ANSWERING_STATES: readonly BatchStatus[] = ['in_progress', 'cancelling'];
+
 export interface BatchError {
   code: string;
   message: string;

@@ -4,8 +4,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from '../log/logger.ts';
 import type { DirectCall, DirectEndpoint, DirectUrl } from '../inference/direct-answer.ts';
 import { checkInput } from './batch-input.ts';
-import { type BatchLine, type BatchRecord, type BatchStatus, nowSeconds } from './batch-records.ts';
+import { type BatchError, type BatchLine, type BatchRecord, type BatchStatus, nowSeconds } from './batch-records.ts';
 import type { BatchStore } from './batch-store.ts';
+import { type BatchOwnerCheck, OWNER_GONE_CODES } from './batch-owner.ts';
 
 export interface BatchRunnerOptions {
   /** Lines answered at once by this process (each a generation at `batch` priority). */
@@ -32,13 +33,20 @@ const BACKOFF_MS = 1_000;
  *   unanswered and is tried again. When no line is open: `finalizing`, the output and error files, `completed`.
  *   Past the completion window: `expired`, with what was answered.
  * - `cancelling`: no new line starts; once none of it is in flight here, the files of what was answered, `cancelled`.
+ * - Its owner gone (batch-owner.ts: the key that made it revoked, or no longer the account's), checked on every
+ *   tick and again before each claim: a `validating` or `in_progress` batch moves to `cancelling` with an `errors`
+ *   entry naming the reason, and its lines in flight here are cut and given back unanswered; it ends `cancelled`,
+ *   the lines answered before in its output, the others in its error file with that reason. Every replica checks
+ *   on its own, so one that did not revoke the key stops too.
  * State transitions go through store.updateBatch (one replica wins each). A restart resumes: lines without an answer
  * are claimed again; an answer recorded before a crash is never asked again.
  */
 export class BatchRunner {
   readonly claimer = randomUUID();
-  private readonly inflight = new Map<string, { batchId: string; call: DirectCall | null }>();
+  private readonly inflight = new Map<string, InflightLine>();
   private readonly busy = new Set<string>();
+  /** Claimed lines no longer in flight that could not be given back yet (released at the next tick). */
+  private readonly giveBack: Array<{ batchId: string; index: number }> = [];
   private readonly timer: NodeJS.Timeout;
   private ticking = false;
   private again = false;
@@ -50,6 +58,8 @@ export class BatchRunner {
     private readonly endpoints: Record<DirectUrl, DirectEndpoint>,
     private readonly log: Logger,
     private readonly o: BatchRunnerOptions,
+    /** Whether the batch's owner may still have lines run (keyOwnerCheck in main.ts). */
+    private readonly owner: BatchOwnerCheck,
   ) {
     this.timer = setInterval(() => this.nudge(), o.tickMs ?? 1_000);
     this.timer.unref();
@@ -76,11 +86,16 @@ export class BatchRunner {
   }
 
   private async tick(): Promise<void> {
+    // Lines whose answer could not be recorded (the database failed meanwhile) go back before the claims are renewed:
+    // renewClaims renews every line this process claimed, and one no longer in flight would otherwise be held for ever.
+    for (const l of this.giveBack.splice(0)) await this.store.releaseLine(l.batchId, l.index, this.claimer).catch(() => this.giveBack.push(l));
     await this.store.renewClaims(this.claimer);
     for (const id of await this.store.activeBatchIds()) {
       if (this.stopped) return;
-      const b = await this.store.getBatch(id);
+      let b = await this.store.getBatch(id);
       if (b === undefined || this.busy.has(id)) continue;
+      const gone = b.status === 'finalizing' ? null : this.owner(b);
+      if (gone !== null) b = await this.ownerGone(b, gone);
       if (b.status === 'validating') this.background(id, () => this.validate(b));
       else if (b.status === 'in_progress') {
         if (nowSeconds() >= b.expiresAt) this.background(id, () => this.finalize(b.id, 'in_progress', 'expired'));
@@ -100,6 +115,25 @@ export class BatchRunner {
         this.busy.delete(id);
         this.nudge();
       });
+  }
+
+  /**
+   * The batch's owner is gone: its lines in flight here are cut and given back unanswered (never recorded), and a
+   * batch still `validating` or `in_progress` moves to `cancelling` with `error` (one replica wins). Returns the
+   * record as it is now.
+   */
+  private async ownerGone(b: BatchRecord, error: BatchError): Promise<BatchRecord> {
+    for (const [key, f] of this.inflight) {
+      if (f.batchId !== b.id) continue;
+      this.inflight.delete(key);
+      f.call?.cancel();
+      await this.store.releaseLine(b.id, f.index, this.claimer);
+    }
+    if (b.status !== 'validating' && b.status !== 'in_progress') return b;
+    const now = nowSeconds();
+    const next = await this.store.updateBatch(b.id, (c) => (c.status === 'validating' || c.status === 'in_progress' ? { ...c, status: 'cancelling', cancellingAt: now, errors: [...(c.errors ?? []), error] } : undefined));
+    if (next !== undefined) this.log.info('batch cancelled: its owner is gone', { batch: b.id, reason: error.code });
+    return next ?? (await this.store.getBatch(b.id)) ?? b;
   }
 
   private inflightOf(batchId: string): number {
@@ -124,9 +158,14 @@ export class BatchRunner {
 
   private async fill(b: BatchRecord): Promise<void> {
     const free = this.o.concurrency - this.inflight.size;
-    if (free > 0 && Date.now() >= this.pausedUntil) {
+    if (free > 0 && Date.now() >= this.pausedUntil && this.owner(b) === null) {
       const claimed = await this.store.claimLines(b.id, this.claimer, free);
       if (claimed.length > 0) this.log.debug('batch lines claimed', { batch: b.id, lines: claimed.length });
+      // Revoked while the claim was on its way: the lines go back unanswered (the next tick ends the batch).
+      if (this.owner(b) !== null) {
+        for (const line of claimed) await this.store.releaseLine(b.id, line.index, this.claimer);
+        return;
+      }
       for (const line of claimed) this.answer(b, line);
     }
     if (this.inflightOf(b.id) === 0 && (await this.store.openLineCount(b.id)) === 0) {
@@ -139,10 +178,16 @@ export class BatchRunner {
   private answer(b: BatchRecord, line: BatchLine): void {
     const key = `${b.id} ${line.index}`;
     const call = this.endpoints[b.endpoint as DirectUrl]!(JSON.parse(line.body), { keyId: b.keyId, accountId: b.accountId, priority: 'batch' });
-    this.inflight.set(key, { batchId: b.id, call });
+    const entry: InflightLine = { batchId: b.id, index: line.index, call };
+    this.inflight.set(key, entry);
     void call.done
       .then(async (a) => {
-        if (this.stopped) return;
+        if (this.stopped || this.inflight.get(key) !== entry) return; // stopped, or cut (ownerGone): given back there
+        if (this.owner(b) !== null) {
+          // Answered after its owner went: not recorded (the batch stops at the revocation), given back unanswered.
+          await this.store.releaseLine(b.id, line.index, this.claimer);
+          return;
+        }
         if (a.retryable) {
           this.pausedUntil = Date.now() + BACKOFF_MS;
           await this.store.releaseLine(b.id, line.index, this.claimer);
@@ -151,16 +196,20 @@ export class BatchRunner {
         const output = { id: `batch_req_${randomBytes(12).toString('hex')}`, custom_id: line.customId, response: { status_code: a.status, request_id: `req_${randomBytes(12).toString('hex')}`, body: a.body }, error: null };
         await this.store.finishLine(b.id, { index: line.index, ok: a.status === 200, line: JSON.stringify(output) });
       })
-      .catch((err: unknown) => this.log.warn('batch line not recorded', { batch: b.id, line: line.index, error: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) => {
+        this.log.warn('batch line not recorded', { batch: b.id, line: line.index, error: err instanceof Error ? err.message : String(err) });
+        this.giveBack.push({ batchId: b.id, index: line.index }); // answered again later, here or by another replica
+      })
       .finally(() => {
-        this.inflight.delete(key);
+        if (this.inflight.get(key) === entry) this.inflight.delete(key);
         this.nudge();
       });
   }
 
   /**
    * Writes the output file (answers with status 200) and the error file (the others; for a cancelled or expired
-   * batch also every line never answered, with its reason), then the final state, if the batch is still `from`.
+   * batch also every line never answered, with its reason), then the final state, if the batch is still `from`, with
+   * request_counts of what the files hold.
    */
   private async finalize(batchId: string, from: BatchStatus, to: BatchStatus): Promise<void> {
     const b = await this.store.getBatch(batchId);
@@ -168,17 +217,23 @@ export class BatchRunner {
     const created = nowSeconds();
     const files = { ok: new OutputFile(this.store, `file-${b.id}-output`, `batch_${b.id}_output.jsonl`), failed: new OutputFile(this.store, `file-${b.id}-errors`, `batch_${b.id}_error.jsonl`) };
     try {
-      for await (const r of this.store.results(b.id)) await (r.ok ? files.ok : files.failed).write(r.line);
+      const written = { completed: 0, failed: 0 };
+      for await (const r of this.store.results(b.id)) {
+        await (r.ok ? files.ok : files.failed).write(r.line);
+        written[r.ok ? 'completed' : 'failed']++;
+      }
       if (to !== 'completed') {
-        const code = to === 'expired' ? 'batch_expired' : 'batch_cancelled';
-        const message = to === 'expired' ? 'This request could not be executed before the completion window expired.' : 'This request was not executed because the batch was cancelled.';
+        const ownerGone = b.errors?.find((e) => OWNER_GONE_CODES.includes(e.code));
+        const code = to === 'expired' ? 'batch_expired' : ownerGone?.code ?? 'batch_cancelled';
+        const message = to === 'expired' ? 'This request could not be executed before the completion window expired.' : ownerGone?.message ?? 'This request was not executed because the batch was cancelled.';
         for await (const l of this.store.unanswered(b.id)) await files.failed.write(JSON.stringify({ id: `batch_req_${randomBytes(12).toString('hex')}`, custom_id: l.customId, response: null, error: { code, message } }));
       }
       const meta = { accountId: b.accountId, createdAt: created, expiresAt: created + this.o.ttlDays * DAY_S };
       const outputFileId = await files.ok.keep(meta);
       const errorFileId = await files.failed.keep(meta);
       const stamp = to === 'completed' ? { completedAt: created } : to === 'expired' ? { expiredAt: created } : { cancelledAt: created };
-      await this.store.updateBatch(b.id, (c) => (c.status === from ? { ...c, status: to, outputFileId, errorFileId, ...stamp } : undefined));
+      // The counts of what the files hold: an answer another replica recorded after the results were read is in neither.
+      await this.store.updateBatch(b.id, (c) => (c.status === from ? { ...c, status: to, outputFileId, errorFileId, ...written, ...stamp } : undefined));
       await this.store.dropLines(b.id);
     } finally {
       files.ok.discard();
@@ -190,13 +245,19 @@ export class BatchRunner {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
-    for (const [key, f] of this.inflight) {
+    for (const f of this.inflight.values()) {
       f.call?.cancel();
-      const [batchId, index] = key.split(' ');
-      await this.store.releaseLine(batchId!, Number(index), this.claimer).catch(() => {});
+      await this.store.releaseLine(f.batchId, f.index, this.claimer).catch(() => {});
     }
     this.inflight.clear();
   }
+}
+
+/** A line answered by this process: its batch and index, and the running call (cancel() cuts it). */
+interface InflightLine {
+  batchId: string;
+  index: number;
+  call: DirectCall | null;
 }
 
 /** One output or error file being written: a scratch file, kept in the store only if it got a line. */

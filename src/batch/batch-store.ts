@@ -13,8 +13,9 @@ import type { BatchLine, BatchRecord, FileRecord, LineResult } from './batch-rec
  *   `claimLines` hands out lines nobody has answered and nobody holds (a claim lives `claimMs`, renewed by
  *   `renewClaims`; a claim of a process that died lapses, and its lines are handed out again). `finishLine`
  *   records an answer once: the first wins, counted in the batch's request_counts in the same transaction; a
- *   second answer for the same line (a lapsed claim answered late) is dropped and returns false. So a line is
- *   answered at most once in the output, whatever crashed.
+ *   second answer for the same line (a lapsed claim answered late) is dropped and returns false, and so is an answer
+ *   for a batch past ANSWERING_STATES (another replica ended it: cancelled, expired, its owner gone). So a line is
+ *   answered at most once in the output, whatever crashed, and a final batch's counts never change.
  */
 export interface BatchStore {
   /** A folder on this machine where uploads are staged before putFile (on the data dir's file system). */

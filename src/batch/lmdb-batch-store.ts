@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { ACTIVE_STATES, type BatchLine, type BatchRecord, type FileRecord, type LineResult } from './batch-records.ts';
+import { ACTIVE_STATES, ANSWERING_STATES, type BatchLine, type BatchRecord, type FileRecord, type LineResult } from './batch-records.ts';
 import type { BatchStore } from './batch-store.ts';
 
 /** One stored input line, and its answer once it has one. */
@@ -193,7 +193,7 @@ export class LmdbBatchStore implements BatchStore {
     return this.root.transaction(() => {
       const v = this.lines.get([batchId, result.index]);
       const b = this.batches.get(batchId);
-      if (v === undefined || v.result !== undefined || b === undefined) return false;
+      if (v === undefined || v.result !== undefined || b === undefined || !ANSWERING_STATES.includes(b.status)) return false;
       this.lines.put([batchId, result.index], { ...v, result: { ok: result.ok, line: result.line } });
       this.batches.put(batchId, { ...b, completed: b.completed + (result.ok ? 1 : 0), failed: b.failed + (result.ok ? 0 : 1) });
       return true;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from '../log/logger.ts';
-import { ACTIVE_STATES, type BatchLine, type BatchRecord, type FileRecord, type LineResult } from './batch-records.ts';
+import { ACTIVE_STATES, ANSWERING_STATES, type BatchLine, type BatchRecord, type BatchStatus, type FileRecord, type LineResult } from './batch-records.ts';
 import type { BatchStore } from './batch-store.ts';
 
 const CHUNK = 1 << 20;
@@ -35,8 +35,17 @@ export class PostgresBatchStore implements BatchStore {
     return new PostgresBatchStore(pool, scratch);
   }
 
+  /**
+   * Runs `fn` in a transaction on a client of its own. A checked-out client has no 'error' listener of the pool's: a
+   * connection the database ends meanwhile (the 5 s idle-in-transaction limit of a frozen replica, a restart) would
+   * be an unhandled 'error' event that ends the process. It is caught here, fails the transaction, and the client is
+   * dropped, not reused.
+   */
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
+    let lost: Error | undefined;
+    const onLost = (err: Error) => { lost = err; };
+    c.on('error', onLost);
     try {
       await c.query('BEGIN');
       const out = await fn(c);
@@ -46,7 +55,8 @@ export class PostgresBatchStore implements BatchStore {
       await c.query('ROLLBACK').catch(() => {});
       throw err;
     } finally {
-      c.release();
+      c.off('error', onLost);
+      c.release(lost);
     }
   }
 
@@ -151,6 +161,9 @@ export class PostgresBatchStore implements BatchStore {
 
   finishLine(batchId: string, result: LineResult): Promise<boolean> {
     return this.tx(async (c) => {
+      // The batch's row lock first (as updateBatch takes it): an answer after its final transition is dropped.
+      const status = (await c.query<{ status: BatchStatus }>('SELECT status FROM batches WHERE id = $1 FOR UPDATE', [batchId])).rows[0]?.status;
+      if (status === undefined || !ANSWERING_STATES.includes(status)) return false;
       const done = await c.query('UPDATE batch_lines SET result = $3, ok = $4, claimed_by = NULL, claim_expires = NULL WHERE batch_id = $1 AND idx = $2 AND result IS NULL', [batchId, result.index, result.line, result.ok]);
       if ((done.rowCount ?? 0) === 0) return false;
       const field = result.ok ? 'completed' : 'failed';

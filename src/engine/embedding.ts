@@ -1,4 +1,5 @@
 import type { RawPrompt } from '../protocol/chat-request.ts';
+import type { GenerationSchedule } from './generation.ts';
 
 /** Embeddings of the shared model: what the gateway asks of an engine that serves them (the worker's task: embedding-task.ts). */
 
@@ -12,7 +13,8 @@ export interface EmbeddingEngine {
   /**
    * Rejects with an ApiError: model_warming_up / model_failed / shutting_down / queue_full (503) as
    * generate() does, and a 400 naming `input[i]` for an input longer than the context or with a token id
-   * outside the vocabulary.
+   * outside the vocabulary. `schedule`: who it is for and at which priority, as a generation's (absent:
+   * interactive, the anonymous tenant): it waits for the pool in the scheduler's order, with the generations.
    */
-  embed(inputs: readonly RawPrompt[]): Promise<EmbeddingResult>;
+  embed(inputs: readonly RawPrompt[], schedule?: GenerationSchedule): Promise<EmbeddingResult>;
 }

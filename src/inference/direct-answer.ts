@@ -56,10 +56,10 @@ export function directEndpoints(d: Pick<GenerationRouteDeps, 'gateway'> & Pick<R
     })().catch(answerOf);
     return { done, cancel: () => cancelProducer() };
   };
-  const embeddings: DirectEndpoint = (json) => {
+  const embeddings: DirectEndpoint = (json, caller) => {
     const done = (async (): Promise<DirectAnswer> => {
       const request = validateEmbeddingsRequest(json);
-      const result = await withModel(d.gateway, request.model, (model) => d.gateway.embed(model, request)).catch((e: unknown) => { throw namedAsSent(e, request); });
+      const result = await withModel(d.gateway, request.model, (model) => d.gateway.embed(model, request, caller)).catch((e: unknown) => { throw namedAsSent(e, request); });
       return { status: 200, body: embeddingsResponse(request.model, result.vectors, request.encodingFormat, result.promptTokens), retryable: false };
     })().catch(answerOf);
     return { done, cancel: () => {} };

@@ -12,7 +12,7 @@ export type EmbeddingsRouteDeps = GenerationRouteDeps;
  * `POST /api/inference/v1/embeddings`: OpenAI's embeddings API over the shared model. The same keys, limits
  * and error shapes as the generating routes (withKeyAdmission): the body under --body-limit, validated into
  * an EmbeddingsRequest (400s naming the field), embedded by the gateway (the engine's queue and admission
- * rules, 503 while warming up), answered as one JSON `list`; the inputs' tokens count against the key.
+ * rules, at the key's priority in the fair scheduler, 503 while warming up), answered as one JSON `list`; the inputs' tokens count against the key.
  */
 export function embeddingsRoutes(d: EmbeddingsRouteDeps): Route[] {
   return [
@@ -22,9 +22,9 @@ export function embeddingsRoutes(d: EmbeddingsRouteDeps): Route[] {
       name: 'embeddings',
       body: { kind: 'json', limit: d.bodyLimit },
       handler: (ex) =>
-        withKeyAdmission(ex, d.keys, d.limiter, async (json, meter) => {
+        withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
           const request = validateEmbeddingsRequest(json);
-          const result = await withModel(d.gateway, request.model, (model) => d.gateway.embed(model, request)).catch((e: unknown) => { throw namedAsSent(e, request); });
+          const result = await withModel(d.gateway, request.model, (model) => d.gateway.embed(model, request, caller)).catch((e: unknown) => { throw namedAsSent(e, request); });
           // The key's token count is kept by the meter from a finish delta's usage, as for a generation.
           meter(NO_SINK).push({ type: 'finish', reason: 'stop', usage: { promptTokens: result.promptTokens, completionTokens: 0, cachedTokens: 0 } });
           ex.sendJson(200, embeddingsResponse(request.model, result.vectors, request.encodingFormat, result.promptTokens));

@@ -97,4 +97,6 @@ export interface BatchView {
   error_file_id: string | null;
   created_at: number;
   request_counts: { total: number; completed: number; failed: number };
+  /** OpenAI's `errors`: a failed validation's lines, or why the batch stopped (api_key_revoked). */
+  errors: { data: Array<{ code: string; message: string }> } | null;
 }

@@ -11,7 +11,8 @@ import { tinyChatModel } from '../../helpers/test-model.ts';
  * tiny chat model): files.create (purpose batch), batches.create, batches.retrieve until completed, files.content of
  * the output (every custom_id once, bodies equal to the synchronous answers of greedy requests) for chat completions,
  * completions, embeddings and responses lines; a malformed line failing the batch in `validating`; batches.cancel
- * mid-way; batches.list paging; another account's ids answered as unknown; an upload over the limit refused early.
+ * mid-way; a revoked key's batch stopped (cancelled, api_key_revoked); batches.list paging; another account's ids
+ * answered as unknown; an upload over the limit refused early.
  */
 const MODEL_ID = 'local/tiny-chat';
 const FILE_LIMIT = 256 << 10;
@@ -150,6 +151,34 @@ describe('Batch API', () => {
     expect(rest.every((l) => l.error?.code === 'batch_cancelled')).toBe(true);
     expect([...answered, ...rest].map((l) => l.custom_id).sort()).toEqual(lines.map((l) => l.custom_id).sort());
     await expect(client.batches.cancel(created.id)).resolves.toMatchObject({ status: 'cancelled' });
+  }, 120_000);
+
+  it('stops the batch of a revoked key: cancelled with api_key_revoked, answered lines kept, the rest never run', async () => {
+    const manage = (method: string, p: string, body?: unknown) => fetch(`${hearth.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const made = (await (await manage('POST', '/api/v1/keys', { name: 'nightly-job' })).json()) as { id: string; key: string };
+    const job = clientFor(hearth, made.key);
+    const lines = Array.from({ length: 400 }, (_, i) => ({ custom_id: `r-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 64 } }));
+    const created = await job.batches.create({ input_file_id: (await upload(job, jsonl(lines))).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    for (let b = created; b.request_counts?.completed === 0 || b.status === 'validating'; b = await client.batches.retrieve(created.id)) await new Promise((r) => setTimeout(r, 50));
+    expect((await manage('DELETE', `/api/v1/keys/${made.id}`)).status).toBe(200);
+    // The key is gone for requests at once; the batch belongs to the account, so its other keys still read it.
+    await expect(job.batches.retrieve(created.id)).rejects.toMatchObject({ status: 401 });
+    const b = await finished(client, created.id);
+    expect(b.status).toBe('cancelled');
+    expect(b.cancelling_at).toBeTypeOf('number');
+    expect(b.errors?.data).toEqual([expect.objectContaining({ code: 'api_key_revoked', message: expect.stringContaining(made.id), line: null })]);
+    const answered = await outputLines(client, b.output_file_id);
+    const rest = await outputLines(client, b.error_file_id);
+    expect(answered.length).toBeGreaterThan(0);
+    expect(answered.length).toBeLessThan(400);
+    expect(answered.every((l) => l.response?.status_code === 200)).toBe(true);
+    expect(rest.length).toBeGreaterThan(0);
+    expect(rest.every((l) => l.response === null && l.error?.code === 'api_key_revoked')).toBe(true);
+    expect([...answered, ...rest].map((l) => l.custom_id).sort()).toEqual(lines.map((l) => l.custom_id).sort());
+    expect(b.request_counts).toEqual({ total: 400, completed: answered.length, failed: 0 });
+    // Nothing of it runs later: the counts stay as they were.
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await client.batches.retrieve(created.id)).request_counts).toEqual(b.request_counts);
   }, 120_000);
 
   it('lists batches newest first, in pages', async () => {

@@ -1,6 +1,6 @@
 import OpenAI, { toFile } from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -8,7 +8,8 @@ import { tinyChatModel } from '../../helpers/test-model.ts';
  * The Batch API in a fleet (issue #41): two `hearth serve` replicas on one PostgreSQL database. A file uploaded to one
  * is read by the other; a batch made on one is worked on by both, each claiming lines through the database: while one
  * replica is paused (SIGSTOP) the other answers lines, then the other way round, so both must have worked on it
- * whatever the timing. Its output holds every custom_id exactly once.
+ * whatever the timing. Its output holds every custom_id exactly once. A key revoked by a third process (the CLI on
+ * the database) while one replica is paused stops its batch on the other one, which never saw the revocation made.
  */
 const MODEL_ID = 'local/tiny-chat';
 const LINES = 200;
@@ -17,13 +18,14 @@ const SECRET_KEY = 'ab'.repeat(32);
 describe('Batch API across two PostgreSQL replicas', () => {
   const pg = usePostgres();
   const replicas: HearthProcess[] = [];
+  let url = '';
 
   afterAll(async () => {
     for (const r of replicas) await r.stop();
   });
 
   it('shares one batch between the replicas, no line answered twice', async () => {
-    const url = await pg.server.createDatabase();
+    url = await pg.server.createDatabase();
     const model = await tinyChatModel();
     for (let i = 0; i < 2; i++) {
       replicas.push(await startHearthProcess({ args: ['--model', model, '--model-id', MODEL_ID, '--slots', '2', '--batch-concurrency', '1'], env: { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY } }));
@@ -63,4 +65,42 @@ describe('Batch API across two PostgreSQL replicas', () => {
     expect(ids).toHaveLength(LINES);
     expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
   }, 300_000);
+
+  it('stops the batch of a key revoked elsewhere on a replica that did not revoke it', async () => {
+    expect(replicas).toHaveLength(2);
+    const [first, second] = replicas as [HearthProcess, HearthProcess];
+    const made = hearthCli(['keys', 'create', '--name', 'nightly', '--json'], { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY });
+    expect(made.status, made.stderr).toBe(0);
+    const key = JSON.parse(made.stdout) as { id: string; key: string };
+    const job = new OpenAI({ apiKey: key.key, baseURL: `${first.baseUrl}/api/inference/v1`, maxRetries: 0 });
+    const reader = new OpenAI({ apiKey: first.key, baseURL: `${second.baseUrl}/api/inference/v1`, maxRetries: 0 });
+    const lines = Array.from({ length: LINES }, (_, i) => ({ custom_id: `r-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 32 } }));
+    const file = await job.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'), purpose: 'batch' });
+    const batch = await job.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    for (let b = batch; b.request_counts?.completed === 0 || b.status === 'validating'; b = await reader.batches.retrieve(batch.id)) await new Promise((r) => setTimeout(r, 50));
+    first.proc.kill('SIGSTOP');
+    let done = batch;
+    try {
+      const revoked = hearthCli(['keys', 'revoke', key.id], { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY });
+      expect(revoked.status, revoked.stderr).toBe(0);
+      // Only the second replica runs: it must see the revocation in the records and end the batch itself.
+      for (const deadline = Date.now() + 60_000; !['cancelled', 'completed', 'failed'].includes(done.status) && Date.now() < deadline; done = await reader.batches.retrieve(batch.id)) await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      first.proc.kill('SIGCONT');
+    }
+    expect(done.status).toBe('cancelled');
+    expect(done.errors?.data).toEqual([expect.objectContaining({ code: 'api_key_revoked' })]);
+    const read = async (id: string | null | undefined) => (id ? (await (await reader.files.content(id)).text()).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { custom_id: string; error: { code: string } | null }) : []);
+    const answered = await read(done.output_file_id);
+    const rest = await read(done.error_file_id);
+    expect(answered.length).toBeLessThan(LINES);
+    expect(rest.length).toBeGreaterThan(0);
+    expect(rest.every((l) => l.error?.code === 'api_key_revoked')).toBe(true);
+    expect([...answered, ...rest].map((l) => l.custom_id).sort()).toEqual(lines.map((l) => l.custom_id).sort());
+    // The first replica, resumed, sees the revocation too: nothing of the batch is answered any more.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const after = await reader.batches.retrieve(batch.id);
+    expect(after.status).toBe('cancelled');
+    expect(after.request_counts).toEqual(done.request_counts);
+  }, 120_000);
 });

@@ -42,13 +42,13 @@ describe('Batch API across a SIGKILL', () => {
       seen = await client.batches.retrieve(batch.id);
     }
     expect(seen.status).toBe('in_progress');
+    expect(seen.request_counts!.completed).toBeLessThan(LINES); // killed mid-way (the restarted server may finish before it is asked)
     await first.stop('SIGKILL');
 
     const second = await start();
     client = clientOf(second);
     const resumed = await client.batches.retrieve(batch.id);
-    expect(resumed.request_counts!.completed).toBeGreaterThanOrEqual(4);
-    expect(resumed.request_counts!.completed).toBeLessThan(LINES); // it was killed mid-way
+    expect(resumed.request_counts!.completed).toBeGreaterThanOrEqual(seen.request_counts!.completed); // the answers recorded survived
     let done = resumed;
     for (const deadline = Date.now() + 240_000; done.status !== 'completed' && Date.now() < deadline; done = await client.batches.retrieve(batch.id)) await new Promise((r) => setTimeout(r, 200));
     expect(done.status).toBe('completed');

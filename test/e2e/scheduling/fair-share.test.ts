@@ -8,6 +8,8 @@ import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
  * Fair share and priority between tenants, end to end (contract "Fair share and priority between tenants"): a
  * key's `priority` through the management API and the CLI, a request's `"priority": "batch"` on the four
  * generation endpoints (any other value a 400 naming `priority`), batch streams that hold every slot yielding
+ * to an interactive request (which would otherwise wait for ever: this model never stops on its own), one
+ * account's queue not holding up another's request, queued batch embeddings (a batch key's) waiting behind an
  * to an interactive request (which would otherwise wait for ever: this model never stops on its own), an
  * account holding every slot giving one to another account's request at once, and the metrics by priority (never an account or key id).
  * Two slots, one worker, the native engine.
@@ -127,8 +129,9 @@ describe('scheduling', () => {
       const r = await chat(hearth.key, 5);
       expect(r.status).toBe(200);
       expect(r.body.usage.completion_tokens).toBe(5);
+      // The worker reports preemptions on its own channel after the job: it may reach the metrics after the answer.
+      await until(async () => sample(await metrics(), 'hearth_preemptions_total', { model: MODEL }) >= 1, 'a preemption counted');
       const m = await metrics();
-      expect(sample(m, 'hearth_preemptions_total', { model: MODEL })).toBeGreaterThanOrEqual(1);
       expect(sample(m, 'hearth_generated_tokens_total', { priority: 'interactive' })).toBeGreaterThanOrEqual(5);
       expect(sample(m, 'hearth_generated_tokens_total', { priority: 'batch' })).toBeGreaterThan(0);
       // Labels never carry an account or key id: these series have a model and a priority, nothing else.
@@ -160,6 +163,48 @@ describe('scheduling', () => {
       await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1, 'the third request waits');
       streams.pop()!.close();
       expect((await waiting).status).toBe(200);
+    } finally {
+      for (const s of streams) s.close();
+    }
+  });
+
+  it('queued batch embeddings wait behind an interactive request, counted as waiting batch requests', async () => {
+    const bulk = cliKey('bulk-embeddings', ['--priority', 'batch']);
+    const streams = [await holdStream(hearth.key), await holdStream(hearth.key)];
+    const order: string[] = [];
+    const embeddings = Array.from({ length: 3 }, (_, i) => post('/api/inference/v1/embeddings', bulk.key, { model: MODEL, input: `text ${i}` }).then((r) => { order.push('embedding'); return r; }));
+    try {
+      await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'batch' }) === 3, 'three batch embeddings wait');
+      const interactive = chat(hearth.key, 2).then((r) => { order.push('chat'); return r; });
+      await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1, 'the interactive request waits too');
+      streams.pop()!.close(); // one slot frees: the interactive request takes it, though the embeddings came first
+      expect((await interactive).status).toBe(200);
+      for (const e of await Promise.all(embeddings)) expect(e.status).toBe(200);
+      expect(order).toEqual(['chat', 'embedding', 'embedding', 'embedding']);
+    } finally {
+      for (const s of streams) s.close();
+    }
+    await until(async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'batch' }) === 0, 'batch embeddings ended');
+  });
+
+  it('Batch API embedding lines of an interactive key wait at batch priority behind an interactive request', async () => {
+    const streams = [await holdStream(hearth.key), await holdStream(hearth.key)];
+    const lines = Array.from({ length: 3 }, (_, i) => JSON.stringify({ custom_id: `e-${i}`, method: 'POST', url: '/v1/embeddings', body: { model: MODEL, input: `text ${i}` } })).join('\n');
+    const form = new FormData();
+    form.set('purpose', 'batch');
+    form.set('file', new Blob([lines]), 'lines.jsonl');
+    const file = (await (await fetch(`${hearth.baseUrl}/api/inference/v1/files`, { method: 'POST', headers: { authorization: `Bearer ${hearth.key}` }, body: form })).json()) as { id: string };
+    const batch = await post('/api/inference/v1/batches', hearth.key, { input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' });
+    expect(batch.status).toBe(200);
+    const counts = async () => ((await (await fetch(`${hearth.baseUrl}/api/inference/v1/batches/${batch.body.id}`, { headers: { authorization: `Bearer ${hearth.key}` } })).json()) as { status: string; request_counts: { completed: number } });
+    try {
+      await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'batch' }) === 3, 'three batch lines wait');
+      const interactive = chat(hearth.key, 2);
+      await until(async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1, 'the interactive request waits too');
+      streams.pop()!.close();
+      expect((await interactive).status).toBe(200);
+      await until(async () => (await counts()).status === 'completed', 'the batch completes after it');
+      expect((await counts()).request_counts.completed).toBe(3);
     } finally {
       for (const s of streams) s.close();
     }

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { stoppedBecause } from '../../../web/src/batch-state.ts';
 import { niceMax } from '../../../web/src/components/chart-scale.ts';
 import { matchPath } from '../../../web/src/routes.ts';
 import { pushSample } from '../../../web/src/stats.ts';
 
-/** The dashboard's pure pieces: its path matching, the charts' axis maximum, the sample window. */
+/** The dashboard's pure pieces: its path matching, the charts' axis maximum, the sample window, a batch's stop reason. */
 describe('matchPath', () => {
   it.each([
     ['/', 'overview', {}],
@@ -42,5 +43,15 @@ describe('pushSample', () => {
     expect(pushSample(w, 4, 3)).toEqual([2, 3, 4]);
     expect(pushSample(w, 4, 5)).toEqual([1, 2, 3, 4]);
     expect(w).toEqual([1, 2, 3]);
+  });
+});
+
+describe('stoppedBecause', () => {
+  it('names a revoked or missing key, nothing for a batch without such an entry', () => {
+    const entry = (code: string) => ({ code, message: 'm' });
+    expect(stoppedBecause({ errors: { data: [entry('api_key_revoked')] } })).toBe('its key was revoked');
+    expect(stoppedBecause({ errors: { data: [entry('invalid_json'), entry('api_key_not_found')] } })).toBe('its key is gone');
+    expect(stoppedBecause({ errors: { data: [entry('invalid_json')] } })).toBeUndefined();
+    expect(stoppedBecause({ errors: null })).toBeUndefined();
   });
 });

@@ -3,6 +3,7 @@ import { api } from '../api.ts';
 import { ErrorNote, StateBadge, formatTime, useLoad } from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { BatchView } from '../types.ts';
+import { stoppedBecause } from '../batch-state.ts';
 
 /** States a batch is still worked on in: the page refreshes while one shows. */
 const ACTIVE = new Set(['validating', 'in_progress', 'finalizing', 'cancelling']);
@@ -35,7 +36,18 @@ export function BatchesPage() {
         columns={[
           { header: 'Batch', cell: (b) => <code>{b.id}</code> },
           { header: 'Endpoint', cell: (b) => <code>{b.endpoint}</code> },
-          { header: 'State', cell: (b) => <StateBadge state={b.status} /> },
+          {
+            header: 'State',
+            cell: (b) => {
+              const why = stoppedBecause(b);
+              return (
+                <>
+                  <StateBadge state={b.status} />
+                  {why && <span class="muted"> ({why})</span>}
+                </>
+              );
+            },
+          },
           { header: 'Requests', cell: (b) => `${b.request_counts.completed + b.request_counts.failed} / ${b.request_counts.total}${b.request_counts.failed > 0 ? ` (${b.request_counts.failed} failed)` : ''}`, class: 'nowrap' },
           { header: 'Created', cell: (b) => formatTime(new Date(b.created_at * 1000).toISOString()), class: 'nowrap' },
           { header: 'Output', cell: (b) => (b.output_file_id ? <a href={`/api/v1/batches/${encodeURIComponent(b.id)}/output`} download={`${b.id}_output.jsonl`}>Download</a> : '—') },

@@ -1,0 +1,58 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type BatchRecord, nextOrder } from '../../../src/batch/batch-records.ts';
+import type { BatchStore } from '../../../src/batch/batch-store.ts';
+import { LmdbBatchStore } from '../../../src/batch/lmdb-batch-store.ts';
+import { PostgresBatchStore } from '../../../src/batch/postgres-batch-store.ts';
+import { createLogger } from '../../../src/log/logger.ts';
+import pgClient from 'pg';
+import { migrate } from '../../../src/store/postgres/migrations.ts';
+import { usePostgres } from '../../helpers/postgres.ts';
+
+/**
+ * Both batch stores (BatchStore contract): an answer is recorded while its batch is in_progress or cancelling, and
+ * dropped once another process ended the batch (cancelled for its revoked key, expired): a final batch's counts never
+ * change, whatever a replica that was paused answers late.
+ */
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-final-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+const pg = usePostgres();
+
+const batch = (id: string): BatchRecord => ({
+  id, accountId: 'acct', keyId: 'k', endpoint: '/v1/embeddings', inputFileId: 'f', completionWindow: '24h', metadata: null, status: 'in_progress', errors: null,
+  outputFileId: null, errorFileId: null, total: 3, completed: 0, failed: 0, createdAt: 1, order: nextOrder(), expiresAt: 2, keepUntil: 3,
+  inProgressAt: null, finalizingAt: null, completedAt: null, failedAt: null, expiredAt: null, cancellingAt: null, cancelledAt: null,
+});
+
+const stores: Array<[string, () => Promise<BatchStore>]> = [
+  ['LMDB', async () => new LmdbBatchStore(path.join(dir, 'lmdb'))],
+  ['PostgreSQL', async () => {
+    const url = await pg.server.createDatabase();
+    const client = new pgClient.Client({ connectionString: url });
+    await client.connect();
+    await migrate(client).finally(() => client.end()); // the records' schema, as the server makes it at start
+    return PostgresBatchStore.open(url, path.join(dir, 'pg'), createLogger('error'));
+  }],
+];
+
+describe.each(stores)('%s batch store', (_name, open) => {
+  it('records answers while in_progress or cancelling, none once the batch is final', async () => {
+    const store = await open();
+    try {
+      await store.createBatch(batch('b1'));
+      await store.addLines('b1', Array.from({ length: 3 }, (_, i) => ({ index: i, customId: `c${i}`, body: '{}' })));
+      expect((await store.claimLines('b1', 'me', 3)).map((l) => l.index)).toEqual([0, 1, 2]);
+      expect(await store.finishLine('b1', { index: 0, ok: true, line: 'a' })).toBe(true);
+      await store.updateBatch('b1', (b) => ({ ...b, status: 'cancelling' }));
+      expect(await store.finishLine('b1', { index: 1, ok: true, line: 'b' })).toBe(true);
+      await store.updateBatch('b1', (b) => ({ ...b, status: 'cancelled' }));
+      expect(await store.finishLine('b1', { index: 2, ok: true, line: 'c' })).toBe(false);
+      expect(await store.getBatch('b1')).toMatchObject({ status: 'cancelled', completed: 2, failed: 0 });
+      expect(await store.openLineCount('b1')).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+});
