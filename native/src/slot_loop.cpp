@@ -946,7 +946,11 @@ bool SlotLoop::batchSitsOut() {
 void SlotLoop::shareStep(double stepMs, bool withBatch) {
     constexpr double kWeight = 0.2;  // EMA weight of the newest step
     if (!withBatch) {
-        soloStepMs_ = soloStepMs_ <= 0.0 ? stepMs : soloStepMs_ + kWeight * (stepMs - soloStepMs_);
+        // What an interactive step costs alone on a quiet loop: quick to follow a faster step, slow to follow a slower
+        // one (a solo step slowed by the main thread's work for the batch streams, or by other processes, must not
+        // raise the allowance the batch rows are measured against).
+        const double w = stepMs < soloStepMs_ ? kSoloFollowDown : kSoloFollowUp;
+        soloStepMs_ = soloStepMs_ <= 0.0 ? stepMs : soloStepMs_ + w * (stepMs - soloStepMs_);
     } else if (soloStepMs_ > 0.0) {
         const double extra = std::max(0.0, stepMs - soloStepMs_);
         batchExtraMs_ = batchExtraMs_ <= 0.0 ? extra : batchExtraMs_ + kWeight * (extra - batchExtraMs_);

@@ -267,8 +267,15 @@ private:
     std::deque<JobSpec> waiting_;
     /** Batch jobs parked for interactive ones (busy, no slot: `seq` unused), oldest first. */
     std::deque<Slot> parked_;
-    /** batchSitsOut(): an interactive-only decode step's time, what batch rows add to it (EMAs, ms), the batch credit (ms). */
-    static constexpr double kInteractiveSlowdown = 1.25;
+    /**
+     * batchSitsOut(): an interactive-only decode step's time, what batch rows add to it (EMAs, ms), the batch credit
+     * (ms). kInteractiveSlowdown: what a step with batch rows may cost on average against an interactive-only one;
+     * below the client-side goal of 1.25x (0.8x the speed) by what the loop cannot see (docs/scheduler.md).
+     */
+    static constexpr double kInteractiveSlowdown = 1.15;
+    /** EMA weights of soloStepMs_ toward a faster and toward a slower interactive-only step. */
+    static constexpr double kSoloFollowDown = 0.5;
+    static constexpr double kSoloFollowUp = 0.05;
     /** The step just run, for shareStep() once its turn of the loop (apply, schedule, step, events) is over. */
     enum class ShareKind { None, Solo, WithBatch };
     ShareKind shareKind_ = ShareKind::None;
