@@ -207,7 +207,7 @@ try {
   /** A cell of a scenario that did not run: '-'. */
   const row = (label: string, f: (n: string) => string, goal: string) => [label, ...names.map((n) => { try { return f(n); } catch { return '-'; } }), goal];
   const md = [
-    `${SLOTS} slots, one worker, native engine, model ${path.basename(modelPath)}; A's requests ${LONG_TOKENS} tokens, B's and the interactive stream's ${SHORT_TOKENS}. The machine was shared with other work: figures are noisy.`,
+    `${SLOTS} slots, one worker, native engine, model ${path.basename(modelPath)}; A's requests ${LONG_TOKENS} tokens, B's and the interactive stream's ${SHORT_TOKENS}. Figures from one run; the load average at its start is in the line above.`,
     '',
     !/[abc]/.test(SCENARIOS) ? '' : table(['', ...names, 'goal'], [
       row('(a) B TTFT p50, A = slots streams', (n) => fmt.ms(results[n]!.a!.ttftNoQueueMs), ''),
