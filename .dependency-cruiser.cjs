@@ -12,10 +12,14 @@
  */
 const layer = (name) => `^src/${name}/`;
 /** The HTTP edge core (one exchange, one router) shared by the service and the standalone tool-server kit. */
-const EDGE_CORE = '^src/http/(http-exchange|request-head|body-reader|response-writer|request-ids|router|json-body|request-limits|status-text|uws)\\.ts$';
+const EDGE_CORE =
+  '^src/http/(http-exchange|request-head|body-reader|response-writer|request-ids|router|json-body|request-limits|status-text|uws)\\.ts$';
 /** A rule: files in `folder` import of src/ only their own folder and `allowed` (folder names or path patterns). */
 const only = (folder, allowed) => ({
-  name: `${folder}-imports-only-${allowed.length === 0 ? 'itself' : allowed.map((a) => a.replace(/[^a-z-]/g, '')).join('-')}`.slice(0, 120),
+  name: `${folder}-imports-only-${allowed.length === 0 ? 'itself' : allowed.map((a) => a.replace(/[^a-z-]/g, '')).join('-')}`.slice(
+    0,
+    120,
+  ),
   severity: 'error',
   from: { path: layer(folder) },
   to: { path: '^src/', pathNot: [layer(folder), ...allowed.map((a) => (a.startsWith('^') ? a : layer(a)))] },
@@ -27,8 +31,19 @@ module.exports = {
   forbidden: [
     { name: 'no-cycles', severity: 'error', from: { path: '^(src|native)/' }, to: { circular: true } },
     // Layers (folders) form no cycle either: engine/ -> worker/ -> engine/ through different files is still a cycle.
-    { name: 'no-folder-cycles', severity: 'error', scope: 'folder', from: { path: '^(src|native)/' }, to: { circular: true } },
-    { name: 'nothing-imports-main', severity: 'error', from: { path: '^src/', pathNot: '^src/cli/' }, to: { path: '^src/main\\.ts$' } },
+    {
+      name: 'no-folder-cycles',
+      severity: 'error',
+      scope: 'folder',
+      from: { path: '^(src|native)/' },
+      to: { circular: true },
+    },
+    {
+      name: 'nothing-imports-main',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/cli/' },
+      to: { path: '^src/main\\.ts$' },
+    },
 
     // Leaves.
     only('errors', []),
@@ -62,12 +77,22 @@ module.exports = {
     only('engine', [...LEAVES, 'lifecycle', 'metrics', 'protocol']),
     // worker/ runs inside Piscina threads: engine message and sampler types, protocol, errors, node-llama-cpp and native/ (the addon).
     only('worker', ['errors', 'protocol', '^src/engine/(worker-protocol|embedding-task|sampling-defaults)\\.ts$']),
-    { name: 'worker-no-main-thread-packages', severity: 'error', from: { path: layer('worker') }, to: { path: '^node_modules/(uWebSockets\\.js|uws-legacy-node20|prom-client|lmdb)/' } },
+    {
+      name: 'worker-no-main-thread-packages',
+      severity: 'error',
+      from: { path: layer('worker') },
+      to: { path: '^node_modules/(uWebSockets\\.js|uws-legacy-node20|prom-client|lmdb)/' },
+    },
     // native/ is the addon, its loader and its build: it imports nothing of src/.
     { name: 'native-imports-nothing-of-src', severity: 'error', from: { path: '^native/' }, to: { path: '^src/' } },
     // Of native/, src/ imports the type-only module of the types the addon speaks (GenerationJob, SamplingParams,
     // TokenLogprob, NativeTuning); the addon's loader and paths only in worker/ (and main.ts, which hands the event relay to the engine).
-    { name: 'native-code-only-in-worker', severity: 'error', from: { path: '^src/', pathNot: [layer('worker'), '^src/main\\.ts$'] }, to: { path: '^native/', pathNot: NATIVE_TYPES } },
+    {
+      name: 'native-code-only-in-worker',
+      severity: 'error',
+      from: { path: '^src/', pathNot: [layer('worker'), '^src/main\\.ts$'] },
+      to: { path: '^native/', pathNot: NATIVE_TYPES },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

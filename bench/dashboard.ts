@@ -22,7 +22,10 @@ const LOADS = Number(process.env.BENCH_LOADS ?? 5);
 const OWNER = { email: 'ada@example.com', password: 'correct horse battery staple' };
 
 function sizes() {
-  const manifest = JSON.parse(fs.readFileSync(path.join(DIST, '.vite/manifest.json'), 'utf8')) as Record<string, { file: string; css?: string[] }>;
+  const manifest = JSON.parse(fs.readFileSync(path.join(DIST, '.vite/manifest.json'), 'utf8')) as Record<
+    string,
+    { file: string; css?: string[] }
+  >;
   const entry = manifest['index.html']!;
   const files = [entry.file, ...(entry.css ?? []), 'index.html'];
   return files.map((f) => {
@@ -51,18 +54,39 @@ async function firstLoad(page: Page, url: string, heading: string) {
 
 async function main() {
   const screenshots = process.argv.includes('--screenshots');
-  const hearth = await startHearthProcess({ args: ['--model', await ensureTinyChatModel(), '--model-id', 'local/tiny-chat', '--engine', 'instant', '--workers', '1', '--slots', '2'] });
+  const hearth = await startHearthProcess({
+    args: [
+      '--model',
+      await ensureTinyChatModel(),
+      '--model-id',
+      'local/tiny-chat',
+      '--engine',
+      'instant',
+      '--workers',
+      '1',
+      '--slots',
+      '2',
+    ],
+  });
   const browser = await launchChromium();
   try {
     await hearth.waitReady();
     const link = /"url":"([^"]+\/setup\?token=([^"]+))"/.exec(hearth.logs());
     const token = link![2]!;
     const origin = { origin: hearth.baseUrl, 'content-type': 'application/json' };
-    const setup = await fetch(`${hearth.baseUrl}/api/v1/setup`, { method: 'POST', headers: origin, body: JSON.stringify({ token, ...OWNER }) });
+    const setup = await fetch(`${hearth.baseUrl}/api/v1/setup`, {
+      method: 'POST',
+      headers: origin,
+      body: JSON.stringify({ token, ...OWNER }),
+    });
     if (setup.status !== 201) throw new Error(`setup: ${setup.status} ${await setup.text()}`);
     const cookie = setup.headers.get('set-cookie')!.split(';')[0]!;
     const call = async (method: string, p: string, body?: unknown) => {
-      const r = await fetch(hearth.baseUrl + p, { method, headers: { ...origin, cookie }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const r = await fetch(hearth.baseUrl + p, {
+        method,
+        headers: { ...origin, cookie },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
       return r.status === 204 ? null : ((await r.json()) as Record<string, unknown>);
     };
@@ -84,8 +108,12 @@ async function main() {
       await ctx2.close();
     }
     const row = (name: string, xs: typeof signIn) =>
-      console.log(`| ${name} | ${[median(xs.map((x) => x.ttfb)), median(xs.map((x) => x.domContentLoaded)), median(xs.map((x) => x.load)), median(xs.map((x) => x.fcp)), median(xs.map((x) => x.shown))].map((v) => v.toFixed(1)).join(' | ')} | ${median(xs.map((x) => x.transferred))} |`);
-    console.log(`\nFirst load, cold cache, median of ${LOADS} (ms from navigation start; bytes transferred incl. headers):\n| page | TTFB | DOMContentLoaded | load | first contentful paint | app heading rendered | transferred |\n|---|---:|---:|---:|---:|---:|---:|`);
+      console.log(
+        `| ${name} | ${[median(xs.map((x) => x.ttfb)), median(xs.map((x) => x.domContentLoaded)), median(xs.map((x) => x.load)), median(xs.map((x) => x.fcp)), median(xs.map((x) => x.shown))].map((v) => v.toFixed(1)).join(' | ')} | ${median(xs.map((x) => x.transferred))} |`,
+      );
+    console.log(
+      `\nFirst load, cold cache, median of ${LOADS} (ms from navigation start; bytes transferred incl. headers):\n| page | TTFB | DOMContentLoaded | load | first contentful paint | app heading rendered | transferred |\n|---|---:|---:|---:|---:|---:|---:|`,
+    );
     row('sign-in', signIn);
     row('overview (signed in)', overview);
 
@@ -95,25 +123,56 @@ async function main() {
     await hearth.stop();
   }
 
-  async function takeScreenshots(base: string, cookie: string, call: (m: string, p: string, b?: unknown) => Promise<Record<string, unknown> | null>) {
+  async function takeScreenshots(
+    base: string,
+    cookie: string,
+    call: (m: string, p: string, b?: unknown) => Promise<Record<string, unknown> | null>,
+  ) {
     fs.mkdirSync(SHOTS, { recursive: true });
     // Seed: keys, a workspace with its Yam and a project, a member, and traffic for the charts.
-    const k = (await call('POST', '/api/v1/keys', { name: 'production', limits: { requestsPerMinute: 600, tokensPerMinute: 200000, maxConcurrent: 8 } }))!;
+    const k = (await call('POST', '/api/v1/keys', {
+      name: 'production',
+      limits: { requestsPerMinute: 600, tokensPerMinute: 200000, maxConcurrent: 8 },
+    }))!;
     await call('POST', '/api/v1/keys', { name: 'ci' });
-    await call('POST', '/api/v1/users', { email: 'grace@example.com', password: 'member password 123', role: 'member' });
+    await call('POST', '/api/v1/users', {
+      email: 'grace@example.com',
+      password: 'member password 123',
+      role: 'member',
+    });
     const ws = (await call('POST', '/api/v1/workspaces', { name: 'Client A' }))!;
     const wsPath = `/api/v1/workspaces/${ws.workspaceId as string}`;
     await call('PUT', `${wsPath}/yam`);
-    for (let i = 0; i < 50 && ((await call('GET', `${wsPath}/yam`))!.state as string) !== 'ready'; i++) await new Promise((r) => setTimeout(r, 100));
-    await call('POST', `${wsPath}/inference`, { name: 'support bot', provider: 'anthropic', model: 'claude-3-5-haiku-latest', providerApiKey: 'sk-ant-demo-key-abcd', temperature: 0.3 });
+    for (let i = 0; i < 50 && ((await call('GET', `${wsPath}/yam`))!.state as string) !== 'ready'; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    await call('POST', `${wsPath}/inference`, {
+      name: 'support bot',
+      provider: 'anthropic',
+      model: 'claude-3-5-haiku-latest',
+      providerApiKey: 'sk-ant-demo-key-abcd',
+      temperature: 0.3,
+    });
     const traffic = async () => {
       for (let i = 0; i < 40; i++) {
-        const r = await fetch(`${base}/api/inference/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${k.key as string}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 20 + (i % 7) * 10, stream: true }) });
+        const r = await fetch(`${base}/api/inference/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${k.key as string}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: 'local/tiny-chat',
+            messages: [{ role: 'user', content: 'Hi' }],
+            max_tokens: 20 + (i % 7) * 10,
+            stream: true,
+          }),
+        });
         await r.text();
         await new Promise((res) => setTimeout(res, 1000)); // spread over several 10-second buckets
       }
     };
-    const ctx = await browser.newContext({ baseURL: base, viewport: { width: 1200, height: 760 }, colorScheme: 'light' });
+    const ctx = await browser.newContext({
+      baseURL: base,
+      viewport: { width: 1200, height: 760 },
+      colorScheme: 'light',
+    });
     await ctx.addCookies([{ name: 'hearth_session', value: cookie.split('=')[1]!, url: base }]);
     const page = await ctx.newPage();
     const shot = async (name: string) => {

@@ -16,9 +16,22 @@ import { startBenchHearth } from './lib/servers.ts';
 const WAIT_MS = Number(process.env.BENCH_WAIT_S ?? 15) * 1000;
 const LIMIT = 65_536;
 
-interface Probe { front: string; case: string; declared: number; firstByteMs: number | null; completeMs: number | null; closedMs: number | null; status: string }
+interface Probe {
+  front: string;
+  case: string;
+  declared: number;
+  firstByteMs: number | null;
+  completeMs: number | null;
+  closedMs: number | null;
+  status: string;
+}
 
-function probe(port: number, key: string, declared: string, uploading: boolean): Promise<Omit<Probe, 'front' | 'case'>> {
+function probe(
+  port: number,
+  key: string,
+  declared: string,
+  uploading: boolean,
+): Promise<Omit<Probe, 'front' | 'case'>> {
   return new Promise((resolve) => {
     const t0 = performance.now();
     const since = () => Math.round((performance.now() - t0) * 10) / 10;
@@ -29,7 +42,13 @@ function probe(port: number, key: string, declared: string, uploading: boolean):
     const done = (closedMs: number | null) => {
       clearTimeout(timer);
       socket.destroy();
-      resolve({ declared: Number(declared), firstByteMs, completeMs, closedMs, status: /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 'none' });
+      resolve({
+        declared: Number(declared),
+        firstByteMs,
+        completeMs,
+        closedMs,
+        status: /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 'none',
+      });
     };
     const timer = setTimeout(() => done(null), WAIT_MS);
     socket.on('error', () => {});
@@ -45,7 +64,9 @@ function probe(port: number, key: string, declared: string, uploading: boolean):
     socket.on('end', () => done(since()));
     socket.on('close', () => done(since()));
     socket.on('connect', async () => {
-      socket.write(`POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n{"model"`);
+      socket.write(
+        `POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n{"model"`,
+      );
       let sent = 8;
       while (uploading && firstByteMs === null && sent < Number(declared) && !socket.destroyed) {
         await new Promise((r) => setTimeout(r, 20));
@@ -59,9 +80,22 @@ function probe(port: number, key: string, declared: string, uploading: boolean):
 const model = await ensureTinyModel();
 const rows: Probe[] = [];
 for (const front of ['haproxy', 'off']) {
-  const hearth = await startBenchHearth(['--model', model, '--engine', 'instant', '--body-limit', String(LIMIT), '--front', front]);
+  const hearth = await startBenchHearth([
+    '--model',
+    model,
+    '--engine',
+    'instant',
+    '--body-limit',
+    String(LIMIT),
+    '--front',
+    front,
+  ]);
   try {
-    for (const [name, declared, uploading] of [['stalled, 2 MiB', '2097152', false], ['uploading, 4 MiB', '4194304', true], ['stalled, 2 GiB', '2147483648', false]] as const) {
+    for (const [name, declared, uploading] of [
+      ['stalled, 2 MiB', '2097152', false],
+      ['uploading, 4 MiB', '4194304', true],
+      ['stalled, 2 GiB', '2147483648', false],
+    ] as const) {
       const r = await probe(hearth.port, hearth.key, declared, uploading);
       rows.push({ front, case: name, ...r });
       console.log(front, name, JSON.stringify(r));
@@ -73,5 +107,8 @@ for (const front of ['haproxy', 'off']) {
 const ms = (v: number | null) => (v === null ? '-' : `${v} ms`);
 const markdown = `Raw sockets against \`hearth serve --body-limit ${LIMIT}\`; times from the connect; "-": not within ${WAIT_MS / 1000} s.
 
-${table(['front', 'case', 'status', 'first byte', 'answer complete', 'server side closed'], rows.map((r) => [r.front, r.case, r.status, ms(r.firstByteMs), ms(r.completeMs), ms(r.closedMs)]))}`;
+${table(
+  ['front', 'case', 'status', 'first byte', 'answer complete', 'server side closed'],
+  rows.map((r) => [r.front, r.case, r.status, ms(r.firstByteMs), ms(r.completeMs), ms(r.closedMs)]),
+)}`;
 recordResults('early-413', 'A 413 decided from the head', { limit: LIMIT, waitMs: WAIT_MS, rows }, markdown);

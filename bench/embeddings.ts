@@ -15,14 +15,31 @@ const INPUTS = 256;
 const ROUNDS = 3;
 const extra = process.argv.slice(2).filter((a) => a !== '--');
 
-const texts = (round: number) => Array.from({ length: INPUTS }, (_, i) => `document ${round}-${i}: the quick brown fox jumps over the lazy dog ${i % 7}`);
+const texts = (round: number) =>
+  Array.from(
+    { length: INPUTS },
+    (_, i) => `document ${round}-${i}: the quick brown fox jumps over the lazy dog ${i % 7}`,
+  );
 
 async function bench(name: string, modelPath: string): Promise<void> {
-  const hearth = await startHearthProcess({ args: ['--model', modelPath, '--model-id', 'local/bench', '--engine', 'native', '--queue-limit', String(INPUTS * 2), ...extra] });
+  const hearth = await startHearthProcess({
+    args: [
+      '--model',
+      modelPath,
+      '--model-id',
+      'local/bench',
+      '--engine',
+      'native',
+      '--queue-limit',
+      String(INPUTS * 2),
+      ...extra,
+    ],
+  });
   try {
     await hearth.waitReady();
     const client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const embed = (input: string | string[]) => client.embeddings.create({ model: 'local/bench', input, encoding_format: 'float' });
+    const embed = (input: string | string[]) =>
+      client.embeddings.create({ model: 'local/bench', input, encoding_format: 'float' });
     await embed(texts(-1)); // warm-up: the embedding context is created at the first use
     const batched: number[] = [];
     const single: number[] = [];

@@ -61,15 +61,43 @@ import { ensureLlamaServer, killLlamaServerBuild, type LlamaServerBinary, startL
 import { describeMachine, machineLine, type MachineInfo } from './lib/machine.ts';
 import { recordResults } from './lib/report.ts';
 import { mean as meanAll, percentile as percentileAll } from './lib/stats.ts';
-import { makeAgent, type StreamLoadSummary, type StreamTarget, streamTimed, streamTokens, summarizeStreams, type TimedStream } from './lib/timed-sse.ts';
-import { floodPace, type FloodResult, type ScenarioServer, smoothDecode, type SmoothResult } from './lib/engine-scenarios.ts';
+import {
+  makeAgent,
+  type StreamLoadSummary,
+  type StreamTarget,
+  streamTimed,
+  streamTokens,
+  summarizeStreams,
+  type TimedStream,
+} from './lib/timed-sse.ts';
+import {
+  floodPace,
+  type FloodResult,
+  type ScenarioServer,
+  smoothDecode,
+  type SmoothResult,
+} from './lib/engine-scenarios.ts';
 import { SHAPES } from './lib/model-shapes.ts';
-import { type CeilingRow, ensureCeilingTools, probeCpuBackend, quantizeModel, runBatchedBench } from './lib/kernel-ceiling.ts';
+import {
+  type CeilingRow,
+  ensureCeilingTools,
+  probeCpuBackend,
+  quantizeModel,
+  runBatchedBench,
+} from './lib/kernel-ceiling.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
 
-type HearthEngine = 'native' | 'native-norepack' | 'native-nopool' | 'native-poll50' | 'native-nocache' | 'native-nofront' | 'native-prebuilt' | 'node-llama-cpp';
+type HearthEngine =
+  | 'native'
+  | 'native-norepack'
+  | 'native-nopool'
+  | 'native-poll50'
+  | 'native-nocache'
+  | 'native-nofront'
+  | 'native-prebuilt'
+  | 'node-llama-cpp';
 
 /** Native-engine variants for A/B rows in one run: the `hearth serve` arguments each adds. */
 const NATIVE_VARIANTS: Record<string, string[]> = {
@@ -167,8 +195,16 @@ const DEFAULTS: Options = {
 
 /** --quick: the key rows in about ten minutes on 2 cores. */
 const QUICK: Partial<Options> = {
-  shapes: ['56m', '0.5b-q8'], concurrency: [1, 8], promptLengths: [16, 500], durationS: 8, engines: ['native'],
-  prefix: false, memory: false, budgets: [0, 64], paces: [150], quick: true,
+  shapes: ['56m', '0.5b-q8'],
+  concurrency: [1, 8],
+  promptLengths: [16, 500],
+  durationS: 8,
+  engines: ['native'],
+  prefix: false,
+  memory: false,
+  budgets: [0, 64],
+  paces: [150],
+  quick: true,
 };
 
 const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--context-size 2048] [--batch-size 512]
@@ -183,12 +219,14 @@ function parseArgs(argv: string[]): Options {
   const o: Options = { ...DEFAULTS, ...(argv.includes('--quick') ? QUICK : {}) };
   const nonNegative = (s: string, flag: string): number[] => {
     const v = s.split(',').map((x) => Number(x.trim()));
-    if (v.length === 0 || v.some((n) => !Number.isInteger(n) || n < 0)) throw new Error(`${flag}: expected integers >= 0, got ${s}`);
+    if (v.length === 0 || v.some((n) => !Number.isInteger(n) || n < 0))
+      throw new Error(`${flag}: expected integers >= 0, got ${s}`);
     return v;
   };
   const ints = (s: string, flag: string): number[] => {
     const v = s.split(',').map((x) => Number(x.trim()));
-    if (v.length === 0 || v.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error(`${flag}: expected positive integers, got ${s}`);
+    if (v.length === 0 || v.some((n) => !Number.isInteger(n) || n <= 0))
+      throw new Error(`${flag}: expected positive integers, got ${s}`);
     return v;
   };
   for (let i = 0; i < argv.length; i++) {
@@ -201,49 +239,125 @@ function parseArgs(argv: string[]): Options {
       return v;
     };
     switch (flag) {
-      case '--threads': o.threads = ints(next(), flag); break;
-      case '--slots': o.slots = ints(next(), flag); break;
-      case '--context-size': case '--context': o.contextSize = ints(next(), flag)[0]!; break;
-      case '--batch-size': o.batchSize = ints(next(), flag)[0]!; break;
-      case '--concurrency': o.concurrency = ints(next(), flag); break;
+      case '--threads':
+        o.threads = ints(next(), flag);
+        break;
+      case '--slots':
+        o.slots = ints(next(), flag);
+        break;
+      case '--context-size':
+      case '--context':
+        o.contextSize = ints(next(), flag)[0]!;
+        break;
+      case '--batch-size':
+        o.batchSize = ints(next(), flag)[0]!;
+        break;
+      case '--concurrency':
+        o.concurrency = ints(next(), flag);
+        break;
       case '--duration': {
         const d = Number(next());
         if (!(d > 0)) throw new Error('--duration: expected seconds > 0');
         o.durationS = d;
         break;
       }
-      case '--max-tokens': o.maxTokens = ints(next(), flag)[0]!; break;
-      case '--engines': case '--engine': {
-        const list = next().split(',').map((s) => s.trim()).filter((s) => s !== '' && s !== 'none');
-        for (const e of list) if (!(e in NATIVE_VARIANTS) && e !== 'node-llama-cpp') throw new Error(`--engines: unknown engine ${e} (${[...Object.keys(NATIVE_VARIANTS), 'node-llama-cpp'].join(', ')})`);
+      case '--max-tokens':
+        o.maxTokens = ints(next(), flag)[0]!;
+        break;
+      case '--engines':
+      case '--engine': {
+        const list = next()
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '' && s !== 'none');
+        for (const e of list)
+          if (!(e in NATIVE_VARIANTS) && e !== 'node-llama-cpp')
+            throw new Error(
+              `--engines: unknown engine ${e} (${[...Object.keys(NATIVE_VARIANTS), 'node-llama-cpp'].join(', ')})`,
+            );
         o.engines = list as HearthEngine[];
         break;
       }
-      case '--no-llama-server': o.llamaServer = false; break;
-      case '--no-prefix': o.prefix = false; break;
-      case '--prefix-trials': o.prefixTrials = ints(next(), flag)[0]!; break;
-      case '--no-memory': o.memory = false; break;
-      case '--memory-requests': o.memoryRequests = ints(next(), flag).sort((x, y) => x - y); break;
-      case '--memory-concurrency': o.memoryConcurrency = ints(next(), flag)[0]!; break;
-      case '--model': o.model = resolve(next()); break;
-      case '--label': o.label = next(); break;
-      case '--no-results-md': o.resultsMd = false; break;
-      case '--rounds': o.rounds = ints(next(), flag)[0]!; break;
-      case '--quick': break;
-      case '--shapes': o.shapes = next().split(',').map((s) => s.trim()).filter((s) => s !== ''); break;
-      case '--prompt-lengths': o.promptLengths = ints(next(), flag); break;
-      case '--no-ceiling': o.ceiling = false; break;
-      case '--no-smooth': o.smooth = false; break;
-      case '--budgets': o.budgets = nonNegative(next(), flag); break;
-      case '--paces': o.paces = nonNegative(next(), flag).filter((x) => x > 0); break;
-      case '--smooth-prompt-tokens': o.smoothPromptTokens = ints(next(), flag)[0]!; break;
-      case '--no-flood': o.flood = false; break;
-      case '--flood-all-shapes': o.floodAllShapes = true; break;
-      case '--flood-streams': o.floodStreams = ints(next(), flag)[0]!; break;
-      case '--flood-connections': o.floodConnections = ints(next(), flag)[0]!; break;
-      case '--hearth-args': o.hearthArgs = next().split(/\s+/).filter((s) => s !== ''); break;
-      case '--help': case '-h': process.stdout.write(`${USAGE}\n`); process.exit(0); break;
-      default: throw new Error(`unknown argument ${a}\n${USAGE}`);
+      case '--no-llama-server':
+        o.llamaServer = false;
+        break;
+      case '--no-prefix':
+        o.prefix = false;
+        break;
+      case '--prefix-trials':
+        o.prefixTrials = ints(next(), flag)[0]!;
+        break;
+      case '--no-memory':
+        o.memory = false;
+        break;
+      case '--memory-requests':
+        o.memoryRequests = ints(next(), flag).sort((x, y) => x - y);
+        break;
+      case '--memory-concurrency':
+        o.memoryConcurrency = ints(next(), flag)[0]!;
+        break;
+      case '--model':
+        o.model = resolve(next());
+        break;
+      case '--label':
+        o.label = next();
+        break;
+      case '--no-results-md':
+        o.resultsMd = false;
+        break;
+      case '--rounds':
+        o.rounds = ints(next(), flag)[0]!;
+        break;
+      case '--quick':
+        break;
+      case '--shapes':
+        o.shapes = next()
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s !== '');
+        break;
+      case '--prompt-lengths':
+        o.promptLengths = ints(next(), flag);
+        break;
+      case '--no-ceiling':
+        o.ceiling = false;
+        break;
+      case '--no-smooth':
+        o.smooth = false;
+        break;
+      case '--budgets':
+        o.budgets = nonNegative(next(), flag);
+        break;
+      case '--paces':
+        o.paces = nonNegative(next(), flag).filter((x) => x > 0);
+        break;
+      case '--smooth-prompt-tokens':
+        o.smoothPromptTokens = ints(next(), flag)[0]!;
+        break;
+      case '--no-flood':
+        o.flood = false;
+        break;
+      case '--flood-all-shapes':
+        o.floodAllShapes = true;
+        break;
+      case '--flood-streams':
+        o.floodStreams = ints(next(), flag)[0]!;
+        break;
+      case '--flood-connections':
+        o.floodConnections = ints(next(), flag)[0]!;
+        break;
+      case '--hearth-args':
+        o.hearthArgs = next()
+          .split(/\s+/)
+          .filter((s) => s !== '');
+        break;
+      case '--help':
+      case '-h':
+        process.stdout.write(`${USAGE}\n`);
+        process.exit(0);
+        break;
+      default:
+        throw new Error(`unknown argument ${a}\n${USAGE}`);
     }
   }
   return o;
@@ -254,14 +368,28 @@ const percentile = (v: readonly number[], p: number) => percentileAll(finite(v),
 const mean = (v: readonly number[]) => meanAll(finite(v));
 const median = (v: readonly number[]) => percentile(v, 50);
 const ratio = (a: number | null | undefined, b: number | null | undefined) =>
-  a === null || a === undefined || b === null || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? Number.NaN : a / b;
+  a === null ||
+  a === undefined ||
+  b === null ||
+  b === undefined ||
+  !Number.isFinite(a) ||
+  !Number.isFinite(b) ||
+  b === 0
+    ? Number.NaN
+    : a / b;
 /**
  * Hearth / llama-server per round, median over the rounds (`--rounds` > 1): each round's two figures were measured
  * minutes apart, so on a machine whose speed drifts this pairs like with like, where each server's best round may
  * come from different moments. NaN with fewer than two paired rounds.
  */
-function pairedRatio(hearth: TargetRun | undefined, ls: TargetRun | undefined, concurrency: number, promptLength: number): number {
-  const pick = (levels: LevelResult[] | undefined) => levels?.find((l) => l.concurrency === concurrency && l.promptLength === promptLength);
+function pairedRatio(
+  hearth: TargetRun | undefined,
+  ls: TargetRun | undefined,
+  concurrency: number,
+  promptLength: number,
+): number {
+  const pick = (levels: LevelResult[] | undefined) =>
+    levels?.find((l) => l.concurrency === concurrency && l.promptLength === promptLength);
   const ratios: number[] = [];
   for (let i = 0; i < Math.min(hearth?.rounds?.length ?? 0, ls?.rounds?.length ?? 0); i++) {
     const r = ratio(pick(hearth!.rounds![i])?.tokensPerSecond, pick(ls!.rounds![i])?.tokensPerSecond);
@@ -273,7 +401,8 @@ function pairedRatio(hearth: TargetRun | undefined, ls: TargetRun | undefined, c
   return ratios.length % 2 === 1 ? ratios[mid]! : (ratios[mid - 1]! + ratios[mid]!) / 2;
 }
 /** Fixed decimals, '–' for missing. */
-const fmt = (n: number | null | undefined, digits = 1) => (n === null || n === undefined || !Number.isFinite(n) ? '–' : n.toFixed(digits));
+const fmt = (n: number | null | undefined, digits = 1) =>
+  n === null || n === undefined || !Number.isFinite(n) ? '–' : n.toFixed(digits);
 
 const log = (s: string) => process.stderr.write(`[bench:engine ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
 
@@ -302,13 +431,19 @@ interface Target {
 /** SIGKILLs this process's remaining direct children (a server still starting up). */
 function killChildProcesses(): void {
   let entries: string[] = [];
-  try { entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d)); } catch { return; }
+  try {
+    entries = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return;
+  }
   for (const pid of entries) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       if (ppid === process.pid) process.kill(Number(pid), 'SIGKILL');
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
 }
 
@@ -323,11 +458,23 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1));
   });
 }
-process.on('exit', () => { for (const t of liveTargets) t.kill(); });
+process.on('exit', () => {
+  for (const t of liveTargets) t.kill();
+});
 
-async function startLlamaServerTarget(bin: LlamaServerBinary, model: string, slots: number, threads: number, o: Options): Promise<Target> {
+async function startLlamaServerTarget(
+  bin: LlamaServerBinary,
+  model: string,
+  slots: number,
+  threads: number,
+  o: Options,
+): Promise<Target> {
   const s = await startLlamaServer({
-    binary: bin.path, model, slots, threads, contextPerSlot: o.contextSize,
+    binary: bin.path,
+    model,
+    slots,
+    threads,
+    contextPerSlot: o.contextSize,
     extraArgs: ['-b', String(Math.max(o.batchSize, slots)), '-ub', String(Math.min(Math.max(o.batchSize, slots), 512))],
   });
   let props: Record<string, unknown> = {};
@@ -335,9 +482,15 @@ async function startLlamaServerTarget(bin: LlamaServerBinary, model: string, slo
     const r = await fetch(`${s.baseUrl}/props`);
     if (r.ok) {
       const p = (await r.json()) as Record<string, unknown>;
-      props = { total_slots: p['total_slots'], build_info: p['build_info'], n_ctx: (p['default_generation_settings'] as Record<string, unknown> | undefined)?.['n_ctx'] };
+      props = {
+        total_slots: p['total_slots'],
+        build_info: p['build_info'],
+        n_ctx: (p['default_generation_settings'] as Record<string, unknown> | undefined)?.['n_ctx'],
+      };
     }
-  } catch { /* optional */ }
+  } catch {
+    /* optional */
+  }
   return {
     name: 'llama-server',
     kind: 'llama-server',
@@ -348,7 +501,9 @@ async function startLlamaServerTarget(bin: LlamaServerBinary, model: string, slo
     model: 'bench',
     info: { args: s.args, notes: s.notes, ...props },
     stop: () => s.stop(),
-    kill: () => { if (s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill('SIGKILL'); },
+    kill: () => {
+      if (s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill('SIGKILL');
+    },
     logs: () => s.logs(),
   };
 }
@@ -371,17 +526,47 @@ function loadedCpuBackends(pid: number): string[] {
 async function ceilingLibrary(variant: string, modelPath: string, slots: number, o: Options): Promise<string> {
   const flag = o.hearthArgs.indexOf('--cpu-kernels');
   const mode = (flag >= 0 ? o.hearthArgs[flag + 1] : 'auto') as CpuKernelsMode;
-  const choice = await chooseCpuKernels({ mode, modelPath, slots, threads: o.threads[0]!, cores: Math.max(1, availableParallelism()), cacheFile: join(defaultModelsDir(), 'cpu-kernels.json') });
+  const choice = await chooseCpuKernels({
+    mode,
+    modelPath,
+    slots,
+    threads: o.threads[0]!,
+    cores: Math.max(1, availableParallelism()),
+    cacheFile: join(defaultModelsDir(), 'cpu-kernels.json'),
+  });
   log(`  cpu kernels for this model: ${choice.kernels} (${choice.why})`);
   return choice.kernels === 'native' ? join(ROOT, 'native', 'build', 'cpu-kernels', 'libggml-cpu-native.so') : variant;
 }
 
-async function startHearthTarget(engine: HearthEngine, model: string, slots: number, threads: number, o: Options, extraArgs: string[] = []): Promise<Target> {
+async function startHearthTarget(
+  engine: HearthEngine,
+  model: string,
+  slots: number,
+  threads: number,
+  o: Options,
+  extraArgs: string[] = [],
+): Promise<Target> {
   const h = await startHearthProcess({
     // native-norepack: the native engine without repacked (AMX) weights, like-for-like with llama-server's --no-repack.
-    args: ['--model', model, '--engine', engineOf(engine), ...(NATIVE_VARIANTS[engine] ?? []),
-      '--slots', String(slots), '--threads', String(threads),
-      '--context-size', String(o.contextSize), '--batch-size', String(o.batchSize), '--workers', '1', ...o.hearthArgs, ...extraArgs],
+    args: [
+      '--model',
+      model,
+      '--engine',
+      engineOf(engine),
+      ...(NATIVE_VARIANTS[engine] ?? []),
+      '--slots',
+      String(slots),
+      '--threads',
+      String(threads),
+      '--context-size',
+      String(o.contextSize),
+      '--batch-size',
+      String(o.batchSize),
+      '--workers',
+      '1',
+      ...o.hearthArgs,
+      ...extraArgs,
+    ],
     env: { HEARTH_LOG_LEVEL: 'info' },
   });
   try {
@@ -390,22 +575,42 @@ async function startHearthTarget(engine: HearthEngine, model: string, slots: num
     await h.stop();
     throw e;
   }
-  const ready = h.logs().split('\n').find((l) => l.includes('"msg":"model ready"'));
+  const ready = h
+    .logs()
+    .split('\n')
+    .find((l) => l.includes('"msg":"model ready"'));
   let readyInfo: Record<string, unknown> = {};
-  try { if (ready) readyInfo = JSON.parse(ready) as Record<string, unknown>; } catch { /* not JSON */ }
-  const models = (await (await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } })).json()) as { data: { id: string; hearth?: Record<string, unknown> }[] };
+  try {
+    if (ready) readyInfo = JSON.parse(ready) as Record<string, unknown>;
+  } catch {
+    /* not JSON */
+  }
+  const models = (await (
+    await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } })
+  ).json()) as { data: { id: string; hearth?: Record<string, unknown> }[] };
   const m = models.data[0]!;
   return {
     name: `hearth-${engine}`,
     kind: 'hearth',
     pid: h.proc.pid!,
-    stream: { baseUrl: h.baseUrl, path: '/api/inference/v1/chat/completions', headers: { authorization: `Bearer ${h.key}` } },
+    stream: {
+      baseUrl: h.baseUrl,
+      path: '/api/inference/v1/chat/completions',
+      headers: { authorization: `Bearer ${h.key}` },
+    },
     extraBody: {},
     floodPath: '/api/inference/v1/models',
     model: m.id,
     info: {
-      engine: m.hearth?.['engine'] ?? readyInfo['engine'], threads: readyInfo['threads'], contextSize: readyInfo['contextSize'], slots: m.hearth?.['slots'], requestedEngine: engine,
-      threadPool: readyInfo['threadPool'], cpuBackend: readyInfo['cpuBackend'], calibration: readyInfo['calibration'], args: [...o.hearthArgs, ...extraArgs],
+      engine: m.hearth?.['engine'] ?? readyInfo['engine'],
+      threads: readyInfo['threads'],
+      contextSize: readyInfo['contextSize'],
+      slots: m.hearth?.['slots'],
+      requestedEngine: engine,
+      threadPool: readyInfo['threadPool'],
+      cpuBackend: readyInfo['cpuBackend'],
+      calibration: readyInfo['calibration'],
+      args: [...o.hearthArgs, ...extraArgs],
       ggmlCpuBackend: loadedCpuBackends(h.proc.pid!),
     },
     stop: async () => {
@@ -424,13 +629,29 @@ async function startHearthTarget(engine: HearthEngine, model: string, slots: num
 // Load
 
 const SHORT_PROMPTS = [
-  'Tell me a story about a dragon.', 'Write a poem about the sea.', 'Explain how rain forms.', 'Describe a busy market.',
-  'What makes a good friend?', 'List some uses of a spoon.', 'Why is the sky blue?', 'Describe your ideal garden.',
-  'Tell me about mountains.', 'How do birds fly?', 'Write a short letter to a neighbour.', 'Describe a winter morning.',
-  'What is a library for?', 'Tell me about trains.', 'Describe an old castle.', 'How do bees make honey?',
+  'Tell me a story about a dragon.',
+  'Write a poem about the sea.',
+  'Explain how rain forms.',
+  'Describe a busy market.',
+  'What makes a good friend?',
+  'List some uses of a spoon.',
+  'Why is the sky blue?',
+  'Describe your ideal garden.',
+  'Tell me about mountains.',
+  'How do birds fly?',
+  'Write a short letter to a neighbour.',
+  'Describe a winter morning.',
+  'What is a library for?',
+  'Tell me about trains.',
+  'Describe an old castle.',
+  'How do bees make honey?',
 ];
 
-function chatBody(t: Target, messages: { role: string; content: string }[], maxTokens: number): Record<string, unknown> {
+function chatBody(
+  t: Target,
+  messages: { role: string; content: string }[],
+  maxTokens: number,
+): Record<string, unknown> {
   return {
     model: t.model,
     messages,
@@ -463,18 +684,26 @@ interface LevelResult extends StreamLoadSummary {
 }
 
 /** `clients` parallel loops; each sends `next(i)` requests until `until()` says stop (>= 1 request each). */
-async function drive(t: Target, agent: http.Agent, clients: number, body: (n: number) => Record<string, unknown>, more: (done: number) => boolean): Promise<{ results: TimedStream[]; t0: number; t1: number }> {
+async function drive(
+  t: Target,
+  agent: http.Agent,
+  clients: number,
+  body: (n: number) => Record<string, unknown>,
+  more: (done: number) => boolean,
+): Promise<{ results: TimedStream[]; t0: number; t1: number }> {
   const results: TimedStream[] = [];
   let issued = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: clients }, async () => {
-    let mine = 0;
-    while (mine === 0 || more(issued)) {
-      const n = issued++;
-      mine++;
-      results.push(await streamTimed(t.stream, body(n), agent));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      let mine = 0;
+      while (mine === 0 || more(issued)) {
+        const n = issued++;
+        mine++;
+        results.push(await streamTimed(t.stream, body(n), agent));
+      }
+    }),
+  );
   return { results, t0, t1: performance.now() };
 }
 
@@ -497,7 +726,11 @@ function cpuTicks(pid: number): number | null {
 
 function childPids(pid: number): number[] {
   try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter((x) => x !== '').map(Number);
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter((x) => x !== '')
+      .map(Number);
   } catch {
     return [];
   }
@@ -509,15 +742,35 @@ function promptFor(tokens: number, n: number, nonce: string): string {
   return `${longSystemPrompt(`${nonce}-${n}`, Math.round(tokens / 1.32))}\nSummarise the notes.`;
 }
 
-async function runLevel(t: Target, concurrency: number, o: Options, promptLength = 16, maxTokens = o.maxTokens): Promise<LevelResult> {
+async function runLevel(
+  t: Target,
+  concurrency: number,
+  o: Options,
+  promptLength = 16,
+  maxTokens = o.maxTokens,
+): Promise<LevelResult> {
   const agent = makeAgent(concurrency);
   const load1 = loadavg()[0]!;
   const cpu0 = cpuSeconds(t.pid);
   const threads0 = threadCpu(t.pid);
   const deadline = performance.now() + o.durationS * 1000;
-  const { results, t0 } = await drive(t, agent, concurrency,
-    (n) => chatBody(t, [{ role: 'user', content: promptFor(promptLength, n, `${t.name}-${concurrency}-${performance.now().toFixed(0)}`) }], maxTokens),
-    () => performance.now() < deadline);
+  const { results, t0 } = await drive(
+    t,
+    agent,
+    concurrency,
+    (n) =>
+      chatBody(
+        t,
+        [
+          {
+            role: 'user',
+            content: promptFor(promptLength, n, `${t.name}-${concurrency}-${performance.now().toFixed(0)}`),
+          },
+        ],
+        maxTokens,
+      ),
+    () => performance.now() < deadline,
+  );
   const cpu1 = cpuSeconds(t.pid);
   const threads1 = threadCpu(t.pid);
   agent.destroy();
@@ -535,9 +788,28 @@ async function runLevel(t: Target, concurrency: number, o: Options, promptLength
     contentEventsPerRequest: mean(ok.map((r) => r.contentEvents)),
     finishReasons,
     promptTokens: median(ok.map((r) => r.promptTokens ?? Number.NaN)),
-    firstTokenMs: { p50: percentile(ok.map((r) => r.firstTokenMs), 50), p95: percentile(ok.map((r) => r.firstTokenMs), 95), max: Math.max(...ok.map((r) => r.firstTokenMs)) },
+    firstTokenMs: {
+      p50: percentile(
+        ok.map((r) => r.firstTokenMs),
+        50,
+      ),
+      p95: percentile(
+        ok.map((r) => r.firstTokenMs),
+        95,
+      ),
+      max: Math.max(...ok.map((r) => r.firstTokenMs)),
+    },
     interTokenMs: { p50: percentile(gaps, 50), p95: percentile(gaps, 95), p99: percentile(gaps, 99) },
-    totalMs: { p50: percentile(ok.map((r) => r.totalMs), 50), p95: percentile(ok.map((r) => r.totalMs), 95) },
+    totalMs: {
+      p50: percentile(
+        ok.map((r) => r.totalMs),
+        50,
+      ),
+      p95: percentile(
+        ok.map((r) => r.totalMs),
+        95,
+      ),
+    },
     serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
     cpuPerToken: cpuPerUnit(threads0, threads1, streams.tokens),
     loadAvg1Before: load1,
@@ -547,7 +819,13 @@ async function runLevel(t: Target, concurrency: number, o: Options, promptLength
 
 async function warmUp(t: Target, slots: number): Promise<void> {
   const agent = makeAgent(slots);
-  const { results } = await drive(t, agent, slots, (n) => chatBody(t, [{ role: 'user', content: `Warm-up ${n}: ${SHORT_PROMPTS[n % SHORT_PROMPTS.length]}` }], 32), () => false);
+  const { results } = await drive(
+    t,
+    agent,
+    slots,
+    (n) => chatBody(t, [{ role: 'user', content: `Warm-up ${n}: ${SHORT_PROMPTS[n % SHORT_PROMPTS.length]}` }], 32),
+    () => false,
+  );
   agent.destroy();
   const bad = results.filter((r) => !r.ok);
   if (bad.length) throw new Error(`warm-up failed on ${t.name}: ${bad[0]!.error}`);
@@ -558,15 +836,20 @@ async function warmUp(t: Target, slots: number): Promise<void> {
 
 /** Deterministic English-like text of `words` words (about 1.2-1.4 Llama 2 tokens a word). */
 function longSystemPrompt(nonce: string, words = 760): string {
-  const vocab = ('the of and to in is was for on that with as by at from it his an were are which this be or had not but ' +
+  const vocab = (
+    'the of and to in is was for on that with as by at from it his an were are which this be or had not but ' +
     'have one their all new more first two after who its also they been has when there other into time would year most only ' +
     'over city some made school can between world three where these under four united later while during since people state ' +
     'such about many well known river house early name part used north music same through both before long team second high ' +
-    'county south family game until could each then them called work life area around east group west last water small book')
-    .split(' ');
+    'county south family game until could each then them called work life area around east group west last water small book'
+  ).split(' ');
   let x = 0x9e3779b9;
   const rnd = () => {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
     return x / 0x100000000;
   };
   const out: string[] = [`Session ${nonce}. You are a helpful assistant. Background notes follow.`];
@@ -606,20 +889,48 @@ async function runPrefix(t: Target, o: Options, runId: string): Promise<PrefixRe
   const trials: PrefixTrial[] = [];
   for (let i = 0; i < o.prefixTrials; i++) {
     const system = longSystemPrompt(`${runId}-${t.name}-${i}`);
-    const r1 = await streamTimed(t.stream, chatBody(t, [{ role: 'system', content: system }, { role: 'user', content: 'Summarise the notes in one line.' }], 8), agent);
-    const r2 = await streamTimed(t.stream, chatBody(t, [{ role: 'system', content: system }, { role: 'user', content: 'Which river is mentioned first?' }], 8), agent);
+    const r1 = await streamTimed(
+      t.stream,
+      chatBody(
+        t,
+        [
+          { role: 'system', content: system },
+          { role: 'user', content: 'Summarise the notes in one line.' },
+        ],
+        8,
+      ),
+      agent,
+    );
+    const r2 = await streamTimed(
+      t.stream,
+      chatBody(
+        t,
+        [
+          { role: 'system', content: system },
+          { role: 'user', content: 'Which river is mentioned first?' },
+        ],
+        8,
+      ),
+      agent,
+    );
     if (!r1.ok || !r2.ok) throw new Error(`prefix request failed on ${t.name}: ${r1.error ?? r2.error}`);
     trials.push({
-      promptTokens1: r1.promptTokens, promptTokens2: r2.promptTokens,
-      firstTokenMs1: r1.firstTokenMs, firstTokenMs2: r2.firstTokenMs,
-      cachedTokens1: r1.cachedTokens, cachedTokens2: r2.cachedTokens,
+      promptTokens1: r1.promptTokens,
+      promptTokens2: r2.promptTokens,
+      firstTokenMs1: r1.firstTokenMs,
+      firstTokenMs2: r2.firstTokenMs,
+      cachedTokens1: r1.cachedTokens,
+      cachedTokens2: r2.cachedTokens,
     });
   }
   agent.destroy();
   const f1 = median(trials.map((x) => x.firstTokenMs1));
   const f2 = median(trials.map((x) => x.firstTokenMs2));
   return {
-    trials, firstTokenMs1: f1, firstTokenMs2: f2, ratio2to1: ratio(f2, f1),
+    trials,
+    firstTokenMs1: f1,
+    firstTokenMs2: f2,
+    ratio2to1: ratio(f2, f1),
     promptTokens: median(trials.map((x) => x.promptTokens2 ?? Number.NaN)),
     cachedTokens2: median(trials.map((x) => x.cachedTokens2 ?? Number.NaN)),
   };
@@ -652,20 +963,39 @@ async function runMemory(t: Target, o: Options, rssAfterLoadKb: number | null): 
     if (count <= 0) continue;
     const start = performance.now();
     const base = done;
-    const { results } = await drive(t, agent, Math.min(o.memoryConcurrency, count),
-      (n) => chatBody(t, [{ role: 'user', content: `Request ${base + n}: ${SHORT_PROMPTS[(base + n) % SHORT_PROMPTS.length]}` }], 8),
-      (issued) => issued < count);
+    const { results } = await drive(
+      t,
+      agent,
+      Math.min(o.memoryConcurrency, count),
+      (n) =>
+        chatBody(
+          t,
+          [{ role: 'user', content: `Request ${base + n}: ${SHORT_PROMPTS[(base + n) % SHORT_PROMPTS.length]}` }],
+          8,
+        ),
+      (issued) => issued < count,
+    );
     done = target;
     await new Promise((r) => setTimeout(r, 500));
     const rss = procStatusKb(t.pid, 'VmRSS');
     const hwm = procStatusKb(t.pid, 'VmHWM');
-    points.push({ requests: target, rssMiB: rss === null ? null : rss / 1024, hwmMiB: hwm === null ? null : hwm / 1024, errors: results.filter((r) => !r.ok).length, seconds: (performance.now() - start) / 1000 });
+    points.push({
+      requests: target,
+      rssMiB: rss === null ? null : rss / 1024,
+      hwmMiB: hwm === null ? null : hwm / 1024,
+      errors: results.filter((r) => !r.ok).length,
+      seconds: (performance.now() - start) / 1000,
+    });
     log(`  ${t.name} memory: ${target} requests -> RSS ${fmt(rss === null ? null : rss / 1024)} MiB`);
   }
   agent.destroy();
   const first = points[0]?.rssMiB ?? null;
   const last = points.at(-1)?.rssMiB ?? null;
-  return { rssAfterLoadMiB: rssAfterLoadKb === null ? null : rssAfterLoadKb / 1024, points, growthRatio: ratio(last, first) };
+  return {
+    rssAfterLoadMiB: rssAfterLoadKb === null ? null : rssAfterLoadKb / 1024,
+    points,
+    growthRatio: ratio(last, first),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -706,7 +1036,11 @@ interface EngineMachine {
 
 function machine(): EngineMachine {
   let flags: string[] = [];
-  try { flags = (/^flags\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '').split(' '); } catch { /* non-Linux */ }
+  try {
+    flags = (/^flags\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '').split(' ');
+  } catch {
+    /* non-Linux */
+  }
   return {
     info: describeMachine(),
     simd: ['avx2', 'avx512f', 'avx512_vnni', 'avx_vnni', 'amx_tile', 'amx_int8'].filter((f) => flags.includes(f)),
@@ -717,8 +1051,17 @@ function machine(): EngineMachine {
 
 async function modelShape(path: string, isDefault: boolean): Promise<Record<string, unknown>> {
   const shape: Record<string, unknown> = { path, sizeMiB: 0 };
-  try { shape['sizeMiB'] = +(statSync(path).size / 2 ** 20).toFixed(1); } catch { /* */ }
-  if (isDefault) Object.assign(shape, { kind: 'realistic-llama (random weights, Llama 2 tokenizer)', ...DEFAULT_REALISTIC_LLAMA, tokenizerSource: undefined });
+  try {
+    shape['sizeMiB'] = +(statSync(path).size / 2 ** 20).toFixed(1);
+  } catch {
+    /* */
+  }
+  if (isDefault)
+    Object.assign(shape, {
+      kind: 'realistic-llama (random weights, Llama 2 tokenizer)',
+      ...DEFAULT_REALISTIC_LLAMA,
+      tokenizerSource: undefined,
+    });
   return shape;
 }
 
@@ -734,8 +1077,27 @@ interface ShapePlan {
   longPrompt: () => string;
 }
 
-async function runTarget(name: string, start: () => Promise<Target>, cfg: ConfigRun, o: Options, runId: string, expectEngine: HearthEngine | undefined, extras: boolean, plan: ShapePlan): Promise<TargetRun> {
-  const run: TargetRun = { name, available: false, info: {}, levels: [], prefix: null, memory: null, sectionErrors: [], smooth: null, flood: null };
+async function runTarget(
+  name: string,
+  start: () => Promise<Target>,
+  cfg: ConfigRun,
+  o: Options,
+  runId: string,
+  expectEngine: HearthEngine | undefined,
+  extras: boolean,
+  plan: ShapePlan,
+): Promise<TargetRun> {
+  const run: TargetRun = {
+    name,
+    available: false,
+    info: {},
+    levels: [],
+    prefix: null,
+    memory: null,
+    sectionErrors: [],
+    smooth: null,
+    flood: null,
+  };
   let t: Target;
   log(`starting ${name} (slots ${cfg.slots}, threads ${cfg.threads}, context ${cfg.contextSize}/slot)`);
   try {
@@ -757,21 +1119,35 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
     run.available = true;
     const rssAfterLoad = procStatusKb(t.pid, 'VmRSS');
     await warmUp(t, cfg.slots);
-    const server: ScenarioServer = { stream: t.stream, body: (messages, maxTokens) => chatBody(t, messages, maxTokens) };
+    const server: ScenarioServer = {
+      stream: t.stream,
+      body: (messages, maxTokens) => chatBody(t, messages, maxTokens),
+    };
     if (plan.smooth && (plan.smoothOnly || extras)) {
-      run.smooth = await smoothDecode(server, { decoders: 7, decoderMaxTokens: Math.max(64, cfg.contextSize - 128), longPrompt: plan.longPrompt() });
-      log(`  ${name} smooth: long prompt ${fmt(run.smooth.longPromptTokens, 0)} tokens, TTFT ${fmt(run.smooth.longTtftMs, 0)} ms; decoders' median gap ${fmt(run.smooth.medianGapMs)} ms, longest during prefill ${fmt(run.smooth.maxGapDuringMs)} ms (x${fmt(run.smooth.gapRatio, 2)}; per token x${fmt(run.smooth.tokenGapRatio, 2)})`);
+      run.smooth = await smoothDecode(server, {
+        decoders: 7,
+        decoderMaxTokens: Math.max(64, cfg.contextSize - 128),
+        longPrompt: plan.longPrompt(),
+      });
+      log(
+        `  ${name} smooth: long prompt ${fmt(run.smooth.longPromptTokens, 0)} tokens, TTFT ${fmt(run.smooth.longTtftMs, 0)} ms; decoders' median gap ${fmt(run.smooth.medianGapMs)} ms, longest during prefill ${fmt(run.smooth.maxGapDuringMs)} ms (x${fmt(run.smooth.gapRatio, 2)}; per token x${fmt(run.smooth.tokenGapRatio, 2)})`,
+      );
     }
     if (plan.smoothOnly) return run;
-    for (const pl of o.promptLengths) for (const c of o.concurrency) {
-      const r = await runLevel(t, c, o, pl, plan.maxTokens);
-      run.levels.push(r);
-      log(`  ${name} prompt ${pl} c=${c}: ${fmt(r.tokensPerSecond)} tok/s, ${r.requests} req (${r.errors} err), tok/req ${fmt(r.tokensPerRequest.mean)}, first-token p50 ${fmt(r.firstTokenMs.p50, 0)} ms p95 ${fmt(r.firstTokenMs.p95, 0)} ms, inter-token p50 ${fmt(r.interTokenMs.p50)} ms${r.errors ? `; errors: ${r.errorSamples.join(' | ')}` : ''}`);
-    }
+    for (const pl of o.promptLengths)
+      for (const c of o.concurrency) {
+        const r = await runLevel(t, c, o, pl, plan.maxTokens);
+        run.levels.push(r);
+        log(
+          `  ${name} prompt ${pl} c=${c}: ${fmt(r.tokensPerSecond)} tok/s, ${r.requests} req (${r.errors} err), tok/req ${fmt(r.tokensPerRequest.mean)}, first-token p50 ${fmt(r.firstTokenMs.p50, 0)} ms p95 ${fmt(r.firstTokenMs.p95, 0)} ms, inter-token p50 ${fmt(r.interTokenMs.p50)} ms${r.errors ? `; errors: ${r.errorSamples.join(' | ')}` : ''}`,
+        );
+      }
     if (o.prefix && extras) {
       try {
         run.prefix = await runPrefix(t, o, runId);
-        log(`  ${name} prefix: ${fmt(run.prefix.promptTokens, 0)} prompt tokens, first token ${fmt(run.prefix.firstTokenMs1, 0)} ms -> ${fmt(run.prefix.firstTokenMs2, 0)} ms (cached ${fmt(run.prefix.cachedTokens2, 0)})`);
+        log(
+          `  ${name} prefix: ${fmt(run.prefix.promptTokens, 0)} prompt tokens, first token ${fmt(run.prefix.firstTokenMs1, 0)} ms -> ${fmt(run.prefix.firstTokenMs2, 0)} ms (cached ${fmt(run.prefix.cachedTokens2, 0)})`,
+        );
       } catch (e) {
         run.sectionErrors.push(`prefix: ${e instanceof Error ? e.message : String(e)}`);
         log(`  ${name} prefix failed: ${run.sectionErrors.at(-1)}`);
@@ -779,8 +1155,16 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
     }
     if (o.memory && extras) run.memory = await runMemory(t, o, rssAfterLoad);
     if (plan.flood && extras) {
-      run.flood = await floodPace(server, { streams: o.floodStreams, durationS: o.durationS, maxTokens: plan.maxTokens, floodUrl: `${t.stream.baseUrl}${t.floodPath}`, floodConnections: o.floodConnections });
-      log(`  ${name} flood: ${o.floodStreams} streams ${fmt(run.flood.quietTokPerS)} -> ${fmt(run.flood.floodTokPerS)} tok/s under ${run.flood.floodRequests} flood requests (x${fmt(run.flood.paceRatio, 2)})`);
+      run.flood = await floodPace(server, {
+        streams: o.floodStreams,
+        durationS: o.durationS,
+        maxTokens: plan.maxTokens,
+        floodUrl: `${t.stream.baseUrl}${t.floodPath}`,
+        floodConnections: o.floodConnections,
+      });
+      log(
+        `  ${name} flood: ${o.floodStreams} streams ${fmt(run.flood.quietTokPerS)} -> ${fmt(run.flood.floodTokPerS)} tok/s under ${run.flood.floodRequests} flood requests (x${fmt(run.flood.paceRatio, 2)})`,
+      );
     }
   } catch (e) {
     run.error = `${e instanceof Error ? e.message : String(e)}\n--- server log tail ---\n${t.logs().slice(-3000)}`;
@@ -792,22 +1176,39 @@ async function runTarget(name: string, start: () => Promise<Target>, cfg: Config
   return run;
 }
 
-function markdown(o: Options, m: EngineMachine, bin: LlamaServerBinary | null, shape: Record<string, unknown>, configs: ConfigRun[], jsonPath: string): string {
+function markdown(
+  o: Options,
+  m: EngineMachine,
+  bin: LlamaServerBinary | null,
+  shape: Record<string, unknown>,
+  configs: ConfigRun[],
+  jsonPath: string,
+): string {
   const L: string[] = [];
   if (o.label) L.push(`**${o.label}**`, '');
-  L.push(`- CPU flags: ${m.simd.join(', ') || '–'}; kernel ${m.kernel}; load average at start ${m.loadAvgAtStart.join(' / ')} (1 / 5 / 15 min)`);
-  L.push(`- llama.cpp: ${bin ? `${bin.tag ?? ''} ${bin.commit ? bin.commit.slice(0, 12) : ''} (${bin.source}${bin.cmakeOptions.length ? `: ${bin.cmakeOptions.filter((x) => !/BUILD_(TESTS|EXAMPLES|APP|UI)|USE_PREBUILT_UI|CURL|OPENSSL|BUILD_TOOLS|BUILD_SERVER/.test(x)).join(' ')}` : ''}) for llama-server; Hearth uses node-llama-cpp's prebuilt libllama of the same release` : 'llama-server not run'}`);
-  const dims = shape['embeddingLength'] !== undefined
-    ? `${shape['kind']}: width ${shape['embeddingLength']}, ${shape['blockCount']} layers, ${shape['headCount']} heads / ${shape['headCountKv']} KV heads, FFN ${shape['feedForwardLength']}, ${shape['weightType']}, ${shape['sizeMiB']} MiB`
-    : `${shape['path']} (${shape['sizeMiB']} MiB)`;
+  L.push(
+    `- CPU flags: ${m.simd.join(', ') || '–'}; kernel ${m.kernel}; load average at start ${m.loadAvgAtStart.join(' / ')} (1 / 5 / 15 min)`,
+  );
+  L.push(
+    `- llama.cpp: ${bin ? `${bin.tag ?? ''} ${bin.commit ? bin.commit.slice(0, 12) : ''} (${bin.source}${bin.cmakeOptions.length ? `: ${bin.cmakeOptions.filter((x) => !/BUILD_(TESTS|EXAMPLES|APP|UI)|USE_PREBUILT_UI|CURL|OPENSSL|BUILD_TOOLS|BUILD_SERVER/.test(x)).join(' ')}` : ''}) for llama-server; Hearth uses node-llama-cpp's prebuilt libllama of the same release` : 'llama-server not run'}`,
+  );
+  const dims =
+    shape['embeddingLength'] !== undefined
+      ? `${shape['kind']}: width ${shape['embeddingLength']}, ${shape['blockCount']} layers, ${shape['headCount']} heads / ${shape['headCountKv']} KV heads, FFN ${shape['feedForwardLength']}, ${shape['weightType']}, ${shape['sizeMiB']} MiB`
+      : `${shape['path']} (${shape['sizeMiB']} MiB)`;
   L.push(`- Model: ${dims}`);
-  L.push(`- Load: streaming chat completions, max_tokens ${shape['maxTokens'] ?? o.maxTokens}, temperature 0, seed 1, prompts of ${o.promptLengths.join(' and ')} tokens (long ones unique per request), ${o.durationS} s per concurrency level after a warm-up${o.rounds > 1 ? `, ${o.rounds} rounds with the servers taking turns (best round shown)` : ''}; llama-server with ignore_eos, Hearth counts the tokens it actually generated (tok/req). Client in the same process on the same cores. JSON: ${jsonPath.replace(`${ROOT}/`, '')}`);
+  L.push(
+    `- Load: streaming chat completions, max_tokens ${shape['maxTokens'] ?? o.maxTokens}, temperature 0, seed 1, prompts of ${o.promptLengths.join(' and ')} tokens (long ones unique per request), ${o.durationS} s per concurrency level after a warm-up${o.rounds > 1 ? `, ${o.rounds} rounds with the servers taking turns (best round shown)` : ''}; llama-server with ignore_eos, Hearth counts the tokens it actually generated (tok/req). Client in the same process on the same cores. JSON: ${jsonPath.replace(`${ROOT}/`, '')}`,
+  );
   L.push('');
   for (const cfg of configs) {
     L.push(`### slots ${cfg.slots}, threads ${cfg.threads}, context ${cfg.contextSize}/slot, batch ${cfg.batchSize}`);
     L.push('');
     const unavailable = cfg.targets.filter((t) => !t.available || t.error);
-    for (const t of unavailable) L.push(`- **${t.name}**: ${t.available ? `failed: ${(t.error ?? '').split('\n')[0]}` : `unavailable: ${(t.unavailableReason ?? '').split('\n')[0]}`}`);
+    for (const t of unavailable)
+      L.push(
+        `- **${t.name}**: ${t.available ? `failed: ${(t.error ?? '').split('\n')[0]}` : `unavailable: ${(t.unavailableReason ?? '').split('\n')[0]}`}`,
+      );
     const noted = cfg.targets.filter((t) => Array.isArray(t.info['notes']) && (t.info['notes'] as string[]).length);
     for (const t of noted) L.push(`- **${t.name}**: ${(t.info['notes'] as string[]).join('; ')}`);
     for (const t of cfg.targets) {
@@ -817,32 +1218,44 @@ function markdown(o: Options, m: EngineMachine, bin: LlamaServerBinary | null, s
     for (const t of cfg.targets) for (const err of t.sectionErrors) L.push(`- **${t.name}**: ${err.split('\n')[0]}`);
     for (const t of cfg.targets) {
       const retried = t.levels.reduce((n, l) => n + l.connectionRetries, 0);
-      if (retried) L.push(`- **${t.name}**: closed ${retried} of ${t.levels.reduce((n, l) => n + l.requests, 0)} load connections before answering; each was retried at once, the lost time counted in its first-token latency`);
+      if (retried)
+        L.push(
+          `- **${t.name}**: closed ${retried} of ${t.levels.reduce((n, l) => n + l.requests, 0)} load connections before answering; each was retried at once, the lost time counted in its first-token latency`,
+        );
     }
     L.push('');
     const base = cfg.targets.find((t) => t.name === 'llama-server' && t.available);
     const shown = cfg.targets.filter((t) => t.available && t.levels.length);
-    L.push('| prompt (tok) | clients | server | tok/s | vs llama-server | tok/req | first token p50 / p95 (ms) | inter-token p50 / p99 (ms) | requests (errors) | server CPU s / 1k tok (its child processes included) |');
+    L.push(
+      '| prompt (tok) | clients | server | tok/s | vs llama-server | tok/req | first token p50 / p95 (ms) | inter-token p50 / p99 (ms) | requests (errors) | server CPU s / 1k tok (its child processes included) |',
+    );
     L.push('|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|');
-    for (const pl of o.promptLengths) for (const c of o.concurrency) {
-      const baseLevel = base?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-      for (const t of shown) {
-        const l = t.levels.find((x) => x.concurrency === c && x.promptLength === pl);
-        if (!l) continue;
-        const rel = t === base ? '1.00' : fmt(ratio(l.tokensPerSecond, baseLevel?.tokensPerSecond), 2);
-        L.push(`| ${fmt(l.promptTokens, 0)} | ${c} | ${t.name} | ${fmt(l.tokensPerSecond)} | ${rel} | ${fmt(l.tokensPerRequest.mean, 1)} | ${fmt(l.firstTokenMs.p50, 0)} / ${fmt(l.firstTokenMs.p95, 0)} | ${fmt(l.interTokenMs.p50, 1)} / ${fmt(l.interTokenMs.p99, 1)} | ${l.requests} (${l.errors}) | ${l.serverCpuS === null ? '–' : fmt((l.serverCpuS / Math.max(1, l.tokens)) * 1000, 2)} |`);
+    for (const pl of o.promptLengths)
+      for (const c of o.concurrency) {
+        const baseLevel = base?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+        for (const t of shown) {
+          const l = t.levels.find((x) => x.concurrency === c && x.promptLength === pl);
+          if (!l) continue;
+          const rel = t === base ? '1.00' : fmt(ratio(l.tokensPerSecond, baseLevel?.tokensPerSecond), 2);
+          L.push(
+            `| ${fmt(l.promptTokens, 0)} | ${c} | ${t.name} | ${fmt(l.tokensPerSecond)} | ${rel} | ${fmt(l.tokensPerRequest.mean, 1)} | ${fmt(l.firstTokenMs.p50, 0)} / ${fmt(l.firstTokenMs.p95, 0)} | ${fmt(l.interTokenMs.p50, 1)} / ${fmt(l.interTokenMs.p99, 1)} | ${l.requests} (${l.errors}) | ${l.serverCpuS === null ? '–' : fmt((l.serverCpuS / Math.max(1, l.tokens)) * 1000, 2)} |`,
+          );
+        }
       }
-    }
     L.push('');
     const withPrefix = cfg.targets.filter((t) => t.prefix);
     if (withPrefix.length) {
       L.push(`Prefix cache (~1,000-token system prompt sent twice, different user turn; median of ${o.prefixTrials}):`);
       L.push('');
-      L.push('| server | prompt tokens | first token, request 1 (ms) | request 2 (ms) | 2 / 1 | cached tokens reported (request 2) |');
+      L.push(
+        '| server | prompt tokens | first token, request 1 (ms) | request 2 (ms) | 2 / 1 | cached tokens reported (request 2) |',
+      );
       L.push('|---|---:|---:|---:|---:|---:|');
       for (const t of withPrefix) {
         const p = t.prefix!;
-        L.push(`| ${t.name} | ${fmt(p.promptTokens, 0)} | ${fmt(p.firstTokenMs1, 0)} | ${fmt(p.firstTokenMs2, 0)} | ${fmt(p.ratio2to1, 2)} | ${fmt(p.cachedTokens2, 0)} |`);
+        L.push(
+          `| ${t.name} | ${fmt(p.promptTokens, 0)} | ${fmt(p.firstTokenMs1, 0)} | ${fmt(p.firstTokenMs2, 0)} | ${fmt(p.ratio2to1, 2)} | ${fmt(p.cachedTokens2, 0)} |`,
+        );
       }
       L.push('');
     }
@@ -851,11 +1264,15 @@ function markdown(o: Options, m: EngineMachine, bin: LlamaServerBinary | null, s
       const pts = o.memoryRequests;
       L.push(`Memory (VmRSS of the server process, short requests: max_tokens 8, concurrency ${o.memoryConcurrency}):`);
       L.push('');
-      L.push(`| server | after load (MiB) | ${pts.map((n) => `after ${n} req (MiB)`).join(' | ')} | growth ${pts.at(-1)} / ${pts[0]} | peak (VmHWM, MiB) |`);
+      L.push(
+        `| server | after load (MiB) | ${pts.map((n) => `after ${n} req (MiB)`).join(' | ')} | growth ${pts.at(-1)} / ${pts[0]} | peak (VmHWM, MiB) |`,
+      );
       L.push(`|---|---:|${pts.map(() => '---:').join('|')}|---:|---:|`);
       for (const t of withMem) {
         const mem = t.memory!;
-        L.push(`| ${t.name} | ${fmt(mem.rssAfterLoadMiB)} | ${pts.map((n) => fmt(mem.points.find((p) => p.requests === n)?.rssMiB)).join(' | ')} | ${fmt(mem.growthRatio, 3)} | ${fmt(mem.points.at(-1)?.hwmMiB)} |`);
+        L.push(
+          `| ${t.name} | ${fmt(mem.rssAfterLoadMiB)} | ${pts.map((n) => fmt(mem.points.find((p) => p.requests === n)?.rssMiB)).join(' | ')} | ${fmt(mem.growthRatio, 3)} | ${fmt(mem.points.at(-1)?.hwmMiB)} |`,
+        );
       }
       L.push('');
     }
@@ -879,11 +1296,16 @@ interface ShapeRun {
 }
 
 /** Path of a shape's model (written / quantized on first use, cached). */
-async function shapeModel(key: string, o: Options, variant: string | null): Promise<{ path: string; label: string; maxTokens: number; model: Record<string, unknown> }> {
+async function shapeModel(
+  key: string,
+  o: Options,
+  variant: string | null,
+): Promise<{ path: string; label: string; maxTokens: number; model: Record<string, unknown> }> {
   const spec = SHAPES[key];
   if (!spec) {
     const path = resolve(key);
-    if (!existsSync(path)) throw new Error(`--shapes: ${key} is neither one of ${Object.keys(SHAPES).join(', ')} nor a file`);
+    if (!existsSync(path))
+      throw new Error(`--shapes: ${key} is neither one of ${Object.keys(SHAPES).join(', ')} nor a file`);
     return { path, label: path, maxTokens: o.maxTokens, model: await modelShape(path, false) };
   }
   const q8 = await ensureRealisticModel(spec.options ?? {});
@@ -894,7 +1316,15 @@ async function shapeModel(key: string, o: Options, variant: string | null): Prom
     if (!existsSync(path)) log(`writing ${path} with llama-quantize (takes a minute)`);
     quantizeModel(await ensureCeilingTools(log), variant, q8, path, spec.quantizeTo, Math.max(1, o.threads[0]!));
   }
-  const model = { ...(await modelShape(path, false)), ...DEFAULT_REALISTIC_LLAMA, ...(spec.options ?? {}), tokenizerSource: undefined, weightType: spec.quantizeTo ?? 'Q8_0', kind: 'realistic-llama (random weights, Llama 2 tokenizer)', maxTokens: o.model ? o.maxTokens : spec.maxTokens };
+  const model = {
+    ...(await modelShape(path, false)),
+    ...DEFAULT_REALISTIC_LLAMA,
+    ...(spec.options ?? {}),
+    tokenizerSource: undefined,
+    weightType: spec.quantizeTo ?? 'Q8_0',
+    kind: 'realistic-llama (random weights, Llama 2 tokenizer)',
+    maxTokens: o.model ? o.maxTokens : spec.maxTokens,
+  };
   return { path, label: spec.label, maxTokens: o.model ? o.maxTokens : spec.maxTokens, model };
 }
 
@@ -903,42 +1333,69 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   const cfg = shape.configs[0];
   if (!cfg) return '';
   const ls = cfg.targets.find((t) => t.name === 'llama-server' && t.available);
-  const hearth = cfg.targets.find((t) => t.name.startsWith('hearth-native') && t.available) ?? cfg.targets.find((t) => t.name.startsWith('hearth') && t.available);
+  const hearth =
+    cfg.targets.find((t) => t.name.startsWith('hearth-native') && t.available) ??
+    cfg.targets.find((t) => t.name.startsWith('hearth') && t.available);
   L.push(`#### Summary: ${shape.label} — slots ${cfg.slots}, threads ${cfg.threads}`);
   L.push('');
-  L.push(`Ceiling: llama-batched-bench (no HTTP, no sampling) on the same prompt and generation lengths: "with prefill" counts the generated tokens over the whole time, prompts' prefill included, as the servers' tok/s do (the ratio to it is the target); "decode only" is generation tok/s after the prompts. On node-llama-cpp's own prebuilt libllama and ${(shape.ceilingLibrary ?? variant ?? '?').split('/').pop()} — the CPU library Hearth chose for this model (--cpu-kernels)${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`);
+  L.push(
+    `Ceiling: llama-batched-bench (no HTTP, no sampling) on the same prompt and generation lengths: "with prefill" counts the generated tokens over the whole time, prompts' prefill included, as the servers' tok/s do (the ratio to it is the target); "decode only" is generation tok/s after the prompts. On node-llama-cpp's own prebuilt libllama and ${(shape.ceilingLibrary ?? variant ?? '?').split('/').pop()} — the CPU library Hearth chose for this model (--cpu-kernels)${shape.ceilingError ? `; unavailable: ${shape.ceilingError.split('\n')[0]}` : ''}. Hearth: ${hearth ? `${hearth.name}, ${String(hearth.info['threads'])} threads, thread pool ${String(hearth.info['threadPool'])}, ${String(hearth.info['cpuBackend'] ?? '?')}` : 'unavailable'}.`,
+  );
   L.push('');
-  L.push(`| prompt | clients | ceiling tok/s with prefill / decode only | llama-server tok/s | Hearth tok/s | Hearth / ceiling with prefill (decode only) | Hearth / llama-server${o.rounds > 1 ? ' best rounds (paired, median)' : ''} | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |`);
+  L.push(
+    `| prompt | clients | ceiling tok/s with prefill / decode only | llama-server tok/s | Hearth tok/s | Hearth / ceiling with prefill (decode only) | Hearth / llama-server${o.rounds > 1 ? ' best rounds (paired, median)' : ''} | TTFT p50 / p95 ms (llama-server) | TTFT p50 / p95 ms (Hearth) | ITL p50 / p99 ms (llama-server) | ITL p50 / p99 ms (Hearth) |`,
+  );
   L.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const pl of o.promptLengths) for (const c of o.concurrency) {
-    const ceil = shape.ceiling.find((x) => x.promptLength === pl)?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
-    const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-    const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-    L.push(`| ${pl} | ${c} | ${fmt(ceil?.requestTokPerS)} / ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 2)}** (${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}) | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}**${o.rounds > 1 ? ` (${fmt(pairedRatio(hearth, ls, c, pl), 2)})` : ''} | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`);
-  }
+  for (const pl of o.promptLengths)
+    for (const c of o.concurrency) {
+      const ceil = shape.ceiling
+        .find((x) => x.promptLength === pl)
+        ?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
+      const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+      const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+      L.push(
+        `| ${pl} | ${c} | ${fmt(ceil?.requestTokPerS)} / ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 2)}** (${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}) | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}**${o.rounds > 1 ? ` (${fmt(pairedRatio(hearth, ls, c, pl), 2)})` : ''} | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`,
+      );
+    }
   L.push('');
   if (shape.smooth.length) {
-    L.push(`Smooth decode: 7 streams decoding, then one ~${o.smoothPromptTokens}-token prompt arrives (target: longest gap <= 2 x median).`);
+    L.push(
+      `Smooth decode: 7 streams decoding, then one ~${o.smoothPromptTokens}-token prompt arrives (target: longest gap <= 2 x median).`,
+    );
     L.push('');
-    L.push('Gaps are between content events (what a client sees) and, "per token", between tokens (an event carrying m tokens after g ms counts as m gaps of g / m; a token held back while its text could begin a stop string arrives with the next one).');
+    L.push(
+      'Gaps are between content events (what a client sees) and, "per token", between tokens (an event carrying m tokens after g ms counts as m gaps of g / m; a token held back while its text could begin a stop string arrives with the next one).',
+    );
     L.push('');
-    L.push('| server | step token budget / prefill pace | long prompt tokens | its TTFT (ms) | decoders\' median gap (ms) | gap p90 during its prefill (ms) | longest gap during its prefill (ms) | longest / median | per token: longest during (ms) | per token: longest / median | longest gap of plain decoding, 5 s before it (ms) | errors |');
+    L.push(
+      "| server | step token budget / prefill pace | long prompt tokens | its TTFT (ms) | decoders' median gap (ms) | gap p90 during its prefill (ms) | longest gap during its prefill (ms) | longest / median | per token: longest during (ms) | per token: longest / median | longest gap of plain decoding, 5 s before it (ms) | errors |",
+    );
     L.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const x of shape.smooth) {
       const r = x.result;
-      L.push(`| ${x.server} | ${x.budget === null ? '–' : x.budget === 0 ? `0 (batch ${cfg.batchSize})` : x.budget}${x.pace ? ` / ${x.pace}%` : ''} | ${fmt(r.longPromptTokens, 0)} | ${fmt(r.longTtftMs, 0)} | ${fmt(r.medianGapMs)} | ${fmt(r.p90GapDuringMs)} | ${fmt(r.maxGapDuringMs)} | **${fmt(r.gapRatio, 2)}** | ${fmt(r.maxTokenGapDuringMs)} | **${fmt(r.tokenGapRatio, 2)}** | ${fmt(r.maxGapBeforeMs)} | ${r.errors} |`);
+      L.push(
+        `| ${x.server} | ${x.budget === null ? '–' : x.budget === 0 ? `0 (batch ${cfg.batchSize})` : x.budget}${x.pace ? ` / ${x.pace}%` : ''} | ${fmt(r.longPromptTokens, 0)} | ${fmt(r.longTtftMs, 0)} | ${fmt(r.medianGapMs)} | ${fmt(r.p90GapDuringMs)} | ${fmt(r.maxGapDuringMs)} | **${fmt(r.gapRatio, 2)}** | ${fmt(r.maxTokenGapDuringMs)} | **${fmt(r.tokenGapRatio, 2)}** | ${fmt(r.maxGapBeforeMs)} | ${r.errors} |`,
+      );
     }
     L.push('');
   }
   const flooded = cfg.targets.filter((t) => t.flood);
   if (flooded.length) {
-    L.push(`Flood: ${o.floodStreams} streams, alone and under \`autocannon -c ${o.floodConnections}\` on the models route without credentials (a separate process, same machine).`);
+    L.push(
+      `Flood: ${o.floodStreams} streams, alone and under \`autocannon -c ${o.floodConnections}\` on the models route without credentials (a separate process, same machine).`,
+    );
     L.push('');
     L.push('| server | tok/s alone | tok/s under flood | pace ratio | flood requests (status counts) | errors |');
     L.push('|---|---:|---:|---:|---|---:|');
     for (const t of flooded) {
       const f = t.flood!;
-      L.push(`| ${t.name} | ${fmt(f.quietTokPerS)} | ${fmt(f.floodTokPerS)} | **${fmt(f.paceRatio, 2)}** | ${f.floodRequests} (${Object.entries(f.floodStatus).map(([k, v]) => `${k}: ${v}`).join(', ')}) | ${f.errors} |`);
+      L.push(
+        `| ${t.name} | ${fmt(f.quietTokPerS)} | ${fmt(f.floodTokPerS)} | **${fmt(f.paceRatio, 2)}** | ${f.floodRequests} (${Object.entries(
+          f.floodStatus,
+        )
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(', ')}) | ${f.errors} |`,
+      );
     }
     L.push('');
   }
@@ -959,33 +1416,75 @@ function targetsMarkdown(o: Options, shape: ShapeRun): string[] {
   const hearth = cfg.targets.find((t) => t.name.startsWith('hearth-native') && t.available);
   const rows: string[] = [];
   const judge = (what: string, value: number | undefined, bound: number, atLeast: boolean, unit = '') => {
-    const verdict = value === undefined || !Number.isFinite(value) ? 'no figures' : (atLeast ? value >= bound : value <= bound) ? 'met' : '**not met**';
-    rows.push(`| ${what} | ${value === undefined ? '–' : `${fmt(value, 2)}${unit}`} | ${atLeast ? '>=' : '<='} ${fmt(bound, 2)}${unit} | ${verdict} |`);
+    const verdict =
+      value === undefined || !Number.isFinite(value)
+        ? 'no figures'
+        : (atLeast ? value >= bound : value <= bound)
+          ? 'met'
+          : '**not met**';
+    rows.push(
+      `| ${what} | ${value === undefined ? '–' : `${fmt(value, 2)}${unit}`} | ${atLeast ? '>=' : '<='} ${fmt(bound, 2)}${unit} | ${verdict} |`,
+    );
   };
-  for (const pl of o.promptLengths) for (const c of o.concurrency) {
-    const ceil = shape.ceiling.find((x) => x.promptLength === pl)?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
-    const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-    const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-    if (c === 8) judge(`prompt ${pl}, 8 streams: Hearth / ceiling with prefill`, ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 0.9, true);
-    // With rounds, the ratio to llama-server is judged paired (round by round, median): see pairedRatio.
-    const vsLs = o.rounds > 1 ? pairedRatio(hearth, ls, c, pl) : ratio(h?.tokensPerSecond, a?.tokensPerSecond);
-    const how = o.rounds > 1 ? `, paired median of ${o.rounds} rounds` : '';
-    if (c === 8) judge(`prompt ${pl}, 8 streams: Hearth / llama-server${how}`, vsLs, 1.2, true);
-    if (c === 1) judge(`prompt ${pl}, 1 stream: Hearth / llama-server${how}`, vsLs, 1.0, true);
-    if (a && h) judge(`prompt ${pl}, ${c} clients: TTFT p50 Hearth (llama-server ${fmt(a.firstTokenMs.p50, 0)} ms)`, h.firstTokenMs.p50, a.firstTokenMs.p50, false, ' ms');
-  }
+  for (const pl of o.promptLengths)
+    for (const c of o.concurrency) {
+      const ceil = shape.ceiling
+        .find((x) => x.promptLength === pl)
+        ?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
+      const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+      const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+      if (c === 8)
+        judge(
+          `prompt ${pl}, 8 streams: Hearth / ceiling with prefill`,
+          ratio(h?.tokensPerSecond, ceil?.requestTokPerS),
+          0.9,
+          true,
+        );
+      // With rounds, the ratio to llama-server is judged paired (round by round, median): see pairedRatio.
+      const vsLs = o.rounds > 1 ? pairedRatio(hearth, ls, c, pl) : ratio(h?.tokensPerSecond, a?.tokensPerSecond);
+      const how = o.rounds > 1 ? `, paired median of ${o.rounds} rounds` : '';
+      if (c === 8) judge(`prompt ${pl}, 8 streams: Hearth / llama-server${how}`, vsLs, 1.2, true);
+      if (c === 1) judge(`prompt ${pl}, 1 stream: Hearth / llama-server${how}`, vsLs, 1.0, true);
+      if (a && h)
+        judge(
+          `prompt ${pl}, ${c} clients: TTFT p50 Hearth (llama-server ${fmt(a.firstTokenMs.p50, 0)} ms)`,
+          h.firstTokenMs.p50,
+          a.firstTokenMs.p50,
+          false,
+          ' ms',
+        );
+    }
   const smooth = shape.smooth.filter((x) => x.server.startsWith('hearth') && x.result.errors === 0);
   if (shape.smooth.length) {
-    for (const [what, of] of [['between content events', (r: SmoothResult) => r.gapRatio], ['per token', (r: SmoothResult) => r.tokenGapRatio]] as const) {
-      const best = smooth.reduce<(typeof smooth)[number] | undefined>((b, x) => (b === undefined || of(x.result) < of(b.result) ? x : b), undefined);
-      judge(`smooth decode, ${what}: longest / median gap (Hearth, best: budget ${best?.budget ?? '–'}${best?.pace ? `, pace ${best.pace}%` : ''}, its TTFT ${fmt(best?.result.longTtftMs, 0)} ms; longest gap of plain decoding ${fmt(best?.result.maxGapBeforeMs)} ms)`, best ? of(best.result) : undefined, 2, false);
+    for (const [what, of] of [
+      ['between content events', (r: SmoothResult) => r.gapRatio],
+      ['per token', (r: SmoothResult) => r.tokenGapRatio],
+    ] as const) {
+      const best = smooth.reduce<(typeof smooth)[number] | undefined>(
+        (b, x) => (b === undefined || of(x.result) < of(b.result) ? x : b),
+        undefined,
+      );
+      judge(
+        `smooth decode, ${what}: longest / median gap (Hearth, best: budget ${best?.budget ?? '–'}${best?.pace ? `, pace ${best.pace}%` : ''}, its TTFT ${fmt(best?.result.longTtftMs, 0)} ms; longest gap of plain decoding ${fmt(best?.result.maxGapBeforeMs)} ms)`,
+        best ? of(best.result) : undefined,
+        2,
+        false,
+      );
     }
   }
   const lsFlood = ls?.flood;
   const hFlood = hearth?.flood;
-  if (lsFlood || hFlood) judge('flood: Hearth pace ratio / llama-server\'s', ratio(hFlood?.paceRatio, lsFlood?.paceRatio), 1, true);
+  if (lsFlood || hFlood)
+    judge("flood: Hearth pace ratio / llama-server's", ratio(hFlood?.paceRatio, lsFlood?.paceRatio), 1, true);
   if (rows.length === 0) return [];
-  return ['Targets (issue #10), judged on this run:', '', '| target | value | bound | verdict |', '|---|---:|---:|---|', ...rows, ''];
+  return [
+    'Targets (issue #10), judged on this run:',
+    '',
+    '| target | value | bound | verdict |',
+    '|---|---:|---:|---|',
+    ...rows,
+    '',
+  ];
 }
 
 async function main(): Promise<void> {
@@ -1023,10 +1522,19 @@ async function main(): Promise<void> {
     }
     const modelPath = sm.path;
     log(`shape ${key}: ${sm.label}: ${modelPath}`);
-    const shape: ShapeRun = { key, label: sm.label, model: sm.model, maxTokens: sm.maxTokens, configs: [], ceiling: [], smooth: [] };
+    const shape: ShapeRun = {
+      key,
+      label: sm.label,
+      model: sm.model,
+      maxTokens: sm.maxTokens,
+      configs: [],
+      ceiling: [],
+      smooth: [],
+    };
     shapes.push(shape);
     let longN = 0;
-    const longPrompt = () => `${longSystemPrompt(`${runId}-${key}-smooth-${longN++}`, Math.round(o.smoothPromptTokens / 1.32))}\nSummarise the notes.`;
+    const longPrompt = () =>
+      `${longSystemPrompt(`${runId}-${key}-smooth-${longN++}`, Math.round(o.smoothPromptTokens / 1.32))}\nSummarise the notes.`;
     if (o.ceiling && variant) {
       try {
         const tools = await ensureCeilingTools(log);
@@ -1036,10 +1544,27 @@ async function main(): Promise<void> {
         const sequences = [...new Set(o.concurrency.map((c) => Math.min(c, slotsMax)))];
         for (const pl of o.promptLengths) {
           // Best of 3 runs per row: ggml's spinning barriers make one disturbed run orders of magnitude slower.
-          const runs = [0, 1, 2].map(() => runBatchedBench(tools, library, modelPath, { threads: o.threads[0]!, promptTokens: pl, genTokens: sm.maxTokens, sequences, batchSize: o.batchSize }));
-          const r = { args: runs[0]!.args, rows: runs[0]!.rows.map((row) => runs.map((x) => x.rows.find((y) => y.sequences === row.sequences) ?? row).reduce((a, b) => (b.tgTokPerS > a.tgTokPerS ? b : a))) };
+          const runs = [0, 1, 2].map(() =>
+            runBatchedBench(tools, library, modelPath, {
+              threads: o.threads[0]!,
+              promptTokens: pl,
+              genTokens: sm.maxTokens,
+              sequences,
+              batchSize: o.batchSize,
+            }),
+          );
+          const r = {
+            args: runs[0]!.args,
+            rows: runs[0]!.rows.map((row) =>
+              runs
+                .map((x) => x.rows.find((y) => y.sequences === row.sequences) ?? row)
+                .reduce((a, b) => (b.tgTokPerS > a.tgTokPerS ? b : a)),
+            ),
+          };
           shape.ceiling.push({ promptLength: pl, threads: o.threads[0]!, rows: r.rows, args: r.args });
-          log(`  ceiling prompt ${pl}: ${r.rows.map((x) => `${x.sequences} seq ${fmt(x.requestTokPerS)} tok/s with prefill, ${fmt(x.tgTokPerS)} decode only`).join(', ')}`);
+          log(
+            `  ceiling prompt ${pl}: ${r.rows.map((x) => `${x.sequences} seq ${fmt(x.requestTokPerS)} tok/s with prefill, ${fmt(x.tgTokPerS)} decode only`).join(', ')}`,
+          );
         }
       } catch (e) {
         shape.ceilingError = e instanceof Error ? e.message : String(e);
@@ -1051,10 +1576,24 @@ async function main(): Promise<void> {
       for (const threads of o.threads) {
         const cfg: ConfigRun = { slots, threads, contextSize: o.contextSize, batchSize: o.batchSize, targets: [] };
         const first = slots === o.slots[0] && threads === o.threads[0];
-        const plan: ShapePlan = { maxTokens: sm.maxTokens, smooth: o.smooth && first, flood: flood && first, longPrompt };
+        const plan: ShapePlan = {
+          maxTokens: sm.maxTokens,
+          smooth: o.smooth && first,
+          flood: flood && first,
+          longPrompt,
+        };
         const starters: { name: string; start: () => Promise<Target>; engine?: HearthEngine }[] = [];
-        if (o.llamaServer && bin) starters.push({ name: 'llama-server', start: () => startLlamaServerTarget(bin!, modelPath, slots, threads, o) });
-        for (const engine of o.engines) starters.push({ name: `hearth-${engine}`, start: () => startHearthTarget(engine, modelPath, slots, threads, o), engine });
+        if (o.llamaServer && bin)
+          starters.push({
+            name: 'llama-server',
+            start: () => startLlamaServerTarget(bin!, modelPath, slots, threads, o),
+          });
+        for (const engine of o.engines)
+          starters.push({
+            name: `hearth-${engine}`,
+            start: () => startHearthTarget(engine, modelPath, slots, threads, o),
+            engine,
+          });
         const byName = new Map<string, TargetRun>();
         for (let round = 1; round <= o.rounds; round++) {
           if (o.rounds > 1) log(`round ${round} of ${o.rounds}`);
@@ -1062,44 +1601,93 @@ async function main(): Promise<void> {
             const prev = byName.get(st.name);
             if (prev && !prev.available) continue;
             const run = await runTarget(st.name, st.start, cfg, o, runId, st.engine, round === 1, plan);
-            if (run.smooth) shape.smooth.push({ server: st.name, budget: st.name === 'llama-server' ? null : 0, result: run.smooth });
+            if (run.smooth)
+              shape.smooth.push({ server: st.name, budget: st.name === 'llama-server' ? null : 0, result: run.smooth });
             if (!prev) {
               run.rounds = [run.levels];
               byName.set(st.name, run);
               continue;
             }
             prev.rounds!.push(run.levels);
-            prev.sectionErrors.push(...run.sectionErrors, ...(run.error ? [`round ${round}: ${run.error.split('\n')[0]}`] : []));
+            prev.sectionErrors.push(
+              ...run.sectionErrors,
+              ...(run.error ? [`round ${round}: ${run.error.split('\n')[0]}`] : []),
+            );
             prev.levels = prev.levels.map((best) => {
-              const other = run.levels.find((l) => l.concurrency === best.concurrency && l.promptLength === best.promptLength);
-              return other && other.errors <= best.errors && other.tokensPerSecond > best.tokensPerSecond ? other : best;
+              const other = run.levels.find(
+                (l) => l.concurrency === best.concurrency && l.promptLength === best.promptLength,
+              );
+              return other && other.errors <= best.errors && other.tokensPerSecond > best.tokensPerSecond
+                ? other
+                : best;
             });
           }
         }
         // The other step budgets: a Hearth start each, smooth scenario only.
         if (plan.smooth && o.engines.includes('native')) {
           for (const budget of o.budgets.filter((b) => b > 0)) {
-            const run = await runTarget(`hearth-native (budget ${budget})`, () => startHearthTarget('native', modelPath, slots, threads, o, ['--step-token-budget', String(budget)]), cfg, o, runId, 'native', true, { ...plan, smoothOnly: true, flood: false });
+            const run = await runTarget(
+              `hearth-native (budget ${budget})`,
+              () => startHearthTarget('native', modelPath, slots, threads, o, ['--step-token-budget', String(budget)]),
+              cfg,
+              o,
+              runId,
+              'native',
+              true,
+              { ...plan, smoothOnly: true, flood: false },
+            );
             if (run.smooth) shape.smooth.push({ server: 'hearth-native', budget, result: run.smooth });
-            else if (run.unavailableReason || run.error) log(`  budget ${budget}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
+            else if (run.unavailableReason || run.error)
+              log(`  budget ${budget}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
           }
           for (const pace of o.paces) {
-            const run = await runTarget(`hearth-native (pace ${pace}%)`, () => startHearthTarget('native', modelPath, slots, threads, o, ['--prefill-step-percent', String(pace)]), cfg, o, runId, 'native', true, { ...plan, smoothOnly: true, flood: false });
+            const run = await runTarget(
+              `hearth-native (pace ${pace}%)`,
+              () => startHearthTarget('native', modelPath, slots, threads, o, ['--prefill-step-percent', String(pace)]),
+              cfg,
+              o,
+              runId,
+              'native',
+              true,
+              { ...plan, smoothOnly: true, flood: false },
+            );
             if (run.smooth) shape.smooth.push({ server: 'hearth-native', budget: 0, pace, result: run.smooth });
-            else if (run.unavailableReason || run.error) log(`  pace ${pace}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
+            else if (run.unavailableReason || run.error)
+              log(`  pace ${pace}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
           }
         }
-        if (o.llamaServer && !bin) cfg.targets.push({ name: 'llama-server', available: false, unavailableReason: binError ?? 'not built', info: {}, levels: [], prefix: null, memory: null, sectionErrors: [], smooth: null, flood: null });
+        if (o.llamaServer && !bin)
+          cfg.targets.push({
+            name: 'llama-server',
+            available: false,
+            unavailableReason: binError ?? 'not built',
+            info: {},
+            levels: [],
+            prefix: null,
+            memory: null,
+            sectionErrors: [],
+            smooth: null,
+            flood: null,
+          });
         cfg.targets.push(...byName.values());
         shape.configs.push(cfg);
       }
     }
   }
   const jsonPath = join(OUT_DIR, `engine-${runId}.json`); // the name recordResults gives it
-  const data = { options: o, machine: { simd: m.simd, kernel: m.kernel, loadAvgAtStart: m.loadAvgAtStart, cpuBackend: variant }, llamaServer: bin, llamaServerError: binError, shapes };
+  const data = {
+    options: o,
+    machine: { simd: m.simd, kernel: m.kernel, loadAvgAtStart: m.loadAvgAtStart, cpuBackend: variant },
+    llamaServer: bin,
+    llamaServerError: binError,
+    shapes,
+  };
   const md = [
     `- CPU: ${m.info.cpu ?? ''}; node-llama-cpp's prebuilt ggml CPU library for it: **${variant ?? 'unknown'}**; the library Hearth loads for each model (--cpu-kernels) is named in its summary${o.quick ? '; --quick run' : ''}`,
-    ...shapes.map((sh) => `\n### ${sh.label}\n\n${summaryMarkdown(o, sh, variant)}\n\n${markdown(o, m, bin, sh.model, sh.configs, jsonPath)}`),
+    ...shapes.map(
+      (sh) =>
+        `\n### ${sh.label}\n\n${summaryMarkdown(o, sh, variant)}\n\n${markdown(o, m, bin, sh.model, sh.configs, jsonPath)}`,
+    ),
   ].join('\n');
   if (o.resultsMd) {
     recordResults('engine', 'Engine: Hearth vs llama-server vs the kernel ceiling', data, md, m.info);

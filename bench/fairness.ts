@@ -36,8 +36,34 @@ const LONG_TOKENS = 48;
 /** B's and the interactive stream's requests. */
 const SHORT_TOKENS = 24;
 
-const modelPath = process.env.BENCH_FAIRNESS_MODEL ?? (await ensureTinyModel({ reply: null, blockCount: 6, embeddingLength: 384, headCount: 6, headCountKv: 2, feedForwardLength: 1024 }));
-const SERVE = ['--model', modelPath, '--model-id', MODEL_ID, '--engine', 'native', '--slots', String(SLOTS), '--workers', '1', '--queue-limit', String(16 * SLOTS), '--max-tokens', '100000', '--context-size', '512'];
+const modelPath =
+  process.env.BENCH_FAIRNESS_MODEL ??
+  (await ensureTinyModel({
+    reply: null,
+    blockCount: 6,
+    embeddingLength: 384,
+    headCount: 6,
+    headCountKv: 2,
+    feedForwardLength: 1024,
+  }));
+const SERVE = [
+  '--model',
+  modelPath,
+  '--model-id',
+  MODEL_ID,
+  '--engine',
+  'native',
+  '--slots',
+  String(SLOTS),
+  '--workers',
+  '1',
+  '--queue-limit',
+  String(16 * SLOTS),
+  '--max-tokens',
+  '100000',
+  '--context-size',
+  '512',
+];
 
 interface Server {
   name: string;
@@ -49,7 +75,11 @@ interface Server {
 }
 
 function cliKey(bin: string, dataDir: string, name: string, extra: string[]): string {
-  const r = spawnSync(process.execPath, [bin, 'keys', 'create', '--name', name, '--data-dir', dataDir, '--json', ...extra], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    [bin, 'keys', 'create', '--name', name, '--data-dir', dataDir, '--json', ...extra],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`keys create failed: ${r.stderr}`);
   return (JSON.parse(r.stdout) as { key: string }).key;
 }
@@ -59,14 +89,25 @@ async function startServer(name: string, checkout: string | undefined): Promise<
   const hearth = await startBenchHearth(SERVE, {}, checkout === undefined ? undefined : bin);
   const a = cliKey(bin, hearth.dataDir, 'a', ['--account', 'a']);
   const b = cliKey(bin, hearth.dataDir, 'b', ['--account', 'b']);
-  const batch = checkout === undefined ? cliKey(bin, hearth.dataDir, 'a-batch', ['--account', 'a', '--priority', 'batch']) : a;
+  const batch =
+    checkout === undefined ? cliKey(bin, hearth.dataDir, 'a-batch', ['--account', 'a', '--priority', 'batch']) : a;
   return { name, hearth, a, b, batch };
 }
 
 const agent = keepAliveAgent(256);
 
 function stream(s: Server, key: string, maxTokens: number): Promise<StreamOutcome> {
-  return streamChat(`${s.hearth.baseUrl}/api/inference/v1/chat/completions`, key, { model: MODEL_ID, messages: [{ role: 'user', content: 'go' }], max_tokens: maxTokens, stream_options: { include_usage: true } }, { agent, timeoutMs: 300_000 });
+  return streamChat(
+    `${s.hearth.baseUrl}/api/inference/v1/chat/completions`,
+    key,
+    {
+      model: MODEL_ID,
+      messages: [{ role: 'user', content: 'go' }],
+      max_tokens: maxTokens,
+      stream_options: { include_usage: true },
+    },
+    { agent, timeoutMs: 300_000 },
+  );
 }
 
 const tokensOf = (o: StreamOutcome) => o.chunks.find((c) => c.usage)?.usage?.completion_tokens ?? 0;
@@ -83,7 +124,8 @@ function keepOpen(s: Server, key: string, n: number, maxTokens: number) {
     }
   });
   return {
-    tokensBetween: (from: number, to: number) => done.filter((d) => d.at >= from && d.at < to).reduce((t, d) => t + d.tokens, 0),
+    tokensBetween: (from: number, to: number) =>
+      done.filter((d) => d.at >= from && d.at < to).reduce((t, d) => t + d.tokens, 0),
     stop: async () => {
       running = false;
       await Promise.all(loops);
@@ -124,7 +166,12 @@ async function scenarioA(s: Server) {
   await sleep(500);
   const flooded = await sequential(s, s.b, PHASE_SECONDS);
   await flood.stop();
-  return { ttftNoQueueMs: p50(alone.ttft), ttftFloodMs: p50(flooded.ttft), ratio: p50(flooded.ttft) / p50(alone.ttft), samples: [alone.ttft.length, flooded.ttft.length] };
+  return {
+    ttftNoQueueMs: p50(alone.ttft),
+    ttftFloodMs: p50(flooded.ttft),
+    ratio: p50(flooded.ttft) / p50(alone.ttft),
+    samples: [alone.ttft.length, flooded.ttft.length],
+  };
 }
 
 async function scenarioB(s: Server) {
@@ -152,9 +199,13 @@ async function scenarioC(s: Server) {
   await load.stop();
   const decodeStepMs = 1000 / p50(idle.tokPerS);
   return {
-    idleTtftMs: p50(idle.ttft), busyTtftMs: p50(busy.ttft), decodeStepMs,
+    idleTtftMs: p50(idle.ttft),
+    busyTtftMs: p50(busy.ttft),
+    decodeStepMs,
     ttftBound: 1.5 * p50(idle.ttft) + decodeStepMs,
-    idleTokPerS: p50(idle.tokPerS), busyTokPerS: p50(busy.tokPerS), tokRatio: p50(busy.tokPerS) / p50(idle.tokPerS),
+    idleTokPerS: p50(idle.tokPerS),
+    busyTokPerS: p50(busy.tokPerS),
+    tokRatio: p50(busy.tokPerS) / p50(idle.tokPerS),
     batchTokPerS: load.tokensBetween(from, to) / ((to - from) / 1000),
     interactiveRequests: busy.ttft.length,
     preempted,
@@ -175,7 +226,14 @@ const after = await startServer('after', undefined);
 const before = BASELINE ? await startServer('before', BASELINE) : undefined;
 const servers = [after, ...(before ? [before] : [])];
 try {
-  const results: Record<string, { a?: Awaited<ReturnType<typeof scenarioA>>; b?: Awaited<ReturnType<typeof scenarioB>>; c?: Awaited<ReturnType<typeof scenarioC>> }> = {};
+  const results: Record<
+    string,
+    {
+      a?: Awaited<ReturnType<typeof scenarioA>>;
+      b?: Awaited<ReturnType<typeof scenarioB>>;
+      c?: Awaited<ReturnType<typeof scenarioC>>;
+    }
+  > = {};
   for (const s of servers) {
     const r: (typeof results)[string] = {};
     if (SCENARIOS.includes('a')) {
@@ -205,25 +263,66 @@ try {
 
   const names = servers.map((s) => s.name);
   /** A cell of a scenario that did not run: '-'. */
-  const row = (label: string, f: (n: string) => string, goal: string) => [label, ...names.map((n) => { try { return f(n); } catch { return '-'; } }), goal];
+  const row = (label: string, f: (n: string) => string, goal: string) => [
+    label,
+    ...names.map((n) => {
+      try {
+        return f(n);
+      } catch {
+        return '-';
+      }
+    }),
+    goal,
+  ];
   const md = [
     `${SLOTS} slots, one worker, native engine, model ${path.basename(modelPath)}; A's requests ${LONG_TOKENS} tokens, B's and the interactive stream's ${SHORT_TOKENS}. Figures from one run; the load average at its start is in the line above.`,
     '',
-    !/[abc]/.test(SCENARIOS) ? '' : table(['', ...names, 'goal'], [
-      row('(a) B TTFT p50, A = slots streams', (n) => fmt.ms(results[n]!.a!.ttftNoQueueMs), ''),
-      row('(a) B TTFT p50, A = 4x slots streams', (n) => fmt.ms(results[n]!.a!.ttftFloodMs), ''),
-      row('(a) ratio', (n) => fmt.num(results[n]!.a!.ratio, 2), '<= 1.5'),
-      row(`(b) B's share of tokens over ${SECONDS} s (A 3x slots, B 1x)`, (n) => fmt.pct(results[n]!.b!.shareB), '45-55 %'),
-      row('(c) interactive TTFT p50 idle / under batch load', (n) => `${fmt.ms(results[n]!.c!.idleTtftMs)} / ${fmt.ms(results[n]!.c!.busyTtftMs)}`, ''),
-      row('(c) TTFT bound (1.5x idle + one decode step)', (n) => fmt.ms(results[n]!.c!.ttftBound), 'busy <= bound'),
-      row('(c) interactive tok/s idle / busy (ratio)', (n) => `${fmt.num(results[n]!.c!.idleTokPerS)} / ${fmt.num(results[n]!.c!.busyTokPerS)} (${fmt.num(results[n]!.c!.tokRatio, 2)})`, '>= 0.8'),
-      row('(c) batch load tok/s meanwhile', (n) => fmt.num(results[n]!.c!.batchTokPerS), 'reported'),
-      row('(c) preemptions / interactive requests', (n) => `${results[n]!.c!.preempted} / ${results[n]!.c!.interactiveRequests}`, ''),
-    ]),
+    !/[abc]/.test(SCENARIOS)
+      ? ''
+      : table(
+          ['', ...names, 'goal'],
+          [
+            row('(a) B TTFT p50, A = slots streams', (n) => fmt.ms(results[n]!.a!.ttftNoQueueMs), ''),
+            row('(a) B TTFT p50, A = 4x slots streams', (n) => fmt.ms(results[n]!.a!.ttftFloodMs), ''),
+            row('(a) ratio', (n) => fmt.num(results[n]!.a!.ratio, 2), '<= 1.5'),
+            row(
+              `(b) B's share of tokens over ${SECONDS} s (A 3x slots, B 1x)`,
+              (n) => fmt.pct(results[n]!.b!.shareB),
+              '45-55 %',
+            ),
+            row(
+              '(c) interactive TTFT p50 idle / under batch load',
+              (n) => `${fmt.ms(results[n]!.c!.idleTtftMs)} / ${fmt.ms(results[n]!.c!.busyTtftMs)}`,
+              '',
+            ),
+            row(
+              '(c) TTFT bound (1.5x idle + one decode step)',
+              (n) => fmt.ms(results[n]!.c!.ttftBound),
+              'busy <= bound',
+            ),
+            row(
+              '(c) interactive tok/s idle / busy (ratio)',
+              (n) =>
+                `${fmt.num(results[n]!.c!.idleTokPerS)} / ${fmt.num(results[n]!.c!.busyTokPerS)} (${fmt.num(results[n]!.c!.tokRatio, 2)})`,
+              '>= 0.8',
+            ),
+            row('(c) batch load tok/s meanwhile', (n) => fmt.num(results[n]!.c!.batchTokPerS), 'reported'),
+            row(
+              '(c) preemptions / interactive requests',
+              (n) => `${results[n]!.c!.preempted} / ${results[n]!.c!.interactiveRequests}`,
+              '',
+            ),
+          ],
+        ),
     '',
     `(d) one tenant, ${2 * SLOTS} streams, ${ROUNDS} interleaved rounds of ${PHASE_SECONDS} s: ${fmt.num(dAfter)} tok/s${before ? ` vs ${fmt.num(dBefore)} tok/s before; median ratio after/before ${fmt.num(dRatio, 3)} (goal >= 0.98)` : ' (no baseline given)'}.`,
   ].join('\n');
-  recordResults('fairness', 'Fair share and priority between tenants', { slots: SLOTS, seconds: SECONDS, phaseSeconds: PHASE_SECONDS, results, rounds }, md);
+  recordResults(
+    'fairness',
+    'Fair share and priority between tenants',
+    { slots: SLOTS, seconds: SECONDS, phaseSeconds: PHASE_SECONDS, results, rounds },
+    md,
+  );
 } finally {
   agent.destroy();
   await Promise.all(servers.map((s) => s.hearth.stop()));

@@ -29,22 +29,38 @@ const CONCURRENT = 16;
 const model = await ensureTinyModel();
 const SERVE = ['--model', model, '--engine', 'instant', '--front', 'off'];
 const env = { HEARTH_DATABASE_URL: DATABASE_URL, HEARTH_SECRET_KEY: 'ab'.repeat(32) };
-const targets = { current: await startBenchHearth(SERVE, env), baseline: await startBenchHearth(SERVE, env, path.resolve(BASELINE, 'bin/hearth.js')) };
+const targets = {
+  current: await startBenchHearth(SERVE, env),
+  baseline: await startBenchHearth(SERVE, env, path.resolve(BASELINE, 'bin/hearth.js')),
+};
 type Target = keyof typeof targets;
 
 const call = async (h: HearthProcess, method: string, url: string, body?: unknown) => {
-  const r = await fetch(`${h.baseUrl}${url}`, { method, headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const r = await fetch(`${h.baseUrl}${url}`, {
+    method,
+    headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const text = await r.text();
   if (r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${text}`);
   return JSON.parse(text) as unknown;
 };
 const workspaceIds: string[] = [];
-for (let i = 0; i < 20; i++) workspaceIds.push(((await call(targets.current, 'POST', '/api/v1/workspaces', { name: `bench ${i}` })) as { workspaceId: string }).workspaceId);
-const accountOf = async (h: HearthProcess) => ((await call(h, 'GET', '/api/v1/session')) as { accountId: string }).accountId;
-if ((await accountOf(targets.current)) !== (await accountOf(targets.baseline))) throw new Error('the two keys are of different accounts');
+for (let i = 0; i < 20; i++)
+  workspaceIds.push(
+    ((await call(targets.current, 'POST', '/api/v1/workspaces', { name: `bench ${i}` })) as { workspaceId: string })
+      .workspaceId,
+  );
+const accountOf = async (h: HearthProcess) =>
+  ((await call(h, 'GET', '/api/v1/session')) as { accountId: string }).accountId;
+if ((await accountOf(targets.current)) !== (await accountOf(targets.baseline)))
+  throw new Error('the two keys are of different accounts');
 
 type Kind = 'get' | 'list';
-const paths: Record<Kind, (i: number) => string> = { get: (i) => `/api/v1/workspaces/${workspaceIds[i % workspaceIds.length]}`, list: () => '/api/v1/workspaces' };
+const paths: Record<Kind, (i: number) => string> = {
+  get: (i) => `/api/v1/workspaces/${workspaceIds[i % workspaceIds.length]}`,
+  list: () => '/api/v1/workspaces',
+};
 /** Latencies (ms) of `n` requests, `concurrency` at a time. */
 async function measure(h: HearthProcess, kind: Kind, n: number, concurrency: number): Promise<number[]> {
   const out: number[] = [];
@@ -97,10 +113,26 @@ try {
 const ms = (x: number) => `${x.toFixed(2)} ms`;
 const median = (xs: number[]) => percentile(xs, 50);
 const rows = Object.keys(samples.current).flatMap((series) => {
-  const label = series.startsWith('get') ? `GET /api/v1/workspaces/{id}, ${series.slice(4)} at once` : `GET /api/v1/workspaces (20), ${series.slice(5)} at once`;
+  const label = series.startsWith('get')
+    ? `GET /api/v1/workspaces/{id}, ${series.slice(4)} at once`
+    : `GET /api/v1/workspaces (20), ${series.slice(5)} at once`;
   return [
-    [label, 'baseline', fmt.int(samples.baseline[series]!.length), ms(percentile(samples.baseline[series]!, 50)), ms(percentile(samples.baseline[series]!, 99)), ''],
-    [label, 'this checkout', fmt.int(samples.current[series]!.length), ms(percentile(samples.current[series]!, 50)), ms(percentile(samples.current[series]!, 99)), (median(medians.current[series]!) / median(medians.baseline[series]!)).toFixed(2)],
+    [
+      label,
+      'baseline',
+      fmt.int(samples.baseline[series]!.length),
+      ms(percentile(samples.baseline[series]!, 50)),
+      ms(percentile(samples.baseline[series]!, 99)),
+      '',
+    ],
+    [
+      label,
+      'this checkout',
+      fmt.int(samples.current[series]!.length),
+      ms(percentile(samples.current[series]!, 50)),
+      ms(percentile(samples.current[series]!, 99)),
+      (median(medians.current[series]!) / median(medians.baseline[series]!)).toFixed(2),
+    ],
   ];
 });
 const markdown = `Two Hearths on one PostgreSQL database (loopback, \`--engine instant --front off\`): this checkout and ${BASELINE}, ${ROUNDS} alternating rounds of ${REQUESTS} requests per series; client-side latency (fetch, keep-alive).
@@ -108,4 +140,9 @@ const markdown = `Two Hearths on one PostgreSQL database (loopback, \`--engine i
 ${table(['request', 'Hearth', 'samples', 'p50', 'p99', 'this / baseline (median of round medians)'], rows)}
 
 One database round trip (\`SELECT 1\`, one connection, the same rounds): p50 ${ms(percentile(roundTrips, 50))}, p99 ${ms(percentile(roundTrips, 99))}.`;
-recordResults('fleet-reads', 'Fleet: management reads that see every replica', { rounds: ROUNDS, requests: REQUESTS, baseline: BASELINE, samples, medians, roundTrips }, markdown);
+recordResults(
+  'fleet-reads',
+  'Fleet: management reads that see every replica',
+  { rounds: ROUNDS, requests: REQUESTS, baseline: BASELINE, samples, medians, roundTrips },
+  markdown,
+);

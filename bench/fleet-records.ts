@@ -52,11 +52,23 @@ try {
   await a.close();
   await b.close();
 }
-const pct = (xs: number[], p: number) => [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
-const row = (name: string, xs: number[]) => [name, fmt.int(xs.length), `${pct(xs, 50).toFixed(1)} ms`, `${pct(xs, 99).toFixed(1)} ms`, `${Math.max(...xs).toFixed(1)} ms`];
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const row = (name: string, xs: number[]) => [
+  name,
+  fmt.int(xs.length),
+  `${pct(xs, 50).toFixed(1)} ms`,
+  `${pct(xs, 99).toFixed(1)} ms`,
+  `${Math.max(...xs).toFixed(1)} ms`,
+];
 const markdown = `Two replicas' stores on one PostgreSQL database (same process, loopback); ${N} keys created then revoked on A.
 
 ${table(['what', 'samples', 'p50', 'p99', 'max'], [row('revocation: commit on A -> refused on B', propagation), row('a write on A (create or revoke), to durable', writes)])}
 
 Contract: a revoked key is refused by every replica within 1 s.`;
-recordResults('fleet-records', 'Fleet records propagation', { n: N, propagationMs: propagation, writeMs: writes }, markdown);
+recordResults(
+  'fleet-records',
+  'Fleet records propagation',
+  { n: N, propagationMs: propagation, writeMs: writes },
+  markdown,
+);

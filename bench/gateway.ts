@@ -34,7 +34,18 @@ const baselineIndex = process.argv.indexOf('--baseline');
 const BASELINE = baselineIndex > 0 ? process.argv[baselineIndex + 1] : process.env.BENCH_BASELINE;
 
 type Target = 'hearth' | 'hearth-pg' | 'bare' | 'baseline';
-interface Measurement { target: Target; round: number; reqPerSec: number; p50: number; p99: number; total: number; non2xx: number; errors: number; timeouts: number; cpuUsPerReq: number }
+interface Measurement {
+  target: Target;
+  round: number;
+  reqPerSec: number;
+  p50: number;
+  p99: number;
+  total: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  cpuUsPerReq: number;
+}
 
 const processCpu = (pid: number) => threadCpu(pid).reduce((a, t) => a + t.seconds, 0);
 
@@ -60,8 +71,16 @@ const servers = new Map<Target, { url: string; headers: Record<string, string>; 
   ['bare', { url: `${bare.url}/api/inference/v1/models`, headers: {}, pid: bare.proc.pid! }],
   ['hearth', { url, headers: auth, pid: hearth.proc.pid! }],
 ]);
-for (const [target, h] of [['hearth-pg', hearthPg], ['baseline', baseline]] as const) {
-  if (h !== undefined) servers.set(target, { url: `${h.baseUrl}/api/inference/v1/models`, headers: { authorization: `Bearer ${h.key}` }, pid: h.proc.pid! });
+for (const [target, h] of [
+  ['hearth-pg', hearthPg],
+  ['baseline', baseline],
+] as const) {
+  if (h !== undefined)
+    servers.set(target, {
+      url: `${h.baseUrl}/api/inference/v1/models`,
+      headers: { authorization: `Bearer ${h.key}` },
+      pid: h.proc.pid!,
+    });
 }
 for (const [target, s] of servers) {
   const r = await fetch(s.url, { headers: s.headers });
@@ -81,8 +100,21 @@ try {
       const cpuBefore = processCpu(s.pid);
       const r = await measure(s.url, s.headers, DURATION);
       const cpuUsPerReq = ((processCpu(s.pid) - cpuBefore) / r.requests.total) * 1e6;
-      const m: Measurement = { target, round, reqPerSec: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, cpuUsPerReq };
-      console.log(`${target} round ${round}: ${fmt.int(m.reqPerSec)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, server CPU ${cpuUsPerReq.toFixed(1)} us/req, non-2xx ${m.non2xx}, errors ${m.errors}`);
+      const m: Measurement = {
+        target,
+        round,
+        reqPerSec: r.requests.average,
+        p50: r.latency.p50,
+        p99: r.latency.p99,
+        total: r.requests.total,
+        non2xx: r.non2xx,
+        errors: r.errors,
+        timeouts: r.timeouts,
+        cpuUsPerReq,
+      };
+      console.log(
+        `${target} round ${round}: ${fmt.int(m.reqPerSec)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, server CPU ${cpuUsPerReq.toFixed(1)} us/req, non-2xx ${m.non2xx}, errors ${m.errors}`,
+      );
       results.push(m);
     }
   }
@@ -93,35 +125,86 @@ try {
   await baseline?.stop();
 }
 
-const sum = (t: Measurement['target'], f: (m: Measurement) => number) => results.filter((m) => m.target === t).reduce((a, m) => a + f(m), 0) / ROUNDS;
+const sum = (t: Measurement['target'], f: (m: Measurement) => number) =>
+  results.filter((m) => m.target === t).reduce((a, m) => a + f(m), 0) / ROUNDS;
 const hearthRps = sum('hearth', (m) => m.reqPerSec);
 const bareRps = sum('bare', (m) => m.reqPerSec);
 const ratio = hearthRps / bareRps;
 const bad = results.reduce((a, m) => a + m.non2xx + m.errors + m.timeouts, 0);
-const SERVER_NAMES: Record<Target, string> = { hearth: 'Hearth (auth + LMDB key lookup)', 'hearth-pg': 'Hearth, records in PostgreSQL (mirror key lookup)', bare: 'bare uWS, same bytes', baseline: `Hearth from ${BASELINE}` };
+const SERVER_NAMES: Record<Target, string> = {
+  hearth: 'Hearth (auth + LMDB key lookup)',
+  'hearth-pg': 'Hearth, records in PostgreSQL (mirror key lookup)',
+  bare: 'bare uWS, same bytes',
+  baseline: `Hearth from ${BASELINE}`,
+};
 const pgRps = hearthPg ? sum('hearth-pg', (m) => m.reqPerSec) : undefined;
 const pgRatio = pgRps === undefined ? undefined : pgRps / hearthRps;
-const rows = results.map((m) => [m.round, SERVER_NAMES[m.target], fmt.int(m.reqPerSec), `${m.p50} ms`, `${m.p99} ms`, fmt.int(m.total), `${m.cpuUsPerReq.toFixed(1)} µs`, m.non2xx + m.errors + m.timeouts]);
+const rows = results.map((m) => [
+  m.round,
+  SERVER_NAMES[m.target],
+  fmt.int(m.reqPerSec),
+  `${m.p50} ms`,
+  `${m.p99} ms`,
+  fmt.int(m.total),
+  `${m.cpuUsPerReq.toFixed(1)} µs`,
+  m.non2xx + m.errors + m.timeouts,
+]);
 const hearthCpu = sum('hearth', (m) => m.cpuUsPerReq);
 const bareCpu = sum('bare', (m) => m.cpuUsPerReq);
 const median = (t: Target, f: (m: Measurement) => number) => {
-  const v = results.filter((m) => m.target === t).map(f).sort((a, b) => a - b);
+  const v = results
+    .filter((m) => m.target === t)
+    .map(f)
+    .sort((a, b) => a - b);
   return v.length % 2 === 1 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
 };
-const versusBaseline = baseline === undefined ? undefined : {
-  cpu: median('hearth', (m) => m.cpuUsPerReq) / median('baseline', (m) => m.cpuUsPerReq),
-  rps: median('hearth', (m) => m.reqPerSec) / median('baseline', (m) => m.reqPerSec),
-};
+const versusBaseline =
+  baseline === undefined
+    ? undefined
+    : {
+        cpu: median('hearth', (m) => m.cpuUsPerReq) / median('baseline', (m) => m.cpuUsPerReq),
+        rps: median('hearth', (m) => m.reqPerSec) / median('baseline', (m) => m.reqPerSec),
+      };
 const markdown = `Authenticated \`GET /api/inference/v1/models\` (${body.length} bytes) vs a bare uWebSockets.js server returning the same bytes;
 autocannon, ${CONNECTIONS} connections, pipelining 1, ${DURATION} s per measurement, ${ROUNDS} alternating rounds after ${WARMUP} s warm-up each.
 Hearth runs with \`--engine instant\` (the route does not touch the model) and \`--front off\` (uWS alone, as the bare server).
 
 ${table(['round', 'server', 'req/s', 'latency p50', 'latency p99', 'requests', 'server CPU per request', 'non-2xx/errors'], rows)}
 
-**Ratio Hearth / bare (mean req/s over rounds): ${ratio.toFixed(3)}** (target >= ${TARGET}: ${ratio >= TARGET ? 'met' : 'NOT met'})${bad > 0 ? `; ${bad} non-2xx/errors/time-outs: the numbers are suspect` : ''}.${pgRatio === undefined ? '' : `
-**Ratio PostgreSQL records / LMDB records (mean req/s): ${pgRatio.toFixed(3)}** (goal >= ${PG_TARGET}: ${pgRatio >= PG_TARGET ? 'met' : 'NOT met'}).`}${versusBaseline === undefined ? '' : `
-**This checkout / baseline (${BASELINE}), medians over rounds: CPU per request ${versusBaseline.cpu.toFixed(3)}, req/s ${versusBaseline.rps.toFixed(3)}.**`}
+**Ratio Hearth / bare (mean req/s over rounds): ${ratio.toFixed(3)}** (target >= ${TARGET}: ${ratio >= TARGET ? 'met' : 'NOT met'})${bad > 0 ? `; ${bad} non-2xx/errors/time-outs: the numbers are suspect` : ''}.${
+  pgRatio === undefined
+    ? ''
+    : `
+**Ratio PostgreSQL records / LMDB records (mean req/s): ${pgRatio.toFixed(3)}** (goal >= ${PG_TARGET}: ${pgRatio >= PG_TARGET ? 'met' : 'NOT met'}).`
+}${
+  versusBaseline === undefined
+    ? ''
+    : `
+**This checkout / baseline (${BASELINE}), medians over rounds: CPU per request ${versusBaseline.cpu.toFixed(3)}, req/s ${versusBaseline.rps.toFixed(3)}.**`
+}
 Server CPU per request (all threads of the server process, /proc): Hearth ${hearthCpu.toFixed(1)} µs, bare ${bareCpu.toFixed(1)} µs
 (the load generator runs on the same ${os.availableParallelism()} cores; when it saturates them, req/s understates the difference that CPU per request shows).`;
-recordResults('gateway', 'Gateway overhead', { connections: CONNECTIONS, duration: DURATION, rounds: ROUNDS, bodyBytes: body.length, results, hearthRps, bareRps, ratio, target: TARGET, pgRps, pgRatio, pgTarget: PG_TARGET, hearthCpuUsPerReq: hearthCpu, bareCpuUsPerReq: bareCpu, baseline: BASELINE, versusBaseline }, markdown);
+recordResults(
+  'gateway',
+  'Gateway overhead',
+  {
+    connections: CONNECTIONS,
+    duration: DURATION,
+    rounds: ROUNDS,
+    bodyBytes: body.length,
+    results,
+    hearthRps,
+    bareRps,
+    ratio,
+    target: TARGET,
+    pgRps,
+    pgRatio,
+    pgTarget: PG_TARGET,
+    hearthCpuUsPerReq: hearthCpu,
+    bareCpuUsPerReq: bareCpu,
+    baseline: BASELINE,
+    versusBaseline,
+  },
+  markdown,
+);
 if (bad > 0) process.exitCode = 1;

@@ -40,7 +40,14 @@ import { startHearthProcess, type HearthProcess } from '../test/helpers/hearth-p
 import { SHAPES } from './lib/model-shapes.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 import { percentile } from './lib/stats.ts';
-import { makeAgent, type StreamLoadSummary, streamTimed, type StreamTarget, summarizeStreams, type TimedStream } from './lib/timed-sse.ts';
+import {
+  makeAgent,
+  type StreamLoadSummary,
+  streamTimed,
+  type StreamTarget,
+  summarizeStreams,
+  type TimedStream,
+} from './lib/timed-sse.ts';
 
 type Engine = 'node-llama-cpp' | 'native';
 
@@ -61,8 +68,15 @@ const USAGE = `usage: npm run bench:gpu-check -- [--models <gguf|56m|0.5b-q8>[,.
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
-    models: ['/work/shared/models/stories260K.gguf'], engines: ['node-llama-cpp', 'native'], concurrency: [1, 8],
-    durationS: 10, maxTokens: 128, slots: 8, threads: 0, allowCpu: false, resultsMd: true,
+    models: ['/work/shared/models/stories260K.gguf'],
+    engines: ['node-llama-cpp', 'native'],
+    concurrency: [1, 8],
+    durationS: 10,
+    maxTokens: 128,
+    slots: 8,
+    threads: 0,
+    allowCpu: false,
+    resultsMd: true,
   };
   const ints = (s: string, flag: string): number[] => {
     const v = s.split(',').map(Number);
@@ -77,26 +91,42 @@ function parseArgs(argv: string[]): Options {
       return v;
     };
     switch (flag) {
-      case '--models': o.models = next().split(','); break;
+      case '--models':
+        o.models = next().split(',');
+        break;
       case '--engines': {
         const e = next().split(',');
-        if (e.some((x) => x !== 'node-llama-cpp' && x !== 'native')) throw new Error(`--engines: node-llama-cpp and/or native, got ${e.join(',')}`);
+        if (e.some((x) => x !== 'node-llama-cpp' && x !== 'native'))
+          throw new Error(`--engines: node-llama-cpp and/or native, got ${e.join(',')}`);
         o.engines = e as Engine[];
         break;
       }
-      case '--concurrency': o.concurrency = ints(next(), flag); break;
-      case '--duration': o.durationS = ints(next(), flag)[0]!; break;
-      case '--max-tokens': o.maxTokens = ints(next(), flag)[0]!; break;
-      case '--slots': o.slots = ints(next(), flag)[0]!; break;
+      case '--concurrency':
+        o.concurrency = ints(next(), flag);
+        break;
+      case '--duration':
+        o.durationS = ints(next(), flag)[0]!;
+        break;
+      case '--max-tokens':
+        o.maxTokens = ints(next(), flag)[0]!;
+        break;
+      case '--slots':
+        o.slots = ints(next(), flag)[0]!;
+        break;
       case '--threads': {
         const t = Number(next());
         if (!Number.isInteger(t) || t < 0) throw new Error(`--threads: expected an integer >= 0, got ${t}`);
         o.threads = t;
         break;
       }
-      case '--allow-cpu': o.allowCpu = true; break;
-      case '--no-results-md': o.resultsMd = false; break;
-      default: throw new Error(`unknown argument ${flag}\n${USAGE}`);
+      case '--allow-cpu':
+        o.allowCpu = true;
+        break;
+      case '--no-results-md':
+        o.resultsMd = false;
+        break;
+      default:
+        throw new Error(`unknown argument ${flag}\n${USAGE}`);
     }
   }
   return o;
@@ -112,13 +142,16 @@ async function modelPath(item: string): Promise<{ path: string; label: string }>
     return { path: await ensureRealisticModel(shape.options ?? {}), label: `${item}: ${shape.label}, random weights` };
   }
   const path = resolve(item);
-  if (!existsSync(path)) throw new Error(`--models: ${item} is neither a file nor one of ${Object.keys(SHAPES).join(', ')}`);
+  if (!existsSync(path))
+    throw new Error(`--models: ${item} is neither a file nor one of ${Object.keys(SHAPES).join(', ')}`);
   return { path, label: path.split('/').pop()! };
 }
 
 /** What nvidia-smi says of the GPUs (name, memory, driver), or null without one. */
 function nvidiaSmi(): string | null {
-  const r = spawnSync('nvidia-smi', ['--query-gpu=name,memory.total,driver_version', '--format=csv,noheader'], { encoding: 'utf8' });
+  const r = spawnSync('nvidia-smi', ['--query-gpu=name,memory.total,driver_version', '--format=csv,noheader'], {
+    encoding: 'utf8',
+  });
   return r.status === 0 ? r.stdout.trim() : null;
 }
 
@@ -146,23 +179,48 @@ interface Run {
   serverLogTail?: string;
 }
 
-const PROMPTS = ['Tell me a story about a dragon.', 'Once upon a time there was a little girl.', 'Write a poem about the sea.', 'Why is the sky blue?'];
+const PROMPTS = [
+  'Tell me a story about a dragon.',
+  'Once upon a time there was a little girl.',
+  'Write a poem about the sea.',
+  'Why is the sky blue?',
+];
 
 function body(model: string, content: string, maxTokens: number, stream: boolean): Record<string, unknown> {
-  return { model, messages: [{ role: 'user', content }], max_tokens: maxTokens, temperature: 0, seed: 1, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) };
+  return {
+    model,
+    messages: [{ role: 'user', content }],
+    max_tokens: maxTokens,
+    temperature: 0,
+    seed: 1,
+    ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+  };
 }
 
 /** Non-streaming completion; returns its text or pushes what is wrong with the response onto `failures`. */
 async function checkJson(h: HearthProcess, model: string, failures: string[]): Promise<string> {
   const res = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST', headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' }, body: JSON.stringify(body(model, PROMPTS[0]!, 32, false)),
+    method: 'POST',
+    headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body(model, PROMPTS[0]!, 32, false)),
   });
-  const json = (await res.json()) as { object?: string; choices?: { message?: { role?: string; content?: unknown }; finish_reason?: string }[]; usage?: { completion_tokens?: number; prompt_tokens?: number } };
+  const json = (await res.json()) as {
+    object?: string;
+    choices?: { message?: { role?: string; content?: unknown }; finish_reason?: string }[];
+    usage?: { completion_tokens?: number; prompt_tokens?: number };
+  };
   const c = json.choices?.[0];
   if (res.status !== 200) failures.push(`JSON completion: status ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
-  else if (json.object !== 'chat.completion' || c?.message?.role !== 'assistant' || typeof c.message.content !== 'string') failures.push(`JSON completion: unexpected shape ${JSON.stringify(json).slice(0, 300)}`);
-  else if (!(json.usage?.completion_tokens! > 0) || !(json.usage?.prompt_tokens! > 0)) failures.push(`JSON completion: usage ${JSON.stringify(json.usage)}`);
-  else if (c.finish_reason !== 'stop' && c.finish_reason !== 'length') failures.push(`JSON completion: finish_reason ${c.finish_reason}`);
+  else if (
+    json.object !== 'chat.completion' ||
+    c?.message?.role !== 'assistant' ||
+    typeof c.message.content !== 'string'
+  )
+    failures.push(`JSON completion: unexpected shape ${JSON.stringify(json).slice(0, 300)}`);
+  else if (!(json.usage?.completion_tokens! > 0) || !(json.usage?.prompt_tokens! > 0))
+    failures.push(`JSON completion: usage ${JSON.stringify(json.usage)}`);
+  else if (c.finish_reason !== 'stop' && c.finish_reason !== 'length')
+    failures.push(`JSON completion: finish_reason ${c.finish_reason}`);
   return typeof c?.message?.content === 'string' ? c.message.content : '';
 }
 
@@ -179,24 +237,34 @@ async function checkStream(target: StreamTarget, model: string, failures: string
   const r = await streamTimed(target, body(model, PROMPTS[0]!, 32, true), agent);
   agent.destroy();
   if (!r.ok) failures.push(`streaming completion: ${r.error}`);
-  else if (r.completionTokens === null || r.completionTokens <= 0) failures.push('streaming completion: no usage chunk with completion_tokens');
-  else if (r.finishReason !== 'stop' && r.finishReason !== 'length') failures.push(`streaming completion: finish_reason ${r.finishReason}`);
+  else if (r.completionTokens === null || r.completionTokens <= 0)
+    failures.push('streaming completion: no usage chunk with completion_tokens');
+  else if (r.finishReason !== 'stop' && r.finishReason !== 'length')
+    failures.push(`streaming completion: finish_reason ${r.finishReason}`);
   return r.text;
 }
 
 /** `clients` loops of streaming requests until `durationS` has passed (at least one request each). */
-async function level(target: StreamTarget, model: string, clients: number, durationS: number, maxTokens: number): Promise<Level> {
+async function level(
+  target: StreamTarget,
+  model: string,
+  clients: number,
+  durationS: number,
+  maxTokens: number,
+): Promise<Level> {
   const agent = makeAgent(clients);
   const results: TimedStream[] = [];
   const t0 = performance.now();
   const deadline = t0 + durationS * 1000;
   let issued = 0;
-  await Promise.all(Array.from({ length: clients }, async () => {
-    do {
-      const n = issued++;
-      results.push(await streamTimed(target, body(model, PROMPTS[n % PROMPTS.length]!, maxTokens, true), agent));
-    } while (performance.now() < deadline);
-  }));
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      do {
+        const n = issued++;
+        results.push(await streamTimed(target, body(model, PROMPTS[n % PROMPTS.length]!, maxTokens, true), agent));
+      } while (performance.now() < deadline);
+    }),
+  );
   agent.destroy();
   const ok = results.filter((r) => r.ok);
   const summary = summarizeStreams(results, t0);
@@ -204,41 +272,84 @@ async function level(target: StreamTarget, model: string, clients: number, durat
     concurrency: clients,
     ...summary,
     tokensPerRequest: ok.length ? summary.tokens / ok.length : Number.NaN,
-    firstTokenMsP50: percentile(ok.map((r) => r.firstTokenMs), 50),
-    interTokenMsP50: percentile(ok.flatMap((r) => r.gapsMs), 50),
+    firstTokenMsP50: percentile(
+      ok.map((r) => r.firstTokenMs),
+      50,
+    ),
+    interTokenMsP50: percentile(
+      ok.flatMap((r) => r.gapsMs),
+      50,
+    ),
   };
 }
 
 async function runOne(path: string, label: string, engine: Engine, o: Options): Promise<Run> {
-  const run: Run = { model: label, engine, ok: false, failures: [], ready: {}, loadS: Number.NaN, jsonText: '', streamText: '', streamDivergesAt: null, levels: [] };
+  const run: Run = {
+    model: label,
+    engine,
+    ok: false,
+    failures: [],
+    ready: {},
+    loadS: Number.NaN,
+    jsonText: '',
+    streamText: '',
+    streamDivergesAt: null,
+    levels: [],
+  };
   const t0 = performance.now();
   let h: HearthProcess | null = null;
   try {
     h = await startHearthProcess({
-      args: ['--model', path, '--engine', engine, '--slots', String(o.slots), '--threads', String(o.threads), '--context-size', '2048', '--workers', '1'],
+      args: [
+        '--model',
+        path,
+        '--engine',
+        engine,
+        '--slots',
+        String(o.slots),
+        '--threads',
+        String(o.threads),
+        '--context-size',
+        '2048',
+        '--workers',
+        '1',
+      ],
       env: { HEARTH_LOG_LEVEL: 'info' },
     });
     await h.waitReady(300_000);
     run.loadS = (performance.now() - t0) / 1000;
-    const ready = h.logs().split('\n').find((l) => l.includes('"msg":"model ready"'));
+    const ready = h
+      .logs()
+      .split('\n')
+      .find((l) => l.includes('"msg":"model ready"'));
     if (ready) run.ready = JSON.parse(ready) as Record<string, unknown>;
     log(`${engine} ready in ${run.loadS.toFixed(1)} s: ${ready ?? '(no "model ready" line)'}`);
-    if (run.ready['engine'] !== engine) run.failures.push(`asked for --engine ${engine}, loaded ${String(run.ready['engine'])}`);
+    if (run.ready['engine'] !== engine)
+      run.failures.push(`asked for --engine ${engine}, loaded ${String(run.ready['engine'])}`);
     const gpu = run.ready['gpu'] as { backend?: unknown; gpuLayers?: number } | undefined;
     if (engine === 'node-llama-cpp' && !o.allowCpu && (gpu?.backend !== 'cuda' || !(gpu.gpuLayers! > 0))) {
       run.failures.push(`node-llama-cpp did not run on CUDA: gpu ${JSON.stringify(gpu)}`);
     }
-    const models = (await (await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } })).json()) as { data: { id: string }[] };
+    const models = (await (
+      await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } })
+    ).json()) as { data: { id: string }[] };
     const model = models.data[0]!.id;
-    const target: StreamTarget = { baseUrl: h.baseUrl, path: '/api/inference/v1/chat/completions', headers: { authorization: `Bearer ${h.key}` } };
+    const target: StreamTarget = {
+      baseUrl: h.baseUrl,
+      path: '/api/inference/v1/chat/completions',
+      headers: { authorization: `Bearer ${h.key}` },
+    };
     run.jsonText = await checkJson(h, model, run.failures);
     run.streamText = await checkStream(target, model, run.failures);
     run.streamDivergesAt = divergence(run.jsonText, run.streamText);
     await level(target, model, o.slots, 0, 32); // warm-up: one request per slot
     for (const c of o.concurrency) {
       const l = await level(target, model, c, o.durationS, o.maxTokens);
-      log(`${engine} ${c} client(s): ${l.tokensPerSecond.toFixed(1)} tok/s (${l.requests} requests, ${l.errors} errors${l.errors ? `: ${l.errorSamples.join('; ')}` : ''})`);
-      if (l.errors > 0) run.failures.push(`${c} clients: ${l.errors} of ${l.requests} requests failed: ${l.errorSamples.join('; ')}`);
+      log(
+        `${engine} ${c} client(s): ${l.tokensPerSecond.toFixed(1)} tok/s (${l.requests} requests, ${l.errors} errors${l.errors ? `: ${l.errorSamples.join('; ')}` : ''})`,
+      );
+      if (l.errors > 0)
+        run.failures.push(`${c} clients: ${l.errors} of ${l.requests} requests failed: ${l.errorSamples.join('; ')}`);
       run.levels.push(l);
     }
   } catch (err) {
@@ -259,7 +370,10 @@ async function runOne(path: string, label: string, engine: Engine, o: Options): 
 
 function where(r: Run): string {
   const gpu = r.ready['gpu'] as { backend: string | false; devices: string[]; gpuLayers: number } | undefined;
-  if (gpu) return gpu.backend === false ? 'CPU (no GPU backend loaded)' : `${gpu.backend} on ${gpu.devices.join(', ')}, ${gpu.gpuLayers} layers offloaded`;
+  if (gpu)
+    return gpu.backend === false
+      ? 'CPU (no GPU backend loaded)'
+      : `${gpu.backend} on ${gpu.devices.join(', ')}, ${gpu.gpuLayers} layers offloaded`;
   if (r.ready['cpuBackend']) return `CPU, ${String(r.ready['cpuBackend'])}, ${String(r.ready['threads'])} threads`;
   return 'n/a';
 }
@@ -274,17 +388,34 @@ async function main(): Promise<void> {
     for (const engine of o.engines) runs.push(await runOne(path, label, engine, o));
   }
   const rows = runs.map((r) => [
-    r.model, `${r.engine}`, where(r), r.ok ? 'pass' : `FAIL: ${r.failures.join(' / ').slice(0, 300)}`,
-    r.streamDivergesAt === null ? 'same' : `parts at char ${r.streamDivergesAt} of ${r.jsonText.length}`, fmt.num(r.loadS),
+    r.model,
+    `${r.engine}`,
+    where(r),
+    r.ok ? 'pass' : `FAIL: ${r.failures.join(' / ').slice(0, 300)}`,
+    r.streamDivergesAt === null ? 'same' : `parts at char ${r.streamDivergesAt} of ${r.jsonText.length}`,
+    fmt.num(r.loadS),
     ...o.concurrency.map((c) => {
       const l = r.levels.find((x) => x.concurrency === c);
-      return l ? `${fmt.num(l.tokensPerSecond)} (${fmt.num(l.tokensPerRequest, 0)} tok/req, ITL p50 ${fmt.ms(l.interTokenMsP50)})` : 'n/a';
+      return l
+        ? `${fmt.num(l.tokensPerSecond)} (${fmt.num(l.tokensPerRequest, 0)} tok/req, ITL p50 ${fmt.ms(l.interTokenMsP50)})`
+        : 'n/a';
     }),
   ]);
   const md = [
     `GPU: ${smi ?? 'none found by nvidia-smi'}. \`--slots ${o.slots} --threads ${o.threads} --context-size 2048 --workers 1\`; streaming clients looping for ${o.durationS} s per level, max_tokens ${o.maxTokens}, temperature 0; tok/s = completion tokens received / wall time.`,
     '',
-    table(['model', 'engine', 'computes on', 'checks (JSON, stream, CUDA)', 'stream text vs JSON', 'load s', ...o.concurrency.map((c) => `${c} client${c > 1 ? 's' : ''}: tok/s`)], rows),
+    table(
+      [
+        'model',
+        'engine',
+        'computes on',
+        'checks (JSON, stream, CUDA)',
+        'stream text vs JSON',
+        'load s',
+        ...o.concurrency.map((c) => `${c} client${c > 1 ? 's' : ''}: tok/s`),
+      ],
+      rows,
+    ),
   ].join('\n');
   const data = { options: o, nvidiaSmi: smi, runs };
   if (o.resultsMd) recordResults('gpu-check', 'GPU check: node-llama-cpp on CUDA vs native on CPU', data, md);

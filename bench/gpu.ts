@@ -38,7 +38,10 @@ const ROOT = resolve(import.meta.dirname, '..');
  * libggml-base, and libggml-cuda.so, which ggml loads from the executable's folder) first. Hearth does not get it:
  * its addon binds node-llama-cpp's prebuilt libraries and loads only libggml-cuda.so of this build.
  */
-const toolsEnv = (tools: string): NodeJS.ProcessEnv => ({ ...process.env, LD_LIBRARY_PATH: [tools, process.env['LD_LIBRARY_PATH']].filter(Boolean).join(':') });
+const toolsEnv = (tools: string): NodeJS.ProcessEnv => ({
+  ...process.env,
+  LD_LIBRARY_PATH: [tools, process.env['LD_LIBRARY_PATH']].filter(Boolean).join(':'),
+});
 
 interface Options {
   model: string;
@@ -97,7 +100,19 @@ const USAGE = `usage: npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurren
   [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server] [--temperature 0] [--sampled 64] [--out-dir bench/out] [--no-results-md]`;
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { model: '0.5b-q8', concurrency: [1, 8, 32, 64], durationS: 12, maxTokens: 128, slots: 64, tools: join(ROOT, 'native/build/cuda/bin'), targets: new Set(['ceiling', 'hearth', 'llama-server']), temperature: 0, sampledClients: 64, outDir: join(ROOT, 'bench/out'), resultsMd: true };
+  const o: Options = {
+    model: '0.5b-q8',
+    concurrency: [1, 8, 32, 64],
+    durationS: 12,
+    maxTokens: 128,
+    slots: 64,
+    tools: join(ROOT, 'native/build/cuda/bin'),
+    targets: new Set(['ceiling', 'hearth', 'llama-server']),
+    temperature: 0,
+    sampledClients: 64,
+    outDir: join(ROOT, 'bench/out'),
+    resultsMd: true,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const v = () => {
@@ -118,7 +133,8 @@ function parseArgs(argv: string[]): Options {
     else if (a === '--no-results-md') o.resultsMd = false;
     else throw new Error(`unknown option ${a}\n${USAGE}`);
   }
-  if (o.concurrency.some((c) => !Number.isInteger(c) || c < 1) || !(o.durationS > 0) || !(o.maxTokens > 0)) throw new Error(USAGE);
+  if (o.concurrency.some((c) => !Number.isInteger(c) || c < 1) || !(o.durationS > 0) || !(o.maxTokens > 0))
+    throw new Error(USAGE);
   return o;
 }
 
@@ -128,14 +144,37 @@ function log(line: string): void {
 
 /** nvidia-smi's name, memory and driver of the first GPU, or why there is none. */
 function describeGpu(): string {
-  const r = spawnSync('nvidia-smi', ['--query-gpu=name,memory.total,driver_version,compute_cap', '--format=csv,noheader'], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim().split('\n')[0]! : `no GPU (nvidia-smi: ${r.error?.message ?? r.stderr.trim()})`;
+  const r = spawnSync(
+    'nvidia-smi',
+    ['--query-gpu=name,memory.total,driver_version,compute_cap', '--format=csv,noheader'],
+    { encoding: 'utf8' },
+  );
+  return r.status === 0
+    ? r.stdout.trim().split('\n')[0]!
+    : `no GPU (nvidia-smi: ${r.error?.message ?? r.stderr.trim()})`;
 }
 
 function ceiling(o: Options, model: string): CeilingRow[] {
   const bin = join(o.tools, 'llama-batched-bench');
   const maxSeq = Math.max(...o.concurrency);
-  const args = ['-m', model, '-ngl', '99', '-c', String(maxSeq * (32 + o.maxTokens + 16)), '-b', '2048', '-ub', '512', '-npp', '16', '-ntg', String(o.maxTokens), '-npl', o.concurrency.join(',')];
+  const args = [
+    '-m',
+    model,
+    '-ngl',
+    '99',
+    '-c',
+    String(maxSeq * (32 + o.maxTokens + 16)),
+    '-b',
+    '2048',
+    '-ub',
+    '512',
+    '-npp',
+    '16',
+    '-ntg',
+    String(o.maxTokens),
+    '-npl',
+    o.concurrency.join(','),
+  ];
   log(`ceiling: ${bin} ${args.join(' ')}`);
   const r = spawnSync(bin, args, { encoding: 'utf8', timeout: 180_000, maxBuffer: 16 << 20, env: toolsEnv(o.tools) });
   const raw = `${r.stdout ?? ''}\n${r.stderr ?? ''}`;
@@ -144,7 +183,14 @@ function ceiling(o: Options, model: string): CeilingRow[] {
 }
 
 /** One level: `clients` loops of streaming requests for `durationS`, counting what finished or arrived inside it. */
-async function level(target: StreamTarget, model: string, o: Options, clients: number, tag: string, sampled = false): Promise<Omit<Level, 'profile'>> {
+async function level(
+  target: StreamTarget,
+  model: string,
+  o: Options,
+  clients: number,
+  tag: string,
+  sampled = false,
+): Promise<Omit<Level, 'profile'>> {
   const agent = makeAgent(clients);
   const started = performance.now();
   const endAt = started + o.durationS * 1000;
@@ -156,7 +202,14 @@ async function level(target: StreamTarget, model: string, o: Options, clients: n
   let n = 0;
   const loop = async (c: number) => {
     while (performance.now() < endAt) {
-      const body = { model, messages: [{ role: 'user', content: `Request ${tag}-${c}-${n++}: tell me a story.` }], max_tokens: o.maxTokens, ...(sampled ? { temperature: 0.8, top_p: 0.95 } : { temperature: o.temperature }), stream: true, stream_options: { include_usage: true } };
+      const body = {
+        model,
+        messages: [{ role: 'user', content: `Request ${tag}-${c}-${n++}: tell me a story.` }],
+        max_tokens: o.maxTokens,
+        ...(sampled ? { temperature: 0.8, top_p: 0.95 } : { temperature: o.temperature }),
+        stream: true,
+        stream_options: { include_usage: true },
+      };
       const r = await streamTimed(target, body, agent, 120_000);
       requests++;
       if (!r.ok) {
@@ -171,7 +224,17 @@ async function level(target: StreamTarget, model: string, o: Options, clients: n
   await Promise.all(Array.from({ length: clients }, (_, c) => loop(c)));
   const wallS = (performance.now() - started) / 1000;
   agent.destroy();
-  return { clients, ...(sampled ? { sampled } : {}), tokPerS: tokens / wallS, requests, errors, ...(firstError ? { firstError } : {}), ttftP50: percentile(ttft, 50), ttftP95: percentile(ttft, 95), tokensPerRequest: requests - errors > 0 ? tokens / (requests - errors) : 0 };
+  return {
+    clients,
+    ...(sampled ? { sampled } : {}),
+    tokPerS: tokens / wallS,
+    requests,
+    errors,
+    ...(firstError ? { firstError } : {}),
+    ttftP50: percentile(ttft, 50),
+    ttftP95: percentile(ttft, 95),
+    tokensPerRequest: requests - errors > 0 ? tokens / (requests - errors) : 0,
+  };
 }
 
 /** The native loop's profile lines logged after `fromChars` of the log, merged (step-weighted). */
@@ -181,7 +244,11 @@ function profileSince(logs: string, fromChars: number): Profile | undefined {
   let busy = 0;
   let window = 0;
   const ms = { build: 0, decode: 0, sync: 0, sample: 0, emit: 0 };
-  for (const m of logs.slice(fromChars).matchAll(/hearth-native-profile steps=(\d+) rows_per_step=([\d.]+) window_ms=([\d.]+) busy_ms=([\d.]+) build_ms=([\d.]+) decode_ms=([\d.]+) sync_ms=([\d.]+) sample_ms=([\d.]+) emit_ms=([\d.]+)/g)) {
+  for (const m of logs
+    .slice(fromChars)
+    .matchAll(
+      /hearth-native-profile steps=(\d+) rows_per_step=([\d.]+) window_ms=([\d.]+) busy_ms=([\d.]+) build_ms=([\d.]+) decode_ms=([\d.]+) sync_ms=([\d.]+) sample_ms=([\d.]+) emit_ms=([\d.]+)/g,
+    )) {
     const s = Number(m[1]);
     steps += s;
     rows += s * Number(m[2]);
@@ -194,7 +261,17 @@ function profileSince(logs: string, fromChars: number): Profile | undefined {
     ms.emit += Number(m[9]);
   }
   if (steps === 0) return undefined;
-  return { steps, rowsPerStep: rows / steps, msPerStep: busy / steps, buildMs: ms.build / steps, decodeMs: ms.decode / steps, syncMs: ms.sync / steps, sampleMs: ms.sample / steps, emitMs: ms.emit / steps, busyShare: window > 0 ? busy / window : 0 };
+  return {
+    steps,
+    rowsPerStep: rows / steps,
+    msPerStep: busy / steps,
+    buildMs: ms.build / steps,
+    decodeMs: ms.decode / steps,
+    syncMs: ms.sync / steps,
+    sampleMs: ms.sample / steps,
+    emitMs: ms.emit / steps,
+    busyShare: window > 0 ? busy / window : 0,
+  };
 }
 
 async function runServer(server: Server, o: Options, model: string): Promise<ServerRun> {
@@ -207,31 +284,79 @@ async function runServer(server: Server, o: Options, model: string): Promise<Ser
   let modelName = 'bench';
   if (server !== 'llama-server') {
     hearth = await startHearthProcess({
-      args: ['--model', model, '--engine', 'native', '--gpu-layers', 'auto', '--slots', String(o.slots), '--context-size', String(contextPerSlot), '--cpu-kernels', 'prebuilt', '--front', 'off', '--queue-limit', '256', '--prompt-cache-mib', '0'],
-      env: { HEARTH_NATIVE_PROFILE: '1', HEARTH_LOG_LEVEL: 'info', ...(server === 'hearth-1t' ? { HEARTH_SAMPLER_THREADS: '1' } : {}) },
+      args: [
+        '--model',
+        model,
+        '--engine',
+        'native',
+        '--gpu-layers',
+        'auto',
+        '--slots',
+        String(o.slots),
+        '--context-size',
+        String(contextPerSlot),
+        '--cpu-kernels',
+        'prebuilt',
+        '--front',
+        'off',
+        '--queue-limit',
+        '256',
+        '--prompt-cache-mib',
+        '0',
+      ],
+      env: {
+        HEARTH_NATIVE_PROFILE: '1',
+        HEARTH_LOG_LEVEL: 'info',
+        ...(server === 'hearth-1t' ? { HEARTH_SAMPLER_THREADS: '1' } : {}),
+      },
     });
     await hearth.waitReady(300_000);
     const ready = /"msg":"model ready".*/.exec(hearth.logs())?.[0] ?? '';
     const gpu = /"gpu":(\{"backend":"cuda"[^}]*\}[^}]*\})/.exec(ready)?.[1];
-    where = gpu ? `native loop, ${gpu}` : `native loop, NOT on a GPU: ${/"msg":"gpu unusable[^\n]*/.exec(hearth.logs())?.[0] ?? ready}`;
+    where = gpu
+      ? `native loop, ${gpu}`
+      : `native loop, NOT on a GPU: ${/"msg":"gpu unusable[^\n]*/.exec(hearth.logs())?.[0] ?? ready}`;
     if (!gpu) notes.push('Hearth did not offload to the GPU');
-    modelName = ((await (await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${hearth.key}` } })).json()) as { data: { id: string }[] }).data[0]!.id;
-    target = { baseUrl: hearth.baseUrl, path: '/api/inference/v1/chat/completions', headers: { authorization: `Bearer ${hearth.key}` } };
+    modelName = (
+      (await (
+        await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${hearth.key}` } })
+      ).json()) as { data: { id: string }[] }
+    ).data[0]!.id;
+    target = {
+      baseUrl: hearth.baseUrl,
+      path: '/api/inference/v1/chat/completions',
+      headers: { authorization: `Bearer ${hearth.key}` },
+    };
   } else {
-    llama = await startLlamaServer({ binary: join(o.tools, 'llama-server'), model, slots: o.slots, threads: 8, contextPerSlot, extraArgs: ['-ngl', '99'], timeoutMs: 300_000, retryWithoutRepackOnSigill: false, env: toolsEnv(o.tools) });
+    llama = await startLlamaServer({
+      binary: join(o.tools, 'llama-server'),
+      model,
+      slots: o.slots,
+      threads: 8,
+      contextPerSlot,
+      extraArgs: ['-ngl', '99'],
+      timeoutMs: 300_000,
+      retryWithoutRepackOnSigill: false,
+      env: toolsEnv(o.tools),
+    });
     where = `llama-server ${llama.args.join(' ')}`;
     target = { baseUrl: llama.baseUrl, path: '/v1/chat/completions' };
   }
   const levels: Level[] = [];
   try {
     await level(target, modelName, { ...o, durationS: 3 }, Math.min(o.slots, 16), 'warm');
-    const plan = [...o.concurrency.map((c) => ({ clients: c, sampled: false })), ...(o.sampledClients > 0 ? [{ clients: o.sampledClients, sampled: true }] : [])];
+    const plan = [
+      ...o.concurrency.map((c) => ({ clients: c, sampled: false })),
+      ...(o.sampledClients > 0 ? [{ clients: o.sampledClients, sampled: true }] : []),
+    ];
     for (const { clients, sampled } of plan) {
       const from = hearth ? hearth.logs().length : 0;
       const l: Level = await level(target, modelName, o, clients, `c${clients}${sampled ? 's' : ''}`, sampled);
       const profile = hearth ? profileSince(hearth.logs(), from) : undefined;
       if (profile) l.profile = profile;
-      log(`${server} x${clients}${sampled ? ' sampled' : ''}: ${fmt.num(l.tokPerS)} tok/s, TTFT p50 ${fmt.ms(l.ttftP50)}, ${l.requests} requests, ${l.errors} errors${profile ? `, ${fmt.num(profile.rowsPerStep)} rows/step, ${profile.msPerStep.toFixed(2)} ms/step (decode ${profile.decodeMs.toFixed(2)}, GPU wait ${profile.syncMs.toFixed(2)}, sample ${profile.sampleMs.toFixed(2)}, emit ${profile.emitMs.toFixed(2)}, build ${profile.buildMs.toFixed(2)}), busy ${fmt.pct(profile.busyShare)}` : ''}`);
+      log(
+        `${server} x${clients}${sampled ? ' sampled' : ''}: ${fmt.num(l.tokPerS)} tok/s, TTFT p50 ${fmt.ms(l.ttftP50)}, ${l.requests} requests, ${l.errors} errors${profile ? `, ${fmt.num(profile.rowsPerStep)} rows/step, ${profile.msPerStep.toFixed(2)} ms/step (decode ${profile.decodeMs.toFixed(2)}, GPU wait ${profile.syncMs.toFixed(2)}, sample ${profile.sampleMs.toFixed(2)}, emit ${profile.emitMs.toFixed(2)}, build ${profile.buildMs.toFixed(2)}), busy ${fmt.pct(profile.busyShare)}` : ''}`,
+      );
       levels.push(l);
     }
   } finally {
@@ -250,26 +375,42 @@ async function main(): Promise<void> {
   const gpu = describeGpu();
   const machine = describeMachine();
   log(`GPU: ${gpu}; ${machineLine(machine)}`);
-  for (const f of [...(o.targets.has('llama-server') ? ['llama-server'] : []), ...(o.targets.has('ceiling') ? ['llama-batched-bench'] : [])]) {
-    if (!existsSync(join(o.tools, f))) throw new Error(`${join(o.tools, f)} is missing: run npm run build:cuda -- --bench-tools first`);
+  for (const f of [
+    ...(o.targets.has('llama-server') ? ['llama-server'] : []),
+    ...(o.targets.has('ceiling') ? ['llama-batched-bench'] : []),
+  ]) {
+    if (!existsSync(join(o.tools, f)))
+      throw new Error(`${join(o.tools, f)} is missing: run npm run build:cuda -- --bench-tools first`);
   }
-  if (o.targets.has('hearth') && !existsSync(join(ROOT, 'native/build/cuda/libggml-cuda.so'))) log('native/build/cuda/libggml-cuda.so is missing (npm run build:cuda): Hearth will use whatever CUDA backend --gpu-layers auto finds');
+  if (o.targets.has('hearth') && !existsSync(join(ROOT, 'native/build/cuda/libggml-cuda.so')))
+    log(
+      'native/build/cuda/libggml-cuda.so is missing (npm run build:cuda): Hearth will use whatever CUDA backend --gpu-layers auto finds',
+    );
   const shape = SHAPES[o.model];
   const model = shape ? await ensureRealisticModel(shape.options) : resolve(o.model);
   const label = shape ? `${o.model}: ${shape.label}` : model;
   log(`model ${label} (${model})`);
 
   const ceilingRows = o.targets.has('ceiling') ? ceiling(o, model) : [];
-  for (const r of ceilingRows) log(`ceiling x${r.sequences}: decode ${fmt.num(r.tgTokPerS)} tok/s, with prefill ${fmt.num(r.requestTokPerS)}`);
+  for (const r of ceilingRows)
+    log(`ceiling x${r.sequences}: decode ${fmt.num(r.tgTokPerS)} tok/s, with prefill ${fmt.num(r.requestTokPerS)}`);
   const runs: ServerRun[] = [];
   for (const server of ['hearth', 'llama-server', 'hearth-1t'] as const) {
     if (!o.targets.has(server)) continue;
     try {
       runs.push(await runServer(server, o, model));
     } catch (err) {
-      runs.push({ server, where: 'failed to run', levels: [], notes: [err instanceof Error ? err.message.slice(0, 2000) : String(err)] });
+      runs.push({
+        server,
+        where: 'failed to run',
+        levels: [],
+        notes: [err instanceof Error ? err.message.slice(0, 2000) : String(err)],
+      });
       mkdirSync(o.outDir, { recursive: true });
-      writeFileSync(join(o.outDir, `${server}-error.log`), err instanceof Error ? `${err.stack ?? ''}\n${err.message}` : String(err));
+      writeFileSync(
+        join(o.outDir, `${server}-error.log`),
+        err instanceof Error ? `${err.stack ?? ''}\n${err.message}` : String(err),
+      );
       log(`${server} failed: ${err instanceof Error ? err.message.slice(0, 2000) : String(err)}`);
     }
   }
@@ -277,30 +418,95 @@ async function main(): Promise<void> {
   const hearthRun = runs.find((r) => r.server === 'hearth');
   const serialRun = runs.find((r) => r.server === 'hearth-1t');
   const llamaRun = runs.find((r) => r.server === 'llama-server');
-  const rowKeys = [...o.concurrency.map((c) => ({ c, sampled: false })), ...(o.sampledClients > 0 ? [{ c: o.sampledClients, sampled: true }] : [])];
+  const rowKeys = [
+    ...o.concurrency.map((c) => ({ c, sampled: false })),
+    ...(o.sampledClients > 0 ? [{ c: o.sampledClients, sampled: true }] : []),
+  ];
   const rows = rowKeys.map(({ c, sampled }) => {
     const h = hearthRun?.levels.find((l) => l.clients === c && !!l.sampled === sampled);
     const l = llamaRun?.levels.find((x) => x.clients === c && !!x.sampled === sampled);
     const ceil = ceilingRows.find((r) => r.sequences === c);
     const h1 = serialRun?.levels.find((x) => x.clients === c && !!x.sampled === sampled);
-    const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? (a / b).toFixed(2) : '–');
-    return [sampled ? `${c} (sampled)` : c, ceil ? fmt.num(ceil.tgTokPerS) : '–', l ? fmt.num(l.tokPerS) : '–', h ? fmt.num(h.tokPerS) : '–', `**${ratio(h?.tokPerS, l?.tokPerS)}**`, ratio(h?.tokPerS, ceil?.tgTokPerS), ratio(l?.tokPerS, ceil?.tgTokPerS),
-      l ? `${fmt.ms(l.ttftP50)} / ${fmt.ms(l.ttftP95)}` : '–', h ? `${fmt.ms(h.ttftP50)} / ${fmt.ms(h.ttftP95)}` : '–', `${l?.errors ?? '–'} / ${h?.errors ?? '–'}`,
-      ...(serialRun ? [h1 ? fmt.num(h1.tokPerS) : '–', ratio(h?.tokPerS, h1?.tokPerS)] : [])];
+    const ratio = (a: number | undefined, b: number | undefined) =>
+      a !== undefined && b !== undefined && b > 0 ? (a / b).toFixed(2) : '–';
+    return [
+      sampled ? `${c} (sampled)` : c,
+      ceil ? fmt.num(ceil.tgTokPerS) : '–',
+      l ? fmt.num(l.tokPerS) : '–',
+      h ? fmt.num(h.tokPerS) : '–',
+      `**${ratio(h?.tokPerS, l?.tokPerS)}**`,
+      ratio(h?.tokPerS, ceil?.tgTokPerS),
+      ratio(l?.tokPerS, ceil?.tgTokPerS),
+      l ? `${fmt.ms(l.ttftP50)} / ${fmt.ms(l.ttftP95)}` : '–',
+      h ? `${fmt.ms(h.ttftP50)} / ${fmt.ms(h.ttftP95)}` : '–',
+      `${l?.errors ?? '–'} / ${h?.errors ?? '–'}`,
+      ...(serialRun ? [h1 ? fmt.num(h1.tokPerS) : '–', ratio(h?.tokPerS, h1?.tokPerS)] : []),
+    ];
   });
-  const profileRows = [hearthRun, serialRun].flatMap((run) => (run?.levels ?? []).filter((l) => l.profile).map((l) => {
-    const p = l.profile!;
-    return [run!.server === 'hearth' ? 'parallel' : '1 thread', l.sampled ? `${l.clients} (sampled)` : l.clients, fmt.num(p.rowsPerStep), p.msPerStep.toFixed(2), p.buildMs.toFixed(3), p.decodeMs.toFixed(3), p.syncMs.toFixed(3), p.sampleMs.toFixed(3), p.emitMs.toFixed(3), fmt.pct(p.busyShare)];
-  }));
+  const profileRows = [hearthRun, serialRun].flatMap((run) =>
+    (run?.levels ?? [])
+      .filter((l) => l.profile)
+      .map((l) => {
+        const p = l.profile!;
+        return [
+          run!.server === 'hearth' ? 'parallel' : '1 thread',
+          l.sampled ? `${l.clients} (sampled)` : l.clients,
+          fmt.num(p.rowsPerStep),
+          p.msPerStep.toFixed(2),
+          p.buildMs.toFixed(3),
+          p.decodeMs.toFixed(3),
+          p.syncMs.toFixed(3),
+          p.sampleMs.toFixed(3),
+          p.emitMs.toFixed(3),
+          fmt.pct(p.busyShare),
+        ];
+      }),
+  );
   const md = [
     `GPU: ${gpu} · ${machineLine(machine)}`,
     '',
     `Model ${label}; streaming clients, max_tokens ${o.maxTokens}, temperature ${o.temperature}, ~16-token prompts; ${o.durationS} s per level after a warm-up${o.sampledClients > 0 ? `; the sampled row: temperature 0.8, top_p 0.95` : ''}. ` +
       `Ceiling: llama-batched-bench -ngl 99, 16-token prompts, ${o.maxTokens} generated, decode tok/s. llama-server: \`-ngl 99 -np ${o.slots}\`, same CUDA build. Hearth: ${hearthRun?.where ?? '–'}, --slots ${o.slots}.`,
     '',
-    table(['clients', 'ceiling tok/s (decode)', 'llama-server tok/s', 'Hearth tok/s', 'Hearth / llama-server', 'Hearth / ceiling', 'llama-server / ceiling', 'TTFT p50 / p95 llama-server', 'TTFT p50 / p95 Hearth', 'errors (llama-server / Hearth)', ...(serialRun ? ['Hearth, rows sampled on 1 thread, tok/s', 'parallel / 1 thread'] : [])], rows),
+    table(
+      [
+        'clients',
+        'ceiling tok/s (decode)',
+        'llama-server tok/s',
+        'Hearth tok/s',
+        'Hearth / llama-server',
+        'Hearth / ceiling',
+        'llama-server / ceiling',
+        'TTFT p50 / p95 llama-server',
+        'TTFT p50 / p95 Hearth',
+        'errors (llama-server / Hearth)',
+        ...(serialRun ? ['Hearth, rows sampled on 1 thread, tok/s', 'parallel / 1 thread'] : []),
+      ],
+      rows,
+    ),
     '',
-    ...(profileRows.length ? ['Hearth\'s loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping.', '', table(['sampling', 'clients', 'rows / step', 'ms / step', 'build', 'decode', 'GPU wait', 'sample', 'emit', 'busy'], profileRows), ''] : []),
+    ...(profileRows.length
+      ? [
+          "Hearth's loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping.",
+          '',
+          table(
+            [
+              'sampling',
+              'clients',
+              'rows / step',
+              'ms / step',
+              'build',
+              'decode',
+              'GPU wait',
+              'sample',
+              'emit',
+              'busy',
+            ],
+            profileRows,
+          ),
+          '',
+        ]
+      : []),
     ...runs.flatMap((r) => r.notes.map((n) => `- ${r.server}: ${n}`)),
     `Bench wall time: ${((performance.now() - started) / 1000).toFixed(0)} s.`,
   ].join('\n');
@@ -310,10 +516,11 @@ async function main(): Promise<void> {
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   writeFileSync(join(o.outDir, `gpu-${stamp}.json`), `${JSON.stringify(data, null, 1)}\n`);
   writeFileSync(join(o.outDir, `gpu-${stamp}.md`), `${md}\n`);
-  if (o.resultsMd) recordResults('gpu', 'GPU: Hearth native on CUDA vs llama-server vs the kernel ceiling', data, md, machine);
+  if (o.resultsMd)
+    recordResults('gpu', 'GPU: Hearth native on CUDA vs llama-server vs the kernel ceiling', data, md, machine);
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exitCode = 1;
 });

@@ -18,17 +18,40 @@ const REQUESTS = Number(flag('--requests') ?? 12);
 const ENGINE = flag('--engine') ?? 'native';
 const SCHEMA = {
   type: 'object',
-  properties: { n: { type: 'string' }, o: { type: 'object', properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } }, required: ['t', 's'], additionalProperties: false } },
+  properties: {
+    n: { type: 'string' },
+    o: {
+      type: 'object',
+      properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } },
+      required: ['t', 's'],
+      additionalProperties: false,
+    },
+  },
   required: ['n', 'o'],
   additionalProperties: false,
 };
-const FORMATS = { json_object: { type: 'json_object' }, json_schema: { type: 'json_schema', json_schema: { name: 'cat', schema: SCHEMA, strict: true } } };
+const FORMATS = {
+  json_object: { type: 'json_object' },
+  json_schema: { type: 'json_schema', json_schema: { name: 'cat', schema: SCHEMA, strict: true } },
+};
 
-async function measure(horizon: string | undefined, model: string): Promise<Record<string, { tokensPerSecond: number; parsed: number }>> {
+async function measure(
+  horizon: string | undefined,
+  model: string,
+): Promise<Record<string, { tokensPerSecond: number; parsed: number }>> {
   const env = horizon === undefined ? {} : { HEARTH_CLOSING_HORIZON: horizon };
   const previous = process.env.HEARTH_CLOSING_HORIZON;
   Object.assign(process.env, env);
-  const hearth = await startBenchHearth(['--model', model, '--model-id', 'local/bench', '--slots', '1', '--engine', ENGINE]);
+  const hearth = await startBenchHearth([
+    '--model',
+    model,
+    '--model-id',
+    'local/bench',
+    '--slots',
+    '1',
+    '--engine',
+    ENGINE,
+  ]);
   if (previous === undefined) delete process.env.HEARTH_CLOSING_HORIZON;
   const out: Record<string, { tokensPerSecond: number; parsed: number }> = {};
   try {
@@ -41,9 +64,19 @@ async function measure(horizon: string | undefined, model: string): Promise<Reco
           const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
             method: 'POST',
             headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ model: 'local/bench', messages: [{ role: 'user', content: 'Describe a cat as JSON.' }], response_format: format, max_tokens: maxTokens, seed, temperature: 1 }),
+            body: JSON.stringify({
+              model: 'local/bench',
+              messages: [{ role: 'user', content: 'Describe a cat as JSON.' }],
+              response_format: format,
+              max_tokens: maxTokens,
+              seed,
+              temperature: 1,
+            }),
           });
-          const body = (await r.json()) as { choices: { message: { content: string } }[]; usage: { completion_tokens: number } };
+          const body = (await r.json()) as {
+            choices: { message: { content: string } }[];
+            usage: { completion_tokens: number };
+          };
           tokens += body.usage.completion_tokens;
           try {
             JSON.parse(body.choices[0]!.message.content);
@@ -52,7 +85,10 @@ async function measure(horizon: string | undefined, model: string): Promise<Reco
             /* counted as not parsed */
           }
         }
-        out[`${name} max_tokens ${maxTokens}`] = { tokensPerSecond: Math.round((tokens / (performance.now() - start)) * 1000), parsed };
+        out[`${name} max_tokens ${maxTokens}`] = {
+          tokensPerSecond: Math.round((tokens / (performance.now() - start)) * 1000),
+          parsed,
+        };
       }
     }
   } finally {
@@ -64,7 +100,11 @@ async function measure(horizon: string | undefined, model: string): Promise<Reco
 const model = flag('--model') ?? (await tinyChatModel());
 const off = await measure('0', model);
 const on = await measure(undefined, model);
-console.log(`model ${model}, --engine ${ENGINE}, ${REQUESTS} sequential requests per row (tokens/s incl. HTTP and prompt; parsed = replies that JSON.parse)`);
+console.log(
+  `model ${model}, --engine ${ENGINE}, ${REQUESTS} sequential requests per row (tokens/s incl. HTTP and prompt; parsed = replies that JSON.parse)`,
+);
 for (const row of Object.keys(on)) {
-  console.log(`${row.padEnd(24)} closing off: ${String(off[row]!.tokensPerSecond).padStart(6)} tok/s, ${off[row]!.parsed}/${REQUESTS} parse | on: ${String(on[row]!.tokensPerSecond).padStart(6)} tok/s, ${on[row]!.parsed}/${REQUESTS} parse`);
+  console.log(
+    `${row.padEnd(24)} closing off: ${String(off[row]!.tokensPerSecond).padStart(6)} tok/s, ${off[row]!.parsed}/${REQUESTS} parse | on: ${String(on[row]!.tokensPerSecond).padStart(6)} tok/s, ${on[row]!.parsed}/${REQUESTS} parse`,
+  );
 }

@@ -50,7 +50,10 @@ interface CorpusEntry {
 }
 
 type Verdict = 'covered' | 'refused' | 'unparsable' | 'UNSOUND' | 'n/a';
-interface Result { verdict: Verdict; detail: string }
+interface Result {
+  verdict: Verdict;
+  detail: string;
+}
 
 const ROOT = resolve(import.meta.dirname, '..');
 const args = process.argv.slice(2);
@@ -86,7 +89,8 @@ function judge(entry: CorpusEntry, grammar: string): Result {
     } catch (err) {
       return { verdict: 'n/a', detail: `the test walker cannot read this grammar: ${String(err).slice(0, 60)}` };
     }
-    if (!matcher._testText(text)) return { verdict: 'n/a', detail: `walker sample not admitted by llama.cpp: ${text.slice(0, 40)}` };
+    if (!matcher._testText(text))
+      return { verdict: 'n/a', detail: `walker sample not admitted by llama.cpp: ${text.slice(0, 40)}` };
     let ok: boolean;
     try {
       ok = valid(JSON.parse(text));
@@ -105,7 +109,10 @@ function judge(entry: CorpusEntry, grammar: string): Result {
     if (admitsInvalid) parts.push(`admits ${entry.invalid}`);
     return { verdict: 'UNSOUND', detail: parts.join('; ') };
   }
-  return { verdict: 'covered', detail: `${SAMPLES} samples valid${entry.invalid !== undefined ? ', forbidden document refused' : ''}` };
+  return {
+    verdict: 'covered',
+    detail: `${SAMPLES} samples valid${entry.invalid !== undefined ? ', forbidden document refused' : ''}`,
+  };
 }
 
 function hearth(entry: CorpusEntry): Result {
@@ -113,7 +120,11 @@ function hearth(entry: CorpusEntry): Result {
   try {
     grammar = jsonSchemaToGrammar(entry.schema as JsonSchema, { strict: entry.strict === true });
   } catch (err) {
-    if (err instanceof GrammarError) return { verdict: 'refused', detail: `400 ${err.keyword === null ? 'invalid_schema' : `unsupported_schema_keyword '${err.keyword}'`}` };
+    if (err instanceof GrammarError)
+      return {
+        verdict: 'refused',
+        detail: `400 ${err.keyword === null ? 'invalid_schema' : `unsupported_schema_keyword '${err.keyword}'`}`,
+      };
     throw err;
   }
   return judge(entry, grammar);
@@ -124,19 +135,44 @@ function llamaCppGrammars(): Array<{ grammar?: string; error?: string }> | null 
   const src = process.env['HEARTH_LLAMA_SRC'] ?? '(HEARTH_LLAMA_SRC unset)';
   const lib = process.env['HEARTH_LLAMA_LIB'] ?? '(HEARTH_LLAMA_LIB unset)';
   if (!existsSync(join(src, 'common/json-schema-to-grammar.h')) || !existsSync(join(lib, 'libllama-common.so'))) {
-    console.error(`llama.cpp column skipped: no ${src}/common/json-schema-to-grammar.h or ${lib}/libllama-common.so (set HEARTH_LLAMA_SRC / HEARTH_LLAMA_LIB)`);
+    console.error(
+      `llama.cpp column skipped: no ${src}/common/json-schema-to-grammar.h or ${lib}/libllama-common.so (set HEARTH_LLAMA_SRC / HEARTH_LLAMA_LIB)`,
+    );
     return null;
   }
   const exe = join(mkdtempSync(join(tmpdir(), 'hearth-schema-driver-')), 'driver');
-  const cc = spawnSync('g++', ['-std=c++17', '-O1', `-I${src}/common`, `-I${src}/include`, `-I${src}/ggml/include`, `-I${src}/vendor`,
-    join(ROOT, 'bench/json-schema-coverage/llama-schema-driver.cpp'), `-L${lib}`, '-lllama-common', `-Wl,-rpath,${lib}`, '-o', exe], { encoding: 'utf8' });
+  const cc = spawnSync(
+    'g++',
+    [
+      '-std=c++17',
+      '-O1',
+      `-I${src}/common`,
+      `-I${src}/include`,
+      `-I${src}/ggml/include`,
+      `-I${src}/vendor`,
+      join(ROOT, 'bench/json-schema-coverage/llama-schema-driver.cpp'),
+      `-L${lib}`,
+      '-lllama-common',
+      `-Wl,-rpath,${lib}`,
+      '-o',
+      exe,
+    ],
+    { encoding: 'utf8' },
+  );
   if (cc.status !== 0) {
     console.error(`llama.cpp column skipped: g++ failed\n${cc.stderr}`);
     return null;
   }
-  const run = spawnSync(exe, [], { input: corpus.map((e) => JSON.stringify(e.schema)).join('\n') + '\n', encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const run = spawnSync(exe, [], {
+    input: corpus.map((e) => JSON.stringify(e.schema)).join('\n') + '\n',
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
   if (run.status !== 0) throw new Error(`the llama.cpp driver failed: ${run.stderr}`);
-  return run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { grammar?: string; error?: string });
+  return run.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { grammar?: string; error?: string });
 }
 
 const llamaOut = llamaCppGrammars();
@@ -150,20 +186,41 @@ const rows = corpus.map((entry, i) => {
 });
 
 if (args.includes('--json')) {
-  console.log(JSON.stringify(rows.map((r) => ({ name: r.entry.name, source: r.entry.source, hearth: r.ours, llamaCpp: r.theirs })), null, 2));
+  console.log(
+    JSON.stringify(
+      rows.map((r) => ({ name: r.entry.name, source: r.entry.source, hearth: r.ours, llamaCpp: r.theirs })),
+      null,
+      2,
+    ),
+  );
 } else {
   const width = Math.max(...rows.map((r) => r.entry.name.length));
   console.log(`${'schema'.padEnd(width)}  ${'Hearth'.padEnd(10)}  ${'llama.cpp'.padEnd(10)}  notes`);
   for (const r of rows) {
-    const notes = [r.ours.verdict !== 'covered' ? `Hearth: ${r.ours.detail}` : '', r.theirs.verdict !== 'covered' ? `llama.cpp: ${r.theirs.detail}` : ''].filter(Boolean).join(' | ');
-    console.log(`${r.entry.name.padEnd(width)}  ${r.ours.verdict.padEnd(10)}  ${r.theirs.verdict.padEnd(10)}  ${notes}`);
+    const notes = [
+      r.ours.verdict !== 'covered' ? `Hearth: ${r.ours.detail}` : '',
+      r.theirs.verdict !== 'covered' ? `llama.cpp: ${r.theirs.detail}` : '',
+    ]
+      .filter(Boolean)
+      .join(' | ');
+    console.log(
+      `${r.entry.name.padEnd(width)}  ${r.ours.verdict.padEnd(10)}  ${r.theirs.verdict.padEnd(10)}  ${notes}`,
+    );
   }
-  const count = (side: 'ours' | 'theirs', v: Verdict, subset = rows) => subset.filter((r) => r[side].verdict === v).length;
+  const count = (side: 'ours' | 'theirs', v: Verdict, subset = rows) =>
+    subset.filter((r) => r[side].verdict === v).length;
   const tests = rows.filter((r) => r.entry.source !== 'feature');
   const features = rows.filter((r) => r.entry.source === 'feature');
   console.log('');
-  for (const [label, subset] of [['test schemas', tests], ['feature schemas', features], ['all', rows]] as const) {
-    const line = (side: 'ours' | 'theirs') => (['covered', 'refused', 'unparsable', 'UNSOUND', 'n/a'] as const).map((v) => `${v} ${count(side, v, subset)}`).join(', ');
+  for (const [label, subset] of [
+    ['test schemas', tests],
+    ['feature schemas', features],
+    ['all', rows],
+  ] as const) {
+    const line = (side: 'ours' | 'theirs') =>
+      (['covered', 'refused', 'unparsable', 'UNSOUND', 'n/a'] as const)
+        .map((v) => `${v} ${count(side, v, subset)}`)
+        .join(', ');
     console.log(`${label} (${subset.length}):  Hearth: ${line('ours')}  |  llama.cpp: ${line('theirs')}`);
   }
 }

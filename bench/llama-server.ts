@@ -19,7 +19,18 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync, chmodSync, openSync, closeSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  copyFileSync,
+  chmodSync,
+  openSync,
+  closeSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism, homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -55,8 +66,12 @@ export function bundleInfo(): { commit: string; tag: string | null } {
   if (!commit) throw new Error(`no head in ${BUNDLE}: ${r.stdout}`);
   let tag: string | null = null;
   try {
-    tag = (JSON.parse(readFileSync(join(NODE_LLAMA_CPP_LLAMA_DIR, 'llama.cpp.info.json'), 'utf8')) as { tag?: string }).tag ?? null;
-  } catch { /* optional */ }
+    tag =
+      (JSON.parse(readFileSync(join(NODE_LLAMA_CPP_LLAMA_DIR, 'llama.cpp.info.json'), 'utf8')) as { tag?: string })
+        .tag ?? null;
+  } catch {
+    /* optional */
+  }
   return { commit, tag };
 }
 
@@ -143,7 +158,11 @@ const runningBuildSteps = new Set<ChildProcess>();
 /** Kills a build step in progress (for a caller's signal handler); the next ensureLlamaServer resumes the build. */
 export function killLlamaServerBuild(): void {
   for (const child of runningBuildSteps) {
-    try { process.kill(-child.pid!, 'SIGTERM'); } catch { child.kill('SIGTERM'); }
+    try {
+      process.kill(-child.pid!, 'SIGTERM');
+    } catch {
+      child.kill('SIGTERM');
+    }
   }
 }
 
@@ -154,7 +173,11 @@ export function runLogged(cmd: string, args: string[], logFile: string, cwd?: st
     // Own process group, so killLlamaServerBuild() stops the compilers too, not only cmake.
     const child = spawn(cmd, args, { cwd, stdio: ['ignore', fd, fd], detached: true });
     runningBuildSteps.add(child);
-    child.on('error', (e) => { runningBuildSteps.delete(child); closeSync(fd); rej(e); });
+    child.on('error', (e) => {
+      runningBuildSteps.delete(child);
+      closeSync(fd);
+      rej(e);
+    });
     child.on('exit', (code, signal) => {
       runningBuildSteps.delete(child);
       closeSync(fd);
@@ -169,7 +192,9 @@ function hasCommand(cmd: string): boolean {
 }
 
 /** Finds or builds llama-server (see the file comment). `log` gets progress lines. */
-export async function ensureLlamaServer(options: { log?: (line: string) => void; jobs?: number } = {}): Promise<LlamaServerBinary> {
+export async function ensureLlamaServer(
+  options: { log?: (line: string) => void; jobs?: number } = {},
+): Promise<LlamaServerBinary> {
   const log = options.log ?? ((s: string) => process.stderr.write(`[llama-server] ${s}\n`));
   const envPath = process.env['HEARTH_LLAMA_SERVER'];
   if (envPath) {
@@ -179,7 +204,10 @@ export async function ensureLlamaServer(options: { log?: (line: string) => void;
   }
   const { commit, tag } = bundleInfo();
   const extra = extraCmakeArgs();
-  const dirName = extra.length === 0 ? commit : `${commit}-${createHash('sha256').update(extra.join(' ')).digest('hex').slice(0, 12)}`;
+  const dirName =
+    extra.length === 0
+      ? commit
+      : `${commit}-${createHash('sha256').update(extra.join(' ')).digest('hex').slice(0, 12)}`;
   const dir = join(llamaServerCacheRoot(), dirName);
   const binary = join(dir, 'llama-server');
   const optionsFile = join(dir, 'cmake-options.json');
@@ -188,7 +216,11 @@ export async function ensureLlamaServer(options: { log?: (line: string) => void;
     const version = binaryVersion(binary);
     if (version === null) return null;
     let cmakeOptions: string[] = [];
-    try { cmakeOptions = JSON.parse(readFileSync(optionsFile, 'utf8')) as string[]; } catch { /* older cache */ }
+    try {
+      cmakeOptions = JSON.parse(readFileSync(optionsFile, 'utf8')) as string[];
+    } catch {
+      /* older cache */
+    }
     return { path: binary, commit, tag, version, source: 'cache', cmakeOptions };
   };
   const hit = cached();
@@ -216,9 +248,39 @@ export async function ensureLlamaServer(options: { log?: (line: string) => void;
     const generator = hasCommand('ninja') ? ['-G', 'Ninja'] : [];
     const nice = hasCommand('nice') ? ['nice', '-n', '10'] : [];
     const jobs = String(options.jobs ?? availableParallelism());
-    await runLogged(nice[0] ?? 'cmake', [...nice.slice(1), ...(nice.length ? ['cmake'] : []), '-S', srcDir, '-B', buildDir, ...generator, ...cmakeOptions], logFile);
-    await runLogged(nice[0] ?? 'cmake', [...nice.slice(1), ...(nice.length ? ['cmake'] : []), '--build', buildDir, '--config', 'Release', '--target', 'llama-server', '-j', jobs], logFile);
-    const built = [join(buildDir, 'bin/llama-server'), join(buildDir, 'bin/Release/llama-server')].find((p) => existsSync(p));
+    await runLogged(
+      nice[0] ?? 'cmake',
+      [
+        ...nice.slice(1),
+        ...(nice.length ? ['cmake'] : []),
+        '-S',
+        srcDir,
+        '-B',
+        buildDir,
+        ...generator,
+        ...cmakeOptions,
+      ],
+      logFile,
+    );
+    await runLogged(
+      nice[0] ?? 'cmake',
+      [
+        ...nice.slice(1),
+        ...(nice.length ? ['cmake'] : []),
+        '--build',
+        buildDir,
+        '--config',
+        'Release',
+        '--target',
+        'llama-server',
+        '-j',
+        jobs,
+      ],
+      logFile,
+    );
+    const built = [join(buildDir, 'bin/llama-server'), join(buildDir, 'bin/Release/llama-server')].find((p) =>
+      existsSync(p),
+    );
     if (!built) throw new Error(`build finished but no llama-server binary under ${buildDir}/bin; see ${logFile}`);
     const tmp = `${binary}.tmp-${process.pid}`;
     copyFileSync(built, tmp);
@@ -233,7 +295,12 @@ export async function ensureLlamaServer(options: { log?: (line: string) => void;
 }
 
 export function llamaServerHelp(binary: string, env?: NodeJS.ProcessEnv): string {
-  const r = spawnSync(binary, ['--help'], { encoding: 'utf8', timeout: 30_000, maxBuffer: 16 << 20, ...(env ? { env } : {}) });
+  const r = spawnSync(binary, ['--help'], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    maxBuffer: 16 << 20,
+    ...(env ? { env } : {}),
+  });
   return `${r.stdout}${r.stderr}`;
 }
 
@@ -291,7 +358,12 @@ function supportedFlags(binary: string, env?: NodeJS.ProcessEnv): (flag: string)
 }
 
 class StartupCrash extends Error {
-  constructor(message: string, readonly signal: NodeJS.Signals | null) { super(message); }
+  constructor(
+    message: string,
+    readonly signal: NodeJS.Signals | null,
+  ) {
+    super(message);
+  }
 }
 
 /** Starts llama-server on 127.0.0.1 and waits for /health 200. Stops it with SIGTERM (SIGKILL after 10 s). */
@@ -299,9 +371,17 @@ export async function startLlamaServer(o: LlamaServerOptions): Promise<LlamaServ
   try {
     return await startOnce(o, []);
   } catch (e) {
-    if (!(e instanceof StartupCrash) || e.signal !== 'SIGILL' || o.retryWithoutRepackOnSigill === false || (o.extraArgs ?? []).includes('--no-repack')) throw e;
+    if (
+      !(e instanceof StartupCrash) ||
+      e.signal !== 'SIGILL' ||
+      o.retryWithoutRepackOnSigill === false ||
+      (o.extraArgs ?? []).includes('--no-repack')
+    )
+      throw e;
     const s = await startOnce(o, ['--no-repack']);
-    s.notes.push('started with --no-repack: the default start died of SIGILL in ggml\'s AMX kernel (extra buffer types off: no AMX, no CPU repack)');
+    s.notes.push(
+      "started with --no-repack: the default start died of SIGILL in ggml's AMX kernel (extra buffer types off: no AMX, no CPU repack)",
+    );
     return s;
   }
 }
@@ -310,13 +390,20 @@ async function startOnce(o: LlamaServerOptions, more: string[]): Promise<LlamaSe
   const port = o.port ?? (await freePort());
   const has = supportedFlags(o.binary, o.env);
   const args = [
-    '-m', o.model,
-    '--host', '127.0.0.1',
-    '--port', String(port),
-    '-np', String(o.slots),
-    '-t', String(o.threads),
-    '-tb', String(o.threadsBatch ?? o.threads),
-    '-c', String(o.slots * o.contextPerSlot),
+    '-m',
+    o.model,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '-np',
+    String(o.slots),
+    '-t',
+    String(o.threads),
+    '-tb',
+    String(o.threadsBatch ?? o.threads),
+    '-c',
+    String(o.slots * o.contextPerSlot),
   ];
   if (has('--cont-batching')) args.push('--cont-batching');
   if (has('--no-webui')) args.push('--no-webui');
@@ -325,7 +412,9 @@ async function startOnce(o: LlamaServerOptions, more: string[]): Promise<LlamaSe
   if (has('--no-kv-unified')) args.push('--no-kv-unified');
   // No automatic context/param fitting and no model router: the bench pins everything.
   if (has('--fit')) args.push('--fit', 'off');
-  if (has('--no-warmup')) { /* keep the default warm-up: both servers warm up at load */ }
+  if (has('--no-warmup')) {
+    /* keep the default warm-up: both servers warm up at load */
+  }
   args.push(...(o.extraArgs ?? []), ...more);
   const proc = spawn(o.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(o.env ? { env: o.env } : {}) });
   let output = '';
@@ -336,9 +425,16 @@ async function startOnce(o: LlamaServerOptions, more: string[]): Promise<LlamaSe
   proc.stdout!.on('data', append);
   proc.stderr!.on('data', append);
   let deathSignal: NodeJS.Signals | null = null;
-  const exited = new Promise<number | null>((res) => proc.on('exit', (code, signal) => { deathSignal = signal; res(code); }));
+  const exited = new Promise<number | null>((res) =>
+    proc.on('exit', (code, signal) => {
+      deathSignal = signal;
+      res(code);
+    }),
+  );
   let dead = false;
-  void exited.then(() => { dead = true; });
+  void exited.then(() => {
+    dead = true;
+  });
   const baseUrl = `http://127.0.0.1:${port}`;
   let stopping: Promise<number | null> | null = null;
   const handle: LlamaServerProcess = {
@@ -362,7 +458,11 @@ async function startOnce(o: LlamaServerOptions, more: string[]): Promise<LlamaSe
   };
   const deadline = Date.now() + (o.timeoutMs ?? 120_000);
   while (Date.now() < deadline) {
-    if (dead) throw new StartupCrash(`llama-server exited during startup (${deathSignal ?? `exit ${proc.exitCode}`}):\n${output.slice(-4000)}`, deathSignal);
+    if (dead)
+      throw new StartupCrash(
+        `llama-server exited during startup (${deathSignal ?? `exit ${proc.exitCode}`}):\n${output.slice(-4000)}`,
+        deathSignal,
+      );
     const r = await fetch(`${baseUrl}/health`).catch(() => null);
     if (r?.status === 200) return handle;
     await new Promise((res) => setTimeout(res, 200));

@@ -25,7 +25,8 @@ const token = ' tokens';
 const tokenEscaped = ' "quoted"\n\\ and ünïcødé 🔥';
 // Equivalence first: the fast path must produce exactly the generic bytes.
 for (const t of [token, tokenEscaped]) {
-  if (builder.contentEvent(t) !== sseData(builder.chunk({ content: t }, null))) throw new Error('contentEvent differs from sseData(chunk)');
+  if (builder.contentEvent(t) !== sseData(builder.chunk({ content: t }, null)))
+    throw new Error('contentEvent differs from sseData(chunk)');
 }
 
 const chatBody = {
@@ -48,7 +49,8 @@ const chatJson = JSON.stringify(chatBody);
 // validateChatRequest reads its input and builds a new ChatRequest: the same parsed body can be reused.
 const frozen = JSON.stringify(chatBody);
 validateChatRequest(chatBody);
-if (JSON.stringify(chatBody) !== frozen) throw new Error('validateChatRequest mutated its input; the benchmark must clone it');
+if (JSON.stringify(chatBody) !== frozen)
+  throw new Error('validateChatRequest mutated its input; the benchmark must clone it');
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-bench-micro-'));
 const store = HearthStore.open(dir);
@@ -59,22 +61,52 @@ const wrongSecret = key.slice(0, -4) + (key.endsWith('aaaa') ? 'bbbb' : 'aaaa');
 keys.authenticate(key);
 
 const warming = modelWarmingUp({ state: 'pulling', progress: 42.5, workers_ready: 0, workers: 1 });
-const invalid = invalidRequest("Invalid value for 'temperature': must be between 0 and 2", 'temperature', 'invalid_value');
+const invalid = invalidRequest(
+  "Invalid value for 'temperature': must be between 0 and 2",
+  'temperature',
+  'invalid_value',
+);
 const full = queueFull(1);
 
 const bench = new Bench({ time: TIME, warmupTime: 100 });
 bench
-  .add('SSE content event: CompletionBuilder.contentEvent', () => { builder.contentEvent(token); })
-  .add('SSE content event: sseData(builder.chunk(...)) (generic)', () => { sseData(builder.chunk({ content: token }, null)); })
-  .add('SSE content event, escapes + unicode: contentEvent', () => { builder.contentEvent(tokenEscaped); })
-  .add('SSE content event, escapes + unicode: sseData(chunk)', () => { sseData(builder.chunk({ content: tokenEscaped }, null)); })
-  .add('validateChatRequest (parsed body, 4 messages)', () => { validateChatRequest(chatBody); })
-  .add('JSON.parse + validateChatRequest (what a request costs)', () => { validateChatRequest(JSON.parse(chatJson)); })
-  .add('ApiKeyRepository.authenticate (valid key, LMDB, 1,001 keys)', () => { keys.authenticate(key); })
-  .add('ApiKeyRepository.authenticate (wrong secret -> 401)', () => { try { keys.authenticate(wrongSecret); } catch { /* expected */ } })
-  .add('error body: JSON.stringify(invalidRequest.toBody())', () => { JSON.stringify(invalid.toBody()); })
-  .add('error body: JSON.stringify(modelWarmingUp.toBody()) (with details)', () => { JSON.stringify(warming.toBody()); })
-  .add('error body: JSON.stringify(queueFull.toBody())', () => { JSON.stringify(full.toBody()); });
+  .add('SSE content event: CompletionBuilder.contentEvent', () => {
+    builder.contentEvent(token);
+  })
+  .add('SSE content event: sseData(builder.chunk(...)) (generic)', () => {
+    sseData(builder.chunk({ content: token }, null));
+  })
+  .add('SSE content event, escapes + unicode: contentEvent', () => {
+    builder.contentEvent(tokenEscaped);
+  })
+  .add('SSE content event, escapes + unicode: sseData(chunk)', () => {
+    sseData(builder.chunk({ content: tokenEscaped }, null));
+  })
+  .add('validateChatRequest (parsed body, 4 messages)', () => {
+    validateChatRequest(chatBody);
+  })
+  .add('JSON.parse + validateChatRequest (what a request costs)', () => {
+    validateChatRequest(JSON.parse(chatJson));
+  })
+  .add('ApiKeyRepository.authenticate (valid key, LMDB, 1,001 keys)', () => {
+    keys.authenticate(key);
+  })
+  .add('ApiKeyRepository.authenticate (wrong secret -> 401)', () => {
+    try {
+      keys.authenticate(wrongSecret);
+    } catch {
+      /* expected */
+    }
+  })
+  .add('error body: JSON.stringify(invalidRequest.toBody())', () => {
+    JSON.stringify(invalid.toBody());
+  })
+  .add('error body: JSON.stringify(modelWarmingUp.toBody()) (with details)', () => {
+    JSON.stringify(warming.toBody());
+  })
+  .add('error body: JSON.stringify(queueFull.toBody())', () => {
+    JSON.stringify(full.toBody());
+  });
 
 try {
   await bench.run();
@@ -93,8 +125,22 @@ for (const task of bench.tasks) {
     continue;
   }
   const nsPerOp = r.latency.mean * 1e6;
-  rows.push([task.name, fmt.int(r.throughput.mean), `${nsPerOp < 1000 ? nsPerOp.toFixed(0) : fmt.int(nsPerOp)} ns`, `${(r.latency.p50 * 1e6).toFixed(0)} ns`, `${(r.latency.p99 * 1e6).toFixed(0)} ns`, `±${r.latency.rme.toFixed(2)}%`]);
-  data.push({ name: task.name, opsPerSec: r.throughput.mean, meanNs: nsPerOp, p50Ns: r.latency.p50 * 1e6, p99Ns: r.latency.p99 * 1e6, rme: r.latency.rme });
+  rows.push([
+    task.name,
+    fmt.int(r.throughput.mean),
+    `${nsPerOp < 1000 ? nsPerOp.toFixed(0) : fmt.int(nsPerOp)} ns`,
+    `${(r.latency.p50 * 1e6).toFixed(0)} ns`,
+    `${(r.latency.p99 * 1e6).toFixed(0)} ns`,
+    `±${r.latency.rme.toFixed(2)}%`,
+  ]);
+  data.push({
+    name: task.name,
+    opsPerSec: r.throughput.mean,
+    meanNs: nsPerOp,
+    p50Ns: r.latency.p50 * 1e6,
+    p99Ns: r.latency.p99 * 1e6,
+    rme: r.latency.rme,
+  });
 }
 const markdown = `tinybench, ${TIME} ms per task after 100 ms warm-up, one thread. \`contentEvent\` was checked to return exactly the bytes of \`sseData(chunk)\`.
 

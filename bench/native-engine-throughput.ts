@@ -63,11 +63,25 @@ const DEFAULT_BENCH_OPTIONS = {
 
 const SHARED_MODELS = resolve(import.meta.dirname, '../../shared/models');
 const GREEDY: SamplingParams = {
-  temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1,
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 1,
 };
 const PROMPTS = [
-  'Once upon a time', 'The little dog ran', 'Tom and Sue went to the park', 'One day, a bird sang',
-  'The big red ball', 'Lily wanted a cake', 'In a small house lived', 'The sun was hot and',
+  'Once upon a time',
+  'The little dog ran',
+  'Tom and Sue went to the park',
+  'One day, a bird sang',
+  'The big red ball',
+  'Lily wanted a cake',
+  'In a small house lived',
+  'The sun was hot and',
 ];
 
 interface Row {
@@ -86,7 +100,10 @@ interface Measurement {
   seconds: number;
 }
 
-async function repeatRuns(times: number, once: (i: number) => Promise<Measurement>): Promise<Omit<Row, 'model' | 'engine' | 'concurrency'>> {
+async function repeatRuns(
+  times: number,
+  once: (i: number) => Promise<Measurement>,
+): Promise<Omit<Row, 'model' | 'engine' | 'concurrency'>> {
   const runs: (Measurement & { tps: number })[] = [];
   for (let i = 0; i < times; i++) {
     const m = await once(i);
@@ -94,7 +111,12 @@ async function repeatRuns(times: number, once: (i: number) => Promise<Measuremen
   }
   runs.sort((a, b) => b.tps - a.tps);
   const best = runs[0]!;
-  return { completionTokens: best.completionTokens, seconds: best.seconds, tokensPerSecond: best.tps, medianTokensPerSecond: runs[Math.floor(runs.length / 2)]!.tps };
+  return {
+    completionTokens: best.completionTokens,
+    seconds: best.seconds,
+    tokensPerSecond: best.tps,
+    medianTokensPerSecond: runs[Math.floor(runs.length / 2)]!.tps,
+  };
 }
 
 function parseArgs(argv: string[]): BenchOptions {
@@ -135,37 +157,65 @@ async function resolveModel(name: string): Promise<string> {
 
 async function defaultModels(): Promise<string[]> {
   const names = ['stories', 'random'];
-  if (existsSync(resolve(SHARED_MODELS, 'llama-2-tiny-random.gguf')) && existsSync(resolve(import.meta.dirname, '../models/test-model-path.ts'))) {
+  if (
+    existsSync(resolve(SHARED_MODELS, 'llama-2-tiny-random.gguf')) &&
+    existsSync(resolve(import.meta.dirname, '../models/test-model-path.ts'))
+  ) {
     names.push('realistic');
   }
   return names;
 }
 
-async function runNative(engine: NativeSlotEngine, prompts: Uint32Array[], tokens: number): Promise<{ completionTokens: number; seconds: number }> {
+async function runNative(
+  engine: NativeSlotEngine,
+  prompts: Uint32Array[],
+  tokens: number,
+): Promise<{ completionTokens: number; seconds: number }> {
   const started = performance.now();
-  const results = await Promise.all(prompts.map((promptTokens) => new Promise<number>((done, fail) => {
-    engine.submit(promptTokens, { maxTokens: tokens, stops: [], sampling: GREEDY, grammar: '', topLogprobs: -1, cachePartition: '' }, {
-      onText() {},
-      onDone: (r) => done(r.completionTokens),
-      onError: (e) => fail(new Error(e.message)),
-    });
-  })));
+  const results = await Promise.all(
+    prompts.map(
+      (promptTokens) =>
+        new Promise<number>((done, fail) => {
+          engine.submit(
+            promptTokens,
+            { maxTokens: tokens, stops: [], sampling: GREEDY, grammar: '', topLogprobs: -1, cachePartition: '' },
+            {
+              onText() {},
+              onDone: (r) => done(r.completionTokens),
+              onError: (e) => fail(new Error(e.message)),
+            },
+          );
+        }),
+    ),
+  );
   return { completionTokens: results.reduce((a, b) => a + b, 0), seconds: (performance.now() - started) / 1000 };
 }
 
-async function runNodeLlamaCpp(model: LlamaModel, prompts: Uint32Array[], tokens: number, threads: number): Promise<{ completionTokens: number; seconds: number }> {
-  const context = await model.createContext({ contextSize: prompts.length * 512, sequences: prompts.length, threads, batchSize: 512 });
+async function runNodeLlamaCpp(
+  model: LlamaModel,
+  prompts: Uint32Array[],
+  tokens: number,
+  threads: number,
+): Promise<{ completionTokens: number; seconds: number }> {
+  const context = await model.createContext({
+    contextSize: prompts.length * 512,
+    sequences: prompts.length,
+    threads,
+    batchSize: 512,
+  });
   try {
     const started = performance.now();
-    const counts = await Promise.all(prompts.map(async (prompt) => {
-      const sequence = context.getSequence();
-      let n = 0;
-      for await (const t of sequence.evaluate(Array.from(prompt) as Token[], { temperature: 0 })) {
-        n++;
-        if (n >= tokens || model.isEogToken(t)) break;
-      }
-      return n;
-    }));
+    const counts = await Promise.all(
+      prompts.map(async (prompt) => {
+        const sequence = context.getSequence();
+        let n = 0;
+        for await (const t of sequence.evaluate(Array.from(prompt) as Token[], { temperature: 0 })) {
+          n++;
+          if (n >= tokens || model.isEogToken(t)) break;
+        }
+        return n;
+      }),
+    );
     return { completionTokens: counts.reduce((a, b) => a + b, 0), seconds: (performance.now() - started) / 1000 };
   } finally {
     await context.dispose();
@@ -174,16 +224,24 @@ async function runNodeLlamaCpp(model: LlamaModel, prompts: Uint32Array[], tokens
 
 async function runLlamaServer(baseUrl: string, prompts: Uint32Array[], tokens: number): Promise<Measurement> {
   const started = performance.now();
-  const counts = await Promise.all(prompts.map(async (prompt) => {
-    const r = await fetch(`${baseUrl}/completion`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt: Array.from(prompt), n_predict: tokens, temperature: 0, stream: false, cache_prompt: true }),
-    });
-    if (!r.ok) throw new Error(`llama-server /completion: ${r.status} ${await r.text()}`);
-    const body = (await r.json()) as { tokens_predicted?: number; timings?: { predicted_n?: number } };
-    return body.tokens_predicted ?? body.timings?.predicted_n ?? 0;
-  }));
+  const counts = await Promise.all(
+    prompts.map(async (prompt) => {
+      const r = await fetch(`${baseUrl}/completion`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          prompt: Array.from(prompt),
+          n_predict: tokens,
+          temperature: 0,
+          stream: false,
+          cache_prompt: true,
+        }),
+      });
+      if (!r.ok) throw new Error(`llama-server /completion: ${r.status} ${await r.text()}`);
+      const body = (await r.json()) as { tokens_predicted?: number; timings?: { predicted_n?: number } };
+      return body.tokens_predicted ?? body.timings?.predicted_n ?? 0;
+    }),
+  );
   return { completionTokens: counts.reduce((a, b) => a + b, 0), seconds: (performance.now() - started) / 1000 };
 }
 
@@ -193,15 +251,31 @@ async function benchModel(llama: Llama, modelPath: string, o: BenchOptions): Pro
   const rows: Row[] = [];
   try {
     const maxN = Math.max(...o.concurrency);
-    const prompts = Array.from({ length: maxN }, (_, i) => Uint32Array.from([vocab.tokens.bos!, ...vocab.tokenize(PROMPTS[i % PROMPTS.length]!)]));
-    const engine = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: maxN, threads: o.threads, kvUnified: o.kvUnified, weightRepack: !o.noRepack, persistentThreads: !o.noThreadPool, ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}) });
+    const prompts = Array.from({ length: maxN }, (_, i) =>
+      Uint32Array.from([vocab.tokens.bos!, ...vocab.tokenize(PROMPTS[i % PROMPTS.length]!)]),
+    );
+    const engine = await loadNativeSlotEngineInternal({
+      modelPath,
+      contextSize: 512,
+      slots: maxN,
+      threads: o.threads,
+      kvUnified: o.kvUnified,
+      weightRepack: !o.noRepack,
+      persistentThreads: !o.noThreadPool,
+      ...(o.threadPoll !== undefined ? { threadPoll: o.threadPoll } : {}),
+    });
     try {
       await runNative(engine, prompts.slice(0, 1), 16); // warm-up: graph allocation, page cache
       let salt = 0;
       for (const n of o.concurrency) {
         // A different second token per job and run, so the prefix cache does not skip prompt evaluation.
         const run = await repeatRuns(o.repeat, () =>
-          runNative(engine, prompts.slice(0, n).map((p) => Uint32Array.from([p[0]!, 100 + (salt++ % 300), ...p.subarray(1)])), o.tokens));
+          runNative(
+            engine,
+            prompts.slice(0, n).map((p) => Uint32Array.from([p[0]!, 100 + (salt++ % 300), ...p.subarray(1)])),
+            o.tokens,
+          ),
+        );
         rows.push({ model: name, engine: 'native', concurrency: n, ...run });
         print(rows.at(-1)!);
       }
@@ -220,16 +294,28 @@ async function benchModel(llama: Llama, modelPath: string, o: BenchOptions): Pro
       const binary = await ensureLlamaServer();
       const maxN = Math.max(...o.concurrency);
       const server = await startLlamaServer({
-        binary: binary.path, model: modelPath, slots: maxN, threads: o.threads, contextPerSlot: 512, extraArgs: o.noRepack ? ['--no-repack'] : [],
+        binary: binary.path,
+        model: modelPath,
+        slots: maxN,
+        threads: o.threads,
+        contextPerSlot: 512,
+        extraArgs: o.noRepack ? ['--no-repack'] : [],
       });
       for (const note of server.notes) console.log(`llama-server: ${note}`);
       try {
-        const prompts = Array.from({ length: maxN }, (_, i) => Uint32Array.from([vocab.tokens.bos!, ...vocab.tokenize(PROMPTS[i % PROMPTS.length]!)]));
+        const prompts = Array.from({ length: maxN }, (_, i) =>
+          Uint32Array.from([vocab.tokens.bos!, ...vocab.tokenize(PROMPTS[i % PROMPTS.length]!)]),
+        );
         await runLlamaServer(server.baseUrl, prompts.slice(0, 1), 16);
         let salt = 0;
         for (const n of o.concurrency) {
           const run = await repeatRuns(o.repeat, () =>
-            runLlamaServer(server.baseUrl, prompts.slice(0, n).map((p) => Uint32Array.from([p[0]!, 100 + (salt++ % 300), ...p.subarray(1)])), o.tokens));
+            runLlamaServer(
+              server.baseUrl,
+              prompts.slice(0, n).map((p) => Uint32Array.from([p[0]!, 100 + (salt++ % 300), ...p.subarray(1)])),
+              o.tokens,
+            ),
+          );
           rows.push({ model: name, engine: 'llama-server', concurrency: n, ...run });
           print(rows.at(-1)!);
         }
@@ -254,7 +340,11 @@ function print(r: Row): void {
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
   const names = o.models.length > 0 ? o.models : await defaultModels();
-  console.log(`threads=${o.threads} tokens=${o.tokens} kvUnified=${o.kvUnified} weightRepack=${!o.noRepack} threadPool=${!o.noThreadPool} threadPoll=${o.threadPoll ?? 'default'} load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `threads=${o.threads} tokens=${o.tokens} kvUnified=${o.kvUnified} weightRepack=${!o.noRepack} threadPool=${!o.noThreadPool} threadPoll=${o.threadPoll ?? 'default'} load average before: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false });
   const rows: Row[] = [];
   try {
@@ -262,7 +352,11 @@ async function main(): Promise<void> {
   } finally {
     await llama.dispose();
   }
-  console.log(`load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  console.log(
+    `load average after: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
   if (o.json) writeFileSync(o.json, `${JSON.stringify({ options: o, rows }, null, 2)}\n`);
 }
 

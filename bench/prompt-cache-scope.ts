@@ -10,11 +10,15 @@ import { probeTable, runCacheScopeProbe, startProbeServer } from '../test/helper
  */
 const argv = process.argv.slice(2);
 const dash = argv.indexOf('--');
-const model = (dash === 0 ? undefined : argv[0]) ?? process.env.HEARTH_TEST_MODEL ?? '../shared/models/stories260K.gguf';
+const model =
+  (dash === 0 ? undefined : argv[0]) ?? process.env.HEARTH_TEST_MODEL ?? '../shared/models/stories260K.gguf';
 const extra = dash >= 0 ? argv.slice(dash + 1) : [];
 
 const CONFIGS: { name: string; args: string[] }[] = [
-  { name: 'native, slot reuse (--slots 4 --prompt-cache-mib 0)', args: ['--engine', 'native', '--slots', '4', '--prompt-cache-mib', '0'] },
+  {
+    name: 'native, slot reuse (--slots 4 --prompt-cache-mib 0)',
+    args: ['--engine', 'native', '--slots', '4', '--prompt-cache-mib', '0'],
+  },
   { name: 'native, host-memory prompt cache (--slots 1)', args: ['--engine', 'native', '--slots', '1'] },
   { name: 'node-llama-cpp, sequence reuse (--slots 4)', args: ['--engine', 'node-llama-cpp', '--slots', '4'] },
 ];

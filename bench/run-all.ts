@@ -28,12 +28,21 @@ for (const name of wanted) {
   }
   console.log(`\n=== bench:${name}`);
   const started = Date.now();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', file], { stdio: 'inherit', cwd: path.resolve(BENCH, '..') });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', file], {
+    stdio: 'inherit',
+    cwd: path.resolve(BENCH, '..'),
+  });
   const seconds = Math.round((Date.now() - started) / 1000);
-  summary.push({ name, status: r.error ? `error: ${r.error.message}` : r.status === 0 ? 'ok' : `exit ${r.status ?? r.signal}`, seconds });
+  summary.push({
+    name,
+    status: r.error ? `error: ${r.error.message}` : r.status === 0 ? 'ok' : `exit ${r.status ?? r.signal}`,
+    seconds,
+  });
 }
 
 console.log('\n=== summary');
 for (const s of summary) console.log(`bench:${s.name.padEnd(9)} ${s.status.padEnd(20)} ${s.seconds} s`);
-console.log(`results: ${path.relative(process.cwd(), path.join(BENCH, 'RESULTS.md'))}, raw JSON in ${path.relative(process.cwd(), path.join(BENCH, 'out'))}/`);
+console.log(
+  `results: ${path.relative(process.cwd(), path.join(BENCH, 'RESULTS.md'))}, raw JSON in ${path.relative(process.cwd(), path.join(BENCH, 'out'))}/`,
+);
 if (summary.some((s) => s.status !== 'ok' && !s.status.startsWith('skipped'))) process.exitCode = 1;

@@ -19,7 +19,18 @@ const files = ['a', 'b', 'c'].map((n) => {
   fs.copyFileSync(source, f);
   return f;
 });
-const hearth = await startHearthProcess({ args: [...files.flatMap((f, i) => ['--model', `${f},id=local/${'abc'[i]}`]), '--engine', 'native', '--slots', '2', '--context-size', '512', ...extra] });
+const hearth = await startHearthProcess({
+  args: [
+    ...files.flatMap((f, i) => ['--model', `${f},id=local/${'abc'[i]}`]),
+    '--engine',
+    'native',
+    '--slots',
+    '2',
+    '--context-size',
+    '512',
+    ...extra,
+  ],
+});
 
 const rssMiB = () => {
   const status = fs.readFileSync(`/proc/${hearth.proc.pid}/status`, 'utf8');
@@ -32,7 +43,12 @@ async function ttft(model: string): Promise<number> {
   const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model, stream: true, max_tokens: 8, messages: [{ role: 'user', content: 'Tell me a story.' }] }),
+    body: JSON.stringify({
+      model,
+      stream: true,
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'Tell me a story.' }],
+    }),
   });
   if (r.status !== 200) throw new Error(`${model}: ${r.status} ${await r.text()}`);
   const reader = r.body!.getReader();
@@ -61,9 +77,13 @@ try {
   cold.push(await ttft('local/c'));
   rss.push(rssMiB());
   for (let i = 0; i < 3; i++) warm.push(await ttft('local/c'));
-  console.log(`several models (native engine, ${os.cpus()[0]?.model}, ${os.availableParallelism()} cores), 56M-parameter Q8_0 model, 3 files of ${Math.round(fs.statSync(source).size / 2 ** 20)} MiB`);
+  console.log(
+    `several models (native engine, ${os.cpus()[0]?.model}, ${os.availableParallelism()} cores), 56M-parameter Q8_0 model, 3 files of ${Math.round(fs.statSync(source).size / 2 ** 20)} MiB`,
+  );
   console.log(`RSS with 1 / 2 / 3 models loaded: ${rss.join(' / ')} MiB`);
-  console.log(`TTFT cold (load included; b, then c): ${cold.map((v) => Math.round(v)).join(', ')} ms; warm (median of 3): ${Math.round(median(warm))} ms`);
+  console.log(
+    `TTFT cold (load included; b, then c): ${cold.map((v) => Math.round(v)).join(', ')} ms; warm (median of 3): ${Math.round(median(warm))} ms`,
+  );
 } finally {
   await hearth.stop();
   fs.rmSync(dir, { recursive: true, force: true });

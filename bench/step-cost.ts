@@ -39,7 +39,8 @@ const { values } = parseArgs({
 
 function positiveList(name: string, text: string, min: number): number[] {
   const list = text.split(',').map((s) => Number(s.trim()));
-  if (list.length === 0 || list.some((n) => !Number.isInteger(n) || n < min)) throw new Error(`--${name}: integers >= ${min}, comma-separated`);
+  if (list.length === 0 || list.some((n) => !Number.isInteger(n) || n < min))
+    throw new Error(`--${name}: integers >= ${min}, comma-separated`);
   return list;
 }
 
@@ -53,7 +54,11 @@ const reps = positiveList('reps', values.reps!, 1)[0]!;
 const prebuilt = findPrebuiltLlama();
 if ('reason' in prebuilt) throw new Error(`no prebuilt llama.cpp: ${prebuilt.reason}`);
 const headerRoot = path.join(NATIVE_BUILD_DIR, 'llama-headers');
-const headerDir = existsSync(headerRoot) ? readdirSync(headerRoot).map((d) => path.join(headerRoot, d)).find((d) => existsSync(path.join(d, 'include', 'llama.h'))) : undefined;
+const headerDir = existsSync(headerRoot)
+  ? readdirSync(headerRoot)
+      .map((d) => path.join(headerRoot, d))
+      .find((d) => existsSync(path.join(d, 'include', 'llama.h')))
+  : undefined;
 if (!headerDir) throw new Error('no llama.cpp headers in native/build/llama-headers: run `npm run build:native` first');
 
 let modelPath: string;
@@ -63,7 +68,12 @@ if (values.model) {
   modelLabel = path.basename(modelPath);
 } else {
   const spec = SHAPES[values.shape!];
-  if (!spec || spec.quantizeTo) throw new Error(`--shape: one of ${Object.keys(SHAPES).filter((k) => !SHAPES[k]!.quantizeTo).join(', ')} (or --model FILE)`);
+  if (!spec || spec.quantizeTo)
+    throw new Error(
+      `--shape: one of ${Object.keys(SHAPES)
+        .filter((k) => !SHAPES[k]!.quantizeTo)
+        .join(', ')} (or --model FILE)`,
+    );
   modelPath = await ensureRealisticModel(spec.options ?? {});
   modelLabel = spec.label;
 }
@@ -71,31 +81,89 @@ if (values.model) {
 mkdirSync(OUT_DIR, { recursive: true });
 const binary = path.join(OUT_DIR, 'step-cost');
 const source = path.join(BENCH_DIR, 'probes', 'step-cost.cpp');
-const compile = spawnSync('g++', [
-  '-O2', '-std=c++17', `-I${path.join(headerDir, 'include')}`, `-I${path.join(headerDir, 'ggml', 'include')}`, source, '-o', binary,
-  `-L${prebuilt.binDir}`, `-l:${prebuilt.libllama}`, `-l:${prebuilt.libggml}`, `-l:${prebuilt.libggmlBase}`, `-Wl,-rpath,${prebuilt.binDir}`,
-], { encoding: 'utf8' });
+const compile = spawnSync(
+  'g++',
+  [
+    '-O2',
+    '-std=c++17',
+    `-I${path.join(headerDir, 'include')}`,
+    `-I${path.join(headerDir, 'ggml', 'include')}`,
+    source,
+    '-o',
+    binary,
+    `-L${prebuilt.binDir}`,
+    `-l:${prebuilt.libllama}`,
+    `-l:${prebuilt.libggml}`,
+    `-l:${prebuilt.libggmlBase}`,
+    `-Wl,-rpath,${prebuilt.binDir}`,
+  ],
+  { encoding: 'utf8' },
+);
 if (compile.status !== 0) throw new Error(`compiling ${source} failed:\n${compile.stderr}`);
 
-interface Measurement { shape: 'decode' | 'mixed' | 'prompt-first' | 'alone'; promptContext: number; chunk: number; ms: number }
-console.log(`step-cost: ${modelLabel}, ${decoders} decoders at ${decoderContext} tokens, ${threads} threads, median of ${reps}`);
-const run = spawnSync(binary, [modelPath, String(threads), String(decoders), String(decoderContext), promptContexts.join(','), chunks.join(','), String(reps)], {
-  encoding: 'utf8',
-  env: { ...process.env, STEP_COST_BACKEND_DIR: prebuilt.binDir },
-  maxBuffer: 16 * 1024 * 1024,
-});
+interface Measurement {
+  shape: 'decode' | 'mixed' | 'prompt-first' | 'alone';
+  promptContext: number;
+  chunk: number;
+  ms: number;
+}
+console.log(
+  `step-cost: ${modelLabel}, ${decoders} decoders at ${decoderContext} tokens, ${threads} threads, median of ${reps}`,
+);
+const run = spawnSync(
+  binary,
+  [
+    modelPath,
+    String(threads),
+    String(decoders),
+    String(decoderContext),
+    promptContexts.join(','),
+    chunks.join(','),
+    String(reps),
+  ],
+  {
+    encoding: 'utf8',
+    env: { ...process.env, STEP_COST_BACKEND_DIR: prebuilt.binDir },
+    maxBuffer: 16 * 1024 * 1024,
+  },
+);
 if (run.status !== 0) throw new Error(`step-cost exited with ${run.status}:\n${run.stderr}`);
-const measured = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as Measurement);
-const at = (shape: Measurement['shape'], pc: number, chunk: number) => measured.find((m) => m.shape === shape && m.promptContext === pc && m.chunk === chunk)!.ms;
+const measured = run.stdout
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as Measurement);
+const at = (shape: Measurement['shape'], pc: number, chunk: number) =>
+  measured.find((m) => m.shape === shape && m.promptContext === pc && m.chunk === chunk)!.ms;
 
 const rows = promptContexts.flatMap((pc) =>
   chunks.map((k) => {
     const decode = at('decode', pc, k);
     const mixed = at('mixed', pc, k);
-    return [pc, k, decode.toFixed(1), `${mixed.toFixed(1)} (+${(mixed - decode).toFixed(1)})`, at('prompt-first', pc, k).toFixed(1), at('alone', pc, k).toFixed(1), ((mixed - decode) / k).toFixed(1)];
+    return [
+      pc,
+      k,
+      decode.toFixed(1),
+      `${mixed.toFixed(1)} (+${(mixed - decode).toFixed(1)})`,
+      at('prompt-first', pc, k).toFixed(1),
+      at('alone', pc, k).toFixed(1),
+      ((mixed - decode) / k).toFixed(1),
+    ];
   }),
 );
 const markdown = `${modelLabel} (${path.basename(modelPath)}), ${decoders} generating slots at ${decoderContext} tokens of context, one KV stream per slot, ${threads} threads (ggml threadpool, poll 50), flash attention ${process.env.STEP_COST_FLASH_ATTN ?? 'auto'}, median of ${reps} steps (a row's shapes take turns), ms per llama_decode:
 
 ${table(['prompt context', 'chunk', 'decode only', 'mixed (added)', 'prompt first', 'chunk alone', 'added per chunk token'], rows)}`;
-recordResults('step-cost', 'Step cost by batch shape', { model: path.basename(modelPath), flashAttn: process.env.STEP_COST_FLASH_ATTN ?? 'auto', threads, decoders, decoderContext, reps, measured }, markdown);
+recordResults(
+  'step-cost',
+  'Step cost by batch shape',
+  {
+    model: path.basename(modelPath),
+    flashAttn: process.env.STEP_COST_FLASH_ATTN ?? 'auto',
+    threads,
+    decoders,
+    decoderContext,
+    reps,
+    measured,
+  },
+  markdown,
+);

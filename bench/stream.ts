@@ -29,7 +29,10 @@ const FANOUT_STREAMS = Number(process.env.BENCH_FANOUT_STREAMS ?? 64);
 const FANOUT_TOKENS = Number(process.env.BENCH_FANOUT_TOKENS ?? 20_000);
 const FANOUT_TARGET = 100_000;
 /** Engines of scenario A, comma-separated: auto (native when built, else node-llama-cpp), native, node-llama-cpp. */
-const ENGINES = (process.env.BENCH_STREAM_ENGINE ?? 'auto').split(',').map((e) => e.trim()).filter(Boolean);
+const ENGINES = (process.env.BENCH_STREAM_ENGINE ?? 'auto')
+  .split(',')
+  .map((e) => e.trim())
+  .filter(Boolean);
 
 /** The instant engine's output for `n` tokens (src/worker/instant-engine.ts: one word per token, cycling). */
 const WORDS = [' the', ' quick', ' brown', ' fox', ' jumps', ' over', ' a', ' lazy', ' dog', '.'];
@@ -45,7 +48,8 @@ function checkStream(s: StreamOutcome, maxTokens: number, expected?: string): st
   const finish = s.chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0]?.finish_reason;
   if (finish !== 'length') problems.push(`finish_reason ${finish}`);
   const usage = s.chunks.at(-1)?.usage;
-  if (usage?.completion_tokens !== maxTokens) problems.push(`usage.completion_tokens ${usage?.completion_tokens} != ${maxTokens}`);
+  if (usage?.completion_tokens !== maxTokens)
+    problems.push(`usage.completion_tokens ${usage?.completion_tokens} != ${maxTokens}`);
   if (expected !== undefined && s.content !== expected) {
     let i = 0;
     while (i < s.content.length && s.content[i] === expected[i]) i++;
@@ -56,29 +60,59 @@ function checkStream(s: StreamOutcome, maxTokens: number, expected?: string): st
 
 async function tinyModelScenario(engineFlag: string) {
   const model = await ensureTinyChatModel({ reply: null });
-  const hearth = await startBenchHearth(['--model', model, '--model-id', 'local/tiny', '--slots', String(SLOTS), '--queue-limit', String(CLIENTS * 2), '--engine', engineFlag]);
+  const hearth = await startBenchHearth([
+    '--model',
+    model,
+    '--model-id',
+    'local/tiny',
+    '--slots',
+    String(SLOTS),
+    '--queue-limit',
+    String(CLIENTS * 2),
+    '--engine',
+    engineFlag,
+  ]);
   const agent = keepAliveAgent(CLIENTS);
   const url = `${hearth.baseUrl}/api/inference/v1/chat/completions`;
-  const body = (i: number) => ({ model: 'local/tiny', messages: [{ role: 'user', content: `Tell me a story number ${i}.` }], max_tokens: MAX_TOKENS, temperature: 0.8, seed: i, stream_options: { include_usage: true } });
+  const body = (i: number) => ({
+    model: 'local/tiny',
+    messages: [{ role: 'user', content: `Tell me a story number ${i}.` }],
+    max_tokens: MAX_TOKENS,
+    temperature: 0.8,
+    seed: i,
+    stream_options: { include_usage: true },
+  });
   try {
     for (let i = 0; i < SLOTS; i++) await streamChat(url, hearth.key, body(i), { agent }); // warm-up
     const outcomes: StreamOutcome[] = [];
     const started = performance.now();
     const deadline = started + SECONDS * 1000;
     let n = 0;
-    await Promise.all(Array.from({ length: CLIENTS }, async () => {
-      while (performance.now() < deadline) outcomes.push(await streamChat(url, hearth.key, body(n++), { agent, timeoutMs: 120_000 }));
-    }));
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        while (performance.now() < deadline)
+          outcomes.push(await streamChat(url, hearth.key, body(n++), { agent, timeoutMs: 120_000 }));
+      }),
+    );
     const wall = (performance.now() - started) / 1000;
     const ok = outcomes.filter((s) => checkStream(s, MAX_TOKENS).length === 0);
     const failures = outcomes.length - ok.length;
     const tokens = ok.reduce((a, s) => a + (s.chunks.at(-1)?.usage?.completion_tokens ?? 0), 0);
     const ttft = ok.map((s) => s.firstContentAt - s.sentAt);
     const e2e = ok.map((s) => s.endedAt - s.sentAt);
-    const engine = ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { engine: { kind: string } }).engine.kind;
-    return { engine, requests: outcomes.length, failures, firstFailure: outcomes.map((s) => checkStream(s, MAX_TOKENS)).find((p) => p.length > 0) ?? null, tokens, wall, tokensPerSec: tokens / wall,
+    const engine = ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { engine: { kind: string } }).engine
+      .kind;
+    return {
+      engine,
+      requests: outcomes.length,
+      failures,
+      firstFailure: outcomes.map((s) => checkStream(s, MAX_TOKENS)).find((p) => p.length > 0) ?? null,
+      tokens,
+      wall,
+      tokensPerSec: tokens / wall,
       ttft: { p50: percentile(ttft, 50), p90: percentile(ttft, 90), p99: percentile(ttft, 99), mean: mean(ttft) },
-      e2e: { p50: percentile(e2e, 50), p90: percentile(e2e, 90), p99: percentile(e2e, 99), mean: mean(e2e) } };
+      e2e: { p50: percentile(e2e, 50), p90: percentile(e2e, 90), p99: percentile(e2e, 99), mean: mean(e2e) },
+    };
   } finally {
     agent.destroy();
     await hearth.stop();
@@ -90,18 +124,42 @@ async function fanOutScenario() {
   // model's declared context length: a tiny GGUF that declares 1M tokens lets a stream run long.
   const context = 1 << 20;
   const model = await ensureTinyModel({ contextLength: context });
-  const hearth = await startBenchHearth(['--model', model, '--model-id', 'local/instant', '--engine', 'instant', '--slots', String(FANOUT_STREAMS), '--context-size', String(context), '--max-tokens', String(Math.max(FANOUT_TOKENS, 4096)), '--stream-buffer-limit', String(64 << 20)]);
+  const hearth = await startBenchHearth([
+    '--model',
+    model,
+    '--model-id',
+    'local/instant',
+    '--engine',
+    'instant',
+    '--slots',
+    String(FANOUT_STREAMS),
+    '--context-size',
+    String(context),
+    '--max-tokens',
+    String(Math.max(FANOUT_TOKENS, 4096)),
+    '--stream-buffer-limit',
+    String(64 << 20),
+  ]);
   const agent = keepAliveAgent(FANOUT_STREAMS);
   const url = `${hearth.baseUrl}/api/inference/v1/chat/completions`;
-  const body = { model: 'local/instant', messages: [{ role: 'user', content: 'Fan out.' }], max_tokens: FANOUT_TOKENS, stream_options: { include_usage: true } };
+  const body = {
+    model: 'local/instant',
+    messages: [{ role: 'user', content: 'Fan out.' }],
+    max_tokens: FANOUT_TOKENS,
+    stream_options: { include_usage: true },
+  };
   const expected = expectedInstant(FANOUT_TOKENS);
   try {
-    await Promise.all(Array.from({ length: 4 }, () => streamChat(url, hearth.key, { ...body, max_tokens: 500 }, { agent }))); // warm-up
+    await Promise.all(
+      Array.from({ length: 4 }, () => streamChat(url, hearth.key, { ...body, max_tokens: 500 }, { agent })),
+    ); // warm-up
     const pid = hearth.proc.pid!;
     const cpuBefore = threadCpu(pid);
     const clientCpuBefore = process.cpuUsage();
     const started = performance.now();
-    const streams = await Promise.all(Array.from({ length: FANOUT_STREAMS }, () => streamChat(url, hearth.key, body, { agent, timeoutMs: 300_000 })));
+    const streams = await Promise.all(
+      Array.from({ length: FANOUT_STREAMS }, () => streamChat(url, hearth.key, body, { agent, timeoutMs: 300_000 })),
+    );
     const wall = (performance.now() - started) / 1000;
     const threads = cpuDelta(cpuBefore, threadCpu(pid), pid);
     const clientCpu = process.cpuUsage(clientCpuBefore);
@@ -112,10 +170,22 @@ async function fanOutScenario() {
     const bytes = streams.reduce((a, s) => a + s.chunks.length, 0);
     const e2e = streams.map((s) => s.endedAt - s.sentAt);
     return {
-      streams: FANOUT_STREAMS, tokensPerStream: FANOUT_TOKENS, complete, firstProblem: problems.find((p) => p.length > 0) ?? null,
-      tokens, contentEvents: events, chunks: bytes, wall, tokensPerSec: tokens / wall, tokensPerEvent: tokens / events,
+      streams: FANOUT_STREAMS,
+      tokensPerStream: FANOUT_TOKENS,
+      complete,
+      firstProblem: problems.find((p) => p.length > 0) ?? null,
+      tokens,
+      contentEvents: events,
+      chunks: bytes,
+      wall,
+      tokensPerSec: tokens / wall,
+      tokensPerEvent: tokens / events,
       e2e: { p50: percentile(e2e, 50), p99: percentile(e2e, 99) },
-      serverCpu: { total: threads.reduce((a, t) => a + t.seconds, 0), main: threads.find((t) => t.main)?.seconds ?? 0, threads: threads.slice(0, 6) },
+      serverCpu: {
+        total: threads.reduce((a, t) => a + t.seconds, 0),
+        main: threads.find((t) => t.main)?.seconds ?? 0,
+        threads: threads.slice(0, 6),
+      },
       clientCpuSeconds: (clientCpu.user + clientCpu.system) / 1e6,
     };
   } finally {
@@ -137,22 +207,86 @@ console.log(b);
 const mainShare = b.serverCpu.main / b.wall;
 const markdown = `### A. Tiny model, ${CLIENTS} concurrent streaming clients, --slots ${SLOTS}, max_tokens ${MAX_TOKENS}, ${SECONDS} s
 
-${table(['engine', 'requests', 'failed', 'tokens', 'tokens/s', 'TTFT p50', 'TTFT p90', 'TTFT p99', 'e2e p50', 'e2e p90', 'e2e p99'], aRuns.map((a) => [
-  a.engine, a.requests, a.failures, fmt.int(a.tokens), fmt.num(a.tokensPerSec), fmt.ms(a.ttft.p50), fmt.ms(a.ttft.p90), fmt.ms(a.ttft.p99), fmt.ms(a.e2e.p50), fmt.ms(a.e2e.p90), fmt.ms(a.e2e.p99),
-]))}
-${aRuns.filter((a) => a.failures > 0).map((a) => `\nFirst failure (${a.engine}): ${a.firstFailure?.join('; ')}\n`).join('')}
+${table(
+  [
+    'engine',
+    'requests',
+    'failed',
+    'tokens',
+    'tokens/s',
+    'TTFT p50',
+    'TTFT p90',
+    'TTFT p99',
+    'e2e p50',
+    'e2e p90',
+    'e2e p99',
+  ],
+  aRuns.map((a) => [
+    a.engine,
+    a.requests,
+    a.failures,
+    fmt.int(a.tokens),
+    fmt.num(a.tokensPerSec),
+    fmt.ms(a.ttft.p50),
+    fmt.ms(a.ttft.p90),
+    fmt.ms(a.ttft.p99),
+    fmt.ms(a.e2e.p50),
+    fmt.ms(a.e2e.p90),
+    fmt.ms(a.e2e.p99),
+  ]),
+)}
+${aRuns
+  .filter((a) => a.failures > 0)
+  .map((a) => `\nFirst failure (${a.engine}): ${a.firstFailure?.join('; ')}\n`)
+  .join('')}
 TTFT and e2e are client-side (send to first content event / to the end of the response), queueing included
 (${CLIENTS} clients on ${SLOTS} slots). The model is the tiny test llama (2 layers, width 64) without its scripted stop.
 
 ### B. Gateway fan-out, \`--engine instant\`: ${FANOUT_STREAMS} streams x ${fmt.int(FANOUT_TOKENS)} tokens
 
-${table(['streams complete + verified', 'tokens', 'wall', 'SSE tokens/s', 'tokens per SSE event', 'stream e2e p50 / p99', 'server CPU (all threads)', 'server main thread CPU', 'bench client CPU'], [[
-  `${b.complete} / ${b.streams}`, fmt.int(b.tokens), `${b.wall.toFixed(2)} s`, `**${fmt.int(b.tokensPerSec)}**`, fmt.num(b.tokensPerEvent, 2), `${fmt.ms(b.e2e.p50)} / ${fmt.ms(b.e2e.p99)}`, `${b.serverCpu.total.toFixed(2)} s`, `${b.serverCpu.main.toFixed(2)} s (${fmt.pct(mainShare)} of wall)`, `${b.clientCpuSeconds.toFixed(2)} s (${fmt.pct(b.clientCpuSeconds / b.wall)} of wall)`,
-]])}
+${table(
+  [
+    'streams complete + verified',
+    'tokens',
+    'wall',
+    'SSE tokens/s',
+    'tokens per SSE event',
+    'stream e2e p50 / p99',
+    'server CPU (all threads)',
+    'server main thread CPU',
+    'bench client CPU',
+  ],
+  [
+    [
+      `${b.complete} / ${b.streams}`,
+      fmt.int(b.tokens),
+      `${b.wall.toFixed(2)} s`,
+      `**${fmt.int(b.tokensPerSec)}**`,
+      fmt.num(b.tokensPerEvent, 2),
+      `${fmt.ms(b.e2e.p50)} / ${fmt.ms(b.e2e.p99)}`,
+      `${b.serverCpu.total.toFixed(2)} s`,
+      `${b.serverCpu.main.toFixed(2)} s (${fmt.pct(mainShare)} of wall)`,
+      `${b.clientCpuSeconds.toFixed(2)} s (${fmt.pct(b.clientCpuSeconds / b.wall)} of wall)`,
+    ],
+  ],
+)}
 
 Target >= ${fmt.int(FANOUT_TARGET)} tokens/s: ${b.tokensPerSec >= FANOUT_TARGET ? 'met' : 'NOT met'}. Every stream parsed event by event: role first,
 content equal to the instant engine's word cycle, finish_reason length, usage.completion_tokens = max_tokens, [DONE] last${b.complete === b.streams ? ' (all passed)' : `; FAILED: ${b.firstProblem?.join('; ')}`}.
 Busiest server threads (CPU s): ${b.serverCpu.threads.map((t) => `${t.main ? 'main' : t.name}#${t.tid} ${t.seconds.toFixed(2)}`).join(', ')}.
 The client (this process: node:http + one JSON.parse per event) shares the machine's ${os.availableParallelism()} cores with the server.`;
-recordResults('stream', 'Streaming', { clients: CLIENTS, slots: SLOTS, seconds: SECONDS, maxTokens: MAX_TOKENS, tiny: aRuns, fanOut: b, fanOutTarget: FANOUT_TARGET }, markdown);
+recordResults(
+  'stream',
+  'Streaming',
+  {
+    clients: CLIENTS,
+    slots: SLOTS,
+    seconds: SECONDS,
+    maxTokens: MAX_TOKENS,
+    tiny: aRuns,
+    fanOut: b,
+    fanOutTarget: FANOUT_TARGET,
+  },
+  markdown,
+);
 if (aRuns.some((a) => a.failures > 0) || b.complete !== b.streams) process.exitCode = 1;

@@ -21,7 +21,13 @@ const EXTRA = (process.env.BENCH_STALL_ARGS ?? '').split(/\s+/).filter(Boolean);
 /** Who sends the emoji: 'user' (the main thread's byte bound applies) or 'assistant' (only the worker's tokenizer does). */
 const ROLE = process.env.BENCH_STALL_ROLE === 'assistant' ? 'assistant' : 'user';
 
-async function chat(base: string, key: string, model: string, messages: Array<{ role: string; content: string }>, maxTokens: number): Promise<{ ms: number; status: number; code: string | null }> {
+async function chat(
+  base: string,
+  key: string,
+  model: string,
+  messages: Array<{ role: string; content: string }>,
+  maxTokens: number,
+): Promise<{ ms: number; status: number; code: string | null }> {
   const started = performance.now();
   const r = await fetch(`${base}/api/inference/v1/chat/completions`, {
     method: 'POST',
@@ -39,20 +45,44 @@ try {
   const model = 'local/bench';
   const smallMessages = [{ role: 'user', content: 'Once upon a time' }];
   const emoji = '\u{1F600}'.repeat(EMOJI);
-  const bigMessages = ROLE === 'user' ? [{ role: 'user', content: emoji }] : [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: emoji }, { role: 'user', content: 'Go on.' }];
+  const bigMessages =
+    ROLE === 'user'
+      ? [{ role: 'user', content: emoji }]
+      : [
+          { role: 'user', content: 'Hi' },
+          { role: 'assistant', content: emoji },
+          { role: 'user', content: 'Go on.' },
+        ];
   for (let i = 0; i < 3; i++) await chat(hearth.baseUrl, hearth.key, model, smallMessages, 4); // warm
   const alone = await chat(hearth.baseUrl, hearth.key, model, smallMessages, 4);
   const big = chat(hearth.baseUrl, hearth.key, model, bigMessages, 4);
   await sleep(DELAY_MS);
   const small = await chat(hearth.baseUrl, hearth.key, model, smallMessages, 4);
   const bigDone = await big;
-  const markdown = `model ${path.basename(modelPath)}${EXTRA.length > 0 ? ` (${EXTRA.join(' ')})` : ''}, ${EMOJI.toLocaleString('en-US')} emoji (${fmt.int(EMOJI * 4)} bytes) in a ${ROLE} message, small request (max_tokens 4) sent ${DELAY_MS} ms after\n\n${table(['request', 'status', 'code', 'ms'], [
-    ['small request alone', alone.status, alone.code ?? '', alone.ms.toFixed(1)],
-    ['big request (emoji)', bigDone.status, bigDone.code ?? '', bigDone.ms.toFixed(1)],
-    [`small request, ${DELAY_MS} ms after the big one`, small.status, small.code ?? '', small.ms.toFixed(1)],
-  ])}`;
+  const markdown = `model ${path.basename(modelPath)}${EXTRA.length > 0 ? ` (${EXTRA.join(' ')})` : ''}, ${EMOJI.toLocaleString('en-US')} emoji (${fmt.int(EMOJI * 4)} bytes) in a ${ROLE} message, small request (max_tokens 4) sent ${DELAY_MS} ms after\n\n${table(
+    ['request', 'status', 'code', 'ms'],
+    [
+      ['small request alone', alone.status, alone.code ?? '', alone.ms.toFixed(1)],
+      ['big request (emoji)', bigDone.status, bigDone.code ?? '', bigDone.ms.toFixed(1)],
+      [`small request, ${DELAY_MS} ms after the big one`, small.status, small.code ?? '', small.ms.toFixed(1)],
+    ],
+  )}`;
   console.log(markdown);
-  recordResults('tokenize-stall', 'Tokenizing a prompt outside the vocabulary', { model: path.basename(modelPath), args: EXTRA, role: ROLE, emoji: EMOJI, delayMs: DELAY_MS, alone, big: bigDone, small }, markdown);
+  recordResults(
+    'tokenize-stall',
+    'Tokenizing a prompt outside the vocabulary',
+    {
+      model: path.basename(modelPath),
+      args: EXTRA,
+      role: ROLE,
+      emoji: EMOJI,
+      delayMs: DELAY_MS,
+      alone,
+      big: bigDone,
+      small,
+    },
+    markdown,
+  );
 } finally {
   await hearth.stop();
 }

@@ -41,12 +41,24 @@ export const kv = {
   f32: (key: string, value: number): GgufKv => ({ key, type: GGUFValueType.FLOAT32, value }),
   bool: (key: string, value: boolean): GgufKv => ({ key, type: GGUFValueType.BOOL, value }),
   string: (key: string, value: string): GgufKv => ({ key, type: GGUFValueType.STRING, value }),
-  stringArray: (key: string, value: readonly string[]): GgufKv =>
-    ({ key, type: GGUFValueType.ARRAY, subType: GGUFValueType.STRING, value: [...value] }),
-  f32Array: (key: string, value: ArrayLike<number>): GgufKv =>
-    ({ key, type: GGUFValueType.ARRAY, subType: GGUFValueType.FLOAT32, value: Array.from(value) }),
-  i32Array: (key: string, value: ArrayLike<number>): GgufKv =>
-    ({ key, type: GGUFValueType.ARRAY, subType: GGUFValueType.INT32, value: Array.from(value) }),
+  stringArray: (key: string, value: readonly string[]): GgufKv => ({
+    key,
+    type: GGUFValueType.ARRAY,
+    subType: GGUFValueType.STRING,
+    value: [...value],
+  }),
+  f32Array: (key: string, value: ArrayLike<number>): GgufKv => ({
+    key,
+    type: GGUFValueType.ARRAY,
+    subType: GGUFValueType.FLOAT32,
+    value: Array.from(value),
+  }),
+  i32Array: (key: string, value: ArrayLike<number>): GgufKv => ({
+    key,
+    type: GGUFValueType.ARRAY,
+    subType: GGUFValueType.INT32,
+    value: Array.from(value),
+  }),
 };
 
 /** Fills `row` (length `shape[0]`) with the values of row `rowIndex`; called once per row, in order. */
@@ -78,9 +90,12 @@ const DATA_CHUNK_BYTES = 1 << 20;
 /** Bytes a tensor's data occupies (without alignment padding). */
 export function tensorByteLength(type: GgmlTensorType, elementCount: number): number {
   switch (type) {
-    case 'F32': return elementCount * 4;
-    case 'F16': return elementCount * 2;
-    case 'Q8_0': return q8_0ByteLength(elementCount);
+    case 'F32':
+      return elementCount * 4;
+    case 'F16':
+      return elementCount * 2;
+    case 'Q8_0':
+      return q8_0ByteLength(elementCount);
   }
 }
 
@@ -108,20 +123,74 @@ class ByteSink {
     this.#bytes = bigger;
     this.#view = new DataView(bigger.buffer);
   }
-  u8(v: number): void { this.#reserve(1); this.#view.setUint8(this.length, v); this.length += 1; }
-  i8(v: number): void { this.#reserve(1); this.#view.setInt8(this.length, v); this.length += 1; }
-  u16(v: number): void { this.#reserve(2); this.#view.setUint16(this.length, v, true); this.length += 2; }
-  i16(v: number): void { this.#reserve(2); this.#view.setInt16(this.length, v, true); this.length += 2; }
-  u32(v: number): void { this.#reserve(4); this.#view.setUint32(this.length, v, true); this.length += 4; }
-  i32(v: number): void { this.#reserve(4); this.#view.setInt32(this.length, v, true); this.length += 4; }
-  f32(v: number): void { this.#reserve(4); this.#view.setFloat32(this.length, v, true); this.length += 4; }
-  f64(v: number): void { this.#reserve(8); this.#view.setFloat64(this.length, v, true); this.length += 8; }
-  u64(v: number | bigint): void { this.#reserve(8); this.#view.setBigUint64(this.length, BigInt(v), true); this.length += 8; }
-  i64(v: number | bigint): void { this.#reserve(8); this.#view.setBigInt64(this.length, BigInt(v), true); this.length += 8; }
-  bytes(b: Uint8Array): void { this.#reserve(b.length); this.#bytes.set(b, this.length); this.length += b.length; }
-  string(s: string): void { const b = ByteSink.#encoder.encode(s); this.u64(b.length); this.bytes(b); }
-  padTo(alignment: number): void { const n = alignUp(this.length, alignment) - this.length; this.#reserve(n); this.length += n; }
-  result(): Uint8Array { return this.#bytes.slice(0, this.length); }
+  u8(v: number): void {
+    this.#reserve(1);
+    this.#view.setUint8(this.length, v);
+    this.length += 1;
+  }
+  i8(v: number): void {
+    this.#reserve(1);
+    this.#view.setInt8(this.length, v);
+    this.length += 1;
+  }
+  u16(v: number): void {
+    this.#reserve(2);
+    this.#view.setUint16(this.length, v, true);
+    this.length += 2;
+  }
+  i16(v: number): void {
+    this.#reserve(2);
+    this.#view.setInt16(this.length, v, true);
+    this.length += 2;
+  }
+  u32(v: number): void {
+    this.#reserve(4);
+    this.#view.setUint32(this.length, v, true);
+    this.length += 4;
+  }
+  i32(v: number): void {
+    this.#reserve(4);
+    this.#view.setInt32(this.length, v, true);
+    this.length += 4;
+  }
+  f32(v: number): void {
+    this.#reserve(4);
+    this.#view.setFloat32(this.length, v, true);
+    this.length += 4;
+  }
+  f64(v: number): void {
+    this.#reserve(8);
+    this.#view.setFloat64(this.length, v, true);
+    this.length += 8;
+  }
+  u64(v: number | bigint): void {
+    this.#reserve(8);
+    this.#view.setBigUint64(this.length, BigInt(v), true);
+    this.length += 8;
+  }
+  i64(v: number | bigint): void {
+    this.#reserve(8);
+    this.#view.setBigInt64(this.length, BigInt(v), true);
+    this.length += 8;
+  }
+  bytes(b: Uint8Array): void {
+    this.#reserve(b.length);
+    this.#bytes.set(b, this.length);
+    this.length += b.length;
+  }
+  string(s: string): void {
+    const b = ByteSink.#encoder.encode(s);
+    this.u64(b.length);
+    this.bytes(b);
+  }
+  padTo(alignment: number): void {
+    const n = alignUp(this.length, alignment) - this.length;
+    this.#reserve(n);
+    this.length += n;
+  }
+  result(): Uint8Array {
+    return this.#bytes.slice(0, this.length);
+  }
 }
 
 function writeScalar(sink: ByteSink, type: GGUFValueType, value: MetadataValue, key: string): void {
@@ -131,22 +200,44 @@ function writeScalar(sink: ByteSink, type: GGUFValueType, value: MetadataValue, 
     throw new TypeError(`GGUF key ${key}: expected a number, got ${typeof value}`);
   };
   switch (type) {
-    case GGUFValueType.UINT8: sink.u8(num()); return;
-    case GGUFValueType.INT8: sink.i8(num()); return;
-    case GGUFValueType.UINT16: sink.u16(num()); return;
-    case GGUFValueType.INT16: sink.i16(num()); return;
-    case GGUFValueType.UINT32: sink.u32(num()); return;
-    case GGUFValueType.INT32: sink.i32(num()); return;
-    case GGUFValueType.FLOAT32: sink.f32(num()); return;
-    case GGUFValueType.FLOAT64: sink.f64(num()); return;
-    case GGUFValueType.UINT64: sink.u64(typeof value === 'bigint' ? value : num()); return;
-    case GGUFValueType.INT64: sink.i64(typeof value === 'bigint' ? value : num()); return;
+    case GGUFValueType.UINT8:
+      sink.u8(num());
+      return;
+    case GGUFValueType.INT8:
+      sink.i8(num());
+      return;
+    case GGUFValueType.UINT16:
+      sink.u16(num());
+      return;
+    case GGUFValueType.INT16:
+      sink.i16(num());
+      return;
+    case GGUFValueType.UINT32:
+      sink.u32(num());
+      return;
+    case GGUFValueType.INT32:
+      sink.i32(num());
+      return;
+    case GGUFValueType.FLOAT32:
+      sink.f32(num());
+      return;
+    case GGUFValueType.FLOAT64:
+      sink.f64(num());
+      return;
+    case GGUFValueType.UINT64:
+      sink.u64(typeof value === 'bigint' ? value : num());
+      return;
+    case GGUFValueType.INT64:
+      sink.i64(typeof value === 'bigint' ? value : num());
+      return;
     case GGUFValueType.BOOL:
       if (typeof value !== 'boolean') throw new TypeError(`GGUF key ${key}: expected a boolean`);
-      sink.u8(value ? 1 : 0); return;
+      sink.u8(value ? 1 : 0);
+      return;
     case GGUFValueType.STRING:
       if (typeof value !== 'string') throw new TypeError(`GGUF key ${key}: expected a string`);
-      sink.string(value); return;
+      sink.string(value);
+      return;
     default:
       throw new TypeError(`GGUF key ${key}: unsupported scalar type ${type}`);
   }

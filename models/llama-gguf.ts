@@ -75,7 +75,8 @@ export function validateLlamaShape(shape: LlamaShape): void {
   if (shape.headCount % shape.headCountKv !== 0) {
     throw new RangeError('llama shape: headCount must be a multiple of headCountKv');
   }
-  if ((shape.embeddingLength / shape.headCount) % 2 !== 0) throw new RangeError('llama shape: head size must be even (RoPE)');
+  if ((shape.embeddingLength / shape.headCount) % 2 !== 0)
+    throw new RangeError('llama shape: head size must be even (RoPE)');
 }
 
 /** Total weights (parameters) of a llama of this shape and vocabulary. */
@@ -132,12 +133,21 @@ export function llamaGgufSpec(options: LlamaGgufOptions): GgufFileSpec {
   ];
 
   const adjust = options.adjustRow;
-  const matrix = (name: string, inputs: number, outputs: number, type: GgmlTensorType, std = 1 / Math.sqrt(inputs)): GgufTensor => {
+  const matrix = (
+    name: string,
+    inputs: number,
+    outputs: number,
+    type: GgmlTensorType,
+    std = 1 / Math.sqrt(inputs),
+  ): GgufTensor => {
     const random = randomRows(seed, name, std);
-    const values = adjust === undefined ? random : (row: Float32Array, rowIndex: number): void => {
-      random(row, rowIndex);
-      adjust(name, row, rowIndex);
-    };
+    const values =
+      adjust === undefined
+        ? random
+        : (row: Float32Array, rowIndex: number): void => {
+            random(row, rowIndex);
+            adjust(name, row, rowIndex);
+          };
     return { name, shape: [inputs, outputs], type, values };
   };
   const norm = (name: string): GgufTensor => ({ name, shape: [e], type: 'F32', values: constant(1) });

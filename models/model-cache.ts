@@ -21,8 +21,14 @@ export function generatorFingerprint(): string {
   if (fingerprint === undefined) {
     const dir = fileURLToPath(new URL('.', import.meta.url));
     const hash = createHash('sha256');
-    for (const name of readdirSync(dir).filter((n) => n.endsWith('.ts')).sort()) {
-      hash.update(name).update('\0').update(readFileSync(join(dir, name))).update('\0');
+    for (const name of readdirSync(dir)
+      .filter((n) => n.endsWith('.ts'))
+      .sort()) {
+      hash
+        .update(name)
+        .update('\0')
+        .update(readFileSync(join(dir, name)))
+        .update('\0');
     }
     fingerprint = hash.digest('hex');
   }
@@ -46,7 +52,8 @@ export function optionsHash(data: unknown): string {
   const canonical = JSON.stringify(data, (_key, value: unknown) =>
     value !== null && typeof value === 'object' && !Array.isArray(value)
       ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : value);
+      : value,
+  );
   return createHash('sha256').update(`${generatorFingerprint()}:${canonical}`).digest('hex').slice(0, 16);
 }
 

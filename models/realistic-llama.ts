@@ -71,9 +71,11 @@ export async function readTokenizerMetadata(path: string): Promise<GgufKv[]> {
   for (const [key, raw] of Object.entries(typedMetadata)) {
     if (!key.startsWith('tokenizer.') || raw === undefined) continue;
     const entry = raw as { type: GGUFValueType; value: MetadataValue; subType?: GGUFValueType };
-    entries.push(entry.subType === undefined
-      ? { key, type: entry.type, value: entry.value }
-      : { key, type: entry.type, subType: entry.subType, value: entry.value });
+    entries.push(
+      entry.subType === undefined
+        ? { key, type: entry.type, value: entry.value }
+        : { key, type: entry.type, subType: entry.subType, value: entry.value },
+    );
   }
   if (!entries.some((e) => e.key === 'tokenizer.ggml.tokens')) throw new Error(`${path} has no tokenizer.ggml.tokens`);
   return entries;
@@ -82,7 +84,9 @@ export async function readTokenizerMetadata(path: string): Promise<GgufKv[]> {
 /** What determines the file's bytes: the resolved options and the tokenizer source's content hash. */
 export async function realisticLlamaCacheKey(options: RealisticLlamaOptions = {}): Promise<unknown> {
   const o = resolveRealisticLlamaOptions(options);
-  const sourceSha256 = createHash('sha256').update(await readFile(o.tokenizerSource)).digest('hex');
+  const sourceSha256 = createHash('sha256')
+    .update(await readFile(o.tokenizerSource))
+    .digest('hex');
   const { tokenizerSource: _path, ...rest } = o;
   return { kind: 'realistic-llama', ...rest, sourceSha256 };
 }
@@ -91,7 +95,10 @@ export async function realisticLlamaSpec(options: RealisticLlamaOptions = {}): P
   const o = resolveRealisticLlamaOptions(options);
   let tokenizer = await readTokenizerMetadata(o.tokenizerSource);
   if (o.chatTemplate !== null) {
-    tokenizer = [...tokenizer.filter((e) => e.key !== 'tokenizer.chat_template'), kv.string('tokenizer.chat_template', o.chatTemplate)];
+    tokenizer = [
+      ...tokenizer.filter((e) => e.key !== 'tokenizer.chat_template'),
+      kv.string('tokenizer.chat_template', o.chatTemplate),
+    ];
   }
   return llamaGgufSpec({
     name: 'hearth-realistic-llama',

@@ -41,10 +41,13 @@ type RowAdjuster = (tensorName: string, row: Float32Array, rowIndex: number) => 
 
 export function scriptedReplyAdjuster(plan: ScriptedReplyPlan): RowAdjuster {
   const states = plan.entryToken === null ? [] : [plan.entryToken, ...plan.replyTokens];
-  if (new Set(states).size !== states.length) throw new Error('scripted reply: tokens must be distinct (and not the entry token)');
+  if (new Set(states).size !== states.length)
+    throw new Error('scripted reply: tokens must be distinct (and not the entry token)');
   if (states.includes(plan.eosToken)) throw new Error('scripted reply: EOS cannot be part of the reply');
   if (states.length > plan.embeddingLength / 4) {
-    throw new RangeError(`scripted reply: at most ${Math.floor(plan.embeddingLength / 4) - 1} reply tokens for width ${plan.embeddingLength}`);
+    throw new RangeError(
+      `scripted reply: at most ${Math.floor(plan.embeddingLength / 4) - 1} reply tokens for width ${plan.embeddingLength}`,
+    );
   }
   // Reserved dimensions: the last `states.length` of the residual stream; state k owns reserved[k].
   const reserved = states.map((_, k) => plan.embeddingLength - states.length + k);
@@ -56,7 +59,9 @@ export function scriptedReplyAdjuster(plan: ScriptedReplyPlan): RowAdjuster {
   const silent = new Set<number>([...plan.silentTokens, plan.eosToken, ...states]);
   const reservedSet = new Set(reserved);
 
-  const clearReserved = (row: Float32Array): void => { for (const d of reserved) row[d] = 0; };
+  const clearReserved = (row: Float32Array): void => {
+    for (const d of reserved) row[d] = 0;
+  };
 
   return (tensorName, row, rowIndex) => {
     if (tensorName === 'token_embd.weight') {

@@ -26,7 +26,10 @@ export function ensureTinyChatModel(options: TinyLlamaOptions = {}, dir?: string
   return ensureTinyModel({ chatTemplate: CHATML_TEMPLATE, ...options }, dir);
 }
 
-export async function ensureRealisticModel(options: RealisticLlamaOptions = {}, dir: string = defaultModelCacheDir()): Promise<string> {
+export async function ensureRealisticModel(
+  options: RealisticLlamaOptions = {},
+  dir: string = defaultModelCacheDir(),
+): Promise<string> {
   const key = await realisticLlamaCacheKey(options);
   const path = join(dir, `realistic-llama-${optionsHash(key)}.gguf`);
   return ensureGeneratedFile(path, (temporary) => writeRealisticLlama(temporary, options));

@@ -34,7 +34,13 @@ export interface TinyBertOptions {
 }
 
 export const DEFAULT_TINY_BERT: Required<TinyBertOptions> = {
-  pooling: 'mean', embeddingLength: 32, blockCount: 2, headCount: 4, feedForwardLength: 64, contextLength: 128, seed: 1,
+  pooling: 'mean',
+  embeddingLength: 32,
+  blockCount: 2,
+  headCount: 4,
+  feedForwardLength: 64,
+  contextLength: 128,
+  seed: 1,
 };
 
 /** The special tokens at the ids llama.cpp's WordPiece vocabulary assumes by default (BERT's own). */
@@ -69,7 +75,8 @@ export function tinyBertVocabulary(): { tokens: string[]; tokenTypes: number[] }
 
 export function resolveTinyBertOptions(options: TinyBertOptions = {}): Required<TinyBertOptions> {
   const resolved = { ...DEFAULT_TINY_BERT };
-  for (const [key, value] of Object.entries(options)) if (value !== undefined) (resolved as Record<string, unknown>)[key] = value;
+  for (const [key, value] of Object.entries(options))
+    if (value !== undefined) (resolved as Record<string, unknown>)[key] = value;
   return resolved;
 }
 
@@ -116,10 +123,18 @@ export function tinyBertSpec(options: TinyBertOptions = {}): GgufFileSpec {
       r.fillSymmetric(row, limit);
     };
   };
-  const matrix = (name: string, inputs: number, outputs: number, std = 1 / Math.sqrt(inputs)): GgufTensor =>
-    ({ name, shape: [inputs, outputs], type: 'F32', values: random(name, std) });
-  const vector = (name: string, length: number, value: number | null): GgufTensor =>
-    ({ name, shape: [length], type: 'F32', values: value === null ? random(name, 0.1) : (row: Float32Array) => void row.fill(value) });
+  const matrix = (name: string, inputs: number, outputs: number, std = 1 / Math.sqrt(inputs)): GgufTensor => ({
+    name,
+    shape: [inputs, outputs],
+    type: 'F32',
+    values: random(name, std),
+  });
+  const vector = (name: string, length: number, value: number | null): GgufTensor => ({
+    name,
+    shape: [length],
+    type: 'F32',
+    values: value === null ? random(name, 0.1) : (row: Float32Array) => void row.fill(value),
+  });
   const tensors: GgufTensor[] = [
     matrix('token_embd.weight', e, vocab.tokens.length, 1),
     matrix('token_types.weight', e, 2, 0.1),
@@ -130,14 +145,22 @@ export function tinyBertSpec(options: TinyBertOptions = {}): GgufFileSpec {
   for (let b = 0; b < o.blockCount; b++) {
     const p = `blk.${b}.`;
     tensors.push(
-      matrix(`${p}attn_q.weight`, e, e), vector(`${p}attn_q.bias`, e, null),
-      matrix(`${p}attn_k.weight`, e, e), vector(`${p}attn_k.bias`, e, null),
-      matrix(`${p}attn_v.weight`, e, e), vector(`${p}attn_v.bias`, e, null),
-      matrix(`${p}attn_output.weight`, e, e), vector(`${p}attn_output.bias`, e, null),
-      vector(`${p}attn_output_norm.weight`, e, 1), vector(`${p}attn_output_norm.bias`, e, 0),
-      matrix(`${p}ffn_up.weight`, e, ff), vector(`${p}ffn_up.bias`, ff, null),
-      matrix(`${p}ffn_down.weight`, ff, e), vector(`${p}ffn_down.bias`, e, null),
-      vector(`${p}layer_output_norm.weight`, e, 1), vector(`${p}layer_output_norm.bias`, e, 0),
+      matrix(`${p}attn_q.weight`, e, e),
+      vector(`${p}attn_q.bias`, e, null),
+      matrix(`${p}attn_k.weight`, e, e),
+      vector(`${p}attn_k.bias`, e, null),
+      matrix(`${p}attn_v.weight`, e, e),
+      vector(`${p}attn_v.bias`, e, null),
+      matrix(`${p}attn_output.weight`, e, e),
+      vector(`${p}attn_output.bias`, e, null),
+      vector(`${p}attn_output_norm.weight`, e, 1),
+      vector(`${p}attn_output_norm.bias`, e, 0),
+      matrix(`${p}ffn_up.weight`, e, ff),
+      vector(`${p}ffn_up.bias`, ff, null),
+      matrix(`${p}ffn_down.weight`, ff, e),
+      vector(`${p}ffn_down.bias`, e, null),
+      vector(`${p}layer_output_norm.weight`, e, 1),
+      vector(`${p}layer_output_norm.bias`, e, 0),
     );
   }
   return { metadata, tensors };

@@ -15,9 +15,7 @@
 import { writeGgufFile, type GgmlTensorType, type GgufFileSpec } from './gguf-writer.ts';
 import { llamaGgufSpec, llamaShapeOf } from './llama-gguf.ts';
 import { scriptedReplyAdjuster } from './scripted-reply.ts';
-import {
-  buildTinyVocabulary, scriptPieces, TINY_EOS_ID, tinyTokenizerMetadata, TOKEN_TYPE,
-} from './tiny-vocab.ts';
+import { buildTinyVocabulary, scriptPieces, TINY_EOS_ID, tinyTokenizerMetadata, TOKEN_TYPE } from './tiny-vocab.ts';
 
 /** What the tiny model says after a prompt ending in "\n" (e.g. any ChatML prompt). */
 export const DEFAULT_TINY_REPLY = 'Hello! I am a tiny test model.';
@@ -84,8 +82,9 @@ export function tinyLlamaSpec(options: TinyLlamaOptions = {}): GgufFileSpec {
     entryToken: o.reply === null ? null : vocab.tokens.indexOf('<0x0A>'),
     replyTokens: replyPieces.map((piece) => vocab.tokens.indexOf(piece)),
     eosToken: TINY_EOS_ID,
-    silentTokens: [...vocab.tokenTypes.keys()].filter((id) =>
-      vocab.tokenTypes[id] === TOKEN_TYPE.control || vocab.tokenTypes[id] === TOKEN_TYPE.unknown),
+    silentTokens: [...vocab.tokenTypes.keys()].filter(
+      (id) => vocab.tokenTypes[id] === TOKEN_TYPE.control || vocab.tokenTypes[id] === TOKEN_TYPE.unknown,
+    ),
   });
   return llamaGgufSpec({
     name: o.chatTemplate === null ? 'hearth-tiny-llama' : 'hearth-tiny-llama-chat',

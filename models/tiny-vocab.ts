@@ -96,7 +96,8 @@ export function buildTinyVocabulary(extraPieces: readonly string[] = []): TinyVo
   for (const w of words) addWithPrefixes(SPM_SPACE + w, pieces);
   for (const s of [...SUFFIXES, ...BARE_WORDS]) addWithPrefixes(s, pieces);
   for (const piece of extraPieces) {
-    if (pieces.has(piece) || tokens.includes(piece)) throw new Error(`tiny vocabulary already has the piece ${JSON.stringify(piece)}`);
+    if (pieces.has(piece) || tokens.includes(piece))
+      throw new Error(`tiny vocabulary already has the piece ${JSON.stringify(piece)}`);
   }
   for (const piece of [...pieces, ...extraPieces]) {
     tokens.push(piece);
@@ -176,13 +177,15 @@ export function scriptPieces(vocab: TinyVocabulary, text: string): string[] {
     }
   }
   if (current !== '') {
-    if (chunks.length === 0) throw new Error('scripted reply: too short to cut into unformable pieces (use a few words)');
+    if (chunks.length === 0)
+      throw new Error('scripted reply: too short to cut into unformable pieces (use a few words)');
     vocabulary.delete(chunks[chunks.length - 1]!);
     chunks[chunks.length - 1] += current; // longer than an unformable piece's every split: still unformable
     if (isFormable(chunks[chunks.length - 1]!, vocabulary)) throw new Error('scripted reply: cannot cut the ending');
   }
   if (new Set(chunks).size !== chunks.length) throw new Error('scripted reply: a piece repeats; rephrase the reply');
   const final = new Set([...vocab.tokens, ...chunks]);
-  if (chunks.some((chunk) => isFormable(chunk, final))) throw new Error('scripted reply: cannot cut into unformable pieces');
+  if (chunks.some((chunk) => isFormable(chunk, final)))
+    throw new Error('scripted reply: cannot cut into unformable pieces');
   return chunks;
 }

@@ -10,7 +10,11 @@ import { defaultModelCacheDir, defaultTestModelDir } from './model-cache.ts';
 import { ensureRealisticModel, ensureTinyChatModel, ensureTinyModel } from './test-model-path.ts';
 
 const { values } = parseArgs({
-  options: { out: { type: 'string' }, 'tiny-only': { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
+  options: {
+    out: { type: 'string' },
+    'tiny-only': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
 });
 if (values.help) {
   console.log('usage: node --import tsx models/write-test-models.ts [--out <dir>] [--tiny-only]');

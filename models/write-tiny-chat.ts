@@ -28,4 +28,9 @@ if (existsSync(file)) {
   console.log(`wrote ${file}: the tiny test chat model (it answers every chat with "Hello! I am a tiny test model.")`);
 }
 const shown = relative(process.cwd(), file).startsWith('..') ? file : `./${relative(process.cwd(), file)}`;
-console.log(`serve it: npm start -- --model ${shown}   (model id local/${file.replace(/^.*\//, '').replace(/\.gguf$/i, '').replace(/[^\w.-]+/g, '-')})`);
+console.log(
+  `serve it: npm start -- --model ${shown}   (model id local/${file
+    .replace(/^.*\//, '')
+    .replace(/\.gguf$/i, '')
+    .replace(/[^\w.-]+/g, '-')})`,
+);

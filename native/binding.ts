@@ -58,17 +58,55 @@ export interface NativeThreadTiming {
 
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
 export type NativeLoopEvent =
-  | { type: 'ready'; contextSize: number; contextTotal: number; batchSize: number; vocabSize: number; threads: number; threadPool: boolean; cpuBackend: string; calibration?: NativeThreadTiming[]; gpuLayers: number; modelLayers: number; embeddingsOnly: boolean; gpuDevices: NativeGpuDevice[] }
+  | {
+      type: 'ready';
+      contextSize: number;
+      contextTotal: number;
+      batchSize: number;
+      vocabSize: number;
+      threads: number;
+      threadPool: boolean;
+      cpuBackend: string;
+      calibration?: NativeThreadTiming[];
+      gpuLayers: number;
+      modelLayers: number;
+      embeddingsOnly: boolean;
+      gpuDevices: NativeGpuDevice[];
+    }
   | { type: 'loadFailed'; message: string }
-  | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number; /** Decode steps that evaluated this prompt (chunks). */ promptSteps: number }
+  | {
+      type: 'prompt';
+      job: number;
+      promptTokens: number;
+      cachedTokens: number;
+      /** Decode steps that evaluated this prompt (chunks). */ promptSteps: number;
+    }
   | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }
   /** `stop`: the stop string that ended the text, when one did. */
-  | { type: 'done'; job: number; finishReason: 'stop' | 'length' | 'cancelled'; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string }
+  | {
+      type: 'done';
+      job: number;
+      finishReason: 'stop' | 'length' | 'cancelled';
+      promptTokens: number;
+      cachedTokens: number;
+      completionTokens: number;
+      stop?: string;
+    }
   | { type: 'error'; job: number; code: NativeFailureCode; message: string }
   | { type: 'disposed' };
 
 export interface NativeSubmitRefusal {
-  code: Extract<NativeFailureCode, 'engine_disposed' | 'engine_not_ready' | 'model_embeddings_only' | 'slots_busy' | 'empty_prompt' | 'context_length_exceeded' | 'invalid_token' | 'relay_closed'>;
+  code: Extract<
+    NativeFailureCode,
+    | 'engine_disposed'
+    | 'engine_not_ready'
+    | 'model_embeddings_only'
+    | 'slots_busy'
+    | 'empty_prompt'
+    | 'context_length_exceeded'
+    | 'invalid_token'
+    | 'relay_closed'
+  >;
   message: string;
 }
 
@@ -79,7 +117,12 @@ export interface NativeSlotLoop {
    * `job` = `relay.tag`) go to that EventRelay (any thread of the process); this loop's own onEvents then gets
    * only the job's done / error. A closed relay: refusal 'relay_closed'.
    */
-  submit(jobId: number, tokens: Uint32Array | Int32Array, job: GenerationJob, relay?: JobRelay): NativeSubmitRefusal | undefined;
+  submit(
+    jobId: number,
+    tokens: Uint32Array | Int32Array,
+    job: GenerationJob,
+    relay?: JobRelay,
+  ): NativeSubmitRefusal | undefined;
   /** The job ends with a 'done' (cancelled) event at the next step boundary. */
   cancel(jobId: number): void;
   /**
@@ -170,7 +213,15 @@ interface RawBinding {
 
 /** Slots per event in a delivery (kEventSlots), and the slot-0 codes (EventKind's order). */
 const EVENT_SLOTS = 7;
-const enum Kind { Ready, LoadFailed, Prompt, Text, Done, Error, Disposed }
+const enum Kind {
+  Ready,
+  LoadFailed,
+  Prompt,
+  Text,
+  Done,
+  Error,
+  Disposed,
+}
 
 /** One delivery of the addon as NativeLoopEvents (layout: native/src/loop_event_js.h). */
 function decodeLoopEvents(flat: unknown[]): NativeLoopEvent[] {
@@ -182,22 +233,43 @@ function decodeLoopEvents(flat: unknown[]): NativeLoopEvent[] {
     const c = flat[i + 4] as number;
     const s = flat[i + 5] as string;
     switch (flat[i] as Kind) {
-      case Kind.Ready: out.push(flat[i + 6] as Extract<NativeLoopEvent, { type: 'ready' }>); break;
-      case Kind.LoadFailed: out.push({ type: 'loadFailed', message: s }); break;
-      case Kind.Prompt: out.push({ type: 'prompt', job, promptTokens: a, cachedTokens: b, promptSteps: c }); break;
+      case Kind.Ready:
+        out.push(flat[i + 6] as Extract<NativeLoopEvent, { type: 'ready' }>);
+        break;
+      case Kind.LoadFailed:
+        out.push({ type: 'loadFailed', message: s });
+        break;
+      case Kind.Prompt:
+        out.push({ type: 'prompt', job, promptTokens: a, cachedTokens: b, promptSteps: c });
+        break;
       case Kind.Text: {
         const logprobs = flat[i + 6] as TokenLogprob[] | undefined;
-        out.push(logprobs === undefined ? { type: 'text', job, text: s, tokens: a } : { type: 'text', job, text: s, tokens: a, logprobs });
+        out.push(
+          logprobs === undefined
+            ? { type: 'text', job, text: s, tokens: a }
+            : { type: 'text', job, text: s, tokens: a, logprobs },
+        );
         break;
       }
       case Kind.Done: {
         const stop = flat[i + 6] as string | undefined;
-        const done = { type: 'done' as const, job, finishReason: s as 'stop' | 'length' | 'cancelled', promptTokens: a, cachedTokens: b, completionTokens: c };
+        const done = {
+          type: 'done' as const,
+          job,
+          finishReason: s as 'stop' | 'length' | 'cancelled',
+          promptTokens: a,
+          cachedTokens: b,
+          completionTokens: c,
+        };
         out.push(stop === undefined ? done : { ...done, stop });
         break;
       }
-      case Kind.Error: out.push({ type: 'error', job, code: s as NativeFailureCode, message: flat[i + 6] as string }); break;
-      case Kind.Disposed: out.push({ type: 'disposed' }); break;
+      case Kind.Error:
+        out.push({ type: 'error', job, code: s as NativeFailureCode, message: flat[i + 6] as string });
+        break;
+      case Kind.Disposed:
+        out.push({ type: 'disposed' });
+        break;
     }
   }
   return out;
@@ -243,13 +315,18 @@ export function loadHearthNative(): HearthNativeLoad {
   const path = process.env.HEARTH_NATIVE_ADDON ?? ADDON_PATH;
   if (!existsSync(path)) {
     const shown = relative(process.cwd(), path);
-    loaded = { ok: false, reason: `${shown.startsWith('..') ? path : shown} is not built (run \`node --import tsx native/build.ts\`)` };
+    loaded = {
+      ok: false,
+      reason: `${shown.startsWith('..') ? path : shown} is not built (run \`node --import tsx native/build.ts\`)`,
+    };
     return loaded;
   }
   try {
     const binding = decodingBinding(createRequire(import.meta.url)(path) as RawBinding);
     const info = binding.buildInfo();
-    loaded = info.versionsMatch ? { ok: true, binding, path } : { ok: false, reason: info.mismatch ?? 'llama.cpp header and library versions differ' };
+    loaded = info.versionsMatch
+      ? { ok: true, binding, path }
+      : { ok: false, reason: info.mismatch ?? 'llama.cpp header and library versions differ' };
   } catch (err) {
     loaded = { ok: false, reason: `cannot load ${path}: ${err instanceof Error ? err.message : String(err)}` };
   }

@@ -23,7 +23,16 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { availableParallelism } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { buildCpuKernels } from './cpu-kernels-build.ts';
-import { ADDON_PATH, CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY, findPackageDir, findPrebuiltLlama, NATIVE_BUILD_DIR, NATIVE_SRC_DIR, type PrebuiltLlama } from './paths.ts';
+import {
+  ADDON_PATH,
+  CPU_KERNELS_DIR,
+  CPU_KERNELS_LIBRARY,
+  findPackageDir,
+  findPrebuiltLlama,
+  NATIVE_BUILD_DIR,
+  NATIVE_SRC_DIR,
+  type PrebuiltLlama,
+} from './paths.ts';
 
 const LOG_PATH = join(NATIVE_BUILD_DIR, 'build.log');
 const OBJ_DIR = join(NATIVE_BUILD_DIR, 'obj');
@@ -78,18 +87,27 @@ function readJson(path: string): unknown {
 /** The llama.cpp release of the source bundle must be the one the prebuilt binaries were built from. */
 function checkReleaseMatch(prebuilt: PrebuiltLlama): string {
   const info = readJson(join(prebuilt.nodeLlamaCppDir, 'llama', 'llama.cpp.info.json')) as { tag?: string };
-  const meta = readJson(join(prebuilt.binDir, '_nlcBuildMetadata.json')) as { buildOptions?: { llamaCpp?: { release?: string } } };
+  const meta = readJson(join(prebuilt.binDir, '_nlcBuildMetadata.json')) as {
+    buildOptions?: { llamaCpp?: { release?: string } };
+  };
   const tag = info.tag;
   const release = meta.buildOptions?.llamaCpp?.release;
-  if (!tag || !release) throw new CannotBuild('cannot read the llama.cpp release of node-llama-cpp (llama.cpp.info.json / _nlcBuildMetadata.json)');
-  if (tag !== release) throw new CannotBuild(`node-llama-cpp's source bundle is llama.cpp ${tag} but its prebuilt binaries are ${release}`);
+  if (!tag || !release)
+    throw new CannotBuild(
+      'cannot read the llama.cpp release of node-llama-cpp (llama.cpp.info.json / _nlcBuildMetadata.json)',
+    );
+  if (tag !== release)
+    throw new CannotBuild(
+      `node-llama-cpp's source bundle is llama.cpp ${tag} but its prebuilt binaries are ${release}`,
+    );
   return tag;
 }
 
 function cmakeVersion(cmake: string, prefix: string): string {
   const part = (name: string) => new RegExp(`set\\(${prefix}_VERSION_${name}\\s+(\\d+)\\)`).exec(cmake)?.[1];
   const [major, minor, patch] = [part('MAJOR'), part('MINOR'), part('PATCH')];
-  if (major === undefined || minor === undefined || patch === undefined) throw new CannotBuild(`no ${prefix}_VERSION in the bundle's CMakeLists.txt`);
+  if (major === undefined || minor === undefined || patch === undefined)
+    throw new CannotBuild(`no ${prefix}_VERSION in the bundle's CMakeLists.txt`);
   return `${major}.${minor}.${patch}`;
 }
 
@@ -110,7 +128,11 @@ function extractHeaders(prebuilt: PrebuiltLlama, tag: string): HeaderSet {
     run('git', ['init', '-q', '--bare', repo], 'git init');
     run('git', [`--git-dir=${repo}`, 'fetch', '-q', bundle, '+HEAD:refs/heads/release'], 'git fetch from the bundle');
     const show = (path: string) => run('git', [`--git-dir=${repo}`, 'show', `release:${path}`], `git show ${path}`);
-    const files = run('git', [`--git-dir=${repo}`, 'ls-tree', '-r', '--name-only', 'release', '--', 'include/llama.h', 'ggml/include'], 'git ls-tree')
+    const files = run(
+      'git',
+      [`--git-dir=${repo}`, 'ls-tree', '-r', '--name-only', 'release', '--', 'include/llama.h', 'ggml/include'],
+      'git ls-tree',
+    )
       .toString()
       .split('\n')
       .filter((f) => f.endsWith('.h'));
@@ -152,17 +174,29 @@ function compileFlags(headers: HeaderSet): string[] {
   if (!addonApi || !apiHeaders) throw new CannotBuild('node-addon-api / node-api-headers are not installed');
   const q = (s: string) => `"${s}"`;
   return [
-    '-std=c++17', '-O2', '-fPIC', '-fvisibility=hidden', '-pthread',
-    '-Wall', '-Wextra', '-Wno-unused-parameter', '-Wno-missing-field-initializers',
-    '-DNAPI_VERSION=8', '-DNAPI_CPP_EXCEPTIONS', '-DNODE_ADDON_API_DISABLE_DEPRECATED',
+    '-std=c++17',
+    '-O2',
+    '-fPIC',
+    '-fvisibility=hidden',
+    '-pthread',
+    '-Wall',
+    '-Wextra',
+    '-Wno-unused-parameter',
+    '-Wno-missing-field-initializers',
+    '-DNAPI_VERSION=8',
+    '-DNAPI_CPP_EXCEPTIONS',
+    '-DNODE_ADDON_API_DISABLE_DEPRECATED',
     // A worker being terminated makes Node-API calls fail; without this node-addon-api aborts the process.
     '-DNODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS',
-    '-DLLAMA_SHARED', '-DGGML_SHARED',
+    '-DLLAMA_SHARED',
+    '-DGGML_SHARED',
     `-DHEARTH_HEADER_LLAMA_VERSION=${q(headers.llamaVersion)}`,
     `-DHEARTH_HEADER_GGML_VERSION=${q(headers.ggmlVersion)}`,
     `-DHEARTH_HEADER_COMMIT=${q(headers.commit)}`,
-    `-I${addonApi}`, `-I${join(apiHeaders, 'include')}`,
-    `-I${join(headers.dir, 'include')}`, `-I${join(headers.dir, 'ggml', 'include')}`,
+    `-I${addonApi}`,
+    `-I${join(apiHeaders, 'include')}`,
+    `-I${join(headers.dir, 'include')}`,
+    `-I${join(headers.dir, 'ggml', 'include')}`,
   ];
 }
 
@@ -182,17 +216,23 @@ async function compileAll(cxx: string, flags: string[]): Promise<string[]> {
   mkdirSync(OBJ_DIR, { recursive: true });
   const names = readdirSync(NATIVE_SRC_DIR);
   const headerHash = createHash('sha256');
-  for (const h of names.filter((n) => n.endsWith('.h')).sort()) headerHash.update(h).update(readFileSync(join(NATIVE_SRC_DIR, h)));
+  for (const h of names.filter((n) => n.endsWith('.h')).sort())
+    headerHash.update(h).update(readFileSync(join(NATIVE_SRC_DIR, h)));
   headerHash.update(cxx).update(flags.join('\0'));
   const shared = headerHash.digest('hex');
 
-  const jobs = names.filter((n) => n.endsWith('.cpp')).sort().map((n) => {
-    const src = join(NATIVE_SRC_DIR, n);
-    const obj = join(OBJ_DIR, n.replace(/\.cpp$/, '.o'));
-    const stamp = createHash('sha256').update(shared).update(readFileSync(src)).digest('hex');
-    return { src, obj, stamp, stampPath: `${obj}.stamp` };
-  });
-  const todo = jobs.filter((j) => force || !existsSync(j.obj) || !existsSync(j.stampPath) || readFileSync(j.stampPath, 'utf8') !== j.stamp);
+  const jobs = names
+    .filter((n) => n.endsWith('.cpp'))
+    .sort()
+    .map((n) => {
+      const src = join(NATIVE_SRC_DIR, n);
+      const obj = join(OBJ_DIR, n.replace(/\.cpp$/, '.o'));
+      const stamp = createHash('sha256').update(shared).update(readFileSync(src)).digest('hex');
+      return { src, obj, stamp, stampPath: `${obj}.stamp` };
+    });
+  const todo = jobs.filter(
+    (j) => force || !existsSync(j.obj) || !existsSync(j.stampPath) || readFileSync(j.stampPath, 'utf8') !== j.stamp,
+  );
   const width = Math.max(1, Math.min(2, availableParallelism()));
   let next = 0;
   const failures: string[] = [];
@@ -208,18 +248,32 @@ async function compileAll(cxx: string, flags: string[]): Promise<string[]> {
     }
   };
   await Promise.all(Array.from({ length: width }, worker));
-  if (failures.length > 0) throw new CannotBuild(`compiling ${failures.join(', ')} failed (see ${relative(process.cwd(), LOG_PATH)})`);
+  if (failures.length > 0)
+    throw new CannotBuild(`compiling ${failures.join(', ')} failed (see ${relative(process.cwd(), LOG_PATH)})`);
   return jobs.map((j) => j.obj);
 }
 
 function link(cxx: string, objects: string[], prebuilt: PrebuiltLlama, out: string): void {
   const relRpath = relative(dirname(ADDON_PATH), prebuilt.binDir);
-  run(cxx, [
-    '-shared', '-pthread', '-o', out, ...objects,
-    `-L${prebuilt.binDir}`, `-l:${prebuilt.libllama}`, `-l:${prebuilt.libggml}`, `-l:${prebuilt.libggmlBase}`, '-ldl',
-    // $ORIGIN-relative first (survives moving the checkout), the absolute folder as a fallback.
-    `-Wl,-rpath,$ORIGIN/${relRpath}`, `-Wl,-rpath,${prebuilt.binDir}`,
-  ], 'linking hearth_native.node');
+  run(
+    cxx,
+    [
+      '-shared',
+      '-pthread',
+      '-o',
+      out,
+      ...objects,
+      `-L${prebuilt.binDir}`,
+      `-l:${prebuilt.libllama}`,
+      `-l:${prebuilt.libggml}`,
+      `-l:${prebuilt.libggmlBase}`,
+      '-ldl',
+      // $ORIGIN-relative first (survives moving the checkout), the absolute folder as a fallback.
+      `-Wl,-rpath,$ORIGIN/${relRpath}`,
+      `-Wl,-rpath,${prebuilt.binDir}`,
+    ],
+    'linking hearth_native.node',
+  );
 }
 
 /** Loads the fresh addon in a child process: it must load and see the library versions it was built for. */
@@ -246,7 +300,9 @@ async function main(): Promise<void> {
   const headers = extractHeaders(prebuilt, tag);
   const soVersion = /\.v(\d+\.\d+\.\d+)\.so$/.exec(prebuilt.libllama)?.[1];
   if (soVersion && soVersion !== headers.llamaVersion) {
-    throw new CannotBuild(`the headers are llama.cpp ${headers.llamaVersion} but the prebuilt library is ${prebuilt.libllama}`);
+    throw new CannotBuild(
+      `the headers are llama.cpp ${headers.llamaVersion} but the prebuilt library is ${prebuilt.libllama}`,
+    );
   }
   const objects = await compileAll(cxx, compileFlags(headers));
   const tmp = ADDON_PATH.replace(/\.node$/, `.tmp-${process.pid}.node`);
@@ -271,7 +327,11 @@ async function cpuKernels(prebuilt: PrebuiltLlama, commit: string): Promise<void
   try {
     const r = await buildCpuKernels(prebuilt, commit, log, force);
     const where = relative(process.cwd(), join(CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY));
-    console.log(r.built ? `hearth native CPU kernels: built ${where} for this CPU in ${r.seconds.toFixed(1)} s` : `hearth native CPU kernels: ${where} is up to date`);
+    console.log(
+      r.built
+        ? `hearth native CPU kernels: built ${where} for this CPU in ${r.seconds.toFixed(1)} s`
+        : `hearth native CPU kernels: ${where} is up to date`,
+    );
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     log(`native CPU kernels not built: ${message}`);

@@ -2,7 +2,17 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { CPU_KERNELS_BUILD_FILE, CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY, cpuFingerprint, fileStamp, NATIVE_BUILD_DIR, readCpuKernelsBuild, type CpuKernelsBuild, type PrebuiltLlama } from './paths.ts';
+import {
+  CPU_KERNELS_BUILD_FILE,
+  CPU_KERNELS_DIR,
+  CPU_KERNELS_LIBRARY,
+  cpuFingerprint,
+  fileStamp,
+  NATIVE_BUILD_DIR,
+  readCpuKernelsBuild,
+  type CpuKernelsBuild,
+  type PrebuiltLlama,
+} from './paths.ts';
 
 /**
  * Builds ggml's CPU backend for this very machine: native/build/cpu-kernels/libggml-cpu-native.so.
@@ -25,9 +35,20 @@ import { CPU_KERNELS_BUILD_FILE, CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY, cpuFinger
 
 /** ggml's x86 ISA options and the /proc/cpuinfo flag each needs. */
 const X86_OPTIONS: [option: string, flag: string][] = [
-  ['GGML_SSE42', 'sse4_2'], ['GGML_AVX', 'avx'], ['GGML_AVX2', 'avx2'], ['GGML_BMI2', 'bmi2'], ['GGML_FMA', 'fma'], ['GGML_F16C', 'f16c'],
-  ['GGML_AVX_VNNI', 'avx_vnni'], ['GGML_AVX512', 'avx512f'], ['GGML_AVX512_VBMI', 'avx512vbmi'], ['GGML_AVX512_VNNI', 'avx512_vnni'],
-  ['GGML_AVX512_BF16', 'avx512_bf16'], ['GGML_AMX_TILE', 'amx_tile'], ['GGML_AMX_INT8', 'amx_int8'], ['GGML_AMX_BF16', 'amx_bf16'],
+  ['GGML_SSE42', 'sse4_2'],
+  ['GGML_AVX', 'avx'],
+  ['GGML_AVX2', 'avx2'],
+  ['GGML_BMI2', 'bmi2'],
+  ['GGML_FMA', 'fma'],
+  ['GGML_F16C', 'f16c'],
+  ['GGML_AVX_VNNI', 'avx_vnni'],
+  ['GGML_AVX512', 'avx512f'],
+  ['GGML_AVX512_VBMI', 'avx512vbmi'],
+  ['GGML_AVX512_VNNI', 'avx512_vnni'],
+  ['GGML_AVX512_BF16', 'avx512_bf16'],
+  ['GGML_AMX_TILE', 'amx_tile'],
+  ['GGML_AMX_INT8', 'amx_int8'],
+  ['GGML_AMX_BF16', 'amx_bf16'],
 ];
 
 class CpuKernelsNotBuilt extends Error {}
@@ -44,7 +65,15 @@ function run(cmd: string, argv: string[], log: (s: string) => void, cwd?: string
     child.stdout.on('data', take);
     child.stderr.on('data', take);
     child.on('error', (e) => reject(new CpuKernelsNotBuilt(`${cmd}: ${e.message}`)));
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new CpuKernelsNotBuilt(`${cmd} ${argv[0]} failed (${code}): ${tail.trim().split('\n').slice(-3).join(' | ')}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve()
+        : reject(
+            new CpuKernelsNotBuilt(
+              `${cmd} ${argv[0]} failed (${code}): ${tail.trim().split('\n').slice(-3).join(' | ')}`,
+            ),
+          ),
+    );
   });
 }
 
@@ -52,14 +81,27 @@ function run(cmd: string, argv: string[], log: (s: string) => void, cwd?: string
  * Builds (or keeps, when build.json says it was built for this CPU, commit and libggml-base) the native CPU
  * kernels. Throws CpuKernelsNotBuilt with the reason when this machine cannot build them.
  */
-export async function buildCpuKernels(prebuilt: PrebuiltLlama, commit: string, log: (s: string) => void, force = false): Promise<{ built: boolean; seconds: number }> {
+export async function buildCpuKernels(
+  prebuilt: PrebuiltLlama,
+  commit: string,
+  log: (s: string) => void,
+  force = false,
+): Promise<{ built: boolean; seconds: number }> {
   const started = performance.now();
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new CpuKernelsNotBuilt(`only built on linux-x64 (this is ${process.platform}-${process.arch})`);
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    throw new CpuKernelsNotBuilt(`only built on linux-x64 (this is ${process.platform}-${process.arch})`);
   const cpu = cpuFingerprint();
   if (cpu === null) throw new CpuKernelsNotBuilt('cannot read /proc/cpuinfo');
   const base = fileStamp(join(prebuilt.binDir, prebuilt.libggmlBase));
   const existing = readCpuKernelsBuild();
-  if (!force && existing && existing.commit === commit && existing.base === base && existing.cpu?.flags === cpu.flags && existsSync(join(CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY))) {
+  if (
+    !force &&
+    existing &&
+    existing.commit === commit &&
+    existing.base === base &&
+    existing.cpu?.flags === cpu.flags &&
+    existsSync(join(CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY))
+  ) {
     return { built: false, seconds: 0 };
   }
   if (spawnSync('cmake', ['--version']).status !== 0) throw new CpuKernelsNotBuilt('cmake is not installed');
@@ -72,7 +114,17 @@ export async function buildCpuKernels(prebuilt: PrebuiltLlama, commit: string, l
     const src = join(work, 'src');
     mkdirSync(src);
     await run('git', ['init', '-q', '--bare', repo], log);
-    await run('git', [`--git-dir=${repo}`, 'fetch', '-q', join(prebuilt.nodeLlamaCppDir, 'llama', 'gitRelease.bundle'), `+${commit}:refs/heads/release`], log);
+    await run(
+      'git',
+      [
+        `--git-dir=${repo}`,
+        'fetch',
+        '-q',
+        join(prebuilt.nodeLlamaCppDir, 'llama', 'gitRelease.bundle'),
+        `+${commit}:refs/heads/release`,
+      ],
+      log,
+    );
     await run('sh', ['-c', `git --git-dir='${repo}' archive release ggml | tar -x -C '${src}'`], log);
     // The bundle leaves out ggml's pkg-config template, which a standalone configure insists on.
     writeFileSync(join(src, 'ggml', 'ggml.pc.in'), '');
@@ -80,23 +132,49 @@ export async function buildCpuKernels(prebuilt: PrebuiltLlama, commit: string, l
     const have = new Set(cpu.flags.split(' '));
     const isa = X86_OPTIONS.map(([option, flag]) => `-D${option}=${have.has(flag) ? 'ON' : 'OFF'}`);
     const out = join(work, 'out');
-    await run('cmake', [
-      '-S', join(src, 'ggml'), '-B', out, '-DCMAKE_BUILD_TYPE=Release',
-      '-DBUILD_SHARED_LIBS=ON', '-DGGML_BACKEND_DL=ON', '-DGGML_NATIVE=OFF', '-DGGML_OPENMP=OFF',
-      '-DGGML_BUILD_TESTS=OFF', '-DGGML_BUILD_EXAMPLES=OFF', '-DGGML_CCACHE=OFF',
-      // As llama.cpp's own build (and node-llama-cpp's prebuilt): ggml alone leaves llamafile's sgemm out.
-      '-DGGML_LLAMAFILE=ON',
-      // NEEDED libggml-base.so (not .so.0) and no rpath: it binds to the prebuilt libggml-base in the process.
-      '-DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON', '-DCMAKE_SKIP_RPATH=ON',
-      '-DCMAKE_C_FLAGS=-march=native', '-DCMAKE_CXX_FLAGS=-march=native', ...isa,
-    ], log);
-    await run('cmake', ['--build', out, '--target', 'ggml-cpu', '--parallel', String(Math.max(1, Math.min(4, availableParallelism())))], log);
+    await run(
+      'cmake',
+      [
+        '-S',
+        join(src, 'ggml'),
+        '-B',
+        out,
+        '-DCMAKE_BUILD_TYPE=Release',
+        '-DBUILD_SHARED_LIBS=ON',
+        '-DGGML_BACKEND_DL=ON',
+        '-DGGML_NATIVE=OFF',
+        '-DGGML_OPENMP=OFF',
+        '-DGGML_BUILD_TESTS=OFF',
+        '-DGGML_BUILD_EXAMPLES=OFF',
+        '-DGGML_CCACHE=OFF',
+        // As llama.cpp's own build (and node-llama-cpp's prebuilt): ggml alone leaves llamafile's sgemm out.
+        '-DGGML_LLAMAFILE=ON',
+        // NEEDED libggml-base.so (not .so.0) and no rpath: it binds to the prebuilt libggml-base in the process.
+        '-DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON',
+        '-DCMAKE_SKIP_RPATH=ON',
+        '-DCMAKE_C_FLAGS=-march=native',
+        '-DCMAKE_CXX_FLAGS=-march=native',
+        ...isa,
+      ],
+      log,
+    );
+    await run(
+      'cmake',
+      ['--build', out, '--target', 'ggml-cpu', '--parallel', String(Math.max(1, Math.min(4, availableParallelism())))],
+      log,
+    );
 
     const staging = `${CPU_KERNELS_DIR}.partial`;
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });
     renameSync(join(out, 'bin', 'libggml-cpu.so'), join(staging, CPU_KERNELS_LIBRARY));
-    const build: CpuKernelsBuild = { commit, base, cpu, flags: ['-march=native', ...isa], builtAt: new Date().toISOString() };
+    const build: CpuKernelsBuild = {
+      commit,
+      base,
+      cpu,
+      flags: ['-march=native', ...isa],
+      builtAt: new Date().toISOString(),
+    };
     writeFileSync(join(staging, CPU_KERNELS_BUILD_FILE), `${JSON.stringify(build, null, 2)}\n`);
     rmSync(CPU_KERNELS_DIR, { recursive: true, force: true });
     renameSync(staging, CPU_KERNELS_DIR);

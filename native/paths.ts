@@ -1,4 +1,13 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -41,7 +50,9 @@ export interface PrebuiltLlama {
 /** Locates node-llama-cpp's CPU prebuilt for this platform, or says why there is none. */
 export function findPrebuiltLlama(): PrebuiltLlama | { reason: string } {
   if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) {
-    return { reason: `unsupported platform ${process.platform}-${process.arch} (the native loop supports linux-x64 and linux-arm64)` };
+    return {
+      reason: `unsupported platform ${process.platform}-${process.arch} (the native loop supports linux-x64 and linux-arm64)`,
+    };
   }
   const nodeLlamaCppDir = findPackageDir('node-llama-cpp');
   if (!nodeLlamaCppDir) return { reason: 'node-llama-cpp is not installed' };
@@ -54,14 +65,17 @@ export function findPrebuiltLlama(): PrebuiltLlama | { reason: string } {
   const libllama = files.find((f) => /^libllama(\.v[\d.]+)?\.so$/.test(f));
   const libggml = files.find((f) => /^libggml(\.v[\d.]+)?\.so$/.test(f));
   const libggmlBase = files.find((f) => f === 'libggml-base.so');
-  if (!libllama || !libggml || !libggmlBase) return { reason: `libllama / libggml / libggml-base are missing in ${binDir}` };
+  if (!libllama || !libggml || !libggmlBase)
+    return { reason: `libllama / libggml / libggml-base are missing in ${binDir}` };
   if (!files.some((f) => f.startsWith('libggml-cpu'))) return { reason: `no libggml-cpu backend in ${binDir}` };
   return { platform, binDir, libllama, libggml, libggmlBase, nodeLlamaCppDir };
 }
 
 /** Names of node-llama-cpp's prebuilt CPU libraries in binDir (libggml-cpu-VARIANT.so): x64, sse42, haswell, zen4... */
 export function prebuiltCpuVariants(prebuilt: PrebuiltLlama): string[] {
-  return readdirSync(prebuilt.binDir).flatMap((f) => /^libggml-cpu-([a-z0-9_]+)\.so$/.exec(f)?.[1] ?? []).sort();
+  return readdirSync(prebuilt.binDir)
+    .flatMap((f) => /^libggml-cpu-([a-z0-9_]+)\.so$/.exec(f)?.[1] ?? [])
+    .sort();
 }
 
 /** Gitignored (under build/): one folder per prebuilt CPU variant in use, holding a link to that library alone. */
@@ -76,7 +90,8 @@ export function prebuiltCpuVariantDir(variant: string): { dir: string; library: 
   const prebuilt = findPrebuiltLlama();
   if ('reason' in prebuilt) return { reason: prebuilt.reason };
   const variants = prebuiltCpuVariants(prebuilt);
-  if (!variants.includes(variant)) return { reason: `not one of node-llama-cpp's prebuilt CPU libraries (${variants.join(', ')})` };
+  if (!variants.includes(variant))
+    return { reason: `not one of node-llama-cpp's prebuilt CPU libraries (${variants.join(', ')})` };
   const library = join(prebuilt.binDir, `libggml-cpu-${variant}.so`);
   const dir = join(CPU_VARIANTS_DIR, variant);
   const link = join(dir, `libggml-cpu-${variant}.so`);
@@ -151,10 +166,12 @@ export function nativeCpuKernels(): { dir: string; library: string; build: CpuKe
   if (build === null) return { reason: 'not built (npm run build:native builds them where cmake is installed)' };
   if (!existsSync(library)) return { reason: `${library} is missing` };
   const cpu = cpuFingerprint();
-  if (cpu === null || cpu.flags !== build.cpu?.flags) return { reason: `built for another CPU (${build.cpu?.model ?? 'unknown'}); run npm run build:native again` };
+  if (cpu === null || cpu.flags !== build.cpu?.flags)
+    return { reason: `built for another CPU (${build.cpu?.model ?? 'unknown'}); run npm run build:native again` };
   const prebuilt = findPrebuiltLlama();
   if ('reason' in prebuilt) return { reason: prebuilt.reason };
-  if (fileStamp(join(prebuilt.binDir, prebuilt.libggmlBase)) !== build.base) return { reason: 'built against another node-llama-cpp release; run npm run build:native again' };
+  if (fileStamp(join(prebuilt.binDir, prebuilt.libggmlBase)) !== build.base)
+    return { reason: 'built against another node-llama-cpp release; run npm run build:native again' };
   return { dir: CPU_KERNELS_DIR, library, build };
 }
 

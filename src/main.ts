@@ -110,7 +110,10 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   });
   const store = opened.store;
   metrics.storeUp.set(opened.health().up ? 1 : 0);
-  if (config.databaseUrl !== undefined && masterKey.source !== 'setting') log.warn('records are in PostgreSQL but the master key comes from a file in the data dir: every replica must use the same key (set HEARTH_SECRET_KEY)');
+  if (config.databaseUrl !== undefined && masterKey.source !== 'setting')
+    log.warn(
+      'records are in PostgreSQL but the master key comes from a file in the data dir: every replica must use the same key (set HEARTH_SECRET_KEY)',
+    );
   disposables.add('store', () => store.close());
   const limits = openLimits(config.databaseUrl, log.child({ component: 'limits' }));
   disposables.add('limits', () => limits.close()); // closed before the store: this replica's leases given back
@@ -121,7 +124,8 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const users = new UserRepository(store);
   const sessions = new SessionRepository(store, { idleMs: config.sessionIdleMs, maxAgeMs: config.sessionMaxAgeMs });
   const responses = new ResponseRepository(store, config.responsesTtlDays);
-  const sweepResponses = () => void responses.sweep().catch((err: unknown) => log.warn('stored responses sweep failed', { error: String(err) }));
+  const sweepResponses = () =>
+    void responses.sweep().catch((err: unknown) => log.warn('stored responses sweep failed', { error: String(err) }));
   sweepResponses();
   const responseSweep = setInterval(sweepResponses, 3_600_000).unref();
   disposables.add('responses sweep', () => clearInterval(responseSweep));
@@ -156,7 +160,16 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
     openRelay: openEventRelay,
   });
   const models = new ModelRegistry(
-    { loadWaitMs: config.loadWaitMs, maxLoaded: config.maxLoadedModels, memoryBudgetBytes: config.modelMemoryMiB * (1 << 20), idleUnloadMs: config.idleUnloadS * 1000, workers: config.workers, slots: config.slots ?? DEFAULT_SLOTS, contextSize: config.contextSize, modelsDir: config.modelsDir },
+    {
+      loadWaitMs: config.loadWaitMs,
+      maxLoaded: config.maxLoadedModels,
+      memoryBudgetBytes: config.modelMemoryMiB * (1 << 20),
+      idleUnloadMs: config.idleUnloadS * 1000,
+      workers: config.workers,
+      slots: config.slots ?? DEFAULT_SLOTS,
+      contextSize: config.contextSize,
+      modelsDir: config.modelsDir,
+    },
     (id, model) => new LocalEngine(engineOptions(id, model), metrics, log),
     metrics,
     log,
@@ -171,47 +184,133 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   const gateway = new SharedModelGateway(models, stats, { promptCacheScope: config.promptCacheScope });
   const batches = await openBatchStore(config.dataDir, config.databaseUrl, log.child({ component: 'batch' }));
   disposables.add('batch store', () => batches.close());
-  const batchRunner = new BatchRunner(batches, directEndpoints({ gateway, responses }), log.child({ component: 'batch' }), { concurrency: config.batchConcurrency, lineLimit: config.bodyLimit, ttlDays: config.batchTtlDays }, keyOwnerCheck(keys));
+  const batchRunner = new BatchRunner(
+    batches,
+    directEndpoints({ gateway, responses }),
+    log.child({ component: 'batch' }),
+    { concurrency: config.batchConcurrency, lineLimit: config.bodyLimit, ttlDays: config.batchTtlDays },
+    keyOwnerCheck(keys),
+  );
   disposables.add('batch runner', () => batchRunner.stop()); // before the models: its lines are given back, not cut mid-way
-  const sweepBatches = () => void batches.sweep(Math.floor(Date.now() / 1000)).catch((err: unknown) => log.warn('batch sweep failed', { error: String(err) }));
+  const sweepBatches = () =>
+    void batches
+      .sweep(Math.floor(Date.now() / 1000))
+      .catch((err: unknown) => log.warn('batch sweep failed', { error: String(err) }));
   sweepBatches();
   const batchSweep = setInterval(sweepBatches, 3_600_000).unref();
   disposables.add('batch sweep', () => clearInterval(batchSweep));
-  const accounts = new AccountService({ users, sessions, signIns: limits.signIns, current: store.current?.bind(store) });
+  const accounts = new AccountService({
+    users,
+    sessions,
+    signIns: limits.signIns,
+    current: store.current?.bind(store),
+  });
   const auth = new ManagementAuthenticator(keys, sessions, users, store.current?.bind(store));
-  const session = { publicUrl: config.publicUrl?.replace(/\/+$/, ''), trustProxy: config.trustProxy, maxAgeMs: config.sessionMaxAgeMs };
+  const session = {
+    publicUrl: config.publicUrl?.replace(/\/+$/, ''),
+    trustProxy: config.trustProxy,
+    maxAgeMs: config.sessionMaxAgeMs,
+  };
   let baseUrl = config.publicUrl ?? '';
   let apiPort: number | null = null; // the public port, once listening (apps reach it at HEARTH_API_URL)
   // --app-host false (a fleet replica other than the app host): no app runs here, the app routes answer 503.
-  const appHost = config.appHost ? new AppHost({ apps: new AppRepository(store, cipher), keys, workspaces, metrics, log: log.child({ component: 'apps' }), baseUrl: () => baseUrl, apiPort: () => apiPort }, appHostOptionsFrom(config)) : undefined;
+  const appHost = config.appHost
+    ? new AppHost(
+        {
+          apps: new AppRepository(store, cipher),
+          keys,
+          workspaces,
+          metrics,
+          log: log.child({ component: 'apps' }),
+          baseUrl: () => baseUrl,
+          apiPort: () => apiPort,
+        },
+        appHostOptionsFrom(config),
+      )
+    : undefined;
   const provisioner = new Provisioner(workspaces, projects, log, { delayMs: config.provisionDelayMs }, appHost ?? null);
   if (appHost) disposables.add('apps', () => appHost.dispose()); // closed after the provisioner (its Yam step uses the host), before the engine
   disposables.add('provisioner', () => provisioner.dispose());
-  const workspaceService = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => baseUrl, ...(appHost ? { apps: appHost } : {}) });
+  const workspaceService = new WorkspaceService({
+    workspaces,
+    projects,
+    provisioner,
+    baseUrl: () => baseUrl,
+    ...(appHost ? { apps: appHost } : {}),
+  });
   const authenticated = { auth, session, bodyLimit: config.bodyLimit };
   const projectGateway = new ProjectGateway({ projects, providers, metrics, log });
   const routes = [
     ...opsRoutes({ gateway, metrics, metricsToken: config.metricsToken, storeHealth: opened.health }),
-    ...sharedInferenceRoutes({ gateway, keys, responses, limiter: limits.keys, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
-    ...batchRoutes({ store: batches, keys, limiter: limits.keys, fileLimitBytes: config.batchFileLimit, fileLineLimit: BATCH_FILE_LINE_LIMIT, ttlDays: config.batchTtlDays, bodyLimit: config.bodyLimit, nudge: () => batchRunner.nudge() }),
+    ...sharedInferenceRoutes({
+      gateway,
+      keys,
+      responses,
+      limiter: limits.keys,
+      bodyLimit: config.bodyLimit,
+      keepAliveMs: config.keepAliveMs,
+      streamBufferLimit: config.streamBufferLimit,
+    }),
+    ...batchRoutes({
+      store: batches,
+      keys,
+      limiter: limits.keys,
+      fileLimitBytes: config.batchFileLimit,
+      fileLineLimit: BATCH_FILE_LINE_LIMIT,
+      ttlDays: config.batchTtlDays,
+      bodyLimit: config.bodyLimit,
+      nudge: () => batchRunner.nudge(),
+    }),
     ...sessionRoutes({ accounts, session, bodyLimit: config.bodyLimit }),
     ...accountRoutes({ ...authenticated, keys: new KeyService(keys), accounts }),
     ...workspaceRoutes({ ...authenticated, workspaces: workspaceService }),
     ...statsRoutes({ ...authenticated, stats }),
     ...batchDashboardRoutes({ ...authenticated, store: batches }),
-    ...modelAdminRoutes({ ...authenticated, models, added, modelsDir: config.modelsDir, pullStallTimeoutMs: config.pullStallTimeoutMs }),
-    ...projectInferenceRoutes({ projects: projectGateway, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs, streamBufferLimit: config.streamBufferLimit }),
+    ...modelAdminRoutes({
+      ...authenticated,
+      models,
+      added,
+      modelsDir: config.modelsDir,
+      pullStallTimeoutMs: config.pullStallTimeoutMs,
+    }),
+    ...projectInferenceRoutes({
+      projects: projectGateway,
+      bodyLimit: config.bodyLimit,
+      keepAliveMs: config.keepAliveMs,
+      streamBufferLimit: config.streamBufferLimit,
+    }),
     ...(appHost
       ? [
           ...appRoutes({ host: appHost, auth, session, bodyLimit: config.bodyLimit, keepAliveMs: config.keepAliveMs }),
-          ...appProxyRoutes({ host: appHost, bodyLimit: config.appProxyBodyLimit, headersTimeoutMs: config.appProxyTimeout * 1000, idleTimeoutMs: 300_000, proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http', trustProxy: config.trustProxy }),
+          ...appProxyRoutes({
+            host: appHost,
+            bodyLimit: config.appProxyBodyLimit,
+            headersTimeoutMs: config.appProxyTimeout * 1000,
+            idleTimeoutMs: 300_000,
+            proto: config.publicUrl?.startsWith('https:') ? 'https' : 'http',
+            trustProxy: config.trustProxy,
+          }),
         ]
       : appsElsewhereRoutes()),
     ...dashboardRoutes({ bundle: loadDashboard(log) }),
   ];
   let server;
   try {
-    server = await startHttpServer({ host: config.host, port: config.port, routes, metrics, log, errorHeaders: sessionErrorHeaders(session), front: config.front, bodyLimit: Math.max(config.bodyLimit, config.appArchiveLimit, config.appProxyBodyLimit, config.batchFileLimit + (1 << 20)) });
+    server = await startHttpServer({
+      host: config.host,
+      port: config.port,
+      routes,
+      metrics,
+      log,
+      errorHeaders: sessionErrorHeaders(session),
+      front: config.front,
+      bodyLimit: Math.max(
+        config.bodyLimit,
+        config.appArchiveLimit,
+        config.appProxyBodyLimit,
+        config.batchFileLimit + (1 << 20),
+      ),
+    });
   } catch (err) {
     await disposables.disposeAll(log);
     throw err;
@@ -228,14 +327,32 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   }
   const resumed = provisioner.resumePending();
   if (resumed.yams + resumed.projects > 0) log.info('resuming provisioning', resumed);
-  log.info('listening', { host: config.host, port: server.port, front: server.front, model: primaryId, ...(configured.length > 1 ? { models: models.ids() } : {}), dataDir: config.dataDir, records: opened.location });
+  log.info('listening', {
+    host: config.host,
+    port: server.port,
+    front: server.front,
+    model: primaryId,
+    ...(configured.length > 1 ? { models: models.ids() } : {}),
+    dataDir: config.dataDir,
+    records: opened.location,
+  });
   // A start that fails after listening releases what it opened (else the listening socket would keep the process alive).
-  const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS).catch(async (err: unknown) => { // null once a user exists
+  const setupToken = await users.issueSetupToken(SETUP_TOKEN_TTL_MS).catch(async (err: unknown) => {
+    // null once a user exists
     await disposables.disposeAll(log);
     throw err;
   });
-  if (setupToken !== null) log.info('first-run setup: open this link to create the first owner', { url: `${baseUrl}/setup?token=${setupToken}`, validHours: SETUP_TOKEN_TTL_MS / 3_600_000 });
-  const sweepSessions = () => void sessions.sweepExpired().catch((err: unknown) => log.warn('session sweep failed', { error: err instanceof Error ? err.message : String(err) }));
+  if (setupToken !== null)
+    log.info('first-run setup: open this link to create the first owner', {
+      url: `${baseUrl}/setup?token=${setupToken}`,
+      validHours: SETUP_TOKEN_TTL_MS / 3_600_000,
+    });
+  const sweepSessions = () =>
+    void sessions
+      .sweepExpired()
+      .catch((err: unknown) =>
+        log.warn('session sweep failed', { error: err instanceof Error ? err.message : String(err) }),
+      );
   sweepSessions();
   const sessionSweep = setInterval(sweepSessions, 3_600_000).unref();
   disposables.add('session-sweep', () => clearInterval(sessionSweep));
@@ -256,10 +373,17 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
         log.info('draining', { state, requests: http.inFlight(), graceMs: config.shutdownGraceMs });
         const deadline = performance.now() + config.shutdownGraceMs;
         const engines = models.loadedEngines();
-        await Promise.all([...engines.map((e) => e.drain(config.shutdownGraceMs)), waitFor(() => http.inFlight() === 0, deadline)]);
+        await Promise.all([
+          ...engines.map((e) => e.drain(config.shutdownGraceMs)),
+          waitFor(() => http.inFlight() === 0, deadline),
+        ]);
         const busy = engines.reduce((n, e) => n + e.load().running + e.load().waiting, 0);
         const cutRequests = Math.max(http.inFlight(), busy);
-        if (cutRequests > 0) log.warn('grace period expired: cutting requests still running', { requests: cutRequests, graceMs: config.shutdownGraceMs });
+        if (cutRequests > 0)
+          log.warn('grace period expired: cutting requests still running', {
+            requests: cutRequests,
+            graceMs: config.shutdownGraceMs,
+          });
         const { failed } = await disposables.disposeAll(log);
         const outcome: ShutdownOutcome = { clean: cutRequests === 0 && failed.length === 0, cutRequests, failed };
         log.info('stopped', { ...outcome });
@@ -276,10 +400,18 @@ const BATCH_FILE_LINE_LIMIT = 50_000;
 
 /** The configured models with their sources resolved; a ConfigError when two have one id. */
 function modelsFrom(config: Config): RegisteredModel[] {
-  const configured = config.models.map((m) => ({ source: resolveModelSource(m.source, m.id), slots: m.slots, contextSize: m.contextSize, gpuLayers: m.gpuLayers }));
+  const configured = config.models.map((m) => ({
+    source: resolveModelSource(m.source, m.id),
+    slots: m.slots,
+    contextSize: m.contextSize,
+    gpuLayers: m.gpuLayers,
+  }));
   const ids = new Set<string>();
   for (const m of configured) {
-    if (ids.has(m.source.modelId)) throw new ConfigError(`two models have the id '${m.source.modelId}': give each its own (--model SOURCE,id=NS/NAME)`);
+    if (ids.has(m.source.modelId))
+      throw new ConfigError(
+        `two models have the id '${m.source.modelId}': give each its own (--model SOURCE,id=NS/NAME)`,
+      );
     ids.add(m.source.modelId);
   }
   return configured;
@@ -287,8 +419,25 @@ function modelsFrom(config: Config): RegisteredModel[] {
 
 /** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */
 function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
-  const baseUrls: Record<ProviderName, string> = { openai: config.openaiBaseUrl, anthropic: config.anthropicBaseUrl, gemini: config.geminiBaseUrl, mistral: config.mistralBaseUrl };
-  const entries = PROVIDER_NAMES.map((name) => [name, createProvider(name, { baseUrl: baseUrls[name], timeoutMs: config.providerTimeoutMs, idleTimeoutMs: config.providerTimeoutMs, deadlineMs: config.providerDeadlineMs, maxRetries: config.providerMaxRetries })] as const);
+  const baseUrls: Record<ProviderName, string> = {
+    openai: config.openaiBaseUrl,
+    anthropic: config.anthropicBaseUrl,
+    gemini: config.geminiBaseUrl,
+    mistral: config.mistralBaseUrl,
+  };
+  const entries = PROVIDER_NAMES.map(
+    (name) =>
+      [
+        name,
+        createProvider(name, {
+          baseUrl: baseUrls[name],
+          timeoutMs: config.providerTimeoutMs,
+          idleTimeoutMs: config.providerTimeoutMs,
+          deadlineMs: config.providerDeadlineMs,
+          maxRetries: config.providerMaxRetries,
+        }),
+      ] as const,
+  );
   return Object.fromEntries(entries) as Record<ProviderName, ChatProvider>;
 }
 

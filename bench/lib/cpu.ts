@@ -3,7 +3,11 @@ import fs from 'node:fs';
 /** Clock ticks per second of /proc's utime/stime (USER_HZ: 100 on Linux for all common architectures). */
 const CLK_TCK = 100;
 
-export interface ThreadCpu { tid: number; name: string; seconds: number }
+export interface ThreadCpu {
+  tid: number;
+  name: string;
+  seconds: number;
+}
 
 /** CPU seconds (user + system) used so far by each thread of `pid`, from /proc/<pid>/task/<tid>/stat. Empty off Linux. */
 export function threadCpu(pid: number): ThreadCpu[] {
@@ -21,7 +25,11 @@ export function threadCpu(pid: number): ThreadCpu[] {
       const close = stat.lastIndexOf(')');
       const fields = stat.slice(close + 2).split(' ');
       // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-      out.push({ tid: Number(tid), name: stat.slice(open + 1, close), seconds: (Number(fields[11]) + Number(fields[12])) / CLK_TCK });
+      out.push({
+        tid: Number(tid),
+        name: stat.slice(open + 1, close),
+        seconds: (Number(fields[11]) + Number(fields[12])) / CLK_TCK,
+      });
     } catch {
       // the thread ended meanwhile
     }

@@ -64,15 +64,25 @@ export interface SmoothResult {
 /** Plain decoding between the decoders reaching their pace and the long prompt: the median and the noise floor. */
 const PLAIN_WINDOW_MS = 5000;
 
-export async function smoothDecode(s: ScenarioServer, o: { decoders: number; decoderMaxTokens: number; longPrompt: string; warmMs?: number }): Promise<SmoothResult> {
+export async function smoothDecode(
+  s: ScenarioServer,
+  o: { decoders: number; decoderMaxTokens: number; longPrompt: string; warmMs?: number },
+): Promise<SmoothResult> {
   const agent: http.Agent = makeAgent(o.decoders + 1);
   const started: Promise<TimedStream>[] = [];
   // The decoders are cut off (client disconnect) once the long prompt has its answer.
   const stop = new AbortController();
   const events = new Array<number>(o.decoders).fill(0);
   for (let i = 0; i < o.decoders; i++) {
-    const body = { ...s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens), logprobs: true };
-    started.push(streamTimed(s.stream, body, agent, 600_000, stop.signal, () => { events[i]!++; }));
+    const body = {
+      ...s.body([{ role: 'user', content: `Decoder ${i}: tell me a long story about the sea.` }], o.decoderMaxTokens),
+      logprobs: true,
+    };
+    started.push(
+      streamTimed(s.stream, body, agent, 600_000, stop.signal, () => {
+        events[i]!++;
+      }),
+    );
   }
   // Every decoder at its steady pace (10 content events each) before the long prompt arrives; at most a minute.
   const warmUntil = performance.now() + (o.warmMs ?? 60_000);
@@ -140,35 +150,55 @@ export interface FloodResult {
   errors: number;
 }
 
-async function paced(s: ScenarioServer, streams: number, durationS: number, maxTokens: number): Promise<{ tokPerS: number; errors: number }> {
+async function paced(
+  s: ScenarioServer,
+  streams: number,
+  durationS: number,
+  maxTokens: number,
+): Promise<{ tokPerS: number; errors: number }> {
   const agent = makeAgent(streams);
   const deadline = performance.now() + durationS * 1000;
   const t0 = performance.now();
   let tokens = 0;
   let errors = 0;
   let n = 0;
-  await Promise.all(Array.from({ length: streams }, async () => {
-    do {
-      const r = await streamTimed(s.stream, s.body([{ role: 'user', content: `Pace ${n++}: describe a winter morning.` }], maxTokens), agent);
-      if (r.ok) tokens += r.completionTokens ?? r.contentEvents;
-      else errors++;
-    } while (performance.now() < deadline);
-  }));
+  await Promise.all(
+    Array.from({ length: streams }, async () => {
+      do {
+        const r = await streamTimed(
+          s.stream,
+          s.body([{ role: 'user', content: `Pace ${n++}: describe a winter morning.` }], maxTokens),
+          agent,
+        );
+        if (r.ok) tokens += r.completionTokens ?? r.contentEvents;
+        else errors++;
+      } while (performance.now() < deadline);
+    }),
+  );
   agent.destroy();
   return { tokPerS: tokens / ((performance.now() - t0) / 1000), errors };
 }
 
 /** See the file comment. */
-export async function floodPace(s: ScenarioServer, o: { streams: number; durationS: number; maxTokens: number; floodUrl: string; floodConnections: number }): Promise<FloodResult> {
+export async function floodPace(
+  s: ScenarioServer,
+  o: { streams: number; durationS: number; maxTokens: number; floodUrl: string; floodConnections: number },
+): Promise<FloodResult> {
   const quiet = await paced(s, o.streams, o.durationS, o.maxTokens);
   const bin = join(ROOT, 'node_modules/.bin/autocannon');
   // autocannon prints its summary only when its duration ends (not on SIGINT): it runs through the
   // streams' measured window plus a margin for their last requests, and is waited for.
-  const flood = spawn(bin, ['-j', '-c', String(o.floodConnections), '-d', String(Math.ceil(o.durationS + 6)), o.floodUrl], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const flood = spawn(
+    bin,
+    ['-j', '-c', String(o.floodConnections), '-d', String(Math.ceil(o.durationS + 6)), o.floodUrl],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
   let out = '';
-  flood.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+  flood.stdout.on('data', (b: Buffer) => {
+    out += b.toString();
+  });
   const exited = new Promise<void>((r) => flood.on('exit', () => r()));
-  await sleep(1500);  // the flood is at full rate before the streams start
+  await sleep(1500); // the flood is at full rate before the streams start
   const loud = await paced(s, o.streams, o.durationS, o.maxTokens);
   await Promise.race([exited, sleep(30_000)]);
   if (flood.exitCode === null && flood.signalCode === null) flood.kill('SIGKILL');
@@ -178,6 +208,16 @@ export async function floodPace(s: ScenarioServer, o: { streams: number; duratio
     const j = JSON.parse(out) as { requests?: { total?: number }; statusCodeStats?: Record<string, { count: number }> };
     floodRequests = j.requests?.total ?? 0;
     for (const [k, v] of Object.entries(j.statusCodeStats ?? {})) floodStatus[k] = v.count;
-  } catch { /* killed before its summary */ }
-  return { streams: o.streams, quietTokPerS: quiet.tokPerS, floodTokPerS: loud.tokPerS, paceRatio: loud.tokPerS / quiet.tokPerS, floodRequests, floodStatus, errors: quiet.errors + loud.errors };
+  } catch {
+    /* killed before its summary */
+  }
+  return {
+    streams: o.streams,
+    quietTokPerS: quiet.tokPerS,
+    floodTokPerS: loud.tokPerS,
+    paceRatio: loud.tokPerS / quiet.tokPerS,
+    floodRequests,
+    floodStatus,
+    errors: quiet.errors + loud.errors,
+  };
 }

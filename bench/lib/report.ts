@@ -21,8 +21,12 @@ export function table(headers: string[], rows: Array<Array<string | number>>): s
 
 export const fmt = {
   int: (n: number) => Math.round(n).toLocaleString('en-US'),
-  num: (n: number, digits = 1) => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a'),
-  ms: (n: number) => (Number.isFinite(n) ? `${n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : Math.round(n)} ms` : 'n/a'),
+  num: (n: number, digits = 1) =>
+    Number.isFinite(n)
+      ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+      : 'n/a',
+  ms: (n: number) =>
+    Number.isFinite(n) ? `${n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : Math.round(n)} ms` : 'n/a',
   mb: (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`,
   pct: (x: number) => `${(x * 100).toFixed(1)}%`,
 };
@@ -31,7 +35,13 @@ export const fmt = {
  * One benchmark run's output: JSON under bench/out/<name>-<timestamp>.json (machine info included) and
  * a markdown section appended to bench/RESULTS.md. Returns the JSON path.
  */
-export function recordResults(name: string, title: string, data: unknown, markdown: string, machine: MachineInfo = describeMachine()): string {
+export function recordResults(
+  name: string,
+  title: string,
+  data: unknown,
+  markdown: string,
+  machine: MachineInfo = describeMachine(),
+): string {
   fs.mkdirSync(OUT_DIR, { recursive: true });
   const stamp = machine.date.replace(/[:.]/g, '-');
   const jsonPath = path.join(OUT_DIR, `${name}-${stamp}.json`);

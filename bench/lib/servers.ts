@@ -10,8 +10,16 @@ export type { HearthProcess };
  * one API key) at log level info, waits until the model is ready. Stop it with `.stop()`. `bin`: another
  * checkout's bin/hearth.js (a baseline).
  */
-export async function startBenchHearth(args: string[], env: NodeJS.ProcessEnv = {}, bin?: string): Promise<HearthProcess> {
-  const hearth = await startHearthProcess({ args, env: { HEARTH_LOG_LEVEL: 'info', ...env }, ...(bin === undefined ? {} : { bin }) });
+export async function startBenchHearth(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  bin?: string,
+): Promise<HearthProcess> {
+  const hearth = await startHearthProcess({
+    args,
+    env: { HEARTH_LOG_LEVEL: 'info', ...env },
+    ...(bin === undefined ? {} : { bin }),
+  });
   try {
     await hearth.waitReady(120_000);
   } catch (err) {
@@ -31,7 +39,11 @@ export function rssBytes(pid: number): number {
   }
 }
 
-export interface BareServer { url: string; proc: ChildProcess; stop(): Promise<void> }
+export interface BareServer {
+  url: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
 
 /**
  * The comparison server of bench:gateway: a bare uWebSockets.js app in its own process answering every
@@ -39,7 +51,10 @@ export interface BareServer { url: string; proc: ChildProcess; stop(): Promise<v
  */
 export async function startBareUws(body: string): Promise<BareServer> {
   const script = path.join(import.meta.dirname, 'bare-uws-server.ts');
-  const proc = spawn(process.execPath, ['--import', 'tsx', script], { env: { ...process.env, BARE_BODY: body }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, BARE_BODY: body },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';

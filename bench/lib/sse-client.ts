@@ -10,7 +10,10 @@ export interface StreamOutcome {
   firstContentAt: number;
   endedAt: number;
   /** Parsed `data:` payloads in order, except the final [DONE]. */
-  chunks: Array<{ choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>; usage?: { completion_tokens: number; prompt_tokens: number } }>;
+  chunks: Array<{
+    choices: Array<{ delta: { role?: string; content?: string }; finish_reason: string | null }>;
+    usage?: { completion_tokens: number; prompt_tokens: number };
+  }>;
   done: boolean;
   content: string;
   contentEvents: number;
@@ -24,9 +27,25 @@ export const keepAliveAgent = (maxSockets: number) => new http.Agent({ keepAlive
  * JSON.parse'd: the checks are real, not a byte count). Resolves when the response ends, errors, or
  * `timeoutMs` passes (then `error` says so and the request is destroyed).
  */
-export function streamChat(url: string, key: string, body: Record<string, unknown>, o: { agent?: http.Agent; timeoutMs?: number } = {}): Promise<StreamOutcome> {
+export function streamChat(
+  url: string,
+  key: string,
+  body: Record<string, unknown>,
+  o: { agent?: http.Agent; timeoutMs?: number } = {},
+): Promise<StreamOutcome> {
   const payload = JSON.stringify({ ...body, stream: true });
-  const r: StreamOutcome = { status: 0, retryAfter: null, sentAt: performance.now(), firstContentAt: 0, endedAt: 0, chunks: [], done: false, content: '', contentEvents: 0, error: null };
+  const r: StreamOutcome = {
+    status: 0,
+    retryAfter: null,
+    sentAt: performance.now(),
+    firstContentAt: 0,
+    endedAt: 0,
+    chunks: [],
+    done: false,
+    content: '',
+    contentEvents: 0,
+    error: null,
+  };
   return new Promise((resolve) => {
     let settled = false;
     const finish = (error: string | null) => {
@@ -40,7 +59,11 @@ export function streamChat(url: string, key: string, body: Record<string, unknow
     const req = http.request(url, {
       method: 'POST',
       agent: o.agent,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(payload),
+      },
     });
     const timer = setTimeout(() => {
       req.destroy();
@@ -82,7 +105,9 @@ export function streamChat(url: string, key: string, body: Record<string, unknow
         }
         buffered = buffered.slice(at);
       });
-      res.on('end', () => finish(parseError ?? (buffered.trim() !== '' ? `trailing bytes: ${buffered.slice(0, 80)}` : null)));
+      res.on('end', () =>
+        finish(parseError ?? (buffered.trim() !== '' ? `trailing bytes: ${buffered.slice(0, 80)}` : null)),
+      );
       res.on('error', (e) => finish(e.message));
     });
     req.end(payload);

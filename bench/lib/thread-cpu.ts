@@ -18,7 +18,11 @@ export function threadCpu(pid: number): ThreadCpu {
 }
 
 /** CPU microseconds per unit (token) by role between two snapshots, largest first; `null` when /proc is absent. */
-export function cpuPerUnit(before: ThreadCpu, after: ThreadCpu, units: number): Array<{ role: string; usPerUnit: number; voluntaryPerUnit: number; involuntaryPerUnit: number }> | null {
+export function cpuPerUnit(
+  before: ThreadCpu,
+  after: ThreadCpu,
+  units: number,
+): Array<{ role: string; usPerUnit: number; voluntaryPerUnit: number; involuntaryPerUnit: number }> | null {
   if (after.size === 0 || units <= 0) return null;
   const rows = [...after].map(([role, a]) => {
     const b = before.get(role) ?? { ticks: 0, voluntarySwitches: 0, involuntarySwitches: 0 };
@@ -57,7 +61,11 @@ function add(out: ThreadCpu, pid: number, root: boolean): void {
   }
   let children: number[] = [];
   try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter((x) => x !== '').map(Number);
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter((x) => x !== '')
+      .map(Number);
   } catch {
     // no children file: nothing to add
   }

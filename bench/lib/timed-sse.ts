@@ -47,8 +47,16 @@ export function makeAgent(maxSockets: number): http.Agent {
 }
 
 interface ChunkJson {
-  choices?: { delta?: { content?: string | null }; logprobs?: { content?: unknown[] | null } | null; finish_reason?: string | null }[];
-  usage?: { completion_tokens?: number; prompt_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } | null;
+  choices?: {
+    delta?: { content?: string | null };
+    logprobs?: { content?: unknown[] | null } | null;
+    finish_reason?: string | null;
+  }[];
+  usage?: {
+    completion_tokens?: number;
+    prompt_tokens?: number;
+    prompt_tokens_details?: { cached_tokens?: number };
+  } | null;
   timings?: { cache_n?: number };
   error?: unknown;
 }
@@ -60,7 +68,14 @@ interface ChunkJson {
  * see it) is retried at once, up to 3 times; the clock keeps running from the first attempt (the lost
  * milliseconds count against the server) and `retries` says how often it happened.
  */
-export async function streamTimed(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs = 300_000, signal?: AbortSignal, onContent?: () => void): Promise<TimedStream> {
+export async function streamTimed(
+  target: StreamTarget,
+  body: unknown,
+  agent: http.Agent,
+  timeoutMs = 300_000,
+  signal?: AbortSignal,
+  onContent?: () => void,
+): Promise<TimedStream> {
   const startedAt = performance.now();
   let r = await streamOnce(target, body, agent, timeoutMs, startedAt, signal, onContent);
   let retries = 0;
@@ -73,14 +88,34 @@ export async function streamTimed(target: StreamTarget, body: unknown, agent: ht
 }
 
 /** `signal` ends the stream early (error 'aborted'; what arrived until then is kept); `onContent` sees every content event. */
-function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, timeoutMs: number, startedAt: number, signal?: AbortSignal, onContent?: () => void): Promise<TimedStream & { gotBytes: boolean }> {
+function streamOnce(
+  target: StreamTarget,
+  body: unknown,
+  agent: http.Agent,
+  timeoutMs: number,
+  startedAt: number,
+  signal?: AbortSignal,
+  onContent?: () => void,
+): Promise<TimedStream & { gotBytes: boolean }> {
   const url = new URL(target.path, target.baseUrl);
   const payload = Buffer.from(JSON.stringify(body));
   const r: TimedStream & { gotBytes: boolean } = {
     gotBytes: false,
     retries: 0,
-    ok: false, status: 0, firstTokenMs: Number.NaN, gapsMs: [], gapTokens: [], totalMs: 0, contentEvents: 0,
-    completionTokens: null, promptTokens: null, cachedTokens: null, finishReason: null, text: '', startedAt, endedAt: startedAt,
+    ok: false,
+    status: 0,
+    firstTokenMs: Number.NaN,
+    gapsMs: [],
+    gapTokens: [],
+    totalMs: 0,
+    contentEvents: 0,
+    completionTokens: null,
+    promptTokens: null,
+    cachedTokens: null,
+    finishReason: null,
+    text: '',
+    startedAt,
+    endedAt: startedAt,
   };
   return new Promise((resolve) => {
     let settled = false;
@@ -97,10 +132,21 @@ function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, time
       resolve(r);
     };
     const onEvent = (data: string) => {
-      if (data === '[DONE]') { sawDone = true; return; }
+      if (data === '[DONE]') {
+        sawDone = true;
+        return;
+      }
       let json: ChunkJson;
-      try { json = JSON.parse(data) as ChunkJson; } catch { r.error ??= `unparseable event: ${data.slice(0, 120)}`; return; }
-      if (json.error !== undefined) { r.error = JSON.stringify(json.error).slice(0, 500); return; }
+      try {
+        json = JSON.parse(data) as ChunkJson;
+      } catch {
+        r.error ??= `unparseable event: ${data.slice(0, 120)}`;
+        return;
+      }
+      if (json.error !== undefined) {
+        r.error = JSON.stringify(json.error).slice(0, 500);
+        return;
+      }
       const choice = json.choices?.[0];
       const content = choice?.delta?.content;
       if (typeof content === 'string' && content.length > 0) {
@@ -125,31 +171,48 @@ function streamOnce(target: StreamTarget, body: unknown, agent: http.Agent, time
       }
       if (typeof json.timings?.cache_n === 'number' && r.cachedTokens === null) r.cachedTokens = json.timings.cache_n;
     };
-    const req = http.request(url, {
-      method: 'POST',
-      agent,
-      headers: { 'content-type': 'application/json', 'content-length': payload.length, accept: 'text/event-stream', ...target.headers },
-    }, (res) => {
-      r.status = res.statusCode ?? 0;
-      r.gotBytes = true;
-      res.setEncoding('utf8');
-      let buf = '';
-      let errorBody = '';
-      res.on('data', (chunk: string) => {
-        if (r.status !== 200) { errorBody += chunk; return; }
-        buf += chunk;
-        let idx: number;
-        while ((idx = buf.indexOf('\n\n')) >= 0) {
-          const block = buf.slice(0, idx);
-          buf = buf.slice(idx + 2);
-          const lines = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart());
-          if (lines.length) onEvent(lines.join('\n'));
-        }
-      });
-      res.on('end', () => settle(r.status !== 200 ? `status ${r.status}: ${errorBody.slice(0, 300)}` : undefined));
-      res.on('error', (e) => settle(e.message));
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': payload.length,
+          accept: 'text/event-stream',
+          ...target.headers,
+        },
+      },
+      (res) => {
+        r.status = res.statusCode ?? 0;
+        r.gotBytes = true;
+        res.setEncoding('utf8');
+        let buf = '';
+        let errorBody = '';
+        res.on('data', (chunk: string) => {
+          if (r.status !== 200) {
+            errorBody += chunk;
+            return;
+          }
+          buf += chunk;
+          let idx: number;
+          while ((idx = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, idx);
+            buf = buf.slice(idx + 2);
+            const lines = block
+              .split('\n')
+              .filter((l) => l.startsWith('data:'))
+              .map((l) => l.slice(5).trimStart());
+            if (lines.length) onEvent(lines.join('\n'));
+          }
+        });
+        res.on('end', () => settle(r.status !== 200 ? `status ${r.status}: ${errorBody.slice(0, 300)}` : undefined));
+        res.on('error', (e) => settle(e.message));
+      },
+    );
+    req.setTimeout(timeoutMs, () => {
+      req.destroy(new Error(`client time-out after ${timeoutMs} ms`));
     });
-    req.setTimeout(timeoutMs, () => { req.destroy(new Error(`client time-out after ${timeoutMs} ms`)); });
     req.on('error', (e) => settle(e.message));
     if (signal?.aborted) req.destroy(new Error('aborted'));
     signal?.addEventListener('abort', () => req.destroy(new Error('aborted')), { once: true });

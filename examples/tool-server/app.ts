@@ -30,10 +30,15 @@ export function toToolError(err: HearthError): ToolError {
   if (err.kind === 'timeout') return new ToolError(504, err.message, { code: 'hearth_timeout' });
   if (err.kind === 'http' && err.status !== null) {
     if (err.status === 401 || err.status === 403) {
-      return new ToolError(502, "Hearth rejected this tool server's API key (check HEARTH_API_KEY)", { code: 'hearth_auth_failed' });
+      return new ToolError(502, "Hearth rejected this tool server's API key (check HEARTH_API_KEY)", {
+        code: 'hearth_auth_failed',
+      });
     }
     if (err.status === 429 || err.status === 503) {
-      return new ToolError(503, err.message, { code: err.code ?? 'hearth_unavailable', ...(err.retryAfterSeconds !== undefined ? { retryAfter: err.retryAfterSeconds } : {}) });
+      return new ToolError(503, err.message, {
+        code: err.code ?? 'hearth_unavailable',
+        ...(err.retryAfterSeconds !== undefined ? { retryAfter: err.retryAfterSeconds } : {}),
+      });
     }
     // A request Hearth refuses (unknown model, prompt too long, bad temperature) is the caller's to fix.
     if (err.status < 500) return new ToolError(400, err.message, { code: err.code ?? 'hearth_rejected' });
@@ -55,7 +60,11 @@ export function createExampleToolServer(config: ExampleConfig): ToolServer {
       properties: {
         prompt: { type: 'string', minLength: 1, description: 'The user message.' },
         system: { type: 'string', description: 'An optional system message.' },
-        model: { type: 'string', minLength: 1, description: 'A Hearth model id (<namespace>/<model_name>); defaults to HEARTH_MODEL.' },
+        model: {
+          type: 'string',
+          minLength: 1,
+          description: 'A Hearth model id (<namespace>/<model_name>); defaults to HEARTH_MODEL.',
+        },
         temperature: { type: 'number', minimum: 0, maximum: 2 },
         max_tokens: { type: 'integer', minimum: 1, maximum: 4096 },
       },
@@ -64,16 +73,26 @@ export function createExampleToolServer(config: ExampleConfig): ToolServer {
     },
     async handler(args, ctx) {
       const model = args.model ?? config.defaultModel;
-      if (!model) throw new ToolError(400, "No model: pass args.model or set HEARTH_MODEL", { code: 'model_required' });
+      if (!model) throw new ToolError(400, 'No model: pass args.model or set HEARTH_MODEL', { code: 'model_required' });
       const messages: ChatMessage[] = [];
       if (args.system) messages.push({ role: 'system', content: args.system });
       messages.push({ role: 'user', content: args.prompt });
       try {
         const result = await hearth.complete(
-          { model, messages, ...(args.temperature !== undefined ? { temperature: args.temperature } : {}), ...(args.max_tokens !== undefined ? { max_tokens: args.max_tokens } : {}) },
+          {
+            model,
+            messages,
+            ...(args.temperature !== undefined ? { temperature: args.temperature } : {}),
+            ...(args.max_tokens !== undefined ? { max_tokens: args.max_tokens } : {}),
+          },
           { signal: ctx.signal },
         );
-        return { content: result.content, model: result.model, finish_reason: result.finish_reason, usage: result.usage ? { ...result.usage } : null };
+        return {
+          content: result.content,
+          model: result.model,
+          finish_reason: result.finish_reason,
+          usage: result.usage ? { ...result.usage } : null,
+        };
       } catch (err) {
         if (err instanceof HearthError) throw toToolError(err);
         throw err;

@@ -127,7 +127,10 @@ async function readError(response: Response): Promise<{ message: string; code: s
     if (typeof body.error === 'string') return { message: body.error, code: null };
     if (typeof body.error === 'object' && body.error !== null) {
       const e = body.error as { message?: unknown; code?: unknown };
-      return { message: typeof e.message === 'string' ? e.message : response.statusText, code: typeof e.code === 'string' ? e.code : null };
+      return {
+        message: typeof e.message === 'string' ? e.message : response.statusText,
+        code: typeof e.code === 'string' ? e.code : null,
+      };
     }
   } catch {
     // not JSON: fall through
@@ -174,7 +177,8 @@ export class HearthClient {
     if (!options.baseUrl) throw new TypeError('baseUrl is required');
     if (!options.apiKey) throw new TypeError('apiKey is required');
     const merged = { ...DEFAULT_HEARTH_CLIENT_OPTIONS };
-    for (const [k, v] of Object.entries(options)) if (v !== undefined && k in merged) (merged as Record<string, unknown>)[k] = v;
+    for (const [k, v] of Object.entries(options))
+      if (v !== undefined && k in merged) (merged as Record<string, unknown>)[k] = v;
     this.#options = { ...merged, baseUrl: options.baseUrl, apiKey: options.apiKey };
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#url = `${options.baseUrl.replace(/\/+$/, '')}/api/inference/v1/chat/completions`;
@@ -184,7 +188,10 @@ export class HearthClient {
     const { timeoutMs, maxRetries, baseRetryDelayMs, maxRetryDelayMs } = this.#options;
     const deadline = Date.now() + timeoutMs;
     const overall = new AbortController();
-    const overallTimer = setTimeout(() => overall.abort(new HearthError('timeout', `Hearth did not finish within ${timeoutMs} ms`)), timeoutMs);
+    const overallTimer = setTimeout(
+      () => overall.abort(new HearthError('timeout', `Hearth did not finish within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     const signal = options.signal ? AbortSignal.any([overall.signal, options.signal]) : overall.signal;
     const body = JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } });
     try {
@@ -196,7 +203,11 @@ export class HearthClient {
           try {
             response = await this.#fetch(this.#url, {
               method: 'POST',
-              headers: { authorization: `Bearer ${this.#options.apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+              headers: {
+                authorization: `Bearer ${this.#options.apiKey}`,
+                'content-type': 'application/json',
+                accept: 'text/event-stream',
+              },
               body,
               signal: attemptSignal,
             });
@@ -204,18 +215,31 @@ export class HearthClient {
             if (attemptSignal.aborted) throw attemptSignal.reason;
             const retryIn = baseRetryDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
             if (attempt > maxRetries || Date.now() + retryIn > deadline) {
-              throw new HearthError('network', `Could not reach Hearth: ${err instanceof Error ? (err.cause as Error | undefined)?.message ?? err.message : String(err)}`);
+              throw new HearthError(
+                'network',
+                `Could not reach Hearth: ${err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err)}`,
+              );
             }
             idle.dispose();
             await sleep(retryIn, signal);
             continue;
           }
-          if (response.ok) return { ...(await this.#read(response, idle, attemptSignal, request.model, options.onDelta)), attempts: attempt };
+          if (response.ok)
+            return {
+              ...(await this.#read(response, idle, attemptSignal, request.model, options.onDelta)),
+              attempts: attempt,
+            };
 
           const retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
           const { message, code } = await readError(response);
           const retryAfterSeconds = retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000);
-          const failure = new HearthError('http', `Hearth answered ${response.status}: ${message}`, response.status, code, retryAfterSeconds);
+          const failure = new HearthError(
+            'http',
+            `Hearth answered ${response.status}: ${message}`,
+            response.status,
+            code,
+            retryAfterSeconds,
+          );
           if (!RETRYABLE_STATUS.has(response.status) || attempt > maxRetries) throw failure;
           const wait = retryAfterMs ?? baseRetryDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
           if (wait > maxRetryDelayMs || Date.now() + wait > deadline) throw failure;
@@ -231,13 +255,30 @@ export class HearthClient {
   }
 
   /** Reads a 200 answer: the SSE stream, or a plain JSON completion if the server did not stream. */
-  async #read(response: Response, idle: IdleWatch, signal: AbortSignal, model: string, onDelta?: (text: string) => void): Promise<StreamState> {
+  async #read(
+    response: Response,
+    idle: IdleWatch,
+    signal: AbortSignal,
+    model: string,
+    onDelta?: (text: string) => void,
+  ): Promise<StreamState> {
     const state: StreamState = { id: null, model, content: '', finish_reason: null, usage: null };
     const type = response.headers.get('content-type') ?? '';
     if (type.includes('application/json')) {
-      const json = (await response.json()) as { id?: string; model?: string; choices?: Array<{ message?: { content?: string }; finish_reason?: string }>; usage?: CompletionUsage };
+      const json = (await response.json()) as {
+        id?: string;
+        model?: string;
+        choices?: Array<{ message?: { content?: string }; finish_reason?: string }>;
+        usage?: CompletionUsage;
+      };
       const choice = json.choices?.[0];
-      return { id: json.id ?? null, model: json.model ?? model, content: choice?.message?.content ?? '', finish_reason: choice?.finish_reason ?? null, usage: json.usage ?? null };
+      return {
+        id: json.id ?? null,
+        model: json.model ?? model,
+        content: choice?.message?.content ?? '',
+        finish_reason: choice?.finish_reason ?? null,
+        usage: json.usage ?? null,
+      };
     }
     if (!response.body) throw new HearthError('stream', 'Hearth answered 200 without a body');
     const reader = response.body.getReader();
@@ -253,11 +294,16 @@ export class HearthClient {
           next = await reader.read();
         } catch (err) {
           if (signal.aborted) throw signal.reason;
-          throw new HearthError('stream', `The stream from Hearth broke: ${err instanceof Error ? err.message : String(err)}`);
+          throw new HearthError(
+            'stream',
+            `The stream from Hearth broke: ${err instanceof Error ? err.message : String(err)}`,
+          );
         }
         if (signal.aborted) throw signal.reason;
         if (!next.done) idle.touch();
-        const events = next.done ? [...sse.push(decoder.decode()), ...sse.end()] : sse.push(decoder.decode(next.value, { stream: true }));
+        const events = next.done
+          ? [...sse.push(decoder.decode()), ...sse.end()]
+          : sse.push(decoder.decode(next.value, { stream: true }));
         for (const event of events) {
           if (event.data === '[DONE]') {
             finished = true;
@@ -290,7 +336,12 @@ export class HearthClient {
     }
     if (chunk.error !== undefined) {
       const e = chunk.error;
-      throw new HearthError('stream', `Hearth failed mid-stream: ${typeof e === 'string' ? e : e.message ?? 'unknown error'}`, null, typeof e === 'object' ? e.code ?? null : null);
+      throw new HearthError(
+        'stream',
+        `Hearth failed mid-stream: ${typeof e === 'string' ? e : (e.message ?? 'unknown error')}`,
+        null,
+        typeof e === 'object' ? (e.code ?? null) : null,
+      );
     }
     state.id ??= chunk.id ?? null;
     if (chunk.model) state.model = chunk.model;

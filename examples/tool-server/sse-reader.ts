@@ -73,7 +73,8 @@ export class SseReader {
   }
 
   #dispatch(): SseEvent | null {
-    const event = this.#data.length === 0 ? null : { event: this.#event || 'message', data: this.#data.join('\n'), id: this.#id };
+    const event =
+      this.#data.length === 0 ? null : { event: this.#event || 'message', data: this.#data.join('\n'), id: this.#id };
     this.#data = [];
     this.#event = '';
     return event;

@@ -24,7 +24,10 @@ const vendor = path.join(here, 'vendor/hearth');
 const binary = `uws_${process.platform}_${process.arch}_${process.versions.modules}.node`;
 // The uWS build this runtime loads (src/http/uws.ts picks it): its binary is the one vendored.
 const uws = (await import('../../src/http/uws.ts')) as typeof import('../../src/http/uws.ts');
-const uwsFrom = uws.uwsBuild === 'btc-vision-20.57.0' ? path.join(root, 'node_modules/uWebSockets.js') : path.join(root, 'node_modules/uws-legacy-node20/binaries');
+const uwsFrom =
+  uws.uwsBuild === 'btc-vision-20.57.0'
+    ? path.join(root, 'node_modules/uWebSockets.js')
+    : path.join(root, 'node_modules/uws-legacy-node20/binaries');
 
 fs.rmSync(path.join(here, 'vendor'), { recursive: true, force: true });
 fs.rmSync(path.join(here, 'dist'), { recursive: true, force: true });
@@ -38,7 +41,8 @@ fs.writeFileSync(
     `export const uwsClosesAnsweredIdle = ${uws.uwsClosesAnsweredIdle};\nexport const UWS_MAX_HEAD_BYTES = ${uws.UWS_MAX_HEAD_BYTES};\n` +
     `export const LEGACY_ABI = ${JSON.stringify(uws.LEGACY_ABI)};\nexport function loadUws() { return { uWS, build: uwsBuild }; }\n`,
 );
-const banner = "import { createRequire as __hearthCreateRequire } from 'node:module'; const require = __hearthCreateRequire(import.meta.url);";
+const banner =
+  "import { createRequire as __hearthCreateRequire } from 'node:module'; const require = __hearthCreateRequire(import.meta.url);";
 await build({
   entryPoints: [path.join(root, 'src/tools/index.ts')],
   outfile: path.join(vendor, 'tools.js'),
@@ -46,24 +50,33 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  plugins: [{
-    name: 'vendored-uws',
-    setup: (b) => {
-      b.onResolve({ filter: /^uWebSockets\.js$/ }, () => ({ path: './uws.cjs', external: true }));
-      b.onResolve({ filter: /(^|\/)uws\.ts$/ }, () => ({ path: shim }));
+  plugins: [
+    {
+      name: 'vendored-uws',
+      setup: (b) => {
+        b.onResolve({ filter: /^uWebSockets\.js$/ }, () => ({ path: './uws.cjs', external: true }));
+        b.onResolve({ filter: /(^|\/)uws\.ts$/ }, () => ({ path: shim }));
+      },
     },
-  }],
+  ],
   banner: { js: banner },
   logLevel: 'warning',
 });
 const { version } = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string };
-fs.writeFileSync(path.join(vendor, 'package.json'), `${JSON.stringify({ name: 'hearth', version, description: 'The hearth/tools kit, vendored for offline builds', type: 'module', exports: { './tools': './tools.js' } }, null, 2)}\n`);
+fs.writeFileSync(
+  path.join(vendor, 'package.json'),
+  `${JSON.stringify({ name: 'hearth', version, description: 'The hearth/tools kit, vendored for offline builds', type: 'module', exports: { './tools': './tools.js' } }, null, 2)}\n`,
+);
 
 fs.rmSync(shim);
 fs.copyFileSync(path.join(uwsFrom, binary), path.join(vendor, binary));
 const license = [path.join(uwsFrom, 'LICENSE'), path.join(uwsFrom, '..', 'LICENSE')].find((f) => fs.existsSync(f));
 if (license) fs.copyFileSync(license, path.join(vendor, 'LICENSE.uWebSockets.js'));
-else fs.writeFileSync(path.join(vendor, 'LICENSE.uWebSockets.js'), 'uWebSockets.js (Alex Hultman), Apache License 2.0: https://www.apache.org/licenses/LICENSE-2.0\n');
+else
+  fs.writeFileSync(
+    path.join(vendor, 'LICENSE.uWebSockets.js'),
+    'uWebSockets.js (Alex Hultman), Apache License 2.0: https://www.apache.org/licenses/LICENSE-2.0\n',
+  );
 fs.writeFileSync(
   path.join(vendor, 'uws.cjs'),
   `'use strict';\n// uWebSockets.js (Apache-2.0, LICENSE.uWebSockets.js): the native binary for this platform and Node ABI.\n` +
@@ -80,4 +93,6 @@ await build({
   external: ['hearth', 'hearth/*'],
   logLevel: 'warning',
 });
-process.stdout.write(`vendored hearth/tools (${binary}) into ${path.relative(process.cwd(), vendor)} and built ${path.relative(process.cwd(), path.join(here, 'dist/server.js'))}\n`);
+process.stdout.write(
+  `vendored hearth/tools (${binary}) into ${path.relative(process.cwd(), vendor)} and built ${path.relative(process.cwd(), path.join(here, 'dist/server.js'))}\n`,
+);

@@ -1,4 +1,13 @@
-import { invalidCredentials, invalidSetupToken, lastOwner, ownerRequired, setupComplete, tooManySignInAttempts, unauthorized, userNotFound } from '../errors/index.ts';
+import {
+  invalidCredentials,
+  invalidSetupToken,
+  lastOwner,
+  ownerRequired,
+  setupComplete,
+  tooManySignInAttempts,
+  unauthorized,
+  userNotFound,
+} from '../errors/index.ts';
 import { DEFAULT_ACCOUNT_ID } from './api-key-repository.ts';
 import type { UserRole } from '../store/database.ts';
 import type { LiveSession, SessionRepository } from './session-repository.ts';
@@ -55,7 +64,9 @@ export class AccountService {
   /** Creates the first owner (account `default`) with the setup token and signs them in. */
   async setup(body: unknown): Promise<StartedSession> {
     const input = parseSetupInput(body);
-    const result = await this.passwordWork(() => this.d.users.setupFirstOwner(input.token, input.email, input.password, DEFAULT_ACCOUNT_ID));
+    const result = await this.passwordWork(() =>
+      this.d.users.setupFirstOwner(input.token, input.email, input.password, DEFAULT_ACCOUNT_ID),
+    );
     if (result === 'setup_complete') throw setupComplete();
     if (result === 'invalid_token') throw invalidSetupToken();
     return this.startSession(result.user.id);
@@ -94,7 +105,13 @@ export class AccountService {
     if (p.kind === 'key') return { auth: 'key', accountId: p.accountId, user: null, role: null, expiresAt: null };
     const user = this.d.users.get(p.userId);
     if (!user) throw unauthorized();
-    return { auth: 'session', accountId: p.accountId, user: userView(user), role: user.role, expiresAt: new Date(p.sessionEndsAt).toISOString() };
+    return {
+      auth: 'session',
+      accountId: p.accountId,
+      user: userView(user),
+      role: user.role,
+      expiresAt: new Date(p.sessionEndsAt).toISOString(),
+    };
   }
 
   // Users of the caller's account (owner only) ----------------------------------------------------------
@@ -107,7 +124,9 @@ export class AccountService {
   async createUser(p: Principal, body: unknown): Promise<UserView> {
     this.requireOwner(p);
     const input = parseUserInput(body);
-    const user = await this.passwordWork(() => this.d.users.create({ email: input.email, password: input.password, role: input.role, accountId: p.accountId }));
+    const user = await this.passwordWork(() =>
+      this.d.users.create({ email: input.email, password: input.password, role: input.role, accountId: p.accountId }),
+    );
     return userView(user);
   }
 

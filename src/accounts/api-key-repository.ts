@@ -28,7 +28,12 @@ export interface AuthenticatedKey {
 }
 
 /** A key without limits, at the default priority (a stored record's absent fields read as these). */
-export const NO_LIMITS: Required<KeyLimits> = Object.freeze({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
+export const NO_LIMITS: Required<KeyLimits> = Object.freeze({
+  requestsPerMinute: null,
+  tokensPerMinute: null,
+  maxConcurrent: null,
+  priority: 'interactive',
+});
 
 export const DEFAULT_ACCOUNT_ID = 'default';
 /** How often `lastUsedAt` is written for a busy key (a write per request would cost throughput). */
@@ -36,7 +41,15 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 const VERIFIED_CACHE_LIMIT = 10_000;
 
 function view(r: ApiKeyRecord): ApiKeyView {
-  return { id: r.id, name: r.name, accountId: r.accountId, createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, revokedAt: r.revokedAt, limits: { ...NO_LIMITS, ...r.limits } };
+  return {
+    id: r.id,
+    name: r.name,
+    accountId: r.accountId,
+    createdAt: r.createdAt,
+    lastUsedAt: r.lastUsedAt,
+    revokedAt: r.revokedAt,
+    limits: { ...NO_LIMITS, ...r.limits },
+  };
 }
 
 /** API keys of accounts. Lookup is by the key's public id (no scans), then a constant-time hash compare. */
@@ -47,13 +60,27 @@ export class ApiKeyRepository {
 
   constructor(private readonly store: RecordStore) {}
 
-  async create(name: string, accountId: string = DEFAULT_ACCOUNT_ID, limits: KeyLimits = NO_LIMITS): Promise<CreatedApiKey> {
+  async create(
+    name: string,
+    accountId: string = DEFAULT_ACCOUNT_ID,
+    limits: KeyLimits = NO_LIMITS,
+  ): Promise<CreatedApiKey> {
     const { apiKeys, accounts, index } = this.store.dbs;
     const cred = issueCredential('hk', randomId());
     const now = new Date().toISOString();
-    const record: ApiKeyRecord = { id: cred.id, accountId, name, secretHash: cred.secretHash, createdAt: now, lastUsedAt: null, revokedAt: null, limits: { ...limits } };
+    const record: ApiKeyRecord = {
+      id: cred.id,
+      accountId,
+      name,
+      secretHash: cred.secretHash,
+      createdAt: now,
+      lastUsedAt: null,
+      revokedAt: null,
+      limits: { ...limits },
+    };
     await this.store.transaction(() => {
-      if (accounts.get(accountId) === undefined) accounts.put(accountId, { id: accountId, name: accountId, createdAt: now });
+      if (accounts.get(accountId) === undefined)
+        accounts.put(accountId, { id: accountId, name: accountId, createdAt: now });
       apiKeys.put(record.id, record);
       index.put(['key', accountId, record.id], true);
     });
@@ -91,13 +118,18 @@ export class ApiKeyRepository {
    * Renames a key and/or changes its limits (a limit left undefined keeps its value). Undefined when there
    * is no such key for the account; a revoked key can still be renamed but stays revoked.
    */
-  async update(id: string, accountId: string, change: { name?: string | undefined; limits?: Partial<KeyLimits> | undefined }): Promise<ApiKeyView | undefined> {
+  async update(
+    id: string,
+    accountId: string,
+    change: { name?: string | undefined; limits?: Partial<KeyLimits> | undefined },
+  ): Promise<ApiKeyView | undefined> {
     const { apiKeys } = this.store.dbs;
     return this.store.transaction(() => {
       const r = apiKeys.get(id);
       if (!r || r.accountId !== accountId) return undefined;
       const limits = { ...NO_LIMITS, ...r.limits };
-      for (const k of ['requestsPerMinute', 'tokensPerMinute', 'maxConcurrent'] as const) if (change.limits?.[k] !== undefined) limits[k] = change.limits[k];
+      for (const k of ['requestsPerMinute', 'tokensPerMinute', 'maxConcurrent'] as const)
+        if (change.limits?.[k] !== undefined) limits[k] = change.limits[k];
       if (change.limits?.priority !== undefined) limits.priority = change.limits.priority;
       const updated: ApiKeyRecord = { ...r, name: change.name ?? r.name, limits };
       apiKeys.put(id, updated);
@@ -111,7 +143,10 @@ export class ApiKeyRepository {
    */
   authenticateFresh(presented: string | undefined): AuthenticatedKey | Promise<AuthenticatedKey> {
     const couldExist = presented !== undefined && parseCredential('hk', presented) !== null;
-    return orRefreshed(() => this.authenticate(presented), couldExist ? this.store.refresh?.bind(this.store) : undefined);
+    return orRefreshed(
+      () => this.authenticate(presented),
+      couldExist ? this.store.refresh?.bind(this.store) : undefined,
+    );
   }
 
   /**
@@ -140,7 +175,14 @@ export class ApiKeyRepository {
       throw unauthorized();
     }
     this.touch(record);
-    return { keyId: record.id, accountId: record.accountId, limits: record.limits?.priority !== undefined ? (record.limits as Required<KeyLimits>) : { ...NO_LIMITS, ...record.limits } };
+    return {
+      keyId: record.id,
+      accountId: record.accountId,
+      limits:
+        record.limits?.priority !== undefined
+          ? (record.limits as Required<KeyLimits>)
+          : { ...NO_LIMITS, ...record.limits },
+    };
   }
 
   private touch(record: ApiKeyRecord): void {

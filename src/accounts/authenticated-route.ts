@@ -44,8 +44,15 @@ export type Answer = { status: number; value: unknown };
 export function authenticatedRoutes(d: AuthenticatedRouteDeps) {
   const send = (ex: HttpExchange, answer: Answer) => ex.sendJson(answer.status, answer.value);
   /** The caller, or the 401/403 (the edge clears the cookie of an ended session: sessionErrorHeaders). */
-  const authenticate = (ex: HttpExchange): Principal | Promise<Principal> => d.auth.authenticateFresh(presentedCredentials(ex, d.session));
-  const route = (method: HttpMethod, pattern: string, name: string, takesBody: boolean, handle: (c: ManagementCall) => Answer | Promise<Answer>): Route => ({
+  const authenticate = (ex: HttpExchange): Principal | Promise<Principal> =>
+    d.auth.authenticateFresh(presentedCredentials(ex, d.session));
+  const route = (
+    method: HttpMethod,
+    pattern: string,
+    name: string,
+    takesBody: boolean,
+    handle: (c: ManagementCall) => Answer | Promise<Answer>,
+  ): Route => ({
     method,
     pattern,
     name,
@@ -55,7 +62,10 @@ export function authenticatedRoutes(d: AuthenticatedRouteDeps) {
     handler: takesBody
       ? async (ex: HttpExchange) => {
           const principal = await authenticate(ex);
-          send(ex, await handle({ accountId: principal.accountId, principal, params: ex.params, body: await ex.json() }));
+          send(
+            ex,
+            await handle({ accountId: principal.accountId, principal, params: ex.params, body: await ex.json() }),
+          );
         }
       : (ex: HttpExchange) =>
           whenReady(authenticate(ex), (principal) => {

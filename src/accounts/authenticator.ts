@@ -86,6 +86,12 @@ export class ManagementAuthenticator {
     const user = session && this.users.get(session.userId);
     if (!session || !user || user.accountId !== session.accountId) throw sessionExpired();
     if (c.changes && !c.sameOrigin) throw originMismatch();
-    return { kind: 'session', accountId: user.accountId, userId: user.id, role: user.role, sessionEndsAt: session.endsAt };
+    return {
+      kind: 'session',
+      accountId: user.accountId,
+      userId: user.id,
+      role: user.role,
+      sessionEndsAt: session.endsAt,
+    };
   }
 }

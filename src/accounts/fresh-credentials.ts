@@ -20,5 +20,5 @@ export function orRefreshed<T>(attempt: () => T, refresh: (() => Promise<void>) 
 
 /** `fn(value)` now when `value` is at hand, else once it resolves: a synchronous caller stays synchronous. */
 export function whenReady<T, R>(value: T | Promise<T>, fn: (v: T) => R): R | Promise<Awaited<R>> {
-  return value instanceof Promise ? value.then(fn) as Promise<Awaited<R>> : fn(value);
+  return value instanceof Promise ? (value.then(fn) as Promise<Awaited<R>>) : fn(value);
 }

@@ -23,7 +23,12 @@ const MAX_P = 16;
 export const MAX_PASSWORD_BYTES = 4096;
 
 function derive(password: string, salt: Buffer, params: ScryptParams, length: number): Promise<Buffer> {
-  const options: ScryptOptions = { N: params.N, r: params.r, p: params.p, maxmem: 256 * params.N * params.r * params.p + 1024 * 1024 };
+  const options: ScryptOptions = {
+    N: params.N,
+    r: params.r,
+    p: params.p,
+    maxmem: 256 * params.N * params.r * params.p + 1024 * 1024,
+  };
   return new Promise((resolve, reject) => {
     scrypt(password.normalize('NFC'), salt, length, options, (err, key) => (err ? reject(err) : resolve(key)));
   });
@@ -47,7 +52,8 @@ function decode(encoded: string): DecodedHash | null {
   if (parts.length !== 6 || parts[0] !== 'scrypt') return null;
   const [N, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
   const isPow2 = Number.isInteger(N) && N > 1 && (N & (N - 1)) === 0;
-  if (!isPow2 || N > MAX_N || !Number.isInteger(r) || r < 1 || r > MAX_R || !Number.isInteger(p) || p < 1 || p > MAX_P) return null;
+  if (!isPow2 || N > MAX_N || !Number.isInteger(r) || r < 1 || r > MAX_R || !Number.isInteger(p) || p < 1 || p > MAX_P)
+    return null;
   const salt = Buffer.from(parts[4]!, 'base64');
   const hash = Buffer.from(parts[5]!, 'base64');
   if (salt.length < 8 || hash.length < 16 || hash.length > 64) return null;
@@ -74,4 +80,3 @@ export async function verifyAgainstNothing(password: string): Promise<false> {
   await verifyPassword(password, await dummyHash);
   return false;
 }
-

@@ -53,7 +53,9 @@ export function setsSessionCookie(setCookie: string): boolean {
 
 /** Whether the client reached the service over https (by the public URL or the proxy's X-Forwarded-Proto). */
 export function isHttps(ex: HttpExchange, o: SessionHttpOptions): boolean {
-  return o.publicUrl?.startsWith('https://') === true || ex.forwardedProto.split(',')[0]!.trim().toLowerCase() === 'https';
+  return (
+    o.publicUrl?.startsWith('https://') === true || ex.forwardedProto.split(',')[0]!.trim().toLowerCase() === 'https'
+  );
 }
 
 export function sessionCookie(ex: HttpExchange, o: SessionHttpOptions, token: string): string {

@@ -36,7 +36,13 @@ export class SessionRepository {
     const token = randomBytes(32).toString('base64url');
     const hash = sha256Hex(token);
     const now = Date.now();
-    const record: SessionRecord = { userId, accountId, createdAt: new Date(now).toISOString(), lastSeenAt: new Date(now).toISOString(), expiresAt: new Date(now + this.lifetimes.maxAgeMs).toISOString() };
+    const record: SessionRecord = {
+      userId,
+      accountId,
+      createdAt: new Date(now).toISOString(),
+      lastSeenAt: new Date(now).toISOString(),
+      expiresAt: new Date(now + this.lifetimes.maxAgeMs).toISOString(),
+    };
     const { sessions, index } = this.store.dbs;
     await this.store.transaction(() => {
       for (const { key } of [...index.getRange(indexRange('user-session', userId))]) {

@@ -3,7 +3,14 @@ import { whenReady } from './fresh-credentials.ts';
 import { originMismatch } from '../errors/index.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
 import type { Route } from '../http/router.ts';
-import { clearedSessionCookie, clientAddress, isSameOrigin, readSessionCookie, type SessionHttpOptions, sessionCookie } from './session-cookie.ts';
+import {
+  clearedSessionCookie,
+  clientAddress,
+  isSameOrigin,
+  readSessionCookie,
+  type SessionHttpOptions,
+  sessionCookie,
+} from './session-cookie.ts';
 
 export interface SessionRouteDeps {
   accounts: AccountService;
@@ -22,7 +29,10 @@ export function sessionRoutes(d: SessionRouteDeps): Route[] {
   const refuseForeignOrigin = (ex: HttpExchange) => {
     if (ex.origin !== '' && !isSameOrigin(ex, d.session)) throw originMismatch();
   };
-  const setCookie = (ex: HttpExchange, started: StartedSession): [string, string] => ['set-cookie', sessionCookie(ex, d.session, started.token)];
+  const setCookie = (ex: HttpExchange, started: StartedSession): [string, string] => [
+    'set-cookie',
+    sessionCookie(ex, d.session, started.token),
+  ];
 
   return [
     {

@@ -2,7 +2,13 @@ import { randomBytes } from 'node:crypto';
 import type { RecordStore } from '../store/record-store.ts';
 import { emailTaken } from '../errors/index.ts';
 import { indexKeys, indexRange, type UserRecord, type UserRole } from '../store/database.ts';
-import { DEFAULT_SCRYPT_PARAMS, hashPassword, type ScryptParams, verifyAgainstNothing, verifyPassword } from './password-hash.ts';
+import {
+  DEFAULT_SCRYPT_PARAMS,
+  hashPassword,
+  type ScryptParams,
+  verifyAgainstNothing,
+  verifyPassword,
+} from './password-hash.ts';
 import { sha256Hex, sortableId } from '../store/secrets.ts';
 
 /** What the API and CLI show of a user: never the password hash. */
@@ -28,7 +34,14 @@ export const SETUP_TOKEN_TTL_MS = 24 * 60 * 60_000;
 export type DeleteUserResult = 'deleted' | 'not_found' | 'last_owner';
 export type SetupResult = { user: UserRecord } | 'invalid_token' | 'setup_complete';
 
-export const userView = (u: UserRecord): UserView => ({ id: u.id, email: u.email, role: u.role, accountId: u.accountId, createdAt: u.createdAt, lastSignInAt: u.lastSignInAt });
+export const userView = (u: UserRecord): UserView => ({
+  id: u.id,
+  email: u.email,
+  role: u.role,
+  accountId: u.accountId,
+  createdAt: u.createdAt,
+  lastSignInAt: u.lastSignInAt,
+});
 
 /** Emails are compared trimmed and lower-cased (one user per mailbox, whatever the spelling). */
 export function normalizeEmail(email: string): string {
@@ -59,7 +72,15 @@ export class UserRepository {
   /** Creates a user; throws `email_taken` (409) when the email is in use. The password is hashed first. */
   async create(u: NewUser): Promise<UserRecord> {
     const passwordHash = await hashPassword(u.password, this.kdf);
-    const record: UserRecord = { id: UserRepository.newId(), accountId: u.accountId, email: normalizeEmail(u.email), role: u.role, passwordHash, createdAt: new Date().toISOString(), lastSignInAt: null };
+    const record: UserRecord = {
+      id: UserRepository.newId(),
+      accountId: u.accountId,
+      email: normalizeEmail(u.email),
+      role: u.role,
+      passwordHash,
+      createdAt: new Date().toISOString(),
+      lastSignInAt: null,
+    };
     const created = await this.store.transaction(() => {
       if (this.idByEmail(record.email) !== undefined) return false;
       this.put(record);
@@ -98,7 +119,8 @@ export class UserRepository {
     return this.store.transaction(() => {
       const u = users.get(id);
       if (!u || (accountId !== undefined && u.accountId !== accountId)) return 'not_found';
-      if (u.role === 'owner' && !this.list(u.accountId).some((o) => o.role === 'owner' && o.id !== u.id)) return 'last_owner';
+      if (u.role === 'owner' && !this.list(u.accountId).some((o) => o.role === 'owner' && o.id !== u.id))
+        return 'last_owner';
       for (const { key } of [...index.getRange(indexRange('user-session', u.id))]) {
         sessions.remove(String(key[2]));
         index.remove(key);
@@ -141,7 +163,10 @@ export class UserRepository {
     const issued = await this.store.transaction(() => {
       if (this.hasUsers()) return false;
       for (const key of [...setupTokens.getKeys()]) setupTokens.remove(key);
-      setupTokens.put(sha256Hex(token), { createdAt: new Date(now).toISOString(), expiresAt: new Date(now + ttlMs).toISOString() });
+      setupTokens.put(sha256Hex(token), {
+        createdAt: new Date(now).toISOString(),
+        expiresAt: new Date(now + ttlMs).toISOString(),
+      });
       return true;
     });
     return issued ? token : null;
@@ -158,7 +183,15 @@ export class UserRepository {
     if (this.hasUsers()) return 'setup_complete';
     if (!this.setupTokenValid(token)) return 'invalid_token';
     const passwordHash = await hashPassword(password, this.kdf);
-    const record: UserRecord = { id: UserRepository.newId(), accountId, email: normalizeEmail(email), role: 'owner', passwordHash, createdAt: new Date().toISOString(), lastSignInAt: null };
+    const record: UserRecord = {
+      id: UserRepository.newId(),
+      accountId,
+      email: normalizeEmail(email),
+      role: 'owner',
+      passwordHash,
+      createdAt: new Date().toISOString(),
+      lastSignInAt: null,
+    };
     const { setupTokens } = this.store.dbs;
     return this.store.transaction((): SetupResult => {
       if (this.hasUsers()) return 'setup_complete';
@@ -172,14 +205,16 @@ export class UserRepository {
   // -----------------------------------------------------------------------------------------------------
 
   private idByEmail(email: string): string | undefined {
-    for (const { key } of this.store.dbs.index.getRange({ ...indexRange('user-email', email), limit: 1 })) return String(key[2]);
+    for (const { key } of this.store.dbs.index.getRange({ ...indexRange('user-email', email), limit: 1 }))
+      return String(key[2]);
     return undefined;
   }
 
   /** Writes a new user with its index entries and account record; call inside a transaction. */
   private put(u: UserRecord): void {
     const { accounts, users, index } = this.store.dbs;
-    if (accounts.get(u.accountId) === undefined) accounts.put(u.accountId, { id: u.accountId, name: u.accountId, createdAt: u.createdAt });
+    if (accounts.get(u.accountId) === undefined)
+      accounts.put(u.accountId, { id: u.accountId, name: u.accountId, createdAt: u.createdAt });
     users.put(u.id, u);
     index.put(indexKeys.user(u.accountId, u.id), true);
     index.put(indexKeys.userEmail(u.email, u.id), true);

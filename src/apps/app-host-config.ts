@@ -6,7 +6,14 @@ import type { AppHostOptions } from './app-host-options.ts';
 export function appHostOptionsFrom(config: Config): AppHostOptions {
   return {
     rootDir: config.appDir ?? path.join(config.dataDir, 'apps'),
-    sandbox: { mode: config.appSandbox, bwrapPath: config.appBwrap, memoryBytes: config.appMemoryLimit * 1024 * 1024, maxProcesses: config.appMaxProcesses, maxOpenFiles: config.appMaxOpenFiles, network: { mode: config.appNetwork, pastaPath: config.appPasta } },
+    sandbox: {
+      mode: config.appSandbox,
+      bwrapPath: config.appBwrap,
+      memoryBytes: config.appMemoryLimit * 1024 * 1024,
+      maxProcesses: config.appMaxProcesses,
+      maxOpenFiles: config.appMaxOpenFiles,
+      network: { mode: config.appNetwork, pastaPath: config.appPasta },
+    },
     listenHost: config.host,
     archiveLimit: config.appArchiveLimit,
     maxFiles: config.appMaxFiles,

@@ -52,4 +52,3 @@ export interface AppHostDeps {
   /** Hearth's public port (read at each launch, for HEARTH_API_URL); null until it listens. */
   apiPort: () => number | null;
 }
-

@@ -19,7 +19,14 @@ import { parseAppInput, parseAppPatch, parseRepositoryInput, parseRollbackInput 
 import { type AppRunState, AppRuntime, type LaunchInput, type RuntimeOptions } from './app-runtime.ts';
 import { appView, type AppView, deploymentView, type DeploymentView } from './app-views.ts';
 import { ArchiveError, unpackArchive } from './archive-unpacker.ts';
-import { buildApp, DeploymentFailure, fetchRepository, isAcceptableRepositoryUrl, probeRepository, startCommand } from './deployment-builder.ts';
+import {
+  buildApp,
+  DeploymentFailure,
+  fetchRepository,
+  isAcceptableRepositoryUrl,
+  probeRepository,
+  startCommand,
+} from './deployment-builder.ts';
 import type { LogLine } from './log-ring.ts';
 import { decideRepository } from './repository-policy.ts';
 import { apiUnreachableReason, hearthApiUrl, networkProblem, removeStaleNamespaces } from './app-network.ts';
@@ -48,7 +55,10 @@ export class AppHost {
   private disposed = false;
   private readonly layout: AppFileLayout;
 
-  constructor(private readonly d: AppHostDeps, options: Pick<AppHostOptions, 'rootDir' | 'sandbox'> & Partial<AppHostOptions>) {
+  constructor(
+    private readonly d: AppHostDeps,
+    options: Pick<AppHostOptions, 'rootDir' | 'sandbox'> & Partial<AppHostOptions>,
+  ) {
     this.options = { ...DEFAULT_APP_HOST_OPTIONS, ...options };
     this.layout = new AppFileLayout(this.options.rootDir);
   }
@@ -79,11 +89,14 @@ export class AppHost {
       const plan = launchPlan(s, dir, 'exit 0', {});
       const failure = await new Promise<{ code: string | number | null; stderr: string } | null>((resolve) => {
         execFile(plan.command, plan.args, { env: plan.env, cwd: plan.cwd, timeout: 10_000 }, (err, _stdout, stderr) => {
-          resolve(err ? { code: (err as NodeJS.ErrnoException).code ?? null, stderr: String(stderr) || err.message } : null);
+          resolve(
+            err ? { code: (err as NodeJS.ErrnoException).code ?? null, stderr: String(stderr) || err.message } : null,
+          );
         });
       });
       if (failure === null) return isolatesNetwork(s) ? await networkProblem(s.network) : null;
-      if (failure.code === 'ENOENT') return `the sandbox tool bubblewrap ('${s.bwrapPath}') is not installed: install the Debian package bubblewrap, or start Hearth with --app-sandbox none (no isolation)`;
+      if (failure.code === 'ENOENT')
+        return `the sandbox tool bubblewrap ('${s.bwrapPath}') is not installed: install the Debian package bubblewrap, or start Hearth with --app-sandbox none (no isolation)`;
       return `the sandbox tool bubblewrap ('${s.bwrapPath}') cannot run here: ${failure.stderr.trim().slice(0, 300)}`;
     } finally {
       await fs.promises.rm(dir, { recursive: true, force: true });
@@ -95,17 +108,25 @@ export class AppHost {
   /** Boot: fails deployments a previous run left half-way, and starts every app that has a live deployment. */
   async start(): Promise<void> {
     fs.mkdirSync(this.options.rootDir, { recursive: true, mode: 0o711 });
-    if (this.options.sandbox.mode === 'none') this.d.log.warn('apps run WITHOUT a sandbox (--app-sandbox none): they can read everything Hearth can');
-    else if (this.options.sandbox.network.mode === 'host') this.d.log.warn("apps share the host's network (--app-network host): they can reach every service on this machine's loopback and addresses, Hearth's internal port and other apps included");
+    if (this.options.sandbox.mode === 'none')
+      this.d.log.warn('apps run WITHOUT a sandbox (--app-sandbox none): they can read everything Hearth can');
+    else if (this.options.sandbox.network.mode === 'host')
+      this.d.log.warn(
+        "apps share the host's network (--app-network host): they can reach every service on this machine's loopback and addresses, Hearth's internal port and other apps included",
+      );
     if (isolatesNetwork(this.options.sandbox)) {
       const unreachable = apiUnreachableReason('isolated', this.options.listenHost);
       if (unreachable !== null) this.d.log.warn(unreachable);
       const stale = await removeStaleNamespaces();
       if (stale > 0) this.d.log.info("removed apps' network namespaces a previous run left", { count: stale });
     }
-    if (this.options.repositories === 'local') this.d.log.warn('deployments may clone local paths and file:// repositories of this machine (--app-repositories local): every workspace member can read them');
+    if (this.options.repositories === 'local')
+      this.d.log.warn(
+        'deployments may clone local paths and file:// repositories of this machine (--app-repositories local): every workspace member can read them',
+      );
     const interrupted = await this.d.apps.failInterrupted();
-    if (interrupted > 0) this.d.log.warn('deployments interrupted by the last stop marked failed', { count: interrupted });
+    if (interrupted > 0)
+      this.d.log.warn('deployments interrupted by the last stop marked failed', { count: interrupted });
     for (const app of this.d.apps.all()) {
       if (this.d.workspaces.getById(app.workspaceId) === undefined) {
         await this.remove(app); // its workspace was deleted while Hearth was not running apps (e.g. by the CLI)
@@ -170,7 +191,11 @@ export class AppHost {
     const keyChanged = patch.apiKeyEnv !== undefined && patch.apiKeyEnv !== current.apiKeyEnv;
     const healthChanged = patch.healthPath !== undefined && patch.healthPath !== current.healthPath;
     if ((envChanged || keyChanged || healthChanged) && updated.liveDeploymentId !== null) {
-      await this.release(updated, { kind: 'release', from: updated.liveDeploymentId, why: envChanged ? 'env' : 'config' });
+      await this.release(updated, {
+        kind: 'release',
+        from: updated.liveDeploymentId,
+        why: envChanged ? 'env' : 'config',
+      });
     }
     return this.view(updated);
   }
@@ -210,7 +235,10 @@ export class AppHost {
     const codeDir = this.layout.codeDir(app, deploymentId);
     await fs.promises.mkdir(codeDir, { recursive: true, mode: 0o755 });
     try {
-      await unpackArchive(archive, codeDir, { maxFiles: this.options.maxFiles, maxBytes: this.options.maxUnpackedBytes });
+      await unpackArchive(archive, codeDir, {
+        maxFiles: this.options.maxFiles,
+        maxBytes: this.options.maxUnpackedBytes,
+      });
     } catch (err) {
       await fs.promises.rm(codeDir, { recursive: true, force: true });
       if (err instanceof ArchiveError) throw invalidArchive(err.message);
@@ -222,16 +250,27 @@ export class AppHost {
   }
 
   /** JSON {repository, ref?}: the repository must be allowed (else 400 repository_not_allowed) and answer `git ls-remote` (else 400 repository_unreachable). */
-  async deployRepository(accountId: string, workspaceId: string, appId: string, body: unknown): Promise<DeploymentView> {
+  async deployRepository(
+    accountId: string,
+    workspaceId: string,
+    appId: string,
+    body: unknown,
+  ): Promise<DeploymentView> {
     const app = this.app(accountId, workspaceId, appId);
     const input = parseRepositoryInput(body);
-    if (!isAcceptableRepositoryUrl(input.repository)) throw invalidRequest("'repository' is not a URL git may clone", 'repository', 'invalid_value');
+    if (!isAcceptableRepositoryUrl(input.repository))
+      throw invalidRequest("'repository' is not a URL git may clone", 'repository', 'invalid_value');
     const permit = await decideRepository(input.repository, this.options.repositories);
     if (permit.kind === 'refused') throw repositoryNotAllowed(permit.reason);
     if (permit.kind === 'unreachable') throw repositoryUnreachable(permit.reason);
     const problem = await probeRepository(permit, Math.min(60_000, this.options.buildTimeoutMs));
     if (problem !== null) throw repositoryUnreachable(problem);
-    const dep = await this.d.apps.createDeployment(app, { kind: 'repository', repository: input.repository, ref: input.ref, commit: null });
+    const dep = await this.d.apps.createDeployment(app, {
+      kind: 'repository',
+      repository: input.repository,
+      ref: input.ref,
+      commit: null,
+    });
     this.enqueue(app, dep, []);
     return deploymentView(dep);
   }
@@ -254,15 +293,25 @@ export class AppHost {
     const target = this.d.apps.getDeployment(appId, parseRollbackInput(body));
     if (!target) throw deploymentNotFound();
     if (target.state !== 'live' && target.state !== 'retired') {
-      throw invalidRequest(`Deployment ${target.id} never went live (state ${target.state}); only an earlier successful build can be rolled back to`, 'deploymentId', 'invalid_value');
+      throw invalidRequest(
+        `Deployment ${target.id} never went live (state ${target.state}); only an earlier successful build can be rolled back to`,
+        'deploymentId',
+        'invalid_value',
+      );
     }
-    if (!fs.existsSync(this.layout.codeDir(app, target.codeFrom))) throw invalidRequest(`The build of deployment ${target.id} is no longer on disk`, 'deploymentId', 'invalid_value');
+    if (!fs.existsSync(this.layout.codeDir(app, target.codeFrom)))
+      throw invalidRequest(
+        `The build of deployment ${target.id} is no longer on disk`,
+        'deploymentId',
+        'invalid_value',
+      );
     return deploymentView(await this.release(app, { kind: 'release', from: target.id, why: 'rollback' }));
   }
 
   async restart(accountId: string, workspaceId: string, appId: string): Promise<AppView> {
     const app = this.app(accountId, workspaceId, appId);
-    if (app.liveDeploymentId === null) throw invalidRequest('The app has no live deployment to restart', null, 'app_not_deployed');
+    if (app.liveDeploymentId === null)
+      throw invalidRequest('The app has no live deployment to restart', null, 'app_not_deployed');
     const rt = this.runtime(appId);
     await rt.serialize(() => rt.restartNow());
     return this.view(this.d.apps.getById(appId) ?? app);
@@ -274,7 +323,13 @@ export class AppHost {
   }
 
   /** Subscribes to new log lines; `onEnd` runs when the app is deleted or Hearth stops. Returns the unsubscribe function. */
-  followLogs(accountId: string, workspaceId: string, appId: string, onLine: (l: LogLine) => void, onEnd: () => void): () => void {
+  followLogs(
+    accountId: string,
+    workspaceId: string,
+    appId: string,
+    onLine: (l: LogLine) => void,
+    onEnd: () => void,
+  ): () => void {
     this.app(accountId, workspaceId, appId);
     return this.runtime(appId).logs.subscribe(onLine, onEnd);
   }
@@ -311,7 +366,11 @@ export class AppHost {
       log.push(line);
       if (log.length > 2000) log.splice(0, log.length - 2000);
     };
-    const state = (s: DeploymentRecord['state'], reason?: string) => this.d.apps.setDeploymentState(dep.id, s, { buildLog: `${log.join('\n')}\n`, ...(reason !== undefined ? { reason } : {}) });
+    const state = (s: DeploymentRecord['state'], reason?: string) =>
+      this.d.apps.setDeploymentState(dep.id, s, {
+        buildLog: `${log.join('\n')}\n`,
+        ...(reason !== undefined ? { reason } : {}),
+      });
     const original = this.d.apps.getById(appId);
     if (!original || this.disposed) return;
     let app: AppRecord | undefined = original;
@@ -323,12 +382,27 @@ export class AppHost {
       if (dep.source.kind !== 'release') {
         await state('fetching');
         if (dep.source.kind === 'repository') {
-          const commit = await fetchRepository(dep.source.repository, this.options.repositories, dep.source.ref, codeDir, this.options.buildTimeoutMs, appendLog, build.signal);
+          const commit = await fetchRepository(
+            dep.source.repository,
+            this.options.repositories,
+            dep.source.ref,
+            codeDir,
+            this.options.buildTimeoutMs,
+            appendLog,
+            build.signal,
+          );
           await this.d.apps.setDeploymentState(dep.id, 'fetching', { source: { ...dep.source, commit } });
         }
         await handOver(codeDir, this.options.sandbox.mode);
         await state('building');
-        await buildApp(codeDir, this.options.sandbox, this.d.apps.envOf(original).env, this.options.buildTimeoutMs, appendLog, build.signal);
+        await buildApp(
+          codeDir,
+          this.options.sandbox,
+          this.d.apps.envOf(original).env,
+          this.options.buildTimeoutMs,
+          appendLog,
+          build.signal,
+        );
       }
       const command = startCommand(codeDir);
       await state('starting');
@@ -344,14 +418,21 @@ export class AppHost {
       this.d.metrics.appDeployments.inc({ result: 'live' });
       this.d.log.info('deployment live', { appId, deploymentId: dep.id });
     } catch (err) {
-      const reason = err instanceof DeploymentFailure || (err instanceof Error && /^(build_failed|health_check_failed)/.test(err.message))
-        ? (err as Error).message
-        : `build_failed: ${(err as Error).message}`;
+      const reason =
+        err instanceof DeploymentFailure ||
+        (err instanceof Error && /^(build_failed|health_check_failed)/.test(err.message))
+          ? (err as Error).message
+          : `build_failed: ${(err as Error).message}`;
       // What the process said before it failed its checks belongs in the build log too.
-      for (const l of rt.logs.tail(200).filter((l) => l.deploymentId === dep.id && l.stream !== 'hearth').slice(-20)) appendLog(`[${l.stream}] ${l.line}`);
+      for (const l of rt.logs
+        .tail(200)
+        .filter((l) => l.deploymentId === dep.id && l.stream !== 'hearth')
+        .slice(-20))
+        appendLog(`[${l.stream}] ${l.line}`);
       appendLog(reason);
       await state('failed', reason);
-      if (dep.source.kind !== 'release') await fs.promises.rm(codeDir, { recursive: true, force: true }).catch(() => {});
+      if (dep.source.kind !== 'release')
+        await fs.promises.rm(codeDir, { recursive: true, force: true }).catch(() => {});
       this.d.metrics.appDeployments.inc({ result: 'failed' });
       this.d.log.warn('deployment failed', { appId, deploymentId: dep.id, reason });
     } finally {
@@ -359,7 +440,10 @@ export class AppHost {
       // The whole build log beside the releases (the record keeps its tail); not for an app deleted meanwhile.
       if (this.d.apps.getById(appId)) {
         const dir = this.layout.logDir(original);
-        await fs.promises.mkdir(dir, { recursive: true }).then(() => fs.promises.writeFile(path.join(dir, `${dep.id}.log`), `${log.join('\n')}\n`)).catch(() => {});
+        await fs.promises
+          .mkdir(dir, { recursive: true })
+          .then(() => fs.promises.writeFile(path.join(dir, `${dep.id}.log`), `${log.join('\n')}\n`))
+          .catch(() => {});
       }
       this.updateGauge();
     }
@@ -368,14 +452,23 @@ export class AppHost {
   /** The process's environment: exactly the app's env, NODE_ENV (production unless set), PORT (added at launch), HEARTH_API_URL and the key variable; PATH and HOME come from the sandbox. */
   private launchInput(app: AppRecord, deploymentId: string, codeDir: string, command: string): LaunchInput {
     const { env, unreadable } = this.d.apps.envOf(app);
-    if (unreadable.length > 0) this.d.log.warn('app env values that no longer decrypt are left out (was the master key changed?)', { appId: app.id, names: unreadable });
+    if (unreadable.length > 0)
+      this.d.log.warn('app env values that no longer decrypt are left out (was the master key changed?)', {
+        appId: app.id,
+        names: unreadable,
+      });
     const full: Record<string, string> = { NODE_ENV: 'production', ...env };
     if (app.apiKeyEnv !== null) {
       const key = this.d.apps.apiKeyOf(app);
       if (key !== null) full[app.apiKeyEnv] = key;
     }
     const apiPort = this.d.apiPort();
-    if (apiPort !== null) full.HEARTH_API_URL = hearthApiUrl(isolatesNetwork(this.options.sandbox) ? 'isolated' : 'host', this.options.listenHost, apiPort);
+    if (apiPort !== null)
+      full.HEARTH_API_URL = hearthApiUrl(
+        isolatesNetwork(this.options.sandbox) ? 'isolated' : 'host',
+        this.options.listenHost,
+        apiPort,
+      );
     return { deploymentId, codeDir, command, env: full, healthPath: app.healthPath, apiPort };
   }
 
@@ -421,14 +514,20 @@ export class AppHost {
   }
 
   private track(p: Promise<void>): void {
-    const tracked = p.catch((err: unknown) => this.d.log.error('app task failed', { error: err instanceof Error ? err : String(err) }));
+    const tracked = p.catch((err: unknown) =>
+      this.d.log.error('app task failed', { error: err instanceof Error ? err : String(err) }),
+    );
     this.pending.add(tracked);
     void tracked.finally(() => this.pending.delete(tracked));
   }
 
   private view(app: AppRecord): AppView {
     const rt = this.runtimes.get(app.id);
-    return appView(app, rt?.state ?? (app.liveDeploymentId ? 'starting' : 'created'), this.d.baseUrl().replace(/\/+$/, ''));
+    return appView(
+      app,
+      rt?.state ?? (app.liveDeploymentId ? 'starting' : 'created'),
+      this.d.baseUrl().replace(/\/+$/, ''),
+    );
   }
 
   private readyWorkspace(accountId: string, workspaceId: string): void {

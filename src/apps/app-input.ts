@@ -39,49 +39,79 @@ const MAX_NAME = 200;
 
 function object(body: unknown): Json {
   if (body === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
   return body as Json;
 }
 
 function onlyFields(body: Json, allowed: readonly string[]): void {
-  for (const key of Object.keys(body)) if (!allowed.includes(key)) throw invalidRequest(`Unrecognized field: ${key} (allowed: ${allowed.join(', ')})`, key, 'unknown_parameter');
+  for (const key of Object.keys(body))
+    if (!allowed.includes(key))
+      throw invalidRequest(`Unrecognized field: ${key} (allowed: ${allowed.join(', ')})`, key, 'unknown_parameter');
 }
 
 function name(v: unknown): string {
-  if (typeof v !== 'string') throw invalidRequest("'name' must be a string", 'name', v === undefined ? 'missing_required_parameter' : 'invalid_type');
+  if (typeof v !== 'string')
+    throw invalidRequest(
+      "'name' must be a string",
+      'name',
+      v === undefined ? 'missing_required_parameter' : 'invalid_type',
+    );
   const t = v.trim();
-  if (t.length === 0 || t.length > MAX_NAME || /[\0-\x1f]/.test(t)) throw invalidRequest(`'name' must be 1 to ${MAX_NAME} printable characters`, 'name', 'invalid_value');
+  if (t.length === 0 || t.length > MAX_NAME || /[\0-\x1f]/.test(t))
+    throw invalidRequest(`'name' must be 1 to ${MAX_NAME} printable characters`, 'name', 'invalid_value');
   return t;
 }
 
 function envName(v: string, param: string): string {
-  if (!ENV_NAME.test(v)) throw invalidRequest(`'${param}' must be a variable name (letters, digits, _; not starting with a digit)`, param, 'invalid_value');
-  if ((RESERVED_ENV as readonly string[]).includes(v)) throw invalidRequest(`'${param}': ${v} is set by Hearth`, param, 'invalid_value');
+  if (!ENV_NAME.test(v))
+    throw invalidRequest(
+      `'${param}' must be a variable name (letters, digits, _; not starting with a digit)`,
+      param,
+      'invalid_value',
+    );
+  if ((RESERVED_ENV as readonly string[]).includes(v))
+    throw invalidRequest(`'${param}': ${v} is set by Hearth`, param, 'invalid_value');
   return v;
 }
 
 function apiKeyEnv(v: unknown): string | null {
   if (v === null) return null;
-  if (typeof v !== 'string') throw invalidRequest("'apiKeyEnv' must be a variable name or null", 'apiKeyEnv', 'invalid_type');
+  if (typeof v !== 'string')
+    throw invalidRequest("'apiKeyEnv' must be a variable name or null", 'apiKeyEnv', 'invalid_type');
   return envName(v, 'apiKeyEnv');
 }
 
 function healthPath(v: unknown): string {
-  if (typeof v !== 'string') throw invalidRequest("'healthPath' must be a path starting with /", 'healthPath', 'invalid_type');
-  if (!/^\/[\x21-\x7e]*$/.test(v) || v.length > 512) throw invalidRequest("'healthPath' must be a path starting with /", 'healthPath', 'invalid_value');
+  if (typeof v !== 'string')
+    throw invalidRequest("'healthPath' must be a path starting with /", 'healthPath', 'invalid_type');
+  if (!/^\/[\x21-\x7e]*$/.test(v) || v.length > 512)
+    throw invalidRequest("'healthPath' must be a path starting with /", 'healthPath', 'invalid_value');
   return v;
 }
 
 function env(v: unknown, allowNull: boolean): Record<string, string | null> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw invalidRequest("'env' must be an object of NAME: value", 'env', 'invalid_type');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw invalidRequest("'env' must be an object of NAME: value", 'env', 'invalid_type');
   const entries = Object.entries(v as Json);
-  if (entries.length > MAX_ENV) throw invalidRequest(`'env' may hold at most ${MAX_ENV} variables`, 'env', 'invalid_value');
+  if (entries.length > MAX_ENV)
+    throw invalidRequest(`'env' may hold at most ${MAX_ENV} variables`, 'env', 'invalid_value');
   const out: Record<string, string | null> = {};
   for (const [k, value] of entries) {
     envName(k, `env.${k}`);
     if (value === null && allowNull) out[k] = null;
-    else if (typeof value !== 'string') throw invalidRequest(`'env.${k}' must be a string${allowNull ? ' or null (unset)' : ''}`, `env.${k}`, 'invalid_type');
-    else if (value.length > MAX_ENV_VALUE || value.includes('\0')) throw invalidRequest(`'env.${k}' must be at most ${MAX_ENV_VALUE} characters, without NUL`, `env.${k}`, 'invalid_value');
+    else if (typeof value !== 'string')
+      throw invalidRequest(
+        `'env.${k}' must be a string${allowNull ? ' or null (unset)' : ''}`,
+        `env.${k}`,
+        'invalid_type',
+      );
+    else if (value.length > MAX_ENV_VALUE || value.includes('\0'))
+      throw invalidRequest(
+        `'env.${k}' must be at most ${MAX_ENV_VALUE} characters, without NUL`,
+        `env.${k}`,
+        'invalid_value',
+      );
     else out[k] = value;
   }
   return out;
@@ -90,14 +120,25 @@ function env(v: unknown, allowNull: boolean): Record<string, string | null> {
 /** The limits hold for the env an app ends up with, whatever the request adds to it. */
 function envFits(env: Record<string, string>): void {
   const names = Object.keys(env);
-  if (names.length > MAX_ENV) throw invalidRequest(`'env' may hold at most ${MAX_ENV} variables (this would make ${names.length})`, 'env', 'invalid_value');
+  if (names.length > MAX_ENV)
+    throw invalidRequest(
+      `'env' may hold at most ${MAX_ENV} variables (this would make ${names.length})`,
+      'env',
+      'invalid_value',
+    );
   let bytes = 0;
   for (const k of names) bytes += Buffer.byteLength(k) + Buffer.byteLength(env[k]!) + 2;
-  if (bytes > MAX_ENV_BYTES) throw invalidRequest(`'env' may hold at most ${MAX_ENV_BYTES} bytes of names and values (this would make ${bytes})`, 'env', 'invalid_value');
+  if (bytes > MAX_ENV_BYTES)
+    throw invalidRequest(
+      `'env' may hold at most ${MAX_ENV_BYTES} bytes of names and values (this would make ${bytes})`,
+      'env',
+      'invalid_value',
+    );
 }
 
 function noClash(envNames: readonly string[], keyEnv: string | null | undefined): void {
-  if (keyEnv && envNames.includes(keyEnv)) throw invalidRequest(`'apiKeyEnv' ${keyEnv} is also set in 'env'`, 'apiKeyEnv', 'invalid_value');
+  if (keyEnv && envNames.includes(keyEnv))
+    throw invalidRequest(`'apiKeyEnv' ${keyEnv} is also set in 'env'`, 'apiKeyEnv', 'invalid_value');
 }
 
 export function parseAppInput(body: unknown): AppInput {
@@ -115,7 +156,10 @@ export function parseAppInput(body: unknown): AppInput {
 }
 
 /** `current`: the app's env as it is (decrypted) and its key variable. */
-export function parseAppPatch(body: unknown, current: { env: Readonly<Record<string, string>>; apiKeyEnv: string | null }): AppPatch {
+export function parseAppPatch(
+  body: unknown,
+  current: { env: Readonly<Record<string, string>>; apiKeyEnv: string | null },
+): AppPatch {
   const b = object(body);
   onlyFields(b, ['name', 'env', 'apiKeyEnv', 'healthPath']);
   const patch: AppPatch = {
@@ -130,8 +174,16 @@ export function parseAppPatch(body: unknown, current: { env: Readonly<Record<str
     else next[k] = v;
   }
   if (patch.env !== undefined) envFits(next);
-  if (patch.apiKeyEnv === undefined && current.apiKeyEnv !== null && typeof patch.env?.[current.apiKeyEnv] === 'string') {
-    throw invalidRequest(`'env.${current.apiKeyEnv}': ${current.apiKeyEnv} receives the app's key (apiKeyEnv)`, `env.${current.apiKeyEnv}`, 'invalid_value');
+  if (
+    patch.apiKeyEnv === undefined &&
+    current.apiKeyEnv !== null &&
+    typeof patch.env?.[current.apiKeyEnv] === 'string'
+  ) {
+    throw invalidRequest(
+      `'env.${current.apiKeyEnv}': ${current.apiKeyEnv} receives the app's key (apiKeyEnv)`,
+      `env.${current.apiKeyEnv}`,
+      'invalid_value',
+    );
   }
   noClash(Object.keys(next), patch.apiKeyEnv);
   return patch;
@@ -140,10 +192,16 @@ export function parseAppPatch(body: unknown, current: { env: Readonly<Record<str
 export function parseRepositoryInput(body: unknown): RepositoryInput {
   const b = object(body);
   onlyFields(b, ['repository', 'ref']);
-  if (typeof b.repository !== 'string' || b.repository.trim() === '') throw invalidRequest("'repository' must be a git URL", 'repository', b.repository === undefined ? 'missing_required_parameter' : 'invalid_type');
+  if (typeof b.repository !== 'string' || b.repository.trim() === '')
+    throw invalidRequest(
+      "'repository' must be a git URL",
+      'repository',
+      b.repository === undefined ? 'missing_required_parameter' : 'invalid_type',
+    );
   let ref: string | null = null;
   if (b.ref !== undefined && b.ref !== null) {
-    if (typeof b.ref !== 'string' || !/^[\w./@+-]{1,256}$/.test(b.ref) || b.ref.startsWith('-') || b.ref.includes('..')) throw invalidRequest("'ref' must be a branch, tag or commit", 'ref', 'invalid_value');
+    if (typeof b.ref !== 'string' || !/^[\w./@+-]{1,256}$/.test(b.ref) || b.ref.startsWith('-') || b.ref.includes('..'))
+      throw invalidRequest("'ref' must be a branch, tag or commit", 'ref', 'invalid_value');
     ref = b.ref;
   }
   return { repository: b.repository.trim(), ref };
@@ -152,6 +210,7 @@ export function parseRepositoryInput(body: unknown): RepositoryInput {
 export function parseRollbackInput(body: unknown): string {
   const b = object(body);
   onlyFields(b, ['deploymentId']);
-  if (typeof b.deploymentId !== 'string' || b.deploymentId === '') throw invalidRequest("'deploymentId' is required", 'deploymentId', 'missing_required_parameter');
+  if (typeof b.deploymentId !== 'string' || b.deploymentId === '')
+    throw invalidRequest("'deploymentId' is required", 'deploymentId', 'missing_required_parameter');
   return b.deploymentId;
 }

@@ -72,7 +72,9 @@ function pastaOptions(pastaPath: string): Promise<string[]> {
   if (known === undefined) {
     known = new Promise((resolve) => {
       // An older pasta refuses the option (exit 1); one that has it prints its version (exit 0).
-      execFile(pastaPath, ['--host-lo-to-ns-lo', '--version'], { timeout: TOOL_TIMEOUT_MS }, (err) => resolve(err ? [] : ['--host-lo-to-ns-lo']));
+      execFile(pastaPath, ['--host-lo-to-ns-lo', '--version'], { timeout: TOOL_TIMEOUT_MS }, (err) =>
+        resolve(err ? [] : ['--host-lo-to-ns-lo']),
+      );
     });
     pastaVersionOptions.set(pastaPath, known);
   }
@@ -84,7 +86,16 @@ function run(cmd: string, args: string[], input?: string): Promise<void> {
     const child = execFile(cmd, args, { timeout: TOOL_TIMEOUT_MS, encoding: 'utf8' }, (err, _stdout, stderr) => {
       if (!err) return resolve();
       const code = (err as NodeJS.ErrnoException).code;
-      reject(new Error(code === 'ENOENT' ? `'${cmd}' is not installed` : `${cmd} ${args.slice(0, 4).join(' ')}: ${(stderr || err.message).replace(/Failed to send \d+ bytes to syslog\n?/g, '').trim().slice(0, 300)}`));
+      reject(
+        new Error(
+          code === 'ENOENT'
+            ? `'${cmd}' is not installed`
+            : `${cmd} ${args.slice(0, 4).join(' ')}: ${(stderr || err.message)
+                .replace(/Failed to send \d+ bytes to syslog\n?/g, '')
+                .trim()
+                .slice(0, 300)}`,
+        ),
+      );
     });
     if (input !== undefined) child.stdin?.end(input);
   });
@@ -124,14 +135,27 @@ export class IsolatedNetwork {
     await run(ip, ['netns', 'add', net.name]);
     try {
       const pasta = [
-        '--quiet', '--config-net', '--no-map-gw', '--runas', '0', ...(await pastaOptions(o.pastaPath)),
-        '-t', want.appPort !== undefined ? `127.0.0.1/${want.appPort}` : 'none',
-        '-T', want.apiPort !== undefined ? String(want.apiPort) : 'none',
-        '-u', 'none', '-U', 'none',
-        '--netns', net.path,
+        '--quiet',
+        '--config-net',
+        '--no-map-gw',
+        '--runas',
+        '0',
+        ...(await pastaOptions(o.pastaPath)),
+        '-t',
+        want.appPort !== undefined ? `127.0.0.1/${want.appPort}` : 'none',
+        '-T',
+        want.apiPort !== undefined ? String(want.apiPort) : 'none',
+        '-u',
+        'none',
+        '-U',
+        'none',
+        '--netns',
+        net.path,
       ];
       await run(o.pastaPath, pasta); // returns once the namespace is configured (pasta goes on in the background)
-      const routes = [...ALWAYS_BLOCKED, ...hostAddresses()].map((dst) => `route replace unreachable ${dst}\n`).join('');
+      const routes = [...ALWAYS_BLOCKED, ...hostAddresses()]
+        .map((dst) => `route replace unreachable ${dst}\n`)
+        .join('');
       await run(ip, ['-n', net.name, '-batch', '-'], routes);
     } catch (err) {
       await net.close();
@@ -156,7 +180,7 @@ export class IsolatedNetwork {
 export async function networkProblem(o: AppNetworkOptions): Promise<string | null> {
   if (o.mode === 'host') return null;
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
-    return 'isolated app networking (--app-network isolated) makes a network namespace per app and needs Hearth to run as root; run it as root, or start it with --app-network host (apps then share the host\'s network)';
+    return "isolated app networking (--app-network isolated) makes a network namespace per app and needs Hearth to run as root; run it as root, or start it with --app-network host (apps then share the host's network)";
   }
   try {
     const net = await IsolatedNetwork.open(o, {});
@@ -164,7 +188,8 @@ export async function networkProblem(o: AppNetworkOptions): Promise<string | nul
     return null;
   } catch (err) {
     const message = (err as Error).message;
-    if (message.includes(`'${o.pastaPath}' is not installed`)) return `isolated app networking needs pasta ('${o.pastaPath}'): install the Debian package passt, or start Hearth with --app-network host (apps then share the host's network)`;
+    if (message.includes(`'${o.pastaPath}' is not installed`))
+      return `isolated app networking needs pasta ('${o.pastaPath}'): install the Debian package passt, or start Hearth with --app-network host (apps then share the host's network)`;
     return `cannot give apps a network of their own (--app-network isolated): ${message}`;
   }
 }
@@ -181,7 +206,10 @@ export async function removeStaleNamespaces(): Promise<number> {
   for (const name of names) {
     const m = STALE_NAME.exec(name);
     if (!m || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
-    await run(ipBinary(), ['netns', 'delete', name]).then(() => removed++, () => {});
+    await run(ipBinary(), ['netns', 'delete', name]).then(
+      () => removed++,
+      () => {},
+    );
   }
   return removed;
 }
@@ -202,7 +230,14 @@ function alive(pid: number): boolean {
  */
 export function hearthApiUrl(mode: AppNetworkMode, listenHost: string, port: number): string {
   if (mode === 'isolated') return `http://127.0.0.1:${port}`;
-  const host = listenHost === '0.0.0.0' || listenHost === '' ? '127.0.0.1' : listenHost === '::' ? '[::1]' : listenHost.includes(':') ? `[${listenHost}]` : listenHost;
+  const host =
+    listenHost === '0.0.0.0' || listenHost === ''
+      ? '127.0.0.1'
+      : listenHost === '::'
+        ? '[::1]'
+        : listenHost.includes(':')
+          ? `[${listenHost}]`
+          : listenHost;
   return `http://${host}:${port}`;
 }
 

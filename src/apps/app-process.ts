@@ -22,8 +22,17 @@ export class AppProcess {
   private done = false;
   private stopping: Promise<ProcessExit> | null = null;
 
-  constructor(plan: LaunchPlan, onLine: (stream: 'stdout' | 'stderr', line: string) => void, afterExit: () => Promise<void> = async () => {}) {
-    this.child = spawn(plan.command, plan.args, { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe', ...(plan.argsFd ? (['pipe'] as const) : [])] });
+  constructor(
+    plan: LaunchPlan,
+    onLine: (stream: 'stdout' | 'stderr', line: string) => void,
+    afterExit: () => Promise<void> = async () => {},
+  ) {
+    this.child = spawn(plan.command, plan.args, {
+      cwd: plan.cwd,
+      env: plan.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe', ...(plan.argsFd ? (['pipe'] as const) : [])],
+    });
     if (plan.argsFd) {
       const args = this.child.stdio[ARGS_FD] as Writable;
       args.on('error', () => {}); // a launcher that died before reading it: its exit says why
@@ -88,7 +97,13 @@ export class AppProcess {
 }
 
 /** Runs a command to its end within `timeoutMs`; the group is killed at the deadline, or when `signal` aborts. */
-export async function runToEnd(plan: LaunchPlan, timeoutMs: number, onLine: (stream: 'stdout' | 'stderr', line: string) => void, signal?: AbortSignal, afterExit?: () => Promise<void>): Promise<ProcessExit & { timedOut: boolean }> {
+export async function runToEnd(
+  plan: LaunchPlan,
+  timeoutMs: number,
+  onLine: (stream: 'stdout' | 'stderr', line: string) => void,
+  signal?: AbortSignal,
+  afterExit?: () => Promise<void>,
+): Promise<ProcessExit & { timedOut: boolean }> {
   const p = new AppProcess(plan, onLine, afterExit);
   const abort = () => p.kill();
   signal?.addEventListener('abort', abort, { once: true });

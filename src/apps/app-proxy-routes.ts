@@ -33,14 +33,29 @@ export interface AppProxyDeps {
  * its scripts cannot call /api/v1 with a signed-in user's session (the cookie is SameSite=Strict and the
  * Origin check fails). Added to every proxied answer, on top of any policy the app sets itself.
  */
-const APP_SANDBOX_CSP: [string, string] = ['content-security-policy', 'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads'];
+const APP_SANDBOX_CSP: [string, string] = [
+  'content-security-policy',
+  'sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads',
+];
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authorization', 'proxy-authenticate', 'content-length']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'content-length',
+]);
 
 /** The hop-by-hop set plus the headers a Connection header names (RFC 9110 7.6.1: they end at this hop). */
 function hopByHop(headers: ReadonlyArray<readonly [string, string]>): Set<string> {
   const out = new Set(HOP_BY_HOP);
-  for (const [k, v] of headers) if (k === 'connection') for (const name of v.split(',')) out.add(name.trim().toLowerCase());
+  for (const [k, v] of headers)
+    if (k === 'connection') for (const name of v.split(',')) out.add(name.trim().toLowerCase());
   return out;
 }
 
@@ -50,16 +65,42 @@ function reachesHearth(name: string, value: string): boolean {
 }
 const METHODS: HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
-const appUnreachable = (detail: string) => new ApiError({ status: 502, type: 'upstream_error', message: `The app did not answer: ${detail}`, param: null, code: 'app_unreachable' });
-const appTimeout = (ms: number) => new ApiError({ status: 504, type: 'upstream_error', message: `The app did not answer within ${ms} ms`, param: null, code: 'app_timeout' });
+const appUnreachable = (detail: string) =>
+  new ApiError({
+    status: 502,
+    type: 'upstream_error',
+    message: `The app did not answer: ${detail}`,
+    param: null,
+    code: 'app_unreachable',
+  });
+const appTimeout = (ms: number) =>
+  new ApiError({
+    status: 504,
+    type: 'upstream_error',
+    message: `The app did not answer within ${ms} ms`,
+    param: null,
+    code: 'app_timeout',
+  });
 
 export function appProxyRoutes(d: AppProxyDeps): Route[] {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const handler = (ex: HttpExchange) => proxy(new AppExchange(ex), d, agent);
   return [
     // The handler streams the body upstream itself, as it arrives (body kind 'handler': run at once).
-    ...METHODS.map((method): Route => ({ method, pattern: '/apps/:appId/*', name: 'app_proxy', body: { kind: 'handler' }, handler })),
-    ...METHODS.map((method): Route => ({ method, pattern: '/apps/:appId', name: 'app_proxy', body: { kind: 'handler' }, handler })),
+    ...METHODS.map((method): Route => ({
+      method,
+      pattern: '/apps/:appId/*',
+      name: 'app_proxy',
+      body: { kind: 'handler' },
+      handler,
+    })),
+    ...METHODS.map((method): Route => ({
+      method,
+      pattern: '/apps/:appId',
+      name: 'app_proxy',
+      body: { kind: 'handler' },
+      handler,
+    })),
   ];
 }
 
@@ -106,7 +147,14 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
       else ex.close();
       finish();
     };
-    const upstream = http.request({ host: '127.0.0.1', port: target.port, method: ex.method, path: upstreamPath, headers, agent });
+    const upstream = http.request({
+      host: '127.0.0.1',
+      port: target.port,
+      method: ex.method,
+      path: upstreamPath,
+      headers,
+      agent,
+    });
     const headersTimer = setTimeout(() => fail(appTimeout(d.headersTimeoutMs)), d.headersTimeoutMs);
     ex.onAbort(() => {
       clearTimeout(headersTimer);
@@ -144,7 +192,8 @@ function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<voi
       }
       const status = res.statusCode ?? 502;
       const answered: Array<[string, string]> = [];
-      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) answered.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!]);
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
+        answered.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!]);
       const responseHop = hopByHop(answered);
       const out = answered.filter(([k, v]) => !responseHop.has(k) && k !== 'date' && !reachesHearth(k, v));
       out.push(APP_SANDBOX_CSP);

@@ -1,4 +1,11 @@
-import { type AppRecord, type DeploymentRecord, type DeploymentSource, type DeploymentState, indexKeys, indexRange } from '../store/database.ts';
+import {
+  type AppRecord,
+  type DeploymentRecord,
+  type DeploymentSource,
+  type DeploymentState,
+  indexKeys,
+  indexRange,
+} from '../store/database.ts';
 import type { RecordStore } from '../store/record-store.ts';
 import type { ProviderKeyCipher } from '../workspaces/provider-key-cipher.ts';
 import { sortableId } from '../store/secrets.ts';
@@ -103,8 +110,14 @@ export class AppRepository {
   async update(appId: string, changes: AppChanges): Promise<AppRecord | undefined> {
     const { apps } = this.store.dbs;
     const sealed: Record<string, AppRecord['env'][string] | null> = {};
-    for (const [name, value] of Object.entries(changes.env ?? {})) sealed[name] = value === null ? null : this.cipher.encrypt(value, envContext(appId, name));
-    const apiKey = changes.apiKey === undefined ? undefined : changes.apiKey === null ? null : { id: changes.apiKey.id, sealed: this.cipher.encrypt(changes.apiKey.key, keyContext(appId)) };
+    for (const [name, value] of Object.entries(changes.env ?? {}))
+      sealed[name] = value === null ? null : this.cipher.encrypt(value, envContext(appId, name));
+    const apiKey =
+      changes.apiKey === undefined
+        ? undefined
+        : changes.apiKey === null
+          ? null
+          : { id: changes.apiKey.id, sealed: this.cipher.encrypt(changes.apiKey.key, keyContext(appId)) };
     return this.store.transaction(() => {
       const a = apps.get(appId);
       if (!a) return undefined;
@@ -170,11 +183,28 @@ export class AppRepository {
 
   // Deployments ----------------------------------------------------------------------------------------
 
-  async createDeployment(app: AppRecord, source: DeploymentSource, id = AppRepository.newDeploymentId()): Promise<DeploymentRecord> {
+  async createDeployment(
+    app: AppRecord,
+    source: DeploymentSource,
+    id = AppRepository.newDeploymentId(),
+  ): Promise<DeploymentRecord> {
     const { deployments, index } = this.store.dbs;
     const now = new Date().toISOString();
     const codeFrom = source.kind === 'release' ? (deployments.get(source.from)?.codeFrom ?? source.from) : id;
-    const record: DeploymentRecord = { id, appId: app.id, workspaceId: app.workspaceId, accountId: app.accountId, source, codeFrom, state: 'queued', reason: null, buildLog: '', createdAt: now, updatedAt: now, liveAt: null };
+    const record: DeploymentRecord = {
+      id,
+      appId: app.id,
+      workspaceId: app.workspaceId,
+      accountId: app.accountId,
+      source,
+      codeFrom,
+      state: 'queued',
+      reason: null,
+      buildLog: '',
+      createdAt: now,
+      updatedAt: now,
+      liveAt: null,
+    };
     await this.store.transaction(() => {
       deployments.put(id, record);
       index.put(indexKeys.deployment(app.id, id), true);
@@ -199,7 +229,11 @@ export class AppRepository {
   }
 
   /** Moves a deployment to `state` (with a reason and the build log tail when given); undefined when it is gone. */
-  async setDeploymentState(deploymentId: string, state: DeploymentState, extra: { reason?: string | null; buildLog?: string; source?: DeploymentSource } = {}): Promise<DeploymentRecord | undefined> {
+  async setDeploymentState(
+    deploymentId: string,
+    state: DeploymentState,
+    extra: { reason?: string | null; buildLog?: string; source?: DeploymentSource } = {},
+  ): Promise<DeploymentRecord | undefined> {
     const { deployments } = this.store.dbs;
     return this.store.transaction(() => {
       const d = deployments.get(deploymentId);
@@ -208,7 +242,9 @@ export class AppRepository {
       const next: DeploymentRecord = { ...d, state, updatedAt: now };
       if (extra.reason !== undefined) next.reason = extra.reason;
       if (extra.source !== undefined) next.source = extra.source;
-      if (extra.buildLog !== undefined) next.buildLog = extra.buildLog.length > BUILD_LOG_TAIL_BYTES ? extra.buildLog.slice(-BUILD_LOG_TAIL_BYTES) : extra.buildLog;
+      if (extra.buildLog !== undefined)
+        next.buildLog =
+          extra.buildLog.length > BUILD_LOG_TAIL_BYTES ? extra.buildLog.slice(-BUILD_LOG_TAIL_BYTES) : extra.buildLog;
       if (state === 'live') next.liveAt = now;
       deployments.put(deploymentId, next);
       return next;
@@ -218,8 +254,12 @@ export class AppRepository {
   /** Boot: deployments a previous run left half-way (queued .. starting) fail, saying so. Scans; boot only. */
   async failInterrupted(): Promise<number> {
     const stale: string[] = [];
-    for (const { value } of this.store.dbs.deployments.getRange()) if (['queued', 'fetching', 'building', 'starting'].includes(value.state)) stale.push(value.id);
-    for (const id of stale) await this.setDeploymentState(id, 'failed', { reason: 'build_failed: interrupted: Hearth stopped during the deployment' });
+    for (const { value } of this.store.dbs.deployments.getRange())
+      if (['queued', 'fetching', 'building', 'starting'].includes(value.state)) stale.push(value.id);
+    for (const id of stale)
+      await this.setDeploymentState(id, 'failed', {
+        reason: 'build_failed: interrupted: Hearth stopped during the deployment',
+      });
     return stale.length;
   }
 }

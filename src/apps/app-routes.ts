@@ -38,7 +38,13 @@ const MAX_LOG_LINES = 1000;
 
 export function appRoutes(d: AppRouteDeps): Route[] {
   const h = d.host;
-  const route = (method: HttpMethod, pattern: string, name: string, body: 'none' | 'json' | 'deployment', handle: (c: Call, body: unknown) => Answer | Promise<Answer>): Route => ({
+  const route = (
+    method: HttpMethod,
+    pattern: string,
+    name: string,
+    body: 'none' | 'json' | 'deployment',
+    handle: (c: Call, body: unknown) => Answer | Promise<Answer>,
+  ): Route => ({
     method,
     pattern,
     name,
@@ -72,23 +78,38 @@ export function appRoutes(d: AppRouteDeps): Route[] {
   const APP = `${APPS}/:appId`;
 
   return [
-    route('POST', APPS, 'apps', 'json', async (c, b) => ({ status: 201, value: await h.createApp(c.accountId, c.ws, b) })),
+    route('POST', APPS, 'apps', 'json', async (c, b) => ({
+      status: 201,
+      value: await h.createApp(c.accountId, c.ws, b),
+    })),
     route('GET', APPS, 'apps', 'none', (c) => ok(listView(h.listApps(c.accountId, c.ws)))),
     route('GET', APP, 'app', 'none', (c) => ok(h.getApp(c.accountId, c.ws, c.appId))),
     route('PATCH', APP, 'app', 'json', async (c, b) => ok(await h.updateApp(c.accountId, c.ws, c.appId, b))),
     route('DELETE', APP, 'app', 'none', async (c) => ok(await h.deleteApp(c.accountId, c.ws, c.appId))),
     route('POST', `${APP}/deployments`, 'app_deployments', 'deployment', async (c, b) => ({
       status: 202,
-      value: Buffer.isBuffer(b) ? await h.deployArchive(c.accountId, c.ws, c.appId, b) : await h.deployRepository(c.accountId, c.ws, c.appId, b),
+      value: Buffer.isBuffer(b)
+        ? await h.deployArchive(c.accountId, c.ws, c.appId, b)
+        : await h.deployRepository(c.accountId, c.ws, c.appId, b),
     })),
-    route('GET', `${APP}/deployments`, 'app_deployments', 'none', (c) => ok(listView(h.listDeployments(c.accountId, c.ws, c.appId)))),
-    route('GET', `${APP}/deployments/:deploymentId`, 'app_deployment', 'none', (c) => ok(h.getDeployment(c.accountId, c.ws, c.appId, c.ex.params[2]!))),
-    route('POST', `${APP}/rollback`, 'app_rollback', 'json', async (c, b) => ({ status: 202, value: await h.rollback(c.accountId, c.ws, c.appId, b) })),
-    route('POST', `${APP}/restart`, 'app_restart', 'none', async (c) => ok(await h.restart(c.accountId, c.ws, c.appId))),
+    route('GET', `${APP}/deployments`, 'app_deployments', 'none', (c) =>
+      ok(listView(h.listDeployments(c.accountId, c.ws, c.appId))),
+    ),
+    route('GET', `${APP}/deployments/:deploymentId`, 'app_deployment', 'none', (c) =>
+      ok(h.getDeployment(c.accountId, c.ws, c.appId, c.ex.params[2]!)),
+    ),
+    route('POST', `${APP}/rollback`, 'app_rollback', 'json', async (c, b) => ({
+      status: 202,
+      value: await h.rollback(c.accountId, c.ws, c.appId, b),
+    })),
+    route('POST', `${APP}/restart`, 'app_restart', 'none', async (c) =>
+      ok(await h.restart(c.accountId, c.ws, c.appId)),
+    ),
     route('GET', `${APP}/logs`, 'app_logs', 'none', (c) => {
       const linesParam = c.ex.query.get('lines');
       const lines = linesParam === null ? 100 : Number(linesParam);
-      if (!Number.isInteger(lines) || lines < 0 || lines > MAX_LOG_LINES) throw invalidRequest(`'lines' must be an integer from 0 to ${MAX_LOG_LINES}`, 'lines', 'invalid_value');
+      if (!Number.isInteger(lines) || lines < 0 || lines > MAX_LOG_LINES)
+        throw invalidRequest(`'lines' must be an integer from 0 to ${MAX_LOG_LINES}`, 'lines', 'invalid_value');
       const follow = ['1', 'true'].includes(c.ex.query.get('follow') ?? '');
       if (!follow) return ok(listView(h.logs(c.accountId, c.ws, c.appId, lines)));
       const backlog = h.logs(c.accountId, c.ws, c.appId, lines);
@@ -100,7 +121,13 @@ export function appRoutes(d: AppRouteDeps): Route[] {
       });
       writer.write(': following\n\n');
       for (const l of backlog) writer.write(sseData(l));
-      unsubscribe = h.followLogs(c.accountId, c.ws, c.appId, (l) => writer.write(sseData(l)), () => writer.end());
+      unsubscribe = h.followLogs(
+        c.accountId,
+        c.ws,
+        c.appId,
+        (l) => writer.write(sseData(l)),
+        () => writer.end(),
+      );
       writer.startKeepAlive();
       return null;
     }),

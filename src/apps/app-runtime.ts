@@ -83,7 +83,11 @@ export class AppRuntime {
 
   /** Seconds until the next restart attempt while crashed (for Retry-After). */
   retryAfterSeconds(): number {
-    if (this.state === 'crashed' && this.restartTimer) return Math.max(1, Math.ceil((this.restartAt - Date.now()) / 1000) + Math.ceil(this.options.startTimeoutMs / 1000));
+    if (this.state === 'crashed' && this.restartTimer)
+      return Math.max(
+        1,
+        Math.ceil((this.restartAt - Date.now()) / 1000) + Math.ceil(this.options.startTimeoutMs / 1000),
+      );
     return Math.max(1, Math.ceil(this.options.startTimeoutMs / 1000));
   }
 
@@ -101,15 +105,28 @@ export class AppRuntime {
     let network: IsolatedNetwork | undefined;
     if (isolatesNetwork(this.options.sandbox)) {
       try {
-        network = await IsolatedNetwork.open(this.options.sandbox.network, { appPort: port, ...(input.apiPort !== null ? { apiPort: input.apiPort } : {}) });
+        network = await IsolatedNetwork.open(this.options.sandbox.network, {
+          appPort: port,
+          ...(input.apiPort !== null ? { apiPort: input.apiPort } : {}),
+        });
       } catch (err) {
         const reason = `health_check_failed: the app's network namespace could not be made: ${(err as Error).message}`;
         this.logs.push('hearth', input.deploymentId, reason);
         throw new Error(reason);
       }
     }
-    const plan = launchPlan(this.options.sandbox, input.codeDir, input.command, { ...input.env, PORT: String(port) }, network);
-    const proc = new AppProcess(plan, (stream, line) => this.logs.push(stream, input.deploymentId, line), network && (() => network.close()));
+    const plan = launchPlan(
+      this.options.sandbox,
+      input.codeDir,
+      input.command,
+      { ...input.env, PORT: String(port) },
+      network,
+    );
+    const proc = new AppProcess(
+      plan,
+      (stream, line) => this.logs.push(stream, input.deploymentId, line),
+      network && (() => network.close()),
+    );
     this.logs.push('hearth', input.deploymentId, `starting: ${input.command} (port ${port})`);
     const problem = await awaitHealthy(port, input.healthPath, this.options.startTimeoutMs, proc.exited);
     if (problem !== null || this.disposed) {
@@ -136,7 +153,11 @@ export class AppRuntime {
       if (this.live !== next || this.disposed) return;
       const upMs = Date.now() - next.startedAt;
       this.live = null;
-      this.logs.push('hearth', next.deploymentId, `process exited (${exit.code !== null ? `code ${exit.code}` : `signal ${exit.signal}`}) after ${Math.round(upMs / 1000)} s`);
+      this.logs.push(
+        'hearth',
+        next.deploymentId,
+        `process exited (${exit.code !== null ? `code ${exit.code}` : `signal ${exit.signal}`}) after ${Math.round(upMs / 1000)} s`,
+      );
       if (upMs >= this.options.backoffMaxMs) this.attempt = 0;
       this.scheduleRestart();
     });

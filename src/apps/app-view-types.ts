@@ -37,4 +37,3 @@ export interface DeploymentView {
   /** The last lines of the build log. */
   buildLog: string[];
 }
-

@@ -29,7 +29,8 @@ export function deploymentView(d: DeploymentRecord): DeploymentView {
     appId: d.appId,
     state: d.state,
     reason: d.reason,
-    source: d.source.kind === 'repository' ? { ...d.source, repository: maskUrlCredentials(d.source.repository) } : d.source,
+    source:
+      d.source.kind === 'repository' ? { ...d.source, repository: maskUrlCredentials(d.source.repository) } : d.source,
     codeFrom: d.codeFrom,
     createdAt: d.createdAt,
     updatedAt: d.updatedAt,

@@ -27,17 +27,33 @@ export function packDirectory(dir: string): PackedArchive {
   const rules = ignoreFile ? parseIgnoreRules(fs.readFileSync(path.join(root, ignoreFile), 'utf8')) : [];
   const parts: Buffer[] = [];
   const files: string[] = [];
-  const add = (rel: string, header: { mode: number; size: number; typeFlag: string; linkName?: string; mtime: number }, body?: Buffer) => {
+  const add = (
+    rel: string,
+    header: { mode: number; size: number; typeFlag: string; linkName?: string; mtime: number },
+    body?: Buffer,
+  ) => {
     const name = header.typeFlag === '5' ? `${rel}/` : rel;
     const long: Record<string, string> = {};
     if (Buffer.byteLength(name) > 99 || /[^\x20-\x7e]/.test(name)) long.path = name;
-    if (header.linkName !== undefined && (Buffer.byteLength(header.linkName) > 99 || /[^\x20-\x7e]/.test(header.linkName))) long.linkpath = header.linkName;
+    if (
+      header.linkName !== undefined &&
+      (Buffer.byteLength(header.linkName) > 99 || /[^\x20-\x7e]/.test(header.linkName))
+    )
+      long.linkpath = header.linkName;
     if (Object.keys(long).length > 0) parts.push(encodePax(long));
-    parts.push(encodeHeader({ ...header, name: long.path ? name.slice(0, 99) : name, linkName: long.linkpath ? '' : header.linkName }));
+    parts.push(
+      encodeHeader({
+        ...header,
+        name: long.path ? name.slice(0, 99) : name,
+        linkName: long.linkpath ? '' : header.linkName,
+      }),
+    );
     if (body) parts.push(body, Buffer.alloc(padding(body.length)));
   };
   const walk = (relDir: string) => {
-    const entries = fs.readdirSync(path.join(root, relDir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
+    const entries = fs
+      .readdirSync(path.join(root, relDir), { withFileTypes: true })
+      .sort((a, b) => a.name.localeCompare(b.name));
     for (const e of entries) {
       const rel = relDir === '' ? e.name : `${relDir}/${e.name}`;
       const full = path.join(root, rel);

@@ -63,7 +63,8 @@ class ByteReader {
 /** The entry's path relative to the root, normalized, or an ArchiveError when it is unsafe. */
 function safeRelative(name: string, what: string): string {
   if (name.includes('\0')) throw new ArchiveError(`${what} '${name}' contains a NUL byte`);
-  if (name.startsWith('/') || /^[A-Za-z]:[\\/]/.test(name)) throw new ArchiveError(`${what} '${name}' is an absolute path`);
+  if (name.startsWith('/') || /^[A-Za-z]:[\\/]/.test(name))
+    throw new ArchiveError(`${what} '${name}' is an absolute path`);
   const parts = name.split('/').filter((p) => p !== '' && p !== '.');
   if (parts.includes('..')) throw new ArchiveError(`${what} '${name}' escapes the archive root (..)`);
   return parts.join('/');
@@ -102,9 +103,14 @@ async function resolvesInside(root: string, rel: string): Promise<boolean> {
   return true;
 }
 
-export async function unpackArchive(archive: Buffer | string, dest: string, limits: UnpackLimits): Promise<{ files: number; bytes: number }> {
+export async function unpackArchive(
+  archive: Buffer | string,
+  dest: string,
+  limits: UnpackLimits,
+): Promise<{ files: number; bytes: number }> {
   const head = typeof archive === 'string' ? await readHead(archive) : archive.subarray(0, 2);
-  if (head.length < 2 || head[0] !== GZIP_MAGIC[0] || head[1] !== GZIP_MAGIC[1]) throw new ArchiveError('not a gzip file (expected a .tar.gz)');
+  if (head.length < 2 || head[0] !== GZIP_MAGIC[0] || head[1] !== GZIP_MAGIC[1])
+    throw new ArchiveError('not a gzip file (expected a .tar.gz)');
   const input = typeof archive === 'string' ? fs.createReadStream(archive) : Readable.from([archive]);
   const gunzip = createGunzip();
   const stream = input.pipe(gunzip);
@@ -148,9 +154,15 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
       } catch (err) {
         throw new ArchiveError(`not a tar archive (${(err as Error).message})`);
       }
-      if (header.type === 'pax' || header.type === 'pax-global' || header.type === 'gnu-long-name' || header.type === 'gnu-long-link') {
+      if (
+        header.type === 'pax' ||
+        header.type === 'pax-global' ||
+        header.type === 'gnu-long-name' ||
+        header.type === 'gnu-long-link'
+      ) {
         if (header.size > 1 << 20) throw new ArchiveError('extended header too large');
-        if (++extendedRun > MAX_EXTENDED_RUN) throw new ArchiveError(`more than ${MAX_EXTENDED_RUN} extended headers in front of one entry`);
+        if (++extendedRun > MAX_EXTENDED_RUN)
+          throw new ArchiveError(`more than ${MAX_EXTENDED_RUN} extended headers in front of one entry`);
         count(header.size);
         const body = await reader.read(header.size + padding(header.size));
         if (body.length < header.size) throw new ArchiveError('truncated tar archive');
@@ -170,7 +182,10 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
 
       const rel = safeRelative(name, 'entry');
       if (++files > limits.maxFiles) throw new ArchiveError(`more than ${limits.maxFiles} entries`);
-      if (header.type === 'device' || header.type === 'fifo' || header.type === 'other') throw new ArchiveError(`entry '${name}' is a ${header.type === 'other' ? `special entry (type '${header.typeFlag}')` : header.type === 'fifo' ? 'fifo' : 'device file'}`);
+      if (header.type === 'device' || header.type === 'fifo' || header.type === 'other')
+        throw new ArchiveError(
+          `entry '${name}' is a ${header.type === 'other' ? `special entry (type '${header.typeFlag}')` : header.type === 'fifo' ? 'fifo' : 'device file'}`,
+        );
       if (rel === '') {
         if (header.type !== 'directory') throw new ArchiveError(`entry '${name}' has no name`);
         continue;
@@ -178,7 +193,8 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
       // Never write through (or over) a link unpacked earlier.
       const parts = rel.split('/');
       for (let i = 1; i <= parts.length; i++) {
-        if (links.has(parts.slice(0, i).join('/'))) throw new ArchiveError(`entry '${name}' runs through a link in the archive`);
+        if (links.has(parts.slice(0, i).join('/')))
+          throw new ArchiveError(`entry '${name}' runs through a link in the archive`);
       }
       const target = path.join(root, rel);
       const mode = header.mode & 0o777;
@@ -191,7 +207,11 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
             if (!Number.isSafeInteger(size) || size < 0) throw new ArchiveError(`entry '${name}' has a bad size`);
             count(size);
             await fs.promises.mkdir(path.dirname(target), { recursive: true });
-            const handle = await fs.promises.open(target, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW, (mode | 0o600) & 0o755);
+            const handle = await fs.promises.open(
+              target,
+              fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW,
+              (mode | 0o600) & 0o755,
+            );
             try {
               let left = size;
               while (left > 0) {
@@ -209,9 +229,11 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
             break;
           }
           case 'symlink': {
-            if (linkName === '' || linkName.startsWith('/')) throw new ArchiveError(`link '${name}' points outside the archive (${linkName || 'empty target'})`);
+            if (linkName === '' || linkName.startsWith('/'))
+              throw new ArchiveError(`link '${name}' points outside the archive (${linkName || 'empty target'})`);
             const resolved = path.resolve(path.dirname(target), linkName);
-            if (resolved !== root && !resolved.startsWith(root + path.sep)) throw new ArchiveError(`link '${name}' points outside the archive (${linkName})`);
+            if (resolved !== root && !resolved.startsWith(root + path.sep))
+              throw new ArchiveError(`link '${name}' points outside the archive (${linkName})`);
             await fs.promises.mkdir(path.dirname(target), { recursive: true });
             await fs.promises.symlink(linkName, target);
             links.add(rel);
@@ -225,7 +247,8 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
             } catch {
               throw new ArchiveError(`hard link '${name}' points outside the archive (${linkName})`);
             }
-            if (!regularFiles.has(from)) throw new ArchiveError(`hard link '${name}' points outside the archive (${linkName})`);
+            if (!regularFiles.has(from))
+              throw new ArchiveError(`hard link '${name}' points outside the archive (${linkName})`);
             await fs.promises.mkdir(path.dirname(target), { recursive: true });
             await fs.promises.link(path.join(root, from), target);
             links.add(rel);
@@ -234,7 +257,8 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
         }
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code !== undefined && CONFLICT_CODES.has(code)) throw new ArchiveError(`entry '${name}' conflicts with an earlier entry of the archive (${code})`);
+        if (code !== undefined && CONFLICT_CODES.has(code))
+          throw new ArchiveError(`entry '${name}' conflicts with an earlier entry of the archive (${code})`);
         throw err;
       }
       if (header.type !== 'file' && size !== 0) {
@@ -248,12 +272,14 @@ export async function unpackArchive(archive: Buffer | string, dest: string, limi
     stream.destroy();
     if (err instanceof ArchiveError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR' || code === 'ERR_INVALID_ARG_TYPE') throw new ArchiveError(`not a valid gzip stream (${(err as Error).message})`);
+    if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR' || code === 'ERR_INVALID_ARG_TYPE')
+      throw new ArchiveError(`not a valid gzip stream (${(err as Error).message})`);
     throw err;
   }
   if (!sawEnd && files === 0) throw new ArchiveError('not a tar archive (empty)');
   for (const [rel, link] of symlinks) {
-    if (!(await resolvesInside(root, rel))) throw new ArchiveError(`link '${link.name}' points outside the archive through another link (${link.linkName})`);
+    if (!(await resolvesInside(root, rel)))
+      throw new ArchiveError(`link '${link.name}' points outside the archive through another link (${link.linkName})`);
   }
   return { files, bytes };
 }

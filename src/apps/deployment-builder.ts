@@ -2,7 +2,13 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { runToEnd } from './app-process.ts';
-import { type RepositoryAccess, type RepositoryPermit, decideRepository, type Resolver, systemResolver } from './repository-policy.ts';
+import {
+  type RepositoryAccess,
+  type RepositoryPermit,
+  decideRepository,
+  type Resolver,
+  systemResolver,
+} from './repository-policy.ts';
 import { IsolatedNetwork } from './app-network.ts';
 import { isolatesNetwork, launchPlan, type SandboxOptions } from './sandbox.ts';
 
@@ -20,14 +26,46 @@ export class DeploymentFailure extends Error {
 
 export type BuildLog = (line: string) => void;
 
-const GIT_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/true', SSH_ASKPASS: '/bin/true', GIT_CONFIG_NOSYSTEM: '1', HOME: '/nonexistent' };
+const GIT_ENV = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_ASKPASS: '/bin/true',
+  SSH_ASKPASS: '/bin/true',
+  GIT_CONFIG_NOSYSTEM: '1',
+  HOME: '/nonexistent',
+};
 const GIT_SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'advice.detachedHead=false'];
 
-function git(args: string[], timeoutMs: number, cwd?: string, signal?: AbortSignal): Promise<{ ok: boolean; stdout: string; stderr: string }> {
+function git(
+  args: string[],
+  timeoutMs: number,
+  cwd?: string,
+  signal?: AbortSignal,
+): Promise<{ ok: boolean; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('git', [...GIT_SAFE, ...args], { cwd, env: GIT_ENV, timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 4 << 20, ...(signal ? { signal } : {}) }, (err, stdout, stderr) => {
-      resolve({ ok: err === null, stdout: String(stdout), stderr: String(stderr) + (err && (err as { killed?: boolean }).killed ? `\n(timed out after ${Math.round(timeoutMs / 1000)} s)` : '') });
-    });
+    execFile(
+      'git',
+      [...GIT_SAFE, ...args],
+      {
+        cwd,
+        env: GIT_ENV,
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
+        maxBuffer: 4 << 20,
+        ...(signal ? { signal } : {}),
+      },
+      (err, stdout, stderr) => {
+        resolve({
+          ok: err === null,
+          stdout: String(stdout),
+          stderr:
+            String(stderr) +
+            (err && (err as { killed?: boolean }).killed
+              ? `\n(timed out after ${Math.round(timeoutMs / 1000)} s)`
+              : ''),
+        });
+      },
+    );
   });
 }
 
@@ -38,7 +76,9 @@ export function maskUrlCredentials(text: string): string {
 
 /** A repository URL git may be asked for: anything git can clone, but never an option or a command transport. */
 export function isAcceptableRepositoryUrl(url: string): boolean {
-  return url.length > 0 && url.length <= 2048 && !url.startsWith('-') && !/^(ext|fd)::/i.test(url) && !/[\0\n\r]/.test(url);
+  return (
+    url.length > 0 && url.length <= 2048 && !url.startsWith('-') && !/^(ext|fd)::/i.test(url) && !/[\0\n\r]/.test(url)
+  );
 }
 
 /** Whether git can reach the permitted repository (ls-remote); the error text otherwise. */
@@ -51,13 +91,29 @@ export async function probeRepository(permit: RepositoryPermit, timeoutMs: numbe
  * Clones `url` into `dest` (which must not exist) at `ref` (branch, tag or commit; default HEAD); returns the
  * commit. The URL is judged under `access` again first: a queued deployment clones later than its probe.
  */
-export async function fetchRepository(url: string, access: RepositoryAccess, ref: string | null, dest: string, timeoutMs: number, log: BuildLog, signal?: AbortSignal, resolve: Resolver = systemResolver): Promise<string> {
+export async function fetchRepository(
+  url: string,
+  access: RepositoryAccess,
+  ref: string | null,
+  dest: string,
+  timeoutMs: number,
+  log: BuildLog,
+  signal?: AbortSignal,
+  resolve: Resolver = systemResolver,
+): Promise<string> {
   log(`$ git clone ${maskUrlCredentials(url)}${ref ? ` (ref ${ref})` : ''}`);
   const permit = await decideRepository(url, access, resolve);
   if (permit.kind === 'refused') throw new DeploymentFailure(`build_failed: repository not allowed: ${permit.reason}`);
-  if (permit.kind === 'unreachable') throw new DeploymentFailure(`build_failed: repository unreachable: ${permit.reason}`);
-  const clone = await git([...permit.gitArgs, 'clone', '--quiet', '--no-checkout', '--', permit.url, dest], timeoutMs, undefined, signal);
-  if (!clone.ok) throw new DeploymentFailure(`build_failed: git clone failed: ${maskUrlCredentials(lastLines(clone.stderr, 3))}`);
+  if (permit.kind === 'unreachable')
+    throw new DeploymentFailure(`build_failed: repository unreachable: ${permit.reason}`);
+  const clone = await git(
+    [...permit.gitArgs, 'clone', '--quiet', '--no-checkout', '--', permit.url, dest],
+    timeoutMs,
+    undefined,
+    signal,
+  );
+  if (!clone.ok)
+    throw new DeploymentFailure(`build_failed: git clone failed: ${maskUrlCredentials(lastLines(clone.stderr, 3))}`);
   const candidates = ref === null ? ['HEAD'] : [`refs/remotes/origin/${ref}`, `refs/tags/${ref}`, ref];
   let commit: string | null = null;
   for (const c of candidates) {
@@ -94,7 +150,9 @@ function readAppFile(dir: string, name: string): string | null {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return null;
-    throw new DeploymentFailure(`build_failed: ${name} ${code === 'ELOOP' ? 'is not a regular file (a symbolic link)' : `cannot be read (${code})`}`);
+    throw new DeploymentFailure(
+      `build_failed: ${name} ${code === 'ELOOP' ? 'is not a regular file (a symbolic link)' : `cannot be read (${code})`}`,
+    );
   }
   try {
     if (!fs.fstatSync(fd).isFile()) throw new DeploymentFailure(`build_failed: ${name} is not a regular file`);
@@ -117,32 +175,63 @@ function readPackage(dir: string): PackageJson | null {
 }
 
 /** Installs dependencies and runs the build script, in the sandbox, each step within `stepTimeoutMs`; `signal` stops the step running. */
-export async function buildApp(dir: string, sandbox: SandboxOptions, env: Record<string, string>, stepTimeoutMs: number, log: BuildLog, signal?: AbortSignal): Promise<void> {
+export async function buildApp(
+  dir: string,
+  sandbox: SandboxOptions,
+  env: Record<string, string>,
+  stepTimeoutMs: number,
+  log: BuildLog,
+  signal?: AbortSignal,
+): Promise<void> {
   const pkg = readPackage(dir);
   if (pkg === null) {
-    if (!fs.existsSync(path.join(dir, 'Procfile'))) throw new DeploymentFailure('build_failed: the app has neither a package.json nor a Procfile');
+    if (!fs.existsSync(path.join(dir, 'Procfile')))
+      throw new DeploymentFailure('build_failed: the app has neither a package.json nor a Procfile');
     log('no package.json: nothing to install or build');
     return;
   }
-  const buildEnv = { ...env, NODE_ENV: 'production', npm_config_cache: '/tmp/.npm', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
+  const buildEnv = {
+    ...env,
+    NODE_ENV: 'production',
+    npm_config_cache: '/tmp/.npm',
+    npm_config_update_notifier: 'false',
+    npm_config_fund: 'false',
+    npm_config_audit: 'false',
+  };
   const steps: string[] = [];
-  const hasLock = fs.existsSync(path.join(dir, 'package-lock.json')) || fs.existsSync(path.join(dir, 'npm-shrinkwrap.json'));
-  if (Object.keys(pkg.dependencies ?? {}).length > 0) steps.push(hasLock ? 'npm ci --omit=dev' : 'npm install --omit=dev');
+  const hasLock =
+    fs.existsSync(path.join(dir, 'package-lock.json')) || fs.existsSync(path.join(dir, 'npm-shrinkwrap.json'));
+  if (Object.keys(pkg.dependencies ?? {}).length > 0)
+    steps.push(hasLock ? 'npm ci --omit=dev' : 'npm install --omit=dev');
   else log('no dependencies: install skipped');
   if (typeof pkg.scripts?.build === 'string') steps.push('npm run build');
   for (const step of steps) {
     log(`$ ${step}`);
-    if (signal?.aborted) throw new DeploymentFailure('build_failed: stopped (the app was deleted, or Hearth is stopping)');
+    if (signal?.aborted)
+      throw new DeploymentFailure('build_failed: stopped (the app was deleted, or Hearth is stopping)');
     let network: IsolatedNetwork | undefined;
     try {
       if (isolatesNetwork(sandbox)) network = await IsolatedNetwork.open(sandbox.network, {});
     } catch (err) {
-      throw new DeploymentFailure(`build_failed: the build's network namespace could not be made: ${(err as Error).message}`);
+      throw new DeploymentFailure(
+        `build_failed: the build's network namespace could not be made: ${(err as Error).message}`,
+      );
     }
-    const r = await runToEnd(launchPlan(sandbox, dir, step, buildEnv, network), stepTimeoutMs, (_s, line) => log(line), signal, network && (() => network.close()));
-    if (signal?.aborted) throw new DeploymentFailure(`build_failed: '${step}' stopped (the app was deleted, or Hearth is stopping)`);
-    if (r.timedOut) throw new DeploymentFailure(`build_failed: '${step}' timed out after ${Math.round(stepTimeoutMs / 1000)} s`);
-    if (r.code !== 0) throw new DeploymentFailure(`build_failed: '${step}' ${r.error ? `could not start (${r.error})` : r.code === null ? `was killed (${r.signal})` : `exited with code ${r.code}`}`);
+    const r = await runToEnd(
+      launchPlan(sandbox, dir, step, buildEnv, network),
+      stepTimeoutMs,
+      (_s, line) => log(line),
+      signal,
+      network && (() => network.close()),
+    );
+    if (signal?.aborted)
+      throw new DeploymentFailure(`build_failed: '${step}' stopped (the app was deleted, or Hearth is stopping)`);
+    if (r.timedOut)
+      throw new DeploymentFailure(`build_failed: '${step}' timed out after ${Math.round(stepTimeoutMs / 1000)} s`);
+    if (r.code !== 0)
+      throw new DeploymentFailure(
+        `build_failed: '${step}' ${r.error ? `could not start (${r.error})` : r.code === null ? `was killed (${r.signal})` : `exited with code ${r.code}`}`,
+      );
   }
 }
 
@@ -155,7 +244,9 @@ export function startCommand(dir: string): string {
   }
   const start = readPackage(dir)?.scripts?.start;
   if (typeof start === 'string' && start.trim() !== '') return start.trim();
-  throw new DeploymentFailure("build_failed: no start command: add a Procfile 'web:' line or a 'start' script to package.json");
+  throw new DeploymentFailure(
+    "build_failed: no start command: add a Procfile 'web:' line or a 'start' script to package.json",
+  );
 }
 
 function lastLines(text: string, n: number): string {

@@ -18,10 +18,17 @@ export function freeLoopbackPort(): Promise<number> {
  * Polls `GET http://127.0.0.1:{port}{path}` until it answers 200 with JSON `{"ok":true}` (resolves null),
  * the process exits, or `timeoutMs` passes (resolves why, as a `health_check_failed: ...` reason).
  */
-export async function awaitHealthy(port: number, healthPath: string, timeoutMs: number, exited: Promise<ProcessExit>): Promise<string | null> {
+export async function awaitHealthy(
+  port: number,
+  healthPath: string,
+  timeoutMs: number,
+  exited: Promise<ProcessExit>,
+): Promise<string | null> {
   const deadline = Date.now() + timeoutMs;
   let exit: ProcessExit | null = null;
-  void exited.then((e) => { exit = e; });
+  void exited.then((e) => {
+    exit = e;
+  });
   let last = 'no answer yet';
   let delay = 50;
   while (Date.now() < deadline) {
@@ -30,7 +37,9 @@ export async function awaitHealthy(port: number, healthPath: string, timeoutMs: 
       return `health_check_failed: the process exited (${e.error ?? (e.code !== null ? `code ${e.code}` : `signal ${e.signal}`)}) before ${healthPath} answered`;
     }
     try {
-      const r = await fetch(`http://127.0.0.1:${port}${healthPath}`, { signal: AbortSignal.timeout(Math.max(100, Math.min(2000, deadline - Date.now()))) });
+      const r = await fetch(`http://127.0.0.1:${port}${healthPath}`, {
+        signal: AbortSignal.timeout(Math.max(100, Math.min(2000, deadline - Date.now()))),
+      });
       const text = await r.text();
       if (r.status === 200) {
         try {

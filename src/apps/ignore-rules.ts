@@ -27,7 +27,10 @@ function globToRegex(glob: string, anchored: boolean): RegExp {
       const end = glob.indexOf(']', i + 1);
       if (end === -1) re += '\\[';
       else {
-        re += `[${glob.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
+        re += `[${glob
+          .slice(i + 1, end)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\')}]`;
         i = end;
       }
     } else if (c === '\\' && i + 1 < glob.length) re += `\\${glob[++i]}`;

@@ -22,7 +22,12 @@ export class LogRing {
   constructor(private readonly capacity = 1000) {}
 
   push(stream: LogLine['stream'], deploymentId: string | null, text: string): void {
-    const entry: LogLine = { time: new Date().toISOString(), stream, deploymentId, line: text.length > MAX_LOG_LINE ? `${text.slice(0, MAX_LOG_LINE)}...` : text };
+    const entry: LogLine = {
+      time: new Date().toISOString(),
+      stream,
+      deploymentId,
+      line: text.length > MAX_LOG_LINE ? `${text.slice(0, MAX_LOG_LINE)}...` : text,
+    };
     if (this.lines.length < this.capacity) this.lines.push(entry);
     else {
       this.lines[this.start] = entry;

@@ -18,7 +18,8 @@ export type RepositoryAccess = 'public' | 'network' | 'local';
 /** Every address a host name resolves to (getaddrinfo, like git's libcurl). */
 export type Resolver = (host: string) => Promise<string[]>;
 
-export const systemResolver: Resolver = async (host) => (await dns.promises.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+export const systemResolver: Resolver = async (host) =>
+  (await dns.promises.lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 /** A repository git may fetch: the URL to hand it and the options that confine it. */
 export interface RepositoryPermit {
@@ -27,44 +28,75 @@ export interface RepositoryPermit {
   gitArgs: string[];
 }
 
-export type RepositoryDecision = RepositoryPermit | { kind: 'refused'; reason: string } | { kind: 'unreachable'; reason: string };
+export type RepositoryDecision =
+  RepositoryPermit | { kind: 'refused'; reason: string } | { kind: 'unreachable'; reason: string };
 
 const RESOLVE_TIMEOUT_MS = 10_000;
-const ONLY = (...protocols: string[]) => ['-c', 'protocol.allow=never', ...protocols.flatMap((p) => ['-c', `protocol.${p}.allow=always`])];
-const LOCAL_ARGS = ['-c', 'protocol.file.allow=always', '-c', 'protocol.ext.allow=never', '-c', 'protocol.fd.allow=never'];
-const SCHEMES: Record<Exclude<RepositoryAccess, 'local'>, readonly string[]> = { public: ['https', 'http'], network: ['https', 'http', 'ssh', 'git'] };
+const ONLY = (...protocols: string[]) => [
+  '-c',
+  'protocol.allow=never',
+  ...protocols.flatMap((p) => ['-c', `protocol.${p}.allow=always`]),
+];
+const LOCAL_ARGS = [
+  '-c',
+  'protocol.file.allow=always',
+  '-c',
+  'protocol.ext.allow=never',
+  '-c',
+  'protocol.fd.allow=never',
+];
+const SCHEMES: Record<Exclude<RepositoryAccess, 'local'>, readonly string[]> = {
+  public: ['https', 'http'],
+  network: ['https', 'http', 'ssh', 'git'],
+};
 const WHAT: Record<Exclude<RepositoryAccess, 'local'>, string> = {
   public: 'only http:// and https:// URLs of public hosts are (the default --app-repositories public)',
   network: 'only http://, https://, ssh:// and git:// URLs are (--app-repositories network)',
 };
 
 /** Whether `raw` (already free of options and command transports) may be fetched under `access`, and how. */
-export async function decideRepository(raw: string, access: RepositoryAccess, resolve: Resolver = systemResolver): Promise<RepositoryDecision> {
+export async function decideRepository(
+  raw: string,
+  access: RepositoryAccess,
+  resolve: Resolver = systemResolver,
+): Promise<RepositoryDecision> {
   if (access === 'local') return { kind: 'allowed', url: raw, gitArgs: LOCAL_ARGS };
   const hasScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw);
   const url = hasScheme && URL.canParse(raw) ? new URL(raw) : null;
   const scheme = url?.protocol.slice(0, -1) ?? '';
   if (url === null || !SCHEMES[access].includes(scheme) || url.hostname === '') {
     const what = !hasScheme
-      ? /^[^/]*:/.test(raw) ? 'a user@host:path address is' : 'a local path is'
-      : url === null ? 'a URL that does not parse is' : !SCHEMES[access].includes(scheme) ? `${scheme}:// URLs are` : 'a URL without a host is';
+      ? /^[^/]*:/.test(raw)
+        ? 'a user@host:path address is'
+        : 'a local path is'
+      : url === null
+        ? 'a URL that does not parse is'
+        : !SCHEMES[access].includes(scheme)
+          ? `${scheme}:// URLs are`
+          : 'a URL without a host is';
     return refused(`${what} not allowed: ${WHAT[access]}`);
   }
   if (access === 'network') return { kind: 'allowed', url: url.href, gitArgs: ONLY(...SCHEMES.network) };
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   if (net.isIP(host) !== 0) {
     const why = nonPublicReason(host);
-    return why === null ? { kind: 'allowed', url: url.href, gitArgs: publicArgs([]) } : refused(`${host} is ${why}: ${WHAT.public}`);
+    return why === null
+      ? { kind: 'allowed', url: url.href, gitArgs: publicArgs([]) }
+      : refused(`${host} is ${why}: ${WHAT.public}`);
   }
   let addresses: string[];
   try {
     addresses = await withTimeout(resolve(host), RESOLVE_TIMEOUT_MS);
   } catch (err) {
-    return { kind: 'unreachable', reason: `could not resolve host '${host}' (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
+    return {
+      kind: 'unreachable',
+      reason: `could not resolve host '${host}' (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    };
   }
   if (addresses.length === 0) return { kind: 'unreachable', reason: `could not resolve host '${host}'` };
   // The addresses themselves stay unsaid: the answer must not map a private network.
-  if (addresses.some((a) => nonPublicReason(a) !== null)) return refused(`'${host}' resolves to an address that is not public: ${WHAT.public}`);
+  if (addresses.some((a) => nonPublicReason(a) !== null))
+    return refused(`'${host}' resolves to an address that is not public: ${WHAT.public}`);
   const port = url.port === '' ? (scheme === 'https' ? 443 : 80) : Number(url.port);
   return { kind: 'allowed', url: url.href, gitArgs: publicArgs(pinnedResolve(host, port, addresses)) };
 }
@@ -119,7 +151,8 @@ const V4_NOT_PUBLIC: Array<[string, number, string]> = [
 export function nonPublicReason(address: string): string | null {
   if (net.isIPv4(address)) {
     const n = v4Number(address);
-    for (const [base, bits, what] of V4_NOT_PUBLIC) if (n >>> (32 - bits) === v4Number(base) >>> (32 - bits)) return what;
+    for (const [base, bits, what] of V4_NOT_PUBLIC)
+      if (n >>> (32 - bits) === v4Number(base) >>> (32 - bits)) return what;
     return null;
   }
   const g = net.isIPv6(address) ? v6Groups(address) : null;
@@ -134,7 +167,8 @@ export function nonPublicReason(address: string): string | null {
   if ((g[0]! & 0xff00) === 0xff00) return 'a multicast address';
   if ((g[0]! & 0xe000) !== 0x2000) return 'a reserved address';
   if (g[0] === 0x2001 && g[1] === 0x0db8) return 'a documentation address';
-  if (g[0] === 0x2002 || (g[0] === 0x2001 && g[1]! < 0x200) || (g[0] === 0x3fff && g[1]! < 0x1000)) return 'a reserved address';
+  if (g[0] === 0x2002 || (g[0] === 0x2001 && g[1]! < 0x200) || (g[0] === 0x3fff && g[1]! < 0x1000))
+    return 'a reserved address';
   return null;
 }
 

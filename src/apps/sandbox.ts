@@ -55,7 +55,18 @@ const SYSTEM_PATH = '/usr/local/bin:/usr/bin:/bin';
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** The prefix the app's variables carry until the uid drop (see launchPlan). */
 const CARRIER = 'HEARTH_CARRIED_';
-const ETC_FILES = ['/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/passwd', '/etc/group', '/etc/localtime', '/etc/alternatives'];
+const ETC_FILES = [
+  '/etc/resolv.conf',
+  '/etc/hosts',
+  '/etc/nsswitch.conf',
+  '/etc/host.conf',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/localtime',
+  '/etc/alternatives',
+];
 
 export const runsAsRoot = (): boolean => typeof process.getuid === 'function' && process.getuid() === 0;
 
@@ -72,12 +83,37 @@ export function sandboxPath(appDir: string): string {
 }
 
 /** Argv, env and cwd that run `shellCommand` (a /bin/sh -c line) for the app whose directory is `dir`, inside `network` when given (bwrap only). */
-export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string, env: Record<string, string>, network?: IsolatedNetwork): LaunchPlan {
-  const limits = ['/usr/bin/prlimit', `--data=${o.memoryBytes}`, `--nproc=${o.maxProcesses}`, `--nofile=${o.maxOpenFiles}`, '--'];
+export function launchPlan(
+  o: SandboxOptions,
+  dir: string,
+  shellCommand: string,
+  env: Record<string, string>,
+  network?: IsolatedNetwork,
+): LaunchPlan {
+  const limits = [
+    '/usr/bin/prlimit',
+    `--data=${o.memoryBytes}`,
+    `--nproc=${o.maxProcesses}`,
+    `--nofile=${o.maxOpenFiles}`,
+    '--',
+  ];
   if (o.mode === 'none') {
-    return { command: limits[0]!, args: [...limits.slice(1), '/bin/sh', '-c', shellCommand], env: { ...env, PATH: sandboxPath(dir), HOME: dir }, cwd: dir };
+    return {
+      command: limits[0]!,
+      args: [...limits.slice(1), '/bin/sh', '-c', shellCommand],
+      env: { ...env, PATH: sandboxPath(dir), HOME: dir },
+      cwd: dir,
+    };
   }
-  const args: string[] = ['--die-with-parent', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'app'];
+  const args: string[] = [
+    '--die-with-parent',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    '--hostname',
+    'app',
+  ];
   args.push('--ro-bind', '/usr', '/usr');
   for (const link of ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32']) {
     let st: fs.Stats;
@@ -104,7 +140,22 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
     }
     args.push('--ro-bind', prefix, prefix);
   }
-  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '01777', '--tmpfs', '/tmp', '--bind', dir, APP_MOUNT, '--chdir', APP_MOUNT, '--clearenv');
+  args.push(
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--perms',
+    '01777',
+    '--tmpfs',
+    '/tmp',
+    '--bind',
+    dir,
+    APP_MOUNT,
+    '--chdir',
+    APP_MOUNT,
+    '--clearenv',
+  );
   // prlimit and setpriv run before the uid drop (as root when Hearth is root): the app's variables cross
   // them under carrier names no program reads (an LD_PRELOAD, LD_AUDIT, GCONV_PATH, GLIBC_TUNABLES or LANG
   // of the app's would run its code there), and a shell after the drop gives them their names back.
@@ -125,12 +176,26 @@ export function launchPlan(o: SandboxOptions, dir: string, shellCommand: string,
     'exec /bin/sh -c "$0"',
   ].join('; ');
   const dropUid = runsAsRoot()
-    ? ['/usr/bin/setpriv', `--reuid=${SANDBOX_UID}`, `--regid=${SANDBOX_UID}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--']
+    ? [
+        '/usr/bin/setpriv',
+        `--reuid=${SANDBOX_UID}`,
+        `--regid=${SANDBOX_UID}`,
+        '--clear-groups',
+        '--inh-caps=-all',
+        '--bounding-set=-all',
+        '--no-new-privs',
+        '--',
+      ]
     : [];
   if (!runsAsRoot()) args.push('--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID));
   args.push('--', ...limits, ...dropUid, '/bin/sh', '-c', unwrap, shellCommand);
   const argv = network ? network.wrap(o.bwrapPath, args) : { command: o.bwrapPath, args };
-  return { ...argv, env: {}, cwd: '/', ...(hidden.length > 0 ? { argsFd: Buffer.from(`${hidden.join('\0')}\0`) } : {}) };
+  return {
+    ...argv,
+    env: {},
+    cwd: '/',
+    ...(hidden.length > 0 ? { argsFd: Buffer.from(`${hidden.join('\0')}\0`) } : {}),
+  };
 }
 
 /** Gives the app's directory to the sandbox uid (root only: otherwise the caller's own files are the app's). */

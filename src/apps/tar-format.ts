@@ -5,7 +5,18 @@
  */
 export const BLOCK = 512;
 
-export type TarEntryType = 'file' | 'directory' | 'symlink' | 'hardlink' | 'device' | 'fifo' | 'pax' | 'pax-global' | 'gnu-long-name' | 'gnu-long-link' | 'other';
+export type TarEntryType =
+  | 'file'
+  | 'directory'
+  | 'symlink'
+  | 'hardlink'
+  | 'device'
+  | 'fifo'
+  | 'pax'
+  | 'pax-global'
+  | 'gnu-long-name'
+  | 'gnu-long-link'
+  | 'other';
 
 export interface TarHeader {
   name: string;
@@ -36,9 +47,20 @@ function octal(buf: Buffer, offset: number, length: number): number {
 }
 
 const TYPES: Record<string, TarEntryType> = {
-  '0': 'file', '\0': 'file', '': 'file', '7': 'file',
-  '1': 'hardlink', '2': 'symlink', '3': 'device', '4': 'device', '5': 'directory', '6': 'fifo',
-  x: 'pax', g: 'pax-global', L: 'gnu-long-name', K: 'gnu-long-link',
+  '0': 'file',
+  '\0': 'file',
+  '': 'file',
+  '7': 'file',
+  '1': 'hardlink',
+  '2': 'symlink',
+  '3': 'device',
+  '4': 'device',
+  '5': 'directory',
+  '6': 'fifo',
+  x: 'pax',
+  g: 'pax-global',
+  L: 'gnu-long-name',
+  K: 'gnu-long-link',
 };
 
 export function isZeroBlock(block: Buffer): boolean {
@@ -59,7 +81,14 @@ export function parseHeader(block: Buffer): TarHeader {
     if (prefix) name = `${prefix}/${name}`;
   }
   const typeFlag = String.fromCharCode(block[156]!);
-  return { name, mode: octal(block, 100, 8), size: octal(block, 124, 12), type: TYPES[typeFlag === '\0' ? '\0' : typeFlag] ?? 'other', typeFlag, linkName: field(block, 157, 100) };
+  return {
+    name,
+    mode: octal(block, 100, 8),
+    size: octal(block, 124, 12),
+    type: TYPES[typeFlag === '\0' ? '\0' : typeFlag] ?? 'other',
+    typeFlag,
+    linkName: field(block, 157, 100),
+  };
 }
 
 /** The records of a pax extended header body (`<len> <key>=<value>\n` ...). */
@@ -88,7 +117,14 @@ function writeOctal(buf: Buffer, offset: number, length: number, value: number):
 }
 
 /** A ustar header block. `name` must fit in 100 bytes (the packer uses a pax header otherwise). */
-export function encodeHeader(h: { name: string; mode: number; size: number; typeFlag: string; linkName?: string; mtime?: number }): Buffer {
+export function encodeHeader(h: {
+  name: string;
+  mode: number;
+  size: number;
+  typeFlag: string;
+  linkName?: string;
+  mtime?: number;
+}): Buffer {
   const buf = Buffer.alloc(BLOCK);
   writeString(buf, 0, 100, h.name);
   writeOctal(buf, 100, 8, h.mode);
@@ -117,7 +153,11 @@ export function encodePax(records: Record<string, string>): Buffer {
     body += `${len}${rest}`;
   }
   const bytes = Buffer.from(body, 'utf8');
-  return Buffer.concat([encodeHeader({ name: 'PaxHeader', mode: 0o644, size: bytes.length, typeFlag: 'x' }), bytes, Buffer.alloc(padding(bytes.length))]);
+  return Buffer.concat([
+    encodeHeader({ name: 'PaxHeader', mode: 0o644, size: bytes.length, typeFlag: 'x' }),
+    bytes,
+    Buffer.alloc(padding(bytes.length)),
+  ]);
 }
 
 export function padding(size: number): number {

@@ -16,7 +16,12 @@ const MAX_ERRORS = 100;
  * error: then only errors are collected). A line over `lineLimit` bytes (the synchronous routes' body limit) is an
  * error. Line numbers are 1-based.
  */
-export async function checkInput(chunks: AsyncIterable<Buffer>, endpoint: string, lineLimit: number, emit: (lines: BatchLine[]) => Promise<void>): Promise<InputCheck> {
+export async function checkInput(
+  chunks: AsyncIterable<Buffer>,
+  endpoint: string,
+  lineLimit: number,
+  emit: (lines: BatchLine[]) => Promise<void>,
+): Promise<InputCheck> {
   const errors: BatchError[] = [];
   const seen = new Set<string>();
   let group: BatchLine[] = [];
@@ -69,12 +74,17 @@ export async function checkInput(chunks: AsyncIterable<Buffer>, endpoint: string
     lineNo++;
     fail(`the line is longer than ${lineLimit} bytes`, null, 'line_too_long');
   } else if (carried > 0) await line(Buffer.concat(carry));
-  if (errors.length === 0 && index === 0) errors.push({ code: 'empty_file', message: 'The input file holds no requests', param: null, line: null });
+  if (errors.length === 0 && index === 0)
+    errors.push({ code: 'empty_file', message: 'The input file holds no requests', param: null, line: null });
   if (errors.length === 0 && group.length > 0) await emit(group);
   return { lines: index, errors };
 }
 
-function lineProblem(text: string, endpoint: string, seen: Set<string>): { message: string; param: string | null } | null {
+function lineProblem(
+  text: string,
+  endpoint: string,
+  seen: Set<string>,
+): { message: string; param: string | null } | null {
   let o: unknown;
   try {
     o = JSON.parse(text);
@@ -83,11 +93,14 @@ function lineProblem(text: string, endpoint: string, seen: Set<string>): { messa
   }
   if (typeof o !== 'object' || o === null || Array.isArray(o)) return { message: 'not a JSON object', param: null };
   const r = o as Record<string, unknown>;
-  if (typeof r.custom_id !== 'string' || r.custom_id === '' || r.custom_id.length > 512) return { message: "'custom_id' must be a non-empty string (at most 512 characters)", param: 'custom_id' };
-  if (seen.has(r.custom_id)) return { message: `'custom_id' ${JSON.stringify(r.custom_id)} is used twice`, param: 'custom_id' };
+  if (typeof r.custom_id !== 'string' || r.custom_id === '' || r.custom_id.length > 512)
+    return { message: "'custom_id' must be a non-empty string (at most 512 characters)", param: 'custom_id' };
+  if (seen.has(r.custom_id))
+    return { message: `'custom_id' ${JSON.stringify(r.custom_id)} is used twice`, param: 'custom_id' };
   seen.add(r.custom_id);
   if (r.method !== 'POST') return { message: "'method' must be 'POST'", param: 'method' };
   if (r.url !== endpoint) return { message: `'url' must be the batch's endpoint, ${endpoint}`, param: 'url' };
-  if (typeof r.body !== 'object' || r.body === null || Array.isArray(r.body)) return { message: "'body' must be a JSON object", param: 'body' };
+  if (typeof r.body !== 'object' || r.body === null || Array.isArray(r.body))
+    return { message: "'body' must be a JSON object", param: 'body' };
   return null;
 }

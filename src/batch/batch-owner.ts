@@ -17,7 +17,8 @@ export function keyOwnerCheck(keys: { get(id: string): ApiKeyView | undefined })
   return (b) => {
     const key = keys.get(b.keyId);
     if (key !== undefined && key.accountId === b.accountId && key.revokedAt === null) return null;
-    if (key !== undefined && key.accountId === b.accountId) return ownerGone('api_key_revoked', `The API key ${b.keyId} that created this batch was revoked`);
+    if (key !== undefined && key.accountId === b.accountId)
+      return ownerGone('api_key_revoked', `The API key ${b.keyId} that created this batch was revoked`);
     return ownerGone('api_key_not_found', `The API key ${b.keyId} that created this batch no longer exists`);
   };
 }

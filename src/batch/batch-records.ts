@@ -15,7 +15,8 @@ export interface FileRecord {
   expiresAt: number;
 }
 
-export type BatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
+export type BatchStatus =
+  'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
 
 /** The states a batch is still worked on in (the runner's business); every other state is final. */
 export const ACTIVE_STATES: readonly BatchStatus[] = ['validating', 'in_progress', 'finalizing', 'cancelling'];
@@ -88,7 +89,17 @@ export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 /** OpenAI's File object. */
 export function fileObject(f: FileRecord): Record<string, unknown> {
-  return { id: f.id, object: 'file', bytes: f.bytes, created_at: f.createdAt, expires_at: f.expiresAt, filename: f.filename, purpose: f.purpose, status: 'processed', status_details: null };
+  return {
+    id: f.id,
+    object: 'file',
+    bytes: f.bytes,
+    created_at: f.createdAt,
+    expires_at: f.expiresAt,
+    filename: f.filename,
+    purpose: f.purpose,
+    status: 'processed',
+    status_details: null,
+  };
 }
 
 /** OpenAI's Batch object. */

@@ -1,6 +1,10 @@
 import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { authenticatedRoutes, type AuthenticatedRouteDeps, presentedCredentials } from '../accounts/authenticated-route.ts';
+import {
+  authenticatedRoutes,
+  type AuthenticatedRouteDeps,
+  presentedCredentials,
+} from '../accounts/authenticated-route.ts';
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
 import type { KeyLimiting } from '../limits/key-limiter.ts';
 import { invalidRequest, notFound } from '../errors/index.ts';
@@ -63,12 +67,23 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
       handler: async (ex) => {
         ex.holdBody(); // the key is checked first (it may be on its way from another replica)
         const c = await caller(ex);
-        const staged = await stageMultipartUpload(ex, d.store.scratchDir, { fileBytes: d.fileLimitBytes, lines: d.fileLineLimit });
+        const staged = await stageMultipartUpload(ex, d.store.scratchDir, {
+          fileBytes: d.fileLimitBytes,
+          lines: d.fileLineLimit,
+        });
         try {
           const purpose = staged.fields.get('purpose');
           if (purpose !== 'batch') throw invalidRequest("'purpose' must be 'batch'", 'purpose', 'invalid_value');
           const created = nowSeconds();
-          const record: FileRecord = { id: newId('file-'), accountId: c.accountId, filename: staged.filename, purpose: 'batch', bytes: staged.bytes, createdAt: created, expiresAt: created + d.ttlDays * DAY_S };
+          const record: FileRecord = {
+            id: newId('file-'),
+            accountId: c.accountId,
+            filename: staged.filename,
+            purpose: 'batch',
+            bytes: staged.bytes,
+            createdAt: created,
+            expiresAt: created + d.ttlDays * DAY_S,
+          };
           await d.store.putFile(record, staged.path);
           ex.sendJson(200, fileObject(record));
         } finally {
@@ -86,14 +101,23 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
         const purpose = q.get('purpose');
         const limit = pageLimit(q, 10_000);
         const order = q.get('order') ?? 'desc';
-        if (order !== 'asc' && order !== 'desc') throw invalidRequest("'order' must be 'asc' or 'desc'", 'order', 'invalid_value');
+        if (order !== 'asc' && order !== 'desc')
+          throw invalidRequest("'order' must be 'asc' or 'desc'", 'order', 'invalid_value');
         const now = nowSeconds();
-        let files = (await d.store.listFiles(c.accountId)).filter((f) => f.expiresAt > now && (purpose === null || f.purpose === purpose));
+        let files = (await d.store.listFiles(c.accountId)).filter(
+          (f) => f.expiresAt > now && (purpose === null || f.purpose === purpose),
+        );
         if (order === 'asc') files = files.reverse();
         const after = q.get('after');
         if (after !== null) files = files.slice(files.findIndex((f) => f.id === after) + 1);
         const data = files.slice(0, limit);
-        ex.sendJson(200, { object: 'list', data: data.map(fileObject), first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: files.length > limit });
+        ex.sendJson(200, {
+          object: 'list',
+          data: data.map(fileObject),
+          first_id: data[0]?.id ?? null,
+          last_id: data.at(-1)?.id ?? null,
+          has_more: files.length > limit,
+        });
       },
     },
     {
@@ -130,14 +154,38 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
         const c = await caller(ex);
         const json = await ex.json();
         const input = validateCreateBatch(json);
-        const file = await ownFile(c, input.inputFileId).catch(() => { throw invalidRequest(`No such File object: ${input.inputFileId}`, 'input_file_id', 'file_not_found'); });
-        if (file.purpose !== 'batch') throw invalidRequest("The input file's purpose must be 'batch'", 'input_file_id', 'invalid_value');
+        const file = await ownFile(c, input.inputFileId).catch(() => {
+          throw invalidRequest(`No such File object: ${input.inputFileId}`, 'input_file_id', 'file_not_found');
+        });
+        if (file.purpose !== 'batch')
+          throw invalidRequest("The input file's purpose must be 'batch'", 'input_file_id', 'invalid_value');
         const created = nowSeconds();
         const record: BatchRecord = {
-          id: newId('batch_'), accountId: c.accountId, keyId: c.keyId, endpoint: input.endpoint, inputFileId: file.id, completionWindow: '24h', metadata: input.metadata,
-          status: 'validating', errors: null, outputFileId: null, errorFileId: null, total: 0, completed: 0, failed: 0,
-          createdAt: created, order: nextOrder(), expiresAt: created + WINDOW_S, keepUntil: created + d.ttlDays * DAY_S,
-          inProgressAt: null, finalizingAt: null, completedAt: null, failedAt: null, expiredAt: null, cancellingAt: null, cancelledAt: null,
+          id: newId('batch_'),
+          accountId: c.accountId,
+          keyId: c.keyId,
+          endpoint: input.endpoint,
+          inputFileId: file.id,
+          completionWindow: '24h',
+          metadata: input.metadata,
+          status: 'validating',
+          errors: null,
+          outputFileId: null,
+          errorFileId: null,
+          total: 0,
+          completed: 0,
+          failed: 0,
+          createdAt: created,
+          order: nextOrder(),
+          expiresAt: created + WINDOW_S,
+          keepUntil: created + d.ttlDays * DAY_S,
+          inProgressAt: null,
+          finalizingAt: null,
+          completedAt: null,
+          failedAt: null,
+          expiredAt: null,
+          cancellingAt: null,
+          cancelledAt: null,
         };
         await d.store.createBatch(record);
         d.nudge();
@@ -152,7 +200,13 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
         const c = await caller(ex);
         const q = new URLSearchParams(ex.query);
         const page = await d.store.listBatches(c.accountId, q.get('after'), pageLimit(q, 100));
-        ex.sendJson(200, { object: 'list', data: page.data.map(batchObject), first_id: page.data[0]?.id ?? null, last_id: page.data.at(-1)?.id ?? null, has_more: page.hasMore });
+        ex.sendJson(200, {
+          object: 'list',
+          data: page.data.map(batchObject),
+          first_id: page.data[0]?.id ?? null,
+          last_id: page.data.at(-1)?.id ?? null,
+          has_more: page.hasMore,
+        });
       },
     },
     {
@@ -168,10 +222,15 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
       handler: async (ex) => {
         const own = await ownBatch(await caller(ex), ex.params[0]!);
         const now = nowSeconds();
-        const next = await d.store.updateBatch(own.id, (b) => (b.status === 'validating' || b.status === 'in_progress' ? { ...b, status: 'cancelling', cancellingAt: now } : undefined));
+        const next = await d.store.updateBatch(own.id, (b) =>
+          b.status === 'validating' || b.status === 'in_progress'
+            ? { ...b, status: 'cancelling', cancellingAt: now }
+            : undefined,
+        );
         if (next === undefined) {
           const current = (await d.store.getBatch(own.id)) ?? own;
-          if (current.status !== 'cancelling' && current.status !== 'cancelled') throw invalidRequest(`A batch that is ${current.status} cannot be cancelled`, null, 'invalid_state');
+          if (current.status !== 'cancelling' && current.status !== 'cancelled')
+            throw invalidRequest(`A batch that is ${current.status} cannot be cancelled`, null, 'invalid_state');
           return ex.sendJson(200, batchObject(current));
         }
         d.nudge();
@@ -185,7 +244,8 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
 function pageLimit(q: URLSearchParams, max: number): number {
   const text = q.get('limit');
   const limit = text === null ? 20 : Number(text);
-  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw invalidRequest(`'limit' must be an integer from 1 to ${max}`, 'limit', 'invalid_value');
+  if (!Number.isInteger(limit) || limit < 1 || limit > max)
+    throw invalidRequest(`'limit' must be an integer from 1 to ${max}`, 'limit', 'invalid_value');
   return limit;
 }
 
@@ -196,16 +256,26 @@ interface CreateBatch {
 }
 
 function validateCreateBatch(json: unknown): CreateBatch {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw invalidRequest('The body must be a JSON object', null, 'invalid_body');
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw invalidRequest('The body must be a JSON object', null, 'invalid_body');
   const o = json as Record<string, unknown>;
-  if (typeof o.input_file_id !== 'string' || o.input_file_id === '') throw invalidRequest("'input_file_id' is required (a string)", 'input_file_id', 'missing_required_parameter');
-  if (typeof o.endpoint !== 'string' || !(DIRECT_URLS as readonly string[]).includes(o.endpoint)) throw invalidRequest(`'endpoint' must be one of ${DIRECT_URLS.join(', ')}`, 'endpoint', 'invalid_value');
-  if (o.completion_window !== '24h') throw invalidRequest("'completion_window' must be '24h'", 'completion_window', 'invalid_value');
+  if (typeof o.input_file_id !== 'string' || o.input_file_id === '')
+    throw invalidRequest("'input_file_id' is required (a string)", 'input_file_id', 'missing_required_parameter');
+  if (typeof o.endpoint !== 'string' || !(DIRECT_URLS as readonly string[]).includes(o.endpoint))
+    throw invalidRequest(`'endpoint' must be one of ${DIRECT_URLS.join(', ')}`, 'endpoint', 'invalid_value');
+  if (o.completion_window !== '24h')
+    throw invalidRequest("'completion_window' must be '24h'", 'completion_window', 'invalid_value');
   let metadata: Record<string, string> | null = null;
   if (o.metadata !== undefined && o.metadata !== null) {
-    if (typeof o.metadata !== 'object' || Array.isArray(o.metadata)) throw invalidRequest("'metadata' must be an object of strings", 'metadata', 'invalid_value');
+    if (typeof o.metadata !== 'object' || Array.isArray(o.metadata))
+      throw invalidRequest("'metadata' must be an object of strings", 'metadata', 'invalid_value');
     const entries = Object.entries(o.metadata as Record<string, unknown>);
-    if (entries.length > 16 || entries.some(([k, v]) => k.length > 64 || typeof v !== 'string' || v.length > 512)) throw invalidRequest("'metadata' holds at most 16 keys of 64 characters, each a string of at most 512", 'metadata', 'invalid_value');
+    if (entries.length > 16 || entries.some(([k, v]) => k.length > 64 || typeof v !== 'string' || v.length > 512))
+      throw invalidRequest(
+        "'metadata' holds at most 16 keys of 64 characters, each a string of at most 512",
+        'metadata',
+        'invalid_value',
+      );
     metadata = Object.fromEntries(entries) as Record<string, string>;
   }
   return { inputFileId: o.input_file_id, endpoint: o.endpoint, metadata };
@@ -224,7 +294,9 @@ export interface BatchDashboardRouteDeps extends AuthenticatedRouteDeps {
 export function batchDashboardRoutes(d: BatchDashboardRouteDeps): Route[] {
   const { route, ok } = authenticatedRoutes(d);
   return [
-    route('GET', '/api/v1/batches', 'dashboard_batches', false, async (c) => ok({ data: (await d.store.listBatches(c.accountId, null, 100)).data.map(batchObject) })),
+    route('GET', '/api/v1/batches', 'dashboard_batches', false, async (c) =>
+      ok({ data: (await d.store.listBatches(c.accountId, null, 100)).data.map(batchObject) }),
+    ),
     {
       method: 'GET',
       pattern: '/api/v1/batches/:id/output',
@@ -243,7 +315,10 @@ export function batchDashboardRoutes(d: BatchDashboardRouteDeps): Route[] {
 
 /** Streams a stored file as a JSONL download, waiting for the client to drain each chunk. */
 async function streamFile(ex: HttpExchange, store: BatchStore, fileId: string, filename: string): Promise<void> {
-  const headers = [['content-type', 'application/jsonl'], ['content-disposition', `attachment; filename="${filename.replace(/["\\\r\n]/g, '_')}"`]] as const;
+  const headers = [
+    ['content-type', 'application/jsonl'],
+    ['content-disposition', `attachment; filename="${filename.replace(/["\\\r\n]/g, '_')}"`],
+  ] as const;
   let sent = false;
   for await (const chunk of store.readFile(fileId)) {
     if (ex.closed) return;

@@ -75,7 +75,9 @@ export class BatchRunner {
     }
     this.ticking = true;
     void this.tick()
-      .catch((err: unknown) => this.log.warn('batch runner tick failed', { error: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) =>
+        this.log.warn('batch runner tick failed', { error: err instanceof Error ? err.message : String(err) }),
+      )
       .finally(() => {
         this.ticking = false;
         if (this.again) {
@@ -88,7 +90,8 @@ export class BatchRunner {
   private async tick(): Promise<void> {
     // Lines whose answer could not be recorded (the database failed meanwhile) go back before the claims are renewed:
     // renewClaims renews every line this process claimed, and one no longer in flight would otherwise be held for ever.
-    for (const l of this.giveBack.splice(0)) await this.store.releaseLine(l.batchId, l.index, this.claimer).catch(() => this.giveBack.push(l));
+    for (const l of this.giveBack.splice(0))
+      await this.store.releaseLine(l.batchId, l.index, this.claimer).catch(() => this.giveBack.push(l));
     await this.store.renewClaims(this.claimer);
     for (const id of await this.store.activeBatchIds()) {
       if (this.stopped) return;
@@ -110,7 +113,9 @@ export class BatchRunner {
   private background(id: string, step: () => Promise<void>): void {
     this.busy.add(id);
     void step()
-      .catch((err: unknown) => this.log.warn('batch step failed', { batch: id, error: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) =>
+        this.log.warn('batch step failed', { batch: id, error: err instanceof Error ? err.message : String(err) }),
+      )
       .finally(() => {
         this.busy.delete(id);
         this.nudge();
@@ -131,7 +136,11 @@ export class BatchRunner {
     }
     if (b.status !== 'validating' && b.status !== 'in_progress') return b;
     const now = nowSeconds();
-    const next = await this.store.updateBatch(b.id, (c) => (c.status === 'validating' || c.status === 'in_progress' ? { ...c, status: 'cancelling', cancellingAt: now, errors: [...(c.errors ?? []), error] } : undefined));
+    const next = await this.store.updateBatch(b.id, (c) =>
+      c.status === 'validating' || c.status === 'in_progress'
+        ? { ...c, status: 'cancelling', cancellingAt: now, errors: [...(c.errors ?? []), error] }
+        : undefined,
+    );
     if (next !== undefined) this.log.info('batch cancelled: its owner is gone', { batch: b.id, reason: error.code });
     return next ?? (await this.store.getBatch(b.id)) ?? b;
   }
@@ -144,16 +153,41 @@ export class BatchRunner {
 
   private async validate(b: BatchRecord): Promise<void> {
     const file = await this.store.getFile(b.inputFileId);
-    const check = file === undefined
-      ? { lines: 0, errors: [{ code: 'file_not_found', message: `The input file ${b.inputFileId} is gone`, param: 'input_file_id', line: null }] }
-      : await checkInput(this.store.readFile(file.id), b.endpoint, this.o.lineLimit, (lines) => this.store.addLines(b.id, lines));
+    const check =
+      file === undefined
+        ? {
+            lines: 0,
+            errors: [
+              {
+                code: 'file_not_found',
+                message: `The input file ${b.inputFileId} is gone`,
+                param: 'input_file_id',
+                line: null,
+              },
+            ],
+          }
+        : await checkInput(this.store.readFile(file.id), b.endpoint, this.o.lineLimit, (lines) =>
+            this.store.addLines(b.id, lines),
+          );
     const now = nowSeconds();
     if (check.errors.length > 0) {
       await this.store.dropLines(b.id);
-      await this.store.updateBatch(b.id, (c) => (c.status === 'validating' ? { ...c, status: 'failed', errors: check.errors, failedAt: now } : c.status === 'cancelling' ? { ...c, status: 'cancelled', cancelledAt: now } : undefined));
+      await this.store.updateBatch(b.id, (c) =>
+        c.status === 'validating'
+          ? { ...c, status: 'failed', errors: check.errors, failedAt: now }
+          : c.status === 'cancelling'
+            ? { ...c, status: 'cancelled', cancelledAt: now }
+            : undefined,
+      );
       return;
     }
-    await this.store.updateBatch(b.id, (c) => (c.status === 'validating' ? { ...c, status: 'in_progress', total: check.lines, inProgressAt: now } : c.status === 'cancelling' && c.total === 0 ? { ...c, total: check.lines } : undefined));
+    await this.store.updateBatch(b.id, (c) =>
+      c.status === 'validating'
+        ? { ...c, status: 'in_progress', total: check.lines, inProgressAt: now }
+        : c.status === 'cancelling' && c.total === 0
+          ? { ...c, total: check.lines }
+          : undefined,
+    );
   }
 
   private async fill(b: BatchRecord): Promise<void> {
@@ -170,14 +204,20 @@ export class BatchRunner {
     }
     if (this.inflightOf(b.id) === 0 && (await this.store.openLineCount(b.id)) === 0) {
       const now = nowSeconds();
-      const next = await this.store.updateBatch(b.id, (c) => (c.status === 'in_progress' ? { ...c, status: 'finalizing', finalizingAt: now } : undefined));
+      const next = await this.store.updateBatch(b.id, (c) =>
+        c.status === 'in_progress' ? { ...c, status: 'finalizing', finalizingAt: now } : undefined,
+      );
       if (next !== undefined) this.background(b.id, () => this.finalize(b.id, 'finalizing', 'completed'));
     }
   }
 
   private answer(b: BatchRecord, line: BatchLine): void {
     const key = `${b.id} ${line.index}`;
-    const call = this.endpoints[b.endpoint as DirectUrl]!(JSON.parse(line.body), { keyId: b.keyId, accountId: b.accountId, priority: 'batch' });
+    const call = this.endpoints[b.endpoint as DirectUrl]!(JSON.parse(line.body), {
+      keyId: b.keyId,
+      accountId: b.accountId,
+      priority: 'batch',
+    });
     const entry: InflightLine = { batchId: b.id, index: line.index, call };
     this.inflight.set(key, entry);
     void call.done
@@ -193,11 +233,20 @@ export class BatchRunner {
           await this.store.releaseLine(b.id, line.index, this.claimer);
           return;
         }
-        const output = { id: `batch_req_${randomBytes(12).toString('hex')}`, custom_id: line.customId, response: { status_code: a.status, request_id: `req_${randomBytes(12).toString('hex')}`, body: a.body }, error: null };
+        const output = {
+          id: `batch_req_${randomBytes(12).toString('hex')}`,
+          custom_id: line.customId,
+          response: { status_code: a.status, request_id: `req_${randomBytes(12).toString('hex')}`, body: a.body },
+          error: null,
+        };
         await this.store.finishLine(b.id, { index: line.index, ok: a.status === 200, line: JSON.stringify(output) });
       })
       .catch((err: unknown) => {
-        this.log.warn('batch line not recorded', { batch: b.id, line: line.index, error: err instanceof Error ? err.message : String(err) });
+        this.log.warn('batch line not recorded', {
+          batch: b.id,
+          line: line.index,
+          error: err instanceof Error ? err.message : String(err),
+        });
         this.giveBack.push({ batchId: b.id, index: line.index }); // answered again later, here or by another replica
       })
       .finally(() => {
@@ -215,7 +264,10 @@ export class BatchRunner {
     const b = await this.store.getBatch(batchId);
     if (b === undefined || b.status !== from) return;
     const created = nowSeconds();
-    const files = { ok: new OutputFile(this.store, `file-${b.id}-output`, `batch_${b.id}_output.jsonl`), failed: new OutputFile(this.store, `file-${b.id}-errors`, `batch_${b.id}_error.jsonl`) };
+    const files = {
+      ok: new OutputFile(this.store, `file-${b.id}-output`, `batch_${b.id}_output.jsonl`),
+      failed: new OutputFile(this.store, `file-${b.id}-errors`, `batch_${b.id}_error.jsonl`),
+    };
     try {
       const written = { completed: 0, failed: 0 };
       for await (const r of this.store.results(b.id)) {
@@ -224,16 +276,34 @@ export class BatchRunner {
       }
       if (to !== 'completed') {
         const ownerGone = b.errors?.find((e) => OWNER_GONE_CODES.includes(e.code));
-        const code = to === 'expired' ? 'batch_expired' : ownerGone?.code ?? 'batch_cancelled';
-        const message = to === 'expired' ? 'This request could not be executed before the completion window expired.' : ownerGone?.message ?? 'This request was not executed because the batch was cancelled.';
-        for await (const l of this.store.unanswered(b.id)) await files.failed.write(JSON.stringify({ id: `batch_req_${randomBytes(12).toString('hex')}`, custom_id: l.customId, response: null, error: { code, message } }));
+        const code = to === 'expired' ? 'batch_expired' : (ownerGone?.code ?? 'batch_cancelled');
+        const message =
+          to === 'expired'
+            ? 'This request could not be executed before the completion window expired.'
+            : (ownerGone?.message ?? 'This request was not executed because the batch was cancelled.');
+        for await (const l of this.store.unanswered(b.id))
+          await files.failed.write(
+            JSON.stringify({
+              id: `batch_req_${randomBytes(12).toString('hex')}`,
+              custom_id: l.customId,
+              response: null,
+              error: { code, message },
+            }),
+          );
       }
       const meta = { accountId: b.accountId, createdAt: created, expiresAt: created + this.o.ttlDays * DAY_S };
       const outputFileId = await files.ok.keep(meta);
       const errorFileId = await files.failed.keep(meta);
-      const stamp = to === 'completed' ? { completedAt: created } : to === 'expired' ? { expiredAt: created } : { cancelledAt: created };
+      const stamp =
+        to === 'completed'
+          ? { completedAt: created }
+          : to === 'expired'
+            ? { expiredAt: created }
+            : { cancelledAt: created };
       // The counts of what the files hold: an answer another replica recorded after the results were read is in neither.
-      await this.store.updateBatch(b.id, (c) => (c.status === from ? { ...c, status: to, outputFileId, errorFileId, ...written, ...stamp } : undefined));
+      await this.store.updateBatch(b.id, (c) =>
+        c.status === from ? { ...c, status: to, outputFileId, errorFileId, ...written, ...stamp } : undefined,
+      );
       await this.store.dropLines(b.id);
     } finally {
       files.ok.discard();
@@ -266,7 +336,11 @@ class OutputFile {
   private readonly path: string;
   private bytes = 0;
 
-  constructor(private readonly store: BatchStore, readonly id: string, private readonly filename: string) {
+  constructor(
+    private readonly store: BatchStore,
+    readonly id: string,
+    private readonly filename: string,
+  ) {
     this.path = path.join(store.scratchDir, `output-${randomUUID()}`);
   }
 
@@ -283,7 +357,10 @@ class OutputFile {
     const out = this.out;
     await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
     this.out = null;
-    await this.store.putFile({ id: this.id, filename: this.filename, purpose: 'batch_output', bytes: this.bytes, ...meta }, this.path);
+    await this.store.putFile(
+      { id: this.id, filename: this.filename, purpose: 'batch_output', bytes: this.bytes, ...meta },
+      this.path,
+    );
     return this.id;
   }
 

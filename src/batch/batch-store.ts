@@ -30,7 +30,11 @@ export interface BatchStore {
   createBatch(b: BatchRecord): Promise<void>;
   getBatch(id: string): Promise<BatchRecord | undefined>;
   /** The account's batches, newest first: at most `limit` after the batch `after` (exclusive). */
-  listBatches(accountId: string, after: string | null, limit: number): Promise<{ data: BatchRecord[]; hasMore: boolean }>;
+  listBatches(
+    accountId: string,
+    after: string | null,
+    limit: number,
+  ): Promise<{ data: BatchRecord[]; hasMore: boolean }>;
   updateBatch(id: string, fn: (b: BatchRecord) => BatchRecord | undefined): Promise<BatchRecord | undefined>;
   /** Ids of the batches in an ACTIVE_STATES state. */
   activeBatchIds(): Promise<string[]>;

@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { ACTIVE_STATES, ANSWERING_STATES, type BatchLine, type BatchRecord, type FileRecord, type LineResult } from './batch-records.ts';
+import {
+  ACTIVE_STATES,
+  ANSWERING_STATES,
+  type BatchLine,
+  type BatchRecord,
+  type FileRecord,
+  type LineResult,
+} from './batch-records.ts';
 import type { BatchStore } from './batch-store.ts';
 
 /** One stored input line, and its answer once it has one. */
@@ -80,7 +87,11 @@ export class LmdbBatchStore implements BatchStore {
 
   async listFiles(accountId: string): Promise<FileRecord[]> {
     const out: FileRecord[] = [];
-    for (const key of this.byAccount.getKeys({ start: ['file', accountId, Infinity], end: ['file', accountId, -1], reverse: true })) {
+    for (const key of this.byAccount.getKeys({
+      start: ['file', accountId, Infinity],
+      end: ['file', accountId, -1],
+      reverse: true,
+    })) {
       const f = this.files.get(key[3] as string);
       if (f !== undefined) out.push(f);
     }
@@ -113,7 +124,11 @@ export class LmdbBatchStore implements BatchStore {
     return this.batches.get(id);
   }
 
-  async listBatches(accountId: string, after: string | null, limit: number): Promise<{ data: BatchRecord[]; hasMore: boolean }> {
+  async listBatches(
+    accountId: string,
+    after: string | null,
+    limit: number,
+  ): Promise<{ data: BatchRecord[]; hasMore: boolean }> {
     let start: (string | number)[] = ['batch', accountId, Infinity];
     let skip: string | null = null;
     if (after !== null) {
@@ -151,7 +166,9 @@ export class LmdbBatchStore implements BatchStore {
 
   async addLines(batchId: string, lines: BatchLine[]): Promise<void> {
     await this.root.transaction(() => {
-      for (const l of lines) if (this.lines.get([batchId, l.index]) === undefined) this.lines.put([batchId, l.index], { customId: l.customId, body: l.body });
+      for (const l of lines)
+        if (this.lines.get([batchId, l.index]) === undefined)
+          this.lines.put([batchId, l.index], { customId: l.customId, body: l.body });
     });
   }
 
@@ -170,7 +187,10 @@ export class LmdbBatchStore implements BatchStore {
     if (out.length >= max) return out;
     const from = this.cursors.get(batchId) ?? 0;
     let next = from;
-    for (const { key, value } of this.lines.getRange({ start: [batchId, from], end: [batchId, Number.MAX_SAFE_INTEGER] })) {
+    for (const { key, value } of this.lines.getRange({
+      start: [batchId, from],
+      end: [batchId, Number.MAX_SAFE_INTEGER],
+    })) {
       next = key[1] + 1;
       if (value.result === undefined && !this.claims.has(`${batchId} ${key[1]}`)) take(key[1], value);
       if (out.length >= max) break;
@@ -193,27 +213,39 @@ export class LmdbBatchStore implements BatchStore {
     return this.root.transaction(() => {
       const v = this.lines.get([batchId, result.index]);
       const b = this.batches.get(batchId);
-      if (v === undefined || v.result !== undefined || b === undefined || !ANSWERING_STATES.includes(b.status)) return false;
+      if (v === undefined || v.result !== undefined || b === undefined || !ANSWERING_STATES.includes(b.status))
+        return false;
       this.lines.put([batchId, result.index], { ...v, result: { ok: result.ok, line: result.line } });
-      this.batches.put(batchId, { ...b, completed: b.completed + (result.ok ? 1 : 0), failed: b.failed + (result.ok ? 0 : 1) });
+      this.batches.put(batchId, {
+        ...b,
+        completed: b.completed + (result.ok ? 1 : 0),
+        failed: b.failed + (result.ok ? 0 : 1),
+      });
       return true;
     });
   }
 
   async openLineCount(batchId: string): Promise<number> {
     let n = 0;
-    for (const { value } of this.lines.getRange({ start: [batchId, 0], end: [batchId, Number.MAX_SAFE_INTEGER] })) if (value.result === undefined) n++;
+    for (const { value } of this.lines.getRange({ start: [batchId, 0], end: [batchId, Number.MAX_SAFE_INTEGER] }))
+      if (value.result === undefined) n++;
     return n;
   }
 
   async *results(batchId: string): AsyncIterable<LineResult> {
-    for (const { key, value } of this.lines.getRange({ start: [batchId, 0], end: [batchId, Number.MAX_SAFE_INTEGER] })) {
+    for (const { key, value } of this.lines.getRange({
+      start: [batchId, 0],
+      end: [batchId, Number.MAX_SAFE_INTEGER],
+    })) {
       if (value.result !== undefined) yield { index: key[1], ok: value.result.ok, line: value.result.line };
     }
   }
 
   async *unanswered(batchId: string): AsyncIterable<BatchLine> {
-    for (const { key, value } of this.lines.getRange({ start: [batchId, 0], end: [batchId, Number.MAX_SAFE_INTEGER] })) {
+    for (const { key, value } of this.lines.getRange({
+      start: [batchId, 0],
+      end: [batchId, Number.MAX_SAFE_INTEGER],
+    })) {
       if (value.result === undefined) yield { index: key[1], customId: value.customId, body: value.body };
     }
   }
@@ -221,7 +253,9 @@ export class LmdbBatchStore implements BatchStore {
   async dropLines(batchId: string): Promise<void> {
     const keys = [...this.lines.getKeys({ start: [batchId, 0], end: [batchId, Number.MAX_SAFE_INTEGER] })];
     for (let i = 0; i < keys.length; i += 5000) {
-      await this.root.transaction(() => { for (const k of keys.slice(i, i + 5000)) this.lines.remove(k); });
+      await this.root.transaction(() => {
+        for (const k of keys.slice(i, i + 5000)) this.lines.remove(k);
+      });
     }
     this.cursors.delete(batchId);
     this.returned.delete(batchId);

@@ -32,13 +32,21 @@ const FIELD_LIMIT = 4 << 10;
  * is not multipart, a malformed one, no file part, or too many lines; 413 for a file over the limit (declared: at
  * once). The scratch file is removed on every failure. Main thread.
  */
-export function stageMultipartUpload(ex: HttpExchange, scratchDir: string, limits: UploadLimits): Promise<StagedUpload> {
+export function stageMultipartUpload(
+  ex: HttpExchange,
+  scratchDir: string,
+  limits: UploadLimits,
+): Promise<StagedUpload> {
   const type = ex.header('content-type') ?? '';
   const m = /^multipart\/form-data\s*;(?:.*;)?\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(type);
-  if (m === null) return Promise.reject(invalidRequest("The body must be multipart/form-data with a 'file' part", 'file', 'invalid_content_type'));
+  if (m === null)
+    return Promise.reject(
+      invalidRequest("The body must be multipart/form-data with a 'file' part", 'file', 'invalid_content_type'),
+    );
   if (!ex.hasBody) return Promise.reject(invalidRequest("The upload has no 'file' part", 'file', 'missing_file'));
   const declared = ex.contentLength;
-  if (declared !== undefined && declared > limits.fileBytes + HEADER_LIMIT * 4) return Promise.reject(payloadTooLarge(limits.fileBytes));
+  if (declared !== undefined && declared > limits.fileBytes + HEADER_LIMIT * 4)
+    return Promise.reject(payloadTooLarge(limits.fileBytes));
   const parser = new MultipartParser((m[1] ?? m[2])!, scratchDir, limits, ex);
   return parser.done;
 }
@@ -61,7 +69,12 @@ class MultipartParser {
   private readonly fields = new Map<string, string>();
   private writing = Promise.resolve();
 
-  constructor(boundary: string, private readonly scratchDir: string, private readonly limits: UploadLimits, private readonly ex: HttpExchange) {
+  constructor(
+    boundary: string,
+    private readonly scratchDir: string,
+    private readonly limits: UploadLimits,
+    private readonly ex: HttpExchange,
+  ) {
     this.delimiter = Buffer.from(`\r\n--${boundary}`);
     this.done = new Promise((resolve, reject) => {
       this.resolve = resolve;
@@ -145,14 +158,16 @@ class MultipartParser {
     if (bytes.length === 0 || this.part === null || this.state !== 'body') return;
     if (this.part.name !== 'file') {
       this.part.text += bytes.toString('utf8');
-      if (this.part.text.length > FIELD_LIMIT) throw invalidRequest(`The field '${this.part.name}' is too long`, this.part.name, 'invalid_value');
+      if (this.part.text.length > FIELD_LIMIT)
+        throw invalidRequest(`The field '${this.part.name}' is too long`, this.part.name, 'invalid_value');
       return;
     }
     this.bytes += bytes.length;
     if (this.bytes > this.limits.fileBytes) throw payloadTooLarge(this.limits.fileBytes);
     for (let i = bytes.indexOf(10); i >= 0; i = bytes.indexOf(10, i + 1)) this.newlines++;
     this.lastByte = bytes[bytes.length - 1]!;
-    if (this.newlines > this.limits.lines) throw invalidRequest(`The file has more than ${this.limits.lines} lines`, 'file', 'too_many_lines');
+    if (this.newlines > this.limits.lines)
+      throw invalidRequest(`The file has more than ${this.limits.lines} lines`, 'file', 'too_many_lines');
     const copy = Buffer.from(bytes); // the chunk may be a view of a buffer parse() keeps using
     if (!this.file!.out.write(copy)) {
       this.ex.pauseBody();
@@ -170,7 +185,8 @@ class MultipartParser {
     const file = this.file;
     if (file === null) throw invalidRequest("The upload has no 'file' part", 'file', 'missing_file');
     const lines = this.newlines + (this.bytes > 0 && this.lastByte !== 10 ? 1 : 0);
-    if (lines > this.limits.lines) throw invalidRequest(`The file has more than ${this.limits.lines} lines`, 'file', 'too_many_lines');
+    if (lines > this.limits.lines)
+      throw invalidRequest(`The file has more than ${this.limits.lines} lines`, 'file', 'too_many_lines');
     this.writing = new Promise((resolve, reject) => {
       file.out.end((err?: Error | null) => (err ? reject(err) : resolve()));
     });

@@ -2,7 +2,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from '../log/logger.ts';
-import { ACTIVE_STATES, ANSWERING_STATES, type BatchLine, type BatchRecord, type BatchStatus, type FileRecord, type LineResult } from './batch-records.ts';
+import {
+  ACTIVE_STATES,
+  ANSWERING_STATES,
+  type BatchLine,
+  type BatchRecord,
+  type BatchStatus,
+  type FileRecord,
+  type LineResult,
+} from './batch-records.ts';
 import type { BatchStore } from './batch-store.ts';
 
 const CHUNK = 1 << 20;
@@ -28,7 +36,15 @@ export class PostgresBatchStore implements BatchStore {
   static async open(url: string, dataDir: string, log: Logger): Promise<PostgresBatchStore> {
     // A replica frozen inside a transaction (a stopped VM, SIGSTOP) must not hold a batch's row for the fleet: the
     // database ends such a transaction after 5 s (its writes undone; the line's claim lapses and another answers it).
-    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5_000, query_timeout: 30_000, idleTimeoutMillis: 30_000, allowExitOnIdle: true, options: '-c idle_in_transaction_session_timeout=5000' });
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 4,
+      connectionTimeoutMillis: 5_000,
+      query_timeout: 30_000,
+      idleTimeoutMillis: 30_000,
+      allowExitOnIdle: true,
+      options: '-c idle_in_transaction_session_timeout=5000',
+    });
     pool.on('error', (err) => log.warn('batch store: a database connection failed', { error: err.message }));
     const scratch = path.join(dataDir, 'batch-files', 'scratch');
     fs.mkdirSync(scratch, { recursive: true, mode: 0o700 });
@@ -44,7 +60,9 @@ export class PostgresBatchStore implements BatchStore {
   private async tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await this.pool.connect();
     let lost: Error | undefined;
-    const onLost = (err: Error) => { lost = err; };
+    const onLost = (err: Error) => {
+      lost = err;
+    };
     c.on('error', onLost);
     try {
       await c.query('BEGIN');
@@ -65,7 +83,11 @@ export class PostgresBatchStore implements BatchStore {
       await c.query('DELETE FROM batch_file_chunks WHERE file_id = $1', [meta.id]);
       let seq = 0;
       for await (const chunk of fs.createReadStream(localPath, { highWaterMark: CHUNK }) as AsyncIterable<Buffer>) {
-        await c.query('INSERT INTO batch_file_chunks (file_id, seq, data) VALUES ($1, $2, $3)', [meta.id, seq++, chunk]);
+        await c.query('INSERT INTO batch_file_chunks (file_id, seq, data) VALUES ($1, $2, $3)', [
+          meta.id,
+          seq++,
+          chunk,
+        ]);
       }
       await c.query(
         'INSERT INTO batch_files (id, account_id, created_at, expires_at, record) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, record = EXCLUDED.record',
@@ -76,16 +98,27 @@ export class PostgresBatchStore implements BatchStore {
   }
 
   async getFile(id: string): Promise<FileRecord | undefined> {
-    return (await this.pool.query<{ record: FileRecord }>('SELECT record FROM batch_files WHERE id = $1', [id])).rows[0]?.record;
+    return (await this.pool.query<{ record: FileRecord }>('SELECT record FROM batch_files WHERE id = $1', [id])).rows[0]
+      ?.record;
   }
 
   async listFiles(accountId: string): Promise<FileRecord[]> {
-    return (await this.pool.query<{ record: FileRecord }>('SELECT record FROM batch_files WHERE account_id = $1 ORDER BY created_at DESC, id DESC', [accountId])).rows.map((r) => r.record);
+    return (
+      await this.pool.query<{ record: FileRecord }>(
+        'SELECT record FROM batch_files WHERE account_id = $1 ORDER BY created_at DESC, id DESC',
+        [accountId],
+      )
+    ).rows.map((r) => r.record);
   }
 
   async *readFile(id: string): AsyncIterable<Buffer> {
     for (let seq = 0; ; seq++) {
-      const row = (await this.pool.query<{ data: Buffer }>('SELECT data FROM batch_file_chunks WHERE file_id = $1 AND seq = $2', [id, seq])).rows[0];
+      const row = (
+        await this.pool.query<{ data: Buffer }>('SELECT data FROM batch_file_chunks WHERE file_id = $1 AND seq = $2', [
+          id,
+          seq,
+        ])
+      ).rows[0];
       if (row === undefined) return;
       yield row.data;
     }
@@ -99,36 +132,54 @@ export class PostgresBatchStore implements BatchStore {
   }
 
   async createBatch(b: BatchRecord): Promise<void> {
-    await this.pool.query('INSERT INTO batches (id, account_id, status, created_at, record) VALUES ($1, $2, $3, $4, $5)', [b.id, b.accountId, b.status, b.order, b]);
+    await this.pool.query(
+      'INSERT INTO batches (id, account_id, status, created_at, record) VALUES ($1, $2, $3, $4, $5)',
+      [b.id, b.accountId, b.status, b.order, b],
+    );
   }
 
   async getBatch(id: string): Promise<BatchRecord | undefined> {
-    return (await this.pool.query<{ record: BatchRecord }>('SELECT record FROM batches WHERE id = $1', [id])).rows[0]?.record;
+    return (await this.pool.query<{ record: BatchRecord }>('SELECT record FROM batches WHERE id = $1', [id])).rows[0]
+      ?.record;
   }
 
-  async listBatches(accountId: string, after: string | null, limit: number): Promise<{ data: BatchRecord[]; hasMore: boolean }> {
-    const rows = after === null
-      ? await this.pool.query<{ record: BatchRecord }>('SELECT record FROM batches WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2', [accountId, limit + 1])
-      : await this.pool.query<{ record: BatchRecord }>(
-        'SELECT b.record FROM batches b, batches a WHERE a.id = $2 AND a.account_id = $1 AND b.account_id = $1 AND (b.created_at, b.id) < (a.created_at, a.id) ORDER BY b.created_at DESC, b.id DESC LIMIT $3',
-        [accountId, after, limit + 1],
-      );
+  async listBatches(
+    accountId: string,
+    after: string | null,
+    limit: number,
+  ): Promise<{ data: BatchRecord[]; hasMore: boolean }> {
+    const rows =
+      after === null
+        ? await this.pool.query<{ record: BatchRecord }>(
+            'SELECT record FROM batches WHERE account_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2',
+            [accountId, limit + 1],
+          )
+        : await this.pool.query<{ record: BatchRecord }>(
+            'SELECT b.record FROM batches b, batches a WHERE a.id = $2 AND a.account_id = $1 AND b.account_id = $1 AND (b.created_at, b.id) < (a.created_at, a.id) ORDER BY b.created_at DESC, b.id DESC LIMIT $3',
+            [accountId, after, limit + 1],
+          );
     const data = rows.rows.map((r) => r.record);
     return { data: data.slice(0, limit), hasMore: data.length > limit };
   }
 
   updateBatch(id: string, fn: (b: BatchRecord) => BatchRecord | undefined): Promise<BatchRecord | undefined> {
     return this.tx(async (c) => {
-      const b = (await c.query<{ record: BatchRecord }>('SELECT record FROM batches WHERE id = $1 FOR UPDATE', [id])).rows[0]?.record;
+      const b = (await c.query<{ record: BatchRecord }>('SELECT record FROM batches WHERE id = $1 FOR UPDATE', [id]))
+        .rows[0]?.record;
       if (b === undefined) return undefined;
       const next = fn(b);
-      if (next !== undefined) await c.query('UPDATE batches SET status = $2, record = $3 WHERE id = $1', [id, next.status, next]);
+      if (next !== undefined)
+        await c.query('UPDATE batches SET status = $2, record = $3 WHERE id = $1', [id, next.status, next]);
       return next;
     });
   }
 
   async activeBatchIds(): Promise<string[]> {
-    return (await this.pool.query<{ id: string }>('SELECT id FROM batches WHERE status = ANY($1) ORDER BY created_at', [ACTIVE_STATES])).rows.map((r) => r.id);
+    return (
+      await this.pool.query<{ id: string }>('SELECT id FROM batches WHERE status = ANY($1) ORDER BY created_at', [
+        ACTIVE_STATES,
+      ])
+    ).rows.map((r) => r.id);
   }
 
   async addLines(batchId: string, lines: BatchLine[]): Promise<void> {
@@ -148,37 +199,65 @@ export class PostgresBatchStore implements BatchStore {
        RETURNING idx, custom_id, body`,
       [batchId, claimer, max],
     );
-    return rows.rows.map((r) => ({ index: r.idx, customId: r.custom_id, body: r.body })).sort((a, b) => a.index - b.index);
+    return rows.rows
+      .map((r) => ({ index: r.idx, customId: r.custom_id, body: r.body }))
+      .sort((a, b) => a.index - b.index);
   }
 
   async renewClaims(claimer: string): Promise<void> {
-    await this.pool.query(`UPDATE batch_lines SET claim_expires = clock_timestamp() + ${CLAIM_TTL} WHERE claimed_by = $1 AND result IS NULL`, [claimer]);
+    await this.pool.query(
+      `UPDATE batch_lines SET claim_expires = clock_timestamp() + ${CLAIM_TTL} WHERE claimed_by = $1 AND result IS NULL`,
+      [claimer],
+    );
   }
 
   async releaseLine(batchId: string, index: number, claimer: string): Promise<void> {
-    await this.pool.query('UPDATE batch_lines SET claimed_by = NULL, claim_expires = NULL WHERE batch_id = $1 AND idx = $2 AND claimed_by = $3 AND result IS NULL', [batchId, index, claimer]);
+    await this.pool.query(
+      'UPDATE batch_lines SET claimed_by = NULL, claim_expires = NULL WHERE batch_id = $1 AND idx = $2 AND claimed_by = $3 AND result IS NULL',
+      [batchId, index, claimer],
+    );
   }
 
   finishLine(batchId: string, result: LineResult): Promise<boolean> {
     return this.tx(async (c) => {
       // The batch's row lock first (as updateBatch takes it): an answer after its final transition is dropped.
-      const status = (await c.query<{ status: BatchStatus }>('SELECT status FROM batches WHERE id = $1 FOR UPDATE', [batchId])).rows[0]?.status;
+      const status = (
+        await c.query<{ status: BatchStatus }>('SELECT status FROM batches WHERE id = $1 FOR UPDATE', [batchId])
+      ).rows[0]?.status;
       if (status === undefined || !ANSWERING_STATES.includes(status)) return false;
-      const done = await c.query('UPDATE batch_lines SET result = $3, ok = $4, claimed_by = NULL, claim_expires = NULL WHERE batch_id = $1 AND idx = $2 AND result IS NULL', [batchId, result.index, result.line, result.ok]);
+      const done = await c.query(
+        'UPDATE batch_lines SET result = $3, ok = $4, claimed_by = NULL, claim_expires = NULL WHERE batch_id = $1 AND idx = $2 AND result IS NULL',
+        [batchId, result.index, result.line, result.ok],
+      );
       if ((done.rowCount ?? 0) === 0) return false;
       const field = result.ok ? 'completed' : 'failed';
-      await c.query(`UPDATE batches SET record = jsonb_set(record, '{${field}}', to_jsonb((record->>'${field}')::int + 1)) WHERE id = $1`, [batchId]);
+      await c.query(
+        `UPDATE batches SET record = jsonb_set(record, '{${field}}', to_jsonb((record->>'${field}')::int + 1)) WHERE id = $1`,
+        [batchId],
+      );
       return true;
     });
   }
 
   async openLineCount(batchId: string): Promise<number> {
-    return Number((await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM batch_lines WHERE batch_id = $1 AND result IS NULL', [batchId])).rows[0]!.n);
+    return Number(
+      (
+        await this.pool.query<{ n: string }>(
+          'SELECT count(*) AS n FROM batch_lines WHERE batch_id = $1 AND result IS NULL',
+          [batchId],
+        )
+      ).rows[0]!.n,
+    );
   }
 
   async *results(batchId: string): AsyncIterable<LineResult> {
     for (let from = 0; ;) {
-      const rows = (await this.pool.query<{ idx: number; ok: boolean; result: string }>('SELECT idx, ok, result FROM batch_lines WHERE batch_id = $1 AND idx >= $2 AND result IS NOT NULL ORDER BY idx LIMIT $3', [batchId, from, PAGE])).rows;
+      const rows = (
+        await this.pool.query<{ idx: number; ok: boolean; result: string }>(
+          'SELECT idx, ok, result FROM batch_lines WHERE batch_id = $1 AND idx >= $2 AND result IS NOT NULL ORDER BY idx LIMIT $3',
+          [batchId, from, PAGE],
+        )
+      ).rows;
       for (const r of rows) yield { index: r.idx, ok: r.ok, line: r.result };
       if (rows.length < PAGE) return;
       from = rows.at(-1)!.idx + 1;
@@ -187,7 +266,12 @@ export class PostgresBatchStore implements BatchStore {
 
   async *unanswered(batchId: string): AsyncIterable<BatchLine> {
     for (let from = 0; ;) {
-      const rows = (await this.pool.query<{ idx: number; custom_id: string; body: string }>('SELECT idx, custom_id, body FROM batch_lines WHERE batch_id = $1 AND idx >= $2 AND result IS NULL ORDER BY idx LIMIT $3', [batchId, from, PAGE])).rows;
+      const rows = (
+        await this.pool.query<{ idx: number; custom_id: string; body: string }>(
+          'SELECT idx, custom_id, body FROM batch_lines WHERE batch_id = $1 AND idx >= $2 AND result IS NULL ORDER BY idx LIMIT $3',
+          [batchId, from, PAGE],
+        )
+      ).rows;
       for (const r of rows) yield { index: r.idx, customId: r.custom_id, body: r.body };
       if (rows.length < PAGE) return;
       from = rows.at(-1)!.idx + 1;
@@ -199,7 +283,10 @@ export class PostgresBatchStore implements BatchStore {
   }
 
   async sweep(now: number): Promise<number> {
-    const gone = await this.pool.query<{ id: string }>("DELETE FROM batches WHERE status <> ALL($1) AND (record->>'keepUntil')::bigint <= $2 RETURNING id", [ACTIVE_STATES, now]);
+    const gone = await this.pool.query<{ id: string }>(
+      "DELETE FROM batches WHERE status <> ALL($1) AND (record->>'keepUntil')::bigint <= $2 RETURNING id",
+      [ACTIVE_STATES, now],
+    );
     for (const { id } of gone.rows) await this.dropLines(id);
     const files = await this.pool.query<{ id: string }>('SELECT id FROM batch_files WHERE expires_at <= $1', [now]);
     for (const { id } of files.rows) await this.deleteFile(id);

@@ -14,17 +14,97 @@ import { ConfigError, JSON_SETTING, commandArgs } from './cli-args.ts';
  * (printing its build log) unless --no-wait.
  */
 const SPECS: SettingSpec[] = [
-  { key: 'url', flag: '--url', env: 'HEARTH_URL', type: 'string', default: 'http://127.0.0.1:8080', help: 'Base URL of the running Hearth server' },
-  { key: 'apiKey', flag: '--api-key', env: 'HEARTH_API_KEY', type: 'string', default: undefined, secret: true, help: 'An API key of the account (hearth keys create)' },
-  { key: 'workspace', flag: '--workspace', env: 'HEARTH_WORKSPACE', type: 'string', default: undefined, help: 'The workspace whose Yam hosts the apps' },
-  { key: 'name', flag: '--name', env: 'HEARTH_APP_NAME', type: 'string', default: undefined, help: 'Name of the new app (create)' },
-  { key: 'apiKeyEnv', flag: '--api-key-env', env: 'HEARTH_APP_API_KEY_ENV', type: 'string', default: undefined, help: 'create: the variable that receives a Hearth API key made for the app' },
-  { key: 'healthPath', flag: '--health-path', env: 'HEARTH_APP_HEALTH_PATH', type: 'string', default: undefined, help: 'create: the health check path (default /health)' },
-  { key: 'repository', flag: '--repository', env: 'HEARTH_APP_REPOSITORY', type: 'string', default: undefined, help: 'deploy: a git URL the server clones, instead of a directory or archive' },
-  { key: 'ref', flag: '--ref', env: 'HEARTH_APP_REF', type: 'string', default: undefined, help: 'deploy: the branch, tag or commit of --repository' },
-  { key: 'noWait', flag: '--no-wait', env: 'HEARTH_APP_NO_WAIT', type: 'bool', default: false, help: 'deploy, rollback: return once the deployment is queued' },
-  { key: 'follow', flag: '--follow', env: 'HEARTH_APP_FOLLOW', type: 'bool', default: false, help: 'logs: keep printing new lines' },
-  { key: 'lines', flag: '--lines', env: 'HEARTH_APP_LOG_LINES', type: 'int', min: 0, max: 1000, default: 100, help: 'logs: how many of the last lines' },
+  {
+    key: 'url',
+    flag: '--url',
+    env: 'HEARTH_URL',
+    type: 'string',
+    default: 'http://127.0.0.1:8080',
+    help: 'Base URL of the running Hearth server',
+  },
+  {
+    key: 'apiKey',
+    flag: '--api-key',
+    env: 'HEARTH_API_KEY',
+    type: 'string',
+    default: undefined,
+    secret: true,
+    help: 'An API key of the account (hearth keys create)',
+  },
+  {
+    key: 'workspace',
+    flag: '--workspace',
+    env: 'HEARTH_WORKSPACE',
+    type: 'string',
+    default: undefined,
+    help: 'The workspace whose Yam hosts the apps',
+  },
+  {
+    key: 'name',
+    flag: '--name',
+    env: 'HEARTH_APP_NAME',
+    type: 'string',
+    default: undefined,
+    help: 'Name of the new app (create)',
+  },
+  {
+    key: 'apiKeyEnv',
+    flag: '--api-key-env',
+    env: 'HEARTH_APP_API_KEY_ENV',
+    type: 'string',
+    default: undefined,
+    help: 'create: the variable that receives a Hearth API key made for the app',
+  },
+  {
+    key: 'healthPath',
+    flag: '--health-path',
+    env: 'HEARTH_APP_HEALTH_PATH',
+    type: 'string',
+    default: undefined,
+    help: 'create: the health check path (default /health)',
+  },
+  {
+    key: 'repository',
+    flag: '--repository',
+    env: 'HEARTH_APP_REPOSITORY',
+    type: 'string',
+    default: undefined,
+    help: 'deploy: a git URL the server clones, instead of a directory or archive',
+  },
+  {
+    key: 'ref',
+    flag: '--ref',
+    env: 'HEARTH_APP_REF',
+    type: 'string',
+    default: undefined,
+    help: 'deploy: the branch, tag or commit of --repository',
+  },
+  {
+    key: 'noWait',
+    flag: '--no-wait',
+    env: 'HEARTH_APP_NO_WAIT',
+    type: 'bool',
+    default: false,
+    help: 'deploy, rollback: return once the deployment is queued',
+  },
+  {
+    key: 'follow',
+    flag: '--follow',
+    env: 'HEARTH_APP_FOLLOW',
+    type: 'bool',
+    default: false,
+    help: 'logs: keep printing new lines',
+  },
+  {
+    key: 'lines',
+    flag: '--lines',
+    env: 'HEARTH_APP_LOG_LINES',
+    type: 'int',
+    min: 0,
+    max: 1000,
+    default: 100,
+    help: 'logs: how many of the last lines',
+  },
   JSON_SETTING,
 ];
 
@@ -53,16 +133,25 @@ interface ApiErrorBody {
 }
 
 class HearthApi {
-  constructor(private readonly base: string, private readonly key: string) {}
+  constructor(
+    private readonly base: string,
+    private readonly key: string,
+  ) {}
 
   async call<T>(method: string, url: string, body?: unknown, type = 'application/json'): Promise<T> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.key}` };
     if (body !== undefined) headers['content-type'] = type;
     let r: Response;
     try {
-      r = await fetch(`${this.base}${url}`, { method, headers, body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body) });
+      r = await fetch(`${this.base}${url}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body),
+      });
     } catch (err) {
-      throw new Error(`cannot reach Hearth at ${this.base}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
+      throw new Error(
+        `cannot reach Hearth at ${this.base}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`,
+      );
     }
     const text = await r.text();
     let value: unknown;
@@ -106,8 +195,10 @@ interface LogLine {
   line: string;
 }
 
-const appText = (a: AppView) => `${a.appId}\t${a.name}\t${a.state}\t${a.url}\tenv: ${a.envNames.join(', ') || '-'}${a.apiKeyEnv ? `\tkey in ${a.apiKeyEnv}` : ''}`;
-const deploymentText = (d: DeploymentView) => `${d.deploymentId}\t${d.state}\t${d.source.kind}\t${d.createdAt}${d.reason ? `\t${d.reason}` : ''}`;
+const appText = (a: AppView) =>
+  `${a.appId}\t${a.name}\t${a.state}\t${a.url}\tenv: ${a.envNames.join(', ') || '-'}${a.apiKeyEnv ? `\tkey in ${a.apiKeyEnv}` : ''}`;
+const deploymentText = (d: DeploymentView) =>
+  `${d.deploymentId}\t${d.state}\t${d.source.kind}\t${d.createdAt}${d.reason ? `\t${d.reason}` : ''}`;
 const logText = (l: LogLine) => `${l.time} [${l.stream}] ${l.line}`;
 
 function parseAssignments(items: string[]): Record<string, string> {
@@ -124,8 +215,10 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
   const args = commandArgs(argv, SPECS, APPS_HELP, out);
   if (typeof args === 'number') return args;
   const { action, positional, options, json, print } = args;
-  if (options.apiKey === undefined) throw new ConfigError('an API key is needed: --api-key or HEARTH_API_KEY (npx hearth keys create --name cli)');
-  if (options.workspace === undefined) throw new ConfigError('a workspace is needed: --workspace or HEARTH_WORKSPACE (hearth workspaces list)');
+  if (options.apiKey === undefined)
+    throw new ConfigError('an API key is needed: --api-key or HEARTH_API_KEY (npx hearth keys create --name cli)');
+  if (options.workspace === undefined)
+    throw new ConfigError('a workspace is needed: --workspace or HEARTH_WORKSPACE (hearth workspaces list)');
   const api = new HearthApi(String(options.url).replace(/\/+$/, ''), String(options.apiKey));
   const apps = `/api/v1/workspaces/${encodeURIComponent(String(options.workspace))}/apps`;
   const appId = (i = 0) => {
@@ -146,7 +239,9 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
       shown = d.buildLog.length;
       if (d.state === 'live' || d.state === 'failed') {
         const view = await api.call<AppView>('GET', `${apps}/${app}`);
-        print({ deployment: d, app: view }, () => (d.state === 'live' ? `${d.deploymentId} is live: ${view.url}` : `${d.deploymentId} failed: ${d.reason}`));
+        print({ deployment: d, app: view }, () =>
+          d.state === 'live' ? `${d.deploymentId} is live: ${view.url}` : `${d.deploymentId} failed: ${d.reason}`,
+        );
         return d.state === 'live' ? 0 : 1;
       }
       await new Promise((r) => setTimeout(r, 500));
@@ -163,7 +258,9 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
       return 0;
     }
     case 'list':
-      print((await api.call<{ data: AppView[] }>('GET', apps)).data, (l) => (l.length === 0 ? 'no apps' : l.map(appText).join('\n')));
+      print((await api.call<{ data: AppView[] }>('GET', apps)).data, (l) =>
+        l.length === 0 ? 'no apps' : l.map(appText).join('\n'),
+      );
       return 0;
     case 'get':
       print(await api.call<AppView>('GET', `${apps}/${appId()}`), appText);
@@ -172,7 +269,10 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
       const app = appId();
       let dep: DeploymentView;
       if (options.repository !== undefined) {
-        dep = await api.call<DeploymentView>('POST', `${apps}/${app}/deployments`, { repository: options.repository, ...(options.ref !== undefined ? { ref: options.ref } : {}) });
+        dep = await api.call<DeploymentView>('POST', `${apps}/${app}/deployments`, {
+          repository: options.repository,
+          ...(options.ref !== undefined ? { ref: options.ref } : {}),
+        });
       } else {
         const source = positional[1];
         if (!source) throw new ConfigError('apps deploy needs a directory, a .tar.gz archive, or --repository URL');
@@ -180,7 +280,8 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
         let archive: Buffer;
         if (fs.statSync(source).isDirectory()) {
           const packed = packDirectory(source);
-          if (!json) out(`packed ${packed.files.length} files from ${path.resolve(source)} (${packed.archive.length} bytes)`);
+          if (!json)
+            out(`packed ${packed.files.length} files from ${path.resolve(source)} (${packed.archive.length} bytes)`);
           archive = packed.archive;
         } else archive = fs.readFileSync(source);
         dep = await api.call<DeploymentView>('POST', `${apps}/${app}/deployments`, archive, 'application/gzip');
@@ -188,12 +289,18 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
       return waitFor(app, dep);
     }
     case 'deployments':
-      print((await api.call<{ data: DeploymentView[] }>('GET', `${apps}/${appId()}/deployments`)).data, (l) => l.map(deploymentText).join('\n') || 'no deployments');
+      print(
+        (await api.call<{ data: DeploymentView[] }>('GET', `${apps}/${appId()}/deployments`)).data,
+        (l) => l.map(deploymentText).join('\n') || 'no deployments',
+      );
       return 0;
     case 'logs': {
       const app = appId();
       if (options.follow !== true) {
-        print((await api.call<{ data: LogLine[] }>('GET', `${apps}/${app}/logs?lines=${Number(options.lines)}`)).data, (l) => l.map(logText).join('\n'));
+        print(
+          (await api.call<{ data: LogLine[] }>('GET', `${apps}/${app}/logs?lines=${Number(options.lines)}`)).data,
+          (l) => l.map(logText).join('\n'),
+        );
         return 0;
       }
       const r = await api.stream(`${apps}/${app}/logs?follow=1&lines=${Number(options.lines)}`);
@@ -213,7 +320,8 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
     }
     case 'env': {
       const [sub, id, ...items] = positional;
-      if ((sub !== 'set' && sub !== 'unset') || !id) throw new ConfigError('usage: hearth apps env set APP KEY=VALUE ... | hearth apps env unset APP KEY ...');
+      if ((sub !== 'set' && sub !== 'unset') || !id)
+        throw new ConfigError('usage: hearth apps env set APP KEY=VALUE ... | hearth apps env unset APP KEY ...');
       if (items.length === 0) throw new ConfigError(`apps env ${sub} needs at least one variable`);
       const env = sub === 'set' ? parseAssignments(items) : Object.fromEntries(items.map((k) => [k, null]));
       print(await api.call<AppView>('PATCH', `${apps}/${encodeURIComponent(id)}`, { env }), appText);
@@ -221,8 +329,12 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
     }
     case 'rollback': {
       const app = appId();
-      if (!positional[1]) throw new ConfigError('apps rollback needs a deployment id (see npx hearth apps deployments APP)');
-      return waitFor(app, await api.call<DeploymentView>('POST', `${apps}/${app}/rollback`, { deploymentId: positional[1] }));
+      if (!positional[1])
+        throw new ConfigError('apps rollback needs a deployment id (see npx hearth apps deployments APP)');
+      return waitFor(
+        app,
+        await api.call<DeploymentView>('POST', `${apps}/${app}/rollback`, { deploymentId: positional[1] }),
+      );
     }
     case 'restart':
       print(await api.call<AppView>('POST', `${apps}/${appId()}/restart`), appText);
@@ -231,6 +343,8 @@ export async function appsCommand(argv: string[], out: (s: string) => void): Pro
       print(await api.call<{ appId: string }>('DELETE', `${apps}/${appId()}`), (v) => `deleted ${v.appId}`);
       return 0;
     default:
-      throw new ConfigError(`unknown apps action '${action}' (create, list, get, deploy, deployments, logs, env, rollback, restart, delete)`);
+      throw new ConfigError(
+        `unknown apps action '${action}' (create, list, get, deploy, deployments, logs, env, rollback, restart, delete)`,
+      );
   }
 }

@@ -40,15 +40,27 @@ function printedModel(m: ModelEntry): PrintedModel {
 
 /** A model in `--model`'s own syntax, so a printed line can be given back as a flag. */
 function modelArgument(p: PrintedModel): string {
-  return [p.source, ...Object.entries(p).filter(([k]) => k !== 'source').map(([k, v]) => `${k}=${String(v)}`)].join(',');
+  return [
+    p.source,
+    ...Object.entries(p)
+      .filter(([k]) => k !== 'source')
+      .map(([k, v]) => `${k}=${String(v)}`),
+  ].join(',');
 }
 
 /** The effective serve settings, in table order, secrets redacted; also the deprecation warnings. */
-export function effectiveSettings(argv: readonly string[], env: NodeJS.ProcessEnv): { settings: EffectiveSetting[]; warnings: string[] } {
+export function effectiveSettings(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { settings: EffectiveSetting[]; warnings: string[] } {
   const { config, sources, warnings } = loadServeConfig(argv, env);
   const settings = SERVE_SETTINGS.map((spec) => {
     const value = config[spec.key as keyof Config] as EffectiveSetting['value'];
-    const setting: EffectiveSetting = { name: spec.flag.slice(2), value: 'secret' in spec && spec.secret && value !== undefined ? '(set)' : value, source: sources[spec.key as keyof Config] };
+    const setting: EffectiveSetting = {
+      name: spec.flag.slice(2),
+      value: 'secret' in spec && spec.secret && value !== undefined ? '(set)' : value,
+      source: sources[spec.key as keyof Config],
+    };
     // `model` is the first model's source; every model, with its id and own settings, is in `models`.
     if (spec.key === 'model') setting.models = config.models.map(printedModel);
     return setting;
@@ -59,7 +71,9 @@ export function effectiveSettings(argv: readonly string[], env: NodeJS.ProcessEn
 /** Aligned text: name, value (`(unset)` when none), source; one `model` line per model, in `--model`'s syntax. */
 export function formatSettings(settings: readonly EffectiveSetting[]): string {
   const shown = settings.flatMap((s) =>
-    s.models ? s.models.map((m) => ({ ...s, text: modelArgument(m) })) : [{ ...s, text: s.value === undefined ? '(unset)' : String(s.value) }],
+    s.models
+      ? s.models.map((m) => ({ ...s, text: modelArgument(m) }))
+      : [{ ...s, text: s.value === undefined ? '(unset)' : String(s.value) }],
   );
   const nameWidth = Math.max(...shown.map((s) => s.name.length));
   const valueWidth = Math.max(...shown.map((s) => s.text.length));
@@ -74,9 +88,22 @@ export async function configCommand(argv: string[], out: (s: string) => void): P
   }
   if (sub !== 'print') throw new ConfigError(`unknown subcommand '${sub}' (npx hearth config --help)`);
   const json = rest.includes('--json');
-  const { settings, warnings } = effectiveSettings(rest.filter((a) => a !== '--json'), process.env);
+  const { settings, warnings } = effectiveSettings(
+    rest.filter((a) => a !== '--json'),
+    process.env,
+  );
   for (const warning of warnings) process.stderr.write(`hearth config: ${warning}\n`);
-  if (json) out(JSON.stringify(Object.fromEntries(settings.map((s) => [s.name, { value: s.value ?? null, source: s.source, ...(s.models ? { models: s.models } : {}) }]))));
+  if (json)
+    out(
+      JSON.stringify(
+        Object.fromEntries(
+          settings.map((s) => [
+            s.name,
+            { value: s.value ?? null, source: s.source, ...(s.models ? { models: s.models } : {}) },
+          ]),
+        ),
+      ),
+    );
   else out(formatSettings(settings));
   return 0;
 }

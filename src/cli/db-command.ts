@@ -37,7 +37,9 @@ export async function dbCommand(argv: string[], out: (s: string) => void): Promi
       await client.connect();
       try {
         const applied = await migrate(client);
-        print({ applied }, (v) => (v.applied.length === 0 ? 'the schema is up to date' : `applied migrations ${v.applied.join(', ')}`));
+        print({ applied }, (v) =>
+          v.applied.length === 0 ? 'the schema is up to date' : `applied migrations ${v.applied.join(', ')}`,
+        );
       } finally {
         await client.end();
       }
@@ -45,11 +47,20 @@ export async function dbCommand(argv: string[], out: (s: string) => void): Promi
     }
     case 'import': {
       const dataDir = String(options.dataDir);
-      if (!fs.existsSync(path.join(dataDir, 'records'))) throw new ConfigError(`no records in ${dataDir} (expected ${path.join(dataDir, 'records')}): give --data-dir of the server to move`);
+      if (!fs.existsSync(path.join(dataDir, 'records')))
+        throw new ConfigError(
+          `no records in ${dataDir} (expected ${path.join(dataDir, 'records')}): give --data-dir of the server to move`,
+        );
       const source = HearthStore.open(dataDir);
       try {
         const counts = await importLmdb(source, url);
-        print(counts, (c) => `imported ${Object.values(c).reduce((a, b) => a + b, 0)} records: ${Object.entries(c).map(([t, n]) => `${t} ${n}`).join(', ')}`);
+        print(
+          counts,
+          (c) =>
+            `imported ${Object.values(c).reduce((a, b) => a + b, 0)} records: ${Object.entries(c)
+              .map(([t, n]) => `${t} ${n}`)
+              .join(', ')}`,
+        );
         return 0;
       } catch (err) {
         if (err instanceof ImportRefused) {

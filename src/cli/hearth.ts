@@ -29,7 +29,10 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   db: async () => (await import('./db-command.ts')).dbCommand,
 };
 
-export async function runCli(argv: string[], out: (s: string) => void = (s) => process.stdout.write(`${s}\n`)): Promise<number> {
+export async function runCli(
+  argv: string[],
+  out: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     out(HELP);

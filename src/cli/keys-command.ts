@@ -7,9 +7,31 @@ import { withStore } from './record-store.ts';
 
 const SPECS: SettingSpec[] = [
   ...RECORDS_SETTINGS,
-  { key: 'name', flag: '--name', env: 'HEARTH_KEY_NAME', type: 'string', default: undefined, help: 'Name of the new key (create)' },
-  { key: 'priority', flag: '--priority', env: 'HEARTH_KEY_PRIORITY', type: 'enum', values: ['interactive', 'batch'], default: 'interactive', help: "The new key's scheduling priority (create): interactive, or batch (runs after interactive work and yields its slot to it)" },
-  { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: DEFAULT_ACCOUNT_ID, help: 'Account the key belongs to' },
+  {
+    key: 'name',
+    flag: '--name',
+    env: 'HEARTH_KEY_NAME',
+    type: 'string',
+    default: undefined,
+    help: 'Name of the new key (create)',
+  },
+  {
+    key: 'priority',
+    flag: '--priority',
+    env: 'HEARTH_KEY_PRIORITY',
+    type: 'enum',
+    values: ['interactive', 'batch'],
+    default: 'interactive',
+    help: "The new key's scheduling priority (create): interactive, or batch (runs after interactive work and yields its slot to it)",
+  },
+  {
+    key: 'account',
+    flag: '--account',
+    env: 'HEARTH_ACCOUNT',
+    type: 'string',
+    default: DEFAULT_ACCOUNT_ID,
+    help: 'Account the key belongs to',
+  },
   JSON_SETTING,
 ];
 
@@ -27,7 +49,12 @@ ${settingsHelp(SPECS)}`;
 
 /** `\tlimits 60 rpm, 2 concurrent, batch priority` for a key with limits or batch priority; '' without. */
 function limitsText(l: KeyLimits): string {
-  const parts = [l.requestsPerMinute !== null && `${l.requestsPerMinute} rpm`, l.tokensPerMinute !== null && `${l.tokensPerMinute} tpm`, l.maxConcurrent !== null && `${l.maxConcurrent} concurrent`, l.priority === 'batch' && 'batch priority'].filter(Boolean);
+  const parts = [
+    l.requestsPerMinute !== null && `${l.requestsPerMinute} rpm`,
+    l.tokensPerMinute !== null && `${l.tokensPerMinute} tpm`,
+    l.maxConcurrent !== null && `${l.maxConcurrent} concurrent`,
+    l.priority === 'batch' && 'batch priority',
+  ].filter(Boolean);
   return parts.length === 0 ? '' : `\tlimits ${parts.join(', ')}`;
 }
 
@@ -43,12 +70,25 @@ export async function keysCommand(argv: string[], out: (s: string) => void): Pro
         if (!options.name) throw new ConfigError('keys create needs --name NAME');
         const priority = options.priority === 'batch' ? 'batch' : 'interactive';
         const k = await keys.create(String(options.name), account, { ...NO_LIMITS, priority });
-        print(k, () => `${k.key}\n\nid: ${k.id}  name: ${k.name}  account: ${k.accountId}  priority: ${k.limits.priority}\nThis key is shown once: store it now. Use it as "Authorization: Bearer <key>".`);
+        print(
+          k,
+          () =>
+            `${k.key}\n\nid: ${k.id}  name: ${k.name}  account: ${k.accountId}  priority: ${k.limits.priority}\nThis key is shown once: store it now. Use it as "Authorization: Bearer <key>".`,
+        );
         return 0;
       }
       case 'list': {
         const list = keys.list(account);
-        print(list, (l) => (l.length === 0 ? 'no keys' : l.map((k) => `${k.id}\t${k.name}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}${limitsText(k.limits)}${k.revokedAt ? `\tREVOKED ${k.revokedAt}` : ''}`).join('\n')));
+        print(list, (l) =>
+          l.length === 0
+            ? 'no keys'
+            : l
+                .map(
+                  (k) =>
+                    `${k.id}\t${k.name}\tcreated ${k.createdAt}\tlast used ${k.lastUsedAt ?? 'never'}${limitsText(k.limits)}${k.revokedAt ? `\tREVOKED ${k.revokedAt}` : ''}`,
+                )
+                .join('\n'),
+        );
         return 0;
       }
       case 'revoke': {

@@ -20,9 +20,23 @@ const serveSetting = (key: string): SettingSpec => SERVE_SETTINGS.find((s) => s.
 
 export const MANAGEMENT_SETTINGS: SettingSpec[] = [
   ...RECORDS_SETTINGS,
-  { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: DEFAULT_ACCOUNT_ID, help: 'Account that owns the records' },
+  {
+    key: 'account',
+    flag: '--account',
+    env: 'HEARTH_ACCOUNT',
+    type: 'string',
+    default: DEFAULT_ACCOUNT_ID,
+    help: 'Account that owns the records',
+  },
   serveSetting('secretKey'),
-  { key: 'publicUrl', flag: '--public-url', env: 'HEARTH_PUBLIC_URL', type: 'string', default: 'http://127.0.0.1:8080', help: 'Base URL of the server, for endpoint URLs' },
+  {
+    key: 'publicUrl',
+    flag: '--public-url',
+    env: 'HEARTH_PUBLIC_URL',
+    type: 'string',
+    default: 'http://127.0.0.1:8080',
+    help: 'Base URL of the server, for endpoint URLs',
+  },
   JSON_SETTING,
 ];
 
@@ -36,12 +50,20 @@ export interface ManagementContext {
 /** Opens the store, runs `fn`, closes everything (also on failure). */
 export async function withManagement<T>(options: Options, fn: (c: ManagementContext) => Promise<T>): Promise<T> {
   const dataDir = String(options.dataDir);
-  const masterKey = loadMasterKey({ secretKey: options.secretKey === undefined ? undefined : String(options.secretKey), dataDir });
+  const masterKey = loadMasterKey({
+    secretKey: options.secretKey === undefined ? undefined : String(options.secretKey),
+    dataDir,
+  });
   return withStore(options, async (store) => {
     const workspaces = new WorkspaceRepository(store);
     const projects = new ProjectRepository(store, new ProviderKeyCipher(masterKey.key));
     const provisioner = new Provisioner(workspaces, projects, createLogger('error'), { delayMs: 0 });
-    const management = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => String(options.publicUrl) });
+    const management = new WorkspaceService({
+      workspaces,
+      projects,
+      provisioner,
+      baseUrl: () => String(options.publicUrl),
+    });
     try {
       return await fn({ management, account: String(options.account), settle: () => provisioner.settle() });
     } finally {

@@ -6,13 +6,64 @@ import { MANAGEMENT_SETTINGS, withManagement } from './management-context.ts';
 
 const SPECS: SettingSpec[] = [
   ...MANAGEMENT_SETTINGS,
-  { key: 'workspace', flag: '--workspace', env: 'HEARTH_WORKSPACE', type: 'string', default: undefined, help: 'Workspace of the project (every action)' },
-  { key: 'name', flag: '--name', env: 'HEARTH_PROJECT_NAME', type: 'string', default: undefined, help: 'Project name (create, update)' },
-  { key: 'provider', flag: '--provider', env: 'HEARTH_PROJECT_PROVIDER', type: 'string', default: undefined, help: 'openai, anthropic, gemini or mistral (create)' },
-  { key: 'model', flag: '--model', env: 'HEARTH_PROJECT_MODEL', type: 'string', default: undefined, help: "The provider's model name (create, update)" },
-  { key: 'providerApiKey', flag: '--provider-api-key', env: 'HEARTH_PROVIDER_API_KEY', type: 'string', default: undefined, secret: true, help: 'The provider API key, stored encrypted (create, update); prefer the variable to keep it out of shell history' },
-  { key: 'temperature', flag: '--temperature', env: 'HEARTH_PROJECT_TEMPERATURE', type: 'string', default: undefined, help: 'Default temperature 0..2, or "none" to clear it (create, update)' },
-  { key: 'state', flag: '--state', env: 'HEARTH_PROJECT_STATE', type: 'enum', values: ['suspended', 'ready'], default: undefined, help: 'suspended to suspend, ready to resume (update)' },
+  {
+    key: 'workspace',
+    flag: '--workspace',
+    env: 'HEARTH_WORKSPACE',
+    type: 'string',
+    default: undefined,
+    help: 'Workspace of the project (every action)',
+  },
+  {
+    key: 'name',
+    flag: '--name',
+    env: 'HEARTH_PROJECT_NAME',
+    type: 'string',
+    default: undefined,
+    help: 'Project name (create, update)',
+  },
+  {
+    key: 'provider',
+    flag: '--provider',
+    env: 'HEARTH_PROJECT_PROVIDER',
+    type: 'string',
+    default: undefined,
+    help: 'openai, anthropic, gemini or mistral (create)',
+  },
+  {
+    key: 'model',
+    flag: '--model',
+    env: 'HEARTH_PROJECT_MODEL',
+    type: 'string',
+    default: undefined,
+    help: "The provider's model name (create, update)",
+  },
+  {
+    key: 'providerApiKey',
+    flag: '--provider-api-key',
+    env: 'HEARTH_PROVIDER_API_KEY',
+    type: 'string',
+    default: undefined,
+    secret: true,
+    help: 'The provider API key, stored encrypted (create, update); prefer the variable to keep it out of shell history',
+  },
+  {
+    key: 'temperature',
+    flag: '--temperature',
+    env: 'HEARTH_PROJECT_TEMPERATURE',
+    type: 'string',
+    default: undefined,
+    help: 'Default temperature 0..2, or "none" to clear it (create, update)',
+  },
+  {
+    key: 'state',
+    flag: '--state',
+    env: 'HEARTH_PROJECT_STATE',
+    type: 'enum',
+    values: ['suspended', 'ready'],
+    default: undefined,
+    help: 'suspended to suspend, ready to resume (update)',
+  },
 ];
 
 export const PROJECTS_HELP = `Usage: hearth projects <create|list|get|update|delete|rotate-token> [options]
@@ -39,7 +90,8 @@ const projectText = (p: ProjectView) =>
     `  endpoint: ${p.endpoint}`,
     `  temperature: ${p.temperature ?? 'provider default'}\tprovider key: ${p.providerKey ? `...${p.providerKey.last4}` : 'none'}\tworkspace: ${p.workspaceId}`,
   ].join('\n');
-const withTokenText = (p: ProjectViewWithToken) => `${p.token}\n\n${projectText(p)}\nThis token is shown once: store it now. Use it as "Authorization: Bearer <token>".`;
+const withTokenText = (p: ProjectViewWithToken) =>
+  `${p.token}\n\n${projectText(p)}\nThis token is shown once: store it now. Use it as "Authorization: Bearer <token>".`;
 
 /** The temperature option as the API takes it: a number, null for "none", the raw text otherwise (refused by validation). */
 function temperatureOf(raw: string | number | boolean | undefined): unknown {
@@ -53,15 +105,18 @@ export async function projectsCommand(argv: string[], out: (s: string) => void):
   const args = commandArgs(argv, SPECS, PROJECTS_HELP, out);
   if (typeof args === 'number') return args;
   const { action, positional, options, print } = args;
-  if (options.workspace === undefined) throw new ConfigError(`projects ${action} needs --workspace ID (see npx hearth workspaces list)`);
+  if (options.workspace === undefined)
+    throw new ConfigError(`projects ${action} needs --workspace ID (see npx hearth workspaces list)`);
   const ws = String(options.workspace);
   const id = () => {
-    if (!positional[0]) throw new ConfigError(`projects ${action} needs a project id (see npx hearth projects list --workspace ${ws})`);
+    if (!positional[0])
+      throw new ConfigError(`projects ${action} needs a project id (see npx hearth projects list --workspace ${ws})`);
     return positional[0];
   };
   const fields = () => {
     const body: Record<string, unknown> = {};
-    for (const key of ['name', 'provider', 'model', 'providerApiKey', 'state'] as const) if (options[key] !== undefined) body[key] = options[key];
+    for (const key of ['name', 'provider', 'model', 'providerApiKey', 'state'] as const)
+      if (options[key] !== undefined) body[key] = options[key];
     if (options.temperature !== undefined) body.temperature = temperatureOf(options.temperature);
     return body;
   };

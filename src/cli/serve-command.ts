@@ -44,7 +44,9 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
   // (instant death) but a shutdown as soon as the start is done. The first signal arms the forced-exit bound;
   // a second one exits at once.
   let resolveFirst: (signal: StopSignal) => void = () => {};
-  const first = new Promise<StopSignal>((resolve) => { resolveFirst = resolve; });
+  const first = new Promise<StopSignal>((resolve) => {
+    resolveFirst = resolve;
+  });
   let stopping = false;
   const onSignal = (signal: StopSignal) => {
     if (stopping) {
@@ -55,7 +57,10 @@ export async function serveCommand(argv: string[], out: (s: string) => void): Pr
     log.info('shutting down', { signal, graceMs: config.shutdownGraceMs });
     // Unref'd: it never keeps the process alive; it only fires when something else does.
     const bound = config.shutdownGraceMs + SHUTDOWN_BOUND_MS;
-    setTimeout(() => forceExit(log, 'shutdown did not finish within the grace period plus the bound', bound), bound).unref();
+    setTimeout(
+      () => forceExit(log, 'shutdown did not finish within the grace period plus the bound', bound),
+      bound,
+    ).unref();
     resolveFirst(signal);
   };
   process.on('SIGINT', () => onSignal('SIGINT'));

@@ -8,9 +8,31 @@ import { readPassword } from './password-prompt.ts';
 
 const SPECS: SettingSpec[] = [
   ...RECORDS_SETTINGS,
-  { key: 'email', flag: '--email', env: 'HEARTH_USER_EMAIL', type: 'string', default: undefined, help: 'Email of the new user (create)' },
-  { key: 'account', flag: '--account', env: 'HEARTH_ACCOUNT', type: 'string', default: undefined, help: 'Account of the user (create: required; list: only this account)' },
-  { key: 'role', flag: '--role', env: 'HEARTH_USER_ROLE', type: 'enum', values: ['owner', 'member'], default: 'member', help: 'Role of the new user' },
+  {
+    key: 'email',
+    flag: '--email',
+    env: 'HEARTH_USER_EMAIL',
+    type: 'string',
+    default: undefined,
+    help: 'Email of the new user (create)',
+  },
+  {
+    key: 'account',
+    flag: '--account',
+    env: 'HEARTH_ACCOUNT',
+    type: 'string',
+    default: undefined,
+    help: 'Account of the user (create: required; list: only this account)',
+  },
+  {
+    key: 'role',
+    flag: '--role',
+    env: 'HEARTH_USER_ROLE',
+    type: 'enum',
+    values: ['owner', 'member'],
+    default: 'member',
+    help: 'Role of the new user',
+  },
   JSON_SETTING,
 ];
 
@@ -27,7 +49,8 @@ Works on the same data dir as a running server (safe while it runs).
 Options:
 ${settingsHelp(SPECS)}`;
 
-const line = (u: UserView) => `${u.id}\t${u.email}\t${u.role}\taccount ${u.accountId}\tcreated ${u.createdAt}\tlast sign-in ${u.lastSignInAt ?? 'never'}`;
+const line = (u: UserView) =>
+  `${u.id}\t${u.email}\t${u.role}\taccount ${u.accountId}\tcreated ${u.createdAt}\tlast sign-in ${u.lastSignInAt ?? 'never'}`;
 
 export async function usersCommand(argv: string[], out: (s: string) => void): Promise<number> {
   const args = commandArgs(argv, SPECS, USERS_HELP, out);
@@ -36,10 +59,13 @@ export async function usersCommand(argv: string[], out: (s: string) => void): Pr
   if (action === 'create') {
     // Validate and read the password before the store is opened, so a typo costs no prompt.
     if (!options.email) throw new ConfigError('users create needs --email E');
-    if (!options.account) throw new ConfigError('users create needs --account A (the account the user belongs to, e.g. default)');
+    if (!options.account)
+      throw new ConfigError('users create needs --account A (the account the user belongs to, e.g. default)');
     const password = await readPassword('Password: ');
     if (password === '') {
-      throw new ConfigError(`no password given: type it when asked (on a terminal), or pipe it on stdin: printf '%s' "$PASSWORD" | npx hearth users create --email ${options.email} --account ${options.account}`);
+      throw new ConfigError(
+        `no password given: type it when asked (on a terminal), or pipe it on stdin: printf '%s' "$PASSWORD" | npx hearth users create --email ${options.email} --account ${options.account}`,
+      );
     }
     const input = parseUserInput({ email: options.email, password, role: options.role });
     return withStore(options, async (store) => {
@@ -64,7 +90,12 @@ export async function usersCommand(argv: string[], out: (s: string) => void): Pr
       const users = new UserRepository(store);
       const result = await users.delete(id, options.account === undefined ? undefined : String(options.account));
       if (result === 'deleted') out(`deleted ${id}`);
-      else out(result === 'not_found' ? `no user with id ${id}` : `${id} is the last owner of its account: add another owner first`);
+      else
+        out(
+          result === 'not_found'
+            ? `no user with id ${id}`
+            : `${id} is the last owner of its account: add another owner first`,
+        );
       return result === 'deleted' ? 0 : 1;
     });
   }

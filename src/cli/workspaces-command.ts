@@ -6,7 +6,14 @@ import { MANAGEMENT_SETTINGS, withManagement } from './management-context.ts';
 
 const SPECS: SettingSpec[] = [
   ...MANAGEMENT_SETTINGS,
-  { key: 'name', flag: '--name', env: 'HEARTH_WORKSPACE_NAME', type: 'string', default: undefined, help: 'Name of the new workspace (create)' },
+  {
+    key: 'name',
+    flag: '--name',
+    env: 'HEARTH_WORKSPACE_NAME',
+    type: 'string',
+    default: undefined,
+    help: 'Name of the new workspace (create)',
+  },
 ];
 
 export const WORKSPACES_HELP = `Usage: hearth workspaces <create|list|get|delete|yam> [options]
@@ -30,7 +37,8 @@ export async function workspacesCommand(argv: string[], out: (s: string) => void
   if (typeof args === 'number') return args;
   const { action, positional, options, print } = args;
   const id = () => {
-    if (!positional[0]) throw new ConfigError(`workspaces ${action} needs a workspace id (see npx hearth workspaces list)`);
+    if (!positional[0])
+      throw new ConfigError(`workspaces ${action} needs a workspace id (see npx hearth workspaces list)`);
     return positional[0];
   };
   return withManagement(options, async ({ management: m, account, settle }) => {

@@ -25,13 +25,19 @@ export interface ConfigFile {
  * YAML, anything but a mapping, an unknown key, the file naming itself (`config`) or a value of the wrong type is
  * a ConfigError that names the file (and the key).
  */
-export function readConfigFile(file: string, specs: readonly SettingSpec[], read: (file: string) => string = (f) => fs.readFileSync(f, 'utf8')): ConfigFile {
+export function readConfigFile(
+  file: string,
+  specs: readonly SettingSpec[],
+  read: (file: string) => string = (f) => fs.readFileSync(f, 'utf8'),
+): ConfigFile {
   let text: string;
   try {
     text = read(file);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ConfigError(`${file}: cannot read the config file (${code ?? (err instanceof Error ? err.message : String(err))})`);
+    throw new ConfigError(
+      `${file}: cannot read the config file (${code ?? (err instanceof Error ? err.message : String(err))})`,
+    );
   }
   const doc = parseDocument(text);
   const yamlError = doc.errors[0];
@@ -40,7 +46,10 @@ export function readConfigFile(file: string, specs: readonly SettingSpec[], read
   const settings = new Map<string, FileSetting>();
   const warnings: string[] = [];
   if (data === null || data === undefined) return { path: file, settings, warnings };
-  if (typeof data !== 'object' || Array.isArray(data)) throw new ConfigError(`${file}: expected a mapping of settings (flag names without --), got ${Array.isArray(data) ? 'a list' : typeof data}`);
+  if (typeof data !== 'object' || Array.isArray(data))
+    throw new ConfigError(
+      `${file}: expected a mapping of settings (flag names without --), got ${Array.isArray(data) ? 'a list' : typeof data}`,
+    );
   const byName = new Map<string, { spec: SettingSpec; deprecated: boolean }>();
   for (const spec of specs) {
     byName.set(spec.flag.slice(2), { spec, deprecated: false });
@@ -53,7 +62,10 @@ export function readConfigFile(file: string, specs: readonly SettingSpec[], read
       continue;
     }
     const found = byName.get(name);
-    if (!found) throw new ConfigError(`${file}: unknown setting '${name}' (keys are the flag names without --; see npx hearth serve --help-all)`);
+    if (!found)
+      throw new ConfigError(
+        `${file}: unknown setting '${name}' (keys are the flag names without --; see npx hearth serve --help-all)`,
+      );
     if (found.spec.flag === '--config') throw new ConfigError(`${file}: '${name}' cannot be set in a config file`);
     const source = `${file}: ${name}`;
     if (found.deprecated) warnings.push(`${source} is deprecated: use ${found.spec.flag.slice(2)}`);
@@ -61,6 +73,7 @@ export function readConfigFile(file: string, specs: readonly SettingSpec[], read
     if (previous) throw new ConfigError(`${source}: set twice (also as ${previous.source.slice(file.length + 2)})`);
     settings.set(found.spec.key, { value: convertFileValue(found.spec, value, source), source });
   }
-  if (models && settings.has('model')) throw new ConfigError(`${file}: 'model' and 'models' are both set: list every model under models:`);
+  if (models && settings.has('model'))
+    throw new ConfigError(`${file}: 'model' and 'models' are both set: list every model under models:`);
   return { path: file, settings, warnings, ...(models ? { models } : {}) };
 }

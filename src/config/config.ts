@@ -32,7 +32,11 @@ interface FlagValue {
 }
 
 /** Splits `--flag value` / `--flag=value` arguments; unknown flags are an error; deprecated flags are warned about. */
-function parseFlags(argv: readonly string[], specs: readonly SettingSpec[], warnings: string[] = []): Map<string, FlagValue> {
+function parseFlags(
+  argv: readonly string[],
+  specs: readonly SettingSpec[],
+  warnings: string[] = [],
+): Map<string, FlagValue> {
   const byFlag = new Map<string, SettingSpec>();
   for (const s of specs) {
     byFlag.set(s.flag, s);
@@ -102,9 +106,19 @@ export function resolveSettings(
   const fileSpec = specs.find((s) => s.flag === '--config');
   const fileFlag = fileSpec && flags.get(fileSpec.key);
   const fileName = fileFlag?.raw ?? (fileSpec && fromEnv(fileSpec)?.raw);
-  const file = fileSpec && fileName !== undefined ? readConfigFile(convert(fileSpec, fileName, fileFlag ? fileFlag.flag : fileSpec.env) as string, specs, read) : undefined;
+  const file =
+    fileSpec && fileName !== undefined
+      ? readConfigFile(convert(fileSpec, fileName, fileFlag ? fileFlag.flag : fileSpec.env) as string, specs, read)
+      : undefined;
   if (file) warnings.push(...file.warnings);
-  const result: ResolvedSettings = { values: {}, sources: {}, names: {}, warnings, configFile: file?.path, models: undefined };
+  const result: ResolvedSettings = {
+    values: {},
+    sources: {},
+    names: {},
+    warnings,
+    configFile: file?.path,
+    models: undefined,
+  };
   for (const spec of specs) {
     const flag = flags.get(spec.key);
     const envValue = flag ? undefined : fromEnv(spec);
@@ -115,14 +129,25 @@ export function resolveSettings(
     if (flag) [value, source, name] = [convert(spec, flag.raw, flag.flag), 'flag', flag.flag];
     else if (envValue) [value, source, name] = [convert(spec, envValue.raw, envValue.name), 'env', envValue.name];
     else if (fileValue) [value, source, name] = [fileValue.value, 'file', fileValue.source];
-    else [value, source, name] = [typeof spec.default === 'function' ? spec.default() : spec.default, 'default', spec.flag];
+    else
+      [value, source, name] = [
+        typeof spec.default === 'function' ? spec.default() : spec.default,
+        'default',
+        spec.flag,
+      ];
     result.values[spec.key] = value;
     result.sources[spec.key] = source;
     result.names[spec.key] = name;
     if (spec.key === 'model') {
       if (flag) result.models = flag.all.map((raw) => parseModelArgument(raw, flag.flag));
       else if (envValue) result.models = [parseModelArgument(envValue.raw, envValue.name)];
-      else if (file?.models) [result.models, result.sources[spec.key], result.names[spec.key], result.values[spec.key]] = [file.models.entries, 'file', file.models.source, file.models.entries[0]!.source];
+      else if (file?.models)
+        [result.models, result.sources[spec.key], result.names[spec.key], result.values[spec.key]] = [
+          file.models.entries,
+          'file',
+          file.models.source,
+          file.models.entries[0]!.source,
+        ];
       else result.models = [parseModelArgument(String(value), name)];
       result.values[spec.key] = result.models[0]!.source; // `model` itself is the first model's source
     }
@@ -131,7 +156,11 @@ export function resolveSettings(
 }
 
 /** The effective values only (the record commands' options). */
-export function parseSettings(argv: readonly string[], env: NodeJS.ProcessEnv, specs: readonly SettingSpec[]): Record<string, SettingValue | undefined> {
+export function parseSettings(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  specs: readonly SettingSpec[],
+): Record<string, SettingValue | undefined> {
   return resolveSettings(argv, env, specs).values;
 }
 
@@ -143,7 +172,11 @@ export interface LoadedConfig {
   configFile: string | undefined;
 }
 
-export function loadServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, read?: (file: string) => string): LoadedConfig {
+export function loadServeConfig(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  read?: (file: string) => string,
+): LoadedConfig {
   const r = resolveSettings(argv, env, SERVE_SETTINGS, read);
   const s = r.values as unknown as ServeSettings;
   const config: Config = {
@@ -162,15 +195,26 @@ export function loadServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv 
   }
   const models = r.models ?? [{ source: config.model }];
   if (config.modelId !== undefined) {
-    if (models.length > 1) throw new ConfigError(`${r.names['modelId']}: names one model; with several, give each its id (--model SOURCE,id=NS/NAME)`);
+    if (models.length > 1)
+      throw new ConfigError(
+        `${r.names['modelId']}: names one model; with several, give each its id (--model SOURCE,id=NS/NAME)`,
+      );
     models[0] = { ...models[0]!, id: models[0]!.id ?? config.modelId };
   }
-  config.models = Object.freeze(models.map((m) => Object.freeze({ ...m, source: m.source.startsWith('hf:') ? m.source : path.resolve(m.source) })));
+  config.models = Object.freeze(
+    models.map((m) => Object.freeze({ ...m, source: m.source.startsWith('hf:') ? m.source : path.resolve(m.source) })),
+  );
   for (const key of ['openaiBaseUrl', 'anthropicBaseUrl', 'geminiBaseUrl', 'mistralBaseUrl', 'publicUrl'] as const) {
     const v = config[key];
-    if (v !== undefined && !/^https?:\/\//.test(v)) throw new ConfigError(`${key}: must be an http(s) URL, got '${v}' (${r.names[key]})`);
+    if (v !== undefined && !/^https?:\/\//.test(v))
+      throw new ConfigError(`${key}: must be an http(s) URL, got '${v}' (${r.names[key]})`);
   }
-  return { config: Object.freeze(config), sources: r.sources as Record<keyof Config, SettingSource>, warnings: r.warnings, configFile: r.configFile };
+  return {
+    config: Object.freeze(config),
+    sources: r.sources as Record<keyof Config, SettingSource>,
+    warnings: r.warnings,
+    configFile: r.configFile,
+  };
 }
 
 /** The configuration alone (tests, and callers that log no warnings). */
@@ -182,7 +226,8 @@ export function parseServeConfig(argv: readonly string[], env: NodeJS.ProcessEnv
 export function parseGpuLayers(raw: string, source: string): 'auto' | number {
   const v = raw.trim();
   if (v === 'auto') return 'auto';
-  if (!/^\d{1,6}$/.test(v) || Number(v) > 100_000) throw new ConfigError(`${source}: expected auto or a number of layers 0..100000, got '${raw}'`);
+  if (!/^\d{1,6}$/.test(v) || Number(v) > 100_000)
+    throw new ConfigError(`${source}: expected auto or a number of layers 0..100000, got '${raw}'`);
   return Number(v);
 }
 
@@ -197,5 +242,7 @@ export function parseCpuKernelsMode(raw: string, source: string): CpuKernelsSett
   const v = raw.trim();
   if (v === 'auto' || v === 'prebuilt' || v === 'native') return v;
   if (/^prebuilt:[a-z0-9_]{1,32}$/.test(v)) return v as `prebuilt:${string}`;
-  throw new ConfigError(`${source}: expected auto, prebuilt, native or prebuilt:VARIANT (a libggml-cpu-VARIANT.so of node-llama-cpp: x64, haswell, zen4...), got '${raw}'`);
+  throw new ConfigError(
+    `${source}: expected auto, prebuilt, native or prebuilt:VARIANT (a libggml-cpu-VARIANT.so of node-llama-cpp: x64, haswell, zen4...), got '${raw}'`,
+  );
 }

@@ -15,7 +15,10 @@ export function checkLocalModels(models: readonly ModelEntry[]): void {
   for (const m of models) {
     if (m.source.startsWith('hf:')) continue;
     const why = problemOf(m.source);
-    if (why !== null) throw new ConfigError(`model ${m.source}: ${why}; give --model a GGUF file, or hf:<user>/<repo>/<file>.gguf to pull one`);
+    if (why !== null)
+      throw new ConfigError(
+        `model ${m.source}: ${why}; give --model a GGUF file, or hf:<user>/<repo>/<file>.gguf to pull one`,
+      );
   }
 }
 
@@ -26,7 +29,11 @@ function problemOf(file: string): string | null {
     fd = fs.openSync(file, 'r');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'cannot be read (permission denied)' : `cannot be read (${code ?? String(err)})`;
+    return code === 'ENOENT'
+      ? 'no such file'
+      : code === 'EACCES'
+        ? 'cannot be read (permission denied)'
+        : `cannot be read (${code ?? String(err)})`;
   }
   try {
     const head = Buffer.alloc(4);

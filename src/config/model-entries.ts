@@ -47,16 +47,22 @@ export function parseModelArgument(raw: string, name: string): ModelEntry {
  * `{source, id?, slots?, context-size?, gpu-layers?}`. `name` is `file: models`.
  */
 export function parseModelList(value: unknown, name: string): ModelEntry[] {
-  if (!Array.isArray(value) || value.length === 0) throw new ConfigError(`${name}: expected a non-empty list of models`);
+  if (!Array.isArray(value) || value.length === 0)
+    throw new ConfigError(`${name}: expected a non-empty list of models`);
   return value.map((item, i) => {
     const at = `${name}[${i}]`;
     if (typeof item === 'string') return parseModelArgument(item, at);
-    if (item === null || typeof item !== 'object' || Array.isArray(item)) throw new ConfigError(`${at}: expected a source string or a mapping {source, id, slots, context-size, gpu-layers}`);
+    if (item === null || typeof item !== 'object' || Array.isArray(item))
+      throw new ConfigError(
+        `${at}: expected a source string or a mapping {source, id, slots, context-size, gpu-layers}`,
+      );
     const record = item as Record<string, unknown>;
     for (const key of Object.keys(record)) {
-      if (key !== 'source' && !(OPTION_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at}: unknown key '${key}' (source, ${OPTION_KEYS.join(', ')})`);
+      if (key !== 'source' && !(OPTION_KEYS as readonly string[]).includes(key))
+        throw new ConfigError(`${at}: unknown key '${key}' (source, ${OPTION_KEYS.join(', ')})`);
     }
-    if (typeof record.source !== 'string' || record.source.trim() === '') throw new ConfigError(`${at}: 'source' must be a local .gguf path or hf:<user>/<repo>/<file>`);
+    if (typeof record.source !== 'string' || record.source.trim() === '')
+      throw new ConfigError(`${at}: 'source' must be a local .gguf path or hf:<user>/<repo>/<file>`);
     return entryOf(record.source.trim(), (key) => (record[key] === undefined ? undefined : String(record[key])), at);
   });
 }
@@ -73,7 +79,8 @@ function entryOf(source: string, option: (key: OptionKey) => string | undefined,
   const contextSize = option('context-size');
   if (contextSize !== undefined) entry.contextSize = whole(contextSize, 64, 1 << 20, `${name}: context-size`);
   const gpuLayers = option('gpu-layers');
-  if (gpuLayers !== undefined) entry.gpuLayers = gpuLayers.trim() === 'auto' ? 'auto' : whole(gpuLayers, 0, 100_000, `${name}: gpu-layers`);
+  if (gpuLayers !== undefined)
+    entry.gpuLayers = gpuLayers.trim() === 'auto' ? 'auto' : whole(gpuLayers, 0, 100_000, `${name}: gpu-layers`);
   return entry;
 }
 

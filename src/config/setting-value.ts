@@ -23,7 +23,8 @@ export function convert(spec: SettingSpec, raw: string, source: string): Setting
       if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
       throw new ConfigError(`${source}: expected true or false, got '${raw}'`);
     case 'enum':
-      if (!spec.values?.includes(raw)) throw new ConfigError(`${source}: must be one of ${spec.values?.join(', ')}, got '${raw}'`);
+      if (!spec.values?.includes(raw))
+        throw new ConfigError(`${source}: must be one of ${spec.values?.join(', ')}, got '${raw}'`);
       return raw;
     case 'string':
       if (raw.length === 0) throw new ConfigError(`${source}: must not be empty`);
@@ -39,10 +40,13 @@ export function convert(spec: SettingSpec, raw: string, source: string): Setting
 export function convertFileValue(spec: SettingSpec, value: unknown, source: string): SettingValue {
   const expected = { int: 'an integer', bool: 'true or false', enum: 'a string', string: 'a string' }[spec.type];
   const fits =
-    spec.type === 'int' ? typeof value === 'number' && Number.isInteger(value)
-    : spec.type === 'bool' ? typeof value === 'boolean'
-    : spec.type === 'string' ? typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
-    : typeof value === 'string';
+    spec.type === 'int'
+      ? typeof value === 'number' && Number.isInteger(value)
+      : spec.type === 'bool'
+        ? typeof value === 'boolean'
+        : spec.type === 'string'
+          ? typeof value === 'string' || (typeof value === 'number' && Number.isSafeInteger(value))
+          : typeof value === 'string';
   if (!fits) throw new ConfigError(`${source}: expected ${expected}, got ${describe(value)}`);
   return convert(spec, String(value), source);
 }

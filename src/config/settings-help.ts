@@ -21,8 +21,11 @@ export const SETTING_GROUPS: readonly { group: SettingGroup; title: string }[] =
 
 /** The settings help of a command whose settings have groups: the everyday ones, or (`all`) every group. */
 export function groupedSettingsHelp(specs: readonly SettingSpec[], all: boolean): string {
-  const sections = SETTING_GROUPS.filter((g) => all || g.group === 'everyday').map((g) => `${g.title}:\n${settingsHelp(specs.filter((s) => (s.group ?? 'everyday') === g.group))}`);
+  const sections = SETTING_GROUPS.filter((g) => all || g.group === 'everyday').map(
+    (g) => `${g.title}:\n${settingsHelp(specs.filter((s) => (s.group ?? 'everyday') === g.group))}`,
+  );
   const hidden = specs.filter((s) => (s.group ?? 'everyday') !== 'everyday').length;
-  if (!all && hidden > 0) sections.push(`${hidden} more settings tune the engine and limits or serve tests: --help-all lists them.`);
+  if (!all && hidden > 0)
+    sections.push(`${hidden} more settings tune the engine and limits or serve tests: --help-all lists them.`);
   return sections.join('\n\n');
 }

@@ -12,7 +12,18 @@ import type { Route } from '../http/router.ts';
  */
 
 /** The app's pages (web/src/routes.ts PAGE_PATTERNS; test/unit/dashboard/dashboard-routes.test.ts keeps them equal). */
-export const DASHBOARD_PAGES = ['/', '/sign-in', '/setup', '/settings/keys', '/settings/users', '/models', '/workspaces', '/workspaces/:workspaceId', '/playground', '/batches'] as const;
+export const DASHBOARD_PAGES = [
+  '/',
+  '/sign-in',
+  '/setup',
+  '/settings/keys',
+  '/settings/users',
+  '/models',
+  '/workspaces',
+  '/workspaces/:workspaceId',
+  '/playground',
+  '/batches',
+] as const;
 
 /**
  * Strict policy: only this origin's scripts, styles, images and fetches; no inline script or style

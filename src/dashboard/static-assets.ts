@@ -56,7 +56,8 @@ function manifestFiles(manifest: unknown): string[] {
   const names = new Set<string>();
   for (const chunk of Object.values(manifest as Record<string, unknown>)) {
     const c = chunk as { file?: unknown; css?: unknown; assets?: unknown };
-    for (const f of [c.file, ...(Array.isArray(c.css) ? c.css : []), ...(Array.isArray(c.assets) ? c.assets : [])]) if (typeof f === 'string') names.add(f);
+    for (const f of [c.file, ...(Array.isArray(c.css) ? c.css : []), ...(Array.isArray(c.assets) ? c.assets : [])])
+      if (typeof f === 'string') names.add(f);
   }
   return [...names];
 }

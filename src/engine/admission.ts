@@ -35,7 +35,10 @@ export class AdmittedPlace {
   handedOver = false;
   ticket: SchedulerTicket | null = null;
 
-  constructor(private readonly admission: Admission, readonly schedule: GenerationSchedule) {}
+  constructor(
+    private readonly admission: Admission,
+    readonly schedule: GenerationSchedule,
+  ) {}
 
   /** Waiting -> running (the generation's first event). */
   start(): void {
@@ -86,7 +89,11 @@ export class Admission {
   private parked = 0;
   private closed = false;
 
-  constructor(private readonly capacity: AdmissionCapacity, private readonly metrics: Metrics, private readonly labels: { model: string }) {
+  constructor(
+    private readonly capacity: AdmissionCapacity,
+    private readonly metrics: Metrics,
+    private readonly labels: { model: string },
+  ) {
     this.publishLoad();
   }
 
@@ -115,7 +122,11 @@ export class Admission {
       this.inFlight[schedule.priority]++;
       generation.handOver();
     };
-    place.ticket = this.scheduler.enqueue({ handOver, refuse: () => generation.refuse() }, schedule.tenant, schedule.priority);
+    place.ticket = this.scheduler.enqueue(
+      { handOver, refuse: () => generation.refuse() },
+      schedule.tenant,
+      schedule.priority,
+    );
     return place;
   }
 
@@ -154,7 +165,8 @@ export class Admission {
   /** Hands waiting generations and embedding requests, in the scheduler's order, to the pool while the slots (or admits()) let them. */
   pump(): void {
     if (this.closed) return; // close() cut what still waits
-    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority()) this.scheduler.next()!.item.handOver();
+    for (let p = this.scheduler.peekPriority(); p !== null && this.admits(p); p = this.scheduler.peekPriority())
+      this.scheduler.next()!.item.handOver();
     this.shareSlots();
   }
 
@@ -176,7 +188,11 @@ export class Admission {
   private shareSlots(): void {
     if (this.closed || !this.capacity.sharesSlots()) return;
     const s = this.scheduler;
-    while (s.peekPriority() === 'interactive' && !this.slotsLeft() && this.inFlight.interactive + this.inFlight.batch < 2 * this.capacity.slots()) {
+    while (
+      s.peekPriority() === 'interactive' &&
+      !this.slotsLeft() &&
+      this.inFlight.interactive + this.inFlight.batch < 2 * this.capacity.slots()
+    ) {
       const next = s.peekTenant()!;
       if (s.running(next) > 0 || s.peek()!.embedding) return; // an embedding needs no loop slot: it waits its turn
       let victim: AdmittedPlace | undefined;
@@ -184,7 +200,8 @@ export class Admission {
         const tenant = place.schedule.tenant;
         if (tenant === next || s.running(tenant) < 2) continue;
         const most = victim === undefined ? -1 : s.running(victim.schedule.tenant);
-        if (s.running(tenant) > most || (s.running(tenant) === most && v.serial > this.yieldable.get(victim!)!.serial)) victim = place;
+        if (s.running(tenant) > most || (s.running(tenant) === most && v.serial > this.yieldable.get(victim!)!.serial))
+          victim = place;
       }
       if (victim === undefined) return;
       this.yieldable.get(victim)!.yieldSlot();
@@ -243,7 +260,12 @@ export class Admission {
    */
   private admits(priority: Priority): boolean {
     if (this.slotsLeft()) return true;
-    return priority === 'interactive' && this.capacity.preempts() && this.inFlight.batch > 0 && this.inFlight.interactive < this.capacity.slots();
+    return (
+      priority === 'interactive' &&
+      this.capacity.preempts() &&
+      this.inFlight.batch > 0 &&
+      this.inFlight.interactive < this.capacity.slots()
+    );
   }
 
   /** Whether the pool holds fewer tasks (generations and embeddings) than the workers have slots. */

@@ -52,12 +52,17 @@ const CACHE_ENTRIES = 64;
 
 export class CpuKernelsUnavailable extends Error {}
 
-export async function chooseCpuKernels(input: CpuKernelsInput, probe: KernelProbe = probeInChild): Promise<CpuKernelsChoice> {
-  if (input.mode === 'prebuilt' || input.mode.startsWith('prebuilt:')) return { kernels: input.mode as CpuKernelsKind, why: `--cpu-kernels ${input.mode}` };
+export async function chooseCpuKernels(
+  input: CpuKernelsInput,
+  probe: KernelProbe = probeInChild,
+): Promise<CpuKernelsChoice> {
+  if (input.mode === 'prebuilt' || input.mode.startsWith('prebuilt:'))
+    return { kernels: input.mode as CpuKernelsKind, why: `--cpu-kernels ${input.mode}` };
   const described = await probe({ action: 'describe' }, input.signal);
   const native = described.action === 'describe' ? described.native : { reason: 'the probe answered something else' };
   if ('reason' in native) {
-    if (input.mode === 'native') throw new CpuKernelsUnavailable(`--cpu-kernels native: the native CPU kernels are ${native.reason}`);
+    if (input.mode === 'native')
+      throw new CpuKernelsUnavailable(`--cpu-kernels native: the native CPU kernels are ${native.reason}`);
     return { kernels: 'prebuilt', why: `the native CPU kernels are ${native.reason}` };
   }
   if (input.mode === 'native') return { kernels: 'native', why: '--cpu-kernels native' };
@@ -70,11 +75,29 @@ export async function chooseCpuKernels(input: CpuKernelsInput, probe: KernelProb
   for (const kernels of ['prebuilt', 'native', 'native', 'prebuilt'] as const) {
     input.signal?.throwIfAborted();
     try {
-      times[kernels].push(stepMs(await probe({ action: 'time', kernels, modelPath: input.modelPath, slots: input.slots, threads: input.threads, cores: input.cores }, input.signal), input.threads));
+      times[kernels].push(
+        stepMs(
+          await probe(
+            {
+              action: 'time',
+              kernels,
+              modelPath: input.modelPath,
+              slots: input.slots,
+              threads: input.threads,
+              cores: input.cores,
+            },
+            input.signal,
+          ),
+          input.threads,
+        ),
+      );
     } catch (err) {
       input.signal?.throwIfAborted();
       // A candidate that cannot run is no candidate; the prebuilt kernels are what Hearth always had.
-      return { kernels: 'prebuilt', why: `timing the ${kernels} CPU kernels failed: ${err instanceof Error ? err.message : String(err)}` };
+      return {
+        kernels: 'prebuilt',
+        why: `timing the ${kernels} CPU kernels failed: ${err instanceof Error ? err.message : String(err)}`,
+      };
     }
   }
   const msPerStep = { prebuilt: mean(times.prebuilt), native: mean(times.native) };
@@ -85,7 +108,9 @@ export async function chooseCpuKernels(input: CpuKernelsInput, probe: KernelProb
 /** A candidate's time: its best step at up to the planned thread count. */
 function stepMs(a: CpuKernelProbeAnswer, threads: number): number {
   if (a.action !== 'time') throw new Error('the probe answered something else');
-  const usable = a.timings.filter((t) => t.threads <= Math.max(1, threads) && Number.isFinite(t.msPerStep) && t.msPerStep > 0);
+  const usable = a.timings.filter(
+    (t) => t.threads <= Math.max(1, threads) && Number.isFinite(t.msPerStep) && t.msPerStep > 0,
+  );
   if (usable.length === 0) throw new Error('the probe measured no step');
   return Math.min(...usable.map((t) => t.msPerStep));
 }
@@ -112,7 +137,15 @@ function mean(xs: number[]): number {
 function cacheKey(input: CpuKernelsInput, nativeStamp: string): string | null {
   try {
     const model = statSync(input.modelPath);
-    const parts = [path.resolve(input.modelPath), model.size, Math.round(model.mtimeMs), input.slots, input.threads, input.cores, nativeStamp];
+    const parts = [
+      path.resolve(input.modelPath),
+      model.size,
+      Math.round(model.mtimeMs),
+      input.slots,
+      input.threads,
+      input.cores,
+      nativeStamp,
+    ];
     return createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 32);
   } catch {
     return null;
@@ -128,7 +161,8 @@ function readCache(file: string): Cache {
     const out: Cache = {};
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
       const e = v as { prebuilt?: unknown; native?: unknown } | null;
-      if (typeof e?.prebuilt === 'number' && typeof e.native === 'number' && e.prebuilt > 0 && e.native > 0) out[k] = { prebuilt: e.prebuilt, native: e.native };
+      if (typeof e?.prebuilt === 'number' && typeof e.native === 'number' && e.prebuilt > 0 && e.native > 0)
+        out[k] = { prebuilt: e.prebuilt, native: e.native };
     }
     return out;
   } catch {

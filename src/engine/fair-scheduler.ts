@@ -154,7 +154,11 @@ export class FairScheduler<T> {
     for (const t of this.tenants.values()) floor = Math.min(floor, t.served);
     const before = this.resting.get(tenant) ?? 0;
     this.resting.delete(tenant);
-    const t: TenantState<T> = { served: floor === Infinity ? before : Math.max(before, floor), running: 0, queues: { interactive: [], batch: [] } };
+    const t: TenantState<T> = {
+      served: floor === Infinity ? before : Math.max(before, floor),
+      running: 0,
+      queues: { interactive: [], batch: [] },
+    };
     this.tenants.set(tenant, t);
     return t;
   }

@@ -12,7 +12,12 @@ export class GenerationMeter {
   private lastTextAt = 0;
   private readonly byPriority: { model: string; priority: Priority };
 
-  constructor(private readonly m: Metrics, private readonly labels: { model: string }, priority: Priority, private readonly countOnly: boolean) {
+  constructor(
+    private readonly m: Metrics,
+    private readonly labels: { model: string },
+    priority: Priority,
+    private readonly countOnly: boolean,
+  ) {
     this.byPriority = { ...labels, priority };
   }
 

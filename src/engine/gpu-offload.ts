@@ -43,13 +43,18 @@ export type GpuProbe = (req: GpuProbeRequest, signal?: AbortSignal) => Promise<G
 
 const PROBE_TIMEOUT_MS = 180_000;
 
-export async function chooseGpuOffload(input: GpuOffloadInput, probe: GpuProbe = probeGpuInChild): Promise<GpuOffloadChoice> {
+export async function chooseGpuOffload(
+  input: GpuOffloadInput,
+  probe: GpuProbe = probeGpuInChild,
+): Promise<GpuOffloadChoice> {
   if (input.mode === 0) return { library: null, layers: 0, why: '--gpu-layers 0', warn: false };
   const layers = input.mode === 'auto' ? -1 : input.mode;
   const listed = await probe({ action: 'list', ...(input.backend ? { explicit: input.backend } : {}) }, input.signal);
   const libraries = 'libraries' in listed ? listed.libraries : [];
   if (libraries.length === 0) {
-    const why = input.backend ? `the GPU backend ${input.backend} does not exist` : 'no CUDA backend library (npm run build:cuda builds one for this GPU)';
+    const why = input.backend
+      ? `the GPU backend ${input.backend} does not exist`
+      : 'no CUDA backend library (npm run build:cuda builds one for this GPU)';
     return { library: null, layers: 0, why, warn: input.mode !== 'auto' || input.backend !== undefined };
   }
   const failures: string[] = [];
@@ -59,7 +64,8 @@ export async function chooseGpuOffload(input: GpuOffloadInput, probe: GpuProbe =
     try {
       const a = await probe({ action: 'run', library, modelPath: input.modelPath, layers }, input.signal);
       if ('libraries' in a) throw new Error('the probe answered something else');
-      if (a.ok) return { library, layers, why: `${library} runs the model on ${a.device.description}`, warn: false, probe: a };
+      if (a.ok)
+        return { library, layers, why: `${library} runs the model on ${a.device.description}`, warn: false, probe: a };
       sawDevice ||= a.sawDevice;
       failures.push(`${library}: ${a.reason}`);
     } catch (err) {
@@ -70,7 +76,8 @@ export async function chooseGpuOffload(input: GpuOffloadInput, probe: GpuProbe =
   }
   const warn = input.mode !== 'auto' || input.backend !== undefined || sawDevice;
   // A CPU-only host under `auto` is no problem: one plain line; the loader's errors (libcublas ...) only at debug.
-  if (!warn) return { library: null, layers: 0, why: 'no GPU found: computing on the cpu', warn, detail: failures.join('; ') };
+  if (!warn)
+    return { library: null, layers: 0, why: 'no GPU found: computing on the cpu', warn, detail: failures.join('; ') };
   return { library: null, layers: 0, why: `no usable GPU: ${failures.join('; ')}`, warn };
 }
 

@@ -6,7 +6,9 @@ import net from 'node:net';
  * as a host and port. Read on the thread that pulls, from its environment.
  */
 export function hubEndpoint(env: NodeJS.ProcessEnv = process.env): { host: string; port: number } {
-  const raw = [env.MODEL_ENDPOINT, env.HF_ENDPOINT].find((v) => v !== undefined && /^https?:\/\//.test(v)) ?? 'https://huggingface.co/';
+  const raw =
+    [env.MODEL_ENDPOINT, env.HF_ENDPOINT].find((v) => v !== undefined && /^https?:\/\//.test(v)) ??
+    'https://huggingface.co/';
   const url = new URL(raw);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   return { host, port: url.port ? Number(url.port) : url.protocol === 'http:' ? 80 : 443 };
@@ -27,7 +29,10 @@ const systemProbe: HubProbe = {
   connect: (host, port, timeoutMs) =>
     new Promise<void>((resolve, reject) => {
       const socket = net.connect({ host, port, autoSelectFamily: true });
-      const timer = setTimeout(() => socket.destroy(Object.assign(new Error(`no answer in ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })), timeoutMs);
+      const timer = setTimeout(
+        () => socket.destroy(Object.assign(new Error(`no answer in ${timeoutMs / 1000} s`), { code: 'ETIMEDOUT' })),
+        timeoutMs,
+      );
       socket.once('connect', () => {
         clearTimeout(timer);
         socket.destroy();

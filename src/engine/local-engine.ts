@@ -11,7 +11,15 @@ import { chooseKernels, DEFAULT_SLOTS, gpuSlots, placeOnGpu } from './compute-pl
 import type { CpuKernelsMode } from './cpu-kernels.ts';
 import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
 import type { EmbeddingTaskResult } from './embedding-task.ts';
-import { type ChatEngine, DEFAULT_SCHEDULE, type GenerationHandle, type GenerationRequest, type GenerationSchedule, type GenerationSink, type ModelStatus } from './generation.ts';
+import {
+  type ChatEngine,
+  DEFAULT_SCHEDULE,
+  type GenerationHandle,
+  type GenerationRequest,
+  type GenerationSchedule,
+  type GenerationSink,
+  type ModelStatus,
+} from './generation.ts';
 import type { GpuLayersMode, GpuOffloadChoice } from './gpu-offload.ts';
 import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
@@ -101,7 +109,11 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** What each generation reads of this engine (pooled-generation.ts), less the pool it is handed. */
   private readonly generationHost: Omit<GenerationHost, 'pool'>;
 
-  constructor(private readonly o: LocalEngineOptions, private readonly metrics: Metrics, private readonly log: Logger) {
+  constructor(
+    private readonly o: LocalEngineOptions,
+    private readonly metrics: Metrics,
+    private readonly log: Logger,
+  ) {
     this.modelId = o.source.modelId;
     this.labels = { model: this.modelId };
     this.st = {
@@ -120,8 +132,18 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       readyAt: null,
     };
     this.setState(this.st.state);
-    this.admission = new Admission({ slots: () => this.o.workers * this.st.slots, queueLimit: o.queueLimit, preempts: () => this.st.engine === 'native', sharesSlots: () => this.st.engine === 'native' && this.o.workers === 1 }, metrics, this.labels);
-    for (const priority of ['interactive', 'batch'] as const) metrics.generatedTokensByPriority.inc({ ...this.labels, priority }, 0);
+    this.admission = new Admission(
+      {
+        slots: () => this.o.workers * this.st.slots,
+        queueLimit: o.queueLimit,
+        preempts: () => this.st.engine === 'native',
+        sharesSlots: () => this.st.engine === 'native' && this.o.workers === 1,
+      },
+      metrics,
+      this.labels,
+    );
+    for (const priority of ['interactive', 'batch'] as const)
+      metrics.generatedTokensByPriority.inc({ ...this.labels, priority }, 0);
     this.reports = new WorkerReports(metrics, this.labels, (parked) => this.admission.setParked(parked));
     this.generationHost = {
       admission: this.admission,
@@ -145,7 +167,8 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
 
   private setState(state: ModelStatus['state']): void {
     this.st.state = state;
-    for (const s of ['unloaded', 'pulling', 'loading', 'ready', 'failed']) this.metrics.modelState.set({ ...this.labels, state: s }, s === state ? 1 : 0);
+    for (const s of ['unloaded', 'pulling', 'loading', 'ready', 'failed'])
+      this.metrics.modelState.set({ ...this.labels, state: s }, s === state ? 1 : 0);
   }
 
   private fail(reason: string): void {
@@ -158,7 +181,12 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     try {
       let modelPath: string;
       if (this.o.source.kind === 'hub') {
-        const pull = { modelsDir: this.o.modelsDir, signal: this.startup.signal, showCliProgress: this.o.showPullProgress, stallTimeoutMs: this.o.pullStallTimeoutMs };
+        const pull = {
+          modelsDir: this.o.modelsDir,
+          signal: this.startup.signal,
+          showCliProgress: this.o.showPullProgress,
+          stallTimeoutMs: this.o.pullStallTimeoutMs,
+        };
         modelPath = await pullModelLogged(this.o.source, pull, this.log, (progress) => {
           this.st.pull = progress;
           this.metrics.modelPullProgress.set(this.labels, progress.ratio);
@@ -169,16 +197,37 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       }
       this.metrics.modelPullProgress.set(this.labels, 1);
       const md = await readModelMetadata(modelPath);
-      this.st.metadata = { architecture: md.architecture, contextLength: md.contextLength, parameterCount: md.parameterCount, quantization: md.quantization, hasChatTemplate: md.chatTemplate !== null, reasoning: reasoningSyntaxOf(md.chatTemplate) };
+      this.st.metadata = {
+        architecture: md.architecture,
+        contextLength: md.contextLength,
+        parameterCount: md.parameterCount,
+        quantization: md.quantization,
+        hasChatTemplate: md.chatTemplate !== null,
+        reasoning: reasoningSyntaxOf(md.chatTemplate),
+      };
       // The instant test engine has no model limits: its context is what the operator asked for.
-      const contextSize = this.o.engine === 'instant' ? this.o.contextSize : Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
+      const contextSize =
+        this.o.engine === 'instant'
+          ? this.o.contextSize
+          : Math.min(this.o.contextSize, md.contextLength ?? this.o.contextSize);
       this.st.contextSize = contextSize;
       this.maxTokenBytes = this.o.engine === 'instant' ? INSTANT_TOKEN_BYTES : md.maxTokenBytes;
       // The GPU is probed and the kernels are timed (auto) before the workers start: backends are process-wide.
       const gpu = await placeOnGpu(this.o, this.modelId, modelPath, this.log, this.startup.signal);
-      if (gpu?.probe && this.o.slots === undefined) this.st.slots = gpuSlots(gpu.probe.device.memoryFreeBytes, contextSize, md.kvBytesPerToken, this.o.workers);
+      if (gpu?.probe && this.o.slots === undefined)
+        this.st.slots = gpuSlots(gpu.probe.device.memoryFreeBytes, contextSize, md.kvBytesPerToken, this.o.workers);
       const kernels = await chooseKernels(this.o, this.modelId, modelPath, this.st, this.log, this.startup.signal);
-      this.log.info('loading model', { model: this.modelId, path: modelPath, ...this.st.metadata, contextSize, workers: this.o.workers, slots: this.st.slots, threads: this.st.threads, ...(kernels ? { cpuKernels: kernels.kernels } : {}), ...(gpu?.library ? { gpuLayers: gpu.layers, gpuBackend: gpu.library } : {}) });
+      this.log.info('loading model', {
+        model: this.modelId,
+        path: modelPath,
+        ...this.st.metadata,
+        contextSize,
+        workers: this.o.workers,
+        slots: this.st.slots,
+        threads: this.st.threads,
+        ...(kernels ? { cpuKernels: kernels.kernels } : {}),
+        ...(gpu?.library ? { gpuLayers: gpu.layers, gpuBackend: gpu.library } : {}),
+      });
       if (this.disposed) return;
       await this.startPool({
         engine: this.o.engine,
@@ -186,11 +235,23 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         contextSize,
         slots: this.st.slots,
         threads: this.st.threads,
-        fallbackThreads: planThreads({ cores: this.o.cores, workers: this.o.workers, engine: 'node-llama-cpp', requested: this.o.threads }),
+        fallbackThreads: planThreads({
+          cores: this.o.cores,
+          workers: this.o.workers,
+          engine: 'node-llama-cpp',
+          requested: this.o.threads,
+        }),
         batchSize: this.o.batchSize,
         native: this.o.native,
         // On a GPU the CPU threads only sample and feed it: no thread calibration (it would time GPU steps).
-        calibrateCores: gpu?.library ? 0 : calibrationCores({ cores: this.o.cores, workers: this.o.workers, engine: this.o.engine, requested: this.o.threads }),
+        calibrateCores: gpu?.library
+          ? 0
+          : calibrationCores({
+              cores: this.o.cores,
+              workers: this.o.workers,
+              engine: this.o.engine,
+              requested: this.o.threads,
+            }),
         cpuKernels: kernels?.kernels ?? 'prebuilt',
         ...(gpu?.library ? { gpu: { library: gpu.library, layers: gpu.layers } } : {}),
       });
@@ -207,7 +268,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
   /** Starts the workers; resolves once all loaded the model, one failed, or dispose() came first. */
   private startPool(workerData: Omit<ModelWorkerData, 'stopChannel'>): Promise<void> {
     if ((workerData.engine === 'native' || workerData.engine === 'auto') && this.o.openRelay) {
-      this.relay = MainEventRelay.open(this.o.openRelay, (err) => this.log.error('generation event handler failed', { error: err instanceof Error ? err.message : String(err) }));
+      this.relay = MainEventRelay.open(this.o.openRelay, (err) =>
+        this.log.error('generation event handler failed', { error: err instanceof Error ? err.message : String(err) }),
+      );
     }
     return new Promise((resolve) => {
       this.settleStart = resolve;
@@ -215,17 +278,28 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
         ready: (m) => {
           if (this.disposed) return;
           this.st.workersReady++;
-          if (m.engine === 'native') this.metrics.promptCacheCapacity.inc(this.labels, this.o.native.promptCacheMiB * (1 << 20));
+          if (m.engine === 'native')
+            this.metrics.promptCacheCapacity.inc(this.labels, this.o.native.promptCacheMiB * (1 << 20));
           this.st.engine = m.engine;
           this.st.contextSize = m.contextSize;
           this.st.threads = m.threads;
           this.st.gpu = m.gpu ?? { backend: false, devices: [], gpuLayers: 0 };
           this.metrics.gpuLayers.set(this.labels, this.st.gpu.gpuLayers);
-          if (m.fallbackReason) this.log.warn('native engine unavailable; using node-llama-cpp sequences', { reason: m.fallbackReason });
+          if (m.fallbackReason)
+            this.log.warn('native engine unavailable; using node-llama-cpp sequences', { reason: m.fallbackReason });
           if (this.st.workersReady === this.o.workers && this.st.state === 'loading') {
             this.st.readyAt = Date.now();
             this.setState('ready');
-            this.log.info('model ready', { model: this.modelId, engine: m.engine, workers: this.o.workers, slots: this.st.slots, threads: m.threads, contextSize: m.contextSize, ...m.compute, ...(m.gpu ? { gpu: m.gpu } : {}) });
+            this.log.info('model ready', {
+              model: this.modelId,
+              engine: m.engine,
+              workers: this.o.workers,
+              slots: this.st.slots,
+              threads: m.threads,
+              contextSize: m.contextSize,
+              ...m.compute,
+              ...(m.gpu ? { gpu: m.gpu } : {}),
+            });
             resolve();
           }
         },
@@ -246,7 +320,11 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
           if (!this.disposed) this.reports.record(m);
         },
       };
-      this.pool = new ModelWorkerPool({ workers: this.o.workers, slots: this.st.slots, queueLimit: this.o.queueLimit, workerData }, listener, this.log);
+      this.pool = new ModelWorkerPool(
+        { workers: this.o.workers, slots: this.st.slots, queueLimit: this.o.queueLimit, workerData },
+        listener,
+        this.log,
+      );
     });
   }
 
@@ -255,7 +333,12 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     if (this.disposed || this.draining) throw shuttingDown();
     if (this.st.state === 'failed') throw modelFailed(this.unreachable);
     if (this.st.state !== 'ready' || !this.pool) {
-      throw modelWarmingUp({ state: this.st.state, progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null, workers_ready: this.st.workersReady, workers: this.st.workers });
+      throw modelWarmingUp({
+        state: this.st.state,
+        progress: this.st.pull ? Math.round(this.st.pull.ratio * 1000) / 10 : null,
+        workers_ready: this.st.workersReady,
+        workers: this.st.workers,
+      });
     }
     return this.pool;
   }
@@ -268,7 +351,10 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     const pool = this.servingPool();
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
-      const atLeast = request.prompt === undefined ? promptTokensAtLeast(request.messages, this.maxTokenBytes) : rawPromptTokensAtLeast(request.prompt, this.maxTokenBytes);
+      const atLeast =
+        request.prompt === undefined
+          ? promptTokensAtLeast(request.messages, this.maxTokenBytes)
+          : rawPromptTokensAtLeast(request.prompt, this.maxTokenBytes);
       if (atLeast + 1 > contextSize) throw contextLengthExceeded(atLeast, contextSize, true);
     }
     return startPooledGeneration({ ...this.generationHost, pool }, request, sink);
@@ -303,10 +389,15 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     }
     if (!r.ok) {
       if (r.reason === 'too_long') throw inputTooLong(r.index, r.atLeastTokens, r.contextSize);
-      throw invalidRequest(`'input[${r.index}]' holds a token id outside the vocabulary (0..${r.vocabularySize - 1})`, `input[${r.index}]`, 'invalid_value');
+      throw invalidRequest(
+        `'input[${r.index}]' holds a token id outside the vocabulary (0..${r.vocabularySize - 1})`,
+        `input[${r.index}]`,
+        'invalid_value',
+      );
     }
     const vectors: Float32Array[] = [];
-    for (let i = 0; i < r.tokens.length; i++) vectors.push(r.vectors.subarray(i * r.dimensions, (i + 1) * r.dimensions));
+    for (let i = 0; i < r.tokens.length; i++)
+      vectors.push(r.vectors.subarray(i * r.dimensions, (i + 1) * r.dimensions));
     return { vectors, promptTokens: r.tokens.reduce((a, b) => a + b, 0) };
   }
 
@@ -316,7 +407,10 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    */
   async drain(graceMs: number): Promise<void> {
     this.draining = true;
-    await waitFor(() => { const l = this.admission.load(); return l.running + l.waiting === 0; }, performance.now() + graceMs);
+    await waitFor(() => {
+      const l = this.admission.load();
+      return l.running + l.waiting === 0;
+    }, performance.now() + graceMs);
   }
 
   /**
@@ -338,7 +432,11 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
     this.admission.close(); // waiting embeddings' pool.run fails: shutting_down
     if (pool) {
       for (const cut of this.cuts) cut();
-      await pool.stop(performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS), () => this.cuts.size === 0, this.modelId);
+      await pool.stop(
+        performance.now() + (this.o.workerStopTimeoutMs ?? WORKER_STOP_TIMEOUT_MS),
+        () => this.cuts.size === 0,
+        this.modelId,
+      );
     }
     this.relay?.close();
     this.relay = null;
@@ -347,5 +445,9 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
 
 /** An embeddings input longer than the context: a 400 naming it. */
 function inputTooLong(index: number, atLeastTokens: number, contextSize: number) {
-  return invalidRequest(`'input[${index}]' has at least ${atLeastTokens} tokens; this model's maximum context length is ${contextSize} tokens`, `input[${index}]`, 'context_length_exceeded');
+  return invalidRequest(
+    `'input[${index}]' has at least ${atLeastTokens} tokens; this model's maximum context length is ${contextSize} tokens`,
+    `input[${index}]`,
+    'context_length_exceeded',
+  );
 }

@@ -6,7 +6,15 @@ import type { JobRelay, SlotFinishReason, WorkerEvent } from './worker-protocol.
 export type RelayedJobEvent =
   | { type: 'prompt'; job: number; promptTokens: number; cachedTokens: number }
   | { type: 'text'; job: number; text: string; tokens: number; logprobs?: TokenLogprob[] }
-  | { type: 'done'; job: number; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string }
+  | {
+      type: 'done';
+      job: number;
+      finishReason: SlotFinishReason;
+      promptTokens: number;
+      cachedTokens: number;
+      completionTokens: number;
+      stop?: string;
+    }
   | { type: 'error'; job: number; code: NativeFailureCode; message: string };
 
 /** The addon's EventRelay (native/binding.ts): a process-wide id, and close(). */
@@ -32,7 +40,10 @@ export class MainEventRelay {
   private readonly handlers = new Map<number, (e: WorkerEvent) => void>();
   private lastTag = 0;
 
-  private constructor(private readonly relay: RelayChannel, private readonly onHandlerError: (err: unknown) => void) {}
+  private constructor(
+    private readonly relay: RelayChannel,
+    private readonly onHandlerError: (err: unknown) => void,
+  ) {}
 
   /** A relay, or null where the native addon cannot load here (the tasks then use their ports only). */
   static open(opener: RelayOpener, onHandlerError: (err: unknown) => void): MainEventRelay | null {
@@ -77,9 +88,22 @@ export class MainEventRelay {
 
 function workerEventOf(e: RelayedJobEvent): WorkerEvent {
   switch (e.type) {
-    case 'prompt': return { t: 'prompt', promptTokens: e.promptTokens, cachedTokens: e.cachedTokens };
-    case 'text': return e.logprobs ? { t: 'text', text: e.text, n: e.tokens, logprobs: e.logprobs } : { t: 'text', text: e.text, n: e.tokens };
-    case 'done': return { t: 'done', finishReason: e.finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens, ...(e.stop !== undefined ? { stop: e.stop } : {}) };
-    case 'error': return { t: 'error', failure: engineFailure.internal(e.code, e.message) };
+    case 'prompt':
+      return { t: 'prompt', promptTokens: e.promptTokens, cachedTokens: e.cachedTokens };
+    case 'text':
+      return e.logprobs
+        ? { t: 'text', text: e.text, n: e.tokens, logprobs: e.logprobs }
+        : { t: 'text', text: e.text, n: e.tokens };
+    case 'done':
+      return {
+        t: 'done',
+        finishReason: e.finishReason,
+        promptTokens: e.promptTokens,
+        cachedTokens: e.cachedTokens,
+        completionTokens: e.completionTokens,
+        ...(e.stop !== undefined ? { stop: e.stop } : {}),
+      };
+    case 'error':
+      return { t: 'error', failure: engineFailure.internal(e.code, e.message) };
   }
 }

@@ -8,7 +8,10 @@ import { readModelMetadata } from './model-metadata.ts';
  * the file's size alone when its header cannot be read (the load itself then says what is wrong). Compute buffers,
  * the workers' own memory and the host prompt cache are not counted.
  */
-export async function modelMemoryEstimate(file: string, o: { contextSize: number; slots: number; workers: number }): Promise<number> {
+export async function modelMemoryEstimate(
+  file: string,
+  o: { contextSize: number; slots: number; workers: number },
+): Promise<number> {
   let size: number;
   try {
     size = fs.statSync(file).size;

@@ -45,10 +45,13 @@ export async function readModelMetadata(filePath: string): Promise<ModelMetadata
   try {
     parsed = await gguf(filePath, { allowLocalFile: true, computeParametersCount: true });
   } catch (err) {
-    throw new InvalidModelFileError(`not a valid GGUF file: ${filePath} (${err instanceof Error ? err.message : String(err)})`);
+    throw new InvalidModelFileError(
+      `not a valid GGUF file: ${filePath} (${err instanceof Error ? err.message : String(err)})`,
+    );
   }
   const md = parsed.metadata as Record<string, unknown>;
-  const architecture = typeof md['general.architecture'] === 'string' ? (md['general.architecture'] as string) : 'unknown';
+  const architecture =
+    typeof md['general.architecture'] === 'string' ? (md['general.architecture'] as string) : 'unknown';
   const ctx = md[`${architecture}.context_length`];
   return {
     architecture,

@@ -24,7 +24,8 @@ try {
     dirPath,
     showCliProgress,
     deleteTempFileOnCancel: false,
-    onProgress: (s) => parentPort.postMessage({ type: 'progress', downloadedBytes: s.downloadedSize, totalBytes: s.totalSize }),
+    onProgress: (s) =>
+      parentPort.postMessage({ type: 'progress', downloadedBytes: s.downloadedSize, totalBytes: s.totalSize }),
   });
   if (!cancelling) {
     const path = await downloader.download();

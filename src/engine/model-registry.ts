@@ -7,12 +7,19 @@ import { LoadMeasures } from './load-measures.ts';
 import { modelMemoryEstimate } from './model-memory-estimate.ts';
 import { pulledModelPath } from './model-source.ts';
 import { ModelUsage } from './model-usage.ts';
-import { entryState, pullPercent, REGISTRY_STATES, type ManagedEngine, type RegisteredModel, type RegistryEntry, type RegistryState } from './registry-entry.ts';
+import {
+  entryState,
+  pullPercent,
+  REGISTRY_STATES,
+  type ManagedEngine,
+  type RegisteredModel,
+  type RegistryEntry,
+  type RegistryState,
+} from './registry-entry.ts';
 import { type ModelListing, type RegistryModelView, statusWhileUnloaded, viewOf } from './registry-views.ts';
 
 export type { ManagedEngine, RegisteredModel, RegistryState } from './registry-entry.ts';
 export type { ModelListing, RegistryModelView } from './registry-views.ts';
-
 
 export interface ModelRegistryOptions {
   /** How long acquire() waits for a load it started or found (--load-wait-ms). */
@@ -71,14 +78,35 @@ export class ModelRegistry {
     private readonly log: Logger,
   ) {
     this.loadMeasures = new LoadMeasures(o.rss ?? (() => process.memoryUsage.rss()));
-    this.idleTimer = o.idleUnloadMs > 0 ? setInterval(() => this.unloadIdle(), Math.min(1000, Math.max(50, o.idleUnloadMs / 4))).unref() : null;
+    this.idleTimer =
+      o.idleUnloadMs > 0
+        ? setInterval(() => this.unloadIdle(), Math.min(1000, Math.max(50, o.idleUnloadMs / 4))).unref()
+        : null;
   }
 
   /** Adds a model (unloaded). A conflict (409) when its id is taken. */
   add(model: RegisteredModel): void {
     const id = model.source.modelId;
     if (this.entries.has(id)) throw conflict(`A model with id '${id}' already exists`, 'model_exists');
-    this.entries.set(id, { id, model, engine: null, loading: null, unloading: null, pins: 0, lastUsed: 0, useSeq: 0, estimateBytes: 0, measuredBytes: 0, counted: false, lastStatus: null, pull: null, pullStop: null, error: null, loads: 0, usage: new ModelUsage() });
+    this.entries.set(id, {
+      id,
+      model,
+      engine: null,
+      loading: null,
+      unloading: null,
+      pins: 0,
+      lastUsed: 0,
+      useSeq: 0,
+      estimateBytes: 0,
+      measuredBytes: 0,
+      counted: false,
+      lastStatus: null,
+      pull: null,
+      pullStop: null,
+      error: null,
+      loads: 0,
+      usage: new ModelUsage(),
+    });
     this.setStateMetric(id, 'unloaded');
     for (const reason of UNLOAD_REASONS) this.metrics.modelUnloads.inc({ model: id, reason }, 0); // every series exists from the start
     this.metrics.modelLoads.inc({ model: id }, 0);
@@ -138,7 +166,12 @@ export class ModelRegistry {
     if (e.error !== null) throw modelFailed();
     const load = this.ensureLoaded(e);
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([load, new Promise<void>((resolve) => { timer = setTimeout(resolve, this.o.loadWaitMs); })]);
+    await Promise.race([
+      load,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.o.loadWaitMs);
+      }),
+    ]);
     clearTimeout(timer);
     const now = this.servable(e);
     if (now) return this.pin(e, now);
@@ -161,7 +194,8 @@ export class ModelRegistry {
   async unloadNow(id: string): Promise<void> {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id, this.ids());
-    if (e.loading !== null || !this.idle(e)) throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
+    if (e.loading !== null || !this.idle(e))
+      throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
     await this.unload(e, 'request');
   }
 
@@ -169,7 +203,13 @@ export class ModelRegistry {
    * Pulls a hub model into the models dir (the admin API), the model `unloaded` once present. Runs in the
    * background: progress in the model's view; a failure leaves it `failed` with the reason.
    */
-  pull(id: string, run: (onProgress: (p: { downloadedBytes: number; totalBytes: number }) => void, signal: AbortSignal) => Promise<void>): void {
+  pull(
+    id: string,
+    run: (
+      onProgress: (p: { downloadedBytes: number; totalBytes: number }) => void,
+      signal: AbortSignal,
+    ) => Promise<void>,
+  ): void {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id, this.ids());
     e.pull = { downloadedBytes: 0, totalBytes: 0, running: true };
@@ -181,22 +221,24 @@ export class ModelRegistry {
     const ended = run((p) => {
       e.pull = { ...p, running: true };
       this.metrics.modelPullProgress.set({ model: id }, p.totalBytes > 0 ? p.downloadedBytes / p.totalBytes : 0);
-    }, abort.signal).then(
-      () => {
-        e.pull = { downloadedBytes: e.pull?.totalBytes ?? 0, totalBytes: e.pull?.totalBytes ?? 0, running: false };
-        this.metrics.modelPullProgress.set({ model: id }, 1);
-        this.log.info('model pulled', { model: id });
-      },
-      (err: unknown) => {
-        e.pull = e.pull && { ...e.pull, running: false };
-        e.error = abort.signal.aborted ? 'the pull was stopped' : err instanceof Error ? err.message : String(err);
-        if (!abort.signal.aborted) this.log.error('model pull failed', { model: id, reason: e.error });
-      },
-    ).finally(() => {
-      this.pulls.signal.removeEventListener('abort', stopAll);
-      e.pullStop = null;
-      if (this.entries.get(id) === e) this.setStateMetric(id, entryState(e));
-    });
+    }, abort.signal)
+      .then(
+        () => {
+          e.pull = { downloadedBytes: e.pull?.totalBytes ?? 0, totalBytes: e.pull?.totalBytes ?? 0, running: false };
+          this.metrics.modelPullProgress.set({ model: id }, 1);
+          this.log.info('model pulled', { model: id });
+        },
+        (err: unknown) => {
+          e.pull = e.pull && { ...e.pull, running: false };
+          e.error = abort.signal.aborted ? 'the pull was stopped' : err instanceof Error ? err.message : String(err);
+          if (!abort.signal.aborted) this.log.error('model pull failed', { model: id, reason: e.error });
+        },
+      )
+      .finally(() => {
+        this.pulls.signal.removeEventListener('abort', stopAll);
+        e.pullStop = null;
+        if (this.entries.get(id) === e) this.setStateMetric(id, entryState(e));
+      });
     e.pullStop = { abort, ended };
   }
 
@@ -204,7 +246,8 @@ export class ModelRegistry {
   async remove(id: string): Promise<RegisteredModel> {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id, this.ids());
-    if (e.loading !== null || !this.idle(e)) throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
+    if (e.loading !== null || !this.idle(e))
+      throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
     if (e.pullStop) {
       e.pullStop.abort.abort();
       await e.pullStop.ended;
@@ -335,7 +378,14 @@ export class ModelRegistry {
           this.metrics.modelMemory.set({ model: e.id }, e.estimateBytes);
         }
         e.lastUsed = Date.now(); // idle from the end of its load
-        if (st.state === 'ready') this.log.info('model loaded', { model: e.id, ms: Math.round(performance.now() - started), countedMiB: Math.round(e.estimateBytes / (1 << 20)), ...(grewBy === null ? {} : { measuredMiB: Math.round(grewBy / (1 << 20)) }), loaded: this.loadedCount() });
+        if (st.state === 'ready')
+          this.log.info('model loaded', {
+            model: e.id,
+            ms: Math.round(performance.now() - started),
+            countedMiB: Math.round(e.estimateBytes / (1 << 20)),
+            ...(grewBy === null ? {} : { measuredMiB: Math.round(grewBy / (1 << 20)) }),
+            loaded: this.loadedCount(),
+          });
       } catch (err) {
         e.error = err instanceof Error ? err.message : String(err);
         this.log.error('model load failed', { model: e.id, reason: e.error });
@@ -364,7 +414,12 @@ export class ModelRegistry {
       const overCount = this.o.maxLoaded > 0 && others.length + 1 > this.o.maxLoaded;
       const overMemory = others.length > 0 && used + e.estimateBytes > this.o.memoryBudgetBytes;
       if (!overCount && !overMemory) {
-        if (e.estimateBytes > this.o.memoryBudgetBytes) this.log.warn('model larger than the memory budget: loading it alone', { model: e.id, estimatedMiB: Math.round(e.estimateBytes / (1 << 20)), budgetMiB: Math.round(this.o.memoryBudgetBytes / (1 << 20)) });
+        if (e.estimateBytes > this.o.memoryBudgetBytes)
+          this.log.warn('model larger than the memory budget: loading it alone', {
+            model: e.id,
+            estimatedMiB: Math.round(e.estimateBytes / (1 << 20)),
+            budgetMiB: Math.round(this.o.memoryBudgetBytes / (1 << 20)),
+          });
         return;
       }
       const candidates = others.filter((o) => o.unloading === null && o.loading === null && this.idle(o));
@@ -401,7 +456,14 @@ export class ModelRegistry {
   private unloadIdle(): void {
     const now = Date.now();
     for (const e of this.entries.values()) {
-      if (e.engine && e.unloading === null && e.loading === null && this.idle(e) && now - e.lastUsed >= this.o.idleUnloadMs) void this.unload(e, 'idle');
+      if (
+        e.engine &&
+        e.unloading === null &&
+        e.loading === null &&
+        this.idle(e) &&
+        now - e.lastUsed >= this.o.idleUnloadMs
+      )
+        void this.unload(e, 'idle');
     }
   }
 
@@ -411,8 +473,13 @@ export class ModelRegistry {
    * workers' own memory: a measured load took about four times its file).
    */
   private async estimate(e: RegistryEntry): Promise<number> {
-    const file = e.model.source.kind === 'local' ? e.model.source.path : pulledModelPath(e.model.source, this.o.modelsDir);
-    const estimated = await modelMemoryEstimate(file, { contextSize: e.model.contextSize ?? this.o.contextSize, slots: e.model.slots ?? this.o.slots, workers: this.o.workers });
+    const file =
+      e.model.source.kind === 'local' ? e.model.source.path : pulledModelPath(e.model.source, this.o.modelsDir);
+    const estimated = await modelMemoryEstimate(file, {
+      contextSize: e.model.contextSize ?? this.o.contextSize,
+      slots: e.model.slots ?? this.o.slots,
+      workers: this.o.workers,
+    });
     return Math.max(estimated, e.measuredBytes);
   }
 

@@ -15,8 +15,7 @@ type PullWorkerMessage =
 
 /** Where `--model` points: a local GGUF file or a hub URI pulled into the models dir. */
 export type ModelSource =
-  | { kind: 'local'; path: string; modelId: string }
-  | { kind: 'hub'; uri: string; modelId: string };
+  { kind: 'local'; path: string; modelId: string } | { kind: 'hub'; uri: string; modelId: string };
 
 export interface PullProgress {
   downloadedBytes: number;
@@ -24,7 +23,8 @@ export interface PullProgress {
 }
 
 /** The command that serves a local file, as a user types it in the checkout (the hint of every failed pull). */
-export const SERVE_LOCAL_HINT = 'serve a local GGUF file instead: npm start -- --model path/to/model.gguf (none at hand? npm run model:tiny writes a tiny test model)';
+export const SERVE_LOCAL_HINT =
+  'serve a local GGUF file instead: npm start -- --model path/to/model.gguf (none at hand? npm run model:tiny writes a tiny test model)';
 
 export class ModelPullError extends Error {
   override name = 'ModelPullError';
@@ -49,10 +49,15 @@ export function resolveModelSource(model: string, modelIdOverride?: string): Mod
     return { kind: 'hub', uri: model, modelId: modelIdOverride ?? `${user}/${repo!.replace(/-GGUF$/i, '')}` };
   }
   if (model.startsWith('hf:') || /^https?:\/\//.test(model)) {
-    throw new ModelPullError(`unsupported model URI '${model}': use hf:<user>/<repo>/<file>.gguf or a local .gguf path`);
+    throw new ModelPullError(
+      `unsupported model URI '${model}': use hf:<user>/<repo>/<file>.gguf or a local .gguf path`,
+    );
   }
   const abs = path.resolve(model);
-  const stem = path.basename(abs).replace(/\.gguf$/i, '').replace(/[^\w.-]+/g, '-');
+  const stem = path
+    .basename(abs)
+    .replace(/\.gguf$/i, '')
+    .replace(/[^\w.-]+/g, '-');
   return { kind: 'local', path: abs, modelId: modelIdOverride ?? `local/${stem}` };
 }
 
@@ -101,13 +106,16 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
   // An offline machine fails here at once with the reason, not after the downloader's retries and the stall.
   const unreachable = await hubUnreachableReason(hubEndpoint(), options.probe ? { probe: options.probe, env: {} } : {});
   if (options.signal?.aborted) throw new ModelPullAborted('the pull was aborted');
-  if (unreachable !== null) throw new ModelPullError(`could not pull ${source.uri}: ${unreachable}; ${SERVE_LOCAL_HINT}`, unreachable);
+  if (unreachable !== null)
+    throw new ModelPullError(`could not pull ${source.uri}: ${unreachable}; ${SERVE_LOCAL_HINT}`, unreachable);
   fs.mkdirSync(options.modelsDir, { recursive: true });
   const stallMs = options.stallTimeoutMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
   // Settles on a stall or an abort, whichever comes first; the download itself is raced against it.
   let rejectStall: (e: Error) => void = () => {};
-  const stalled = new Promise<never>((_, reject) => { rejectStall = reject; });
+  const stalled = new Promise<never>((_, reject) => {
+    rejectStall = reject;
+  });
   stalled.catch(() => {});
   const arm = () => {
     clearTimeout(timer);
@@ -117,7 +125,9 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
   options.signal?.addEventListener('abort', onAbort, { once: true });
   // node-llama-cpp's downloader runs in a worker thread (model-pull-worker.mjs): whatever it still has going when
   // the pull gives up (its own retry timers while an unreachable host is tried again) ends with the thread.
-  const worker = new Worker(PULL_WORKER_URL, { workerData: { uri: source.uri, dirPath: options.modelsDir, showCliProgress: options.showCliProgress ?? false } });
+  const worker = new Worker(PULL_WORKER_URL, {
+    workerData: { uri: source.uri, dirPath: options.modelsDir, showCliProgress: options.showCliProgress ?? false },
+  });
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   const pulled = new Promise<string>((resolve, reject) => {
     worker.on('message', (m: PullWorkerMessage) => {
@@ -144,9 +154,7 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
     clearTimeout(bound);
     if (err instanceof ModelPullAborted) throw err;
     const why = err instanceof Error ? err.message : String(err);
-    throw new ModelPullError(
-      `could not pull ${source.uri}: ${why}; ${SERVE_LOCAL_HINT}`,
-    );
+    throw new ModelPullError(`could not pull ${source.uri}: ${why}; ${SERVE_LOCAL_HINT}`);
   } finally {
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
@@ -157,7 +165,12 @@ export async function pullModel(source: Extract<ModelSource, { kind: 'hub' }>, o
  * pullModel for a model's engine: its progress (with the ratio done) handed to `onProgress`, and logged every 10 %
  * unless node-llama-cpp's progress bar shows it.
  */
-export function pullModelLogged(source: Extract<ModelSource, { kind: 'hub' }>, options: Omit<PullOptions, 'onProgress'>, log: Logger, onProgress: (p: PullProgress & { ratio: number }) => void): Promise<string> {
+export function pullModelLogged(
+  source: Extract<ModelSource, { kind: 'hub' }>,
+  options: Omit<PullOptions, 'onProgress'>,
+  log: Logger,
+  onProgress: (p: PullProgress & { ratio: number }) => void,
+): Promise<string> {
   log.info('pulling model', { model: source.modelId, uri: source.uri, dir: options.modelsDir });
   let lastLogged = 0;
   return pullModel(source, {
@@ -167,7 +180,12 @@ export function pullModelLogged(source: Extract<ModelSource, { kind: 'hub' }>, o
       onProgress({ downloadedBytes, totalBytes, ratio });
       if (!options.showCliProgress && (ratio - lastLogged >= 0.1 || ratio === 1)) {
         lastLogged = ratio;
-        log.info('pull progress', { model: source.modelId, percent: Math.round(ratio * 100), downloadedBytes, totalBytes });
+        log.info('pull progress', {
+          model: source.modelId,
+          percent: Math.round(ratio * 100),
+          downloadedBytes,
+          totalBytes,
+        });
       }
     },
   });

@@ -25,6 +25,10 @@ export class ModelUsage {
   view(now = Date.now()): UsageView {
     while (this.recent.length > 0 && this.recent[0]!.at < now - WINDOW_MS) this.recent.shift();
     const windowTokens = this.recent.reduce((sum, r) => sum + r.tokens, 0);
-    return { requests: this.requests, completionTokens: this.tokens, tokensPerSecond: Math.round((windowTokens / (WINDOW_MS / 1000)) * 10) / 10 };
+    return {
+      requests: this.requests,
+      completionTokens: this.tokens,
+      tokensPerSecond: Math.round((windowTokens / (WINDOW_MS / 1000)) * 10) / 10,
+    };
   }
 }

@@ -46,7 +46,11 @@ export class ModelWorkerPool {
   /** Workers whose model load was abandoned by the stop. */
   private loadsAborted = 0;
 
-  constructor(private readonly o: ModelWorkerPoolOptions, listener: WorkerPoolListener, private readonly log: Logger) {
+  constructor(
+    private readonly o: ModelWorkerPoolOptions,
+    listener: WorkerPoolListener,
+    private readonly log: Logger,
+  ) {
     this.pool = new Piscina<GenerationTask, void>({
       filename: WORKER_URL.href,
       minThreads: o.workers,
@@ -101,8 +105,15 @@ export class ModelWorkerPool {
     await waitFor(() => this.workersStopped >= this.o.workers, deadline);
     clearInterval(resend);
     channel.close();
-    const outcome = { model: modelId, stopped: this.workersStopped, workers: this.o.workers, loadsAborted: this.loadsAborted, ms: Math.round(performance.now() - startedAt) };
-    if (this.workersStopped < this.o.workers) this.log.warn('model workers did not stop in time: terminating them', outcome);
+    const outcome = {
+      model: modelId,
+      stopped: this.workersStopped,
+      workers: this.o.workers,
+      loadsAborted: this.loadsAborted,
+      ms: Math.round(performance.now() - startedAt),
+    };
+    if (this.workersStopped < this.o.workers)
+      this.log.warn('model workers did not stop in time: terminating them', outcome);
     else this.log.info('model workers stopped', outcome);
     await this.pool.destroy();
   }

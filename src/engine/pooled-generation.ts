@@ -37,7 +37,11 @@ export interface GenerationHost {
  * relayed to `sink` in order and metered (generation-meter.ts). The handle cancels it: at once while it waits,
  * through the worker once it runs. Throws queue_full when no place is left.
  */
-export function startPooledGeneration(host: GenerationHost, request: GenerationRequest, sink: GenerationSink): GenerationHandle {
+export function startPooledGeneration(
+  host: GenerationHost,
+  request: GenerationRequest,
+  sink: GenerationSink,
+): GenerationHandle {
   const schedule = request.schedule ?? DEFAULT_SCHEDULE;
   const pool = host.pool;
   let cancelled = false;
@@ -87,10 +91,20 @@ export function startPooledGeneration(host: GenerationHost, request: GenerationR
         if (cancelled) return;
         if (finishReason === 'cancelled') {
           // Cancelled by the engine, not by this request: its loop stopped under it (workers torn down at shutdown).
-          sink.onError(host.stopping() ? shuttingDown() : toApiError(engineFailure.internal('engine_stopped', 'the engine stopped the generation')));
+          sink.onError(
+            host.stopping()
+              ? shuttingDown()
+              : toApiError(engineFailure.internal('engine_stopped', 'the engine stopped the generation')),
+          );
           return;
         }
-        sink.onDone({ finishReason, promptTokens: e.promptTokens, cachedTokens: e.cachedTokens, completionTokens: e.completionTokens, ...(e.stop !== undefined ? { stop: e.stop } : {}) });
+        sink.onDone({
+          finishReason,
+          promptTokens: e.promptTokens,
+          cachedTokens: e.cachedTokens,
+          completionTokens: e.completionTokens,
+          ...(e.stop !== undefined ? { stop: e.stop } : {}),
+        });
         return;
       }
       case 'error':

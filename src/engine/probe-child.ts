@@ -7,9 +7,20 @@ import { spawn } from 'node:child_process';
  * "the <what> exited with <code or signal>: <the last two lines of stderr>". Killed by `signal` or after
  * `timeoutMs`. Used where a native library is process-wide or may abort the process: the CPU kernels and the GPU.
  */
-export function runProbeChild<Req, Answer>(entry: URL, what: string, req: Req, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
+export function runProbeChild<Req, Answer>(
+  entry: URL,
+  what: string,
+  req: Req,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [entry.pathname, JSON.stringify(req)], { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs, killSignal: 'SIGKILL', ...(signal ? { signal } : {}) });
+    const child = spawn(process.execPath, [entry.pathname, JSON.stringify(req)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: timeoutMs,
+      killSignal: 'SIGKILL',
+      ...(signal ? { signal } : {}),
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-64 * 1024)));
@@ -23,7 +34,12 @@ export function runProbeChild<Req, Answer>(entry: URL, what: string, req: Req, t
           return reject(new Error(`unreadable ${what} answer: ${(e as Error).message}`));
         }
       }
-      const tail = err.trim().split('\n').filter((l) => l.trim() !== '').slice(-2).join(' | ');
+      const tail = err
+        .trim()
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .slice(-2)
+        .join(' | ');
       reject(new Error(`the ${what} exited with ${code ?? sig}${tail ? `: ${tail}` : ''}`));
     });
   });

@@ -11,7 +11,7 @@ export const PROMPT_CACHE_MEMORY_SHARE = 1 / 8;
  * 2048 MiB; 8 GiB and two workers: 512 MiB each. The cache fills up to it and stays there (README "Memory").
  */
 export function defaultPromptCacheMiB(workers: number, totalBytes: number = availableMemory()): number {
-  const share = Math.floor((totalBytes / (1 << 20)) * PROMPT_CACHE_MEMORY_SHARE / Math.max(1, workers));
+  const share = Math.floor(((totalBytes / (1 << 20)) * PROMPT_CACHE_MEMORY_SHARE) / Math.max(1, workers));
   return Math.max(0, Math.min(PROMPT_CACHE_DEFAULT_MAX_MIB, share));
 }
 

@@ -33,7 +33,15 @@ export function viewOf(e: RegistryEntry): RegistryModelView {
     state: entryState(e, status),
     status,
     memoryBytes: e.counted ? e.estimateBytes : 0,
-    pull: e.pull ? { downloadedBytes: e.pull.downloadedBytes, totalBytes: e.pull.totalBytes, percent: pullPercent(e.pull) } : status?.pull ? { downloadedBytes: status.pull.downloadedBytes, totalBytes: status.pull.totalBytes, percent: Math.round(status.pull.ratio * 1000) / 10 } : null,
+    pull: e.pull
+      ? { downloadedBytes: e.pull.downloadedBytes, totalBytes: e.pull.totalBytes, percent: pullPercent(e.pull) }
+      : status?.pull
+        ? {
+            downloadedBytes: status.pull.downloadedBytes,
+            totalBytes: status.pull.totalBytes,
+            percent: Math.round(status.pull.ratio * 1000) / 10,
+          }
+        : null,
     error: e.error ?? (e.engine ? e.engine.status().error : null),
     requests: e.engine ? e.engine.load() : { running: 0, waiting: 0 },
     usage: e.usage.view(),
@@ -45,6 +53,26 @@ export function viewOf(e: RegistryEntry): RegistryModelView {
 /** The status of a model with no engine serving (unloaded, being unloaded, pulling, failed): the last one it had, in the registry's state. */
 export function statusWhileUnloaded(e: RegistryEntry, defaults: { workers: number; slots: number }): ModelStatus {
   const last = e.lastStatus;
-  const pull = e.pull ? { downloadedBytes: e.pull.downloadedBytes, totalBytes: e.pull.totalBytes, ratio: e.pull.totalBytes > 0 ? e.pull.downloadedBytes / e.pull.totalBytes : 0 } : null;
-  return { state: entryState(e), modelId: e.id, pull, workersReady: 0, workers: last?.workers ?? defaults.workers, engine: null, error: e.error, metadata: last?.metadata ?? null, contextSize: last?.contextSize ?? null, slots: last?.slots ?? e.model.slots ?? defaults.slots, threads: last?.threads ?? 0, gpu: null, readyAt: null };
+  const pull = e.pull
+    ? {
+        downloadedBytes: e.pull.downloadedBytes,
+        totalBytes: e.pull.totalBytes,
+        ratio: e.pull.totalBytes > 0 ? e.pull.downloadedBytes / e.pull.totalBytes : 0,
+      }
+    : null;
+  return {
+    state: entryState(e),
+    modelId: e.id,
+    pull,
+    workersReady: 0,
+    workers: last?.workers ?? defaults.workers,
+    engine: null,
+    error: e.error,
+    metadata: last?.metadata ?? null,
+    contextSize: last?.contextSize ?? null,
+    slots: last?.slots ?? e.model.slots ?? defaults.slots,
+    threads: last?.threads ?? 0,
+    gpu: null,
+    readyAt: null,
+  };
 }

@@ -14,7 +14,11 @@ export interface ServerLimits {
  * worker and into the engine unchanged; each engine also ends a job when its slot's context is full.
  * `randomSeed` gives the seed of a request that set none.
  */
-export function resolveGenerationJob(request: GenerationRequest, limits: ServerLimits, randomSeed?: () => number): GenerationJob {
+export function resolveGenerationJob(
+  request: GenerationRequest,
+  limits: ServerLimits,
+  randomSeed?: () => number,
+): GenerationJob {
   return {
     maxTokens: Math.min(request.maxTokens ?? limits.maxTokens, limits.maxTokens),
     stops: request.stop,

@@ -22,7 +22,10 @@ export const DEFAULT_SAMPLING = {
 } satisfies Required<SamplingParams>;
 
 /** A request's sampler settings: its own where given, DEFAULT_SAMPLING's otherwise; no seed: `randomSeed()`. */
-export function samplingFor(o: SamplingOptions, randomSeed: () => number = () => (Math.random() * 0xffffffff) >>> 0): SamplingParams {
+export function samplingFor(
+  o: SamplingOptions,
+  randomSeed: () => number = () => (Math.random() * 0xffffffff) >>> 0,
+): SamplingParams {
   return {
     ...DEFAULT_SAMPLING,
     temperature: o.temperature ?? DEFAULT_SAMPLING.temperature,

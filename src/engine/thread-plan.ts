@@ -30,6 +30,7 @@ export function planThreads(i: ThreadPlanInput): number {
   if (i.requested > 0) return i.requested;
   if (i.engine === 'instant') return 1;
   const perWorker = i.cores / i.workers;
-  if (i.engine === 'node-llama-cpp') return Math.max(1, Math.floor(perWorker) - (i.cores > 1 && i.workers === 1 ? 1 : 0));
+  if (i.engine === 'node-llama-cpp')
+    return Math.max(1, Math.floor(perWorker) - (i.cores > 1 && i.workers === 1 ? 1 : 0));
   return Math.max(1, Math.floor(perWorker));
 }

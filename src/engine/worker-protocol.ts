@@ -66,7 +66,14 @@ export type GpuProbeRequest =
 
 export type GpuProbeAnswer =
   | { libraries: string[] }
-  | { ok: true; device: { name: string; description: string; memoryFreeBytes: number; memoryTotalBytes: number }; gpuLayers: number; modelLayers: number; decodeMs: number; completionTokens: number }
+  | {
+      ok: true;
+      device: { name: string; description: string; memoryFreeBytes: number; memoryTotalBytes: number };
+      gpuLayers: number;
+      modelLayers: number;
+      decodeMs: number;
+      completionTokens: number;
+    }
   /** sawDevice: the backend loaded and listed a GPU (a failure past that point is worth a warning). */
   | { ok: false; reason: string; sawDevice: boolean };
 
@@ -102,7 +109,14 @@ export type WorkerEvent =
   | { t: 'prompt'; promptTokens: number; cachedTokens: number }
   | { t: 'text'; text: string; n: number; logprobs?: TokenLogprob[] }
   /** `stop`: the stop string that ended the text, when one did. */
-  | { t: 'done'; finishReason: SlotFinishReason; promptTokens: number; cachedTokens: number; completionTokens: number; stop?: string | undefined }
+  | {
+      t: 'done';
+      finishReason: SlotFinishReason;
+      promptTokens: number;
+      cachedTokens: number;
+      completionTokens: number;
+      stop?: string | undefined;
+    }
   /** A failure as a code (mapped to the client's error on the main thread by toApiError; details for the log only). */
   | { t: 'error'; failure: EngineFailure };
 
@@ -120,7 +134,16 @@ export type WorkerStop = { t: 'stop' };
 
 /** Worker -> main over parentPort (Piscina re-emits these as the pool's 'message' event). */
 export type WorkerStatus =
-  | { hearth: 'worker-ready'; engine: 'native' | 'node-llama-cpp' | 'instant'; contextSize: number; slots: number; threads: number; fallbackReason?: string; compute?: NativeComputeInfo; gpu?: GpuInfo }
+  | {
+      hearth: 'worker-ready';
+      engine: 'native' | 'node-llama-cpp' | 'instant';
+      contextSize: number;
+      slots: number;
+      threads: number;
+      fallbackReason?: string;
+      compute?: NativeComputeInfo;
+      gpu?: GpuInfo;
+    }
   | { hearth: 'worker-failed'; reason: string }
   /** loadAborted: the stop came while the model was loading, and the load was abandoned (nothing held). */
   | { hearth: 'worker-stopped'; loadAborted: boolean }
@@ -145,7 +168,14 @@ export type CpuKernelsMode = 'auto' | CpuKernelsKind;
  */
 export type CpuKernelProbeRequest =
   | { action: 'describe' }
-  | { action: 'time'; kernels: 'prebuilt' | 'native'; modelPath: string; slots: number; threads: number; cores: number };
+  | {
+      action: 'time';
+      kernels: 'prebuilt' | 'native';
+      modelPath: string;
+      slots: number;
+      threads: number;
+      cores: number;
+    };
 
 export type CpuKernelProbeAnswer =
   | { action: 'describe'; native: { stamp: string } | { reason: string } }

@@ -15,7 +15,11 @@ export class WorkerReports {
   private readonly preemptions = new Map<number, { preemptions: number; parked: number }>();
 
   /** `onParked`: the batch jobs all loops hold parked now (they count as waiting: admission.ts). */
-  constructor(private readonly metrics: Metrics, private readonly labels: { model: string }, private readonly onParked: (parked: number) => void) {
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly labels: { model: string },
+    private readonly onParked: (parked: number) => void,
+  ) {
     metrics.preemptions.inc(labels, 0);
   }
 

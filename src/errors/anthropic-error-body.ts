@@ -13,18 +13,29 @@ export interface AnthropicErrorBody {
  * Hearth's own `code` and `param`, and the details, ride along in the error object (Anthropic's SDK ignores them).
  */
 export function anthropicErrorBody(err: ApiError): AnthropicErrorBody {
-  return { type: 'error', error: { ...(err.details ?? {}), type: anthropicType(err), message: err.message, code: err.code, param: err.param } };
+  return {
+    type: 'error',
+    error: { ...(err.details ?? {}), type: anthropicType(err), message: err.message, code: err.code, param: err.param },
+  };
 }
 
 function anthropicType(err: ApiError): string {
   switch (err.status) {
-    case 400: return 'invalid_request_error';
-    case 401: return 'authentication_error';
-    case 403: return 'permission_error';
-    case 404: return 'not_found_error';
-    case 413: return 'request_too_large';
-    case 429: return 'rate_limit_error';
-    case 503: return 'overloaded_error';
-    default: return err.status >= 400 && err.status < 500 ? 'invalid_request_error' : 'api_error';
+    case 400:
+      return 'invalid_request_error';
+    case 401:
+      return 'authentication_error';
+    case 403:
+      return 'permission_error';
+    case 404:
+      return 'not_found_error';
+    case 413:
+      return 'request_too_large';
+    case 429:
+      return 'rate_limit_error';
+    case 503:
+      return 'overloaded_error';
+    default:
+      return err.status >= 400 && err.status < 500 ? 'invalid_request_error' : 'api_error';
   }
 }

@@ -9,7 +9,13 @@ import { contextLengthExceeded, internalError, invalidRequest } from './errors.t
  * `engineFailureToApiError` (also reached through `toApiError`), the one place that decides what a client sees.
  */
 export type EngineFailure =
-  | { kind: 'engine-failure'; code: 'context_length_exceeded'; promptTokens: number; contextSize: number; atLeast: boolean }
+  | {
+      kind: 'engine-failure';
+      code: 'context_length_exceeded';
+      promptTokens: number;
+      contextSize: number;
+      atLeast: boolean;
+    }
   /** Anything else (`code` names it for the log and metrics). */
   | { kind: 'engine-failure'; code: EngineFailureCode; detail: string };
 
@@ -35,26 +41,50 @@ export type EngineFailureCode =
 
 export const engineFailure = {
   /** `atLeast`: tokenizing stopped at the limit, so `promptTokens` is a lower bound. */
-  contextLengthExceeded: (promptTokens: number, contextSize: number, atLeast = false): EngineFailure => ({ kind: 'engine-failure', code: 'context_length_exceeded', promptTokens, contextSize, atLeast }),
+  contextLengthExceeded: (promptTokens: number, contextSize: number, atLeast = false): EngineFailure => ({
+    kind: 'engine-failure',
+    code: 'context_length_exceeded',
+    promptTokens,
+    contextSize,
+    atLeast,
+  }),
   /** `detail` goes to the log only. */
-  internal: (code: EngineFailureCode, detail: unknown): EngineFailure => ({ kind: 'engine-failure', code, detail: detail instanceof Error ? detail.message : String(detail) }),
+  internal: (code: EngineFailureCode, detail: unknown): EngineFailure => ({
+    kind: 'engine-failure',
+    code,
+    detail: detail instanceof Error ? detail.message : String(detail),
+  }),
 };
 
 export function isEngineFailure(value: unknown): value is EngineFailure {
-  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'engine-failure' && typeof (value as { code?: unknown }).code === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === 'engine-failure' &&
+    typeof (value as { code?: unknown }).code === 'string'
+  );
 }
 
 /** Engine codes that are the request's fault: a 400 of their own, still without the engine's message. */
 const REQUEST_FAILURES: Partial<Record<EngineFailureCode, () => ApiError>> = {
-  invalid_grammar: () => invalidRequest('The requested output format cannot be enforced (its grammar was refused)', null, 'invalid_grammar'),
-  invalid_prompt_token: () => invalidRequest("'prompt' holds a token id outside the model's vocabulary", 'prompt', 'invalid_value'),
-  model_embeddings_only: () => invalidRequest("The model is an embedding model (an encoder such as BERT): it serves '/embeddings' only, not text generation", 'model', 'model_not_supported'),
-  empty_prompt: () => invalidRequest("'prompt' is empty: it has no tokens for the model to continue from", 'prompt', 'invalid_value'),
+  invalid_grammar: () =>
+    invalidRequest('The requested output format cannot be enforced (its grammar was refused)', null, 'invalid_grammar'),
+  invalid_prompt_token: () =>
+    invalidRequest("'prompt' holds a token id outside the model's vocabulary", 'prompt', 'invalid_value'),
+  model_embeddings_only: () =>
+    invalidRequest(
+      "The model is an embedding model (an encoder such as BERT): it serves '/embeddings' only, not text generation",
+      'model',
+      'model_not_supported',
+    ),
+  empty_prompt: () =>
+    invalidRequest("'prompt' is empty: it has no tokens for the model to continue from", 'prompt', 'invalid_value'),
 };
 
 /** What a client sees of an engine failure: the documented error for known codes, else the generic 500 internal_error. */
 export function engineFailureToApiError(f: EngineFailure): ApiError {
-  if (f.code === 'context_length_exceeded' && 'promptTokens' in f) return contextLengthExceeded(f.promptTokens, f.contextSize, f.atLeast);
+  if (f.code === 'context_length_exceeded' && 'promptTokens' in f)
+    return contextLengthExceeded(f.promptTokens, f.contextSize, f.atLeast);
   return REQUEST_FAILURES[f.code]?.() ?? internalError();
 }
 

@@ -18,10 +18,16 @@ export function toApiError(err: unknown): ApiError {
   if (isEngineFailure(err)) {
     const mapped = engineFailureToApiError(err);
     const detail = engineFailureDetail(err);
-    if (mapped.status >= 500 && detail !== undefined) reportUnmapped(new Error(`engine failure (${err.code}): ${detail}`));
+    if (mapped.status >= 500 && detail !== undefined)
+      reportUnmapped(new Error(`engine failure (${err.code}): ${detail}`));
     return mapped;
   }
-  if (typeof err === 'object' && err !== null && 'apiError' in err && isApiErrorData((err as { apiError: unknown }).apiError)) {
+  if (
+    typeof err === 'object' &&
+    err !== null &&
+    'apiError' in err &&
+    isApiErrorData((err as { apiError: unknown }).apiError)
+  ) {
     return ApiError.fromData((err as { apiError: Parameters<typeof ApiError.fromData>[0] }).apiError);
   }
   reportUnmapped(err);

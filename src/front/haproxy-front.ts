@@ -92,15 +92,20 @@ export async function startManagedFront(o: FrontOptions): Promise<ManagedFront> 
         restartTimer = setTimeout(() => {
           restartTimer = null;
           if (state !== 'running') return;
-          spawnOnce(o, port).then((next) => {
-            if (state !== 'running') return void stopProcess(next.proc);
-            child = next;
-            supervise(next);
-            o.log.info('HTTP front (haproxy) running again', { port });
-          }, (err: unknown) => {
-            o.log.error('HTTP front (haproxy) failed to start again; retrying', { error: err instanceof Error ? err.message : String(err) });
-            restart(Math.min(delay * 2, 30_000));
-          });
+          spawnOnce(o, port).then(
+            (next) => {
+              if (state !== 'running') return void stopProcess(next.proc);
+              child = next;
+              supervise(next);
+              o.log.info('HTTP front (haproxy) running again', { port });
+            },
+            (err: unknown) => {
+              o.log.error('HTTP front (haproxy) failed to start again; retrying', {
+                error: err instanceof Error ? err.message : String(err),
+              });
+              restart(Math.min(delay * 2, 30_000));
+            },
+          );
         }, delay);
       };
       restart(RESTART_DELAY_MS);
@@ -120,7 +125,12 @@ export async function startManagedFront(o: FrontOptions): Promise<ManagedFront> 
     exited: async (maxMs) => {
       if (!isAlive(child.proc)) return;
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([new Promise((r) => child.proc.once('exit', r)), new Promise((r) => { timer = setTimeout(r, maxMs); })]);
+      await Promise.race([
+        new Promise((r) => child.proc.once('exit', r)),
+        new Promise((r) => {
+          timer = setTimeout(r, maxMs);
+        }),
+      ]);
       clearTimeout(timer);
     },
     close: () => {
@@ -161,7 +171,10 @@ async function spawnOnce(o: FrontOptions, port: number): Promise<Spawned> {
   let proc: ChildProcess;
   try {
     proc = setpriv
-      ? spawn(setpriv, ['--pdeathsig', 'KILL', '--', o.haproxy.bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe', fd] })
+      ? spawn(setpriv, ['--pdeathsig', 'KILL', '--', o.haproxy.bin, ...args], {
+          env,
+          stdio: ['ignore', 'pipe', 'pipe', fd],
+        })
       : spawn(o.haproxy.bin, args, { env, stdio: ['ignore', 'pipe', 'pipe', fd] });
   } finally {
     listener.close(); // HAProxy holds its own copy of the socket; Node must never accept on it
@@ -175,13 +188,16 @@ async function spawnOnce(o: FrontOptions, port: number): Promise<Spawned> {
       if (line === '') continue;
       const priority = /^<(\d+)>/.exec(line); // syslog "short" format: facility * 8 + severity (4 = warning)
       const lifecycle = /Proxy \S+ (started|stopped)|Stopping (frontend|backend|proxy)/.test(line); // HAProxy warns on its own stop
-      if (!lifecycle && (/\[(ALERT|WARNING|EMERG)\]/.test(line) || (priority !== null && Number(priority[1]) % 8 <= 4))) o.log.warn('haproxy', { line });
+      if (!lifecycle && (/\[(ALERT|WARNING|EMERG)\]/.test(line) || (priority !== null && Number(priority[1]) % 8 <= 4)))
+        o.log.warn('haproxy', { line });
       else o.log.debug('haproxy', { line });
     }
   };
   proc.stdout!.on('data', collect);
   proc.stderr!.on('data', collect);
-  proc.on('error', (err) => { output += `\n${err.message}`; });
+  proc.on('error', (err) => {
+    output += `\n${err.message}`;
+  });
   // Below the model's threads: a front woken for a few bytes then waits for a free core instead of preempting a
   // compute thread mid-step (ggml's threads meet at barriers, so one preempted thread stalls the whole step), and
   // a flood of requests competes with generation at a lower weight.
@@ -197,7 +213,9 @@ async function spawnOnce(o: FrontOptions, port: number): Promise<Spawned> {
     await waitUntilServing(o.host, boundPort, proc);
   } catch (err) {
     await stopProcess(proc);
-    throw new Error(`the HTTP front (haproxy) did not start: ${err instanceof Error ? err.message : String(err)}\n${output.slice(-2000)}`);
+    throw new Error(
+      `the HTTP front (haproxy) did not start: ${err instanceof Error ? err.message : String(err)}\n${output.slice(-2000)}`,
+    );
   }
   return spawned;
 }
@@ -205,7 +223,9 @@ async function spawnOnce(o: FrontOptions, port: number): Promise<Spawned> {
 function bindPublic(host: string, port: number): Promise<net.Server> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
-    server.once('error', (err) => reject(new Error(`cannot listen on ${host}:${port} (${(err as NodeJS.ErrnoException).code ?? err.message})`)));
+    server.once('error', (err) =>
+      reject(new Error(`cannot listen on ${host}:${port} (${(err as NodeJS.ErrnoException).code ?? err.message})`)),
+    );
     server.listen({ host, port, exclusive: true, backlog: 511 }, () => resolve(server));
   });
 }
@@ -224,10 +244,13 @@ async function waitUntilServing(host: string, port: number, proc: ChildProcess):
 
 function probe(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = http.get({ host, port, path: '/health', agent: false, timeout: 2_000, headers: { connection: 'close' } }, (res) => {
-      res.resume();
-      resolve(res.headers['x-request-id'] !== undefined);
-    });
+    const req = http.get(
+      { host, port, path: '/health', agent: false, timeout: 2_000, headers: { connection: 'close' } },
+      (res) => {
+        res.resume();
+        resolve(res.headers['x-request-id'] !== undefined);
+      },
+    );
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(false));
   });

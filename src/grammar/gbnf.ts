@@ -6,7 +6,10 @@
 
 /** A grammar the converter refuses to build is a 400 from the caller; this carries what to say. */
 export class GrammarError extends Error {
-  constructor(message: string, readonly keyword: string | null = null) {
+  constructor(
+    message: string,
+    readonly keyword: string | null = null,
+  ) {
     super(message);
   }
 }
@@ -25,7 +28,12 @@ export class GrammarError extends Error {
  * 2^18 paths took 66 ms on the slot loop thread, each time.
  */
 export const GRAMMAR_LIMITS = {
-  maxRules: 4000, maxChars: 256 * 1024, maxWork: 4 * 1024 * 1024, maxRepetition: 1000, maxExpandedRules: 32 * 1024, maxAlternatives: 10_000,
+  maxRules: 4000,
+  maxChars: 256 * 1024,
+  maxWork: 4 * 1024 * 1024,
+  maxRepetition: 1000,
+  maxExpandedRules: 32 * 1024,
+  maxAlternatives: 10_000,
 } as const;
 
 /**
@@ -36,25 +44,40 @@ const SPACE = '" "?';
 
 /** JSON primitives (name -> [body, rules it uses]). */
 const PRIMITIVES: Record<string, [string, string[]]> = {
-  'space': [SPACE, []],
-  'boolean': ['("true" | "false")', []],
-  'null': ['"null"', []],
+  space: [SPACE, []],
+  boolean: ['("true" | "false")', []],
+  null: ['"null"', []],
   'integral-part': ['[0] | [1-9] [0-9]{0,15}', []],
   'decimal-part': ['[0-9]{1,16}', []],
-  'integer': ['"-"? integral-part', ['integral-part']],
-  'number': ['"-"? integral-part ("." decimal-part)? ([eE] [-+]? integral-part)?', ['integral-part', 'decimal-part']],
-  'char': ['[^"\\\\\\x7F\\x00-\\x1F] | [\\\\] (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})', []],
-  'string': ['"\\"" char* "\\""', ['char']],
-  'value': ['object | array | string | number | boolean | null', ['object', 'array', 'string', 'number', 'boolean', 'null']],
-  'object': ['"{" space ( string ":" space value ("," space string ":" space value)* )? space "}"', ['string', 'value', 'space']],
-  'array': ['"[" space ( value ("," space value)* )? space "]"', ['value', 'space']],
+  integer: ['"-"? integral-part', ['integral-part']],
+  number: ['"-"? integral-part ("." decimal-part)? ([eE] [-+]? integral-part)?', ['integral-part', 'decimal-part']],
+  char: ['[^"\\\\\\x7F\\x00-\\x1F] | [\\\\] (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})', []],
+  string: ['"\\"" char* "\\""', ['char']],
+  value: [
+    'object | array | string | number | boolean | null',
+    ['object', 'array', 'string', 'number', 'boolean', 'null'],
+  ],
+  object: [
+    '"{" space ( string ":" space value ("," space string ":" space value)* )? space "}"',
+    ['string', 'value', 'space'],
+  ],
+  array: ['"[" space ( value ("," space value)* )? space "]"', ['value', 'space']],
   // String formats (the JSON string, quotes included). Dates are exact per month; February stops at 28.
-  'date': ['[0-9]{4} "-" ( ("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]) | ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30") | "02" "-" ("0" [1-9] | "1" [0-9] | "2" [0-8]) )', []],
-  'time': ['([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,3})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])', []],
+  date: [
+    '[0-9]{4} "-" ( ("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01]) | ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30") | "02" "-" ("0" [1-9] | "1" [0-9] | "2" [0-8]) )',
+    [],
+  ],
+  time: [
+    '([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,3})? ("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])',
+    [],
+  ],
   'date-string': ['"\\"" date "\\""', ['date']],
   'time-string': ['"\\"" time "\\""', ['time']],
   'date-time-string': ['"\\"" date "T" time "\\""', ['date', 'time']],
-  'uuid-string': ['"\\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\\""', []],
+  'uuid-string': [
+    '"\\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\\""',
+    [],
+  ],
 };
 
 /** A GBNF string literal for `text` (quotes included). */
@@ -118,7 +141,9 @@ export class GrammarBuilder {
   add(name: string, body: string, repetitions = 0, width = 1): string {
     this.charge(name.length + body.length);
     if (width > GRAMMAR_LIMITS.maxAlternatives) {
-      throw new GrammarError(`The schema's alternatives (anyOf / oneOf / enum / type lists, through $ref) multiply to more than ${GRAMMAR_LIMITS.maxAlternatives}`);
+      throw new GrammarError(
+        `The schema's alternatives (anyOf / oneOf / enum / type lists, through $ref) multiply to more than ${GRAMMAR_LIMITS.maxAlternatives}`,
+      );
     }
     const base = name.replace(/[^a-zA-Z0-9-]+/g, '-') || 'r';
     let key = base;
@@ -130,7 +155,9 @@ export class GrammarBuilder {
         throw new GrammarError('The schema is too complex to turn into a grammar');
       }
       if (this.expandedRules > GRAMMAR_LIMITS.maxExpandedRules) {
-        throw new GrammarError(`The schema's minItems / maxItems / minLength / maxLength add up to more than ${GRAMMAR_LIMITS.maxExpandedRules} repetitions`);
+        throw new GrammarError(
+          `The schema's minItems / maxItems / minLength / maxLength add up to more than ${GRAMMAR_LIMITS.maxExpandedRules} repetitions`,
+        );
       }
     }
     this.rules.set(key, body);
@@ -140,7 +167,12 @@ export class GrammarBuilder {
 
   /** `name ::= a | b | ...` over rule names; its width is the sum of theirs. */
   union(name: string, alternatives: readonly string[]): string {
-    return this.add(name, alternatives.join(' | '), 0, alternatives.reduce((sum, a) => sum + this.width(a), 0));
+    return this.add(
+      name,
+      alternatives.join(' | '),
+      0,
+      alternatives.reduce((sum, a) => sum + this.width(a), 0),
+    );
   }
 
   /** `name ::= rule`, as wide as `rule`. */

@@ -24,16 +24,54 @@ import { equal, intersectSchemas } from './schema-intersection.ts';
 
 /** Keywords a validator checks that the converter cannot express: refused, never silently dropped. */
 const UNSUPPORTED_KEYWORDS = [
-  'pattern', 'patternProperties', 'multipleOf', 'not', 'if', 'then', 'else', 'dependentRequired', 'dependentSchemas',
-  'dependencies', 'contains', 'minContains', 'maxContains', 'propertyNames', 'minProperties', 'maxProperties',
-  'unevaluatedProperties', 'unevaluatedItems', '$dynamicRef', '$recursiveRef',
+  'pattern',
+  'patternProperties',
+  'multipleOf',
+  'not',
+  'if',
+  'then',
+  'else',
+  'dependentRequired',
+  'dependentSchemas',
+  'dependencies',
+  'contains',
+  'minContains',
+  'maxContains',
+  'propertyNames',
+  'minProperties',
+  'maxProperties',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  '$dynamicRef',
+  '$recursiveRef',
 ] as const;
 
 /** A Map, not an object literal: a client's format must never find an Object.prototype member ('toString'). */
-const SUPPORTED_FORMATS: ReadonlyMap<string, string> = new Map([['date', 'date-string'], ['time', 'time-string'], ['date-time', 'date-time-string'], ['uuid', 'uuid-string']]);
+const SUPPORTED_FORMATS: ReadonlyMap<string, string> = new Map([
+  ['date', 'date-string'],
+  ['time', 'time-string'],
+  ['date-time', 'date-time-string'],
+  ['uuid', 'uuid-string'],
+]);
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
 /** Keywords that are only annotations (or structure handled elsewhere): not "siblings" of anyOf/oneOf. */
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions', 'nullable', 'contentEncoding', 'contentMediaType']);
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  '$schema',
+  '$id',
+  '$comment',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  '$defs',
+  'definitions',
+  'nullable',
+  'contentEncoding',
+  'contentMediaType',
+]);
 const MAX_DEPTH = 64;
 const MAX_REF_HOPS = 32;
 
@@ -52,8 +90,13 @@ function isSchemaObject(v: unknown): v is JsonSchema {
 function repetitionBound(schema: JsonSchema, key: string, path: string): number | undefined {
   const v = schema[key];
   if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new GrammarError(`'${key}' at ${path} must be a non-negative integer`, key);
-  if (v > GRAMMAR_LIMITS.maxRepetition) throw new GrammarError(`'${key}' at ${path} is ${v}; constrained output supports at most ${GRAMMAR_LIMITS.maxRepetition}`, key);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+    throw new GrammarError(`'${key}' at ${path} must be a non-negative integer`, key);
+  if (v > GRAMMAR_LIMITS.maxRepetition)
+    throw new GrammarError(
+      `'${key}' at ${path} is ${v}; constrained output supports at most ${GRAMMAR_LIMITS.maxRepetition}`,
+      key,
+    );
   return v;
 }
 
@@ -88,9 +131,14 @@ export class SchemaConverter {
     if (schema === false) throw new GrammarError(`The schema at ${path} is 'false': no value can match it`);
     if (!isSchemaObject(schema)) throw new GrammarError(`The schema at ${path} must be an object or a boolean`);
     for (const k of UNSUPPORTED_KEYWORDS) {
-      if (schema[k] !== undefined) throw new GrammarError(`JSON Schema keyword '${k}' (at ${path}) is not supported for constrained output`, k);
+      if (schema[k] !== undefined)
+        throw new GrammarError(`JSON Schema keyword '${k}' (at ${path}) is not supported for constrained output`, k);
     }
-    if (schema.uniqueItems === true) throw new GrammarError(`JSON Schema keyword 'uniqueItems' (at ${path}) is not supported for constrained output`, 'uniqueItems');
+    if (schema.uniqueItems === true)
+      throw new GrammarError(
+        `JSON Schema keyword 'uniqueItems' (at ${path}) is not supported for constrained output`,
+        'uniqueItems',
+      );
     const type = schema.type;
     const at = (suffix: string) => `${name}-${suffix}`;
 
@@ -100,7 +148,8 @@ export class SchemaConverter {
       const constraints = Object.keys(schema).filter((k) => k !== '$ref' && !ANNOTATIONS.has(k));
       if (constraints.length === 0) return this.builder.alias(name, this.ref(schema.$ref, path, depth));
       const target = this.resolved({ $ref: schema.$ref }, '$ref', path);
-      if (constraints.every((k) => Object.hasOwn(target, k) && equal(target[k], schema[k]))) return this.builder.alias(name, this.ref(schema.$ref, path, depth));
+      if (constraints.every((k) => Object.hasOwn(target, k) && equal(target[k], schema[k])))
+        return this.builder.alias(name, this.ref(schema.$ref, path, depth));
       const { $ref: _, ...beside } = schema;
       return this.visit(this.intersect(target, beside, '$ref', path), name, path, depth + 1);
     }
@@ -108,12 +157,14 @@ export class SchemaConverter {
     const union = schema.anyOf ?? schema.oneOf;
     if (union !== undefined) {
       const key = schema.anyOf !== undefined ? 'anyOf' : 'oneOf';
-      if (!Array.isArray(union) || union.length === 0) throw new GrammarError(`'${key}' at ${path} must be a non-empty array`, key);
+      if (!Array.isArray(union) || union.length === 0)
+        throw new GrammarError(`'${key}' at ${path} must be a non-empty array`, key);
       // Sibling constraints apply to every branch.
       const siblings = Object.fromEntries(Object.entries(schema).filter(([k]) => k !== key && !ANNOTATIONS.has(k)));
       const alts = union.map((branch: unknown, i) => {
         const at_ = `${path}/${key}/${i}`;
-        if (Object.keys(siblings).length === 0 || !isSchemaObject(branch)) return this.visit(branch as Schema, at(String(i)), at_, depth + 1);
+        if (Object.keys(siblings).length === 0 || !isSchemaObject(branch))
+          return this.visit(branch as Schema, at(String(i)), at_, depth + 1);
         // A $ref branch keeps its $ref (the siblings beside it), so that a reference they add nothing to stays a rule.
         const { $ref, ...own } = branch;
         const merged = this.intersect(siblings, own, key, at_);
@@ -122,7 +173,8 @@ export class SchemaConverter {
       return this.builder.union(name, alts);
     }
     if (schema.allOf !== undefined) {
-      if (!Array.isArray(schema.allOf) || schema.allOf.length === 0) throw new GrammarError(`'allOf' at ${path} must be a non-empty array`, 'allOf');
+      if (!Array.isArray(schema.allOf) || schema.allOf.length === 0)
+        throw new GrammarError(`'allOf' at ${path} must be a non-empty array`, 'allOf');
       const { allOf, ...rest } = schema;
       let merged: JsonSchema = rest;
       allOf.forEach((member: unknown, i) => {
@@ -138,50 +190,89 @@ export class SchemaConverter {
       const alts = type.map((t: unknown, i) => this.visit({ ...schema, type: t }, at(String(t ?? i)), path, depth + 1));
       return this.builder.union(name, alts);
     }
-    if (type !== undefined && (typeof type !== 'string' || !TYPES.has(type))) throw new GrammarError(`'type' at ${path} must be one of ${[...TYPES].join(', ')}`, 'type');
+    if (type !== undefined && (typeof type !== 'string' || !TYPES.has(type)))
+      throw new GrammarError(`'type' at ${path} must be one of ${[...TYPES].join(', ')}`, 'type');
     if (schema.const !== undefined) return this.builder.add(name, gbnfLiteral(JSON.stringify(schema.const)));
     if (schema.enum !== undefined) {
-      if (!Array.isArray(schema.enum) || schema.enum.length === 0) throw new GrammarError(`'enum' at ${path} must be a non-empty array`, 'enum');
-      return this.builder.add(name, `(${schema.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ')})`, 0, schema.enum.length);
+      if (!Array.isArray(schema.enum) || schema.enum.length === 0)
+        throw new GrammarError(`'enum' at ${path} must be a non-empty array`, 'enum');
+      return this.builder.add(
+        name,
+        `(${schema.enum.map((v) => gbnfLiteral(JSON.stringify(v))).join(' | ')})`,
+        0,
+        schema.enum.length,
+      );
     }
 
     const inferred = type ?? this.inferType(schema);
     switch (inferred) {
-      case 'object': return this.object(schema, name, path, depth);
-      case 'array': return this.array(schema, name, path, depth);
-      case 'string': return this.string(schema, name, path);
-      case 'integer': return this.integer(schema, name, path);
+      case 'object':
+        return this.object(schema, name, path, depth);
+      case 'array':
+        return this.array(schema, name, path, depth);
+      case 'string':
+        return this.string(schema, name, path);
+      case 'integer':
+        return this.integer(schema, name, path);
       case 'number':
         for (const k of ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']) {
-          if (schema[k] !== undefined) throw new GrammarError(`JSON Schema keyword '${k}' (at ${path}) is supported on integers only`, k);
+          if (schema[k] !== undefined)
+            throw new GrammarError(`JSON Schema keyword '${k}' (at ${path}) is supported on integers only`, k);
         }
         return this.builder.primitive('number');
-      case 'boolean': return this.builder.primitive('boolean');
-      case 'null': return this.builder.primitive('null');
-      default: return this.builder.primitive('value');
+      case 'boolean':
+        return this.builder.primitive('boolean');
+      case 'null':
+        return this.builder.primitive('null');
+      default:
+        return this.builder.primitive('value');
     }
   }
 
   /** The type implied by type-specific keywords when `type` is absent; undefined = any value. */
   private inferType(schema: JsonSchema): string | undefined {
-    if (schema.properties !== undefined || schema.additionalProperties !== undefined || schema.required !== undefined) return 'object';
-    if (schema.items !== undefined || schema.prefixItems !== undefined || schema.minItems !== undefined || schema.maxItems !== undefined) return 'array';
-    if (schema.minLength !== undefined || schema.maxLength !== undefined || schema.format !== undefined) return 'string';
-    if (schema.minimum !== undefined || schema.maximum !== undefined || schema.exclusiveMinimum !== undefined || schema.exclusiveMaximum !== undefined) return 'number';
+    if (schema.properties !== undefined || schema.additionalProperties !== undefined || schema.required !== undefined)
+      return 'object';
+    if (
+      schema.items !== undefined ||
+      schema.prefixItems !== undefined ||
+      schema.minItems !== undefined ||
+      schema.maxItems !== undefined
+    )
+      return 'array';
+    if (schema.minLength !== undefined || schema.maxLength !== undefined || schema.format !== undefined)
+      return 'string';
+    if (
+      schema.minimum !== undefined ||
+      schema.maximum !== undefined ||
+      schema.exclusiveMinimum !== undefined ||
+      schema.exclusiveMaximum !== undefined
+    )
+      return 'number';
     return undefined;
   }
 
   /** The schema a local `$ref` points to; GrammarError for any other reference. */
   private target(ref: unknown, path: string): unknown {
     if (typeof ref !== 'string' || !(ref === '#' || ref.startsWith('#/'))) {
-      throw new GrammarError(`'$ref' ${JSON.stringify(ref)} at ${path} is not supported: only references inside the schema ('#/$defs/...')`, '$ref');
+      throw new GrammarError(
+        `'$ref' ${JSON.stringify(ref)} at ${path} is not supported: only references inside the schema ('#/$defs/...')`,
+        '$ref',
+      );
     }
     let target: unknown = this.root;
     if (ref !== '#') {
       for (const raw of ref.slice(2).split('/')) {
         const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-        target = Array.isArray(target) ? (/^(0|[1-9][0-9]*)$/.test(key) ? target[Number(key)] : undefined) : isSchemaObject(target) ? own(target, key) : undefined;
-        if (target === undefined) throw new GrammarError(`'$ref' ${JSON.stringify(ref)} at ${path} points to nothing`, '$ref');
+        target = Array.isArray(target)
+          ? /^(0|[1-9][0-9]*)$/.test(key)
+            ? target[Number(key)]
+            : undefined
+          : isSchemaObject(target)
+            ? own(target, key)
+            : undefined;
+        if (target === undefined)
+          throw new GrammarError(`'$ref' ${JSON.stringify(ref)} at ${path} points to nothing`, '$ref');
       }
     }
     return target;
@@ -194,12 +285,20 @@ export class SchemaConverter {
   private resolved(schema: JsonSchema, keyword: string, path: string): JsonSchema {
     let out = schema;
     for (let hops = 0; out.$ref !== undefined; hops++) {
-      if (hops >= MAX_REF_HOPS) throw new GrammarError(`'$ref' at ${path} leads through more than ${MAX_REF_HOPS} references without a schema`, '$ref');
+      if (hops >= MAX_REF_HOPS)
+        throw new GrammarError(
+          `'$ref' at ${path} leads through more than ${MAX_REF_HOPS} references without a schema`,
+          '$ref',
+        );
       const { $ref, ...rest } = out;
       const target = this.target($ref, path);
       this.builder.charge(1);
       if (target === true) out = rest;
-      else if (!isSchemaObject(target)) throw new GrammarError(`The schema '$ref' ${JSON.stringify($ref)} points to (at ${path}) must be an object or true`, '$ref');
+      else if (!isSchemaObject(target))
+        throw new GrammarError(
+          `The schema '$ref' ${JSON.stringify($ref)} points to (at ${path}) must be an object or true`,
+          '$ref',
+        );
       else out = this.intersect(target, rest, keyword, path);
     }
     return out;
@@ -208,7 +307,9 @@ export class SchemaConverter {
   /** intersectSchemas, its work (the keys and properties it copies) charged to the builder. */
   private intersect(a: JsonSchema, b: JsonSchema, keyword: string, path: string): JsonSchema {
     const out = intersectSchemas(a, b, keyword, path);
-    this.builder.charge(1 + Object.keys(out).length + (isSchemaObject(out.properties) ? Object.keys(out.properties).length : 0));
+    this.builder.charge(
+      1 + Object.keys(out).length + (isSchemaObject(out.properties) ? Object.keys(out.properties).length : 0),
+    );
     return out;
   }
 
@@ -228,7 +329,8 @@ export class SchemaConverter {
     const props = schema.properties ?? {};
     if (!isSchemaObject(props)) throw new GrammarError(`'properties' at ${path} must be an object`, 'properties');
     const requiredList = schema.required ?? [];
-    if (!Array.isArray(requiredList) || requiredList.some((r) => typeof r !== 'string')) throw new GrammarError(`'required' at ${path} must be an array of strings`, 'required');
+    if (!Array.isArray(requiredList) || requiredList.some((r) => typeof r !== 'string'))
+      throw new GrammarError(`'required' at ${path} must be an array of strings`, 'required');
     const names = Object.keys(props);
     const required = new Set(this.strict ? names : (requiredList as string[]));
     for (const r of required) {
@@ -239,7 +341,12 @@ export class SchemaConverter {
     }
     const kv = new Map<string, string>();
     for (const p of names) {
-      const valueRule = this.visit((own(props, p) as Schema | undefined) ?? true, `${name}-${p}`, `${path}/properties/${p}`, depth + 1);
+      const valueRule = this.visit(
+        (own(props, p) as Schema | undefined) ?? true,
+        `${name}-${p}`,
+        `${path}/properties/${p}`,
+        depth + 1,
+      );
       kv.set(p, this.builder.add(`${name}-${p}-kv`, `${gbnfLiteral(JSON.stringify(p))} space ":" space ${valueRule}`));
     }
     this.builder.primitive('space');
@@ -249,12 +356,15 @@ export class SchemaConverter {
     const extra = this.strict ? false : schema.additionalProperties;
     if (names.length === 0 && extra !== false && extra !== undefined) {
       // Free-form keys, only where no property is declared (so a key can never collide with one).
-      const valueRule = isSchemaObject(extra) ? this.visit(extra, `${name}-additional`, `${path}/additionalProperties`, depth + 1) : this.builder.primitive('value');
+      const valueRule = isSchemaObject(extra)
+        ? this.visit(extra, `${name}-additional`, `${path}/additionalProperties`, depth + 1)
+        : this.builder.primitive('value');
       const keyRule = this.builder.primitive('string');
       const pair = this.builder.add(`${name}-additional-kv`, `${keyRule} ":" space ${valueRule}`);
       return this.builder.add(name, `"{" space ${gbnfRepetition(pair, 0, null, '"," space')} space "}"`);
     }
-    if (names.length === 0 && extra === undefined && schema.properties === undefined) return this.builder.add(name, this.builder.primitive('object'));
+    if (names.length === 0 && extra === undefined && schema.properties === undefined)
+      return this.builder.add(name, this.builder.primitive('object'));
 
     let body = `"{" space ${req.join(' "," space ')}`;
     if (opt.length > 0) {
@@ -273,18 +383,31 @@ export class SchemaConverter {
   private array(schema: JsonSchema, name: string, path: string, depth: number): string {
     const minItems = repetitionBound(schema, 'minItems', path) ?? 0;
     const maxItems = repetitionBound(schema, 'maxItems', path) ?? null;
-    if (maxItems !== null && maxItems < minItems) throw new GrammarError(`'maxItems' at ${path} is below 'minItems'`, 'maxItems');
+    if (maxItems !== null && maxItems < minItems)
+      throw new GrammarError(`'maxItems' at ${path} is below 'minItems'`, 'maxItems');
     this.builder.primitive('space');
-    const tuple = Array.isArray(schema.prefixItems) ? schema.prefixItems : Array.isArray(schema.items) ? schema.items : null;
+    const tuple = Array.isArray(schema.prefixItems)
+      ? schema.prefixItems
+      : Array.isArray(schema.items)
+        ? schema.items
+        : null;
     if (tuple !== null) {
       const rest = Array.isArray(schema.items) ? schema.additionalItems : schema.items;
-      if (rest !== undefined && rest !== false) throw new GrammarError(`'items' after 'prefixItems' (at ${path}) is supported only as false`, 'items');
-      if (tuple.length < minItems || (maxItems !== null && tuple.length > maxItems)) throw new GrammarError(`'prefixItems' at ${path} conflicts with minItems/maxItems`, 'prefixItems');
-      const parts = tuple.map((s: unknown, i) => this.visit(s as Schema, `${name}-${i}`, `${path}/prefixItems/${i}`, depth + 1));
+      if (rest !== undefined && rest !== false)
+        throw new GrammarError(`'items' after 'prefixItems' (at ${path}) is supported only as false`, 'items');
+      if (tuple.length < minItems || (maxItems !== null && tuple.length > maxItems))
+        throw new GrammarError(`'prefixItems' at ${path} conflicts with minItems/maxItems`, 'prefixItems');
+      const parts = tuple.map((s: unknown, i) =>
+        this.visit(s as Schema, `${name}-${i}`, `${path}/prefixItems/${i}`, depth + 1),
+      );
       return this.builder.add(name, `"[" space ${parts.join(' "," space ')} space "]"`);
     }
     const item = this.visit((schema.items as Schema | undefined) ?? true, `${name}-item`, `${path}/items`, depth + 1);
-    return this.builder.add(name, `"[" space ${gbnfRepetition(item, minItems, maxItems, '"," space')} space "]"`, maxItems ?? minItems);
+    return this.builder.add(
+      name,
+      `"[" space ${gbnfRepetition(item, minItems, maxItems, '"," space')} space "]"`,
+      maxItems ?? minItems,
+    );
   }
 
   private string(schema: JsonSchema, name: string, path: string): string {
@@ -292,14 +415,28 @@ export class SchemaConverter {
     const maxLength = repetitionBound(schema, 'maxLength', path);
     if (schema.format !== undefined) {
       const rule = typeof schema.format === 'string' ? SUPPORTED_FORMATS.get(schema.format) : undefined;
-      if (rule === undefined) throw new GrammarError(`String format ${JSON.stringify(schema.format)} (at ${path}) is not supported for constrained output; supported: ${[...SUPPORTED_FORMATS.keys()].join(', ')}`, 'format');
-      if (minLength !== undefined || maxLength !== undefined) throw new GrammarError(`'minLength'/'maxLength' together with 'format' (at ${path}) are not supported`, maxLength !== undefined ? 'maxLength' : 'minLength');
+      if (rule === undefined)
+        throw new GrammarError(
+          `String format ${JSON.stringify(schema.format)} (at ${path}) is not supported for constrained output; supported: ${[...SUPPORTED_FORMATS.keys()].join(', ')}`,
+          'format',
+        );
+      if (minLength !== undefined || maxLength !== undefined)
+        throw new GrammarError(
+          `'minLength'/'maxLength' together with 'format' (at ${path}) are not supported`,
+          maxLength !== undefined ? 'maxLength' : 'minLength',
+        );
       return this.builder.add(name, this.builder.primitive(rule));
     }
-    if (minLength === undefined && maxLength === undefined) return this.builder.add(name, this.builder.primitive('string'));
-    if (maxLength !== undefined && maxLength < (minLength ?? 0)) throw new GrammarError(`'maxLength' at ${path} is below 'minLength'`, 'maxLength');
+    if (minLength === undefined && maxLength === undefined)
+      return this.builder.add(name, this.builder.primitive('string'));
+    if (maxLength !== undefined && maxLength < (minLength ?? 0))
+      throw new GrammarError(`'maxLength' at ${path} is below 'minLength'`, 'maxLength');
     const char = this.builder.primitive('char');
-    return this.builder.add(name, `"\\"" ${gbnfRepetition(char, minLength ?? 0, maxLength ?? null)} "\\""`, maxLength ?? minLength ?? 0);
+    return this.builder.add(
+      name,
+      `"\\"" ${gbnfRepetition(char, minLength ?? 0, maxLength ?? null)} "\\""`,
+      maxLength ?? minLength ?? 0,
+    );
   }
 
   private integer(schema: JsonSchema, name: string, path: string): string {

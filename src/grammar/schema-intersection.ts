@@ -14,10 +14,14 @@ import { GrammarError } from './gbnf.ts';
  */
 export function intersectSchemas(a: JsonSchema, b: JsonSchema, keyword: string, path: string): JsonSchema {
   const refuse = (what: string): never => {
-    throw new GrammarError(`JSON Schema keyword '${keyword}' (at ${path}) is supported where its schemas do not both constrain ${what} differently`, keyword);
+    throw new GrammarError(
+      `JSON Schema keyword '${keyword}' (at ${path}) is supported where its schemas do not both constrain ${what} differently`,
+      keyword,
+    );
   };
   const closes = (s: JsonSchema) => s.additionalProperties !== undefined && s.additionalProperties !== true;
-  if ((closes(a) || closes(b)) && !sameKeys(a.properties, b.properties)) refuse("'additionalProperties' with different 'properties'");
+  if ((closes(a) || closes(b)) && !sameKeys(a.properties, b.properties))
+    refuse("'additionalProperties' with different 'properties'");
   const out: JsonSchema = copy(a);
   for (const [k, v] of Object.entries(b)) {
     const mine = Object.hasOwn(out, k) ? out[k] : undefined;
@@ -30,7 +34,11 @@ export function intersectSchemas(a: JsonSchema, b: JsonSchema, keyword: string, 
       const props = copy(mine);
       for (const [name, schema] of Object.entries(v)) {
         const other = Object.hasOwn(props, name) ? props[name] : undefined;
-        put(props, name, other === undefined ? schema : intersectSubschemas(other, schema, keyword, `${path}/properties/${name}`));
+        put(
+          props,
+          name,
+          other === undefined ? schema : intersectSubschemas(other, schema, keyword, `${path}/properties/${name}`),
+        );
       }
       out[k] = props;
     } else if (k === 'required' && Array.isArray(mine) && Array.isArray(v)) {
@@ -58,12 +66,28 @@ function intersectSubschemas(a: unknown, b: unknown, keyword: string, path: stri
   if (a === false || b === false) return false;
   if (!isObject(a) || !isObject(b)) return equal(a, b) ? a : false;
   if (a.$ref !== undefined || b.$ref !== undefined) {
-    throw new GrammarError(`JSON Schema keyword '${keyword}' (at ${path}) is supported where a property both declare has no '$ref'`, keyword);
+    throw new GrammarError(
+      `JSON Schema keyword '${keyword}' (at ${path}) is supported where a property both declare has no '$ref'`,
+      keyword,
+    );
   }
   return intersectSchemas(a, b, keyword, path);
 }
 
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$schema', '$id', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions']);
+const ANNOTATIONS = new Set([
+  'title',
+  'description',
+  'default',
+  'examples',
+  '$schema',
+  '$id',
+  '$comment',
+  'deprecated',
+  'readOnly',
+  'writeOnly',
+  '$defs',
+  'definitions',
+]);
 const LOWER_BOUNDS = new Set(['minimum', 'exclusiveMinimum', 'minLength', 'minItems']);
 const UPPER_BOUNDS = new Set(['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems']);
 
@@ -105,9 +129,19 @@ function isObject(v: unknown): v is Record<string, unknown> {
 /** JSON equality (key order ignored). */
 export function equal(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  if (
+    typeof a !== 'object' ||
+    typeof b !== 'object' ||
+    a === null ||
+    b === null ||
+    Array.isArray(a) !== Array.isArray(b)
+  )
+    return false;
   if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((x, i) => equal(x, (b as unknown[])[i]));
   const ka = Object.keys(a);
   const kb = Object.keys(b);
-  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && equal((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  return (
+    ka.length === kb.length &&
+    ka.every((k) => Object.hasOwn(b, k) && equal((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  );
 }

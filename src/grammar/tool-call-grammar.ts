@@ -21,19 +21,24 @@ export interface ToolCallGrammarOptions {
  */
 export function toolCallGrammar(tools: readonly FunctionTool[], o: ToolCallGrammarOptions): string {
   const chosen = o.choice === 'required' ? tools : tools.filter((t) => t.name === (o.choice as { name: string }).name);
-  if (chosen.length === 0) throw new GrammarError('tool_choice names a function that is not declared in tools', 'tool_choice');
+  if (chosen.length === 0)
+    throw new GrammarError('tool_choice names a function that is not declared in tools', 'tool_choice');
   const builder = new GrammarBuilder();
   const alternatives = chosen.map((tool, i) => {
     let args: string;
     try {
       args = new SchemaConverter(builder, tool.parameters, `fn${i}-args`, tool.strict).convert();
     } catch (err) {
-      if (err instanceof GrammarError) throw new GrammarError(`tools[${tools.indexOf(tool)}] (${tool.name}): ${err.message}`, err.keyword);
+      if (err instanceof GrammarError)
+        throw new GrammarError(`tools[${tools.indexOf(tool)}] (${tool.name}): ${err.message}`, err.keyword);
       throw err;
     }
     return builder.add(`fn${i}`, `${gbnfLiteral(`${JSON.stringify(tool.name)}, "arguments": `)} ${args}`);
   });
-  const call = builder.add('call', `${gbnfLiteral(`${TOOL_CALL_OPEN}\n{"name": `)} (${alternatives.join(' | ')}) ${gbnfLiteral(`}\n${TOOL_CALL_CLOSE}`)}`);
+  const call = builder.add(
+    'call',
+    `${gbnfLiteral(`${TOOL_CALL_OPEN}\n{"name": `)} (${alternatives.join(' | ')}) ${gbnfLiteral(`}\n${TOOL_CALL_CLOSE}`)}`,
+  );
   builder.add('root', o.parallel ? `${call} ("\\n" ${call})*` : call);
   return builder.text();
 }

@@ -15,30 +15,35 @@ export const MAX_NAME = 200;
 const LONE_SURROGATE = /\p{Surrogate}/u;
 
 export function wellFormed(v: string, field: string): void {
-  if (LONE_SURROGATE.test(v)) throw invalidRequest(`'${field}' is not valid Unicode text (it has a lone surrogate)`, field, 'invalid_value');
+  if (LONE_SURROGATE.test(v))
+    throw invalidRequest(`'${field}' is not valid Unicode text (it has a lone surrogate)`, field, 'invalid_value');
 }
 
 export function object(body: unknown): Json {
   if (body === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
   return body as Json;
 }
 
 export function onlyFields(body: Json, allowed: readonly string[]): void {
   for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw invalidRequest(`Unrecognized field: ${key} (allowed: ${allowed.join(', ')})`, key, 'unknown_parameter');
+    if (!allowed.includes(key))
+      throw invalidRequest(`Unrecognized field: ${key} (allowed: ${allowed.join(', ')})`, key, 'unknown_parameter');
   }
 }
 
 export function text(body: Json, field: string, max: number, pattern?: RegExp, what = 'characters'): string {
   const v = body[field];
-  if (v === undefined || v === null) throw invalidRequest(`'${field}' is required`, field, 'missing_required_parameter');
+  if (v === undefined || v === null)
+    throw invalidRequest(`'${field}' is required`, field, 'missing_required_parameter');
   if (typeof v !== 'string') throw invalidRequest(`'${field}' must be a string`, field, 'invalid_type');
   wellFormed(v, field);
   const t = v.trim();
   if (t.length === 0) throw invalidRequest(`'${field}' must not be empty`, field, 'invalid_value');
   if (t.length > max) throw invalidRequest(`'${field}' must be at most ${max} characters`, field, 'invalid_value');
-  if (pattern && !pattern.test(t)) throw invalidRequest(`'${field}' contains ${what} that are not allowed`, field, 'invalid_value');
+  if (pattern && !pattern.test(t))
+    throw invalidRequest(`'${field}' contains ${what} that are not allowed`, field, 'invalid_value');
   return t;
 }
 
@@ -49,6 +54,7 @@ export function text(body: Json, field: string, max: number, pattern?: RegExp, w
 export function optional<T>(body: Json, field: string, read: () => T, nullable = false): T | undefined {
   const v = body[field];
   if (v === undefined) return undefined;
-  if (v === null && !nullable) throw invalidRequest(`'${field}' cannot be null (leave it out to keep its value)`, field, 'invalid_type');
+  if (v === null && !nullable)
+    throw invalidRequest(`'${field}' cannot be null (leave it out to keep its value)`, field, 'invalid_type');
   return read();
 }

@@ -39,7 +39,13 @@ export type BodyState =
   | { readonly kind: 'held'; readonly chunks: HeldChunk[] }
   | { readonly kind: 'streamed' }
   | { readonly kind: 'reading' | 'drained'; bytes: number }
-  | { readonly kind: 'deferred'; bytes: number; readonly limit: number; readonly answer: WaitingAnswer; readonly timer: NodeJS.Timeout }
+  | {
+      readonly kind: 'deferred';
+      bytes: number;
+      readonly limit: number;
+      readonly answer: WaitingAnswer;
+      readonly timer: NodeJS.Timeout;
+    }
   | { readonly kind: 'stalled' }
   | { readonly kind: 'read' };
 
@@ -188,7 +194,8 @@ export class BodyReader {
    */
   deferAnswer(answer: WaitingAnswer, limit = this.drainLimit): void {
     const s = this.current;
-    if (s.kind !== 'reading' && s.kind !== 'drained') throw new Error(`no answer can wait for a body that is ${s.kind}`);
+    if (s.kind !== 'reading' && s.kind !== 'drained')
+      throw new Error(`no answer can wait for a body that is ${s.kind}`);
     const timer = setTimeout(() => {
       this.current = STALLED;
       answer(true);

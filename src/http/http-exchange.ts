@@ -71,7 +71,12 @@ export class HttpExchange extends RequestHead {
   ) {
     super(req, style.frontSecret, paramCount);
     this.answer = new ResponseWriter(res, this.requestId, this.isHead, () => this.body.clientGone());
-    this.body = new BodyReader(res, this, style.drainLimit ?? DEFAULT_DRAIN_LIMIT, () => this.answer.phase === 'aborted');
+    this.body = new BodyReader(
+      res,
+      this,
+      style.drainLimit ?? DEFAULT_DRAIN_LIMIT,
+      () => this.answer.phase === 'aborted',
+    );
   }
 
   /** Set once the client went away; nothing more may be written. */
@@ -288,7 +293,11 @@ export class HttpExchange extends RequestHead {
 
   /** `json` is already serialized. */
   sendJsonText(status: number, json: string, extraHeaders: HeaderList = []): void {
-    this.send(status, json, extraHeaders.length === 0 ? this.style.jsonHeaders : [...this.style.jsonHeaders, ...extraHeaders]);
+    this.send(
+      status,
+      json,
+      extraHeaders.length === 0 ? this.style.jsonHeaders : [...this.style.jsonHeaders, ...extraHeaders],
+    );
   }
 
   /** The edge's error body (EdgeStyle), with Retry-After, WWW-Authenticate, Allow and the edge's own error headers where they apply. */
@@ -298,10 +307,16 @@ export class HttpExchange extends RequestHead {
     const headers: Array<readonly [string, string]> = [];
     if (err.retryAfter !== undefined) headers.push(['retry-after', String(err.retryAfter)]);
     if (err.status === 401) headers.push(['www-authenticate', 'Bearer']);
-    if (err.status === 405 && Array.isArray(err.details?.allowed)) headers.push(['allow', (err.details.allowed as string[]).join(', ')]);
+    if (err.status === 405 && Array.isArray(err.details?.allowed))
+      headers.push(['allow', (err.details.allowed as string[]).join(', ')]);
     if (this.style.errorHeaders) headers.push(...this.style.errorHeaders(err, this));
     // A 413 is sent before the body was read; close so the client stops uploading.
-    this.send(err.status, JSON.stringify(this.style.errorBody(err)), [...this.style.jsonHeaders, ...headers], err.status === 413);
+    this.send(
+      err.status,
+      JSON.stringify(this.style.errorBody(err)),
+      [...this.style.jsonHeaders, ...headers],
+      err.status === 413,
+    );
   }
 
   /**

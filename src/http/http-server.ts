@@ -50,7 +50,10 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningHttp
   const haproxy = mode === 'off' ? null : locateHaproxy();
   if (haproxy !== null && 'missing' in haproxy) {
     if (mode === 'haproxy') throw new Error(`--front haproxy: ${haproxy.missing}`);
-    o.log.warn('no HTTP front: uWS parses HTTP alone (malformed framing is closed without an answer, a request pipelined behind a running one is refused); install HAProxy or pass --front off to silence this', { reason: haproxy.missing });
+    o.log.warn(
+      'no HTTP front: uWS parses HTTP alone (malformed framing is closed without an answer, a request pipelined behind a running one is refused); install HAProxy or pass --front off to silence this',
+      { reason: haproxy.missing },
+    );
   }
   if (haproxy === null || 'missing' in haproxy) return listenUws(o, { host: o.host, port: o.port });
 
@@ -60,7 +63,15 @@ export async function startHttpServer(o: HttpServerOptions): Promise<RunningHttp
   const uws = await listenUws(o, { host: '127.0.0.1', port: 0 }, Buffer.from(secret));
   let front: ManagedFront;
   try {
-    front = await startManagedFront({ haproxy, host: o.host, port: o.port, backend: `127.0.0.1:${uws.port}`, secret, bodyLimit: o.bodyLimit ?? MAX_BODY_DEFAULT, log: o.log });
+    front = await startManagedFront({
+      haproxy,
+      host: o.host,
+      port: o.port,
+      backend: `127.0.0.1:${uws.port}`,
+      secret,
+      bodyLimit: o.bodyLimit ?? MAX_BODY_DEFAULT,
+      log: o.log,
+    });
   } catch (err) {
     uws.closeConnections();
     throw err;
@@ -94,7 +105,11 @@ const MAX_BODY_DEFAULT = 50 << 20;
 const FRONT_FLUSH_MS = 3_000;
 
 /** Builds the uWS app from a route table and listens on host:port; `frontSecret` = behind the managed front. */
-function listenUws(o: HttpServerOptions, at: { host: string; port: number }, frontSecret?: Buffer): Promise<RunningHttpServer & { refuseRequests(): void }> {
+function listenUws(
+  o: HttpServerOptions,
+  at: { host: string; port: number },
+  frontSecret?: Buffer,
+): Promise<RunningHttpServer & { refuseRequests(): void }> {
   const app = uWS.App();
   // Bound metric children per (route, status): label resolution once, not per request.
   const children = new Map<string, { count: { inc(): void }; duration: { observe(v: number): void } }>();
@@ -116,24 +131,36 @@ function listenUws(o: HttpServerOptions, at: { host: string; port: number }, fro
     // GET /health at debug whatever it answers: its 503 is the model's state (warming up, failed), which the
     // model's own lines log, and probes (the front's at start, load balancers') poll it.
     const level = route === 'health' ? 'debug' : status >= 500 ? 'warn' : status >= 400 ? 'info' : 'debug';
-    o.log[level]('request', { request_id: ex.requestId, method: ex.method, route, status, code: ex.errorCode ?? undefined, ms: Math.round(performance.now() - ex.startedAt) });
+    o.log[level]('request', {
+      request_id: ex.requestId,
+      method: ex.method,
+      route,
+      status,
+      code: ex.errorCode ?? undefined,
+      ms: Math.round(performance.now() - ex.startedAt),
+    });
   };
   let inFlight = 0;
   let accepting = true;
   // Every route's handler counted while it runs, so shutdown knows when the last response is done.
-  const counted = (handler: RouteHandler): RouteHandler => (ex) => {
-    if (!accepting) throw shuttingDown();
-    inFlight++;
-    let result: void | Promise<void>;
-    try {
-      result = handler(ex);
-    } catch (err) {
+  const counted =
+    (handler: RouteHandler): RouteHandler =>
+    (ex) => {
+      if (!accepting) throw shuttingDown();
+      inFlight++;
+      let result: void | Promise<void>;
+      try {
+        result = handler(ex);
+      } catch (err) {
+        inFlight--;
+        throw err;
+      }
+      if (result instanceof Promise)
+        return result.finally(() => {
+          inFlight--;
+        });
       inFlight--;
-      throw err;
-    }
-    if (result instanceof Promise) return result.finally(() => { inFlight--; });
-    inFlight--;
-  };
+    };
   // Bodies up to the largest route limit are read to their end before an answer (HttpExchange.send).
   const style = {
     ...OPENAI_STYLE,
@@ -141,7 +168,12 @@ function listenUws(o: HttpServerOptions, at: { host: string; port: number }, fro
     ...(frontSecret === undefined ? {} : { frontSecret }),
     ...(o.errorHeaders === undefined ? {} : { errorHeaders: o.errorHeaders }),
   };
-  mountRoutes(app, o.routes.map((r) => ({ ...r, handler: counted(r.handler) })), observe, style);
+  mountRoutes(
+    app,
+    o.routes.map((r) => ({ ...r, handler: counted(r.handler) })),
+    observe,
+    style,
+  );
   return new Promise((resolve, reject) => {
     const listening = (socket: us_listen_socket | false) => {
       if (!socket) return reject(new Error(`cannot listen on ${at.host}:${at.port} (address in use or not permitted)`));

@@ -155,7 +155,10 @@ export class RequestHead {
 }
 
 /** Removes the managed front's headers from `list`; keeps the peer address when the secret matches. */
-function takeFrontHeaders(list: Array<[string, string]>, secret: Buffer): { rest: Array<[string, string]>; peer: string | null } {
+function takeFrontHeaders(
+  list: Array<[string, string]>,
+  secret: Buffer,
+): { rest: Array<[string, string]>; peer: string | null } {
   let sent: string | undefined;
   let peer: string | undefined;
   const rest = list.filter(([k, v]) => {
@@ -165,6 +168,10 @@ function takeFrontHeaders(list: Array<[string, string]>, secret: Buffer): { rest
     return false;
   });
   const given = Buffer.from(sent ?? '');
-  const trusted = peer !== undefined && peer.length <= MAX_ADDRESS_LENGTH && given.length === secret.length && timingSafeEqual(given, secret);
+  const trusted =
+    peer !== undefined &&
+    peer.length <= MAX_ADDRESS_LENGTH &&
+    given.length === secret.length &&
+    timingSafeEqual(given, secret);
   return { rest, peer: trusted ? peer! : null };
 }

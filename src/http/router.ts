@@ -1,5 +1,13 @@
 import type { TemplatedApp } from 'uWebSockets.js';
-import { type ApiError, malformedPath, methodNotAllowed, nonAsciiHeader, payloadTooLarge, routeNotFound, toApiError } from '../errors/index.ts';
+import {
+  type ApiError,
+  malformedPath,
+  methodNotAllowed,
+  nonAsciiHeader,
+  payloadTooLarge,
+  routeNotFound,
+  toApiError,
+} from '../errors/index.ts';
 import { type BodySpec, ClientGoneError, type EdgeStyle, HttpExchange } from './http-exchange.ts';
 import { REQUEST_LIMITS } from './request-limits.ts';
 
@@ -46,7 +54,12 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
  * A handler of an unsafe method without a body runs one event-loop turn later, and only if the client is
  * still there (see HttpExchange.readBody for why; bodies get the same treatment there).
  */
-export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe: ExchangeObserver, style: EdgeStyle = OPENAI_STYLE): void {
+export function mountRoutes(
+  app: TemplatedApp,
+  routes: readonly Route[],
+  observe: ExchangeObserver,
+  style: EdgeStyle = OPENAI_STYLE,
+): void {
   const byPattern = new Map<string, Route[]>();
   for (const r of routes) byPattern.set(r.pattern, [...(byPattern.get(r.pattern) ?? []), r]);
 
@@ -82,7 +95,8 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
     const groupStyle: EdgeStyle = errorBody ? { ...style, errorBody } : style;
     app.any(pattern, (res, req) => {
       const ex = new HttpExchange(res, req, groupStyle, paramCount);
-      const route = group.find((r) => r.method === ex.method) ?? (ex.isHead ? group.find((r) => r.method === 'GET') : undefined);
+      const route =
+        group.find((r) => r.method === ex.method) ?? (ex.isHead ? group.find((r) => r.method === 'GET') : undefined);
       if (!route) return fail(ex, 'method_not_allowed', methodNotAllowed(ex.method, clip(ex.url), allowed));
       try {
         const changedHeader = ex.nonAsciiHeader;
@@ -94,8 +108,7 @@ export function mountRoutes(app: TemplatedApp, routes: readonly Route[], observe
           const declared = ex.contentLength;
           if (declared !== undefined && declared > route.body.limit) throw payloadTooLarge(route.body.limit);
           void ex.readBody(route.body.limit); // synchronously: uWS drops data without a listener
-        }
-        else if (!route.body) ex.drainBody(); // a body the route does not take: read and dropped before the answer
+        } else if (!route.body) ex.drainBody(); // a body the route does not take: read and dropped before the answer
       } catch (err) {
         return fail(ex, route.name, err);
       }

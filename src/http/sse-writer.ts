@@ -8,7 +8,10 @@ export interface SseWriterOptions {
   keepAliveMs: number;
 }
 
-export const DEFAULT_SSE_WRITER_OPTIONS = { bufferLimit: 1 << 20, keepAliveMs: 15_000 } satisfies Required<SseWriterOptions>;
+export const DEFAULT_SSE_WRITER_OPTIONS = {
+  bufferLimit: 1 << 20,
+  keepAliveMs: 15_000,
+} satisfies Required<SseWriterOptions>;
 
 /**
  * Writes one server-sent-event stream with backpressure (architecture habit 4). Events go straight to
@@ -23,7 +26,9 @@ export class SseWriter {
    * backlog written), or once the connection is gone. A response is finished only then: shutdown waits for
    * it, so a slow reader's stream is not cut between "generation done" and "bytes sent".
    */
-  readonly ended: Promise<void> = new Promise((r) => { this.resolveEnded = r; });
+  readonly ended: Promise<void> = new Promise((r) => {
+    this.resolveEnded = r;
+  });
   private readonly pending: string[] = [];
   private pendingBytes = 0;
   private draining = false;
@@ -47,11 +52,14 @@ export class SseWriter {
   /** Starts the keep-alive comments: one after every quiet half-interval, so silence never lasts `keepAliveMs`. */
   startKeepAlive(): void {
     if (this.keepAliveTimer) return;
-    this.keepAliveTimer = setInterval(() => {
-      if (this.exchange.closed) return this.dispose();
-      if (!this.active) this.write(': keep-alive\n\n');
-      this.active = false;
-    }, Math.max(25, Math.floor(this.options.keepAliveMs / 2)));
+    this.keepAliveTimer = setInterval(
+      () => {
+        if (this.exchange.closed) return this.dispose();
+        if (!this.active) this.write(': keep-alive\n\n');
+        this.active = false;
+      },
+      Math.max(25, Math.floor(this.options.keepAliveMs / 2)),
+    );
     this.keepAliveTimer.unref();
   }
 

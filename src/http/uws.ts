@@ -40,7 +40,8 @@ export function loadUws(): LoadedUws {
     return { uWS: require('uWebSockets.js') as typeof UwsModule, build: 'btc-vision-20.57.0' };
   } catch (err) {
     const why = err instanceof Error ? (err.message.split('\n').filter(Boolean).pop() ?? err.message) : String(err);
-    if (process.versions.modules !== LEGACY_ABI || process.platform !== 'linux') throw new Error(`uWebSockets.js does not load: ${why}`);
+    if (process.versions.modules !== LEGACY_ABI || process.platform !== 'linux')
+      throw new Error(`uWebSockets.js does not load: ${why}`);
     return { uWS: require('uws-legacy-node20') as typeof UwsModule, build: 'trufflesuite-20.30.0-node20' };
   }
 }

@@ -21,7 +21,10 @@ interface AddedModel {
 export class AddedModelsFile {
   private readonly file: string;
 
-  constructor(private readonly modelsDir: string, private readonly log: Logger) {
+  constructor(
+    private readonly modelsDir: string,
+    private readonly log: Logger,
+  ) {
     this.file = path.join(modelsDir, FILE);
   }
 
@@ -32,7 +35,11 @@ export class AddedModelsFile {
         if (models.has(entry.id)) throw new Error(`a configured model has the id '${entry.id}'`);
         models.add(parseModelSourceInput({ source: entry.source, id: entry.id }, this.modelsDir));
       } catch (err) {
-        this.log.warn('an added model is not served again', { model: entry.id, source: entry.source, reason: err instanceof Error ? err.message : String(err) });
+        this.log.warn('an added model is not served again', {
+          model: entry.id,
+          source: entry.source,
+          reason: err instanceof Error ? err.message : String(err),
+        });
       }
     }
   }
@@ -56,9 +63,18 @@ export class AddedModelsFile {
     try {
       const data = JSON.parse(text) as { models?: unknown };
       if (!Array.isArray(data.models)) throw new Error('no models list');
-      return data.models.filter((m): m is AddedModel => typeof m === 'object' && m !== null && typeof (m as AddedModel).id === 'string' && typeof (m as AddedModel).source === 'string');
+      return data.models.filter(
+        (m): m is AddedModel =>
+          typeof m === 'object' &&
+          m !== null &&
+          typeof (m as AddedModel).id === 'string' &&
+          typeof (m as AddedModel).source === 'string',
+      );
     } catch (err) {
-      this.log.warn('the added models file is unreadable: ignored', { file: this.file, reason: err instanceof Error ? err.message : String(err) });
+      this.log.warn('the added models file is unreadable: ignored', {
+        file: this.file,
+        reason: err instanceof Error ? err.message : String(err),
+      });
       return [];
     }
   }

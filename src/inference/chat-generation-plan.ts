@@ -31,10 +31,14 @@ export function planChatGeneration(request: ChatRequest, cache: GrammarCache): C
   const choice = request.toolChoice;
   if (toolsActive && choice !== 'auto' && choice !== 'none') {
     const key = `tools ${JSON.stringify(choice)} ${request.parallelToolCalls} ${JSON.stringify(request.tools)}`;
-    grammar = build(cache, key, 'tools', () => toolCallGrammar(request.tools, { choice, parallel: request.parallelToolCalls }));
+    grammar = build(cache, key, 'tools', () =>
+      toolCallGrammar(request.tools, { choice, parallel: request.parallelToolCalls }),
+    );
   } else if (request.responseFormat.type === 'json_schema') {
     const { schema, strict, schemaParam } = request.responseFormat;
-    grammar = build(cache, `schema ${strict} ${JSON.stringify(schema)}`, schemaParam, () => jsonSchemaToGrammar(schema, { strict }));
+    grammar = build(cache, `schema ${strict} ${JSON.stringify(schema)}`, schemaParam, () =>
+      jsonSchemaToGrammar(schema, { strict }),
+    );
   } else if (request.responseFormat.type === 'json_object') {
     grammar = JSON_OBJECT_GRAMMAR;
   }
@@ -54,7 +58,8 @@ function build(cache: GrammarCache, key: string, param: string, make: () => stri
   try {
     return cache.get(key, make);
   } catch (err) {
-    if (err instanceof GrammarError) throw invalidRequest(err.message, param, err.keyword === null ? 'invalid_schema' : 'unsupported_schema_keyword');
+    if (err instanceof GrammarError)
+      throw invalidRequest(err.message, param, err.keyword === null ? 'invalid_schema' : 'unsupported_schema_keyword');
     throw err;
   }
 }

@@ -66,7 +66,11 @@ export interface AnswerOptions {
 }
 
 /** respondWith in the chat-completions format. */
-export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: (sink: ChatDeltaSink) => DeltaProducer): Promise<void> {
+export function respondToChat(
+  ex: HttpExchange,
+  o: ChatResponderOptions,
+  start: (sink: ChatDeltaSink) => DeltaProducer,
+): Promise<void> {
   return respondWith(ex, o, chatCompletionFormat(o.model, o.includeUsage), start);
 }
 
@@ -82,11 +86,18 @@ export function respondToChat(ex: HttpExchange, o: ChatResponderOptions, start: 
  * overflows its buffer, cancels the producer. Deltas pushed after the end are ignored. The returned promise
  * resolves when the exchange is finished either way. Main thread.
  */
-export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFormat, start: (sink: ChatDeltaSink) => DeltaProducer): Promise<void> {
+export function respondWith(
+  ex: HttpExchange,
+  o: AnswerOptions,
+  format: AnswerFormat,
+  start: (sink: ChatDeltaSink) => DeltaProducer,
+): Promise<void> {
   let producer: DeltaProducer | null = null;
   let finished = false;
   let resolveDone: () => void = () => {};
-  const done = new Promise<void>((r) => { resolveDone = r; });
+  const done = new Promise<void>((r) => {
+    resolveDone = r;
+  });
   let writer: SseWriter | null = null;
   let commitTimer: NodeJS.Timeout | undefined;
   /** Ends the exchange for the responder; `written` (the stream's end reaching uWS) settles `done`. */
@@ -113,8 +124,12 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
     const settled = format.settled?.();
     if (settled === undefined) return end();
     settled.then(
-      () => { if (!finished) end(); },
-      (err: unknown) => { if (!finished) failEnd(toApiError(err)); },
+      () => {
+        if (!finished) end();
+      },
+      (err: unknown) => {
+        if (!finished) failEnd(toApiError(err));
+      },
     );
   };
 
@@ -127,8 +142,14 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
         if (d.type !== 'finish') return;
         const body = format.body();
         endWhenSettled(
-          () => { ex.sendJson(200, body); finish(); },
-          (e) => { ex.sendError(e); finish(); },
+          () => {
+            ex.sendJson(200, body);
+            finish();
+          },
+          (e) => {
+            ex.sendError(e);
+            finish();
+          },
         );
       },
       fail: (e) => {
@@ -138,7 +159,14 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
       },
     };
   } else {
-    const sse = new SseWriter(ex, () => { ex.close(); cancel(); }, { bufferLimit: o.streamBufferLimit, keepAliveMs: o.keepAliveMs });
+    const sse = new SseWriter(
+      ex,
+      () => {
+        ex.close();
+        cancel();
+      },
+      { bufferLimit: o.streamBufferLimit, keepAliveMs: o.keepAliveMs },
+    );
     writer = sse;
     let committed = false;
     const head = format.streamHead();
@@ -148,7 +176,9 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
       sse.write(head + first);
       sse.startKeepAlive();
     };
-    commitTimer = setTimeout(() => { if (!committed && !finished) commit(SSE_KEEP_ALIVE); }, o.keepAliveMs);
+    commitTimer = setTimeout(() => {
+      if (!committed && !finished) commit(SSE_KEEP_ALIVE);
+    }, o.keepAliveMs);
     commitTimer.unref();
     sink = {
       push: (d: ChatDelta) => {
@@ -157,8 +187,14 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
         if (d.type === 'finish') {
           if (!committed) commit('');
           endWhenSettled(
-            () => { sse.end(event); finish(sse.ended); },
-            (e) => { sse.end(format.streamError(e)); finish(sse.ended); },
+            () => {
+              sse.end(event);
+              finish(sse.ended);
+            },
+            (e) => {
+              sse.end(format.streamError(e));
+              finish(sse.ended);
+            },
           );
         } else if (committed) sse.write(event);
         else commit(event);
@@ -190,7 +226,11 @@ export function respondWith(ex: HttpExchange, o: AnswerOptions, format: AnswerFo
  * the client goes away or the stream overflows, and its deltas are pushed as they arrive. An iterable that
  * ends without a finish delta is a 502 `stream_interrupted`; a throw is mapped by toApiError.
  */
-export function respondFromDeltas(ex: HttpExchange, o: ChatResponderOptions, open: (signal: AbortSignal) => AsyncIterable<ChatDelta>): Promise<void> {
+export function respondFromDeltas(
+  ex: HttpExchange,
+  o: ChatResponderOptions,
+  open: (signal: AbortSignal) => AsyncIterable<ChatDelta>,
+): Promise<void> {
   return respondToChat(ex, o, (sink) => {
     const controller = new AbortController();
     void (async () => {
@@ -200,7 +240,16 @@ export function respondFromDeltas(ex: HttpExchange, o: ChatResponderOptions, ope
           sink.push(delta);
           if (delta.type === 'finish') return;
         }
-        if (!controller.signal.aborted) sink.fail(new ApiError({ status: 502, type: 'upstream_error', message: 'The answer ended before it was complete', param: null, code: 'stream_interrupted' }));
+        if (!controller.signal.aborted)
+          sink.fail(
+            new ApiError({
+              status: 502,
+              type: 'upstream_error',
+              message: 'The answer ended before it was complete',
+              param: null,
+              code: 'stream_interrupted',
+            }),
+          );
       } catch (err) {
         if (!controller.signal.aborted) sink.fail(toApiError(err));
       }

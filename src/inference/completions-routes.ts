@@ -14,9 +14,7 @@ export type CompletionsRouteDeps = GenerationRouteDeps;
  * by the one responder (chat-responder.ts: commit late, keep-alive, backpressure, cancel on disconnect).
  */
 export function completionsRoutes(d: CompletionsRouteDeps): Route[] {
-  return [
-    generationRoute(d, { pattern: '/api/inference/v1/completions', name: 'completions' }, completionsPlan(d)),
-  ];
+  return [generationRoute(d, { pattern: '/api/inference/v1/completions', name: 'completions' }, completionsPlan(d))];
 }
 
 /** How a completions body is answered (the route's and a batch line's one plan). */
@@ -24,15 +22,27 @@ export function completionsPlan(d: Pick<GenerationRouteDeps, 'gateway'>): (json:
   return (json) => {
     const request = validateCompletionsRequest(json);
     const echoes = request.prompts.map((p) => (request.echo && typeof p === 'string' ? p : ''));
-    const renderer = new TextCompletionRenderer(request.model, echoes, request.logprobs !== undefined, request.includeUsage);
-    return { model: request.model, stream: request.stream, format: textCompletionFormat(renderer), start: (sink, caller, model) => d.gateway.startCompletions(model, request, sink, caller) };
+    const renderer = new TextCompletionRenderer(
+      request.model,
+      echoes,
+      request.logprobs !== undefined,
+      request.includeUsage,
+    );
+    return {
+      model: request.model,
+      stream: request.stream,
+      format: textCompletionFormat(renderer),
+      start: (sink, caller, model) => d.gateway.startCompletions(model, request, sink, caller),
+    };
   };
 }
 
 /** The legacy completions answer format: one text_completion object, or its chunks and `data: [DONE]`. */
 function textCompletionFormat(renderer: TextCompletionRenderer): AnswerFormat {
   return {
-    push: (delta) => { renderer.push(delta); },
+    push: (delta) => {
+      renderer.push(delta);
+    },
     body: () => renderer.completion(),
     streamHead: () => renderer.streamHead(),
     streamEvent: (delta) => renderer.streamEvent(delta),

@@ -35,32 +35,55 @@ export type DirectEndpoint = (json: unknown, caller: InferenceCaller) => DirectC
  * authenticated its owner when the batch was made). A request asking to stream is refused (400 naming `stream`).
  * Main thread.
  */
-export function directEndpoints(d: Pick<GenerationRouteDeps, 'gateway'> & Pick<ResponsesRouteDeps, 'responses'>): Record<DirectUrl, DirectEndpoint> {
-  const generating = (plan: (json: unknown, caller: InferenceCaller) => GenerationAnswer | Promise<GenerationAnswer>): DirectEndpoint => (json, caller) => {
-    let cancelled = false;
-    let cancelProducer: () => void = () => { cancelled = true; };
-    const done = (async (): Promise<DirectAnswer> => {
-      const a = await plan(json, caller);
-      if (a.stream) throw invalidRequest('Streaming is not supported in a batch', 'stream', 'unsupported_value');
-      return withModel(d.gateway, a.model, (model) => new Promise<DirectAnswer>((resolve) => {
-        if (cancelled) return resolve(answerOf(new Error('cancelled')));
-        const producer = a.start({
-          push: (delta) => {
-            a.format.push(delta);
-            if (delta.type === 'finish') resolve({ status: 200, body: a.format.body(), retryable: false });
-          },
-          fail: (e) => resolve(answerOf(e)),
-        }, caller, model);
-        cancelProducer = () => producer.cancel();
-      }));
-    })().catch(answerOf);
-    return { done, cancel: () => cancelProducer() };
-  };
+export function directEndpoints(
+  d: Pick<GenerationRouteDeps, 'gateway'> & Pick<ResponsesRouteDeps, 'responses'>,
+): Record<DirectUrl, DirectEndpoint> {
+  const generating =
+    (plan: (json: unknown, caller: InferenceCaller) => GenerationAnswer | Promise<GenerationAnswer>): DirectEndpoint =>
+    (json, caller) => {
+      let cancelled = false;
+      let cancelProducer: () => void = () => {
+        cancelled = true;
+      };
+      const done = (async (): Promise<DirectAnswer> => {
+        const a = await plan(json, caller);
+        if (a.stream) throw invalidRequest('Streaming is not supported in a batch', 'stream', 'unsupported_value');
+        return withModel(
+          d.gateway,
+          a.model,
+          (model) =>
+            new Promise<DirectAnswer>((resolve) => {
+              if (cancelled) return resolve(answerOf(new Error('cancelled')));
+              const producer = a.start(
+                {
+                  push: (delta) => {
+                    a.format.push(delta);
+                    if (delta.type === 'finish') resolve({ status: 200, body: a.format.body(), retryable: false });
+                  },
+                  fail: (e) => resolve(answerOf(e)),
+                },
+                caller,
+                model,
+              );
+              cancelProducer = () => producer.cancel();
+            }),
+        );
+      })().catch(answerOf);
+      return { done, cancel: () => cancelProducer() };
+    };
   const embeddings: DirectEndpoint = (json, caller) => {
     const done = (async (): Promise<DirectAnswer> => {
       const request = validateEmbeddingsRequest(json);
-      const result = await withModel(d.gateway, request.model, (model) => d.gateway.embed(model, request, caller)).catch((e: unknown) => { throw namedAsSent(e, request); });
-      return { status: 200, body: embeddingsResponse(request.model, result.vectors, request.encodingFormat, result.promptTokens), retryable: false };
+      const result = await withModel(d.gateway, request.model, (model) =>
+        d.gateway.embed(model, request, caller),
+      ).catch((e: unknown) => {
+        throw namedAsSent(e, request);
+      });
+      return {
+        status: 200,
+        body: embeddingsResponse(request.model, result.vectors, request.encodingFormat, result.promptTokens),
+        retryable: false,
+      };
     })().catch(answerOf);
     return { done, cancel: () => {} };
   };

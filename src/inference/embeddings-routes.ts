@@ -24,10 +24,21 @@ export function embeddingsRoutes(d: EmbeddingsRouteDeps): Route[] {
       handler: (ex) =>
         withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
           const request = validateEmbeddingsRequest(json);
-          const result = await withModel(d.gateway, request.model, (model) => d.gateway.embed(model, request, caller)).catch((e: unknown) => { throw namedAsSent(e, request); });
+          const result = await withModel(d.gateway, request.model, (model) =>
+            d.gateway.embed(model, request, caller),
+          ).catch((e: unknown) => {
+            throw namedAsSent(e, request);
+          });
           // The key's token count is kept by the meter from a finish delta's usage, as for a generation.
-          meter(NO_SINK).push({ type: 'finish', reason: 'stop', usage: { promptTokens: result.promptTokens, completionTokens: 0, cachedTokens: 0 } });
-          ex.sendJson(200, embeddingsResponse(request.model, result.vectors, request.encodingFormat, result.promptTokens));
+          meter(NO_SINK).push({
+            type: 'finish',
+            reason: 'stop',
+            usage: { promptTokens: result.promptTokens, completionTokens: 0, cachedTokens: 0 },
+          });
+          ex.sendJson(
+            200,
+            embeddingsResponse(request.model, result.vectors, request.encodingFormat, result.promptTokens),
+          );
         }),
     },
   ];

@@ -36,7 +36,12 @@ export interface GenerationAnswer {
  */
 export function generationRoute(
   d: GenerationRouteDeps,
-  spec: { pattern: string; name: string; errorBody?: Route['errorBody']; token?: (ex: HttpExchange) => string | undefined },
+  spec: {
+    pattern: string;
+    name: string;
+    errorBody?: Route['errorBody'];
+    token?: (ex: HttpExchange) => string | undefined;
+  },
   plan: (json: unknown, caller: InferenceCaller) => GenerationAnswer | Promise<GenerationAnswer>,
 ): Route {
   return {
@@ -46,15 +51,32 @@ export function generationRoute(
     body: { kind: 'json', limit: d.bodyLimit },
     ...(spec.errorBody ? { errorBody: spec.errorBody } : {}),
     handler: (ex) =>
-      withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
-        const a = await plan(json, caller);
-        await withModel(d.gateway, a.model, (model) => respondWith(ex, { stream: a.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit }, a.format, (sink) => a.start(meter(sink), caller, model)));
-      }, spec.token?.(ex)),
+      withKeyAdmission(
+        ex,
+        d.keys,
+        d.limiter,
+        async (json, meter, caller) => {
+          const a = await plan(json, caller);
+          await withModel(d.gateway, a.model, (model) =>
+            respondWith(
+              ex,
+              { stream: a.stream, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
+              a.format,
+              (sink) => a.start(meter(sink), caller, model),
+            ),
+          );
+        },
+        spec.token?.(ex),
+      ),
   };
 }
 
 /** Runs `answer` on the lease of model `id` (SharedModelGateway.acquire): loaded on demand, never unloaded before `answer` settles. */
-export async function withModel<T>(gateway: SharedModelGateway, id: string, answer: (model: ModelLease) => Promise<T>): Promise<T> {
+export async function withModel<T>(
+  gateway: SharedModelGateway,
+  id: string,
+  answer: (model: ModelLease) => Promise<T>,
+): Promise<T> {
   const lease = await gateway.acquire(id);
   try {
     return await answer(lease);

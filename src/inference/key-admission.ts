@@ -31,13 +31,18 @@ export async function withKeyAdmission(
   try {
     const json = await ex.json(); // the route declares body: {kind: 'json'}
     if (json === undefined) throw invalidRequest('Request body is required', null, 'missing_body');
-    await answer(json, (sink) => ({
-      push: (delta) => {
-        if (delta.type === 'finish' && delta.usage !== undefined) lease.recordTokens(delta.usage.promptTokens + delta.usage.completionTokens);
-        sink.push(delta);
-      },
-      fail: (e) => sink.fail(e),
-    }), { keyId: key.keyId, accountId: key.accountId, priority: key.limits.priority ?? 'interactive' });
+    await answer(
+      json,
+      (sink) => ({
+        push: (delta) => {
+          if (delta.type === 'finish' && delta.usage !== undefined)
+            lease.recordTokens(delta.usage.promptTokens + delta.usage.completionTokens);
+          sink.push(delta);
+        },
+        fail: (e) => sink.fail(e),
+      }),
+      { keyId: key.keyId, accountId: key.accountId, priority: key.limits.priority ?? 'interactive' },
+    );
   } finally {
     lease.release();
   }
@@ -48,7 +53,11 @@ export async function withKeyAdmission(
  * x-ratelimit-* headers sent, without taking a request of its limits. Synchronous for a known key (a read answers
  * without a promise); a key unknown here is looked up once more after the records caught up (fresh-credentials.ts).
  */
-export function readerKey(ex: HttpExchange, keys: KeyAuthenticator, limiter: KeyLimiting): InferenceCaller | Promise<InferenceCaller> {
+export function readerKey(
+  ex: HttpExchange,
+  keys: KeyAuthenticator,
+  limiter: KeyLimiting,
+): InferenceCaller | Promise<InferenceCaller> {
   return whenReady(keys.authenticateFresh(bearerToken(ex.authorization)), (key) => {
     ex.addHeaders(limiter.peek(key.keyId, key.limits));
     return { keyId: key.keyId, accountId: key.accountId, priority: key.limits.priority ?? 'interactive' };

@@ -33,10 +33,19 @@ function anthropicKey(ex: HttpExchange): string | undefined {
  */
 export function messagesRoutes(d: MessagesRouteDeps): Route[] {
   return [
-    generationRoute(d, { pattern: '/api/inference/v1/messages', name: 'messages', errorBody: anthropicErrorBody, token: anthropicKey }, (json) => {
-      const { chat } = validateMessagesRequest(json);
-      return { model: chat.model, stream: chat.stream, format: messagesFormat(new MessageRenderer(chat.model)), start: (sink, caller, model) => d.gateway.startChat(model, chat, sink, caller) };
-    }),
+    generationRoute(
+      d,
+      { pattern: '/api/inference/v1/messages', name: 'messages', errorBody: anthropicErrorBody, token: anthropicKey },
+      (json) => {
+        const { chat } = validateMessagesRequest(json);
+        return {
+          model: chat.model,
+          stream: chat.stream,
+          format: messagesFormat(new MessageRenderer(chat.model)),
+          start: (sink, caller, model) => d.gateway.startChat(model, chat, sink, caller),
+        };
+      },
+    ),
     {
       method: 'POST',
       pattern: '/api/inference/v1/messages/count_tokens',
@@ -45,10 +54,18 @@ export function messagesRoutes(d: MessagesRouteDeps): Route[] {
       errorBody: anthropicErrorBody,
       // A request under the key's limits like any other (it takes a worker's time to tokenize).
       handler: (ex) => {
-        return withKeyAdmission(ex, d.keys, d.limiter, async (json) => {
-          const { chat } = validateMessagesRequest(json, true);
-          ex.sendJson(200, { input_tokens: await withModel(d.gateway, chat.model, (model) => d.gateway.countTokens(model, chat)) });
-        }, anthropicKey(ex));
+        return withKeyAdmission(
+          ex,
+          d.keys,
+          d.limiter,
+          async (json) => {
+            const { chat } = validateMessagesRequest(json, true);
+            ex.sendJson(200, {
+              input_tokens: await withModel(d.gateway, chat.model, (model) => d.gateway.countTokens(model, chat)),
+            });
+          },
+          anthropicKey(ex),
+        );
       },
     },
   ];
@@ -57,7 +74,9 @@ export function messagesRoutes(d: MessagesRouteDeps): Route[] {
 /** The Messages API's answer format: one message object, or Anthropic's named events. */
 function messagesFormat(renderer: MessageRenderer): AnswerFormat {
   return {
-    push: (delta) => { renderer.push(delta); },
+    push: (delta) => {
+      renderer.push(delta);
+    },
     body: () => renderer.message(),
     streamHead: () => renderer.start().map(sseEvent).join(''),
     streamEvent: (delta) => renderer.push(delta).map(sseEvent).join(''),

@@ -1,5 +1,9 @@
 import fs from 'node:fs';
-import { authenticatedRoutes, presentedCredentials, type AuthenticatedRouteDeps } from '../accounts/authenticated-route.ts';
+import {
+  authenticatedRoutes,
+  presentedCredentials,
+  type AuthenticatedRouteDeps,
+} from '../accounts/authenticated-route.ts';
 import type { Principal } from '../accounts/authenticator.ts';
 import { whenReady } from '../accounts/fresh-credentials.ts';
 import { ownerRequired } from '../errors/index.ts';
@@ -42,7 +46,11 @@ export function modelAdminRoutes(d: ModelAdminRouteDeps): Route[] {
     const source = model.source;
     d.added.add({ id: source.modelId, source: source.kind === 'hub' ? source.uri : source.path });
     if (source.kind === 'hub') {
-      d.models.pull(source.modelId, (onProgress, signal) => pullModel(source, { modelsDir: d.modelsDir, onProgress, signal, stallTimeoutMs: d.pullStallTimeoutMs }).then(() => {}));
+      d.models.pull(source.modelId, (onProgress, signal) =>
+        pullModel(source, { modelsDir: d.modelsDir, onProgress, signal, stallTimeoutMs: d.pullStallTimeoutMs }).then(
+          () => {},
+        ),
+      );
     }
     return created(modelView(d.models.view(source.modelId)));
   });
@@ -67,7 +75,9 @@ export function modelAdminRoutes(d: ModelAdminRouteDeps): Route[] {
     await d.models.unloadNow(id);
     return ok(modelView(d.models.view(id)));
   };
-  const list = route('GET', '/api/v1/models', 'models', false, () => ok({ object: 'list', data: d.models.views().map(modelView) }));
+  const list = route('GET', '/api/v1/models', 'models', false, () =>
+    ok({ object: 'list', data: d.models.views().map(modelView) }),
+  );
   const routes: Route[] = [add, list];
   for (const pattern of ['/api/v1/models/:id', '/api/v1/models/:namespace/:name']) {
     routes.push(
@@ -126,13 +136,21 @@ export function modelView(v: RegistryModelView): Record<string, unknown> {
     source: v.source.kind === 'hub' ? v.source.uri : v.source.path,
     state: v.state,
     error: v.error,
-    pull: v.pull && { downloaded_bytes: v.pull.downloadedBytes, total_bytes: v.pull.totalBytes, percent: v.pull.percent },
+    pull: v.pull && {
+      downloaded_bytes: v.pull.downloadedBytes,
+      total_bytes: v.pull.totalBytes,
+      percent: v.pull.percent,
+    },
     memory_bytes: v.memoryBytes,
     context_length: v.status?.contextSize ?? null,
     slots: v.status ? v.status.workers * v.status.slots : null,
     engine: v.state === 'ready' ? (v.status?.engine ?? null) : null,
     requests: v.requests,
-    usage: { requests: v.usage.requests, completion_tokens: v.usage.completionTokens, tokens_per_second: v.usage.tokensPerSecond },
+    usage: {
+      requests: v.usage.requests,
+      completion_tokens: v.usage.completionTokens,
+      tokens_per_second: v.usage.tokensPerSecond,
+    },
     last_used_at: v.lastUsedAt === null ? null : new Date(v.lastUsedAt).toISOString(),
     loads: v.loads,
   };

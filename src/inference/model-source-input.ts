@@ -18,19 +18,32 @@ const GGUF_MAGIC = 'GGUF';
  * `source`. `id` defaults as --model's does.
  */
 export function parseModelSourceInput(body: unknown, modelsDir: string): RegisteredModel {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw invalidRequest("The body must be a JSON object {source, id?}", null, 'invalid_body');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw invalidRequest('The body must be a JSON object {source, id?}', null, 'invalid_body');
   const { source, id, ...rest } = body as Record<string, unknown>;
   const [unknown] = Object.keys(rest);
-  if (unknown !== undefined) throw invalidRequest(`Unknown field '${unknown}' (source, id)`, unknown, 'unknown_parameter');
+  if (unknown !== undefined)
+    throw invalidRequest(`Unknown field '${unknown}' (source, id)`, unknown, 'unknown_parameter');
   if (typeof source !== 'string' || source.length === 0 || source.length > MAX_SOURCE || source.includes('\0')) {
-    throw invalidRequest(`'source' must be hf:<user>/<repo>/<file>.gguf or the path of a .gguf file in the models dir (at most ${MAX_SOURCE} characters)`, 'source', 'invalid_value');
+    throw invalidRequest(
+      `'source' must be hf:<user>/<repo>/<file>.gguf or the path of a .gguf file in the models dir (at most ${MAX_SOURCE} characters)`,
+      'source',
+      'invalid_value',
+    );
   }
-  if (id !== undefined && (typeof id !== 'string' || !MODEL_ID.test(id))) throw invalidRequest("'id' must look like <namespace>/<model_name>", 'id', 'invalid_value');
+  if (id !== undefined && (typeof id !== 'string' || !MODEL_ID.test(id)))
+    throw invalidRequest("'id' must look like <namespace>/<model_name>", 'id', 'invalid_value');
   if (source.startsWith('hf:')) {
-    if (!HUB_URI.test(source)) throw invalidRequest("'source' must look like hf:<user>/<repo>/<file>.gguf", 'source', 'invalid_value');
+    if (!HUB_URI.test(source))
+      throw invalidRequest("'source' must look like hf:<user>/<repo>/<file>.gguf", 'source', 'invalid_value');
     return { source: resolveModelSource(source, id) };
   }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source)) throw invalidRequest("'source' takes hf:<user>/<repo>/<file>.gguf or a path in the models dir; other URLs are not pulled", 'source', 'invalid_value');
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(source))
+    throw invalidRequest(
+      "'source' takes hf:<user>/<repo>/<file>.gguf or a path in the models dir; other URLs are not pulled",
+      'source',
+      'invalid_value',
+    );
   return { source: resolveModelSource(localFileInside(source, modelsDir), id) };
 }
 

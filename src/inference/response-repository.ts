@@ -56,7 +56,13 @@ export class ResponseRepository {
   get(accountId: string, id: string): StoredResponse | undefined {
     const rec = this.store.dbs.responses.get(id);
     if (rec === undefined || rec.accountId !== accountId || Date.parse(rec.expiresAt) <= this.now()) return undefined;
-    return { id: rec.id, accountId: rec.accountId, response: rec.response, inputItems: rec.inputItems as InputItem[], history: rec.history as unknown as ChatMessage[] };
+    return {
+      id: rec.id,
+      accountId: rec.accountId,
+      response: rec.response,
+      inputItems: rec.inputItems as InputItem[],
+      history: rec.history as unknown as ChatMessage[],
+    };
   }
 
   /**
@@ -76,7 +82,9 @@ export class ResponseRepository {
     const { responses, index } = this.store.dbs;
     const live = () => {
       const rec = responses.get(id);
-      return rec !== undefined && rec.accountId === accountId && Date.parse(rec.expiresAt) > this.now() ? rec : undefined;
+      return rec !== undefined && rec.accountId === accountId && Date.parse(rec.expiresAt) > this.now()
+        ? rec
+        : undefined;
     };
     if (this.store.current !== undefined) {
       return this.store.transaction(() => {

@@ -41,7 +41,8 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       whenReady(d.responses.getCurrent(caller.accountId, id), (r) => {
         if (r === undefined) throw responseNotFound(id);
         return r;
-      }));
+      }),
+    );
   };
   return [
     generationRoute(d, { pattern: '/api/inference/v1/responses', name: 'responses' }, responsesPlan(d)),
@@ -68,29 +69,52 @@ export function responsesRoutes(d: ResponsesRouteDeps): Route[] {
       method: 'GET',
       pattern: '/api/inference/v1/responses/:id/input_items',
       name: 'response_input_items',
-      handler: (ex) => whenReady(stored(ex), (r) => ex.send(200, JSON.stringify(inputItemsPage(r.inputItems, new URLSearchParams(ex.query))), JSON_HEADERS)),
+      handler: (ex) =>
+        whenReady(stored(ex), (r) =>
+          ex.send(200, JSON.stringify(inputItemsPage(r.inputItems, new URLSearchParams(ex.query))), JSON_HEADERS),
+        ),
     },
   ];
 }
 
 /** How a Responses API body is answered (the route's and a batch line's one plan): stored when `store` asks. */
-export function responsesPlan(d: Pick<ResponsesRouteDeps, 'gateway' | 'responses'>): (json: unknown, caller: InferenceCaller) => GenerationAnswer | Promise<GenerationAnswer> {
+export function responsesPlan(
+  d: Pick<ResponsesRouteDeps, 'gateway' | 'responses'>,
+): (json: unknown, caller: InferenceCaller) => GenerationAnswer | Promise<GenerationAnswer> {
   return (json, caller) => {
-      const request = validateResponsesRequest(json);
-      return whenReady(previousHistory(d.responses, request, caller), (history) => {
-      const chat = { ...request.chat, messages: [...request.instructionMessages, ...history, ...request.inputMessages] };
+    const request = validateResponsesRequest(json);
+    return whenReady(previousHistory(d.responses, request, caller), (history) => {
+      const chat = {
+        ...request.chat,
+        messages: [...request.instructionMessages, ...history, ...request.inputMessages],
+      };
       const renderer = new ResponseRenderer(chat.model, request.echo, request.includeLogprobs);
       const keep = (response: Json) => {
         if (!request.store) return undefined;
-        return d.responses.put({ id: renderer.id, accountId: caller.accountId, response, inputItems: request.inputItems, history: [...history, ...request.inputMessages, assistantTurn(response)] });
+        return d.responses.put({
+          id: renderer.id,
+          accountId: caller.accountId,
+          response,
+          inputItems: request.inputItems,
+          history: [...history, ...request.inputMessages, assistantTurn(response)],
+        });
       };
-      return { model: chat.model, stream: chat.stream, format: responsesFormat(renderer, keep), start: (sink, c, model) => d.gateway.startChat(model, chat, sink, c) };
-      });
-    };
+      return {
+        model: chat.model,
+        stream: chat.stream,
+        format: responsesFormat(renderer, keep),
+        start: (sink, c, model) => d.gateway.startChat(model, chat, sink, c),
+      };
+    });
+  };
 }
 
 /** The stored conversation a continuation starts from ([] without `previous_response_id`). */
-function previousHistory(responses: ResponseRepository, request: ResponsesRequest, caller: InferenceCaller): ChatMessage[] | Promise<ChatMessage[]> {
+function previousHistory(
+  responses: ResponseRepository,
+  request: ResponsesRequest,
+  caller: InferenceCaller,
+): ChatMessage[] | Promise<ChatMessage[]> {
   const previousId = request.previousResponseId;
   if (previousId === null) return [];
   return whenReady(responses.getCurrent(caller.accountId, previousId), (previous) => {
@@ -104,8 +128,10 @@ function assistantTurn(response: Json): ChatMessage {
   let content = '';
   const toolCalls: ToolCall[] = [];
   for (const item of (response.output as Json[]) ?? []) {
-    if (item.type === 'message') for (const part of (item.content as Json[]) ?? []) content += typeof part.text === 'string' ? part.text : '';
-    if (item.type === 'function_call') toolCalls.push({ id: String(item.call_id), name: String(item.name), arguments: String(item.arguments) });
+    if (item.type === 'message')
+      for (const part of (item.content as Json[]) ?? []) content += typeof part.text === 'string' ? part.text : '';
+    if (item.type === 'function_call')
+      toolCalls.push({ id: String(item.call_id), name: String(item.name), arguments: String(item.arguments) });
   }
   return toolCalls.length > 0 ? { role: 'assistant', content, toolCalls } : { role: 'assistant', content };
 }
@@ -116,9 +142,11 @@ const MAX_PAGE = 100;
 function inputItemsPage(items: Json[], q: URLSearchParams): Json {
   const limitText = q.get('limit');
   const limit = limitText === null ? 20 : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalidRequest(`'limit' must be an integer from 1 to ${MAX_PAGE}`, 'limit', 'invalid_value');
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE)
+    throw invalidRequest(`'limit' must be an integer from 1 to ${MAX_PAGE}`, 'limit', 'invalid_value');
   const order = q.get('order') ?? 'desc';
-  if (order !== 'asc' && order !== 'desc') throw invalidRequest("'order' must be 'asc' or 'desc'", 'order', 'invalid_value');
+  if (order !== 'asc' && order !== 'desc')
+    throw invalidRequest("'order' must be 'asc' or 'desc'", 'order', 'invalid_value');
   const ordered = order === 'asc' ? items : [...items].reverse();
   const after = q.get('after');
   let from = 0;
@@ -128,17 +156,28 @@ function inputItemsPage(items: Json[], q: URLSearchParams): Json {
     from = at + 1;
   }
   const data = ordered.slice(from, from + limit);
-  return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: from + limit < ordered.length };
+  return {
+    object: 'list',
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: from + limit < ordered.length,
+  };
 }
 
 /**
  * The Responses API's answer format: one Response object, or named events (no [DONE]); `keep` stores the finished
  * response first, and the answer ends once what it returns (the store's commit, where other replicas read it) settled.
  */
-function responsesFormat(renderer: ResponseRenderer, keep: (response: Json) => Promise<void> | undefined): AnswerFormat {
+function responsesFormat(
+  renderer: ResponseRenderer,
+  keep: (response: Json) => Promise<void> | undefined,
+): AnswerFormat {
   let kept: Promise<void> | undefined;
   return {
-    push: (d) => { renderer.push(d); },
+    push: (d) => {
+      renderer.push(d);
+    },
     body: () => {
       const response = renderer.response();
       kept = keep(response);

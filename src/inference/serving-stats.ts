@@ -36,7 +36,15 @@ export interface StatsView {
     error: string | null;
   };
   requests: { running: number; waiting: number };
-  window: { seconds: number; requests: number; errors: number; promptTokens: number; completionTokens: number; tokensPerSecond: number; ttftMs: Percentiles };
+  window: {
+    seconds: number;
+    requests: number;
+    errors: number;
+    promptTokens: number;
+    completionTokens: number;
+    tokensPerSecond: number;
+    ttftMs: Percentiles;
+  };
   series: StatsBucket[];
 }
 
@@ -79,7 +87,13 @@ export class ServingStats {
         sink.onText(text, logprobs);
       },
       onDone: (r) => {
-        this.record({ at: Date.now(), ttftMs, promptTokens: r.promptTokens, completionTokens: r.completionTokens, ok: true });
+        this.record({
+          at: Date.now(),
+          ttftMs,
+          promptTokens: r.promptTokens,
+          completionTokens: r.completionTokens,
+          ok: true,
+        });
         sink.onDone(r);
       },
       onError: (e) => {
@@ -95,11 +109,20 @@ export class ServingStats {
     const inWindow = recent.filter((f) => f.at > now - WINDOW_MS);
     const completionTokens = inWindow.reduce((s, f) => s + f.completionTokens, 0);
     const firstBucket = Math.floor((now - SERIES_MS) / SERIES_BUCKET_MS) + 1;
-    const buckets: RequestFigures[][] = Array.from({ length: Math.floor(now / SERIES_BUCKET_MS) - firstBucket + 1 }, () => []);
+    const buckets: RequestFigures[][] = Array.from(
+      { length: Math.floor(now / SERIES_BUCKET_MS) - firstBucket + 1 },
+      () => [],
+    );
     for (const f of recent) buckets[Math.floor(f.at / SERIES_BUCKET_MS) - firstBucket]?.push(f); // one pass
     const series = buckets.map((inBucket, i): StatsBucket => {
       const tokens = inBucket.reduce((sum, f) => sum + f.completionTokens, 0);
-      return { t: new Date((firstBucket + i) * SERIES_BUCKET_MS).toISOString(), requests: inBucket.length, completionTokens: tokens, tokensPerSecond: round1(tokens / (SERIES_BUCKET_MS / 1000)), ttftMs: percentiles(inBucket) };
+      return {
+        t: new Date((firstBucket + i) * SERIES_BUCKET_MS).toISOString(),
+        requests: inBucket.length,
+        completionTokens: tokens,
+        tokensPerSecond: round1(tokens / (SERIES_BUCKET_MS / 1000)),
+        ttftMs: percentiles(inBucket),
+      };
     });
     const s = this.engine.status();
     return {
@@ -109,7 +132,11 @@ export class ServingStats {
         state: s.state,
         engine: s.engine,
         workers: { ready: s.workersReady, total: s.workers },
-        pull: s.pull && { downloadedBytes: s.pull.downloadedBytes, totalBytes: s.pull.totalBytes, percent: round1(s.pull.ratio * 100) },
+        pull: s.pull && {
+          downloadedBytes: s.pull.downloadedBytes,
+          totalBytes: s.pull.totalBytes,
+          percent: round1(s.pull.ratio * 100),
+        },
         error: s.error,
       },
       requests: this.engine.load(),

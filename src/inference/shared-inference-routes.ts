@@ -21,14 +21,22 @@ export type SharedInferenceRouteDeps = GenerationRouteDeps & ResponsesRouteDeps;
  * as two path segments (`local/m`).
  */
 export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
-  const retrieveModel: Route['handler'] = (ex) => whenReady(readerKey(ex, d.keys, d.limiter), () => ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS));
+  const retrieveModel: Route['handler'] = (ex) =>
+    whenReady(readerKey(ex, d.keys, d.limiter), () =>
+      ex.send(200, d.gateway.modelBody(ex.params.join('/')), JSON_HEADERS),
+    );
   return [
-    generationRoute(d, { pattern: '/api/inference/v1/chat/completions', name: 'chat_completions' }, chatCompletionsPlan(d)),
+    generationRoute(
+      d,
+      { pattern: '/api/inference/v1/chat/completions', name: 'chat_completions' },
+      chatCompletionsPlan(d),
+    ),
     {
       method: 'GET',
       pattern: '/api/inference/v1/models',
       name: 'models',
-      handler: (ex) => whenReady(readerKey(ex, d.keys, d.limiter), () => ex.send(200, d.gateway.modelsBody(), JSON_HEADERS)),
+      handler: (ex) =>
+        whenReady(readerKey(ex, d.keys, d.limiter), () => ex.send(200, d.gateway.modelsBody(), JSON_HEADERS)),
     },
     { method: 'GET', pattern: '/api/inference/v1/models/:id', name: 'model', handler: retrieveModel },
     { method: 'GET', pattern: '/api/inference/v1/models/:namespace/:name', name: 'model', handler: retrieveModel },
@@ -43,6 +51,11 @@ export function sharedInferenceRoutes(d: SharedInferenceRouteDeps): Route[] {
 export function chatCompletionsPlan(d: Pick<GenerationRouteDeps, 'gateway'>): (json: unknown) => GenerationAnswer {
   return (json) => {
     const request = validateChatRequest(json);
-    return { model: request.model, stream: request.stream, format: chatCompletionFormat(request.model, request.includeUsage), start: (sink, caller, model) => d.gateway.startChat(model, request, sink, caller) };
+    return {
+      model: request.model,
+      stream: request.stream,
+      format: chatCompletionFormat(request.model, request.includeUsage),
+      start: (sink, caller, model) => d.gateway.startChat(model, request, sink, caller),
+    };
   };
 }

@@ -1,11 +1,22 @@
 import type { GpuInfo } from '../engine/worker-protocol.ts';
-import type { ChatEngine, GenerationHandle, GenerationRequest, GenerationSchedule, GenerationSink } from '../engine/generation.ts';
+import type {
+  ChatEngine,
+  GenerationHandle,
+  GenerationRequest,
+  GenerationSchedule,
+  GenerationSink,
+} from '../engine/generation.ts';
 import { effectivePriority } from '../protocol/priority.ts';
 import type { EmbeddingResult } from '../engine/embedding.ts';
 import type { EmbeddingsRequest } from '../protocol/embeddings-request.ts';
 import { invalidRequest, modelNotFound, unsupportedParameter } from '../errors/index.ts';
 import type { ChatDeltaSink, TokenLogprob } from '../protocol/chat-delta.ts';
-import { type ReasoningSyntax, ReasoningSplitter, type SplitPiece, thinkingOffText } from '../protocol/reasoning-split.ts';
+import {
+  type ReasoningSyntax,
+  ReasoningSplitter,
+  type SplitPiece,
+  thinkingOffText,
+} from '../protocol/reasoning-split.ts';
 import type { ReasoningEffort } from '../protocol/chat-request.ts';
 import { samplingOptionsOf, type ChatRequest, type RawPrompt } from '../protocol/chat-request.ts';
 import type { CompletionsRequest } from '../protocol/completions-request.ts';
@@ -26,7 +37,9 @@ export interface SharedModelGatewayOptions {
   promptCacheScope?: PromptCacheScope;
 }
 
-export const DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS = { promptCacheScope: 'account' } satisfies Required<SharedModelGatewayOptions>;
+export const DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS = {
+  promptCacheScope: 'account',
+} satisfies Required<SharedModelGatewayOptions>;
 
 /**
  * Routes validated shared-endpoint requests to the engine of the model they name (the model registry:
@@ -56,7 +69,23 @@ export class SharedModelGateway {
     this.promptCacheScope = options.promptCacheScope ?? DEFAULT_SHARED_MODEL_GATEWAY_OPTIONS.promptCacheScope;
     if (models instanceof ModelRegistry) this.models = models;
     else {
-      this.models = new ModelRegistry({ loadWaitMs: 0, maxLoaded: 0, memoryBudgetBytes: Infinity, idleUnloadMs: 0, workers: 1, slots: 1, contextSize: 1, modelsDir: '' }, () => { throw new Error('a gateway of one engine loads nothing'); }, createMetrics(), silentLogger);
+      this.models = new ModelRegistry(
+        {
+          loadWaitMs: 0,
+          maxLoaded: 0,
+          memoryBudgetBytes: Infinity,
+          idleUnloadMs: 0,
+          workers: 1,
+          slots: 1,
+          contextSize: 1,
+          modelsDir: '',
+        },
+        () => {
+          throw new Error('a gateway of one engine loads nothing');
+        },
+        createMetrics(),
+        silentLogger,
+      );
       this.models.attach(models);
     }
     const [first] = this.models.ids();
@@ -117,13 +146,25 @@ export class SharedModelGateway {
         model.recordUsage(r.completionTokens);
         if (splitter !== null) split(splitter.end(), undefined);
         if (parser !== null) for (const d of parser.end()) out.push(d);
-        const reason = parser !== null && parser.callCount > 0 && r.finishReason === 'stop' ? 'tool_calls' : r.finishReason;
-        const stopSequence = reason === 'stop' && r.stop !== undefined && request.stop.includes(r.stop) ? r.stop : undefined;
-        out.push({ type: 'finish', reason, usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens }, stopSequence });
+        const reason =
+          parser !== null && parser.callCount > 0 && r.finishReason === 'stop' ? 'tool_calls' : r.finishReason;
+        const stopSequence =
+          reason === 'stop' && r.stop !== undefined && request.stop.includes(r.stop) ? r.stop : undefined;
+        out.push({
+          type: 'finish',
+          reason,
+          usage: { promptTokens: r.promptTokens, completionTokens: r.completionTokens, cachedTokens: r.cachedTokens },
+          stopSequence,
+        });
       },
       onError: (e) => out.fail(e),
     };
-    const generation = { ...plan.generation, promptSuffix, cachePartition: cachePartitionOf(this.promptCacheScope, caller), schedule: scheduleOf(caller, request.priority) };
+    const generation = {
+      ...plan.generation,
+      promptSuffix,
+      cachePartition: cachePartitionOf(this.promptCacheScope, caller),
+      schedule: scheduleOf(caller, request.priority),
+    };
     return engine.generate(generation, this.stats ? this.stats.observe(sink) : sink);
   }
 
@@ -135,10 +176,17 @@ export class SharedModelGateway {
    * others and fails `out`. Throws before anything is sent as startChat does (a refused later prompt cancels
    * the ones already started).
    */
-  startCompletions(model: ModelLease, request: CompletionsRequest, out: ChatDeltaSink, caller: InferenceCaller): GenerationHandle {
+  startCompletions(
+    model: ModelLease,
+    request: CompletionsRequest,
+    out: ChatDeltaSink,
+    caller: InferenceCaller,
+  ): GenerationHandle {
     const engine = model.engine;
     const handles: GenerationHandle[] = [];
-    const cancelAll = () => { for (const h of handles) h.cancel(); };
+    const cancelAll = () => {
+      for (const h of handles) h.cancel();
+    };
     const reasons: Array<'stop' | 'length' | null> = request.prompts.map(() => null);
     const usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
     let open = request.prompts.length;
@@ -199,7 +247,13 @@ export class SharedModelGateway {
     return new Promise((resolve, reject) => {
       engine.generate(
         // No slot is taken and no cache consulted: the partition is irrelevant.
-        { messages: request.messages, tools: toolsActive ? request.tools : undefined, stop: [], countOnly: true, cachePartition: '' },
+        {
+          messages: request.messages,
+          tools: toolsActive ? request.tools : undefined,
+          stop: [],
+          countOnly: true,
+          cachePartition: '',
+        },
         { onText: () => {}, onDone: (r) => resolve(r.promptTokens), onError: reject },
       );
     });
@@ -213,7 +267,8 @@ export class SharedModelGateway {
    */
   async embed(model: ModelLease, request: EmbeddingsRequest, caller: InferenceCaller): Promise<EmbeddingResult> {
     const engine = model.engine;
-    if (engine.embed === undefined) throw invalidRequest(`The model '${request.model}' serves no embeddings`, 'model', 'model_not_supported');
+    if (engine.embed === undefined)
+      throw invalidRequest(`The model '${request.model}' serves no embeddings`, 'model', 'model_not_supported');
     return engine.embed(request.inputs, scheduleOf(caller, undefined));
   }
 
@@ -227,7 +282,9 @@ export class SharedModelGateway {
   /** GET /models as JSON text, rendered again only when a model's state changes. */
   modelsBody(): string {
     const listing = this.models.listing();
-    const key = listing.map((v) => `${v.id} ${v.state} ${v.status?.engine} ${v.status?.contextSize} ${v.status?.workersReady}`).join('|');
+    const key = listing
+      .map((v) => `${v.id} ${v.state} ${v.status?.engine} ${v.status?.contextSize} ${v.status?.workersReady}`)
+      .join('|');
     if (this.modelsCache?.key !== key) this.modelsCache = { key, body: JSON.stringify(this.listFrom(listing)) };
     return this.modelsCache.body;
   }
@@ -281,12 +338,18 @@ export class SharedModelGateway {
       workers: { ready: s.workersReady, total: s.workers },
       requests: load,
     };
-    if (s.pull) body.pull = { downloaded_bytes: s.pull.downloadedBytes, total_bytes: s.pull.totalBytes, percent: Math.round(s.pull.ratio * 1000) / 10 };
+    if (s.pull)
+      body.pull = {
+        downloaded_bytes: s.pull.downloadedBytes,
+        total_bytes: s.pull.totalBytes,
+        percent: Math.round(s.pull.ratio * 1000) / 10,
+      };
     if (s.state === 'failed') {
       body.error = s.error;
-      body.hint = this.models.view(this.primaryId).source.kind === 'hub'
-        ? `The pull failed: ${SERVE_LOCAL_HINT}`
-        : 'The local file did not load: check that it is a llama.cpp GGUF model, then restart (npm start -- --model path/to/model.gguf)';
+      body.hint =
+        this.models.view(this.primaryId).source.kind === 'hub'
+          ? `The pull failed: ${SERVE_LOCAL_HINT}`
+          : 'The local file did not load: check that it is a llama.cpp GGUF model, then restart (npm start -- --model path/to/model.gguf)';
     }
     if (s.state === 'pulling' || s.state === 'loading') body.retry_after_seconds = 120;
     const views = this.models.views();
@@ -300,8 +363,14 @@ export class SharedModelGateway {
 
 /** /health's engine: which token engine, and where it computes (contract.md "GPU"). */
 function engineView(kind: string, gpu: GpuInfo | null): Record<string, unknown> {
-  const view: Record<string, unknown> = { kind, backend: gpu?.backend || 'cpu', devices: gpu?.devices ?? [], gpuLayers: gpu?.gpuLayers ?? 0 };
-  if (gpu?.memory) view.vram = { used_bytes: gpu.memory.totalBytes - gpu.memory.freeBytes, total_bytes: gpu.memory.totalBytes };
+  const view: Record<string, unknown> = {
+    kind,
+    backend: gpu?.backend || 'cpu',
+    devices: gpu?.devices ?? [],
+    gpuLayers: gpu?.gpuLayers ?? 0,
+  };
+  if (gpu?.memory)
+    view.vram = { used_bytes: gpu.memory.totalBytes - gpu.memory.freeBytes, total_bytes: gpu.memory.totalBytes };
   return view;
 }
 
@@ -312,7 +381,11 @@ function engineView(kind: string, gpu: GpuInfo | null): Record<string, unknown> 
  */
 function thinkingSwitch(effort: ReasoningEffort | undefined, syntax: ReasoningSyntax | null): string {
   if (effort === undefined) return '';
-  if (syntax === null || !syntax.switchable) throw unsupportedParameter('reasoning_effort', "is not supported: this model's chat template has no thinking switch");
+  if (syntax === null || !syntax.switchable)
+    throw unsupportedParameter(
+      'reasoning_effort',
+      "is not supported: this model's chat template has no thinking switch",
+    );
   return effort === 'none' || effort === 'minimal' ? thinkingOffText(syntax) : '';
 }
 

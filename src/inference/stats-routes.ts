@@ -9,7 +9,5 @@ export interface StatsRouteDeps extends AuthenticatedRouteDeps {
 /** GET /api/v1/stats: the dashboard's live serving figures, for any signed-in caller. */
 export function statsRoutes(d: StatsRouteDeps): Route[] {
   const { route, ok } = authenticatedRoutes(d);
-  return [
-    route('GET', '/api/v1/stats', 'stats', false, () => ok(d.stats.snapshot())),
-  ];
+  return [route('GET', '/api/v1/stats', 'stats', false, () => ok(d.stats.snapshot()))];
 }

@@ -32,7 +32,10 @@ export class Disposables {
           log.debug('closed', { resource: item.name });
         } catch (err) {
           failed.push(item.name);
-          log.error('could not close a resource', { resource: item.name, error: err instanceof Error ? err : String(err) });
+          log.error('could not close a resource', {
+            resource: item.name,
+            error: err instanceof Error ? err : String(err),
+          });
         }
       }
       return { failed };

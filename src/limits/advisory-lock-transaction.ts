@@ -26,7 +26,10 @@ export async function inAdvisoryLockTransaction<T>(
   try {
     await client.query('BEGIN');
     const lockCalls = locks.map((_, i) => `pg_advisory_xact_lock(hashtextextended($${i + 1}, 0))`).join(', ');
-    const clock = await client.query<{ now_ms: string }>(`SELECT ${lockCalls}, (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms`, [...locks]);
+    const clock = await client.query<{ now_ms: string }>(
+      `SELECT ${lockCalls}, (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms`,
+      [...locks],
+    );
     const result = await body(client, Number(clock.rows[0]!.now_ms));
     await client.query('COMMIT');
     return result;

@@ -4,7 +4,17 @@ import type { Logger } from '../log/logger.ts';
 import type { KeyLimits } from '../store/database.ts';
 import { inAdvisoryLockTransaction } from './advisory-lock-transaction.ts';
 import type { FleetLeases } from './fleet-leases.ts';
-import { type HeaderPairs, type KeyAdmission, type KeyLimiting, type KeyState, keyLimitHeaders, keyRefusal, newKeyWindow, UNLIMITED, unlimited } from './key-limiter.ts';
+import {
+  type HeaderPairs,
+  type KeyAdmission,
+  type KeyLimiting,
+  type KeyState,
+  keyLimitHeaders,
+  keyRefusal,
+  newKeyWindow,
+  UNLIMITED,
+  unlimited,
+} from './key-limiter.ts';
 
 /**
  * Per-key limits counted for the whole fleet in PostgreSQL (contract "Past one machine": a limited key's replicas
@@ -36,23 +46,30 @@ export class FleetKeyLimiter implements KeyLimiting {
   async admit(keyId: string, limits: KeyLimits): Promise<KeyAdmission> {
     if (unlimited(limits)) return UNLIMITED;
     const leaseId = randomUUID();
-    const outcome = await inAdvisoryLockTransaction(this.pool, [`hearth-key-limit:${keyId}`], this.log, 'fleet key limit', { keyId }, async (client, now) => {
-      const st = await this.read(client, keyId, now);
-      const admitted = keyRefusal(keyId, limits, st, now) === null;
-      if (admitted) {
-        await client.query(
-          `WITH counted AS (
+    const outcome = await inAdvisoryLockTransaction(
+      this.pool,
+      [`hearth-key-limit:${keyId}`],
+      this.log,
+      'fleet key limit',
+      { keyId },
+      async (client, now) => {
+        const st = await this.read(client, keyId, now);
+        const admitted = keyRefusal(keyId, limits, st, now) === null;
+        if (admitted) {
+          await client.query(
+            `WITH counted AS (
              INSERT INTO fleet_key_usage (key_id, second, requests) VALUES ($1, $2, 1)
              ON CONFLICT (key_id, second) DO UPDATE SET requests = fleet_key_usage.requests + 1)
            INSERT INTO fleet_leases (lease_id, kind, subject, replica_id, expires_at)
            SELECT $3, 'key', $1, $4, ${this.leases.expirySql} WHERE $5::boolean`,
-          [keyId, Math.floor(now / 1000), leaseId, this.leases.replicaId, limits.maxConcurrent !== null],
-        );
-        st.requests.add(1, now);
-        st.inFlight++;
-      }
-      return { st, now, admitted };
-    });
+            [keyId, Math.floor(now / 1000), leaseId, this.leases.replicaId, limits.maxConcurrent !== null],
+          );
+          st.requests.add(1, now);
+          st.inFlight++;
+        }
+        return { st, now, admitted };
+      },
+    );
     const { st, now } = outcome;
     this.lastSeen.set(keyId, { st, at: now });
     const headers = keyLimitHeaders(st, limits, now);
@@ -70,7 +87,13 @@ export class FleetKeyLimiter implements KeyLimiting {
                ON CONFLICT (key_id, second) DO UPDATE SET tokens = fleet_key_usage.tokens + $2`,
               [keyId, tokens],
             )
-            .catch((err: unknown) => this.log.warn('fleet key tokens not counted', { keyId, tokens, error: err instanceof Error ? err.message : String(err) }));
+            .catch((err: unknown) =>
+              this.log.warn('fleet key tokens not counted', {
+                keyId,
+                tokens,
+                error: err instanceof Error ? err.message : String(err),
+              }),
+            );
         },
         release: () => {
           if (released || limits.maxConcurrent === null) return;
@@ -85,7 +108,11 @@ export class FleetKeyLimiter implements KeyLimiting {
   peek(keyId: string, limits: KeyLimits): HeaderPairs {
     if (unlimited(limits)) return [];
     const seen = this.lastSeen.get(keyId);
-    return keyLimitHeaders(seen?.st ?? { requests: newKeyWindow(), tokens: newKeyWindow(), inFlight: 0 }, limits, seen?.at ?? Date.now());
+    return keyLimitHeaders(
+      seen?.st ?? { requests: newKeyWindow(), tokens: newKeyWindow(), inFlight: 0 },
+      limits,
+      seen?.at ?? Date.now(),
+    );
   }
 
   /** The key's figures at `now` (ms of the database's clock): its last minute's rows and its live leases. */

@@ -18,7 +18,11 @@ export interface FleetLeaseOptions {
   sweepMs?: number;
 }
 
-export const DEFAULT_LEASE_OPTIONS = { ttlMs: 6_000, renewMs: 1_500, sweepMs: 60_000 } as const satisfies Required<FleetLeaseOptions>;
+export const DEFAULT_LEASE_OPTIONS = {
+  ttlMs: 6_000,
+  renewMs: 1_500,
+  sweepMs: 60_000,
+} as const satisfies Required<FleetLeaseOptions>;
 
 export class FleetLeases {
   readonly replicaId = randomUUID();
@@ -51,7 +55,9 @@ export class FleetLeases {
   async renew(): Promise<void> {
     if (this.closed) return;
     try {
-      await this.pool.query(`UPDATE fleet_leases SET expires_at = ${this.expirySql} WHERE replica_id = $1`, [this.replicaId]);
+      await this.pool.query(`UPDATE fleet_leases SET expires_at = ${this.expirySql} WHERE replica_id = $1`, [
+        this.replicaId,
+      ]);
     } catch (err) {
       this.log.warn('fleet leases not renewed', { error: err instanceof Error ? err.message : String(err) });
     }
@@ -60,8 +66,12 @@ export class FleetLeases {
   private async sweep(): Promise<void> {
     try {
       await this.pool.query(`DELETE FROM fleet_leases WHERE expires_at < clock_timestamp() - interval '1 minute'`);
-      await this.pool.query(`DELETE FROM fleet_key_usage WHERE second < floor(extract(epoch FROM clock_timestamp()))::bigint - 120`);
-      await this.pool.query(`DELETE FROM fleet_sign_in_failures WHERE minute < floor(extract(epoch FROM clock_timestamp()) / 60)::bigint - 60`);
+      await this.pool.query(
+        `DELETE FROM fleet_key_usage WHERE second < floor(extract(epoch FROM clock_timestamp()))::bigint - 120`,
+      );
+      await this.pool.query(
+        `DELETE FROM fleet_sign_in_failures WHERE minute < floor(extract(epoch FROM clock_timestamp()) / 60)::bigint - 60`,
+      );
     } catch (err) {
       this.log.warn('fleet limit tables not swept', { error: err instanceof Error ? err.message : String(err) });
     }

@@ -3,7 +3,14 @@ import type pg from 'pg';
 import type { Logger } from '../log/logger.ts';
 import { inAdvisoryLockTransaction } from './advisory-lock-transaction.ts';
 import type { FleetLeases } from './fleet-leases.ts';
-import { DEFAULT_SIGN_IN_LIMITS, SIGN_IN_BUCKETS, type SignInAttempt, type SignInGate, type SignInLimiting, signInWait } from './sign-in-limiter.ts';
+import {
+  DEFAULT_SIGN_IN_LIMITS,
+  SIGN_IN_BUCKETS,
+  type SignInAttempt,
+  type SignInGate,
+  type SignInLimiting,
+  signInWait,
+} from './sign-in-limiter.ts';
 import { WindowCounter } from './window-counter.ts';
 
 /**
@@ -37,29 +44,39 @@ export class FleetSignInLimiter implements SignInLimiting {
     const a = digest(address);
     const checkId = randomUUID();
     const locks = [`hearth-sign-in:email:${e}`, `hearth-sign-in:address:${a}`];
-    return inAdvisoryLockTransaction(this.pool, locks, this.log, 'fleet sign-in limit', {}, async (client, now): Promise<SignInGate> => {
-      const bucket = Math.floor(now / this.bucketMs);
-      const r = await client.query<{ kind: string; buckets: Array<[number, number]> | null; checking: string }>(
-        `SELECT k.kind,
+    return inAdvisoryLockTransaction(
+      this.pool,
+      locks,
+      this.log,
+      'fleet sign-in limit',
+      {},
+      async (client, now): Promise<SignInGate> => {
+        const bucket = Math.floor(now / this.bucketMs);
+        const r = await client.query<{ kind: string; buckets: Array<[number, number]> | null; checking: string }>(
+          `SELECT k.kind,
                 (SELECT json_agg(json_build_array(minute, failures)) FROM fleet_sign_in_failures f WHERE f.kind = k.kind AND f.subject = k.subject AND f.minute > $3) AS buckets,
                 (SELECT count(*) FROM fleet_leases l WHERE l.kind = 'sign-in-' || k.kind AND l.subject = k.subject AND l.expires_at >= clock_timestamp()) AS checking
          FROM (VALUES ('email', $1), ('address', $2)) AS k(kind, subject)`,
-        [e, a, bucket - SIGN_IN_BUCKETS],
-      );
-      let ms = 0;
-      for (const row of r.rows) {
-        const failures = new WindowCounter(this.bucketMs, SIGN_IN_BUCKETS);
-        for (const [b, n] of row.buckets ?? []) failures.add(n, b * this.bucketMs);
-        ms = Math.max(ms, signInWait(failures, Number(row.checking), row.kind === 'email' ? this.o.perEmail : this.o.perAddress, now));
-      }
-      if (ms > 0) return { retryAfter: Math.max(1, Math.ceil(ms / 1000)) };
-      await client.query(
-        `INSERT INTO fleet_leases (lease_id, kind, subject, replica_id, expires_at)
+          [e, a, bucket - SIGN_IN_BUCKETS],
+        );
+        let ms = 0;
+        for (const row of r.rows) {
+          const failures = new WindowCounter(this.bucketMs, SIGN_IN_BUCKETS);
+          for (const [b, n] of row.buckets ?? []) failures.add(n, b * this.bucketMs);
+          ms = Math.max(
+            ms,
+            signInWait(failures, Number(row.checking), row.kind === 'email' ? this.o.perEmail : this.o.perAddress, now),
+          );
+        }
+        if (ms > 0) return { retryAfter: Math.max(1, Math.ceil(ms / 1000)) };
+        await client.query(
+          `INSERT INTO fleet_leases (lease_id, kind, subject, replica_id, expires_at)
          VALUES ($1, 'sign-in-email', $2, $4, ${this.leases.expirySql}), ($1, 'sign-in-address', $3, $4, ${this.leases.expirySql})`,
-        [checkId, e, a, this.leases.replicaId],
-      );
-      return { attempt: this.attempt(checkId, e, a) };
-    });
+          [checkId, e, a, this.leases.replicaId],
+        );
+        return { attempt: this.attempt(checkId, e, a) };
+      },
+    );
   }
 
   private attempt(checkId: string, e: string, a: string): SignInAttempt {
@@ -67,7 +84,11 @@ export class FleetSignInLimiter implements SignInLimiting {
     const run = (what: string, sql: string, params: unknown[]) => {
       if (!open) return;
       open = false;
-      this.pool.query(sql, params).catch((err: unknown) => this.log.warn(`fleet sign-in ${what} not recorded`, { error: err instanceof Error ? err.message : String(err) }));
+      this.pool.query(sql, params).catch((err: unknown) =>
+        this.log.warn(`fleet sign-in ${what} not recorded`, {
+          error: err instanceof Error ? err.message : String(err),
+        }),
+      );
     };
     return {
       failed: () =>
@@ -80,7 +101,11 @@ export class FleetSignInLimiter implements SignInLimiting {
           [checkId, e, a, this.bucketMs],
         ),
       succeeded: () =>
-        run('success', `WITH done AS (DELETE FROM fleet_leases WHERE lease_id = $1) DELETE FROM fleet_sign_in_failures WHERE kind = 'email' AND subject = $2`, [checkId, e]),
+        run(
+          'success',
+          `WITH done AS (DELETE FROM fleet_leases WHERE lease_id = $1) DELETE FROM fleet_sign_in_failures WHERE kind = 'email' AND subject = $2`,
+          [checkId, e],
+        ),
       end: () => run('end', 'DELETE FROM fleet_leases WHERE lease_id = $1', [checkId]),
     };
   }

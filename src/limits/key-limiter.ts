@@ -14,8 +14,7 @@ export interface KeyLease {
 }
 
 export type KeyAdmission =
-  | { ok: true; lease: KeyLease; headers: HeaderPairs }
-  | { ok: false; error: ApiError; headers: HeaderPairs };
+  { ok: true; lease: KeyLease; headers: HeaderPairs } | { ok: false; error: ApiError; headers: HeaderPairs };
 
 const WINDOW_BUCKET_MS = 1000;
 const WINDOW_BUCKETS = 60;
@@ -41,7 +40,8 @@ const NO_LEASE: KeyLease = { recordTokens: () => {}, release: () => {} };
 export const UNLIMITED: KeyAdmission = Object.freeze({ ok: true, lease: NO_LEASE, headers: [] });
 
 /** Whether `limits` sets none of the three limits (such a key is never counted). */
-export const unlimited = (limits: KeyLimits): boolean => limits.requestsPerMinute === null && limits.tokensPerMinute === null && limits.maxConcurrent === null;
+export const unlimited = (limits: KeyLimits): boolean =>
+  limits.requestsPerMinute === null && limits.tokensPerMinute === null && limits.maxConcurrent === null;
 
 /** WindowCounter shape of the per-key windows: 60 one-second buckets. */
 export const newKeyWindow = (): WindowCounter => new WindowCounter(WINDOW_BUCKET_MS, WINDOW_BUCKETS);
@@ -76,7 +76,9 @@ export class KeyLimiter implements KeyLimiting {
     st.inFlight++;
     let released = false;
     const lease: KeyLease = {
-      recordTokens: (tokens) => { if (tokens > 0) st.tokens.add(tokens, Date.now()); },
+      recordTokens: (tokens) => {
+        if (tokens > 0) st.tokens.add(tokens, Date.now());
+      },
       release: () => {
         if (released) return;
         released = true;
@@ -111,15 +113,30 @@ export class KeyLimiter implements KeyLimiting {
 export function keyRefusal(keyId: string, limits: KeyLimits, st: KeyState, now: number): ApiError | null {
   const { requestsPerMinute: rpm, tokensPerMinute: tpm, maxConcurrent: conc } = limits;
   if (conc !== null && st.inFlight >= conc) {
-    return keyRateLimited(`Rate limit reached for key ${keyId}: ${conc} concurrent requests; retry when one finishes`, 'limits.maxConcurrent', 'concurrent', 1);
+    return keyRateLimited(
+      `Rate limit reached for key ${keyId}: ${conc} concurrent requests; retry when one finishes`,
+      'limits.maxConcurrent',
+      'concurrent',
+      1,
+    );
   }
   if (rpm !== null && st.requests.total(now) + 1 > rpm) {
     const wait = seconds(st.requests.msUntilRoom(rpm, now));
-    return keyRateLimited(`Rate limit reached for key ${keyId}: ${rpm} requests per minute; retry in ${wait} s`, 'limits.requestsPerMinute', 'requests', wait);
+    return keyRateLimited(
+      `Rate limit reached for key ${keyId}: ${rpm} requests per minute; retry in ${wait} s`,
+      'limits.requestsPerMinute',
+      'requests',
+      wait,
+    );
   }
   if (tpm !== null && st.tokens.total(now) + 1 > tpm) {
     const wait = seconds(st.tokens.msUntilRoom(tpm, now));
-    return keyRateLimited(`Rate limit reached for key ${keyId}: ${tpm} tokens per minute; retry in ${wait} s`, 'limits.tokensPerMinute', 'tokens', wait);
+    return keyRateLimited(
+      `Rate limit reached for key ${keyId}: ${tpm} tokens per minute; retry in ${wait} s`,
+      'limits.tokensPerMinute',
+      'tokens',
+      wait,
+    );
   }
   return null;
 }

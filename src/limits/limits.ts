@@ -20,7 +20,14 @@ export interface Limits {
  */
 export function openLimits(databaseUrl: string | undefined, log: Logger): Limits {
   if (databaseUrl === undefined) return { keys: new KeyLimiter(), signIns: new SignInLimiter(), close: async () => {} };
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 8, connectionTimeoutMillis: 2_000, query_timeout: 2_000, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: 8,
+    connectionTimeoutMillis: 2_000,
+    query_timeout: 2_000,
+    idleTimeoutMillis: 30_000,
+    allowExitOnIdle: true,
+  });
   pool.on('error', (err) => log.warn('fleet limits: a database connection failed', { error: err.message })); // never an unhandled 'error'
   const leases = new FleetLeases(pool, log);
   return {

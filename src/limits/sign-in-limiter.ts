@@ -11,7 +11,12 @@ export interface SignInLimiterOptions {
   maxTracked?: number;
 }
 
-export const DEFAULT_SIGN_IN_LIMITS = { perEmail: 5, perAddress: 20, windowMs: 15 * 60_000, maxTracked: 50_000 } as const satisfies Required<SignInLimiterOptions>;
+export const DEFAULT_SIGN_IN_LIMITS = {
+  perEmail: 5,
+  perAddress: 20,
+  windowMs: 15 * 60_000,
+  maxTracked: 50_000,
+} as const satisfies Required<SignInLimiterOptions>;
 /** Buckets of the sign-in window (one a minute with the default 15 minutes). */
 export const SIGN_IN_BUCKETS = 15;
 

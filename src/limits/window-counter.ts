@@ -32,14 +32,18 @@ export class WindowCounter {
 
   total(now: number): number {
     let sum = 0;
-    this.live(now, (_, count) => { sum += count; });
+    this.live(now, (_, count) => {
+      sum += count;
+    });
     return sum;
   }
 
   /** Ms until the window holds nothing (0 when empty now). */
   msUntilEmpty(now: number): number {
     let last = -1;
-    this.live(now, (b) => { last = Math.max(last, b); });
+    this.live(now, (b) => {
+      last = Math.max(last, b);
+    });
     return last < 0 ? 0 : this.leavesAt(last) - now;
   }
 
@@ -47,7 +51,10 @@ export class WindowCounter {
   msUntilRoom(limit: number, now: number): number {
     const live: Array<[number, number]> = [];
     let sum = 0;
-    this.live(now, (b, count) => { live.push([b, count]); sum += count; });
+    this.live(now, (b, count) => {
+      live.push([b, count]);
+      sum += count;
+    });
     if (sum + 1 <= limit) return 0;
     live.sort((x, y) => x[0] - y[0]);
     for (const [b, count] of live) {

@@ -15,7 +15,10 @@ const SECRET_PATTERNS: RegExp[] = [
 
 export function redact(text: string): string {
   let out = text;
-  for (const p of SECRET_PATTERNS) out = out.replace(p, (m, prefix?: string) => (typeof prefix === 'string' && /bearer/i.test(prefix) ? `${prefix}[redacted]` : '[redacted]'));
+  for (const p of SECRET_PATTERNS)
+    out = out.replace(p, (m, prefix?: string) =>
+      typeof prefix === 'string' && /bearer/i.test(prefix) ? `${prefix}[redacted]` : '[redacted]',
+    );
   return out;
 }
 
@@ -33,7 +36,11 @@ function serializeError(err: Error): Record<string, unknown> {
   return { name: err.name, message: err.message, stack: err.stack };
 }
 
-export function createLogger(level: LogLevel = 'info', sink: LogSink = (l) => process.stderr.write(l), base: Record<string, unknown> = {}): Logger {
+export function createLogger(
+  level: LogLevel = 'info',
+  sink: LogSink = (l) => process.stderr.write(l),
+  base: Record<string, unknown> = {},
+): Logger {
   const min = ORDER[level];
   const write = (lvl: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[lvl] < min) return;

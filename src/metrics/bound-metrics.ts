@@ -9,10 +9,26 @@ import type { Metric, Registry } from 'prom-client';
  * Label values come from closed sets (metrics.ts): a bound series is never dropped.
  */
 type Labels = Record<string, string>;
-interface ExportedValue { value: number; labels: Record<string, string | number>; metricName?: string; exemplar?: null }
-interface Exported { name: string; help: string; type: 'counter' | 'histogram'; values: ExportedValue[]; aggregator: 'sum' }
+interface ExportedValue {
+  value: number;
+  labels: Record<string, string | number>;
+  metricName?: string;
+  exemplar?: null;
+}
+interface Exported {
+  name: string;
+  help: string;
+  type: 'counter' | 'histogram';
+  values: ExportedValue[];
+  aggregator: 'sum';
+}
 
-interface MetricConfig { name: string; help: string; labelNames: readonly string[]; registers: Registry[] }
+interface MetricConfig {
+  name: string;
+  help: string;
+  labelNames: readonly string[];
+  registers: Registry[];
+}
 
 abstract class BoundMetric<Series> {
   readonly name: string;
@@ -121,7 +137,12 @@ export class BoundHistogram extends BoundMetric<{ counts: Float64Array; sum: num
         cumulative += data.counts[i]!;
         out.push({ value: cumulative, labels: { le, ...labels }, metricName: `${this.name}_bucket`, exemplar: null });
       });
-      out.push({ value: data.count, labels: { le: '+Inf', ...labels }, metricName: `${this.name}_bucket`, exemplar: null });
+      out.push({
+        value: data.count,
+        labels: { le: '+Inf', ...labels },
+        metricName: `${this.name}_bucket`,
+        exemplar: null,
+      });
       out.push({ value: data.sum, labels, metricName: `${this.name}_sum` });
       out.push({ value: data.count, labels, metricName: `${this.name}_count` });
     }

@@ -51,10 +51,15 @@ export class ChatAnswer {
   completion(builder: CompletionBuilder): ChatCompletion {
     const toolCalls = this.toolCalls.filter((c) => c !== undefined);
     const content = this.text === '' && toolCalls.length > 0 ? null : this.text;
-    return builder.completion(content, this.finishReason ?? 'stop', this.usage ? usageOf(this.usage) : makeUsage(0, 0), {
-      toolCalls,
-      logprobs: this.logprobs === null ? undefined : toChatLogprobs(this.logprobs),
-      reasoning: this.reasoning,
-    });
+    return builder.completion(
+      content,
+      this.finishReason ?? 'stop',
+      this.usage ? usageOf(this.usage) : makeUsage(0, 0),
+      {
+        toolCalls,
+        logprobs: this.logprobs === null ? undefined : toChatLogprobs(this.logprobs),
+        reasoning: this.reasoning,
+      },
+    );
   }
 }

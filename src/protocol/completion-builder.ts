@@ -1,5 +1,14 @@
 import type { ChatDelta, ChatUsage, TokenLogprob } from './chat-delta.ts';
-import type { ChatCompletion, ChatCompletionChunk, ChatLogprobs, ChatTokenLogprob, ChatToolCallDelta, ChatToolCallObject, FinishReason, Usage } from './openai-types.ts';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatLogprobs,
+  ChatTokenLogprob,
+  ChatToolCallDelta,
+  ChatToolCallObject,
+  FinishReason,
+  Usage,
+} from './openai-types.ts';
 import { newCompletionId, unixSeconds } from './ids.ts';
 import { SSE_DONE, sseData } from './sse.ts';
 
@@ -24,7 +33,11 @@ export class CompletionBuilder {
       `"model":${JSON.stringify(model)},"system_fingerprint":null,"choices":[{"index":0,"delta":{"content":`;
   }
 
-  chunk(delta: ChatCompletionChunk['choices'][number]['delta'], finishReason: FinishReason | null, logprobs: ChatLogprobs | null = null): ChatCompletionChunk {
+  chunk(
+    delta: ChatCompletionChunk['choices'][number]['delta'],
+    finishReason: FinishReason | null,
+    logprobs: ChatLogprobs | null = null,
+  ): ChatCompletionChunk {
     return { ...this.envelope(), choices: [{ index: 0, delta, logprobs, finish_reason: finishReason }] };
   }
 
@@ -48,10 +61,21 @@ export class CompletionBuilder {
 
   /** The fields every chunk of this completion carries. */
   private envelope(): Omit<ChatCompletionChunk, 'choices' | 'usage'> {
-    return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, system_fingerprint: null };
+    return {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      system_fingerprint: null,
+    };
   }
 
-  completion(content: string | null, finishReason: FinishReason, usage: Usage, extras: CompletionExtras = {}): ChatCompletion {
+  completion(
+    content: string | null,
+    finishReason: FinishReason,
+    usage: Usage,
+    extras: CompletionExtras = {},
+  ): ChatCompletion {
     const message: ChatCompletion['choices'][number]['message'] = { role: 'assistant', content, refusal: null };
     if (extras.reasoning !== undefined) message.reasoning_content = extras.reasoning;
     if (extras.toolCalls !== undefined && extras.toolCalls.length > 0) message.tool_calls = extras.toolCalls;
@@ -99,17 +123,24 @@ export interface CompletionExtras {
 
 /** OpenAI's `delta.tool_calls[0]` for one fragment: index, id, type and name only on a call's first fragment. */
 export function toolCallDelta(delta: Extract<ChatDelta, { type: 'tool_call' }>): ChatToolCallDelta {
-  if (delta.id === undefined && delta.name === undefined) return { index: delta.index, function: { arguments: delta.arguments } };
+  if (delta.id === undefined && delta.name === undefined)
+    return { index: delta.index, function: { arguments: delta.arguments } };
   return {
     index: delta.index,
     ...(delta.id !== undefined ? { id: delta.id } : {}),
     type: 'function',
-    function: delta.name !== undefined ? { name: delta.name, arguments: delta.arguments } : { arguments: delta.arguments },
+    function:
+      delta.name !== undefined ? { name: delta.name, arguments: delta.arguments } : { arguments: delta.arguments },
   };
 }
 
 export function toChatTokenLogprob(lp: TokenLogprob): ChatTokenLogprob {
-  return { token: lp.token, logprob: lp.logprob, bytes: lp.bytes, top_logprobs: lp.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })) };
+  return {
+    token: lp.token,
+    logprob: lp.logprob,
+    bytes: lp.bytes,
+    top_logprobs: lp.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })),
+  };
 }
 
 export function toChatLogprobs(lps: readonly TokenLogprob[]): ChatLogprobs {
@@ -122,7 +153,11 @@ export function usageOf(usage: ChatUsage): Usage {
 }
 
 export function makeUsage(promptTokens: number, completionTokens: number, cachedTokens?: number): Usage {
-  const usage: Usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  const usage: Usage = {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
   if (cachedTokens !== undefined) usage.prompt_tokens_details = { cached_tokens: cachedTokens };
   return usage;
 }

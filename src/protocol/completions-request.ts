@@ -33,8 +33,23 @@ export const MAX_PROMPTS = 64;
 const MAX_STOP = 4;
 
 const HONOURED = new Set([
-  'model', 'prompt', 'stream', 'stream_options', 'echo', 'logprobs', 'max_tokens', 'stop', 'temperature', 'top_p', 'seed',
-  'presence_penalty', 'frequency_penalty', 'top_k', 'min_p', 'repetition_penalty', 'priority',
+  'model',
+  'prompt',
+  'stream',
+  'stream_options',
+  'echo',
+  'logprobs',
+  'max_tokens',
+  'stop',
+  'temperature',
+  'top_p',
+  'seed',
+  'presence_penalty',
+  'frequency_penalty',
+  'top_k',
+  'min_p',
+  'repetition_penalty',
+  'priority',
 ]);
 /** Accepted and without effect (as for chat completions). */
 const HARMLESS = new Set(['user', 'metadata', 'store', 'service_tier']);
@@ -44,9 +59,11 @@ const CHECKED = new Set(['n', 'best_of', 'suffix', 'logit_bias']);
 function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
   const v = body[field];
   if (absent(v)) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
+  if (typeof v !== 'number' || !Number.isFinite(v))
+    throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
   if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
-  if (v < min || v > max) throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  if (v < min || v > max)
+    throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
   return v;
 }
 
@@ -65,7 +82,12 @@ function parsePrompts(raw: unknown): RawPrompt[] {
   if (!Array.isArray(raw)) throw invalidRequest(shape, 'prompt', 'invalid_type');
   if (raw.length === 0) throw invalidRequest("'prompt' must not be empty", 'prompt', 'empty_array');
   if (typeof raw[0] === 'number') return [tokenIds(raw, 'prompt')];
-  if (raw.length > MAX_PROMPTS) throw invalidRequest(`'prompt' holds ${raw.length} prompts; the limit is ${MAX_PROMPTS}`, 'prompt', 'invalid_value');
+  if (raw.length > MAX_PROMPTS)
+    throw invalidRequest(
+      `'prompt' holds ${raw.length} prompts; the limit is ${MAX_PROMPTS}`,
+      'prompt',
+      'invalid_value',
+    );
   return raw.map((p, i) => {
     if (typeof p === 'string') return p;
     if (Array.isArray(p)) return tokenIds(p, `prompt[${i}]`);
@@ -76,20 +98,27 @@ function parsePrompts(raw: unknown): RawPrompt[] {
 function parseStop(raw: unknown): string[] {
   if (absent(raw)) return [];
   const list = typeof raw === 'string' ? [raw] : raw;
-  if (!Array.isArray(list) || list.some((s) => typeof s !== 'string')) throw invalidRequest("'stop' must be a string or an array of strings", 'stop', 'invalid_type');
-  if (list.length > MAX_STOP) throw invalidRequest(`'stop' accepts at most ${MAX_STOP} sequences`, 'stop', 'invalid_value');
+  if (!Array.isArray(list) || list.some((s) => typeof s !== 'string'))
+    throw invalidRequest("'stop' must be a string or an array of strings", 'stop', 'invalid_type');
+  if (list.length > MAX_STOP)
+    throw invalidRequest(`'stop' accepts at most ${MAX_STOP} sequences`, 'stop', 'invalid_value');
   if (list.some((s) => s === '')) throw invalidRequest("'stop' sequences must not be empty", 'stop', 'invalid_value');
   return list as string[];
 }
 
 function rejectUnsupported(body: Json): void {
   for (const key of Object.keys(body)) {
-    if (!HONOURED.has(key) && !HARMLESS.has(key) && !CHECKED.has(key)) throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
+    if (!HONOURED.has(key) && !HARMLESS.has(key) && !CHECKED.has(key))
+      throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
   }
-  if (!absent(body.n) && body.n !== 1) throw unsupportedParameter('n', 'must be 1: only one choice per prompt is supported');
-  if (!absent(body.best_of) && body.best_of !== 1) throw unsupportedParameter('best_of', 'must be 1: only one choice per prompt is supported');
-  if (!absent(body.suffix)) throw unsupportedParameter('suffix', 'is not supported (no insertion / fill-in-the-middle)');
-  if (!absent(body.logit_bias) && !(isObject(body.logit_bias) && Object.keys(body.logit_bias).length === 0)) throw unsupportedParameter('logit_bias');
+  if (!absent(body.n) && body.n !== 1)
+    throw unsupportedParameter('n', 'must be 1: only one choice per prompt is supported');
+  if (!absent(body.best_of) && body.best_of !== 1)
+    throw unsupportedParameter('best_of', 'must be 1: only one choice per prompt is supported');
+  if (!absent(body.suffix))
+    throw unsupportedParameter('suffix', 'is not supported (no insertion / fill-in-the-middle)');
+  if (!absent(body.logit_bias) && !(isObject(body.logit_bias) && Object.keys(body.logit_bias).length === 0))
+    throw unsupportedParameter('logit_bias');
 }
 
 /** A parsed JSON body -> CompletionsRequest, or a 400 naming the field. Pure. */
@@ -97,22 +126,32 @@ export function validateCompletionsRequest(body: unknown): CompletionsRequest {
   if (!isObject(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
   rejectUnsupported(body);
   if (body.model === undefined) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
-  if (typeof body.model !== 'string' || body.model.length === 0) throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
+  if (typeof body.model !== 'string' || body.model.length === 0)
+    throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
   const prompts = parsePrompts(body.prompt);
   const stream = bool(body, 'stream');
   let includeUsage = false;
   const so = body.stream_options;
   if (!absent(so)) {
     if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
-    if (!stream) throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
-    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean') throw invalidRequest("'stream_options.include_usage' must be a boolean", 'stream_options.include_usage', 'invalid_type');
+    if (!stream)
+      throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
+    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean')
+      throw invalidRequest(
+        "'stream_options.include_usage' must be a boolean",
+        'stream_options.include_usage',
+        'invalid_type',
+      );
     includeUsage = so.include_usage === true;
   }
   const echo = bool(body, 'echo');
   const logprobs = number(body, 'logprobs', 0, MAX_TOP_LOGPROBS, true);
-  if (echo && prompts.some((p) => typeof p !== 'string')) throw unsupportedParameter('echo', 'is not supported with token-id prompts');
-  if (echo && logprobs !== undefined) throw unsupportedParameter('echo', 'is not supported together with logprobs (prompt tokens get no logprobs)');
-  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  if (echo && prompts.some((p) => typeof p !== 'string'))
+    throw unsupportedParameter('echo', 'is not supported with token-id prompts');
+  if (echo && logprobs !== undefined)
+    throw unsupportedParameter('echo', 'is not supported together with logprobs (prompt tokens get no logprobs)');
+  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string')
+    throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
   return {
     ...parseSamplerExtensions(body),
     model: body.model,

@@ -36,7 +36,12 @@ function parseInputs(raw: unknown): RawPrompt[] {
   if (!Array.isArray(raw)) throw invalidRequest(shape, 'input', 'invalid_type');
   if (raw.length === 0) throw invalidRequest("'input' must not be empty", 'input', 'empty_array');
   if (typeof raw[0] === 'number') return [tokenIds(raw, 'input')];
-  if (raw.length > MAX_EMBEDDING_INPUTS) throw invalidRequest(`'input' holds ${raw.length} inputs; the limit is ${MAX_EMBEDDING_INPUTS}`, 'input', 'invalid_value');
+  if (raw.length > MAX_EMBEDDING_INPUTS)
+    throw invalidRequest(
+      `'input' holds ${raw.length} inputs; the limit is ${MAX_EMBEDDING_INPUTS}`,
+      'input',
+      'invalid_value',
+    );
   return raw.map((p, i) => {
     if (typeof p === 'string') return textInput(p, `input[${i}]`);
     if (Array.isArray(p)) return tokenIds(p, `input[${i}]`);
@@ -48,15 +53,20 @@ function parseInputs(raw: unknown): RawPrompt[] {
 export function validateEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   if (!isObject(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
   for (const key of Object.keys(body)) {
-    if (!ACCEPTED.has(key)) throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
+    if (!ACCEPTED.has(key))
+      throw invalidRequest(`Unrecognized request argument supplied: ${key}`, key, 'unknown_parameter');
   }
   if (body.model === undefined) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
-  if (typeof body.model !== 'string' || body.model.length === 0) throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
+  if (typeof body.model !== 'string' || body.model.length === 0)
+    throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
   const inputs = parseInputs(body.input);
   const format = body.encoding_format;
-  if (!absent(format) && format !== 'float' && format !== 'base64') throw invalidRequest("'encoding_format' must be 'float' or 'base64'", 'encoding_format', 'invalid_value');
-  if (!absent(body.dimensions)) throw unsupportedParameter('dimensions', "is not supported: this model's embeddings have one fixed size");
-  if (!absent(body.user) && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  if (!absent(format) && format !== 'float' && format !== 'base64')
+    throw invalidRequest("'encoding_format' must be 'float' or 'base64'", 'encoding_format', 'invalid_value');
+  if (!absent(body.dimensions))
+    throw unsupportedParameter('dimensions', "is not supported: this model's embeddings have one fixed size");
+  if (!absent(body.user) && typeof body.user !== 'string')
+    throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
   const single = typeof body.input === 'string' || (Array.isArray(body.input) && typeof body.input[0] === 'number');
   return { model: body.model, inputs, single, encodingFormat: format === 'base64' ? 'base64' : 'float' };
 }

@@ -12,10 +12,19 @@ export interface EmbeddingsResponse {
  * The answer to an embeddings request: each vector as numbers (`float`) or as its little-endian float32
  * bytes in base64 (`base64`, what the openai SDKs ask for by default and decode back to the same numbers).
  */
-export function embeddingsResponse(model: string, vectors: readonly Float32Array[], format: EmbeddingsRequest['encodingFormat'], promptTokens: number): EmbeddingsResponse {
+export function embeddingsResponse(
+  model: string,
+  vectors: readonly Float32Array[],
+  format: EmbeddingsRequest['encodingFormat'],
+  promptTokens: number,
+): EmbeddingsResponse {
   return {
     object: 'list',
-    data: vectors.map((v, index) => ({ object: 'embedding', index, embedding: format === 'base64' ? float32Base64(v) : Array.from(v) })),
+    data: vectors.map((v, index) => ({
+      object: 'embedding',
+      index,
+      embedding: format === 'base64' ? float32Base64(v) : Array.from(v),
+    })),
     model,
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   };

@@ -9,13 +9,15 @@ export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !=
 /** Whether a field counts as not sent: absent or null (OpenAI's SDKs send null for "default"). */
 export const absent = (v: unknown): v is undefined | null => v === undefined || v === null;
 
-const isTokenId = (t: unknown): t is number => typeof t === 'number' && Number.isInteger(t) && t >= 0 && t <= 0xffffffff;
+const isTokenId = (t: unknown): t is number =>
+  typeof t === 'number' && Number.isInteger(t) && t >= 0 && t <= 0xffffffff;
 
 /** A prompt or input given as token ids: a non-empty list of integers in 0..2^32-1; 400 naming `param` otherwise. */
 export function tokenIds(list: unknown[], param: string): number[] {
   if (list.length === 0) throw invalidRequest(`'${param}' must not be empty`, param, 'empty_array');
   list.forEach((t, j) => {
-    if (!isTokenId(t)) throw invalidRequest(`'${param}[${j}]' must be a token id (an integer >= 0)`, `${param}[${j}]`, 'invalid_type');
+    if (!isTokenId(t))
+      throw invalidRequest(`'${param}[${j}]' must be a token id (an integer >= 0)`, `${param}[${j}]`, 'invalid_type');
   });
   return list as number[];
 }

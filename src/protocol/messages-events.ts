@@ -69,7 +69,8 @@ export class MessageRenderer {
         this.openBlock(block, out);
       }
       (block as TextBlock).text += d.text;
-      const delta = type === 'text' ? { type: 'text_delta', text: d.text } : { type: 'thinking_delta', thinking: d.text };
+      const delta =
+        type === 'text' ? { type: 'text_delta', text: d.text } : { type: 'thinking_delta', thinking: d.text };
       out.push({ type: 'content_block_delta', index: this.blocks.length - 1, delta });
     } else if (d.type === 'tool_call') {
       if (d.id !== undefined) {
@@ -82,7 +83,11 @@ export class MessageRenderer {
       const block = at === undefined ? undefined : this.blocks[at];
       if (block?.type === 'tool_use' && d.arguments !== '') {
         block.json += d.arguments;
-        out.push({ type: 'content_block_delta', index: at, delta: { type: 'input_json_delta', partial_json: d.arguments } });
+        out.push({
+          type: 'content_block_delta',
+          index: at,
+          delta: { type: 'input_json_delta', partial_json: d.arguments },
+        });
       }
     } else {
       this.close(out);
@@ -121,7 +126,10 @@ export class MessageRenderer {
   private openBlock(block: Block, out: MessageEvent[]): void {
     this.blocks.push(block);
     this.open = block;
-    const start = block.type === 'tool_use' ? { type: 'tool_use', id: block.id, name: block.name, input: {} } : blockJson({ type: block.type, text: '' });
+    const start =
+      block.type === 'tool_use'
+        ? { type: 'tool_use', id: block.id, name: block.name, input: {} }
+        : blockJson({ type: block.type, text: '' });
     out.push({ type: 'content_block_start', index: this.blocks.length - 1, content_block: start });
   }
 
@@ -140,8 +148,11 @@ function stopReasonOf(reason: ChatFinishReason, stopSequence: string | undefined
 
 /** A block as the message carries it: a tool call's `input` is its arguments parsed ({} when they are not a JSON object). */
 function blockJson(block: Block): Json {
-  if (block.type === 'tool_use') return { type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.json) };
-  return block.type === 'text' ? { type: 'text', text: block.text } : { type: 'thinking', thinking: block.text, signature: '' };
+  if (block.type === 'tool_use')
+    return { type: 'tool_use', id: block.id, name: block.name, input: parseInput(block.json) };
+  return block.type === 'text'
+    ? { type: 'text', text: block.text }
+    : { type: 'thinking', thinking: block.text, signature: '' };
 }
 
 function parseInput(json: string): Json {

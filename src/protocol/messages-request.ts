@@ -18,7 +18,17 @@ export interface MessagesRequest {
 }
 
 const HONOURED = new Set([
-  'model', 'messages', 'system', 'max_tokens', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'stream', 'tools', 'tool_choice',
+  'model',
+  'messages',
+  'system',
+  'max_tokens',
+  'stop_sequences',
+  'temperature',
+  'top_p',
+  'top_k',
+  'stream',
+  'tools',
+  'tool_choice',
   'priority',
 ]);
 const HARMLESS = new Set(['metadata', 'service_tier', 'thinking', 'cache_control']);
@@ -30,8 +40,10 @@ const MAX_STOP_SEQUENCES = 4;
 function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
   const v = body[field];
   if (absent(v)) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v))) throw invalidRequest(`${field}: must be ${integer ? 'an integer' : 'a number'}`, field, 'invalid_type');
-  if (v < min || v > max) throw invalidRequest(`${field}: must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)))
+    throw invalidRequest(`${field}: must be ${integer ? 'an integer' : 'a number'}`, field, 'invalid_type');
+  if (v < min || v > max)
+    throw invalidRequest(`${field}: must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
   return v;
 }
 
@@ -43,13 +55,20 @@ function typeOf(block: unknown): string {
 function systemText(raw: unknown): string | undefined {
   if (absent(raw)) return undefined;
   if (typeof raw === 'string') return raw;
-  if (!Array.isArray(raw)) throw invalidRequest('system: must be a string or an array of text blocks', 'system', 'invalid_type');
+  if (!Array.isArray(raw))
+    throw invalidRequest('system: must be a string or an array of text blocks', 'system', 'invalid_type');
   return raw.map((b, i) => textOf(b, `system[${i}]`)).join('\n');
 }
 
 function textOf(block: unknown, param: string): string {
-  if (!isObject(block) || block.type !== 'text') throw invalidRequest(`${param}: must be a text block ({"type":"text","text":...}); '${typeOf(block)}' blocks are not supported here`, param, 'unsupported_content_block');
-  if (typeof block.text !== 'string') throw invalidRequest(`${param}.text: must be a string`, `${param}.text`, 'invalid_type');
+  if (!isObject(block) || block.type !== 'text')
+    throw invalidRequest(
+      `${param}: must be a text block ({"type":"text","text":...}); '${typeOf(block)}' blocks are not supported here`,
+      param,
+      'unsupported_content_block',
+    );
+  if (typeof block.text !== 'string')
+    throw invalidRequest(`${param}.text: must be a string`, `${param}.text`, 'invalid_type');
   return block.text;
 }
 
@@ -57,7 +76,8 @@ function textOf(block: unknown, param: string): string {
 function toolResultText(raw: unknown, param: string): string {
   if (absent(raw)) return '';
   if (typeof raw === 'string') return raw;
-  if (!Array.isArray(raw)) throw invalidRequest(`${param}: must be a string or an array of text blocks`, param, 'invalid_type');
+  if (!Array.isArray(raw))
+    throw invalidRequest(`${param}: must be a string or an array of text blocks`, param, 'invalid_type');
   return raw.map((b, i) => textOf(b, `${param}[${i}]`)).join('');
 }
 
@@ -65,7 +85,8 @@ function toolResultText(raw: unknown, param: string): string {
 function convertMessage(m: unknown, i: number, out: ChatMessage[]): void {
   const p = `messages[${i}]`;
   if (!isObject(m)) throw invalidRequest(`${p}: must be an object`, p, 'invalid_type');
-  if (m.role !== 'user' && m.role !== 'assistant') throw invalidRequest(`${p}.role: must be 'user' or 'assistant'`, `${p}.role`, 'invalid_value');
+  if (m.role !== 'user' && m.role !== 'assistant')
+    throw invalidRequest(`${p}.role: must be 'user' or 'assistant'`, `${p}.role`, 'invalid_value');
   const role = m.role;
   const content = m.content;
   if (typeof content === 'string') {
@@ -73,7 +94,12 @@ function convertMessage(m: unknown, i: number, out: ChatMessage[]): void {
     return;
   }
   if (absent(content)) throw invalidRequest(`${p}.content: is required`, `${p}.content`, 'missing_required_parameter');
-  if (!Array.isArray(content)) throw invalidRequest(`${p}.content: must be a string or an array of content blocks`, `${p}.content`, 'invalid_type');
+  if (!Array.isArray(content))
+    throw invalidRequest(
+      `${p}.content: must be a string or an array of content blocks`,
+      `${p}.content`,
+      'invalid_type',
+    );
   let text = '';
   const calls: ToolCall[] = [];
   content.forEach((block, j) => {
@@ -85,27 +111,42 @@ function convertMessage(m: unknown, i: number, out: ChatMessage[]): void {
         text += textOf(block, bp);
         return;
       case 'tool_use': {
-        if (role !== 'assistant') throw invalidRequest(`${bp}: tool_use blocks belong in assistant messages`, bp, 'invalid_value');
-        if (typeof block.id !== 'string' || block.id === '') throw invalidRequest(`${bp}.id: must be a non-empty string`, `${bp}.id`, 'invalid_type');
+        if (role !== 'assistant')
+          throw invalidRequest(`${bp}: tool_use blocks belong in assistant messages`, bp, 'invalid_value');
+        if (typeof block.id !== 'string' || block.id === '')
+          throw invalidRequest(`${bp}.id: must be a non-empty string`, `${bp}.id`, 'invalid_type');
         const name = functionName(block.name, `${bp}.name`);
-        if (!isObject(block.input)) throw invalidRequest(`${bp}.input: must be an object`, `${bp}.input`, 'invalid_type');
+        if (!isObject(block.input))
+          throw invalidRequest(`${bp}.input: must be an object`, `${bp}.input`, 'invalid_type');
         calls.push({ id: block.id, name, arguments: JSON.stringify(block.input) });
         return;
       }
       case 'tool_result': {
-        if (role !== 'user') throw invalidRequest(`${bp}: tool_result blocks belong in user messages`, bp, 'invalid_value');
-        if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '') throw invalidRequest(`${bp}.tool_use_id: must be a non-empty string`, `${bp}.tool_use_id`, 'invalid_type');
-        if (!absent(block.is_error) && typeof block.is_error !== 'boolean') throw invalidRequest(`${bp}.is_error: must be a boolean`, `${bp}.is_error`, 'invalid_type');
+        if (role !== 'user')
+          throw invalidRequest(`${bp}: tool_result blocks belong in user messages`, bp, 'invalid_value');
+        if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '')
+          throw invalidRequest(`${bp}.tool_use_id: must be a non-empty string`, `${bp}.tool_use_id`, 'invalid_type');
+        if (!absent(block.is_error) && typeof block.is_error !== 'boolean')
+          throw invalidRequest(`${bp}.is_error: must be a boolean`, `${bp}.is_error`, 'invalid_type');
         const result = toolResultText(block.content, `${bp}.content`);
-        out.push({ role: 'tool', content: block.is_error === true ? `Error: ${result}` : result, toolCallId: block.tool_use_id });
+        out.push({
+          role: 'tool',
+          content: block.is_error === true ? `Error: ${result}` : result,
+          toolCallId: block.tool_use_id,
+        });
         return;
       }
       case 'thinking':
       case 'redacted_thinking':
-        if (role !== 'assistant') throw invalidRequest(`${bp}: ${type} blocks belong in assistant messages`, bp, 'invalid_value');
+        if (role !== 'assistant')
+          throw invalidRequest(`${bp}: ${type} blocks belong in assistant messages`, bp, 'invalid_value');
         return;
       default:
-        throw invalidRequest(`${bp}: '${type}' blocks are not supported (text, tool_use and tool_result are)`, bp, 'unsupported_content_block');
+        throw invalidRequest(
+          `${bp}: '${type}' blocks are not supported (text, tool_use and tool_result are)`,
+          bp,
+          'unsupported_content_block',
+        );
     }
   });
   if (role === 'assistant') {
@@ -121,12 +162,20 @@ function parseMessages(raw: unknown): ChatMessage[] {
   if (raw === undefined) throw invalidRequest('messages: Field required', 'messages', 'missing_required_parameter');
   if (!Array.isArray(raw)) throw invalidRequest('messages: must be an array', 'messages', 'invalid_type');
   if (raw.length === 0) throw invalidRequest('messages: at least one message is required', 'messages', 'empty_array');
-  if (raw.length > MAX_MESSAGES) throw invalidRequest(`messages: ${raw.length} messages; the limit is ${MAX_MESSAGES}`, 'messages', 'too_many_messages');
+  if (raw.length > MAX_MESSAGES)
+    throw invalidRequest(
+      `messages: ${raw.length} messages; the limit is ${MAX_MESSAGES}`,
+      'messages',
+      'too_many_messages',
+    );
   const out: ChatMessage[] = [];
   raw.forEach((m, i) => convertMessage(m, i, out));
   const last = raw.length - 1;
   if (isObject(raw[last]) && raw[last].role === 'assistant') {
-    throw unsupportedParameter(`messages[${last}]`, 'is an assistant message: continuing a prefilled assistant turn is not supported (end with a user message)');
+    throw unsupportedParameter(
+      `messages[${last}]`,
+      'is an assistant message: continuing a prefilled assistant turn is not supported (end with a user message)',
+    );
   }
   return out;
 }
@@ -140,13 +189,28 @@ function parseTools(raw: unknown): FunctionTool[] {
   return raw.map((t, i) => {
     const p = `tools[${i}]`;
     if (!isObject(t)) throw invalidRequest(`${p}: must be an object`, p, 'invalid_type');
-    if (!absent(t.type) && t.type !== 'custom') throw unsupportedParameter(`${p}.type`, `'${String(t.type)}' is not supported: only custom tools (name, description, input_schema)`);
+    if (!absent(t.type) && t.type !== 'custom')
+      throw unsupportedParameter(
+        `${p}.type`,
+        `'${String(t.type)}' is not supported: only custom tools (name, description, input_schema)`,
+      );
     const name = functionName(t.name, `${p}.name`);
     if (seen.has(name)) throw invalidRequest(`${p}.name: repeats the tool '${name}'`, `${p}.name`, 'invalid_value');
     seen.add(name);
-    if (!absent(t.description) && typeof t.description !== 'string') throw invalidRequest(`${p}.description: must be a string`, `${p}.description`, 'invalid_type');
-    if (!isObject(t.input_schema)) throw invalidRequest(`${p}.input_schema: must be a JSON Schema object`, `${p}.input_schema`, absent(t.input_schema) ? 'missing_required_parameter' : 'invalid_type');
-    return { name, description: typeof t.description === 'string' ? t.description : undefined, parameters: t.input_schema, strict: false };
+    if (!absent(t.description) && typeof t.description !== 'string')
+      throw invalidRequest(`${p}.description: must be a string`, `${p}.description`, 'invalid_type');
+    if (!isObject(t.input_schema))
+      throw invalidRequest(
+        `${p}.input_schema: must be a JSON Schema object`,
+        `${p}.input_schema`,
+        absent(t.input_schema) ? 'missing_required_parameter' : 'invalid_type',
+      );
+    return {
+      name,
+      description: typeof t.description === 'string' ? t.description : undefined,
+      parameters: t.input_schema,
+      strict: false,
+    };
   });
 }
 
@@ -155,25 +219,47 @@ function parseToolChoice(raw: unknown, tools: FunctionTool[]): { choice: ToolCho
   if (absent(raw)) return { choice: tools.length > 0 ? 'auto' : 'none', parallel: true };
   if (!isObject(raw)) throw invalidRequest('tool_choice: must be an object', 'tool_choice', 'invalid_type');
   const dp = raw.disable_parallel_tool_use;
-  if (!absent(dp) && typeof dp !== 'boolean') throw invalidRequest('tool_choice.disable_parallel_tool_use: must be a boolean', 'tool_choice.disable_parallel_tool_use', 'invalid_type');
+  if (!absent(dp) && typeof dp !== 'boolean')
+    throw invalidRequest(
+      'tool_choice.disable_parallel_tool_use: must be a boolean',
+      'tool_choice.disable_parallel_tool_use',
+      'invalid_type',
+    );
   const parallel = dp !== true;
   let choice: ToolChoice;
   switch (raw.type) {
-    case 'auto': choice = 'auto'; break;
-    case 'any': choice = 'required'; break;
-    case 'none': choice = 'none'; break;
-    case 'tool': choice = { name: functionName(raw.name, 'tool_choice.name') }; break;
-    default: throw invalidRequest("tool_choice.type: must be one of 'auto', 'any', 'tool', 'none'", 'tool_choice.type', 'invalid_value');
+    case 'auto':
+      choice = 'auto';
+      break;
+    case 'any':
+      choice = 'required';
+      break;
+    case 'none':
+      choice = 'none';
+      break;
+    case 'tool':
+      choice = { name: functionName(raw.name, 'tool_choice.name') };
+      break;
+    default:
+      throw invalidRequest(
+        "tool_choice.type: must be one of 'auto', 'any', 'tool', 'none'",
+        'tool_choice.type',
+        'invalid_value',
+      );
   }
-  if (choice !== 'none' && tools.length === 0) throw invalidRequest('tool_choice: requires tools', 'tool_choice', 'invalid_value');
+  if (choice !== 'none' && tools.length === 0)
+    throw invalidRequest('tool_choice: requires tools', 'tool_choice', 'invalid_value');
   return { choice: choice === 'none' ? choice : checkToolChoice(choice, tools), parallel };
 }
 
 function parseStopSequences(raw: unknown): string[] {
   if (absent(raw)) return [];
-  if (!Array.isArray(raw) || raw.some((s) => typeof s !== 'string')) throw invalidRequest('stop_sequences: must be an array of strings', 'stop_sequences', 'invalid_type');
-  if (raw.length > MAX_STOP_SEQUENCES) throw invalidRequest(`stop_sequences: at most ${MAX_STOP_SEQUENCES} sequences`, 'stop_sequences', 'invalid_value');
-  if (raw.some((s) => s === '')) throw invalidRequest('stop_sequences: sequences must not be empty', 'stop_sequences', 'invalid_value');
+  if (!Array.isArray(raw) || raw.some((s) => typeof s !== 'string'))
+    throw invalidRequest('stop_sequences: must be an array of strings', 'stop_sequences', 'invalid_type');
+  if (raw.length > MAX_STOP_SEQUENCES)
+    throw invalidRequest(`stop_sequences: at most ${MAX_STOP_SEQUENCES} sequences`, 'stop_sequences', 'invalid_value');
+  if (raw.some((s) => s === ''))
+    throw invalidRequest('stop_sequences: sequences must not be empty', 'stop_sequences', 'invalid_value');
   return raw as string[];
 }
 
@@ -183,8 +269,10 @@ function checkFields(body: Json, countOnly: boolean): void {
     if (!known) throw invalidRequest(`${key}: Extra inputs are not permitted`, key, 'unknown_parameter');
   }
   const thinking = body.thinking;
-  if (!absent(thinking) && !(isObject(thinking) && thinking.type === 'disabled')) throw unsupportedParameter('thinking', 'is not supported (only {"type":"disabled"})');
-  if (!absent(body.metadata) && !isObject(body.metadata)) throw invalidRequest('metadata: must be an object', 'metadata', 'invalid_type');
+  if (!absent(thinking) && !(isObject(thinking) && thinking.type === 'disabled'))
+    throw unsupportedParameter('thinking', 'is not supported (only {"type":"disabled"})');
+  if (!absent(body.metadata) && !isObject(body.metadata))
+    throw invalidRequest('metadata: must be an object', 'metadata', 'invalid_type');
 }
 
 /**
@@ -195,16 +283,19 @@ export function validateMessagesRequest(body: unknown, countOnly = false): Messa
   if (!isObject(body)) throw invalidRequest('The request body must be a JSON object', null, 'invalid_type');
   checkFields(body, countOnly);
   if (body.model === undefined) throw invalidRequest('model: Field required', 'model', 'missing_required_parameter');
-  if (typeof body.model !== 'string' || body.model === '') throw invalidRequest('model: must be a non-empty string', 'model', 'invalid_type');
+  if (typeof body.model !== 'string' || body.model === '')
+    throw invalidRequest('model: must be a non-empty string', 'model', 'invalid_type');
   let maxTokens: number | undefined;
   if (!countOnly) {
-    if (absent(body.max_tokens)) throw invalidRequest('max_tokens: Field required', 'max_tokens', 'missing_required_parameter');
+    if (absent(body.max_tokens))
+      throw invalidRequest('max_tokens: Field required', 'max_tokens', 'missing_required_parameter');
     maxTokens = number(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true);
   }
   const messages = parseMessages(body.messages);
   const system = systemText(body.system);
   if (system !== undefined && system !== '') messages.unshift({ role: 'system', content: system });
-  if (!absent(body.stream) && typeof body.stream !== 'boolean') throw invalidRequest('stream: must be a boolean', 'stream', 'invalid_type');
+  if (!absent(body.stream) && typeof body.stream !== 'boolean')
+    throw invalidRequest('stream: must be a boolean', 'stream', 'invalid_type');
   const tools = parseTools(body.tools);
   const { choice, parallel } = parseToolChoice(body.tool_choice, tools);
   return {

@@ -52,7 +52,13 @@ export interface ChatCompletion {
   choices: Array<{
     index: number;
     /** content is null when the answer is only tool calls. */
-    message: { role: 'assistant'; content: string | null; refusal: null; reasoning_content?: string; tool_calls?: ChatToolCallObject[] };
+    message: {
+      role: 'assistant';
+      content: string | null;
+      refusal: null;
+      reasoning_content?: string;
+      tool_calls?: ChatToolCallObject[];
+    };
     logprobs: ChatLogprobs | null;
     finish_reason: FinishReason;
   }>;

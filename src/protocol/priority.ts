@@ -16,7 +16,12 @@ export const PRIORITIES = ['interactive', 'batch'] as const satisfies readonly P
  */
 export function parseRequestPriority(value: unknown): 'batch' | undefined {
   if (value === undefined || value === null) return undefined;
-  if (value !== 'batch') throw invalidRequest(`'priority' must be "batch" (a request may lower its key's priority, never raise it); got ${JSON.stringify(value)?.slice(0, 40) ?? typeof value}`, 'priority', 'invalid_value');
+  if (value !== 'batch')
+    throw invalidRequest(
+      `'priority' must be "batch" (a request may lower its key's priority, never raise it); got ${JSON.stringify(value)?.slice(0, 40) ?? typeof value}`,
+      'priority',
+      'invalid_value',
+    );
   return 'batch';
 }
 

@@ -111,6 +111,7 @@ function emit(out: SplitPiece[], kind: SplitPiece['kind'], text: string): void {
 
 /** The length of the longest end of `text` that is a proper start of `marker`. */
 function partialSuffix(text: string, marker: string): number {
-  for (let n = Math.min(marker.length - 1, text.length); n > 0; n--) if (marker.startsWith(text.slice(text.length - n))) return n;
+  for (let n = Math.min(marker.length - 1, text.length); n > 0; n--)
+    if (marker.startsWith(text.slice(text.length - n))) return n;
   return 0;
 }

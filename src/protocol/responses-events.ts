@@ -24,7 +24,6 @@ export interface ResponseEvent extends Json {
   sequence_number: number;
 }
 
-
 interface MessageItem {
   kind: 'message';
   id: string;
@@ -71,7 +70,10 @@ export class ResponseRenderer {
 
   /** response.created and response.in_progress. */
   start(): ResponseEvent[] {
-    return [this.event('response.created', { response: this.response() }), this.event('response.in_progress', { response: this.response() })];
+    return [
+      this.event('response.created', { response: this.response() }),
+      this.event('response.in_progress', { response: this.response() }),
+    ];
   }
 
   /** The events for one delta (a finish closes everything and completes the response). */
@@ -84,12 +86,27 @@ export class ResponseRenderer {
         this.close(out);
         item = { kind: 'message', id: hexId('msg'), text: '', logprobs: [] };
         this.openItem(item, out);
-        out.push(this.event('response.content_part.added', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, part: this.textPart('', []) }));
+        out.push(
+          this.event('response.content_part.added', {
+            item_id: item.id,
+            output_index: this.items.length - 1,
+            content_index: 0,
+            part: this.textPart('', []),
+          }),
+        );
       }
       const logprobs = this.withLogprobs ? (d.logprobs ?? []).map(wireLogprob) : [];
       item.text += d.text;
       item.logprobs.push(...logprobs);
-      out.push(this.event('response.output_text.delta', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, delta: d.text, logprobs }));
+      out.push(
+        this.event('response.output_text.delta', {
+          item_id: item.id,
+          output_index: this.items.length - 1,
+          content_index: 0,
+          delta: d.text,
+          logprobs,
+        }),
+      );
     } else if (d.type === 'reasoning') {
       if (d.text === '') return out;
       let item = this.open;
@@ -97,14 +114,34 @@ export class ResponseRenderer {
         this.close(out);
         item = { kind: 'reasoning', id: hexId('rs'), text: '' };
         this.openItem(item, out);
-        out.push(this.event('response.content_part.added', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, part: { type: 'reasoning_text', text: '' } }));
+        out.push(
+          this.event('response.content_part.added', {
+            item_id: item.id,
+            output_index: this.items.length - 1,
+            content_index: 0,
+            part: { type: 'reasoning_text', text: '' },
+          }),
+        );
       }
       item.text += d.text;
-      out.push(this.event('response.reasoning_text.delta', { item_id: item.id, output_index: this.items.length - 1, content_index: 0, delta: d.text }));
+      out.push(
+        this.event('response.reasoning_text.delta', {
+          item_id: item.id,
+          output_index: this.items.length - 1,
+          content_index: 0,
+          delta: d.text,
+        }),
+      );
     } else if (d.type === 'tool_call') {
       if (d.id !== undefined) {
         this.close(out);
-        const item: CallItem = { kind: 'function_call', id: hexId('fc'), callId: d.id, name: d.name ?? '', arguments: '' };
+        const item: CallItem = {
+          kind: 'function_call',
+          id: hexId('fc'),
+          callId: d.id,
+          name: d.name ?? '',
+          arguments: '',
+        };
         this.openItem(item, out);
         this.callIndex.set(d.index, this.items.length - 1);
       }
@@ -112,13 +149,23 @@ export class ResponseRenderer {
       const item = at === undefined ? undefined : this.items[at];
       if (item?.kind === 'function_call' && d.arguments !== '') {
         item.arguments += d.arguments;
-        out.push(this.event('response.function_call_arguments.delta', { item_id: item.id, output_index: at, delta: d.arguments }));
+        out.push(
+          this.event('response.function_call_arguments.delta', {
+            item_id: item.id,
+            output_index: at,
+            delta: d.arguments,
+          }),
+        );
       }
     } else {
       this.close(out);
       this.status = d.reason === 'length' ? 'incomplete' : 'completed';
       this.usage = d.usage ?? null;
-      out.push(this.event(this.status === 'completed' ? 'response.completed' : 'response.incomplete', { response: this.response() }));
+      out.push(
+        this.event(this.status === 'completed' ? 'response.completed' : 'response.incomplete', {
+          response: this.response(),
+        }),
+      );
     }
     return out;
   }
@@ -152,13 +199,16 @@ export class ResponseRenderer {
       top_logprobs: this.echo.top_logprobs,
       top_p: this.echo.top_p,
       truncation: 'disabled',
-      usage: u === null ? null : {
-        input_tokens: u.promptTokens,
-        input_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
-        output_tokens: u.completionTokens,
-        output_tokens_details: { reasoning_tokens: 0 },
-        total_tokens: u.promptTokens + u.completionTokens,
-      },
+      usage:
+        u === null
+          ? null
+          : {
+              input_tokens: u.promptTokens,
+              input_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
+              output_tokens: u.completionTokens,
+              output_tokens_details: { reasoning_tokens: 0 },
+              total_tokens: u.promptTokens + u.completionTokens,
+            },
       user: this.echo.user,
       metadata: this.echo.metadata,
     };
@@ -169,7 +219,9 @@ export class ResponseRenderer {
   }
 
   private textPart(text: string, logprobs: Json[]): Json {
-    return this.withLogprobs ? { type: 'output_text', text, annotations: [], logprobs } : { type: 'output_text', text, annotations: [] };
+    return this.withLogprobs
+      ? { type: 'output_text', text, annotations: [], logprobs }
+      : { type: 'output_text', text, annotations: [] };
   }
 
   private itemJson(item: Item, status: 'in_progress' | 'completed'): Json {
@@ -181,13 +233,23 @@ export class ResponseRenderer {
       const content = status === 'in_progress' && item.text === '' ? [] : [this.textPart(item.text, item.logprobs)];
       return { id: item.id, type: 'message', status, role: 'assistant', content };
     }
-    return { id: item.id, type: 'function_call', status, call_id: item.callId, name: item.name, arguments: item.arguments };
+    return {
+      id: item.id,
+      type: 'function_call',
+      status,
+      call_id: item.callId,
+      name: item.name,
+      arguments: item.arguments,
+    };
   }
 
   private openItem(item: Item, out: ResponseEvent[]): void {
     this.items.push(item);
     this.open = item;
-    const json = item.kind === 'message' ? { id: item.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] } : this.itemJson(item, 'in_progress');
+    const json =
+      item.kind === 'message'
+        ? { id: item.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] }
+        : this.itemJson(item, 'in_progress');
     out.push(this.event('response.output_item.added', { output_index: this.items.length - 1, item: json }));
   }
 
@@ -197,18 +259,59 @@ export class ResponseRenderer {
     this.open = null;
     const index = this.items.length - 1;
     if (item.kind === 'reasoning') {
-      out.push(this.event('response.reasoning_text.done', { item_id: item.id, output_index: index, content_index: 0, text: item.text }));
-      out.push(this.event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part: { type: 'reasoning_text', text: item.text } }));
+      out.push(
+        this.event('response.reasoning_text.done', {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          text: item.text,
+        }),
+      );
+      out.push(
+        this.event('response.content_part.done', {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          part: { type: 'reasoning_text', text: item.text },
+        }),
+      );
     } else if (item.kind === 'message') {
-      out.push(this.event('response.output_text.done', { item_id: item.id, output_index: index, content_index: 0, text: item.text, logprobs: item.logprobs }));
-      out.push(this.event('response.content_part.done', { item_id: item.id, output_index: index, content_index: 0, part: this.textPart(item.text, item.logprobs) }));
+      out.push(
+        this.event('response.output_text.done', {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          text: item.text,
+          logprobs: item.logprobs,
+        }),
+      );
+      out.push(
+        this.event('response.content_part.done', {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          part: this.textPart(item.text, item.logprobs),
+        }),
+      );
     } else {
-      out.push(this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments }));
+      out.push(
+        this.event('response.function_call_arguments.done', {
+          item_id: item.id,
+          output_index: index,
+          name: item.name,
+          arguments: item.arguments,
+        }),
+      );
     }
     out.push(this.event('response.output_item.done', { output_index: index, item: this.itemJson(item, 'completed') }));
   }
 }
 
 function wireLogprob(l: TokenLogprob): Json {
-  return { token: l.token, logprob: l.logprob, bytes: l.bytes, top_logprobs: l.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })) };
+  return {
+    token: l.token,
+    logprob: l.logprob,
+    bytes: l.bytes,
+    top_logprobs: l.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })),
+  };
 }

@@ -71,7 +71,12 @@ export class TextCompletionRenderer {
     private readonly logprobs: boolean,
     private readonly includeUsage: boolean,
   ) {
-    this.choices = echoes.map((e) => ({ text: e, logprobs: logprobs ? emptyLogprobs() : null, finish: null, offset: e.length }));
+    this.choices = echoes.map((e) => ({
+      text: e,
+      logprobs: logprobs ? emptyLogprobs() : null,
+      finish: null,
+      offset: e.length,
+    }));
   }
 
   /** JSON mode: takes every delta in order. */
@@ -94,7 +99,12 @@ export class TextCompletionRenderer {
   completion(): TextCompletion {
     return {
       ...this.head(),
-      choices: this.choices.map((c, index) => ({ text: c.text, index, logprobs: c.logprobs, finish_reason: c.finish ?? 'stop' })),
+      choices: this.choices.map((c, index) => ({
+        text: c.text,
+        index,
+        logprobs: c.logprobs,
+        finish_reason: c.finish ?? 'stop',
+      })),
       usage: this.usage,
     };
   }
@@ -102,7 +112,9 @@ export class TextCompletionRenderer {
   /** SSE text that opens the stream: each echoed prompt as its choice's first chunk (nothing without echo). */
   streamHead(): string {
     let out = '';
-    this.echoes.forEach((e, index) => { if (e !== '') out += sseData(this.chunk({ text: e, index, logprobs: null, finish_reason: null })); });
+    this.echoes.forEach((e, index) => {
+      if (e !== '') out += sseData(this.chunk({ text: e, index, logprobs: null, finish_reason: null }));
+    });
     return out;
   }
 
@@ -118,7 +130,8 @@ export class TextCompletionRenderer {
           tail += sseData(this.chunk({ text: '', index, logprobs: null, finish_reason: c.finish }));
         }
       });
-      if (this.includeUsage && d.usage !== undefined) tail += sseData({ ...this.head(), choices: [], usage: usageOf(d.usage) });
+      if (this.includeUsage && d.usage !== undefined)
+        tail += sseData({ ...this.head(), choices: [], usage: usageOf(d.usage) });
       return tail + SSE_DONE;
     }
     if (d.type !== 'content') return '';
@@ -131,7 +144,8 @@ export class TextCompletionRenderer {
       appendLogprobs(logprobs, d.logprobs, c);
     }
     let out = '';
-    if (d.text !== '' || logprobs !== null) out += sseData(this.chunk({ text: d.text, index, logprobs, finish_reason: null }));
+    if (d.text !== '' || logprobs !== null)
+      out += sseData(this.chunk({ text: d.text, index, logprobs, finish_reason: null }));
     if (tagged.end !== undefined) {
       c.finish = finishOf(tagged.end);
       out += sseData(this.chunk({ text: '', index, logprobs: null, finish_reason: c.finish }));
@@ -140,7 +154,13 @@ export class TextCompletionRenderer {
   }
 
   private head() {
-    return { id: this.id, object: 'text_completion' as const, created: this.created, model: this.model, system_fingerprint: null };
+    return {
+      id: this.id,
+      object: 'text_completion' as const,
+      created: this.created,
+      model: this.model,
+      system_fingerprint: null,
+    };
   }
 
   private chunk(choice: TextCompletionChoice): TextCompletion {

@@ -215,7 +215,8 @@ export class ToolCallStreamParser {
       parsed = null;
     }
     const call = parsed as { name?: unknown; arguments?: unknown } | null;
-    const name = typeof call?.name === 'string' && (this.declared === null || this.declared.has(call.name)) ? call.name : null;
+    const name =
+      typeof call?.name === 'string' && (this.declared === null || this.declared.has(call.name)) ? call.name : null;
     if (call === null || typeof call !== 'object' || name === null || call.arguments === undefined) {
       this.content(out, TOOL_CALL_OPEN + body + TOOL_CALL_CLOSE);
       return;

@@ -3,7 +3,13 @@ import { parseReasoningEffort } from './chat-request.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, ChatRole } from './chat-request.ts';
 import {
-  parseLogprobs, parseMessageToolCalls, parseResponseFormat, parseSamplerExtensions, parseToolCallId, parseToolChoice, parseTools,
+  parseLogprobs,
+  parseMessageToolCalls,
+  parseResponseFormat,
+  parseSamplerExtensions,
+  parseToolCallId,
+  parseToolChoice,
+  parseTools,
 } from './validate-chat-features.ts';
 
 /** Limits applied while validating; the gateway passes the configured values. */
@@ -14,17 +20,36 @@ export interface ChatRequestLimits {
   maxStopSequences: number;
 }
 
-export const DEFAULT_CHAT_REQUEST_LIMITS = { maxMessages: 2048, maxStopSequences: 4 } satisfies Required<ChatRequestLimits>;
+export const DEFAULT_CHAT_REQUEST_LIMITS = {
+  maxMessages: 2048,
+  maxStopSequences: 4,
+} satisfies Required<ChatRequestLimits>;
 
 /** Fields that are accepted and have no effect on generation (documented in the README). */
 const HARMLESS_FIELDS = new Set(['store', 'metadata', 'service_tier', 'user', 'stream_options']);
 const HONOURED_FIELDS = new Set([
-  'model', 'messages', 'stream', 'temperature', 'top_p', 'max_tokens', 'max_completion_tokens',
-  'stop', 'seed', 'presence_penalty', 'frequency_penalty',
+  'model',
+  'messages',
+  'stream',
+  'temperature',
+  'top_p',
+  'max_tokens',
+  'max_completion_tokens',
+  'stop',
+  'seed',
+  'presence_penalty',
+  'frequency_penalty',
   // Tools, structured outputs, logprobs (validate-chat-features.ts).
-  'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'logprobs', 'top_logprobs',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'response_format',
+  'logprobs',
+  'top_logprobs',
   // llama-server / vLLM sampler extensions (README "Request fields").
-  'top_k', 'min_p', 'repetition_penalty',
+  'top_k',
+  'min_p',
+  'repetition_penalty',
   // A thinking model's switch (honoured by the gateway where the template has one).
   'reasoning_effort',
   // Scheduling: a request may lower its key's priority (protocol/priority.ts).
@@ -32,7 +57,13 @@ const HONOURED_FIELDS = new Set([
 ]);
 
 /** A Map, not an object literal: a client's role must never find an Object.prototype member ('constructor'). */
-const ROLE_MAP: ReadonlyMap<string, ChatRole> = new Map([['system', 'system'], ['developer', 'system'], ['user', 'user'], ['assistant', 'assistant'], ['tool', 'tool']]);
+const ROLE_MAP: ReadonlyMap<string, ChatRole> = new Map([
+  ['system', 'system'],
+  ['developer', 'system'],
+  ['user', 'user'],
+  ['assistant', 'assistant'],
+  ['tool', 'tool'],
+]);
 
 type Json = Record<string, unknown>;
 
@@ -43,9 +74,11 @@ function isObject(v: unknown): v is Json {
 function optionalNumber(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
   const v = body[field];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
+  if (typeof v !== 'number' || !Number.isFinite(v))
+    throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
   if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
-  if (v < min || v > max) throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  if (v < min || v > max)
+    throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
   return v;
 }
 
@@ -61,10 +94,16 @@ function parseMaxTokens(body: Json): number | undefined {
 
 /** Rejects parameters Hearth cannot honour: never silently dropped (contract.md). */
 function rejectUnsupported(body: Json): void {
-  if (body.n !== undefined && body.n !== null && body.n !== 1) throw unsupportedParameter('n', 'must be 1: only one choice per request is supported');
+  if (body.n !== undefined && body.n !== null && body.n !== 1)
+    throw unsupportedParameter('n', 'must be 1: only one choice per request is supported');
   if (body.functions !== undefined && body.functions !== null) throw unsupportedParameter('functions');
   if (body.function_call !== undefined && body.function_call !== null) throw unsupportedParameter('function_call');
-  if (body.logit_bias !== undefined && body.logit_bias !== null && !(isObject(body.logit_bias) && Object.keys(body.logit_bias).length === 0)) throw unsupportedParameter('logit_bias');
+  if (
+    body.logit_bias !== undefined &&
+    body.logit_bias !== null &&
+    !(isObject(body.logit_bias) && Object.keys(body.logit_bias).length === 0)
+  )
+    throw unsupportedParameter('logit_bias');
   for (const key of Object.keys(body)) {
     if (HONOURED_FIELDS.has(key) || HARMLESS_FIELDS.has(key)) continue;
     if (['n', 'functions', 'function_call', 'logit_bias'].includes(key)) continue;
@@ -80,7 +119,11 @@ function messageContent(raw: unknown, index: number): string {
     raw.forEach((part, j) => {
       if (!isObject(part) || part.type !== 'text' || typeof part.text !== 'string') {
         const type = isObject(part) && typeof part.type === 'string' ? part.type : typeof part;
-        throw invalidRequest(`${param}[${j}] must be a text part ({"type":"text","text":...}); '${type}' parts are not supported`, `${param}[${j}]`, 'unsupported_content_part');
+        throw invalidRequest(
+          `${param}[${j}] must be a text part ({"type":"text","text":...}); '${type}' parts are not supported`,
+          `${param}[${j}]`,
+          'unsupported_content_part',
+        );
       }
       text += part.text;
     });
@@ -101,19 +144,43 @@ function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
   if (raw === undefined) throw invalidRequest("'messages' is required", 'messages', 'missing_required_parameter');
   if (!Array.isArray(raw)) throw invalidRequest("'messages' must be an array", 'messages', 'invalid_type');
   if (raw.length === 0) throw invalidRequest("'messages' must contain at least one message", 'messages', 'empty_array');
-  if (raw.length > limits.maxMessages) throw invalidRequest(`'messages' has ${raw.length} messages; the limit is ${limits.maxMessages}`, 'messages', 'too_many_messages');
+  if (raw.length > limits.maxMessages)
+    throw invalidRequest(
+      `'messages' has ${raw.length} messages; the limit is ${limits.maxMessages}`,
+      'messages',
+      'too_many_messages',
+    );
   return raw.map((m, i) => {
     if (!isObject(m)) throw invalidRequest(`'messages[${i}]' must be an object`, `messages[${i}]`, 'invalid_type');
     const role = typeof m.role === 'string' ? ROLE_MAP.get(m.role) : undefined;
     if (role === undefined) {
-      throw invalidRequest(`'messages[${i}].role' must be one of system, developer, user, assistant, tool; got ${describeValue(m.role)}`, `messages[${i}].role`, 'invalid_value');
+      throw invalidRequest(
+        `'messages[${i}].role' must be one of system, developer, user, assistant, tool; got ${describeValue(m.role)}`,
+        `messages[${i}].role`,
+        'invalid_value',
+      );
     }
-    if (m.function_call !== undefined && m.function_call !== null) throw unsupportedParameter(`messages[${i}].function_call`, 'is not supported (use tool_calls)');
-    if (m.tool_calls !== undefined && m.tool_calls !== null && role !== 'assistant') throw invalidRequest(`'messages[${i}].tool_calls' is only allowed on assistant messages`, `messages[${i}].tool_calls`, 'invalid_value');
-    const toolCalls = role === 'assistant' ? parseMessageToolCalls(m.tool_calls, `messages[${i}].tool_calls`) : undefined;
+    if (m.function_call !== undefined && m.function_call !== null)
+      throw unsupportedParameter(`messages[${i}].function_call`, 'is not supported (use tool_calls)');
+    if (m.tool_calls !== undefined && m.tool_calls !== null && role !== 'assistant')
+      throw invalidRequest(
+        `'messages[${i}].tool_calls' is only allowed on assistant messages`,
+        `messages[${i}].tool_calls`,
+        'invalid_value',
+      );
+    const toolCalls =
+      role === 'assistant' ? parseMessageToolCalls(m.tool_calls, `messages[${i}].tool_calls`) : undefined;
     const contentOptional = toolCalls !== undefined && toolCalls.length > 0;
-    if ((m.content === undefined || m.content === null) && !contentOptional) throw invalidRequest(`'messages[${i}].content' is required`, `messages[${i}].content`, 'missing_required_parameter');
-    const message: ChatMessage = { role, content: m.content === undefined || m.content === null ? '' : messageContent(m.content, i) };
+    if ((m.content === undefined || m.content === null) && !contentOptional)
+      throw invalidRequest(
+        `'messages[${i}].content' is required`,
+        `messages[${i}].content`,
+        'missing_required_parameter',
+      );
+    const message: ChatMessage = {
+      role,
+      content: m.content === undefined || m.content === null ? '' : messageContent(m.content, i),
+    };
     if (toolCalls !== undefined && toolCalls.length > 0) message.toolCalls = toolCalls;
     if (role === 'tool') message.toolCallId = parseToolCallId(m.tool_call_id, `messages[${i}].tool_call_id`);
     return message;
@@ -123,9 +190,12 @@ function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
 function parseStop(raw: unknown, limits: ChatRequestLimits): string[] {
   if (raw === undefined || raw === null) return [];
   const list = typeof raw === 'string' ? [raw] : raw;
-  if (!Array.isArray(list) || list.some((s) => typeof s !== 'string')) throw invalidRequest("'stop' must be a string or an array of strings", 'stop', 'invalid_type');
-  if (list.length > limits.maxStopSequences) throw invalidRequest(`'stop' accepts at most ${limits.maxStopSequences} sequences`, 'stop', 'invalid_value');
-  if (list.some((s) => s.length === 0)) throw invalidRequest("'stop' sequences must not be empty", 'stop', 'invalid_value');
+  if (!Array.isArray(list) || list.some((s) => typeof s !== 'string'))
+    throw invalidRequest("'stop' must be a string or an array of strings", 'stop', 'invalid_type');
+  if (list.length > limits.maxStopSequences)
+    throw invalidRequest(`'stop' accepts at most ${limits.maxStopSequences} sequences`, 'stop', 'invalid_value');
+  if (list.some((s) => s.length === 0))
+    throw invalidRequest("'stop' sequences must not be empty", 'stop', 'invalid_value');
   return list as string[];
 }
 
@@ -133,27 +203,40 @@ function parseStop(raw: unknown, limits: ChatRequestLimits): string[] {
  * Turns a parsed JSON body into a ChatRequest, or throws an ApiError (400) that names the field.
  * Pure: no I/O, no model knowledge (context length is checked next to the model).
  */
-export function validateChatRequest(body: unknown, limits: ChatRequestLimits = DEFAULT_CHAT_REQUEST_LIMITS): ChatRequest {
+export function validateChatRequest(
+  body: unknown,
+  limits: ChatRequestLimits = DEFAULT_CHAT_REQUEST_LIMITS,
+): ChatRequest {
   if (!isObject(body)) throw invalidRequest('Request body must be a JSON object', null, 'invalid_type');
   rejectUnsupported(body);
   if (body.model === undefined) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
-  if (typeof body.model !== 'string' || body.model.length === 0) throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
+  if (typeof body.model !== 'string' || body.model.length === 0)
+    throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
   const messages = parseMessages(body.messages, limits);
-  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw invalidRequest("'stream' must be a boolean", 'stream', 'invalid_type');
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
+    throw invalidRequest("'stream' must be a boolean", 'stream', 'invalid_type');
   const stream = body.stream === true;
   let includeUsage = false;
   const so = body.stream_options;
   if (so !== undefined && so !== null) {
     if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
-    if (!stream) throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
-    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean') throw invalidRequest("'stream_options.include_usage' must be a boolean", 'stream_options.include_usage', 'invalid_type');
+    if (!stream)
+      throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
+    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean')
+      throw invalidRequest(
+        "'stream_options.include_usage' must be a boolean",
+        'stream_options.include_usage',
+        'invalid_type',
+      );
     includeUsage = so.include_usage === true;
   }
   const maxTokens = parseMaxTokens(body);
-  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string')
+    throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
   const tools = parseTools(body.tools);
   const parallel = body.parallel_tool_calls;
-  if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean') throw invalidRequest("'parallel_tool_calls' must be a boolean", 'parallel_tool_calls', 'invalid_type');
+  if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean')
+    throw invalidRequest("'parallel_tool_calls' must be a boolean", 'parallel_tool_calls', 'invalid_type');
   return {
     tools,
     toolChoice: parseToolChoice(body.tool_choice, tools),

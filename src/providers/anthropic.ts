@@ -6,8 +6,14 @@ import type { SseEvent } from './sse-parser.ts';
 import { argumentsObject, toolNameOf } from './tool-arguments.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import {
-  compact, count, effectiveTemperature, isObject, parseUpstreamJson,
-  type UsageCounts, type VendorAdapter, type VendorEvent,
+  compact,
+  count,
+  effectiveTemperature,
+  isObject,
+  parseUpstreamJson,
+  type UsageCounts,
+  type VendorAdapter,
+  type VendorEvent,
 } from './vendor-adapter.ts';
 
 /**
@@ -44,7 +50,12 @@ function blocksOf(m: ChatMessage, index: number, messages: readonly ChatMessage[
   }
   const blocks: AnthropicBlock[] = m.content === '' ? [] : [{ type: 'text', text: m.content }];
   (m.toolCalls ?? []).forEach((c, j) => {
-    blocks.push({ type: 'tool_use', id: c.id, name: c.name, input: argumentsObject(c.arguments, `messages[${index}].tool_calls[${j}].function.arguments`, 'anthropic') });
+    blocks.push({
+      type: 'tool_use',
+      id: c.id,
+      name: c.name,
+      input: argumentsObject(c.arguments, `messages[${index}].tool_calls[${j}].function.arguments`, 'anthropic'),
+    });
   });
   return blocks;
 }
@@ -55,12 +66,16 @@ function merge(into: AnthropicMessage, add: AnthropicMessage): void {
     into.content = `${into.content}\n\n${add.content}`;
     return;
   }
-  const asBlocks = (c: string | AnthropicBlock[]): AnthropicBlock[] => (typeof c === 'string' ? (c === '' ? [] : [{ type: 'text', text: c }]) : c);
+  const asBlocks = (c: string | AnthropicBlock[]): AnthropicBlock[] =>
+    typeof c === 'string' ? (c === '' ? [] : [{ type: 'text', text: c }]) : c;
   const all = [...asBlocks(into.content), ...asBlocks(add.content)];
   into.content = [...all.filter((b) => b.type === 'tool_result'), ...all.filter((b) => b.type !== 'tool_result')];
 }
 
-export function toAnthropicMessages(messages: readonly ChatMessage[]): { system: string | undefined; messages: AnthropicMessage[] } {
+export function toAnthropicMessages(messages: readonly ChatMessage[]): {
+  system: string | undefined;
+  messages: AnthropicMessage[];
+} {
   const system: string[] = [];
   const out: AnthropicMessage[] = [];
   messages.forEach((m, i) => {
@@ -76,7 +91,11 @@ export function toAnthropicMessages(messages: readonly ChatMessage[]): { system:
     else out.push(next);
   });
   if (out.length === 0) {
-    throw invalidRequest("Provider anthropic needs at least one user or assistant message; 'messages' has only system messages", 'messages', 'invalid_value');
+    throw invalidRequest(
+      "Provider anthropic needs at least one user or assistant message; 'messages' has only system messages",
+      'messages',
+      'invalid_value',
+    );
   }
   return { system: system.length > 0 ? system.join('\n\n') : undefined, messages: out };
 }
@@ -89,7 +108,11 @@ export function toAnthropicMessages(messages: readonly ChatMessage[]): { system:
 export function anthropicToolFields(r: ChatRequest): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (r.tools.length > 0) {
-    out.tools = r.tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), input_schema: t.parameters }));
+    out.tools = r.tools.map((t) => ({
+      name: t.name,
+      ...(t.description !== undefined ? { description: t.description } : {}),
+      input_schema: t.parameters,
+    }));
     const choice = r.toolChoice;
     const parallel = r.parallelToolCalls ? {} : { disable_parallel_tool_use: true };
     if (choice === 'none') out.tool_choice = { type: 'none' };
@@ -99,7 +122,10 @@ export function anthropicToolFields(r: ChatRequest): Record<string, unknown> {
   }
   const rf = r.responseFormat;
   if (rf.type === 'json_object') {
-    throw unsupportedParameter('response_format', 'json_object is not supported by provider anthropic (its structured outputs need a schema): use {"type":"json_schema"}');
+    throw unsupportedParameter(
+      'response_format',
+      'json_object is not supported by provider anthropic (its structured outputs need a schema): use {"type":"json_schema"}',
+    );
   }
   if (rf.type === 'json_schema') out.output_config = { format: { type: 'json_schema', schema: rf.schema } };
   return out;
@@ -123,11 +149,17 @@ export function anthropicUsage(usage: unknown): UsageCounts | undefined {
   };
 }
 
-export function buildAnthropicRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
+export function buildAnthropicRequest(
+  call: ProviderCall,
+  stream: boolean,
+  options: ResolvedProviderOptions,
+): UpstreamRequest {
   const r = call.request;
   if (r.seed !== undefined) throw unsupportedParameter('seed', 'is not supported by provider anthropic');
-  if (r.presencePenalty !== undefined && r.presencePenalty !== 0) throw unsupportedParameter('presence_penalty', 'is not supported by provider anthropic');
-  if (r.frequencyPenalty !== undefined && r.frequencyPenalty !== 0) throw unsupportedParameter('frequency_penalty', 'is not supported by provider anthropic');
+  if (r.presencePenalty !== undefined && r.presencePenalty !== 0)
+    throw unsupportedParameter('presence_penalty', 'is not supported by provider anthropic');
+  if (r.frequencyPenalty !== undefined && r.frequencyPenalty !== 0)
+    throw unsupportedParameter('frequency_penalty', 'is not supported by provider anthropic');
   const { system, messages } = toAnthropicMessages(r.messages);
   const temperature = effectiveTemperature(call);
   const body = compact({
@@ -155,16 +187,26 @@ export function buildAnthropicRequest(call: ProviderCall, stream: boolean, optio
 }
 
 export function parseAnthropicReply(body: unknown): VendorEvent[] {
-  if (!isObject(body) || !Array.isArray(body.content)) throw upstreamBadResponse('anthropic', 'the answer has no content');
+  if (!isObject(body) || !Array.isArray(body.content))
+    throw upstreamBadResponse('anthropic', 'the answer has no content');
   const out: VendorEvent[] = [];
   body.content.forEach((block, i) => {
     if (!isObject(block)) return;
     if (block.type === 'text' && typeof block.text === 'string') out.push({ type: 'text', text: block.text });
     else if (block.type === 'tool_use') {
-      out.push({ type: 'tool_call', key: i, id: str(block.id), name: str(block.name), arguments: JSON.stringify(isObject(block.input) ? block.input : {}) });
+      out.push({
+        type: 'tool_call',
+        key: i,
+        id: str(block.id),
+        name: str(block.name),
+        arguments: JSON.stringify(isObject(block.input) ? block.input : {}),
+      });
     }
   });
-  out.push({ type: 'finish', reason: typeof body.stop_reason === 'string' ? anthropicFinishReason(body.stop_reason) : 'stop' });
+  out.push({
+    type: 'finish',
+    reason: typeof body.stop_reason === 'string' ? anthropicFinishReason(body.stop_reason) : 'stop',
+  });
   const usage = anthropicUsage(body.usage);
   if (usage !== undefined) out.push({ type: 'usage', usage });
   return out;
@@ -174,8 +216,14 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
 
 /** Anthropic error types -> the HTTP status they stand for (for the code of a mid-stream `error` event). */
 const ERROR_TYPE_STATUS: Record<string, number> = {
-  invalid_request_error: 400, authentication_error: 401, permission_error: 403, not_found_error: 404,
-  request_too_large: 413, rate_limit_error: 429, api_error: 500, overloaded_error: 529,
+  invalid_request_error: 400,
+  authentication_error: 401,
+  permission_error: 403,
+  not_found_error: 404,
+  request_too_large: 413,
+  rate_limit_error: 429,
+  api_error: 500,
+  overloaded_error: 529,
 };
 
 export function parseAnthropicEvent(event: SseEvent): VendorEvent[] {
@@ -192,19 +240,26 @@ export function parseAnthropicEvent(event: SseEvent): VendorEvent[] {
       const block = isObject(data.content_block) ? data.content_block : {};
       if (block.type !== 'tool_use') return [];
       // `input` is {} here; the arguments follow as input_json_delta fragments of the same block index.
-      return [{ type: 'tool_call', key: blockIndex(data.index), id: str(block.id), name: str(block.name), arguments: '' }];
+      return [
+        { type: 'tool_call', key: blockIndex(data.index), id: str(block.id), name: str(block.name), arguments: '' },
+      ];
     }
     case 'content_block_delta': {
       const delta = isObject(data.delta) ? data.delta : {};
       if (delta.type === 'input_json_delta') {
-        return typeof delta.partial_json === 'string' && delta.partial_json !== '' ? [{ type: 'tool_call', key: blockIndex(data.index), arguments: delta.partial_json }] : [];
+        return typeof delta.partial_json === 'string' && delta.partial_json !== ''
+          ? [{ type: 'tool_call', key: blockIndex(data.index), arguments: delta.partial_json }]
+          : [];
       }
-      return delta.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== '' ? [{ type: 'text', text: delta.text }] : [];
+      return delta.type === 'text_delta' && typeof delta.text === 'string' && delta.text !== ''
+        ? [{ type: 'text', text: delta.text }]
+        : [];
     }
     case 'message_delta': {
       const out: VendorEvent[] = [];
       const delta = isObject(data.delta) ? data.delta : {};
-      if (typeof delta.stop_reason === 'string') out.push({ type: 'finish', reason: anthropicFinishReason(delta.stop_reason) });
+      if (typeof delta.stop_reason === 'string')
+        out.push({ type: 'finish', reason: anthropicFinishReason(delta.stop_reason) });
       const usage = anthropicUsage(data.usage);
       if (usage) out.push({ type: 'usage', usage });
       return out;

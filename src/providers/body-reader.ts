@@ -7,7 +7,12 @@ import type { UpstreamAttempt } from './upstream-attempt.ts';
  * stalled upstream). Failures become: the client's AbortError, a 504 on idle time-out, or a 502
  * `stream_interrupted` when the connection breaks.
  */
-export async function* readBodyChunks(response: Response, attempt: UpstreamAttempt, idleMs: number, provider: string): AsyncGenerator<Uint8Array> {
+export async function* readBodyChunks(
+  response: Response,
+  attempt: UpstreamAttempt,
+  idleMs: number,
+  provider: string,
+): AsyncGenerator<Uint8Array> {
   if (response.body === null) return;
   const reader = response.body.getReader();
   let finished = false;
@@ -19,7 +24,14 @@ export async function* readBodyChunks(response: Response, attempt: UpstreamAttem
         result = await reader.read();
       } catch (err) {
         finished = true;
-        throw attempt.abortFailure() ?? upstreamBadResponse(provider, `the connection broke while reading the answer (${describeNetworkError(err)})`, 'stream_interrupted');
+        throw (
+          attempt.abortFailure() ??
+          upstreamBadResponse(
+            provider,
+            `the connection broke while reading the answer (${describeNetworkError(err)})`,
+            'stream_interrupted',
+          )
+        );
       } finally {
         attempt.disarm();
       }
@@ -36,7 +48,13 @@ export async function* readBodyChunks(response: Response, attempt: UpstreamAttem
 }
 
 /** The whole body as UTF-8 text, at most `maxBytes` (more -> 502 bad_response). */
-export async function readBodyText(response: Response, attempt: UpstreamAttempt, idleMs: number, maxBytes: number, provider: string): Promise<string> {
+export async function readBodyText(
+  response: Response,
+  attempt: UpstreamAttempt,
+  idleMs: number,
+  maxBytes: number,
+  provider: string,
+): Promise<string> {
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of readBodyChunks(response, attempt, idleMs, provider)) {

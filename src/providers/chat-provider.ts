@@ -9,7 +9,12 @@ import type { ChatRequest } from '../protocol/chat-request.ts';
  */
 export type ProviderName = 'openai' | 'anthropic' | 'gemini' | 'mistral';
 
-export const PROVIDER_NAMES: readonly ProviderName[] = Object.freeze(['openai', 'anthropic', 'gemini', 'mistral'] as const);
+export const PROVIDER_NAMES: readonly ProviderName[] = Object.freeze([
+  'openai',
+  'anthropic',
+  'gemini',
+  'mistral',
+] as const);
 
 export function isProviderName(value: unknown): value is ProviderName {
   return typeof value === 'string' && (PROVIDER_NAMES as readonly string[]).includes(value);
@@ -101,7 +106,10 @@ export const DEFAULT_PROVIDER_OPTIONS = Object.freeze({
 export type ResolvedProviderOptions = Readonly<Required<ProviderOptions>>;
 
 /** Applies defaults and validates once, at construction. Throws a TypeError naming the bad option. */
-export function resolveProviderOptions(name: ProviderName, options: Partial<ProviderOptions> = {}): ResolvedProviderOptions {
+export function resolveProviderOptions(
+  name: ProviderName,
+  options: Partial<ProviderOptions> = {},
+): ResolvedProviderOptions {
   const merged: Required<ProviderOptions> = { ...DEFAULT_PROVIDER_OPTIONS };
   for (const [key, value] of Object.entries(options)) {
     if (value !== undefined) (merged as unknown as Record<string, unknown>)[key] = value;
@@ -113,17 +121,28 @@ export function resolveProviderOptions(name: ProviderName, options: Partial<Prov
   } catch {
     throw new TypeError(`provider ${name}: baseUrl '${baseUrl}' is not a valid URL`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new TypeError(`provider ${name}: baseUrl must be http(s)`);
-  const positive = ['timeoutMs', 'idleTimeoutMs', 'deadlineMs', 'maxResponseBytes', 'anthropicDefaultMaxTokens'] as const;
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new TypeError(`provider ${name}: baseUrl must be http(s)`);
+  const positive = [
+    'timeoutMs',
+    'idleTimeoutMs',
+    'deadlineMs',
+    'maxResponseBytes',
+    'anthropicDefaultMaxTokens',
+  ] as const;
   for (const key of positive) {
-    if (!Number.isFinite(merged[key]) || merged[key] <= 0) throw new TypeError(`provider ${name}: ${key} must be a positive number`);
+    if (!Number.isFinite(merged[key]) || merged[key] <= 0)
+      throw new TypeError(`provider ${name}: ${key} must be a positive number`);
   }
   const nonNegative = ['retryBaseDelayMs', 'maxRetryDelayMs'] as const;
   for (const key of nonNegative) {
     if (!Number.isFinite(merged[key]) || merged[key] < 0) throw new TypeError(`provider ${name}: ${key} must be >= 0`);
   }
-  if (!Number.isInteger(merged.maxRetries) || merged.maxRetries < 0) throw new TypeError(`provider ${name}: maxRetries must be an integer >= 0`);
-  if (typeof merged.retryOnTimeout !== 'boolean') throw new TypeError(`provider ${name}: retryOnTimeout must be a boolean`);
-  if (typeof merged.anthropicVersion !== 'string' || merged.anthropicVersion === '') throw new TypeError(`provider ${name}: anthropicVersion must be a non-empty string`);
+  if (!Number.isInteger(merged.maxRetries) || merged.maxRetries < 0)
+    throw new TypeError(`provider ${name}: maxRetries must be an integer >= 0`);
+  if (typeof merged.retryOnTimeout !== 'boolean')
+    throw new TypeError(`provider ${name}: retryOnTimeout must be a boolean`);
+  if (typeof merged.anthropicVersion !== 'string' || merged.anthropicVersion === '')
+    throw new TypeError(`provider ${name}: anthropicVersion must be a non-empty string`);
   return Object.freeze({ ...merged, baseUrl });
 }

@@ -91,6 +91,12 @@ export class DeltaAssembler {
     const index = this.argumentChars.length;
     if (event.key !== undefined) this.indexOfKey.set(event.key, index);
     this.argumentChars.push(event.arguments.length);
-    return { type: 'tool_call', index, id: event.id ?? newToolCallId(), name: event.name ?? '', arguments: event.arguments };
+    return {
+      type: 'tool_call',
+      index,
+      id: event.id ?? newToolCallId(),
+      name: event.name ?? '',
+      arguments: event.arguments,
+    };
   }
 }

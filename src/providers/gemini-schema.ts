@@ -12,8 +12,34 @@ import type { JsonSchema } from '../protocol/chat-request.ts';
  * A recursive schema (a $ref cycle) or one nested deeper than MAX_DEPTH is a 400 naming `param`. Pure.
  */
 const MAX_DEPTH = 32;
-const KEPT = ['format', 'title', 'description', 'nullable', 'enum', 'maxItems', 'minItems', 'minProperties', 'maxProperties', 'minLength', 'maxLength', 'pattern', 'example', 'default', 'minimum', 'maximum', 'propertyOrdering'];
-const TYPES: Record<string, string> = { string: 'STRING', number: 'NUMBER', integer: 'INTEGER', boolean: 'BOOLEAN', array: 'ARRAY', object: 'OBJECT', null: 'NULL' };
+const KEPT = [
+  'format',
+  'title',
+  'description',
+  'nullable',
+  'enum',
+  'maxItems',
+  'minItems',
+  'minProperties',
+  'maxProperties',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'example',
+  'default',
+  'minimum',
+  'maximum',
+  'propertyOrdering',
+];
+const TYPES: Record<string, string> = {
+  string: 'STRING',
+  number: 'NUMBER',
+  integer: 'INTEGER',
+  boolean: 'BOOLEAN',
+  array: 'ARRAY',
+  object: 'OBJECT',
+  null: 'NULL',
+};
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -36,7 +62,9 @@ export function toGeminiSchema(schema: JsonSchema, param: string): Json {
     if (typeof node.$ref === 'string') return convert(resolve(node.$ref, seen), depth + 1, [...seen, node.$ref]);
     const out: Json = {};
     const rawType = node.type;
-    const types = (Array.isArray(rawType) ? rawType : rawType === undefined ? [] : [rawType]).filter((t): t is string => typeof t === 'string');
+    const types = (Array.isArray(rawType) ? rawType : rawType === undefined ? [] : [rawType]).filter(
+      (t): t is string => typeof t === 'string',
+    );
     const nonNull = types.filter((t) => t !== 'null');
     if (types.includes('null')) out.nullable = true;
     if (nonNull.length === 1) out.type = TYPES[nonNull[0]!] ?? nonNull[0]!.toUpperCase();
@@ -44,12 +72,15 @@ export function toGeminiSchema(schema: JsonSchema, param: string): Json {
     for (const key of KEPT) if (node[key] !== undefined) out[key] = node[key];
     if (node.const !== undefined) out.enum = [node.const];
     if (isObject(node.properties)) {
-      out.properties = Object.fromEntries(Object.entries(node.properties).map(([k, v]) => [k, convert(v, depth + 1, seen)]));
+      out.properties = Object.fromEntries(
+        Object.entries(node.properties).map(([k, v]) => [k, convert(v, depth + 1, seen)]),
+      );
     }
     if (Array.isArray(node.required)) out.required = node.required.filter((r) => typeof r === 'string');
     if (node.items !== undefined) out.items = convert(node.items, depth + 1, seen);
     const alternatives = Array.isArray(node.anyOf) ? node.anyOf : Array.isArray(node.oneOf) ? node.oneOf : undefined;
-    if (alternatives !== undefined && out.anyOf === undefined) out.anyOf = alternatives.map((a) => convert(a, depth + 1, seen));
+    if (alternatives !== undefined && out.anyOf === undefined)
+      out.anyOf = alternatives.map((a) => convert(a, depth + 1, seen));
     return out;
   };
 

@@ -8,8 +8,15 @@ import { toGeminiSchema } from './gemini-schema.ts';
 import { argumentsObject, jsonDepth, MAX_ARGUMENT_DEPTH, toolNameOf } from './tool-arguments.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import {
-  compact, count, effectiveTemperature, isObject, parseUpstreamJson,
-  type Json, type UsageCounts, type VendorAdapter, type VendorEvent,
+  compact,
+  count,
+  effectiveTemperature,
+  isObject,
+  parseUpstreamJson,
+  type Json,
+  type UsageCounts,
+  type VendorAdapter,
+  type VendorEvent,
 } from './vendor-adapter.ts';
 
 /**
@@ -66,19 +73,28 @@ function functionResponseOf(content: string): Record<string, unknown> {
 }
 
 function partsOf(m: ChatMessage, index: number, messages: readonly ChatMessage[]): GeminiPart[] {
-  if (m.role === 'tool') return [{ functionResponse: { name: toolNameOf(messages, index, 'gemini'), response: functionResponseOf(m.content) } }];
+  if (m.role === 'tool')
+    return [
+      { functionResponse: { name: toolNameOf(messages, index, 'gemini'), response: functionResponseOf(m.content) } },
+    ];
   const parts: GeminiPart[] = m.content === '' && (m.toolCalls?.length ?? 0) > 0 ? [] : [{ text: m.content }];
   (m.toolCalls ?? []).forEach((c, j) => {
     const signature = thoughtSignatureOf(c.id);
     parts.push({
-      functionCall: { name: c.name, args: argumentsObject(c.arguments, `messages[${index}].tool_calls[${j}].function.arguments`, 'gemini') },
+      functionCall: {
+        name: c.name,
+        args: argumentsObject(c.arguments, `messages[${index}].tool_calls[${j}].function.arguments`, 'gemini'),
+      },
       ...(signature !== undefined ? { thoughtSignature: signature } : {}),
     });
   });
   return parts;
 }
 
-export function toGeminiContents(messages: readonly ChatMessage[]): { systemInstruction: { parts: Array<{ text: string }> } | undefined; contents: GeminiContent[] } {
+export function toGeminiContents(messages: readonly ChatMessage[]): {
+  systemInstruction: { parts: Array<{ text: string }> } | undefined;
+  contents: GeminiContent[];
+} {
   const system: string[] = [];
   const contents: GeminiContent[] = [];
   messages.forEach((m, i) => {
@@ -101,7 +117,11 @@ export function toGeminiContents(messages: readonly ChatMessage[]): { systemInst
     }
   });
   if (contents.length === 0) {
-    throw invalidRequest("Provider gemini needs at least one user or assistant message; 'messages' has only system messages", 'messages', 'invalid_value');
+    throw invalidRequest(
+      "Provider gemini needs at least one user or assistant message; 'messages' has only system messages",
+      'messages',
+      'invalid_value',
+    );
   }
   return { systemInstruction: system.length > 0 ? { parts: [{ text: system.join('\n\n') }] } : undefined, contents };
 }
@@ -112,18 +132,31 @@ export function toGeminiContents(messages: readonly ChatMessage[]): { systemInst
  * none -> NONE). parallel_tool_calls has no Gemini switch and is not sent. response_format json_object ->
  * responseMimeType application/json; json_schema -> that + `responseSchema`.
  */
-export function geminiToolFields(r: ChatRequest): { tools?: unknown; toolConfig?: unknown; generation: Record<string, unknown> } {
+export function geminiToolFields(r: ChatRequest): {
+  tools?: unknown;
+  toolConfig?: unknown;
+  generation: Record<string, unknown>;
+} {
   const out: { tools?: unknown; toolConfig?: unknown; generation: Record<string, unknown> } = { generation: {} };
   if (r.tools.length > 0) {
-    out.tools = [{
-      functionDeclarations: r.tools.map((t, i) => ({
-        name: t.name,
-        ...(t.description !== undefined ? { description: t.description } : {}),
-        parameters: toGeminiSchema(t.parameters, `tools[${i}].function.parameters`),
-      })),
-    }];
+    out.tools = [
+      {
+        functionDeclarations: r.tools.map((t, i) => ({
+          name: t.name,
+          ...(t.description !== undefined ? { description: t.description } : {}),
+          parameters: toGeminiSchema(t.parameters, `tools[${i}].function.parameters`),
+        })),
+      },
+    ];
     const c = r.toolChoice;
-    const config = c === 'none' ? { mode: 'NONE' } : c === 'auto' ? { mode: 'AUTO' } : c === 'required' ? { mode: 'ANY' } : { mode: 'ANY', allowedFunctionNames: [c.name] };
+    const config =
+      c === 'none'
+        ? { mode: 'NONE' }
+        : c === 'auto'
+          ? { mode: 'AUTO' }
+          : c === 'required'
+            ? { mode: 'ANY' }
+            : { mode: 'ANY', allowedFunctionNames: [c.name] };
     out.toolConfig = { functionCallingConfig: config };
   }
   const rf = r.responseFormat;
@@ -145,7 +178,8 @@ export function geminiUsage(meta: unknown): UsageCounts | undefined {
   const thoughts = count(meta.thoughtsTokenCount);
   return {
     promptTokens: count(meta.promptTokenCount),
-    completionTokens: candidates === undefined && thoughts === undefined ? undefined : (candidates ?? 0) + (thoughts ?? 0),
+    completionTokens:
+      candidates === undefined && thoughts === undefined ? undefined : (candidates ?? 0) + (thoughts ?? 0),
     cachedTokens: count(meta.cachedContentTokenCount),
   };
 }
@@ -154,7 +188,11 @@ export function geminiModelPath(model: string): string {
   return encodeURIComponent(model.replace(/^models\//, ''));
 }
 
-export function buildGeminiRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
+export function buildGeminiRequest(
+  call: ProviderCall,
+  stream: boolean,
+  options: ResolvedProviderOptions,
+): UpstreamRequest {
   const r = call.request;
   const { systemInstruction, contents } = toGeminiContents(r.messages);
   const toolFields = geminiToolFields(r);
@@ -195,18 +233,24 @@ export function buildGeminiRequest(call: ProviderCall, stream: boolean, options:
 function responseEvents(body: Json): VendorEvent[] {
   if (isObject(body.error)) {
     const status = typeof body.error.code === 'number' ? body.error.code : 500;
-    return [{ type: 'error', status, message: typeof body.error.message === 'string' ? body.error.message : 'unknown error' }];
+    return [
+      { type: 'error', status, message: typeof body.error.message === 'string' ? body.error.message : 'unknown error' },
+    ];
   }
   const out: VendorEvent[] = [];
   const candidate = Array.isArray(body.candidates) && isObject(body.candidates[0]) ? body.candidates[0] : undefined;
-  const parts = candidate !== undefined && isObject(candidate.content) && Array.isArray(candidate.content.parts) ? candidate.content.parts : [];
+  const parts =
+    candidate !== undefined && isObject(candidate.content) && Array.isArray(candidate.content.parts)
+      ? candidate.content.parts
+      : [];
   for (const p of parts) {
     if (!isObject(p) || p.thought === true) continue;
     if (typeof p.text === 'string' && p.text !== '') out.push({ type: 'text', text: p.text });
     else if (isObject(p.functionCall)) {
       const fc = p.functionCall;
       const signature = typeof p.thoughtSignature === 'string' ? p.thoughtSignature : undefined;
-      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : signature !== undefined ? newToolCallId() : undefined;
+      const id =
+        typeof fc.id === 'string' && fc.id !== '' ? fc.id : signature !== undefined ? newToolCallId() : undefined;
       out.push({
         type: 'tool_call',
         id: id === undefined ? undefined : toolCallIdWithSignature(id, signature),
@@ -215,8 +259,14 @@ function responseEvents(body: Json): VendorEvent[] {
       });
     }
   }
-  if (candidate !== undefined && typeof candidate.finishReason === 'string') out.push({ type: 'finish', reason: geminiFinishReason(candidate.finishReason) });
-  else if (candidate === undefined && isObject(body.promptFeedback) && typeof body.promptFeedback.blockReason === 'string') out.push({ type: 'finish', reason: 'stop' });
+  if (candidate !== undefined && typeof candidate.finishReason === 'string')
+    out.push({ type: 'finish', reason: geminiFinishReason(candidate.finishReason) });
+  else if (
+    candidate === undefined &&
+    isObject(body.promptFeedback) &&
+    typeof body.promptFeedback.blockReason === 'string'
+  )
+    out.push({ type: 'finish', reason: 'stop' });
   const usage = geminiUsage(body.usageMetadata);
   if (usage !== undefined) out.push({ type: 'usage', usage });
   return out;

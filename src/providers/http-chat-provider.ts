@@ -33,7 +33,13 @@ export class HttpChatProvider implements ChatProvider {
       try {
         const assembler = new DeltaAssembler(this.name, scope.scrubber);
         if (!stream) {
-          const text = await readBodyText(response, attempt, this.options.idleTimeoutMs, this.options.maxResponseBytes, this.name);
+          const text = await readBodyText(
+            response,
+            attempt,
+            this.options.idleTimeoutMs,
+            this.options.maxResponseBytes,
+            this.name,
+          );
           for (const event of this.adapter.parseReply(parseUpstreamJson(text, this.name))) {
             const delta = assembler.accept(event);
             if (delta !== null) yield delta;

@@ -1,7 +1,12 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, chatCompletionsAdapter, chatCompletionsRequest, chatCompletionToolFields } from './openai-wire.ts';
+import {
+  chatCompletionMessages,
+  chatCompletionsAdapter,
+  chatCompletionsRequest,
+  chatCompletionToolFields,
+} from './openai-wire.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import { compact, effectiveTemperature, type VendorAdapter } from './vendor-adapter.ts';
 
@@ -15,12 +20,17 @@ import { compact, effectiveTemperature, type VendorAdapter } from './vendor-adap
  */
 export function mistralFinishReason(reason: string, provider = 'mistral'): ChatFinishReason {
   if (reason === 'length' || reason === 'model_length') return 'length';
-  if (reason === 'error') throw upstreamBadResponse(provider, 'generation failed (finish_reason "error")', 'generation_error');
+  if (reason === 'error')
+    throw upstreamBadResponse(provider, 'generation failed (finish_reason "error")', 'generation_error');
   if (reason === 'tool_calls') return 'tool_calls';
   return 'stop';
 }
 
-export function buildMistralRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
+export function buildMistralRequest(
+  call: ProviderCall,
+  stream: boolean,
+  options: ResolvedProviderOptions,
+): UpstreamRequest {
   const r = call.request;
   const body = compact({
     model: call.model,
@@ -38,4 +48,8 @@ export function buildMistralRequest(call: ProviderCall, stream: boolean, options
   return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);
 }
 
-export const mistralAdapter: VendorAdapter = chatCompletionsAdapter('mistral', buildMistralRequest, mistralFinishReason);
+export const mistralAdapter: VendorAdapter = chatCompletionsAdapter(
+  'mistral',
+  buildMistralRequest,
+  mistralFinishReason,
+);

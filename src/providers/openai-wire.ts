@@ -4,7 +4,14 @@ import type { ChatRequest } from '../protocol/chat-request.ts';
 import type { ProviderCall } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import { count, isObject, parseUpstreamJson, type UsageCounts, type VendorAdapter, type VendorEvent } from './vendor-adapter.ts';
+import {
+  count,
+  isObject,
+  parseUpstreamJson,
+  type UsageCounts,
+  type VendorAdapter,
+  type VendorEvent,
+} from './vendor-adapter.ts';
 
 /**
  * The chat-completions wire format shared by OpenAI and Mistral (same JSON bodies, `data:` SSE events
@@ -22,7 +29,11 @@ export function chatCompletionMessages(call: ProviderCall): Array<Record<string,
       return {
         role: 'assistant',
         content: m.content === '' ? null : m.content,
-        tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+        tool_calls: m.toolCalls.map((c) => ({
+          id: c.id,
+          type: 'function',
+          function: { name: c.name, arguments: c.arguments },
+        })),
       };
     }
     return { role: m.role, content: m.content };
@@ -39,14 +50,21 @@ export function chatCompletionToolFields(r: ChatRequest): Record<string, unknown
   if (r.tools.length > 0) {
     out.tools = r.tools.map((t) => ({
       type: 'function',
-      function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters, ...(t.strict ? { strict: true } : {}) },
+      function: {
+        name: t.name,
+        ...(t.description !== undefined ? { description: t.description } : {}),
+        parameters: t.parameters,
+        ...(t.strict ? { strict: true } : {}),
+      },
     }));
-    out.tool_choice = typeof r.toolChoice === 'string' ? r.toolChoice : { type: 'function', function: { name: r.toolChoice.name } };
+    out.tool_choice =
+      typeof r.toolChoice === 'string' ? r.toolChoice : { type: 'function', function: { name: r.toolChoice.name } };
     if (!r.parallelToolCalls) out.parallel_tool_calls = false; // true is the default; some models reject the field itself
   }
   const rf = r.responseFormat;
   if (rf.type === 'json_object') out.response_format = { type: 'json_object' };
-  else if (rf.type === 'json_schema') out.response_format = { type: 'json_schema', json_schema: { name: rf.name, schema: rf.schema, strict: rf.strict } };
+  else if (rf.type === 'json_schema')
+    out.response_format = { type: 'json_schema', json_schema: { name: rf.name, schema: rf.schema, strict: rf.strict } };
   return out;
 }
 
@@ -54,7 +72,9 @@ export function chatCompletionToolFields(r: ChatRequest): Record<string, unknown
 export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
-    return content.map((part) => (isObject(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+    return content
+      .map((part) => (isObject(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
+      .join('');
   }
   return '';
 }
@@ -62,7 +82,11 @@ export function contentText(content: unknown): string {
 export function chatCompletionUsage(usage: unknown): UsageCounts | undefined {
   if (!isObject(usage)) return undefined;
   const details = isObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : undefined;
-  return { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens), cachedTokens: count(details?.cached_tokens) };
+  return {
+    promptTokens: count(usage.prompt_tokens),
+    completionTokens: count(usage.completion_tokens),
+    cachedTokens: count(details?.cached_tokens),
+  };
 }
 
 /** `tool_calls` of a message or a delta -> tool_call events (key = the call's `index`, else its position). */
@@ -89,8 +113,12 @@ export function parseChatCompletionReply(body: unknown, provider: string, mapFin
   const choice = isObject(body) && Array.isArray(body.choices) ? body.choices[0] : undefined;
   if (!isObject(choice)) throw upstreamBadResponse(provider, 'the answer has no choices');
   const message = isObject(choice.message) ? choice.message : {};
-  const out: VendorEvent[] = [{ type: 'text', text: contentText(message.content) }, ...toolCallEvents(message.tool_calls)];
-  if (typeof choice.finish_reason === 'string') out.push({ type: 'finish', reason: mapFinish(choice.finish_reason, provider) });
+  const out: VendorEvent[] = [
+    { type: 'text', text: contentText(message.content) },
+    ...toolCallEvents(message.tool_calls),
+  ];
+  if (typeof choice.finish_reason === 'string')
+    out.push({ type: 'finish', reason: mapFinish(choice.finish_reason, provider) });
   const usage = chatCompletionUsage((body as Record<string, unknown>).usage);
   if (usage !== undefined) out.push({ type: 'usage', usage });
   return out;
@@ -114,7 +142,8 @@ export function parseChatCompletionEvent(event: SseEvent, provider: string, mapF
     const text = contentText(delta.content);
     if (text !== '') out.push({ type: 'text', text });
     out.push(...toolCallEvents(delta.tool_calls));
-    if (typeof choice.finish_reason === 'string') out.push({ type: 'finish', reason: mapFinish(choice.finish_reason, provider) });
+    if (typeof choice.finish_reason === 'string')
+      out.push({ type: 'finish', reason: mapFinish(choice.finish_reason, provider) });
   }
   const usage = chatCompletionUsage(chunk.usage);
   if (usage !== undefined) out.push({ type: 'usage', usage });
@@ -122,7 +151,12 @@ export function parseChatCompletionEvent(event: SseEvent, provider: string, mapF
 }
 
 /** POST {baseUrl}/chat/completions with a Bearer key: the request shape OpenAI and Mistral share. */
-export function chatCompletionsRequest(baseUrl: string, apiKey: string, body: unknown, stream: boolean): UpstreamRequest {
+export function chatCompletionsRequest(
+  baseUrl: string,
+  apiKey: string,
+  body: unknown,
+  stream: boolean,
+): UpstreamRequest {
   return {
     url: `${baseUrl}/chat/completions`,
     headers: {
@@ -135,7 +169,11 @@ export function chatCompletionsRequest(baseUrl: string, apiKey: string, body: un
 }
 
 /** The adapter of a vendor that speaks OpenAI's chat completions wire: its own request body and finish reasons. */
-export function chatCompletionsAdapter(name: VendorAdapter['name'], buildRequest: VendorAdapter['buildRequest'], mapFinish: FinishMap): VendorAdapter {
+export function chatCompletionsAdapter(
+  name: VendorAdapter['name'],
+  buildRequest: VendorAdapter['buildRequest'],
+  mapFinish: FinishMap,
+): VendorAdapter {
   return {
     name,
     buildRequest,

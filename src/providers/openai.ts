@@ -1,6 +1,11 @@
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import { chatCompletionMessages, chatCompletionsAdapter, chatCompletionsRequest, chatCompletionToolFields } from './openai-wire.ts';
+import {
+  chatCompletionMessages,
+  chatCompletionsAdapter,
+  chatCompletionsRequest,
+  chatCompletionToolFields,
+} from './openai-wire.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import { compact, effectiveTemperature, type VendorAdapter } from './vendor-adapter.ts';
 
@@ -18,7 +23,11 @@ export function openAiFinishReason(reason: string): ChatFinishReason {
   return 'stop'; // 'stop', 'content_filter'
 }
 
-export function buildOpenAiRequest(call: ProviderCall, stream: boolean, options: ResolvedProviderOptions): UpstreamRequest {
+export function buildOpenAiRequest(
+  call: ProviderCall,
+  stream: boolean,
+  options: ResolvedProviderOptions,
+): UpstreamRequest {
   const r = call.request;
   const body = compact({
     model: call.model,

@@ -12,7 +12,12 @@ export function isRetryableStatus(status: number): boolean {
  * Exponential backoff with jitter: min(base * 2^attempt, max), reduced by up to 25 %, so concurrent
  * clients spread out but never wait longer than the cap. `attempt` is 0 for the wait after the first try.
  */
-export function backoffDelayMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+export function backoffDelayMs(
+  attempt: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number = Math.random,
+): number {
   const exponential = Math.min(baseMs * 2 ** attempt, maxMs);
   return Math.max(0, Math.round(exponential * (1 - 0.25 * random())));
 }
@@ -44,7 +49,8 @@ export function retryAfterFromHeaders(headers: Headers, now: number = Date.now()
   if (after === null || after.trim() === '') return undefined;
   const trimmed = after.trim();
   // Seconds, also in forms RFC 9110 does not allow ('1e308', '-3', 'Infinity'); a bare number is never a date.
-  if (/^[-+.\deE]+$/.test(trimmed) || /^[-+]?(Infinity|NaN)$/i.test(trimmed)) return clampRetryHintMs(Number(trimmed) * 1000);
+  if (/^[-+.\deE]+$/.test(trimmed) || /^[-+]?(Infinity|NaN)$/i.test(trimmed))
+    return clampRetryHintMs(Number(trimmed) * 1000);
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return undefined;
   return clampRetryHintMs(Math.max(0, date - now));

@@ -9,7 +9,9 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
   for (const secret of secrets) {
     if (secret.length >= 4) out = out.split(secret).join('[redacted]');
   }
-  out = out.replace(TOKEN_LIKE, (token) => (secrets.some((s) => s.length >= 8 && s.includes(token)) ? '[redacted]' : token));
+  out = out.replace(TOKEN_LIKE, (token) =>
+    secrets.some((s) => s.length >= 8 && s.includes(token)) ? '[redacted]' : token,
+  );
   return out.replace(KEY_LIKE, '[redacted]');
 }
 

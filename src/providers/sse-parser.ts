@@ -67,7 +67,8 @@ export class SseParser {
     }
     this.buffer = this.buffer.slice(start);
     this.pendingBytes = this.buffer.length + this.dataLines.reduce((n, l) => n + l.length, 0);
-    if (this.pendingBytes > this.maxEventChars) throw new RangeError(`server-sent event exceeds ${this.maxEventChars} characters`);
+    if (this.pendingBytes > this.maxEventChars)
+      throw new RangeError(`server-sent event exceeds ${this.maxEventChars} characters`);
     return events;
   }
 

@@ -18,7 +18,8 @@ export function jsonDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const ch = text.charCodeAt(i);
     if (inString) {
-      if (ch === 92) i++; // backslash: skip the escaped character
+      if (ch === 92)
+        i++; // backslash: skip the escaped character
       else if (ch === 34) inString = false;
     } else if (ch === 34) inString = true;
     else if (ch === 123 || ch === 91) max = Math.max(max, ++depth);
@@ -29,7 +30,8 @@ export function jsonDepth(text: string): number {
 
 /** The call's JSON arguments as an object; anything else (or nesting deeper than MAX_ARGUMENT_DEPTH) is a 400 naming the field. */
 export function argumentsObject(args: string, param: string, provider: string): Record<string, unknown> {
-  if (jsonDepth(args) > MAX_ARGUMENT_DEPTH) throw invalidRequest(`'${param}' is nested deeper than ${MAX_ARGUMENT_DEPTH} levels`, param, 'invalid_value');
+  if (jsonDepth(args) > MAX_ARGUMENT_DEPTH)
+    throw invalidRequest(`'${param}' is nested deeper than ${MAX_ARGUMENT_DEPTH} levels`, param, 'invalid_value');
   let value: unknown;
   try {
     value = args.trim() === '' ? {} : JSON.parse(args);
@@ -50,5 +52,9 @@ export function toolNameOf(messages: readonly ChatMessage[], index: number, prov
     if (call !== undefined) return call.name;
   }
   const param = `messages[${index}].tool_call_id`;
-  throw invalidRequest(`'${param}' does not answer any tool call of an earlier assistant message (provider ${provider} needs the function name)`, param, 'invalid_value');
+  throw invalidRequest(
+    `'${param}' does not answer any tool call of an earlier assistant message (provider ${provider} needs the function name)`,
+    param,
+    'invalid_value',
+  );
 }

@@ -52,6 +52,7 @@ export class UpstreamAttempt {
 
   dispose(): void {
     this.disarm();
-    if (!this.controller.signal.aborted) this.controller.abort(new DOMException('upstream exchange disposed', 'AbortError'));
+    if (!this.controller.signal.aborted)
+      this.controller.abort(new DOMException('upstream exchange disposed', 'AbortError'));
   }
 }

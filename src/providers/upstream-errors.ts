@@ -42,7 +42,11 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
 function textOf(value: unknown): string | undefined {
   if (typeof value === 'string') return value || undefined;
   if (Array.isArray(value)) {
-    const parts = value.map((d) => (isObject(d) ? [Array.isArray(d.loc) ? d.loc.join('.') : '', str(d.msg) ?? ''].filter(Boolean).join(': ') : String(d)));
+    const parts = value.map((d) =>
+      isObject(d)
+        ? [Array.isArray(d.loc) ? d.loc.join('.') : '', str(d.msg) ?? ''].filter(Boolean).join(': ')
+        : String(d),
+    );
     return parts.filter(Boolean).join('; ') || undefined;
   }
   if (isObject(value)) return textOf(value.detail) ?? textOf(value.message) ?? JSON.stringify(value);
@@ -75,7 +79,9 @@ export function parseUpstreamErrorBody(status: number, bodyText: string, scrubbe
   const param = str(err?.param) ?? str(body.param) ?? null;
   const details = Array.isArray(err?.details) ? (err.details as unknown[]).filter(isObject) : [];
   const apiKeyInvalid = details.some((d) => d.reason === 'API_KEY_INVALID');
-  const retryInfo = details.find((d) => typeof d['@type'] === 'string' && (d['@type'] as string).endsWith('google.rpc.RetryInfo'));
+  const retryInfo = details.find(
+    (d) => typeof d['@type'] === 'string' && (d['@type'] as string).endsWith('google.rpc.RetryInfo'),
+  );
 
   return {
     message,
@@ -93,13 +99,27 @@ export function isRetryableFailure(status: number, info: UpstreamErrorInfo): boo
 }
 
 /** The error a client sees for a failed upstream response (after the last retry, or a non-retryable one). */
-export function upstreamFailureToApiError(provider: string, status: number, info: UpstreamErrorInfo, retryAfterMs?: number): ApiError {
-  if (info.keyRejected) return upstreamError(provider, status, `the project's provider API key was rejected: ${info.message}`);
+export function upstreamFailureToApiError(
+  provider: string,
+  status: number,
+  info: UpstreamErrorInfo,
+  retryAfterMs?: number,
+): ApiError {
+  if (info.keyRejected)
+    return upstreamError(provider, status, `the project's provider API key was rejected: ${info.message}`);
   if (status === 400 || status === 413 || status === 422) {
-    return invalidRequest(`Upstream provider ${provider} rejected the request: ${info.message}`, info.param, info.code ?? 'upstream_invalid_request');
+    return invalidRequest(
+      `Upstream provider ${provider} rejected the request: ${info.message}`,
+      info.param,
+      info.code ?? 'upstream_invalid_request',
+    );
   }
   if (status === 429 && !info.quotaExhausted) {
-    return upstreamRateLimited(provider, info.message, retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)));
+    return upstreamRateLimited(
+      provider,
+      info.message,
+      retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(retryAfterMs / 1000)),
+    );
   }
   return upstreamError(provider, status, info.message);
 }

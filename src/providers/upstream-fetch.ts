@@ -35,7 +35,11 @@ const MAX_ERROR_BODY_BYTES = 64 * 1024;
  *  - the call's signal (caller gone, or the call's deadline) aborts the fetch and the wait between attempts
  *    immediately (-> AbortError, or 504 deadline_exceeded); a wait that would outlast the deadline is not started.
  */
-export async function sendUpstream(request: UpstreamRequest, call: UpstreamCall, options: ResolvedProviderOptions): Promise<UpstreamExchange> {
+export async function sendUpstream(
+  request: UpstreamRequest,
+  call: UpstreamCall,
+  options: ResolvedProviderOptions,
+): Promise<UpstreamExchange> {
   const provider = call.provider;
   for (let attemptNo = 0; ; attemptNo++) {
     const ended = call.abortFailure();
@@ -45,13 +49,27 @@ export async function sendUpstream(request: UpstreamRequest, call: UpstreamCall,
     let response: Response;
     attempt.arm(options.timeoutMs);
     try {
-      response = await fetch(request.url, { method: 'POST', headers: request.headers, body: request.body, signal: attempt.signal, redirect: 'manual' });
+      response = await fetch(request.url, {
+        method: 'POST',
+        headers: request.headers,
+        body: request.body,
+        signal: attempt.signal,
+        redirect: 'manual',
+      });
     } catch (err) {
       attempt.dispose();
       const failure = attempt.abortFailure();
       if (failure instanceof DOMException || call.abortFailure() !== null) throw failure;
       const canRetry = !isLast && (failure === null || options.retryOnTimeout);
-      if (!canRetry) throw failure ?? upstreamBadResponse(provider, `could not be reached (${call.scrubber.scrub(describeNetworkError(err))})`, 'network_error');
+      if (!canRetry)
+        throw (
+          failure ??
+          upstreamBadResponse(
+            provider,
+            `could not be reached (${call.scrubber.scrub(describeNetworkError(err))})`,
+            'network_error',
+          )
+        );
       await waitBeforeRetry(backoffDelayMs(attemptNo, options.retryBaseDelayMs, options.maxRetryDelayMs), call);
       continue;
     }
@@ -59,7 +77,11 @@ export async function sendUpstream(request: UpstreamRequest, call: UpstreamCall,
     if (response.ok) return { response, attempt };
     if (response.status >= 300 && response.status < 400) {
       attempt.dispose();
-      throw upstreamBadResponse(provider, `answered with a redirect (HTTP ${response.status}); redirects are not followed, so the provider key never leaves the configured base URL`, 'upstream_redirect');
+      throw upstreamBadResponse(
+        provider,
+        `answered with a redirect (HTTP ${response.status}); redirects are not followed, so the provider key never leaves the configured base URL`,
+        'upstream_redirect',
+      );
     }
 
     let bodyText = '';
@@ -76,7 +98,12 @@ export async function sendUpstream(request: UpstreamRequest, call: UpstreamCall,
     const hintMs = retryAfterFromHeaders(response.headers) ?? info.retryAfterMs;
     const retryable = isRetryableFailure(response.status, info);
     const delayMs = hintMs ?? backoffDelayMs(attemptNo, options.retryBaseDelayMs, options.maxRetryDelayMs);
-    if (!retryable || isLast || (hintMs !== undefined && hintMs > options.maxRetryDelayMs) || delayMs >= call.remainingMs()) {
+    if (
+      !retryable ||
+      isLast ||
+      (hintMs !== undefined && hintMs > options.maxRetryDelayMs) ||
+      delayMs >= call.remainingMs()
+    ) {
       throw upstreamFailureToApiError(provider, response.status, info, hintMs);
     }
     await waitBeforeRetry(delayMs, call);

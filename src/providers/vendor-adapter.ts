@@ -38,7 +38,13 @@ export type VendorEvent =
    * content-block index); fragments with the same key belong together; no key = a new, whole call (Gemini).
    * The first fragment of a call carries `name` (and `id` when the vendor has one).
    */
-  | { type: 'tool_call'; key?: number | string | undefined; id?: string | undefined; name?: string | undefined; arguments: string }
+  | {
+      type: 'tool_call';
+      key?: number | string | undefined;
+      id?: string | undefined;
+      name?: string | undefined;
+      arguments: string;
+    }
   | { type: 'finish'; reason: ChatFinishReason }
   | { type: 'usage'; usage: UsageCounts }
   /** The vendor's end-of-stream marker (`[DONE]`, `message_stop`). */
@@ -59,8 +65,13 @@ export function mergeUsage(into: UsageCounts, from: UsageCounts): UsageCounts {
 
 /** Usage of a finish delta from counts; undefined when the vendor reported nothing. */
 export function toChatUsage(counts: UsageCounts | undefined): ChatUsage | undefined {
-  if (counts === undefined || (counts.promptTokens === undefined && counts.completionTokens === undefined)) return undefined;
-  return { promptTokens: counts.promptTokens ?? 0, completionTokens: counts.completionTokens ?? 0, cachedTokens: counts.cachedTokens };
+  if (counts === undefined || (counts.promptTokens === undefined && counts.completionTokens === undefined))
+    return undefined;
+  return {
+    promptTokens: counts.promptTokens ?? 0,
+    completionTokens: counts.completionTokens ?? 0,
+    cachedTokens: counts.cachedTokens,
+  };
 }
 
 /** The temperature to send: the request's, else the project's stored default, else none. */

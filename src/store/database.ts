@@ -3,9 +3,40 @@ import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { deepFreeze } from './deep-freeze.ts';
 import type { RecordStore } from './record-store.ts';
-import type { AccountRecord, ApiKeyRecord, AppRecord, DeploymentRecord, ProjectRecord, SessionRecord, SetupTokenRecord, StoredResponseRecord, UserRecord, WorkspaceRecord } from './records.ts';
+import type {
+  AccountRecord,
+  ApiKeyRecord,
+  AppRecord,
+  DeploymentRecord,
+  ProjectRecord,
+  SessionRecord,
+  SetupTokenRecord,
+  StoredResponseRecord,
+  UserRecord,
+  WorkspaceRecord,
+} from './records.ts';
 /** The record types, where the repositories have always imported them from. */
-export type { StoredResponseRecord, AccountRecord, ApiKeyRecord, KeyLimits, KeyPriority, UserRole, UserRecord, SessionRecord, SetupTokenRecord, YamState, ProjectState, YamRecord, WorkspaceRecord, EncryptedSecret, ProjectRecord, AppRecord, DeploymentState, DeploymentSource, DeploymentRecord } from './records.ts';
+export type {
+  StoredResponseRecord,
+  AccountRecord,
+  ApiKeyRecord,
+  KeyLimits,
+  KeyPriority,
+  UserRole,
+  UserRecord,
+  SessionRecord,
+  SetupTokenRecord,
+  YamState,
+  ProjectState,
+  YamRecord,
+  WorkspaceRecord,
+  EncryptedSecret,
+  ProjectRecord,
+  AppRecord,
+  DeploymentState,
+  DeploymentSource,
+  DeploymentRecord,
+} from './records.ts';
 
 /**
  * The LMDB environment under `<dataDir>/records`. One named database per record kind plus index
@@ -94,8 +125,10 @@ function guardKeys<D extends Database<any, any>>(db: D): D {
   const put = db.put.bind(db);
   const getRange = db.getRange.bind(db);
   const guarded = db as unknown as Record<string, unknown>;
-  guarded.get = (key: unknown, ...rest: unknown[]) => (keyFits(key) ? (get as (...a: unknown[]) => unknown)(key, ...rest) : undefined);
-  guarded.remove = (key: unknown, ...rest: unknown[]) => (keyFits(key) ? (remove as (...a: unknown[]) => unknown)(key, ...rest) : false);
+  guarded.get = (key: unknown, ...rest: unknown[]) =>
+    keyFits(key) ? (get as (...a: unknown[]) => unknown)(key, ...rest) : undefined;
+  guarded.remove = (key: unknown, ...rest: unknown[]) =>
+    keyFits(key) ? (remove as (...a: unknown[]) => unknown)(key, ...rest) : false;
   guarded.put = (key: unknown, ...rest: unknown[]) => {
     if (!keyFits(key)) throw new Error(`refusing an LMDB key over ${MAX_KEY_BYTES} bytes`);
     return (put as (...a: unknown[]) => unknown)(key, ...rest);
@@ -195,8 +228,15 @@ export class HearthStore implements RecordStore {
       } catch (err) {
         const commitError = (err as { commitError?: Promise<unknown> } | null)?.commitError;
         if (commitError === undefined) throw err;
-        const cause = await commitError.then(() => undefined, (e: unknown) => e);
-        if (attempt >= COMMIT_ATTEMPTS) throw new Error(`the records could not be written (LMDB commit failed ${attempt} times: ${String((cause as Error | undefined)?.message ?? cause)})`, { cause });
+        const cause = await commitError.then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        if (attempt >= COMMIT_ATTEMPTS)
+          throw new Error(
+            `the records could not be written (LMDB commit failed ${attempt} times: ${String((cause as Error | undefined)?.message ?? cause)})`,
+            { cause },
+          );
         await new Promise((resolve) => setTimeout(resolve, 10 * attempt));
       }
     }

@@ -51,11 +51,15 @@ export function decodeMasterKey(text: string): Buffer | null {
 export function loadMasterKey(o: MasterKeyOptions): MasterKey {
   if (o.secretKey !== undefined && o.secretKey !== '') {
     const key = decodeMasterKey(o.secretKey);
-    if (!key) throw new MasterKeyError('--secret-key / HEARTH_SECRET_KEY must be 64 hex characters or the base64 of 32 bytes (e.g. from `openssl rand -hex 32`)');
+    if (!key)
+      throw new MasterKeyError(
+        '--secret-key / HEARTH_SECRET_KEY must be 64 hex characters or the base64 of 32 bytes (e.g. from `openssl rand -hex 32`)',
+      );
     return { key, source: 'setting' };
   }
   const file = path.join(o.dataDir, MASTER_KEY_FILE);
-  if (!fs.existsSync(file) && createKeyFile(o.dataDir, file)) return { key: readKeyFile(file), source: 'created', file };
+  if (!fs.existsSync(file) && createKeyFile(o.dataDir, file))
+    return { key: readKeyFile(file), source: 'created', file };
   return { key: readKeyFile(file), source: 'file', file };
 }
 
@@ -92,13 +96,21 @@ function readKeyFile(file: string): Buffer {
   if (!stat.isFile()) throw new MasterKeyError(`the master key file ${file} is not a regular file`);
   if (process.platform !== 'win32' && (stat.mode & 0o077) !== 0) {
     const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
-    throw new MasterKeyError(`the master key file ${file} has mode ${mode}: it must be readable by its owner only (chmod 600 ${file})`);
+    throw new MasterKeyError(
+      `the master key file ${file} has mode ${mode}: it must be readable by its owner only (chmod 600 ${file})`,
+    );
   }
   if (stat.size !== 64 && stat.size !== 65) {
-    throw new MasterKeyError(`the master key file ${file} has ${stat.size} bytes: expected 64 hex characters and an optional newline. Restore the original file (or set HEARTH_SECRET_KEY); a new key cannot read provider keys stored under the old one`);
+    throw new MasterKeyError(
+      `the master key file ${file} has ${stat.size} bytes: expected 64 hex characters and an optional newline. Restore the original file (or set HEARTH_SECRET_KEY); a new key cannot read provider keys stored under the old one`,
+    );
   }
   const text = fs.readFileSync(file, 'utf8');
-  const key = HEX_KEY.test(text.trim()) && (text.length === 64 || text.endsWith('\n')) ? Buffer.from(text.trim(), 'hex') : null;
-  if (!key) throw new MasterKeyError(`the master key file ${file} does not hold 64 hex characters. Restore the original file (or set HEARTH_SECRET_KEY)`);
+  const key =
+    HEX_KEY.test(text.trim()) && (text.length === 64 || text.endsWith('\n')) ? Buffer.from(text.trim(), 'hex') : null;
+  if (!key)
+    throw new MasterKeyError(
+      `the master key file ${file} does not hold 64 hex characters. Restore the original file (or set HEARTH_SECRET_KEY)`,
+    );
   return key;
 }

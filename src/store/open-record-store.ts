@@ -17,7 +17,12 @@ export interface OpenedStore {
  * The records of `--database-url` (PostgreSQL, migrated and loaded) when it is set, else LMDB under
  * `<dataDir>/records` (the single-machine default, unchanged).
  */
-export async function openRecordStore(options: { dataDir: string; databaseUrl?: string | undefined; log?: StoreLog; onHealth?: (h: StoreHealth) => void }): Promise<OpenedStore> {
+export async function openRecordStore(options: {
+  dataDir: string;
+  databaseUrl?: string | undefined;
+  log?: StoreLog;
+  onHealth?: (h: StoreHealth) => void;
+}): Promise<OpenedStore> {
   if (options.databaseUrl) {
     const store = await PostgresStore.open(options.databaseUrl, { log: options.log, onHealth: options.onHealth });
     return { store, health: () => store.health(), location: redactUrl(options.databaseUrl), postgres: store };

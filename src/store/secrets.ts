@@ -66,7 +66,13 @@ export function parseCredential(prefix: CredentialPrefix, presented: string): { 
   if (sep <= 0) return null;
   const id = rest.slice(0, sep);
   const secret = rest.slice(sep + 1);
-  if (id.length > MAX_CREDENTIAL_ID_LENGTH || !/^[a-z0-9]+$/.test(id) || secret.length < 16 || secret.length > MAX_SECRET_LENGTH) return null;
+  if (
+    id.length > MAX_CREDENTIAL_ID_LENGTH ||
+    !/^[a-z0-9]+$/.test(id) ||
+    secret.length < 16 ||
+    secret.length > MAX_SECRET_LENGTH
+  )
+    return null;
   return { id, secret };
 }
 

@@ -12,7 +12,9 @@ export class BearerAuth {
   /** `apiKey` null: every request passes (an open server, the application's explicit choice). */
   constructor(apiKey: string | null) {
     if (apiKey !== null && (typeof apiKey !== 'string' || apiKey === '' || /\s/.test(apiKey))) {
-      throw new TypeError('apiKey must be a non-empty string without whitespace, or null to serve without authentication');
+      throw new TypeError(
+        'apiKey must be a non-empty string without whitespace, or null to serve without authentication',
+      );
     }
     this.#keyDigest = apiKey === null ? null : sha256(apiKey);
   }

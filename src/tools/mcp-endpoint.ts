@@ -13,7 +13,14 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { Logger } from '../log/logger.ts';
 import type { InvocationOutcome } from './tool-invoker.ts';
@@ -53,7 +60,11 @@ function toCallToolResult(outcome: InvocationOutcome): CallToolResult {
     return result;
   }
   // Tool-level failures (bad arguments included) are results with isError, so a model can read and retry.
-  return { content: [{ type: 'text', text: outcome.error.message }], structuredContent: toToolErrorBody(outcome.error), isError: true };
+  return {
+    content: [{ type: 'text', text: outcome.error.message }],
+    structuredContent: toToolErrorBody(outcome.error),
+    isError: true,
+  };
 }
 
 export class McpEndpoint {
@@ -64,7 +75,9 @@ export class McpEndpoint {
 
   constructor(options: McpEndpointOptions) {
     this.#options = options;
-    this.#tools = options.registry.describe().map((t) => ({ name: t.name, description: t.description, inputSchema: t.input_schema as Tool['inputSchema'] }));
+    this.#tools = options.registry
+      .describe()
+      .map((t) => ({ name: t.name, description: t.description, inputSchema: t.input_schema as Tool['inputSchema'] }));
   }
 
   #createServer(callSignal: AbortSignal): Server {
@@ -77,7 +90,8 @@ export class McpEndpoint {
       const { name, arguments: args = {} } = request.params;
       if (!this.#options.registry.get(name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
       const outcome = await this.#options.invoke(name, args, AbortSignal.any([extra.signal, callSignal]));
-      if (!outcome.ok && outcome.failure === 'aborted') throw new McpError(ErrorCode.RequestTimeout, 'The call was cancelled');
+      if (!outcome.ok && outcome.failure === 'aborted')
+        throw new McpError(ErrorCode.RequestTimeout, 'The call was cancelled');
       return toCallToolResult(outcome);
     });
     server.onerror = (err) => this.#options.log.debug('mcp transport error', { err: err.message });
@@ -100,18 +114,27 @@ export class McpEndpoint {
     }
     let url: URL;
     try {
-      url = new URL(`${exchange.url}${exchange.query ? `?${exchange.query}` : ''}`, `http://${exchange.headers.get('host') ?? 'localhost'}`);
+      url = new URL(
+        `${exchange.url}${exchange.query ? `?${exchange.query}` : ''}`,
+        `http://${exchange.headers.get('host') ?? 'localhost'}`,
+      );
     } catch {
       url = new URL(TOOL_CALL_URL_FALLBACK);
     }
     const request = new Request(url, { method: exchange.method, headers });
 
     const server = this.#createServer(callSignal);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
     try {
       await server.connect(transport);
       // If the client leaves mid-call the SDK may never settle handleRequest: stop waiting when the exchange ends.
-      const response = await Promise.race([transport.handleRequest(request, { parsedBody: body }), exchange.done.then(() => null)]);
+      const response = await Promise.race([
+        transport.handleRequest(request, { parsedBody: body }),
+        exchange.done.then(() => null),
+      ]);
       if (response === null) return;
       const text = response.body ? await response.text() : '';
       const out: Array<[string, string]> = [];

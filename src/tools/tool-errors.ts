@@ -32,8 +32,17 @@ function typeForStatus(status: number): ApiErrorType {
  */
 export class ToolError extends ApiError {
   constructor(status: number, message: string, options: ToolErrorOptions = {}) {
-    if (!Number.isInteger(status) || status < 400 || status > 599) throw new RangeError(`ToolError status must be 400..599, got ${status}`);
-    super({ status, message, type: typeForStatus(status), code: options.code ?? 'tool_error', param: null, retryAfter: options.retryAfter, details: options.details });
+    if (!Number.isInteger(status) || status < 400 || status > 599)
+      throw new RangeError(`ToolError status must be 400..599, got ${status}`);
+    super({
+      status,
+      message,
+      type: typeForStatus(status),
+      code: options.code ?? 'tool_error',
+      param: null,
+      retryAfter: options.retryAfter,
+      details: options.details,
+    });
     this.name = 'ToolError';
   }
 }
@@ -50,8 +59,7 @@ export function toToolErrorBody(err: ApiError): ToolErrorBody {
   return Object.assign({ error: err.message, code: err.code }, err.details, { error: err.message, code: err.code });
 }
 
-export const toolNotFound = (name: string) =>
-  new ToolError(404, `Unknown tool '${name}'`, { code: 'tool_not_found' });
+export const toolNotFound = (name: string) => new ToolError(404, `Unknown tool '${name}'`, { code: 'tool_not_found' });
 
 /** `args` failed the tool's input_schema. `path` is a JSON Pointer into args ('' for args itself). */
 export const invalidArguments = (message: string, path: string, errors: Array<{ path: string; message: string }>) =>
@@ -61,8 +69,7 @@ export const invalidArguments = (message: string, path: string, errors: Array<{ 
 export const invalidToolCall = (message: string, param: string) =>
   new ToolError(400, message, { code: 'invalid_tool_call', details: { param } });
 
-export const toolFailed = (name: string) =>
-  new ToolError(500, `Tool '${name}' failed`, { code: 'tool_failed' });
+export const toolFailed = (name: string) => new ToolError(500, `Tool '${name}' failed`, { code: 'tool_failed' });
 
 export const toolTimedOut = (name: string, ms: number) =>
   new ToolError(504, `Tool '${name}' did not finish within ${ms} ms`, { code: 'tool_timeout' });

@@ -38,7 +38,11 @@ export interface InvocationRequest {
 class TimeoutSignal extends Error {}
 
 /** Never rejects: every path ends in an InvocationOutcome. */
-export async function invokeTool(registry: ToolRegistry, req: InvocationRequest, log: Logger): Promise<InvocationOutcome> {
+export async function invokeTool(
+  registry: ToolRegistry,
+  req: InvocationRequest,
+  log: Logger,
+): Promise<InvocationOutcome> {
   const tool = registry.get(req.tool);
   if (!tool) return { ok: false, failure: 'unknown_tool', error: toolNotFound(req.tool) };
 

@@ -63,10 +63,16 @@ export function describeAjvErrors(errors: ErrorObject[] | null | undefined): Arg
   return (errors ?? []).map((e) => {
     const params = e.params as Record<string, unknown>;
     if (e.keyword === 'required' && typeof params.missingProperty === 'string') {
-      return { path: `${e.instancePath}/${escapePointer(params.missingProperty)}`, message: `args${e.instancePath} must have required property '${params.missingProperty}'` };
+      return {
+        path: `${e.instancePath}/${escapePointer(params.missingProperty)}`,
+        message: `args${e.instancePath} must have required property '${params.missingProperty}'`,
+      };
     }
     if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') {
-      return { path: `${e.instancePath}/${escapePointer(params.additionalProperty)}`, message: `args${e.instancePath} must not have property '${params.additionalProperty}'` };
+      return {
+        path: `${e.instancePath}/${escapePointer(params.additionalProperty)}`,
+        message: `args${e.instancePath} must not have property '${params.additionalProperty}'`,
+      };
     }
     return { path: e.instancePath, message: `args${e.instancePath} ${e.message ?? 'is invalid'}` };
   });
@@ -78,10 +84,12 @@ function checkDefinition(tool: ToolDefinition, index: number): void {
   if (typeof tool.name !== 'string' || !TOOL_NAME.test(tool.name)) {
     throw new ToolDefinitionError(`${where}.name must be 1-128 characters of A-Z a-z 0-9 _ - .`);
   }
-  if (typeof tool.description !== 'string' || tool.description.trim() === '') throw new ToolDefinitionError(`${where}.description must be a non-empty string`);
+  if (typeof tool.description !== 'string' || tool.description.trim() === '')
+    throw new ToolDefinitionError(`${where}.description must be a non-empty string`);
   if (typeof tool.handler !== 'function') throw new ToolDefinitionError(`${where}.handler must be a function`);
   const schema = tool.input_schema as Partial<ToolInputSchema> | undefined;
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new ToolDefinitionError(`${where}.input_schema must be a JSON Schema object`);
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    throw new ToolDefinitionError(`${where}.input_schema must be a JSON Schema object`);
   if (schema.type !== 'object') throw new ToolDefinitionError(`${where}.input_schema.type must be 'object'`);
   if (typeof schema.properties !== 'object' || schema.properties === null || Array.isArray(schema.properties)) {
     throw new ToolDefinitionError(`${where}.input_schema.properties must be an object`);
@@ -110,10 +118,16 @@ export class ToolRegistry {
     try {
       validate = ajv.compile(tool.input_schema);
     } catch (err) {
-      throw new ToolDefinitionError(`tool '${tool.name}': invalid input_schema: ${err instanceof Error ? err.message : String(err)}`);
+      throw new ToolDefinitionError(
+        `tool '${tool.name}': invalid input_schema: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     // A deep copy, so later mutation of the application's object cannot change what clients are shown.
-    const description: ToolDescription = structuredClone({ name: tool.name, description: tool.description, input_schema: tool.input_schema });
+    const description: ToolDescription = structuredClone({
+      name: tool.name,
+      description: tool.description,
+      input_schema: tool.input_schema,
+    });
     return {
       definition: tool,
       description,

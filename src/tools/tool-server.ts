@@ -14,7 +14,14 @@
 import type { TemplatedApp, us_listen_socket, us_socket } from 'uWebSockets.js';
 import { uWS } from '../http/uws.ts';
 import type { Ajv } from 'ajv';
-import { type ApiError, malformedJson, toApiError, unauthorized, unsupportedMediaType, internalError } from '../errors/index.ts';
+import {
+  type ApiError,
+  malformedJson,
+  toApiError,
+  unauthorized,
+  unsupportedMediaType,
+  internalError,
+} from '../errors/index.ts';
 import { ClientGoneError, type EdgeStyle, type HttpExchange } from '../http/http-exchange.ts';
 import { mountRoutes, type Route } from '../http/router.ts';
 import { createLogger, type Logger } from '../log/logger.ts';
@@ -97,14 +104,16 @@ const TOOL_SERVER_STYLE: EdgeStyle = {
 };
 
 function positiveInteger(name: string, value: number, min = 1): number {
-  if (!Number.isInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
+  if (!Number.isInteger(value) || value < min)
+    throw new RangeError(`${name} must be an integer >= ${min}, got ${value}`);
   return value;
 }
 
 function portFromEnv(): number | undefined {
   const raw = process.env.PORT;
   if (raw === undefined || raw.trim() === '') return undefined;
-  if (!/^\d+$/.test(raw.trim()) || Number(raw) > 65535) throw new RangeError(`PORT must be an integer 0..65535, got '${raw}'`);
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) > 65535)
+    throw new RangeError(`PORT must be an integer 0..65535, got '${raw}'`);
   return Number(raw);
 }
 
@@ -136,9 +145,14 @@ class UwsToolServer implements ToolServer {
   #boundPort: number | null = null;
 
   constructor(options: ToolServerOptions) {
-    if (typeof options !== 'object' || options === null) throw new TypeError('createToolServer needs an options object');
-    const merged = { ...DEFAULT_TOOL_SERVER_OPTIONS, port: options.port ?? portFromEnv() ?? DEFAULT_TOOL_SERVER_OPTIONS.port };
-    for (const [key, value] of Object.entries(options)) if (value !== undefined && key in merged) (merged as Record<string, unknown>)[key] = value;
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError('createToolServer needs an options object');
+    const merged = {
+      ...DEFAULT_TOOL_SERVER_OPTIONS,
+      port: options.port ?? portFromEnv() ?? DEFAULT_TOOL_SERVER_OPTIONS.port,
+    };
+    for (const [key, value] of Object.entries(options))
+      if (value !== undefined && key in merged) (merged as Record<string, unknown>)[key] = value;
     this.#settings = merged;
     positiveInteger('port', merged.port, 0);
     if (merged.port > 65535) throw new RangeError(`port must be 0..65535, got ${merged.port}`);
@@ -146,7 +160,8 @@ class UwsToolServer implements ToolServer {
     positiveInteger('toolTimeoutMs', merged.toolTimeoutMs);
     positiveInteger('maxConcurrentCalls', merged.maxConcurrentCalls);
     positiveInteger('shutdownGraceMs', merged.shutdownGraceMs, 0);
-    if (options.apiKey === undefined) throw new TypeError('apiKey is required: a key string, or null to serve without authentication');
+    if (options.apiKey === undefined)
+      throw new TypeError('apiKey is required: a key string, or null to serve without authentication');
 
     this.#log = options.logger ?? createLogger('info');
     this.#auth = new BearerAuth(options.apiKey);
@@ -183,8 +198,14 @@ class UwsToolServer implements ToolServer {
         this.#app = app;
         this.#listenSocket = socket;
         this.#boundPort = uWS.us_socket_local_port(socket as unknown as us_socket);
-        this.#log.info('tool server listening', { host, port: this.#boundPort, tools: this.#registry.describe().map((t) => t.name), auth: this.#auth.enabled });
-        if (!this.#auth.enabled) this.#log.warn('tool server has no apiKey: the tool routes are open to anyone who can reach the port');
+        this.#log.info('tool server listening', {
+          host,
+          port: this.#boundPort,
+          tools: this.#registry.describe().map((t) => t.name),
+          auth: this.#auth.enabled,
+        });
+        if (!this.#auth.enabled)
+          this.#log.warn('tool server has no apiKey: the tool routes are open to anyone who can reach the port');
         resolve({ port: this.#boundPort });
       });
     });
@@ -274,9 +295,13 @@ class UwsToolServer implements ToolServer {
       const callSignal = AbortSignal.any([ex.signal, this.#shutdown.signal]);
       if (isJsonRpcBody(parsed)) return await this.#mcp.handle(ex, parsed, callSignal);
 
-      if (!isPlainObject(parsed)) return void ex.sendError(invalidToolCall('Body must be a JSON object {"tool": string, "args": object}', 'body'));
+      if (!isPlainObject(parsed))
+        return void ex.sendError(
+          invalidToolCall('Body must be a JSON object {"tool": string, "args": object}', 'body'),
+        );
       const { tool, args = {} } = parsed;
-      if (typeof tool !== 'string' || tool === '') return void ex.sendError(invalidToolCall("'tool' must be a non-empty string", 'tool'));
+      if (typeof tool !== 'string' || tool === '')
+        return void ex.sendError(invalidToolCall("'tool' must be a non-empty string", 'tool'));
       if (!isPlainObject(args)) return void ex.sendError(invalidToolCall("'args' must be a JSON object", 'args'));
 
       const outcome = await this.#invoke(tool, args, 'http', callSignal);
@@ -291,7 +316,11 @@ class UwsToolServer implements ToolServer {
   }
 
   #invoke(tool: string, args: Record<string, unknown>, transport: 'http' | 'mcp', signal: AbortSignal) {
-    return invokeTool(this.#registry, { tool, args, transport, signal, timeoutMs: this.#settings.toolTimeoutMs }, this.#log);
+    return invokeTool(
+      this.#registry,
+      { tool, args, transport, signal, timeoutMs: this.#settings.toolTimeoutMs },
+      this.#log,
+    );
   }
 }
 

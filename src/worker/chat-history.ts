@@ -21,7 +21,10 @@ import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../protocol/tool-call-syntax.ts
 export function toChatModelFunctions(tools: readonly FunctionTool[]): ChatModelFunctions {
   const functions: Record<string, ChatModelFunctions[string]> = {};
   for (const t of tools) {
-    functions[t.name] = { ...(t.description !== undefined ? { description: t.description } : {}), params: t.parameters as ChatModelFunctions[string]['params'] };
+    functions[t.name] = {
+      ...(t.description !== undefined ? { description: t.description } : {}),
+      params: t.parameters as ChatModelFunctions[string]['params'],
+    };
   }
   return functions;
 }
@@ -48,14 +51,21 @@ export function functionCallHistory(messages: readonly ChatMessage[]): ChatHisto
     }
     if (m.role === 'assistant') {
       const calls = (m.toolCalls ?? []).map((c, i): ChatModelFunctionCall => ({
-        type: 'functionCall', name: c.name, params: jsonOrText(c.arguments), result: '', ...(i === 0 ? { startsNewChunk: true } : {}),
+        type: 'functionCall',
+        name: c.name,
+        params: jsonOrText(c.arguments),
+        result: '',
+        ...(i === 0 ? { startsNewChunk: true } : {}),
       }));
       const continues = openCalls !== null && history[history.length - 1] === openCalls.item;
       const item: ChatModelResponse = continues && openCalls ? openCalls.item : { type: 'model', response: [] };
       if (m.content.length > 0 || calls.length === 0) item.response.push(m.content);
       item.response.push(...calls);
       if (!continues) history.push(item);
-      openCalls = calls.length > 0 ? { item, byId: new Map((m.toolCalls ?? []).map((c, i) => [c.id, calls[i] as ChatModelFunctionCall])) } : null;
+      openCalls =
+        calls.length > 0
+          ? { item, byId: new Map((m.toolCalls ?? []).map((c, i) => [c.id, calls[i] as ChatModelFunctionCall])) }
+          : null;
       continue;
     }
     openCalls = null;
@@ -75,14 +85,22 @@ export function hermesCallText(call: ToolCall): string {
 
 /** Qwen 2.5's Hermes tool instructions: the functions' JSON schemas and the call syntax. */
 export function hermesToolInstructions(tools: readonly FunctionTool[]): string {
-  const signatures = tools.map((t) => JSON.stringify({
-    type: 'function',
-    function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters: t.parameters },
-  }));
-  return '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
+  const signatures = tools.map((t) =>
+    JSON.stringify({
+      type: 'function',
+      function: {
+        name: t.name,
+        ...(t.description !== undefined ? { description: t.description } : {}),
+        parameters: t.parameters,
+      },
+    }),
+  );
+  return (
+    '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
     `You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n${signatures.join('\n')}\n</tools>\n\n` +
     `For each function call, return a json object with function name and arguments within ${TOOL_CALL_OPEN}${TOOL_CALL_CLOSE} XML tags:\n` +
-    `${TOOL_CALL_OPEN}\n{"name": <function-name>, "arguments": <args-json-object>}\n${TOOL_CALL_CLOSE}`;
+    `${TOOL_CALL_OPEN}\n{"name": <function-name>, "arguments": <args-json-object>}\n${TOOL_CALL_CLOSE}`
+  );
 }
 
 export function hermesTextHistory(messages: readonly ChatMessage[], tools: readonly FunctionTool[]): ChatHistoryItem[] {

@@ -14,7 +14,10 @@ import { loadNativeSlotEngineInternal } from './native-slot-engine.ts';
 async function answer(req: CpuKernelProbeRequest): Promise<CpuKernelProbeAnswer> {
   if (req.action === 'describe') {
     const native = nativeCpuKernels();
-    return { action: 'describe', native: 'reason' in native ? { reason: native.reason } : { stamp: fileStamp(native.library) } };
+    return {
+      action: 'describe',
+      native: 'reason' in native ? { reason: native.reason } : { stamp: fileStamp(native.library) },
+    };
   }
   const backendDir = cpuKernelsDir(req.kernels);
   const engine = await loadNativeSlotEngineInternal({

@@ -6,7 +6,14 @@ import type { GenerationJob } from '../../native/generation-job.ts';
 import { samplingFor } from '../engine/sampling-defaults.ts';
 
 /** A short greedy completion. */
-const PROBE_JOB: GenerationJob = { maxTokens: 8, stops: [], sampling: samplingFor({ temperature: 0, stop: [] }, () => 1), grammar: '', topLogprobs: -1, cachePartition: '' };
+const PROBE_JOB: GenerationJob = {
+  maxTokens: 8,
+  stops: [],
+  sampling: samplingFor({ temperature: 0, stop: [] }, () => 1),
+  grammar: '',
+  topLogprobs: -1,
+  cachePartition: '',
+};
 
 /**
  * The GPU probe, a child process of engine/gpu-offload.ts (entry: gpu-probe-entry.mjs): loads the ggml GPU
@@ -20,14 +27,24 @@ async function answer(req: GpuProbeRequest): Promise<GpuProbeAnswer> {
   if (req.action === 'list') return { libraries: cudaBackendCandidates(req.explicit) };
   let engine;
   try {
-    engine = await loadNativeSlotEngineInternal({ modelPath: req.modelPath, contextSize: 64, slots: 1, threads: 2, batchSize: 16, promptCacheMiB: 0, gpuBackend: req.library, gpuLayers: req.layers });
+    engine = await loadNativeSlotEngineInternal({
+      modelPath: req.modelPath,
+      contextSize: 64,
+      slots: 1,
+      threads: 2,
+      batchSize: 16,
+      promptCacheMiB: 0,
+      gpuBackend: req.library,
+      gpuLayers: req.layers,
+    });
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     return { ok: false, reason, sawDevice: !/could not load the GPU backend|found no GPU device/.test(reason) };
   }
   try {
     const device = engine.gpuDevices[0];
-    if (!device || engine.gpuLayers === 0) return { ok: false, reason: 'the model was not offloaded', sawDevice: device !== undefined };
+    if (!device || engine.gpuLayers === 0)
+      return { ok: false, reason: 'the model was not offloaded', sawDevice: device !== undefined };
     const started = performance.now();
     const done = await new Promise<{ completionTokens: number }>((resolve, reject) => {
       engine.submit(new Uint32Array([1, 2, 3, 4]), PROBE_JOB, {
@@ -36,7 +53,14 @@ async function answer(req: GpuProbeRequest): Promise<GpuProbeAnswer> {
         onError: (e) => reject(new Error(`${e.code}: ${e.message}`)),
       });
     });
-    return { ok: true, device, gpuLayers: engine.gpuLayers, modelLayers: engine.modelLayers, decodeMs: performance.now() - started, completionTokens: done.completionTokens };
+    return {
+      ok: true,
+      device,
+      gpuLayers: engine.gpuLayers,
+      modelLayers: engine.modelLayers,
+      decodeMs: performance.now() - started,
+      completionTokens: done.completionTokens,
+    };
   } finally {
     await engine.dispose();
   }

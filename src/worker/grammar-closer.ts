@@ -25,7 +25,9 @@ const at = (text: (typeof PREFERRED)[number]) => PREFERRED.indexOf(text);
 /** Inside a string: close it (and what holds it) first; `}` or `]` there would only be more string. */
 const IN_STRING = ['"}', '"]', '"'].map((t) => at(t as (typeof PREFERRED)[number]));
 /** Elsewhere: close containers, then the shortest values, and open a string last. */
-const STRUCTURAL = [']}', '}}', '}', ']', '0', '""', '{}', '[]', 'null', 'true', '"'].map((t) => at(t as (typeof PREFERRED)[number]));
+const STRUCTURAL = [']}', '}}', '}', ']', '0', '""', '{}', '[]', 'null', 'true', '"'].map((t) =>
+  at(t as (typeof PREFERRED)[number]),
+);
 
 /**
  * How many tokens, at most, a grammar still needs before it is complete (allows end-of-generation): a greedy
@@ -45,7 +47,11 @@ export class GrammarCloser<S> {
   private readonly characters: number[];
 
   /** `pieces`: each token's bytes ('end' for end-of-generation tokens); `eog`: the end token to try (-1: none). */
-  constructor(pieces: readonly TokenPiece[], readonly eog: number, private readonly ops: GrammarOps<S>) {
+  constructor(
+    pieces: readonly TokenPiece[],
+    readonly eog: number,
+    private readonly ops: GrammarOps<S>,
+  ) {
     const decoder = new TextDecoder();
     this.preferred = PREFERRED.map(() => -1);
     const single = new Array<number>(128).fill(-1);

@@ -32,7 +32,11 @@ export class GrammarJobCloser<S> {
   private live: S;
   private before: S | undefined;
 
-  constructor(private readonly closer: GrammarCloser<S>, private readonly ops: GrammarOps<S>, initial: S) {
+  constructor(
+    private readonly closer: GrammarCloser<S>,
+    private readonly ops: GrammarOps<S>,
+    initial: S,
+  ) {
     this.live = initial;
   }
 

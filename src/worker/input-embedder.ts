@@ -5,7 +5,10 @@ import type { RawPrompt } from '../protocol/chat-request.ts';
 import { InvalidPromptToken, PromptTooLong } from './prompt-tokenizer.ts';
 
 /** Unit vectors of tokenized inputs, flat (`dimensions` floats each, in order). */
-export type TokenVectors = (tokens: Uint32Array[], inputs: readonly RawPrompt[]) => Promise<{ vectors: Float32Array; dimensions: number }>;
+export type TokenVectors = (
+  tokens: Uint32Array[],
+  inputs: readonly RawPrompt[],
+) => Promise<{ vectors: Float32Array; dimensions: number }>;
 
 /** Inputs of one TokenVectors call at most (requests gathered while another call runs). */
 const MAX_GATHERED_INPUTS = 2048;
@@ -41,15 +44,25 @@ export class InputEmbedder {
       try {
         tokens.push(await this.tokenize(input, this.contextSize));
       } catch (err) {
-        if (err instanceof PromptTooLong) return { ok: false, index, reason: 'too_long', atLeastTokens: err.atLeastTokens, contextSize: this.contextSize };
-        if (err instanceof InvalidPromptToken) return { ok: false, index, reason: 'invalid_token', vocabularySize: err.vocabularySize };
+        if (err instanceof PromptTooLong)
+          return {
+            ok: false,
+            index,
+            reason: 'too_long',
+            atLeastTokens: err.atLeastTokens,
+            contextSize: this.contextSize,
+          };
+        if (err instanceof InvalidPromptToken)
+          return { ok: false, index, reason: 'invalid_token', vocabularySize: err.vocabularySize };
         throw err;
       }
     }
-    const { vectors, dimensions } = await new Promise<{ vectors: Float32Array; dimensions: number }>((resolve, reject) => {
-      this.waiting.push({ tokens, inputs, resolve, reject });
-      if (!this.computing) void this.compute();
-    });
+    const { vectors, dimensions } = await new Promise<{ vectors: Float32Array; dimensions: number }>(
+      (resolve, reject) => {
+        this.waiting.push({ tokens, inputs, resolve, reject });
+        if (!this.computing) void this.compute();
+      },
+    );
     return { ok: true, vectors, dimensions, tokens: tokens.map((t) => t.length) };
   }
 
@@ -59,10 +72,14 @@ export class InputEmbedder {
     while (this.waiting.length > 0) {
       let take = 1;
       let inputs = this.waiting[0]!.tokens.length;
-      while (take < this.waiting.length && inputs + this.waiting[take]!.tokens.length <= MAX_GATHERED_INPUTS) inputs += this.waiting[take++]!.tokens.length;
+      while (take < this.waiting.length && inputs + this.waiting[take]!.tokens.length <= MAX_GATHERED_INPUTS)
+        inputs += this.waiting[take++]!.tokens.length;
       const group = this.waiting.splice(0, take);
       try {
-        const { vectors, dimensions } = await this.vectorsOf(group.flatMap((w) => w.tokens), group.flatMap((w) => w.inputs));
+        const { vectors, dimensions } = await this.vectorsOf(
+          group.flatMap((w) => w.tokens),
+          group.flatMap((w) => w.inputs),
+        );
         let at = 0;
         for (const w of group) {
           w.resolve({ vectors: vectors.slice(at * dimensions, (at + w.tokens.length) * dimensions), dimensions });
@@ -88,7 +105,8 @@ export function llamaEmbeddingVectors(model: LlamaModel, contextSize: number, th
     context ??= model.createEmbeddingContext({ contextSize, batchSize: contextSize, threads });
     const ctx = await context;
     const out: Float32Array[] = [];
-    for (const t of tokens) out.push(unit(Float32Array.from((await ctx.getEmbeddingFor(Array.from(t) as Token[])).vector)));
+    for (const t of tokens)
+      out.push(unit(Float32Array.from((await ctx.getEmbeddingFor(Array.from(t) as Token[])).vector)));
     return flat(out);
   };
 }

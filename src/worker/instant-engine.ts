@@ -39,17 +39,34 @@ export class InstantEngine implements SlotEngine {
   private scheduled = false;
   private disposed = false;
 
-  constructor(readonly contextSize: number, readonly slotCount: number, private readonly tokensPerStep = 1) {}
+  constructor(
+    readonly contextSize: number,
+    readonly slotCount: number,
+    private readonly tokensPerStep = 1,
+  ) {}
 
   submit(promptTokens: Uint32Array, job: GenerationJob, events: SlotJobEvents): SlotJobHandle {
     if (this.disposed) throw new Error('engine disposed');
     if (this.active.size >= this.slotCount) throw new Error('no free slot');
     const limit = Math.min(job.maxTokens, this.contextSize - promptTokens.length);
-    const j: InstantJob = { job, promptTokens: promptTokens.length, limit, events, produced: 0, cancelled: false, stop: new StopDetector(job.stops), logprobs: job.topLogprobs >= 0 ? [] : null };
+    const j: InstantJob = {
+      job,
+      promptTokens: promptTokens.length,
+      limit,
+      events,
+      produced: 0,
+      cancelled: false,
+      stop: new StopDetector(job.stops),
+      logprobs: job.topLogprobs >= 0 ? [] : null,
+    };
     this.active.add(j);
     events.onPrompt?.({ promptTokens: promptTokens.length, cachedTokens: 0 });
     this.schedule();
-    return { cancel: () => { j.cancelled = true; } };
+    return {
+      cancel: () => {
+        j.cancelled = true;
+      },
+    };
   }
 
   private schedule(): void {
@@ -80,7 +97,12 @@ export class InstantEngine implements SlotEngine {
         this.active.delete(j);
         const rest = j.stop.flush();
         if (rest.length > 0) this.emit(j, rest, 0);
-        j.events.onDone({ ...base, finishReason: j.stop.stopped ? 'stop' : 'length', completionTokens: j.produced, ...(j.stop.matched !== undefined ? { stop: j.stop.matched } : {}) });
+        j.events.onDone({
+          ...base,
+          finishReason: j.stop.stopped ? 'stop' : 'length',
+          completionTokens: j.produced,
+          ...(j.stop.matched !== undefined ? { stop: j.stop.matched } : {}),
+        });
       }
     }
     this.schedule();

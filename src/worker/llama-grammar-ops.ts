@@ -17,8 +17,13 @@ interface GrammarBindings {
 export function llamaGrammarOps(model: LlamaModel): GrammarOps<LlamaGrammarEvaluationState> {
   const internals = model.llama as unknown as { _bindings?: { AddonSampler?: Partial<GrammarBindings> } };
   const sampler = internals._bindings?.AddonSampler;
-  if (typeof sampler?.canBeNextTokenForGrammarEvaluationState !== 'function' || typeof sampler.acceptGrammarEvaluationStateToken !== 'function') {
-    throw new Error('this node-llama-cpp has no grammar token calls (AddonSampler.canBeNextTokenForGrammarEvaluationState); Hearth pins node-llama-cpp 3.22.1');
+  if (
+    typeof sampler?.canBeNextTokenForGrammarEvaluationState !== 'function' ||
+    typeof sampler.acceptGrammarEvaluationStateToken !== 'function'
+  ) {
+    throw new Error(
+      'this node-llama-cpp has no grammar token calls (AddonSampler.canBeNextTokenForGrammarEvaluationState); Hearth pins node-llama-cpp 3.22.1',
+    );
   }
   const calls = sampler as GrammarBindings;
   const native = (state: LlamaGrammarEvaluationState) => (state as unknown as { _state: unknown })._state;

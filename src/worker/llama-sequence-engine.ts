@@ -1,4 +1,10 @@
-import { LlamaGrammarEvaluationState, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp';
+import {
+  LlamaGrammarEvaluationState,
+  type LlamaContext,
+  type LlamaContextSequence,
+  type LlamaModel,
+  type Token,
+} from 'node-llama-cpp';
 import type { GenerationJob, TokenLogprob } from '../../native/generation-job.ts';
 import { GrammarCloser } from './grammar-closer.ts';
 import { GrammarJobCloser } from './grammar-job-closer.ts';
@@ -63,7 +69,11 @@ export class LlamaSequenceEngine implements SlotEngine {
   /** Grammar text -> a parsed, never-used evaluation state; Map order = least recently used first. */
   private readonly grammars = new Map<string, LlamaGrammarEvaluationState>();
   /** Token bans that keep grammar jobs valid UTF-8, and the walk that closes them in time; built at the first grammar job. */
-  private grammarTools?: { utf8: Utf8TokenBiases; closer: GrammarCloser<LlamaGrammarEvaluationState>; ops: ReturnType<typeof llamaGrammarOps> };
+  private grammarTools?: {
+    utf8: Utf8TokenBiases;
+    closer: GrammarCloser<LlamaGrammarEvaluationState>;
+    ops: ReturnType<typeof llamaGrammarOps>;
+  };
   private clock = 0;
 
   private constructor(
@@ -87,7 +97,8 @@ export class LlamaSequenceEngine implements SlotEngine {
       ...(o.signal ? { createSignal: o.signal } : {}),
     });
     const slots: Slot[] = [];
-    for (let i = 0; i < o.slots; i++) slots.push({ sequence: context.getSequence(), busy: false, partition: '', lastUsed: 0 });
+    for (let i = 0; i < o.slots; i++)
+      slots.push({ sequence: context.getSequence(), busy: false, partition: '', lastUsed: 0 });
     return new LlamaSequenceEngine(o.model, context, slots, o.contextSize, o.threads);
   }
 
@@ -112,22 +123,53 @@ export class LlamaSequenceEngine implements SlotEngine {
     const state = { cancelled: false };
     const slot = best;
     // The slot is free again before the terminal callback runs, so a job submitted from it can reuse the prefix.
-    const release = () => { slot.busy = false; };
-    void this.run(slot, promptTokens, job, {
-      onPrompt: events.onPrompt?.bind(events),
-      onText: events.onText.bind(events),
-      onDone: (r) => { release(); events.onDone(r); },
-      onError: (e) => { release(); events.onError(e); },
-    }, state, bestLen);
-    return { cancel: () => { state.cancelled = true; } };
+    const release = () => {
+      slot.busy = false;
+    };
+    void this.run(
+      slot,
+      promptTokens,
+      job,
+      {
+        onPrompt: events.onPrompt?.bind(events),
+        onText: events.onText.bind(events),
+        onDone: (r) => {
+          release();
+          events.onDone(r);
+        },
+        onError: (e) => {
+          release();
+          events.onError(e);
+        },
+      },
+      state,
+      bestLen,
+    );
+    return {
+      cancel: () => {
+        state.cancelled = true;
+      },
+    };
   }
 
-  private async run(slot: Slot, promptTokens: Uint32Array, job: GenerationJob, events: SlotJobEvents, state: { cancelled: boolean }, common: number): Promise<void> {
+  private async run(
+    slot: Slot,
+    promptTokens: Uint32Array,
+    job: GenerationJob,
+    events: SlotJobEvents,
+    state: { cancelled: boolean },
+    common: number,
+  ): Promise<void> {
     const seq = slot.sequence;
     const prompt = Array.from(promptTokens) as Token[];
     const reuse = Math.min(common, prompt.length - 1);
     let completionTokens = 0;
-    const result = (finishReason: 'stop' | 'length' | 'cancelled') => ({ finishReason, promptTokens: prompt.length, cachedTokens: reuse, completionTokens });
+    const result = (finishReason: 'stop' | 'length' | 'cancelled') => ({
+      finishReason,
+      promptTokens: prompt.length,
+      cachedTokens: reuse,
+      completionTokens,
+    });
     try {
       if (seq.nextTokenIndex > reuse) await seq.eraseContextTokenRanges([{ start: reuse, end: seq.nextTokenIndex }]);
       if (state.cancelled) return events.onDone(result('cancelled'));
@@ -135,9 +177,16 @@ export class LlamaSequenceEngine implements SlotEngine {
       if (state.cancelled) return events.onDone(result('cancelled'));
       const tools = grammarEvaluationState ? this.toolsForGrammar() : undefined;
       // Grammar jobs only: the grammar's state, handed to the sampler before each token, closed in time near the budget's end.
-      const closing = grammarEvaluationState && tools ? new GrammarJobCloser(tools.closer, tools.ops, grammarEvaluationState) : undefined;
+      const closing =
+        grammarEvaluationState && tools
+          ? new GrammarJobCloser(tools.closer, tools.ops, grammarEvaluationState)
+          : undefined;
       const stop = new StopDetector(job.stops);
-      const decoder = new TokenTextDecoder((t, last) => this.model.detokenize(t as Token[], false, last as Token[]), undefined, prompt.slice(-4));
+      const decoder = new TokenTextDecoder(
+        (t, last) => this.model.detokenize(t as Token[], false, last as Token[]),
+        undefined,
+        prompt.slice(-4),
+      );
       const generated: Token[] = [];
       // Grammar jobs only: bans that keep the generated bytes valid UTF-8, following `generated`.
       const tokenBias = tools?.utf8.forJob(generated);
@@ -148,15 +197,25 @@ export class LlamaSequenceEngine implements SlotEngine {
         topP: s.topP,
         minP: s.minP,
         seed: s.seed,
-        repeatPenalty: s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0
-          ? { punishTokens: () => generated.slice(-s.penaltyLastN), penalty: s.repeatPenalty, presencePenalty: s.presencePenalty, frequencyPenalty: s.frequencyPenalty }
-          : undefined,
+        repeatPenalty:
+          s.repeatPenalty !== 1 || s.presencePenalty !== 0 || s.frequencyPenalty !== 0
+            ? {
+                punishTokens: () => generated.slice(-s.penaltyLastN),
+                penalty: s.repeatPenalty,
+                presencePenalty: s.presencePenalty,
+                frequencyPenalty: s.frequencyPenalty,
+              }
+            : undefined,
         ...(closing ? { grammarEvaluationState: () => closing.state(), tokenBias } : {}),
       };
       const wantLogprobs = job.topLogprobs >= 0;
       // Plain requests keep node-llama-cpp's plain token iterator (no probabilities computed).
       // Driven by hand: a grammar job may hand the generator a replacement token (next(token)) when it closes in time.
-      const iterator: AsyncGenerator<Token | { token: Token; probabilities: Map<Token, number> }, void, Token | undefined> = wantLogprobs
+      const iterator: AsyncGenerator<
+        Token | { token: Token; probabilities: Map<Token, number> },
+        void,
+        Token | undefined
+      > = wantLogprobs
         ? seq.evaluateWithMetadata(prompt.slice(reuse), { probabilities: true }, options)
         : seq.evaluate(prompt.slice(reuse), options);
       let pendingLogprobs: TokenLogprob[] = [];
@@ -179,16 +238,33 @@ export class LlamaSequenceEngine implements SlotEngine {
             events.onPrompt?.({ promptTokens: prompt.length, cachedTokens: reuse });
             first = false;
           }
-          if (state.cancelled) { finish = 'cancelled'; break; }
-          if (this.model.isEogToken(token)) { finish = 'stop'; break; }
+          if (state.cancelled) {
+            finish = 'cancelled';
+            break;
+          }
+          if (this.model.isEogToken(token)) {
+            finish = 'stop';
+            break;
+          }
           if (closing) {
             const settled = closing.settle(token, room - completionTokens);
-            if (settled === 'end') { finish = 'stop'; break; }
+            if (settled === 'end') {
+              finish = 'stop';
+              break;
+            }
             if (settled.token !== token) replacement = token = settled.token as Token;
           }
           generated.push(token);
           completionTokens++;
-          if (probabilities) pendingLogprobs.push(this.logprobOf(token, probabilities, job.topLogprobs, generated.length > 1 ? generated.slice(-2, -1) : prompt.slice(-1)));
+          if (probabilities)
+            pendingLogprobs.push(
+              this.logprobOf(
+                token,
+                probabilities,
+                job.topLogprobs,
+                generated.length > 1 ? generated.slice(-2, -1) : prompt.slice(-1),
+              ),
+            );
           const text = stop.push(decoder.push(token));
           if (text.length > 0) {
             if (wantLogprobs) {
@@ -198,8 +274,14 @@ export class LlamaSequenceEngine implements SlotEngine {
               events.onText(text, 1);
             }
           }
-          if (stop.stopped) { finish = 'stop'; break; }
-          if (completionTokens >= room) { finish = 'length'; break; }
+          if (stop.stopped) {
+            finish = 'stop';
+            break;
+          }
+          if (completionTokens >= room) {
+            finish = 'length';
+            break;
+          }
         }
       } finally {
         await iterator.return(undefined);
@@ -211,9 +293,14 @@ export class LlamaSequenceEngine implements SlotEngine {
           else events.onText(rest, 0);
         }
       }
-      events.onDone(finish === 'stop' && stop.matched !== undefined ? { ...result(finish), stop: stop.matched } : result(finish));
+      events.onDone(
+        finish === 'stop' && stop.matched !== undefined ? { ...result(finish), stop: stop.matched } : result(finish),
+      );
     } catch (err) {
-      events.onError({ message: err instanceof Error ? err.message : String(err), code: err instanceof InvalidGrammarError ? 'invalid_grammar' : 'engine_error' });
+      events.onError({
+        message: err instanceof Error ? err.message : String(err),
+        code: err instanceof InvalidGrammarError ? 'invalid_grammar' : 'engine_error',
+      });
     }
   }
 
@@ -223,7 +310,11 @@ export class LlamaSequenceEngine implements SlotEngine {
       const pieces = llamaTokenPieces(this.model);
       const ops = llamaGrammarOps(this.model);
       const eog = this.model.tokens.eos ?? this.model.tokens.eot ?? -1;
-      this.grammarTools = { utf8: new Utf8TokenBiases(this.model, pieces), closer: new GrammarCloser(pieces, eog, ops), ops };
+      this.grammarTools = {
+        utf8: new Utf8TokenBiases(this.model, pieces),
+        closer: new GrammarCloser(pieces, eog, ops),
+        ops,
+      };
     }
     return this.grammarTools;
   }
@@ -238,7 +329,9 @@ export class LlamaSequenceEngine implements SlotEngine {
         const grammar = await this.model.llama.createGrammar({ grammar: text });
         template = new LlamaGrammarEvaluationState({ model: this.model, grammar });
       } catch (err) {
-        throw new InvalidGrammarError(`invalid grammar (node-llama-cpp: ${err instanceof Error ? err.message : String(err)})`);
+        throw new InvalidGrammarError(
+          `invalid grammar (node-llama-cpp: ${err instanceof Error ? err.message : String(err)})`,
+        );
       }
       if (this.grammars.size >= GRAMMAR_CACHE_SIZE) this.grammars.delete(this.grammars.keys().next().value as string);
     }

@@ -12,7 +12,9 @@ import type { TokenPiece } from './utf8-state.ts';
  * Runs once per model, on the worker thread that owns the model.
  */
 export function llamaTokenPieces(model: LlamaModel): TokenPiece[] {
-  const texts = (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens ?? [];
+  const texts =
+    (model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: readonly string[] } } }).tokenizer?.ggml?.tokens ??
+    [];
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
   // A word-start space on a token is dropped at the start of a text, so each token is shown after an
@@ -28,7 +30,10 @@ export function llamaTokenPieces(model: LlamaModel): TokenPiece[] {
       continue;
     }
     const after = beforeText === '' ? '' : model.detokenize([...before, token], false);
-    const shown = beforeText !== '' && after.startsWith(beforeText) ? after.slice(beforeText.length) : model.detokenize([token], false);
+    const shown =
+      beforeText !== '' && after.startsWith(beforeText)
+        ? after.slice(beforeText.length)
+        : model.detokenize([token], false);
     if (!shown.includes('\uFFFD')) {
       pieces.push(encoder.encode(shown));
       continue;

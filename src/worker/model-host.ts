@@ -1,5 +1,10 @@
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
-import { type GpuInfo, INSTANT_TOKEN_BYTES, type ModelWorkerData, type NativeComputeInfo } from '../engine/worker-protocol.ts';
+import {
+  type GpuInfo,
+  INSTANT_TOKEN_BYTES,
+  type ModelWorkerData,
+  type NativeComputeInfo,
+} from '../engine/worker-protocol.ts';
 import type { ChatMessage, FunctionTool, RawPrompt } from '../protocol/chat-request.ts';
 import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InstantEngine } from './instant-engine.ts';
@@ -69,8 +74,13 @@ export class ModelHost {
     }
   }
 
-  private static async loadParts(data: ModelWorkerData, signal: AbortSignal | undefined, keep: Keep): Promise<ModelHost> {
-    if (data.engine === 'instant') return new ModelHost(new InstantEngine(data.contextSize, data.slots), null, undefined, undefined, null, null);
+  private static async loadParts(
+    data: ModelWorkerData,
+    signal: AbortSignal | undefined,
+    keep: Keep,
+  ): Promise<ModelHost> {
+    if (data.engine === 'instant')
+      return new ModelHost(new InstantEngine(data.contextSize, data.slots), null, undefined, undefined, null, null);
     let fallbackReason: string | undefined;
     if (data.engine === 'native' || data.engine === 'auto') {
       const native = await tryLoadNative(data, signal);
@@ -78,18 +88,46 @@ export class ModelHost {
       if (native.ok) {
         const e = keep(native.engine);
         // The CPU runtime: the same libllama file the addon links, so the process maps one copy.
-        const llama = keep(await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false }));
-        const model = keep(await llama.loadModel({ modelPath: data.modelPath, vocabOnly: true, ...(signal ? { loadSignal: signal } : {}) }));
-        const compute = { threads: e.threads, threadPool: e.threadPool, cpuBackend: e.cpuBackend, ...(e.calibration ? { calibration: [...e.calibration] } : {}) };
+        const llama = keep(
+          await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false }),
+        );
+        const model = keep(
+          await llama.loadModel({
+            modelPath: data.modelPath,
+            vocabOnly: true,
+            ...(signal ? { loadSignal: signal } : {}),
+          }),
+        );
+        const compute = {
+          threads: e.threads,
+          threadPool: e.threadPool,
+          cpuBackend: e.cpuBackend,
+          ...(e.calibration ? { calibration: [...e.calibration] } : {}),
+        };
         return new ModelHost(e, new PromptBuilder(model), undefined, compute, llama, model, nativeGpuInfo(e));
       }
       if (data.engine === 'native') throw new Error(`native engine unavailable: ${native.reason}`);
       fallbackReason = native.reason;
     }
-    const llama = keep(await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false }));
+    const llama = keep(
+      await getLlama({ gpu: 'auto', build: 'never', logLevel: LlamaLogLevel.error, progressLogs: false }),
+    );
     const model = keep(await llama.loadModel({ modelPath: data.modelPath, ...(signal ? { loadSignal: signal } : {}) }));
-    const engine = keep(await LlamaSequenceEngine.load({ model, contextSize: data.contextSize, slots: data.slots, threads: fallbackReason ? data.fallbackThreads : data.threads, batchSize: data.batchSize, ...(signal ? { signal } : {}) }));
-    const gpu: GpuInfo = { backend: llama.gpu, devices: llama.gpu === false ? [] : await llama.getGpuDeviceNames(), gpuLayers: model.gpuLayers };
+    const engine = keep(
+      await LlamaSequenceEngine.load({
+        model,
+        contextSize: data.contextSize,
+        slots: data.slots,
+        threads: fallbackReason ? data.fallbackThreads : data.threads,
+        batchSize: data.batchSize,
+        ...(signal ? { signal } : {}),
+      }),
+    );
+    const gpu: GpuInfo = {
+      backend: llama.gpu,
+      devices: llama.gpu === false ? [] : await llama.getGpuDeviceNames(),
+      gpuLayers: model.gpuLayers,
+    };
     signal?.throwIfAborted();
     return new ModelHost(engine, new PromptBuilder(model), fallbackReason, undefined, llama, model, gpu);
   }
@@ -98,9 +136,17 @@ export class ModelHost {
    * Prompt tokens and template stop strings; rejects with PromptTooLong once the prompt passes `maxTokens`.
    * The instant engine has no vocabulary: it counts INSTANT_TOKEN_BYTES bytes per token (and ignores tools).
    */
-  async buildPrompt(messages: ChatMessage[], tools: FunctionTool[] | undefined, maxTokens: number, suffix = ''): Promise<{ tokens: Uint32Array; stops: string[] }> {
+  async buildPrompt(
+    messages: ChatMessage[],
+    tools: FunctionTool[] | undefined,
+    maxTokens: number,
+    suffix = '',
+  ): Promise<{ tokens: Uint32Array; stops: string[] }> {
     if (this.prompts) return this.prompts.build(messages, tools, maxTokens, suffix);
-    const bytes = messages.reduce((n, m) => n + Buffer.byteLength(m.content) + INSTANT_TOKEN_BYTES, Buffer.byteLength(suffix));
+    const bytes = messages.reduce(
+      (n, m) => n + Buffer.byteLength(m.content) + INSTANT_TOKEN_BYTES,
+      Buffer.byteLength(suffix),
+    );
     const count = Math.max(1, Math.ceil(bytes / INSTANT_TOKEN_BYTES));
     if (count > maxTokens) throw new PromptTooLong(count);
     return { tokens: new Uint32Array(count), stops: [] };
@@ -109,7 +155,10 @@ export class ModelHost {
   /** buildPrompt for a raw prompt (PromptBuilder.buildRaw); the instant engine counts its bytes as above. */
   async buildRawPrompt(prompt: RawPrompt, maxTokens: number): Promise<{ tokens: Uint32Array; stops: string[] }> {
     if (this.prompts) return this.prompts.buildRaw(prompt, maxTokens);
-    const count = typeof prompt === 'string' ? Math.max(1, Math.ceil(Buffer.byteLength(prompt) / INSTANT_TOKEN_BYTES)) : prompt.length;
+    const count =
+      typeof prompt === 'string'
+        ? Math.max(1, Math.ceil(Buffer.byteLength(prompt) / INSTANT_TOKEN_BYTES))
+        : prompt.length;
     if (count > maxTokens) throw new PromptTooLong(count);
     return { tokens: new Uint32Array(count), stops: [] };
   }
@@ -136,8 +185,16 @@ export class ModelHost {
       const { tokens } = await this.buildRawPrompt(input, eos === null ? maxTokens : maxTokens - 1);
       return eos === null ? tokens : Uint32Array.from([...tokens, eos]);
     };
-    if (engine.kind === 'native') return new InputEmbedder(engine.contextSize, tokenize, (tokens) => (engine as unknown as NativeSlotEngine).embed(tokens));
-    if (engine.kind === 'node-llama-cpp' && model) return new InputEmbedder(engine.contextSize, tokenize, llamaEmbeddingVectors(model, engine.contextSize, (engine as LlamaSequenceEngine).threads));
+    if (engine.kind === 'native')
+      return new InputEmbedder(engine.contextSize, tokenize, (tokens) =>
+        (engine as unknown as NativeSlotEngine).embed(tokens),
+      );
+    if (engine.kind === 'node-llama-cpp' && model)
+      return new InputEmbedder(
+        engine.contextSize,
+        tokenize,
+        llamaEmbeddingVectors(model, engine.contextSize, (engine as LlamaSequenceEngine).threads),
+      );
     return new InputEmbedder(engine.contextSize, tokenize, instantVectors);
   }
 
@@ -157,27 +214,34 @@ export class ModelHost {
  */
 function inputEndToken(model: LlamaModel): number | null {
   if (model.tokens.shouldAppendEosToken && model.tokens.eos !== null) return model.tokens.eos;
-  const addSep = (model.fileInfo.metadata as { tokenizer?: { ggml?: { add_sep_token?: unknown } } }).tokenizer?.ggml?.add_sep_token;
+  const addSep = (model.fileInfo.metadata as { tokenizer?: { ggml?: { add_sep_token?: unknown } } }).tokenizer?.ggml
+    ?.add_sep_token;
   return model.vocabularyType === 'wpm' && addSep !== false ? model.tokens.sep : null;
 }
 
-async function tryLoadNative(data: ModelWorkerData, signal: AbortSignal | undefined): Promise<{ ok: true; engine: NativeSlotEngine } | { ok: false; reason: string }> {
+async function tryLoadNative(
+  data: ModelWorkerData,
+  signal: AbortSignal | undefined,
+): Promise<{ ok: true; engine: NativeSlotEngine } | { ok: false; reason: string }> {
   try {
     const mod = await import('./native-slot-engine.ts');
     const available = mod.nativeAddonAvailable();
     if (!available.ok) return { ok: false, reason: available.reason };
     const backendDir = cpuKernelsDir(data.cpuKernels);
-    const engine = await mod.loadNativeSlotEngineInternal({
-      modelPath: data.modelPath,
-      contextSize: data.contextSize,
-      slots: data.slots,
-      threads: data.threads,
-      batchSize: data.batchSize,
-      ...data.native, // as the config resolved it
-      calibrateCores: data.calibrateCores,
-      ...(backendDir ? { backendDir } : {}),
-      ...(data.gpu ? { gpuBackend: data.gpu.library, gpuLayers: data.gpu.layers } : {}),
-    }, signal);
+    const engine = await mod.loadNativeSlotEngineInternal(
+      {
+        modelPath: data.modelPath,
+        contextSize: data.contextSize,
+        slots: data.slots,
+        threads: data.threads,
+        batchSize: data.batchSize,
+        ...data.native, // as the config resolved it
+        calibrateCores: data.calibrateCores,
+        ...(backendDir ? { backendDir } : {}),
+        ...(data.gpu ? { gpuBackend: data.gpu.library, gpuLayers: data.gpu.layers } : {}),
+      },
+      signal,
+    );
     return { ok: true, engine };
   } catch (err) {
     return { ok: false, reason: err instanceof Error ? err.message : String(err) };
@@ -188,5 +252,10 @@ async function tryLoadNative(data: ModelWorkerData, signal: AbortSignal | undefi
 function nativeGpuInfo(e: NativeSlotEngine): GpuInfo {
   const d = e.gpuDevices[0];
   if (!d || e.gpuLayers === 0) return { backend: false, devices: [], gpuLayers: 0 };
-  return { backend: 'cuda', devices: [d.description || d.name], gpuLayers: e.gpuLayers, memory: { freeBytes: d.memoryFreeBytes, totalBytes: d.memoryTotalBytes } };
+  return {
+    backend: 'cuda',
+    devices: [d.description || d.name],
+    gpuLayers: e.gpuLayers,
+    memory: { freeBytes: d.memoryFreeBytes, totalBytes: d.memoryTotalBytes },
+  };
 }

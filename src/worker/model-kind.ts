@@ -5,7 +5,16 @@
  */
 
 /** llama.cpp's BERT-family architectures (encoders with sequence pooling, no output head). */
-const ENCODER_ARCHITECTURES: ReadonlySet<string> = new Set(['bert', 'nomic-bert', 'nomic-bert-moe', 'jina-bert-v2', 'jina-bert-v3', 'modern-bert', 'neo-bert', 'eurobert']);
+const ENCODER_ARCHITECTURES: ReadonlySet<string> = new Set([
+  'bert',
+  'nomic-bert',
+  'nomic-bert-moe',
+  'jina-bert-v2',
+  'jina-bert-v3',
+  'modern-bert',
+  'neo-bert',
+  'eurobert',
+]);
 
 /**
  * True for an embeddings-only encoder: its architecture is one of llama.cpp's BERT family, or its GGUF says

@@ -2,7 +2,14 @@ import { BroadcastChannel, parentPort, threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
 import { ApiError } from '../errors/api-error.ts';
 import { engineFailure, type EngineFailure } from '../errors/engine-failure.ts';
-import type { GenerationTask, MainEvent, ModelWorkerData, WorkerEvent, WorkerStatus, WorkerStop } from '../engine/worker-protocol.ts';
+import type {
+  GenerationTask,
+  MainEvent,
+  ModelWorkerData,
+  WorkerEvent,
+  WorkerStatus,
+  WorkerStop,
+} from '../engine/worker-protocol.ts';
 import { ModelHost } from './model-host.ts';
 import type { NativeSlotEngine } from './native-slot-engine.ts';
 import { InvalidPromptToken, PromptTooLong } from './prompt-tokenizer.ts';
@@ -30,7 +37,24 @@ let kvUse: KvUseReporter | null = null;
 const loading = (async () => {
   try {
     host = await ModelHost.load(data, loadAbort.signal);
-    const status: WorkerStatus = { hearth: 'worker-ready', engine: host.engine.kind, contextSize: host.engine.contextSize, slots: host.engine.slotCount, threads: host.compute?.threads ?? data.threads, ...(host.fallbackReason ? { fallbackReason: host.fallbackReason } : {}), ...(host.compute ? { compute: { threadPool: host.compute.threadPool, cpuBackend: host.compute.cpuBackend, ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}) } } : {}), ...(host.gpu ? { gpu: host.gpu } : {}) };
+    const status: WorkerStatus = {
+      hearth: 'worker-ready',
+      engine: host.engine.kind,
+      contextSize: host.engine.contextSize,
+      slots: host.engine.slotCount,
+      threads: host.compute?.threads ?? data.threads,
+      ...(host.fallbackReason ? { fallbackReason: host.fallbackReason } : {}),
+      ...(host.compute
+        ? {
+            compute: {
+              threadPool: host.compute.threadPool,
+              cpuBackend: host.compute.cpuBackend,
+              ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}),
+            },
+          }
+        : {}),
+      ...(host.gpu ? { gpu: host.gpu } : {}),
+    };
     parentPort?.postMessage(status);
     if (host.engine.kind === 'native') {
       const native = host.engine as unknown as NativeSlotEngine;
@@ -46,7 +70,8 @@ const loading = (async () => {
   } catch (err) {
     loadError = err instanceof Error ? err.message : String(err);
     // A load stopped on purpose is no failure to report.
-    if (!loadAbort.signal.aborted) parentPort?.postMessage({ hearth: 'worker-failed', reason: loadError } satisfies WorkerStatus);
+    if (!loadAbort.signal.aborted)
+      parentPort?.postMessage({ hearth: 'worker-failed', reason: loadError } satisfies WorkerStatus);
   } finally {
     loadSettled = true;
   }
@@ -63,7 +88,12 @@ stops.onmessage = (m) => {
   void loading
     .then(() => host?.dispose())
     .catch(() => {}) // a failed release still ends in the answer: the owner terminates the thread either way
-    .then(() => parentPort?.postMessage({ hearth: 'worker-stopped', loadAborted: midLoad && host === null } satisfies WorkerStatus));
+    .then(() =>
+      parentPort?.postMessage({
+        hearth: 'worker-stopped',
+        loadAborted: midLoad && host === null,
+      } satisfies WorkerStatus),
+    );
 };
 
 await loading;
@@ -84,38 +114,71 @@ export default async function generate(task: GenerationTask): Promise<void> {
   });
   try {
     if (!host) throw new Error(`model not loaded: ${loadError ?? 'unknown error'}`);
-    if (host.embeddingsOnly) return post({ t: 'error', failure: engineFailure.internal('model_embeddings_only', 'the model serves embeddings only') });
+    if (host.embeddingsOnly)
+      return post({
+        t: 'error',
+        failure: engineFailure.internal('model_embeddings_only', 'the model serves embeddings only'),
+      });
     post({ t: 'start' });
     // Let a cancel that arrived while the task was queued be seen before any work.
     await new Promise((r) => setImmediate(r));
-    if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
+    if (cancelled)
+      return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
     const engine = host.engine;
     // A prompt may use contextSize - 1 tokens (one is left to generate); tokenizing stops past that.
-    const building = task.prompt !== null ? host.buildRawPrompt(task.prompt, engine.contextSize - 1) : host.buildPrompt(task.messages, task.tools, engine.contextSize - 1, task.promptSuffix);
+    const building =
+      task.prompt !== null
+        ? host.buildRawPrompt(task.prompt, engine.contextSize - 1)
+        : host.buildPrompt(task.messages, task.tools, engine.contextSize - 1, task.promptSuffix);
     const prompt = await building.catch((err: unknown) => {
       if (err instanceof PromptTooLong || err instanceof InvalidPromptToken) return err;
       throw err;
     });
-    if (prompt instanceof InvalidPromptToken) return post({ t: 'error', failure: engineFailure.internal('invalid_prompt_token', prompt) });
+    if (prompt instanceof InvalidPromptToken)
+      return post({ t: 'error', failure: engineFailure.internal('invalid_prompt_token', prompt) });
     if (prompt instanceof PromptTooLong) {
-      return post({ t: 'error', failure: engineFailure.contextLengthExceeded(prompt.atLeastTokens, engine.contextSize, true) });
+      return post({
+        t: 'error',
+        failure: engineFailure.contextLengthExceeded(prompt.atLeastTokens, engine.contextSize, true),
+      });
     }
     // A raw prompt of no tokens ('' for a vocabulary without BOS) leaves nothing to continue from.
-    if (prompt.tokens.length === 0) return post({ t: 'error', failure: engineFailure.internal('empty_prompt', 'the prompt has no tokens') });
-    if (cancelled) return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
-    if (task.countOnly) return post({ t: 'done', finishReason: 'stop', promptTokens: prompt.tokens.length, cachedTokens: 0, completionTokens: 0 });
+    if (prompt.tokens.length === 0)
+      return post({ t: 'error', failure: engineFailure.internal('empty_prompt', 'the prompt has no tokens') });
+    if (cancelled)
+      return post({ t: 'done', finishReason: 'cancelled', promptTokens: 0, cachedTokens: 0, completionTokens: 0 });
+    if (task.countOnly)
+      return post({
+        t: 'done',
+        finishReason: 'stop',
+        promptTokens: prompt.tokens.length,
+        cachedTokens: 0,
+        completionTokens: 0,
+      });
     promptSize = { tokens: prompt.tokens.length, contextSize: engine.contextSize };
     // The job as the engine resolved it; the chat template's own stop texts (known only here) join its stops.
-    const job = prompt.stops.length === 0 ? task.job : { ...task.job, stops: [...new Set([...task.job.stops, ...prompt.stops])] };
+    const job =
+      prompt.stops.length === 0 ? task.job : { ...task.job, stops: [...new Set([...task.job.stops, ...prompt.stops])] };
     // Relayed: the job's events reach the main thread from the loop thread; here it only ends.
     const relay = engine.relaysEvents && task.relay !== null ? task.relay : undefined;
     await new Promise<void>((resolve) => {
-      handle = engine.submit(prompt.tokens, job, {
-        onPrompt: (info) => post({ t: 'prompt', ...info }),
-        onText: (text, n, logprobs) => post(logprobs ? { t: 'text', text, n, logprobs } : { t: 'text', text, n }),
-        onDone: (r) => { if (!relay) post({ t: 'done', ...r }); resolve(); },
-        onError: (e) => { if (!relay) post({ t: 'error', failure: engineFailure.internal(e.code, e.message) }); resolve(); },
-      }, relay);
+      handle = engine.submit(
+        prompt.tokens,
+        job,
+        {
+          onPrompt: (info) => post({ t: 'prompt', ...info }),
+          onText: (text, n, logprobs) => post(logprobs ? { t: 'text', text, n, logprobs } : { t: 'text', text, n }),
+          onDone: (r) => {
+            if (!relay) post({ t: 'done', ...r });
+            resolve();
+          },
+          onError: (e) => {
+            if (!relay) post({ t: 'error', failure: engineFailure.internal(e.code, e.message) });
+            resolve();
+          },
+        },
+        relay,
+      );
       kvUse?.jobStarted();
       if (cancelled) handle.cancel();
     });
@@ -132,20 +195,35 @@ export default async function generate(task: GenerationTask): Promise<void> {
 function reportPromptCache(engine: ModelHost['engine']): void {
   if (engine.kind !== 'native') return;
   const st = (engine as unknown as NativeSlotEngine).stats();
-  parentPort?.postMessage({ hearth: 'prompt-cache', worker: threadId, lookups: st.promptCacheLookups, hits: st.promptCacheRestores, bytes: st.promptCacheBytes, entries: st.promptCacheEntries } satisfies WorkerStatus);
+  parentPort?.postMessage({
+    hearth: 'prompt-cache',
+    worker: threadId,
+    lookups: st.promptCacheLookups,
+    hits: st.promptCacheRestores,
+    bytes: st.promptCacheBytes,
+    entries: st.promptCacheEntries,
+  } satisfies WorkerStatus);
 }
 
 /** The native loop's preemptions, to the main thread's metrics (hearth_preemptions_total, parked jobs in the gauges), after each job. */
 function reportPreemptions(engine: ModelHost['engine']): void {
   if (engine.kind !== 'native') return;
   const st = (engine as unknown as NativeSlotEngine).stats();
-  parentPort?.postMessage({ hearth: 'preemptions', worker: threadId, preemptions: st.preemptions, parked: st.parked } satisfies WorkerStatus);
+  parentPort?.postMessage({
+    hearth: 'preemptions',
+    worker: threadId,
+    preemptions: st.preemptions,
+    parked: st.parked,
+  } satisfies WorkerStatus);
 }
 
 /** A thrown error as it crosses to the main thread: a code, with the message for the log only. */
 function failureOf(err: unknown, prompt: { tokens: number; contextSize: number } | null): EngineFailure {
   // The only ApiError a worker throws is the engine's context_length_exceeded (native-slot-engine.ts submit).
-  if (err instanceof ApiError && err.code === 'context_length_exceeded') return prompt ? engineFailure.contextLengthExceeded(prompt.tokens, prompt.contextSize) : engineFailure.internal('context_length_exceeded', err);
+  if (err instanceof ApiError && err.code === 'context_length_exceeded')
+    return prompt
+      ? engineFailure.contextLengthExceeded(prompt.tokens, prompt.contextSize)
+      : engineFailure.internal('context_length_exceeded', err);
   return engineFailure.internal('engine_error', err);
 }
 

@@ -1,5 +1,13 @@
 import type { GenerationJob, JobRelay } from '../../native/generation-job.ts';
-import { loadHearthNative, type NativeLoopEvent, type NativeLoopOptions, type NativeLoopStats, type NativeSlotLoop, type NativeThreadTiming, type NativeGpuDevice } from '../../native/binding.ts';
+import {
+  loadHearthNative,
+  type NativeLoopEvent,
+  type NativeLoopOptions,
+  type NativeLoopStats,
+  type NativeSlotLoop,
+  type NativeThreadTiming,
+  type NativeGpuDevice,
+} from '../../native/binding.ts';
 import { contextLengthExceeded } from '../errors/index.ts';
 import type { EngineFailureCode } from '../errors/engine-failure.ts';
 import type { SlotEngine, SlotJobEvents, SlotJobHandle, SlotJobResult } from './slot-engine.ts';
@@ -25,7 +33,10 @@ export type NativeSlotEngineOptions = NativeLoopOptions;
 
 /** A refusal of submit() or a load failure; `code` is stable, the message is for people. */
 export class NativeEngineError extends Error {
-  constructor(readonly code: EngineFailureCode, message: string) {
+  constructor(
+    readonly code: EngineFailureCode,
+    message: string,
+  ) {
     super(message);
     this.name = 'NativeEngineError';
   }
@@ -43,11 +54,15 @@ export function loadNativeSlotEngine(options: NativeSlotEngineOptions): Promise<
 }
 
 /** As loadNativeSlotEngine, typed as the concrete engine (tests and benchmarks read its extra fields). */
-export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOptions, signal?: AbortSignal): Promise<NativeSlotEngine> {
+export async function loadNativeSlotEngineInternal(
+  options: NativeSlotEngineOptions,
+  signal?: AbortSignal,
+): Promise<NativeSlotEngine> {
   const o = options;
   for (const key of ['contextSize', 'slots', 'threads', 'batchSize'] as const) {
     const v = o[key];
-    if (v !== undefined && (!Number.isInteger(v) || v < 1)) throw new NativeEngineError('invalid_option', `${key} must be a positive integer, got ${v}`);
+    if (v !== undefined && (!Number.isInteger(v) || v < 1))
+      throw new NativeEngineError('invalid_option', `${key} must be a positive integer, got ${v}`);
   }
   const native = loadHearthNative();
   if (!native.ok) throw new NativeEngineError('addon_unavailable', native.reason);
@@ -58,22 +73,19 @@ export async function loadNativeSlotEngineInternal(options: NativeSlotEngineOpti
   // handle (the engine resolves; dispose it).
   return new Promise<NativeSlotEngine>((resolve, reject) => {
     let engine: NativeSlotEngine | undefined;
-    const loop = new native.binding.SlotLoop(
-      o,
-      (events) => {
-        if (engine) return engine.handle(events);
-        for (const e of events) {
-          if (e.type === 'ready') {
-            signal?.removeEventListener('abort', stopLoading);
-            engine = new NativeSlotEngine(loop, o.slots, e);
-            resolve(engine);
-          } else if (e.type === 'loadFailed') {
-            signal?.removeEventListener('abort', stopLoading);
-            reject(signal?.aborted ? signal.reason : new NativeEngineError('model_load_failed', e.message));
-          }
+    const loop = new native.binding.SlotLoop(o, (events) => {
+      if (engine) return engine.handle(events);
+      for (const e of events) {
+        if (e.type === 'ready') {
+          signal?.removeEventListener('abort', stopLoading);
+          engine = new NativeSlotEngine(loop, o.slots, e);
+          resolve(engine);
+        } else if (e.type === 'loadFailed') {
+          signal?.removeEventListener('abort', stopLoading);
+          reject(signal?.aborted ? signal.reason : new NativeEngineError('model_load_failed', e.message));
         }
-      },
-    );
+      }
+    });
     const stopLoading = () => loop.dispose();
     signal?.addEventListener('abort', stopLoading, { once: true });
   });
@@ -154,7 +166,8 @@ export class NativeSlotEngine implements SlotEngine {
     if (n === 0) throw new NativeEngineError('empty_prompt', 'the prompt has no tokens');
     if (n + 1 > this.contextSize) throw contextLengthExceeded(n, this.contextSize);
     // Twice the slots: an interactive job may wait in the loop for a batch job's slot (the loop parks that job).
-    if (this.jobs.size >= 2 * this.slotCount) throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy and ${this.slotCount} jobs wait`);
+    if (this.jobs.size >= 2 * this.slotCount)
+      throw new NativeEngineError('slots_busy', `all ${this.slotCount} slots are busy and ${this.slotCount} jobs wait`);
 
     const id = this.allocateJobId();
     const refusal = this.loop.submit(id, promptTokens, job, relay);
@@ -219,7 +232,8 @@ export class NativeSlotEngine implements SlotEngine {
   private dispatch(state: JobState, e: Exclude<NativeLoopEvent, { type: 'ready' | 'loadFailed' | 'disposed' }>): void {
     switch (e.type) {
       case 'prompt':
-        if (!state.cancelRequested) state.events.onPrompt?.({ promptTokens: e.promptTokens, cachedTokens: e.cachedTokens });
+        if (!state.cancelRequested)
+          state.events.onPrompt?.({ promptTokens: e.promptTokens, cachedTokens: e.cachedTokens });
         return;
       case 'text':
         if (!state.cancelRequested) {
@@ -262,7 +276,9 @@ export class NativeSlotEngine implements SlotEngine {
     try {
       state.events.onError({ message: `job callback failed: ${message}`, code: 'callback_failed' });
     } catch (again) {
-      process.emitWarning(`native engine: a job's onError threw: ${again instanceof Error ? again.message : String(again)}`);
+      process.emitWarning(
+        `native engine: a job's onError threw: ${again instanceof Error ? again.message : String(again)}`,
+      );
     }
   }
 

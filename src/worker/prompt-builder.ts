@@ -1,4 +1,13 @@
-import { type ChatWrapper, type ChatWrapperGeneratedContextState, ChatMLChatWrapper, GeneralChatWrapper, type LlamaModel, LlamaText, resolveChatWrapper, SpecialToken } from 'node-llama-cpp';
+import {
+  type ChatWrapper,
+  type ChatWrapperGeneratedContextState,
+  ChatMLChatWrapper,
+  GeneralChatWrapper,
+  type LlamaModel,
+  LlamaText,
+  resolveChatWrapper,
+  SpecialToken,
+} from 'node-llama-cpp';
 import type { ChatMessage, FunctionTool, RawPrompt } from '../protocol/chat-request.ts';
 import { TOOL_CALL_OPEN } from '../protocol/tool-call-syntax.ts';
 import { functionCallHistory, hermesTextHistory, toChatModelFunctions } from './chat-history.ts';
@@ -44,7 +53,12 @@ export class PromptBuilder {
    * Rejects with PromptTooLong once the prompt passes `maxTokens` (tokenizing stops there; default: no limit).
    * `suffix`: text after the rendered prompt (e.g. an empty thinking block that switches a model's thinking off).
    */
-  async build(messages: readonly ChatMessage[], tools: readonly FunctionTool[] = [], maxTokens = Number.MAX_SAFE_INTEGER, suffix = ''): Promise<{ tokens: Uint32Array; stops: string[] }> {
+  async build(
+    messages: readonly ChatMessage[],
+    tools: readonly FunctionTool[] = [],
+    maxTokens = Number.MAX_SAFE_INTEGER,
+    suffix = '',
+  ): Promise<{ tokens: Uint32Array; stops: string[] }> {
     const state = this.contextState(messages, tools);
     const text = suffix === '' ? state.contextText : LlamaText([state.contextText, suffix]);
     const tokens = await this.tokenizer.tokenize(text, maxTokens);
@@ -56,20 +70,26 @@ export class PromptBuilder {
    * after the BOS token when the vocabulary asks for one (as llama-server's /completion); token ids are taken
    * as they are, or InvalidPromptToken for one outside the vocabulary. PromptTooLong past `maxTokens`.
    */
-  async buildRaw(prompt: RawPrompt, maxTokens = Number.MAX_SAFE_INTEGER): Promise<{ tokens: Uint32Array; stops: string[] }> {
+  async buildRaw(
+    prompt: RawPrompt,
+    maxTokens = Number.MAX_SAFE_INTEGER,
+  ): Promise<{ tokens: Uint32Array; stops: string[] }> {
     if (typeof prompt !== 'string') {
       if (prompt.length > maxTokens) throw new PromptTooLong(prompt.length);
       const size = this.vocabularySize;
       if (size !== null && prompt.some((t) => t >= size)) throw new InvalidPromptToken(size);
       return { tokens: Uint32Array.from(prompt), stops: [] };
     }
-    const text = this.model.tokens.shouldPrependBosToken ? LlamaText([new SpecialToken('BOS'), prompt]) : LlamaText(prompt);
+    const text = this.model.tokens.shouldPrependBosToken
+      ? LlamaText([new SpecialToken('BOS'), prompt])
+      : LlamaText(prompt);
     return { tokens: await this.tokenizer.tokenize(text, maxTokens), stops: [] };
   }
 
   /** Tokens in the vocabulary, from the GGUF's token list (null when the file has none). */
   private get vocabularySize(): number | null {
-    const tokens = (this.model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: unknown } } }).tokenizer?.ggml?.tokens;
+    const tokens = (this.model.fileInfo.metadata as { tokenizer?: { ggml?: { tokens?: unknown } } }).tokenizer?.ggml
+      ?.tokens;
     return Array.isArray(tokens) ? tokens.length : null;
   }
 
@@ -78,13 +98,23 @@ export class PromptBuilder {
     return this.contextState(messages, tools).contextText.toString();
   }
 
-  private contextState(messages: readonly ChatMessage[], tools: readonly FunctionTool[]): ChatWrapperGeneratedContextState {
+  private contextState(
+    messages: readonly ChatMessage[],
+    tools: readonly FunctionTool[],
+  ): ChatWrapperGeneratedContextState {
     const toolTraffic = tools.length > 0 || messages.some((m) => m.role === 'tool' || (m.toolCalls?.length ?? 0) > 0);
     const native = !toolTraffic || this.wrapperSpeaksHermes;
     const wrapper = native ? this.wrapper : this.toolWrapper();
-    return wrapper.generateContextState(native
-      ? { chatHistory: functionCallHistory(messages), ...(tools.length > 0 ? { availableFunctions: toChatModelFunctions(tools), documentFunctionParams: true } : {}) }
-      : { chatHistory: hermesTextHistory(messages, tools) });
+    return wrapper.generateContextState(
+      native
+        ? {
+            chatHistory: functionCallHistory(messages),
+            ...(tools.length > 0
+              ? { availableFunctions: toChatModelFunctions(tools), documentFunctionParams: true }
+              : {}),
+          }
+        : { chatHistory: hermesTextHistory(messages, tools) },
+    );
   }
 
   private toolWrapper(): ChatWrapper {
@@ -96,7 +126,10 @@ export class PromptBuilder {
 
 function speaksHermes(wrapper: ChatWrapper): boolean {
   const call = wrapper.settings.functions.call;
-  return LlamaText(call.prefix).toString().includes(TOOL_CALL_OPEN) && LlamaText(call.paramsPrefix).toString().includes('"arguments"');
+  return (
+    LlamaText(call.prefix).toString().includes(TOOL_CALL_OPEN) &&
+    LlamaText(call.paramsPrefix).toString().includes('"arguments"')
+  );
 }
 
 /** Stop triggers that are pure text (special-token triggers are end-of-generation tokens, handled by the engine). */

@@ -43,8 +43,12 @@ export class PromptTokenizer {
   private readonly vocabularyChars: Set<number> | null;
 
   constructor(private readonly model: LlamaModel) {
-    const tokenizer = (model.fileInfo.metadata as { tokenizer?: { ggml?: { model?: unknown; tokens?: unknown } } }).tokenizer?.ggml;
-    this.vocabularyChars = tokenizer?.model === 'llama' && Array.isArray(tokenizer.tokens) ? codePointsOf(tokenizer.tokens as string[]) : null;
+    const tokenizer = (model.fileInfo.metadata as { tokenizer?: { ggml?: { model?: unknown; tokens?: unknown } } })
+      .tokenizer?.ggml;
+    this.vocabularyChars =
+      tokenizer?.model === 'llama' && Array.isArray(tokenizer.tokens)
+        ? codePointsOf(tokenizer.tokens as string[])
+        : null;
   }
 
   /**
@@ -68,7 +72,8 @@ export class PromptTokenizer {
     const flush = async () => {
       const text = pending;
       pending = '';
-      if (text !== '') for (const piece of this.pieces(text)) await take(this.model.tokenize(piece, false, 'trimLeadingSpace'));
+      if (text !== '')
+        for (const piece of this.pieces(text)) await take(this.model.tokenize(piece, false, 'trimLeadingSpace'));
     };
     for (const value of text.values) {
       if (value instanceof SpecialToken) {
@@ -94,7 +99,7 @@ export class PromptTokenizer {
       return;
     }
     let start = 0;
-    for (let i = PIECE_LENGTH; i < text.length; ) {
+    for (let i = PIECE_LENGTH; i < text.length;) {
       const cp = text.codePointAt(i)!;
       if (!chars.has(cp) && !isWhitespace(cp) && !isLowSurrogate(text.charCodeAt(i))) {
         yield text.slice(start, i);

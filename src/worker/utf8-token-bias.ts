@@ -15,7 +15,10 @@ export class Utf8TokenBiases {
   private readonly biases: Array<TokenBias | undefined> = new Array<TokenBias | undefined>(UTF8_STATES);
 
   /** `pieces`: llamaTokenPieces(model), where the caller has them already. */
-  constructor(private readonly model: LlamaModel, pieces: readonly TokenPiece[] = llamaTokenPieces(model)) {
+  constructor(
+    private readonly model: LlamaModel,
+    pieces: readonly TokenPiece[] = llamaTokenPieces(model),
+  ) {
     this.table = new Utf8TokenTable(pieces);
   }
 

@@ -1,4 +1,10 @@
-import { type ApiError, projectNotReady, providerConfigurationMissing, toApiError, unauthorized } from '../errors/index.ts';
+import {
+  type ApiError,
+  projectNotReady,
+  providerConfigurationMissing,
+  toApiError,
+  unauthorized,
+} from '../errors/index.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ChatRequest } from '../protocol/chat-request.ts';
@@ -64,15 +70,26 @@ export class ProjectGateway {
   private sessionFor(projectId: string, project: ProjectRecord): ProjectSession {
     if (project.id !== projectId) throw unauthorized();
     if (project.state !== 'ready') throw projectNotReady(project.state);
-    if (!isProviderName(project.provider)) throw providerConfigurationMissing(`the project's provider '${project.provider}' is not supported`);
-    if (project.model === '') throw providerConfigurationMissing('the project has no model stored; set one with PATCH {"model": ...}');
+    if (!isProviderName(project.provider))
+      throw providerConfigurationMissing(`the project's provider '${project.provider}' is not supported`);
+    if (project.model === '')
+      throw providerConfigurationMissing('the project has no model stored; set one with PATCH {"model": ...}');
     const apiKey = this.d.projects.providerKeyOf(project);
-    if (apiKey === null) throw providerConfigurationMissing('the stored provider API key cannot be read; set it again with PATCH {"providerApiKey": ...}');
+    if (apiKey === null)
+      throw providerConfigurationMissing(
+        'the stored provider API key cannot be read; set it again with PATCH {"providerApiKey": ...}',
+      );
 
     const provider = this.d.providers[project.provider];
     const model = project.model;
     const defaultTemperature = project.temperature ?? undefined;
-    const call = (request: ChatRequest, signal: AbortSignal) => ({ request, model, apiKey, defaultTemperature, signal });
+    const call = (request: ChatRequest, signal: AbortSignal) => ({
+      request,
+      model,
+      apiKey,
+      defaultTemperature,
+      signal,
+    });
     return {
       projectId,
       provider: provider.name,
@@ -81,7 +98,12 @@ export class ProjectGateway {
     };
   }
 
-  private async *observe(projectId: string, provider: ProviderName, signal: AbortSignal, deltas: AsyncIterable<ChatDelta>): AsyncGenerator<ChatDelta> {
+  private async *observe(
+    projectId: string,
+    provider: ProviderName,
+    signal: AbortSignal,
+    deltas: AsyncIterable<ChatDelta>,
+  ): AsyncGenerator<ChatDelta> {
     const started = performance.now();
     let settled = false;
     try {

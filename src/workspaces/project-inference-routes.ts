@@ -31,7 +31,13 @@ export function projectInferenceRoutes(d: ProjectInferenceRouteDeps): Route[] {
         const request = validateChatRequest(json);
         await respondFromDeltas(
           ex,
-          { stream: request.stream, includeUsage: request.includeUsage, model: session.model, keepAliveMs: d.keepAliveMs, streamBufferLimit: d.streamBufferLimit },
+          {
+            stream: request.stream,
+            includeUsage: request.includeUsage,
+            model: session.model,
+            keepAliveMs: d.keepAliveMs,
+            streamBufferLimit: d.streamBufferLimit,
+          },
           (signal) => session.chat(request, signal),
         );
       },

@@ -3,7 +3,14 @@ import { noYamConfigured, unauthorized, workspaceNotFound } from '../errors/inde
 import type { RecordStore } from '../store/record-store.ts';
 import { indexKeys, indexRange, type ProjectRecord, type ProjectState } from '../store/database.ts';
 import type { ProviderKeyCipher } from './provider-key-cipher.ts';
-import { issueCredential, parseCredential, randomId, secretMatches, sortableId, UNKNOWN_ID_SECRET_HASH } from '../store/secrets.ts';
+import {
+  issueCredential,
+  parseCredential,
+  randomId,
+  secretMatches,
+  sortableId,
+  UNKNOWN_ID_SECRET_HASH,
+} from '../store/secrets.ts';
 
 /**
  * Inference projects. A project lives in a workspace of one account; reads that take (accountId,
@@ -112,26 +119,47 @@ export class ProjectRepository {
   }
 
   /** Applies `changes` (a new provider key is encrypted here); undefined when there is no such project. */
-  async update(accountId: string, workspaceId: string, projectId: string, changes: ProjectChanges): Promise<ProjectRecord | undefined> {
-    const providerKey = changes.providerApiKey === undefined ? undefined : this.cipher.encrypt(changes.providerApiKey, keyContext(projectId));
-    return this.modify(projectId, (p) => (p.accountId === accountId && p.workspaceId === workspaceId ? p : undefined), (p) => {
-      const next: ProjectRecord = { ...p, updatedAt: new Date().toISOString() };
-      if (changes.name !== undefined) next.name = changes.name;
-      if (changes.model !== undefined) next.model = changes.model;
-      if (changes.temperature !== undefined) next.temperature = changes.temperature;
-      if (providerKey !== undefined) next.providerKey = providerKey;
-      const state = changes.state?.(p);
-      if (state !== undefined) {
-        next.state = state.state;
-        next.stateReason = state.reason;
-      }
-      return next;
-    });
+  async update(
+    accountId: string,
+    workspaceId: string,
+    projectId: string,
+    changes: ProjectChanges,
+  ): Promise<ProjectRecord | undefined> {
+    const providerKey =
+      changes.providerApiKey === undefined
+        ? undefined
+        : this.cipher.encrypt(changes.providerApiKey, keyContext(projectId));
+    return this.modify(
+      projectId,
+      (p) => (p.accountId === accountId && p.workspaceId === workspaceId ? p : undefined),
+      (p) => {
+        const next: ProjectRecord = { ...p, updatedAt: new Date().toISOString() };
+        if (changes.name !== undefined) next.name = changes.name;
+        if (changes.model !== undefined) next.model = changes.model;
+        if (changes.temperature !== undefined) next.temperature = changes.temperature;
+        if (providerKey !== undefined) next.providerKey = providerKey;
+        const state = changes.state?.(p);
+        if (state !== undefined) {
+          next.state = state.state;
+          next.stateReason = state.reason;
+        }
+        return next;
+      },
+    );
   }
 
   /** Moves a project to `to` only if it is in one of `from` (provisioning, suspend/resume). */
-  async transition(projectId: string, from: readonly ProjectState[], to: ProjectState, reason: string | null = null): Promise<ProjectRecord | undefined> {
-    return this.modify(projectId, (p) => (from.includes(p.state) ? p : undefined), (p) => ({ ...p, state: to, stateReason: reason, updatedAt: new Date().toISOString() }));
+  async transition(
+    projectId: string,
+    from: readonly ProjectState[],
+    to: ProjectState,
+    reason: string | null = null,
+  ): Promise<ProjectRecord | undefined> {
+    return this.modify(
+      projectId,
+      (p) => (from.includes(p.state) ? p : undefined),
+      (p) => ({ ...p, state: to, stateReason: reason, updatedAt: new Date().toISOString() }),
+    );
   }
 
   /** Deletes the project and its token index entry; false when there is no such project. */
@@ -155,7 +183,13 @@ export class ProjectRepository {
       const p = projects.get(projectId);
       if (p === undefined || p.accountId !== accountId || p.workspaceId !== workspaceId) return undefined;
       const now = new Date().toISOString();
-      const next: ProjectRecord = { ...p, tokenId: cred.id, tokenHash: cred.secretHash, tokenIssuedAt: now, updatedAt: now };
+      const next: ProjectRecord = {
+        ...p,
+        tokenId: cred.id,
+        tokenHash: cred.secretHash,
+        tokenIssuedAt: now,
+        updatedAt: now,
+      };
       index.remove(indexKeys.projectToken(p.tokenId, projectId));
       index.put(indexKeys.projectToken(cred.id, projectId), true);
       projects.put(projectId, next);
@@ -174,7 +208,8 @@ export class ProjectRepository {
     if (!parsed) throw unauthorized();
     const { projects, index } = this.store.dbs;
     let projectId: string | undefined;
-    for (const { key } of index.getRange({ ...indexRange('project-token', parsed.id), limit: 1 })) projectId = String(key[2]);
+    for (const { key } of index.getRange({ ...indexRange('project-token', parsed.id), limit: 1 }))
+      projectId = String(key[2]);
     const p = projectId === undefined ? undefined : projects.get(projectId);
     const known = p !== undefined && p.tokenId === parsed.id;
     // One hash and one constant-time compare whether or not the token id exists.
@@ -186,7 +221,10 @@ export class ProjectRepository {
   /** authenticate, and for a well-formed token unknown here once more after the records caught up (fresh-credentials.ts). */
   authenticateFresh(presented: string | undefined): ProjectRecord | Promise<ProjectRecord> {
     const couldExist = presented !== undefined && parseCredential('hp', presented) !== null;
-    return orRefreshed(() => this.authenticate(presented), couldExist ? this.store.refresh?.bind(this.store) : undefined);
+    return orRefreshed(
+      () => this.authenticate(presented),
+      couldExist ? this.store.refresh?.bind(this.store) : undefined,
+    );
   }
 
   /** The decrypted provider key, or null when it is missing or unreadable (e.g. the master key changed). */
@@ -201,7 +239,11 @@ export class ProjectRepository {
     return out;
   }
 
-  private modify(projectId: string, select: (p: ProjectRecord) => ProjectRecord | undefined, change: (p: ProjectRecord) => ProjectRecord): Promise<ProjectRecord | undefined> {
+  private modify(
+    projectId: string,
+    select: (p: ProjectRecord) => ProjectRecord | undefined,
+    change: (p: ProjectRecord) => ProjectRecord,
+  ): Promise<ProjectRecord | undefined> {
     const { projects } = this.store.dbs;
     return this.store.transaction(() => {
       const current = projects.get(projectId);

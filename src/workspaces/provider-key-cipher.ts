@@ -31,7 +31,13 @@ export class ProviderKeyCipher {
     const cipher = createCipheriv('aes-256-gcm', this.key, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(Buffer.from(context, 'utf8'));
     const data = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return { v: 1, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64'), last4: lastFour(plaintext) };
+    return {
+      v: 1,
+      iv: iv.toString('base64'),
+      tag: cipher.getAuthTag().toString('base64'),
+      data: data.toString('base64'),
+      last4: lastFour(plaintext),
+    };
   }
 
   /** The plaintext, or null when the envelope is unreadable (other master key, other context, tampered, malformed). */

@@ -45,7 +45,8 @@ export class Provisioner {
     private readonly yamHost: YamHost | null = null,
   ) {
     this.options = { ...DEFAULT_PROVISIONER_OPTIONS, ...options };
-    if (!Number.isFinite(this.options.delayMs) || this.options.delayMs < 0) throw new TypeError('provisioner: delayMs must be >= 0');
+    if (!Number.isFinite(this.options.delayMs) || this.options.delayMs < 0)
+      throw new TypeError('provisioner: delayMs must be >= 0');
   }
 
   /** A Yam entered `creating`. */
@@ -102,7 +103,10 @@ export class Provisioner {
 
   private async provisionYam(workspaceId: string): Promise<void> {
     const problem = await this.yamProblem(workspaceId);
-    const ws = await this.workspaces.finishYam(workspaceId, problem === null ? { ok: true } : { ok: false, error: problem });
+    const ws = await this.workspaces.finishYam(
+      workspaceId,
+      problem === null ? { ok: true } : { ok: false, error: problem },
+    );
     if (ws?.yam?.state === 'ready') this.log.info('yam ready', { workspaceId });
     if (ws?.yam?.state === 'failed') this.log.warn('yam failed', { workspaceId, reason: ws.yam.error });
   }
@@ -121,10 +125,16 @@ export class Provisioner {
     const p = this.projects.getById(projectId);
     if (p?.state !== 'provisioning') return;
     const problem = this.configurationProblem(projectId);
-    const next = problem === null
-      ? await this.projects.transition(projectId, ['provisioning'], 'ready')
-      : await this.projects.transition(projectId, ['provisioning'], 'failed', problem);
-    if (next) this.log.info(`project ${next.state}`, { projectId, provider: next.provider, ...(problem ? { reason: problem } : {}) });
+    const next =
+      problem === null
+        ? await this.projects.transition(projectId, ['provisioning'], 'ready')
+        : await this.projects.transition(projectId, ['provisioning'], 'failed', problem);
+    if (next)
+      this.log.info(`project ${next.state}`, {
+        projectId,
+        provider: next.provider,
+        ...(problem ? { reason: problem } : {}),
+      });
   }
 
   /** Why the project cannot serve, or null when it can. */
@@ -135,7 +145,8 @@ export class Provisioner {
     if (ws?.yam?.state !== 'ready') return "the workspace's Yam is not ready";
     if (!isProviderName(p.provider)) return `unknown provider '${p.provider}'`;
     if (p.model === '') return 'no model is stored';
-    if (this.projects.providerKeyOf(p) === null) return 'the stored provider API key cannot be read (was the master key changed?); set it again with providerApiKey';
+    if (this.projects.providerKeyOf(p) === null)
+      return 'the stored provider API key cannot be read (was the master key changed?); set it again with providerApiKey';
     return null;
   }
 }

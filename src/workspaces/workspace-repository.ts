@@ -19,7 +19,8 @@ export class WorkspaceRepository {
     const now = new Date().toISOString();
     const record: WorkspaceRecord = { id: WorkspaceRepository.newId(), accountId, name, createdAt: now, yam: null };
     await this.store.transaction(() => {
-      if (accounts.get(accountId) === undefined) accounts.put(accountId, { id: accountId, name: accountId, createdAt: now });
+      if (accounts.get(accountId) === undefined)
+        accounts.put(accountId, { id: accountId, name: accountId, createdAt: now });
       workspaces.put(record.id, record);
       index.put(indexKeys.workspace(accountId, record.id), true);
     });
@@ -92,7 +93,10 @@ export class WorkspaceRepository {
   }
 
   /** Finishes a Yam's creation (`creating` -> `ready` or `failed`); a no-op in any other state. */
-  async finishYam(id: string, outcome: { ok: true } | { ok: false; error: string }): Promise<WorkspaceRecord | undefined> {
+  async finishYam(
+    id: string,
+    outcome: { ok: true } | { ok: false; error: string },
+  ): Promise<WorkspaceRecord | undefined> {
     const { workspaces } = this.store.dbs;
     return this.store.transaction(() => {
       const ws = workspaces.get(id);
@@ -109,7 +113,8 @@ export class WorkspaceRepository {
   /** Ids of workspaces whose Yam is still `creating` (boot: resume provisioning). Scans; boot only. */
   pendingYams(): string[] {
     const out: string[] = [];
-    for (const { value } of this.store.dbs.workspaces.getRange()) if (value.yam?.state === 'creating') out.push(value.id);
+    for (const { value } of this.store.dbs.workspaces.getRange())
+      if (value.yam?.state === 'creating') out.push(value.id);
     return out;
   }
 }

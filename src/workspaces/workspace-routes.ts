@@ -14,7 +14,9 @@ export function workspaceRoutes(d: WorkspaceRouteDeps): Route[] {
   const PROJECT = `${WS}/inference/:projectId`;
 
   return [
-    route('POST', '/api/v1/workspaces', 'workspaces', true, async (c) => created(await m.createWorkspace(c.accountId, c.body))),
+    route('POST', '/api/v1/workspaces', 'workspaces', true, async (c) =>
+      created(await m.createWorkspace(c.accountId, c.body)),
+    ),
     route('GET', '/api/v1/workspaces', 'workspaces', false, (c) => ok(m.listWorkspaces(c.accountId))),
     route('GET', WS, 'workspace', false, (c) => ok(m.getWorkspace(c.accountId, c.params[0]!))),
     route('DELETE', WS, 'workspace', false, async (c) => ok(await m.deleteWorkspace(c.accountId, c.params[0]!))),
@@ -24,12 +26,19 @@ export function workspaceRoutes(d: WorkspaceRouteDeps): Route[] {
     }),
     route('GET', `${WS}/yam`, 'yam', false, (c) => ok(m.getYam(c.accountId, c.params[0]!))),
 
-    route('POST', `${WS}/inference`, 'projects', true, async (c) => created(await m.createProject(c.accountId, c.params[0]!, c.body))),
+    route('POST', `${WS}/inference`, 'projects', true, async (c) =>
+      created(await m.createProject(c.accountId, c.params[0]!, c.body)),
+    ),
     route('GET', `${WS}/inference`, 'projects', false, (c) => ok(m.listProjects(c.accountId, c.params[0]!))),
     route('GET', PROJECT, 'project', false, (c) => ok(m.getProject(c.accountId, c.params[0]!, c.params[1]!))),
-    route('PATCH', PROJECT, 'project', true, async (c) => ok(await m.updateProject(c.accountId, c.params[0]!, c.params[1]!, c.body))),
-    route('DELETE', PROJECT, 'project', false, async (c) => ok(await m.deleteProject(c.accountId, c.params[0]!, c.params[1]!))),
-    route('POST', `${PROJECT}/token`, 'project_token', false, async (c) => ok(await m.rotateToken(c.accountId, c.params[0]!, c.params[1]!))),
-
+    route('PATCH', PROJECT, 'project', true, async (c) =>
+      ok(await m.updateProject(c.accountId, c.params[0]!, c.params[1]!, c.body)),
+    ),
+    route('DELETE', PROJECT, 'project', false, async (c) =>
+      ok(await m.deleteProject(c.accountId, c.params[0]!, c.params[1]!)),
+    ),
+    route('POST', `${PROJECT}/token`, 'project_token', false, async (c) =>
+      ok(await m.rotateToken(c.accountId, c.params[0]!, c.params[1]!)),
+    ),
   ];
 }

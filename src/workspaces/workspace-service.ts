@@ -31,7 +31,11 @@ export interface WorkspaceServiceDeps {
 }
 
 const projectNotFound = () => notFound('Inference project not found', 'project_not_found');
-const yamNotFound = () => notFound('No Yam configured for this workspace; create it with PUT /api/v1/workspaces/{workspaceId}/yam', 'yam_not_found');
+const yamNotFound = () =>
+  notFound(
+    'No Yam configured for this workspace; create it with PUT /api/v1/workspaces/{workspaceId}/yam',
+    'yam_not_found',
+  );
 
 export class WorkspaceService {
   constructor(private readonly d: WorkspaceServiceDeps) {}
@@ -52,7 +56,10 @@ export class WorkspaceService {
   }
 
   /** Deletes the workspace with all its projects (one transaction; their tokens stop working at once) and its apps. */
-  async deleteWorkspace(accountId: string, workspaceId: string): Promise<{ workspaceId: string; deleted: true; projectsDeleted: number }> {
+  async deleteWorkspace(
+    accountId: string,
+    workspaceId: string,
+  ): Promise<{ workspaceId: string; deleted: true; projectsDeleted: number }> {
     this.workspace(accountId, workspaceId);
     await this.d.apps?.removeWorkspaceApps(workspaceId);
     const result = await this.d.workspaces.delete(accountId, workspaceId);
@@ -109,9 +116,13 @@ export class WorkspaceService {
       temperature: patch.temperature,
       providerApiKey: patch.providerApiKey,
       state: (current) => {
-        if (patch.state === 'suspended') return current.state === 'suspended' ? undefined : { state: 'suspended', reason: 'suspended by its owner' };
+        if (patch.state === 'suspended')
+          return current.state === 'suspended' ? undefined : { state: 'suspended', reason: 'suspended by its owner' };
         const resume = patch.state === 'ready' && (current.state === 'suspended' || current.state === 'failed');
-        const repair = current.state === 'failed' && (patch.model !== undefined || patch.providerApiKey !== undefined) && patch.state === undefined;
+        const repair =
+          current.state === 'failed' &&
+          (patch.model !== undefined || patch.providerApiKey !== undefined) &&
+          patch.state === undefined;
         if (!resume && !repair) return undefined;
         reprovision = true;
         return { state: 'provisioning', reason: null };
@@ -122,7 +133,11 @@ export class WorkspaceService {
     return this.view(updated);
   }
 
-  async deleteProject(accountId: string, workspaceId: string, projectId: string): Promise<{ projectId: string; deleted: true }> {
+  async deleteProject(
+    accountId: string,
+    workspaceId: string,
+    projectId: string,
+  ): Promise<{ projectId: string; deleted: true }> {
     this.workspace(accountId, workspaceId);
     if (!(await this.d.projects.delete(accountId, workspaceId, projectId))) throw projectNotFound();
     return { projectId, deleted: true };

@@ -43,7 +43,15 @@ export interface ProjectViewWithToken extends ProjectView {
 }
 
 export function yamView(ws: WorkspaceRecord): YamView | null {
-  return ws.yam && { workspaceId: ws.id, state: ws.yam.state, createdAt: ws.yam.createdAt, readyAt: ws.yam.readyAt, error: ws.yam.error };
+  return (
+    ws.yam && {
+      workspaceId: ws.id,
+      state: ws.yam.state,
+      createdAt: ws.yam.createdAt,
+      readyAt: ws.yam.readyAt,
+      error: ws.yam.error,
+    }
+  );
 }
 
 export function workspaceView(ws: WorkspaceRecord): WorkspaceView {

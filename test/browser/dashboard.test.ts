@@ -40,7 +40,22 @@ describe.runIf(run)('dashboard in a browser', () => {
   beforeAll(async () => {
     openai = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY, reply: { text: 'Hello from upstream.' } });
     hearth = await startHearthProcess({
-      args: ['--model', await tinyChatModel(), '--model-id', 'local/instant', '--engine', 'instant', '--workers', '1', '--slots', '2', '--openai-base-url', openai.baseUrl, '--provider-max-retries', '0'],
+      args: [
+        '--model',
+        await tinyChatModel(),
+        '--model-id',
+        'local/instant',
+        '--engine',
+        'instant',
+        '--workers',
+        '1',
+        '--slots',
+        '2',
+        '--openai-base-url',
+        openai.baseUrl,
+        '--provider-max-retries',
+        '0',
+      ],
     });
     await hearth.waitReady();
     browser = await launchChromium();
@@ -141,7 +156,10 @@ describe.runIf(run)('dashboard in a browser', () => {
     await page.getByRole('button', { name: 'Done' }).click();
     const row = page.getByRole('row', { name: /nightly/ });
     await row.getByRole('cell', { name: 'batch', exact: true }).waitFor();
-    const listed = async () => (await callApi<{ data: Array<{ name: string; limits: { priority: string } }> }>(hearth, 'GET', '/api/v1/keys')).body.data.find((k) => k.name === 'nightly')?.limits.priority;
+    const listed = async () =>
+      (
+        await callApi<{ data: Array<{ name: string; limits: { priority: string } }> }>(hearth, 'GET', '/api/v1/keys')
+      ).body.data.find((k) => k.name === 'nightly')?.limits.priority;
     expect(await listed()).toBe('batch');
     await row.getByRole('button', { name: 'Make nightly interactive' }).click();
     await row.getByRole('cell', { name: 'interactive', exact: true }).waitFor();
@@ -174,7 +192,12 @@ describe.runIf(run)('dashboard in a browser', () => {
     await project.getByText('ready', { exact: true }).waitFor();
     await project.getByText('curl example').click();
     expect(await project.locator('pre').textContent()).toContain(endpoint);
-    const call = (t: string) => fetch(endpoint, { method: 'POST', headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'Hi' }] }) });
+    const call = (t: string) =>
+      fetch(endpoint, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'x', messages: [{ role: 'user', content: 'Hi' }] }),
+      });
     expect((await call(token)).status).toBe(200);
 
     await page.getByRole('button', { name: 'Done' }).click();
@@ -189,7 +212,6 @@ describe.runIf(run)('dashboard in a browser', () => {
     expect(rotated).not.toBe(token);
     expect((await call(token)).status).toBe(401);
     expect((await call(rotated)).status).toBe(200);
-
   });
 
   it('creates an app on the Yam, deploys an archive from the page, and it goes live behind its URL', async () => {
@@ -202,10 +224,18 @@ describe.runIf(run)('dashboard in a browser', () => {
     expect(href).toMatch(/\/apps\/[^/]+\/?$/);
     const url = href!.replace(/\/$/, '');
     expect((await fetch(`${url}/whoami`)).status).toBe(503); // app_not_live until a release passes its health check
-    if ((await app.getByRole('button', { name: 'Manage probe' }).count()) > 0) await app.getByRole('button', { name: 'Manage probe' }).click();
-    await app.getByLabel('Archive (.tar.gz)').setInputFiles({ name: 'probe.tar.gz', mimeType: 'application/gzip', buffer: probeAppArchive({ version: 'from-the-page', healthy: true }) });
+    if ((await app.getByRole('button', { name: 'Manage probe' }).count()) > 0)
+      await app.getByRole('button', { name: 'Manage probe' }).click();
+    await app.getByLabel('Archive (.tar.gz)').setInputFiles({
+      name: 'probe.tar.gz',
+      mimeType: 'application/gzip',
+      buffer: probeAppArchive({ version: 'from-the-page', healthy: true }),
+    });
     await app.getByRole('button', { name: 'Deploy archive' }).click();
-    await app.getByRole('table', { name: 'Deployments' }).getByText('live', { exact: true }).waitFor({ timeout: 60_000 });
+    await app
+      .getByRole('table', { name: 'Deployments' })
+      .getByText('live', { exact: true })
+      .waitFor({ timeout: 60_000 });
     const whoami = (await (await fetch(`${url}/whoami`)).json()) as { version: string; env: Record<string, string> };
     expect(whoami.version).toBe('from-the-page');
     expect(whoami.env.HEARTH_API_KEY).toMatch(/^hk_/);
@@ -214,7 +244,9 @@ describe.runIf(run)('dashboard in a browser', () => {
   it('the playground streams a reply from the shared model with its figures, and shows API errors as given', async () => {
     await page.getByRole('link', { name: 'Playground' }).click();
     await heading(page, 'Playground').waitFor();
-    await expect.poll(() => page.getByRole('textbox', { name: 'Model' }).inputValue(), { timeout: 20_000 }).toBe('local/instant'); // filled from /health
+    await expect
+      .poll(() => page.getByRole('textbox', { name: 'Model' }).inputValue(), { timeout: 20_000 })
+      .toBe('local/instant'); // filled from /health
 
     await page.getByLabel('API key').fill('hk_wrong_key');
     await page.getByRole('button', { name: 'Send' }).click();
@@ -250,11 +282,19 @@ describe.runIf(run)('dashboard in a browser', () => {
   });
 
   it('the playground calls a project by its endpoint and token', async () => {
-    const ws = (await (await owner.request.get('/api/v1/workspaces')).json()) as { data: Array<{ workspaceId: string }> };
+    const ws = (await (await owner.request.get('/api/v1/workspaces')).json()) as {
+      data: Array<{ workspaceId: string }>;
+    };
     const wsId = ws.data[0]!.workspaceId;
-    const projects = (await (await owner.request.get(`/api/v1/workspaces/${wsId}/inference`)).json()) as { data: Array<{ projectId: string; endpoint: string }> };
+    const projects = (await (await owner.request.get(`/api/v1/workspaces/${wsId}/inference`)).json()) as {
+      data: Array<{ projectId: string; endpoint: string }>;
+    };
     const p = projects.data[0]!;
-    const rotated = (await (await owner.request.post(`/api/v1/workspaces/${wsId}/inference/${p.projectId}/token`, { headers: { origin: hearth.baseUrl } })).json()) as { token: string };
+    const rotated = (await (
+      await owner.request.post(`/api/v1/workspaces/${wsId}/inference/${p.projectId}/token`, {
+        headers: { origin: hearth.baseUrl },
+      })
+    ).json()) as { token: string };
     await page.getByRole('radio', { name: 'Inference project' }).check();
     await page.getByRole('option', { name: 'Client A / bot (ready)' }).waitFor({ state: 'attached' });
     await page.getByRole('combobox', { name: 'Project' }).selectOption({ label: 'Client A / bot (ready)' });
@@ -265,25 +305,58 @@ describe.runIf(run)('dashboard in a browser', () => {
     await page.getByRole('log', { name: 'Reply' }).getByText('Hello from upstream.').waitFor();
   });
 
-  it('the Batches page lists the account\'s batches with state and counts, and downloads the output', async () => {
+  it("the Batches page lists the account's batches with state and counts, and downloads the output", async () => {
     const client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const line = (i: number) => JSON.stringify({ custom_id: `b-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'local/instant', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 } });
-    const file = await client.files.create({ file: await toFile(Buffer.from(`${line(0)}\n${line(1)}\n`), 'in.jsonl'), purpose: 'batch' });
-    const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const line = (i: number) =>
+      JSON.stringify({
+        custom_id: `b-${i}`,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { model: 'local/instant', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 },
+      });
+    const file = await client.files.create({
+      file: await toFile(Buffer.from(`${line(0)}\n${line(1)}\n`), 'in.jsonl'),
+      purpose: 'batch',
+    });
+    const batch = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
     await page.getByRole('link', { name: 'Batches' }).click();
     await heading(page, 'Batches').waitFor();
     const row = page.getByRole('row', { name: new RegExp(batch.id) });
     await row.getByText('completed').waitFor(); // the page refreshes while the batch is active
     await row.getByText('2 / 2').waitFor();
-    const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('link', { name: 'Download' }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      row.getByRole('link', { name: 'Download' }).click(),
+    ]);
     const text = fs.readFileSync((await download.path())!, 'utf8');
-    expect(text.trim().split('\n').map((l) => (JSON.parse(l) as { custom_id: string }).custom_id).sort()).toEqual(['b-0', 'b-1']);
+    expect(
+      text
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { custom_id: string }).custom_id)
+        .sort(),
+    ).toEqual(['b-0', 'b-1']);
   });
 
   it('every control on every page has an accessible name', async () => {
-    const ws = (await (await owner.request.get('/api/v1/workspaces')).json()) as { data: Array<{ workspaceId: string }> };
-    const pages: Array<[string, string]> = [['/', 'Overview'], ['/settings/keys', 'API keys'], ['/settings/users', 'Users'], ['/workspaces', 'Workspaces'], [`/workspaces/${ws.data[0]!.workspaceId}`, 'Client A'], ['/playground', 'Playground'], ['/batches', 'Batches']];
-    const CONTROL = /^\s*- (button|link|textbox|searchbox|combobox|listbox|checkbox|radio|spinbutton|slider|switch|tab|menuitem)(?=\s*$|:|\s\[)/;
+    const ws = (await (await owner.request.get('/api/v1/workspaces')).json()) as {
+      data: Array<{ workspaceId: string }>;
+    };
+    const pages: Array<[string, string]> = [
+      ['/', 'Overview'],
+      ['/settings/keys', 'API keys'],
+      ['/settings/users', 'Users'],
+      ['/workspaces', 'Workspaces'],
+      [`/workspaces/${ws.data[0]!.workspaceId}`, 'Client A'],
+      ['/playground', 'Playground'],
+      ['/batches', 'Batches'],
+    ];
+    const CONTROL =
+      /^\s*- (button|link|textbox|searchbox|combobox|listbox|checkbox|radio|spinbutton|slider|switch|tab|menuitem)(?=\s*$|:|\s\[)/;
     for (const [url, title] of pages) {
       await page.goto(url);
       await heading(page, title).waitFor();
@@ -339,10 +412,37 @@ describe.runIf(run)('dashboard while the model downloads, and session expiry', (
     hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
     hearth = await startHearthProcess({
-      args: ['--model', 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf', '--models-dir', modelsDir, '--workers', '1', '--slots', '1', '--session-idle-ms', '4000'],
+      args: [
+        '--model',
+        'hf:someone/tiny-chat-GGUF/tiny-chat.gguf',
+        '--models-dir',
+        modelsDir,
+        '--workers',
+        '1',
+        '--slots',
+        '1',
+        '--session-idle-ms',
+        '4000',
+      ],
       env: { HF_ENDPOINT: hub.endpoint },
     });
-    const made = spawnSync(process.execPath, [BIN, 'users', 'create', '--email', OWNER.email, '--account', 'default', '--role', 'owner', '--data-dir', hearth.dataDir], { input: `${OWNER.password}\n`, encoding: 'utf8' });
+    const made = spawnSync(
+      process.execPath,
+      [
+        BIN,
+        'users',
+        'create',
+        '--email',
+        OWNER.email,
+        '--account',
+        'default',
+        '--role',
+        'owner',
+        '--data-dir',
+        hearth.dataDir,
+      ],
+      { input: `${OWNER.password}\n`, encoding: 'utf8' },
+    );
     expect(made.status, made.stderr).toBe(0);
     browser = await launchChromium();
     page = await (await browser.newContext({ baseURL: hearth.baseUrl })).newPage();
@@ -364,7 +464,9 @@ describe.runIf(run)('dashboard while the model downloads, and session expiry', (
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     await page.getByText('Downloading the model').waitFor();
     const bar = page.getByRole('progressbar', { name: 'Warm-up progress' });
-    await expect.poll(async () => Number(await bar.getAttribute('aria-valuenow')), { timeout: 20_000 }).toBeGreaterThan(0);
+    await expect
+      .poll(async () => Number(await bar.getAttribute('aria-valuenow')), { timeout: 20_000 })
+      .toBeGreaterThan(0);
     expect(Number(await bar.getAttribute('aria-valuenow'))).toBeLessThan(100);
     expect(await page.getByText('pulling', { exact: true }).count()).toBe(1);
   });

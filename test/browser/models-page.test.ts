@@ -26,9 +26,41 @@ describe.runIf(browserAvailable())('the Models page', () => {
     const file = await tinyChatModel();
     modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-page-'));
     fs.copyFileSync(file, path.join(modelsDir, 'extra.gguf'));
-    hearth = await startHearthProcess({ args: ['--model', `${file},id=local/a`, '--model', `${file},id=local/b`, '--models-dir', modelsDir, '--engine', 'instant', '--slots', '2'] });
-    for (const [who, role] of [[OWNER, 'owner'], [MEMBER, 'member']] as const) {
-      const made = spawnSync(process.execPath, [BIN, 'users', 'create', '--email', who.email, '--account', 'default', '--role', role, '--data-dir', hearth.dataDir], { input: `${who.password}\n`, encoding: 'utf8' });
+    hearth = await startHearthProcess({
+      args: [
+        '--model',
+        `${file},id=local/a`,
+        '--model',
+        `${file},id=local/b`,
+        '--models-dir',
+        modelsDir,
+        '--engine',
+        'instant',
+        '--slots',
+        '2',
+      ],
+    });
+    for (const [who, role] of [
+      [OWNER, 'owner'],
+      [MEMBER, 'member'],
+    ] as const) {
+      const made = spawnSync(
+        process.execPath,
+        [
+          BIN,
+          'users',
+          'create',
+          '--email',
+          who.email,
+          '--account',
+          'default',
+          '--role',
+          role,
+          '--data-dir',
+          hearth.dataDir,
+        ],
+        { input: `${who.password}\n`, encoding: 'utf8' },
+      );
       expect(made.status, made.stderr).toBe(0);
     }
     await hearth.waitReady();
@@ -72,7 +104,10 @@ describe.runIf(browserAvailable())('the Models page', () => {
     // A path outside the models dir: the API's message, on the page.
     await page.getByRole('textbox', { name: 'Source' }).fill('/etc/passwd');
     await page.getByRole('button', { name: 'Pull model' }).click();
-    await page.getByText(/inside the models dir|names no file|not a GGUF/).first().waitFor();
+    await page
+      .getByText(/inside the models dir|names no file|not a GGUF/)
+      .first()
+      .waitFor();
 
     await page.getByRole('button', { name: 'Remove local/extra' }).click();
     await page.getByRole('button', { name: 'Confirm removing local/extra' }).click();

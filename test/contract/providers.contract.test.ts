@@ -2,10 +2,22 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/errors/api-error.ts';
 import { ChatAnswer } from '../../src/protocol/chat-answer.ts';
 import type { ChatDelta } from '../../src/protocol/chat-delta.ts';
-import { type ChatMessage, type ChatRequest, type FunctionTool, plainChatFields } from '../../src/protocol/chat-request.ts';
+import {
+  type ChatMessage,
+  type ChatRequest,
+  type FunctionTool,
+  plainChatFields,
+} from '../../src/protocol/chat-request.ts';
 import { CompletionBuilder } from '../../src/protocol/completion-builder.ts';
 import type { ChatCompletion, ChatCompletionChunk } from '../../src/protocol/openai-types.ts';
-import { createProvider, isAbortError, type ChatProvider, type ProviderCall, type ProviderName, type ProviderOptions } from '../../src/providers/index.ts';
+import {
+  createProvider,
+  isAbortError,
+  type ChatProvider,
+  type ProviderCall,
+  type ProviderName,
+  type ProviderOptions,
+} from '../../src/providers/index.ts';
 import { startFakeUpstream, type FakeUpstream } from '../fakes/index.ts';
 
 /**
@@ -30,9 +42,21 @@ interface ProviderCase {
 
 const CASES: ProviderCase[] = [
   { name: 'openai', model: 'gpt-4o-mini', lengthReason: 'length', overloadedStatus: 500, supportsSeed: true },
-  { name: 'anthropic', model: 'claude-3-5-haiku-latest', lengthReason: 'max_tokens', overloadedStatus: 529, supportsSeed: false },
+  {
+    name: 'anthropic',
+    model: 'claude-3-5-haiku-latest',
+    lengthReason: 'max_tokens',
+    overloadedStatus: 529,
+    supportsSeed: false,
+  },
   { name: 'gemini', model: 'gemini-2.0-flash', lengthReason: 'MAX_TOKENS', overloadedStatus: 503, supportsSeed: true },
-  { name: 'mistral', model: 'mistral-small-latest', lengthReason: 'model_length', overloadedStatus: 503, supportsSeed: true },
+  {
+    name: 'mistral',
+    model: 'mistral-small-latest',
+    lengthReason: 'model_length',
+    overloadedStatus: 503,
+    supportsSeed: true,
+  },
 ];
 
 function chatRequest(overrides: Partial<ChatRequest> = {}): ChatRequest {
@@ -59,8 +83,14 @@ async function collect(iterable: AsyncIterable<ChatDelta>): Promise<ChatDelta[]>
 /** What the chat responder sends for these deltas as SSE: the role chunk, then each delta's chunks. */
 function chunksOf(deltas: ChatDelta[], model: string, includeUsage: boolean): ChatCompletionChunk[] {
   const builder = new CompletionBuilder(model);
-  const text = [`data: ${JSON.stringify(builder.roleChunk())}\n\n`, ...deltas.map((d) => builder.deltaEvent(d, includeUsage))].join('');
-  return text.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)) as ChatCompletionChunk);
+  const text = [
+    `data: ${JSON.stringify(builder.roleChunk())}\n\n`,
+    ...deltas.map((d) => builder.deltaEvent(d, includeUsage)),
+  ].join('');
+  return text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: {'))
+    .map((e) => JSON.parse(e.slice(6)) as ChatCompletionChunk);
 }
 
 /** What the chat responder sends for these deltas as JSON. */
@@ -78,7 +108,8 @@ async function complete(p: ChatProvider, c: ProviderCall): Promise<ChatCompletio
   return completionOf(await collect(p.chat({ ...c, request: { ...c.request, stream: false } })), c.model);
 }
 /** stream(): a streaming upstream call's deltas. */
-const stream = (p: ChatProvider, c: ProviderCall): AsyncIterable<ChatDelta> => p.chat({ ...c, request: { ...c.request, stream: true } });
+const stream = (p: ChatProvider, c: ProviderCall): AsyncIterable<ChatDelta> =>
+  p.chat({ ...c, request: { ...c.request, stream: true } });
 
 describe.each(CASES)('provider $name (against its local fake)', (c) => {
   let fake: FakeUpstream;
@@ -94,7 +125,14 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
   });
 
   const provider = (options: Partial<ProviderOptions> = {}) =>
-    createProvider(c.name, { baseUrl: fake.baseUrl, timeoutMs: 2000, idleTimeoutMs: 2000, retryBaseDelayMs: 5, maxRetryDelayMs: 3000, ...options });
+    createProvider(c.name, {
+      baseUrl: fake.baseUrl,
+      timeoutMs: 2000,
+      idleTimeoutMs: 2000,
+      retryBaseDelayMs: 5,
+      maxRetryDelayMs: 3000,
+      ...options,
+    });
 
   const call = (request: Partial<ChatRequest> = {}, overrides: Partial<ProviderCall> = {}): ProviderCall => ({
     request: chatRequest(request),
@@ -149,7 +187,9 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
     const deltas = await collect(stream(provider(), call({ stream: true, includeUsage: true })));
     expect(fake.lastRequest().stream).toBe(true);
     expect(deltas.filter((d) => d.type === 'content').length).toBeGreaterThan(1);
-    expect(finishOf(deltas)).toEqual([{ type: 'finish', reason: 'stop', usage: expect.objectContaining({ promptTokens: 9, completionTokens: 10 }) }]);
+    expect(finishOf(deltas)).toEqual([
+      { type: 'finish', reason: 'stop', usage: expect.objectContaining({ promptTokens: 9, completionTokens: 10 }) },
+    ]);
     const chunks = chunksOf(deltas, c.model, true);
 
     const first = chunks[0];
@@ -169,7 +209,11 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
   });
 
   it('sends no usage chunk when include_usage was not asked for', async () => {
-    const chunks = chunksOf(await collect(stream(provider(), call({ stream: true, includeUsage: false }))), c.model, false);
+    const chunks = chunksOf(
+      await collect(stream(provider(), call({ stream: true, includeUsage: false }))),
+      c.model,
+      false,
+    );
     expect(chunks.every((ch) => ch.choices.length === 1 && ch.usage === undefined)).toBe(true);
     expect(chunks[chunks.length - 1]?.choices[0]?.finish_reason).toBe('stop');
   });
@@ -181,7 +225,10 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
       { role: 'assistant', content: 'Hello.' },
       { role: 'user', content: 'Count to three' },
     ];
-    await complete(provider(), call({ messages, stop: ['END'], maxTokens: 64, topP: 0.5 }, { defaultTemperature: 0.3 }));
+    await complete(
+      provider(),
+      call({ messages, stop: ['END'], maxTokens: 64, topP: 0.5 }, { defaultTemperature: 0.3 }),
+    );
     const seen = fake.lastRequest();
     expect(seen.model).toBe(c.model);
     expect(seen.system).toBe('You are terse.');
@@ -324,49 +371,66 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
     expect(err.message).toContain('Overloaded right now');
   });
 
-  it('abort mid-stream: the iterator throws an AbortError and the fake sees the connection closed', async () => {
-    fake.script({ kind: 'stall-mid-stream', afterPieces: 1 });
-    const controller = new AbortController();
-    // Time-outs far beyond the test's own: only a prompt abort lets this test pass.
-    const iterator = stream(provider({ timeoutMs: 60_000, idleTimeoutMs: 60_000 }), call({ stream: true }, { signal: controller.signal }))[Symbol.asyncIterator]();
-    const content = await iterator.next(); // the one piece the fake sent before falling silent
-    expect(content.value).toEqual({ type: 'content', text: 'Hello ' });
-    expect(fake.requests[0]?.aborted).toBe(false);
-    const pending = iterator.next(); // waits on the silent upstream
-    controller.abort();
-    const err = await failure(pending);
-    expect(isAbortError(err)).toBe(true);
-    const aborted = await fake.waitForAbort();
-    expect(aborted.completed).toBe(false);
-  }, ABORT_TEST_LIMIT_MS);
+  it(
+    'abort mid-stream: the iterator throws an AbortError and the fake sees the connection closed',
+    async () => {
+      fake.script({ kind: 'stall-mid-stream', afterPieces: 1 });
+      const controller = new AbortController();
+      // Time-outs far beyond the test's own: only a prompt abort lets this test pass.
+      const iterator = stream(
+        provider({ timeoutMs: 60_000, idleTimeoutMs: 60_000 }),
+        call({ stream: true }, { signal: controller.signal }),
+      )[Symbol.asyncIterator]();
+      const content = await iterator.next(); // the one piece the fake sent before falling silent
+      expect(content.value).toEqual({ type: 'content', text: 'Hello ' });
+      expect(fake.requests[0]?.aborted).toBe(false);
+      const pending = iterator.next(); // waits on the silent upstream
+      controller.abort();
+      const err = await failure(pending);
+      expect(isAbortError(err)).toBe(true);
+      const aborted = await fake.waitForAbort();
+      expect(aborted.completed).toBe(false);
+    },
+    ABORT_TEST_LIMIT_MS,
+  );
 
-  it('abort during the wait before a retry ends the call at once with an AbortError', async () => {
-    fake.script({ kind: 'fail', status: 429, retryAfter: '30' });
-    const controller = new AbortController();
-    const pending = complete(provider({ maxRetryDelayMs: 60_000 }), call({}, { signal: controller.signal }));
-    while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
-    controller.abort();
-    const err = await failure(pending); // the 30 s wait would outlast the test's time-out
-    expect(isAbortError(err)).toBe(true);
-    expect(fake.requests).toHaveLength(1);
-  }, ABORT_TEST_LIMIT_MS);
+  it(
+    'abort during the wait before a retry ends the call at once with an AbortError',
+    async () => {
+      fake.script({ kind: 'fail', status: 429, retryAfter: '30' });
+      const controller = new AbortController();
+      const pending = complete(provider({ maxRetryDelayMs: 60_000 }), call({}, { signal: controller.signal }));
+      while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+      controller.abort();
+      const err = await failure(pending); // the 30 s wait would outlast the test's time-out
+      expect(isAbortError(err)).toBe(true);
+      expect(fake.requests).toHaveLength(1);
+    },
+    ABORT_TEST_LIMIT_MS,
+  );
 
-  it('abort while waiting for the response headers cancels the fetch at once', async () => {
-    fake.script({ kind: 'stall' });
-    const controller = new AbortController();
-    const pending = complete(provider({ timeoutMs: 60_000 }), call({}, { signal: controller.signal }));
-    while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
-    controller.abort();
-    const err = await failure(pending);
-    expect(isAbortError(err)).toBe(true);
-    await fake.waitForAbort();
-  }, ABORT_TEST_LIMIT_MS);
+  it(
+    'abort while waiting for the response headers cancels the fetch at once',
+    async () => {
+      fake.script({ kind: 'stall' });
+      const controller = new AbortController();
+      const pending = complete(provider({ timeoutMs: 60_000 }), call({}, { signal: controller.signal }));
+      while (fake.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+      controller.abort();
+      const err = await failure(pending);
+      expect(isAbortError(err)).toBe(true);
+      await fake.waitForAbort();
+    },
+    ABORT_TEST_LIMIT_MS,
+  );
 
   it('an unreachable upstream -> 502 network_error after the retries', async () => {
     const closed = await startFakeUpstream(c.name);
     const url = closed.baseUrl;
     await closed.close();
-    const err = await apiFailure(complete(createProvider(c.name, { baseUrl: url, maxRetries: 1, retryBaseDelayMs: 1 }), call()));
+    const err = await apiFailure(
+      complete(createProvider(c.name, { baseUrl: url, maxRetries: 1, retryBaseDelayMs: 1 }), call()),
+    );
     expect(err.status).toBe(502);
     expect(err.code).toBe('network_error');
     expect(err.message).toContain(c.name);
@@ -411,7 +475,9 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
 
     it('the deadline also bounds the wait before a retry: a hint longer than the time left is not waited for', async () => {
       fake.script({ kind: 'fail', status: 429, retryAfter: '2' });
-      const err = await apiFailure(complete(provider({ deadlineMs: 1000, maxRetries: 2, maxRetryDelayMs: 5000 }), call()));
+      const err = await apiFailure(
+        complete(provider({ deadlineMs: 1000, maxRetries: 2, maxRetryDelayMs: 5000 }), call()),
+      );
       expect(err.status).toBe(429);
       expect(err.code).toBe('upstream_rate_limited');
       expect(err.retryAfter).toBe(2);
@@ -421,21 +487,24 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
     it.each([
       ['JSON', false],
       ['stream', true],
-    ])('a redirect to another host (%s) is not followed: the other host gets nothing, the client a 502 upstream_redirect', async (_mode, streaming) => {
-      const other = await startFakeUpstream(c.name);
-      try {
-        fake.script({ kind: 'redirect', status: 307, location: `${other.baseUrl}/stolen` });
-        const err = await apiFailure(collect(provider().chat(call({ stream: streaming }))));
-        expect(err.status).toBe(502);
-        expect(err.type).toBe('upstream_error');
-        expect(err.code).toBe('upstream_redirect');
-        expect(err.message).toContain(c.name);
-        expect(fake.requests).toHaveLength(1);
-        expect(other.requests).toHaveLength(0);
-      } finally {
-        await other.close();
-      }
-    });
+    ])(
+      'a redirect to another host (%s) is not followed: the other host gets nothing, the client a 502 upstream_redirect',
+      async (_mode, streaming) => {
+        const other = await startFakeUpstream(c.name);
+        try {
+          fake.script({ kind: 'redirect', status: 307, location: `${other.baseUrl}/stolen` });
+          const err = await apiFailure(collect(provider().chat(call({ stream: streaming }))));
+          expect(err.status).toBe(502);
+          expect(err.type).toBe('upstream_error');
+          expect(err.code).toBe('upstream_redirect');
+          expect(err.message).toContain(c.name);
+          expect(fake.requests).toHaveLength(1);
+          expect(other.requests).toHaveLength(0);
+        } finally {
+          await other.close();
+        }
+      },
+    );
 
     it.each([301, 302, 303, 308])('a %i is not followed either', async (status) => {
       fake.script({ kind: 'redirect', status, location: `${fake.baseUrl}/elsewhere` });
@@ -488,7 +557,10 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
       description: 'Current weather of a city',
       parameters: {
         type: 'object',
-        properties: { city: { type: 'string', description: 'City name' }, unit: { type: ['string', 'null'], enum: ['c', 'f', null] } },
+        properties: {
+          city: { type: 'string', description: 'City name' },
+          unit: { type: ['string', 'null'], enum: ['c', 'f', null] },
+        },
         required: ['city', 'unit'],
         additionalProperties: false,
       },
@@ -496,16 +568,26 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
     };
     const TIME: FunctionTool = { name: 'get_time', parameters: { type: 'object', properties: {} }, strict: false };
     const ARGS = { city: 'Paris', unit: 'c' };
-    const withTools = (extra: Partial<ChatRequest> = {}): Partial<ChatRequest> => ({ tools: [WEATHER, TIME], toolChoice: 'auto', ...extra });
+    const withTools = (extra: Partial<ChatRequest> = {}): Partial<ChatRequest> => ({
+      tools: [WEATHER, TIME],
+      toolChoice: 'auto',
+      ...extra,
+    });
 
-    it('sends the declared functions in the vendor\'s shape (Gemini: its Schema subset) with tool_choice auto', async () => {
+    it("sends the declared functions in the vendor's shape (Gemini: its Schema subset) with tool_choice auto", async () => {
       await complete(provider(), call(withTools()));
       const seen = fake.lastRequest();
-      expect(seen.tools?.map((t) => [t.name, t.description])).toEqual([['get_weather', 'Current weather of a city'], ['get_time', undefined]]);
+      expect(seen.tools?.map((t) => [t.name, t.description])).toEqual([
+        ['get_weather', 'Current weather of a city'],
+        ['get_time', undefined],
+      ]);
       if (c.name === 'gemini') {
         expect(seen.tools?.[0]?.parameters).toEqual({
           type: 'OBJECT',
-          properties: { city: { type: 'STRING', description: 'City name' }, unit: { type: 'STRING', nullable: true, enum: ['c', 'f', null] } },
+          properties: {
+            city: { type: 'STRING', description: 'City name' },
+            unit: { type: 'STRING', nullable: true, enum: ['c', 'f', null] },
+          },
           required: ['city', 'unit'],
         });
       } else {
@@ -523,7 +605,7 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
       expect(fake.lastRequest().toolChoice).toEqual(choice);
     });
 
-    it('passes parallel_tool_calls false on where the vendor has a switch (Gemini has none); true is every vendor\'s default', async () => {
+    it("passes parallel_tool_calls false on where the vendor has a switch (Gemini has none); true is every vendor's default", async () => {
       await complete(provider(), call(withTools({ parallelToolCalls: false })));
       expect(fake.lastRequest().parallelToolCalls).toBe(c.name === 'gemini' ? undefined : false);
       await complete(provider(), call(withTools({ parallelToolCalls: true })));
@@ -534,7 +616,12 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
     it('sends no tool fields for a request without tools', async () => {
       await complete(provider(), call());
       const seen = fake.lastRequest();
-      expect([seen.tools, seen.toolChoice, seen.parallelToolCalls, seen.responseFormat]).toEqual([undefined, undefined, undefined, undefined]);
+      expect([seen.tools, seen.toolChoice, seen.parallelToolCalls, seen.responseFormat]).toEqual([
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+      ]);
     });
 
     it('a JSON answer with a call -> message.tool_calls (content null, finish_reason tool_calls)', async () => {
@@ -563,19 +650,42 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
 
       const chunks = chunksOf(deltas, c.model, true);
       const toolChunks = chunks.filter((ch) => ch.choices[0]?.delta.tool_calls !== undefined);
-      expect(toolChunks[0]?.choices[0]?.delta.tool_calls).toEqual([{ index: 0, id: calls[0]?.id, type: 'function', function: { name: 'get_weather', arguments: calls[0]?.arguments } }]);
-      for (const ch of toolChunks.slice(1)) expect(Object.keys(ch.choices[0]!.delta.tool_calls![0]!)).toEqual(['index', 'function']);
+      expect(toolChunks[0]?.choices[0]?.delta.tool_calls).toEqual([
+        {
+          index: 0,
+          id: calls[0]?.id,
+          type: 'function',
+          function: { name: 'get_weather', arguments: calls[0]?.arguments },
+        },
+      ]);
+      for (const ch of toolChunks.slice(1))
+        expect(Object.keys(ch.choices[0]!.delta.tool_calls![0]!)).toEqual(['index', 'function']);
       expect(chunks.find((ch) => ch.choices[0]?.finish_reason)?.choices[0]?.finish_reason).toBe('tool_calls');
-      expect(completionOf(deltas, c.model).choices[0]?.message.tool_calls?.[0]?.function.arguments).toBe(JSON.stringify(ARGS));
+      expect(completionOf(deltas, c.model).choices[0]?.message.tool_calls?.[0]?.function.arguments).toBe(
+        JSON.stringify(ARGS),
+      );
     });
 
     it('parallel calls get indices 0 and 1, JSON and stream', async () => {
-      fake.setReply({ toolCalls: [{ name: 'get_weather', arguments: ARGS }, { name: 'get_time', arguments: {} }] });
+      fake.setReply({
+        toolCalls: [
+          { name: 'get_weather', arguments: ARGS },
+          { name: 'get_time', arguments: {} },
+        ],
+      });
       const json = await complete(provider(), call(withTools()));
-      expect(json.choices[0]?.message.tool_calls?.map((t) => [t.function.name, JSON.parse(t.function.arguments)])).toEqual([['get_weather', ARGS], ['get_time', {}]]);
+      expect(
+        json.choices[0]?.message.tool_calls?.map((t) => [t.function.name, JSON.parse(t.function.arguments)]),
+      ).toEqual([
+        ['get_weather', ARGS],
+        ['get_time', {}],
+      ]);
       const deltas = await collect(stream(provider(), call(withTools())));
       const firsts = deltas.filter((d) => d.type === 'tool_call' && d.name !== undefined);
-      expect(firsts.map((d) => (d.type === 'tool_call' ? [d.index, d.name] : null))).toEqual([[0, 'get_weather'], [1, 'get_time']]);
+      expect(firsts.map((d) => (d.type === 'tool_call' ? [d.index, d.name] : null))).toEqual([
+        [0, 'get_weather'],
+        [1, 'get_time'],
+      ]);
       const answer = completionOf(deltas, c.model);
       expect(answer.choices[0]?.message.tool_calls?.map((t) => JSON.parse(t.function.arguments))).toEqual([ARGS, {}]);
       expect(new Set(answer.choices[0]?.message.tool_calls?.map((t) => t.id)).size).toBe(2);
@@ -595,7 +705,11 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
       const messages: ChatMessage[] = [
         { role: 'system', content: 'Use tools.' },
         { role: 'user', content: 'Weather in Paris?' },
-        { role: 'assistant', content: '', toolCalls: [{ id: 'call_abc123XYZ', name: 'get_weather', arguments: JSON.stringify(ARGS) }] },
+        {
+          role: 'assistant',
+          content: '',
+          toolCalls: [{ id: 'call_abc123XYZ', name: 'get_weather', arguments: JSON.stringify(ARGS) }],
+        },
         { role: 'tool', content: '{"temperature":21}', toolCallId: 'call_abc123XYZ' },
         { role: 'user', content: 'And in words?' },
       ];
@@ -613,8 +727,11 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
       expect(seen.messages.at(-1)).toMatchObject({ role: 'user', content: 'And in words?' });
     });
 
-    it('a tool message answering no known call is a 400 where the vendor needs the function name (Gemini), else the vendor\'s own 400', async () => {
-      const messages: ChatMessage[] = [{ role: 'user', content: 'Hi' }, { role: 'tool', content: 'orphan', toolCallId: 'call_nowhere' }];
+    it("a tool message answering no known call is a 400 where the vendor needs the function name (Gemini), else the vendor's own 400", async () => {
+      const messages: ChatMessage[] = [
+        { role: 'user', content: 'Hi' },
+        { role: 'tool', content: 'orphan', toolCallId: 'call_nowhere' },
+      ];
       const err = await apiFailure(complete(provider(), call(withTools({ messages }))));
       expect(err.status).toBe(400);
       if (c.name === 'gemini') {
@@ -624,59 +741,91 @@ describe.each(CASES)('provider $name (against its local fake)', (c) => {
     });
 
     // Gemini only: declared for that provider alone (not a skip under the others).
-    if (c.name === 'gemini') it('Gemini 3: a call\'s thoughtSignature travels in its id and goes back with the history', async () => {
-      fake.setReply({ toolCalls: [{ name: 'get_weather', arguments: ARGS }] });
-      const gemini3 = (request: Partial<ChatRequest>) => call(request, { model: 'gemini-3-pro-preview' });
-      const deltas = await collect(stream(provider(), gemini3(withTools())));
-      const first = deltas.find((d) => d.type === 'tool_call');
-      const id = first?.type === 'tool_call' ? first.id! : '';
-      const signature = id.slice(id.indexOf('~') + 1);
-      expect(id).toMatch(/^call_[A-Za-z0-9_-]{24}~/);
-      expect(signature).toMatch(/^c2lnbmF0dXJl\+\//);
+    if (c.name === 'gemini')
+      it("Gemini 3: a call's thoughtSignature travels in its id and goes back with the history", async () => {
+        fake.setReply({ toolCalls: [{ name: 'get_weather', arguments: ARGS }] });
+        const gemini3 = (request: Partial<ChatRequest>) => call(request, { model: 'gemini-3-pro-preview' });
+        const deltas = await collect(stream(provider(), gemini3(withTools())));
+        const first = deltas.find((d) => d.type === 'tool_call');
+        const id = first?.type === 'tool_call' ? first.id! : '';
+        const signature = id.slice(id.indexOf('~') + 1);
+        expect(id).toMatch(/^call_[A-Za-z0-9_-]{24}~/);
+        expect(signature).toMatch(/^c2lnbmF0dXJl\+\//);
 
-      const history = (callId: string): ChatMessage[] => [
-        { role: 'user', content: 'Weather in Paris?' },
-        { role: 'assistant', content: '', toolCalls: [{ id: callId, name: 'get_weather', arguments: JSON.stringify(ARGS) }] },
-        { role: 'tool', content: '{"temperature":21}', toolCallId: callId },
-      ];
-      fake.setReply({ text: 'It is 21 degrees.' });
-      const ok = await complete(provider(), gemini3(withTools({ messages: history(id) })));
-      expect(ok.choices[0]?.message.content).toBe('It is 21 degrees.');
-      expect(fake.lastRequest().messages.find((m) => m.role === 'assistant')?.toolCalls?.[0]?.signature).toBe(signature);
+        const history = (callId: string): ChatMessage[] => [
+          { role: 'user', content: 'Weather in Paris?' },
+          {
+            role: 'assistant',
+            content: '',
+            toolCalls: [{ id: callId, name: 'get_weather', arguments: JSON.stringify(ARGS) }],
+          },
+          { role: 'tool', content: '{"temperature":21}', toolCallId: callId },
+        ];
+        fake.setReply({ text: 'It is 21 degrees.' });
+        const ok = await complete(provider(), gemini3(withTools({ messages: history(id) })));
+        expect(ok.choices[0]?.message.content).toBe('It is 21 degrees.');
+        expect(fake.lastRequest().messages.find((m) => m.role === 'assistant')?.toolCalls?.[0]?.signature).toBe(
+          signature,
+        );
 
-      const err = await apiFailure(complete(provider(), gemini3(withTools({ messages: history('call_without_signature') }))));
-      expect(err.status).toBe(400);
-      expect(err.message).toContain('thought_signature');
-    });
+        const err = await apiFailure(
+          complete(provider(), gemini3(withTools({ messages: history('call_without_signature') }))),
+        );
+        expect(err.status).toBe(400);
+        expect(err.message).toContain('thought_signature');
+      });
 
-    it('response_format json_schema is sent as the vendor\'s structured output', async () => {
-      const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+    it("response_format json_schema is sent as the vendor's structured output", async () => {
+      const schema = {
+        type: 'object',
+        properties: { answer: { type: 'string' } },
+        required: ['answer'],
+        additionalProperties: false,
+      };
       fake.setReply({ text: '{"answer":"yes"}' });
-      const result = await complete(provider(), call({ responseFormat: { type: 'json_schema', name: 'reply', schema, strict: true, schemaParam: 'response_format.json_schema.schema' } }));
+      const result = await complete(
+        provider(),
+        call({
+          responseFormat: {
+            type: 'json_schema',
+            name: 'reply',
+            schema,
+            strict: true,
+            schemaParam: 'response_format.json_schema.schema',
+          },
+        }),
+      );
       expect(JSON.parse(result.choices[0]!.message.content!)).toEqual({ answer: 'yes' });
       const seen = fake.lastRequest();
       expect(seen.responseFormat?.type).toBe('json_schema');
       const sent = seen.responseFormat?.type === 'json_schema' ? seen.responseFormat.schema : undefined;
-      if (c.name === 'gemini') expect(sent).toEqual({ type: 'OBJECT', properties: { answer: { type: 'STRING' } }, required: ['answer'] });
+      if (c.name === 'gemini')
+        expect(sent).toEqual({ type: 'OBJECT', properties: { answer: { type: 'STRING' } }, required: ['answer'] });
       else expect(sent).toEqual(schema);
     });
 
-    it(c.name === 'anthropic' ? 'response_format json_object is a 400 naming it (Anthropic needs a schema)' : 'response_format json_object is sent as JSON mode', async () => {
-      if (c.name === 'anthropic') {
-        const err = await apiFailure(complete(provider(), call({ responseFormat: { type: 'json_object' } })));
-        expect(err).toMatchObject({ status: 400, param: 'response_format' });
-        expect(fake.requests).toHaveLength(0);
-      } else {
-        await complete(provider(), call({ responseFormat: { type: 'json_object' } }));
-        expect(fake.lastRequest().responseFormat).toEqual({ type: 'json_object' });
-      }
-    });
+    it(
+      c.name === 'anthropic'
+        ? 'response_format json_object is a 400 naming it (Anthropic needs a schema)'
+        : 'response_format json_object is sent as JSON mode',
+      async () => {
+        if (c.name === 'anthropic') {
+          const err = await apiFailure(complete(provider(), call({ responseFormat: { type: 'json_object' } })));
+          expect(err).toMatchObject({ status: 400, param: 'response_format' });
+          expect(fake.requests).toHaveLength(0);
+        } else {
+          await complete(provider(), call({ responseFormat: { type: 'json_object' } }));
+          expect(fake.lastRequest().responseFormat).toEqual({ type: 'json_object' });
+        }
+      },
+    );
   });
 
   it('never puts the API key in an error (all failures of this suite)', () => {
     expect(seenErrors.length).toBeGreaterThan(10);
     for (const err of seenErrors) {
-      const text = err instanceof ApiError ? `${err.message} ${JSON.stringify(err.toBody())}` : String((err as Error).message);
+      const text =
+        err instanceof ApiError ? `${err.message} ${JSON.stringify(err.toBody())}` : String((err as Error).message);
       expect(text).not.toContain(API_KEY);
       expect(text).not.toContain('SECRET');
     }

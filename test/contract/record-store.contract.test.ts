@@ -96,9 +96,17 @@ describe.each(backends)('RecordStore contract on $name', (backend) => {
       for (const k of keys) store.dbs.index.put(k, true);
       for (const id of ['s-b', 's-a', 's-c']) store.dbs.setupTokens.put(id, { createdAt: id, expiresAt: id });
     });
-    expect([...store.dbs.index.getRange(indexRange('key', 'a'))].map((e) => e.key)).toEqual([['key', 'a', '1'], ['key', 'a', '2']]);
+    expect([...store.dbs.index.getRange(indexRange('key', 'a'))].map((e) => e.key)).toEqual([
+      ['key', 'a', '1'],
+      ['key', 'a', '2'],
+    ]);
     expect([...store.dbs.index.getRange({ ...indexRange('key', 'a'), limit: 1 })].map((e) => e.value)).toEqual([true]);
-    expect([...store.dbs.index.getKeys({ start: indexRange('response-expiry').start, end: ['response-expiry', '2026-01-02T12:00:00.000Z'] })]).toEqual([
+    expect([
+      ...store.dbs.index.getKeys({
+        start: indexRange('response-expiry').start,
+        end: ['response-expiry', '2026-01-02T12:00:00.000Z'],
+      }),
+    ]).toEqual([
       ['response-expiry', '2026-01-01T00:00:00.000Z', 'r1'],
       ['response-expiry', '2026-01-02T00:00:00.000Z', 'r2'],
     ]);
@@ -124,11 +132,27 @@ describe.each(backends)('RecordStore contract on $name', (backend) => {
 
   it('transactionSync: written before it returns; putSync/removeSync inside it', async () => {
     const { store, reopen } = await openFresh();
-    store.transactionSync(() => store.dbs.sessions.putSync('h1', { userId: 'u', accountId: 'a', createdAt: 'c', lastSeenAt: 'l', expiresAt: 'e' }));
+    store.transactionSync(() =>
+      store.dbs.sessions.putSync('h1', {
+        userId: 'u',
+        accountId: 'a',
+        createdAt: 'c',
+        lastSeenAt: 'l',
+        expiresAt: 'e',
+      }),
+    );
     expect(store.dbs.sessions.get('h1')?.userId).toBe('u');
     expect(store.transactionSync(() => store.dbs.sessions.removeSync('h1'))).toBe(true);
     expect(store.dbs.sessions.get('h1')).toBeUndefined();
-    store.transactionSync(() => store.dbs.sessions.putSync('h2', { userId: 'v', accountId: 'a', createdAt: 'c', lastSeenAt: 'l', expiresAt: 'e' }));
+    store.transactionSync(() =>
+      store.dbs.sessions.putSync('h2', {
+        userId: 'v',
+        accountId: 'a',
+        createdAt: 'c',
+        lastSeenAt: 'l',
+        expiresAt: 'e',
+      }),
+    );
     await store.transaction(() => {}); // on PostgreSQL a sync write commits in order before any later transaction
     await store.close();
     expect((await reopen()).dbs.sessions.get('h2')?.userId).toBe('v');
@@ -162,17 +186,33 @@ describe.each(backends)('RecordStore contract on $name', (backend) => {
     const created = await keys.create('ci', 'acct');
     expect(keys.authenticate(created.key).keyId).toBe(created.id);
     const users = new UserRepository(store);
-    const owner = await users.create({ email: 'owner@example.com', password: 'correct horse battery', role: 'owner', accountId: 'acct' });
+    const owner = await users.create({
+      email: 'owner@example.com',
+      password: 'correct horse battery',
+      role: 'owner',
+      accountId: 'acct',
+    });
     expect(users.getByEmail('owner@example.com')?.id).toBe(owner.id);
     const sessions = new SessionRepository(store, { idleMs: 3_600_000, maxAgeMs: 86_400_000 });
-    const member = await users.create({ email: 'member@example.com', password: 'correct horse battery', role: 'member', accountId: 'acct' });
+    const member = await users.create({
+      email: 'member@example.com',
+      password: 'correct horse battery',
+      role: 'member',
+      accountId: 'acct',
+    });
     const { token } = await sessions.create(member.id, 'acct');
     expect(sessions.resolve(token)?.userId).toBe(member.id);
     const workspaces = new WorkspaceRepository(store);
     const ws = await workspaces.create('acct', 'team');
     expect(workspaces.list('acct').map((w) => w.id)).toEqual([ws.id]);
     const responses = new ResponseRepository(store, 30);
-    responses.put({ id: 'resp_1', accountId: 'acct', response: { id: 'resp_1', b: 1, a: 2 }, inputItems: [], history: [] });
+    responses.put({
+      id: 'resp_1',
+      accountId: 'acct',
+      response: { id: 'resp_1', b: 1, a: 2 },
+      inputItems: [],
+      history: [],
+    });
     expect(JSON.stringify(responses.get('acct', 'resp_1')?.response)).toBe('{"id":"resp_1","b":1,"a":2}');
     await store.transaction(() => {});
     await store.close();
@@ -182,11 +222,15 @@ describe.each(backends)('RecordStore contract on $name', (backend) => {
     expect(keys2.authenticate(created.key).keyId).toBe(created.id);
     expect(await keys2.revoke(created.id, 'acct')).toBe(true);
     expect(() => keys2.authenticate(created.key)).toThrow('Unauthorized');
-    expect(new SessionRepository(again, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }).resolve(token)?.userId).toBe(member.id);
+    expect(new SessionRepository(again, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }).resolve(token)?.userId).toBe(
+      member.id,
+    );
     expect(await new UserRepository(again).delete(member.id, 'acct')).toBe('deleted');
     expect(new UserRepository(again).getByEmail('owner@example.com')?.id).toBe(owner.id);
     expect(new SessionRepository(again, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }).resolve(token)).toBeNull();
-    expect(JSON.stringify(new ResponseRepository(again, 30).get('acct', 'resp_1')?.response)).toBe('{"id":"resp_1","b":1,"a":2}');
+    expect(JSON.stringify(new ResponseRepository(again, 30).get('acct', 'resp_1')?.response)).toBe(
+      '{"id":"resp_1","b":1,"a":2}',
+    );
     const projects = new ProjectRepository(again, new ProviderKeyCipher(Buffer.alloc(32, 7)));
     expect(projects.list('acct', ws.id)).toEqual([]);
   });

@@ -22,8 +22,18 @@ const CONTEXT = 512;
 type EngineFactory = (modelPath: string, llama: Llama, model: LlamaModel) => Promise<SlotEngine>;
 const native = nativeAddonAvailable();
 const engines: Array<[string, EngineFactory, boolean]> = [
-  ['node-llama-cpp', async (_p, _l, model) => LlamaSequenceEngine.load({ model, contextSize: CONTEXT, slots: SLOTS, threads: 1, batchSize: 256 }), true],
-  ['native', async (modelPath) => loadNativeSlotEngine({ modelPath, contextSize: CONTEXT, slots: SLOTS, threads: 1, batchSize: 256 }), native.ok],
+  [
+    'node-llama-cpp',
+    async (_p, _l, model) =>
+      LlamaSequenceEngine.load({ model, contextSize: CONTEXT, slots: SLOTS, threads: 1, batchSize: 256 }),
+    true,
+  ],
+  [
+    'native',
+    async (modelPath) =>
+      loadNativeSlotEngine({ modelPath, contextSize: CONTEXT, slots: SLOTS, threads: 1, batchSize: 256 }),
+    native.ok,
+  ],
 ];
 
 it('the native addon is built where CI runs', () => {
@@ -44,7 +54,11 @@ interface Run {
   logprobs?: TokenLogprob[];
 }
 
-function run(engine: SlotEngine, job: TestJob, onPiece?: (n: number) => void): { done: Promise<Run>; cancel: () => void } {
+function run(
+  engine: SlotEngine,
+  job: TestJob,
+  onPiece?: (n: number) => void,
+): { done: Promise<Run>; cancel: () => void } {
   let text = '';
   let pieces = 0;
   let prompt: Run['prompt'];
@@ -52,7 +66,9 @@ function run(engine: SlotEngine, job: TestJob, onPiece?: (n: number) => void): {
   let cancel = () => {};
   const done = new Promise<Run>((resolve, reject) => {
     const h = submitJob(engine, job, {
-      onPrompt: (p) => { prompt = p; },
+      onPrompt: (p) => {
+        prompt = p;
+      },
       onText: (t, _n, lp) => {
         text += t;
         pieces++;
@@ -77,7 +93,13 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     let endless: SlotEngine;
     let chatPrompt: PromptBuilder;
     let endlessPrompt: PromptBuilder;
-    const job = (tokens: Uint32Array, over: Partial<TestJob> = {}): TestJob => ({ promptTokens: tokens, maxTokens: 64, stops: [], sampling: greedy, ...over });
+    const job = (tokens: Uint32Array, over: Partial<TestJob> = {}): TestJob => ({
+      promptTokens: tokens,
+      maxTokens: 64,
+      stops: [],
+      sampling: greedy,
+      ...over,
+    });
 
     beforeAll(async () => {
       const chatPath = await ensureTinyChatModel();
@@ -131,7 +153,14 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
 
     it('is deterministic for a seed and varies across seeds', async () => {
       const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
-      const sampled = (seed: number) => run(endless, job(tokens, { maxTokens: 16, sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, topK: 0, topP: 1, minP: 0, seed } })).done;
+      const sampled = (seed: number) =>
+        run(
+          endless,
+          job(tokens, {
+            maxTokens: 16,
+            sampling: { ...DEFAULT_SAMPLING, temperature: 1.5, topK: 0, topP: 1, minP: 0, seed },
+          }),
+        ).done;
       const [a, b, c] = [await sampled(7), await sampled(7), await sampled(8)];
       expect(a.text).toBe(b.text);
       expect(a.result.completionTokens).toBe(16);
@@ -139,7 +168,12 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     });
 
     it('runs a full batch of concurrent jobs, each correct', async () => {
-      const runs = await Promise.all(Array.from({ length: SLOTS }, async (_, i) => (await chatPrompt.build([{ role: 'user', content: `Question ${i}` }])).tokens)).then((prompts) => prompts.map((t) => run(chat, job(t)).done));
+      const runs = await Promise.all(
+        Array.from(
+          { length: SLOTS },
+          async (_, i) => (await chatPrompt.build([{ role: 'user', content: `Question ${i}` }])).tokens,
+        ),
+      ).then((prompts) => prompts.map((t) => run(chat, job(t)).done));
       for (const r of await Promise.all(runs)) {
         expect(r.text).toBe(DEFAULT_TINY_REPLY);
         expect(r.result.finishReason).toBe('stop');
@@ -150,7 +184,9 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       for (let round = 0; round < 3; round++) {
         const runs = Array.from({ length: SLOTS }, () => {
-          const r = run(endless, job(tokens, { maxTokens: 100_000 }), (n) => { if (n === 3) r.cancel(); });
+          const r = run(endless, job(tokens, { maxTokens: 100_000 }), (n) => {
+            if (n === 3) r.cancel();
+          });
           return r;
         });
         for (const r of await Promise.all(runs.map((x) => x.done))) {
@@ -164,7 +200,12 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
 
     it('reuses a cached prefix and gives the same greedy answer', async () => {
       const system = 'You are a helpful assistant that always answers in one short sentence, politely.';
-      const tokens = (await chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }])).tokens;
+      const tokens = (
+        await chatPrompt.build([
+          { role: 'system', content: system },
+          { role: 'user', content: 'Say hello.' },
+        ])
+      ).tokens;
       const first = await run(chat, job(tokens)).done;
       const second = await run(chat, job(tokens)).done;
       expect(second.text).toBe(first.text);
@@ -174,7 +215,13 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
 
     it('reuses a prefix only within its cache partition: another account reads no cached token of it, the owner still does (issue #28)', async () => {
       const secret = 'The secret launch code of the company is seven four two nine and the meeting is on Tuesday.';
-      const build = async (system: string) => (await chatPrompt.build([{ role: 'system', content: system }, { role: 'user', content: 'Say hello.' }])).tokens;
+      const build = async (system: string) =>
+        (
+          await chatPrompt.build([
+            { role: 'system', content: system },
+            { role: 'user', content: 'Say hello.' },
+          ])
+        ).tokens;
       const tokens = await build(secret);
       const variant = await build('The secret launch code of the company is seven four two one');
       const unrelated = await build('Something entirely different about dogs and cats in the garden today');
@@ -205,7 +252,14 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       const tokens = (await endlessPrompt.build([{ role: 'user', content: 'Once' }])).tokens;
       let completed = 0;
       for (let seed = 1; seed <= 8; seed++) {
-        const r = await run(endless, job(tokens, { maxTokens: 120, grammar: JSON_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature: 1, seed } })).done;
+        const r = await run(
+          endless,
+          job(tokens, {
+            maxTokens: 120,
+            grammar: JSON_GRAMMAR,
+            sampling: { ...DEFAULT_SAMPLING, temperature: 1, seed },
+          }),
+        ).done;
         expect(r.text.startsWith('{')).toBe(true);
         if (r.result.finishReason === 'stop') {
           completed++;
@@ -221,7 +275,10 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       const grammar = OK_OBJECT_GRAMMAR;
       const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       for (const seed of [1, 2, 3]) {
-        const r = await run(endless, job(tokens, { maxTokens: 64, grammar, sampling: { ...DEFAULT_SAMPLING, temperature: 1.2, seed } })).done;
+        const r = await run(
+          endless,
+          job(tokens, { maxTokens: 64, grammar, sampling: { ...DEFAULT_SAMPLING, temperature: 1.2, seed } }),
+        ).done;
         expect(r.result.finishReason).toBe('stop');
         expect(JSON.parse(r.text)).toHaveProperty('ok');
       }
@@ -230,9 +287,13 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
     it('ends a job with an invalid grammar with code invalid_grammar, and goes on serving', async () => {
       const tokens = (await endlessPrompt.build([{ role: 'user', content: 'go' }])).tokens;
       for (const grammar of ['root ::= undefined_rule', 'root ::= "unterminated', 'notroot ::= "x"']) {
-        await expect(run(endless, job(tokens, { maxTokens: 4, grammar })).done).rejects.toThrow(/^invalid_grammar: invalid grammar/);
+        await expect(run(endless, job(tokens, { maxTokens: 4, grammar })).done).rejects.toThrow(
+          /^invalid_grammar: invalid grammar/,
+        );
       }
-      const after = await Promise.all(Array.from({ length: SLOTS }, () => run(endless, job(tokens, { maxTokens: 3 })).done));
+      const after = await Promise.all(
+        Array.from({ length: SLOTS }, () => run(endless, job(tokens, { maxTokens: 3 })).done),
+      );
       for (const r of after) expect(r.result).toMatchObject({ finishReason: 'length', completionTokens: 3 });
     });
 
@@ -267,9 +328,14 @@ describe.each(engines)('%s engine', (_name, factory, available) => {
       const free = await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, seed: 3 } })).done;
       expect(free.text).not.toBe(greedyText);
       // top_k 1 and min_p 1 both leave only the most likely token: greedy whatever the temperature.
-      expect((await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, topK: 1, seed: 3 } })).done).text).toBe(greedyText);
-      expect((await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, minP: 1, seed: 3 } })).done).text).toBe(greedyText);
-      const penalised = await run(endless, job(tokens, { maxTokens: 24, sampling: { ...greedy, repeatPenalty: 100 } })).done;
+      expect(
+        (await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, topK: 1, seed: 3 } })).done).text,
+      ).toBe(greedyText);
+      expect(
+        (await run(endless, job(tokens, { maxTokens: 24, sampling: { ...hot, minP: 1, seed: 3 } })).done).text,
+      ).toBe(greedyText);
+      const penalised = await run(endless, job(tokens, { maxTokens: 24, sampling: { ...greedy, repeatPenalty: 100 } }))
+        .done;
       expect(penalised.text).not.toBe(greedyText);
     });
 

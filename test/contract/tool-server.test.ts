@@ -9,7 +9,14 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { createLogger } from '../../src/log/logger.ts';
-import { createToolServer, defineTool, ToolDefinitionError, ToolError, type ToolDefinition, type ToolServer } from '../../src/tools/index.ts';
+import {
+  createToolServer,
+  defineTool,
+  ToolDefinitionError,
+  ToolError,
+  type ToolDefinition,
+  type ToolServer,
+} from '../../src/tools/index.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
 
 const KEY = 'tool-key-0123456789abcdef';
@@ -22,7 +29,10 @@ const weather = defineTool<{ city: string; units: string }>({
   description: 'Current weather for a city',
   input_schema: {
     type: 'object',
-    properties: { city: { type: 'string', minLength: 1 }, units: { type: 'string', enum: ['metric', 'imperial'], default: 'metric' } },
+    properties: {
+      city: { type: 'string', minLength: 1 },
+      units: { type: 'string', enum: ['metric', 'imperial'], default: 'metric' },
+    },
     required: ['city'],
     additionalProperties: false,
   },
@@ -53,7 +63,11 @@ const tools: ToolDefinition<any>[] = [
         undefined,
         number: 42,
         bare: Object.create(null),
-        hostile: { toString() { throw new Error('no'); } },
+        hostile: {
+          toString() {
+            throw new Error('no');
+          },
+        },
         symbol: Symbol('s'),
       };
       throw thrown[kind];
@@ -136,18 +150,29 @@ async function call(path: string, init: RequestInit = {}): Promise<JsonAnswer> {
 }
 
 const post = (body: unknown, headers: Record<string, string> = AUTH) =>
-  call('/api/v1/mcp', { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  call('/api/v1/mcp', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 /** A raw request through node:http, for bodies fetch cannot send (chunked without a length). */
-function rawPost(path: string, chunks: string[], headers: Record<string, string>): Promise<{ status: number; body: any }> {
+function rawPost(
+  path: string,
+  chunks: string[],
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any }> {
   const url = new URL(path, base);
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
-    });
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     for (const c of chunks) req.write(c);
     req.end();
@@ -194,7 +219,11 @@ describe('GET /api/v1/mcp/tools', () => {
     const names = a.body.tools.map((t: { name: string }) => t.name);
     expect(names).toEqual(['healthcheck', 'weather', 'boom', 'throws_value', 'teapot', 'slow', 'bigint', 'echo']);
     const w = a.body.tools.find((t: { name: string }) => t.name === 'weather');
-    expect(w).toEqual({ name: 'weather', description: 'Current weather for a city', input_schema: weather.input_schema });
+    expect(w).toEqual({
+      name: 'weather',
+      description: 'Current weather for a city',
+      input_schema: weather.input_schema,
+    });
     for (const t of a.body.tools) {
       expect(typeof t.description).toBe('string');
       expect(t.input_schema.type).toBe('object');
@@ -289,7 +318,11 @@ describe('POST /api/v1/mcp {tool, args}', () => {
   });
 
   it('415 for a body that is declared as something other than JSON', async () => {
-    const a = await call('/api/v1/mcp', { method: 'POST', headers: { ...AUTH, 'content-type': 'text/plain' }, body: '{}' });
+    const a = await call('/api/v1/mcp', {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'text/plain' },
+      body: '{}',
+    });
     expectError(a, 415);
   });
 
@@ -299,17 +332,25 @@ describe('POST /api/v1/mcp {tool, args}', () => {
   });
 
   it('413 for a chunked body that grows over the limit', async () => {
-    const a = await rawPost('/api/v1/mcp', ['{"tool":"echo","args":{"value":"', 'x'.repeat(3000), 'x'.repeat(3000), '"}}'], {
-      ...AUTH,
-      'content-type': 'application/json',
-      'transfer-encoding': 'chunked',
-    });
+    const a = await rawPost(
+      '/api/v1/mcp',
+      ['{"tool":"echo","args":{"value":"', 'x'.repeat(3000), 'x'.repeat(3000), '"}}'],
+      {
+        ...AUTH,
+        'content-type': 'application/json',
+        'transfer-encoding': 'chunked',
+      },
+    );
     expect(a.status).toBe(413);
     expect(typeof a.body.error).toBe('string');
   });
 
   it('reads a chunked body under the limit', async () => {
-    const a = await rawPost('/api/v1/mcp', ['{"tool":"echo",', '"args":{"value":"abc"}}'], { ...AUTH, 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    const a = await rawPost('/api/v1/mcp', ['{"tool":"echo",', '"args":{"value":"abc"}}'], {
+      ...AUTH,
+      'content-type': 'application/json',
+      'transfer-encoding': 'chunked',
+    });
     expect(a.status).toBe(200);
     expect(a.body).toEqual({ args: { value: 'abc' }, transport: 'http' });
   });
@@ -332,7 +373,11 @@ describe('POST /api/v1/mcp {tool, args}', () => {
   });
 
   it('HEAD /health answers the headers of GET without a body; the next answer on the connection is intact', async () => {
-    const r = await rawExchange(server.port, 'HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n', { expectResponses: 2, headRequests: 1 });
+    const r = await rawExchange(
+      server.port,
+      'HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n',
+      { expectResponses: 2, headRequests: 1 },
+    );
     expect(r.responses.map((x) => x.status)).toEqual([200, 200]);
     expect(r.responses[0]!.body).toBe('');
     expect(r.responses[0]!.headers.get('content-length')).toBe(String('{"ok":true}'.length));
@@ -345,7 +390,7 @@ describe('POST /api/v1/mcp {tool, args}', () => {
     }
   });
 
-  it("a ToolError keeps its status, message, code and Retry-After", async () => {
+  it('a ToolError keeps its status, message, code and Retry-After', async () => {
     const a = await post({ tool: 'teapot', args: {} });
     expectError(a, 502, 'kettle_down');
     expect(a.body.error).toBe('the kettle service is down');
@@ -384,7 +429,9 @@ describe('routes and methods', () => {
 
 describe('MCP Streamable HTTP on /api/v1/mcp', () => {
   async function connect(token = KEY): Promise<Client> {
-    const transport = new StreamableHTTPClientTransport(new URL(`${base}/api/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(`${base}/api/v1/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    });
     const client = new Client({ name: 'contract-test', version: '1.0.0' });
     await client.connect(transport);
     return client;
@@ -396,7 +443,16 @@ describe('MCP Streamable HTTP on /api/v1/mcp', () => {
       expect(client.getServerVersion()?.name).toBe('hearth-tool-server');
       expect(client.getServerCapabilities()?.tools).toBeDefined();
       const { tools: listed } = await client.listTools();
-      expect(listed.map((t) => t.name)).toEqual(['healthcheck', 'weather', 'boom', 'throws_value', 'teapot', 'slow', 'bigint', 'echo']);
+      expect(listed.map((t) => t.name)).toEqual([
+        'healthcheck',
+        'weather',
+        'boom',
+        'throws_value',
+        'teapot',
+        'slow',
+        'bigint',
+        'echo',
+      ]);
       expect(listed.find((t) => t.name === 'weather')?.inputSchema).toEqual(weather.input_schema);
     } finally {
       await client.close();
@@ -412,7 +468,9 @@ describe('MCP Streamable HTTP on /api/v1/mcp', () => {
 
       const w = await client.callTool({ name: 'weather', arguments: { city: 'Bergen' } });
       expect(w.structuredContent).toEqual({ city: 'Bergen', units: 'metric', temperature: 21 });
-      expect(w.content).toEqual([{ type: 'text', text: JSON.stringify({ city: 'Bergen', units: 'metric', temperature: 21 }) }]);
+      expect(w.content).toEqual([
+        { type: 'text', text: JSON.stringify({ city: 'Bergen', units: 'metric', temperature: 21 }) },
+      ]);
 
       const e = await client.callTool({ name: 'echo', arguments: { value: 1 } });
       expect(e.structuredContent).toEqual({ args: { value: 1 }, transport: 'mcp' });
@@ -459,14 +517,22 @@ describe('MCP Streamable HTTP on /api/v1/mcp', () => {
     await expect(connect('wrong')).rejects.toThrow(/401|Unauthorized/);
     const raw = await call('/api/v1/mcp', {
       method: 'POST',
-      headers: { authorization: 'Bearer wrong', 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: {
+        authorization: 'Bearer wrong',
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expectError(raw, 401);
   });
 
   it('answers JSON-RPC errors from the transport as JSON (no Accept for both types)', async () => {
-    const a = await call('/api/v1/mcp', { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    const a = await call('/api/v1/mcp', {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
     expect(a.status).toBe(406);
     expect(a.body.jsonrpc).toBe('2.0');
     expect(a.body.error.code).toBe(-32000);
@@ -490,14 +556,29 @@ describe('limits and lifecycle', () => {
     const entered = latch();
     const busy = openToolServer({
       maxConcurrentCalls: 1,
-      tools: [defineTool({ name: 'block', description: 'Blocks until released', input_schema: { type: 'object', properties: {} }, handler: async () => (entered.open(), await gate.opened, { done: true }) })],
+      tools: [
+        defineTool({
+          name: 'block',
+          description: 'Blocks until released',
+          input_schema: { type: 'object', properties: {} },
+          handler: async () => (entered.open(), await gate.opened, { done: true }),
+        }),
+      ],
     });
     const { port } = await busy.listen();
     try {
       const url = `http://127.0.0.1:${port}/api/v1/mcp`;
-      const first = fetch(url, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ tool: 'block', args: {} }) });
+      const first = fetch(url, {
+        method: 'POST',
+        headers: JSON_TYPE,
+        body: JSON.stringify({ tool: 'block', args: {} }),
+      });
       await entered.opened;
-      const second = await fetch(url, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ tool: 'healthcheck', args: {} }) });
+      const second = await fetch(url, {
+        method: 'POST',
+        headers: JSON_TYPE,
+        body: JSON.stringify({ tool: 'healthcheck', args: {} }),
+      });
       expect(second.status).toBe(503);
       expect(second.headers.get('retry-after')).toBe('1');
       expect(((await second.json()) as { code: string }).code).toBe('server_busy');
@@ -515,7 +596,13 @@ describe('limits and lifecycle', () => {
   });
 
   it('close() is idempotent, stops listening, and a closed server cannot listen again', async () => {
-    const s = createToolServer({ apiKey: KEY, port: 0, host: '127.0.0.1', tools: [], logger: createLogger('error', () => {}) });
+    const s = createToolServer({
+      apiKey: KEY,
+      port: 0,
+      host: '127.0.0.1',
+      tools: [],
+      logger: createLogger('error', () => {}),
+    });
     const { port } = await s.listen();
     expect((await fetch(`http://127.0.0.1:${port}/health`, { headers: { connection: 'close' } })).status).toBe(200);
     await Promise.all([s.close(), s.close()]);
@@ -528,14 +615,25 @@ describe('limits and lifecycle', () => {
     const entered = latch();
     const gate = latch();
     const s = openToolServer({
-      tools: [defineTool({ name: 'gated', description: 'Finishes when released', input_schema: { type: 'object', properties: {} }, handler: async () => (entered.open(), await gate.opened, { finished: true }) })],
+      tools: [
+        defineTool({
+          name: 'gated',
+          description: 'Finishes when released',
+          input_schema: { type: 'object', properties: {} },
+          handler: async () => (entered.open(), await gate.opened, { finished: true }),
+        }),
+      ],
     });
     const { port } = await s.listen();
     // One kept-alive connection for /health, so a request can still arrive after the listen socket is closed.
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       expect(await rawGet(port, '/health', agent)).toEqual({ status: 200, body: { ok: true } });
-      const pending = fetch(`http://127.0.0.1:${port}/api/v1/mcp`, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ tool: 'gated' }) });
+      const pending = fetch(`http://127.0.0.1:${port}/api/v1/mcp`, {
+        method: 'POST',
+        headers: JSON_TYPE,
+        body: JSON.stringify({ tool: 'gated' }),
+      });
       await entered.opened;
       const closing = s.close();
       expect(await rawGet(port, '/health', agent)).toEqual({ status: 503, body: { ok: false } });
@@ -561,12 +659,22 @@ describe('limits and lifecycle', () => {
           name: 'stuck',
           description: 'Waits for its signal',
           input_schema: { type: 'object', properties: {} },
-          handler: (_a, ctx) => new Promise((resolve) => (entered.open(), ctx.signal.addEventListener('abort', () => ((sawAbort = true), resolve(null))))),
+          handler: (_a, ctx) =>
+            new Promise(
+              (resolve) => (
+                entered.open(),
+                ctx.signal.addEventListener('abort', () => ((sawAbort = true), resolve(null)))
+              ),
+            ),
         }),
       ],
     });
     const { port } = await s.listen();
-    const pending = fetch(`http://127.0.0.1:${port}/api/v1/mcp`, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify({ tool: 'stuck' }) });
+    const pending = fetch(`http://127.0.0.1:${port}/api/v1/mcp`, {
+      method: 'POST',
+      headers: JSON_TYPE,
+      body: JSON.stringify({ tool: 'stuck' }),
+    });
     await entered.opened;
     await s.close();
     const res = await pending;
@@ -587,13 +695,27 @@ describe('construction-time errors', () => {
   });
 
   it('rejects an input_schema ajv cannot compile', () => {
-    expect(() => createToolServer({ ...base, tools: [tool({ input_schema: { type: 'object', properties: { a: { type: 'strin' } } } })] })).toThrow(ToolDefinitionError);
-    expect(() => createToolServer({ ...base, tools: [tool({ input_schema: { type: 'object', properties: {}, requird: ['a'] } })] })).toThrow(/input_schema/);
+    expect(() =>
+      createToolServer({
+        ...base,
+        tools: [tool({ input_schema: { type: 'object', properties: { a: { type: 'strin' } } } })],
+      }),
+    ).toThrow(ToolDefinitionError);
+    expect(() =>
+      createToolServer({
+        ...base,
+        tools: [tool({ input_schema: { type: 'object', properties: {}, requird: ['a'] } })],
+      }),
+    ).toThrow(/input_schema/);
   });
 
   it("rejects a schema without type 'object' or properties", () => {
-    expect(() => createToolServer({ ...base, tools: [tool({ input_schema: { type: 'array', properties: {} } as never })] })).toThrow(/type must be 'object'/);
-    expect(() => createToolServer({ ...base, tools: [tool({ input_schema: { type: 'object' } as never })] })).toThrow(/properties/);
+    expect(() =>
+      createToolServer({ ...base, tools: [tool({ input_schema: { type: 'array', properties: {} } as never })] }),
+    ).toThrow(/type must be 'object'/);
+    expect(() => createToolServer({ ...base, tools: [tool({ input_schema: { type: 'object' } as never })] })).toThrow(
+      /properties/,
+    );
   });
 
   it('rejects duplicate and malformed names, empty descriptions, missing handlers', () => {
@@ -616,7 +738,10 @@ describe('construction-time errors', () => {
   });
 
   it('lets the application replace the built-in healthcheck', async () => {
-    const s = createToolServer({ ...base, tools: [tool({ name: 'healthcheck', handler: () => ({ ok: true, deep: true }) })] });
+    const s = createToolServer({
+      ...base,
+      tools: [tool({ name: 'healthcheck', handler: () => ({ ok: true, deep: true }) })],
+    });
     expect(s.tools.map((t) => t.name)).toEqual(['healthcheck']);
   });
 });

@@ -30,12 +30,18 @@ const log = (line: string) => process.stdout.write(`cpu-variants: ${line}\n`);
 
 /** Loads the kernels in a child process (the CPU backend is process-wide): the library's name, or why not. */
 function probe(kernels: string): { library: string } | { reason: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', PROBE, kernels], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', PROBE, kernels], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   const line = r.stdout.trim().split('\n').at(-1) ?? '';
   try {
     return JSON.parse(line) as { library: string } | { reason: string };
   } catch {
-    return { reason: `the probe failed (status ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}` };
+    return {
+      reason: `the probe failed (status ${r.status}): ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' | ')}`,
+    };
   }
 }
 
@@ -64,14 +70,20 @@ for (const v of variants) {
   }
   log(`${v.kernels}: ${p.library} (${v.what}): ${NUMERIC_TEST_FILES.length} files`);
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...NUMERIC_TEST_FILES], {
-    cwd: ROOT,
-    stdio: 'inherit',
-    env: { ...process.env, HEARTH_TEST_CPU_KERNELS: v.kernels },
-  });
+  const r = spawnSync(
+    process.execPath,
+    [join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...NUMERIC_TEST_FILES],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+      env: { ...process.env, HEARTH_TEST_CPU_KERNELS: v.kernels },
+    },
+  );
   const seconds = ((performance.now() - t0) / 1000).toFixed(0);
   if (r.status !== 0) failed = true;
-  results.push(`${v.kernels} (${p.library}): ${r.status === 0 ? 'passed' : `FAILED (status ${r.status ?? r.signal})`} in ${seconds} s`);
+  results.push(
+    `${v.kernels} (${p.library}): ${r.status === 0 ? 'passed' : `FAILED (status ${r.status ?? r.signal})`} in ${seconds} s`,
+  );
 }
 for (const line of results) log(line);
 log(`${failed ? 'FAILED' : 'done'} in ${((performance.now() - started) / 1000).toFixed(0)} s`);

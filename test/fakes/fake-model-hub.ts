@@ -18,7 +18,11 @@ export interface FakeModelHub {
  * bytes at once and holds the rest until `release()`, so a test can observe the pull in progress.
  * `mode: 'missing'` answers 404 for everything (an unknown repo).
  */
-export async function startFakeModelHub(o: { filePath: string; heldAfterBytes?: number; mode?: 'serve' | 'missing' }): Promise<FakeModelHub> {
+export async function startFakeModelHub(o: {
+  filePath: string;
+  heldAfterBytes?: number;
+  mode?: 'serve' | 'missing';
+}): Promise<FakeModelHub> {
   const data = fs.readFileSync(o.filePath);
   const held = Math.min(o.heldAfterBytes ?? data.length, data.length);
   const requests: string[] = [];
@@ -38,7 +42,12 @@ export async function startFakeModelHub(o: { filePath: string; heldAfterBytes?: 
       start = Number(range[1]);
       end = range[2] ? Math.min(Number(range[2]), end) : end;
     }
-    const headers = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes', 'content-length': String(end - start + 1), etag: '"fake-etag"' };
+    const headers = {
+      'content-type': 'application/octet-stream',
+      'accept-ranges': 'bytes',
+      'content-length': String(end - start + 1),
+      etag: '"fake-etag"',
+    };
     if (range) res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${end}/${data.length}` });
     else res.writeHead(200, headers);
     if (req.method === 'HEAD') return res.end();
@@ -57,6 +66,10 @@ export async function startFakeModelHub(o: { filePath: string; heldAfterBytes?: 
       released = true;
       for (const w of waiters.splice(0)) w();
     },
-    close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

@@ -1,4 +1,10 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { ProviderName } from '../../src/providers/chat-provider.ts';
@@ -79,7 +85,8 @@ export interface NormalizedMessage {
   role: 'user' | 'assistant' | 'tool';
   content: string;
   /** assistant: the calls it made (arguments parsed; Gemini: the part's thoughtSignature). */
-  toolCalls?: Array<{ id?: string | undefined; name: string; arguments: unknown; signature?: string | undefined }> | undefined;
+  toolCalls?:
+    Array<{ id?: string | undefined; name: string; arguments: unknown; signature?: string | undefined }> | undefined;
   /** tool: the id of the call answered (OpenAI, Mistral, Anthropic) ... */
   toolCallId?: string | undefined;
   /** ... or the function's name (Gemini). */
@@ -139,7 +146,10 @@ export interface VendorDialect {
 }
 
 /** A reply with every default applied. */
-export type ResolvedReply = Required<Omit<FakeReply, 'pieces' | 'toolCalls'>> & { pieces: string[]; toolCalls: Array<Required<FakeToolCall>> };
+export type ResolvedReply = Required<Omit<FakeReply, 'pieces' | 'toolCalls'>> & {
+  pieces: string[];
+  toolCalls: Array<Required<FakeToolCall>>;
+};
 
 /** Splits `text` into `n` nearly equal non-empty parts (fewer when it is short). */
 export function splitInto(text: string, n = 3): string[] {
@@ -232,7 +242,10 @@ export class FakeUpstream {
   lastRequest(): NormalizedRequest {
     const last = this.requests[this.requests.length - 1];
     if (last === undefined) throw new Error('the fake received no request');
-    return this.dialect.describe(last.body, new URL(`http://x${last.path}?${new URLSearchParams(last.query).toString()}`));
+    return this.dialect.describe(
+      last.body,
+      new URL(`http://x${last.path}?${new URLSearchParams(last.query).toString()}`),
+    );
   }
 
   /** Resolves once some recorded request was aborted by the client (rejects after `timeoutMs`). */
@@ -318,13 +331,24 @@ export class FakeUpstream {
     }
     if (behaviour.kind === 'fail') {
       const response = this.dialect.error(behaviour.status, behaviour.message, behaviour.retryAfter);
-      if (behaviour.retryAfterMs !== undefined) response.headers = { ...response.headers, 'retry-after-ms': behaviour.retryAfterMs };
+      if (behaviour.retryAfterMs !== undefined)
+        response.headers = { ...response.headers, 'retry-after-ms': behaviour.retryAfterMs };
       return this.send(res, response);
     }
-    const reply = this.resolveReply(behaviour.kind === 'reply' ? behaviour.reply : undefined, this.dialect.describe(body, url));
+    const reply = this.resolveReply(
+      behaviour.kind === 'reply' ? behaviour.reply : undefined,
+      this.dialect.describe(body, url),
+    );
     if (behaviour.kind === 'trickle') {
-      const text = route.stream ? (({ head, pieces, tail }) => [...head, ...pieces, ...tail].join(''))(this.dialect.stream(reply, route.model, body)) : JSON.stringify(this.dialect.json(reply, route.model));
-      res.writeHead(200, route.stream ? this.dialect.streamHeaders : { 'content-type': 'application/json; charset=utf-8' });
+      const text = route.stream
+        ? (({ head, pieces, tail }) => [...head, ...pieces, ...tail].join(''))(
+            this.dialect.stream(reply, route.model, body),
+          )
+        : JSON.stringify(this.dialect.json(reply, route.model));
+      res.writeHead(
+        200,
+        route.stream ? this.dialect.streamHeaders : { 'content-type': 'application/json; charset=utf-8' },
+      );
       return this.every(res, behaviour.intervalMs, (i) => {
         if (i >= text.length) return false;
         res.write(text[i]);
@@ -332,13 +356,18 @@ export class FakeUpstream {
       });
     }
     if (!route.stream) {
-      if (behaviour.kind !== 'reply') return this.send(res, { status: 500, body: { error: `fake misuse: '${behaviour.kind}' needs a streaming request` } });
+      if (behaviour.kind !== 'reply')
+        return this.send(res, {
+          status: 500,
+          body: { error: `fake misuse: '${behaviour.kind}' needs a streaming request` },
+        });
       return this.send(res, { status: 200, body: this.dialect.json(reply, route.model) });
     }
     const rendered = this.dialect.stream(reply, route.model, body);
     res.writeHead(200, this.dialect.streamHeaders);
     for (const event of rendered.head) res.write(event);
-    const limit = behaviour.kind === 'reply' ? rendered.pieces.length : Math.min(behaviour.afterPieces, rendered.pieces.length);
+    const limit =
+      behaviour.kind === 'reply' ? rendered.pieces.length : Math.min(behaviour.afterPieces, rendered.pieces.length);
     for (const event of rendered.pieces.slice(0, limit)) res.write(event);
     switch (behaviour.kind) {
       case 'reply':
@@ -376,15 +405,22 @@ export class FakeUpstream {
 
   private resolveReply(override: Partial<FakeReply> | undefined, request: NormalizedRequest): ResolvedReply {
     const merged = { ...this.defaultReply, ...override };
-    const toolCalls = (merged.toolCalls ?? []).map((c) => ({ ...c, pieces: c.pieces ?? splitInto(JSON.stringify(c.arguments)) }));
+    const toolCalls = (merged.toolCalls ?? []).map((c) => ({
+      ...c,
+      pieces: c.pieces ?? splitInto(JSON.stringify(c.arguments)),
+    }));
     const text = merged.text ?? (toolCalls.length > 0 ? '' : DEFAULT_TEXT);
-    const pieces = merged.pieces ?? (text.match(/\S+\s*|\s+/g) ?? []);
-    const promptWords = [request.system ?? '', ...request.messages.map((m) => m.content)].join(' ').split(/\s+/).filter(Boolean).length;
+    const pieces = merged.pieces ?? text.match(/\S+\s*|\s+/g) ?? [];
+    const promptWords = [request.system ?? '', ...request.messages.map((m) => m.content)]
+      .join(' ')
+      .split(/\s+/)
+      .filter(Boolean).length;
     return {
       text,
       pieces,
       toolCalls,
-      finishReason: merged.finishReason ?? (toolCalls.length > 0 ? this.dialect.toolStopReason : this.dialect.stopReason),
+      finishReason:
+        merged.finishReason ?? (toolCalls.length > 0 ? this.dialect.toolStopReason : this.dialect.stopReason),
       usage: merged.usage ?? { prompt: promptWords, completion: pieces.length + toolCalls.length },
     };
   }

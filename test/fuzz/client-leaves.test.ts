@@ -1,7 +1,14 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
-import { countsWithinBound, type Leave, type PendingClient, rawChatRequest, sendAndHold, untilCounts } from '../helpers/abandoned-requests.ts';
+import {
+  countsWithinBound,
+  type Leave,
+  type PendingClient,
+  rawChatRequest,
+  sendAndHold,
+  untilCounts,
+} from '../helpers/abandoned-requests.ts';
 import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
 
 /**
@@ -20,13 +27,36 @@ const SEED = 0x36c1ea5;
 
 describe.each(['auto', 'off'] as const)('clients that leave (fast-check, fixed seed), --front %s', (front) => {
   let hearth: HearthProcess;
-  const request = (stream: boolean) => rawChatRequest(hearth.key, { model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: 90_000, stream });
+  const request = (stream: boolean) =>
+    rawChatRequest(hearth.key, {
+      model: MODEL,
+      messages: [{ role: 'user', content: 'go' }],
+      max_tokens: 90_000,
+      stream,
+    });
   const freed = (c: { running: number; waiting: number }) => c.running === 0 && c.waiting === 0;
 
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null, contextLength: CONTEXT });
     hearth = await startHearthProcess({
-      args: ['--model', model, '--model-id', MODEL, '--slots', String(SLOTS), '--queue-limit', String(QUEUE), '--workers', '1', '--max-tokens', '100000', '--context-size', String(CONTEXT), '--front', front],
+      args: [
+        '--model',
+        model,
+        '--model-id',
+        MODEL,
+        '--slots',
+        String(SLOTS),
+        '--queue-limit',
+        String(QUEUE),
+        '--workers',
+        '1',
+        '--max-tokens',
+        '100000',
+        '--context-size',
+        String(CONTEXT),
+        '--front',
+        front,
+      ],
     });
     await hearth.waitReady();
   }, 60_000);
@@ -61,11 +91,16 @@ describe.each(['auto', 'off'] as const)('clients that leave (fast-check, fixed s
   it('client disconnects while its request waits in the queue: its place is free within 1 s', async () => {
     const holders = await Promise.all(Array.from({ length: SLOTS }, () => sendAndHold(hearth.port, request(true))));
     await untilCounts(hearth.baseUrl, (c) => c.running === SLOTS, 'every slot held');
-    const queued = await Promise.all(Array.from({ length: QUEUE }, (_, i) => sendAndHold(hearth.port, request(i % 2 === 0))));
+    const queued = await Promise.all(
+      Array.from({ length: QUEUE }, (_, i) => sendAndHold(hearth.port, request(i % 2 === 0))),
+    );
     await untilCounts(hearth.baseUrl, (c) => c.waiting === QUEUE, 'the queue full');
     const leftAt = Date.now();
     await Promise.all(queued.map((c) => c.leave('fin')));
-    expect(await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.waiting === 0)).toEqual({ running: SLOTS, waiting: 0 });
+    expect(await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.waiting === 0)).toEqual({
+      running: SLOTS,
+      waiting: 0,
+    });
     // The next request takes a place in the queue (it was 503 queue_full while the abandoned ones held it) ...
     const next = chat(2);
     await untilCounts(hearth.baseUrl, (c) => c.waiting === 1, 'the next request queued');
@@ -99,10 +134,17 @@ describe.each(['auto', 'off'] as const)('clients that leave (fast-check, fixed s
           if (c.early) early.push(client.leave(c.leave));
           else held.push({ client, c });
         }
-        await untilCounts(hearth.baseUrl, (n) => n.running + n.waiting >= held.length, `${what}: the held requests admitted`);
+        await untilCounts(
+          hearth.baseUrl,
+          (n) => n.running + n.waiting >= held.length,
+          `${what}: the held requests admitted`,
+        );
         await Promise.all([
           ...early,
-          ...held.map(({ client, c }) => new Promise<void>((resolve) => setTimeout(() => void client.leave(c.leave).then(resolve), c.afterMs))),
+          ...held.map(
+            ({ client, c }) =>
+              new Promise<void>((resolve) => setTimeout(() => void client.leave(c.leave).then(resolve), c.afterMs)),
+          ),
         ]);
         const leftAt = Date.now();
         expect(await countsWithinBound(hearth.baseUrl, leftAt, freed), what).toEqual({ running: 0, waiting: 0 });

@@ -24,7 +24,12 @@ export async function requestCounts(baseUrl: string): Promise<RequestCounts> {
 }
 
 /** Polls /health every 50 ms until `done` holds, or throws after `timeoutMs` naming `what` and the last counts. */
-export async function untilCounts(baseUrl: string, done: (c: RequestCounts) => boolean, what: string, timeoutMs = 30_000): Promise<RequestCounts> {
+export async function untilCounts(
+  baseUrl: string,
+  done: (c: RequestCounts) => boolean,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<RequestCounts> {
   const deadline = Date.now() + timeoutMs;
   let last: RequestCounts = await requestCounts(baseUrl);
   while (!done(last)) {
@@ -40,7 +45,11 @@ export async function untilCounts(baseUrl: string, done: (c: RequestCounts) => b
  * it saw them once they reached `target`, else the counts its last such request saw. A poll sent inside the bound
  * counts whenever its answer comes (the machine may be busy); nothing else about time is asserted.
  */
-export async function countsWithinBound(baseUrl: string, leftAt: number, target: (c: RequestCounts) => boolean): Promise<RequestCounts> {
+export async function countsWithinBound(
+  baseUrl: string,
+  leftAt: number,
+  target: (c: RequestCounts) => boolean,
+): Promise<RequestCounts> {
   let last = await requestCounts(baseUrl);
   while (!target(last)) {
     await new Promise((r) => setTimeout(r, 25));

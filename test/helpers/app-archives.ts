@@ -31,7 +31,12 @@ export function probeAppArchive(config: { version: string; healthy: boolean }): 
 export function probeAppRepository(config: { version: string; healthy: boolean }, tag: string): string {
   const work = probeAppCopy(config);
   const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-probe-repo-'));
-  const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' });
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync(
+      'git',
+      ['-c', 'user.name=test', '-c', 'user.email=test@example.com', '-c', 'init.defaultBranch=main', ...args],
+      { cwd, stdio: 'pipe' },
+    );
   git(bare, 'init', '--quiet', '--bare');
   git(work, 'init', '--quiet');
   git(work, 'add', '.');
@@ -55,7 +60,15 @@ export function rawArchive(entries: RawEntry[]): Buffer {
   const parts: Buffer[] = [];
   for (const e of entries) {
     const body = e.body ?? Buffer.alloc(0);
-    parts.push(encodeHeader({ name: e.name, mode: e.mode ?? 0o644, size: e.typeFlag === '0' ? body.length : 0, typeFlag: e.typeFlag, linkName: e.linkName ?? '' }));
+    parts.push(
+      encodeHeader({
+        name: e.name,
+        mode: e.mode ?? 0o644,
+        size: e.typeFlag === '0' ? body.length : 0,
+        typeFlag: e.typeFlag,
+        linkName: e.linkName ?? '',
+      }),
+    );
     if (e.typeFlag === '0') parts.push(body, Buffer.alloc(padding(body.length)));
   }
   parts.push(Buffer.alloc(BLOCK * 2));

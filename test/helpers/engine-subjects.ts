@@ -30,7 +30,10 @@ export function collectJob(engine: SlotEngine, job: TestJob): Promise<JobRun> {
   return new Promise((done) => {
     const r: JobRun = { text: '', logprobs: [] };
     submitJob(engine, job, {
-      onText: (t, _n, lp) => { r.text += t; if (lp) r.logprobs.push(...lp); },
+      onText: (t, _n, lp) => {
+        r.text += t;
+        if (lp) r.logprobs.push(...lp);
+      },
       onDone: (result) => done({ ...r, result }),
       onError: (error) => done({ ...r, error }),
     });
@@ -38,14 +41,39 @@ export function collectJob(engine: SlotEngine, job: TestJob): Promise<JobRun> {
 }
 
 /** Loads each [name, path] with both engines (`slots` sequences of `contextSize` tokens, 1 thread). */
-export async function loadEngineSubjects(llama: Llama, paths: Array<[string, string]>, o: { contextSize: number; slots: number }): Promise<EngineSubject[]> {
+export async function loadEngineSubjects(
+  llama: Llama,
+  paths: Array<[string, string]>,
+  o: { contextSize: number; slots: number },
+): Promise<EngineSubject[]> {
   const native = nativeAddonAvailable();
   if (!native.ok && process.env.CI) throw new Error(`native addon missing in CI: ${native.reason}`);
   const subjects: EngineSubject[] = [];
   for (const [name, path] of paths) {
     const model = await llama.loadModel({ modelPath: path });
-    const engines: EngineSubject['engines'] = [['node-llama-cpp', await LlamaSequenceEngine.load({ model, contextSize: o.contextSize, slots: o.slots, threads: 1, batchSize: 256 })]];
-    if (native.ok) engines.push(['native', await loadNativeSlotEngine({ modelPath: path, contextSize: o.contextSize, slots: o.slots, threads: 1, batchSize: 256 })]);
+    const engines: EngineSubject['engines'] = [
+      [
+        'node-llama-cpp',
+        await LlamaSequenceEngine.load({
+          model,
+          contextSize: o.contextSize,
+          slots: o.slots,
+          threads: 1,
+          batchSize: 256,
+        }),
+      ],
+    ];
+    if (native.ok)
+      engines.push([
+        'native',
+        await loadNativeSlotEngine({
+          modelPath: path,
+          contextSize: o.contextSize,
+          slots: o.slots,
+          threads: 1,
+          batchSize: 256,
+        }),
+      ]);
     subjects.push({ name, model, engines, prompt: Uint32Array.from(model.tokenize('Once upon a time', true)) });
   }
   return subjects;

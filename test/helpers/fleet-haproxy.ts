@@ -9,7 +9,9 @@ import { freePort } from './ports.ts';
 export const FLEET_CONFIG = path.resolve(import.meta.dirname, '../../deploy/haproxy/fleet.cfg');
 
 /** The haproxy binary (Debian puts it in /usr/sbin, which a non-root PATH may lack), or undefined. */
-export const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].find((bin) => spawnSync(bin, ['-v'], { encoding: 'utf8' }).status === 0);
+export const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].find(
+  (bin) => spawnSync(bin, ['-v'], { encoding: 'utf8' }).status === 0,
+);
 
 export interface FleetFront {
   baseUrl: string;
@@ -26,8 +28,12 @@ export async function startFleetFront(o: { replicas: Record<number, string>; app
   if (o.appHost !== undefined) env.HEARTH_FLEET_APP_HOST = o.appHost;
   const proc = spawn(HAPROXY, ['-db', '-f', FLEET_CONFIG], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  proc.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+  proc.stdout!.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
   const baseUrl = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {

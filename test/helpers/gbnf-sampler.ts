@@ -18,7 +18,17 @@ export type Grammar = Map<string, Node>;
 
 function parseEscape(s: string, i: number): [number, number] {
   const c = s[i + 1]!;
-  const simple: Record<string, string> = { n: '\n', r: '\r', t: '\t', '\\': '\\', '"': '"', '[': '[', ']': ']', '-': '-', '/': '/' };
+  const simple: Record<string, string> = {
+    n: '\n',
+    r: '\r',
+    t: '\t',
+    '\\': '\\',
+    '"': '"',
+    '[': '[',
+    ']': ']',
+    '-': '-',
+    '/': '/',
+  };
   if (c in simple) return [simple[c]!.codePointAt(0)!, i + 2];
   const len = c === 'x' ? 2 : c === 'u' ? 4 : c === 'U' ? 8 : 0;
   if (len === 0) throw new Error(`bad escape \\${c} in ${s}`);
@@ -27,11 +37,17 @@ function parseEscape(s: string, i: number): [number, number] {
 
 function parseBody(s: string): Node {
   let i = 0;
-  const ws = () => { while (i < s.length && /\s/.test(s[i]!)) i++; };
+  const ws = () => {
+    while (i < s.length && /\s/.test(s[i]!)) i++;
+  };
   const alt = (): Node => {
     const options: Node[][] = [seq()];
     ws();
-    while (s[i] === '|') { i++; options.push(seq()); ws(); }
+    while (s[i] === '|') {
+      i++;
+      options.push(seq());
+      ws();
+    }
     return options.length === 1 && options[0]!.length === 1 ? options[0]![0]! : { k: 'alt', options };
   };
   const seq = (): Node[] => {
@@ -42,10 +58,16 @@ function parseBody(s: string): Node {
       let node = atom();
       ws();
       for (;;) {
-        if (s[i] === '?') { node = { k: 'rep', node, min: 0, max: 1 }; i++; }
-        else if (s[i] === '*') { node = { k: 'rep', node, min: 0, max: null }; i++; }
-        else if (s[i] === '+') { node = { k: 'rep', node, min: 1, max: null }; i++; }
-        else if (s[i] === '{') {
+        if (s[i] === '?') {
+          node = { k: 'rep', node, min: 0, max: 1 };
+          i++;
+        } else if (s[i] === '*') {
+          node = { k: 'rep', node, min: 0, max: null };
+          i++;
+        } else if (s[i] === '+') {
+          node = { k: 'rep', node, min: 1, max: null };
+          i++;
+        } else if (s[i] === '{') {
           const end = s.indexOf('}', i);
           const [a, b] = s.slice(i + 1, end).split(',');
           node = { k: 'rep', node, min: Number(a), max: b === undefined ? Number(a) : b === '' ? null : Number(b) };
@@ -62,8 +84,15 @@ function parseBody(s: string): Node {
       let text = '';
       i++;
       while (s[i] !== '"') {
-        if (s[i] === '\\') { const [cp, j] = parseEscape(s, i); text += String.fromCodePoint(cp); i = j; }
-        else { const cp = s.codePointAt(i)!; text += String.fromCodePoint(cp); i += cp > 0xffff ? 2 : 1; }
+        if (s[i] === '\\') {
+          const [cp, j] = parseEscape(s, i);
+          text += String.fromCodePoint(cp);
+          i = j;
+        } else {
+          const cp = s.codePointAt(i)!;
+          text += String.fromCodePoint(cp);
+          i += cp > 0xffff ? 2 : 1;
+        }
       }
       i++;
       return { k: 'lit', text };
@@ -74,18 +103,37 @@ function parseBody(s: string): Node {
       if (negated) i++;
       const ranges: Array<[number, number]> = [];
       const one = (): number => {
-        if (s[i] === '\\') { const [cp, j] = parseEscape(s, i); i = j; return cp; }
-        const cp = s.codePointAt(i)!; i += cp > 0xffff ? 2 : 1; return cp;
+        if (s[i] === '\\') {
+          const [cp, j] = parseEscape(s, i);
+          i = j;
+          return cp;
+        }
+        const cp = s.codePointAt(i)!;
+        i += cp > 0xffff ? 2 : 1;
+        return cp;
       };
       while (s[i] !== ']') {
         const a = one();
-        if (s[i] === '-' && s[i + 1] !== ']') { i++; ranges.push([a, one()]); } else ranges.push([a, a]);
+        if (s[i] === '-' && s[i + 1] !== ']') {
+          i++;
+          ranges.push([a, one()]);
+        } else ranges.push([a, a]);
       }
       i++;
       return { k: 'class', negated, ranges };
     }
-    if (c === '.') { i++; return { k: 'class', negated: true, ranges: [] }; }
-    if (c === '(') { i++; const n = alt(); ws(); if (s[i] !== ')') throw new Error(`expected ) at ${i} in ${s}`); i++; return n; }
+    if (c === '.') {
+      i++;
+      return { k: 'class', negated: true, ranges: [] };
+    }
+    if (c === '(') {
+      i++;
+      const n = alt();
+      ws();
+      if (s[i] !== ')') throw new Error(`expected ) at ${i} in ${s}`);
+      i++;
+      return n;
+    }
     const m = /^[a-zA-Z0-9-]+/.exec(s.slice(i));
     if (!m) throw new Error(`unexpected ${c} at ${i} in ${s}`);
     i += m[0].length;
@@ -118,18 +166,26 @@ function minCosts(g: Grammar): Map<string, number> {
   const cost = new Map<string, number>([...g.keys()].map((k) => [k, Infinity]));
   const of = (n: Node): number => {
     switch (n.k) {
-      case 'lit': return n.text.length;
-      case 'class': return 1;
-      case 'ref': return cost.get(n.name)!;
-      case 'alt': return Math.min(...n.options.map((o) => o.reduce((a, x) => a + of(x), 0)));
-      case 'rep': return n.min === 0 ? 0 : n.min * of(n.node);
+      case 'lit':
+        return n.text.length;
+      case 'class':
+        return 1;
+      case 'ref':
+        return cost.get(n.name)!;
+      case 'alt':
+        return Math.min(...n.options.map((o) => o.reduce((a, x) => a + of(x), 0)));
+      case 'rep':
+        return n.min === 0 ? 0 : n.min * of(n.node);
     }
   };
   for (let changed = true; changed;) {
     changed = false;
     for (const [k, n] of g) {
       const c = of(n);
-      if (c < cost.get(k)!) { cost.set(k, c); changed = true; }
+      if (c < cost.get(k)!) {
+        cost.set(k, c);
+        changed = true;
+      }
     }
   }
   return Object.assign(cost, { of });
@@ -147,7 +203,9 @@ export function sampleGbnf(text: string, seed: number, maxDepth = 12): string {
   let out = '';
   const walk = (n: Node, depth: number): void => {
     switch (n.k) {
-      case 'lit': out += n.text; return;
+      case 'lit':
+        out += n.text;
+        return;
       case 'class': {
         const inClass = (cp: number) => n.ranges.some(([a, b]) => cp >= a && cp <= b);
         if (!n.negated) {
@@ -159,7 +217,9 @@ export function sampleGbnf(text: string, seed: number, maxDepth = 12): string {
         }
         return;
       }
-      case 'ref': walk(g.get(n.name)!, depth + 1); return;
+      case 'ref':
+        walk(g.get(n.name)!, depth + 1);
+        return;
       case 'alt': {
         let options = n.options;
         if (depth > maxDepth) {

@@ -10,7 +10,15 @@ export interface TestJob extends Partial<GenerationJob> {
 
 /** A GenerationJob with `fields`; the rest: 16 tokens, no stops, greedy, free text, no logprobs, the shared partition. */
 export function generationJob(fields: Partial<GenerationJob> = {}): GenerationJob {
-  return { maxTokens: 16, stops: [], sampling: { ...DEFAULT_SAMPLING, temperature: 0 }, grammar: '', topLogprobs: -1, cachePartition: '', ...fields };
+  return {
+    maxTokens: 16,
+    stops: [],
+    sampling: { ...DEFAULT_SAMPLING, temperature: 0 },
+    grammar: '',
+    topLogprobs: -1,
+    cachePartition: '',
+    ...fields,
+  };
 }
 
 /** Submits a TestJob to `engine` (SlotEngine.submit with the job completed by generationJob). */

@@ -3,7 +3,10 @@ import type { HearthProcess } from './hearth-process.ts';
 
 /** The first JSON log line of a `hearth serve` child whose msg is `msg` (throws, with the log, when there is none). */
 export function logLine(s: HearthProcess, msg: string): Record<string, unknown> {
-  const line = s.logs().split('\n').find((l) => l.includes(`"msg":"${msg}"`));
+  const line = s
+    .logs()
+    .split('\n')
+    .find((l) => l.includes(`"msg":"${msg}"`));
   if (!line) throw new Error(`no "${msg}" in the log:\n${s.logs()}`);
   return JSON.parse(line) as Record<string, unknown>;
 }

@@ -22,7 +22,10 @@ export interface HearthProcess {
 }
 
 /** Runs the `hearth` CLI synchronously (keys, workspaces ...). */
-export function hearthCli(args: string[], env: NodeJS.ProcessEnv = {}): { status: number | null; stdout: string; stderr: string } {
+export function hearthCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -35,16 +38,29 @@ export function createKey(dataDir: string, name = 'test', env: NodeJS.ProcessEnv
 
 /** Starts `hearth serve` as a child process on a free port with a fresh data dir (unless given). */
 /** `bin`: another checkout's `bin/hearth.js` (a benchmark's baseline); default this one's. */
-export async function startHearthProcess(options: { args: string[]; env?: NodeJS.ProcessEnv; dataDir?: string; bin?: string }): Promise<HearthProcess> {
+export async function startHearthProcess(options: {
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+  dataDir?: string;
+  bin?: string;
+}): Promise<HearthProcess> {
   const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-test-'));
   const key = createKey(dataDir, 'test', options.env); // the server's records (HEARTH_DATABASE_URL in env: PostgreSQL)
-  const proc = spawn(process.execPath, [options.bin ?? BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...options.args], {
-    env: { ...process.env, HEARTH_LOG_LEVEL: 'debug', ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const proc = spawn(
+    process.execPath,
+    [options.bin ?? BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, ...options.args],
+    {
+      env: { ...process.env, HEARTH_LOG_LEVEL: 'debug', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
-  proc.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
-  proc.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+  proc.stdout!.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  proc.stderr!.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
@@ -56,7 +72,10 @@ export async function startHearthProcess(options: { args: string[]; env?: NodeJS
       }
     };
     proc.stderr!.on('data', check);
-    void exited.then((code) => { clearTimeout(timer); reject(new Error(`server exited with ${code}:\n${output}`)); });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${output}`));
+    });
   });
   const baseUrl = `http://127.0.0.1:${port}`;
   let stopping: Promise<number | null> | null = null;

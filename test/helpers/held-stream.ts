@@ -10,12 +10,27 @@ export interface HeldStream {
  * Opens a streamed chat completion of up to 50,000 tokens with `key` and resolves once its first bytes arrived
  * (the request holds a slot from then on); rejects on any status but 200. `extra` adds body fields.
  */
-export function holdStream(baseUrl: string, model: string, key: string, extra: Record<string, unknown> = {}): Promise<HeldStream> {
+export function holdStream(
+  baseUrl: string,
+  model: string,
+  key: string,
+  extra: Record<string, unknown> = {},
+): Promise<HeldStream> {
   return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model, messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: 50_000, ...extra });
+    const body = JSON.stringify({
+      model,
+      messages: [{ role: 'user', content: 'go' }],
+      stream: true,
+      max_tokens: 50_000,
+      ...extra,
+    });
     const req = http.request(`${baseUrl}/api/inference/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      },
     });
     let opened = false;
     req.on('response', (res) => {

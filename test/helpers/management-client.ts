@@ -21,7 +21,13 @@ export interface ApiOptions {
 }
 
 /** One call of `method url` on `h`, with `body` as JSON unless it is a Buffer or a string. */
-export async function callApi<T = Record<string, unknown>>(h: HearthProcess, method: string, url: string, body?: unknown, opts: ApiOptions = {}): Promise<ApiAnswer<T>> {
+export async function callApi<T = Record<string, unknown>>(
+  h: HearthProcess,
+  method: string,
+  url: string,
+  body?: unknown,
+  opts: ApiOptions = {},
+): Promise<ApiAnswer<T>> {
   const key = opts.key === undefined ? h.key : opts.key;
   const headers: Record<string, string> = {};
   if (key !== null) headers.authorization = `Bearer ${key}`;
@@ -29,7 +35,8 @@ export async function callApi<T = Record<string, unknown>>(h: HearthProcess, met
   const r = await fetch(`${h.baseUrl}${url}`, {
     method,
     headers,
-    body: body === undefined ? undefined : Buffer.isBuffer(body) || typeof body === 'string' ? body : JSON.stringify(body),
+    body:
+      body === undefined ? undefined : Buffer.isBuffer(body) || typeof body === 'string' ? body : JSON.stringify(body),
     signal: opts.timeoutMs === undefined ? undefined : AbortSignal.timeout(opts.timeoutMs),
   });
   const text = await r.text();
@@ -37,7 +44,13 @@ export async function callApi<T = Record<string, unknown>>(h: HearthProcess, met
 }
 
 /** `callApi` for a set-up step that must succeed: throws on a status of 300 or more, answers the body. */
-export async function mustCall<T = Record<string, unknown>>(h: HearthProcess, method: string, url: string, body?: unknown, opts: ApiOptions = {}): Promise<T> {
+export async function mustCall<T = Record<string, unknown>>(
+  h: HearthProcess,
+  method: string,
+  url: string,
+  body?: unknown,
+  opts: ApiOptions = {},
+): Promise<T> {
   const r = await callApi<T>(h, method, url, body, opts);
   if (r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
@@ -53,7 +66,12 @@ export interface PollOptions {
 }
 
 /** Reads `read` until `done` accepts the value, and answers it; gives up after `timeoutMs`, naming `what`. */
-export async function waitFor<T>(read: () => T | Promise<T>, done: (v: T) => boolean, what: string, opts: PollOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  read: () => T | Promise<T>,
+  done: (v: T) => boolean,
+  what: string,
+  opts: PollOptions = {},
+): Promise<T> {
   const deadline = Date.now() + (opts.timeoutMs ?? 15_000);
   for (;;) {
     const v = await read();
@@ -66,7 +84,11 @@ export async function waitFor<T>(read: () => T | Promise<T>, done: (v: T) => boo
 }
 
 /** Polls `check` until it answers true (see `waitFor`). */
-export async function until(check: () => boolean | Promise<boolean>, what: string, opts: PollOptions = {}): Promise<void> {
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  opts: PollOptions = {},
+): Promise<void> {
   await waitFor(check, (ok) => ok, what, opts);
 }
 
@@ -74,18 +96,37 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
 export async function readyWorkspace(h: HearthProcess, name: string, opts: PollOptions = {}): Promise<string> {
   const ws = (await mustCall<{ workspaceId: string }>(h, 'POST', '/api/v1/workspaces', { name })).workspaceId;
   await mustCall(h, 'PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(async () => (await mustCall<{ state: string }>(h, 'GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready', 'the Yam', opts);
+  await until(
+    async () => (await mustCall<{ state: string }>(h, 'GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready',
+    'the Yam',
+    opts,
+  );
   return ws;
 }
 
 /** Creates an inference project in `ws` (without waiting for it); answers its id and token. */
-export function createProject(h: HearthProcess, ws: string, project: Record<string, unknown>): Promise<{ projectId: string; token: string }> {
+export function createProject(
+  h: HearthProcess,
+  ws: string,
+  project: Record<string, unknown>,
+): Promise<{ projectId: string; token: string }> {
   return mustCall(h, 'POST', `/api/v1/workspaces/${ws}/inference`, project);
 }
 
 /** Waits until the inference project `projectId` of `ws` is ready. */
-export async function projectReady(h: HearthProcess, ws: string, projectId: string, opts: PollOptions = {}): Promise<void> {
-  await until(async () => (await mustCall<{ state: string }>(h, 'GET', `/api/v1/workspaces/${ws}/inference/${projectId}`)).state === 'ready', 'a project', opts);
+export async function projectReady(
+  h: HearthProcess,
+  ws: string,
+  projectId: string,
+  opts: PollOptions = {},
+): Promise<void> {
+  await until(
+    async () =>
+      (await mustCall<{ state: string }>(h, 'GET', `/api/v1/workspaces/${ws}/inference/${projectId}`)).state ===
+      'ready',
+    'a project',
+    opts,
+  );
 }
 
 /**
@@ -94,7 +135,9 @@ export async function projectReady(h: HearthProcess, ws: string, projectId: stri
  * log lines when it gives up.
  */
 export function managementClient(hearth: () => HearthProcess, timeoutMs: number) {
-  const api = <T>(method: string, url: string, body?: unknown, contentType = 'application/json') => callApi<T>(hearth(), method, url, body, { contentType, timeoutMs });
-  const poll = (check: () => Promise<boolean>, what: string) => until(check, what, { timeoutMs: 45_000, everyMs: 150, logs: () => hearth().logs() });
+  const api = <T>(method: string, url: string, body?: unknown, contentType = 'application/json') =>
+    callApi<T>(hearth(), method, url, body, { contentType, timeoutMs });
+  const poll = (check: () => Promise<boolean>, what: string) =>
+    until(check, what, { timeoutMs: 45_000, everyMs: 150, logs: () => hearth().logs() });
   return { api, until: poll };
 }

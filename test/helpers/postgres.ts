@@ -39,7 +39,10 @@ export function postgresBinDir(): string | undefined {
   if (onPath && fs.existsSync(path.join(path.dirname(onPath), 'postgres'))) return path.dirname(onPath);
   const root = '/usr/lib/postgresql';
   if (!fs.existsSync(root)) return undefined;
-  const versions = fs.readdirSync(root).filter((v) => fs.existsSync(path.join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = fs
+    .readdirSync(root)
+    .filter((v) => fs.existsSync(path.join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return versions[0] === undefined ? undefined : path.join(root, versions[0], 'bin');
 }
 
@@ -49,12 +52,28 @@ const asPostgres = (argv: string[]): string[] => (asRoot ? ['runuser', '-u', 'po
 
 export async function startPostgres(): Promise<PostgresServer> {
   const bin = postgresBinDir();
-  if (!bin) throw new Error('PostgreSQL is not installed (initdb not found on PATH or under /usr/lib/postgresql): run .ci/apt-packages');
+  if (!bin)
+    throw new Error(
+      'PostgreSQL is not installed (initdb not found on PATH or under /usr/lib/postgresql): run .ci/apt-packages',
+    );
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-pg-'));
   const data = path.join(dir, 'data');
   fs.mkdirSync(data, { mode: 0o700 });
   if (asRoot) spawnSync('chown', ['-R', 'postgres:postgres', dir]);
-  const [cmd, ...args] = asPostgres([path.join(bin, 'initdb'), '-D', data, '-U', USER, '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C']);
+  const [cmd, ...args] = asPostgres([
+    path.join(bin, 'initdb'),
+    '-D',
+    data,
+    '-U',
+    USER,
+    '-A',
+    'trust',
+    '--no-sync',
+    '-E',
+    'UTF8',
+    '--locale',
+    'C',
+  ]);
   const init = spawnSync(cmd!, args, { encoding: 'utf8' });
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
   const port = await freePort();
@@ -62,7 +81,21 @@ export async function startPostgres(): Promise<PostgresServer> {
   let log = '';
 
   const start = async () => {
-    const [c, ...a] = asPostgres([path.join(bin, 'postgres'), '-D', data, '-k', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=200']);
+    const [c, ...a] = asPostgres([
+      path.join(bin, 'postgres'),
+      '-D',
+      data,
+      '-k',
+      dir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'fsync=off',
+      '-c',
+      'max_connections=200',
+    ]);
     const proc = spawn(c!, a, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
     proc.stdout.on('data', (d: Buffer) => (log += d.toString()));
@@ -99,13 +132,23 @@ export async function startPostgres(): Promise<PostgresServer> {
   /** The postmaster and its children (the backends), from /proc. */
   const serverPids = (): number[] => {
     const main = Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    const kids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)).filter((d) => {
-      try {
-        return Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]) === main;
-      } catch {
-        return false;
-      }
-    });
+    const kids = fs
+      .readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          return (
+            Number(
+              fs
+                .readFileSync(`/proc/${d}/stat`, 'utf8')
+                .replace(/^.*\) /s, '')
+                .split(' ')[1],
+            ) === main
+          );
+        } catch {
+          return false;
+        }
+      });
     return [main, ...kids.map(Number)];
   };
   // A test process that exits without its afterAll (a crash, a time-out) must not leave the server running.

@@ -27,10 +27,18 @@ export interface RawResponse {
 export function rawExchange(
   port: number,
   request: string | Buffer,
-  o: { waitMs?: number; expectResponses?: number; headRequests?: number; until?: (text: string) => boolean; localAddress?: string } = {},
+  o: {
+    waitMs?: number;
+    expectResponses?: number;
+    headRequests?: number;
+    until?: (text: string) => boolean;
+    localAddress?: string;
+  } = {},
 ): Promise<RawResult> {
   const socket = net.connect({ port, host: '127.0.0.1', ...(o.localAddress ? { localAddress: o.localAddress } : {}) });
-  const enough = (text: string) => (o.expectResponses !== undefined && parseResponses(text, o.headRequests).length >= o.expectResponses) || o.until?.(text) === true;
+  const enough = (text: string) =>
+    (o.expectResponses !== undefined && parseResponses(text, o.headRequests).length >= o.expectResponses) ||
+    o.until?.(text) === true;
   const result = collect(socket, { waitMs: o.waitMs ?? 3000, enough, headRequests: o.headRequests });
   socket.write(request);
   return result;
@@ -63,7 +71,10 @@ export function rawWrites(
  * What `socket` receives, until the server closes it (or ends its side, with `endCloses`), `waitMs` passes,
  * or `enough` holds for the bytes so far. `headRequests` as for rawExchange.
  */
-function collect(socket: net.Socket, o: { waitMs: number; enough: (text: string) => boolean; headRequests?: number; endCloses?: boolean }): Promise<RawResult> {
+function collect(
+  socket: net.Socket,
+  o: { waitMs: number; enough: (text: string) => boolean; headRequests?: number; endCloses?: boolean },
+): Promise<RawResult> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let settled = false;
@@ -73,7 +84,13 @@ function collect(socket: net.Socket, o: { waitMs: number; enough: (text: string)
       clearTimeout(timer);
       socket.destroy();
       const text = Buffer.concat(chunks).toString('latin1');
-      resolve({ text, closed, responses: parseResponses(text, o.headRequests), reads: chunks.length, firstRead: chunks[0]?.toString('latin1') ?? '' });
+      resolve({
+        text,
+        closed,
+        responses: parseResponses(text, o.headRequests),
+        reads: chunks.length,
+        firstRead: chunks[0]?.toString('latin1') ?? '',
+      });
     };
     const timer = setTimeout(() => finish(false), o.waitMs);
     socket.on('data', (d: Buffer) => {

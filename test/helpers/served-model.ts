@@ -12,8 +12,17 @@ export interface ServedModel {
  * A real `hearth serve` on one local model (the tiny chat model unless `model` names another file), ready to
  * answer: `--model M --model-id ID` then `args`. The caller stops it (afterAll).
  */
-export async function serveModel(modelId: string, args: readonly string[] = ['--slots', '2'], model?: string): Promise<ServedModel> {
-  const hearth = await startHearthProcess({ args: ['--model', model ?? (await tinyChatModel()), '--model-id', modelId, ...args] });
+export async function serveModel(
+  modelId: string,
+  args: readonly string[] = ['--slots', '2'],
+  model?: string,
+): Promise<ServedModel> {
+  const hearth = await startHearthProcess({
+    args: ['--model', model ?? (await tinyChatModel()), '--model-id', modelId, ...args],
+  });
   await hearth.waitReady();
-  return { hearth, client: new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 }) };
+  return {
+    hearth,
+    client: new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 }),
+  };
 }

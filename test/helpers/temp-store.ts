@@ -16,7 +16,11 @@ import { usePostgres } from './postgres.ts';
  * test instead (one server per file, test/helpers/postgres.ts), so every repository suite written on this
  * helper runs against both stores: `HEARTH_TEST_RECORDS=postgres npx vitest run test/unit/accounts ...`.
  */
-export function useTempStore(prefix: string): { readonly dir: string; readonly store: RecordStore; another(): Promise<RecordStore> } {
+export function useTempStore(prefix: string): {
+  readonly dir: string;
+  readonly store: RecordStore;
+  another(): Promise<RecordStore>;
+} {
   const pg = process.env.HEARTH_TEST_RECORDS === 'postgres' ? usePostgres() : undefined;
   let current: { dir: string; url: string | undefined; store: RecordStore } | undefined;
   beforeEach(async () => {

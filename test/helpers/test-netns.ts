@@ -13,11 +13,24 @@ export interface TestNamespace {
 }
 
 let sequence = 0;
-const IP = ['/usr/sbin/ip', '/sbin/ip'].find((p) => { try { execFileSync(p, ['-V'], { stdio: 'ignore' }); return true; } catch { return false; } }) ?? 'ip';
+const IP =
+  ['/usr/sbin/ip', '/sbin/ip'].find((p) => {
+    try {
+      execFileSync(p, ['-V'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  }) ?? 'ip';
 
 const ip = (...args: string[]) => execFileSync(IP, args, { stdio: 'pipe' });
 
-export async function namespaceWithServer(hostAddress: string, nsAddress: string, port: number, reply: string): Promise<TestNamespace> {
+export async function namespaceWithServer(
+  hostAddress: string,
+  nsAddress: string,
+  port: number,
+  reply: string,
+): Promise<TestNamespace> {
   const n = ++sequence;
   const name = `hearth-test-${process.pid}-${n}`;
   const hostIf = `htv${process.pid % 100_000}${n}h`;
@@ -26,8 +39,16 @@ export async function namespaceWithServer(hostAddress: string, nsAddress: string
   let server: ChildProcess | null = null;
   const remove = async () => {
     server?.kill('SIGKILL');
-    try { ip('link', 'delete', hostIf); } catch { /* gone with the namespace */ }
-    try { ip('netns', 'delete', name); } catch { /* already gone */ }
+    try {
+      ip('link', 'delete', hostIf);
+    } catch {
+      /* gone with the namespace */
+    }
+    try {
+      ip('netns', 'delete', name);
+    } catch {
+      /* already gone */
+    }
   };
   try {
     ip('link', 'add', hostIf, 'type', 'veth', 'peer', 'name', nsIf, 'netns', name);
@@ -40,8 +61,16 @@ export async function namespaceWithServer(hostAddress: string, nsAddress: string
     server = spawn(IP, ['netns', 'exec', name, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the server in ${name} did not start`)), 10_000);
-      server!.stdout!.on('data', (d: Buffer) => { if (String(d).includes('ready')) { clearTimeout(timer); resolve(); } });
-      server!.once('exit', (c) => { clearTimeout(timer); reject(new Error(`the server in ${name} exited (${c})`)); });
+      server!.stdout!.on('data', (d: Buffer) => {
+        if (String(d).includes('ready')) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      server!.once('exit', (c) => {
+        clearTimeout(timer);
+        reject(new Error(`the server in ${name} exited (${c})`));
+      });
     });
   } catch (err) {
     await remove();

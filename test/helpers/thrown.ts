@@ -12,7 +12,11 @@ export function thrownBy<E extends Error>(run: () => unknown, type: abstract new
 }
 
 /** A validation refusal: 400, naming `param` with `code`, and saying the parameter (its top-level name) in the message. */
-export function expectParamRefusal(e: { status: number; param: string | null; code: string | null; message: string }, param: string, code: string): void {
+export function expectParamRefusal(
+  e: { status: number; param: string | null; code: string | null; message: string },
+  param: string,
+  code: string,
+): void {
   expect(e.status).toBe(400);
   expect(e.param).toBe(param);
   expect(e.code).toBe(code);

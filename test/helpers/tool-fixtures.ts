@@ -5,7 +5,15 @@ export const WEATHER_TOOLS: FunctionTool[] = [
   {
     name: 'get_weather',
     description: 'Current weather in a city',
-    parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } }, required: ['city'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: {
+        city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] },
+        unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
+      },
+      required: ['city'],
+      additionalProperties: false,
+    },
     strict: false,
   },
   {

@@ -14,7 +14,10 @@ const REPO = resolve(import.meta.dirname, '../..');
  */
 export function tsWorker(body: string, workerData: unknown, modules: Record<string, string> = {}): Worker {
   const imports = Object.entries(modules)
-    .map(([name, spec]) => `const ${name} = await import('${spec.includes('/') ? pathToFileURL(resolve(REPO, spec)).href : pathToFileURL(require.resolve(spec)).href}');`)
+    .map(
+      ([name, spec]) =>
+        `const ${name} = await import('${spec.includes('/') ? pathToFileURL(resolve(REPO, spec)).href : pathToFileURL(require.resolve(spec)).href}');`,
+    )
     .join('\n');
   const code = `
     import { parentPort, workerData } from 'node:worker_threads';

@@ -4,13 +4,19 @@ import type { EdgeStyle } from '../../src/http/http-exchange.ts';
 import { mountRoutes, type Route } from '../../src/http/router.ts';
 
 /** The router on a bare uWS app listening on a free loopback port (no metrics, no front). `close()` stops listening. */
-export async function listenRoutes(routes: readonly Route[], style?: EdgeStyle): Promise<{ port: number; close(): void }> {
+export async function listenRoutes(
+  routes: readonly Route[],
+  style?: EdgeStyle,
+): Promise<{ port: number; close(): void }> {
   const app = uWS.App();
   mountRoutes(app, routes, () => {}, ...(style === undefined ? [] : [style]));
   const socket = await new Promise<us_listen_socket>((resolve, reject) =>
     app.listen('127.0.0.1', 0, (s) => (s ? resolve(s) : reject(new Error('cannot listen on 127.0.0.1')))),
   );
-  return { port: uWS.us_socket_local_port(socket as unknown as us_socket), close: () => uWS.us_listen_socket_close(socket) };
+  return {
+    port: uWS.us_socket_local_port(socket as unknown as us_socket),
+    close: () => uWS.us_listen_socket_close(socket),
+  };
 }
 
 /** `size` bytes of a fixed pattern (no randomness: a failing test reproduces); different `seed`s differ. */

@@ -45,6 +45,7 @@ export function expectSameEmbedding(actual: ArrayLike<number>, expected: ArrayLi
 /** Every pair of `vectors` (of different inputs) lies at least DISTINCT_EMBEDDINGS apart. */
 export function expectDistinct(vectors: ReadonlyArray<ArrayLike<number>>): void {
   for (let i = 0; i < vectors.length; i++) {
-    for (let j = i + 1; j < vectors.length; j++) expect(relativeDistance(vectors[i]!, vectors[j]!), `inputs ${i} and ${j}`).toBeGreaterThan(DISTINCT_EMBEDDINGS);
+    for (let j = i + 1; j < vectors.length; j++)
+      expect(relativeDistance(vectors[i]!, vectors[j]!), `inputs ${i} and ${j}`).toBeGreaterThan(DISTINCT_EMBEDDINGS);
   }
 }

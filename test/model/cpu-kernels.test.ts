@@ -21,12 +21,19 @@ import { tinyChatModel } from '../helpers/test-model.ts';
  */
 const addon = nativeAddonAvailable();
 const native = nativeCpuKernels();
-const canBuild = process.platform === 'linux' && process.arch === 'x64' && spawnSync('cmake', ['--version']).status === 0;
-const skip = !addon.ok ? `native addon unavailable: ${addon.reason}` : 'reason' in native ? `native CPU kernels ${native.reason}` : '';
+const canBuild =
+  process.platform === 'linux' && process.arch === 'x64' && spawnSync('cmake', ['--version']).status === 0;
+const skip = !addon.ok
+  ? `native addon unavailable: ${addon.reason}`
+  : 'reason' in native
+    ? `native CPU kernels ${native.reason}`
+    : '';
 
 describe.skipIf(!canBuild || !addon.ok)('npm run build:native', () => {
   it('built the CPU kernels for this machine (linux-x64 with cmake installed)', () => {
-    expect(native).toMatchObject({ library: expect.stringMatching(/native\/build\/cpu-kernels\/libggml-cpu-native\.so$/) });
+    expect(native).toMatchObject({
+      library: expect.stringMatching(/native\/build\/cpu-kernels\/libggml-cpu-native\.so$/),
+    });
   });
 });
 
@@ -39,19 +46,41 @@ describe.skipIf(skip !== '')(`CPU kernels for real${skip ? ` (skipped: ${skip})`
   });
 
   it('the probe says the native build is usable, and loads and times the kind it is asked for', async () => {
-    expect(await probeInChild({ action: 'describe' })).toEqual({ action: 'describe', native: { stamp: expect.stringMatching(/^\d+:\d+$/) } });
+    expect(await probeInChild({ action: 'describe' })).toEqual({
+      action: 'describe',
+      native: { stamp: expect.stringMatching(/^\d+:\d+$/) },
+    });
     const modelPath = await ensureTinyModel();
     for (const kernels of ['prebuilt', 'native'] as const) {
       const a = await probeInChild({ action: 'time', kernels, modelPath, slots: 2, threads: 2, cores: 2 });
       if (a.action !== 'time') throw new Error('not a timing');
-      expect(a.cpuBackend).toMatch(kernels === 'native' ? /^libggml-cpu-native\.so$/ : /^libggml-cpu-(?!native)[\w-]+\.so$/);
+      expect(a.cpuBackend).toMatch(
+        kernels === 'native' ? /^libggml-cpu-native\.so$/ : /^libggml-cpu-(?!native)[\w-]+\.so$/,
+      );
       expect(a.timings.map((t) => t.threads)).toEqual([1, 2]);
       for (const t of a.timings) expect(t.msPerStep).toBeGreaterThan(0);
     }
   });
 
   async function serve(kernels: string): Promise<HearthProcess> {
-    const s = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat', '--engine', 'native', '--slots', '2', '--threads', '2', '--cpu-kernels', kernels, '--models-dir', modelsDir] });
+    const s = await startHearthProcess({
+      args: [
+        '--model',
+        await tinyChatModel(),
+        '--model-id',
+        'local/tiny-chat',
+        '--engine',
+        'native',
+        '--slots',
+        '2',
+        '--threads',
+        '2',
+        '--cpu-kernels',
+        kernels,
+        '--models-dir',
+        modelsDir,
+      ],
+    });
     servers.push(s);
     await s.waitReady(120_000);
     return s;
@@ -59,7 +88,7 @@ describe.skipIf(skip !== '')(`CPU kernels for real${skip ? ` (skipped: ${skip})`
 
   const reply = (s: HearthProcess) => greedyReply(s, 'local/tiny-chat');
 
-  it('--cpu-kernels native: the worker computes with the native library and the reply is the model\'s own', async () => {
+  it("--cpu-kernels native: the worker computes with the native library and the reply is the model's own", async () => {
     const s = await serve('native');
     expect(logLine(s, 'cpu kernels')).toMatchObject({ kernels: 'native', why: '--cpu-kernels native' });
     expect(logLine(s, 'model ready')).toMatchObject({ engine: 'native', cpuBackend: 'libggml-cpu-native.so' });
@@ -69,12 +98,21 @@ describe.skipIf(skip !== '')(`CPU kernels for real${skip ? ` (skipped: ${skip})`
   it('--cpu-kernels auto: times both at the first start, loads the one it names, and remembers it at the next', async () => {
     const first = await serve('auto');
     const chose = logLine(first, 'cpu kernels');
-    expect(chose).toMatchObject({ cached: false, msPerStep: { prebuilt: expect.any(Number), native: expect.any(Number) } });
-    expect(logLine(first, 'model ready').cpuBackend).toEqual(chose.kernels === 'native' ? 'libggml-cpu-native.so' : expect.stringMatching(/^libggml-cpu-(?!native)/));
+    expect(chose).toMatchObject({
+      cached: false,
+      msPerStep: { prebuilt: expect.any(Number), native: expect.any(Number) },
+    });
+    expect(logLine(first, 'model ready').cpuBackend).toEqual(
+      chose.kernels === 'native' ? 'libggml-cpu-native.so' : expect.stringMatching(/^libggml-cpu-(?!native)/),
+    );
     expect(await reply(first)).toBe(DEFAULT_TINY_REPLY);
     await first.stop();
     const second = await serve('auto');
-    expect(logLine(second, 'cpu kernels')).toMatchObject({ kernels: chose.kernels, cached: true, msPerStep: chose.msPerStep });
+    expect(logLine(second, 'cpu kernels')).toMatchObject({
+      kernels: chose.kernels,
+      cached: true,
+      msPerStep: chose.msPerStep,
+    });
     expect(fs.existsSync(path.join(modelsDir, 'cpu-kernels.json'))).toBe(true);
   });
 });

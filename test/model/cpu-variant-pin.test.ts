@@ -10,7 +10,11 @@ import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
  */
 const PROBE = path.resolve(import.meta.dirname, '../cpu-variants/probe-cpu-kernels.ts');
 const addon = nativeAddonAvailable();
-const skip = !addon.ok ? addon.reason : process.platform === 'linux' && process.arch === 'x64' ? '' : 'the variants named here are linux-x64 ones';
+const skip = !addon.ok
+  ? addon.reason
+  : process.platform === 'linux' && process.arch === 'x64'
+    ? ''
+    : 'the variants named here are linux-x64 ones';
 
 function probe(kernels: string): { library?: string; reason?: string } {
   const r = spawnSync(process.execPath, ['--import', 'tsx', PROBE, kernels], { encoding: 'utf8', timeout: 60_000 });
@@ -26,7 +30,7 @@ describe.skipIf(skip !== '')(`pinning a prebuilt CPU variant${skip ? ` (skipped:
 
   it('an unknown variant is refused, naming the installed ones', () => {
     const { reason } = probe('prebuilt:pentium');
-    expect(reason).toContain('pentium is not one of node-llama-cpp\'s prebuilt CPU libraries');
+    expect(reason).toContain("pentium is not one of node-llama-cpp's prebuilt CPU libraries");
     expect(reason).toContain('x64');
   });
 });

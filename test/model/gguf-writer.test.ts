@@ -8,8 +8,13 @@ import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  getLlama, JinjaTemplateChatWrapper, LlamaChatSession, resolveChatWrapper,
-  type Llama, type LlamaModel, type Token,
+  getLlama,
+  JinjaTemplateChatWrapper,
+  LlamaChatSession,
+  resolveChatWrapper,
+  type Llama,
+  type LlamaModel,
+  type Token,
 } from 'node-llama-cpp';
 import { CHATML_TEMPLATE } from '../../models/chat-templates.ts';
 import { DEFAULT_TOKENIZER_SOURCE } from '../../models/realistic-llama.ts';
@@ -59,7 +64,9 @@ async function generate(model: LlamaModel, prompt: Token[], count: number): Prom
 
 describe('tiny llama in llama.cpp', () => {
   let model: LlamaModel;
-  beforeAll(async () => { model = await load(await ensureTinyModel()); }, 180_000);
+  beforeAll(async () => {
+    model = await load(await ensureTinyModel());
+  }, 180_000);
 
   it('loads with the written shape and vocabulary', () => {
     expect(model.trainContextSize).toBe(2048);
@@ -69,7 +76,12 @@ describe('tiny llama in llama.cpp', () => {
   });
 
   it('tokenizes any text and detokenizes it back', () => {
-    for (const text of ['Hello world, the quick brown fox!', 'héllo ☃ 日本 🙂\n\ttabs  two  spaces', 'x', '<|im_start|>user']) {
+    for (const text of [
+      'Hello world, the quick brown fox!',
+      'héllo ☃ 日本 🙂\n\ttabs  two  spaces',
+      'x',
+      '<|im_start|>user',
+    ]) {
       const tokens = model.tokenize(text);
       expect(model.detokenize(tokens)).toBe(text);
     }
@@ -131,7 +143,8 @@ describe('tiny llama with an embedded chat template', () => {
       ],
     });
     expect(contextText.toString()).toBe(
-      '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n');
+      '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n',
+    );
     const tokens = contextText.tokenize(chatModel.tokenizer);
     const start = chatModel.tokenize('<|im_start|>', true)[0]!;
     const end = chatModel.tokenize('<|im_end|>', true)[0]!;
@@ -155,21 +168,26 @@ describe('tiny llama with an embedded chat template', () => {
   }, 180_000);
 });
 
-describe.skipIf(!existsSync(DEFAULT_TOKENIZER_SOURCE))('realistic llama (56M Q8_0, Llama 2 tokenizer; needs /work/shared/models)', () => {
-  let model: LlamaModel;
-  beforeAll(async () => {
-    const started = performance.now();
-    const path = await ensureRealisticModel();
-    const { size } = await stat(path);
-    console.log(`realistic model ready in ${(performance.now() - started).toFixed(0)} ms: ${path} (${(size / 2 ** 20).toFixed(1)} MiB)`);
-    model = await load(path);
-  }, 180_000);
+describe.skipIf(!existsSync(DEFAULT_TOKENIZER_SOURCE))(
+  'realistic llama (56M Q8_0, Llama 2 tokenizer; needs /work/shared/models)',
+  () => {
+    let model: LlamaModel;
+    beforeAll(async () => {
+      const started = performance.now();
+      const path = await ensureRealisticModel();
+      const { size } = await stat(path);
+      console.log(
+        `realistic model ready in ${(performance.now() - started).toFixed(0)} ms: ${path} (${(size / 2 ** 20).toFixed(1)} MiB)`,
+      );
+      model = await load(path);
+    }, 180_000);
 
-  it('loads with the real Llama 2 vocabulary and generates a few finite tokens', async () => {
-    expect(model.fileInfo.metadata.tokenizer.ggml.tokens).toHaveLength(32000);
-    expect(model.trainContextSize).toBe(2048);
-    expect(model.tokenize('Hello world')).toEqual([15043, 3186]); // ▁Hello, ▁world in Llama 2
-    const tokens = await generate(model, model.tokenize('The capital of France is'), 4);
-    expect(tokens).toHaveLength(4);
-  }, 180_000);
-});
+    it('loads with the real Llama 2 vocabulary and generates a few finite tokens', async () => {
+      expect(model.fileInfo.metadata.tokenizer.ggml.tokens).toHaveLength(32000);
+      expect(model.trainContextSize).toBe(2048);
+      expect(model.tokenize('Hello world')).toEqual([15043, 3186]); // ▁Hello, ▁world in Llama 2
+      const tokens = await generate(model, model.tokenize('The capital of France is'), 4);
+      expect(tokens).toHaveLength(4);
+    }, 180_000);
+  },
+);

@@ -33,10 +33,18 @@ describe.skipIf(!addon.ok)(`GPU fallback${addon.ok ? '' : ` (skipped: ${addon.ok
   fs.writeFileSync(notALibrary, 'this is not an ELF file\n');
   const aborting = path.join(dir, 'libggml-aborting.so');
   const source = path.join(dir, 'aborting.c');
-  fs.writeFileSync(source, '#include <stdlib.h>\nvoid * ggml_backend_init(void) { abort(); }\nint ggml_backend_score(void) { return 1; }\n');
+  fs.writeFileSync(
+    source,
+    '#include <stdlib.h>\nvoid * ggml_backend_init(void) { abort(); }\nint ggml_backend_score(void) { return 1; }\n',
+  );
   const built = spawnSync(cc, ['-shared', '-fPIC', '-o', aborting, source], { encoding: 'utf8' });
   /** A real shared library without ggml_backend_init: the C library of this process. */
-  const notABackend = ['/lib/x86_64-linux-gnu/libm.so.6', '/usr/lib/x86_64-linux-gnu/libm.so.6', '/lib/aarch64-linux-gnu/libm.so.6', '/lib64/libm.so.6'].find((f) => fs.existsSync(f));
+  const notABackend = [
+    '/lib/x86_64-linux-gnu/libm.so.6',
+    '/usr/lib/x86_64-linux-gnu/libm.so.6',
+    '/lib/aarch64-linux-gnu/libm.so.6',
+    '/lib64/libm.so.6',
+  ].find((f) => fs.existsSync(f));
 
   it('the probe lists the library --gpu-backend names as the only candidate', async () => {
     expect(await probeGpuInChild({ action: 'list', explicit: aborting })).toEqual({ libraries: [aborting] });
@@ -45,16 +53,39 @@ describe.skipIf(!addon.ok)(`GPU fallback${addon.ok ? '' : ` (skipped: ${addon.ok
   it('the probe answers for a library that cannot load, and a backend that aborts takes only the probe down', async () => {
     const modelPath = await tinyChatModel();
     const garbage = await probeGpuInChild({ action: 'run', library: notALibrary, modelPath, layers: -1 });
-    expect(garbage).toMatchObject({ ok: false, sawDevice: false, reason: expect.stringContaining(`could not load the GPU backend ${notALibrary}`) });
+    expect(garbage).toMatchObject({
+      ok: false,
+      sawDevice: false,
+      reason: expect.stringContaining(`could not load the GPU backend ${notALibrary}`),
+    });
     if (notABackend) {
-      expect(await probeGpuInChild({ action: 'run', library: notABackend, modelPath, layers: -1 })).toMatchObject({ ok: false, sawDevice: false, reason: expect.stringContaining('could not load the GPU backend') });
+      expect(await probeGpuInChild({ action: 'run', library: notABackend, modelPath, layers: -1 })).toMatchObject({
+        ok: false,
+        sawDevice: false,
+        reason: expect.stringContaining('could not load the GPU backend'),
+      });
     }
     expect(built.status, built.stderr).toBe(0);
-    await expect(probeGpuInChild({ action: 'run', library: aborting, modelPath, layers: -1 })).rejects.toThrow(/the GPU probe exited with SIGABRT/);
+    await expect(probeGpuInChild({ action: 'run', library: aborting, modelPath, layers: -1 })).rejects.toThrow(
+      /the GPU probe exited with SIGABRT/,
+    );
   });
 
   async function serve(args: string[]): Promise<HearthProcess> {
-    const s = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat', '--engine', 'native', '--threads', '2', ...args], env: { HEARTH_GPU_LAYERS: '' } });
+    const s = await startHearthProcess({
+      args: [
+        '--model',
+        await tinyChatModel(),
+        '--model-id',
+        'local/tiny-chat',
+        '--engine',
+        'native',
+        '--threads',
+        '2',
+        ...args,
+      ],
+      env: { HEARTH_GPU_LAYERS: '' },
+    });
     servers.push(s);
     await s.waitReady(120_000);
     return s;
@@ -65,16 +96,29 @@ describe.skipIf(!addon.ok)(`GPU fallback${addon.ok ? '' : ` (skipped: ${addon.ok
   it.each([
     ['a file that is no library', () => notALibrary, /could not load the GPU backend/],
     ['a backend that aborts the process', () => aborting, /the GPU probe exited with SIGABRT/],
-  ])('--gpu-layers auto with %s: a warning, the CPU, 8 slots, and the model\'s own reply', async (_name, library, why) => {
-    const s = await serve(['--gpu-layers', 'auto', '--gpu-backend', library()]);
-    expect(logLine(s, 'gpu unusable: computing on the cpu')).toMatchObject({ level: 'warn', gpuLayers: 0, why: expect.stringMatching(why) });
-    expect(logLine(s, 'model ready')).toMatchObject({ engine: 'native', slots: 8, gpu: { backend: false, devices: [], gpuLayers: 0 } });
-    const health = (await (await fetch(`${s.baseUrl}/health`)).json()) as Record<string, unknown>;
-    expect(health).toMatchObject({ ok: true, engine: { kind: 'native', backend: 'cpu', devices: [], gpuLayers: 0 } });
-    expect(health.engine).not.toHaveProperty('vram');
-    expect(await (await fetch(`${s.baseUrl}/metrics`)).text()).toMatch(/^hearth_model_gpu_layers\{model="local\/tiny-chat"\} 0$/m);
-    expect(await reply(s)).toBe(DEFAULT_TINY_REPLY);
-  });
+  ])(
+    "--gpu-layers auto with %s: a warning, the CPU, 8 slots, and the model's own reply",
+    async (_name, library, why) => {
+      const s = await serve(['--gpu-layers', 'auto', '--gpu-backend', library()]);
+      expect(logLine(s, 'gpu unusable: computing on the cpu')).toMatchObject({
+        level: 'warn',
+        gpuLayers: 0,
+        why: expect.stringMatching(why),
+      });
+      expect(logLine(s, 'model ready')).toMatchObject({
+        engine: 'native',
+        slots: 8,
+        gpu: { backend: false, devices: [], gpuLayers: 0 },
+      });
+      const health = (await (await fetch(`${s.baseUrl}/health`)).json()) as Record<string, unknown>;
+      expect(health).toMatchObject({ ok: true, engine: { kind: 'native', backend: 'cpu', devices: [], gpuLayers: 0 } });
+      expect(health.engine).not.toHaveProperty('vram');
+      expect(await (await fetch(`${s.baseUrl}/metrics`)).text()).toMatch(
+        /^hearth_model_gpu_layers\{model="local\/tiny-chat"\} 0$/m,
+      );
+      expect(await reply(s)).toBe(DEFAULT_TINY_REPLY);
+    },
+  );
 
   it('--gpu-layers 0 probes nothing and says so at info level; --slots given is kept', async () => {
     const s = await serve(['--gpu-layers', '0', '--gpu-backend', aborting, '--slots', '3']);

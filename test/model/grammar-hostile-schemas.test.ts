@@ -38,7 +38,9 @@ describe('repetition bounds (llama.cpp expands x{m,n} into n rules, refuses over
   const arr = (n: number) => JSON.stringify(Array(n).fill(1));
 
   // Each bound: the schema, the text of a value at a size, and the step one past the bound (longer or shorter).
-  const BOUND_CASES: Array<[keyword: string, schema: (n: number) => JsonSchema, text: (n: number) => string, step: 1 | -1]> = [
+  const BOUND_CASES: Array<
+    [keyword: string, schema: (n: number) => JsonSchema, text: (n: number) => string, step: 1 | -1]
+  > = [
     ['maxLength', (n) => ({ type: 'string', maxLength: n }), str, 1],
     ['minLength', (n) => ({ type: 'string', minLength: n }), str, -1],
     ['maxItems', (n) => ({ type: 'array', items: { type: 'integer' }, maxItems: n }), arr, 1],
@@ -57,14 +59,20 @@ describe('repetition bounds (llama.cpp expands x{m,n} into n rules, refuses over
 
   it('the bounds up to the limit all convert (the limit refuses nothing llama.cpp can enforce)', () => {
     const n = GRAMMAR_LIMITS.maxRepetition;
-    for (const schema of [{ type: 'string', minLength: n, maxLength: n }, { type: 'array', minItems: n, maxItems: n }]) {
+    for (const schema of [
+      { type: 'string', minLength: n, maxLength: n },
+      { type: 'array', minItems: n, maxItems: n },
+    ]) {
       expect(() => parse(jsonSchemaToGrammar(schema))).not.toThrow();
     }
   });
 });
 
 describe('the sum of the repetition bounds (what llama.cpp parses the grammar into)', () => {
-  const strings = (count: number, maxLength: number) => ({ type: 'object', properties: Object.fromEntries(Array.from({ length: count }, (_, i) => [`p${i}`, { type: 'string', maxLength }])) });
+  const strings = (count: number, maxLength: number) => ({
+    type: 'object',
+    properties: Object.fromEntries(Array.from({ length: count }, (_, i) => [`p${i}`, { type: 'string', maxLength }])),
+  });
 
   it('is bounded: 33 strings of maxLength 1000 are refused, 32 parse', () => {
     expect(() => jsonSchemaToGrammar(strings(33, 1000))).toThrow(GrammarError);
@@ -73,7 +81,11 @@ describe('the sum of the repetition bounds (what llama.cpp parses the grammar in
 
   it('counts a rule once however often the schema reaches it', () => {
     const item = { $ref: '#/$defs/s' };
-    const schema = { $defs: { s: { type: 'string', maxLength: 1000 } }, type: 'object', properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, item])) };
+    const schema = {
+      $defs: { s: { type: 'string', maxLength: 1000 } },
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, item])),
+    };
     expect(() => parse(jsonSchemaToGrammar(schema))).not.toThrow();
   });
 });
@@ -81,7 +93,8 @@ describe('the sum of the repetition bounds (what llama.cpp parses the grammar in
 describe('alternatives multiplied through $ref (the paths llama.cpp walks into a rule)', () => {
   function ambiguous(levels: number): JsonSchema {
     const defs: Record<string, unknown> = { [`d${levels}`]: { type: 'string', maxLength: 4 } };
-    for (let i = 0; i < levels; i++) defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+    for (let i = 0; i < levels; i++)
+      defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
     return { $defs: defs, $ref: '#/$defs/d0' };
   }
 
@@ -99,7 +112,10 @@ describe('alternatives multiplied through $ref (the paths llama.cpp walks into a
   });
 
   it('type lists and anyOf add their branches: 2 x 5,000 enum values through one $ref are refused', () => {
-    const schema = { $defs: { e: { enum: Array.from({ length: 5000 }, (_, i) => i) } }, anyOf: [{ $ref: '#/$defs/e' }, { $ref: '#/$defs/e' }, { type: 'null' }] };
+    const schema = {
+      $defs: { e: { enum: Array.from({ length: 5000 }, (_, i) => i) } },
+      anyOf: [{ $ref: '#/$defs/e' }, { $ref: '#/$defs/e' }, { type: 'null' }],
+    };
     expect(() => jsonSchemaToGrammar(schema)).toThrow(GrammarError);
   });
 });

@@ -46,13 +46,20 @@ describe('llama.cpp accepts the tool-call grammars', () => {
   it('required, parallel', () => {
     const grammar = toolCallGrammar(WEATHER_TOOLS, { choice: 'required', parallel: true });
     for (let seed = 1; seed <= 15; seed++) expect(admits(grammar, sampleGbnf(grammar, seed))).toBe(true);
-    expect(admits(grammar, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call>')).toBe(true);
+    expect(
+      admits(
+        grammar,
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}\n</tool_call>\n<tool_call>\n{"name": "get_time", "arguments": {"zone": "UTC"}}\n</tool_call>',
+      ),
+    ).toBe(true);
     expect(admits(grammar, '<tool_call>\n{"name": "launch", "arguments": {}}\n</tool_call>')).toBe(false);
   });
 
   it('a named function only', () => {
     const grammar = toolCallGrammar(WEATHER_TOOLS, { choice: { name: 'get_time' }, parallel: true });
     expect(admits(grammar, '<tool_call>\n{"name": "get_time", "arguments": {"zone": "CET"}}\n</tool_call>')).toBe(true);
-    expect(admits(grammar, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>')).toBe(false);
+    expect(admits(grammar, '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>')).toBe(
+      false,
+    );
   });
 });

@@ -9,7 +9,12 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectJob, disposeEngineSubjects, type EngineSubject, loadEngineSubjects } from '../helpers/engine-subjects.ts';
+import {
+  collectJob,
+  disposeEngineSubjects,
+  type EngineSubject,
+  loadEngineSubjects,
+} from '../helpers/engine-subjects.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import { jsonGrammar, OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
@@ -28,7 +33,6 @@ const RECORD_GRAMMAR = [
   'ws ::= [ ]?',
 ].join('\n');
 const greedy: SamplingParams = { ...DEFAULT_SAMPLING, temperature: 0 };
-
 
 describe('grammar and logprobs on random weights', () => {
   let llama: Llama;
@@ -53,7 +57,13 @@ describe('grammar and logprobs on random weights', () => {
     for (const s of subjects) {
       for (const [engineName, engine] of s.engines) {
         for (let seed = 1; seed <= 10; seed++) {
-          const r = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 96, stops: [], grammar: JSON_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature: 1, seed } });
+          const r = await collectJob(engine, {
+            promptTokens: s.prompt,
+            maxTokens: 96,
+            stops: [],
+            grammar: JSON_GRAMMAR,
+            sampling: { ...DEFAULT_SAMPLING, temperature: 1, seed },
+          });
           const where = `${s.name} / ${engineName} / seed ${seed}: ${JSON.stringify(r.text)}`;
           expect(r.error, where).toBeUndefined();
           expect(r.text.startsWith('{'), where).toBe(true);
@@ -66,14 +76,26 @@ describe('grammar and logprobs on random weights', () => {
         }
       }
     }
-    for (const [engineName] of subjects[0]!.engines) expect(completed.get(engineName) ?? 0, engineName).toBeGreaterThan(3);
+    for (const [engineName] of subjects[0]!.engines)
+      expect(completed.get(engineName) ?? 0, engineName).toBeGreaterThan(3);
   });
 
   it('a bounded grammar always completes, parses and has the declared shape, on every model and engine', async () => {
     for (const s of subjects) {
       for (const [engineName, engine] of s.engines) {
-        for (const [seed, temperature] of [[1, 0], [2, 0.8], [3, 1.5], [4, 2]] as const) {
-          const r = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 128, stops: [], grammar: RECORD_GRAMMAR, sampling: { ...DEFAULT_SAMPLING, temperature, seed } });
+        for (const [seed, temperature] of [
+          [1, 0],
+          [2, 0.8],
+          [3, 1.5],
+          [4, 2],
+        ] as const) {
+          const r = await collectJob(engine, {
+            promptTokens: s.prompt,
+            maxTokens: 128,
+            stops: [],
+            grammar: RECORD_GRAMMAR,
+            sampling: { ...DEFAULT_SAMPLING, temperature, seed },
+          });
           const where = `${s.name} / ${engineName} / seed ${seed}: ${JSON.stringify(r.text)}`;
           expect(r.result?.finishReason, where).toBe('stop');
           const value = JSON.parse(r.text) as { name: string; age: number; tags: string[] };
@@ -91,11 +113,21 @@ describe('grammar and logprobs on random weights', () => {
         const sampling = { ...DEFAULT_SAMPLING, temperature: 1, seed: 5 };
         const [record, ok, free] = await Promise.all([
           collectJob(engine, { promptTokens: s.prompt, maxTokens: 128, stops: [], grammar: RECORD_GRAMMAR, sampling }),
-          collectJob(engine, { promptTokens: s.prompt, maxTokens: 64, stops: [], grammar: OK_OBJECT_GRAMMAR, sampling }),
+          collectJob(engine, {
+            promptTokens: s.prompt,
+            maxTokens: 64,
+            stops: [],
+            grammar: OK_OBJECT_GRAMMAR,
+            sampling,
+          }),
           collectJob(engine, { promptTokens: s.prompt, maxTokens: 16, stops: [], sampling: greedy }),
         ]);
         const alone = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 16, stops: [], sampling: greedy });
-        expect(Object.keys(JSON.parse(record.text) as object), `${s.name} / ${engineName}`).toEqual(['name', 'age', 'tags']);
+        expect(Object.keys(JSON.parse(record.text) as object), `${s.name} / ${engineName}`).toEqual([
+          'name',
+          'age',
+          'tags',
+        ]);
         expect(Object.keys(JSON.parse(ok.text) as object), `${s.name} / ${engineName}`).toEqual(['ok']);
         expect(free.text, `${s.name} / ${engineName}`).toBe(alone.text);
       }
@@ -105,9 +137,21 @@ describe('grammar and logprobs on random weights', () => {
   it('logprobs are the raw distribution: sampler settings that keep the greedy choice do not change them', async () => {
     for (const s of subjects) {
       for (const [engineName, engine] of s.engines.filter(([n]) => n === 'native')) {
-        const base = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 16, stops: [], sampling: greedy, topLogprobs: 3 });
+        const base = await collectJob(engine, {
+          promptTokens: s.prompt,
+          maxTokens: 16,
+          stops: [],
+          sampling: greedy,
+          topLogprobs: 3,
+        });
         // top-k 1 at temperature 2 with penalties off picks the same tokens; the reported figures stay raw.
-        const hot = await collectJob(engine, { promptTokens: s.prompt, maxTokens: 16, stops: [], sampling: { ...DEFAULT_SAMPLING, temperature: 2, topK: 1, seed: 9 }, topLogprobs: 3 });
+        const hot = await collectJob(engine, {
+          promptTokens: s.prompt,
+          maxTokens: 16,
+          stops: [],
+          sampling: { ...DEFAULT_SAMPLING, temperature: 2, topK: 1, seed: 9 },
+          topLogprobs: 3,
+        });
         expect(hot.text, `${s.name} / ${engineName}`).toBe(base.text);
         expect(hot.logprobs, `${s.name} / ${engineName}`).toEqual(base.logprobs);
         // The addon reports each token's raw bytes: together they are exactly the completion's UTF-8.
@@ -119,7 +163,11 @@ describe('grammar and logprobs on random weights', () => {
   it('both engines report the same logprobs for the same greedy completion', async () => {
     for (const s of subjects) {
       if (s.engines.length < 2) continue;
-      const [a, b] = await Promise.all(s.engines.map(([, e]) => collectJob(e, { promptTokens: s.prompt, maxTokens: 16, stops: [], sampling: greedy, topLogprobs: 4 })));
+      const [a, b] = await Promise.all(
+        s.engines.map(([, e]) =>
+          collectJob(e, { promptTokens: s.prompt, maxTokens: 16, stops: [], sampling: greedy, topLogprobs: 4 }),
+        ),
+      );
       expect(a!.text).toBe(b!.text);
       expect(a!.logprobs).toHaveLength(b!.logprobs.length);
       a!.logprobs.forEach((x, i) => {

@@ -26,14 +26,17 @@ interface Outcome {
 function generate(engine: LocalEngine, request: Partial<GenerationRequest>): Promise<Outcome> {
   return new Promise((resolve) => {
     const out: Outcome = { text: '' };
-    engine.generate({ messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0, cachePartition: '', ...request }, {
-      onText: (text, logprobs) => {
-        out.text += text;
-        if (logprobs) (out.logprobs ??= []).push(...logprobs);
+    engine.generate(
+      { messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0, cachePartition: '', ...request },
+      {
+        onText: (text, logprobs) => {
+          out.text += text;
+          if (logprobs) (out.logprobs ??= []).push(...logprobs);
+        },
+        onDone: (result) => resolve({ ...out, result }),
+        onError: (error) => resolve({ ...out, error }),
       },
-      onDone: (result) => resolve({ ...out, result }),
-      onError: (error) => resolve({ ...out, error }),
-    });
+    );
   });
 }
 
@@ -41,12 +44,33 @@ function generate(engine: LocalEngine, request: Partial<GenerationRequest>): Pro
 const WORKER_STOP_TIMEOUT_MS = 60_000;
 
 /** As main.ts builds it (the native engine's events through the event relay). */
-async function startEngine(modelPath: string, kind: 'native' | 'node-llama-cpp' | 'instant', log: Logger = silentLogger, limits = { contextSize: 512, maxTokens: 64 }): Promise<LocalEngine> {
-  const engine = new LocalEngine({
-    source: resolveModelSource(modelPath), modelsDir: '', engine: kind, workers: 1, slots: 2, threads: 1, cores: 2,
-    batchSize: 128, queueLimit: 8, showPullProgress: false, native: TEST_NATIVE_TUNING, ...limits,
-    pullStallTimeoutMs: 30_000, openRelay: openEventRelay, workerStopTimeoutMs: WORKER_STOP_TIMEOUT_MS,
-  }, createMetrics({ defaultMetrics: false }), log);
+async function startEngine(
+  modelPath: string,
+  kind: 'native' | 'node-llama-cpp' | 'instant',
+  log: Logger = silentLogger,
+  limits = { contextSize: 512, maxTokens: 64 },
+): Promise<LocalEngine> {
+  const engine = new LocalEngine(
+    {
+      source: resolveModelSource(modelPath),
+      modelsDir: '',
+      engine: kind,
+      workers: 1,
+      slots: 2,
+      threads: 1,
+      cores: 2,
+      batchSize: 128,
+      queueLimit: 8,
+      showPullProgress: false,
+      native: TEST_NATIVE_TUNING,
+      ...limits,
+      pullStallTimeoutMs: 30_000,
+      openRelay: openEventRelay,
+      workerStopTimeoutMs: WORKER_STOP_TIMEOUT_MS,
+    },
+    createMetrics({ defaultMetrics: false }),
+    log,
+  );
   await engine.start();
   if (engine.status().state !== 'ready') throw new Error(`engine not ready: ${engine.status().error}`);
   return engine;
@@ -65,7 +89,11 @@ describe.each(kinds)('local engine (%s)', (kind) => {
   const chatLog: string[] = [];
 
   beforeAll(async () => {
-    chat = await startEngine(await ensureTinyChatModel(), kind, createLogger('info', (line) => chatLog.push(line)));
+    chat = await startEngine(
+      await ensureTinyChatModel(),
+      kind,
+      createLogger('info', (line) => chatLog.push(line)),
+    );
     endless = await startEngine(await ensureTinyModel({ reply: null }), kind);
   });
   afterAll(async () => {
@@ -110,11 +138,16 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     expect(JSON.parse(r.text)).toHaveProperty('ok');
     const bad = await generate(endless, { grammar: 'root ::= (' });
     expect(bad.error?.toData()).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'invalid_grammar' });
-    expect((await generate(endless, { maxTokens: 3 })).result).toMatchObject({ finishReason: 'length', completionTokens: 3 });
+    expect((await generate(endless, { maxTokens: 3 })).result).toMatchObject({
+      finishReason: 'length',
+      completionTokens: 3,
+    });
   });
 
   it('passes tools to the prompt and the sampler extensions to the sampler', async () => {
-    const tools = [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];
+    const tools = [
+      { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false },
+    ];
     const plain = await generate(chat, { maxTokens: 8 });
     const withTools = await generate(chat, { maxTokens: 8, tools });
     expect(withTools.result!.promptTokens).toBeGreaterThan(plain.result!.promptTokens + 40); // the instructions and schema
@@ -129,18 +162,29 @@ describe.each(kinds)('local engine (%s)', (kind) => {
   // terminates the workers only after they have answered WorkerStop (their models released).
   it('ends a generation that dispose() cuts with shutting_down, never leaving it open', async () => {
     const lines: string[] = [];
-    const engine = await startEngine(await ensureTinyModel({ reply: null }), kind, createLogger('info', (line) => lines.push(line)), { contextSize: 4096, maxTokens: 4000 });
+    const engine = await startEngine(
+      await ensureTinyModel({ reply: null }),
+      kind,
+      createLogger('info', (line) => lines.push(line)),
+      { contextSize: 4096, maxTokens: 4000 },
+    );
     const outcome = new Promise<Outcome>((resolve) => {
       const out: Outcome = { text: '' };
       let disposing = false;
-      engine.generate({ messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0, cachePartition: '' }, {
-        onText: (text) => {
-          out.text += text;
-          if (!disposing) { disposing = true; void engine.dispose(); }
+      engine.generate(
+        { messages: [{ role: 'user', content: 'Say hello.' }], stop: [], temperature: 0, cachePartition: '' },
+        {
+          onText: (text) => {
+            out.text += text;
+            if (!disposing) {
+              disposing = true;
+              void engine.dispose();
+            }
+          },
+          onDone: (result) => resolve({ ...out, result }),
+          onError: (error) => resolve({ ...out, error }),
         },
-        onDone: (result) => resolve({ ...out, result }),
-        onError: (error) => resolve({ ...out, error }),
-      });
+      );
     });
     const r = await outcome;
     expect(r.text.length).toBeGreaterThan(0);
@@ -153,13 +197,25 @@ describe.each(kinds)('local engine (%s)', (kind) => {
   // Contract "A client that leaves": a generation waiting for a slot gives its queue place back when cancelled, at
   // once (it waited in Piscina's queue, holding the place until a slot freed); one still waiting at dispose() ends.
   it('a generation cancelled while it waits for a slot leaves the queue at once; one waiting at dispose() ends with shutting_down', async () => {
-    const engine = await startEngine(await ensureTinyModel({ reply: null }), kind, silentLogger, { contextSize: 4096, maxTokens: 4000 });
-    const request = { messages: [{ role: 'user' as const, content: 'Say hello.' }], stop: [], temperature: 0, cachePartition: '' };
+    const engine = await startEngine(await ensureTinyModel({ reply: null }), kind, silentLogger, {
+      contextSize: 4096,
+      maxTokens: 4000,
+    });
+    const request = {
+      messages: [{ role: 'user' as const, content: 'Say hello.' }],
+      stop: [],
+      temperature: 0,
+      cachePartition: '',
+    };
     const ended: string[] = [];
     const sink = (name: string) => ({
       onText: () => {},
-      onDone: () => { ended.push(`${name}: done`); },
-      onError: (e: ApiError) => { ended.push(`${name}: ${e.toData().code}`); },
+      onDone: () => {
+        ended.push(`${name}: done`);
+      },
+      onError: (e: ApiError) => {
+        ended.push(`${name}: ${e.toData().code}`);
+      },
     });
     engine.generate(request, sink('running 1'));
     engine.generate(request, sink('running 2'));
@@ -184,13 +240,33 @@ describe.each(kinds)('local engine (%s)', (kind) => {
     const log = createLogger('info', (line) => {
       lines.push(line);
       // Right after the pool is created (a microtask runs once start() awaits the workers).
-      if (line.includes('"msg":"loading model"')) queueMicrotask(() => { disposed = engine!.dispose(); });
+      if (line.includes('"msg":"loading model"'))
+        queueMicrotask(() => {
+          disposed = engine!.dispose();
+        });
     });
-    engine = new LocalEngine({
-      source: resolveModelSource(await ensureTinyChatModel()), modelsDir: '', engine: kind, workers: 2, slots: 1, threads: 1, cores: 2,
-      batchSize: 128, queueLimit: 8, showPullProgress: false, native: TEST_NATIVE_TUNING, contextSize: 512, maxTokens: 64, pullStallTimeoutMs: 30_000, openRelay: openEventRelay,
-      workerStopTimeoutMs: WORKER_STOP_TIMEOUT_MS,
-    }, createMetrics({ defaultMetrics: false }), log);
+    engine = new LocalEngine(
+      {
+        source: resolveModelSource(await ensureTinyChatModel()),
+        modelsDir: '',
+        engine: kind,
+        workers: 2,
+        slots: 1,
+        threads: 1,
+        cores: 2,
+        batchSize: 128,
+        queueLimit: 8,
+        showPullProgress: false,
+        native: TEST_NATIVE_TUNING,
+        contextSize: 512,
+        maxTokens: 64,
+        pullStallTimeoutMs: 30_000,
+        openRelay: openEventRelay,
+        workerStopTimeoutMs: WORKER_STOP_TIMEOUT_MS,
+      },
+      createMetrics({ defaultMetrics: false }),
+      log,
+    );
     await engine.start();
     await disposed;
     expect(engine.status().state).toBe('loading');
@@ -213,7 +289,11 @@ describe('local engine (instant)', () => {
 
   it('accepts a grammar and tools and ignores them', async () => {
     const plain = await generate(engine, { maxTokens: 4 });
-    const r = await generate(engine, { maxTokens: 4, grammar: OK_OBJECT_GRAMMAR, tools: [{ name: 'f', parameters: {}, strict: false }] });
+    const r = await generate(engine, {
+      maxTokens: 4,
+      grammar: OK_OBJECT_GRAMMAR,
+      tools: [{ name: 'f', parameters: {}, strict: false }],
+    });
     expect(r.text).toBe(plain.text);
     expect(r.result?.finishReason).toBe('length');
   });

@@ -9,14 +9,27 @@ import { ensureTinyChatModel } from '../../models/test-model-path.ts';
 import type { ModelWorkerData } from '../../src/engine/worker-protocol.ts';
 import { TEST_NATIVE_TUNING } from '../helpers/native-tuning.ts';
 import { ModelHost } from '../../src/worker/model-host.ts';
-import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
+import {
+  loadNativeSlotEngineInternal,
+  nativeAddonAvailable,
+  type NativeSlotEngine,
+} from '../../src/worker/native-slot-engine.ts';
 
 const addon = nativeAddonAvailable();
 
 async function workerData(engine: ModelWorkerData['engine']): Promise<ModelWorkerData> {
   return {
-    engine, modelPath: await ensureTinyChatModel(), contextSize: 256, slots: 1, threads: 1, fallbackThreads: 1, batchSize: 64,
-    native: TEST_NATIVE_TUNING, calibrateCores: 0, cpuKernels: 'prebuilt', stopChannel: 'unused',
+    engine,
+    modelPath: await ensureTinyChatModel(),
+    contextSize: 256,
+    slots: 1,
+    threads: 1,
+    fallbackThreads: 1,
+    batchSize: 64,
+    native: TEST_NATIVE_TUNING,
+    calibrateCores: 0,
+    cpuKernels: 'prebuilt',
+    stopChannel: 'unused',
   };
 }
 
@@ -24,7 +37,7 @@ describe.each([
   ['node-llama-cpp' as const, ''],
   ['native' as const, addon.ok ? '' : `native addon unavailable: ${addon.reason}`],
 ])('ModelHost.load aborted (%s)', (kind, skip) => {
-  it.skipIf(skip !== '')('rejects with the stop\'s reason when the stop comes while it loads', async () => {
+  it.skipIf(skip !== '')("rejects with the stop's reason when the stop comes while it loads", async () => {
     const data = await workerData(kind);
     const stop = new AbortController();
     const reason = new Error('the model worker is stopping');
@@ -33,41 +46,53 @@ describe.each([
     await expect(load).rejects.toBe(reason);
   });
 
-  it.skipIf(skip !== '')('stopped anywhere in the load, rejects with the reason or (too late) hands over a host; a later load works', async () => {
-    const data = await workerData(kind);
-    const startedAt = performance.now();
-    await (await ModelHost.load(data)).dispose();
-    const loadMs = performance.now() - startedAt;
-    // Stops spread over a whole load's duration: each lands in some part (the runtime, the model, the context,
-    // or between two), which must be released; a stop after the load's end finds the host complete.
-    let rejected = 0;
-    for (const fraction of [0, 0.3, 0.6, 0.8, 0.9, 0.95, 1, 1.2]) {
-      const stop = new AbortController();
-      const reason = new Error(`stopped at ${fraction} of a load`);
-      const load = ModelHost.load(data, stop.signal);
-      await new Promise((r) => setTimeout(r, fraction * loadMs));
-      stop.abort(reason);
-      const outcome = await load.then((host) => host, (err: unknown) => err);
-      if (outcome instanceof ModelHost) await outcome.dispose();
-      else {
-        expect(outcome).toBe(reason);
-        rejected++;
+  it.skipIf(skip !== '')(
+    'stopped anywhere in the load, rejects with the reason or (too late) hands over a host; a later load works',
+    async () => {
+      const data = await workerData(kind);
+      const startedAt = performance.now();
+      await (await ModelHost.load(data)).dispose();
+      const loadMs = performance.now() - startedAt;
+      // Stops spread over a whole load's duration: each lands in some part (the runtime, the model, the context,
+      // or between two), which must be released; a stop after the load's end finds the host complete.
+      let rejected = 0;
+      for (const fraction of [0, 0.3, 0.6, 0.8, 0.9, 0.95, 1, 1.2]) {
+        const stop = new AbortController();
+        const reason = new Error(`stopped at ${fraction} of a load`);
+        const load = ModelHost.load(data, stop.signal);
+        await new Promise((r) => setTimeout(r, fraction * loadMs));
+        stop.abort(reason);
+        const outcome = await load.then(
+          (host) => host,
+          (err: unknown) => err,
+        );
+        if (outcome instanceof ModelHost) await outcome.dispose();
+        else {
+          expect(outcome).toBe(reason);
+          rejected++;
+        }
       }
-    }
-    expect(rejected).toBeGreaterThan(0);
-    const host = await ModelHost.load(data);
-    expect(host.engine.slotCount).toBe(1);
-    await host.dispose();
-  });
+      expect(rejected).toBeGreaterThan(0);
+      const host = await ModelHost.load(data);
+      expect(host.engine.slotCount).toBe(1);
+      await host.dispose();
+    },
+  );
 });
 
 describe.skipIf(!addon.ok)('native loop load aborted', () => {
   it('disposes the loop: the load rejects with the reason, or, done before the stop was seen, hands over an engine that disposes', async () => {
     const stop = new AbortController();
     const reason = new Error('stop');
-    const load = loadNativeSlotEngineInternal({ modelPath: await ensureTinyChatModel(), contextSize: 256, slots: 1, threads: 1 }, stop.signal);
+    const load = loadNativeSlotEngineInternal(
+      { modelPath: await ensureTinyChatModel(), contextSize: 256, slots: 1, threads: 1 },
+      stop.signal,
+    );
     stop.abort(reason); // the loop thread is loading now
-    const outcome = await load.then((engine: NativeSlotEngine) => engine, (err: unknown) => err);
+    const outcome = await load.then(
+      (engine: NativeSlotEngine) => engine,
+      (err: unknown) => err,
+    );
     if (outcome === reason) return;
     expect(outcome).toHaveProperty('dispose');
     await (outcome as NativeSlotEngine).dispose();

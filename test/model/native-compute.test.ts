@@ -9,7 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadHearthNative } from '../../native/binding.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
-import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine, type NativeSlotEngineOptions } from '../../src/worker/native-slot-engine.ts';
+import {
+  loadNativeSlotEngineInternal,
+  nativeAddonAvailable,
+  type NativeSlotEngine,
+  type NativeSlotEngineOptions,
+} from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import { generationJob, submitJob } from '../helpers/generation-job.ts';
 
@@ -17,14 +22,23 @@ const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
 const GREEDY: SamplingParams = {
-  temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1,
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 1,
 };
 
 /** The tiny vocabulary's byte token for "\n": after it the tiny model replies DEFAULT_TINY_REPLY (models/tiny-llama.ts). */
 const NEWLINE = 3 + 0x0a;
 
 /** Token ids that are ordinary pieces of the tiny vocabulary (no newline last: the model then never stops early). */
-const promptOf = (length: number, offset: number) => Uint32Array.from({ length }, (_, i) => 200 + ((i * 37 + offset) % 900));
+const promptOf = (length: number, offset: number) =>
+  Uint32Array.from({ length }, (_, i) => 200 + ((i * 37 + offset) % 900));
 
 interface Run {
   text: string;
@@ -36,99 +50,140 @@ interface Run {
 function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens: number): Promise<Run> {
   return new Promise((resolve) => {
     const r: Run = { text: '', tokens: 0 };
-    submitJob(engine, { promptTokens: prompt, maxTokens, stops: [], sampling: GREEDY }, {
-      onPrompt: () => {},
-      onText: (text, n) => {
-        r.text += text;
-        r.tokens += n;
+    submitJob(
+      engine,
+      { promptTokens: prompt, maxTokens, stops: [], sampling: GREEDY },
+      {
+        onPrompt: () => {},
+        onText: (text, n) => {
+          r.text += text;
+          r.tokens += n;
+        },
+        onDone: (res) => {
+          r.finishReason = res.finishReason;
+          resolve(r);
+        },
+        onError: (e) => {
+          r.error = `${e.code}: ${e.message}`;
+          resolve(r);
+        },
       },
-      onDone: (res) => { r.finishReason = res.finishReason; resolve(r); },
-      onError: (e) => { r.error = `${e.code}: ${e.message}`; resolve(r); },
-    });
+    );
   });
 }
 
-describe.skipIf(skipReason !== '')(`native compute threads and step budget${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  let modelPath: string;
-  const engines: NativeSlotEngine[] = [];
-  const load = async (o: Partial<NativeSlotEngineOptions>) => {
-    const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: 4, threads: 2, ...o });
-    engines.push(e);
-    return e;
-  };
-  beforeAll(async () => { modelPath = await ensureTinyModel(); });
-  afterAll(async () => { await Promise.all(engines.map((e) => e.dispose())); });
+describe.skipIf(skipReason !== '')(
+  `native compute threads and step budget${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    let modelPath: string;
+    const engines: NativeSlotEngine[] = [];
+    const load = async (o: Partial<NativeSlotEngineOptions>) => {
+      const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: 4, threads: 2, ...o });
+      engines.push(e);
+      return e;
+    };
+    beforeAll(async () => {
+      modelPath = await ensureTinyModel();
+    });
+    afterAll(async () => {
+      await Promise.all(engines.map((e) => e.dispose()));
+    });
 
-  it('decodes the same greedy tokens with persistent compute threads as with per-decode threads', async () => {
-    const prompts = [promptOf(8, 0), promptOf(40, 3), promptOf(3, 9)];
-    const outputs: string[][] = [];
-    for (const threadPool of [false, true]) {
-      const engine = await load({ persistentThreads: threadPool, threadPoll: 50 });
-      expect(engine.threadPool).toBe(threadPool);
-      expect(engine.threads).toBe(2);
-      outputs.push((await Promise.all(prompts.map((p) => run(engine, p, 40)))).map((r) => {
-        expect(r.finishReason).toBe('length');
-        return r.text;
-      }));
-      await engine.dispose();
-    }
-    expect(outputs[1]).toEqual(outputs[0]);
-    expect(outputs[0]!.every((t) => t.length > 0)).toBe(true);
-  });
+    it('decodes the same greedy tokens with persistent compute threads as with per-decode threads', async () => {
+      const prompts = [promptOf(8, 0), promptOf(40, 3), promptOf(3, 9)];
+      const outputs: string[][] = [];
+      for (const threadPool of [false, true]) {
+        const engine = await load({ persistentThreads: threadPool, threadPoll: 50 });
+        expect(engine.threadPool).toBe(threadPool);
+        expect(engine.threads).toBe(2);
+        outputs.push(
+          (await Promise.all(prompts.map((p) => run(engine, p, 40)))).map((r) => {
+            expect(r.finishReason).toBe('length');
+            return r.text;
+          }),
+        );
+        await engine.dispose();
+      }
+      expect(outputs[1]).toEqual(outputs[0]);
+      expect(outputs[0]!.every((t) => t.length > 0)).toBe(true);
+    });
 
-  it('names the ggml CPU backend library it computes with', async () => {
-    const engine = await load({ threads: 1 });
-    expect(engine.cpuBackend).toMatch(/^libggml-cpu.*\.so$/);
-  });
-});
+    it('names the ggml CPU backend library it computes with', async () => {
+      const engine = await load({ threads: 1 });
+      expect(engine.cpuBackend).toMatch(/^libggml-cpu.*\.so$/);
+    });
+  },
+);
 
 describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   let modelPath: string;
-  beforeAll(async () => { modelPath = await ensureTinyModel(); });
+  beforeAll(async () => {
+    modelPath = await ensureTinyModel();
+  });
 
   /**
    * At the addon level (its prompt event says how many decode steps a prompt took): job G generates
    * 1,000 tokens; once its first text arrives, job L brings a 300-token prompt ending in "\n". Returns L's prompt steps,
    * whether G was still generating when L's prompt was done, and both outputs.
    */
-  const scenario = (stepTokenBudget: number, stepTimeRatio = 0, submitAfterTokens = 1) => new Promise<{ promptSteps: number; genStillRunning: boolean; g: string; l: string; gTokens: number }>((resolve, reject) => {
-    const native = loadHearthNative();
-    if (!native.ok) throw new Error(native.reason);
-    const text = new Map<number, string>([[1, ''], [2, '']]);
-    let gTokens = 0;
-    let promptSteps = -1;
-    let genStillRunning = false;
-    let gDone = false;
-    let lSubmitted = false;
-    const finished = new Set<number>();
-    const loop = new native.binding.SlotLoop({ modelPath, contextSize: 2048, slots: 2, threads: 1, stepTokenBudget, prefillStepPercent: stepTimeRatio * 100 }, (events) => {
-      for (const e of events) {
-        if (e.type === 'ready') {
-          const refused = loop.submit(1, promptOf(12, 1), generationJob({ maxTokens: 1000, sampling: GREEDY }));
-          if (refused) reject(new Error(refused.message));
-        } else if (e.type === 'text') {
-          text.set(e.job, text.get(e.job)! + e.text);
-          if (e.job === 1) gTokens += e.tokens;
-          if (e.job === 1 && !lSubmitted && gTokens >= submitAfterTokens) {
-            lSubmitted = true;
-            const refused = loop.submit(2, Uint32Array.from([...promptOf(299, 5), NEWLINE]), generationJob({ maxTokens: 40, sampling: GREEDY }));
-            if (refused) reject(new Error(refused.message));
-          }
-        } else if (e.type === 'prompt' && e.job === 2) {
-          promptSteps = e.promptSteps;
-          genStillRunning = !gDone;
-        } else if (e.type === 'done' || e.type === 'error') {
-          if (e.job === 1) gDone = true;
-          finished.add(e.job);
-          if (finished.size === 2) loop.dispose();
-        } else if (e.type === 'disposed') {
-          resolve({ promptSteps, genStillRunning, g: text.get(1)!, l: text.get(2)!, gTokens });
-        } else if (e.type === 'loadFailed') {
-          reject(new Error(e.message));
-        }
-      }
-    });
-  });
+  const scenario = (stepTokenBudget: number, stepTimeRatio = 0, submitAfterTokens = 1) =>
+    new Promise<{ promptSteps: number; genStillRunning: boolean; g: string; l: string; gTokens: number }>(
+      (resolve, reject) => {
+        const native = loadHearthNative();
+        if (!native.ok) throw new Error(native.reason);
+        const text = new Map<number, string>([
+          [1, ''],
+          [2, ''],
+        ]);
+        let gTokens = 0;
+        let promptSteps = -1;
+        let genStillRunning = false;
+        let gDone = false;
+        let lSubmitted = false;
+        const finished = new Set<number>();
+        const loop = new native.binding.SlotLoop(
+          {
+            modelPath,
+            contextSize: 2048,
+            slots: 2,
+            threads: 1,
+            stepTokenBudget,
+            prefillStepPercent: stepTimeRatio * 100,
+          },
+          (events) => {
+            for (const e of events) {
+              if (e.type === 'ready') {
+                const refused = loop.submit(1, promptOf(12, 1), generationJob({ maxTokens: 1000, sampling: GREEDY }));
+                if (refused) reject(new Error(refused.message));
+              } else if (e.type === 'text') {
+                text.set(e.job, text.get(e.job)! + e.text);
+                if (e.job === 1) gTokens += e.tokens;
+                if (e.job === 1 && !lSubmitted && gTokens >= submitAfterTokens) {
+                  lSubmitted = true;
+                  const refused = loop.submit(
+                    2,
+                    Uint32Array.from([...promptOf(299, 5), NEWLINE]),
+                    generationJob({ maxTokens: 40, sampling: GREEDY }),
+                  );
+                  if (refused) reject(new Error(refused.message));
+                }
+              } else if (e.type === 'prompt' && e.job === 2) {
+                promptSteps = e.promptSteps;
+                genStillRunning = !gDone;
+              } else if (e.type === 'done' || e.type === 'error') {
+                if (e.job === 1) gDone = true;
+                finished.add(e.job);
+                if (finished.size === 2) loop.dispose();
+              } else if (e.type === 'disposed') {
+                resolve({ promptSteps, genStillRunning, g: text.get(1)!, l: text.get(2)!, gTokens });
+              } else if (e.type === 'loadFailed') {
+                reject(new Error(e.message));
+              }
+            }
+          },
+        );
+      },
+    );
 
   it('prefills a long prompt in budget-sized chunks while another slot generates, its reply unchanged', async () => {
     const whole = await scenario(0);
@@ -164,15 +219,18 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
     if (!native.ok) throw new Error(native.reason);
     const steps = await new Promise<number>((resolve, reject) => {
       let seen = -1;
-      const loop = new native.binding.SlotLoop({ modelPath, contextSize: 512, slots: 2, threads: 1, stepTokenBudget: 16 }, (events) => {
-        for (const e of events) {
-          if (e.type === 'ready') loop.submit(1, promptOf(300, 5), generationJob({ maxTokens: 2, sampling: GREEDY }));
-          else if (e.type === 'prompt') seen = e.promptSteps;
-          else if (e.type === 'done') loop.dispose();
-          else if (e.type === 'disposed') resolve(seen);
-          else if (e.type === 'loadFailed' || e.type === 'error') reject(new Error(e.message));
-        }
-      });
+      const loop = new native.binding.SlotLoop(
+        { modelPath, contextSize: 512, slots: 2, threads: 1, stepTokenBudget: 16 },
+        (events) => {
+          for (const e of events) {
+            if (e.type === 'ready') loop.submit(1, promptOf(300, 5), generationJob({ maxTokens: 2, sampling: GREEDY }));
+            else if (e.type === 'prompt') seen = e.promptSteps;
+            else if (e.type === 'done') loop.dispose();
+            else if (e.type === 'disposed') resolve(seen);
+            else if (e.type === 'loadFailed' || e.type === 'error') reject(new Error(e.message));
+          }
+        },
+      );
     });
     expect(steps).toBe(1);
   });
@@ -180,7 +238,13 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
 
 describe.skipIf(skipReason !== '')(`native thread calibration${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   it('times each thread count from 1 to the most allowed and uses one of them', async () => {
-    const engine = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyModel(), contextSize: 256, slots: 4, threads: 2, calibrateCores: 2 });
+    const engine = await loadNativeSlotEngineInternal({
+      modelPath: await ensureTinyModel(),
+      contextSize: 256,
+      slots: 4,
+      threads: 2,
+      calibrateCores: 2,
+    });
     try {
       expect(engine.calibration?.map((t) => t.threads)).toEqual([1, 2]);
       for (const t of engine.calibration!) {

@@ -10,20 +10,38 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyBert, ensureTinyModel } from '../../models/test-model-path.ts';
 import { BERT_CLS_ID, BERT_SEP_ID } from '../../models/tiny-bert.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
-import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
+import {
+  loadNativeSlotEngineInternal,
+  nativeAddonAvailable,
+  type NativeSlotEngine,
+} from '../../src/worker/native-slot-engine.ts';
 import { realTestModel } from '../helpers/test-model.ts';
 import { tsWorker } from '../helpers/ts-worker.ts';
 import { submitJob } from '../helpers/generation-job.ts';
 import { expectDistinct, expectSameEmbedding } from '../helpers/vector-agreement.ts';
 
 const addon = nativeAddonAvailable();
-const GREEDY: SamplingParams = { temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1 };
+const GREEDY: SamplingParams = {
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 1,
+};
 const CONTEXT = 1024;
 const REAL = realTestModel();
 const model = async () => REAL ?? (await ensureTinyModel());
 
-const inputs = (n: number, len: number) => Array.from({ length: n }, (_, i) => Uint32Array.from({ length: len }, (_, j) => 1 + ((i * 31 + j * 7) % 200)));
-const rows = (r: { vectors: Float32Array; dimensions: number }) => Array.from({ length: r.vectors.length / r.dimensions }, (_, i) => r.vectors.subarray(i * r.dimensions, (i + 1) * r.dimensions));
+const inputs = (n: number, len: number) =>
+  Array.from({ length: n }, (_, i) => Uint32Array.from({ length: len }, (_, j) => 1 + ((i * 31 + j * 7) % 200)));
+const rows = (r: { vectors: Float32Array; dimensions: number }) =>
+  Array.from({ length: r.vectors.length / r.dimensions }, (_, i) =>
+    r.vectors.subarray(i * r.dimensions, (i + 1) * r.dimensions),
+  );
 const norm = (v: Float32Array) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 
 describe.skipIf(!addon.ok)(`native embedder${addon.ok ? '' : ` (skipped: ${addon.reason})`}`, () => {
@@ -33,7 +51,12 @@ describe.skipIf(!addon.ok)(`native embedder${addon.ok ? '' : ` (skipped: ${addon
   // (4e-5, relative) than its own packed and lone vectors with some CPUs' kernels (2e-4, the f16 KV cache), so
   // on it "the same vector as alone" could not tell one input from another.
   beforeAll(async () => {
-    engine = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyModel(), contextSize: CONTEXT, slots: 2, threads: 1 });
+    engine = await loadNativeSlotEngineInternal({
+      modelPath: await ensureTinyModel(),
+      contextSize: CONTEXT,
+      slots: 2,
+      threads: 1,
+    });
   });
 
   afterAll(async () => {
@@ -68,11 +91,15 @@ describe.skipIf(!addon.ok)(`native embedder${addon.ok ? '' : ` (skipped: ${addon
 
   it('embeds while the loop generates', async () => {
     const generation = new Promise<string>((resolve, reject) => {
-      submitJob(engine, { promptTokens: Uint32Array.from([1, 5, 9]), maxTokens: 40, stops: [], sampling: GREEDY }, {
-        onText: () => {},
-        onDone: (r) => resolve(r.finishReason),
-        onError: (e) => reject(new Error(e.message)),
-      });
+      submitJob(
+        engine,
+        { promptTokens: Uint32Array.from([1, 5, 9]), maxTokens: 40, stops: [], sampling: GREEDY },
+        {
+          onText: () => {},
+          onDone: (r) => resolve(r.finishReason),
+          onError: (e) => reject(new Error(e.message)),
+        },
+      );
     });
     const [embedded, finish] = await Promise.all([engine.embed(inputs(32, 20)), generation]);
     expect(rows(embedded)).toHaveLength(32);
@@ -82,8 +109,16 @@ describe.skipIf(!addon.ok)(`native embedder${addon.ok ? '' : ` (skipped: ${addon
 
 describe.skipIf(!addon.ok)('native embedder and dispose', () => {
   it('an embedding in flight at dispose settles (done or engine_disposed); later ones are refused', async () => {
-    const engine = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyModel(), contextSize: CONTEXT, slots: 1, threads: 1 });
-    const inFlight = engine.embed(inputs(2048, 30)).then(() => 'done', (e: { code?: string }) => e.code);
+    const engine = await loadNativeSlotEngineInternal({
+      modelPath: await ensureTinyModel(),
+      contextSize: CONTEXT,
+      slots: 1,
+      threads: 1,
+    });
+    const inFlight = engine.embed(inputs(2048, 30)).then(
+      () => 'done',
+      (e: { code?: string }) => e.code,
+    );
     await new Promise((r) => setTimeout(r, 5));
     await engine.dispose();
     expect(['done', 'engine_disposed']).toContain(await inFlight);
@@ -104,7 +139,11 @@ describe.skipIf(!addon.ok)('native embedder in a terminated worker thread', () =
     for (let i = 0; i < 2; i++) {
       const outcome = await new Promise<{ exitCode: number; messages: unknown[] }>(async (resolve, reject) => {
         const messages: unknown[] = [];
-        const worker = tsWorker(body, { modelPath: await model() }, { engineModule: 'src/worker/native-slot-engine.ts' });
+        const worker = tsWorker(
+          body,
+          { modelPath: await model() },
+          { engineModule: 'src/worker/native-slot-engine.ts' },
+        );
         worker.on('message', (m: unknown) => {
           messages.push(m);
           if (m === 'embedding') setTimeout(() => void worker.terminate(), 20);
@@ -122,7 +161,12 @@ describe.skipIf(!addon.ok)('native embedder on a BERT encoder (embeddings only)'
   let engine: NativeSlotEngine;
   beforeAll(async () => {
     // More context than the model's 128 positions: the loop holds its inputs to those.
-    engine = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyBert(), contextSize: 512, slots: 2, threads: 1 });
+    engine = await loadNativeSlotEngineInternal({
+      modelPath: await ensureTinyBert(),
+      contextSize: 512,
+      slots: 2,
+      threads: 1,
+    });
   });
   afterAll(async () => {
     await engine?.dispose();
@@ -134,7 +178,9 @@ describe.skipIf(!addon.ok)('native embedder on a BERT encoder (embeddings only)'
   });
 
   it('embeds many inputs per encode pass with the vectors of one input per pass', async () => {
-    const batch = Array.from({ length: 24 }, (_, i) => Uint32Array.from([BERT_CLS_ID, 104 + (i % 50), 110 + ((i * 7) % 60), BERT_SEP_ID]));
+    const batch = Array.from({ length: 24 }, (_, i) =>
+      Uint32Array.from([BERT_CLS_ID, 104 + (i % 50), 110 + ((i * 7) % 60), BERT_SEP_ID]),
+    );
     const together = await engine.embed(batch);
     expect(together.dimensions).toBe(32);
     expect(together.passes).toBe(1);
@@ -149,9 +195,16 @@ describe.skipIf(!addon.ok)('native embedder on a BERT encoder (embeddings only)'
   });
 
   it('refuses an input past the trained positions, and every generation job', async () => {
-    await expect(engine.embed([new Uint32Array(129).fill(BERT_CLS_ID)])).rejects.toMatchObject({ code: 'invalid_input' });
-    expect(() => submitJob(engine, { promptTokens: Uint32Array.from([BERT_CLS_ID, 104]) }, { onText: () => {}, onDone: () => {}, onError: () => {} }))
-      .toThrow(expect.objectContaining({ code: 'model_embeddings_only' }));
+    await expect(engine.embed([new Uint32Array(129).fill(BERT_CLS_ID)])).rejects.toMatchObject({
+      code: 'invalid_input',
+    });
+    expect(() =>
+      submitJob(
+        engine,
+        { promptTokens: Uint32Array.from([BERT_CLS_ID, 104]) },
+        { onText: () => {}, onDone: () => {}, onError: () => {} },
+      ),
+    ).toThrow(expect.objectContaining({ code: 'model_embeddings_only' }));
     expect((await engine.embed([Uint32Array.from([BERT_CLS_ID])])).dimensions).toBe(32);
   });
 });

@@ -56,7 +56,17 @@ class EngineWorker {
       });
       parentPort.postMessage('ready');
     `;
-    const sampling = { temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1 };
+    const sampling = {
+      temperature: 0,
+      topP: 1,
+      topK: 0,
+      minP: 0,
+      repeatPenalty: 1,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      penaltyLastN: 64,
+      seed: 1,
+    };
     this.worker = tsWorker(body, { modelPath, sampling }, { engineModule: 'src/worker/native-slot-engine.ts' });
     this.ready = new Promise((ok, fail) => {
       this.worker.on('message', (m: 'ready' | { id: number; side: WorkerSide }) => {
@@ -86,10 +96,15 @@ class EngineWorker {
 }
 
 /** The relayed events of one route, and a promise of its terminal event. */
-function collect(relay: MainEventRelay, onEvent?: (e: WorkerEvent, route: JobRelay) => void): { route: JobRelay; events: WorkerEvent[]; end: Promise<WorkerEvent> } {
+function collect(
+  relay: MainEventRelay,
+  onEvent?: (e: WorkerEvent, route: JobRelay) => void,
+): { route: JobRelay; events: WorkerEvent[]; end: Promise<WorkerEvent> } {
   const events: WorkerEvent[] = [];
   let settle: (e: WorkerEvent) => void = () => {};
-  const end = new Promise<WorkerEvent>((ok) => { settle = ok; });
+  const end = new Promise<WorkerEvent>((ok) => {
+    settle = ok;
+  });
   const route = relay.route((e) => {
     events.push(e);
     onEvent?.(e, route);
@@ -117,7 +132,9 @@ describe.skipIf(skip !== '')(`native event relay${skip ? ` (skipped: ${skip})` :
     await llama.dispose();
     worker = new EngineWorker(modelPath);
     await worker.ready;
-    const opened = MainEventRelay.open(openEventRelay, (err) => { throw err; });
+    const opened = MainEventRelay.open(openEventRelay, (err) => {
+      throw err;
+    });
     if (!opened) throw new Error('the addon loads, so a relay must open');
     relay = opened;
   });
@@ -126,7 +143,7 @@ describe.skipIf(skip !== '')(`native event relay${skip ? ` (skipped: ${skip})` :
     await worker?.terminate();
   });
 
-  it('delivers a worker job\'s prompt, text and end to the relay thread; the worker sees only the end', async () => {
+  it("delivers a worker job's prompt, text and end to the relay thread; the worker sees only the end", async () => {
     const plain = await worker.run(prompt, 50).ended;
     expect(plain.calls[0]).toBe('prompt');
     expect(plain.text).toBe(DEFAULT_TINY_REPLY);
@@ -139,14 +156,23 @@ describe.skipIf(skip !== '')(`native event relay${skip ? ` (skipped: ${skip})` :
     expect(r.events.slice(1, -1).every((e) => e.t === 'text')).toBe(true);
     expect(textOf(r.events)).toBe(DEFAULT_TINY_REPLY);
     expect(r.events.reduce((n, e) => n + (e.t === 'text' ? e.n : 0), 0)).toBe(plain.result!.completionTokens);
-    expect(end).toEqual({ t: 'done', finishReason: 'stop', promptTokens: prompt.length, cachedTokens: expect.any(Number), completionTokens: plain.result!.completionTokens });
+    expect(end).toEqual({
+      t: 'done',
+      finishReason: 'stop',
+      promptTokens: prompt.length,
+      cachedTokens: expect.any(Number),
+      completionTokens: plain.result!.completionTokens,
+    });
     relay.unroute(r.route);
   });
 
-  it('keeps each relayed job\'s events apart from another\'s and from an unrelayed job in the same batch', async () => {
+  it("keeps each relayed job's events apart from another's and from an unrelayed job in the same batch", async () => {
     const a = collect(relay);
     const b = collect(relay);
-    const [sideA, sideB] = await Promise.all([worker.run(prompt, 2, a.route).ended, worker.run(prompt, 50, b.route).ended]);
+    const [sideA, sideB] = await Promise.all([
+      worker.run(prompt, 2, a.route).ended,
+      worker.run(prompt, 50, b.route).ended,
+    ]);
     await Promise.all([a.end, b.end]);
     expect(textOf(a.events)).toBe(DEFAULT_TINY_REPLY.slice(0, textOf(a.events).length));
     expect(a.events.at(-1)).toMatchObject({ t: 'done', finishReason: 'length', completionTokens: 2 });
@@ -155,7 +181,10 @@ describe.skipIf(skip !== '')(`native event relay${skip ? ` (skipped: ${skip})` :
     expect(sideB.calls).toEqual(['done']);
 
     const c = collect(relay);
-    const [relayed, unrelayed] = await Promise.all([worker.run(prompt, 50, c.route).ended, worker.run(prompt, 50).ended]);
+    const [relayed, unrelayed] = await Promise.all([
+      worker.run(prompt, 50, c.route).ended,
+      worker.run(prompt, 50).ended,
+    ]);
     await c.end;
     expect(relayed.calls).toEqual(['done']);
     expect(unrelayed.text).toBe(DEFAULT_TINY_REPLY);
@@ -165,7 +194,9 @@ describe.skipIf(skip !== '')(`native event relay${skip ? ` (skipped: ${skip})` :
 
   it('ends a relayed job cancelled from the worker on both threads', async () => {
     let job = 0;
-    const r = collect(relay, (e) => { if (e.t === 'text') worker.cancel(job); });
+    const r = collect(relay, (e) => {
+      if (e.t === 'text') worker.cancel(job);
+    });
     const run = worker.run(gibberish, 100, r.route);
     job = run.id;
     const side = await run.ended;
@@ -174,7 +205,7 @@ describe.skipIf(skip !== '')(`native event relay${skip ? ` (skipped: ${skip})` :
     relay.unroute(r.route);
   });
 
-  it('refuses a job for a closed relay, and a relay closed mid-job leaves the worker\'s job to end', async () => {
+  it("refuses a job for a closed relay, and a relay closed mid-job leaves the worker's job to end", async () => {
     const other = MainEventRelay.open(openEventRelay, () => {})!;
     let job = 0;
     let seen = 0;

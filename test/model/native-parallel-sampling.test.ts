@@ -7,12 +7,26 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
-import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
+import {
+  loadNativeSlotEngineInternal,
+  nativeAddonAvailable,
+  type NativeSlotEngine,
+} from '../../src/worker/native-slot-engine.ts';
 import { submitJob, type TestJob } from '../helpers/generation-job.ts';
 import { realTestModel } from '../helpers/test-model.ts';
 
 const addon = nativeAddonAvailable();
-const BASE: SamplingParams = { temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1 };
+const BASE: SamplingParams = {
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 1,
+};
 const SLOTS = 12;
 
 /** Job i: greedy, sampled (seeded), penalised, under a grammar, or with logprobs, on its own short prompt. */
@@ -24,21 +38,32 @@ function job(i: number): TestJob {
     { sampling: { ...BASE, temperature: 1, seed: 300 + i }, grammar: 'root ::= "a" [a-z ]{3,12} "."' },
     { sampling: BASE, topLogprobs: 2 },
   ];
-  return { promptTokens: new Uint32Array([1, 10 + i, 20 + 2 * i, 30 + 3 * i]), maxTokens: 24, stops: [], ...kinds[i % kinds.length]! };
+  return {
+    promptTokens: new Uint32Array([1, 10 + i, 20 + 2 * i, 30 + 3 * i]),
+    maxTokens: 24,
+    stops: [],
+    ...kinds[i % kinds.length]!,
+  };
 }
 
 async function runAll(engine: NativeSlotEngine): Promise<Array<{ text: string; logprobs: number[]; finish: string }>> {
-  return Promise.all(Array.from({ length: SLOTS }, (_, i) => new Promise<{ text: string; logprobs: number[]; finish: string }>((resolve, reject) => {
-    const out = { text: '', logprobs: [] as number[], finish: '' };
-    submitJob(engine, job(i), {
-      onText: (text, _n, lps) => {
-        out.text += text;
-        for (const lp of lps ?? []) out.logprobs.push(lp.logprob);
-      },
-      onDone: (r) => resolve({ ...out, finish: r.finishReason }),
-      onError: (e) => reject(new Error(`${e.code}: ${e.message}`)),
-    });
-  })));
+  return Promise.all(
+    Array.from(
+      { length: SLOTS },
+      (_, i) =>
+        new Promise<{ text: string; logprobs: number[]; finish: string }>((resolve, reject) => {
+          const out = { text: '', logprobs: [] as number[], finish: '' };
+          submitJob(engine, job(i), {
+            onText: (text, _n, lps) => {
+              out.text += text;
+              for (const lp of lps ?? []) out.logprobs.push(lp.logprob);
+            },
+            onDone: (r) => resolve({ ...out, finish: r.finishReason }),
+            onError: (e) => reject(new Error(`${e.code}: ${e.message}`)),
+          });
+        }),
+    ),
+  );
 }
 
 describe.skipIf(!addon.ok)('parallel sampling of output rows', () => {
@@ -51,7 +76,14 @@ describe.skipIf(!addon.ok)('parallel sampling of output rows', () => {
     const modelPath = realTestModel() ?? (await ensureTinyModel());
     const answers = [];
     for (const samplerThreads of [1, 4]) {
-      const engine = await loadNativeSlotEngineInternal({ modelPath, contextSize: 128, slots: SLOTS, threads: 2, samplerThreads, promptCacheMiB: 0 });
+      const engine = await loadNativeSlotEngineInternal({
+        modelPath,
+        contextSize: 128,
+        slots: SLOTS,
+        threads: 2,
+        samplerThreads,
+        promptCacheMiB: 0,
+      });
       engines.push(engine);
       answers.push(await runAll(engine));
       // A second round on the same engine: samplers and the pool are reused across jobs.

@@ -9,7 +9,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GenerationJob } from '../../native/generation-job.ts';
-import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
+import {
+  loadNativeSlotEngineInternal,
+  nativeAddonAvailable,
+  type NativeSlotEngine,
+} from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobHandle, SlotJobResult } from '../../src/worker/slot-engine.ts';
 import { submitJob } from '../helpers/generation-job.ts';
@@ -19,12 +23,21 @@ const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
 const GREEDY: SamplingParams = {
-  temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1,
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 1,
 };
 const SAMPLED: SamplingParams = { ...GREEDY, temperature: 1, repeatPenalty: 1.1, seed: 1234 };
 
 /** Ordinary token ids below 500 (both test models' vocabularies hold them), different for each offset. */
-const promptOf = (length: number, offset: number) => Uint32Array.from({ length }, (_, i) => 3 + ((i * 37 + offset) % 490));
+const promptOf = (length: number, offset: number) =>
+  Uint32Array.from({ length }, (_, i) => 3 + ((i * 37 + offset) % 490));
 
 interface Run {
   text: string;
@@ -37,205 +50,245 @@ interface Run {
 
 let clock = 0;
 
-function start(engine: NativeSlotEngine, prompt: Uint32Array, job: Partial<GenerationJob>, onText?: (r: Run) => void): { done: Promise<Run>; handle: SlotJobHandle } {
+function start(
+  engine: NativeSlotEngine,
+  prompt: Uint32Array,
+  job: Partial<GenerationJob>,
+  onText?: (r: Run) => void,
+): { done: Promise<Run>; handle: SlotJobHandle } {
   let handle!: SlotJobHandle;
   const done = new Promise<Run>((resolve) => {
     const r: Run = { text: '', tokens: 0 };
-    handle = submitJob(engine, { promptTokens: prompt, maxTokens: 48, stops: [], sampling: GREEDY, ...job }, {
-      onText: (text, n) => { r.text += text; r.tokens += n; onText?.(r); },
-      onDone: (result) => { r.result = result; r.endedAt = ++clock; resolve(r); },
-      onError: (e) => { r.error = `${e.code}: ${e.message}`; r.endedAt = ++clock; resolve(r); },
-    });
+    handle = submitJob(
+      engine,
+      { promptTokens: prompt, maxTokens: 48, stops: [], sampling: GREEDY, ...job },
+      {
+        onText: (text, n) => {
+          r.text += text;
+          r.tokens += n;
+          onText?.(r);
+        },
+        onDone: (result) => {
+          r.result = result;
+          r.endedAt = ++clock;
+          resolve(r);
+        },
+        onError: (e) => {
+          r.error = `${e.code}: ${e.message}`;
+          r.endedAt = ++clock;
+          resolve(r);
+        },
+      },
+    );
   });
   return { done, handle };
 }
 
-describe.skipIf(skipReason !== '')(`native loop priority and preemption${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  let modelPath: string;
-  const engines: NativeSlotEngine[] = [];
-  const load = async (promptCacheMiB = 16, slots = 1) => {
-    const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 256, slots, threads: 1, promptCacheMiB });
-    engines.push(e);
-    return e;
-  };
-  beforeAll(async () => { modelPath = realTestModel() ?? (await tinyModel()); });
-  afterAll(async () => { await Promise.all(engines.map((e) => e.dispose())); });
-
-  /** The batch job alone, then the same batch job preempted by an interactive one after its first text. */
-  async function preempted(engine: NativeSlotEngine, sampling: SamplingParams) {
-    const batchPrompt = promptOf(30, 1);
-    const interactivePrompt = promptOf(20, 2);
-    const alone = await start(engine, batchPrompt, { priority: 'batch', sampling, maxTokens: 40 }).done;
-    const interactiveAlone = await start(engine, interactivePrompt, { priority: 'interactive', maxTokens: 12 }).done;
-    const before = engine.stats().preemptions;
-    let interactive: Promise<Run> | null = null;
-    const batch = start(engine, batchPrompt, { priority: 'batch', sampling, maxTokens: 40 }, (r) => {
-      if (interactive === null && r.tokens >= 3) interactive = start(engine, interactivePrompt, { priority: 'interactive', maxTokens: 12 }).done;
-    }).done;
-    const b = await batch;
-    expect(interactive).not.toBeNull();
-    const i = await interactive!;
-    return { alone, interactiveAlone, b, i, preemptions: engine.stats().preemptions - before };
-  }
-
-  it('an interactive job takes a batch job\'s only slot at once; the batch job resumes and answers as if never preempted (greedy)', async () => {
-    const engine = await load();
-    const { alone, interactiveAlone, b, i, preemptions } = await preempted(engine, GREEDY);
-    expect(alone.error).toBeUndefined();
-    expect(preemptions).toBe(1);
-    expect(i.endedAt!).toBeLessThan(b.endedAt!); // it did not wait for the batch job to finish
-    expect(i.text).toBe(interactiveAlone.text);
-    expect(b.text).toBe(alone.text);
-    expect(b.result).toMatchObject({ finishReason: alone.result!.finishReason, promptTokens: alone.result!.promptTokens, completionTokens: alone.result!.completionTokens });
-    expect(engine.stats().parked).toBe(0);
-  });
-
-  it('a sampled batch job (seeded) gives the same text preempted: its sampler is kept, not rebuilt', async () => {
-    const engine = await load();
-    const { alone, b, preemptions } = await preempted(engine, SAMPLED);
-    expect(preemptions).toBe(1);
-    expect(b.text).toBe(alone.text);
-  });
-
-  it('without a prompt cache the parked job\'s tokens are evaluated again, with the same answer', async () => {
-    const engine = await load(0);
-    const { alone, b, preemptions } = await preempted(engine, GREEDY);
-    expect(preemptions).toBe(1);
-    expect(b.text).toBe(alone.text);
-  });
-
-  it('interactive jobs never preempt each other: the second waits for the slot', async () => {
-    const engine = await load();
-    const before = engine.stats().preemptions;
-    let second: Promise<Run> | null = null;
-    const first = start(engine, promptOf(20, 3), { maxTokens: 24 }, (r) => {
-      if (second === null && r.tokens >= 2) second = start(engine, promptOf(20, 4), { maxTokens: 4 }).done;
-    }).done;
-    const a = await first;
-    const b = await second!;
-    expect(a.result?.completionTokens).toBe(24);
-    expect(b.result?.completionTokens).toBe(4);
-    expect(a.endedAt!).toBeLessThan(b.endedAt!);
-    expect(engine.stats().preemptions).toBe(before);
-  });
-
-  it('an interactive job asked to yield (fair share) gives its only slot to the next waiting job and answers as if never paused', async () => {
-    const engine = await load();
-    const prompt = promptOf(30, 8);
-    const otherPrompt = promptOf(20, 9);
-    const alone = await start(engine, prompt, { maxTokens: 40 }).done;
-    const otherAlone = await start(engine, otherPrompt, { maxTokens: 12 }).done;
-    const before = engine.stats().preemptions;
-    let other: Promise<Run> | null = null;
-    const run = start(engine, prompt, { maxTokens: 40 }, (r) => {
-      if (other === null && r.tokens >= 3) {
-        run.handle.yieldSlot!();
-        other = start(engine, otherPrompt, { maxTokens: 12 }).done;
-      }
+describe.skipIf(skipReason !== '')(
+  `native loop priority and preemption${skipReason ? ` (skipped: ${skipReason})` : ''}`,
+  () => {
+    let modelPath: string;
+    const engines: NativeSlotEngine[] = [];
+    const load = async (promptCacheMiB = 16, slots = 1) => {
+      const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 256, slots, threads: 1, promptCacheMiB });
+      engines.push(e);
+      return e;
+    };
+    beforeAll(async () => {
+      modelPath = realTestModel() ?? (await tinyModel());
     });
-    const a = await run.done;
-    const o = await other!;
-    expect(engine.stats().preemptions - before).toBe(1);
-    expect(o.endedAt!).toBeLessThan(a.endedAt!); // it did not wait for the job that yielded
-    expect(o.text).toBe(otherAlone.text);
-    expect(a.text).toBe(alone.text);
-    expect(a.result).toMatchObject({ finishReason: alone.result!.finishReason, promptTokens: alone.result!.promptTokens, completionTokens: alone.result!.completionTokens });
-    expect(engine.stats().parked).toBe(0);
-  });
-
-  it('a job asked to yield with nothing waiting keeps its slot and finishes', async () => {
-    const engine = await load();
-    const before = engine.stats().preemptions;
-    const prompt = promptOf(20, 10);
-    const alone = await start(engine, prompt, { maxTokens: 16 }).done;
-    let asked = false;
-    const run = start(engine, prompt, { maxTokens: 16 }, () => {
-      if (!asked) {
-        asked = true;
-        run.handle.yieldSlot!();
-      }
+    afterAll(async () => {
+      await Promise.all(engines.map((e) => e.dispose()));
     });
-    const a = await run.done;
-    expect(a.text).toBe(alone.text);
-    expect(engine.stats().preemptions).toBe(before);
-  });
 
-  it('waiting interactive work goes before waiting batch work, whatever the arrival order', async () => {
-    const engine = await load(16, 2);
-    const other = start(engine, promptOf(20, 15), { maxTokens: 40 }).done;
-    let waiters: Array<Promise<Run>> | null = null;
-    const first = start(engine, promptOf(20, 5), { maxTokens: 16 }, (r) => {
-      if (waiters === null && r.tokens >= 2) {
-        waiters = [
-          start(engine, promptOf(20, 6), { priority: 'batch', maxTokens: 4 }).done,
-          start(engine, promptOf(20, 7), { priority: 'interactive', maxTokens: 4 }).done,
-        ];
-      }
-    }).done;
-    await first;
-    await other;
-    const [batch, interactive] = (await Promise.all(waiters!)) as [Run, Run];
-    expect(interactive.endedAt!).toBeLessThan(batch.endedAt!);
-    expect(batch.result?.completionTokens).toBe(4);
-  });
+    /** The batch job alone, then the same batch job preempted by an interactive one after its first text. */
+    async function preempted(engine: NativeSlotEngine, sampling: SamplingParams) {
+      const batchPrompt = promptOf(30, 1);
+      const interactivePrompt = promptOf(20, 2);
+      const alone = await start(engine, batchPrompt, { priority: 'batch', sampling, maxTokens: 40 }).done;
+      const interactiveAlone = await start(engine, interactivePrompt, { priority: 'interactive', maxTokens: 12 }).done;
+      const before = engine.stats().preemptions;
+      let interactive: Promise<Run> | null = null;
+      const batch = start(engine, batchPrompt, { priority: 'batch', sampling, maxTokens: 40 }, (r) => {
+        if (interactive === null && r.tokens >= 3)
+          interactive = start(engine, interactivePrompt, { priority: 'interactive', maxTokens: 12 }).done;
+      }).done;
+      const b = await batch;
+      expect(interactive).not.toBeNull();
+      const i = await interactive!;
+      return { alone, interactiveAlone, b, i, preemptions: engine.stats().preemptions - before };
+    }
 
-  it('a parked batch job and a waiting one can be cancelled: each ends cancelled, and the loop goes on', async () => {
-    // Two slots: one interactive job runs throughout; the batch job on the other slot is parked for a second one.
-    const engine = await load(16, 2);
-    const longRunning = start(engine, promptOf(20, 16), { maxTokens: 120 });
-    let parkedHandle: SlotJobHandle | null = null;
-    let interactive: Promise<Run> | null = null;
-    let waiting: { done: Promise<Run>; handle: SlotJobHandle } | null = null;
-    const batch = start(engine, promptOf(30, 8), { priority: 'batch', maxTokens: 200 }, (r) => {
-      if (interactive !== null || r.tokens < 2) return;
-      interactive = start(engine, promptOf(20, 9), { maxTokens: 30 }, (ir) => {
-        if (ir.tokens === 1) {
-          // The batch job is parked now; another batch job waits behind it.
-          parkedHandle!.cancel();
-          waiting = start(engine, promptOf(20, 10), { priority: 'batch', maxTokens: 50 });
-          waiting.handle.cancel();
+    it("an interactive job takes a batch job's only slot at once; the batch job resumes and answers as if never preempted (greedy)", async () => {
+      const engine = await load();
+      const { alone, interactiveAlone, b, i, preemptions } = await preempted(engine, GREEDY);
+      expect(alone.error).toBeUndefined();
+      expect(preemptions).toBe(1);
+      expect(i.endedAt!).toBeLessThan(b.endedAt!); // it did not wait for the batch job to finish
+      expect(i.text).toBe(interactiveAlone.text);
+      expect(b.text).toBe(alone.text);
+      expect(b.result).toMatchObject({
+        finishReason: alone.result!.finishReason,
+        promptTokens: alone.result!.promptTokens,
+        completionTokens: alone.result!.completionTokens,
+      });
+      expect(engine.stats().parked).toBe(0);
+    });
+
+    it('a sampled batch job (seeded) gives the same text preempted: its sampler is kept, not rebuilt', async () => {
+      const engine = await load();
+      const { alone, b, preemptions } = await preempted(engine, SAMPLED);
+      expect(preemptions).toBe(1);
+      expect(b.text).toBe(alone.text);
+    });
+
+    it("without a prompt cache the parked job's tokens are evaluated again, with the same answer", async () => {
+      const engine = await load(0);
+      const { alone, b, preemptions } = await preempted(engine, GREEDY);
+      expect(preemptions).toBe(1);
+      expect(b.text).toBe(alone.text);
+    });
+
+    it('interactive jobs never preempt each other: the second waits for the slot', async () => {
+      const engine = await load();
+      const before = engine.stats().preemptions;
+      let second: Promise<Run> | null = null;
+      const first = start(engine, promptOf(20, 3), { maxTokens: 24 }, (r) => {
+        if (second === null && r.tokens >= 2) second = start(engine, promptOf(20, 4), { maxTokens: 4 }).done;
+      }).done;
+      const a = await first;
+      const b = await second!;
+      expect(a.result?.completionTokens).toBe(24);
+      expect(b.result?.completionTokens).toBe(4);
+      expect(a.endedAt!).toBeLessThan(b.endedAt!);
+      expect(engine.stats().preemptions).toBe(before);
+    });
+
+    it('an interactive job asked to yield (fair share) gives its only slot to the next waiting job and answers as if never paused', async () => {
+      const engine = await load();
+      const prompt = promptOf(30, 8);
+      const otherPrompt = promptOf(20, 9);
+      const alone = await start(engine, prompt, { maxTokens: 40 }).done;
+      const otherAlone = await start(engine, otherPrompt, { maxTokens: 12 }).done;
+      const before = engine.stats().preemptions;
+      let other: Promise<Run> | null = null;
+      const run = start(engine, prompt, { maxTokens: 40 }, (r) => {
+        if (other === null && r.tokens >= 3) {
+          run.handle.yieldSlot!();
+          other = start(engine, otherPrompt, { maxTokens: 12 }).done;
+        }
+      });
+      const a = await run.done;
+      const o = await other!;
+      expect(engine.stats().preemptions - before).toBe(1);
+      expect(o.endedAt!).toBeLessThan(a.endedAt!); // it did not wait for the job that yielded
+      expect(o.text).toBe(otherAlone.text);
+      expect(a.text).toBe(alone.text);
+      expect(a.result).toMatchObject({
+        finishReason: alone.result!.finishReason,
+        promptTokens: alone.result!.promptTokens,
+        completionTokens: alone.result!.completionTokens,
+      });
+      expect(engine.stats().parked).toBe(0);
+    });
+
+    it('a job asked to yield with nothing waiting keeps its slot and finishes', async () => {
+      const engine = await load();
+      const before = engine.stats().preemptions;
+      const prompt = promptOf(20, 10);
+      const alone = await start(engine, prompt, { maxTokens: 16 }).done;
+      let asked = false;
+      const run = start(engine, prompt, { maxTokens: 16 }, () => {
+        if (!asked) {
+          asked = true;
+          run.handle.yieldSlot!();
+        }
+      });
+      const a = await run.done;
+      expect(a.text).toBe(alone.text);
+      expect(engine.stats().preemptions).toBe(before);
+    });
+
+    it('waiting interactive work goes before waiting batch work, whatever the arrival order', async () => {
+      const engine = await load(16, 2);
+      const other = start(engine, promptOf(20, 15), { maxTokens: 40 }).done;
+      let waiters: Array<Promise<Run>> | null = null;
+      const first = start(engine, promptOf(20, 5), { maxTokens: 16 }, (r) => {
+        if (waiters === null && r.tokens >= 2) {
+          waiters = [
+            start(engine, promptOf(20, 6), { priority: 'batch', maxTokens: 4 }).done,
+            start(engine, promptOf(20, 7), { priority: 'interactive', maxTokens: 4 }).done,
+          ];
         }
       }).done;
+      await first;
+      await other;
+      const [batch, interactive] = (await Promise.all(waiters!)) as [Run, Run];
+      expect(interactive.endedAt!).toBeLessThan(batch.endedAt!);
+      expect(batch.result?.completionTokens).toBe(4);
     });
-    parkedHandle = batch.handle;
-    const b = await batch.done;
-    expect(b.result?.finishReason).toBe('cancelled');
-    expect(b.result?.completionTokens).toBeGreaterThanOrEqual(2);
-    const i = await interactive!;
-    expect(i.error).toBeUndefined();
-    expect(i.result?.completionTokens).toBeGreaterThan(0);
-    expect((await waiting!.done).result).toMatchObject({ finishReason: 'cancelled', completionTokens: 0 });
-    expect(engine.stats().parked).toBe(0);
-    longRunning.handle.cancel();
-    await longRunning.done;
-    expect(engine.activeJobs).toBe(0);
-    const after = await start(engine, promptOf(20, 11), { maxTokens: 3 }).done;
-    expect(after.result?.completionTokens).toBe(3);
-  });
 
-  it('a batch job beside a running interactive one still progresses (it sits out some steps), with the same answer', async () => {
-    const engine = await load(16, 2);
-    const alone = await start(engine, promptOf(30, 17), { priority: 'batch', maxTokens: 60 }).done;
-    let batchTokens = 0;
-    const batch = start(engine, promptOf(30, 17), { priority: 'batch', maxTokens: 60 }, (r) => { batchTokens = r.tokens; }).done;
-    const interactive = start(engine, promptOf(20, 18), { maxTokens: 100 }).done;
-    const i = await interactive;
-    expect(i.error).toBeUndefined();
-    // While the interactive job ran the batch job was slowed, not stopped.
-    expect(batchTokens).toBeGreaterThan(0);
-    const b = await batch;
-    expect(b.text).toBe(alone.text);
-    expect(b.result?.completionTokens).toBe(alone.result?.completionTokens);
-  });
+    it('a parked batch job and a waiting one can be cancelled: each ends cancelled, and the loop goes on', async () => {
+      // Two slots: one interactive job runs throughout; the batch job on the other slot is parked for a second one.
+      const engine = await load(16, 2);
+      const longRunning = start(engine, promptOf(20, 16), { maxTokens: 120 });
+      let parkedHandle: SlotJobHandle | null = null;
+      let interactive: Promise<Run> | null = null;
+      let waiting: { done: Promise<Run>; handle: SlotJobHandle } | null = null;
+      const batch = start(engine, promptOf(30, 8), { priority: 'batch', maxTokens: 200 }, (r) => {
+        if (interactive !== null || r.tokens < 2) return;
+        interactive = start(engine, promptOf(20, 9), { maxTokens: 30 }, (ir) => {
+          if (ir.tokens === 1) {
+            // The batch job is parked now; another batch job waits behind it.
+            parkedHandle!.cancel();
+            waiting = start(engine, promptOf(20, 10), { priority: 'batch', maxTokens: 50 });
+            waiting.handle.cancel();
+          }
+        }).done;
+      });
+      parkedHandle = batch.handle;
+      const b = await batch.done;
+      expect(b.result?.finishReason).toBe('cancelled');
+      expect(b.result?.completionTokens).toBeGreaterThanOrEqual(2);
+      const i = await interactive!;
+      expect(i.error).toBeUndefined();
+      expect(i.result?.completionTokens).toBeGreaterThan(0);
+      expect((await waiting!.done).result).toMatchObject({ finishReason: 'cancelled', completionTokens: 0 });
+      expect(engine.stats().parked).toBe(0);
+      longRunning.handle.cancel();
+      await longRunning.done;
+      expect(engine.activeJobs).toBe(0);
+      const after = await start(engine, promptOf(20, 11), { maxTokens: 3 }).done;
+      expect(after.result?.completionTokens).toBe(3);
+    });
 
-  it('takes twice its slots (the rest wait in the loop), and refuses beyond', async () => {
-    const engine = await load(16, 1);
-    const running = start(engine, promptOf(20, 12), { priority: 'batch', maxTokens: 100 });
-    const waiting = start(engine, promptOf(20, 13), { maxTokens: 2 });
-    expect(() => submitJob(engine, { promptTokens: promptOf(10, 14), maxTokens: 2 }, { onText() {}, onDone() {}, onError() {} }))
-      .toThrow(expect.objectContaining({ code: 'slots_busy' }));
-    expect((await waiting.done).result?.completionTokens).toBe(2);
-    running.handle.cancel();
-    await running.done;
-  });
-});
+    it('a batch job beside a running interactive one still progresses (it sits out some steps), with the same answer', async () => {
+      const engine = await load(16, 2);
+      const alone = await start(engine, promptOf(30, 17), { priority: 'batch', maxTokens: 60 }).done;
+      let batchTokens = 0;
+      const batch = start(engine, promptOf(30, 17), { priority: 'batch', maxTokens: 60 }, (r) => {
+        batchTokens = r.tokens;
+      }).done;
+      const interactive = start(engine, promptOf(20, 18), { maxTokens: 100 }).done;
+      const i = await interactive;
+      expect(i.error).toBeUndefined();
+      // While the interactive job ran the batch job was slowed, not stopped.
+      expect(batchTokens).toBeGreaterThan(0);
+      const b = await batch;
+      expect(b.text).toBe(alone.text);
+      expect(b.result?.completionTokens).toBe(alone.result?.completionTokens);
+    });
+
+    it('takes twice its slots (the rest wait in the loop), and refuses beyond', async () => {
+      const engine = await load(16, 1);
+      const running = start(engine, promptOf(20, 12), { priority: 'batch', maxTokens: 100 });
+      const waiting = start(engine, promptOf(20, 13), { maxTokens: 2 });
+      expect(() =>
+        submitJob(engine, { promptTokens: promptOf(10, 14), maxTokens: 2 }, { onText() {}, onDone() {}, onError() {} }),
+      ).toThrow(expect.objectContaining({ code: 'slots_busy' }));
+      expect((await waiting.done).result?.completionTokens).toBe(2);
+      running.handle.cancel();
+      await running.done;
+    });
+  },
+);

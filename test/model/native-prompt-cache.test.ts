@@ -8,7 +8,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
-import { loadNativeSlotEngineInternal, nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
+import {
+  loadNativeSlotEngineInternal,
+  nativeAddonAvailable,
+  type NativeSlotEngine,
+} from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
 import { submitJob } from '../helpers/generation-job.ts';
@@ -17,11 +21,20 @@ const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
 const GREEDY: SamplingParams = {
-  temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1,
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 1,
 };
 
 /** Ordinary pieces of the tiny vocabulary, different for each offset (no newline: the model never stops early). */
-const promptOf = (length: number, offset: number) => Uint32Array.from({ length }, (_, i) => 200 + ((i * 37 + offset) % 900));
+const promptOf = (length: number, offset: number) =>
+  Uint32Array.from({ length }, (_, i) => 200 + ((i * 37 + offset) % 900));
 
 interface Run {
   text: string;
@@ -32,11 +45,29 @@ interface Run {
 function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12, cachePartition?: string): Promise<Run> {
   return new Promise((resolve) => {
     const r: Run = { text: '' };
-    submitJob(engine, { promptTokens: prompt, maxTokens, stops: [], sampling: GREEDY, ...(cachePartition !== undefined ? { cachePartition } : {}) }, {
-      onText: (text) => { r.text += text; },
-      onDone: (result) => { r.result = result; resolve(r); },
-      onError: (e) => { r.error = `${e.code}: ${e.message}`; resolve(r); },
-    });
+    submitJob(
+      engine,
+      {
+        promptTokens: prompt,
+        maxTokens,
+        stops: [],
+        sampling: GREEDY,
+        ...(cachePartition !== undefined ? { cachePartition } : {}),
+      },
+      {
+        onText: (text) => {
+          r.text += text;
+        },
+        onDone: (result) => {
+          r.result = result;
+          resolve(r);
+        },
+        onError: (e) => {
+          r.error = `${e.code}: ${e.message}`;
+          resolve(r);
+        },
+      },
+    );
   });
 }
 
@@ -44,12 +75,23 @@ describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (sk
   let modelPath: string;
   const engines: NativeSlotEngine[] = [];
   const load = async (promptCacheMiB: number, slots = 1, kvUnified = false) => {
-    const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 256, slots, threads: 1, promptCacheMiB, kvUnified });
+    const e = await loadNativeSlotEngineInternal({
+      modelPath,
+      contextSize: 256,
+      slots,
+      threads: 1,
+      promptCacheMiB,
+      kvUnified,
+    });
     engines.push(e);
     return e;
   };
-  beforeAll(async () => { modelPath = await ensureTinyModel(); });
-  afterAll(async () => { await Promise.all(engines.map((e) => e.dispose())); });
+  beforeAll(async () => {
+    modelPath = await ensureTinyModel();
+  });
+  afterAll(async () => {
+    await Promise.all(engines.map((e) => e.dispose()));
+  });
 
   it('restores a prompt no slot holds any more, reports it as cached, and generates the same text', async () => {
     const engine = await load(16);
@@ -179,7 +221,12 @@ describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (sk
     // ~200-token states of ~50 KiB: 6 hot conversations that come back, between 24 one-off prompts that
     // overflow the 1 MiB, so entries are restored and evicted.
     const base = Array.from({ length: 30 }, (_, i) => promptOf(200, 300 + i));
-    const workload = Array.from({ length: 48 }, (_, turn) => Uint32Array.from([...base[turn % 2 === 0 ? (turn / 2) % 6 : 6 + (turn - 1) / 2]!, ...promptOf(turn % 3 === 0 ? 0 : 8, 400 + turn)]));
+    const workload = Array.from({ length: 48 }, (_, turn) =>
+      Uint32Array.from([
+        ...base[turn % 2 === 0 ? (turn / 2) % 6 : 6 + (turn - 1) / 2]!,
+        ...promptOf(turn % 3 === 0 ? 0 : 8, 400 + turn),
+      ]),
+    );
     const replay = async (partition: string | undefined) => {
       const engine = await load(1, 2);
       const cached: (number | undefined)[] = [];

@@ -33,7 +33,15 @@ const addonSkip = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 const skipReason = addonSkip || (haveModels ? '' : `models missing in ${MODELS_DIR}`);
 
 const GREEDY: SamplingParams = {
-  temperature: 0, topP: 1, topK: 0, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, penaltyLastN: 64, seed: 1,
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 1,
 };
 
 interface Run {
@@ -49,21 +57,40 @@ interface Run {
 }
 
 /** Submits a job and resolves at its terminal callback; `onChunk` may act (e.g. cancel) mid-stream. */
-function submit(engine: NativeSlotEngine, job: TestJob, onChunk?: (run: Run, cancel: () => void) => void): Promise<Run> {
+function submit(
+  engine: NativeSlotEngine,
+  job: TestJob,
+  onChunk?: (run: Run, cancel: () => void) => void,
+): Promise<Run> {
   return new Promise((done) => {
     const run: Run = { text: '', chunks: [], textTokens: 0, order: [] };
-    const handle = submitJob(engine, { maxTokens: 32, stops: [], sampling: GREEDY, ...job }, {
-      onPrompt: (info) => { run.order.push('prompt'); run.prompt = info; },
-      onText: (text, tokens) => {
-        run.order.push('text');
-        run.text += text;
-        run.chunks.push(text);
-        run.textTokens += tokens;
-        onChunk?.(run, () => handle.cancel());
+    const handle = submitJob(
+      engine,
+      { maxTokens: 32, stops: [], sampling: GREEDY, ...job },
+      {
+        onPrompt: (info) => {
+          run.order.push('prompt');
+          run.prompt = info;
+        },
+        onText: (text, tokens) => {
+          run.order.push('text');
+          run.text += text;
+          run.chunks.push(text);
+          run.textTokens += tokens;
+          onChunk?.(run, () => handle.cancel());
+        },
+        onDone: (result) => {
+          run.order.push('done');
+          run.result = result;
+          done(run);
+        },
+        onError: (error) => {
+          run.order.push('error');
+          run.error = error;
+          done(run);
+        },
       },
-      onDone: (result) => { run.order.push('done'); run.result = result; done(run); },
-      onError: (error) => { run.order.push('error'); run.error = error; done(run); },
-    });
+    );
   });
 }
 
@@ -122,7 +149,9 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
 
   it('runs several jobs in one batch, each with the output it has alone', async () => {
     const engine = await load(STORIES, 4);
-    const prompts = ['Once upon a time', 'The little dog', 'Tom and Sue went to the park', 'One day, a bird'].map((t) => tokens(stories, t));
+    const prompts = ['Once upon a time', 'The little dog', 'Tom and Sue went to the park', 'One day, a bird'].map((t) =>
+      tokens(stories, t),
+    );
     const alone: Run[] = [];
     for (const p of prompts) alone.push(await submit(engine, { promptTokens: p, maxTokens: 40 }));
     // Submitted in one tick: the loop picks them up together and decodes them in shared steps.
@@ -138,15 +167,19 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(engine.activeJobs).toBe(0);
   });
 
-  it('closes a gap between busy slots by moving a job\'s KV, without changing its output', async () => {
-    const prompts = ['Once upon a time', 'The little dog', 'Tom and Sue went to the park'].map((t) => tokens(stories, t));
+  it("closes a gap between busy slots by moving a job's KV, without changing its output", async () => {
+    const prompts = ['Once upon a time', 'The little dog', 'Tom and Sue went to the park'].map((t) =>
+      tokens(stories, t),
+    );
     const solo = await load(STORIES, 1);
     const alone: Run[] = [];
     for (const p of prompts) alone.push(await submit(solo, { promptTokens: p, maxTokens: 60 }));
 
     // Fresh engine: jobs land on slots 0, 1, 2; the middle one ends first, leaving busy slots 0 and 2.
     const engine = await load(STORIES, 3);
-    const runs = await Promise.all(prompts.map((p, i) => submit(engine, { promptTokens: p, maxTokens: i === 1 ? 5 : 60 })));
+    const runs = await Promise.all(
+      prompts.map((p, i) => submit(engine, { promptTokens: p, maxTokens: i === 1 ? 5 : 60 })),
+    );
     expect(engine.stats().migrations).toBeGreaterThanOrEqual(1);
     expect(runs[0]!.text).toBe(alone[0]!.text);
     expect(alone[1]!.text.startsWith(runs[1]!.text)).toBe(true);
@@ -191,13 +224,16 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     const cached = await submit(engine, { promptTokens: prompt, maxTokens: 8 });
     expect(cached.result?.finishReason).toBe('length');
 
-    const [a, b] = await Promise.all([0, 1].map(() =>
-      submit(engine, { promptTokens: prompt, maxTokens: 200 }, (run, cancel) => {
-        if (run.chunks.length === 3) {
-          cancel();
-          cancel(); // idempotent
-        }
-      })));
+    const [a, b] = await Promise.all(
+      [0, 1].map(() =>
+        submit(engine, { promptTokens: prompt, maxTokens: 200 }, (run, cancel) => {
+          if (run.chunks.length === 3) {
+            cancel();
+            cancel(); // idempotent
+          }
+        }),
+      ),
+    );
     for (const run of [a!, b!]) {
       expect(run.result?.finishReason).toBe('cancelled');
       expect(run.result!.completionTokens).toBeLessThan(200);
@@ -207,12 +243,22 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
 
     // Cancelled in the same tick as submitted: no prompt callback, no tokens.
     const handle = await new Promise<SlotJobResult>((done) => {
-      const h = submitJob(engine, { promptTokens: prompt, maxTokens: 50, stops: [], sampling: GREEDY }, {
-        onPrompt: () => { throw new Error('prompt callback after cancel'); },
-        onText: () => { throw new Error('text callback after cancel'); },
-        onDone: done,
-        onError: (e) => { throw new Error(e.message); },
-      });
+      const h = submitJob(
+        engine,
+        { promptTokens: prompt, maxTokens: 50, stops: [], sampling: GREEDY },
+        {
+          onPrompt: () => {
+            throw new Error('prompt callback after cancel');
+          },
+          onText: () => {
+            throw new Error('text callback after cancel');
+          },
+          onDone: done,
+          onError: (e) => {
+            throw new Error(e.message);
+          },
+        },
+      );
       h.cancel();
     });
     expect(handle.finishReason).toBe('cancelled');
@@ -225,7 +271,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(engine.activeJobs).toBe(0);
   });
 
-  it('frees a cancelled slot\'s KV cells at once (no prefix left to reuse)', async () => {
+  it("frees a cancelled slot's KV cells at once (no prefix left to reuse)", async () => {
     const engine = await load(STORIES, 1);
     const prompt = tokens(stories, 'Once upon a time');
     await submit(engine, { promptTokens: prompt, maxTokens: 8 });
@@ -261,7 +307,17 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(engine.contextSize).toBe(64);
     const tooLong = new Uint32Array(64).fill(300);
     tooLong[0] = 1;
-    expect(thrownBy(() => submitJob(engine, { promptTokens: tooLong, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }), ApiError).code).toBe('context_length_exceeded');
+    expect(
+      thrownBy(
+        () =>
+          submitJob(
+            engine,
+            { promptTokens: tooLong, maxTokens: 4, stops: [], sampling: GREEDY },
+            { onText() {}, onDone() {}, onError() {} },
+          ),
+        ApiError,
+      ).code,
+    ).toBe('context_length_exceeded');
 
     const nearlyFull = tooLong.subarray(0, 60);
     const run = await submit(engine, { promptTokens: nearlyFull, maxTokens: 1000 });
@@ -275,9 +331,19 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     const engine = await load(STORIES, 2);
     const prompt = tokens(stories, 'Once upon a time');
     const sampling: SamplingParams = {
-      temperature: 0.9, topP: 0.95, topK: 40, minP: 0.05, repeatPenalty: 1.1, presencePenalty: 0.2, frequencyPenalty: 0.2, penaltyLastN: 64, seed: 1234,
+      temperature: 0.9,
+      topP: 0.95,
+      topK: 40,
+      minP: 0.05,
+      repeatPenalty: 1.1,
+      presencePenalty: 0.2,
+      frequencyPenalty: 0.2,
+      penaltyLastN: 64,
+      seed: 1234,
     };
-    const [a, b] = await Promise.all([0, 1].map(() => submit(engine, { promptTokens: prompt, maxTokens: 40, sampling })));
+    const [a, b] = await Promise.all(
+      [0, 1].map(() => submit(engine, { promptTokens: prompt, maxTokens: 40, sampling })),
+    );
     expect(a!.result?.finishReason).toMatch(/^(length|stop)$/);
     expect(a!.text.length).toBeGreaterThan(0);
     expect(b!.text).toBe(a!.text);
@@ -287,9 +353,15 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     const engine = await loadNativeSlotEngineInternal({ modelPath: STORIES, contextSize: 256, slots: 1, threads: 1 });
     const prompt = tokens(stories, 'Once upon a time');
     const none = { onText() {}, onDone() {}, onError() {} };
-    expect(() => submitJob(engine, { promptTokens: prompt, maxTokens: 0 }, none)).toThrow(/^job\.maxTokens must be an integer in \[1, /);
-    expect(() => submitJob(engine, { promptTokens: prompt, topLogprobs: 21 }, none)).toThrow(/^job\.topLogprobs must be an integer in \[-1, 20\]/);
-    expect(() => engine.submit(prompt, { ...generationJob(), grammar: undefined as unknown as string }, none)).toThrow(/^job\.grammar must be a string/);
+    expect(() => submitJob(engine, { promptTokens: prompt, maxTokens: 0 }, none)).toThrow(
+      /^job\.maxTokens must be an integer in \[1, /,
+    );
+    expect(() => submitJob(engine, { promptTokens: prompt, topLogprobs: 21 }, none)).toThrow(
+      /^job\.topLogprobs must be an integer in \[-1, 20\]/,
+    );
+    expect(() => engine.submit(prompt, { ...generationJob(), grammar: undefined as unknown as string }, none)).toThrow(
+      /^job\.grammar must be a string/,
+    );
     expect(engine.activeJobs).toBe(0);
     const run = await submit(engine, { promptTokens: prompt, maxTokens: 1 });
     expect(run.result).toMatchObject({ finishReason: 'length', completionTokens: 1 });
@@ -301,8 +373,13 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     const prompt = tokens(stories, 'Once upon a time');
     const running = submit(engine, { promptTokens: prompt, maxTokens: 250 });
     const waiting = submit(engine, { promptTokens: prompt, maxTokens: 250 });
-    expect(() => submitJob(engine, { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }))
-      .toThrow(expect.objectContaining({ code: 'slots_busy' }));
+    expect(() =>
+      submitJob(
+        engine,
+        { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY },
+        { onText() {}, onDone() {}, onError() {} },
+      ),
+    ).toThrow(expect.objectContaining({ code: 'slots_busy' }));
 
     const first = engine.dispose();
     const second = engine.dispose();
@@ -312,12 +389,28 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(run.result?.finishReason).toBe('cancelled');
     expect((await waiting).result).toMatchObject({ finishReason: 'cancelled', completionTokens: 0 });
     await engine.dispose();
-    expect(thrownBy(() => submitJob(engine, { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY }, { onText() {}, onDone() {}, onError() {} }), NativeEngineError).code).toBe('engine_disposed');
+    expect(
+      thrownBy(
+        () =>
+          submitJob(
+            engine,
+            { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY },
+            { onText() {}, onDone() {}, onError() {} },
+          ),
+        NativeEngineError,
+      ).code,
+    ).toBe('engine_disposed');
   });
 
   it('fails to load a missing model with a clear error', async () => {
-    await expect(loadNativeSlotEngineInternal({ modelPath: resolve(MODELS_DIR, 'no-such-model.gguf'), contextSize: 64, slots: 1, threads: 1 }))
-      .rejects.toThrow(/could not load the model file/);
+    await expect(
+      loadNativeSlotEngineInternal({
+        modelPath: resolve(MODELS_DIR, 'no-such-model.gguf'),
+        contextSize: 64,
+        slots: 1,
+        threads: 1,
+      }),
+    ).rejects.toThrow(/could not load the model file/);
   });
 
   it('loads in two worker threads at once, next to node-llama-cpp, with the same output as here', async () => {
@@ -341,7 +434,11 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
 });
 
 /** node-llama-cpp's own greedy evaluation: up to `count` tokens or an end-of-generation token (not counted). */
-async function referenceGreedy(model: LlamaModel, prompt: Uint32Array, count: number): Promise<{ text: string; tokens: number }> {
+async function referenceGreedy(
+  model: LlamaModel,
+  prompt: Uint32Array,
+  count: number,
+): Promise<{ text: string; tokens: number }> {
   const context = await model.createContext({ contextSize: 512, sequences: 1, threads: 1 });
   try {
     const out: Token[] = [];
@@ -358,44 +455,51 @@ async function referenceGreedy(model: LlamaModel, prompt: Uint32Array, count: nu
 
 // The project's generated tiny llama (models/, no download): after a prompt ending in "\n" it replies
 // DEFAULT_TINY_REPLY and then an end-of-generation token.
-describe.skipIf(addonSkip !== '')(`native slot engine on the generated tiny llama${addonSkip ? ` (skipped: ${addonSkip})` : ''}`, () => {
-  let llama: Llama;
-  let model: LlamaModel;
-  let engine: NativeSlotEngine;
+describe.skipIf(addonSkip !== '')(
+  `native slot engine on the generated tiny llama${addonSkip ? ` (skipped: ${addonSkip})` : ''}`,
+  () => {
+    let llama: Llama;
+    let model: LlamaModel;
+    let engine: NativeSlotEngine;
 
-  beforeAll(async () => {
-    const modelPath = await ensureTinyModel();
-    llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
-    model = await llama.loadModel({ modelPath });
-    engine = await loadNativeSlotEngineInternal({ modelPath, contextSize: 128, slots: 2, threads: 1 });
-  });
-  afterAll(async () => {
-    await engine?.dispose();
-    await model?.dispose();
-    await llama?.dispose();
-  });
+    beforeAll(async () => {
+      const modelPath = await ensureTinyModel();
+      llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
+      model = await llama.loadModel({ modelPath });
+      engine = await loadNativeSlotEngineInternal({ modelPath, contextSize: 128, slots: 2, threads: 1 });
+    });
+    afterAll(async () => {
+      await engine?.dispose();
+      await model?.dispose();
+      await llama?.dispose();
+    });
 
-  it("ends at the end-of-generation token with 'stop', not counting it, as node-llama-cpp does", async () => {
-    const prompt = Uint32Array.from([model.tokens.bos!, ...model.tokenize('Say hello\n')]);
-    const run = await submit(engine, { promptTokens: prompt, maxTokens: 50 });
-    const reference = await referenceGreedy(model, prompt, 50);
-    expect(run.result?.finishReason).toBe('stop');
-    expect(run.text).toBe(DEFAULT_TINY_REPLY);
-    expect(run.text).toBe(reference.text);
-    expect(run.result?.completionTokens).toBe(reference.tokens);
-    expect(run.textTokens).toBe(reference.tokens);
+    it("ends at the end-of-generation token with 'stop', not counting it, as node-llama-cpp does", async () => {
+      const prompt = Uint32Array.from([model.tokens.bos!, ...model.tokenize('Say hello\n')]);
+      const run = await submit(engine, { promptTokens: prompt, maxTokens: 50 });
+      const reference = await referenceGreedy(model, prompt, 50);
+      expect(run.result?.finishReason).toBe('stop');
+      expect(run.text).toBe(DEFAULT_TINY_REPLY);
+      expect(run.text).toBe(reference.text);
+      expect(run.result?.completionTokens).toBe(reference.tokens);
+      expect(run.textTokens).toBe(reference.tokens);
 
-    const stopped = await submit(engine, { promptTokens: prompt, maxTokens: 50, stops: ['tiny'] });
-    expect(stopped.result?.finishReason).toBe('stop');
-    expect(stopped.text).toBe(DEFAULT_TINY_REPLY.slice(0, DEFAULT_TINY_REPLY.indexOf('tiny')));
-  });
-});
+      const stopped = await submit(engine, { promptTokens: prompt, maxTokens: 50, stops: ['tiny'] });
+      expect(stopped.result?.finishReason).toBe('stop');
+      expect(stopped.text).toBe(DEFAULT_TINY_REPLY.slice(0, DEFAULT_TINY_REPLY.indexOf('tiny')));
+    });
+  },
+);
 
 /**
  * A worker thread that does what a model worker does: node-llama-cpp (vocabulary only) tokenizes,
  * the native engine generates.
  */
-function runInWorker(modelPath: string, text: string, maxTokens: number): Promise<{ text?: string; libllama?: string[]; error?: string }> {
+function runInWorker(
+  modelPath: string,
+  text: string,
+  maxTokens: number,
+): Promise<{ text?: string; libllama?: string[]; error?: string }> {
   const body = `
     try {
       const { getLlama, LlamaLogLevel } = nodeLlamaCpp;
@@ -423,10 +527,16 @@ function runInWorker(modelPath: string, text: string, maxTokens: number): Promis
     }
   `;
   return new Promise((resolvePromise, reject) => {
-    const worker = tsWorker(body, { modelPath, text, maxTokens, sampling: GREEDY }, { nodeLlamaCpp: 'node-llama-cpp', engineModule: 'src/worker/native-slot-engine.ts' });
+    const worker = tsWorker(
+      body,
+      { modelPath, text, maxTokens, sampling: GREEDY },
+      { nodeLlamaCpp: 'node-llama-cpp', engineModule: 'src/worker/native-slot-engine.ts' },
+    );
     worker.once('message', (m: { text?: string; libllama?: string[]; error?: string }) => resolvePromise(m));
     worker.once('error', reject);
-    worker.once('exit', (code) => { if (code !== 0) reject(new Error(`worker exited with ${code}`)); });
+    worker.once('exit', (code) => {
+      if (code !== 0) reject(new Error(`worker exited with ${code}`));
+    });
   });
 }
 
@@ -446,7 +556,11 @@ function terminateWhileGenerating(modelPath: string): Promise<{ exitCode: number
   `;
   return new Promise((resolvePromise, reject) => {
     const messages: unknown[] = [];
-    const worker = tsWorker(body, { modelPath, sampling: GREEDY }, { engineModule: 'src/worker/native-slot-engine.ts' });
+    const worker = tsWorker(
+      body,
+      { modelPath, sampling: GREEDY },
+      { engineModule: 'src/worker/native-slot-engine.ts' },
+    );
     worker.on('message', (m: unknown) => {
       messages.push(m);
       if (m === 'generating') void worker.terminate();

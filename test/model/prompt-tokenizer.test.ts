@@ -4,7 +4,15 @@
  * node-llama-cpp's tokens for any text (it only cuts where no token can span the cut), and stop at its limit.
  */
 import fc from 'fast-check';
-import { getLlama, LlamaLogLevel, LlamaText, SpecialToken, SpecialTokensText, type Llama, type LlamaModel } from 'node-llama-cpp';
+import {
+  getLlama,
+  LlamaLogLevel,
+  LlamaText,
+  SpecialToken,
+  SpecialTokensText,
+  type Llama,
+  type LlamaModel,
+} from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../models/test-model-path.ts';
 import { PromptBuilder } from '../../src/worker/prompt-builder.ts';
@@ -29,16 +37,46 @@ afterAll(async () => {
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 /** Text made of vocabulary words, spaces, newlines, emoji, CJK, accents and lone ASCII: the cut points and their neighbours. */
-const fragment = fc.constantFrom('the', ' the', ' quick brown fox', 'a', ' ', '  ', '\n', '\n\n', '\t', '😀', '👍🏽', '漢字', 'é', 'naïve', '▁', '<0x41>', '.', ',', '123', 'Hello!', '\u0301');
-const mixedText = fc.oneof(
-  fc.array(fragment, { maxLength: 40 }),
-  fc.array(fragment, { minLength: 300, maxLength: 1500, size: 'max' }), // several pieces of PIECE_BYTES
-).map((parts) => parts.join(''));
+const fragment = fc.constantFrom(
+  'the',
+  ' the',
+  ' quick brown fox',
+  'a',
+  ' ',
+  '  ',
+  '\n',
+  '\n\n',
+  '\t',
+  '😀',
+  '👍🏽',
+  '漢字',
+  'é',
+  'naïve',
+  '▁',
+  '<0x41>',
+  '.',
+  ',',
+  '123',
+  'Hello!',
+  '\u0301',
+);
+const mixedText = fc
+  .oneof(
+    fc.array(fragment, { maxLength: 40 }),
+    fc.array(fragment, { minLength: 300, maxLength: 1500, size: 'max' }), // several pieces of PIECE_BYTES
+  )
+  .map((parts) => parts.join(''));
 /** Mostly vocabulary words (few cut points), long enough to be cut: a cut in the wrong place changes tokens. */
-const wordyText = fc.array(fc.constantFrom(' the', ' quick', ' brown', ' fox', 'ing', '\n', '😀', ' a', 'é'), { minLength: 600, maxLength: 1200, size: 'max' }).map((p) => p.join(''));
+const wordyText = fc
+  .array(fc.constantFrom(' the', ' quick', ' brown', ' fox', 'ing', '\n', '😀', ' a', 'é'), {
+    minLength: 600,
+    maxLength: 1200,
+    size: 'max',
+  })
+  .map((p) => p.join(''));
 
 describe('PromptTokenizer', () => {
-  it('gives exactly node-llama-cpp\'s tokens for any text, also across its cut points', async () => {
+  it("gives exactly node-llama-cpp's tokens for any text, also across its cut points", async () => {
     for (const [, model] of models) {
       const tokenizer = new PromptTokenizer(model);
       await fc.assert(
@@ -56,7 +94,13 @@ describe('PromptTokenizer', () => {
     for (const [, model] of models) {
       const tokenizer = new PromptTokenizer(model);
       const run = `${'😀'.repeat(3000)} and then ${'漢'.repeat(2500)}x`;
-      const text = LlamaText([new SpecialTokensText('<|im_start|>'), 'user\n', run, new SpecialTokensText('<|im_end|>'), '\n']);
+      const text = LlamaText([
+        new SpecialTokensText('<|im_start|>'),
+        'user\n',
+        run,
+        new SpecialTokensText('<|im_end|>'),
+        '\n',
+      ]);
       expect(Array.from(await tokenizer.tokenize(text, NO_LIMIT))).toEqual(text.tokenize(model.tokenizer));
     }
   });
@@ -64,8 +108,17 @@ describe('PromptTokenizer', () => {
   it('the chat prompt of PromptBuilder is the chat template tokenized the usual way', async () => {
     for (const [, model] of models) {
       const builder = new PromptBuilder(model);
-      const messages = [{ role: 'system' as const, content: 'Be brief.' }, { role: 'user' as const, content: `Hi 😀 ${'🙂'.repeat(700)} there` }];
-      const state = builder.wrapper.generateContextState({ chatHistory: [{ type: 'system', text: 'Be brief.' }, { type: 'user', text: messages[1]!.content }, { type: 'model', response: [] }] });
+      const messages = [
+        { role: 'system' as const, content: 'Be brief.' },
+        { role: 'user' as const, content: `Hi 😀 ${'🙂'.repeat(700)} there` },
+      ];
+      const state = builder.wrapper.generateContextState({
+        chatHistory: [
+          { type: 'system', text: 'Be brief.' },
+          { type: 'user', text: messages[1]!.content },
+          { type: 'model', response: [] },
+        ],
+      });
       expect(Array.from((await builder.build(messages)).tokens)).toEqual(state.contextText.tokenize(model.tokenizer));
     }
   });

@@ -15,7 +15,11 @@ import { PromptBuilder } from '../../src/worker/prompt-builder.ts';
 const WEATHER: FunctionTool = {
   name: 'get_weather',
   description: 'Current weather of a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city'] },
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+    required: ['city'],
+  },
   strict: false,
 };
 const TIME: FunctionTool = { name: 'local_time', parameters: { type: 'object', properties: {} }, strict: true };
@@ -24,10 +28,14 @@ const TIME: FunctionTool = { name: 'local_time', parameters: { type: 'object', p
 const ROUND: ChatMessage[] = [
   { role: 'system', content: 'Answer briefly.' },
   { role: 'user', content: 'Weather in Paris and Lyon?' },
-  { role: 'assistant', content: '', toolCalls: [
-    { id: 'call_a', name: 'get_weather', arguments: '{"city":"Paris"}' },
-    { id: 'call_b', name: 'get_weather', arguments: '{"city":"Lyon","unit":"c"}' },
-  ] },
+  {
+    role: 'assistant',
+    content: '',
+    toolCalls: [
+      { id: 'call_a', name: 'get_weather', arguments: '{"city":"Paris"}' },
+      { id: 'call_b', name: 'get_weather', arguments: '{"city":"Lyon","unit":"c"}' },
+    ],
+  },
   { role: 'tool', toolCallId: 'call_a', content: '{"temp":21}' },
   { role: 'tool', toolCallId: 'call_b', content: '{"temp":19}' },
 ];
@@ -59,12 +67,20 @@ describe('prompts with tools', () => {
     const text = qwen.text([{ role: 'user', content: 'Weather in Paris?' }], [WEATHER, TIME]);
     // The template's own tool section, with each function as {"type":"function","function":{...}} JSON.
     expect(text).toContain('# Tools\n\nYou may call one or more functions');
-    const tools = text.slice(text.indexOf('<tools>\n') + 8, text.indexOf('\n</tools>')).split('\n').map((l) => JSON.parse(l) as unknown);
+    const tools = text
+      .slice(text.indexOf('<tools>\n') + 8, text.indexOf('\n</tools>'))
+      .split('\n')
+      .map((l) => JSON.parse(l) as unknown);
     expect(tools).toEqual([
-      { type: 'function', function: { name: 'get_weather', description: WEATHER.description, parameters: WEATHER.parameters } },
+      {
+        type: 'function',
+        function: { name: 'get_weather', description: WEATHER.description, parameters: WEATHER.parameters },
+      },
       { type: 'function', function: { name: 'local_time', parameters: TIME.parameters } },
     ]);
-    expect(text).toContain(`${TOOL_CALL_OPEN}\n{"name": <function-name>, "arguments": <args-json-object>}\n${TOOL_CALL_CLOSE}`);
+    expect(text).toContain(
+      `${TOOL_CALL_OPEN}\n{"name": <function-name>, "arguments": <args-json-object>}\n${TOOL_CALL_CLOSE}`,
+    );
     expect(text.endsWith('<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n')).toBe(true);
   });
 
@@ -73,9 +89,11 @@ describe('prompts with tools', () => {
     expect(text).toContain('<|im_start|>system\nAnswer briefly.\n\n# Tools');
     expect(text).toContain(
       '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n' +
-      '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lyon", "unit": "c"}}\n</tool_call><|im_end|>\n',
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lyon", "unit": "c"}}\n</tool_call><|im_end|>\n',
     );
-    expect(text).toContain('<|im_start|>user\n<tool_response>\n{"temp": 21}\n</tool_response>\n<tool_response>\n{"temp": 19}\n</tool_response><|im_end|>\n');
+    expect(text).toContain(
+      '<|im_start|>user\n<tool_response>\n{"temp": 21}\n</tool_response>\n<tool_response>\n{"temp": 19}\n</tool_response><|im_end|>\n',
+    );
     expect(text.endsWith('</tool_response><|im_end|>\n<|im_start|>assistant\n')).toBe(true);
     expect((await qwen.build(ROUND, [WEATHER])).tokens.length).toBeGreaterThan(50);
   });
@@ -84,12 +102,25 @@ describe('prompts with tools', () => {
     expect(chatml.wrapperSpeaksHermes).toBe(false);
     const text = chatml.text(ROUND, [WEATHER, TIME]);
     expect(text).toContain('<|im_start|>system\nAnswer briefly.\n\n# Tools\n');
-    expect(text).toContain(JSON.stringify({ type: 'function', function: { name: 'get_weather', description: WEATHER.description, parameters: WEATHER.parameters } }));
-    expect(text).toContain(JSON.stringify({ type: 'function', function: { name: 'local_time', parameters: TIME.parameters } }));
-    expect(text).toContain(`within ${TOOL_CALL_OPEN}${TOOL_CALL_CLOSE} XML tags:\n${TOOL_CALL_OPEN}\n{"name": <function-name>, "arguments": <args-json-object>}\n${TOOL_CALL_CLOSE}`);
+    expect(text).toContain(
+      JSON.stringify({
+        type: 'function',
+        function: { name: 'get_weather', description: WEATHER.description, parameters: WEATHER.parameters },
+      }),
+    );
+    expect(text).toContain(
+      JSON.stringify({ type: 'function', function: { name: 'local_time', parameters: TIME.parameters } }),
+    );
+    expect(text).toContain(
+      `within ${TOOL_CALL_OPEN}${TOOL_CALL_CLOSE} XML tags:\n${TOOL_CALL_OPEN}\n{"name": <function-name>, "arguments": <args-json-object>}\n${TOOL_CALL_CLOSE}`,
+    );
     expect(text).not.toContain('||call'); // node-llama-cpp's own function syntax would not be parsed back
-    expect(text).toContain(`<|im_start|>assistant\n${TOOL_CALL_OPEN}\n{"name":"get_weather","arguments":{"city":"Paris"}}\n${TOOL_CALL_CLOSE}\n${TOOL_CALL_OPEN}`);
-    expect(text).toContain('<|im_start|>user\n<tool_response>\n{"temp":21}\n</tool_response>\n<tool_response>\n{"temp":19}\n</tool_response><|im_end|>');
+    expect(text).toContain(
+      `<|im_start|>assistant\n${TOOL_CALL_OPEN}\n{"name":"get_weather","arguments":{"city":"Paris"}}\n${TOOL_CALL_CLOSE}\n${TOOL_CALL_OPEN}`,
+    );
+    expect(text).toContain(
+      '<|im_start|>user\n<tool_response>\n{"temp":21}\n</tool_response>\n<tool_response>\n{"temp":19}\n</tool_response><|im_end|>',
+    );
     expect(text.endsWith('<|im_start|>assistant\n')).toBe(true);
   });
 
@@ -103,11 +134,22 @@ describe('prompts with tools', () => {
   });
 
   it('leaves prompts without tools as they were', () => {
-    const plain: ChatMessage[] = [{ role: 'system', content: 'S' }, { role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello' }, { role: 'user', content: 'Bye' }];
+    const plain: ChatMessage[] = [
+      { role: 'system', content: 'S' },
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello' },
+      { role: 'user', content: 'Bye' },
+    ];
     for (const b of [qwen, chatml, bare]) {
-      const state = b.wrapper.generateContextState({ chatHistory: [
-        { type: 'system', text: 'S' }, { type: 'user', text: 'Hi' }, { type: 'model', response: ['Hello'] }, { type: 'user', text: 'Bye' }, { type: 'model', response: [] },
-      ] });
+      const state = b.wrapper.generateContextState({
+        chatHistory: [
+          { type: 'system', text: 'S' },
+          { type: 'user', text: 'Hi' },
+          { type: 'model', response: ['Hello'] },
+          { type: 'user', text: 'Bye' },
+          { type: 'model', response: [] },
+        ],
+      });
       expect(b.text(plain)).toBe(state.contextText.toString());
       expect(b.text(plain, [])).not.toContain('# Tools');
     }

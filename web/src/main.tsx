@@ -36,7 +36,8 @@ function App() {
   const isPublic = match !== null && PUBLIC_PAGES.has(match.page);
   useEffect(() => {
     if (user && match?.page === 'signIn') navigate('/', true); // already signed in
-    if (user === null && !isPublic) navigate(`/sign-in${path === '/' ? '' : `?next=${encodeURIComponent(path)}`}`, true);
+    if (user === null && !isPublic)
+      navigate(`/sign-in${path === '/' ? '' : `?next=${encodeURIComponent(path)}`}`, true);
   }, [user, isPublic, path, match?.page]);
 
   useEffect(() => {
@@ -56,7 +57,12 @@ function App() {
         }}
       />
     );
-  if (user === undefined) return <p class="loading" role="status">Loading…</p>;
+  if (user === undefined)
+    return (
+      <p class="loading" role="status">
+        Loading…
+      </p>
+    );
   if (user === null) return null;
 
   return (
@@ -67,7 +73,11 @@ function App() {
         </a>
         <nav aria-label="Main">
           <NavLink href="/" label="Overview" active={match?.page === 'overview'} />
-          <NavLink href="/workspaces" label="Workspaces" active={match?.page === 'workspaces' || match?.page === 'workspace'} />
+          <NavLink
+            href="/workspaces"
+            label="Workspaces"
+            active={match?.page === 'workspaces' || match?.page === 'workspace'}
+          />
           <NavLink href="/models" label="Models" active={match?.page === 'models'} />
           <NavLink href="/playground" label="Playground" active={match?.page === 'playground'} />
           <NavLink href="/batches" label="Batches" active={match?.page === 'batches'} />

@@ -30,7 +30,15 @@ export function useLocation(): { path: string; query: URLSearchParams } {
 /** Same-origin links go through `navigate` (no full reload); modified clicks and downloads keep the browser's behaviour. */
 export function onLinkClick(e: MouseEvent): void {
   const a = (e.target as HTMLElement).closest('a');
-  if (!a || a.target || a.hasAttribute('download') || a.origin !== location.origin || e.defaultPrevented || e.button !== 0) return;
+  if (
+    !a ||
+    a.target ||
+    a.hasAttribute('download') ||
+    a.origin !== location.origin ||
+    e.defaultPrevented ||
+    e.button !== 0
+  )
+    return;
   if (e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   e.preventDefault();
   navigate(a.pathname + a.search);

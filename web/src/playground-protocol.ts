@@ -31,26 +31,51 @@ export interface StreamPiece {
   error?: ApiErrorBody;
 }
 
-export const API_PATHS: Record<PlaygroundApi, string> = { chat: '/api/inference/v1/chat/completions', messages: '/api/inference/v1/messages' };
+export const API_PATHS: Record<PlaygroundApi, string> = {
+  chat: '/api/inference/v1/chat/completions',
+  messages: '/api/inference/v1/messages',
+};
 
 /** The streaming request body of `api` for what the form holds. */
 export function requestBody(api: PlaygroundApi, f: PlaygroundInput): Record<string, unknown> {
   const sampling = f.temperature.trim() ? { temperature: Number(f.temperature) } : {};
   if (api === 'messages') {
-    return { model: f.model.trim(), max_tokens: f.maxTokens.trim() ? Number(f.maxTokens) : 64, ...(f.system.trim() ? { system: f.system } : {}), messages: [{ role: 'user', content: f.prompt }], stream: true, ...sampling };
+    return {
+      model: f.model.trim(),
+      max_tokens: f.maxTokens.trim() ? Number(f.maxTokens) : 64,
+      ...(f.system.trim() ? { system: f.system } : {}),
+      messages: [{ role: 'user', content: f.prompt }],
+      stream: true,
+      ...sampling,
+    };
   }
-  const messages = [...(f.system.trim() ? [{ role: 'system', content: f.system }] : []), { role: 'user', content: f.prompt }];
-  return { model: f.model.trim(), messages, stream: true, stream_options: { include_usage: true }, ...(f.maxTokens.trim() ? { max_tokens: Number(f.maxTokens) } : {}), ...sampling };
+  const messages = [
+    ...(f.system.trim() ? [{ role: 'system', content: f.system }] : []),
+    { role: 'user', content: f.prompt },
+  ];
+  return {
+    model: f.model.trim(),
+    messages,
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(f.maxTokens.trim() ? { max_tokens: Number(f.maxTokens) } : {}),
+    ...sampling,
+  };
 }
 
 /** Reads one event's JSON (`data:` of the SSE event) of `api`'s stream. */
 export function readPiece(api: PlaygroundApi, data: string): StreamPiece {
-  return api === 'messages' ? messagesPiece(JSON.parse(data) as MessagesEvent) : chatPiece(JSON.parse(data) as ChatChunk);
+  return api === 'messages'
+    ? messagesPiece(JSON.parse(data) as MessagesEvent)
+    : chatPiece(JSON.parse(data) as ChatChunk);
 }
 
 interface ChatChunk {
   error?: ApiErrorBody;
-  choices?: Array<{ delta?: { content?: string | null; reasoning_content?: string | null }; finish_reason?: string | null }>;
+  choices?: Array<{
+    delta?: { content?: string | null; reasoning_content?: string | null };
+    finish_reason?: string | null;
+  }>;
   usage?: Usage | null;
 }
 
@@ -81,10 +106,15 @@ function messagesPiece(e: MessagesEvent): StreamPiece {
     case 'message_delta': {
       const input = e.usage?.input_tokens ?? 0;
       const output = e.usage?.output_tokens ?? 0;
-      return { ...(e.delta?.stop_reason ? { finishReason: e.delta.stop_reason } : {}), usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } };
+      return {
+        ...(e.delta?.stop_reason ? { finishReason: e.delta.stop_reason } : {}),
+        usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output },
+      };
     }
     case 'error':
-      return { error: { message: e.error?.message ?? 'error', type: e.error?.type ?? 'api_error', param: null, code: null } };
+      return {
+        error: { message: e.error?.message ?? 'error', type: e.error?.type ?? 'api_error', param: null, code: null },
+      };
     default:
       return {};
   }

@@ -23,7 +23,10 @@ export async function fetchSession(): Promise<SessionUser | null> {
 /** Whether this Hearth still has no user (GET /api/v1/setup); false when unknown. */
 export async function setupRequired(): Promise<boolean> {
   try {
-    return (await api<{ setupRequired: boolean }>('GET', '/api/v1/setup', { allowUnauthorized: true })).setupRequired === true;
+    return (
+      (await api<{ setupRequired: boolean }>('GET', '/api/v1/setup', { allowUnauthorized: true })).setupRequired ===
+      true
+    );
   } catch {
     return false;
   }

@@ -28,7 +28,15 @@ export interface StatsView {
   at: string;
   model: StatsModel;
   requests: { running: number; waiting: number };
-  window: { seconds: number; requests: number; errors: number; promptTokens: number; completionTokens: number; tokensPerSecond: number | null; ttftMs: Percentiles };
+  window: {
+    seconds: number;
+    requests: number;
+    errors: number;
+    promptTokens: number;
+    completionTokens: number;
+    tokensPerSecond: number | null;
+    ttftMs: Percentiles;
+  };
   series: StatsBucket[];
 }
 

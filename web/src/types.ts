@@ -5,7 +5,12 @@
  */
 export type { AppRunState, AppView, DeploymentView } from '../../src/apps/app-view-types.ts';
 export type { KeyLimits, KeyPriority } from '../../src/store/records.ts';
-export type { ProjectView, ProjectViewWithToken as ProjectWithToken, WorkspaceView, YamView } from '../../src/workspaces/workspace-views.ts';
+export type {
+  ProjectView,
+  ProjectViewWithToken as ProjectWithToken,
+  WorkspaceView,
+  YamView,
+} from '../../src/workspaces/workspace-views.ts';
 import type { KeyLimits } from '../../src/store/records.ts';
 
 export interface ListOf<T> {

@@ -29,28 +29,43 @@ export async function importLmdb(source: HearthStore, url: string): Promise<Impo
     await migrate(client);
     await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK})`);
     try {
-      const present = Number((await client.query<{ n: string }>('SELECT count(*)::text AS n FROM records WHERE value IS NOT NULL')).rows[0]!.n);
-      if (present > 0) throw new ImportRefused(`the database already holds ${present} records: import only into an empty database (a new one, or drop and re-create it)`);
+      const present = Number(
+        (await client.query<{ n: string }>('SELECT count(*)::text AS n FROM records WHERE value IS NOT NULL')).rows[0]!
+          .n,
+      );
+      if (present > 0)
+        throw new ImportRefused(
+          `the database already holds ${present} records: import only into an empty database (a new one, or drop and re-create it)`,
+        );
       const counts = Object.fromEntries(TABLE_NAMES.map((t) => [t, 0])) as ImportCounts;
       let top = 0;
       for (const tbl of TABLE_NAMES) {
         let batch: { key: string; json: string }[] = [];
         const flush = async () => {
           if (batch.length === 0) return;
-          const res = await client.query<{ seq: string }>(UPSERT_SQL, [batch.map(() => tbl), batch.map((b) => b.key), batch.map((b) => b.json)]);
+          const res = await client.query<{ seq: string }>(UPSERT_SQL, [
+            batch.map(() => tbl),
+            batch.map((b) => b.key),
+            batch.map((b) => b.json),
+          ]);
           for (const r of res.rows) top = Math.max(top, Number(r.seq));
           counts[tbl] += batch.length;
           batch = [];
         };
-        for (const { key, value } of (source.dbs[tbl] as { getRange(): Iterable<{ key: unknown; value: unknown }> }).getRange()) {
-          if (typeof key !== 'string' && !Array.isArray(key)) throw new Error(`${tbl}: a key of type ${typeof key} cannot be imported`);
+        for (const { key, value } of (
+          source.dbs[tbl] as { getRange(): Iterable<{ key: unknown; value: unknown }> }
+        ).getRange()) {
+          if (typeof key !== 'string' && !Array.isArray(key))
+            throw new Error(`${tbl}: a key of type ${typeof key} cannot be imported`);
           assertJson(value, `${tbl} ${JSON.stringify(key)}`);
           batch.push({ key: encodeKey(key as string), json: JSON.stringify(value) });
           if (batch.length >= BATCH) await flush();
         }
         await flush();
       }
-      const back = await client.query<{ tbl: TableName; n: string }>('SELECT tbl, count(*)::text AS n FROM records WHERE value IS NOT NULL GROUP BY tbl');
+      const back = await client.query<{ tbl: TableName; n: string }>(
+        'SELECT tbl, count(*)::text AS n FROM records WHERE value IS NOT NULL GROUP BY tbl',
+      );
       for (const t of TABLE_NAMES) {
         const n = Number(back.rows.find((r) => r.tbl === t)?.n ?? 0);
         if (n !== counts[t]) throw new Error(`${t}: copied ${counts[t]} records but the database holds ${n}`);
@@ -81,5 +96,7 @@ function assertJson(value: unknown, where: string): void {
     for (const v of Object.values(value as object)) if (v !== undefined) assertJson(v, where);
     return;
   }
-  throw new Error(`${where}: a value of type ${value === undefined ? 'undefined' : (value as object).constructor?.name ?? typeof value} cannot be imported as JSON`);
+  throw new Error(
+    `${where}: a value of type ${value === undefined ? 'undefined' : ((value as object).constructor?.name ?? typeof value)} cannot be imported as JSON`,
+  );
 }

@@ -24,7 +24,8 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
     out.push({ version: Number(m[1]), name: m[2]!, sql: fs.readFileSync(path.join(dir, file), 'utf8') });
   }
   out.sort((a, b) => a.version - b.version);
-  for (let i = 1; i < out.length; i++) if (out[i]!.version === out[i - 1]!.version) throw new Error(`two migrations numbered ${out[i]!.version}`);
+  for (let i = 1; i < out.length; i++)
+    if (out[i]!.version === out[i - 1]!.version) throw new Error(`two migrations numbered ${out[i]!.version}`);
   return out;
 }
 
@@ -36,8 +37,12 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
 export async function migrate(client: pg.ClientBase, migrations = readMigrations()): Promise<number[]> {
   await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK.toString()]);
   try {
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
-    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    const done = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+    );
     const applied: number[] = [];
     for (const m of migrations) {
       if (done.has(m.version)) continue;

@@ -51,7 +51,11 @@ export class MirrorTable<V = unknown> {
   range(options: RangeOptions<RecordKey> = {}): { key: RecordKey; value: V }[] {
     const out: { key: RecordKey; value: V }[] = [];
     const limit = options.limit ?? Infinity;
-    for (let i = options.start === undefined ? 0 : this.search(options.start); i < this.keys.length && out.length < limit; i++) {
+    for (
+      let i = options.start === undefined ? 0 : this.search(options.start);
+      i < this.keys.length && out.length < limit;
+      i++
+    ) {
       const key = this.keys[i]!;
       if (options.end !== undefined && compareKeys(key, options.end) >= 0) break;
       out.push({ key, value: this.values.get(encodeKey(key))! });
@@ -71,4 +75,3 @@ export class MirrorTable<V = unknown> {
     return lo;
   }
 }
-

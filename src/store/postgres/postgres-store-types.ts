@@ -4,7 +4,19 @@ import type { StoreHealth } from '../store-health.ts';
 /** The names, options and internal records of PostgresStore (postgres-store.ts). */
 
 /** Every table of RecordTables, by the name its rows carry in `records.tbl`. */
-export const TABLE_NAMES = ['accounts', 'apiKeys', 'workspaces', 'projects', 'apps', 'deployments', 'users', 'sessions', 'setupTokens', 'responses', 'index'] as const satisfies readonly (keyof RecordTables)[];
+export const TABLE_NAMES = [
+  'accounts',
+  'apiKeys',
+  'workspaces',
+  'projects',
+  'apps',
+  'deployments',
+  'users',
+  'sessions',
+  'setupTokens',
+  'responses',
+  'index',
+] as const satisfies readonly (keyof RecordTables)[];
 export type TableName = (typeof TABLE_NAMES)[number];
 /** The one table whose keys are arrays. */
 export const ARRAY_KEYED: TableName = 'index';
@@ -50,4 +62,3 @@ export interface ChangeRow {
   value: unknown;
   seq: string | null;
 }
-

@@ -4,13 +4,31 @@ import type { RecordKey, RecordStore, RecordTables } from '../record-store.ts';
 import type { StoreHealth } from '../store-health.ts';
 import { decodeKey, encodeKey } from './key-order.ts';
 import { migrate } from './migrations.ts';
-import { ARRAY_KEYED, type Capture, CHANGES_CHANNEL, type ChangeRow, type PostgresStoreOptions, type StoreLog, TABLE_NAMES, type TableName, WRITE_LOCK, type Write } from './postgres-store-types.ts';
+import {
+  ARRAY_KEYED,
+  type Capture,
+  CHANGES_CHANNEL,
+  type ChangeRow,
+  type PostgresStoreOptions,
+  type StoreLog,
+  TABLE_NAMES,
+  type TableName,
+  WRITE_LOCK,
+  type Write,
+} from './postgres-store-types.ts';
 import { PostgresTable } from './postgres-table.ts';
 import { CHANGES_SQL, PRUNE_SQL, UPSERT_SQL } from './records-sql.ts';
 import { deepFreeze } from '../deep-freeze.ts';
 import { MirrorTable } from './mirror-table.ts';
 
-export { CHANGES_CHANNEL, type PostgresStoreOptions, type StoreLog, TABLE_NAMES, type TableName, WRITE_LOCK } from './postgres-store-types.ts';
+export {
+  CHANGES_CHANNEL,
+  type PostgresStoreOptions,
+  type StoreLog,
+  TABLE_NAMES,
+  type TableName,
+  WRITE_LOCK,
+} from './postgres-store-types.ts';
 
 /**
  * The RecordStore (record-store.ts) of a fleet: the records in PostgreSQL, one `records` table (migration
@@ -63,10 +81,19 @@ export class PostgresStore implements RecordStore {
     this.pollMs = options.pollMs ?? 500;
     this.tombstoneTtlMs = options.tombstoneTtlMs ?? 3_600_000;
     const timeout = (this.timeoutMs = options.queryTimeoutMs ?? 5_000);
-    this.pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: timeout, query_timeout: timeout, idleTimeoutMillis: 30_000, allowExitOnIdle: true });
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: 4,
+      connectionTimeoutMillis: timeout,
+      query_timeout: timeout,
+      idleTimeoutMillis: 30_000,
+      allowExitOnIdle: true,
+    });
     this.pool.on('error', (err) => this.down(err)); // an idle client lost its connection: never an unhandled 'error'
     this.mirror = Object.fromEntries(TABLE_NAMES.map((t) => [t, new MirrorTable()])) as Record<TableName, MirrorTable>;
-    this.dbs = Object.fromEntries(TABLE_NAMES.map((t) => [t, new PostgresTable(this, t, this.mirror[t])])) as unknown as RecordTables;
+    this.dbs = Object.fromEntries(
+      TABLE_NAMES.map((t) => [t, new PostgresTable(this, t, this.mirror[t])]),
+    ) as unknown as RecordTables;
   }
 
   /** Connects, migrates (under the migration lock), loads every record, then listens and polls for changes. */
@@ -85,7 +112,10 @@ export class PostgresStore implements RecordStore {
       throw new Error(`cannot open the records database: ${describe(err)}`);
     }
     store.poller = setInterval(() => store.tick(), store.pollMs).unref();
-    store.pruner = setInterval(() => void store.pruneTombstones().catch(() => {}), Math.max(60_000, store.tombstoneTtlMs / 6)).unref();
+    store.pruner = setInterval(
+      () => void store.pruneTombstones().catch(() => {}),
+      Math.max(60_000, store.tombstoneTtlMs / 6),
+    ).unref();
     await store.listen();
     return store;
   }
@@ -100,7 +130,10 @@ export class PostgresStore implements RecordStore {
    * limit counters), on this store's pool, bounded by the query timeout. A database failure marks the store
    * down and throws store_unavailable (503); success marks it up.
    */
-  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    params: unknown[] = [],
+  ): Promise<pg.QueryResult<R>> {
     if (this.closed) throw new Error('the record store is closed');
     try {
       const result = await this.pool.query<R>(text, params);
@@ -146,9 +179,13 @@ export class PostgresStore implements RecordStore {
           if (!original.has(id)) original.set(id, u.before);
         }
         for (const w of writes) {
-          if (this.mirror[w.tbl].get(w.key) === w.value) this.mirror[w.tbl].set(w.key, original.get(`${w.tbl}\u0000${encodeKey(w.key)}`));
+          if (this.mirror[w.tbl].get(w.key) === w.value)
+            this.mirror[w.tbl].set(w.key, original.get(`${w.tbl}\u0000${encodeKey(w.key)}`));
         }
-        this.log('error', 'a synchronous record write could not be committed and was undone', { error: describe(err), records: writes.length });
+        this.log('error', 'a synchronous record write could not be committed and was undone', {
+          error: describe(err),
+          records: writes.length,
+        });
         throw storeUnavailable();
       });
       commit.catch(() => {}); // its failure is logged above; syncCommitted() hands it to whoever asks
@@ -235,12 +272,18 @@ export class PostgresStore implements RecordStore {
       try {
         writes = await work(client);
       } catch (err) {
-        await client.query('ROLLBACK').catch((e: unknown) => void (broken = e instanceof Error ? e : new Error(String(e))));
+        await client
+          .query('ROLLBACK')
+          .catch((e: unknown) => void (broken = e instanceof Error ? e : new Error(String(e))));
         throw err;
       }
       let top = 0;
       if (writes.length > 0) {
-        const res = await client.query<{ seq: string }>(UPSERT_SQL, [writes.map((w) => w.tbl), writes.map((w) => encodeKey(w.key)), writes.map((w) => w.json)]);
+        const res = await client.query<{ seq: string }>(UPSERT_SQL, [
+          writes.map((w) => w.tbl),
+          writes.map((w) => encodeKey(w.key)),
+          writes.map((w) => w.json),
+        ]);
         for (const r of res.rows) top = Math.max(top, Number(r.seq));
       }
       await client.query(top > 0 ? `SELECT pg_notify('${CHANGES_CHANNEL}', '${top}'); COMMIT` : 'COMMIT');
@@ -279,7 +322,8 @@ export class PostgresStore implements RecordStore {
       for (const r of rows) {
         if (r.seq === null) continue;
         top = Math.max(top, Number(r.seq));
-        if (r.value !== null) byTable.get(r.tbl!)?.push([decodeKey(r.key!, r.tbl === ARRAY_KEYED), deepFreeze(r.value)]);
+        if (r.value !== null)
+          byTable.get(r.tbl!)?.push([decodeKey(r.key!, r.tbl === ARRAY_KEYED), deepFreeze(r.value)]);
       }
       for (const t of TABLE_NAMES) this.mirror[t].replaceAll(byTable.get(t)!);
     } else {
@@ -343,7 +387,11 @@ export class PostgresStore implements RecordStore {
   private async listen(): Promise<void> {
     if (this.closed) return;
     this.listenerConnecting = true;
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: this.options.queryTimeoutMs ?? 5_000, query_timeout: this.options.queryTimeoutMs ?? 5_000 });
+    const client = new pg.Client({
+      connectionString: this.url,
+      connectionTimeoutMillis: this.options.queryTimeoutMs ?? 5_000,
+      query_timeout: this.options.queryTimeoutMs ?? 5_000,
+    });
     const lost = (err?: unknown) => {
       if (this.listener === client) this.listener = null;
       if (err) this.down(err);

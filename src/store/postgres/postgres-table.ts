@@ -57,4 +57,3 @@ export class PostgresTable implements RecordTable<unknown, RecordKey> {
     return this.rows.range(options).map((e) => e.key);
   }
 }
-

@@ -35,13 +35,21 @@ interface Answer<T = Record<string, unknown>> {
 type ErrorBody = { error: { message: string; type: string; code: string | null; param: string | null } };
 
 /** A request as a browser on the dashboard (or a script) makes it: `cookie`, `origin` and `bearer` optional. */
-async function call<T = Record<string, unknown>>(method: string, url: string, o: { body?: unknown; cookie?: string; origin?: string; bearer?: string; headers?: Record<string, string> } = {}): Promise<Answer<T>> {
+async function call<T = Record<string, unknown>>(
+  method: string,
+  url: string,
+  o: { body?: unknown; cookie?: string; origin?: string; bearer?: string; headers?: Record<string, string> } = {},
+): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...o.headers };
   if (o.cookie) headers.cookie = o.cookie;
   if (o.origin) headers.origin = o.origin;
   if (o.bearer) headers.authorization = `Bearer ${o.bearer}`;
   if (o.body !== undefined) headers['content-type'] = 'application/json';
-  const r = await fetch(`${hearth.baseUrl}${url}`, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
+  const r = await fetch(`${hearth.baseUrl}${url}`, {
+    method,
+    headers,
+    body: o.body === undefined ? undefined : JSON.stringify(o.body),
+  });
   const text = await r.text();
   return { status: r.status, headers: r.headers, body: (text === '' ? {} : JSON.parse(text)) as T };
 }
@@ -79,17 +87,24 @@ describe('first-run setup', () => {
     expect(wrong.status).toBe(401);
     expect(wrong.body.error.code).toBe('invalid_setup_token');
 
-    const weak = await call<ErrorBody>('POST', '/api/v1/setup', { body: { token, email: OWNER.email, password: 'short' } });
+    const weak = await call<ErrorBody>('POST', '/api/v1/setup', {
+      body: { token, email: OWNER.email, password: 'short' },
+    });
     expect(weak.status).toBe(400);
     expect(weak.body.error.param).toBe('password');
 
-    const done = await call<{ user: Record<string, unknown> }>('POST', '/api/v1/setup', { body: { token, ...OWNER }, origin });
+    const done = await call<{ user: Record<string, unknown> }>('POST', '/api/v1/setup', {
+      body: { token, ...OWNER },
+      origin,
+    });
     expect(done.status).toBe(201);
     expect(done.body.user).toMatchObject({ email: 'owner@example.com', role: 'owner', accountId: 'default' });
     expect(done.body.user).not.toHaveProperty('passwordHash');
     ownerCookie = sessionCookieOf(done);
 
-    const again = await call<ErrorBody>('POST', '/api/v1/setup', { body: { token, email: 'x@example.com', password: 'another password' } });
+    const again = await call<ErrorBody>('POST', '/api/v1/setup', {
+      body: { token, email: 'x@example.com', password: 'another password' },
+    });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('setup_complete');
     expect((await call('GET', '/api/v1/setup')).body).toEqual({ setupRequired: false });
@@ -101,7 +116,9 @@ describe('first-run setup', () => {
 
 describe('sessions', () => {
   it('sign-in answers 204 with an HttpOnly, SameSite=Strict cookie (Secure behind https); who-am-I reads it', async () => {
-    const a = await call('POST', '/api/v1/session', { body: { email: 'OWNER@example.com ', password: OWNER.password } });
+    const a = await call('POST', '/api/v1/session', {
+      body: { email: 'OWNER@example.com ', password: OWNER.password },
+    });
     expect(a.status).toBe(204);
     const setCookie = a.headers.getSetCookie().find((c) => c.startsWith('hearth_session='))!;
     expect(setCookie).toMatch(/^hearth_session=[A-Za-z0-9_-]{43}; /);
@@ -115,12 +132,20 @@ describe('sessions', () => {
 
     const me = await call<Record<string, unknown>>('GET', '/api/v1/session', { cookie: sessionCookieOf(a) });
     expect(me.status).toBe(200);
-    expect(me.body).toMatchObject({ auth: 'session', accountId: 'default', role: 'owner', user: { email: 'owner@example.com', role: 'owner' } });
+    expect(me.body).toMatchObject({
+      auth: 'session',
+      accountId: 'default',
+      role: 'owner',
+      user: { email: 'owner@example.com', role: 'owner' },
+    });
     expect(typeof me.body.expiresAt).toBe('string');
   });
 
   it('a wrong password is 401 invalid_credentials, an unknown email the same; no cookie is set', async () => {
-    for (const body of [{ email: OWNER.email, password: 'not the password' }, { email: 'nobody@example.com', password: OWNER.password }]) {
+    for (const body of [
+      { email: OWNER.email, password: 'not the password' },
+      { email: 'nobody@example.com', password: OWNER.password },
+    ]) {
       const a = await call<ErrorBody>('POST', '/api/v1/session', { body });
       expect(a.status).toBe(401);
       expect(a.body.error).toMatchObject({ type: 'authentication_error', code: 'invalid_credentials' });
@@ -132,10 +157,20 @@ describe('sessions', () => {
   });
 
   it('failed sign-ins are rate-limited per email: 429 + Retry-After, even with the right password', async () => {
-    const owner = await call<{ id: string }>('POST', '/api/v1/users', { body: { email: 'target@example.com', password: 'target password' }, cookie: ownerCookie, origin });
+    const owner = await call<{ id: string }>('POST', '/api/v1/users', {
+      body: { email: 'target@example.com', password: 'target password' },
+      cookie: ownerCookie,
+      origin,
+    });
     expect(owner.status).toBe(201);
-    for (let i = 0; i < 5; i++) expect((await call('POST', '/api/v1/session', { body: { email: 'target@example.com', password: `guess ${i} wrong` } })).status).toBe(401);
-    const limited = await call<ErrorBody>('POST', '/api/v1/session', { body: { email: 'target@example.com', password: 'target password' } });
+    for (let i = 0; i < 5; i++)
+      expect(
+        (await call('POST', '/api/v1/session', { body: { email: 'target@example.com', password: `guess ${i} wrong` } }))
+          .status,
+      ).toBe(401);
+    const limited = await call<ErrorBody>('POST', '/api/v1/session', {
+      body: { email: 'target@example.com', password: 'target password' },
+    });
     expect(limited.status).toBe(429);
     expect(limited.body.error).toMatchObject({ type: 'rate_limit_error', code: 'too_many_sign_in_attempts' });
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -147,11 +182,22 @@ describe('sessions', () => {
     const noOrigin = await call<ErrorBody>('POST', '/api/v1/workspaces', { body: { name: 'w' }, cookie: ownerCookie });
     expect(noOrigin.status).toBe(403);
     expect(noOrigin.body.error).toMatchObject({ type: 'permission_error', code: 'origin_mismatch' });
-    const foreign = await call<ErrorBody>('POST', '/api/v1/workspaces', { body: { name: 'w' }, cookie: ownerCookie, origin: 'https://evil.example' });
+    const foreign = await call<ErrorBody>('POST', '/api/v1/workspaces', {
+      body: { name: 'w' },
+      cookie: ownerCookie,
+      origin: 'https://evil.example',
+    });
     expect(foreign.status).toBe(403);
-    const sameHostOtherPort = await call<ErrorBody>('DELETE', '/api/v1/keys/whatever', { cookie: ownerCookie, origin: 'http://127.0.0.1:1' });
+    const sameHostOtherPort = await call<ErrorBody>('DELETE', '/api/v1/keys/whatever', {
+      cookie: ownerCookie,
+      origin: 'http://127.0.0.1:1',
+    });
     expect(sameHostOtherPort.body.error.code).toBe('origin_mismatch');
-    const ok = await call<{ workspaceId: string }>('POST', '/api/v1/workspaces', { body: { name: 'from the browser' }, cookie: ownerCookie, origin });
+    const ok = await call<{ workspaceId: string }>('POST', '/api/v1/workspaces', {
+      body: { name: 'from the browser' },
+      cookie: ownerCookie,
+      origin,
+    });
     expect(ok.status).toBe(201);
     expect((await call('GET', `/api/v1/workspaces/${ok.body.workspaceId}`, { cookie: ownerCookie })).status).toBe(200);
     const byKey = await call('POST', '/api/v1/workspaces', { body: { name: 'from a script' }, bearer: hearth.key });
@@ -164,22 +210,48 @@ describe('sessions', () => {
     const list = await call<{ data: Array<{ name: string }> }>('GET', '/api/v1/workspaces', { bearer: hearth.key });
     expect(list.status).toBe(200);
     expect(list.body.data.map((w) => w.name)).toEqual(expect.arrayContaining(['from the browser', 'from a script'])); // one account, two ways in
-    expect((await call('GET', '/api/v1/session', { bearer: hearth.key })).body).toEqual({ auth: 'key', accountId: 'default', user: null, role: null, expiresAt: null });
+    expect((await call('GET', '/api/v1/session', { bearer: hearth.key })).body).toEqual({
+      auth: 'key',
+      accountId: 'default',
+      user: null,
+      role: null,
+      expiresAt: null,
+    });
     expect((await call('GET', '/api/v1/stats', { bearer: hearth.key })).status).toBe(200);
     // a bad Bearer header decides, even with a good cookie
-    expect((await call<ErrorBody>('GET', '/api/v1/workspaces', { bearer: 'hk_nope_nopenopenopenopenope', cookie: ownerCookie })).status).toBe(401);
-    const chat = await call<ErrorBody>('POST', '/api/inference/v1/chat/completions', { body: { model, messages: [{ role: 'user', content: 'hi' }] }, cookie: ownerCookie, origin });
+    expect(
+      (
+        await call<ErrorBody>('GET', '/api/v1/workspaces', {
+          bearer: 'hk_nope_nopenopenopenopenope',
+          cookie: ownerCookie,
+        })
+      ).status,
+    ).toBe(401);
+    const chat = await call<ErrorBody>('POST', '/api/inference/v1/chat/completions', {
+      body: { model, messages: [{ role: 'user', content: 'hi' }] },
+      cookie: ownerCookie,
+      origin,
+    });
     expect(chat.status).toBe(401);
     expect((await call('GET', '/api/inference/v1/models', { cookie: ownerCookie })).status).toBe(401);
     expect((await call('GET', '/api/v1/workspaces')).status).toBe(401);
   });
 
   it('GET /api/v1/stats: model state and recent figures for the dashboard', async () => {
-    const chat = await call('POST', '/api/inference/v1/chat/completions', { body: { model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }, bearer: hearth.key });
+    const chat = await call('POST', '/api/inference/v1/chat/completions', {
+      body: { model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 },
+      bearer: hearth.key,
+    });
     expect(chat.status).toBe(200);
     const s = await call<Record<string, any>>('GET', '/api/v1/stats', { cookie: ownerCookie });
     expect(s.status).toBe(200);
-    expect(s.body.model).toMatchObject({ id: model, state: 'ready', workers: { ready: 1, total: 1 }, pull: null, error: null });
+    expect(s.body.model).toMatchObject({
+      id: model,
+      state: 'ready',
+      workers: { ready: 1, total: 1 },
+      pull: null,
+      error: null,
+    });
     expect(s.body.requests).toEqual({ running: 0, waiting: 0 });
     expect(s.body.window.requests).toBeGreaterThanOrEqual(1);
     expect(s.body.window.completionTokens).toBeGreaterThanOrEqual(1);
@@ -190,36 +262,60 @@ describe('sessions', () => {
 
 describe('users (owner only)', () => {
   it('an owner creates and removes users; a member is refused the users routes; the last owner stays', async () => {
-    const member = await call<Record<string, string>>('POST', '/api/v1/users', { body: { email: 'Member@Example.com', password: 'member password' }, cookie: ownerCookie, origin });
+    const member = await call<Record<string, string>>('POST', '/api/v1/users', {
+      body: { email: 'Member@Example.com', password: 'member password' },
+      cookie: ownerCookie,
+      origin,
+    });
     expect(member.status).toBe(201);
     expect(member.body).toMatchObject({ email: 'member@example.com', role: 'member', accountId: 'default' });
-    const dup = await call<ErrorBody>('POST', '/api/v1/users', { body: { email: 'member@example.com', password: 'member password' }, cookie: ownerCookie, origin });
+    const dup = await call<ErrorBody>('POST', '/api/v1/users', {
+      body: { email: 'member@example.com', password: 'member password' },
+      cookie: ownerCookie,
+      origin,
+    });
     expect(dup.status).toBe(409);
     expect(dup.body.error.code).toBe('email_taken');
 
     const memberCookie = await signIn('member@example.com', 'member password');
-    for (const [method, url, body] of [['GET', '/api/v1/users'], ['POST', '/api/v1/users', { email: 'x@example.com', password: 'x password 1' }], ['DELETE', `/api/v1/users/${member.body.id}`]] as const) {
+    for (const [method, url, body] of [
+      ['GET', '/api/v1/users'],
+      ['POST', '/api/v1/users', { email: 'x@example.com', password: 'x password 1' }],
+      ['DELETE', `/api/v1/users/${member.body.id}`],
+    ] as const) {
       const refused = await call<ErrorBody>(method, url, { body, cookie: memberCookie, origin });
       expect(refused.status).toBe(403);
       expect(refused.body.error).toMatchObject({ type: 'permission_error', code: 'owner_required' });
     }
-    expect((await call<ErrorBody>('GET', '/api/v1/users', { bearer: hearth.key })).body.error.code).toBe('owner_required');
+    expect((await call<ErrorBody>('GET', '/api/v1/users', { bearer: hearth.key })).body.error.code).toBe(
+      'owner_required',
+    );
     // a member still manages the account's keys and workspaces
     expect((await call('GET', '/api/v1/keys', { cookie: memberCookie })).status).toBe(200);
 
-    const list = await call<{ data: Array<{ email: string; id: string; role: string }> }>('GET', '/api/v1/users', { cookie: ownerCookie });
-    expect(list.body.data.map((u) => u.email)).toEqual(expect.arrayContaining(['owner@example.com', 'member@example.com']));
+    const list = await call<{ data: Array<{ email: string; id: string; role: string }> }>('GET', '/api/v1/users', {
+      cookie: ownerCookie,
+    });
+    expect(list.body.data.map((u) => u.email)).toEqual(
+      expect.arrayContaining(['owner@example.com', 'member@example.com']),
+    );
     const ownerId = list.body.data.find((u) => u.role === 'owner')!.id;
     const last = await call<ErrorBody>('DELETE', `/api/v1/users/${ownerId}`, { cookie: ownerCookie, origin });
     expect(last.status).toBe(409);
     expect(last.body.error.code).toBe('last_owner');
 
-    expect((await call('DELETE', `/api/v1/users/${member.body.id}`, { cookie: ownerCookie, origin })).body).toEqual({ id: member.body.id, deleted: true });
+    expect((await call('DELETE', `/api/v1/users/${member.body.id}`, { cookie: ownerCookie, origin })).body).toEqual({
+      id: member.body.id,
+      deleted: true,
+    });
     const gone = await call<ErrorBody>('GET', '/api/v1/keys', { cookie: memberCookie });
     expect(gone.status).toBe(401);
     expect(gone.body.error.code).toBe('session_expired');
     expect(gone.headers.getSetCookie()[0]).toMatch(/^hearth_session=; .*Max-Age=0/);
-    expect((await call<ErrorBody>('DELETE', `/api/v1/users/${member.body.id}`, { cookie: ownerCookie, origin })).body.error.code).toBe('user_not_found');
+    expect(
+      (await call<ErrorBody>('DELETE', `/api/v1/users/${member.body.id}`, { cookie: ownerCookie, origin })).body.error
+        .code,
+    ).toBe('user_not_found');
   });
 });
 
@@ -246,17 +342,28 @@ describe('session end', () => {
 
 describe('hearth users (CLI)', () => {
   const BIN = path.resolve(import.meta.dirname, '../../../bin/hearth.js');
-  const cli = (args: string[], input?: string) => spawnSync(process.execPath, [BIN, 'users', ...args, '--data-dir', hearth.dataDir], { input, encoding: 'utf8' });
+  const cli = (args: string[], input?: string) =>
+    spawnSync(process.execPath, [BIN, 'users', ...args, '--data-dir', hearth.dataDir], { input, encoding: 'utf8' });
 
   it('creates a user with the password from stdin, lists and deletes; the server sees them at once', async () => {
-    const created = cli(['create', '--email', 'Cli@Example.com', '--account', 'default', '--role', 'owner', '--json'], 'cli password 1\n');
+    const created = cli(
+      ['create', '--email', 'Cli@Example.com', '--account', 'default', '--role', 'owner', '--json'],
+      'cli password 1\n',
+    );
     expect(created.status, created.stderr).toBe(0);
     const user = JSON.parse(created.stdout) as { id: string; email: string; role: string };
     expect(user).toMatchObject({ email: 'cli@example.com', role: 'owner' });
-    expect((await call('POST', '/api/v1/session', { body: { email: 'cli@example.com', password: 'cli password 1' } })).status).toBe(204);
+    expect(
+      (await call('POST', '/api/v1/session', { body: { email: 'cli@example.com', password: 'cli password 1' } }))
+        .status,
+    ).toBe(204);
 
-    expect(cli(['create', '--email', 'cli@example.com', '--account', 'default'], 'cli password 2').stderr).toContain('exists already');
-    expect(cli(['create', '--email', 'short@example.com', '--account', 'default'], 'short').stderr).toContain("'password' must be at least 8 characters");
+    expect(cli(['create', '--email', 'cli@example.com', '--account', 'default'], 'cli password 2').stderr).toContain(
+      'exists already',
+    );
+    expect(cli(['create', '--email', 'short@example.com', '--account', 'default'], 'short').stderr).toContain(
+      "'password' must be at least 8 characters",
+    );
     expect(cli(['create', '--email', 'x@example.com'], 'x password 1').status).toBe(2);
 
     const list = cli(['list', '--json']);

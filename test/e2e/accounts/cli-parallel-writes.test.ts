@@ -39,7 +39,18 @@ function cli(args: string[]): Promise<CliRun> {
 describe('hearth keys create, ten at once, while the server writes', () => {
   let hearth: HearthProcess;
   beforeAll(async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat', '--engine', 'instant', '--front', 'off'] });
+    hearth = await startHearthProcess({
+      args: [
+        '--model',
+        await tinyChatModel(),
+        '--model-id',
+        'local/tiny-chat',
+        '--engine',
+        'instant',
+        '--front',
+        'off',
+      ],
+    });
     await hearth.waitReady();
   });
   afterAll(async () => {
@@ -54,22 +65,60 @@ describe('hearth keys create, ten at once, while the server writes', () => {
     let writes = 0;
     const loop = (async () => {
       while (running) {
-        const created = await fetch(`${hearth.baseUrl}/api/v1/keys`, { method: 'POST', headers: authorized(hearth.key), body: JSON.stringify({ name: `api-${writes}` }) });
+        const created = await fetch(`${hearth.baseUrl}/api/v1/keys`, {
+          method: 'POST',
+          headers: authorized(hearth.key),
+          body: JSON.stringify({ name: `api-${writes}` }),
+        });
         // On a failure the server's own log says why (its error lines are the evidence, not the 500's body).
-        if (created.status !== 201) throw new Error(`POST /api/v1/keys answered ${created.status} ${await created.text()}; server log:\n${hearth.logs().split('\n').filter((l) => /error|warn/i.test(l)).slice(-20).join('\n')}`);
-        const chat = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: authorized(hearth.key), body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }) });
-        if (chat.status !== 200) throw new Error(`chat answered ${chat.status} ${await chat.text()}; server log:\n${hearth.logs().split('\n').filter((l) => /error|warn/i.test(l)).slice(-20).join('\n')}`);
+        if (created.status !== 201)
+          throw new Error(
+            `POST /api/v1/keys answered ${created.status} ${await created.text()}; server log:\n${hearth
+              .logs()
+              .split('\n')
+              .filter((l) => /error|warn/i.test(l))
+              .slice(-20)
+              .join('\n')}`,
+          );
+        const chat = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+          method: 'POST',
+          headers: authorized(hearth.key),
+          body: JSON.stringify({
+            model: 'local/tiny-chat',
+            messages: [{ role: 'user', content: 'hi' }],
+            max_tokens: 2,
+          }),
+        });
+        if (chat.status !== 200)
+          throw new Error(
+            `chat answered ${chat.status} ${await chat.text()}; server log:\n${hearth
+              .logs()
+              .split('\n')
+              .filter((l) => /error|warn/i.test(l))
+              .slice(-20)
+              .join('\n')}`,
+          );
         writes += 2;
       }
     })();
-    return { stop: async () => { running = false; await loop; return writes; } };
+    return {
+      stop: async () => {
+        running = false;
+        await loop;
+        return writes;
+      },
+    };
   }
 
   it(`${ROUNDS} rounds of ${PARALLEL} parallel CLI writes all succeed, each key usable at once`, async () => {
     const keys: Array<{ id: string; key: string }> = [];
     for (let round = 0; round < ROUNDS; round++) {
       const writer = serverWrites();
-      const runs = await Promise.all(Array.from({ length: PARALLEL }, (_, i) => cli(['keys', 'create', '--name', `cli-${round}-${i}`, '--data-dir', hearth.dataDir, '--json'])));
+      const runs = await Promise.all(
+        Array.from({ length: PARALLEL }, (_, i) =>
+          cli(['keys', 'create', '--name', `cli-${round}-${i}`, '--data-dir', hearth.dataDir, '--json']),
+        ),
+      );
       expect(await writer.stop()).toBeGreaterThan(0);
       for (const r of runs) {
         // Exit 0 with its key. (stderr may hold lmdb-js's own diagnostic lines of a commit it failed and Hearth ran
@@ -79,7 +128,8 @@ describe('hearth keys create, ten at once, while the server writes', () => {
       }
     }
     expect(new Set(keys.map((k) => k.id)).size).toBe(ROUNDS * PARALLEL);
-    for (const { key } of keys) expect((await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: authorized(key) })).status).toBe(200);
+    for (const { key } of keys)
+      expect((await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: authorized(key) })).status).toBe(200);
     const listed = hearthCli(['keys', 'list', '--data-dir', hearth.dataDir, '--json']);
     expect(listed.status, listed.stderr).toBe(0);
     const ids = new Set((JSON.parse(listed.stdout) as Array<{ id: string }>).map((k) => k.id));

@@ -10,7 +10,9 @@ import { tinyChatModel } from '../../helpers/test-model.ts';
 describe('a key revoked by the CLI while the server runs', () => {
   let hearth: HearthProcess;
   beforeAll(async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--engine', 'instant', '--front', 'off'] });
+    hearth = await startHearthProcess({
+      args: ['--model', await tinyChatModel(), '--engine', 'instant', '--front', 'off'],
+    });
     await hearth.waitReady();
   }, 60_000);
   afterAll(async () => {
@@ -19,7 +21,8 @@ describe('a key revoked by the CLI while the server runs', () => {
 
   it('is refused at the next request; the other keys still work', async () => {
     const doomed = createKey(hearth.dataDir, 'doomed');
-    const models = (key: string) => fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+    const models = (key: string) =>
+      fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${key}` } });
     for (let i = 0; i < 3; i++) expect((await models(doomed)).status).toBe(200); // read, and kept decoded
     const id = doomed.split('_')[1]!;
     const revoked = hearthCli(['keys', 'revoke', id, '--data-dir', hearth.dataDir]);

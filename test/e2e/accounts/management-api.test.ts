@@ -29,10 +29,33 @@ beforeAll(async () => {
   openai = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY, reply: { text: 'Hello from upstream.' } });
   const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
   hearth = await startHearthProcess({
-    args: ['--model', 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf', '--models-dir', modelsDir, '--provision-delay-ms', String(PROVISION_DELAY_MS), '--openai-base-url', openai.baseUrl, '--provider-max-retries', '0', '--pull-stall-timeout-ms', '600000'],
+    args: [
+      '--model',
+      'hf:someone/tiny-chat-GGUF/tiny-chat.gguf',
+      '--models-dir',
+      modelsDir,
+      '--provision-delay-ms',
+      String(PROVISION_DELAY_MS),
+      '--openai-base-url',
+      openai.baseUrl,
+      '--provider-max-retries',
+      '0',
+      '--pull-stall-timeout-ms',
+      '600000',
+    ],
     env: { HF_ENDPOINT: hub.endpoint },
   });
-  const other = hearthCli(['keys', 'create', '--name', 'other', '--account', 'someone-else', '--data-dir', hearth.dataDir, '--json']);
+  const other = hearthCli([
+    'keys',
+    'create',
+    '--name',
+    'other',
+    '--account',
+    'someone-else',
+    '--data-dir',
+    hearth.dataDir,
+    '--json',
+  ]);
   otherKey = (JSON.parse(other.stdout) as { key: string }).key;
 });
 
@@ -43,9 +66,16 @@ afterAll(async () => {
   await hub?.close();
 });
 
-type ErrorBody = { error: { message: string; type: string; code: string | null; param: string | null; state?: string } };
+type ErrorBody = {
+  error: { message: string; type: string; code: string | null; param: string | null; state?: string };
+};
 
-async function api<T = Record<string, unknown>>(method: string, url: string, body?: unknown, key: string | null = hearth.key): Promise<ApiAnswer<T>> {
+async function api<T = Record<string, unknown>>(
+  method: string,
+  url: string,
+  body?: unknown,
+  key: string | null = hearth.key,
+): Promise<ApiAnswer<T>> {
   // One event-loop turn first: a synchronous CLI run (spawnSync) can block this process past the server's
   // ~10 s idle time-out; the turn lets fetch see the pooled connections the server closed meanwhile instead
   // of sending a POST into one (an 'other side closed' that is the test's doing, not the server's).
@@ -55,8 +85,11 @@ async function api<T = Record<string, unknown>>(method: string, url: string, bod
   return r;
 }
 
-const chat = (projectId: string, token: string | null, body: unknown = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] }) =>
-  api<Record<string, unknown> & ErrorBody>('POST', `/api/v1/inference/${projectId}/chat/completions`, body, token);
+const chat = (
+  projectId: string,
+  token: string | null,
+  body: unknown = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] },
+) => api<Record<string, unknown> & ErrorBody>('POST', `/api/v1/inference/${projectId}/chat/completions`, body, token);
 
 /** Provisioning takes PROVISION_DELAY_MS and more: a read every 100 ms for 30 s. */
 const POLL = { everyMs: 100, timeoutMs: 30_000 };
@@ -66,7 +99,12 @@ async function readyWorkspace(name = 'ws'): Promise<string> {
   expect(ws.status).toBe(201);
   const id = ws.body.workspaceId as string;
   expect((await api('PUT', `/api/v1/workspaces/${id}/yam`)).status).toBe(201);
-  await waitFor(() => api('GET', `/api/v1/workspaces/${id}/yam`), (r) => r.body.state === 'ready', 'the Yam', POLL);
+  await waitFor(
+    () => api('GET', `/api/v1/workspaces/${id}/yam`),
+    (r) => r.body.state === 'ready',
+    'the Yam',
+    POLL,
+  );
   return id;
 }
 
@@ -77,12 +115,28 @@ interface CreatedProject {
   endpoint: string;
 }
 
-async function createProject(ws: string, over: Record<string, unknown> = {}): Promise<ApiAnswer<CreatedProject & Record<string, unknown>>> {
-  return api('POST', `/api/v1/workspaces/${ws}/inference`, { name: 'support bot', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: PROVIDER_KEY, temperature: 0.3, ...over });
+async function createProject(
+  ws: string,
+  over: Record<string, unknown> = {},
+): Promise<ApiAnswer<CreatedProject & Record<string, unknown>>> {
+  return api('POST', `/api/v1/workspaces/${ws}/inference`, {
+    name: 'support bot',
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    providerApiKey: PROVIDER_KEY,
+    temperature: 0.3,
+    ...over,
+  });
 }
 
 const projectState = (ws: string, id: string) => api('GET', `/api/v1/workspaces/${ws}/inference/${id}`);
-const untilReady = (ws: string, id: string) => waitFor(() => projectState(ws, id), (r) => r.body.state === 'ready', 'the project', POLL);
+const untilReady = (ws: string, id: string) =>
+  waitFor(
+    () => projectState(ws, id),
+    (r) => r.body.state === 'ready',
+    'the project',
+    POLL,
+  );
 
 describe('workspaces', () => {
   it('creates, lists, gets and deletes; unknown and foreign ids are the same 404', async () => {
@@ -100,16 +154,29 @@ describe('workspaces', () => {
     const missing = await api<ErrorBody>('GET', '/api/v1/workspaces/ws_doesnotexist0000');
     const foreign = await api<ErrorBody>('GET', `/api/v1/workspaces/${id}`, undefined, otherKey);
     expect(missing.status).toBe(404);
-    expect(missing.body.error).toMatchObject({ code: 'workspace_not_found', message: 'Workspace not found', type: 'not_found_error' });
+    expect(missing.body.error).toMatchObject({
+      code: 'workspace_not_found',
+      message: 'Workspace not found',
+      type: 'not_found_error',
+    });
     expect(foreign.status).toBe(404);
     expect(foreign.body).toEqual(missing.body);
     expect((await api<{ data: unknown[] }>('GET', '/api/v1/workspaces', undefined, otherKey)).body.data).toEqual([]);
-    for (const [method, suffix] of [['DELETE', ''], ['PUT', '/yam'], ['GET', '/yam'], ['GET', '/inference']] as const) {
+    for (const [method, suffix] of [
+      ['DELETE', ''],
+      ['PUT', '/yam'],
+      ['GET', '/yam'],
+      ['GET', '/inference'],
+    ] as const) {
       const r = await api<ErrorBody>(method, `/api/v1/workspaces/${id}${suffix}`, undefined, otherKey);
       expect([method, suffix, r.status, r.body.error.code]).toEqual([method, suffix, 404, 'workspace_not_found']);
     }
 
-    expect((await api('DELETE', `/api/v1/workspaces/${id}`)).body).toEqual({ workspaceId: id, deleted: true, projectsDeleted: 0 });
+    expect((await api('DELETE', `/api/v1/workspaces/${id}`)).body).toEqual({
+      workspaceId: id,
+      deleted: true,
+      projectsDeleted: 0,
+    });
     expect((await api('GET', `/api/v1/workspaces/${id}`)).status).toBe(404);
   });
 
@@ -145,7 +212,12 @@ describe('Yam', () => {
     const again = await api('PUT', `/api/v1/workspaces/${ws}/yam`);
     expect(again.status).toBe(200); // idempotent: still the same Yam
 
-    const ready = await waitFor(() => api('GET', `/api/v1/workspaces/${ws}/yam`), (r) => r.body.state === 'ready', 'the Yam', POLL);
+    const ready = await waitFor(
+      () => api('GET', `/api/v1/workspaces/${ws}/yam`),
+      (r) => r.body.state === 'ready',
+      'the Yam',
+      POLL,
+    );
     expect(ready.body.readyAt).toEqual(expect.any(String));
     expect((await api('GET', `/api/v1/workspaces/${ws}`)).body.yam).toMatchObject({ state: 'ready' });
     expect((await api('PUT', `/api/v1/workspaces/${ws}/yam`)).body).toMatchObject({ state: 'ready' });
@@ -162,7 +234,15 @@ describe('inference projects', () => {
     const created = await createProject(ws);
     expect(created.status).toBe(201);
     const p = created.body;
-    expect(p).toMatchObject({ workspaceId: ws, name: 'support bot', provider: 'openai', model: 'gpt-4o-mini', temperature: 0.3, state: 'provisioning', providerKey: { last4: 'ABCD' } });
+    expect(p).toMatchObject({
+      workspaceId: ws,
+      name: 'support bot',
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      temperature: 0.3,
+      state: 'provisioning',
+      providerKey: { last4: 'ABCD' },
+    });
     expect(p.projectId).toMatch(/^proj_/);
     expect(p.token).toMatch(/^hp_[a-z0-9]+_/);
     expect(p.endpoint).toBe(`${hearth.baseUrl}/api/v1/inference/${p.projectId}/chat/completions`);
@@ -172,12 +252,20 @@ describe('inference projects', () => {
     const early = await chat(p.projectId, p.token);
     expect(early.status).toBe(503);
     expect(early.headers.get('retry-after')).toEqual(expect.stringMatching(/^\d+$/));
-    expect(early.body.error).toMatchObject({ message: 'Inference project is not ready', code: 'project_not_ready', state: 'provisioning' });
+    expect(early.body.error).toMatchObject({
+      message: 'Inference project is not ready',
+      code: 'project_not_ready',
+      state: 'provisioning',
+    });
 
     await untilReady(ws, p.projectId);
     const answer = await chat(p.projectId, p.token);
     expect(answer.status).toBe(200);
-    expect(answer.body).toMatchObject({ object: 'chat.completion', model: 'gpt-4o-mini', choices: [{ message: { role: 'assistant', content: 'Hello from upstream.' } }] });
+    expect(answer.body).toMatchObject({
+      object: 'chat.completion',
+      model: 'gpt-4o-mini',
+      choices: [{ message: { role: 'assistant', content: 'Hello from upstream.' } }],
+    });
     expect(openai.lastRequest()).toMatchObject({ model: 'gpt-4o-mini', temperature: 0.3 });
 
     const got = await projectState(ws, p.projectId);
@@ -186,7 +274,11 @@ describe('inference projects', () => {
     const list = await api<{ data: Array<{ projectId: string }> }>('GET', `/api/v1/workspaces/${ws}/inference`);
     expect(list.body.data.map((x) => x.projectId)).toContain(p.projectId);
 
-    const patched = await api('PATCH', `/api/v1/workspaces/${ws}/inference/${p.projectId}`, { name: 'renamed', model: 'gpt-4o', temperature: 1.1 });
+    const patched = await api('PATCH', `/api/v1/workspaces/${ws}/inference/${p.projectId}`, {
+      name: 'renamed',
+      model: 'gpt-4o',
+      temperature: 1.1,
+    });
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ name: 'renamed', model: 'gpt-4o', temperature: 1.1, state: 'ready' });
     expect((await chat(p.projectId, p.token)).body.model).toBe('gpt-4o');
@@ -198,7 +290,11 @@ describe('inference projects', () => {
     expect(suspended.body).toMatchObject({ state: 'suspended' });
     const refused = await chat(p.projectId, p.token);
     expect(refused.status).toBe(503);
-    expect(refused.body.error).toMatchObject({ message: 'Inference project is not ready', code: 'project_not_ready', state: 'suspended' });
+    expect(refused.body.error).toMatchObject({
+      message: 'Inference project is not ready',
+      code: 'project_not_ready',
+      state: 'suspended',
+    });
     const resumed = await api('PATCH', `/api/v1/workspaces/${ws}/inference/${p.projectId}`, { state: 'ready' });
     expect(resumed.body).toMatchObject({ state: 'provisioning' });
     await untilReady(ws, p.projectId);
@@ -222,7 +318,9 @@ describe('inference projects', () => {
 
   it('a new provider key shows as its last four characters only', async () => {
     const p = (await createProject(ws)).body;
-    const r = await api('PATCH', `/api/v1/workspaces/${ws}/inference/${p.projectId}`, { providerApiKey: 'another-provider-key-WXYZ' });
+    const r = await api('PATCH', `/api/v1/workspaces/${ws}/inference/${p.projectId}`, {
+      providerApiKey: 'another-provider-key-WXYZ',
+    });
     expect(r.body.providerKey).toEqual({ last4: 'WXYZ' });
     expect(JSON.stringify(r.body)).not.toContain('another-provider-key');
   });
@@ -249,13 +347,18 @@ describe('inference projects', () => {
     expect((provider.body as unknown as ErrorBody).error.message).toContain('openai, anthropic, gemini, mistral');
 
     const p = (await createProject(ws)).body;
-    for (const [body, param] of [[{ provider: 'gemini' }, 'provider'], [{ state: 'paused' }, 'state'], [{}, null], [{ temperature: -1 }, 'temperature']] as const) {
+    for (const [body, param] of [
+      [{ provider: 'gemini' }, 'provider'],
+      [{ state: 'paused' }, 'state'],
+      [{}, null],
+      [{ temperature: -1 }, 'temperature'],
+    ] as const) {
       const r = await api<ErrorBody>('PATCH', `/api/v1/workspaces/${ws}/inference/${p.projectId}`, body);
       expect([r.status, r.body.error.param]).toEqual([400, param]);
     }
   });
 
-  it('Unauthorized: missing, invalid, rotated-away (above) and another project\'s token; unknown project ids too', async () => {
+  it("Unauthorized: missing, invalid, rotated-away (above) and another project's token; unknown project ids too", async () => {
     const a = (await createProject(ws)).body;
     const b = (await createProject(ws)).body;
     await untilReady(ws, a.projectId);
@@ -269,7 +372,12 @@ describe('inference projects', () => {
     ];
     for (const [what, token] of cases) {
       const r = await chat(a.projectId, token);
-      expect([what, r.status, r.body.error.message, r.body.error.code]).toEqual([what, 401, 'Unauthorized', 'invalid_api_key']);
+      expect([what, r.status, r.body.error.message, r.body.error.code]).toEqual([
+        what,
+        401,
+        'Unauthorized',
+        'invalid_api_key',
+      ]);
       expect(r.headers.get('www-authenticate')).toBe('Bearer');
     }
     // An unknown project id answers 401 like a wrong token: existence is not revealed.
@@ -287,10 +395,27 @@ describe('inference projects', () => {
 
   it('Provider configuration missing: a provider key stored under another master key', async () => {
     // The CLI works on the same data dir; with a different master key the stored key is unreadable to the server.
-    const r = hearthCli(['projects', 'create', '--workspace', ws, '--name', 'wrong master key', '--provider', 'openai', '--model', 'gpt-4o-mini', '--data-dir', hearth.dataDir, '--json'], {
-      HEARTH_SECRET_KEY: 'cd'.repeat(32),
-      HEARTH_PROVIDER_API_KEY: PROVIDER_KEY,
-    });
+    const r = hearthCli(
+      [
+        'projects',
+        'create',
+        '--workspace',
+        ws,
+        '--name',
+        'wrong master key',
+        '--provider',
+        'openai',
+        '--model',
+        'gpt-4o-mini',
+        '--data-dir',
+        hearth.dataDir,
+        '--json',
+      ],
+      {
+        HEARTH_SECRET_KEY: 'cd'.repeat(32),
+        HEARTH_PROVIDER_API_KEY: PROVIDER_KEY,
+      },
+    );
     expect([r.status, r.stderr]).toEqual([0, '']);
     const p = JSON.parse(r.stdout) as CreatedProject;
     expect(p.state).toBe('ready');
@@ -308,7 +433,11 @@ describe('inference projects', () => {
     const p = (await createProject(doomed)).body;
     await untilReady(doomed, p.projectId);
     expect((await chat(p.projectId, p.token)).status).toBe(200);
-    expect((await api('DELETE', `/api/v1/workspaces/${doomed}`)).body).toEqual({ workspaceId: doomed, deleted: true, projectsDeleted: 1 });
+    expect((await api('DELETE', `/api/v1/workspaces/${doomed}`)).body).toEqual({
+      workspaceId: doomed,
+      deleted: true,
+      projectsDeleted: 1,
+    });
     expect((await chat(p.projectId, p.token)).status).toBe(401);
     expect((await api('GET', `/api/v1/workspaces/${doomed}/inference/${p.projectId}`)).status).toBe(404);
   });
@@ -324,18 +453,46 @@ describe('CLI', () => {
   it('mirrors the API on the same data dir while the server runs', async () => {
     const ws = cli('workspaces', 'create', '--name', 'from the CLI').workspaceId as string;
     expect(cli('workspaces', 'yam', ws)).toMatchObject({ workspaceId: ws, state: 'ready' });
-    expect((await api('GET', `/api/v1/workspaces/${ws}`)).body).toMatchObject({ name: 'from the CLI', yam: { state: 'ready' } });
-    const r = hearthCli(['projects', 'create', '--workspace', ws, '--name', 'cli bot', '--provider', 'openai', '--model', 'gpt-4o-mini', '--temperature', '0.2', '--data-dir', hearth.dataDir, '--json'], { HEARTH_PROVIDER_API_KEY: PROVIDER_KEY });
+    expect((await api('GET', `/api/v1/workspaces/${ws}`)).body).toMatchObject({
+      name: 'from the CLI',
+      yam: { state: 'ready' },
+    });
+    const r = hearthCli(
+      [
+        'projects',
+        'create',
+        '--workspace',
+        ws,
+        '--name',
+        'cli bot',
+        '--provider',
+        'openai',
+        '--model',
+        'gpt-4o-mini',
+        '--temperature',
+        '0.2',
+        '--data-dir',
+        hearth.dataDir,
+        '--json',
+      ],
+      { HEARTH_PROVIDER_API_KEY: PROVIDER_KEY },
+    );
     const p = JSON.parse(r.stdout) as CreatedProject;
     expect(p).toMatchObject({ state: 'ready', temperature: 0.2 });
     expect((await chat(p.projectId, p.token)).status).toBe(200);
-    expect(cli('projects', 'update', p.projectId, '--workspace', ws, '--state', 'suspended')).toMatchObject({ state: 'suspended' });
+    expect(cli('projects', 'update', p.projectId, '--workspace', ws, '--state', 'suspended')).toMatchObject({
+      state: 'suspended',
+    });
     expect((await chat(p.projectId, p.token)).body.error.code).toBe('project_not_ready');
-    expect(cli('projects', 'update', p.projectId, '--workspace', ws, '--state', 'ready', '--temperature', 'none')).toMatchObject({ state: 'ready', temperature: null });
+    expect(
+      cli('projects', 'update', p.projectId, '--workspace', ws, '--state', 'ready', '--temperature', 'none'),
+    ).toMatchObject({ state: 'ready', temperature: null });
     const rotated = cli('projects', 'rotate-token', p.projectId, '--workspace', ws).token as string;
     expect((await chat(p.projectId, p.token)).status).toBe(401);
     expect((await chat(p.projectId, rotated)).status).toBe(200);
-    expect(cli('projects', 'list', '--workspace', ws)).toEqual([expect.objectContaining({ projectId: p.projectId, providerKey: { last4: 'ABCD' } })]);
+    expect(cli('projects', 'list', '--workspace', ws)).toEqual([
+      expect.objectContaining({ projectId: p.projectId, providerKey: { last4: 'ABCD' } }),
+    ]);
     expect(cli('workspaces', 'delete', ws)).toEqual({ workspaceId: ws, deleted: true, projectsDeleted: 1 });
     expect((await chat(p.projectId, rotated)).status).toBe(401);
   });
@@ -348,7 +505,18 @@ describe('CLI', () => {
     }
     const missing = hearthCli(['workspaces', 'get', 'ws_nosuch', '--data-dir', hearth.dataDir]);
     expect([missing.status, missing.stderr.trim()]).toEqual([1, 'hearth workspaces: Workspace not found']);
-    const badProvider = hearthCli(['projects', 'create', '--workspace', 'ws_x', '--name', 'n', '--provider', 'cohere', '--data-dir', hearth.dataDir]);
+    const badProvider = hearthCli([
+      'projects',
+      'create',
+      '--workspace',
+      'ws_x',
+      '--name',
+      'n',
+      '--provider',
+      'cohere',
+      '--data-dir',
+      hearth.dataDir,
+    ]);
     expect(badProvider.status).toBe(1);
     const usage = hearthCli(['projects', 'list', '--data-dir', hearth.dataDir]);
     expect([usage.status, usage.stderr]).toEqual([2, expect.stringContaining('needs --workspace')]);
@@ -357,7 +525,9 @@ describe('CLI', () => {
 
 describe('API keys of the account', () => {
   it('creates (shown once), lists without secrets, and revokes; another account cannot revoke it', async () => {
-    const created = await api<{ id: string; key: string; name: string; accountId: string }>('POST', '/api/v1/keys', { name: 'ci' });
+    const created = await api<{ id: string; key: string; name: string; accountId: string }>('POST', '/api/v1/keys', {
+      name: 'ci',
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ name: 'ci', accountId: 'default' });
     expect(created.body.key).toMatch(/^hk_/);
@@ -369,14 +539,20 @@ describe('API keys of the account', () => {
 
     const foreign = await api<ErrorBody>('DELETE', `/api/v1/keys/${created.body.id}`, undefined, otherKey);
     expect([foreign.status, foreign.body.error.code]).toEqual([404, 'key_not_found']);
-    expect((await api('DELETE', `/api/v1/keys/${created.body.id}`)).body).toEqual({ id: created.body.id, revoked: true });
+    expect((await api('DELETE', `/api/v1/keys/${created.body.id}`)).body).toEqual({
+      id: created.body.id,
+      revoked: true,
+    });
     expect((await api('GET', '/api/v1/workspaces', undefined, created.body.key)).status).toBe(401);
   });
 });
 
 describe('warming up and metrics', () => {
   it('the shared endpoint answers 503 model_warming_up with Retry-After: 120 while projects serve', async () => {
-    const r = await api<ErrorBody>('POST', '/api/inference/v1/chat/completions', { model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }] });
+    const r = await api<ErrorBody>('POST', '/api/inference/v1/chat/completions', {
+      model: 'someone/tiny-chat',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(r.status).toBe(503);
     expect(r.headers.get('retry-after')).toBe('120');
     expect(r.body.error.code).toBe('model_warming_up');

@@ -22,7 +22,13 @@ type ErrorBody = { error: { message: string; type: string; param: string | null;
 const { api, until } = managementClient(() => hearth, BOUND_MS);
 
 /** A request as the dashboard in a browser makes it: the session cookie, and its own Origin. */
-async function withCookie(method: string, url: string, cookie: string, body?: string, contentType = 'application/json') {
+async function withCookie(
+  method: string,
+  url: string,
+  cookie: string,
+  body?: string,
+  contentType = 'application/json',
+) {
   const r = await fetch(`${hearth.baseUrl}${url}`, {
     method,
     headers: { cookie, origin: hearth.baseUrl, ...(body === undefined ? {} : { 'content-type': contentType }) },
@@ -30,7 +36,11 @@ async function withCookie(method: string, url: string, cookie: string, body?: st
     signal: AbortSignal.timeout(BOUND_MS),
   });
   const text = await r.text();
-  return { status: r.status, setCookie: r.headers.getSetCookie(), body: (text === '' ? {} : JSON.parse(text)) as ErrorBody };
+  return {
+    status: r.status,
+    setCookie: r.headers.getSetCookie(),
+    body: (text === '' ? {} : JSON.parse(text)) as ErrorBody,
+  };
 }
 
 async function signIn(): Promise<string> {
@@ -41,19 +51,52 @@ async function signIn(): Promise<string> {
     signal: AbortSignal.timeout(BOUND_MS),
   });
   expect(r.status).toBe(204);
-  return r.headers.getSetCookie().find((c) => c.startsWith('hearth_session='))!.split(';')[0]!;
+  return r.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('hearth_session='))!
+    .split(';')[0]!;
 }
 
 beforeAll(async () => {
   hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant'] });
-  const created = spawnSync(process.execPath, [path.resolve(import.meta.dirname, '../../../bin/hearth.js'), 'users', 'create', '--email', OWNER.email, '--account', 'default', '--role', 'owner', '--data-dir', hearth.dataDir], { input: `${OWNER.password}\n`, encoding: 'utf8' });
+  const created = spawnSync(
+    process.execPath,
+    [
+      path.resolve(import.meta.dirname, '../../../bin/hearth.js'),
+      'users',
+      'create',
+      '--email',
+      OWNER.email,
+      '--account',
+      'default',
+      '--role',
+      'owner',
+      '--data-dir',
+      hearth.dataDir,
+    ],
+    { input: `${OWNER.password}\n`, encoding: 'utf8' },
+  );
   expect(created.status, created.stderr).toBe(0);
   await hearth.waitReady();
   ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'hostile' })).body.workspaceId;
   await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam');
-  appId = (await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name: 'app', env: { A: 'a' }, apiKeyEnv: 'HEARTH_KEY' })).body.appId;
-  const project = await api<{ projectId: string }>('POST', `/api/v1/workspaces/${ws}/inference`, { name: 'bot', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: 'sk-test-0123456789abcdef' });
+  await until(
+    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
+    'the Yam',
+  );
+  appId = (
+    await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, {
+      name: 'app',
+      env: { A: 'a' },
+      apiKeyEnv: 'HEARTH_KEY',
+    })
+  ).body.appId;
+  const project = await api<{ projectId: string }>('POST', `/api/v1/workspaces/${ws}/inference`, {
+    name: 'bot',
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    providerApiKey: 'sk-test-0123456789abcdef',
+  });
   expect(project.status, JSON.stringify(project.body)).toBe(201);
   projectId = project.body.projectId;
 }, 120_000);
@@ -66,27 +109,55 @@ afterAll(async () => {
 describe('null in a PATCH body', () => {
   const expectWrongType = (r: { status: number; body: ErrorBody }, param: string) => {
     expect(r.status, JSON.stringify(r.body)).toBe(400);
-    expect(r.body.error).toEqual({ message: expect.any(String), type: 'invalid_request_error', param, code: 'invalid_type' });
+    expect(r.body.error).toEqual({
+      message: expect.any(String),
+      type: 'invalid_request_error',
+      param,
+      code: 'invalid_type',
+    });
   };
 
   it('a field that cannot be null is a 400 invalid_type naming it, and nothing changes', async () => {
     const key = (await api<{ data: Array<{ id: string; name: string }> }>('GET', '/api/v1/keys')).body.data[0]!;
     expectWrongType(await api<ErrorBody>('PATCH', `/api/v1/keys/${key.id}`, { name: null }), 'name');
     for (const field of ['name', 'model', 'providerApiKey', 'state']) {
-      expectWrongType(await api<ErrorBody>('PATCH', `/api/v1/workspaces/${ws}/inference/${projectId}`, { [field]: null }), field);
+      expectWrongType(
+        await api<ErrorBody>('PATCH', `/api/v1/workspaces/${ws}/inference/${projectId}`, { [field]: null }),
+        field,
+      );
     }
     for (const field of ['name', 'healthPath', 'env']) {
-      expectWrongType(await api<ErrorBody>('PATCH', `/api/v1/workspaces/${ws}/apps/${appId}`, { [field]: null }), field);
+      expectWrongType(
+        await api<ErrorBody>('PATCH', `/api/v1/workspaces/${ws}/apps/${appId}`, { [field]: null }),
+        field,
+      );
     }
-    expect((await api<{ name: string }>('GET', `/api/v1/workspaces/${ws}/inference/${projectId}`)).body.name).toBe('bot');
-    expect((await api<{ name: string; healthPath: string; envNames: string[] }>('GET', `/api/v1/workspaces/${ws}/apps/${appId}`)).body).toMatchObject({ name: 'app', healthPath: '/health', envNames: ['A'] });
+    expect((await api<{ name: string }>('GET', `/api/v1/workspaces/${ws}/inference/${projectId}`)).body.name).toBe(
+      'bot',
+    );
+    expect(
+      (
+        await api<{ name: string; healthPath: string; envNames: string[] }>(
+          'GET',
+          `/api/v1/workspaces/${ws}/apps/${appId}`,
+        )
+      ).body,
+    ).toMatchObject({ name: 'app', healthPath: '/health', envNames: ['A'] });
   });
 
   it('where null has a meaning it keeps it: temperature clears, apiKeyEnv removes the key, an env value unsets', async () => {
-    const project = await api<{ temperature: number | null }>('PATCH', `/api/v1/workspaces/${ws}/inference/${projectId}`, { temperature: null });
+    const project = await api<{ temperature: number | null }>(
+      'PATCH',
+      `/api/v1/workspaces/${ws}/inference/${projectId}`,
+      { temperature: null },
+    );
     expect(project.status, JSON.stringify(project.body)).toBe(200);
     expect(project.body.temperature).toBeNull();
-    const app = await api<{ apiKeyEnv: string | null; envNames: string[] }>('PATCH', `/api/v1/workspaces/${ws}/apps/${appId}`, { apiKeyEnv: null, env: { A: null } });
+    const app = await api<{ apiKeyEnv: string | null; envNames: string[] }>(
+      'PATCH',
+      `/api/v1/workspaces/${ws}/apps/${appId}`,
+      { apiKeyEnv: null, env: { A: null } },
+    );
     expect(app.status, JSON.stringify(app.body)).toBe(200);
     expect(app.body).toMatchObject({ apiKeyEnv: null, envNames: [] });
   });
@@ -120,14 +191,22 @@ describe('an ended session on every /api/v1 route family', () => {
     for (const [method, url, body, type] of calls) {
       const r = await withCookie(method, url, cookie, body, type);
       expect(r.status, `${method} ${url}: ${JSON.stringify(r.body)}`).toBe(401);
-      expect(r.body.error).toEqual({ message: expect.any(String), type: 'authentication_error', param: null, code: 'session_expired' });
+      expect(r.body.error).toEqual({
+        message: expect.any(String),
+        type: 'authentication_error',
+        param: null,
+        code: 'session_expired',
+      });
       expect(isCleared(r.setCookie), `${method} ${url}: ${JSON.stringify(r.setCookie)}`).toBe(true);
     }
     expect((await api<{ name: string }>('GET', app)).body.name).toBe('app');
   });
 
   it('a 401 that is not about a session (a wrong Bearer key) sets no cookie', async () => {
-    const r = await fetch(`${hearth.baseUrl}/api/v1/workspaces/${ws}/apps`, { headers: { authorization: 'Bearer hk_nope_nope' }, signal: AbortSignal.timeout(BOUND_MS) });
+    const r = await fetch(`${hearth.baseUrl}/api/v1/workspaces/${ws}/apps`, {
+      headers: { authorization: 'Bearer hk_nope_nope' },
+      signal: AbortSignal.timeout(BOUND_MS),
+    });
     expect(r.status).toBe(401);
     expect(r.headers.getSetCookie()).toEqual([]);
   });

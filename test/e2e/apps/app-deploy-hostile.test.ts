@@ -54,7 +54,12 @@ function bareRepository(files: (dir: string) => void): string {
   const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-hostile-repo-'));
   scratch.push(work, bare);
   files(work);
-  const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' });
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync(
+      'git',
+      ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args],
+      { cwd, stdio: 'pipe' },
+    );
   git(bare, 'init', '--quiet', '--bare');
   git(work, 'init', '--quiet');
   git(work, 'add', '.');
@@ -64,11 +69,27 @@ function bareRepository(files: (dir: string) => void): string {
 }
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-start-timeout', '20', '--app-max-unpacked-bytes', String(1 << 20), '--app-repositories', 'local'] });
+  hearth = await startHearthProcess({
+    args: [
+      '--model',
+      await tinyModel(),
+      '--engine',
+      'instant',
+      '--app-start-timeout',
+      '20',
+      '--app-max-unpacked-bytes',
+      String(1 << 20),
+      '--app-repositories',
+      'local',
+    ],
+  });
   await hearth.waitReady();
   ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'hostile' })).body.workspaceId;
   await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam');
+  await until(
+    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
+    'the Yam',
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -79,9 +100,37 @@ afterAll(async () => {
 describe('archives', () => {
   const cases: Array<[string, string, () => Buffer]> = [
     ['an empty body', 'not a gzip file', () => Buffer.alloc(0)],
-    ['a directory then a file of the same name', "entry 'a' conflicts", () => rawArchive([{ name: 'a/', typeFlag: '5' }, { name: 'a', typeFlag: '0', body: Buffer.from('x') }])],
-    ['a directory entry carrying 8 MiB of data (an 8 KB gzip)', 'more than 1048576 bytes', () => gzipSync(Buffer.concat([encodeHeader({ name: 'd/', mode: 0o755, size: 8 << 20, typeFlag: '5' }), Buffer.alloc(8 << 20), Buffer.alloc(BLOCK * 2)]))],
-    ['a link leading out through another link', 'through another link', () => rawArchive([{ name: 'a/b/', typeFlag: '5' }, { name: 'a/b/u', typeFlag: '2', linkName: '../..' }, { name: 'package.json', typeFlag: '2', linkName: 'a/b/u/../..' }])],
+    [
+      'a directory then a file of the same name',
+      "entry 'a' conflicts",
+      () =>
+        rawArchive([
+          { name: 'a/', typeFlag: '5' },
+          { name: 'a', typeFlag: '0', body: Buffer.from('x') },
+        ]),
+    ],
+    [
+      'a directory entry carrying 8 MiB of data (an 8 KB gzip)',
+      'more than 1048576 bytes',
+      () =>
+        gzipSync(
+          Buffer.concat([
+            encodeHeader({ name: 'd/', mode: 0o755, size: 8 << 20, typeFlag: '5' }),
+            Buffer.alloc(8 << 20),
+            Buffer.alloc(BLOCK * 2),
+          ]),
+        ),
+    ],
+    [
+      'a link leading out through another link',
+      'through another link',
+      () =>
+        rawArchive([
+          { name: 'a/b/', typeFlag: '5' },
+          { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
+          { name: 'package.json', typeFlag: '2', linkName: 'a/b/u/../..' },
+        ]),
+    ],
   ];
 
   it.each(cases)('%s: 400 invalid_archive saying why, no deployment recorded', async (_name, why, make) => {
@@ -125,7 +174,11 @@ describe('repository bodies', () => {
 
   it('an unreachable repository with credentials in its URL: repository_unreachable, the password nowhere in the answer', async () => {
     const appId = await newApp('creds');
-    for (const repository of ['http://alice:pa55w0rd-zz@127.0.0.1:1/x.git', 'ssh://alice:pa55w0rd-zz@127.0.0.1:1/x.git', 'ssh://-oProxyCommand=touch%20' + encodeURIComponent(canary) + '/x']) {
+    for (const repository of [
+      'http://alice:pa55w0rd-zz@127.0.0.1:1/x.git',
+      'ssh://alice:pa55w0rd-zz@127.0.0.1:1/x.git',
+      'ssh://-oProxyCommand=touch%20' + encodeURIComponent(canary) + '/x',
+    ]) {
       const r = await api<ErrorBody>('POST', `${apps()}/${appId}/deployments`, { repository });
       expect(r.status, repository).toBe(400);
       expect(r.body.error.code).toBe('repository_unreachable');
@@ -134,7 +187,7 @@ describe('repository bodies', () => {
     expect(fs.existsSync(canary)).toBe(false);
   });
 
-  it("a repository whose package.json is a link to a host file: build_failed, nothing of the file in the deployment", async () => {
+  it('a repository whose package.json is a link to a host file: build_failed, nothing of the file in the deployment', async () => {
     const secretFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-host-secret-')), 'secret.txt');
     scratch.push(path.dirname(secretFile));
     fs.writeFileSync(secretFile, SECRET);
@@ -160,16 +213,31 @@ describe('an app that turns its own files against Hearth', () => {
         if (req.url === '/crash') setTimeout(() => process.exit(9), 50);
       }).listen(Number(process.env.PORT), '127.0.0.1');`;
     const appId = await newApp('fifo');
-    const dep = await api<DeploymentView>('POST', `${apps()}/${appId}/deployments`, rawArchive([
-      { name: 'package.json', typeFlag: '0', body: Buffer.from(JSON.stringify({ scripts: { start: 'node server.js' } })) },
-      { name: 'server.js', typeFlag: '0', body: Buffer.from(server) },
-    ]), 'application/gzip');
+    const dep = await api<DeploymentView>(
+      'POST',
+      `${apps()}/${appId}/deployments`,
+      rawArchive([
+        {
+          name: 'package.json',
+          typeFlag: '0',
+          body: Buffer.from(JSON.stringify({ scripts: { start: 'node server.js' } })),
+        },
+        { name: 'server.js', typeFlag: '0', body: Buffer.from(server) },
+      ]),
+      'application/gzip',
+    );
     expect((await settled(appId, dep.body.deploymentId)).state).toBe('live');
-    expect((await fetch(`${hearth.baseUrl}/apps/${appId}/crash`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
+    expect((await fetch(`${hearth.baseUrl}/apps/${appId}/crash`, { signal: AbortSignal.timeout(10_000) })).status).toBe(
+      200,
+    );
     // The restart (1 s later) reads the Procfile again; the API answering while it happens is the point.
     await until(async () => {
-      const logs = (await api<{ data: Array<{ stream: string; line: string }> }>('GET', `${apps()}/${appId}/logs?lines=50`)).body.data;
-      return logs.some((l) => l.stream === 'hearth' && /cannot restart: build_failed: Procfile is not a regular file/.test(l.line));
+      const logs = (
+        await api<{ data: Array<{ stream: string; line: string }> }>('GET', `${apps()}/${appId}/logs?lines=50`)
+      ).body.data;
+      return logs.some(
+        (l) => l.stream === 'hearth' && /cannot restart: build_failed: Procfile is not a regular file/.test(l.line),
+      );
     }, 'the restart attempt to be logged');
     expect((await api<{ state: string }>('GET', `${apps()}/${appId}`)).body.state).toBe('crashed');
     expect((await fetch(`${hearth.baseUrl}/health`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
@@ -193,10 +261,19 @@ describe('deleting an app while it builds', () => {
   it('stops the build: no process of it outlives the app', async () => {
     const marker = `hearth-build-marker-${process.pid}`;
     const appId = await newApp('endless-build');
-    const dep = await api<DeploymentView>('POST', `${apps()}/${appId}/deployments`, rawArchive([
-      { name: 'package.json', typeFlag: '0', body: Buffer.from(JSON.stringify({ scripts: { build: `node build.js ${marker}`, start: 'node build.js' } })) },
-      { name: 'build.js', typeFlag: '0', body: Buffer.from('setInterval(() => {}, 1000);') },
-    ]), 'application/gzip');
+    const dep = await api<DeploymentView>(
+      'POST',
+      `${apps()}/${appId}/deployments`,
+      rawArchive([
+        {
+          name: 'package.json',
+          typeFlag: '0',
+          body: Buffer.from(JSON.stringify({ scripts: { build: `node build.js ${marker}`, start: 'node build.js' } })),
+        },
+        { name: 'build.js', typeFlag: '0', body: Buffer.from('setInterval(() => {}, 1000);') },
+      ]),
+      'application/gzip',
+    );
     expect(dep.status).toBe(202);
     await until(async () => processesWith(marker).length > 0, 'the build to run');
     expect((await api<{ deleted: boolean }>('DELETE', `${apps()}/${appId}`)).body.deleted).toBe(true);
@@ -204,4 +281,3 @@ describe('deleting an app while it builds', () => {
     expect(fs.existsSync(path.join(hearth.dataDir, 'apps', ws, appId))).toBe(false);
   });
 });
-

@@ -14,7 +14,9 @@ let hearth: HearthProcess;
 
 describe('a replica started with --app-host false', () => {
   beforeAll(async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--model-id', 'local/tiny', '--engine', 'instant', '--app-host', 'false'] });
+    hearth = await startHearthProcess({
+      args: ['--model', await tinyModel(), '--model-id', 'local/tiny', '--engine', 'instant', '--app-host', 'false'],
+    });
     await hearth.waitReady();
   }, 60_000);
   afterAll(async () => {
@@ -22,7 +24,8 @@ describe('a replica started with --app-host false', () => {
   });
 
   it('answers the apps API and /apps/ with 503 app_host_unavailable + Retry-After, and keeps no app directory', async () => {
-    const ws = (await mustCall<{ workspaceId: string }>(hearth, 'POST', '/api/v1/workspaces', { name: 'fleet' })).workspaceId;
+    const ws = (await mustCall<{ workspaceId: string }>(hearth, 'POST', '/api/v1/workspaces', { name: 'fleet' }))
+      .workspaceId;
     const calls: Array<[string, string, unknown?]> = [
       ['POST', `/api/v1/workspaces/${ws}/apps`, { name: 'a' }],
       ['GET', `/api/v1/workspaces/${ws}/apps`],
@@ -41,10 +44,15 @@ describe('a replica started with --app-host false', () => {
   });
 
   it('serves the rest: workspaces, their deletion, and inference', async () => {
-    const ws = (await mustCall<{ workspaceId: string }>(hearth, 'POST', '/api/v1/workspaces', { name: 'other' })).workspaceId;
+    const ws = (await mustCall<{ workspaceId: string }>(hearth, 'POST', '/api/v1/workspaces', { name: 'other' }))
+      .workspaceId;
     expect((await callApi(hearth, 'GET', `/api/v1/workspaces/${ws}`)).status).toBe(200);
     expect((await callApi(hearth, 'DELETE', `/api/v1/workspaces/${ws}`)).status).toBeLessThan(300);
-    const r = await callApi<{ choices: unknown[] }>(hearth, 'POST', '/api/inference/v1/chat/completions', { model: 'local/tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    const r = await callApi<{ choices: unknown[] }>(hearth, 'POST', '/api/inference/v1/chat/completions', {
+      model: 'local/tiny',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 2,
+    });
     expect(r.status).toBe(200);
   });
 });

@@ -45,23 +45,56 @@ interface Setup {
 }
 
 const ARCHIVE = rawArchive([
-  { name: 'package.json', typeFlag: '0', body: Buffer.from(JSON.stringify({ name: 'net-probe', scripts: { start: 'node server.js' } })) },
-  { name: 'server.js', typeFlag: '0', body: fs.readFileSync(path.resolve(import.meta.dirname, '../../fixtures/apps/net-probe.js')) },
+  {
+    name: 'package.json',
+    typeFlag: '0',
+    body: Buffer.from(JSON.stringify({ name: 'net-probe', scripts: { start: 'node server.js' } })),
+  },
+  {
+    name: 'server.js',
+    typeFlag: '0',
+    body: fs.readFileSync(path.resolve(import.meta.dirname, '../../fixtures/apps/net-probe.js')),
+  },
 ]);
 
 async function setup(args: string[]): Promise<Setup> {
-  const hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--front', 'haproxy', '--app-start-timeout', '20', ...args] });
+  const hearth = await startHearthProcess({
+    args: [
+      '--model',
+      await tinyModel(),
+      '--engine',
+      'instant',
+      '--front',
+      'haproxy',
+      '--app-start-timeout',
+      '20',
+      ...args,
+    ],
+  });
   await hearth.waitReady();
   const { api, until } = managementClient(() => hearth, 60_000);
   const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'net' })).body.workspaceId;
   await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam');
+  await until(
+    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
+    'the Yam',
+  );
   const deployed = async (name: string) => {
-    const appId = (await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name, apiKeyEnv: 'HEARTH_API_KEY' })).body.appId;
-    const dep = await api<{ deploymentId: string }>('POST', `/api/v1/workspaces/${ws}/apps/${appId}/deployments`, ARCHIVE, 'application/gzip');
+    const appId = (
+      await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name, apiKeyEnv: 'HEARTH_API_KEY' })
+    ).body.appId;
+    const dep = await api<{ deploymentId: string }>(
+      'POST',
+      `/api/v1/workspaces/${ws}/apps/${appId}/deployments`,
+      ARCHIVE,
+      'application/gzip',
+    );
     expect(dep.status).toBe(202);
     await until(async () => {
-      const d = await api<{ state: string; buildLog: string[] }>('GET', `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${dep.body.deploymentId}`);
+      const d = await api<{ state: string; buildLog: string[] }>(
+        'GET',
+        `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${dep.body.deploymentId}`,
+      );
       if (d.body.state === 'failed') throw new Error(d.body.buildLog.join('\n'));
       return d.body.state === 'live';
     }, `${name} to be live`);
@@ -89,7 +122,10 @@ async function secretListener(...args: unknown[]): Promise<net.Server> {
 /** The TCP ports Hearth's own process listens on: its internal uWS port behind the HAProxy front. */
 function hearthInternalPorts(h: HearthProcess): number[] {
   const out = execFileSync('ss', ['-ltnpH'], { encoding: 'utf8' });
-  const ports = out.split('\n').filter((l) => l.includes(`pid=${h.proc.pid},`)).map((l) => Number(/:(\d+)\s/.exec(l.split(/\s+/)[3] + ' ')?.[1]));
+  const ports = out
+    .split('\n')
+    .filter((l) => l.includes(`pid=${h.proc.pid},`))
+    .map((l) => Number(/:(\d+)\s/.exec(l.split(/\s+/)[3] + ' ')?.[1]));
   return [...new Set(ports)].filter((p) => p > 0 && p !== h.port);
 }
 
@@ -99,7 +135,8 @@ async function ask<T>(s: Setup, p: string, app = s.app): Promise<T> {
   return (await r.json()) as T;
 }
 
-const tcp = (s: Setup, host: string, port: number) => ask<Attempt>(s, `/tcp?host=${encodeURIComponent(host)}&port=${port}`);
+const tcp = (s: Setup, host: string, port: number) =>
+  ask<Attempt>(s, `/tcp?host=${encodeURIComponent(host)}&port=${port}`);
 
 beforeAll(async () => {
   metadata = await namespaceWithServer('169.254.169.1', '169.254.169.254', META_PORT, 'metadata-credentials');
@@ -125,10 +162,21 @@ afterAll(async () => {
 
 describe('the controls: every target answers from the host', () => {
   it('the secret listeners, the metadata server and the outside server all answer this test', async () => {
-    for (const [host, port] of [['127.0.0.1', loopbackPorts.one], ['127.0.0.2', loopbackPorts.two], ['169.254.169.254', META_PORT], ['198.51.100.2', OUTSIDE_PORT]] as const) {
+    for (const [host, port] of [
+      ['127.0.0.1', loopbackPorts.one],
+      ['127.0.0.2', loopbackPorts.two],
+      ['169.254.169.254', META_PORT],
+      ['198.51.100.2', OUTSIDE_PORT],
+    ] as const) {
       const got = await new Promise<string>((resolve, reject) => {
         let data = '';
-        net.connect(port, host).on('data', (d) => { data += d; }).on('end', () => resolve(data)).on('error', reject);
+        net
+          .connect(port, host)
+          .on('data', (d) => {
+            data += d;
+          })
+          .on('end', () => resolve(data))
+          .on('error', reject);
       });
       expect(got, `${host}:${port}`).toMatch(/secret|metadata-credentials|outside-ok/);
     }
@@ -138,7 +186,8 @@ describe('the controls: every target answers from the host', () => {
 
 describe('--app-network isolated (the default): nothing of the host', () => {
   it("cannot connect to Hearth's internal port, behind the front", async () => {
-    for (const port of hearthInternalPorts(isolated.hearth)) expect(await tcp(isolated, '127.0.0.1', port)).toMatchObject({ connected: false });
+    for (const port of hearthInternalPorts(isolated.hearth))
+      expect(await tcp(isolated, '127.0.0.1', port)).toMatchObject({ connected: false });
   });
 
   it("cannot connect to another app's port", async () => {
@@ -161,9 +210,13 @@ describe('--app-network isolated (the default): nothing of the host', () => {
     }
   });
 
-  it('cannot connect to the Unix sockets it can name, the host\'s abstract ones included', async () => {
-    expect(await ask<Attempt>(isolated, `/unix?path=${encodeURIComponent(path.join(socketDir, 'db.sock'))}`)).toMatchObject({ connected: false });
-    expect(await ask<Attempt>(isolated, `/unix?path=${encodeURIComponent(`@${abstractName}`)}`)).toMatchObject({ connected: false });
+  it("cannot connect to the Unix sockets it can name, the host's abstract ones included", async () => {
+    expect(
+      await ask<Attempt>(isolated, `/unix?path=${encodeURIComponent(path.join(socketDir, 'db.sock'))}`),
+    ).toMatchObject({ connected: false });
+    expect(await ask<Attempt>(isolated, `/unix?path=${encodeURIComponent(`@${abstractName}`)}`)).toMatchObject({
+      connected: false,
+    });
     const all = await ask<Record<string, Attempt>>(isolated, '/unix-all');
     expect(Object.keys(all)).not.toContain(`@${abstractName}`);
     for (const [name, a] of Object.entries(all)) expect(a.data, name).toBe('');
@@ -183,7 +236,10 @@ describe('--app-network isolated (the default): nothing of the host', () => {
   });
 
   it('leaves no network namespace behind when Hearth stops', async () => {
-    const mine = () => (fs.existsSync('/run/netns') ? fs.readdirSync('/run/netns') : []).filter((n) => n.startsWith(`hearth-${isolated.hearth.proc.pid}-`));
+    const mine = () =>
+      (fs.existsSync('/run/netns') ? fs.readdirSync('/run/netns') : []).filter((n) =>
+        n.startsWith(`hearth-${isolated.hearth.proc.pid}-`),
+      );
     expect(mine().length).toBeGreaterThanOrEqual(2); // one per running app
     await isolated.hearth.stop();
     expect(mine()).toEqual([]);
@@ -204,8 +260,14 @@ describe('--app-network host: as before, with a warning', () => {
     expect(await tcp(shared, '127.0.0.1', port)).toMatchObject({ connected: true });
     expect(await tcp(shared, '127.0.0.1', loopbackPorts.one)).toMatchObject({ connected: true, data: 'secret' });
     expect(await tcp(shared, '127.0.0.2', loopbackPorts.two)).toMatchObject({ connected: true, data: 'secret' });
-    expect(await ask<Attempt>(shared, `/unix?path=${encodeURIComponent(`@${abstractName}`)}`)).toMatchObject({ connected: true, data: 'secret' });
-    expect(await tcp(shared, '169.254.169.254', META_PORT)).toMatchObject({ connected: true, data: 'metadata-credentials' });
+    expect(await ask<Attempt>(shared, `/unix?path=${encodeURIComponent(`@${abstractName}`)}`)).toMatchObject({
+      connected: true,
+      data: 'secret',
+    });
+    expect(await tcp(shared, '169.254.169.254', META_PORT)).toMatchObject({
+      connected: true,
+      data: 'metadata-credentials',
+    });
     const api = await ask<{ status: number }>(shared, '/api');
     expect(api.status).toBe(200);
   });
@@ -213,15 +275,22 @@ describe('--app-network host: as before, with a warning', () => {
 
 describe('a host that cannot isolate', () => {
   it('fails PUT /yam with a reason naming the missing tool, never sharing the network silently', async () => {
-    const other = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-pasta', '/nonexistent/pasta'] });
+    const other = await startHearthProcess({
+      args: ['--model', await tinyModel(), '--engine', 'instant', '--app-pasta', '/nonexistent/pasta'],
+    });
     try {
       const { api, until } = managementClient(() => other, 30_000);
       const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'x' })).body.workspaceId;
       await api('PUT', `/api/v1/workspaces/${ws}/yam`);
       let yam = { state: 'creating', error: null as string | null };
-      await until(async () => (yam = (await api<typeof yam>('GET', `/api/v1/workspaces/${ws}/yam`)).body).state !== 'creating', 'the Yam to settle');
+      await until(
+        async () => (yam = (await api<typeof yam>('GET', `/api/v1/workspaces/${ws}/yam`)).body).state !== 'creating',
+        'the Yam to settle',
+      );
       expect(yam.state).toBe('failed');
-      expect(yam.error).toMatch(/pasta \('\/nonexistent\/pasta'\): install the Debian package passt, or start Hearth with --app-network host/);
+      expect(yam.error).toMatch(
+        /pasta \('\/nonexistent\/pasta'\): install the Debian package passt, or start Hearth with --app-network host/,
+      );
       expect((await api('POST', `/api/v1/workspaces/${ws}/apps`, { name: 'x' })).status).toBe(409);
     } finally {
       await other.stop();

@@ -44,20 +44,46 @@ const type = (r: Response) => r.headers.get('content-type') ?? '';
 const { api, until } = managementClient(() => hearth, 30_000);
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-start-timeout', '20', '--app-proxy-timeout', '2'] });
+  hearth = await startHearthProcess({
+    args: [
+      '--model',
+      await tinyModel(),
+      '--engine',
+      'instant',
+      '--app-start-timeout',
+      '20',
+      '--app-proxy-timeout',
+      '2',
+    ],
+  });
   await hearth.waitReady();
   const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'proxy' })).body.workspaceId;
   await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam');
+  await until(
+    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
+    'the Yam',
+  );
   appId = (await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name: 'mirror' })).body.appId;
   const archive = rawArchive([
-    { name: 'package.json', typeFlag: '0', body: Buffer.from(JSON.stringify({ name: 'mirror', scripts: { start: 'node server.js' } })) },
+    {
+      name: 'package.json',
+      typeFlag: '0',
+      body: Buffer.from(JSON.stringify({ name: 'mirror', scripts: { start: 'node server.js' } })),
+    },
     { name: 'server.js', typeFlag: '0', body: Buffer.from(MIRROR) },
   ]);
-  const dep = await api<{ deploymentId: string }>('POST', `/api/v1/workspaces/${ws}/apps/${appId}/deployments`, archive, 'application/gzip');
+  const dep = await api<{ deploymentId: string }>(
+    'POST',
+    `/api/v1/workspaces/${ws}/apps/${appId}/deployments`,
+    archive,
+    'application/gzip',
+  );
   expect(dep.status).toBe(202);
   await until(async () => {
-    const d = await api<{ state: string; buildLog: string[] }>('GET', `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${dep.body.deploymentId}`);
+    const d = await api<{ state: string; buildLog: string[] }>(
+      'GET',
+      `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${dep.body.deploymentId}`,
+    );
     if (d.body.state === 'failed') throw new Error(d.body.buildLog.join('\n'));
     return d.body.state === 'live';
   }, 'the mirror app to be live');
@@ -68,11 +94,14 @@ afterAll(async () => {
   if (hearth) fs.rmSync(hearth.dataDir, { recursive: true, force: true });
 });
 
-const appGet = (p: string, headers: Record<string, string> = {}) => fetch(`${hearth.baseUrl}/apps/${appId}${p}`, { headers, signal: AbortSignal.timeout(20_000) });
+const appGet = (p: string, headers: Record<string, string> = {}) =>
+  fetch(`${hearth.baseUrl}/apps/${appId}${p}`, { headers, signal: AbortSignal.timeout(20_000) });
 
 describe("the dashboard's session and the app", () => {
   it('the hearth_session cookie never reaches the app; its other cookies do', async () => {
-    const r = await appGet('/headers', { cookie: 'theme=dark; hearth_session=sess_secret-of-a-signed-in-user; lang=en' });
+    const r = await appGet('/headers', {
+      cookie: 'theme=dark; hearth_session=sess_secret-of-a-signed-in-user; lang=en',
+    });
     expect(r.status).toBe(200);
     const seen = ((await r.json()) as { headers: string[] }).headers;
     expect(JSON.stringify(seen)).not.toContain('sess_secret-of-a-signed-in-user');
@@ -81,7 +110,9 @@ describe("the dashboard's session and the app", () => {
   });
 
   it('a request whose only cookie is hearth_session reaches the app without a Cookie header', async () => {
-    const seen = ((await (await appGet('/headers', { cookie: 'hearth_session=sess_only' })).json()) as { headers: string[] }).headers;
+    const seen = (
+      (await (await appGet('/headers', { cookie: 'hearth_session=sess_only' })).json()) as { headers: string[] }
+    ).headers;
     expect(seen.filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase())).not.toContain('cookie');
   });
 
@@ -105,9 +136,13 @@ async function raw(request: string | Buffer): Promise<{ status: number; headers:
 
 describe('hop-by-hop headers', () => {
   it('headers a Connection header names are not forwarded, either way', async () => {
-    const r = await raw(`GET /apps/${appId}/headers HTTP/1.1\r\nHost: x\r\nConnection: close, x-client-hop\r\nX-Client-Hop: hop-only\r\nX-Client-Kept: kept\r\n\r\n`);
+    const r = await raw(
+      `GET /apps/${appId}/headers HTTP/1.1\r\nHost: x\r\nConnection: close, x-client-hop\r\nX-Client-Hop: hop-only\r\nX-Client-Kept: kept\r\n\r\n`,
+    );
     expect(r.status).toBe(200);
-    const names = (JSON.parse(r.body) as { headers: string[] }).headers.filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase());
+    const names = (JSON.parse(r.body) as { headers: string[] }).headers
+      .filter((_, i) => i % 2 === 0)
+      .map((h) => h.toLowerCase());
     expect(names).toContain('x-client-kept');
     expect(names).not.toContain('x-client-hop');
     const back = await appGet('/connection');
@@ -119,24 +154,46 @@ describe('hop-by-hop headers', () => {
 describe('odd bytes from the client', () => {
   it('a path and a header value with raw UTF-8 bytes are proxied or refused in the error shape, never a 500', async () => {
     const cases = [
-      Buffer.concat([Buffer.from(`GET /apps/${appId}/headers/`), Buffer.from('€✓', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')]),
-      Buffer.concat([Buffer.from(`GET /apps/${appId}/headers HTTP/1.1\r\nHost: x\r\nX-Name: `), Buffer.from('Zoë €', 'utf8'), Buffer.from('\r\nConnection: close\r\n\r\n')]),
-      Buffer.from(`GET /apps/${appId}/headers HTTP/1.1\r\nHost: x\r\nX-Ctl: a\x01b\x7fc\r\nConnection: close\r\n\r\n`, 'latin1'),
-      Buffer.from(`GET /apps/${appId}/headers HTTP/1.1\r\nHost: x\r\nX-Latin: caf\xe9\r\nConnection: close\r\n\r\n`, 'latin1'),
+      Buffer.concat([
+        Buffer.from(`GET /apps/${appId}/headers/`),
+        Buffer.from('€✓', 'utf8'),
+        Buffer.from(' HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      ]),
+      Buffer.concat([
+        Buffer.from(`GET /apps/${appId}/headers HTTP/1.1\r\nHost: x\r\nX-Name: `),
+        Buffer.from('Zoë €', 'utf8'),
+        Buffer.from('\r\nConnection: close\r\n\r\n'),
+      ]),
+      Buffer.from(
+        `GET /apps/${appId}/headers HTTP/1.1\r\nHost: x\r\nX-Ctl: a\x01b\x7fc\r\nConnection: close\r\n\r\n`,
+        'latin1',
+      ),
+      Buffer.from(
+        `GET /apps/${appId}/headers HTTP/1.1\r\nHost: x\r\nX-Latin: caf\xe9\r\nConnection: close\r\n\r\n`,
+        'latin1',
+      ),
     ];
     for (const request of cases) {
       const res = await rawExchange(hearth.port, request, { waitMs: 10_000, expectResponses: 1 });
       const [answer] = parseResponses(res.text);
       expect(answer, res.text.slice(0, 300)).toBeDefined();
       expect(answer!.status, answer!.body).toBeLessThan(500);
-      if (answer!.status >= 400 && !isFrontParserAnswer(answer!)) expect(JSON.parse(answer!.body)).toMatchObject({ error: { message: expect.any(String), type: expect.any(String) } });
+      if (answer!.status >= 400 && !isFrontParserAnswer(answer!))
+        expect(JSON.parse(answer!.body)).toMatchObject({
+          error: { message: expect.any(String), type: expect.any(String) },
+        });
     }
     expect((await appGet('/headers')).status).toBe(200); // and the server is fine
   });
 
   it('encoded traversal stays inside the app: it is proxied as sent, to the app', async () => {
     let reached = 0;
-    for (const p of ['/%2e%2e/%2e%2e/api/v1/workspaces', '/..%2f..%2fapi/v1/workspaces', '/%252e%252e/x', '/../../api/v1/workspaces']) {
+    for (const p of [
+      '/%2e%2e/%2e%2e/api/v1/workspaces',
+      '/..%2f..%2fapi/v1/workspaces',
+      '/%252e%252e/x',
+      '/../../api/v1/workspaces',
+    ]) {
       const r = await raw(`GET /apps/${appId}/headers${p} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
       if (r.status === 400 && isFrontParserAnswer(r)) continue; // the HTTP front refuses it before Hearth (docs/http-front.md)
       expect(r.status, p).toBe(404); // the mirror's own 404: the path went to the app, nowhere else

@@ -48,7 +48,10 @@ async function withYam(hearth: HearthProcess): Promise<void> {
   const { api, until } = managementClient(() => hearth, 70_000);
   const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'repos' })).body.workspaceId;
   await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam');
+  await until(
+    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
+    'the Yam',
+  );
   clients.set(hearth, { ws });
 }
 
@@ -58,7 +61,9 @@ beforeAll(async () => {
   port = server.port;
   const model = await tinyModel();
   defaultMode = await startHearthProcess({ args: ['--model', model, '--engine', 'instant'] });
-  networkMode = await startHearthProcess({ args: ['--model', model, '--engine', 'instant', '--app-start-timeout', '20', '--app-repositories', 'network'] });
+  networkMode = await startHearthProcess({
+    args: ['--model', model, '--engine', 'instant', '--app-start-timeout', '20', '--app-repositories', 'network'],
+  });
   await withYam(defaultMode);
   await withYam(networkMode);
 }, 120_000);
@@ -67,7 +72,8 @@ afterAll(async () => {
   await defaultMode?.stop();
   await networkMode?.stop();
   await server?.close();
-  for (const d of [bare, defaultMode?.dataDir, networkMode?.dataDir]) if (d) fs.rmSync(d, { recursive: true, force: true });
+  for (const d of [bare, defaultMode?.dataDir, networkMode?.dataDir])
+    if (d) fs.rmSync(d, { recursive: true, force: true });
 });
 
 describe('the default (--app-repositories public)', () => {
@@ -91,7 +97,11 @@ describe('the default (--app-repositories public)', () => {
     for (const repository of urls) {
       const r = await d.api<ErrorBody>('POST', `${d.apps()}/${appId}/deployments`, { repository });
       expect(r.status, repository).toBe(400);
-      expect(r.body.error, repository).toMatchObject({ type: 'invalid_request_error', param: 'repository', code: 'repository_not_allowed' });
+      expect(r.body.error, repository).toMatchObject({
+        type: 'invalid_request_error',
+        param: 'repository',
+        code: 'repository_not_allowed',
+      });
       expect(r.body.error.message, repository).toMatch(/^Repository not allowed: .*--app-repositories/);
       expect(r.body.error.message).not.toContain('pa55w0rd');
     }
@@ -116,12 +126,17 @@ describe('--app-repositories network', () => {
   it('lets git reach an http repository on 127.0.0.1: a missing one is unreachable, a real one goes live', async () => {
     const appId = await n.newApp('lan');
     const before = server!.connections();
-    const missing = await n.api<ErrorBody>('POST', `${n.apps()}/${appId}/deployments`, { repository: `http://127.0.0.1:${port}/nothing.git` });
+    const missing = await n.api<ErrorBody>('POST', `${n.apps()}/${appId}/deployments`, {
+      repository: `http://127.0.0.1:${port}/nothing.git`,
+    });
     expect(missing.status).toBe(400);
     expect(missing.body.error.code).toBe('repository_unreachable');
     expect(server!.connections()).toBeGreaterThan(before);
 
-    const dep = await n.api<DeploymentView>('POST', `${n.apps()}/${appId}/deployments`, { repository: `http://127.0.0.1:${port}/probe.git`, ref: 'v1' });
+    const dep = await n.api<DeploymentView>('POST', `${n.apps()}/${appId}/deployments`, {
+      repository: `http://127.0.0.1:${port}/probe.git`,
+      ref: 'v1',
+    });
     expect(dep.status, JSON.stringify(dep.body)).toBe(202);
     let last!: DeploymentView;
     await n.until(async () => {

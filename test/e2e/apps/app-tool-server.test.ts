@@ -24,24 +24,47 @@ let appId: string;
 let modelId: string;
 
 function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin/hearth.js'), 'apps', ...args, '--url', hearth.baseUrl, '--workspace', ws, '--json'], {
-    encoding: 'utf8',
-    env: { ...process.env, HEARTH_API_KEY: hearth.key },
-    timeout: 120_000,
-  });
+  const r = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'bin/hearth.js'), 'apps', ...args, '--url', hearth.baseUrl, '--workspace', ws, '--json'],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, HEARTH_API_KEY: hearth.key },
+      timeout: 120_000,
+    },
+  );
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 beforeAll(async () => {
-  execFileSync(process.execPath, ['--import', 'tsx', path.join(EXAMPLE, 'vendor-kit.ts')], { cwd: ROOT, stdio: 'pipe' });
-  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--app-start-timeout', '20'] });
+  execFileSync(process.execPath, ['--import', 'tsx', path.join(EXAMPLE, 'vendor-kit.ts')], {
+    cwd: ROOT,
+    stdio: 'pipe',
+  });
+  hearth = await startHearthProcess({
+    args: ['--model', await tinyModel(), '--engine', 'instant', '--app-start-timeout', '20'],
+  });
   await hearth.waitReady();
   const headers = { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' };
-  modelId = ((await (await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers })).json()) as { data: Array<{ id: string }> }).data[0]!.id;
-  ws = ((await (await fetch(`${hearth.baseUrl}/api/v1/workspaces`, { method: 'POST', headers, body: JSON.stringify({ name: 'tools' }) })).json()) as { workspaceId: string }).workspaceId;
+  modelId = (
+    (await (await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers })).json()) as {
+      data: Array<{ id: string }>;
+    }
+  ).data[0]!.id;
+  ws = (
+    (await (
+      await fetch(`${hearth.baseUrl}/api/v1/workspaces`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'tools' }),
+      })
+    ).json()) as { workspaceId: string }
+  ).workspaceId;
   await fetch(`${hearth.baseUrl}/api/v1/workspaces/${ws}/yam`, { method: 'PUT', headers });
   for (let i = 0; i < 100; i++) {
-    const yam = (await (await fetch(`${hearth.baseUrl}/api/v1/workspaces/${ws}/yam`, { headers })).json()) as { state: string };
+    const yam = (await (await fetch(`${hearth.baseUrl}/api/v1/workspaces/${ws}/yam`, { headers })).json()) as {
+      state: string;
+    };
     if (yam.state === 'ready') break;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -53,19 +76,34 @@ afterAll(async () => {
 
 describe('the example tool server deployed on a Yam', () => {
   it('goes live with two CLI commands', async () => {
-    const created = cli('create', '--name', 'tools', '--api-key-env', 'HEARTH_API_KEY', `HEARTH_BASE_URL=${hearth.baseUrl}`, `TOOL_SERVER_API_KEY=${TOOL_KEY}`, `HEARTH_MODEL=${modelId}`, 'HOST=127.0.0.1');
+    const created = cli(
+      'create',
+      '--name',
+      'tools',
+      '--api-key-env',
+      'HEARTH_API_KEY',
+      `HEARTH_BASE_URL=${hearth.baseUrl}`,
+      `TOOL_SERVER_API_KEY=${TOOL_KEY}`,
+      `HEARTH_MODEL=${modelId}`,
+      'HOST=127.0.0.1',
+    );
     expect(created.status, created.stderr).toBe(0);
     appId = (JSON.parse(created.stdout) as { appId: string }).appId;
     const deployed = cli('deploy', appId, EXAMPLE);
     expect(deployed.status, `${deployed.stdout}\n${deployed.stderr}\n${hearth.logs().slice(-3000)}`).toBe(0);
-    const result = JSON.parse(deployed.stdout.trim().split('\n').pop()!) as { deployment: { state: string; buildLog: string[] }; app: { url: string; state: string } };
+    const result = JSON.parse(deployed.stdout.trim().split('\n').pop()!) as {
+      deployment: { state: string; buildLog: string[] };
+      app: { url: string; state: string };
+    };
     expect(result.deployment.state).toBe('live');
     expect(result.deployment.buildLog.join('\n')).toContain('$ npm install --omit=dev');
     expect(result.app).toMatchObject({ state: 'running', url: `${hearth.baseUrl}/apps/${appId}/` });
   }, 180_000);
 
   it("answers an MCP client's tools/call complete through the proxy, with the key the Yam injected", async () => {
-    const transport = new StreamableHTTPClientTransport(new URL(`${hearth.baseUrl}/apps/${appId}/api/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${TOOL_KEY}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(`${hearth.baseUrl}/apps/${appId}/api/v1/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${TOOL_KEY}` } },
+    });
     const client = new Client({ name: 'apps-e2e', version: '1.0.0' });
     await client.connect(transport);
     try {
@@ -81,9 +119,17 @@ describe('the example tool server deployed on a Yam', () => {
       await client.close();
     }
     // The same tool over the plain {tool, args} shape, and the tool server's own auth still applies.
-    const plain = await fetch(`${hearth.baseUrl}/apps/${appId}/api/v1/mcp`, { method: 'POST', headers: { authorization: `Bearer ${TOOL_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ tool: 'complete', args: { prompt: 'Hi', max_tokens: 4 } }) });
+    const plain = await fetch(`${hearth.baseUrl}/apps/${appId}/api/v1/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOOL_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ tool: 'complete', args: { prompt: 'Hi', max_tokens: 4 } }),
+    });
     expect(plain.status).toBe(200);
-    const wrongKey = await fetch(`${hearth.baseUrl}/apps/${appId}/api/v1/mcp`, { method: 'POST', headers: { authorization: 'Bearer wrong', 'content-type': 'application/json' }, body: JSON.stringify({ tool: 'healthcheck', args: {} }) });
+    const wrongKey = await fetch(`${hearth.baseUrl}/apps/${appId}/api/v1/mcp`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer wrong', 'content-type': 'application/json' },
+      body: JSON.stringify({ tool: 'healthcheck', args: {} }),
+    });
     expect(wrongKey.status).toBe(401);
   });
 

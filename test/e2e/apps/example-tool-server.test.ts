@@ -52,10 +52,22 @@ const FAKE_KEY = 'hk_fake_0123456789abcdefghij';
 const FAKE_MODEL = 'local/fake-model';
 
 function chunk(id: string, delta: Record<string, unknown>, finish: string | null = null) {
-  return { id, object: 'chat.completion.chunk', created: 1, model: FAKE_MODEL, choices: [{ index: 0, delta, finish_reason: finish }] };
+  return {
+    id,
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: FAKE_MODEL,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  };
 }
 
-function sendError(res: ServerResponse, status: number, message: string, code: string, headers: Record<string, string> = {}) {
+function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  code: string,
+  headers: Record<string, string> = {},
+) {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
   res.end(JSON.stringify({ error: { message, type: 'x', param: null, code } }));
 }
@@ -68,18 +80,24 @@ async function startFakeHearth(): Promise<HearthUnderTest> {
     req.setEncoding('utf8');
     req.on('data', (c: string) => (raw += c));
     req.on('end', () => {
-      if (req.method !== 'POST' || req.url !== '/api/inference/v1/chat/completions') return sendError(res, 404, 'no route', 'route_not_found');
-      if (req.headers.authorization !== `Bearer ${FAKE_KEY}`) return sendError(res, 401, 'Unauthorized', 'invalid_api_key');
+      if (req.method !== 'POST' || req.url !== '/api/inference/v1/chat/completions')
+        return sendError(res, 404, 'no route', 'route_not_found');
+      if (req.headers.authorization !== `Bearer ${FAKE_KEY}`)
+        return sendError(res, 401, 'Unauthorized', 'invalid_api_key');
       const body = JSON.parse(raw) as SeenRequest['body'];
       requests.push({ authorization: req.headers.authorization, body });
-      if (body.model !== FAKE_MODEL) return sendError(res, 404, `The model '${body.model}' does not exist`, 'model_not_found');
+      if (body.model !== FAKE_MODEL)
+        return sendError(res, 404, `The model '${body.model}' does not exist`, 'model_not_found');
       const prompt = body.messages.at(-1)?.content ?? '';
       const attempt = (counts.get(prompt) ?? 0) + 1;
       counts.set(prompt, attempt);
 
-      if (prompt === 'busy-once' && attempt === 1) return sendError(res, 503, 'queue full', 'queue_full', { 'retry-after': '0' });
-      if (prompt === 'rate-limited-twice' && attempt <= 2) return sendError(res, 429, 'slow down', 'rate_limit_exceeded', { 'retry-after': '0' });
-      if (prompt === 'warming-up') return sendError(res, 503, 'The model is warming up', 'model_warming_up', { 'retry-after': '120' });
+      if (prompt === 'busy-once' && attempt === 1)
+        return sendError(res, 503, 'queue full', 'queue_full', { 'retry-after': '0' });
+      if (prompt === 'rate-limited-twice' && attempt <= 2)
+        return sendError(res, 429, 'slow down', 'rate_limit_exceeded', { 'retry-after': '0' });
+      if (prompt === 'warming-up')
+        return sendError(res, 503, 'The model is warming up', 'model_warming_up', { 'retry-after': '120' });
       if (prompt === 'hang') return; // never answers: the client's time-out must end it
 
       const id = `chatcmpl-${attempt}`;
@@ -87,7 +105,9 @@ async function startFakeHearth(): Promise<HearthUnderTest> {
       if (prompt === 'fail-mid-stream') {
         res.write(`data: ${JSON.stringify(chunk(id, { role: 'assistant', content: '' }))}\n\n`);
         res.write(`data: ${JSON.stringify(chunk(id, { content: 'Half' }))}\n\n`);
-        res.end(`data: ${JSON.stringify({ error: { message: 'the engine crashed', type: 'server_error', param: null, code: 'internal_error' } })}\n\n`);
+        res.end(
+          `data: ${JSON.stringify({ error: { message: 'the engine crashed', type: 'server_error', param: null, code: 'internal_error' } })}\n\n`,
+        );
         return;
       }
       if (prompt === 'truncated') {
@@ -105,7 +125,9 @@ async function startFakeHearth(): Promise<HearthUnderTest> {
         res.write(event.slice(9));
       }
       res.write(`data: ${JSON.stringify(chunk(id, {}, 'stop'))}\n\n`);
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1, model: FAKE_MODEL, choices: [], usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 } })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1, model: FAKE_MODEL, choices: [], usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 } })}\n\n`,
+      );
       res.end('data: [DONE]\n\n');
     });
   });
@@ -144,19 +166,41 @@ async function startRealHearth(): Promise<HearthUnderTest> {
   const apiKey = /hk_\S+/.exec(keys.stdout)?.[0];
   if (keys.code !== 0 || !apiKey) throw new Error(`hearth keys create failed: ${keys.stderr || keys.stdout}`);
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/hearth.ts', 'serve', '--model', REAL_MODEL_FILE, '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'src/cli/hearth.ts',
+      'serve',
+      '--model',
+      REAL_MODEL_FILE,
+      '--port',
+      String(port),
+      '--host',
+      '127.0.0.1',
+      '--data-dir',
+      dataDir,
+    ],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const ok = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${baseUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline || child.exitCode !== null) throw new Error('hearth serve did not become healthy');
     await new Promise((r) => setTimeout(r, 250));
   }
-  const models = (await (await fetch(`${baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } })).json()) as { data: Array<{ id: string }> };
+  const models = (await (
+    await fetch(`${baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } })
+  ).json()) as { data: Array<{ id: string }> };
   return {
     baseUrl,
     apiKey,
@@ -172,7 +216,8 @@ async function startRealHearth(): Promise<HearthUnderTest> {
 /** The one switch between the fake and the real Hearth. */
 function startHearth(): Promise<HearthUnderTest> {
   if (USE_REAL) {
-    if (!REAL_AVAILABLE) throw new Error('HEARTH_E2E=real needs src/cli/hearth.ts and ../shared/models/stories260K.gguf');
+    if (!REAL_AVAILABLE)
+      throw new Error('HEARTH_E2E=real needs src/cli/hearth.ts and ../shared/models/stories260K.gguf');
     return startRealHearth();
   }
   return startFakeHearth();
@@ -264,8 +309,12 @@ describe(`example tool server against ${USE_REAL ? 'the real' : 'a fake'} Hearth
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ ok: true });
 
-    const list = await fetch(`${fx.example.baseUrl}/api/v1/mcp/tools`, { headers: { authorization: `Bearer ${TOOL_KEY}` } });
-    const { tools } = (await list.json()) as { tools: Array<{ name: string; input_schema: { type: string; required: string[] } }> };
+    const list = await fetch(`${fx.example.baseUrl}/api/v1/mcp/tools`, {
+      headers: { authorization: `Bearer ${TOOL_KEY}` },
+    });
+    const { tools } = (await list.json()) as {
+      tools: Array<{ name: string; input_schema: { type: string; required: string[] } }>;
+    };
     expect(tools.map((t) => t.name)).toEqual(['healthcheck', 'complete']);
     expect(tools[1]!.input_schema.required).toEqual(['prompt']);
 
@@ -372,7 +421,11 @@ describe('example tool server: deployment', () => {
   }, 30_000);
 
   it('shuts down cleanly on SIGTERM', async () => {
-    const second = await startExample({ TOOL_SERVER_API_KEY: TOOL_KEY, HEARTH_BASE_URL: 'http://127.0.0.1:9', HEARTH_API_KEY: 'unused' });
+    const second = await startExample({
+      TOOL_SERVER_API_KEY: TOOL_KEY,
+      HEARTH_BASE_URL: 'http://127.0.0.1:9',
+      HEARTH_API_KEY: 'unused',
+    });
     expect((await fetch(`${second.baseUrl}/health`, { headers: { connection: 'close' } })).status).toBe(200);
     expect(await stopExample(second)).toBe(0);
   }, 30_000);

@@ -21,11 +21,18 @@ let hearth: HearthProcess;
 let client: OpenAI;
 let otherAccount: OpenAI;
 
-type OutputLine = { id: string; custom_id: string; response: { status_code: number; request_id: string; body: Record<string, unknown> } | null; error: { code: string; message: string } | null };
+type OutputLine = {
+  id: string;
+  custom_id: string;
+  response: { status_code: number; request_id: string; body: Record<string, unknown> } | null;
+  error: { code: string; message: string } | null;
+};
 
-const clientFor = (h: HearthProcess, key: string) => new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
+const clientFor = (h: HearthProcess, key: string) =>
+  new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
 const jsonl = (lines: unknown[]) => `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
-const upload = async (c: OpenAI, text: string, name = 'input.jsonl') => c.files.create({ file: await toFile(Buffer.from(text), name), purpose: 'batch' });
+const upload = async (c: OpenAI, text: string, name = 'input.jsonl') =>
+  c.files.create({ file: await toFile(Buffer.from(text), name), purpose: 'batch' });
 
 async function finished(c: OpenAI, id: string, timeoutMs = 120_000): Promise<OpenAI.Batches.Batch> {
   const deadline = Date.now() + timeoutMs;
@@ -40,22 +47,60 @@ async function finished(c: OpenAI, id: string, timeoutMs = 120_000): Promise<Ope
 async function outputLines(c: OpenAI, fileId: string | null | undefined): Promise<OutputLine[]> {
   if (!fileId) return [];
   const text = await (await c.files.content(fileId)).text();
-  return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as OutputLine);
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as OutputLine);
 }
 
 /** Fields of an answer that differ between two answers of the same request (ids, times). */
 function comparable(body: Record<string, unknown>): Record<string, unknown> {
-  const { id: _id, created: _created, created_at: _createdAt, completed_at: _completedAt, output_text: _sdkText, output, usage, ...rest } = body; // output_text: added by the SDK
+  const {
+    id: _id,
+    created: _created,
+    created_at: _createdAt,
+    completed_at: _completedAt,
+    output_text: _sdkText,
+    output,
+    usage,
+    ...rest
+  } = body; // output_text: added by the SDK
   // cached_tokens says how much of the prompt the cache held, which depends on what ran before, not on the answer.
   const { prompt_tokens_details: _p, input_tokens_details: _i, ...counts } = (usage ?? {}) as Record<string, unknown>;
-  return { ...rest, usage: counts, ...(Array.isArray(output) ? { output: output.map((o: Record<string, unknown>) => ({ ...o, id: undefined })) } : {}) };
+  return {
+    ...rest,
+    usage: counts,
+    ...(Array.isArray(output) ? { output: output.map((o: Record<string, unknown>) => ({ ...o, id: undefined })) } : {}),
+  };
 }
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-api-'));
-  const other = hearthCli(['keys', 'create', '--name', 'other', '--account', 'acct-other', '--data-dir', dataDir, '--json']);
+  const other = hearthCli([
+    'keys',
+    'create',
+    '--name',
+    'other',
+    '--account',
+    'acct-other',
+    '--data-dir',
+    dataDir,
+    '--json',
+  ]);
   expect(other.status).toBe(0);
-  hearth = await startHearthProcess({ dataDir, args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--batch-file-limit-bytes', String(FILE_LIMIT)] });
+  hearth = await startHearthProcess({
+    dataDir,
+    args: [
+      '--model',
+      await tinyChatModel(),
+      '--model-id',
+      MODEL_ID,
+      '--slots',
+      '2',
+      '--batch-file-limit-bytes',
+      String(FILE_LIMIT),
+    ],
+  });
   await hearth.waitReady();
   client = clientFor(hearth, hearth.key);
   otherAccount = clientFor(hearth, (JSON.parse(other.stdout) as { key: string }).key);
@@ -69,11 +114,31 @@ afterAll(async () => {
 describe('Batch API', () => {
   it('answers chat completion lines exactly as the synchronous route does, each custom_id once', async () => {
     const prompts = ['Say hello.', 'Name a colour.', 'Count to three.', 'Tell me a story.', 'Pick a number.'];
-    const lines = prompts.map((p, i) => ({ custom_id: `req-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: p }], max_tokens: 12, temperature: 0 } }));
+    const lines = prompts.map((p, i) => ({
+      custom_id: `req-${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: MODEL_ID, messages: [{ role: 'user', content: p }], max_tokens: 12, temperature: 0 },
+    }));
     const file = await upload(client, jsonl(lines));
-    expect(file).toMatchObject({ object: 'file', purpose: 'batch', filename: 'input.jsonl', bytes: Buffer.byteLength(jsonl(lines)) });
-    const created = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h', metadata: { job: 'greedy' } });
-    expect(created).toMatchObject({ object: 'batch', status: 'validating', input_file_id: file.id, metadata: { job: 'greedy' } });
+    expect(file).toMatchObject({
+      object: 'file',
+      purpose: 'batch',
+      filename: 'input.jsonl',
+      bytes: Buffer.byteLength(jsonl(lines)),
+    });
+    const created = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+      metadata: { job: 'greedy' },
+    });
+    expect(created).toMatchObject({
+      object: 'batch',
+      status: 'validating',
+      input_file_id: file.id,
+      metadata: { job: 'greedy' },
+    });
     const done = await finished(client, created.id);
     expect(done.status).toBe('completed');
     expect(done.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
@@ -84,7 +149,9 @@ describe('Batch API', () => {
     expect(out.map((l) => l.custom_id).sort()).toEqual(lines.map((l) => l.custom_id).sort());
     for (const line of out) {
       const request = lines.find((l) => l.custom_id === line.custom_id)!;
-      const sync = await client.chat.completions.create(request.body as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming);
+      const sync = await client.chat.completions.create(
+        request.body as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+      );
       expect(line.response!.status_code).toBe(200);
       expect(line.error).toBeNull();
       expect(comparable(line.response!.body)).toEqual(comparable(sync as unknown as Record<string, unknown>));
@@ -92,9 +159,15 @@ describe('Batch API', () => {
     const meta = await client.files.retrieve(done.output_file_id!);
     expect(meta).toMatchObject({ purpose: 'batch_output' });
     // The dashboard's view (management API: a session, or the account's key as here).
-    const get = (p: string, key: string = hearth.key) => fetch(`${hearth.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
-    const listed = (await (await get('/api/v1/batches')).json()) as { data: Array<{ id: string; status: string; request_counts: unknown }> };
-    expect(listed.data.find((b) => b.id === created.id)).toMatchObject({ status: 'completed', request_counts: { total: 5, completed: 5, failed: 0 } });
+    const get = (p: string, key: string = hearth.key) =>
+      fetch(`${hearth.baseUrl}${p}`, { headers: { authorization: `Bearer ${key}` } });
+    const listed = (await (await get('/api/v1/batches')).json()) as {
+      data: Array<{ id: string; status: string; request_counts: unknown }>;
+    };
+    expect(listed.data.find((b) => b.id === created.id)).toMatchObject({
+      status: 'completed',
+      request_counts: { total: 5, completed: 5, failed: 0 },
+    });
     const download = await get(`/api/v1/batches/${created.id}/output`);
     expect(download.status).toBe(200);
     expect(download.headers.get('content-disposition')).toContain('attachment');
@@ -104,13 +177,34 @@ describe('Batch API', () => {
 
   it('answers completions, embeddings and responses lines as their synchronous routes do; a bad request is an error line', async () => {
     const cases = [
-      { url: '/v1/completions' as const, body: { model: MODEL_ID, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 }, sync: (b: Record<string, unknown>) => client.completions.create(b as never) },
-      { url: '/v1/embeddings' as const, body: { model: MODEL_ID, input: ['a cat', 'a dog'], encoding_format: 'float' }, sync: (b: Record<string, unknown>) => client.embeddings.create(b as never) },
-      { url: '/v1/responses' as const, body: { model: MODEL_ID, input: 'Say hello.', max_output_tokens: 8, temperature: 0, store: false }, sync: (b: Record<string, unknown>) => client.responses.create(b as never) },
+      {
+        url: '/v1/completions' as const,
+        body: { model: MODEL_ID, prompt: 'Once upon a time', max_tokens: 8, temperature: 0 },
+        sync: (b: Record<string, unknown>) => client.completions.create(b as never),
+      },
+      {
+        url: '/v1/embeddings' as const,
+        body: { model: MODEL_ID, input: ['a cat', 'a dog'], encoding_format: 'float' },
+        sync: (b: Record<string, unknown>) => client.embeddings.create(b as never),
+      },
+      {
+        url: '/v1/responses' as const,
+        body: { model: MODEL_ID, input: 'Say hello.', max_output_tokens: 8, temperature: 0, store: false },
+        sync: (b: Record<string, unknown>) => client.responses.create(b as never),
+      },
     ];
     for (const c of cases) {
-      const file = await upload(client, jsonl([{ custom_id: 'good', method: 'POST', url: c.url, body: c.body }, { custom_id: 'bad', method: 'POST', url: c.url, body: { ...c.body, model: 'no/such-model' } }]));
-      const b = await finished(client, (await client.batches.create({ input_file_id: file.id, endpoint: c.url, completion_window: '24h' })).id);
+      const file = await upload(
+        client,
+        jsonl([
+          { custom_id: 'good', method: 'POST', url: c.url, body: c.body },
+          { custom_id: 'bad', method: 'POST', url: c.url, body: { ...c.body, model: 'no/such-model' } },
+        ]),
+      );
+      const b = await finished(
+        client,
+        (await client.batches.create({ input_file_id: file.id, endpoint: c.url, completion_window: '24h' })).id,
+      );
       expect(b.status, c.url).toBe('completed');
       expect(b.request_counts, c.url).toEqual({ total: 2, completed: 1, failed: 1 });
       const [good] = await outputLines(client, b.output_file_id);
@@ -118,14 +212,31 @@ describe('Batch API', () => {
       expect(good!.custom_id).toBe('good');
       expect(comparable(good!.response!.body), c.url).toEqual(comparable(sync));
       const [bad] = await outputLines(client, b.error_file_id);
-      expect(bad).toMatchObject({ custom_id: 'bad', response: { status_code: 404, body: { error: { code: 'model_not_found' } } } });
+      expect(bad).toMatchObject({
+        custom_id: 'bad',
+        response: { status_code: 404, body: { error: { code: 'model_not_found' } } },
+      });
     }
   }, 180_000);
 
   it('fails a batch with a malformed line in validating, naming the line', async () => {
-    const good = { custom_id: 'a', method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }] } };
+    const good = {
+      custom_id: 'a',
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }] },
+    };
     const text = `${JSON.stringify(good)}\n{not json\n${JSON.stringify({ ...good, custom_id: 'a' })}\n`;
-    const b = await finished(client, (await client.batches.create({ input_file_id: (await upload(client, text)).id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id);
+    const b = await finished(
+      client,
+      (
+        await client.batches.create({
+          input_file_id: (await upload(client, text)).id,
+          endpoint: '/v1/chat/completions',
+          completion_window: '24h',
+        })
+      ).id,
+    );
     expect(b.status).toBe('failed');
     expect(b.failed_at).toBeTypeOf('number');
     expect(b.errors?.data).toEqual([
@@ -136,9 +247,23 @@ describe('Batch API', () => {
   });
 
   it('cancels mid-way: cancelling, then cancelled with what was answered and the rest as batch_cancelled', async () => {
-    const lines = Array.from({ length: 400 }, (_, i) => ({ custom_id: `c-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 64 } }));
-    const created = await client.batches.create({ input_file_id: (await upload(client, jsonl(lines))).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
-    for (let b = created; b.request_counts?.completed === 0 || b.status === 'validating'; b = await client.batches.retrieve(created.id)) await new Promise((r) => setTimeout(r, 50));
+    const lines = Array.from({ length: 400 }, (_, i) => ({
+      custom_id: `c-${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 64 },
+    }));
+    const created = await client.batches.create({
+      input_file_id: (await upload(client, jsonl(lines))).id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    for (
+      let b = created;
+      b.request_counts?.completed === 0 || b.status === 'validating';
+      b = await client.batches.retrieve(created.id)
+    )
+      await new Promise((r) => setTimeout(r, 50));
     const cancelling = await client.batches.cancel(created.id);
     expect(['cancelling', 'cancelled']).toContain(cancelling.status);
     const b = await finished(client, created.id);
@@ -154,19 +279,43 @@ describe('Batch API', () => {
   }, 120_000);
 
   it('stops the batch of a revoked key: cancelled with api_key_revoked, answered lines kept, the rest never run', async () => {
-    const manage = (method: string, p: string, body?: unknown) => fetch(`${hearth.baseUrl}${p}`, { method, headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    const made = (await (await manage('POST', '/api/v1/keys', { name: 'nightly-job' })).json()) as { id: string; key: string };
+    const manage = (method: string, p: string, body?: unknown) =>
+      fetch(`${hearth.baseUrl}${p}`, {
+        method,
+        headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const made = (await (await manage('POST', '/api/v1/keys', { name: 'nightly-job' })).json()) as {
+      id: string;
+      key: string;
+    };
     const job = clientFor(hearth, made.key);
-    const lines = Array.from({ length: 400 }, (_, i) => ({ custom_id: `r-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 64 } }));
-    const created = await job.batches.create({ input_file_id: (await upload(job, jsonl(lines))).id, endpoint: '/v1/chat/completions', completion_window: '24h' });
-    for (let b = created; b.request_counts?.completed === 0 || b.status === 'validating'; b = await client.batches.retrieve(created.id)) await new Promise((r) => setTimeout(r, 50));
+    const lines = Array.from({ length: 400 }, (_, i) => ({
+      custom_id: `r-${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 64 },
+    }));
+    const created = await job.batches.create({
+      input_file_id: (await upload(job, jsonl(lines))).id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    for (
+      let b = created;
+      b.request_counts?.completed === 0 || b.status === 'validating';
+      b = await client.batches.retrieve(created.id)
+    )
+      await new Promise((r) => setTimeout(r, 50));
     expect((await manage('DELETE', `/api/v1/keys/${made.id}`)).status).toBe(200);
     // The key is gone for requests at once; the batch belongs to the account, so its other keys still read it.
     await expect(job.batches.retrieve(created.id)).rejects.toMatchObject({ status: 401 });
     const b = await finished(client, created.id);
     expect(b.status).toBe('cancelled');
     expect(b.cancelling_at).toBeTypeOf('number');
-    expect(b.errors?.data).toEqual([expect.objectContaining({ code: 'api_key_revoked', message: expect.stringContaining(made.id), line: null })]);
+    expect(b.errors?.data).toEqual([
+      expect.objectContaining({ code: 'api_key_revoked', message: expect.stringContaining(made.id), line: null }),
+    ]);
     const answered = await outputLines(client, b.output_file_id);
     const rest = await outputLines(client, b.error_file_id);
     expect(answered.length).toBeGreaterThan(0);
@@ -182,9 +331,16 @@ describe('Batch API', () => {
   }, 120_000);
 
   it('lists batches newest first, in pages', async () => {
-    const file = await upload(client, jsonl([{ custom_id: 'x', method: 'POST', url: '/v1/embeddings', body: { model: MODEL_ID, input: 'x' } }]));
+    const file = await upload(
+      client,
+      jsonl([{ custom_id: 'x', method: 'POST', url: '/v1/embeddings', body: { model: MODEL_ID, input: 'x' } }]),
+    );
     const made: string[] = [];
-    for (let i = 0; i < 3; i++) made.push((await client.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' })).id);
+    for (let i = 0; i < 3; i++)
+      made.push(
+        (await client.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' }))
+          .id,
+      );
     const first = await client.batches.list({ limit: 2 });
     expect(first.data.map((b) => b.id)).toEqual([made[2], made[1]]);
     expect(first.hasNextPage()).toBe(true);
@@ -198,14 +354,26 @@ describe('Batch API', () => {
   });
 
   it("answers another account's files and batches as unknown ones", async () => {
-    const file = await upload(client, jsonl([{ custom_id: 'x', method: 'POST', url: '/v1/embeddings', body: { model: MODEL_ID, input: 'x' } }]));
-    const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' });
+    const file = await upload(
+      client,
+      jsonl([{ custom_id: 'x', method: 'POST', url: '/v1/embeddings', body: { model: MODEL_ID, input: 'x' } }]),
+    );
+    const batch = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/embeddings',
+      completion_window: '24h',
+    });
     await expect(otherAccount.files.retrieve(file.id)).rejects.toMatchObject({ status: 404, code: 'file_not_found' });
     await expect(otherAccount.files.content(file.id)).rejects.toMatchObject({ status: 404 });
     await expect(otherAccount.files.delete(file.id)).rejects.toMatchObject({ status: 404, code: 'file_not_found' });
-    await expect(otherAccount.batches.retrieve(batch.id)).rejects.toMatchObject({ status: 404, code: 'batch_not_found' });
+    await expect(otherAccount.batches.retrieve(batch.id)).rejects.toMatchObject({
+      status: 404,
+      code: 'batch_not_found',
+    });
     await expect(otherAccount.batches.cancel(batch.id)).rejects.toMatchObject({ status: 404, code: 'batch_not_found' });
-    await expect(otherAccount.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' })).rejects.toMatchObject({ status: 400, code: 'file_not_found' });
+    await expect(
+      otherAccount.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' }),
+    ).rejects.toMatchObject({ status: 400, code: 'file_not_found' });
     expect((await otherAccount.batches.list()).data).toEqual([]);
     expect((await otherAccount.files.list()).data).toEqual([]);
     await expect(client.files.retrieve('file-nope')).rejects.toMatchObject({ status: 404, code: 'file_not_found' });
@@ -216,9 +384,23 @@ describe('Batch API', () => {
   it('refuses an upload over the limit with 413, and a wrong purpose or window with 400 naming it', async () => {
     const big = 'x'.repeat(FILE_LIMIT + 1);
     await expect(upload(client, big)).rejects.toMatchObject({ status: 413 });
-    await expect(client.files.create({ file: await toFile(Buffer.from('{}\n'), 'a.jsonl'), purpose: 'fine-tune' })).rejects.toMatchObject({ status: 400, param: 'purpose' });
+    await expect(
+      client.files.create({ file: await toFile(Buffer.from('{}\n'), 'a.jsonl'), purpose: 'fine-tune' }),
+    ).rejects.toMatchObject({ status: 400, param: 'purpose' });
     const file = await upload(client, '{}\n');
-    await expect(client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '1h' as '24h' })).rejects.toMatchObject({ status: 400, param: 'completion_window' });
-    await expect(client.batches.create({ input_file_id: file.id, endpoint: '/v1/moderations' as '/v1/embeddings', completion_window: '24h' })).rejects.toMatchObject({ status: 400, param: 'endpoint' });
+    await expect(
+      client.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/chat/completions',
+        completion_window: '1h' as '24h',
+      }),
+    ).rejects.toMatchObject({ status: 400, param: 'completion_window' });
+    await expect(
+      client.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/moderations' as '/v1/embeddings',
+        completion_window: '24h',
+      }),
+    ).rejects.toMatchObject({ status: 400, param: 'endpoint' });
   });
 });

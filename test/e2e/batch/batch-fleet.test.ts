@@ -28,40 +28,73 @@ describe('Batch API across two PostgreSQL replicas', () => {
     url = await pg.server.createDatabase();
     const model = await tinyChatModel();
     for (let i = 0; i < 2; i++) {
-      replicas.push(await startHearthProcess({ args: ['--model', model, '--model-id', MODEL_ID, '--slots', '2', '--batch-concurrency', '1'], env: { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY } }));
+      replicas.push(
+        await startHearthProcess({
+          args: ['--model', model, '--model-id', MODEL_ID, '--slots', '2', '--batch-concurrency', '1'],
+          env: { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY },
+        }),
+      );
     }
     for (const r of replicas) await r.waitReady(120_000);
-    const [a, b] = replicas.map((r) => new OpenAI({ apiKey: replicas[0]!.key, baseURL: `${r.baseUrl}/api/inference/v1`, maxRetries: 0 })) as [OpenAI, OpenAI];
-    const lines = Array.from({ length: LINES }, (_, i) => ({ custom_id: `line-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Tell story number ${i}.` }], max_tokens: 32 } }));
-    const file = await a.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'), purpose: 'batch' });
+    const [a, b] = replicas.map(
+      (r) => new OpenAI({ apiKey: replicas[0]!.key, baseURL: `${r.baseUrl}/api/inference/v1`, maxRetries: 0 }),
+    ) as [OpenAI, OpenAI];
+    const lines = Array.from({ length: LINES }, (_, i) => ({
+      custom_id: `line-${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Tell story number ${i}.` }], max_tokens: 32 },
+    }));
+    const file = await a.files.create({
+      file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'),
+      purpose: 'batch',
+    });
     expect(await (await b.files.content(file.id)).text()).toBe(lines.map((l) => JSON.stringify(l)).join('\n'));
-    const batch = await a.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const batch = await a.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
     const counts = async (c: OpenAI) => {
       const now = await c.batches.retrieve(batch.id);
       return { status: now.status, answered: (now.request_counts?.completed ?? 0) + (now.request_counts?.failed ?? 0) };
     };
     const until = async (c: OpenAI, ok: (x: { status: string; answered: number }) => boolean) => {
-      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) if (ok(await counts(c))) return counts(c);
+      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 50)))
+        if (ok(await counts(c))) return counts(c);
       throw new Error('no progress');
     };
     await until(a, (x) => x.answered >= 3);
     // Only one replica runs at a time: each must answer lines while the other is paused.
-    for (const [paused, running, client] of [[replicas[0]!, replicas[1]!, b], [replicas[1]!, replicas[0]!, a]] as const) {
+    for (const [paused, running, client] of [
+      [replicas[0]!, replicas[1]!, b],
+      [replicas[1]!, replicas[0]!, a],
+    ] as const) {
       paused.proc.kill('SIGSTOP');
       try {
         const before = (await counts(client)).answered;
         const after = await until(client, (x) => x.answered >= before + 5);
-        expect(after.answered, `${running.baseUrl} answered lines while the other was paused`).toBeGreaterThanOrEqual(before + 5);
+        expect(after.answered, `${running.baseUrl} answered lines while the other was paused`).toBeGreaterThanOrEqual(
+          before + 5,
+        );
       } finally {
         paused.proc.kill('SIGCONT');
       }
     }
     let done = batch;
-    for (const deadline = Date.now() + 240_000; done.status !== 'completed' && done.status !== 'failed' && Date.now() < deadline; done = await b.batches.retrieve(batch.id)) await new Promise((r) => setTimeout(r, 200));
+    for (
+      const deadline = Date.now() + 240_000;
+      done.status !== 'completed' && done.status !== 'failed' && Date.now() < deadline;
+      done = await b.batches.retrieve(batch.id)
+    )
+      await new Promise((r) => setTimeout(r, 200));
     expect(done.status).toBe('completed');
     expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
     const text = await (await a.files.content(done.output_file_id!)).text();
-    const ids = text.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
+    const ids = text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
     expect(ids).toHaveLength(LINES);
     expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
   }, 300_000);
@@ -69,28 +102,62 @@ describe('Batch API across two PostgreSQL replicas', () => {
   it('stops the batch of a key revoked elsewhere on a replica that did not revoke it', async () => {
     expect(replicas).toHaveLength(2);
     const [first, second] = replicas as [HearthProcess, HearthProcess];
-    const made = hearthCli(['keys', 'create', '--name', 'nightly', '--json'], { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY });
+    const made = hearthCli(['keys', 'create', '--name', 'nightly', '--json'], {
+      HEARTH_DATABASE_URL: url,
+      HEARTH_SECRET_KEY: SECRET_KEY,
+    });
     expect(made.status, made.stderr).toBe(0);
     const key = JSON.parse(made.stdout) as { id: string; key: string };
     const job = new OpenAI({ apiKey: key.key, baseURL: `${first.baseUrl}/api/inference/v1`, maxRetries: 0 });
     const reader = new OpenAI({ apiKey: first.key, baseURL: `${second.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const lines = Array.from({ length: LINES }, (_, i) => ({ custom_id: `r-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 32 } }));
-    const file = await job.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'), purpose: 'batch' });
-    const batch = await job.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
-    for (let b = batch; b.request_counts?.completed === 0 || b.status === 'validating'; b = await reader.batches.retrieve(batch.id)) await new Promise((r) => setTimeout(r, 50));
+    const lines = Array.from({ length: LINES }, (_, i) => ({
+      custom_id: `r-${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 32 },
+    }));
+    const file = await job.files.create({
+      file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'),
+      purpose: 'batch',
+    });
+    const batch = await job.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
+    for (
+      let b = batch;
+      b.request_counts?.completed === 0 || b.status === 'validating';
+      b = await reader.batches.retrieve(batch.id)
+    )
+      await new Promise((r) => setTimeout(r, 50));
     first.proc.kill('SIGSTOP');
     let done = batch;
     try {
-      const revoked = hearthCli(['keys', 'revoke', key.id], { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY });
+      const revoked = hearthCli(['keys', 'revoke', key.id], {
+        HEARTH_DATABASE_URL: url,
+        HEARTH_SECRET_KEY: SECRET_KEY,
+      });
       expect(revoked.status, revoked.stderr).toBe(0);
       // Only the second replica runs: it must see the revocation in the records and end the batch itself.
-      for (const deadline = Date.now() + 60_000; !['cancelled', 'completed', 'failed'].includes(done.status) && Date.now() < deadline; done = await reader.batches.retrieve(batch.id)) await new Promise((r) => setTimeout(r, 100));
+      for (
+        const deadline = Date.now() + 60_000;
+        !['cancelled', 'completed', 'failed'].includes(done.status) && Date.now() < deadline;
+        done = await reader.batches.retrieve(batch.id)
+      )
+        await new Promise((r) => setTimeout(r, 100));
     } finally {
       first.proc.kill('SIGCONT');
     }
     expect(done.status).toBe('cancelled');
     expect(done.errors?.data).toEqual([expect.objectContaining({ code: 'api_key_revoked' })]);
-    const read = async (id: string | null | undefined) => (id ? (await (await reader.files.content(id)).text()).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { custom_id: string; error: { code: string } | null }) : []);
+    const read = async (id: string | null | undefined) =>
+      id
+        ? (await (await reader.files.content(id)).text())
+            .split('\n')
+            .filter((l) => l !== '')
+            .map((l) => JSON.parse(l) as { custom_id: string; error: { code: string } | null })
+        : [];
     const answered = await read(done.output_file_id);
     const rest = await read(done.error_file_id);
     expect(answered.length).toBeLessThan(LINES);

@@ -17,7 +17,10 @@ const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-restart-'));
 let hearth: HearthProcess | undefined;
 
 const start = async () => {
-  hearth = await startHearthProcess({ dataDir, args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--batch-concurrency', '2'] });
+  hearth = await startHearthProcess({
+    dataDir,
+    args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--batch-concurrency', '2'],
+  });
   await hearth.waitReady();
   return hearth;
 };
@@ -31,11 +34,24 @@ describe('Batch API across a SIGKILL', () => {
   it('resumes the batch after a restart: every line answered once', async () => {
     const first = await start();
     const key = first.key;
-    const clientOf = (h: HearthProcess) => new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
+    const clientOf = (h: HearthProcess) =>
+      new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
     let client = clientOf(first);
-    const lines = Array.from({ length: LINES }, (_, i) => ({ custom_id: `line-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODEL_ID, messages: [{ role: 'user', content: `Tell story number ${i}.` }], max_tokens: 32 } }));
-    const file = await client.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'), purpose: 'batch' });
-    const batch = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const lines = Array.from({ length: LINES }, (_, i) => ({
+      custom_id: `line-${i}`,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Tell story number ${i}.` }], max_tokens: 32 },
+    }));
+    const file = await client.files.create({
+      file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'),
+      purpose: 'batch',
+    });
+    const batch = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/chat/completions',
+      completion_window: '24h',
+    });
     let seen = batch;
     while (seen.status === 'validating' || (seen.request_counts?.completed ?? 0) < 4) {
       await new Promise((r) => setTimeout(r, 20));
@@ -50,11 +66,19 @@ describe('Batch API across a SIGKILL', () => {
     const resumed = await client.batches.retrieve(batch.id);
     expect(resumed.request_counts!.completed).toBeGreaterThanOrEqual(seen.request_counts!.completed); // the answers recorded survived
     let done = resumed;
-    for (const deadline = Date.now() + 240_000; done.status !== 'completed' && Date.now() < deadline; done = await client.batches.retrieve(batch.id)) await new Promise((r) => setTimeout(r, 200));
+    for (
+      const deadline = Date.now() + 240_000;
+      done.status !== 'completed' && Date.now() < deadline;
+      done = await client.batches.retrieve(batch.id)
+    )
+      await new Promise((r) => setTimeout(r, 200));
     expect(done.status).toBe('completed');
     expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
     const text = await (await client.files.content(done.output_file_id!)).text();
-    const ids = text.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
+    const ids = text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
     expect(ids).toHaveLength(LINES);
     expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
   }, 300_000);

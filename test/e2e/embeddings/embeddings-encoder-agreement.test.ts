@@ -28,7 +28,9 @@ describe.skipIf(!addon.ok)('a BERT embedding model: the native engine agrees wit
       servers.push(h);
       await h.waitReady();
       const client = new OpenAI({ apiKey: h.key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
-      return (await client.embeddings.create({ model: 'local/bert', input: texts, encoding_format: 'float' })).data.map((d) => d.embedding);
+      return (await client.embeddings.create({ model: 'local/bert', input: texts, encoding_format: 'float' })).data.map(
+        (d) => d.embedding,
+      );
     };
     const [native, reference] = await Promise.all([vectorsOn('native'), vectorsOn('node-llama-cpp')]);
     for (let i = 0; i < texts.length; i++) expectSameEmbedding(native[i]!, reference[i]!, texts[i]);

@@ -25,9 +25,12 @@ const norm = (v: readonly number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0
 function encoderSuite(engine: 'native' | 'node-llama-cpp') {
   let mean: HearthProcess;
   let cls: HearthProcess;
-  const client = (h: HearthProcess) => new OpenAI({ apiKey: h.key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
+  const client = (h: HearthProcess) =>
+    new OpenAI({ apiKey: h.key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
   const embed = async (h: HearthProcess, input: string | string[] | number[] | number[][]) =>
-    (await client(h).embeddings.create({ model: 'local/bert', input, encoding_format: 'float' })).data.map((d) => d.embedding);
+    (await client(h).embeddings.create({ model: 'local/bert', input, encoding_format: 'float' })).data.map(
+      (d) => d.embedding,
+    );
   const post = (h: HearthProcess, route: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${h.baseUrl}/api/inference/v1/${route}`, {
       method: 'POST',
@@ -37,7 +40,18 @@ function encoderSuite(engine: 'native' | 'node-llama-cpp') {
 
   beforeAll(async () => {
     const start = async (pooling: 'mean' | 'cls') => {
-      const h = await startHearthProcess({ args: ['--model', await tinyBertModel({ pooling }), '--model-id', 'local/bert', '--slots', '2', '--engine', engine] });
+      const h = await startHearthProcess({
+        args: [
+          '--model',
+          await tinyBertModel({ pooling }),
+          '--model-id',
+          'local/bert',
+          '--slots',
+          '2',
+          '--engine',
+          engine,
+        ],
+      });
       await h.waitReady();
       return h;
     };
@@ -88,7 +102,10 @@ function encoderSuite(engine: 'native' | 'node-llama-cpp') {
   });
 
   it('refuses an input longer than the model positions with context_length_exceeded', async () => {
-    const r = await post(mean, 'embeddings', { model: 'local/bert', input: [Array.from({ length: POSITIONS + 10 }, () => BERT_CLS_ID)] });
+    const r = await post(mean, 'embeddings', {
+      model: 'local/bert',
+      input: [Array.from({ length: POSITIONS + 10 }, () => BERT_CLS_ID)],
+    });
     expect(r.status).toBe(400);
     expect(((await r.json()) as { error: { code: string } }).error.code).toBe('context_length_exceeded');
   });
@@ -112,10 +129,16 @@ function encoderSuite(engine: 'native' | 'node-llama-cpp') {
 
   it('still embeds after the refusals (no slot or worker lost)', async () => {
     for (let i = 0; i < 4; i++) {
-      const r = await post(mean, 'chat/completions', { model: 'local/bert', messages: [{ role: 'user', content: 'hi' }] });
+      const r = await post(mean, 'chat/completions', {
+        model: 'local/bert',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       expect(r.status).toBe(400);
     }
-    const vectors = await embed(mean, Array.from({ length: 32 }, (_, i) => `document ${i}`));
+    const vectors = await embed(
+      mean,
+      Array.from({ length: 32 }, (_, i) => `document ${i}`),
+    );
     expect(vectors).toHaveLength(32);
     const health = (await (await fetch(`${mean.baseUrl}/health`)).json()) as { engine: { kind: string } };
     expect(health.engine.kind).toBe(engine);

@@ -19,7 +19,20 @@ for (const engine of ['node-llama-cpp', 'instant'] as const) {
     let client: OpenAI;
 
     beforeAll(async () => {
-      hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--engine', engine, '--slots', '2', '--context-size', '128'] });
+      hearth = await startHearthProcess({
+        args: [
+          '--model',
+          await tinyChatModel(),
+          '--model-id',
+          MODEL_ID,
+          '--engine',
+          engine,
+          '--slots',
+          '2',
+          '--context-size',
+          '128',
+        ],
+      });
       await hearth.waitReady();
       client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
     });
@@ -29,10 +42,19 @@ for (const engine of ['node-llama-cpp', 'instant'] as const) {
     });
 
     it('answers unit vectors, equal for equal inputs and different for different ones', async () => {
-      const r = await client.embeddings.create({ model: MODEL_ID, input: ['a cat sat', 'the stock market fell', 'a cat sat'] });
+      const r = await client.embeddings.create({
+        model: MODEL_ID,
+        input: ['a cat sat', 'the stock market fell', 'a cat sat'],
+      });
       expect(r.data.map((d) => d.index)).toEqual([0, 1, 2]);
       const [a, b, c] = r.data.map((x) => x.embedding);
-      const tokens = await client.embeddings.create({ model: MODEL_ID, input: [[1, 5, 9], [1, 5, 9]] });
+      const tokens = await client.embeddings.create({
+        model: MODEL_ID,
+        input: [
+          [1, 5, 9],
+          [1, 5, 9],
+        ],
+      });
       const [d, e] = tokens.data.map((x) => x.embedding);
       for (const v of [a!, b!, c!, d!]) expect(norm(v)).toBeCloseTo(1, 4);
       expect(maxDiff(a!, c!)).toBeLessThan(1e-5);
@@ -44,7 +66,9 @@ for (const engine of ['node-llama-cpp', 'instant'] as const) {
     });
 
     it('refuses an input longer than the context, naming it', async () => {
-      await expect(client.embeddings.create({ model: MODEL_ID, input: ['ok', 'ab '.repeat(400)] })).rejects.toMatchObject({ status: 400, param: 'input[1]' });
+      await expect(
+        client.embeddings.create({ model: MODEL_ID, input: ['ok', 'ab '.repeat(400)] }),
+      ).rejects.toMatchObject({ status: 400, param: 'input[1]' });
     });
   });
 }

@@ -19,7 +19,9 @@ const MODEL_ID = 'local/tiny-chat';
 const CONTEXT = 128;
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--context-size', String(CONTEXT)] });
+  hearth = await startHearthProcess({
+    args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--context-size', String(CONTEXT)],
+  });
   await hearth.waitReady();
   client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
 });
@@ -44,7 +46,12 @@ describe('embeddings.create', () => {
   });
 
   it('answers a string with one unit vector in the list shape, with usage', async () => {
-    const r = await client.embeddings.create({ model: MODEL_ID, input: 'Hello there', encoding_format: 'float', user: 'u-1' });
+    const r = await client.embeddings.create({
+      model: MODEL_ID,
+      input: 'Hello there',
+      encoding_format: 'float',
+      user: 'u-1',
+    });
     expect(r.object).toBe('list');
     expect(r.model).toBe(MODEL_ID);
     expect(r.data).toHaveLength(1);
@@ -57,7 +64,11 @@ describe('embeddings.create', () => {
   });
 
   it('same text gives the same vector, different texts different vectors', async () => {
-    const r = await client.embeddings.create({ model: MODEL_ID, input: ['a cat sat', 'a cat sat', 'the stock market fell'], encoding_format: 'float' });
+    const r = await client.embeddings.create({
+      model: MODEL_ID,
+      input: ['a cat sat', 'a cat sat', 'the stock market fell'],
+      encoding_format: 'float',
+    });
     expect(r.data.map((d) => d.index)).toEqual([0, 1, 2]);
     const [a, b, c] = r.data.map((d) => d.embedding);
     expectSameEmbedding(b!, a!);
@@ -82,7 +93,14 @@ describe('embeddings.create', () => {
   });
 
   it('token inputs: an array of token arrays, and a single token array', async () => {
-    const r = await client.embeddings.create({ model: MODEL_ID, input: [[1, 5, 9], [1, 7]], encoding_format: 'float' });
+    const r = await client.embeddings.create({
+      model: MODEL_ID,
+      input: [
+        [1, 5, 9],
+        [1, 7],
+      ],
+      encoding_format: 'float',
+    });
     expect(r.data).toHaveLength(2);
     expect(r.usage.prompt_tokens).toBe(5);
     const single = await client.embeddings.create({ model: MODEL_ID, input: [1, 5, 9], encoding_format: 'float' });
@@ -96,9 +114,11 @@ describe('embeddings.create', () => {
     const batched = await client.embeddings.create({ model: MODEL_ID, input: texts, encoding_format: 'float' });
     const single = [];
     // One after the other: each is alone in its pass (concurrent ones would be gathered into shared passes).
-    for (const t of texts) single.push(await client.embeddings.create({ model: MODEL_ID, input: t, encoding_format: 'float' }));
+    for (const t of texts)
+      single.push(await client.embeddings.create({ model: MODEL_ID, input: t, encoding_format: 'float' }));
     expect(batched.data.map((d) => d.index)).toEqual(texts.map((_, i) => i));
-    for (let i = 0; i < texts.length; i++) expectSameEmbedding(batched.data[i]!.embedding, single[i]!.data[0]!.embedding, texts[i]);
+    for (let i = 0; i < texts.length; i++)
+      expectSameEmbedding(batched.data[i]!.embedding, single[i]!.data[0]!.embedding, texts[i]);
     // The bound tells these inputs apart: a vector swapped with another input's, or mixed with it, fails it.
     expectDistinct(single.map((r) => r.data[0]!.embedding));
     expect(batched.usage.prompt_tokens).toBe(single.reduce((n, r) => n + r.usage.prompt_tokens, 0));
@@ -116,7 +136,10 @@ describe('refusals: 400s naming the field', () => {
 
   it('dimensions', async () => {
     await refused({ model: MODEL_ID, input: 'x', dimensions: 8 }, 'dimensions');
-    await expect(client.embeddings.create({ model: MODEL_ID, input: 'x', dimensions: 8 })).rejects.toMatchObject({ status: 400, param: 'dimensions' });
+    await expect(client.embeddings.create({ model: MODEL_ID, input: 'x', dimensions: 8 })).rejects.toMatchObject({
+      status: 400,
+      param: 'dimensions',
+    });
   });
 
   it('empty inputs', async () => {
@@ -152,7 +175,11 @@ describe('refusals: 400s naming the field', () => {
   });
 
   it('needs the API key', async () => {
-    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: MODEL_ID, input: 'x' }) });
+    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL_ID, input: 'x' }),
+    });
     expect(r.status).toBe(401);
   });
 });
@@ -167,7 +194,10 @@ describe('per-key limits', () => {
     expect(created.status).toBe(201);
     const { key } = (await created.json()) as { key: string };
     const limited = new OpenAI({ apiKey: key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const first = await limited.embeddings.create({ model: MODEL_ID, input: [Array.from({ length: 12 }, (_, i) => i + 1)] });
+    const first = await limited.embeddings.create({
+      model: MODEL_ID,
+      input: [Array.from({ length: 12 }, (_, i) => i + 1)],
+    });
     expect(first.usage.prompt_tokens).toBe(12);
     const err = await limited.embeddings.create({ model: MODEL_ID, input: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
@@ -177,7 +207,12 @@ describe('per-key limits', () => {
 
 describe("LangChain's OpenAIEmbeddings", () => {
   it('embedDocuments and embedQuery', async () => {
-    const embeddings = new OpenAIEmbeddings({ model: MODEL_ID, apiKey: hearth.key, configuration: { baseURL: `${hearth.baseUrl}/api/inference/v1` }, maxRetries: 0 });
+    const embeddings = new OpenAIEmbeddings({
+      model: MODEL_ID,
+      apiKey: hearth.key,
+      configuration: { baseURL: `${hearth.baseUrl}/api/inference/v1` },
+      maxRetries: 0,
+    });
     const docs = await embeddings.embedDocuments(['a cat sat', 'the stock market fell']);
     expect(docs).toHaveLength(2);
     const query = await embeddings.embedQuery('a cat sat');

@@ -28,9 +28,18 @@ function burst(baseUrl: string, key: string, prefix: string, stop: () => boolean
     for (let n = 0; !stop(); n++) {
       const name = `${prefix}-${c}-${n}`;
       try {
-        const r = await fetch(`${baseUrl}/api/v1/workspaces`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+        const r = await fetch(`${baseUrl}/api/v1/workspaces`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ name }),
+        });
         if (r.status === 201) out.acknowledged.push(name);
-        else out.refused.push({ name, status: r.status, code: ((await r.json()) as { error?: { code?: string } }).error?.code ?? '' });
+        else
+          out.refused.push({
+            name,
+            status: r.status,
+            code: ((await r.json()) as { error?: { code?: string } }).error?.code ?? '',
+          });
       } catch {
         out.cut.push(name); // the connection died with the replica: no answer
         return;
@@ -54,7 +63,12 @@ describe('a replica killed with SIGKILL during bursts of creations', () => {
   const replica = async (): Promise<HearthProcess> => {
     const p = await startHearthProcess({
       args: ['--model', model, '--model-id', 'local/fleet', '--engine', 'instant', '--workers', '1'],
-      env: { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY, HEARTH_LOG_LEVEL: 'info', HEARTH_PROVISION_DELAY_MS: '0' },
+      env: {
+        HEARTH_DATABASE_URL: url,
+        HEARTH_SECRET_KEY: SECRET_KEY,
+        HEARTH_LOG_LEVEL: 'info',
+        HEARTH_PROVISION_DELAY_MS: '0',
+      },
     });
     started.push(p);
     await p.waitReady(120_000);
@@ -79,7 +93,8 @@ describe('a replica killed with SIGKILL during bursts of creations', () => {
     const doomedBurst = burst(doomed.baseUrl, doomed.key, 'a', () => doomedStop, a);
     const survivorBurst = burst(survivor.baseUrl, survivor.key, 'b', () => survivorStop, b);
     // Kill once both replicas have acknowledged a few dozen creations: mid-burst, with writes in flight.
-    for (let i = 0; i < 600 && (a.acknowledged.length < 40 || b.acknowledged.length < 40); i++) await new Promise((r) => setTimeout(r, 25));
+    for (let i = 0; i < 600 && (a.acknowledged.length < 40 || b.acknowledged.length < 40); i++)
+      await new Promise((r) => setTimeout(r, 25));
     doomed.proc.kill('SIGKILL');
     await doomedBurst;
     doomedStop = true;
@@ -109,6 +124,14 @@ describe('a replica killed with SIGKILL during bursts of creations', () => {
     // A replica started now loads the same records from the database.
     const late = await replica();
     expect((await listNames(late.baseUrl, late.key)).sort()).toEqual([...listed].sort());
-    console.log(JSON.stringify({ acknowledgedOnKilled: a.acknowledged.length, cutByKill: a.cut.length, cutCommitted: extra.length, acknowledgedOnSurvivor: b.acknowledged.length, lost: lost.length }));
+    console.log(
+      JSON.stringify({
+        acknowledgedOnKilled: a.acknowledged.length,
+        cutByKill: a.cut.length,
+        cutCommitted: extra.length,
+        acknowledgedOnSurvivor: b.acknowledged.length,
+        lost: lost.length,
+      }),
+    );
   }, 180_000);
 });

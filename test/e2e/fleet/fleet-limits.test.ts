@@ -58,10 +58,12 @@ describe.skipIf(!available)('fleet-wide limits in PostgreSQL', () => {
     }
   });
 
-  it('three replicas admitted at once together pass a key\'s requests per minute exactly', async () => {
+  it("three replicas admitted at once together pass a key's requests per minute exactly", async () => {
     const fleet = [replica(), replica(), replica()];
     const id = keyId();
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => fleet[i % 3]!.keys.admit(id, limits({ requestsPerMinute: 10 }))));
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => fleet[i % 3]!.keys.admit(id, limits({ requestsPerMinute: 10 }))),
+    );
     expect(answers.filter((a) => a.ok).length).toBe(10);
     const refused = answers.find((a): a is Extract<KeyAdmission, { ok: false }> => !a.ok)!;
     expect(refused.error).toMatchObject({ status: 429, code: 'rate_limit_exceeded' });
@@ -69,7 +71,7 @@ describe.skipIf(!available)('fleet-wide limits in PostgreSQL', () => {
     expect(Number(refused.error.retryAfter)).toBeGreaterThan(0);
   });
 
-  it("concurrency is a fleet-wide count of leases; a release on one replica frees a place on another", async () => {
+  it('concurrency is a fleet-wide count of leases; a release on one replica frees a place on another', async () => {
     const [a, b] = [replica(), replica()];
     const id = keyId();
     const lim = limits({ maxConcurrent: 2 });
@@ -96,7 +98,10 @@ describe.skipIf(!available)('fleet-wide limits in PostgreSQL', () => {
     expect((await survivor.keys.admit(id, lim)).ok).toBe(false);
     // ... and without them (SIGKILL) it expires: the survivor admits again within the lease time.
     dying.leases.halt();
-    await vi.waitFor(async () => expect((await survivor.keys.admit(id, lim)).ok).toBe(true), { timeout: 3_000 + 2_000, interval: 200 });
+    await vi.waitFor(async () => expect((await survivor.keys.admit(id, lim)).ok).toBe(true), {
+      timeout: 3_000 + 2_000,
+      interval: 200,
+    });
   }, 20_000);
 
   it("tokens counted on one replica hold back the key's next request on another", async () => {
@@ -129,7 +134,9 @@ describe.skipIf(!available)('fleet-wide limits in PostgreSQL', () => {
   it('sign-in: failures on any replica count for the email everywhere; guesses sent to all at once cannot pass the limit', async () => {
     const fleet = [replica(), replica(), replica()];
     // 12 concurrent guesses for one email from 12 addresses, over three replicas: at most 5 checks may start.
-    const gates = await Promise.all(Array.from({ length: 12 }, (_, i) => fleet[i % 3]!.signIns.tryBegin('victim@example.com', `10.0.0.${i}`)));
+    const gates = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => fleet[i % 3]!.signIns.tryBegin('victim@example.com', `10.0.0.${i}`)),
+    );
     const started = gates.filter((g): g is Extract<SignInGate, { attempt: unknown }> => 'attempt' in g);
     expect(started.length).toBe(5);
     for (const g of started) g.attempt.failed();
@@ -154,7 +161,9 @@ describe.skipIf(!available)('fleet-wide limits in PostgreSQL', () => {
       if ('attempt' in gate) gate.attempt.failed();
       // each failure lands before the next check (the statement is sent without waiting)
       await vi.waitFor(async () => {
-        const c = await a.pool.query<{ n: string }>(`SELECT coalesce(sum(failures), 0) AS n FROM fleet_sign_in_failures WHERE kind = 'address'`);
+        const c = await a.pool.query<{ n: string }>(
+          `SELECT coalesce(sum(failures), 0) AS n FROM fleet_sign_in_failures WHERE kind = 'address'`,
+        );
         expect(Number(c.rows[0]!.n)).toBeGreaterThanOrEqual(i + 1);
       });
     }
@@ -167,8 +176,14 @@ describe.skipIf(!available)('fleet-wide limits in PostgreSQL', () => {
     const leases = new FleetLeases(pool, log, { sweepMs: 0 });
     const keys = new FleetKeyLimiter(leases, log);
     const signIns = new FleetSignInLimiter(leases, log);
-    await expect(keys.admit(keyId(), limits({ requestsPerMinute: 5 }))).rejects.toMatchObject({ status: 503, code: 'store_unavailable' });
-    await expect(signIns.tryBegin('x@example.com', '10.0.0.1')).rejects.toMatchObject({ status: 503, code: 'store_unavailable' });
+    await expect(keys.admit(keyId(), limits({ requestsPerMinute: 5 }))).rejects.toMatchObject({
+      status: 503,
+      code: 'store_unavailable',
+    });
+    await expect(signIns.tryBegin('x@example.com', '10.0.0.1')).rejects.toMatchObject({
+      status: 503,
+      code: 'store_unavailable',
+    });
     expect((await keys.admit(keyId(), NONE)).ok).toBe(true);
     leases.halt();
     await pool.end();

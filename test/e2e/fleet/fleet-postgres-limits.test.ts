@@ -27,10 +27,23 @@ describe.skipIf(!ready)('per-key limits across a fleet of replicas on PostgreSQL
 
   /** A key with `limits`, created on the first replica and known to every replica (their record mirrors catch up within a second). */
   const createKey = async (limits: Record<string, number>) => {
-    const r = await callApi<{ key: string }>(admin, 'POST', '/api/v1/keys', { name: `limited-${Object.keys(limits).join('-')}`, limits });
+    const r = await callApi<{ key: string }>(admin, 'POST', '/api/v1/keys', {
+      name: `limited-${Object.keys(limits).join('-')}`,
+      limits,
+    });
     expect(r.status).toBe(201);
     for (const replica of replicas) {
-      await expect.poll(async () => (await fetch(`${replica.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${r.body.key}` } })).status, { timeout: 5_000 }).toBe(200);
+      await expect
+        .poll(
+          async () =>
+            (
+              await fetch(`${replica.baseUrl}/api/inference/v1/models`, {
+                headers: { authorization: `Bearer ${r.body.key}` },
+              })
+            ).status,
+          { timeout: 5_000 },
+        )
+        .toBe(200);
     }
     return r.body.key;
   };
@@ -38,7 +51,12 @@ describe.skipIf(!ready)('per-key limits across a fleet of replicas on PostgreSQL
     fetch(`${base}/api/inference/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: o.maxTokens ?? 2, stream: o.stream ?? false }),
+      body: JSON.stringify({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: o.maxTokens ?? 2,
+        stream: o.stream ?? false,
+      }),
     });
 
   beforeAll(async () => {
@@ -46,10 +64,39 @@ describe.skipIf(!ready)('per-key limits across a fleet of replicas on PostgreSQL
     const model = await ensureTinyModel({ reply: null });
     const env = { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY, HEARTH_LOG_LEVEL: 'info' };
     // Started together: the migrations run once, under their lock.
-    replicas.push(...(await Promise.all([1, 2, 3].map(() => startHearthProcess({ env, args: ['--model', model, '--model-id', MODEL, '--engine', 'native', '--slots', '2', '--workers', '1', '--threads', '1', '--context-size', '4096', '--max-tokens', '4000', '--trust-proxy'] })))));
+    replicas.push(
+      ...(await Promise.all(
+        [1, 2, 3].map(() =>
+          startHearthProcess({
+            env,
+            args: [
+              '--model',
+              model,
+              '--model-id',
+              MODEL,
+              '--engine',
+              'native',
+              '--slots',
+              '2',
+              '--workers',
+              '1',
+              '--threads',
+              '1',
+              '--context-size',
+              '4096',
+              '--max-tokens',
+              '4000',
+              '--trust-proxy',
+            ],
+          }),
+        ),
+      )),
+    );
     for (const r of replicas) await r.waitReady(120_000);
     admin = replicas[0]!;
-    front = await startFleetFront({ replicas: Object.fromEntries(replicas.map((r, i) => [i + 1, `127.0.0.1:${r.port}`])) });
+    front = await startFleetFront({
+      replicas: Object.fromEntries(replicas.map((r, i) => [i + 1, `127.0.0.1:${r.port}`])),
+    });
   }, 240_000);
 
   afterAll(async () => {
@@ -59,19 +106,23 @@ describe.skipIf(!ready)('per-key limits across a fleet of replicas on PostgreSQL
 
   it('18 requests over three replicas of a key limited to 6 per minute: 6 answered, 12 refused 429', async () => {
     const key = await createKey({ requestsPerMinute: 6 });
-    const answers = await Promise.all(Array.from({ length: 18 }, async () => {
-      const r = await chat(front.baseUrl, key);
-      await r.arrayBuffer();
-      return { status: r.status, replica: r.headers.get('x-hearth-replica') };
-    }));
+    const answers = await Promise.all(
+      Array.from({ length: 18 }, async () => {
+        const r = await chat(front.baseUrl, key);
+        await r.arrayBuffer();
+        return { status: r.status, replica: r.headers.get('x-hearth-replica') };
+      }),
+    );
     const served = new Set(answers.map((a) => a.replica));
-    console.log(`[fleet-postgres-limits] 18 requests, limit 6/min: ${answers.filter((a) => a.status === 200).length} answered, ${answers.filter((a) => a.status === 429).length} refused, over replicas ${[...served].sort().join(', ')}`);
+    console.log(
+      `[fleet-postgres-limits] 18 requests, limit 6/min: ${answers.filter((a) => a.status === 200).length} answered, ${answers.filter((a) => a.status === 429).length} refused, over replicas ${[...served].sort().join(', ')}`,
+    );
     expect(served.size).toBeGreaterThan(1);
     expect(answers.filter((a) => a.status === 200).length).toBe(6);
     expect(answers.filter((a) => a.status === 429).length).toBe(12);
   }, 60_000);
 
-  it('a replica killed while holding a key\'s only concurrent request: another replica admits the key again within 10 s', async () => {
+  it("a replica killed while holding a key's only concurrent request: another replica admits the key again within 10 s", async () => {
     const key = await createKey({ maxConcurrent: 1 });
     const [holder, other] = [replicas[1]!, replicas[2]!];
     const running = await chat(holder.baseUrl, key, { stream: true, maxTokens: 4000 });

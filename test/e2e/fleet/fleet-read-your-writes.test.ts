@@ -29,14 +29,16 @@ afterAll(async () => {
   await b?.stop();
 });
 
-describe('two replicas read each other\'s writes at once', () => {
+describe("two replicas read each other's writes at once", () => {
   it(`a workspace made on one is found on the other (by id, in the list), and one removed is gone, ${ROUNDS} times`, async () => {
     const misses: string[] = [];
     for (let i = 0; i < ROUNDS; i++) {
       const [maker, reader] = i % 2 === 0 ? [a, b] : [b, a];
       const ws = await mustCall<{ workspaceId: string }>(maker, 'POST', '/api/v1/workspaces', { name: `ws ${i}` });
       const byId = await callApi(reader, 'GET', `/api/v1/workspaces/${ws.workspaceId}`, undefined, { key: a.key });
-      const list = await callApi<{ data: { workspaceId: string }[] }>(reader, 'GET', '/api/v1/workspaces', undefined, { key: a.key });
+      const list = await callApi<{ data: { workspaceId: string }[] }>(reader, 'GET', '/api/v1/workspaces', undefined, {
+        key: a.key,
+      });
       if (byId.status !== 200) misses.push(`round ${i}: GET by id ${byId.status}`);
       if (!list.body.data.some((w) => w.workspaceId === ws.workspaceId)) misses.push(`round ${i}: not in the list`);
       await mustCall(reader, 'DELETE', `/api/v1/workspaces/${ws.workspaceId}`, undefined, { key: a.key });
@@ -48,18 +50,35 @@ describe('two replicas read each other\'s writes at once', () => {
 
   it(`a stored response made on one is retrieved and continued on the other, and one deleted is gone, ${ROUNDS} times`, async () => {
     const misses: string[] = [];
-    const respond = (h: HearthProcess, body: Record<string, unknown>) => callApi<{ id: string }>(h, 'POST', '/api/inference/v1/responses', { model: MODEL_ID, max_output_tokens: 2, ...body }, { key: a.key });
+    const respond = (h: HearthProcess, body: Record<string, unknown>) =>
+      callApi<{ id: string }>(
+        h,
+        'POST',
+        '/api/inference/v1/responses',
+        { model: MODEL_ID, max_output_tokens: 2, ...body },
+        { key: a.key },
+      );
     for (let i = 0; i < ROUNDS; i++) {
       const [maker, reader] = i % 2 === 0 ? [a, b] : [b, a];
       const first = await respond(maker, { input: `turn ${i}` });
       expect(first.status).toBe(200);
-      const got = await callApi<{ id: string }>(reader, 'GET', `/api/inference/v1/responses/${first.body.id}`, undefined, { key: a.key });
+      const got = await callApi<{ id: string }>(
+        reader,
+        'GET',
+        `/api/inference/v1/responses/${first.body.id}`,
+        undefined,
+        { key: a.key },
+      );
       if (got.status !== 200 || got.body.id !== first.body.id) misses.push(`round ${i}: retrieve ${got.status}`);
       const next = await respond(reader, { previous_response_id: first.body.id, input: 'and then?' });
       if (next.status !== 200) misses.push(`round ${i}: continue ${next.status}`);
-      const deleted = await callApi(reader, 'DELETE', `/api/inference/v1/responses/${first.body.id}`, undefined, { key: a.key });
+      const deleted = await callApi(reader, 'DELETE', `/api/inference/v1/responses/${first.body.id}`, undefined, {
+        key: a.key,
+      });
       if (deleted.status !== 200) misses.push(`round ${i}: delete ${deleted.status}`);
-      const gone = await callApi(maker, 'GET', `/api/inference/v1/responses/${first.body.id}`, undefined, { key: a.key });
+      const gone = await callApi(maker, 'GET', `/api/inference/v1/responses/${first.body.id}`, undefined, {
+        key: a.key,
+      });
       if (gone.status !== 404) misses.push(`round ${i}: deleted, still ${gone.status}`);
     }
     expect(misses).toEqual([]);

@@ -22,7 +22,10 @@ const addon = nativeAddonAvailable();
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
     socket.once('error', () => resolve(false));
   });
 }
@@ -30,10 +33,22 @@ const MODEL = 'local/fleet';
 const SECRET_KEY = randomBytes(32).toString('hex');
 const REPLICAS = 3;
 
-interface ChatMessage { role: 'user' | 'assistant'; content: string }
-interface Turn { status: number; replica: string | null; cachedTokens: number; promptTokens: number; reply: string; error?: unknown }
+interface ChatMessage {
+  role: 'user' | 'assistant';
+  content: string;
+}
+interface Turn {
+  status: number;
+  replica: string | null;
+  cachedTokens: number;
+  promptTokens: number;
+  reply: string;
+  error?: unknown;
+}
 
-const suiteName = HAPROXY ? 'a fleet of hearth serve replicas behind deploy/haproxy/fleet.cfg' : 'a fleet of replicas: SKIPPED, the haproxy binary is not installed (.ci/apt-packages installs it)';
+const suiteName = HAPROXY
+  ? 'a fleet of hearth serve replicas behind deploy/haproxy/fleet.cfg'
+  : 'a fleet of replicas: SKIPPED, the haproxy binary is not installed (.ci/apt-packages installs it)';
 
 describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
   const pgServer = usePostgres();
@@ -44,10 +59,18 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
   async function turn(messages: ChatMessage[], affinity: string | undefined): Promise<Turn> {
     const r = await fetch(`${front.baseUrl}/api/inference/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(affinity ? { 'x-session-affinity': affinity } : {}) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        'content-type': 'application/json',
+        ...(affinity ? { 'x-session-affinity': affinity } : {}),
+      },
       body: JSON.stringify({ model: MODEL, messages, max_tokens: 4 }),
     });
-    const body = (await r.json()) as { choices?: Array<{ message: { content: string } }>; usage?: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens: number } }; error?: unknown };
+    const body = (await r.json()) as {
+      choices?: Array<{ message: { content: string } }>;
+      usage?: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
+      error?: unknown;
+    };
     return {
       status: r.status,
       replica: r.headers.get('x-hearth-replica'),
@@ -63,7 +86,10 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
     const messages: ChatMessage[] = [];
     const out: Turn[] = [];
     for (let i = 0; i < turns; i++) {
-      messages.push({ role: 'user', content: `${name}: turn ${i + 1} of a conversation about ${'rivers and mountains '.repeat(4)}` });
+      messages.push({
+        role: 'user',
+        content: `${name}: turn ${i + 1} of a conversation about ${'rivers and mountains '.repeat(4)}`,
+      });
       const t = await turn(messages, affinity);
       expect(t.status, JSON.stringify(t)).toBe(200);
       out.push(t);
@@ -78,7 +104,23 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
     const addresses: Record<number, string> = {};
     for (let slot = 1; slot <= REPLICAS; slot++) {
       const p = await startHearthProcess({
-        args: ['--model', model, '--model-id', MODEL, '--engine', 'native', '--slots', '2', '--workers', '1', '--threads', '1', '--context-size', '512', '--trust-proxy'],
+        args: [
+          '--model',
+          model,
+          '--model-id',
+          MODEL,
+          '--engine',
+          'native',
+          '--slots',
+          '2',
+          '--workers',
+          '1',
+          '--threads',
+          '1',
+          '--context-size',
+          '512',
+          '--trust-proxy',
+        ],
         env: { HEARTH_SECRET_KEY: SECRET_KEY, HEARTH_LOG_LEVEL: 'info', HEARTH_DATABASE_URL: url },
       });
       if (slot === 1) key = p.key;
@@ -90,7 +132,14 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
     // Every replica in the pool (servers start up; a check failed during start-up would have taken one out).
     await until(async () => {
       const seen = new Set<string | null>();
-      for (let i = 0; i < 12; i++) seen.add((await fetch(`${front.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${key}`, 'x-session-affinity': `probe-${i}` } })).headers.get('x-hearth-replica'));
+      for (let i = 0; i < 12; i++)
+        seen.add(
+          (
+            await fetch(`${front.baseUrl}/api/inference/v1/models`, {
+              headers: { authorization: `Bearer ${key}`, 'x-session-affinity': `probe-${i}` },
+            })
+          ).headers.get('x-hearth-replica'),
+        );
       return seen.size === REPLICAS;
     }, 'every replica in the pool');
   }, 240_000);
@@ -102,14 +151,18 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
 
   it('a 4-turn conversation with an affinity key stays on one replica and reuses its prompt on turns 2-4', async () => {
     const turns = await conversation('alpha', 4, 'conversation-alpha');
-    console.log(`[fleet-replicas] with affinity: ${turns.map((t) => `${t.replica} cached ${t.cachedTokens}/${t.promptTokens}`).join(', ')}`);
+    console.log(
+      `[fleet-replicas] with affinity: ${turns.map((t) => `${t.replica} cached ${t.cachedTokens}/${t.promptTokens}`).join(', ')}`,
+    );
     expect(new Set(turns.map((t) => t.replica)).size).toBe(1);
     for (const t of turns.slice(1)) expect(t.cachedTokens).toBeGreaterThan(0);
   }, 60_000);
 
   it('without a key the turns spread over the replicas (least-loaded, ties in turn)', async () => {
     const turns = await conversation('beta', 4, undefined);
-    console.log(`[fleet-replicas] without affinity: ${turns.map((t) => `${t.replica} cached ${t.cachedTokens}/${t.promptTokens}`).join(', ')}`);
+    console.log(
+      `[fleet-replicas] without affinity: ${turns.map((t) => `${t.replica} cached ${t.cachedTokens}/${t.promptTokens}`).join(', ')}`,
+    );
     expect(new Set(turns.map((t) => t.replica)).size).toBeGreaterThan(1);
   }, 60_000);
 
@@ -130,7 +183,9 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
     }
     // And it stays out: requests without a key (least-loaded) never reach it.
     for (let i = 0; i < 6; i++) {
-      const r = await fetch(`${front.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${key}` } });
+      const r = await fetch(`${front.baseUrl}/api/inference/v1/models`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       expect(r.status).toBe(200);
       expect(r.headers.get('x-hearth-replica')).not.toBe(holder);
     }

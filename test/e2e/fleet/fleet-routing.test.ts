@@ -47,18 +47,23 @@ async function startStub(name: string): Promise<StubReplica> {
         });
         return;
       }
-      res.writeHead(stub.answer ?? 200, { 'content-type': 'application/json' }).end(JSON.stringify({ replica: name, url: req.url }));
+      res
+        .writeHead(stub.answer ?? 200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ replica: name, url: req.url }));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   stub.address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
   stub.holding = () => held.length;
-  stub.release = () => { for (const res of held.splice(0)) res.writeHead(200).end('{}'); };
-  stub.close = () => new Promise<void>((resolve) => {
-    stub.release();
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
+  stub.release = () => {
+    for (const res of held.splice(0)) res.writeHead(200).end('{}');
+  };
+  stub.close = () =>
+    new Promise<void>((resolve) => {
+      stub.release();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
   return stub;
 }
 
@@ -78,14 +83,26 @@ async function routes(front: FleetFront, keys: string[]): Promise<Map<string, st
 
 /** Waits until the front's health checks have every listed stub up (each answers some request). */
 async function allUp(front: FleetFront, names: string[]): Promise<void> {
-  await until(async () => {
-    const seen = new Set((await routes(front, Array.from({ length: 40 }, (_, i) => `probe-${i}`))).values());
-    return names.every((n) => seen.has(n));
-  }, `replicas ${names.join(', ')} up`);
+  await until(
+    async () => {
+      const seen = new Set(
+        (
+          await routes(
+            front,
+            Array.from({ length: 40 }, (_, i) => `probe-${i}`),
+          )
+        ).values(),
+      );
+      return names.every((n) => seen.has(n));
+    },
+    `replicas ${names.join(', ')} up`,
+  );
 }
 
 const KEYS = Array.from({ length: 300 }, (_, i) => `conversation-${i}`);
-const suiteName = HAPROXY ? 'fleet routing (deploy/haproxy/fleet.cfg) over stand-in replicas' : 'fleet routing: SKIPPED, the haproxy binary is not installed (.ci/apt-packages installs it)';
+const suiteName = HAPROXY
+  ? 'fleet routing (deploy/haproxy/fleet.cfg) over stand-in replicas'
+  : 'fleet routing: SKIPPED, the haproxy binary is not installed (.ci/apt-packages installs it)';
 
 describe.skipIf(HAPROXY === undefined)(suiteName, () => {
   const stubs: StubReplica[] = [];
@@ -134,7 +151,9 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     await allUp(three, ['r1', 'r2', 'r3']);
     const after = await routes(three, KEYS);
     const moved = KEYS.filter((k) => before.get(k) !== after.get(k));
-    console.log(`[fleet-routing] adding a third replica moved ${moved.length} of ${KEYS.length} affinity keys, ${moved.filter((k) => after.get(k) === 'r3').length} of them to r3`);
+    console.log(
+      `[fleet-routing] adding a third replica moved ${moved.length} of ${KEYS.length} affinity keys, ${moved.filter((k) => after.get(k) === 'r3').length} of them to r3`,
+    );
     expect(moved.length).toBeGreaterThan(0);
     expect(moved.every((k) => after.get(k) === 'r3')).toBe(true);
     // A modulo (map-based) hash would move about two thirds; the consistent ring moves the new replica's share.
@@ -174,12 +193,20 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     expect(onR1.length).toBeGreaterThan(0);
     stubs[0]!.answer = 503;
     const before = stubs[0]!.served;
-    const r = await fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const r = await fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' },
+      body: '{"model":"m"}',
+    });
     expect(r.status).toBe(200);
     expect(((await r.json()) as { replica: string }).replica).toBe('r2');
     expect(stubs[0]!.served).toBe(before + 1);
     stubs[0]!.answer = 500;
-    const again = await fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const again = await fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' },
+      body: '{"model":"m"}',
+    });
     expect(again.status).toBe(500);
     expect(((await again.json()) as { replica: string }).replica).toBe('r1');
   });
@@ -226,11 +253,22 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
       expect(((await r.json()) as { replica: string }).replica).toBe('apps');
     }
     // The apps API, the Yam and a workspace's deletion go there too; the rest of the workspace API does not.
-    const served = async (method: string, url: string) => ((await (await fetch(`${f.baseUrl}${url}`, { method })).json()) as { replica: string }).replica;
-    for (const [method, url] of [['POST', '/api/v1/workspaces/w1/apps'], ['GET', '/api/v1/workspaces/w1/apps/a1/logs'], ['PUT', '/api/v1/workspaces/w1/yam'], ['DELETE', '/api/v1/workspaces/w1']] as const) {
+    const served = async (method: string, url: string) =>
+      ((await (await fetch(`${f.baseUrl}${url}`, { method })).json()) as { replica: string }).replica;
+    for (const [method, url] of [
+      ['POST', '/api/v1/workspaces/w1/apps'],
+      ['GET', '/api/v1/workspaces/w1/apps/a1/logs'],
+      ['PUT', '/api/v1/workspaces/w1/yam'],
+      ['DELETE', '/api/v1/workspaces/w1'],
+    ] as const) {
       expect(await served(method, url), `${method} ${url}`).toBe('apps');
     }
-    for (const [method, url] of [['GET', '/api/v1/workspaces/w1'], ['GET', '/api/v1/workspaces/w1/projects'], ['GET', '/api/v1/workspaces'], ['GET', '/api/v1/workspaces/w1/appsx']] as const) {
+    for (const [method, url] of [
+      ['GET', '/api/v1/workspaces/w1'],
+      ['GET', '/api/v1/workspaces/w1/projects'],
+      ['GET', '/api/v1/workspaces'],
+      ['GET', '/api/v1/workspaces/w1/appsx'],
+    ] as const) {
       expect(await served(method, url), `${method} ${url}`).not.toBe('apps');
     }
     await appHost.close();
@@ -249,7 +287,11 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'go' }] });
     const cases: Array<[string, string, string]> = [
       ['inference, no key (fleet_least)', '/api/inference/v1/chat/completions?hold', ''],
-      ['inference, keyed (fleet_affinity)', '/api/inference/v1/chat/completions?hold', 'x-session-affinity: conversation-1\r\n'],
+      [
+        'inference, keyed (fleet_affinity)',
+        '/api/inference/v1/chat/completions?hold',
+        'x-session-affinity: conversation-1\r\n',
+      ],
       ['a project endpoint (fleet_projects)', '/api/v1/inference/p1/chat/completions?hold', ''],
     ];
     for (const [what, path, header] of cases) {
@@ -258,7 +300,9 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
       const socket = net.connect(Number(new URL(f.baseUrl).port), '127.0.0.1');
       socket.on('error', () => {});
       await new Promise((resolve) => socket.on('connect', resolve));
-      socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${header}Content-Length: ${body.length}\r\n\r\n${body}`);
+      socket.write(
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${header}Content-Length: ${body.length}\r\n\r\n${body}`,
+      );
       await until(async () => stubs[0]!.holding() + stubs[1]!.holding() === 1, `${what}: the request held`);
       const leftAt = Date.now();
       await new Promise<void>((resolve) => socket.end(() => resolve()));

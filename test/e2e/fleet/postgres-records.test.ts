@@ -41,27 +41,63 @@ async function fillDataDir(dir: string): Promise<void> {
     Object.assign(old, { key: created.key, keyId: created.id });
     const users = new UserRepository(store);
     expect(await users.issueSetupToken(86_400_000)).not.toBeNull();
-    const owner = await users.create({ email: 'owner@example.com', password: PASSWORD, role: 'owner', accountId: 'default' });
-    old.sessionToken = (await new SessionRepository(store, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }).create(owner.id, 'default')).token;
+    const owner = await users.create({
+      email: 'owner@example.com',
+      password: PASSWORD,
+      role: 'owner',
+      accountId: 'default',
+    });
+    old.sessionToken = (
+      await new SessionRepository(store, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }).create(owner.id, 'default')
+    ).token;
     const workspaces = new WorkspaceRepository(store);
     const ws = await workspaces.create('default', 'team');
     await workspaces.requestYam('default', ws.id);
     await workspaces.finishYam(ws.id, { ok: true });
     const projects = new ProjectRepository(store, cipher);
-    const project = await projects.create({ accountId: 'default', workspaceId: ws.id, name: 'p', provider: 'openai', model: 'gpt-4o-mini', temperature: null, providerApiKey: old.providerKey });
+    const project = await projects.create({
+      accountId: 'default',
+      workspaceId: ws.id,
+      name: 'p',
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      temperature: null,
+      providerApiKey: old.providerKey,
+    });
     old.projectId = project.project.id;
     const apps = new AppRepository(store, cipher);
-    const app = await apps.create(AppRepository.newAppId(), { accountId: 'default', workspaceId: ws.id, name: 'site', env: { TOKEN: 'env secret' }, apiKeyEnv: null, healthPath: '/' }, null);
+    const app = await apps.create(
+      AppRepository.newAppId(),
+      {
+        accountId: 'default',
+        workspaceId: ws.id,
+        name: 'site',
+        env: { TOKEN: 'env secret' },
+        apiKeyEnv: null,
+        healthPath: '/',
+      },
+      null,
+    );
     await apps.createDeployment(app, { kind: 'archive', bytes: 10 });
-    new ResponseRepository(store, 30).put({ id: 'resp_old', accountId: 'default', response: { id: 'resp_old', object: 'response' }, inputItems: [], history: [] });
+    new ResponseRepository(store, 30).put({
+      id: 'resp_old',
+      accountId: 'default',
+      response: { id: 'resp_old', object: 'response' },
+      inputItems: [],
+      history: [],
+    });
   } finally {
     await store.close();
   }
 }
 
 /** Every record of every table, as JSON, from any RecordStore. */
-function dump(store: { dbs: Record<string, { getRange(): Iterable<{ key: unknown; value: unknown }> }> }): Record<string, string[]> {
-  return Object.fromEntries(TABLE_NAMES.map((t) => [t, [...store.dbs[t]!.getRange()].map((e) => JSON.stringify([e.key, e.value]))]));
+function dump(store: {
+  dbs: Record<string, { getRange(): Iterable<{ key: unknown; value: unknown }> }>;
+}): Record<string, string[]> {
+  return Object.fromEntries(
+    TABLE_NAMES.map((t) => [t, [...store.dbs[t]!.getRange()].map((e) => JSON.stringify([e.key, e.value]))]),
+  );
 }
 
 beforeAll(async () => {
@@ -81,7 +117,20 @@ describe('hearth db import', () => {
     expect(first.stderr).toBe('');
     expect(first.status).toBe(0);
     const counts = JSON.parse(first.stdout) as Record<string, number>;
-    for (const t of ['apiKeys', 'users', 'sessions', 'setupTokens', 'workspaces', 'projects', 'apps', 'deployments', 'responses', 'index', 'accounts']) expect(counts[t], t).toBeGreaterThan(0);
+    for (const t of [
+      'apiKeys',
+      'users',
+      'sessions',
+      'setupTokens',
+      'workspaces',
+      'projects',
+      'apps',
+      'deployments',
+      'responses',
+      'index',
+      'accounts',
+    ])
+      expect(counts[t], t).toBeGreaterThan(0);
 
     const lmdb = HearthStore.open(dataDir);
     const pg = await PostgresStore.open(url);
@@ -103,31 +152,64 @@ describe('hearth serve --database-url', () => {
     const model = await tinyChatModel();
     const secretKey = loadMasterKey({ secretKey: undefined, dataDir }).key.toString('hex');
     // A fresh data dir: nothing may come from LMDB any more. `keys create` runs against the database too.
-    hearth = await startHearthProcess({ args: ['--model', model], env: { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: secretKey } });
+    hearth = await startHearthProcess({
+      args: ['--model', model],
+      env: { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: secretKey },
+    });
     await hearth.waitReady();
     const models = await callApi(hearth, 'GET', '/api/inference/v1/models', undefined, { key: old.key });
     expect(models.status).toBe(200);
-    const me = await fetch(`${hearth.baseUrl}/api/v1/keys`, { headers: { cookie: `hearth_session=${old.sessionToken}` } });
+    const me = await fetch(`${hearth.baseUrl}/api/v1/keys`, {
+      headers: { cookie: `hearth_session=${old.sessionToken}` },
+    });
     expect(me.status).toBe(200);
-    const health = (await (await fetch(`${hearth.baseUrl}/health`)).json()) as { store: { backend: string; up: boolean } };
+    const health = (await (await fetch(`${hearth.baseUrl}/health`)).json()) as {
+      store: { backend: string; up: boolean };
+    };
     expect(health.store).toEqual({ backend: 'postgres', up: true });
 
-    const signIn = await fetch(`${hearth.baseUrl}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json', origin: hearth.baseUrl }, body: JSON.stringify({ email: 'owner@example.com', password: PASSWORD }) });
+    const signIn = await fetch(`${hearth.baseUrl}/api/v1/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: hearth.baseUrl },
+      body: JSON.stringify({ email: 'owner@example.com', password: PASSWORD }),
+    });
     expect(signIn.status).toBe(204);
     const created = await callApi<{ key: string; id: string }>(hearth, 'POST', '/api/v1/keys', { name: 'new' });
     expect(created.status).toBe(201);
-    const chat = await callApi<{ choices: unknown[] }>(hearth, 'POST', '/api/inference/v1/chat/completions', { model: `local/${path.basename(model, '.gguf')}`, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }, { key: created.body.key });
+    const chat = await callApi<{ choices: unknown[] }>(
+      hearth,
+      'POST',
+      '/api/inference/v1/chat/completions',
+      { model: `local/${path.basename(model, '.gguf')}`, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 },
+      { key: created.body.key },
+    );
     expect(chat.status, JSON.stringify(chat.body)).toBe(200);
     expect(chat.body.choices).toHaveLength(1);
 
-    const stored = await callApi<{ id: string }>(hearth, 'POST', '/api/inference/v1/responses', { model: `local/${path.basename(model, '.gguf')}`, input: 'hi', max_output_tokens: 4, store: true }, { key: created.body.key });
+    const stored = await callApi<{ id: string }>(
+      hearth,
+      'POST',
+      '/api/inference/v1/responses',
+      { model: `local/${path.basename(model, '.gguf')}`, input: 'hi', max_output_tokens: 4, store: true },
+      { key: created.body.key },
+    );
     expect(stored.status, JSON.stringify(stored.body)).toBe(200);
-    expect((await callApi(hearth, 'GET', `/api/inference/v1/responses/${stored.body.id}`, undefined, { key: created.body.key })).status).toBe(200);
-    expect((await callApi(hearth, 'GET', '/api/inference/v1/responses/resp_old', undefined, { key: old.key })).status).toBe(200);
+    expect(
+      (
+        await callApi(hearth, 'GET', `/api/inference/v1/responses/${stored.body.id}`, undefined, {
+          key: created.body.key,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await callApi(hearth, 'GET', '/api/inference/v1/responses/resp_old', undefined, { key: old.key })).status,
+    ).toBe(200);
 
     const listed = hearthCli(['keys', 'list', '--database-url', url, '--json']);
     expect(listed.status, listed.stderr).toBe(0);
-    expect((JSON.parse(listed.stdout) as { id: string }[]).map((k) => k.id)).toEqual(expect.arrayContaining([old.keyId, created.body.id]));
+    expect((JSON.parse(listed.stdout) as { id: string }[]).map((k) => k.id)).toEqual(
+      expect.arrayContaining([old.keyId, created.body.id]),
+    );
 
     const store = await PostgresStore.open(url);
     try {
@@ -143,7 +225,13 @@ describe('hearth serve --database-url', () => {
     const h = hearth!;
     await pgServer.server.stop();
     try {
-      const write = await callApi<{ error: { code: string; type: string } }>(h, 'POST', '/api/v1/keys', { name: 'while down' }, { timeoutMs: 20_000 });
+      const write = await callApi<{ error: { code: string; type: string } }>(
+        h,
+        'POST',
+        '/api/v1/keys',
+        { name: 'while down' },
+        { timeoutMs: 20_000 },
+      );
       expect(write.status).toBe(503);
       expect(write.body.error).toMatchObject({ code: 'store_unavailable', type: 'unavailable_error' });
       expect(Number(write.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -157,7 +245,12 @@ describe('hearth serve --database-url', () => {
     } finally {
       await pgServer.server.start();
     }
-    await waitFor(async () => (await callApi(h, 'POST', '/api/v1/keys', { name: 'after' })).status, (s) => s === 201, 'a key created once the database is back', { timeoutMs: 20_000 });
+    await waitFor(
+      async () => (await callApi(h, 'POST', '/api/v1/keys', { name: 'after' })).status,
+      (s) => s === 201,
+      'a key created once the database is back',
+      { timeoutMs: 20_000 },
+    );
     const metrics = await (await fetch(`${h.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/^hearth_store_up 1$/m);
   });

@@ -24,7 +24,12 @@ const SCHEMA = {
   type: 'object',
   properties: {
     n: { type: 'string' },
-    o: { type: 'object', properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } }, required: ['t', 's'], additionalProperties: false },
+    o: {
+      type: 'object',
+      properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } },
+      required: ['t', 's'],
+      additionalProperties: false,
+    },
   },
   required: ['n', 'o'],
   additionalProperties: false,
@@ -32,24 +37,42 @@ const SCHEMA = {
 const valid = new Ajv2020({ strict: false }).compile(SCHEMA);
 const ask = [{ role: 'user' as const, content: 'Describe a cat as JSON.' }];
 
-
 type Format = OpenAI.ChatCompletionCreateParams['response_format'];
 const JSON_OBJECT: Format = { type: 'json_object' };
-const JSON_SCHEMA: Format = { type: 'json_schema', json_schema: { name: 'cat', schema: SCHEMA as unknown as Record<string, unknown>, strict: true } };
+const JSON_SCHEMA: Format = {
+  type: 'json_schema',
+  json_schema: { name: 'cat', schema: SCHEMA as unknown as Record<string, unknown>, strict: true },
+};
 
-describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON (--engine native)', () => closesJson('native'));
-describe('a JSON reply cut by max_tokens is complete JSON (--engine node-llama-cpp)', () => closesJson('node-llama-cpp'));
+describe.skipIf(!addon.ok)('a JSON reply cut by max_tokens is complete JSON (--engine native)', () =>
+  closesJson('native'),
+);
+describe('a JSON reply cut by max_tokens is complete JSON (--engine node-llama-cpp)', () =>
+  closesJson('node-llama-cpp'));
 
 /** The suite, on one engine. */
 function closesJson(engine: 'native' | 'node-llama-cpp') {
   let hearth: HearthProcess;
   let client: OpenAI;
   async function complete(format: Format, maxTokens: number, seed: number) {
-    const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: format, max_tokens: maxTokens, seed, temperature: 1 });
-    return { text: r.choices[0]!.message.content ?? '', finish: r.choices[0]!.finish_reason, tokens: r.usage!.completion_tokens };
+    const r = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: ask,
+      response_format: format,
+      max_tokens: maxTokens,
+      seed,
+      temperature: 1,
+    });
+    return {
+      text: r.choices[0]!.message.content ?? '',
+      finish: r.choices[0]!.finish_reason,
+      tokens: r.usage!.completion_tokens,
+    };
   }
   beforeAll(async () => {
-    hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--engine', engine] });
+    hearth = await startHearthProcess({
+      args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2', '--engine', engine],
+    });
     await hearth.waitReady();
     client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
   });
@@ -57,7 +80,8 @@ function closesJson(engine: 'native' | 'node-llama-cpp') {
     await hearth?.stop();
   });
 
-  const seeds = (budgets: number[]) => budgets.flatMap((maxTokens) => [1, 2, 3].map((seed) => [maxTokens, seed] as const));
+  const seeds = (budgets: number[]) =>
+    budgets.flatMap((maxTokens) => [1, 2, 3].map((seed) => [maxTokens, seed] as const));
 
   it.each(seeds([24, 40, 64, 100]))('json_object, max_tokens %i, seed %i', async (maxTokens, seed) => {
     const { text, finish, tokens } = await complete(JSON_OBJECT, maxTokens, seed);
@@ -75,7 +99,15 @@ function closesJson(engine: 'native' | 'node-llama-cpp') {
   });
 
   it('streams the same closed JSON', async () => {
-    const stream = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: JSON_SCHEMA, max_tokens: 40, seed: 7, temperature: 1, stream: true });
+    const stream = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: ask,
+      response_format: JSON_SCHEMA,
+      max_tokens: 40,
+      seed: 7,
+      temperature: 1,
+      stream: true,
+    });
     let text = '';
     let finish: string | null = null;
     for await (const chunk of stream) {
@@ -87,7 +119,16 @@ function closesJson(engine: 'native' | 'node-llama-cpp') {
   });
 
   it('reports a finite logprob for every token, the closing ones included', async () => {
-    const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: JSON_SCHEMA, max_tokens: 40, seed: 5, temperature: 1, logprobs: true, top_logprobs: 2 });
+    const r = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: ask,
+      response_format: JSON_SCHEMA,
+      max_tokens: 40,
+      seed: 5,
+      temperature: 1,
+      logprobs: true,
+      top_logprobs: 2,
+    });
     expect(valid(JSON.parse(r.choices[0]!.message.content ?? ''))).toBe(true);
     const logprobs = r.choices[0]!.logprobs!.content!;
     expect(logprobs.length).toBeGreaterThan(0);
@@ -98,22 +139,43 @@ function closesJson(engine: 'native' | 'node-llama-cpp') {
   });
 
   it('a forced tool call cut by max_tokens has arguments that parse and validate', async () => {
-    const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'describe', parameters: SCHEMA as unknown as Record<string, unknown> } }];
-    for (const [maxTokens, seed] of [[100, 1], [120, 2], [150, 3], [100, 4]] as const) {
-      const r = await client.chat.completions.create({ model: MODEL_ID, messages: ask, tools, tool_choice: { type: 'function', function: { name: 'describe' } }, max_tokens: maxTokens, seed, temperature: 1 });
+    const tools: OpenAI.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'describe', parameters: SCHEMA as unknown as Record<string, unknown> } },
+    ];
+    for (const [maxTokens, seed] of [
+      [100, 1],
+      [120, 2],
+      [150, 3],
+      [100, 4],
+    ] as const) {
+      const r = await client.chat.completions.create({
+        model: MODEL_ID,
+        messages: ask,
+        tools,
+        tool_choice: { type: 'function', function: { name: 'describe' } },
+        max_tokens: maxTokens,
+        seed,
+        temperature: 1,
+      });
       const call = r.choices[0]!.message.tool_calls![0]! as OpenAI.ChatCompletionMessageFunctionToolCall;
       expect(call.function.name).toBe('describe');
       expect(valid(JSON.parse(call.function.arguments))).toBe(true);
     }
   });
 
-  it.each([[2, 1], [24, 2]])('max_tokens %i (shorter than any completion), seed %i: the cut text, finish_reason length', async (maxTokens, seed) => {
-    const { text, finish, tokens } = await complete(JSON_SCHEMA, maxTokens, seed);
-    expect(tokens).toBe(maxTokens);
-    expect(finish).toBe('length');
-    expect(text.startsWith('{"')).toBe(true);
-    expect(() => JSON.parse(text)).toThrow();
-  });
+  it.each([
+    [2, 1],
+    [24, 2],
+  ])(
+    'max_tokens %i (shorter than any completion), seed %i: the cut text, finish_reason length',
+    async (maxTokens, seed) => {
+      const { text, finish, tokens } = await complete(JSON_SCHEMA, maxTokens, seed);
+      expect(tokens).toBe(maxTokens);
+      expect(finish).toBe('length');
+      expect(text.startsWith('{"')).toBe(true);
+      expect(() => JSON.parse(text)).toThrow();
+    },
+  );
 }
 
 /** The same on a 32,000-token Llama 2 vocabulary (random weights), where the workplace has the model. */
@@ -122,7 +184,9 @@ describe.skipIf(!addon.ok || !existsSync(LLAMA2))('on the Llama 2 vocabulary', (
   let llama: HearthProcess;
   let c: OpenAI;
   beforeAll(async () => {
-    llama = await startHearthProcess({ args: ['--model', LLAMA2, '--model-id', 'local/llama2-random', '--slots', '1', '--engine', 'native'] });
+    llama = await startHearthProcess({
+      args: ['--model', LLAMA2, '--model-id', 'local/llama2-random', '--slots', '1', '--engine', 'native'],
+    });
     await llama.waitReady();
     c = new OpenAI({ apiKey: llama.key, baseURL: `${llama.baseUrl}/api/inference/v1`, maxRetries: 0 });
   });
@@ -130,9 +194,21 @@ describe.skipIf(!addon.ok || !existsSync(LLAMA2))('on the Llama 2 vocabulary', (
     await llama?.stop();
   });
 
-  it.each([[JSON_OBJECT, 40], [JSON_OBJECT, 100], [JSON_SCHEMA, 64], [JSON_SCHEMA, 100]] as const)('%o, max_tokens %i: parses for seeds 1-3', async (format, maxTokens) => {
+  it.each([
+    [JSON_OBJECT, 40],
+    [JSON_OBJECT, 100],
+    [JSON_SCHEMA, 64],
+    [JSON_SCHEMA, 100],
+  ] as const)('%o, max_tokens %i: parses for seeds 1-3', async (format, maxTokens) => {
     for (const seed of [1, 2, 3]) {
-      const r = await c.chat.completions.create({ model: 'local/llama2-random', messages: ask, response_format: format, max_tokens: maxTokens, seed, temperature: 1 });
+      const r = await c.chat.completions.create({
+        model: 'local/llama2-random',
+        messages: ask,
+        response_format: format,
+        max_tokens: maxTokens,
+        seed,
+        temperature: 1,
+      });
       const value: unknown = JSON.parse(r.choices[0]!.message.content ?? '');
       if (format === JSON_SCHEMA) expect(valid(value)).toBe(true);
       expect(r.usage!.completion_tokens).toBeLessThanOrEqual(maxTokens);

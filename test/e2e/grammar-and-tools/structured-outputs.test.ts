@@ -33,8 +33,15 @@ const Weather = z.object({
  * in characters, as the grammar does, while zod's .max() counts UTF-16 units (a character beyond U+FFFF is two).
  */
 const WEATHER_REPORT = (() => {
-  const base = z.toJSONSchema(Weather) as { properties: Record<string, unknown>; required: string[] } & Record<string, unknown>;
-  return { ...base, properties: { ...base.properties, summary: { type: 'string', minLength: 1, maxLength: 16 } }, required: [...base.required, 'summary'] };
+  const base = z.toJSONSchema(Weather) as { properties: Record<string, unknown>; required: string[] } & Record<
+    string,
+    unknown
+  >;
+  return {
+    ...base,
+    properties: { ...base.properties, summary: { type: 'string', minLength: 1, maxLength: 16 } },
+    required: [...base.required, 'summary'],
+  };
 })();
 const validReport = new Ajv2020({ strict: false }).compile(WEATHER_REPORT);
 
@@ -43,13 +50,30 @@ const WEATHER_TOOL = {
   function: {
     name: 'get_weather',
     description: 'Current weather in a city',
-    parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city', 'unit'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: {
+        city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] },
+        unit: { type: 'string', enum: ['c', 'f'] },
+      },
+      required: ['city', 'unit'],
+      additionalProperties: false,
+    },
     strict: true,
   },
 };
 const TIME_TOOL = {
   type: 'function' as const,
-  function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', minLength: 1, maxLength: 8 } }, required: ['zone'], additionalProperties: false }, strict: true },
+  function: {
+    name: 'get_time',
+    parameters: {
+      type: 'object',
+      properties: { zone: { type: 'string', minLength: 1, maxLength: 8 } },
+      required: ['zone'],
+      additionalProperties: false,
+    },
+    strict: true,
+  },
 };
 
 beforeAll(async () => {
@@ -61,7 +85,13 @@ const ask = [{ role: 'user' as const, content: 'What is the weather in Oslo? Ans
 
 describe('response_format', () => {
   it('chat.completions.parse with a zod schema (json_schema, strict) returns a parsed, valid object', async () => {
-    const r = await client.chat.completions.parse({ model: MODEL_ID, messages: ask, response_format: zodResponseFormat(Weather, 'weather'), max_tokens: MAX_TOKENS, seed: 1 });
+    const r = await client.chat.completions.parse({
+      model: MODEL_ID,
+      messages: ask,
+      response_format: zodResponseFormat(Weather, 'weather'),
+      max_tokens: MAX_TOKENS,
+      seed: 1,
+    });
     const choice = r.choices[0]!;
     expect(choice.finish_reason).toBe('stop');
     expect(choice.message.content).not.toContain('\uFFFD');
@@ -69,7 +99,14 @@ describe('response_format', () => {
   });
 
   it('streams a json_schema answer with a free-text string whose concatenated content validates', async () => {
-    const stream = await client.chat.completions.create({ model: MODEL_ID, messages: ask, stream: true, max_tokens: MAX_TOKENS, seed: 7, response_format: { type: 'json_schema', json_schema: { name: 'weather', schema: WEATHER_REPORT, strict: true } } });
+    const stream = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: ask,
+      stream: true,
+      max_tokens: MAX_TOKENS,
+      seed: 7,
+      response_format: { type: 'json_schema', json_schema: { name: 'weather', schema: WEATHER_REPORT, strict: true } },
+    });
     let text = '';
     let finish: string | null = null;
     for await (const c of stream) {
@@ -82,8 +119,20 @@ describe('response_format', () => {
   });
 
   it('AI SDK generateObject (openai-compatible provider with structured outputs)', async () => {
-    const provider = createOpenAICompatible({ name: 'hearth', baseURL: `${hearth.baseUrl}/api/inference/v1`, apiKey: hearth.key, supportsStructuredOutputs: true });
-    const { object } = await generateObject({ model: provider(MODEL_ID), schema: Weather, prompt: 'Weather in Lima?', maxOutputTokens: MAX_TOKENS, seed: 5, maxRetries: 0 });
+    const provider = createOpenAICompatible({
+      name: 'hearth',
+      baseURL: `${hearth.baseUrl}/api/inference/v1`,
+      apiKey: hearth.key,
+      supportsStructuredOutputs: true,
+    });
+    const { object } = await generateObject({
+      model: provider(MODEL_ID),
+      schema: Weather,
+      prompt: 'Weather in Lima?',
+      maxOutputTokens: MAX_TOKENS,
+      seed: 5,
+      maxRetries: 0,
+    });
     expect(Weather.safeParse(object).success).toBe(true);
   });
 });
@@ -96,7 +145,9 @@ describe('json_object', () => {
   let jsonHearth: HearthProcess;
 
   beforeAll(async () => {
-    jsonHearth = await startHearthProcess({ args: ['--model', await ensureTinyChatModel({ reply: JSON_REPLY }), '--model-id', MODEL_ID, '--slots', '1'] });
+    jsonHearth = await startHearthProcess({
+      args: ['--model', await ensureTinyChatModel({ reply: JSON_REPLY }), '--model-id', MODEL_ID, '--slots', '1'],
+    });
     await jsonHearth.waitReady();
   });
 
@@ -106,10 +157,23 @@ describe('json_object', () => {
 
   it('answers a JSON object, JSON and streaming', async () => {
     const c = new OpenAI({ apiKey: jsonHearth.key, baseURL: `${jsonHearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const r = await c.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: { type: 'json_object' }, max_tokens: MAX_TOKENS, temperature: 0 });
+    const r = await c.chat.completions.create({
+      model: MODEL_ID,
+      messages: ask,
+      response_format: { type: 'json_object' },
+      max_tokens: MAX_TOKENS,
+      temperature: 0,
+    });
     expect(r.choices[0]!.finish_reason).toBe('stop');
     expect(JSON.parse(r.choices[0]!.message.content!)).toEqual({ mood: 'calm', score: 3 });
-    const stream = await c.chat.completions.create({ model: MODEL_ID, messages: ask, response_format: { type: 'json_object' }, max_tokens: MAX_TOKENS, temperature: 0, stream: true });
+    const stream = await c.chat.completions.create({
+      model: MODEL_ID,
+      messages: ask,
+      response_format: { type: 'json_object' },
+      max_tokens: MAX_TOKENS,
+      temperature: 0,
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(JSON.parse(text)).toEqual({ mood: 'calm', score: 3 });
@@ -118,15 +182,32 @@ describe('json_object', () => {
 
 describe('Responses API: text.format and forced function calls', () => {
   it('responses.create with text.format json_schema (a free-text string included)', async () => {
-    const r = await client.responses.create({ model: MODEL_ID, input: 'Weather in Paris?', max_output_tokens: MAX_TOKENS, text: { format: { type: 'json_schema', name: 'weather', schema: WEATHER_REPORT, strict: true } } });
+    const r = await client.responses.create({
+      model: MODEL_ID,
+      input: 'Weather in Paris?',
+      max_output_tokens: MAX_TOKENS,
+      text: { format: { type: 'json_schema', name: 'weather', schema: WEATHER_REPORT, strict: true } },
+    });
     expect(r.status).toBe('completed');
     expect(r.output_text).not.toContain('\uFFFD');
     expect(validReport(JSON.parse(r.output_text)), r.output_text).toBe(true);
   });
 
   it('responses.stream with tool_choice required yields function_call items for declared functions', async () => {
-    const tools = [WEATHER_TOOL, TIME_TOOL].map((t) => ({ type: 'function' as const, name: t.function.name, parameters: t.function.parameters, strict: true }));
-    const stream = client.responses.stream({ model: MODEL_ID, input: 'Weather in Oslo?', tools, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: MAX_TOKENS });
+    const tools = [WEATHER_TOOL, TIME_TOOL].map((t) => ({
+      type: 'function' as const,
+      name: t.function.name,
+      parameters: t.function.parameters,
+      strict: true,
+    }));
+    const stream = client.responses.stream({
+      model: MODEL_ID,
+      input: 'Weather in Oslo?',
+      tools,
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      max_output_tokens: MAX_TOKENS,
+    });
     const argDeltas: string[] = [];
     stream.on('response.function_call_arguments.delta', (e) => argDeltas.push(e.delta));
     const final = await stream.finalResponse();
@@ -144,7 +225,12 @@ describe('Responses API: text.format and forced function calls', () => {
   });
 
   it('a named function in a multi-turn conversation with function_call_output', async () => {
-    const tools = [WEATHER_TOOL, TIME_TOOL].map((t) => ({ type: 'function' as const, name: t.function.name, parameters: t.function.parameters, strict: true }));
+    const tools = [WEATHER_TOOL, TIME_TOOL].map((t) => ({
+      type: 'function' as const,
+      name: t.function.name,
+      parameters: t.function.parameters,
+      strict: true,
+    }));
     const r = await client.responses.create({
       model: MODEL_ID,
       max_output_tokens: MAX_TOKENS,

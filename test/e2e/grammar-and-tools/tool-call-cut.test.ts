@@ -14,7 +14,9 @@ let hearth: HearthProcess;
 let model: string;
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', MODEL ?? (await tinyChatModel()), '--model-id', 'local/cut', '--slots', '2'] });
+  hearth = await startHearthProcess({
+    args: ['--model', MODEL ?? (await tinyChatModel()), '--model-id', 'local/cut', '--slots', '2'],
+  });
   await hearth.waitReady(120_000);
   model = 'local/cut';
 });
@@ -22,20 +24,62 @@ afterAll(async () => {
   await hearth?.stop();
 });
 
-const TOOLS = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
+const TOOLS = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
+  },
+];
 
 function request(seed: number, stream: boolean, maxTokens: number) {
   return fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: TOOLS, tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: maxTokens, seed, temperature: 1, stream }),
+    body: JSON.stringify({
+      model,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+      tools: TOOLS,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      max_tokens: maxTokens,
+      seed,
+      temperature: 1,
+      stream,
+    }),
   });
 }
 
 describe('a forced tool call cut by max_tokens', () => {
-  it.each([[1, 64], [2, 64], [3, 64], [4, 56], [5, 72], [6, 48]])('seed %i, max_tokens %i: arguments are only the arguments, the name comes once', async (seed, maxTokens) => {
+  it.each([
+    [1, 64],
+    [2, 64],
+    [3, 64],
+    [4, 56],
+    [5, 72],
+    [6, 48],
+  ])('seed %i, max_tokens %i: arguments are only the arguments, the name comes once', async (seed, maxTokens) => {
     const sse = await (await request(seed, true, maxTokens)).text();
-    const chunks = sse.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as { choices: { delta: { tool_calls?: { index: number; id?: string; type?: string; function: { name?: string; arguments?: string } }[] }; finish_reason: string | null }[] });
+    const chunks = sse
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map(
+        (l) =>
+          JSON.parse(l.slice(6)) as {
+            choices: {
+              delta: {
+                tool_calls?: {
+                  index: number;
+                  id?: string;
+                  type?: string;
+                  function: { name?: string; arguments?: string };
+                }[];
+              };
+              finish_reason: string | null;
+            }[];
+          },
+      );
     const fragments = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
     expect(fragments.length).toBeGreaterThan(0);
     expect(fragments.filter((f) => f.function.name !== undefined)).toHaveLength(1);
@@ -44,7 +88,12 @@ describe('a forced tool call cut by max_tokens', () => {
     const streamed = fragments.map((f) => f.function.arguments ?? '').join('');
     const finish = chunks.map((c) => c.choices[0]?.finish_reason).find((r) => r) ?? null;
 
-    const json = (await (await request(seed, false, maxTokens)).json()) as { choices: { message: { tool_calls: { function: { name: string; arguments: string } }[] }; finish_reason: string }[] };
+    const json = (await (await request(seed, false, maxTokens)).json()) as {
+      choices: {
+        message: { tool_calls: { function: { name: string; arguments: string } }[] };
+        finish_reason: string;
+      }[];
+    };
     const call = json.choices[0]!.message.tool_calls[0]!;
     expect(call.function.name).toBe('get_weather');
     expect(json.choices[0]!.finish_reason).toBe(finish);

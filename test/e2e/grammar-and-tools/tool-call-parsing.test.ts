@@ -17,7 +17,13 @@ const MODEL_ID = 'local/tiny-caller';
 const REPLY = 'Ok. <tool_call>{"name": "get_time", "arguments": {"zone": "CET"}}</tool_call>';
 
 const TOOLS: ChatCompletionTool[] = [
-  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] } } },
+  {
+    type: 'function',
+    function: {
+      name: 'get_time',
+      parameters: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] },
+    },
+  },
 ];
 
 beforeAll(async () => {
@@ -28,11 +34,27 @@ afterAll(() => hearth?.stop());
 
 describe('tool calls parsed from free text (auto)', () => {
   it('Responses API: text before the call is a message, the call a function_call item', async () => {
-    const r = await client.responses.create({ model: MODEL_ID, input: 'What time is it in Paris?', tools: [{ type: 'function', name: 'get_time', parameters: TOOLS[0]!.type === 'function' ? TOOLS[0]!.function.parameters! : {}, strict: false }] });
+    const r = await client.responses.create({
+      model: MODEL_ID,
+      input: 'What time is it in Paris?',
+      tools: [
+        {
+          type: 'function',
+          name: 'get_time',
+          parameters: TOOLS[0]!.type === 'function' ? TOOLS[0]!.function.parameters! : {},
+          strict: false,
+        },
+      ],
+    });
     expect(r.status).toBe('completed');
     expect(r.output.map((o) => o.type)).toEqual(['message', 'function_call']);
     expect(r.output_text).toBe('Ok.');
-    expect(r.output[1]).toMatchObject({ type: 'function_call', name: 'get_time', arguments: '{"zone": "CET"}', status: 'completed' });
+    expect(r.output[1]).toMatchObject({
+      type: 'function_call',
+      name: 'get_time',
+      arguments: '{"zone": "CET"}',
+      status: 'completed',
+    });
     expect((r.output[1] as { call_id: string }).call_id).toMatch(/^call_/);
   });
 
@@ -46,9 +68,20 @@ describe('tool calls parsed from free text (auto)', () => {
     const r = await client.chat.completions.create({ model: MODEL_ID, messages, tools: TOOLS });
     expect(r.choices[0]!.finish_reason).toBe('tool_calls');
     expect(r.choices[0]!.message.content).toBe('Ok.');
-    expect(r.choices[0]!.message.tool_calls).toEqual([{ id: expect.stringMatching(/^call_/), type: 'function', function: { name: 'get_time', arguments: '{"zone": "CET"}' } }]);
-    const final = await client.chat.completions.stream({ model: MODEL_ID, messages, tools: TOOLS }).finalChatCompletion();
+    expect(r.choices[0]!.message.tool_calls).toEqual([
+      {
+        id: expect.stringMatching(/^call_/),
+        type: 'function',
+        function: { name: 'get_time', arguments: '{"zone": "CET"}' },
+      },
+    ]);
+    const final = await client.chat.completions
+      .stream({ model: MODEL_ID, messages, tools: TOOLS })
+      .finalChatCompletion();
     expect(final.choices[0]!.finish_reason).toBe('tool_calls');
-    expect((final.choices[0]!.message.tool_calls![0] as { function: unknown }).function).toEqual({ name: 'get_time', arguments: '{"zone": "CET"}' });
+    expect((final.choices[0]!.message.tool_calls![0] as { function: unknown }).function).toEqual({
+      name: 'get_time',
+      arguments: '{"zone": "CET"}',
+    });
   });
 });

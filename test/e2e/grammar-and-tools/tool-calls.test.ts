@@ -25,15 +25,43 @@ const TOOLS: ChatCompletionTool[] = [
     function: {
       name: 'get_weather',
       description: 'Current weather in a city',
-      parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city', 'unit'], additionalProperties: false },
+      parameters: {
+        type: 'object',
+        properties: {
+          city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] },
+          unit: { type: 'string', enum: ['c', 'f'] },
+        },
+        required: ['city', 'unit'],
+        additionalProperties: false,
+      },
       strict: true,
     },
   },
-  { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { zone: { type: 'string', enum: ['UTC', 'CET', 'JST'] } }, required: ['zone'], additionalProperties: false }, strict: true } },
+  {
+    type: 'function',
+    function: {
+      name: 'get_time',
+      parameters: {
+        type: 'object',
+        properties: { zone: { type: 'string', enum: ['UTC', 'CET', 'JST'] } },
+        required: ['zone'],
+        additionalProperties: false,
+      },
+      strict: true,
+    },
+  },
 ];
-const validators = new Map(TOOLS.map((t) => [t.type === 'function' ? t.function.name : '', new Ajv2020({ strict: false }).compile(t.type === 'function' ? t.function.parameters! : {})]));
+const validators = new Map(
+  TOOLS.map((t) => [
+    t.type === 'function' ? t.function.name : '',
+    new Ajv2020({ strict: false }).compile(t.type === 'function' ? t.function.parameters! : {}),
+  ]),
+);
 
-function expectValidCall(call: { type: string; id: string; function?: { name: string; arguments: string } }, names = ['get_weather', 'get_time']) {
+function expectValidCall(
+  call: { type: string; id: string; function?: { name: string; arguments: string } },
+  names = ['get_weather', 'get_time'],
+) {
   expect(call.type).toBe('function');
   expect(call.id).toMatch(/^call_/);
   expect(names).toContain(call.function!.name);
@@ -50,7 +78,14 @@ const question: ChatCompletionMessageParam[] = [{ role: 'user', content: 'What i
 
 describe('tool calls (official SDK)', () => {
   it("tool_choice 'required': well-formed calls to declared functions, finish_reason tool_calls", async () => {
-    const r = await client.chat.completions.create({ model: MODEL_ID, messages: question, tools: TOOLS, tool_choice: 'required', max_tokens: MAX_TOKENS, seed: 1 });
+    const r = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: question,
+      tools: TOOLS,
+      tool_choice: 'required',
+      max_tokens: MAX_TOKENS,
+      seed: 1,
+    });
     const choice = r.choices[0]!;
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.tool_calls!.length).toBeGreaterThanOrEqual(1);
@@ -58,7 +93,14 @@ describe('tool calls (official SDK)', () => {
   });
 
   it('a named function, parallel_tool_calls false: exactly that one call', async () => {
-    const r = await client.chat.completions.create({ model: MODEL_ID, messages: question, tools: TOOLS, tool_choice: { type: 'function', function: { name: 'get_time' } }, parallel_tool_calls: false, max_tokens: MAX_TOKENS });
+    const r = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: question,
+      tools: TOOLS,
+      tool_choice: { type: 'function', function: { name: 'get_time' } },
+      parallel_tool_calls: false,
+      max_tokens: MAX_TOKENS,
+    });
     expect(r.choices[0]!.finish_reason).toBe('tool_calls');
     expect(r.choices[0]!.message.tool_calls!.length).toBe(1);
     expectValidCall(r.choices[0]!.message.tool_calls![0] as never, ['get_time']);
@@ -66,17 +108,40 @@ describe('tool calls (official SDK)', () => {
 
   it('a manual tool loop: call, answer with tool messages, then a plain reply', async () => {
     const messages: ChatCompletionMessageParam[] = [...question];
-    const first = await client.chat.completions.create({ model: MODEL_ID, messages, tools: TOOLS, tool_choice: 'required', parallel_tool_calls: false, max_tokens: MAX_TOKENS });
+    const first = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages,
+      tools: TOOLS,
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      max_tokens: MAX_TOKENS,
+    });
     const msg = first.choices[0]!.message;
     messages.push(msg);
-    for (const call of msg.tool_calls!) messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify({ ok: true, celsius: 21 }) });
-    const second = await client.chat.completions.create({ model: MODEL_ID, messages, tools: TOOLS, tool_choice: 'none', max_tokens: 20 });
+    for (const call of msg.tool_calls!)
+      messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify({ ok: true, celsius: 21 }) });
+    const second = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages,
+      tools: TOOLS,
+      tool_choice: 'none',
+      max_tokens: 20,
+    });
     expect(second.choices[0]!.message.tool_calls ?? []).toEqual([]);
     expect(typeof second.choices[0]!.message.content).toBe('string');
   });
 
   it('streams delta.tool_calls as OpenAI does (index, id and name first, then arguments)', async () => {
-    const stream = await client.chat.completions.create({ model: MODEL_ID, messages: question, tools: TOOLS, tool_choice: 'required', parallel_tool_calls: false, max_tokens: MAX_TOKENS, stream: true, seed: 3 });
+    const stream = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: question,
+      tools: TOOLS,
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      max_tokens: MAX_TOKENS,
+      stream: true,
+      seed: 3,
+    });
     const calls: Array<{ id: string; name: string; args: string }> = [];
     let finish: string | null = null;
     for await (const chunk of stream) {
@@ -95,11 +160,17 @@ describe('tool calls (official SDK)', () => {
     }
     expect(finish).toBe('tool_calls');
     expect(calls.length).toBeGreaterThanOrEqual(1);
-    for (const c of calls) expectValidCall({ type: 'function', id: c.id, function: { name: c.name, arguments: c.args } });
+    for (const c of calls)
+      expectValidCall({ type: 'function', id: c.id, function: { name: c.name, arguments: c.args } });
   });
 
   it("'auto' with the scripted reply: plain content, no calls", async () => {
-    const r = await client.chat.completions.create({ model: MODEL_ID, messages: [{ role: 'user', content: 'Hi' }], tools: TOOLS, max_tokens: 20 });
+    const r = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: [{ role: 'user', content: 'Hi' }],
+      tools: TOOLS,
+      max_tokens: 20,
+    });
     expect(r.choices[0]!.finish_reason).toBe('stop');
     expect(r.choices[0]!.message.content).toBe(DEFAULT_TINY_REPLY);
   });
@@ -107,12 +178,21 @@ describe('tool calls (official SDK)', () => {
 
 describe('AI SDK tool call', () => {
   it('generateText with a required tool returns a typed call', async () => {
-    const provider = createOpenAICompatible({ name: 'hearth', baseURL: `${hearth.baseUrl}/api/inference/v1`, apiKey: hearth.key });
+    const provider = createOpenAICompatible({
+      name: 'hearth',
+      baseURL: `${hearth.baseUrl}/api/inference/v1`,
+      apiKey: hearth.key,
+    });
     const result = await generateText({
       model: provider(MODEL_ID),
       prompt: 'Weather in Lima?',
       tools: {
-        get_weather: tool({ description: 'Current weather in a city', inputSchema: jsonSchema<{ city: string; unit: string }>(TOOLS[0]!.type === 'function' ? TOOLS[0]!.function.parameters! as never : {}) }),
+        get_weather: tool({
+          description: 'Current weather in a city',
+          inputSchema: jsonSchema<{ city: string; unit: string }>(
+            TOOLS[0]!.type === 'function' ? (TOOLS[0]!.function.parameters! as never) : {},
+          ),
+        }),
       },
       toolChoice: 'required',
       maxOutputTokens: MAX_TOKENS,
@@ -126,7 +206,13 @@ describe('AI SDK tool call', () => {
 
 describe('logprobs', () => {
   it('JSON: one entry per completion token, with top_logprobs alternatives', async () => {
-    const r = await client.chat.completions.create({ model: MODEL_ID, messages: [{ role: 'user', content: 'Hi' }], logprobs: true, top_logprobs: 3, temperature: 0 });
+    const r = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: [{ role: 'user', content: 'Hi' }],
+      logprobs: true,
+      top_logprobs: 3,
+      temperature: 0,
+    });
     const content = r.choices[0]!.logprobs!.content!;
     expect(content.length).toBe(r.usage!.completion_tokens);
     expect(content.map((c) => c.token).join('')).toBe(r.choices[0]!.message.content);
@@ -138,7 +224,13 @@ describe('logprobs', () => {
   });
 
   it('streaming: logprobs ride on the content chunks', async () => {
-    const stream = await client.chat.completions.create({ model: MODEL_ID, messages: [{ role: 'user', content: 'Hi' }], logprobs: true, top_logprobs: 2, stream: true });
+    const stream = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: [{ role: 'user', content: 'Hi' }],
+      logprobs: true,
+      top_logprobs: 2,
+      stream: true,
+    });
     let tokens = 0;
     let text = '';
     for await (const c of stream) {

@@ -12,7 +12,24 @@ let hearth: HearthProcess;
 const MODEL = 'local/instant';
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--model-id', MODEL, '--engine', 'instant', '--slots', '2', '--max-tokens', '1000000', '--context-size', '1048576', '--stream-buffer-limit', '65536'] });
+  hearth = await startHearthProcess({
+    args: [
+      '--model',
+      await tinyModel(),
+      '--model-id',
+      MODEL,
+      '--engine',
+      'instant',
+      '--slots',
+      '2',
+      '--max-tokens',
+      '1000000',
+      '--context-size',
+      '1048576',
+      '--stream-buffer-limit',
+      '65536',
+    ],
+  });
   await hearth.waitReady();
 });
 afterAll(async () => {
@@ -21,9 +38,16 @@ afterAll(async () => {
 
 /** A streamed chat completion on a raw socket (`Connection: close`: the answer ends with the connection). */
 function rawStream(maxTokens: number): net.Socket {
-  const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: maxTokens });
+  const body = JSON.stringify({
+    model: MODEL,
+    messages: [{ role: 'user', content: 'x' }],
+    stream: true,
+    max_tokens: maxTokens,
+  });
   const socket = net.connect(hearth.port, '127.0.0.1');
-  socket.write(`POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.write(
+    `POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
   return socket;
 }
 
@@ -38,7 +62,8 @@ describe('SSE backpressure', () => {
     const socket = rawStream(1_000_000);
     socket.pause(); // never read: the kernel buffers fill, then uWS reports backpressure
     // The server drops the connection (overflow) and cancels, long before a million tokens.
-    for (let i = 0; i < 400 && (await metric('hearth_request_success_total', 'finished_reason="cancelled"')) < 1; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 400 && (await metric('hearth_request_success_total', 'finished_reason="cancelled"')) < 1; i++)
+      await new Promise((r) => setTimeout(r, 50));
     socket.destroy();
     expect(await metric('hearth_request_success_total', 'finished_reason="cancelled"')).toBe(1);
     expect(await metric('hearth_generation_tokens_total')).toBeLessThan(1_000_000);
@@ -64,7 +89,12 @@ describe('SSE backpressure', () => {
     const body = Buffer.from(answer!.body, 'latin1').toString('utf8');
     const events = body.split('\n\n').filter((e) => e.startsWith('data: '));
     expect(events.at(-1)).toBe('data: [DONE]');
-    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> });
+    const chunks = events
+      .slice(0, -1)
+      .map(
+        (e) =>
+          JSON.parse(e.slice(6)) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }> },
+      );
     const content = chunks.map((c) => c.choices[0]?.delta.content ?? '').filter((t) => t.length > 0);
     expect(content).toHaveLength(tokens);
     const words = [' the', ' quick', ' brown', ' fox', ' jumps', ' over', ' a', ' lazy', ' dog', '.'];

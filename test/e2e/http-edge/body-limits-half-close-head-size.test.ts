@@ -36,11 +36,23 @@ const UWS_IDLE_TIMEOUT_S = 10;
 
 type Front = 'haproxy' | 'off';
 /** The installed HAProxy's major version (0 when none: the haproxy half of this file then fails at its start). */
-const HAPROXY_MAJOR = Number(/version (\d+)\./.exec(['haproxy', '/usr/sbin/haproxy'].map((bin) => spawnSync(bin, ['-v'], { encoding: 'utf8' }).stdout ?? '').join(''))?.[1] ?? 0);
+const HAPROXY_MAJOR = Number(
+  /version (\d+)\./.exec(
+    ['haproxy', '/usr/sbin/haproxy'].map((bin) => spawnSync(bin, ['-v'], { encoding: 'utf8' }).stdout ?? '').join(''),
+  )?.[1] ?? 0,
+);
 
 /** rawWrites with the e2e's defaults: answers and whether the server closed. */
-async function exchange(port: number, writes: Array<string | Buffer>, o: { halfClose?: boolean; waitMs?: number; responses?: number } = {}): Promise<{ responses: RawResponse[]; closed: boolean; text: string }> {
-  const r = await rawWrites(port, writes, { ...(o.halfClose ? { halfClose: true } : {}), waitMs: o.waitMs ?? 10_000, ...(o.responses !== undefined ? { expectResponses: o.responses } : {}) });
+async function exchange(
+  port: number,
+  writes: Array<string | Buffer>,
+  o: { halfClose?: boolean; waitMs?: number; responses?: number } = {},
+): Promise<{ responses: RawResponse[]; closed: boolean; text: string }> {
+  const r = await rawWrites(port, writes, {
+    ...(o.halfClose ? { halfClose: true } : {}),
+    waitMs: o.waitMs ?? 10_000,
+    ...(o.responses !== undefined ? { expectResponses: o.responses } : {}),
+  });
   return { responses: r.responses, closed: r.closed, text: r.text };
 }
 
@@ -53,7 +65,8 @@ function expectJsonError(res: RawResponse | undefined, status: number, code: str
 
 describe.each(['haproxy', 'off'] as const)('body limits, half-close and head size, --front %s', (front: Front) => {
   let hearth: HearthProcess;
-  const chat = (extra: Record<string, unknown> = {}) => JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: 3, ...extra });
+  const chat = (extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: 3, ...extra });
   const post = (path: string, body: string, headers: string[] = []) =>
     `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Type: application/json\r\n${headers.map((h) => `${h}\r\n`).join('')}Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
@@ -64,7 +77,11 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
   }
 
   async function expectServing(): Promise<void> {
-    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' }, body: chat({ max_tokens: 2 }) });
+    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: chat({ max_tokens: 2 }),
+    });
     expect(r.status).toBe(200);
     expect(((await r.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
   }
@@ -72,7 +89,24 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null });
     hearth = await startHearthProcess({
-      args: ['--model', model, '--model-id', MODEL, '--slots', '1', '--workers', '1', '--max-tokens', '100000', '--context-size', '2048', '--body-limit', String(LIMIT), '--front', front],
+      args: [
+        '--model',
+        model,
+        '--model-id',
+        MODEL,
+        '--slots',
+        '1',
+        '--workers',
+        '1',
+        '--max-tokens',
+        '100000',
+        '--context-size',
+        '2048',
+        '--body-limit',
+        String(LIMIT),
+        '--front',
+        front,
+      ],
       env: { HEARTH_FRONT_CLIENT_TIMEOUT: `${FRONT_CLIENT_TIMEOUT_S}s` },
     });
     await hearth.waitReady();
@@ -129,7 +163,8 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
       expect(sentWhenAnswered).toBeGreaterThan(0);
       expect(sentWhenAnswered).toBeLessThan(declared);
       // The whole answer (behind the front its last chunk once the upload stopped) comes, not a reset.
-      for (let i = 0; i < 200 && parseResponses(text).length === 0 && !socket.destroyed; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && parseResponses(text).length === 0 && !socket.destroyed; i++)
+        await new Promise((r) => setTimeout(r, 50));
       socket.destroy();
       const [res] = parseResponses(text);
       expectJsonError(res, 413, 'payload_too_large', 'upload under way');
@@ -152,8 +187,16 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
 
     it('an answer decided before a body that stops arriving (no key: 401; a route that takes no body: 404) still comes', async () => {
       const cases: Array<[string, number, string]> = [
-        [`POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{"model"`, 401, 'invalid_api_key'],
-        [`GET /api/v1/nothing-here HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Length: 60000\r\n\r\n{"model"`, 404, 'route_not_found'],
+        [
+          `POST /api/inference/v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{"model"`,
+          401,
+          'invalid_api_key',
+        ],
+        [
+          `GET /api/v1/nothing-here HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Length: 60000\r\n\r\n{"model"`,
+          404,
+          'route_not_found',
+        ],
       ];
       for (const [raw, status, code] of cases) {
         const r = await exchange(hearth.port, [raw], { responses: 1, waitMs: 5_000 });
@@ -184,7 +227,10 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
       // uWS 20.57 alone (--front off on Node 22/24) answers such a 413 at once and closes only once the body has been
       // read and dropped (a lingering close, http-exchange.ts answerThenLinger): no close under the upload, no reset.
       for (let round = 0; round < 20; round++) {
-        const r = await exchange(hearth.port, [post('/api/inference/v1/chat/completions', body)], { responses: 1, waitMs: 10_000 });
+        const r = await exchange(hearth.port, [post('/api/inference/v1/chat/completions', body)], {
+          responses: 1,
+          waitMs: 10_000,
+        });
         expectJsonError(r.responses[0], 413, 'payload_too_large', `round ${round}`);
       }
       await expectServing();
@@ -205,8 +251,13 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
         });
         holder.write(post('/api/inference/v1/chat/completions', chat({ max_tokens: 90_000, stream: true })));
       });
-      const waiting = fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' }, body: chat({ max_tokens: 2 }) });
-      for (let i = 0; i < 100 && (await metric('hearth_num_requests_waiting')) < 1; i++) await new Promise((r) => setTimeout(r, 50));
+      const waiting = fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+        body: chat({ max_tokens: 2 }),
+      });
+      for (let i = 0; i < 100 && (await metric('hearth_num_requests_waiting')) < 1; i++)
+        await new Promise((r) => setTimeout(r, 50));
       expect(await metric('hearth_num_requests_waiting')).toBe(1);
       await new Promise((r) => setTimeout(r, 2 * FRONT_CLIENT_TIMEOUT_S * 1000));
       holder.resetAndDestroy();
@@ -226,7 +277,10 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
       for (const [name, raw, status, inference] of cases) {
         const r = await exchange(hearth.port, [raw], { halfClose: true, waitMs: 20_000 });
         if (front === 'haproxy' && !inference) {
-          expect(r.responses.map((x) => x.status), name).toEqual([status]);
+          expect(
+            r.responses.map((x) => x.status),
+            name,
+          ).toEqual([status]);
         } else {
           // uWS closes on the FIN, and the front ends an inference exchange on it (option abortonclose): only an
           // answer written before the FIN was read gets out (GET /health's, written at once, is; a chat of 5
@@ -260,7 +314,12 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
       });
       // The next request needs the single slot: answered only once the stream's generation was cancelled.
       await expectServing();
-      for (let i = 0; i < 100 && (await metric('hearth_request_success_total', 'finished_reason="cancelled"')) === before; i++) await new Promise((r) => setTimeout(r, 50));
+      for (
+        let i = 0;
+        i < 100 && (await metric('hearth_request_success_total', 'finished_reason="cancelled"')) === before;
+        i++
+      )
+        await new Promise((r) => setTimeout(r, 50));
       expect(await metric('hearth_request_success_total', 'finished_reason="cancelled"')).toBe(before + 1);
     }
 
@@ -275,43 +334,62 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
       });
     });
 
-    it.each(['reset', 'half-close'] as const)('a non-streamed generation whose client leaves by %s is cancelled', async (how) => {
-      const reason = 'cancelled';
-      const before = await metric('hearth_request_success_total', `finished_reason="${reason}"`);
-      const socket = net.connect({ port: hearth.port, host: '127.0.0.1', allowHalfOpen: true });
-      socket.on('error', () => {});
-      await new Promise((r) => socket.on('connect', r));
-      socket.write(post('/api/inference/v1/chat/completions', chat({ max_tokens: 90_000 })));
-      for (let i = 0; i < 200 && (await metric('hearth_num_requests_running')) < 1; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(await metric('hearth_num_requests_running')).toBe(1);
-      // A half-closed client still reads: cancellation outranks answering it (README "Limits").
-      if (how === 'reset') socket.resetAndDestroy();
-      else socket.end();
-      await expectServing();
-      const expected = before + 1;
-      for (let i = 0; i < 100 && (await metric('hearth_request_success_total', `finished_reason="${reason}"`)) < expected; i++) await new Promise((r) => setTimeout(r, 50));
-      expect(await metric('hearth_request_success_total', `finished_reason="${reason}"`)).toBe(expected);
-      socket.destroy();
-    }, 30_000);
+    it.each(['reset', 'half-close'] as const)(
+      'a non-streamed generation whose client leaves by %s is cancelled',
+      async (how) => {
+        const reason = 'cancelled';
+        const before = await metric('hearth_request_success_total', `finished_reason="${reason}"`);
+        const socket = net.connect({ port: hearth.port, host: '127.0.0.1', allowHalfOpen: true });
+        socket.on('error', () => {});
+        await new Promise((r) => socket.on('connect', r));
+        socket.write(post('/api/inference/v1/chat/completions', chat({ max_tokens: 90_000 })));
+        for (let i = 0; i < 200 && (await metric('hearth_num_requests_running')) < 1; i++)
+          await new Promise((r) => setTimeout(r, 50));
+        expect(await metric('hearth_num_requests_running')).toBe(1);
+        // A half-closed client still reads: cancellation outranks answering it (README "Limits").
+        if (how === 'reset') socket.resetAndDestroy();
+        else socket.end();
+        await expectServing();
+        const expected = before + 1;
+        for (
+          let i = 0;
+          i < 100 && (await metric('hearth_request_success_total', `finished_reason="${reason}"`)) < expected;
+          i++
+        )
+          await new Promise((r) => setTimeout(r, 50));
+        expect(await metric('hearth_request_success_total', `finished_reason="${reason}"`)).toBe(expected);
+        socket.destroy();
+      },
+      30_000,
+    );
   });
 
   describe('item 3: header room', () => {
     /** A request whose head carries `lines` filler headers of `size` bytes each (SSO identity headers, cookies ...). */
     const bigHead = (lines: number, size: number, path = '/api/v1/workspaces', cookie = 3000) =>
       `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nCookie: other_app=${'c'.repeat(cookie)}\r\n` +
-      Array.from({ length: lines }, (_, i) => `X-Sso-Claim-${i}: ${'j'.repeat(size)}\r\n`).join('') + '\r\n';
+      Array.from({ length: lines }, (_, i) => `X-Sso-Claim-${i}: ${'j'.repeat(size)}\r\n`).join('') +
+      '\r\n';
 
     it('behind the front: a 16 KiB head, 100 header lines, a head split across writes: all served; past them a JSON 431', async () => {
       if (front === 'off') return;
       const cases: Array<[string, Array<string | Buffer>, number]> = [
-        ['a 4 KB JWT header and 3 KB of cookies', [bigHead(1, 4000).replace(/X-Sso-Claim-0: j+/, `X-Jwt-Assertion: ${'e'.repeat(4000)}`)], 200],
+        [
+          'a 4 KB JWT header and 3 KB of cookies',
+          [bigHead(1, 4000).replace(/X-Sso-Claim-0: j+/, `X-Jwt-Assertion: ${'e'.repeat(4000)}`)],
+          200,
+        ],
         ['15.9 KB in one header', [bigHead(1, 15_900, '/api/v1/workspaces', 10)], 200],
         ['97 header lines', [bigHead(95, 10)], 200],
-        ['14 KB head in 4 writes', (() => {
-          const raw = bigHead(40, 330, '/api/v1/workspaces', 10);
-          const q = Math.ceil(raw.length / 4);
-          return [0, 1, 2, 3].map((i) => raw.slice(i * q, (i + 1) * q));
-        })(), 200],
+        [
+          '14 KB head in 4 writes',
+          (() => {
+            const raw = bigHead(40, 330, '/api/v1/workspaces', 10);
+            const q = Math.ceil(raw.length / 4);
+            return [0, 1, 2, 3].map((i) => raw.slice(i * q, (i + 1) * q));
+          })(),
+          200,
+        ],
         ['a 16.4 KB head', [bigHead(1, 16_300, '/api/v1/workspaces', 10)], 431],
         ['120 header lines', [bigHead(118, 5)], 431],
         ['60 header lines on /apps/ (an app gets every header; 45 at most)', [bigHead(58, 5, '/apps/none/x')], 431],
@@ -319,18 +397,34 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
       for (const [name, writes, status] of cases) {
         const r = await exchange(hearth.port, writes, { responses: 1, waitMs: 10_000 });
         if (status === 431) expectJsonError(r.responses[0], 431, 'request_header_fields_too_large', name);
-        else expect(r.responses.map((x) => x.status), name).toEqual([status]);
+        else
+          expect(
+            r.responses.map((x) => x.status),
+            name,
+          ).toEqual([status]);
       }
       await expectServing();
     });
 
     it('uWS 20.57 alone: a 16 KiB head and 98 header lines are served; past them its own 431 (HTML), the connection closed', async () => {
       if (front === 'haproxy' || uwsBuild !== 'btc-vision-20.57.0') return;
-      expect((await exchange(hearth.port, [bigHead(1, 16_000, '/api/v1/workspaces', 10)], { responses: 1 })).responses.map((x) => x.status)).toEqual([200]);
-      expect((await exchange(hearth.port, [bigHead(95, 5)], { responses: 1 })).responses.map((x) => x.status)).toEqual([200]);
-      for (const [name, raw] of [['99 header lines', bigHead(96, 5)], ['a 17.5 KB head', bigHead(1, 17_500, '/api/v1/workspaces', 10)]] as const) {
+      expect(
+        (await exchange(hearth.port, [bigHead(1, 16_000, '/api/v1/workspaces', 10)], { responses: 1 })).responses.map(
+          (x) => x.status,
+        ),
+      ).toEqual([200]);
+      expect((await exchange(hearth.port, [bigHead(95, 5)], { responses: 1 })).responses.map((x) => x.status)).toEqual([
+        200,
+      ]);
+      for (const [name, raw] of [
+        ['99 header lines', bigHead(96, 5)],
+        ['a 17.5 KB head', bigHead(1, 17_500, '/api/v1/workspaces', 10)],
+      ] as const) {
         const r = await exchange(hearth.port, [raw], { waitMs: 5_000 }); // until the close (or 5 s)
-        expect(r.responses.map((x) => x.status), name).toEqual([431]);
+        expect(
+          r.responses.map((x) => x.status),
+          name,
+        ).toEqual([431]);
         expect(r.closed, name).toBe(true);
       }
       await expectServing();
@@ -338,8 +432,12 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
 
     it('legacy uWS alone: a head in one read is served up to 47 header lines; past them no answer (documented bound)', async () => {
       if (front === 'haproxy' || uwsBuild === 'btc-vision-20.57.0') return;
-      expect((await exchange(hearth.port, [bigHead(1, 8000)], { responses: 1 })).responses.map((x) => x.status)).toEqual([200]);
-      expect((await exchange(hearth.port, [bigHead(43, 5)], { responses: 1 })).responses.map((x) => x.status)).toEqual([200]);
+      expect(
+        (await exchange(hearth.port, [bigHead(1, 8000)], { responses: 1 })).responses.map((x) => x.status),
+      ).toEqual([200]);
+      expect((await exchange(hearth.port, [bigHead(43, 5)], { responses: 1 })).responses.map((x) => x.status)).toEqual([
+        200,
+      ]);
       expect((await exchange(hearth.port, [bigHead(60, 5)], { responses: 1, waitMs: 1_000 })).responses).toEqual([]);
       await expectServing();
     });

@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { countsWithinBound, type Leave, type PendingClient, rawChatRequest, sendAndHold, untilCounts } from '../../helpers/abandoned-requests.ts';
+import {
+  countsWithinBound,
+  type Leave,
+  type PendingClient,
+  rawChatRequest,
+  sendAndHold,
+  untilCounts,
+} from '../../helpers/abandoned-requests.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 
 /**
@@ -22,7 +29,24 @@ describe.each(['haproxy', 'off'] as const)('a client that leaves, --front %s', (
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null, contextLength: CONTEXT });
     hearth = await startHearthProcess({
-      args: ['--model', model, '--model-id', MODEL, '--slots', '2', '--queue-limit', '2', '--workers', '1', '--max-tokens', '100000', '--context-size', String(CONTEXT), '--front', front],
+      args: [
+        '--model',
+        model,
+        '--model-id',
+        MODEL,
+        '--slots',
+        '2',
+        '--queue-limit',
+        '2',
+        '--workers',
+        '1',
+        '--max-tokens',
+        '100000',
+        '--context-size',
+        String(CONTEXT),
+        '--front',
+        front,
+      ],
     });
     await hearth.waitReady();
     expect(/"msg":"listening".*"front":"haproxy"/.test(hearth.logs())).toBe(front === 'haproxy');
@@ -42,29 +66,53 @@ describe.each(['haproxy', 'off'] as const)('a client that leaves, --front %s', (
     expect(((await r.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
   }
 
-  const cases: Array<[Leave, boolean]> = [['fin', false], ['fin', true], ['reset', false], ['reset', true]];
-  it.each(cases)('leaving by %s (streamed: %s): queued requests free their places, running ones their slots, within 1 s', async (how, stream) => {
-    const raw = rawChatRequest(hearth.key, { model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: 90_000, stream });
-    const running: PendingClient[] = [];
-    const queued: PendingClient[] = [];
-    for (let i = 0; i < 2; i++) running.push(await sendAndHold(hearth.port, raw));
-    await untilCounts(hearth.baseUrl, (c) => c.running === 2, 'two generations running');
-    for (let i = 0; i < 2; i++) queued.push(await sendAndHold(hearth.port, raw));
-    await untilCounts(hearth.baseUrl, (c) => c.running === 2 && c.waiting === 2, 'two requests queued');
+  const cases: Array<[Leave, boolean]> = [
+    ['fin', false],
+    ['fin', true],
+    ['reset', false],
+    ['reset', true],
+  ];
+  it.each(cases)(
+    'leaving by %s (streamed: %s): queued requests free their places, running ones their slots, within 1 s',
+    async (how, stream) => {
+      const raw = rawChatRequest(hearth.key, {
+        model: MODEL,
+        messages: [{ role: 'user', content: 'go' }],
+        max_tokens: 90_000,
+        stream,
+      });
+      const running: PendingClient[] = [];
+      const queued: PendingClient[] = [];
+      for (let i = 0; i < 2; i++) running.push(await sendAndHold(hearth.port, raw));
+      await untilCounts(hearth.baseUrl, (c) => c.running === 2, 'two generations running');
+      for (let i = 0; i < 2; i++) queued.push(await sendAndHold(hearth.port, raw));
+      await untilCounts(hearth.baseUrl, (c) => c.running === 2 && c.waiting === 2, 'two requests queued');
 
-    let leftAt = Date.now();
-    await Promise.all(queued.map((c) => c.leave(how)));
-    expect(await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.waiting === 0), 'the queue, 1 s after its clients left').toEqual({ running: 2, waiting: 0 });
+      let leftAt = Date.now();
+      await Promise.all(queued.map((c) => c.leave(how)));
+      expect(
+        await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.waiting === 0),
+        'the queue, 1 s after its clients left',
+      ).toEqual({ running: 2, waiting: 0 });
 
-    leftAt = Date.now();
-    await Promise.all(running.map((c) => c.leave(how)));
-    expect(await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.running === 0 && c.waiting === 0), 'the slots, 1 s after their clients left').toEqual({ running: 0, waiting: 0 });
-    await expectServing();
-  }, 60_000);
+      leftAt = Date.now();
+      await Promise.all(running.map((c) => c.leave(how)));
+      expect(
+        await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.running === 0 && c.waiting === 0),
+        'the slots, 1 s after their clients left',
+      ).toEqual({ running: 0, waiting: 0 });
+      await expectServing();
+    },
+    60_000,
+  );
 
   it('every slot and queue place held by clients that then close (FIN): all free within 1 s, and the next request is served, not refused 503', async () => {
     // The issue's shape: slots and queue taken by requests whose clients close (a plain close) once they are in.
-    const raw = rawChatRequest(hearth.key, { model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: 90_000 });
+    const raw = rawChatRequest(hearth.key, {
+      model: MODEL,
+      messages: [{ role: 'user', content: 'go' }],
+      max_tokens: 90_000,
+    });
     const clients = await Promise.all(Array.from({ length: 4 }, () => sendAndHold(hearth.port, raw)));
     await untilCounts(hearth.baseUrl, (c) => c.running === 2 && c.waiting === 2, 'slots and queue full');
     const refused = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
@@ -76,7 +124,10 @@ describe.each(['haproxy', 'off'] as const)('a client that leaves, --front %s', (
     await refused.body?.cancel();
     const leftAt = Date.now();
     await Promise.all(clients.map((c) => c.leave('fin')));
-    expect(await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.running === 0 && c.waiting === 0)).toEqual({ running: 0, waiting: 0 });
+    expect(await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.running === 0 && c.waiting === 0)).toEqual({
+      running: 0,
+      waiting: 0,
+    });
     await expectServing();
   }, 60_000);
 });

@@ -13,7 +13,22 @@ const MODEL = 'local/never-stops';
 
 beforeAll(async () => {
   const model = await ensureTinyModel({ reply: null }); // emits tokens forever: only cancel or max_tokens end it
-  hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--slots', '1', '--workers', '1', '--max-tokens', '100000', '--context-size', '2048'] });
+  hearth = await startHearthProcess({
+    args: [
+      '--model',
+      model,
+      '--model-id',
+      MODEL,
+      '--slots',
+      '1',
+      '--workers',
+      '1',
+      '--max-tokens',
+      '100000',
+      '--context-size',
+      '2048',
+    ],
+  });
   await hearth.waitReady();
 });
 
@@ -30,10 +45,19 @@ async function metric(name: string, labels = ''): Promise<number> {
 /** Opens a streaming request, waits for `events` SSE data events, then destroys the socket. */
 function streamThenDisconnect(events: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], stream: true, max_tokens: 2000 });
+    const body = JSON.stringify({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'go' }],
+      stream: true,
+      max_tokens: 2000,
+    });
     const req = http.request(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      headers: {
+        authorization: `Bearer ${hearth.key}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      },
     });
     let seen = 0;
     req.on('response', (res) => {
@@ -64,7 +88,10 @@ describe('client disconnect', () => {
       body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'again' }], max_tokens: 4 }),
     });
     expect(r.status).toBe(200);
-    const json = (await r.json()) as { usage: { completion_tokens: number }; choices: Array<{ finish_reason: string }> };
+    const json = (await r.json()) as {
+      usage: { completion_tokens: number };
+      choices: Array<{ finish_reason: string }>;
+    };
     expect(json.usage.completion_tokens).toBe(4);
     expect(json.choices[0]!.finish_reason).toBe('length');
 

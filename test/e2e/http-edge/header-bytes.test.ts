@@ -21,14 +21,40 @@ const BIN = path.resolve(import.meta.dirname, '../../../bin/hearth.js');
 
 beforeAll(async () => {
   for (const front of ['haproxy', 'off'] as const) {
-    const h = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant', '--front', front] });
+    const h = await startHearthProcess({
+      args: ['--model', await tinyModel(), '--engine', 'instant', '--front', front],
+    });
     servers[front] = h;
-    const created = spawnSync(process.execPath, [BIN, 'users', 'create', '--email', OWNER.email, '--account', 'default', '--role', 'owner', '--data-dir', h.dataDir], { input: `${OWNER.password}\n`, encoding: 'utf8' });
+    const created = spawnSync(
+      process.execPath,
+      [
+        BIN,
+        'users',
+        'create',
+        '--email',
+        OWNER.email,
+        '--account',
+        'default',
+        '--role',
+        'owner',
+        '--data-dir',
+        h.dataDir,
+      ],
+      { input: `${OWNER.password}\n`, encoding: 'utf8' },
+    );
     expect(created.status, created.stderr).toBe(0);
     await h.waitReady();
-    const r = await fetch(`${h.baseUrl}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json', origin: h.baseUrl }, body: JSON.stringify(OWNER), signal: AbortSignal.timeout(20_000) });
+    const r = await fetch(`${h.baseUrl}/api/v1/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: h.baseUrl },
+      body: JSON.stringify(OWNER),
+      signal: AbortSignal.timeout(20_000),
+    });
     expect(r.status).toBe(204);
-    cookies[front] = r.headers.getSetCookie().find((c) => c.startsWith('hearth_session='))!.split(';')[0]!;
+    cookies[front] = r.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('hearth_session='))!
+      .split(';')[0]!;
   }
 }, 120_000);
 
@@ -36,7 +62,8 @@ afterAll(async () => {
   for (const h of Object.values(servers)) await h?.stop();
 });
 
-const bytes = (...parts: Array<string | number[] | Buffer>) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
+const bytes = (...parts: Array<string | number[] | Buffer>) =>
+  Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
 const E_ACUTE = [0xc3, 0xa9];
 const NBSP = [0xc2, 0xa0];
 
@@ -48,15 +75,40 @@ async function exchange(h: HearthProcess, request: Buffer): Promise<{ status: nu
 }
 
 /** GET /api/v1/workspaces with `headers` (CRLF-separated lines) on a fresh connection. */
-const list = (h: HearthProcess, headers: Buffer) => exchange(h, bytes(`GET /api/v1/workspaces HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\n`, headers, '\r\nConnection: close\r\n\r\n'));
+const list = (h: HearthProcess, headers: Buffer) =>
+  exchange(
+    h,
+    bytes(`GET /api/v1/workspaces HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\n`, headers, '\r\nConnection: close\r\n\r\n'),
+  );
 /** POST /api/v1/workspaces {"name":"made"} with `headers`. */
-const create = (h: HearthProcess, headers: Buffer) => exchange(h, bytes(`POST /api/v1/workspaces HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\nContent-Type: application/json\r\nContent-Length: 15\r\n`, headers, '\r\nConnection: close\r\n\r\n{"name":"made"}'));
+const create = (h: HearthProcess, headers: Buffer) =>
+  exchange(
+    h,
+    bytes(
+      `POST /api/v1/workspaces HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\nContent-Type: application/json\r\nContent-Length: 15\r\n`,
+      headers,
+      '\r\nConnection: close\r\n\r\n{"name":"made"}',
+    ),
+  );
 
-const REFUSED = { status: 400, body: { error: { message: expect.stringMatching(/ASCII/), type: 'invalid_request_error', param: null, code: 'invalid_header_value' } } };
+const REFUSED = {
+  status: 400,
+  body: {
+    error: {
+      message: expect.stringMatching(/ASCII/),
+      type: 'invalid_request_error',
+      param: null,
+      code: 'invalid_header_value',
+    },
+  },
+};
 
 /** The workspaces of the account, read with the API key. */
 async function workspaceNames(h: HearthProcess): Promise<string[]> {
-  const r = await fetch(`${h.baseUrl}/api/v1/workspaces`, { headers: { authorization: `Bearer ${h.key}` }, signal: AbortSignal.timeout(10_000) });
+  const r = await fetch(`${h.baseUrl}/api/v1/workspaces`, {
+    headers: { authorization: `Bearer ${h.key}` },
+    signal: AbortSignal.timeout(10_000),
+  });
   return ((await r.json()) as { data: Array<{ name: string }> }).data.map((w) => w.name);
 }
 
@@ -82,7 +134,9 @@ describe.each(['haproxy', 'off'] as const)('front %s', (front) => {
   it('a change made with a cookie and an Origin holding such a byte does not happen', async () => {
     const h = servers[front];
     const origin = `Origin: http://127.0.0.1:${h.port}`;
-    expect(await create(h, bytes(`Cookie: ${cookies[front]}\r\n${origin.slice(0, 12)}`, E_ACUTE, origin.slice(12)))).toEqual(REFUSED);
+    expect(
+      await create(h, bytes(`Cookie: ${cookies[front]}\r\n${origin.slice(0, 12)}`, E_ACUTE, origin.slice(12))),
+    ).toEqual(REFUSED);
     expect(await workspaceNames(h)).toEqual([]);
   });
 });
@@ -102,7 +156,16 @@ describe('front haproxy (hearth serve as shipped)', () => {
     ];
     for (const headers of cases) expect(await list(h, headers), headers.toString('latin1')).toEqual(REFUSED);
     expect(await create(h, bytes(`Cookie: ${cookies.haproxy}\r\n${origin}`, E_ACUTE))).toEqual(REFUSED);
-    expect(await exchange(h, bytes(`POST /api/v1/workspaces HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\nAuthorization: Bearer ${h.key}\r\nContent-Type: application/json`, E_ACUTE, '\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{"name":"made"}'))).toEqual(REFUSED);
+    expect(
+      await exchange(
+        h,
+        bytes(
+          `POST /api/v1/workspaces HTTP/1.1\r\nHost: 127.0.0.1:${h.port}\r\nAuthorization: Bearer ${h.key}\r\nContent-Type: application/json`,
+          E_ACUTE,
+          '\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{"name":"made"}',
+        ),
+      ),
+    ).toEqual(REFUSED);
     expect(await workspaceNames(h)).toEqual([]);
   });
 });

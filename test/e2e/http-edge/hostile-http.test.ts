@@ -32,7 +32,11 @@ function expectFrontOrErrorShape(res: RawResponse, what: string): void {
   expect(typeof e.message === 'string' && typeof e.type === 'string' && 'param' in e && 'code' in e, what).toBe(true);
 }
 
-async function call(method: string, path: string, o: { body?: string; auth?: string | null; headers?: Record<string, string> } = {}): Promise<{ status: number; body: ErrorBody & Record<string, unknown>; text: string }> {
+async function call(
+  method: string,
+  path: string,
+  o: { body?: string; auth?: string | null; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: ErrorBody & Record<string, unknown>; text: string }> {
   const headers: Record<string, string> = { ...o.headers };
   if (o.auth !== null) headers.authorization = o.auth ?? `Bearer ${hearth.key}`;
   if (o.body !== undefined) headers['content-type'] = 'application/json';
@@ -51,7 +55,9 @@ function expectErrorShape(body: unknown): void {
 /** The process is alive and a real chat completion still completes. */
 async function expectServing(): Promise<void> {
   expect(hearth.proc.exitCode).toBeNull();
-  const r = await call('POST', '/api/inference/v1/chat/completions', { body: JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 }) });
+  const r = await call('POST', '/api/inference/v1/chat/completions', {
+    body: JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 }),
+  });
   expect(r.status).toBe(200);
   expect((r.body as unknown as { object: string }).object).toBe('chat.completion');
 }
@@ -74,7 +80,10 @@ describe('defect 1: malformed percent-escapes in path parameters', () => {
     for (const escape of ['%E0', '%zz', '%', '%C0%AF', '%ED%A0%80', 'a%', '%F0%9F%98']) {
       for (const [method, pattern] of PARAM_ROUTES) {
         const path = pattern.replace('{}', escape);
-        const r = await fetch(`${hearth.baseUrl}${path}`, { method, headers: { authorization: `Bearer ${hearth.key}` } });
+        const r = await fetch(`${hearth.baseUrl}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${hearth.key}` },
+        });
         if (method === 'OPTIONS') {
           expect(r.status, `${method} ${path}`).toBe(405); // no such method: decided before the path is decoded
           continue;
@@ -91,9 +100,13 @@ describe('defect 1: malformed percent-escapes in path parameters', () => {
 });
 
 describe('defect 2: over-long credentials and ids', () => {
-  it('a 3,000-char API key id (past LMDB\'s key bound) is 401, on every key route', async () => {
+  it("a 3,000-char API key id (past LMDB's key bound) is 401, on every key route", async () => {
     const token = `hk_${'a'.repeat(3000)}_${'b'.repeat(32)}`;
-    for (const [method, path] of [['GET', '/api/v1/workspaces'], ['GET', '/api/inference/v1/models'], ['GET', '/api/v1/keys']] as const) {
+    for (const [method, path] of [
+      ['GET', '/api/v1/workspaces'],
+      ['GET', '/api/inference/v1/models'],
+      ['GET', '/api/v1/keys'],
+    ] as const) {
       const r = await call(method, path, { auth: `Bearer ${token}` });
       expect(r.status).toBe(401);
       expect(r.body.error.code).toBe('invalid_api_key');
@@ -113,20 +126,33 @@ describe('defect 2: over-long credentials and ids', () => {
   });
 
   it('a 2,000-char project token id is 401 on a project endpoint', async () => {
-    const r = await call('POST', '/api/v1/inference/proj_x/chat/completions', { auth: `Bearer hp_${'a'.repeat(2000)}_${'b'.repeat(32)}`, body: '{}' });
+    const r = await call('POST', '/api/v1/inference/proj_x/chat/completions', {
+      auth: `Bearer hp_${'a'.repeat(2000)}_${'b'.repeat(32)}`,
+      body: '{}',
+    });
     expect(r.status).toBe(401);
     expect(r.body.error.code).toBe('invalid_api_key');
   });
 
   it('path ids of 3,000 chars are 404 on every route, never 500', async () => {
     const id = 'w'.repeat(3000);
-    for (const [method, path] of [['GET', `/api/v1/workspaces/${id}`], ['DELETE', `/api/v1/workspaces/${id}`], ['PUT', `/api/v1/workspaces/${id}/yam`], ['GET', `/api/v1/workspaces/${id}/inference`], ['GET', `/api/v1/workspaces/ws_x/inference/${id}`], ['DELETE', `/api/v1/keys/${id}`]] as const) {
+    for (const [method, path] of [
+      ['GET', `/api/v1/workspaces/${id}`],
+      ['DELETE', `/api/v1/workspaces/${id}`],
+      ['PUT', `/api/v1/workspaces/${id}/yam`],
+      ['GET', `/api/v1/workspaces/${id}/inference`],
+      ['GET', `/api/v1/workspaces/ws_x/inference/${id}`],
+      ['DELETE', `/api/v1/keys/${id}`],
+    ] as const) {
       const r = await call(method, path);
       expect(r.status, `${method} ${path.slice(0, 40)}`).toBe(404);
       expectErrorShape(r.body);
     }
     // over the edge's 1,024-char parameter bound no id can exist: 404 (it tells a token holder nothing)
-    const project = await call('POST', `/api/v1/inference/${'p'.repeat(3000)}/chat/completions`, { auth: `Bearer hp_abc_${'b'.repeat(32)}`, body: '{}' });
+    const project = await call('POST', `/api/v1/inference/${'p'.repeat(3000)}/chat/completions`, {
+      auth: `Bearer hp_abc_${'b'.repeat(32)}`,
+      body: '{}',
+    });
     expect(project.status).toBe(404);
     expect(project.body.error.code).toBe('route_not_found');
     // just under the edge's 1,024-char parameter bound: the store's own key bound answers
@@ -150,13 +176,19 @@ describe('defect 3: deep nesting', () => {
     expect(ws.body.error.code).toBe('json_too_deep');
     // the project endpoint checks the token first (401), so nesting only matters with a token; the body
     // is parsed by the same code (see the fuzz suite); here: no 500 either way
-    const project = await call('POST', '/api/v1/inference/proj_x/chat/completions', { body, auth: `Bearer hp_abc_${'b'.repeat(32)}` });
+    const project = await call('POST', '/api/v1/inference/proj_x/chat/completions', {
+      body,
+      auth: `Bearer hp_abc_${'b'.repeat(32)}`,
+    });
     expect(project.status).toBe(401);
     await expectServing();
   });
 
   it('64 levels are accepted by the parser, 65 are not', async () => {
-    const at = (n: number) => call('POST', '/api/inference/v1/chat/completions', { body: `{"model":"${MODEL_ID}","messages":[{"role":"user","content":"x"}],"metadata":${deep(n - 1)}}` });
+    const at = (n: number) =>
+      call('POST', '/api/inference/v1/chat/completions', {
+        body: `{"model":"${MODEL_ID}","messages":[{"role":"user","content":"x"}],"metadata":${deep(n - 1)}}`,
+      });
     // 1 level for the outer object + (n-1) arrays = n levels; metadata is accepted without effect
     expect((await at(64)).status).toBe(200);
     const over = await at(65);
@@ -181,7 +213,11 @@ describe('defect 8: HEAD and pipelining', () => {
 
   it('pipelined GETs are each answered, in order', async () => {
     const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\n\r\n`;
-    const r = await rawExchange(hearth.port, get('/health') + get('/api/v1/workspaces') + get('/api/inference/v1/models') + get('/nope') + get('/health'), { expectResponses: 5 });
+    const r = await rawExchange(
+      hearth.port,
+      get('/health') + get('/api/v1/workspaces') + get('/api/inference/v1/models') + get('/nope') + get('/health'),
+      { expectResponses: 5 },
+    );
     expect(r.responses.map((x) => x.status)).toEqual([200, 200, 200, 404, 200]);
     expect(JSON.parse(r.responses[1]!.body)).toMatchObject({ object: 'list' });
     expect(JSON.parse(r.responses[2]!.body).data[0].id).toBe(MODEL_ID);
@@ -192,14 +228,26 @@ describe('defect 8: HEAD and pipelining', () => {
       const body = JSON.stringify({ name });
       return `POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\nContent-Type: application/json\r\nX-Request-Id: ${name}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
     };
-    const r = await rawExchange(hearth.port, post('pipelined-1') + post('pipelined-2'), { waitMs: 10_000, expectResponses: 2 });
-    expect(r.responses.map((x) => [x.status, x.headers.get('x-request-id')])).toEqual([[201, 'pipelined-1'], [201, 'pipelined-2']]);
+    const r = await rawExchange(hearth.port, post('pipelined-1') + post('pipelined-2'), {
+      waitMs: 10_000,
+      expectResponses: 2,
+    });
+    expect(r.responses.map((x) => [x.status, x.headers.get('x-request-id')])).toEqual([
+      [201, 'pipelined-1'],
+      [201, 'pipelined-2'],
+    ]);
     const after = (await call('GET', '/api/v1/workspaces')).body as unknown as { data: Array<{ name: string }> };
-    expect(after.data.filter((w) => w.name.startsWith('pipelined')).map((w) => w.name).sort()).toEqual(['pipelined-1', 'pipelined-2']);
+    expect(
+      after.data
+        .filter((w) => w.name.startsWith('pipelined'))
+        .map((w) => w.name)
+        .sort(),
+    ).toEqual(['pipelined-1', 'pipelined-2']);
   });
 
   it('a bodiless unsafe request pipelined behind another: both answered, in order (the second finds nothing left)', async () => {
-    const ws = (await call('POST', '/api/v1/workspaces', { body: JSON.stringify({ name: 'delete-me' }) })).body as unknown as { workspaceId: string };
+    const ws = (await call('POST', '/api/v1/workspaces', { body: JSON.stringify({ name: 'delete-me' }) }))
+      .body as unknown as { workspaceId: string };
     const del = `DELETE /api/v1/workspaces/${ws.workspaceId} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${hearth.key}\r\n\r\n`;
     const r = await rawExchange(hearth.port, del + del, { waitMs: 10_000, expectResponses: 2 });
     const [first, second] = r.responses;
@@ -219,13 +267,34 @@ describe('answers decided before the body arrived', () => {
   it('a GET with a 200 KB body, a 600 KB chat request without a key, a 1.5 MB one over the body limit: each answered, every time', async () => {
     const cases: Array<[string, string, number]> = [
       ['GET with a body', request('GET', '/api/v1/workspaces', 'x'.repeat(200_000), hearth.key), 200],
-      ['no key', request('POST', '/api/inference/v1/chat/completions', JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'y'.repeat(600_000) }] }), null), 401],
-      ['over the body limit', request('POST', '/api/inference/v1/chat/completions', JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'z'.repeat(1_500_000) }] }), hearth.key), 413],
+      [
+        'no key',
+        request(
+          'POST',
+          '/api/inference/v1/chat/completions',
+          JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'y'.repeat(600_000) }] }),
+          null,
+        ),
+        401,
+      ],
+      [
+        'over the body limit',
+        request(
+          'POST',
+          '/api/inference/v1/chat/completions',
+          JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'z'.repeat(1_500_000) }] }),
+          hearth.key,
+        ),
+        413,
+      ],
     ];
     for (let round = 0; round < 5; round++) {
       for (const [name, raw, status] of cases) {
         const r = await rawExchange(hearth.port, raw, { expectResponses: 1, waitMs: 15_000 });
-        expect(r.responses.map((x) => x.status), `${name}, round ${round}`).toEqual([status]);
+        expect(
+          r.responses.map((x) => x.status),
+          `${name}, round ${round}`,
+        ).toEqual([status]);
       }
     }
     await expectServing();
@@ -236,20 +305,28 @@ describe('defect 9: malformed HTTP framing', () => {
   // The front's strict parser answers each (uWS alone, this build v20.30, could only close): 400 / 431, Hearth's
   // JSON shape or HAProxy 2.6's own parser answer (docs/http-front.md), the connection closed, nothing executed.
   const cases: Record<string, string> = {
-    'bad chunk size': 'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n',
+    'bad chunk size':
+      'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n',
     'non-numeric Content-Length': 'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\nab',
-    'more than 100 headers': 'GET /health HTTP/1.1\r\nHost: x\r\n' + Array.from({ length: 120 }, (_, i) => `X-H${i}: v\r\n`).join('') + '\r\n',
+    'more than 100 headers':
+      'GET /health HTTP/1.1\r\nHost: x\r\n' + Array.from({ length: 120 }, (_, i) => `X-H${i}: v\r\n`).join('') + '\r\n',
     'a 200 KB header': `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(200_000)}\r\n\r\n`,
     'NUL in a header': 'GET /health HTTP/1.1\r\nHost: x\r\nX-N: a\u0000b\r\n\r\n',
   };
 
   it('each gets a 400 or 431 and a close, nothing runs, and the server serves others meanwhile', async () => {
     const before = ((await call('GET', '/api/v1/workspaces')).body as unknown as { data: unknown[] }).data.length;
-    const pending = Object.entries(cases).map(async ([name, raw]) => [name, await rawExchange(hearth.port, Buffer.from(raw, 'latin1'), { waitMs: 20_000 })] as const);
+    const pending = Object.entries(cases).map(
+      async ([name, raw]) =>
+        [name, await rawExchange(hearth.port, Buffer.from(raw, 'latin1'), { waitMs: 20_000 })] as const,
+    );
     await expectServing();
     for (const [name, r] of await Promise.all(pending)) {
       expect(r.closed, name).toBe(true);
-      expect(r.responses.map((x) => x.status), name).toHaveLength(1);
+      expect(
+        r.responses.map((x) => x.status),
+        name,
+      ).toHaveLength(1);
       expect([400, 431], name).toContain(r.responses[0]!.status);
       expectFrontOrErrorShape(r.responses[0]!, name);
     }
@@ -258,7 +335,11 @@ describe('defect 9: malformed HTTP framing', () => {
   }, 60_000);
 
   it('Content-Length with Transfer-Encoding is read as chunked (RFC 9112 6.3): one request, answered, then a close', async () => {
-    const r = await rawExchange(hearth.port, 'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n', { waitMs: 10_000 });
+    const r = await rawExchange(
+      hearth.port,
+      'POST /api/v1/workspaces HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n',
+      { waitMs: 10_000 },
+    );
     expect(r.responses.map((x) => x.status)).toEqual([401]); // no key: the one request, seen whole, is refused
     expectFrontOrErrorShape(r.responses[0]!, 'CL+TE');
     expect(r.closed).toBe(true);
@@ -267,10 +348,16 @@ describe('defect 9: malformed HTTP framing', () => {
 
 describe('survival', () => {
   it('1,000+ idle sockets: a chat request still completes while they are open', async () => {
-    const sockets = await Promise.all(Array.from({ length: 1100 }, () => new Promise<net.Socket>((resolve, reject) => {
-      const s = net.connect(hearth.port, '127.0.0.1', () => resolve(s));
-      s.on('error', reject);
-    })));
+    const sockets = await Promise.all(
+      Array.from(
+        { length: 1100 },
+        () =>
+          new Promise<net.Socket>((resolve, reject) => {
+            const s = net.connect(hearth.port, '127.0.0.1', () => resolve(s));
+            s.on('error', reject);
+          }),
+      ),
+    );
     try {
       await expectServing();
       expect(sockets.filter((s) => !s.destroyed).length).toBe(1100);

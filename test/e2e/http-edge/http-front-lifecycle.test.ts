@@ -92,7 +92,16 @@ describe.skipIf(!HAPROXY)('the managed HTTP front (hearth serve --front auto)', 
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
     const port = (blocker.address() as net.AddressInfo).port;
     try {
-      const r = hearthCli(['serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', fs.mkdtempSync('/tmp/hearth-front-'), ...ARGS]);
+      const r = hearthCli([
+        'serve',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--data-dir',
+        fs.mkdtempSync('/tmp/hearth-front-'),
+        ...ARGS,
+      ]);
       expect(r.status).toBe(1);
       expect(r.stderr).toContain(`cannot listen on 127.0.0.1:${port}`);
     } finally {

@@ -20,7 +20,10 @@ afterAll(() => hearth?.stop());
 
 type ErrorBody = { error: { message: string; type: string; param: string | null; code: string | null } };
 
-async function post(route: 'chat/completions' | 'responses', body: unknown): Promise<{ status: number; body: ErrorBody & Record<string, unknown> }> {
+async function post(
+  route: 'chat/completions' | 'responses',
+  body: unknown,
+): Promise<{ status: number; body: ErrorBody & Record<string, unknown> }> {
   const r = await fetch(`${hearth.baseUrl}/api/inference/v1/${route}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
@@ -30,9 +33,17 @@ async function post(route: 'chat/completions' | 'responses', body: unknown): Pro
   return { status: r.status, body: (await r.json()) as ErrorBody & Record<string, unknown> };
 }
 
-const chat = (fields: Record<string, unknown>) => post('chat/completions', { model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, ...fields });
-const withSchema = (schema: unknown) => chat({ response_format: { type: 'json_schema', json_schema: { name: 'out', schema } } });
-const responseWithSchema = (schema: unknown) => post('responses', { model: MODEL_ID, input: 'hi', max_output_tokens: 4, text: { format: { type: 'json_schema', name: 'out', schema } } });
+const chat = (fields: Record<string, unknown>) =>
+  post('chat/completions', { model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, ...fields });
+const withSchema = (schema: unknown) =>
+  chat({ response_format: { type: 'json_schema', json_schema: { name: 'out', schema } } });
+const responseWithSchema = (schema: unknown) =>
+  post('responses', {
+    model: MODEL_ID,
+    input: 'hi',
+    max_output_tokens: 4,
+    text: { format: { type: 'json_schema', name: 'out', schema } },
+  });
 
 function expect400(r: { status: number; body: ErrorBody }, param: string | null, code: string): void {
   expect(r.status, JSON.stringify(r.body)).toBe(400);
@@ -45,7 +56,9 @@ async function expectServingAndIdle(): Promise<void> {
   const r = await chat({});
   expect(r.status).toBe(200);
   expect(r.body.object).toBe('chat.completion');
-  const health = (await (await fetch(`${hearth.baseUrl}/health`, { signal: AbortSignal.timeout(HANG_BOUND_MS) })).json()) as { requests: { running: number; waiting: number } };
+  const health = (await (
+    await fetch(`${hearth.baseUrl}/health`, { signal: AbortSignal.timeout(HANG_BOUND_MS) })
+  ).json()) as { requests: { running: number; waiting: number } };
   expect(health.requests).toEqual({ running: 0, waiting: 0 });
 }
 
@@ -56,7 +69,10 @@ describe('defect: a role or format named like an Object.prototype member', () =>
   it('a chat message role is a 400 naming messages[0].role', async () => {
     for (const role of PROTO_NAMES) {
       // Written out by hand: JSON.stringify of a {__proto__: ...} literal would not send the key.
-      const r = await post('chat/completions', `{"model":"${MODEL_ID}","max_tokens":4,"messages":[{"role":"${role}","content":"x"}]}`);
+      const r = await post(
+        'chat/completions',
+        `{"model":"${MODEL_ID}","max_tokens":4,"messages":[{"role":"${role}","content":"x"}]}`,
+      );
       expect400(r, 'messages[0].role', 'invalid_value');
     }
     await expectServingAndIdle();
@@ -64,23 +80,37 @@ describe('defect: a role or format named like an Object.prototype member', () =>
 
   it('a Responses API input role is a 400 naming input[0].role', async () => {
     for (const role of PROTO_NAMES) {
-      const r = await post('responses', `{"model":"${MODEL_ID}","max_output_tokens":4,"input":[{"role":"${role}","content":"x"}]}`);
+      const r = await post(
+        'responses',
+        `{"model":"${MODEL_ID}","max_output_tokens":4,"input":[{"role":"${role}","content":"x"}]}`,
+      );
       expect400(r, 'input[0].role', 'invalid_value');
     }
     await expectServingAndIdle();
   });
 
-  it('a string format is a 400 unsupported_schema_keyword naming the caller\'s field, not a 500', async () => {
+  it("a string format is a 400 unsupported_schema_keyword naming the caller's field, not a 500", async () => {
     for (const format of PROTO_NAMES) {
-      expect400(await withSchema({ type: 'string', format }), 'response_format.json_schema.schema', 'unsupported_schema_keyword');
-      expect400(await responseWithSchema({ type: 'string', format }), 'text.format.schema', 'unsupported_schema_keyword');
+      expect400(
+        await withSchema({ type: 'string', format }),
+        'response_format.json_schema.schema',
+        'unsupported_schema_keyword',
+      );
+      expect400(
+        await responseWithSchema({ type: 'string', format }),
+        'text.format.schema',
+        'unsupported_schema_keyword',
+      );
     }
     await expectServingAndIdle();
   });
 
   it('a $ref to an inherited member points to nothing: 400', async () => {
     for (const name of PROTO_NAMES) {
-      const r = await post('chat/completions', `{"model":"${MODEL_ID}","max_tokens":4,"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"o","schema":{"$defs":{},"$ref":"#/$defs/${name}"}}}}`);
+      const r = await post(
+        'chat/completions',
+        `{"model":"${MODEL_ID}","max_tokens":4,"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"o","schema":{"$defs":{},"$ref":"#/$defs/${name}"}}}}`,
+      );
       expect(r.status, `${name}: ${JSON.stringify(r.body)}`).toBe(400);
       expect(r.body.error.param).toBe('response_format.json_schema.schema');
     }
@@ -126,17 +156,28 @@ describe('defect: repetition bounds llama.cpp cannot enforce', () => {
       expect400(r, 'response_format.json_schema.schema', 'unsupported_schema_keyword');
       expect(r.body.error.message).toContain(`'${keyword}'`);
     }
-    expect((await withSchema({ type: 'array', items: { type: 'string', maxLength: 1000 }, maxItems: 1000 })).status).toBe(200);
+    expect(
+      (await withSchema({ type: 'array', items: { type: 'string', maxLength: 1000 }, maxItems: 1000 })).status,
+    ).toBe(200);
     await expectServingAndIdle();
   });
 
   it('bounds that add up to more than 32,768 repetitions are a 400 invalid_schema', async () => {
     // llama.cpp parses x{0,n} into n rules, on the engine's slot loop thread (every slot waits), and keeps the
     // grammar parsed: these 1,000 strings of maxLength 1,000 (a million rules) took 1.4 s and about 140 MB each.
-    const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`p${i}`, { type: 'string', maxLength: 1000 }])) };
+    const wide = {
+      type: 'object',
+      properties: Object.fromEntries(
+        Array.from({ length: 1000 }, (_, i) => [`p${i}`, { type: 'string', maxLength: 1000 }]),
+      ),
+    };
     expect400(await withSchema(wide), 'response_format.json_schema.schema', 'invalid_schema');
     const tool = { type: 'function', function: { name: 'f', parameters: wide } };
-    expect400(await chat({ tools: [tool], tool_choice: { type: 'function', function: { name: 'f' } } }), 'tools', 'invalid_schema');
+    expect400(
+      await chat({ tools: [tool], tool_choice: { type: 'function', function: { name: 'f' } } }),
+      'tools',
+      'invalid_schema',
+    );
     await expectServingAndIdle();
   });
 });
@@ -147,13 +188,26 @@ describe('defect: a schema whose grammar is exponentially ambiguous', () => {
   // engine's slot loop thread: 18 levels took 66 ms, so 30 would hold every slot for minutes.
   function ambiguous(levels: number): Record<string, unknown> {
     const defs: Record<string, unknown> = { [`d${levels}`]: { type: 'string', maxLength: 4 } };
-    for (let i = 0; i < levels; i++) defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
+    for (let i = 0; i < levels; i++)
+      defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
     return { $defs: defs, $ref: '#/$defs/d0' };
   }
 
   it('is a 400 invalid_schema before it reaches the engine', async () => {
     expect400(await withSchema(ambiguous(30)), 'response_format.json_schema.schema', 'invalid_schema');
-    const tool = { type: 'function', function: { name: 'f', parameters: { ...ambiguous(30), $ref: undefined, type: 'object', properties: { a: { $ref: '#/$defs/d0' } }, required: ['a'] } } };
+    const tool = {
+      type: 'function',
+      function: {
+        name: 'f',
+        parameters: {
+          ...ambiguous(30),
+          $ref: undefined,
+          type: 'object',
+          properties: { a: { $ref: '#/$defs/d0' } },
+          required: ['a'],
+        },
+      },
+    };
     expect400(await chat({ tools: [tool], tool_choice: 'required' }), 'tools', 'invalid_schema');
     await expectServingAndIdle();
   });

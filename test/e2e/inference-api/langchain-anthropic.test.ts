@@ -17,9 +17,17 @@ let chat: ChatAnthropic;
 const MODEL_ID = 'local/tiny-chat';
 
 beforeAll(async () => {
-  hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2'] });
+  hearth = await startHearthProcess({
+    args: ['--model', await tinyChatModel(), '--model-id', MODEL_ID, '--slots', '2'],
+  });
   await hearth.waitReady();
-  chat = new ChatAnthropic({ model: MODEL_ID, apiKey: hearth.key, anthropicApiUrl: `${hearth.baseUrl}/api/inference`, maxTokens: 64, maxRetries: 0 });
+  chat = new ChatAnthropic({
+    model: MODEL_ID,
+    apiKey: hearth.key,
+    anthropicApiUrl: `${hearth.baseUrl}/api/inference`,
+    maxTokens: 64,
+    maxRetries: 0,
+  });
 });
 
 afterAll(async () => {
@@ -39,7 +47,9 @@ describe('ChatAnthropic', () => {
     let chunks = 0;
     for await (const chunk of await chat.stream([new HumanMessage('Hi')])) {
       if (typeof chunk.content === 'string') text += chunk.content;
-      else for (const part of chunk.content) if (part.type === 'text' || part.type === 'text_delta') text += (part as { text: string }).text;
+      else
+        for (const part of chunk.content)
+          if (part.type === 'text' || part.type === 'text_delta') text += (part as { text: string }).text;
       chunks++;
     }
     expect(text).toBe(DEFAULT_TINY_REPLY);
@@ -53,7 +63,14 @@ describe('ChatAnthropic', () => {
       schema: z.object({ city: z.enum(['Paris', 'Oslo']) }),
     });
     // Greedy, with room for the whole call: random weights under the grammar take many tokens to finish it.
-    const greedy = new ChatAnthropic({ model: MODEL_ID, apiKey: hearth.key, anthropicApiUrl: `${hearth.baseUrl}/api/inference`, maxTokens: 200, temperature: 0, maxRetries: 0 });
+    const greedy = new ChatAnthropic({
+      model: MODEL_ID,
+      apiKey: hearth.key,
+      anthropicApiUrl: `${hearth.baseUrl}/api/inference`,
+      maxTokens: 200,
+      temperature: 0,
+      maxRetries: 0,
+    });
     const withTool = greedy.bindTools([weather], { tool_choice: { type: 'tool', name: 'get_weather' } });
     const m = await withTool.invoke([new HumanMessage('Weather in Paris?')]);
     expect(m.invalid_tool_calls ?? []).toEqual([]);

@@ -28,7 +28,14 @@ const post = (body: unknown, headers: Record<string, string> = {}) =>
 
 describe('completions.create (JSON)', () => {
   it('answers a raw prompt in the text_completion shape', async () => {
-    const r = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', max_tokens: 20, temperature: 0, seed: 7, top_p: 0.9 });
+    const r = await client.completions.create({
+      model: MODEL_ID,
+      prompt: 'Hi\n',
+      max_tokens: 20,
+      temperature: 0,
+      seed: 7,
+      top_p: 0.9,
+    });
     expect(r.object).toBe('text_completion');
     expect(r.id).toMatch(/^cmpl-/);
     expect(r.model).toBe(MODEL_ID);
@@ -64,7 +71,12 @@ describe('completions.create (JSON)', () => {
 
   it('an array of prompts gives one choice per prompt, in order, with usage summed', async () => {
     const one = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', temperature: 0 });
-    const r = await client.completions.create({ model: MODEL_ID, prompt: ['Hi\n', 'Hey', 'Hello\n'], max_tokens: 2, temperature: 0 });
+    const r = await client.completions.create({
+      model: MODEL_ID,
+      prompt: ['Hi\n', 'Hey', 'Hello\n'],
+      max_tokens: 2,
+      temperature: 0,
+    });
     expect(r.choices.map((c) => c.index)).toEqual([0, 1, 2]);
     expect(r.choices[0]).toMatchObject({ text: 'Hello! I am a tiny', finish_reason: 'length' });
     expect(r.choices[1]!.finish_reason).toBe('length');
@@ -74,12 +86,22 @@ describe('completions.create (JSON)', () => {
   });
 
   it('prompts past the slots and queue places: 503 queue_full, and the ones already started are cancelled', async () => {
-    const full = await client.completions.create({ model: MODEL_ID, prompt: Array.from({ length: 10 }, () => 'Hey'), max_tokens: 3, temperature: 0 });
+    const full = await client.completions.create({
+      model: MODEL_ID,
+      prompt: Array.from({ length: 10 }, () => 'Hey'),
+      max_tokens: 3,
+      temperature: 0,
+    });
     expect(full.choices).toHaveLength(10); // 2 slots + 8 queue places
-    await expect(client.completions.create({ model: MODEL_ID, prompt: Array.from({ length: 11 }, () => 'Hey'), max_tokens: 200 }))
-      .rejects.toMatchObject({ status: 503, code: 'queue_full' });
-    await expect.poll(async () => ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { requests: unknown }).requests).toEqual({ running: 0, waiting: 0 });
-    expect((await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', temperature: 0 })).choices[0]!.text).toBe(DEFAULT_TINY_REPLY);
+    await expect(
+      client.completions.create({ model: MODEL_ID, prompt: Array.from({ length: 11 }, () => 'Hey'), max_tokens: 200 }),
+    ).rejects.toMatchObject({ status: 503, code: 'queue_full' });
+    await expect
+      .poll(async () => ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { requests: unknown }).requests)
+      .toEqual({ running: 0, waiting: 0 });
+    expect(
+      (await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', temperature: 0 })).choices[0]!.text,
+    ).toBe(DEFAULT_TINY_REPLY);
   });
 
   it('logprobs (legacy shape): tokens, token_logprobs, top_logprobs, text_offset', async () => {
@@ -104,16 +126,29 @@ describe('completions.create (JSON)', () => {
     const r = await client.completions.create({ model: MODEL_ID, prompt: [5, 6, 7], max_tokens: 2, temperature: 0 });
     expect(r.choices[0]!.finish_reason).toBe('length');
     expect(r.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 2 });
-    const two = await client.completions.create({ model: MODEL_ID, prompt: [[5, 6], [7]], max_tokens: 1, temperature: 0 });
+    const two = await client.completions.create({
+      model: MODEL_ID,
+      prompt: [[5, 6], [7]],
+      max_tokens: 1,
+      temperature: 0,
+    });
     expect(two.choices).toHaveLength(2);
     expect(two.usage!.prompt_tokens).toBe(3);
-    await expect(client.completions.create({ model: MODEL_ID, prompt: [5, 99999999], max_tokens: 1 })).rejects.toMatchObject({ status: 400, param: 'prompt', code: 'invalid_value' });
+    await expect(
+      client.completions.create({ model: MODEL_ID, prompt: [5, 99999999], max_tokens: 1 }),
+    ).rejects.toMatchObject({ status: 400, param: 'prompt', code: 'invalid_value' });
   });
 });
 
 describe('completions.create (stream)', () => {
   it('streams text_completion chunks, a finish chunk, the usage chunk, then [DONE]', async () => {
-    const stream = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', stream: true, stream_options: { include_usage: true }, temperature: 0 });
+    const stream = await client.completions.create({
+      model: MODEL_ID,
+      prompt: 'Hi\n',
+      stream: true,
+      stream_options: { include_usage: true },
+      temperature: 0,
+    });
     let text = '';
     const finishes: Array<string | null> = [];
     let usage: OpenAI.CompletionUsage | undefined;
@@ -136,14 +171,23 @@ describe('completions.create (stream)', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const body = await res.text();
     expect(body.endsWith('data: [DONE]\n\n')).toBe(true);
-    const chunks = body.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ text: string }> });
+    const chunks = body
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ text: string }> });
     expect(chunks[0]!.choices[0]!.text).toBe('Hi\n');
     expect(chunks.map((c) => c.choices[0]?.text ?? '').join('')).toBe(`Hi\n${DEFAULT_TINY_REPLY}`);
     expect(body).not.toContain('"usage"');
   });
 
   it('streams several prompts as choices told apart by index, each with its own finish', async () => {
-    const stream = await client.completions.create({ model: MODEL_ID, prompt: ['Hi\n', 'Hey'], max_tokens: 6, stream: true, temperature: 0 });
+    const stream = await client.completions.create({
+      model: MODEL_ID,
+      prompt: ['Hi\n', 'Hey'],
+      max_tokens: 6,
+      stream: true,
+      temperature: 0,
+    });
     const texts = ['', ''];
     const finishes: Array<Array<string | null>> = [[], []];
     for await (const chunk of stream) {
@@ -158,7 +202,13 @@ describe('completions.create (stream)', () => {
   });
 
   it('streams logprobs with each text chunk', async () => {
-    const stream = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', stream: true, logprobs: 1, temperature: 0 });
+    const stream = await client.completions.create({
+      model: MODEL_ID,
+      prompt: 'Hi\n',
+      stream: true,
+      logprobs: 1,
+      temperature: 0,
+    });
     const tokens: string[] = [];
     const offsets: number[] = [];
     for await (const chunk of stream) {
@@ -175,7 +225,8 @@ describe('completions.create (stream)', () => {
 });
 
 describe('completions refusals', () => {
-  const create = (extra: Record<string, unknown>) => client.completions.create({ model: MODEL_ID, prompt: 'x', max_tokens: 1, ...extra } as never);
+  const create = (extra: Record<string, unknown>) =>
+    client.completions.create({ model: MODEL_ID, prompt: 'x', max_tokens: 1, ...extra } as never);
 
   it.each([
     [{ n: 2 }, 'n', 'unsupported_parameter'],
@@ -210,10 +261,15 @@ describe('completions refusals', () => {
   });
 
   it('an unknown model is a 404, a bad key a 401, malformed JSON a 400, all in the documented shape', async () => {
-    await expect(create({ model: 'local/other', stream: true })).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
+    await expect(create({ model: 'local/other', stream: true })).rejects.toMatchObject({
+      status: 404,
+      code: 'model_not_found',
+    });
     const unauthorized = await post({ model: MODEL_ID, prompt: 'x' }, { authorization: 'Bearer hk_nope' });
     expect(unauthorized.status).toBe(401);
-    expect(await unauthorized.json()).toMatchObject({ error: { type: 'authentication_error', code: 'invalid_api_key' } });
+    expect(await unauthorized.json()).toMatchObject({
+      error: { type: 'authentication_error', code: 'invalid_api_key' },
+    });
     const malformed = await post('{"model":');
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ error: { type: 'invalid_request_error', code: 'invalid_json' } });

@@ -35,7 +35,12 @@ const SAMPLING = { temperature: 0, top_p: 0.9, top_k: 40 } as object;
 const WEATHER: Anthropic.Tool = {
   name: 'get_weather',
   description: 'Current weather in a city',
-  input_schema: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } }, required: ['city'], additionalProperties: false },
+  input_schema: {
+    type: 'object',
+    properties: { city: { type: 'string', enum: ['Paris', 'Oslo'] } },
+    required: ['city'],
+    additionalProperties: false,
+  },
 };
 
 describe('messages.create', () => {
@@ -60,7 +65,12 @@ describe('messages.create', () => {
   });
 
   it("stop_sequences end it with stop_reason 'stop_sequence' naming the sequence", async () => {
-    const m = await client.messages.create({ model: MODEL_ID, max_tokens: 64, messages: hi, stop_sequences: ['zzz', ' tiny'] });
+    const m = await client.messages.create({
+      model: MODEL_ID,
+      max_tokens: 64,
+      messages: hi,
+      stop_sequences: ['zzz', ' tiny'],
+    });
     expect(m.content).toEqual([{ type: 'text', text: 'Hello! I am a' }]);
     expect(m.stop_reason).toBe('stop_sequence');
     expect(m.stop_sequence).toBe(' tiny');
@@ -76,7 +86,13 @@ describe('messages.create', () => {
       metadata: { user_id: 'u-1' },
       cache_control: { type: 'ephemeral' },
     });
-    const plain = await client.messages.create({ model: MODEL_ID, max_tokens: 64, system: 'Be brief.', messages: hi, ...SAMPLING });
+    const plain = await client.messages.create({
+      model: MODEL_ID,
+      max_tokens: 64,
+      system: 'Be brief.',
+      messages: hi,
+      ...SAMPLING,
+    });
     expect(blocks.content).toEqual([{ type: 'text', text: DEFAULT_TINY_REPLY }]);
     expect(blocks.usage.input_tokens).toBe(plain.usage.input_tokens);
     const bare = await client.messages.create({ model: MODEL_ID, max_tokens: 64, messages: hi });
@@ -84,7 +100,15 @@ describe('messages.create', () => {
   });
 
   it('count_tokens gives the prompt tokens a generation reports, without generating', async () => {
-    const params = { model: MODEL_ID, system: 'Be brief.', messages: [...hi, { role: 'assistant' as const, content: 'Hello.' }, { role: 'user' as const, content: 'Again?' }] };
+    const params = {
+      model: MODEL_ID,
+      system: 'Be brief.',
+      messages: [
+        ...hi,
+        { role: 'assistant' as const, content: 'Hello.' },
+        { role: 'user' as const, content: 'Again?' },
+      ],
+    };
     const counted = await client.messages.countTokens(params);
     const m = await client.messages.create({ ...params, max_tokens: 8 });
     expect(counted.input_tokens).toBe(m.usage.input_tokens);
@@ -93,7 +117,10 @@ describe('messages.create', () => {
     // count_tokens takes no generation settings
     const res = await post('messages/count_tokens', { ...params, max_tokens: 8 });
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', param: 'max_tokens' } });
+    expect(await res.json()).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', param: 'max_tokens' },
+    });
   });
 });
 
@@ -103,7 +130,9 @@ describe('messages.stream', () => {
     const types: string[] = [];
     let text = '';
     stream.on('streamEvent', (e) => types.push(e.type));
-    stream.on('text', (t) => { text += t; });
+    stream.on('text', (t) => {
+      text += t;
+    });
     const final = await stream.finalMessage();
     expect(text).toBe(DEFAULT_TINY_REPLY);
     expect(final.content).toEqual([{ type: 'text', text: DEFAULT_TINY_REPLY }]);
@@ -115,18 +144,31 @@ describe('messages.stream', () => {
   });
 
   it('is SSE with event: lines on the wire (x-api-key auth, any anthropic-version), ping included, no [DONE]', async () => {
-    const res = await post('messages', { model: MODEL_ID, max_tokens: 64, messages: hi, stream: true, stop_sequences: [' test'] }, { 'x-api-key': hearth.key, 'anthropic-version': '2099-01-01' });
+    const res = await post(
+      'messages',
+      { model: MODEL_ID, max_tokens: 64, messages: hi, stream: true, stop_sequences: [' test'] },
+      { 'x-api-key': hearth.key, 'anthropic-version': '2099-01-01' },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const body = await res.text();
-    const events = body.trimEnd().split('\n\n').map((e) => {
-      const [eventLine, dataLine] = e.split('\n');
-      return { name: eventLine!.replace(/^event: /, ''), data: JSON.parse(dataLine!.replace(/^data: /, '')) as Record<string, unknown> };
-    });
+    const events = body
+      .trimEnd()
+      .split('\n\n')
+      .map((e) => {
+        const [eventLine, dataLine] = e.split('\n');
+        return {
+          name: eventLine!.replace(/^event: /, ''),
+          data: JSON.parse(dataLine!.replace(/^data: /, '')) as Record<string, unknown>,
+        };
+      });
     expect(events.map((e) => e.name)).toEqual(events.map((e) => e.data.type)); // each event's name is its data's type
     expect(events.slice(0, 3).map((e) => e.name)).toEqual(['message_start', 'ping', 'content_block_start']);
     expect(events.at(-1)!.name).toBe('message_stop');
-    expect(events.find((e) => e.name === 'message_delta')!.data).toMatchObject({ delta: { stop_reason: 'stop_sequence', stop_sequence: ' test' }, usage: { output_tokens: 3 } });
+    expect(events.find((e) => e.name === 'message_delta')!.data).toMatchObject({
+      delta: { stop_reason: 'stop_sequence', stop_sequence: ' test' },
+      usage: { output_tokens: 3 },
+    });
     expect(body).not.toContain('[DONE]');
   });
 });
@@ -134,7 +176,12 @@ describe('messages.stream', () => {
 describe('tools', () => {
   it("a forced tool call is a tool_use block with its input, stop_reason 'tool_use'", async () => {
     const m = await client.messages.create({
-      model: MODEL_ID, max_tokens: 200, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [WEATHER], tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true }, ...SAMPLING,
+      model: MODEL_ID,
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools: [WEATHER],
+      tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true },
+      ...SAMPLING,
     });
     expect(m.stop_reason).toBe('tool_use');
     const use = m.content.find((b) => b.type === 'tool_use');
@@ -145,10 +192,17 @@ describe('tools', () => {
 
   it('streams a forced call as input_json_delta, which the SDK assembles into the same input', async () => {
     const stream = client.messages.stream({
-      model: MODEL_ID, max_tokens: 200, messages: [{ role: 'user', content: 'Weather?' }], tools: [WEATHER], tool_choice: { type: 'any', disable_parallel_tool_use: true }, ...SAMPLING,
+      model: MODEL_ID,
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools: [WEATHER],
+      tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      ...SAMPLING,
     });
     let json = '';
-    stream.on('inputJson', (partial) => { json += partial; });
+    stream.on('inputJson', (partial) => {
+      json += partial;
+    });
     const final = await stream.finalMessage();
     expect(final.stop_reason).toBe('tool_use');
     const uses = final.content.filter((b) => b.type === 'tool_use');
@@ -164,8 +218,20 @@ describe('tools', () => {
       tool_choice: { type: 'none' },
       messages: [
         { role: 'user', content: 'Weather in Oslo?' },
-        { role: 'assistant', content: [{ type: 'text', text: 'Checking.' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: '-3 C' }] }, { type: 'text', text: 'Thanks!' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Checking.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: [{ type: 'text', text: '-3 C' }] },
+            { type: 'text', text: 'Thanks!' },
+          ],
+        },
       ],
     });
     expect(m.stop_reason).toMatch(/^(end_turn|max_tokens)$/);
@@ -173,7 +239,7 @@ describe('tools', () => {
   });
 });
 
-describe('errors in Anthropic\'s shape', () => {
+describe("errors in Anthropic's shape", () => {
   const expectError = async (res: Response, status: number, type: string, param?: string) => {
     expect(res.status).toBe(status);
     const body = (await res.json()) as { type: string; error: { type: string; message: string; param?: string } };
@@ -189,7 +255,18 @@ describe('errors in Anthropic\'s shape', () => {
     [{ max_tokens: 0, messages: hi }, 'max_tokens'],
     [{ max_tokens: 8, messages: [] }, 'messages'],
     [{ max_tokens: 8, messages: [{ role: 'system', content: 'x' }] }, 'messages[0].role'],
-    [{ max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] }] }, 'messages[0].content[0]'],
+    [
+      {
+        max_tokens: 8,
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }],
+          },
+        ],
+      },
+      'messages[0].content[0]',
+    ],
     [{ max_tokens: 8, messages: [...hi, { role: 'assistant', content: 'Sure, ' }] }, 'messages[1]'],
     [{ max_tokens: 8, messages: hi, temperature: 1.5 }, 'temperature'],
     [{ max_tokens: 8, messages: hi, top_k: -1 }, 'top_k'],
@@ -204,24 +281,53 @@ describe('errors in Anthropic\'s shape', () => {
   });
 
   it('the SDK raises its typed errors from these bodies', async () => {
-    await expect(client.messages.create({ model: 'local/other', max_tokens: 8, messages: hi })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
-    await expect(client.messages.create({ model: MODEL_ID, max_tokens: 8, messages: hi, ...({ temperature: 3 } as object) })).rejects.toBeInstanceOf(Anthropic.BadRequestError);
+    await expect(client.messages.create({ model: 'local/other', max_tokens: 8, messages: hi })).rejects.toBeInstanceOf(
+      Anthropic.NotFoundError,
+    );
+    await expect(
+      client.messages.create({ model: MODEL_ID, max_tokens: 8, messages: hi, ...({ temperature: 3 } as object) }),
+    ).rejects.toBeInstanceOf(Anthropic.BadRequestError);
     const wrongKey = new Anthropic({ apiKey: 'hk_nope', baseURL: `${hearth.baseUrl}/api/inference`, maxRetries: 0 });
-    const err = await wrongKey.messages.create({ model: MODEL_ID, max_tokens: 8, messages: hi }).catch((e: unknown) => e);
+    const err = await wrongKey.messages
+      .create({ model: MODEL_ID, max_tokens: 8, messages: hi })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.AuthenticationError);
-    expect((err as InstanceType<typeof Anthropic.AuthenticationError>).error).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    expect((err as InstanceType<typeof Anthropic.AuthenticationError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'authentication_error' },
+    });
   });
 
   it('no key, malformed JSON, unknown model and wrong method are answered in the same shape', async () => {
-    await expectError(await post('messages', { model: MODEL_ID, max_tokens: 8, messages: hi }, {}), 401, 'authentication_error');
-    await expectError(await post('messages/count_tokens', { model: MODEL_ID, messages: hi }, {}), 401, 'authentication_error');
+    await expectError(
+      await post('messages', { model: MODEL_ID, max_tokens: 8, messages: hi }, {}),
+      401,
+      'authentication_error',
+    );
+    await expectError(
+      await post('messages/count_tokens', { model: MODEL_ID, messages: hi }, {}),
+      401,
+      'authentication_error',
+    );
     await expectError(await post('messages', '{"model":'), 400, 'invalid_request_error');
-    await expectError(await post('messages', { model: 'local/other', max_tokens: 8, messages: hi, stream: true }), 404, 'not_found_error');
-    await expectError(await fetch(`${hearth.baseUrl}/api/inference/v1/messages`, { headers: { 'x-api-key': hearth.key } }), 405, 'invalid_request_error');
+    await expectError(
+      await post('messages', { model: 'local/other', max_tokens: 8, messages: hi, stream: true }),
+      404,
+      'not_found_error',
+    );
+    await expectError(
+      await fetch(`${hearth.baseUrl}/api/inference/v1/messages`, { headers: { 'x-api-key': hearth.key } }),
+      405,
+      'invalid_request_error',
+    );
   });
 
   it('takes the key as Authorization: Bearer too', async () => {
-    const res = await post('messages', { model: MODEL_ID, max_tokens: 8, messages: hi }, { authorization: `Bearer ${hearth.key}` });
+    const res = await post(
+      'messages',
+      { model: MODEL_ID, max_tokens: 8, messages: hi },
+      { authorization: `Bearer ${hearth.key}` },
+    );
     expect(res.status).toBe(200);
     expect(((await res.json()) as { type: string }).type).toBe('message');
   });

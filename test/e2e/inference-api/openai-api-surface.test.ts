@@ -40,7 +40,9 @@ describe('models.retrieve', () => {
 
 describe('x-request-id', () => {
   it('is on every answer, reaches the SDK, and is in the request log line', async () => {
-    const { data, request_id } = await client.chat.completions.create({ model: MODEL_ID, messages: [{ role: 'user', content: 'Hi' }] }).withResponse();
+    const { data, request_id } = await client.chat.completions
+      .create({ model: MODEL_ID, messages: [{ role: 'user', content: 'Hi' }] })
+      .withResponse();
     expect(data.choices[0]!.message.content).toBe(DEFAULT_TINY_REPLY);
     expect(request_id).toMatch(/^req_[0-9a-f]{32}$/);
     const error = await fetch(`${hearth.baseUrl}/nowhere`);
@@ -76,7 +78,11 @@ describe('Responses API (text)', () => {
       max_output_tokens: 1,
       input: [
         { role: 'user', content: 'Hi' },
-        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hello.', annotations: [] }] } as never,
+        {
+          type: 'message',
+          role: 'assistant',
+          content: [{ type: 'output_text', text: 'Hello.', annotations: [] }],
+        } as never,
         { role: 'user', content: [{ type: 'input_text', text: 'Again.' }] },
       ],
     });
@@ -90,14 +96,26 @@ describe('Responses API (text)', () => {
     const types: string[] = [];
     let text = '';
     stream.on('event', (e) => types.push(e.type));
-    stream.on('response.output_text.delta', (e) => { text += e.delta; });
+    stream.on('response.output_text.delta', (e) => {
+      text += e.delta;
+    });
     const final = await stream.finalResponse();
     expect(text).toBe(DEFAULT_TINY_REPLY);
     expect(final.output_text).toBe(DEFAULT_TINY_REPLY);
-    expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    expect(types.slice(0, 4)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
     // How many deltas depends on how the engine's steps group the tokens; together they are the reply (above).
     expect(types.filter((t) => t === 'response.output_text.delta').length).toBeGreaterThanOrEqual(1);
-    expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
+    expect(types.slice(-4)).toEqual([
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
   });
 
   it('responses.create with stream: true is an SSE stream of named events', async () => {
@@ -108,7 +126,9 @@ describe('Responses API (text)', () => {
     });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const body = await res.text();
-    expect(body.startsWith('event: response.created\ndata: {"type":"response.created","sequence_number":0,')).toBe(true);
+    expect(body.startsWith('event: response.created\ndata: {"type":"response.created","sequence_number":0,')).toBe(
+      true,
+    );
     expect(body).not.toContain('[DONE]');
     expect(body.trimEnd().split('\n\n').at(-1)).toMatch(/^event: response.completed\n/);
   });
@@ -118,29 +138,59 @@ describe('Responses API (text)', () => {
     [{ conversation: 'conv_1' }, 'conversation'],
     [{ tools: [{ type: 'web_search' }] }, 'tools[0].type'],
   ])('refuses %j with a 400 naming it', async (extra, param) => {
-    await expect(client.responses.create({ model: MODEL_ID, input: 'x', ...extra } as never)).rejects.toMatchObject({ status: 400, param });
+    await expect(client.responses.create({ model: MODEL_ID, input: 'x', ...extra } as never)).rejects.toMatchObject({
+      status: 400,
+      param,
+    });
   });
 
   it('an unknown model is a 404 before anything streams', async () => {
-    await expect(client.responses.create({ model: 'local/other', input: 'x', stream: true })).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
+    await expect(client.responses.create({ model: 'local/other', input: 'x', stream: true })).rejects.toMatchObject({
+      status: 404,
+      code: 'model_not_found',
+    });
   });
 });
 
 describe('refusals of the new chat fields', () => {
-  const chat = (extra: Record<string, unknown>) => client.chat.completions.create({ model: MODEL_ID, messages: [{ role: 'user', content: 'x' }], ...extra } as never);
+  const chat = (extra: Record<string, unknown>) =>
+    client.chat.completions.create({ model: MODEL_ID, messages: [{ role: 'user', content: 'x' }], ...extra } as never);
 
   it('a schema keyword the grammar converter cannot handle is a 400 naming it', async () => {
-    const err = await chat({ response_format: { type: 'json_schema', json_schema: { name: 'o', schema: { type: 'object', properties: { a: { type: 'string', pattern: '^x+$' } } } } } }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ status: 400, param: 'response_format.json_schema.schema', code: 'unsupported_schema_keyword' });
+    const err = await chat({
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'o', schema: { type: 'object', properties: { a: { type: 'string', pattern: '^x+$' } } } },
+      },
+    }).catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      status: 400,
+      param: 'response_format.json_schema.schema',
+      code: 'unsupported_schema_keyword',
+    });
     expect((err as Error).message).toContain("'pattern'");
-    const tools = await chat({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { n: { type: 'number', multipleOf: 3 } } } } }], tool_choice: 'required' }).catch((e: unknown) => e);
+    const tools = await chat({
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'f', parameters: { type: 'object', properties: { n: { type: 'number', multipleOf: 3 } } } },
+        },
+      ],
+      tool_choice: 'required',
+    }).catch((e: unknown) => e);
     expect(tools).toMatchObject({ status: 400, param: 'tools', code: 'unsupported_schema_keyword' });
     expect((tools as Error).message).toContain("'multipleOf'");
   });
 
   it.each([
     [{ top_logprobs: 25, logprobs: true }, 'top_logprobs'],
-    [{ tool_choice: { type: 'function', function: { name: 'nope' } }, tools: [{ type: 'function', function: { name: 'f' } }] }, 'tool_choice'],
+    [
+      {
+        tool_choice: { type: 'function', function: { name: 'nope' } },
+        tools: [{ type: 'function', function: { name: 'f' } }],
+      },
+      'tool_choice',
+    ],
     [{ min_p: 2 }, 'min_p'],
     [{ mirostat: 2 }, 'mirostat'],
   ])('%j -> 400 naming %s', async (extra, param) => {

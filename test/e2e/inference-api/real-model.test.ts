@@ -6,7 +6,8 @@ import { realTestModel } from '../../helpers/test-model.ts';
 /** `hearth serve --model stories260K.gguf` answers the official SDK with real text (skipped where no real model exists). */
 const modelPath = realTestModel();
 const suite = modelPath ? describe : describe.skip;
-if (!modelPath) console.warn('[real-model] skipped: set HEARTH_TEST_MODEL or provide ../shared/models/stories260K.gguf');
+if (!modelPath)
+  console.warn('[real-model] skipped: set HEARTH_TEST_MODEL or provide ../shared/models/stories260K.gguf');
 
 suite('a real trained model', () => {
   let hearth: HearthProcess;
@@ -25,7 +26,12 @@ suite('a real trained model', () => {
   const storyWords = /\b(the|a|was|and|she|he|to|little|day|they)\b/i;
 
   it('writes English text (JSON mode)', async () => {
-    const r = await client.chat.completions.create({ model: id, messages: [{ role: 'user', content: 'Once upon a time, there was a little girl' }], temperature: 0, max_tokens: 48 });
+    const r = await client.chat.completions.create({
+      model: id,
+      messages: [{ role: 'user', content: 'Once upon a time, there was a little girl' }],
+      temperature: 0,
+      max_tokens: 48,
+    });
     const text = r.choices[0]!.message.content!;
     expect(text.length).toBeGreaterThan(20);
     expect(text).toMatch(storyWords);
@@ -33,7 +39,13 @@ suite('a real trained model', () => {
   });
 
   it('writes English text (streaming)', async () => {
-    const stream = await client.chat.completions.create({ model: id, messages: [{ role: 'user', content: 'Once upon a time' }], temperature: 0, max_tokens: 48, stream: true });
+    const stream = await client.chat.completions.create({
+      model: id,
+      messages: [{ role: 'user', content: 'Once upon a time' }],
+      temperature: 0,
+      max_tokens: 48,
+      stream: true,
+    });
     let text = '';
     for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
     expect(text).toMatch(storyWords);
@@ -53,9 +65,17 @@ suite('a real trained model', () => {
     const res = await fetch(`${hearth.baseUrl}/api/inference/v1/messages`, {
       method: 'POST',
       headers: { 'x-api-key': hearth.key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
-      body: JSON.stringify({ model: id, max_tokens: 48, temperature: 0, messages: [{ role: 'user', content: 'Once upon a time, there was a little girl' }] }),
+      body: JSON.stringify({
+        model: id,
+        max_tokens: 48,
+        temperature: 0,
+        messages: [{ role: 'user', content: 'Once upon a time, there was a little girl' }],
+      }),
     });
-    const m = (await res.json()) as { content: Array<{ type: string; text: string }>; usage: { output_tokens: number } };
+    const m = (await res.json()) as {
+      content: Array<{ type: string; text: string }>;
+      usage: { output_tokens: number };
+    };
     expect(m.content[0]!.text).toMatch(storyWords);
     expect(m.usage.output_tokens).toBeGreaterThan(0);
   });

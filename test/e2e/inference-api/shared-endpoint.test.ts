@@ -16,14 +16,20 @@ beforeAll(async () => {
 });
 afterAll(() => hearth?.stop());
 
-const greet = [{ role: 'system' as const, content: 'You are terse.' }, { role: 'user' as const, content: 'Say hello.' }];
+const greet = [
+  { role: 'system' as const, content: 'You are terse.' },
+  { role: 'user' as const, content: 'Say hello.' },
+];
 
 describe('official openai SDK', () => {
   it('lists the served model', async () => {
     const page = await client.models.list();
     expect(page.data.map((m) => m.id)).toEqual([MODEL_ID]);
     expect(page.data[0]!.owned_by).toBe('local');
-    expect((page.data[0] as unknown as { hearth: { state: string; context_length: number } }).hearth).toMatchObject({ state: 'ready', context_length: 2048 });
+    expect((page.data[0] as unknown as { hearth: { state: string; context_length: number } }).hearth).toMatchObject({
+      state: 'ready',
+      context_length: 2048,
+    });
   });
 
   it('answers a JSON completion with exact finish_reason and usage', async () => {
@@ -38,7 +44,13 @@ describe('official openai SDK', () => {
   });
 
   it('streams chunks that reassemble to the same reply, with role first and usage last', async () => {
-    const stream = await client.chat.completions.create({ model: MODEL_ID, messages: greet, temperature: 0, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: greet,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const chunks = [];
     for await (const c of stream) chunks.push(c);
     expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
@@ -60,24 +72,38 @@ describe('official openai SDK', () => {
   });
 
   it('honours stop sequences without emitting them', async () => {
-    const r = await client.chat.completions.create({ model: MODEL_ID, messages: greet, temperature: 0, stop: ['tiny'] });
+    const r = await client.chat.completions.create({
+      model: MODEL_ID,
+      messages: greet,
+      temperature: 0,
+      stop: ['tiny'],
+    });
     expect(r.choices[0]!.finish_reason).toBe('stop');
     expect(r.choices[0]!.message.content).toBe(DEFAULT_TINY_REPLY.slice(0, DEFAULT_TINY_REPLY.indexOf('tiny')));
   });
 
-
   it('reports reused prefix tokens as cached_tokens', async () => {
-    const messages = [{ role: 'system' as const, content: 'A shared system prompt that many requests repeat word for word.' }, { role: 'user' as const, content: 'Say hello.' }];
+    const messages = [
+      { role: 'system' as const, content: 'A shared system prompt that many requests repeat word for word.' },
+      { role: 'user' as const, content: 'Say hello.' },
+    ];
     await client.chat.completions.create({ model: MODEL_ID, messages, temperature: 0 });
     const second = await client.chat.completions.create({ model: MODEL_ID, messages, temperature: 0 });
-    const details = (second.usage as unknown as { prompt_tokens_details: { cached_tokens: number } }).prompt_tokens_details;
+    const details = (second.usage as unknown as { prompt_tokens_details: { cached_tokens: number } })
+      .prompt_tokens_details;
     expect(details.cached_tokens).toBeGreaterThan(10);
     expect(details.cached_tokens).toBeLessThan(second.usage!.prompt_tokens);
   });
 
   it('raises AuthenticationError for a bad key', async () => {
-    const bad = new OpenAI({ apiKey: 'hk_nosuchkey_aaaaaaaaaaaaaaaaaaaaaaaa', baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    await expect(bad.chat.completions.create({ model: MODEL_ID, messages: greet })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    const bad = new OpenAI({
+      apiKey: 'hk_nosuchkey_aaaaaaaaaaaaaaaaaaaaaaaa',
+      baseURL: `${hearth.baseUrl}/api/inference/v1`,
+      maxRetries: 0,
+    });
+    await expect(bad.chat.completions.create({ model: MODEL_ID, messages: greet })).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
     await expect(bad.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
@@ -95,20 +121,61 @@ describe('bad input over raw HTTP', () => {
       headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json', ...headers },
       body,
     });
-  const errorOf = async (r: Response) => ((await r.json()) as { error: { message: string; type: string; code: string | null; param: string | null } }).error;
+  const errorOf = async (r: Response) =>
+    ((await r.json()) as { error: { message: string; type: string; code: string | null; param: string | null } }).error;
 
   it.each([
     ['malformed JSON', '{"model":', 400, 'invalid_json', null],
     ['a non-object body', '[1,2]', 400, 'invalid_type', null],
     ['missing messages', JSON.stringify({ model: MODEL_ID }), 400, 'missing_required_parameter', 'messages'],
     ['empty messages', JSON.stringify({ model: MODEL_ID, messages: [] }), 400, 'empty_array', 'messages'],
-    ['a wrong type', JSON.stringify({ model: MODEL_ID, messages: greet, temperature: 'hot' }), 400, 'invalid_type', 'temperature'],
-    ['an out-of-range value', JSON.stringify({ model: MODEL_ID, messages: greet, temperature: 3 }), 400, 'invalid_value', 'temperature'],
-    ['an unknown role', JSON.stringify({ model: MODEL_ID, messages: [{ role: 'wizard', content: 'x' }] }), 400, 'invalid_value', 'messages[0].role'],
+    [
+      'a wrong type',
+      JSON.stringify({ model: MODEL_ID, messages: greet, temperature: 'hot' }),
+      400,
+      'invalid_type',
+      'temperature',
+    ],
+    [
+      'an out-of-range value',
+      JSON.stringify({ model: MODEL_ID, messages: greet, temperature: 3 }),
+      400,
+      'invalid_value',
+      'temperature',
+    ],
+    [
+      'an unknown role',
+      JSON.stringify({ model: MODEL_ID, messages: [{ role: 'wizard', content: 'x' }] }),
+      400,
+      'invalid_value',
+      'messages[0].role',
+    ],
     ['n > 1', JSON.stringify({ model: MODEL_ID, messages: greet, n: 2 }), 400, 'unsupported_parameter', 'n'],
-    ['functions (legacy)', JSON.stringify({ model: MODEL_ID, messages: greet, functions: [{ name: 'f' }] }), 400, 'unsupported_parameter', 'functions'],
-    ['a malformed tool', JSON.stringify({ model: MODEL_ID, messages: greet, tools: [{ type: 'function', function: { name: 'no spaces' } }] }), 400, 'invalid_value', 'tools[0].function.name'],
-    ['an unknown field', JSON.stringify({ model: MODEL_ID, messages: greet, frobnicate: 1 }), 400, 'unknown_parameter', 'frobnicate'],
+    [
+      'functions (legacy)',
+      JSON.stringify({ model: MODEL_ID, messages: greet, functions: [{ name: 'f' }] }),
+      400,
+      'unsupported_parameter',
+      'functions',
+    ],
+    [
+      'a malformed tool',
+      JSON.stringify({
+        model: MODEL_ID,
+        messages: greet,
+        tools: [{ type: 'function', function: { name: 'no spaces' } }],
+      }),
+      400,
+      'invalid_value',
+      'tools[0].function.name',
+    ],
+    [
+      'an unknown field',
+      JSON.stringify({ model: MODEL_ID, messages: greet, frobnicate: 1 }),
+      400,
+      'unknown_parameter',
+      'frobnicate',
+    ],
     ['an unknown model', JSON.stringify({ model: 'x/y', messages: greet }), 404, 'model_not_found', 'model'],
   ])('%s -> %i %s', async (_name, body, status, code, param) => {
     const r = await post(body);
@@ -121,7 +188,9 @@ describe('bad input over raw HTTP', () => {
   });
 
   it('huge messages: a body over the limit -> 413 payload_too_large', async () => {
-    const r = await post(JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'x'.repeat(100_000) }] }));
+    const r = await post(
+      JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'x'.repeat(100_000) }] }),
+    );
     expect(r.status).toBe(413);
     expect((await errorOf(r)).code).toBe('payload_too_large');
   });
@@ -135,7 +204,9 @@ describe('bad input over raw HTTP', () => {
 
   it('missing or malformed bearer -> 401 Unauthorized', async () => {
     for (const auth of ['', 'Bearer', 'Basic abc', `Bearer ${hearth.key}x`]) {
-      const r = await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: auth ? { authorization: auth } : {} });
+      const r = await fetch(`${hearth.baseUrl}/api/inference/v1/models`, {
+        headers: auth ? { authorization: auth } : {},
+      });
       expect(r.status).toBe(401);
       const e = await errorOf(r);
       expect(e.message).toBe('Unauthorized');
@@ -147,7 +218,9 @@ describe('bad input over raw HTTP', () => {
     const r404 = await fetch(`${hearth.baseUrl}/api/inference/v1/nothing`);
     expect(r404.status).toBe(404);
     expect((await errorOf(r404)).code).toBe('route_not_found');
-    const r405 = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, { headers: { authorization: `Bearer ${hearth.key}` } });
+    const r405 = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+      headers: { authorization: `Bearer ${hearth.key}` },
+    });
     expect(r405.status).toBe(405);
     expect(r405.headers.get('allow')).toBe('POST');
     expect((await errorOf(r405)).code).toBe('method_not_allowed');

@@ -18,7 +18,20 @@ let args: string[];
 
 beforeAll(async () => {
   fake = await startFakeUpstream('mistral', { apiKey: PROVIDER_KEY, reply: { text: 'Still here.' } });
-  args = ['--model', await tinyChatModel(), '--engine', 'instant', '--workers', '1', '--slots', '1', '--mistral-base-url', fake.baseUrl, '--provider-max-retries', '0'];
+  args = [
+    '--model',
+    await tinyChatModel(),
+    '--engine',
+    'instant',
+    '--workers',
+    '1',
+    '--slots',
+    '1',
+    '--mistral-base-url',
+    fake.baseUrl,
+    '--provider-max-retries',
+    '0',
+  ];
 });
 
 afterAll(async () => {
@@ -27,7 +40,13 @@ afterAll(async () => {
 });
 
 const chat = (h: HearthProcess, projectId: string, token: string) =>
-  callApi(h, 'POST', `/api/v1/inference/${projectId}/chat/completions`, { model: 'mistral-small-latest', messages: [{ role: 'user', content: 'Hi' }] }, { key: token });
+  callApi(
+    h,
+    'POST',
+    `/api/v1/inference/${projectId}/chat/completions`,
+    { model: 'mistral-small-latest', messages: [{ role: 'user', content: 'Hi' }] },
+    { key: token },
+  );
 
 describe('durability', () => {
   it('keeps every acknowledged record across kill -9, and the tokens and provider keys still work', async () => {
@@ -37,11 +56,31 @@ describe('durability', () => {
     const apiKey = first.key;
     const ws = (await callApi(first, 'POST', '/api/v1/workspaces', { name: 'durable' })).body.workspaceId as string;
     await callApi(first, 'PUT', `/api/v1/workspaces/${ws}/yam`);
-    await until(async () => (await callApi(first, 'GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready', 'the Yam');
-    const project = (await callApi(first, 'POST', `/api/v1/workspaces/${ws}/inference`, { name: 'ready one', provider: 'mistral', model: 'mistral-small-latest', providerApiKey: PROVIDER_KEY })).body as { projectId: string; token: string };
-    await until(async () => (await callApi(first, 'GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`)).body.state === 'ready', 'the project');
+    await until(
+      async () => (await callApi(first, 'GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
+      'the Yam',
+    );
+    const project = (
+      await callApi(first, 'POST', `/api/v1/workspaces/${ws}/inference`, {
+        name: 'ready one',
+        provider: 'mistral',
+        model: 'mistral-small-latest',
+        providerApiKey: PROVIDER_KEY,
+      })
+    ).body as { projectId: string; token: string };
+    await until(
+      async () =>
+        (await callApi(first, 'GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`)).body.state === 'ready',
+      'the project',
+    );
     expect((await chat(first, project.projectId, project.token)).status).toBe(200);
-    const late = await callApi(first, 'POST', `/api/v1/workspaces/${ws}/inference`, { name: 'created just before the kill', provider: 'mistral', model: 'mistral-small-latest', providerApiKey: PROVIDER_KEY, temperature: 0.7 });
+    const late = await callApi(first, 'POST', `/api/v1/workspaces/${ws}/inference`, {
+      name: 'created just before the kill',
+      provider: 'mistral',
+      model: 'mistral-small-latest',
+      providerApiKey: PROVIDER_KEY,
+      temperature: 0.7,
+    });
     expect(late.status).toBe(201);
     expect(late.body.state).toBe('provisioning');
     await first.stop('SIGKILL');
@@ -54,14 +93,21 @@ describe('durability', () => {
     const workspace = await callApi(second, 'GET', `/api/v1/workspaces/${ws}`, undefined, { key: apiKey });
     expect(workspace.status).toBe(200);
     expect(workspace.body).toMatchObject({ name: 'durable', yam: { state: 'ready' } });
-    const kept = await callApi(second, 'GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`, undefined, { key: apiKey });
+    const kept = await callApi(second, 'GET', `/api/v1/workspaces/${ws}/inference/${project.projectId}`, undefined, {
+      key: apiKey,
+    });
     expect(kept.body).toMatchObject({ name: 'ready one', state: 'ready', providerKey: { last4: '6789' } });
     const answer = await chat(second, project.projectId, project.token);
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ choices: [{ message: { content: 'Still here.' } }] });
 
     const lateId = late.body.projectId as string;
-    await until(async () => (await callApi(second, 'GET', `/api/v1/workspaces/${ws}/inference/${lateId}`, undefined, { key: apiKey })).body.state === 'ready', 'the resumed project');
+    await until(
+      async () =>
+        (await callApi(second, 'GET', `/api/v1/workspaces/${ws}/inference/${lateId}`, undefined, { key: apiKey })).body
+          .state === 'ready',
+      'the resumed project',
+    );
     expect((await chat(second, lateId, late.body.token as string)).status).toBe(200);
     expect(fake.lastRequest()).toMatchObject({ temperature: 0.7 });
     expect(second.logs()).toContain('"msg":"resuming provisioning"');

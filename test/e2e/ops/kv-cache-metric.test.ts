@@ -23,7 +23,26 @@ async function ratio(): Promise<number | undefined> {
 describe.skipIf(!addon.ok)('KV-cache utilisation gauge (native engine)', () => {
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null });
-    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--engine', 'native', '--slots', '2', '--workers', '1', '--threads', '1', '--context-size', '4096', '--max-tokens', '4000'] });
+    hearth = await startHearthProcess({
+      args: [
+        '--model',
+        model,
+        '--model-id',
+        MODEL,
+        '--engine',
+        'native',
+        '--slots',
+        '2',
+        '--workers',
+        '1',
+        '--threads',
+        '1',
+        '--context-size',
+        '4096',
+        '--max-tokens',
+        '4000',
+      ],
+    });
     await hearth.waitReady();
   }, 60_000);
   afterAll(async () => {
@@ -36,7 +55,12 @@ describe.skipIf(!addon.ok)('KV-cache utilisation gauge (native engine)', () => {
     const running = fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'a prompt of some length '.repeat(8) }], max_tokens: 4000, stream: true }),
+      body: JSON.stringify({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'a prompt of some length '.repeat(8) }],
+        max_tokens: 4000,
+        stream: true,
+      }),
       signal: controller.signal,
     });
     const response = await running;

@@ -17,7 +17,11 @@ const METRICS_TOKEN = 'metrics-token-5d1c9a7e0b3f4e21';
 const MODEL = 'local/tiny-chat';
 const CHAT = '/api/inference/v1/chat/completions';
 
-interface Sample { name: string; labels: Record<string, string>; value: number }
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
 
 /** Parses the Prometheus text exposition format (the subset prom-client writes). */
 function parseExposition(text: string): Sample[] {
@@ -27,14 +31,18 @@ function parseExposition(text: string): Sample[] {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\d+)?$/.exec(line);
     if (!m) throw new Error(`unparseable exposition line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[l[1]!] = l[2]!.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     out.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   return out;
 }
 
 class Scrape {
-  constructor(readonly text: string, readonly samples = parseExposition(text)) {}
+  constructor(
+    readonly text: string,
+    readonly samples = parseExposition(text),
+  ) {}
 
   /** Sum of the samples of `name` whose labels include `labels` (0 when none). */
   sum(name: string, labels: Record<string, string> = {}): number {
@@ -55,8 +63,16 @@ async function scrape(h: HearthProcess, token?: string): Promise<Scrape> {
   return new Scrape(await r.text());
 }
 
-interface Usage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
-interface ChatResult { finishReason: string; usage: Usage; content: string }
+interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+interface ChatResult {
+  finishReason: string;
+  usage: Usage;
+  content: string;
+}
 
 function post(h: HearthProcess, body: unknown, key = h.key): Promise<Response> {
   return fetch(`${h.baseUrl}${CHAT}`, {
@@ -69,38 +85,78 @@ function post(h: HearthProcess, body: unknown, key = h.key): Promise<Response> {
 async function chatJson(h: HearthProcess, extra: Record<string, unknown> = {}, model = MODEL): Promise<ChatResult> {
   const r = await post(h, { model, messages: [{ role: 'user', content: 'Say hello.' }], temperature: 0, ...extra });
   expect(r.status).toBe(200);
-  const j = (await r.json()) as { choices: Array<{ finish_reason: string; message: { content: string } }>; usage: Usage };
+  const j = (await r.json()) as {
+    choices: Array<{ finish_reason: string; message: { content: string } }>;
+    usage: Usage;
+  };
   return { finishReason: j.choices[0]!.finish_reason, usage: j.usage, content: j.choices[0]!.message.content };
 }
 
 /** A streaming request with include_usage, parsed event by event; checks the stream is complete. */
 async function chatStream(h: HearthProcess, extra: Record<string, unknown> = {}): Promise<ChatResult> {
-  const r = await post(h, { model: MODEL, messages: [{ role: 'user', content: 'Say hello.' }], temperature: 0, stream: true, stream_options: { include_usage: true }, ...extra });
+  const r = await post(h, {
+    model: MODEL,
+    messages: [{ role: 'user', content: 'Say hello.' }],
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+    ...extra,
+  });
   expect(r.status).toBe(200);
   expect(r.headers.get('content-type')).toContain('text/event-stream');
-  const events = (await r.text()).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+  const events = (await r.text())
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
   expect(events.at(-1)).toBe('[DONE]');
-  const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as { choices: Array<{ delta: { content?: string }; finish_reason: string | null }>; usage?: Usage });
+  const chunks = events.slice(0, -1).map(
+    (e) =>
+      JSON.parse(e) as {
+        choices: Array<{ delta: { content?: string }; finish_reason: string | null }>;
+        usage?: Usage;
+      },
+  );
   const finish = chunks.find((c) => c.choices[0]?.finish_reason);
   const usage = chunks.at(-1)!.usage;
   expect(usage).toBeDefined();
-  return { finishReason: finish!.choices[0]!.finish_reason!, usage: usage!, content: chunks.map((c) => c.choices[0]?.delta.content ?? '').join('') };
+  return {
+    finishReason: finish!.choices[0]!.finish_reason!,
+    usage: usage!,
+    content: chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''),
+  };
 }
 
 /** Label values that must never appear: the whole key, its id and secret, the metrics token, completion ids. */
 function assertNoSecretsInLabels(s: Scrape, secrets: string[]): void {
   const allowedLabelNames = new Set([
-    'model', 'finished_reason', 'route', 'status', 'status_class', 'code', 'state', 'provider', 'outcome', 'kind', 'le',
+    'model',
+    'finished_reason',
+    'route',
+    'status',
+    'status_class',
+    'code',
+    'state',
+    'provider',
+    'outcome',
+    'kind',
+    'le',
     'reason', // hearth_model_unloads_total: idle, max_loaded, memory, failed, request, removed
     'priority', // hearth_num_requests_*, hearth_generated_tokens_total: interactive, batch
     // prom-client default process/runtime metrics
-    'version', 'major', 'minor', 'patch', 'type', 'space', 'quantile',
+    'version',
+    'major',
+    'minor',
+    'patch',
+    'type',
+    'space',
+    'quantile',
   ]);
   for (const sample of s.samples) {
     for (const [name, value] of Object.entries(sample.labels)) {
       expect(allowedLabelNames.has(name), `unexpected label ${name} on ${sample.name}`).toBe(true);
       expect(value).not.toMatch(/hk_|hp_|chatcmpl-|Bearer/i);
-      for (const secret of secrets) expect(value.includes(secret), `${sample.name}{${name}} holds a secret`).toBe(false);
+      for (const secret of secrets)
+        expect(value.includes(secret), `${sample.name}{${name}} holds a secret`).toBe(false);
     }
   }
 }
@@ -110,7 +166,10 @@ function hasPromtool(): boolean {
   return !r.error && r.status === 0;
 }
 const PROMTOOL = hasPromtool();
-if (!PROMTOOL) console.warn('metrics.test.ts: SKIPPING `promtool check metrics`: promtool is not on PATH (apt-get install prometheus; .ci/apt-packages does it in CI)');
+if (!PROMTOOL)
+  console.warn(
+    'metrics.test.ts: SKIPPING `promtool check metrics`: promtool is not on PATH (apt-get install prometheus; .ci/apt-packages does it in CI)',
+  );
 
 describe('metrics match the traffic exactly (tiny chat model)', () => {
   let hearth: HearthProcess;
@@ -119,26 +178,50 @@ describe('metrics match the traffic exactly (tiny chat model)', () => {
 
   beforeAll(async () => {
     const model = await ensureTinyChatModel();
-    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--slots', '2', '--metrics-token', METRICS_TOKEN] });
+    hearth = await startHearthProcess({
+      args: ['--model', model, '--model-id', MODEL, '--slots', '2', '--metrics-token', METRICS_TOKEN],
+    });
     await hearth.waitReady();
 
     // 4 JSON (2 stop, 2 length) and 3 streaming (2 stop, 1 length), some concurrently. The scripted reply
     // is several tokens long, so max_tokens 1 or 2 always ends it early (length).
     results.push(...(await Promise.all([chatJson(hearth), chatJson(hearth, { max_tokens: 1 })])));
     results.push(await chatJson(hearth, { max_completion_tokens: 2 }));
-    results.push(await chatJson(hearth, { messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Say hello.' }] }));
+    results.push(
+      await chatJson(hearth, {
+        messages: [
+          { role: 'system', content: 'You are terse.' },
+          { role: 'user', content: 'Say hello.' },
+        ],
+      }),
+    );
     results.push(...(await Promise.all([chatStream(hearth), chatStream(hearth, { max_tokens: 2 })])));
     results.push(await chatStream(hearth, { messages: [{ role: 'user', content: 'Hello again, tiny model.' }] }));
 
     // Errors, one of each kind.
-    expect((await post(hearth, { model: MODEL, messages: [{ role: 'user', content: 'x' }] }, 'hk_nosuchkey_aaaaaaaaaaaaaaaaaaaaaaaaaaaa')).status).toBe(401);
-    expect((await post(hearth, { model: MODEL, messages: [{ role: 'user', content: 'x' }], temperature: 3 })).status).toBe(400);
+    expect(
+      (
+        await post(
+          hearth,
+          { model: MODEL, messages: [{ role: 'user', content: 'x' }] },
+          'hk_nosuchkey_aaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+        )
+      ).status,
+    ).toBe(401);
+    expect(
+      (await post(hearth, { model: MODEL, messages: [{ role: 'user', content: 'x' }], temperature: 3 })).status,
+    ).toBe(400);
     expect((await post(hearth, '{"model":')).status).toBe(400);
     expect((await post(hearth, { model: 'local/nope', messages: [{ role: 'user', content: 'x' }] })).status).toBe(404);
     expect((await fetch(`${hearth.baseUrl}/api/inference/v1/nothing`)).status).toBe(404);
-    expect((await fetch(`${hearth.baseUrl}${CHAT}`, { headers: { authorization: `Bearer ${hearth.key}` } })).status).toBe(405);
+    expect(
+      (await fetch(`${hearth.baseUrl}${CHAT}`, { headers: { authorization: `Bearer ${hearth.key}` } })).status,
+    ).toBe(405);
     expect((await fetch(`${hearth.baseUrl}/api/inference/v1/models`)).status).toBe(401);
-    expect((await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${hearth.key}` } })).status).toBe(200);
+    expect(
+      (await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${hearth.key}` } }))
+        .status,
+    ).toBe(200);
     expect((await fetch(`${hearth.baseUrl}/health`)).status).toBe(200);
 
     final = await scrape(hearth, METRICS_TOKEN);
@@ -173,7 +256,11 @@ describe('metrics match the traffic exactly (tiny chat model)', () => {
   });
 
   it('latency histograms count every finished request once', () => {
-    for (const h of ['hearth_time_to_first_token_seconds', 'hearth_e2e_request_latency_seconds', 'hearth_request_queue_time_seconds']) {
+    for (const h of [
+      'hearth_time_to_first_token_seconds',
+      'hearth_e2e_request_latency_seconds',
+      'hearth_request_queue_time_seconds',
+    ]) {
       expect(final.sum(`${h}_count`, { model: MODEL }), h).toBe(results.length);
       expect(final.sum(`${h}_bucket`, { model: MODEL, le: '+Inf' }), h).toBe(results.length);
     }
@@ -194,16 +281,38 @@ describe('metrics match the traffic exactly (tiny chat model)', () => {
 
   it('counts HTTP requests by route and status, and errors by code', () => {
     // Each counter as `<route> <status>` -> count (health: waitReady's first 200, and ours).
-    const http: Record<string, number> = { 'chat_completions 200': results.length, 'chat_completions 401': 1, 'chat_completions 400': 2, 'chat_completions 404': 1, 'not_found 404': 1, 'method_not_allowed 405': 1, 'models 401': 1, 'models 200': 1, 'health 200': 2 };
+    const http: Record<string, number> = {
+      'chat_completions 200': results.length,
+      'chat_completions 401': 1,
+      'chat_completions 400': 2,
+      'chat_completions 404': 1,
+      'not_found 404': 1,
+      'method_not_allowed 405': 1,
+      'models 401': 1,
+      'models 200': 1,
+      'health 200': 2,
+    };
     expect(countsOf(final, 'hearth_http_requests_total', ['route', 'status'], Object.keys(http))).toEqual(http);
     expect(final.sum('hearth_http_requests_total', { route: 'metrics' })).toBe(0); // a scrape is counted after it is sent
     const routes = new Set(final.series('hearth_http_requests_total').map((s) => s.labels.route));
     expect([...routes].sort()).toEqual(['chat_completions', 'health', 'method_not_allowed', 'models', 'not_found']);
     // The duration histogram saw the same requests.
-    expect(final.sum('hearth_http_request_duration_seconds_count', { route: 'chat_completions', status_class: '2xx' })).toBe(results.length);
-    expect(final.sum('hearth_http_request_duration_seconds_count', { route: 'chat_completions', status_class: '4xx' })).toBe(4);
+    expect(
+      final.sum('hearth_http_request_duration_seconds_count', { route: 'chat_completions', status_class: '2xx' }),
+    ).toBe(results.length);
+    expect(
+      final.sum('hearth_http_request_duration_seconds_count', { route: 'chat_completions', status_class: '4xx' }),
+    ).toBe(4);
 
-    const errors: Record<string, number> = { 'chat_completions invalid_api_key': 1, 'chat_completions invalid_value': 1, 'chat_completions invalid_json': 1, 'chat_completions model_not_found': 1, 'models invalid_api_key': 1, 'not_found route_not_found': 1, 'method_not_allowed method_not_allowed': 1 };
+    const errors: Record<string, number> = {
+      'chat_completions invalid_api_key': 1,
+      'chat_completions invalid_value': 1,
+      'chat_completions invalid_json': 1,
+      'chat_completions model_not_found': 1,
+      'models invalid_api_key': 1,
+      'not_found route_not_found': 1,
+      'method_not_allowed method_not_allowed': 1,
+    };
     expect(countsOf(final, 'hearth_errors_total', ['route', 'code'], Object.keys(errors))).toEqual(errors);
     expect(final.sum('hearth_errors_total')).toBe(7);
   });
@@ -239,7 +348,9 @@ describe('a client that disconnects mid-stream is counted once, as cancelled', (
 
   beforeAll(async () => {
     const model = await ensureTinyChatModel({ reply: null }); // never emits EOS: only max_tokens or a cancel ends it
-    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', NEVER_STOPS, '--slots', '1', '--max-tokens', '100000'] });
+    hearth = await startHearthProcess({
+      args: ['--model', model, '--model-id', NEVER_STOPS, '--slots', '1', '--max-tokens', '100000'],
+    });
     await hearth.waitReady();
   });
 
@@ -250,8 +361,21 @@ describe('a client that disconnects mid-stream is counted once, as cancelled', (
   /** Streams until `events` content events arrived, then destroys the socket. Returns the events seen. */
   function streamThenDisconnect(events: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      const body = JSON.stringify({ model: NEVER_STOPS, messages: [{ role: 'user', content: 'Say hello.' }], temperature: 0, stream: true, max_tokens: 50_000 });
-      const req = http.request(`${hearth.baseUrl}${CHAT}`, { method: 'POST', headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+      const body = JSON.stringify({
+        model: NEVER_STOPS,
+        messages: [{ role: 'user', content: 'Say hello.' }],
+        temperature: 0,
+        stream: true,
+        max_tokens: 50_000,
+      });
+      const req = http.request(`${hearth.baseUrl}${CHAT}`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${hearth.key}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
+      });
       let seen = 0;
       let buffered = '';
       req.on('response', (res) => {
@@ -289,7 +413,8 @@ describe('a client that disconnects mid-stream is counted once, as cancelled', (
     const cancelledTokens = s.sum('hearth_generation_tokens_total') - calibration.usage.completion_tokens;
     expect(cancelledTokens).toBeGreaterThanOrEqual(seen);
     expect(cancelledTokens).toBeLessThan(50_000);
-    for (const h of ['hearth_time_to_first_token_seconds', 'hearth_e2e_request_latency_seconds']) expect(s.sum(`${h}_count`), h).toBe(2);
+    for (const h of ['hearth_time_to_first_token_seconds', 'hearth_e2e_request_latency_seconds'])
+      expect(s.sum(`${h}_count`), h).toBe(2);
     expect(s.sum('hearth_num_requests_running')).toBe(0);
     expect(s.sum('hearth_num_requests_waiting')).toBe(0);
     // The stream had committed its 200 before the client left.
@@ -302,6 +427,13 @@ describe('a client that disconnects mid-stream is counted once, as cancelled', (
 });
 
 /** The sums of `metric` for each `"<label value> <label value>"` key, the values in the order of `labels`. */
-function countsOf(m: { sum(name: string, labels?: Record<string, string>): number }, metric: string, labels: readonly string[], keys: readonly string[]): Record<string, number> {
-  return Object.fromEntries(keys.map((key) => [key, m.sum(metric, Object.fromEntries(key.split(' ').map((v, i) => [labels[i]!, v])))]));
+function countsOf(
+  m: { sum(name: string, labels?: Record<string, string>): number },
+  metric: string,
+  labels: readonly string[],
+  keys: readonly string[],
+): Record<string, number> {
+  return Object.fromEntries(
+    keys.map((key) => [key, m.sum(metric, Object.fromEntries(key.split(' ').map((v, i) => [labels[i]!, v])))]),
+  );
 }

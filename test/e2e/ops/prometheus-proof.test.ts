@@ -36,11 +36,24 @@ function hasPrometheus(): boolean {
   return !r.error && r.status === 0;
 }
 const PROMETHEUS = hasPrometheus();
-if (!PROMETHEUS) console.warn('prometheus-proof.test.ts: SKIPPED: no `prometheus` binary on PATH (apt-get install prometheus; .ci/apt-packages does it in CI)');
+if (!PROMETHEUS)
+  console.warn(
+    'prometheus-proof.test.ts: SKIPPED: no `prometheus` binary on PATH (apt-get install prometheus; .ci/apt-packages does it in CI)',
+  );
 
-interface PanelQuery { panel: string; refId: string; expr: string; provider: boolean }
+interface PanelQuery {
+  panel: string;
+  refId: string;
+  expr: string;
+  provider: boolean;
+}
 
-interface DashboardPanel { type: string; title: string; targets?: Array<{ refId: string; expr: string }>; panels?: DashboardPanel[] }
+interface DashboardPanel {
+  type: string;
+  title: string;
+  targets?: Array<{ refId: string; expr: string }>;
+  panels?: DashboardPanel[];
+}
 
 /** Every target of every panel (rows' nested panels included), with Grafana's variables substituted. */
 function dashboardQueries(): PanelQuery[] {
@@ -64,37 +77,53 @@ function dashboardQueries(): PanelQuery[] {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Prometheus { url: string; proc: ChildProcess; logs(): string; stop(): Promise<void> }
+interface Prometheus {
+  url: string;
+  proc: ChildProcess;
+  logs(): string;
+  stop(): Promise<void>;
+}
 
 /** Starts Prometheus on a free port with temp storage, scraping `target` every second with the bearer. */
 async function startPrometheus(target: string, dir: string): Promise<Prometheus> {
   const config = path.join(dir, 'prometheus.yml');
-  fs.writeFileSync(config, [
-    'global:',
-    '  scrape_interval: 1s',
-    '  scrape_timeout: 1s',
-    '  evaluation_interval: 1s',
-    'scrape_configs:',
-    '  - job_name: hearth',
-    '    metrics_path: /metrics',
-    '    authorization:',
-    '      type: Bearer',
-    `      credentials: ${METRICS_TOKEN}`,
-    '    static_configs:',
-    `      - targets: ['${target}']`,
-    '',
-  ].join('\n'));
+  fs.writeFileSync(
+    config,
+    [
+      'global:',
+      '  scrape_interval: 1s',
+      '  scrape_timeout: 1s',
+      '  evaluation_interval: 1s',
+      'scrape_configs:',
+      '  - job_name: hearth',
+      '    metrics_path: /metrics',
+      '    authorization:',
+      '      type: Bearer',
+      `      credentials: ${METRICS_TOKEN}`,
+      '    static_configs:',
+      `      - targets: ['${target}']`,
+      '',
+    ].join('\n'),
+  );
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
-    const proc = spawn('prometheus', [
-      `--config.file=${config}`,
-      `--storage.tsdb.path=${path.join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=warn',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(
+      'prometheus',
+      [
+        `--config.file=${config}`,
+        `--storage.tsdb.path=${path.join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--log.level=warn',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
-    proc.stdout!.on('data', (d: Buffer) => { output += d.toString(); });
-    proc.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
+    proc.stdout!.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
+    proc.stderr!.on('data', (d: Buffer) => {
+      output += d.toString();
+    });
     const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
     const url = `http://127.0.0.1:${port}`;
     const stop = async () => {
@@ -114,10 +143,18 @@ async function startPrometheus(target: string, dir: string): Promise<Prometheus>
   }
 }
 
-interface QueryResult { status: string; error?: string; data?: { resultType: string; result: Array<{ metric: Record<string, string>; value: [number, string] }> } }
+interface QueryResult {
+  status: string;
+  error?: string;
+  data?: { resultType: string; result: Array<{ metric: Record<string, string>; value: [number, string] }> };
+}
 
 async function promQuery(prom: Prometheus, expr: string): Promise<QueryResult> {
-  const r = await fetch(`${prom.url}/api/v1/query`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ query: expr }) });
+  const r = await fetch(`${prom.url}/api/v1/query`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ query: expr }),
+  });
   return (await r.json()) as QueryResult;
 }
 
@@ -137,7 +174,12 @@ async function chat(h: HearthProcess, body: Record<string, unknown>, key = h.key
   const r = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'Say hello.' }], temperature: 0, ...body }),
+    body: JSON.stringify({
+      model: MODEL,
+      messages: [{ role: 'user', content: 'Say hello.' }],
+      temperature: 0,
+      ...body,
+    }),
   });
   await r.text();
   return r.status;
@@ -152,16 +194,28 @@ async function sharedTraffic(h: HearthProcess): Promise<number> {
     chat(h, { stream: true, max_tokens: 2 }),
   ]);
   expect(ok).toEqual([200, 200, 200, 200]);
-  expect(await chat(h, { messages: [{ role: 'system', content: 'A shared prefix.' }, { role: 'user', content: 'Say hello.' }] })).toBe(200);
+  expect(
+    await chat(h, {
+      messages: [
+        { role: 'system', content: 'A shared prefix.' },
+        { role: 'user', content: 'Say hello.' },
+      ],
+    }),
+  ).toBe(200);
   expect(await chat(h, {}, 'hk_nosuchkey_aaaaaaaaaaaaaaaaaaaaaaaa')).toBe(401);
   expect(await chat(h, { temperature: 7 })).toBe(400);
   expect(await chat(h, { model: 'local/nope' })).toBe(404);
-  expect((await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } })).status).toBe(200);
+  expect(
+    (await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } })).status,
+  ).toBe(200);
   expect((await fetch(`${h.baseUrl}/nothing-here`)).status).toBe(404);
   return 5;
 }
 
-interface ProjectAccess { endpoint: string; token: string }
+interface ProjectAccess {
+  endpoint: string;
+  token: string;
+}
 
 /**
  * Creates workspace -> Yam -> OpenAI project through the management API (contract.md), or returns null
@@ -175,12 +229,30 @@ async function createProject(h: HearthProcess): Promise<ProjectAccess | null> {
   const workspaceId = ws.body.workspaceId as string;
   const yam = await callApi<Answer>(h, 'PUT', `/api/v1/workspaces/${workspaceId}/yam`);
   expect([200, 201], JSON.stringify(yam.body)).toContain(yam.status);
-  await until(async () => (await callApi<Answer>(h, 'GET', `/api/v1/workspaces/${workspaceId}/yam`)).body.state === 'ready', 'the Yam to be ready', POLL);
-  const p = await callApi<Answer>(h, 'POST', `/api/v1/workspaces/${workspaceId}/inference`, { name: 'proof', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: PROVIDER_KEY });
+  await until(
+    async () => (await callApi<Answer>(h, 'GET', `/api/v1/workspaces/${workspaceId}/yam`)).body.state === 'ready',
+    'the Yam to be ready',
+    POLL,
+  );
+  const p = await callApi<Answer>(h, 'POST', `/api/v1/workspaces/${workspaceId}/inference`, {
+    name: 'proof',
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    providerApiKey: PROVIDER_KEY,
+  });
   expect(p.status, JSON.stringify(p.body)).toBe(201);
   const projectId = p.body.projectId as string;
-  await until(async () => (await callApi<Answer>(h, 'GET', `/api/v1/workspaces/${workspaceId}/inference/${projectId}`)).body.state === 'ready', 'the project to be ready', POLL);
-  return { endpoint: `${h.baseUrl}/api/v1/inference/${encodeURIComponent(projectId)}/chat/completions`, token: p.body.token as string };
+  await until(
+    async () =>
+      (await callApi<Answer>(h, 'GET', `/api/v1/workspaces/${workspaceId}/inference/${projectId}`)).body.state ===
+      'ready',
+    'the project to be ready',
+    POLL,
+  );
+  return {
+    endpoint: `${h.baseUrl}/api/v1/inference/${encodeURIComponent(projectId)}/chat/completions`,
+    token: p.body.token as string,
+  };
 }
 
 /** Project traffic through the fake OpenAI: a JSON and a streamed success, and one upstream failure. */
@@ -216,14 +288,30 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
     fake = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY });
     const model = await ensureTinyChatModel();
     hearth = await startHearthProcess({
-      args: ['--model', model, '--model-id', MODEL, '--slots', '2', '--metrics-token', METRICS_TOKEN, '--openai-base-url', fake.baseUrl, '--provider-max-retries', '0'],
+      args: [
+        '--model',
+        model,
+        '--model-id',
+        MODEL,
+        '--slots',
+        '2',
+        '--metrics-token',
+        METRICS_TOKEN,
+        '--openai-base-url',
+        fake.baseUrl,
+        '--provider-max-retries',
+        '0',
+      ],
     });
     await hearth.waitReady();
     prom = await startPrometheus(`127.0.0.1:${hearth.port}`, dir);
     await until(async () => (await promValue(prom, 'up{job="hearth"}')) === 1, 'the first successful scrape', POLL);
 
     project = await createProject(hearth);
-    if (project === null) console.warn('prometheus-proof.test.ts: the management API (POST /api/v1/workspaces) is not served yet: no provider traffic; provider panels are checked for query errors only');
+    if (project === null)
+      console.warn(
+        'prometheus-proof.test.ts: the management API (POST /api/v1/workspaces) is not served yet: no provider traffic; provider panels are checked for query errors only',
+      );
 
     // Two rounds with scrapes between, so every rate() window sees an increase.
     let finished = 0;
@@ -231,7 +319,11 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
       finished += await sharedTraffic(hearth);
       if (project) await providerTraffic(project, fake);
       const expected = finished;
-      await until(async () => (await promValue(prom, 'sum(hearth_request_success_total)')) === expected, `Prometheus to scrape round ${round + 1}`, POLL);
+      await until(
+        async () => (await promValue(prom, 'sum(hearth_request_success_total)')) === expected,
+        `Prometheus to scrape round ${round + 1}`,
+        POLL,
+      );
       await sleep(2_500); // at least two more samples after the increase
     }
 
@@ -258,7 +350,9 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
   });
 
   it('grafana/prometheus.yml (the documented scrape config) passes promtool check config', () => {
-    const r = spawnSync('promtool', ['check', 'config', path.join(ROOT, 'grafana/prometheus.yml')], { encoding: 'utf8' });
+    const r = spawnSync('promtool', ['check', 'config', path.join(ROOT, 'grafana/prometheus.yml')], {
+      encoding: 'utf8',
+    });
     expect(r.error, 'promtool ships with the prometheus package').toBeUndefined();
     expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
   });
@@ -266,11 +360,20 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
   it('the dashboard has the panels the service promises', () => {
     const exprs = queries.map((q) => q.expr).join('\n');
     for (const metric of [
-      'hearth_time_to_first_token_seconds_bucket', 'hearth_inter_token_latency_seconds_bucket', 'hearth_e2e_request_latency_seconds_bucket',
-      'hearth_generation_tokens_total', 'hearth_num_requests_waiting', 'hearth_num_requests_running', 'hearth_errors_total',
-      'hearth_prefix_cache_hits_total', 'hearth_model_state', 'hearth_provider_request_duration_seconds_bucket', 'hearth_provider_errors_total',
+      'hearth_time_to_first_token_seconds_bucket',
+      'hearth_inter_token_latency_seconds_bucket',
+      'hearth_e2e_request_latency_seconds_bucket',
+      'hearth_generation_tokens_total',
+      'hearth_num_requests_waiting',
+      'hearth_num_requests_running',
+      'hearth_errors_total',
+      'hearth_prefix_cache_hits_total',
+      'hearth_model_state',
+      'hearth_provider_request_duration_seconds_bucket',
+      'hearth_provider_errors_total',
       'hearth_http_requests_total',
-    ]) expect(exprs, metric).toContain(metric);
+    ])
+      expect(exprs, metric).toContain(metric);
     expect(exprs).toContain('histogram_quantile(0.99');
   });
 
@@ -286,7 +389,10 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
     for (const q of queries.filter((x) => !x.provider)) {
       const series = results.get(`${q.panel}/${q.refId}`)!.data!.result;
       expect(series.length, `${q.panel} [${q.refId}] returned no series: ${q.expr}`).toBeGreaterThan(0);
-      expect(series.some((s) => Number.isFinite(Number(s.value[1]))), `${q.panel} [${q.refId}] has only NaN/Inf: ${q.expr}`).toBe(true);
+      expect(
+        series.some((s) => Number.isFinite(Number(s.value[1]))),
+        `${q.panel} [${q.refId}] has only NaN/Inf: ${q.expr}`,
+      ).toBe(true);
     }
   });
 
@@ -299,15 +405,24 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
 
   it('every provider panel returns a series with a finite value (needs project traffic)', (ctx) => {
     if (project === null) {
-      console.warn('prometheus-proof.test.ts: SKIPPED provider panels: no management API to create an inference project yet');
+      console.warn(
+        'prometheus-proof.test.ts: SKIPPED provider panels: no management API to create an inference project yet',
+      );
       ctx.skip();
     }
     for (const q of queries.filter((x) => x.provider)) {
       const series = results.get(`${q.panel}/${q.refId}`)!.data!.result;
       expect(series.length, `${q.panel} [${q.refId}] returned no series: ${q.expr}`).toBeGreaterThan(0);
-      expect(series.some((s) => Number.isFinite(Number(s.value[1]))), `${q.panel} [${q.refId}] has only NaN/Inf: ${q.expr}`).toBe(true);
+      expect(
+        series.some((s) => Number.isFinite(Number(s.value[1]))),
+        `${q.panel} [${q.refId}] has only NaN/Inf: ${q.expr}`,
+      ).toBe(true);
     }
-    const providers = new Set(queries.filter((x) => x.provider).flatMap((q) => results.get(`${q.panel}/${q.refId}`)!.data!.result.map((s) => s.metric.provider)));
+    const providers = new Set(
+      queries
+        .filter((x) => x.provider)
+        .flatMap((q) => results.get(`${q.panel}/${q.refId}`)!.data!.result.map((s) => s.metric.provider)),
+    );
     expect([...providers].filter(Boolean)).toEqual(['openai']);
   });
 });

@@ -35,18 +35,39 @@ afterEach(async () => {
 });
 
 // The instant engine outruns a test client on a loaded machine: a large stream buffer keeps a slow reader from being dropped (that is backpressure, tested elsewhere).
-const INSTANT = ['--model-id', 'local/instant', '--engine', 'instant', '--context-size', '1048576', '--max-tokens', '1000000', '--stream-buffer-limit', String(256 << 20)];
+const INSTANT = [
+  '--model-id',
+  'local/instant',
+  '--engine',
+  'instant',
+  '--context-size',
+  '1048576',
+  '--max-tokens',
+  '1000000',
+  '--stream-buffer-limit',
+  String(256 << 20),
+];
 const MODEL_URI = 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf';
 
 type Health = { state: string; pull?: { percent: number } };
-const health = async (h: HearthProcess): Promise<Health> => (await (await fetch(`${h.baseUrl}/health`)).json()) as Health;
+const health = async (h: HearthProcess): Promise<Health> =>
+  (await (await fetch(`${h.baseUrl}/health`)).json()) as Health;
 
 /** A streaming chat request on the shared model for `maxTokens`, read until its first bytes (the stream is running). */
-async function runningStream(h: HearthProcess, maxTokens = 900_000): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; rest: () => Promise<string> }> {
+async function runningStream(
+  h: HearthProcess,
+  maxTokens = 900_000,
+): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; rest: () => Promise<string> }> {
   const res = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'local/instant', messages: [{ role: 'user', content: 'x' }], stream: true, max_tokens: maxTokens, stream_options: { include_usage: true } }),
+    body: JSON.stringify({
+      model: 'local/instant',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+      max_tokens: maxTokens,
+      stream_options: { include_usage: true },
+    }),
   });
   expect(res.status).toBe(200);
   const reader = res.body!.getReader();
@@ -73,7 +94,9 @@ async function runningStream(h: HearthProcess, maxTokens = 900_000): Promise<{ r
 
 /** A ready server on the instant engine with `--shutdown-grace-ms graceMs`, a stream running on it, then SIGTERM. */
 async function stoppingWithStream(graceMs: number, maxTokens?: number) {
-  hearth = await startHearthProcess({ args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', String(graceMs)] });
+  hearth = await startHearthProcess({
+    args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', String(graceMs)],
+  });
   await hearth.waitReady();
   const h = hearth;
   const stream = await runningStream(h, maxTokens);
@@ -111,9 +134,16 @@ describe('shutdown in every model state', () => {
     // unreachable host fails at once: warm-up.test.ts) and node-llama-cpp's downloader retries on its own timers.
     const dropper = http.createServer((_req, res) => res.writeHead(503).end('busy'));
     await new Promise<void>((resolve) => dropper.listen(0, '127.0.0.1', resolve));
-    const closeDropper = () => new Promise<void>((resolve) => { dropper.closeAllConnections(); dropper.close(() => resolve()); });
+    const closeDropper = () =>
+      new Promise<void>((resolve) => {
+        dropper.closeAllConnections();
+        dropper.close(() => resolve());
+      });
     try {
-      hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'], env: { HF_ENDPOINT: `http://127.0.0.1:${(dropper.address() as net.AddressInfo).port}` } });
+      hearth = await startHearthProcess({
+        args: ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'],
+        env: { HF_ENDPOINT: `http://127.0.0.1:${(dropper.address() as net.AddressInfo).port}` },
+      });
       const h = hearth;
       expect((await health(h)).state).toBe('pulling');
       await until(async () => /"msg":"pulling model"/.test(h.logs()), 'the pull to start');
@@ -137,7 +167,11 @@ describe('shutdown in every model state', () => {
   it('a signal while Hearth is still starting: it finishes starting, then shuts down cleanly (never the default instant death)', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-test-'));
     const bin = path.resolve(import.meta.dirname, '../../../bin/hearth.js');
-    const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--data-dir', dataDir, '--model', await tinyModel(), ...INSTANT], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [bin, 'serve', '--port', '0', '--data-dir', dataDir, '--model', await tinyModel(), ...INSTANT],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let logs = '';
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
@@ -170,7 +204,11 @@ describe('shutdown in every model state', () => {
     const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'local/tiny-chat', messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 8 }),
+      body: JSON.stringify({
+        model: 'local/tiny-chat',
+        messages: [{ role: 'user', content: 'Say hello.' }],
+        max_tokens: 8,
+      }),
     });
     expect(r.status).toBe(200);
     expect(await hearth.stop('SIGTERM')).toBe(0);
@@ -190,7 +228,9 @@ describe('shutdown in every model state', () => {
     const { h, stream, exited } = await stoppingWithStream(30_000);
     await until(async () => /"msg":"draining"/.test(h.logs()), 'shutdown to begin');
     // The same keep-alive pool as the stream's connection is not guaranteed; a fresh connection may be refused instead.
-    const r = await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } }).catch(() => null);
+    const r = await fetch(`${h.baseUrl}/api/inference/v1/models`, {
+      headers: { authorization: `Bearer ${h.key}` },
+    }).catch(() => null);
     if (r) {
       expect(r.status).toBe(503);
       expect(((await r.json()) as { error: { code: string } }).error.code).toBe('shutting_down');
@@ -222,11 +262,28 @@ describe('shutdown in every model state', () => {
   it('upstream calls in flight: a project request to a silent upstream is cut after the grace period and aborted upstream', async () => {
     upstream = await startFakeUpstream('openai', { apiKey: 'prov-openai-key-0123456789' });
     hearth = await startHearthProcess({
-      args: ['--model', await tinyModel(), ...INSTANT, '--openai-base-url', upstream.baseUrl, '--provider-timeout-ms', '600000', '--provider-max-retries', '0', '--shutdown-grace-ms', '500'],
+      args: [
+        '--model',
+        await tinyModel(),
+        ...INSTANT,
+        '--openai-base-url',
+        upstream.baseUrl,
+        '--provider-timeout-ms',
+        '600000',
+        '--provider-max-retries',
+        '0',
+        '--shutdown-grace-ms',
+        '500',
+      ],
     });
     const h = hearth;
     const ws = await readyWorkspace(h, 'shutdown');
-    const project = await createProject(h, ws, { name: 'bot', provider: 'openai', model: 'gpt-4o-mini', providerApiKey: 'prov-openai-key-0123456789' });
+    const project = await createProject(h, ws, {
+      name: 'bot',
+      provider: 'openai',
+      model: 'gpt-4o-mini',
+      providerApiKey: 'prov-openai-key-0123456789',
+    });
     await projectReady(h, ws, project.projectId);
 
     upstream.script({ kind: 'stall' });
@@ -234,7 +291,10 @@ describe('shutdown in every model state', () => {
       method: 'POST',
       headers: { authorization: `Bearer ${project.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
-    }).then((r) => r.status, () => 'cut' as const);
+    }).then(
+      (r) => r.status,
+      () => 'cut' as const,
+    );
     const u = upstream;
     await until(async () => u.requests.length === 1, 'the upstream call');
 
@@ -248,19 +308,42 @@ describe('shutdown in every model state', () => {
 
   it('app processes: a request proxied to a live app is cut after the grace period, the app process is stopped, exit 3', async () => {
     hearth = await startHearthProcess({
-      args: ['--model', await tinyModel(), ...INSTANT, '--app-start-timeout', '10', '--app-grace-period', '1', '--shutdown-grace-ms', '500'],
+      args: [
+        '--model',
+        await tinyModel(),
+        ...INSTANT,
+        '--app-start-timeout',
+        '10',
+        '--app-grace-period',
+        '1',
+        '--shutdown-grace-ms',
+        '500',
+      ],
     });
     const h = hearth;
     const ws = await readyWorkspace(h, 'apps');
     const { appId } = await mustCall<{ appId: string }>(h, 'POST', `/api/v1/workspaces/${ws}/apps`, { name: 'probe' });
-    const { deploymentId } = await mustCall<{ deploymentId: string }>(h, 'POST', `/api/v1/workspaces/${ws}/apps/${appId}/deployments`, probeAppArchive({ version: 'v1', healthy: true }), { contentType: 'application/gzip' });
+    const { deploymentId } = await mustCall<{ deploymentId: string }>(
+      h,
+      'POST',
+      `/api/v1/workspaces/${ws}/apps/${appId}/deployments`,
+      probeAppArchive({ version: 'v1', healthy: true }),
+      { contentType: 'application/gzip' },
+    );
     let state = '';
     await until(async () => {
-      state = (await mustCall<{ state: string }>(h, 'GET', `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${deploymentId}`)).state;
+      state = (
+        await mustCall<{ state: string }>(
+          h,
+          'GET',
+          `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${deploymentId}`,
+        )
+      ).state;
       return state === 'live' || state === 'failed';
     }, 'the deployment to settle');
     expect(state).toBe('live');
-    const appPort = ((await (await fetch(`${h.baseUrl}/apps/${appId}/whoami`)).json()) as { env: { PORT: string } }).env.PORT;
+    const appPort = ((await (await fetch(`${h.baseUrl}/apps/${appId}/whoami`)).json()) as { env: { PORT: string } }).env
+      .PORT;
     expect(await fetch(`http://127.0.0.1:${appPort}/health`).then((r) => r.status)).toBe(200); // the app process itself
 
     const hang = await fetch(`${h.baseUrl}/apps/${appId}/hang`);
@@ -268,7 +351,12 @@ describe('shutdown in every model state', () => {
     expect(new TextDecoder().decode((await reader.read()).value)).toContain('first');
     expect(await h.stop('SIGTERM')).toBe(3);
     expect(h.logs()).toMatch(/"msg":"stopped","clean":false,"cutRequests":1/);
-    expect(await reader.read().then((r) => r.done, () => true)).toBe(true); // the proxied answer ended (or was reset): cut
+    expect(
+      await reader.read().then(
+        (r) => r.done,
+        () => true,
+      ),
+    ).toBe(true); // the proxied answer ended (or was reset): cut
     await expect(fetch(`http://127.0.0.1:${appPort}/health`)).rejects.toThrow(); // the app process is gone
   });
 });

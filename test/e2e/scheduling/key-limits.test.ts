@@ -16,7 +16,22 @@ const MODEL = 'local/never-stops';
 
 beforeAll(async () => {
   const model = await ensureTinyModel({ reply: null });
-  hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--slots', '2', '--workers', '1', '--max-tokens', '100000', '--context-size', '2048'] });
+  hearth = await startHearthProcess({
+    args: [
+      '--model',
+      model,
+      '--model-id',
+      MODEL,
+      '--slots',
+      '2',
+      '--workers',
+      '1',
+      '--max-tokens',
+      '100000',
+      '--context-size',
+      '2048',
+    ],
+  });
   await hearth.waitReady();
 });
 
@@ -25,10 +40,17 @@ afterAll(async () => {
 });
 
 type Limits = { requestsPerMinute?: number | null; tokensPerMinute?: number | null; maxConcurrent?: number | null };
-type ErrorBody = { error: { message: string; type: string; code: string | null; param: string | null; limit?: string } };
+type ErrorBody = {
+  error: { message: string; type: string; code: string | null; param: string | null; limit?: string };
+};
 
 async function createKey(name: string, limits?: Limits): Promise<{ id: string; key: string; limits: Limits }> {
-  const r = await callApi<{ id: string; key: string; limits: Limits }>(hearth, 'POST', '/api/v1/keys', limits === undefined ? { name } : { name, limits });
+  const r = await callApi<{ id: string; key: string; limits: Limits }>(
+    hearth,
+    'POST',
+    '/api/v1/keys',
+    limits === undefined ? { name } : { name, limits },
+  );
   expect(r.status).toBe(201);
   return r.body;
 }
@@ -43,7 +65,8 @@ async function chat(key: string, maxTokens = 3, body: Record<string, unknown> = 
 }
 
 /** Opens a stream for `key` and resolves once its first event arrived: the request is in progress until `close()`. */
-const holdStream = (key: string, extra: Record<string, unknown> = {}) => holdStreamOf(hearth.baseUrl, MODEL, key, extra);
+const holdStream = (key: string, extra: Record<string, unknown> = {}) =>
+  holdStreamOf(hearth.baseUrl, MODEL, key, extra);
 
 describe('per-key limits', () => {
   it('a key without limits gets no x-ratelimit headers', async () => {
@@ -54,7 +77,12 @@ describe('per-key limits', () => {
 
   it('requests per minute: OpenAI headers on every answer, then 429 rate_limit_exceeded + Retry-After', async () => {
     const k = await createKey('rpm', { requestsPerMinute: 2 });
-    expect(k.limits).toEqual({ requestsPerMinute: 2, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
+    expect(k.limits).toEqual({
+      requestsPerMinute: 2,
+      tokensPerMinute: null,
+      maxConcurrent: null,
+      priority: 'interactive',
+    });
     const first = await chat(k.key);
     expect(first.status).toBe(200);
     expect(first.headers.get('x-ratelimit-limit-requests')).toBe('2');
@@ -69,14 +97,22 @@ describe('per-key limits', () => {
 
     const limited = await chat(k.key);
     expect(limited.status).toBe(429);
-    expect(limited.body.error).toEqual({ message: expect.stringContaining('2 requests per minute'), type: 'rate_limit_error', param: 'limits.requestsPerMinute', code: 'rate_limit_exceeded', limit: 'requests' });
+    expect(limited.body.error).toEqual({
+      message: expect.stringContaining('2 requests per minute'),
+      type: 'rate_limit_error',
+      param: 'limits.requestsPerMinute',
+      code: 'rate_limit_exceeded',
+      limit: 'requests',
+    });
     const retry = Number(limited.headers.get('retry-after'));
     expect(retry).toBeGreaterThanOrEqual(1);
     expect(retry).toBeLessThanOrEqual(60);
     expect(limited.headers.get('x-ratelimit-remaining-requests')).toBe('0');
 
     // GET /models shows the state without counting
-    const models = await fetch(`${hearth.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${k.key}` } });
+    const models = await fetch(`${hearth.baseUrl}/api/inference/v1/models`, {
+      headers: { authorization: `Bearer ${k.key}` },
+    });
     expect(models.status).toBe(200);
     expect(models.headers.get('x-ratelimit-remaining-requests')).toBe('0');
 
@@ -94,12 +130,18 @@ describe('per-key limits', () => {
     expect(first.headers.get('x-ratelimit-remaining-tokens')).toBe('10'); // decided before this request's usage was known
     const limited = await chat(k.key);
     expect(limited.status).toBe(429);
-    expect(limited.body.error).toMatchObject({ code: 'rate_limit_exceeded', param: 'limits.tokensPerMinute', limit: 'tokens' });
+    expect(limited.body.error).toMatchObject({
+      code: 'rate_limit_exceeded',
+      param: 'limits.tokensPerMinute',
+      limit: 'tokens',
+    });
     expect(limited.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
     expect(limited.headers.get('x-ratelimit-reset-tokens')).toMatch(/^(\d+s|1m0s)$/);
 
     const client = new OpenAI({ apiKey: k.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const err = await client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: 2 }).catch((e: unknown) => e);
+    const err = await client.chat.completions
+      .create({ model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: 2 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.RateLimitError);
     expect((err as InstanceType<typeof OpenAI.RateLimitError>).code).toBe('rate_limit_exceeded');
   });
@@ -113,7 +155,11 @@ describe('per-key limits', () => {
 
     const refused = await chat(busy.key);
     expect(refused.status).toBe(429);
-    expect(refused.body.error).toMatchObject({ code: 'rate_limit_exceeded', param: 'limits.maxConcurrent', limit: 'concurrent' });
+    expect(refused.body.error).toMatchObject({
+      code: 'rate_limit_exceeded',
+      param: 'limits.maxConcurrent',
+      limit: 'concurrent',
+    });
     expect(refused.headers.get('retry-after')).toBe('1');
 
     const flowing = await chat(other.key, 4);
@@ -122,34 +168,62 @@ describe('per-key limits', () => {
     expect(flowing.headers.get('x-ratelimit-remaining-concurrent')).toBe('0'); // its own slot, while it ran
 
     stream.close(); // the client goes away mid-stream: its slot must be released
-    await until(async () => (await chat(busy.key)).status === 200, 'the busy key to be admitted again after its stream was dropped');
+    await until(
+      async () => (await chat(busy.key)).status === 200,
+      'the busy key to be admitted again after its stream was dropped',
+    );
   });
 
   it('PATCH changes limits for the next request; null lifts them; bad limits are 400 naming the field', async () => {
     const k = await createKey('patched', { maxConcurrent: 1 });
     const stream = await holdStream(k.key);
     expect((await chat(k.key)).status).toBe(429);
-    const patched = await callApi<{ limits: Limits }>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: { maxConcurrent: 2, requestsPerMinute: 100 } });
+    const patched = await callApi<{ limits: Limits }>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, {
+      limits: { maxConcurrent: 2, requestsPerMinute: 100 },
+    });
     expect(patched.status).toBe(200);
-    expect(patched.body.limits).toEqual({ requestsPerMinute: 100, tokensPerMinute: null, maxConcurrent: 2, priority: 'interactive' });
+    expect(patched.body.limits).toEqual({
+      requestsPerMinute: 100,
+      tokensPerMinute: null,
+      maxConcurrent: 2,
+      priority: 'interactive',
+    });
     const second = await chat(k.key);
     expect(second.status).toBe(200);
     expect(second.headers.get('x-ratelimit-limit-requests')).toBe('100');
     stream.close();
 
     const lifted = await callApi<{ limits: Limits }>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: null });
-    expect(lifted.body.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
+    expect(lifted.body.limits).toEqual({
+      requestsPerMinute: null,
+      tokensPerMinute: null,
+      maxConcurrent: null,
+      priority: 'interactive',
+    });
     expect([...(await chat(k.key)).headers.keys()].filter((h) => h.startsWith('x-ratelimit'))).toEqual([]);
 
-    const list = await callApi<{ data: Array<{ id: string; limits: Limits; key?: string }> }>(hearth, 'GET', '/api/v1/keys');
+    const list = await callApi<{ data: Array<{ id: string; limits: Limits; key?: string }> }>(
+      hearth,
+      'GET',
+      '/api/v1/keys',
+    );
     const listed = list.body.data.find((x) => x.id === k.id)!;
-    expect(listed.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
+    expect(listed.limits).toEqual({
+      requestsPerMinute: null,
+      tokensPerMinute: null,
+      maxConcurrent: null,
+      priority: 'interactive',
+    });
     expect(JSON.stringify(list.body)).not.toContain(k.key);
 
     const bad = await callApi<ErrorBody>(hearth, 'PATCH', `/api/v1/keys/${k.id}`, { limits: { maxConcurrent: 0 } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.param).toBe('limits.maxConcurrent');
-    expect((await callApi<ErrorBody>(hearth, 'POST', '/api/v1/keys', { name: 'x', limits: { perHour: 3 } })).body.error.code).toBe('unknown_parameter');
-    expect((await callApi<ErrorBody>(hearth, 'PATCH', '/api/v1/keys/nope', { limits: null })).body.error.code).toBe('key_not_found');
+    expect(
+      (await callApi<ErrorBody>(hearth, 'POST', '/api/v1/keys', { name: 'x', limits: { perHour: 3 } })).body.error.code,
+    ).toBe('unknown_parameter');
+    expect((await callApi<ErrorBody>(hearth, 'PATCH', '/api/v1/keys/nope', { limits: null })).body.error.code).toBe(
+      'key_not_found',
+    );
   });
 });

@@ -19,7 +19,10 @@ beforeAll(async () => {
 });
 afterAll(() => hearth?.stop());
 
-function chat(messages: Array<{ role: string; content: string }>, extra: Record<string, unknown> = {}): Promise<Response> {
+function chat(
+  messages: Array<{ role: string; content: string }>,
+  extra: Record<string, unknown> = {},
+): Promise<Response> {
   return fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
@@ -36,7 +39,11 @@ async function smallStream(): Promise<{ status: number; text: string }> {
 async function expectContextLengthExceeded(r: Response): Promise<string> {
   expect(r.status).toBe(400);
   const body = (await r.json()) as { error: { code: string; type: string; param: string; message: string } };
-  expect(body.error).toMatchObject({ code: 'context_length_exceeded', type: 'invalid_request_error', param: 'messages' });
+  expect(body.error).toMatchObject({
+    code: 'context_length_exceeded',
+    type: 'invalid_request_error',
+    param: 'messages',
+  });
   return body.error.message;
 }
 
@@ -52,8 +59,12 @@ describe('a prompt that cannot fit the context', () => {
     expect(s.text.endsWith('data: [DONE]\n\n')).toBe(true);
   });
 
-  it('150,000 emoji in an assistant turn: 400 from the worker\'s tokenizer, which stops at the context size; a concurrent small request completes', async () => {
-    const big = chat([{ role: 'user', content: 'Hi' }, { role: 'assistant', content: EMOJI }, { role: 'user', content: 'Go on.' }]);
+  it("150,000 emoji in an assistant turn: 400 from the worker's tokenizer, which stops at the context size; a concurrent small request completes", async () => {
+    const big = chat([
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: EMOJI },
+      { role: 'user', content: 'Go on.' },
+    ]);
     const small = smallStream();
     const message = await expectContextLengthExceeded(await big);
     expect(message).toMatch(/the messages use at least (\d+) tokens/);

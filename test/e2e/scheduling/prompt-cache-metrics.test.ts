@@ -19,7 +19,11 @@ async function metrics(): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const line of text.split('\n')) {
     const m = /^(hearth_prompt_cache_[a-z_]+|hearth_http_requests_total)(\{[^}]*\})? (\S+)$/.exec(line);
-    if (m) out.set(`${m[1]}${m[2]?.includes('chat_completions') ? `:${/status="(\d+)"/.exec(m[2])?.[1]}` : ''}`, Number(m[3]));
+    if (m)
+      out.set(
+        `${m[1]}${m[2]?.includes('chat_completions') ? `:${/status="(\d+)"/.exec(m[2])?.[1]}` : ''}`,
+        Number(m[3]),
+      );
   }
   return out;
 }
@@ -38,7 +42,28 @@ function chat(content: string): Promise<number> {
 describe.skipIf(!addon.ok)('host prompt cache metrics (native engine)', () => {
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null });
-    hearth = await startHearthProcess({ args: ['--model', model, '--model-id', MODEL, '--engine', 'native', '--slots', '1', '--workers', '1', '--queue-limit', '1', '--prompt-cache-mib', String(CACHE_MIB), '--max-tokens', '64', '--context-size', '512'] });
+    hearth = await startHearthProcess({
+      args: [
+        '--model',
+        model,
+        '--model-id',
+        MODEL,
+        '--engine',
+        'native',
+        '--slots',
+        '1',
+        '--workers',
+        '1',
+        '--queue-limit',
+        '1',
+        '--prompt-cache-mib',
+        String(CACHE_MIB),
+        '--max-tokens',
+        '64',
+        '--context-size',
+        '512',
+      ],
+    });
     await hearth.waitReady();
   }, 60_000);
 
@@ -55,13 +80,17 @@ describe.skipIf(!addon.ok)('host prompt cache metrics (native engine)', () => {
 
   it('a burst over slot + queue: the 503s add nothing (one lookup per answered request); a returning conversation is a hit', async () => {
     // Distinct conversations at once: one runs, one waits, the rest are refused 503 before reaching the engine.
-    const statuses = await Promise.all(Array.from({ length: 12 }, (_, i) => chat(`conversation number ${i} ${'about the weather '.repeat(i + 2)}`)));
+    const statuses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => chat(`conversation number ${i} ${'about the weather '.repeat(i + 2)}`)),
+    );
     const answered = statuses.filter((s) => s === 200).length;
     const refused = statuses.filter((s) => s === 503).length;
     expect(answered + refused).toBe(12);
     expect(refused).toBeGreaterThan(0);
     // A worker reports its cache figures after each job, asynchronously to the answer: wait for the last report.
-    await expect.poll(async () => (await metrics()).get('hearth_prompt_cache_lookups_total'), { timeout: 10_000 }).toBe(answered);
+    await expect
+      .poll(async () => (await metrics()).get('hearth_prompt_cache_lookups_total'), { timeout: 10_000 })
+      .toBe(answered);
     let m = await metrics();
     expect(m.get('hearth_prompt_cache_entries')).toBeGreaterThan(0);
     expect(m.get('hearth_prompt_cache_bytes')).toBeGreaterThan(0);

@@ -50,7 +50,16 @@ describe('prompt cache partitioned by account (default --prompt-cache-scope acco
   });
 
   it('--prompt-cache-scope global shares one cache between accounts (single-tenant servers only): the probe reads the victim', async () => {
-    const r = await probe(['--engine', 'native', '--slots', '1', '--prompt-cache-mib', '64', '--prompt-cache-scope', 'global']);
+    const r = await probe([
+      '--engine',
+      'native',
+      '--slots',
+      '1',
+      '--prompt-cache-mib',
+      '64',
+      '--prompt-cache-scope',
+      'global',
+    ]);
     expect(r.sameAsVictim.cachedTokens).toBe(r.victim.promptTokens - 1);
     expect(r.sharedStart.cachedTokens).toBeGreaterThan(r.unrelated.cachedTokens);
   });

@@ -18,7 +18,9 @@ import { tinyChatModel } from '../../helpers/test-model.ts';
  */
 const BIN = path.resolve(import.meta.dirname, '../../../bin/hearth.js');
 const started: HearthProcess[] = [];
-afterAll(async () => { await Promise.all(started.map((h) => h.stop())); });
+afterAll(async () => {
+  await Promise.all(started.map((h) => h.stop()));
+});
 
 async function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<HearthProcess> {
   const h = await startHearthProcess({ args: ['--engine', 'instant', '--slots', '2', ...args], env });
@@ -27,43 +29,81 @@ async function serve(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Heart
   return h;
 }
 
-interface Answer { status: number; headers: Headers; body: any }
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: any;
+}
 
-async function call(h: HearthProcess, method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+async function call(
+  h: HearthProcess,
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
   const r = await fetch(`${h.baseUrl}${url}`, {
     method,
-    headers: { authorization: `Bearer ${h.key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      authorization: `Bearer ${h.key}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await r.text();
   return { status: r.status, headers: r.headers, body: text ? JSON.parse(text) : null };
 }
 
-const chat = (h: HearthProcess, model: string) => call(h, 'POST', '/api/inference/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
-const states = async (h: HearthProcess) => Object.fromEntries(((await call(h, 'GET', '/api/inference/v1/models')).body.data as Array<{ id: string; hearth: { state: string } }>).map((m) => [m.id, m.hearth.state]));
+const chat = (h: HearthProcess, model: string) =>
+  call(h, 'POST', '/api/inference/v1/chat/completions', {
+    model,
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 4,
+  });
+const states = async (h: HearthProcess) =>
+  Object.fromEntries(
+    (
+      (await call(h, 'GET', '/api/inference/v1/models')).body.data as Array<{ id: string; hearth: { state: string } }>
+    ).map((m) => [m.id, m.hearth.state]),
+  );
 async function metric(h: HearthProcess, line: RegExp): Promise<number | null> {
   const text = await (await fetch(`${h.baseUrl}/metrics`)).text();
   const m = new RegExp(`^${line.source} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : null;
 }
-const loads = (h: HearthProcess, id: string) => metric(h, new RegExp(`hearth_model_loads_total\\{model="${id.replace('/', '\\/')}"\\}`));
-const unloads = (h: HearthProcess, id: string, reason: string) => metric(h, new RegExp(`hearth_model_unloads_total\\{model="${id.replace('/', '\\/')}",reason="${reason}"\\}`));
+const loads = (h: HearthProcess, id: string) =>
+  metric(h, new RegExp(`hearth_model_loads_total\\{model="${id.replace('/', '\\/')}"\\}`));
+const unloads = (h: HearthProcess, id: string, reason: string) =>
+  metric(h, new RegExp(`hearth_model_unloads_total\\{model="${id.replace('/', '\\/')}",reason="${reason}"\\}`));
 
 describe('three models, at most two loaded', () => {
   let h: HearthProcess;
   beforeAll(async () => {
     const file = await tinyChatModel();
-    h = await serve(['--model', `${file},id=local/a`, '--model', `${file},id=local/b`, '--model', `${file},id=local/c,slots=1`, '--max-loaded-models', '2']);
+    h = await serve([
+      '--model',
+      `${file},id=local/a`,
+      '--model',
+      `${file},id=local/b`,
+      '--model',
+      `${file},id=local/c,slots=1`,
+      '--max-loaded-models',
+      '2',
+    ]);
   }, 60_000);
 
   it('lists every model with its state: the first loaded at start, the others unloaded', async () => {
     const list = (await call(h, 'GET', '/api/inference/v1/models')).body;
     expect(list.data.map((m: { id: string }) => m.id)).toEqual(['local/a', 'local/b', 'local/c']);
     expect(await states(h)).toEqual({ 'local/a': 'ready', 'local/b': 'unloaded', 'local/c': 'unloaded' });
-    expect((await call(h, 'GET', '/api/inference/v1/models/local%2Fc')).body).toMatchObject({ id: 'local/c', hearth: { state: 'unloaded' } });
+    expect((await call(h, 'GET', '/api/inference/v1/models/local%2Fc')).body).toMatchObject({
+      id: 'local/c',
+      hearth: { state: 'unloaded' },
+    });
   });
 
-  it('an unknown model is 404 model_not_found naming model on every inference route, in its API\'s shape', async () => {
+  it("an unknown model is 404 model_not_found naming model on every inference route, in its API's shape", async () => {
     const model = 'local/nope';
     for (const [url, body] of [
       ['/api/inference/v1/chat/completions', { model, messages: [{ role: 'user', content: 'hi' }] }],
@@ -75,10 +115,16 @@ describe('three models, at most two loaded', () => {
       expect([url, r.status]).toEqual([url, 404]);
       expect(r.body.error).toMatchObject({ code: 'model_not_found', param: 'model', type: 'not_found_error' });
     }
-    for (const [url, body] of [['/api/inference/v1/messages', { model, max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }], ['/api/inference/v1/messages/count_tokens', { model, messages: [{ role: 'user', content: 'hi' }] }]] as const) {
+    for (const [url, body] of [
+      ['/api/inference/v1/messages', { model, max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }],
+      ['/api/inference/v1/messages/count_tokens', { model, messages: [{ role: 'user', content: 'hi' }] }],
+    ] as const) {
       const r = await call(h, 'POST', url, body);
       expect(r.status).toBe(404);
-      expect(r.body).toMatchObject({ type: 'error', error: { type: 'not_found_error', code: 'model_not_found', param: 'model' } });
+      expect(r.body).toMatchObject({
+        type: 'error',
+        error: { type: 'not_found_error', code: 'model_not_found', param: 'model' },
+      });
     }
     expect((await call(h, 'GET', '/api/inference/v1/models/local%2Fnope')).status).toBe(404);
   });
@@ -102,13 +148,25 @@ describe('three models, at most two loaded', () => {
   });
 
   it('every inference route routes by model (completions, responses, messages, embeddings)', async () => {
-    const completion = await call(h, 'POST', '/api/inference/v1/completions', { model: 'local/a', prompt: 'hi', max_tokens: 2 });
+    const completion = await call(h, 'POST', '/api/inference/v1/completions', {
+      model: 'local/a',
+      prompt: 'hi',
+      max_tokens: 2,
+    });
     expect([completion.status, completion.body.model]).toEqual([200, 'local/a']);
     // a came back; b was used before c: b made room.
     expect(await states(h)).toEqual({ 'local/a': 'ready', 'local/b': 'unloaded', 'local/c': 'ready' });
-    const response = await call(h, 'POST', '/api/inference/v1/responses', { model: 'local/c', input: 'hi', max_output_tokens: 16 });
+    const response = await call(h, 'POST', '/api/inference/v1/responses', {
+      model: 'local/c',
+      input: 'hi',
+      max_output_tokens: 16,
+    });
     expect([response.status, response.body.model]).toEqual([200, 'local/c']);
-    const message = await call(h, 'POST', '/api/inference/v1/messages', { model: 'local/a', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] });
+    const message = await call(h, 'POST', '/api/inference/v1/messages', {
+      model: 'local/a',
+      max_tokens: 2,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect([message.status, message.body.model]).toEqual([200, 'local/a']);
     const embedding = await call(h, 'POST', '/api/inference/v1/embeddings', { model: 'local/b', input: 'hi' });
     expect([embedding.status, embedding.body.model]).toEqual([200, 'local/b']);
@@ -125,7 +183,16 @@ describe('the memory budget', () => {
     const estimate = fs.statSync(file).size + md.kvBytesPerToken! * 1024 * 64;
     const budgetMiB = Math.floor((estimate * 1.5) / (1 << 20));
     expect(budgetMiB * (1 << 20)).toBeGreaterThan(estimate);
-    const h = await serve(['--model', `${file},id=local/a,slots=64`, '--model', `${file},id=local/b,slots=64`, '--context-size', '1024', '--model-memory-mib', String(budgetMiB)]);
+    const h = await serve([
+      '--model',
+      `${file},id=local/a,slots=64`,
+      '--model',
+      `${file},id=local/b,slots=64`,
+      '--context-size',
+      '1024',
+      '--model-memory-mib',
+      String(budgetMiB),
+    ]);
     expect((await chat(h, 'local/b')).status).toBe(200);
     expect(await states(h)).toEqual({ 'local/a': 'unloaded', 'local/b': 'ready' });
     expect(await unloads(h, 'local/a', 'memory')).toBe(1);
@@ -165,13 +232,24 @@ describe('the models admin API', () => {
   let member: Record<string, string>;
 
   const signIn = async (who: { email: string; password: string }) => {
-    const r = await fetch(`${h.baseUrl}/api/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json', origin: h.baseUrl }, body: JSON.stringify(who) });
+    const r = await fetch(`${h.baseUrl}/api/v1/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: h.baseUrl },
+      body: JSON.stringify(who),
+    });
     expect(r.status).toBe(204);
-    const cookie = r.headers.getSetCookie().find((c) => c.startsWith('hearth_session='))!.split(';')[0]!;
+    const cookie = r.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('hearth_session='))!
+      .split(';')[0]!;
     return { cookie, origin: h.baseUrl, authorization: '' };
   };
   const createUser = (who: { email: string; password: string }, role: string) => {
-    const made = spawnSync(process.execPath, [BIN, 'users', 'create', '--email', who.email, '--account', 'default', '--role', role, '--data-dir', h.dataDir], { input: `${who.password}\n`, encoding: 'utf8' });
+    const made = spawnSync(
+      process.execPath,
+      [BIN, 'users', 'create', '--email', who.email, '--account', 'default', '--role', role, '--data-dir', h.dataDir],
+      { input: `${who.password}\n`, encoding: 'utf8' },
+    );
     expect(made.status, made.stderr).toBe(0);
   };
 
@@ -184,7 +262,9 @@ describe('the models admin API', () => {
     fs.copyFileSync(file, path.join(outside, 'secret.gguf'));
     fs.symlinkSync(path.join(outside, 'secret.gguf'), path.join(modelsDir, 'link.gguf'));
     fs.writeFileSync(path.join(modelsDir, 'notes.gguf'), 'not a model');
-    h = await serve(['--model', `${file},id=local/a`, '--models-dir', modelsDir, '--pull-stall-timeout-ms', '3000'], { HF_ENDPOINT: hub.endpoint });
+    h = await serve(['--model', `${file},id=local/a`, '--models-dir', modelsDir, '--pull-stall-timeout-ms', '3000'], {
+      HF_ENDPOINT: hub.endpoint,
+    });
     createUser(OWNER, 'owner');
     createUser(MEMBER, 'member');
     owner = await signIn(OWNER);
@@ -200,7 +280,12 @@ describe('the models admin API', () => {
     const list = await call(h, 'GET', '/api/v1/models', undefined, member);
     expect(list.status).toBe(200);
     expect(list.body.data).toEqual([expect.objectContaining({ id: 'local/a', state: 'ready' })]);
-    for (const [method, url, body] of [['POST', '/api/v1/models', { source: 'added.gguf' }], ['DELETE', '/api/v1/models/local/a'], ['POST', '/api/v1/models/local/a/unload'], ['POST', '/api/v1/models/local/a/load']] as const) {
+    for (const [method, url, body] of [
+      ['POST', '/api/v1/models', { source: 'added.gguf' }],
+      ['DELETE', '/api/v1/models/local/a'],
+      ['POST', '/api/v1/models/local/a/unload'],
+      ['POST', '/api/v1/models/local/a/load'],
+    ] as const) {
       const r = await call(h, method, url, body, member);
       expect([method, url, r.status, r.body.error.code]).toEqual([method, url, 403, 'owner_required']);
       const byKey = await call(h, method, url, body); // an API key is no owner either
@@ -209,19 +294,38 @@ describe('the models admin API', () => {
   });
 
   it('refuses a path outside the models dir, a link out of it, a file that is no GGUF and a URL', async () => {
-    for (const source of [path.join(outside, 'secret.gguf'), '../' + path.basename(outside) + '/secret.gguf', 'link.gguf', '/etc/passwd', 'notes.gguf', 'missing.gguf', 'https://example.com/m.gguf', 'hf:broken', '', 'a\u0000b']) {
+    for (const source of [
+      path.join(outside, 'secret.gguf'),
+      '../' + path.basename(outside) + '/secret.gguf',
+      'link.gguf',
+      '/etc/passwd',
+      'notes.gguf',
+      'missing.gguf',
+      'https://example.com/m.gguf',
+      'hf:broken',
+      '',
+      'a\u0000b',
+    ]) {
       const r = await call(h, 'POST', '/api/v1/models', { source }, owner);
       expect([source, r.status, r.body.error.param]).toEqual([source, 400, 'source']);
     }
-    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'no slash' }, owner)).body.error.param).toBe('id');
+    expect(
+      (await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'no slash' }, owner)).body.error.param,
+    ).toBe('id');
     expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', colour: 1 }, owner)).status).toBe(400);
   });
 
   it('an owner adds a GGUF from the models dir; it serves on demand; unload, load and delete', async () => {
     const added = await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/added' }, owner);
     expect(added.status).toBe(201);
-    expect(added.body).toMatchObject({ id: 'local/added', state: 'unloaded', source: fs.realpathSync(path.join(modelsDir, 'added.gguf')) });
-    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/added' }, owner)).status).toBe(409);
+    expect(added.body).toMatchObject({
+      id: 'local/added',
+      state: 'unloaded',
+      source: fs.realpathSync(path.join(modelsDir, 'added.gguf')),
+    });
+    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/added' }, owner)).status).toBe(
+      409,
+    );
     const r = await chat(h, 'local/added');
     expect([r.status, r.body.model]).toEqual([200, 'local/added']);
     const view = (await call(h, 'GET', '/api/v1/models/local%2Fadded', undefined, member)).body;
@@ -230,7 +334,11 @@ describe('the models admin API', () => {
     expect((await call(h, 'POST', '/api/v1/models/local/added/unload', undefined, owner)).body.state).toBe('unloaded');
     expect((await call(h, 'POST', '/api/v1/models/local/added/load', undefined, owner)).status).toBe(200);
     await until(async () => (await states(h))['local/added'] === 'ready', 'added loaded again');
-    expect((await call(h, 'DELETE', '/api/v1/models/local%2Fadded', undefined, owner)).body).toEqual({ id: 'local/added', object: 'model', deleted: true });
+    expect((await call(h, 'DELETE', '/api/v1/models/local%2Fadded', undefined, owner)).body).toEqual({
+      id: 'local/added',
+      object: 'model',
+      deleted: true,
+    });
     expect((await chat(h, 'local/added')).status).toBe(404);
     expect(fs.existsSync(path.join(modelsDir, 'added.gguf'))).toBe(true); // a local file stays the operator's
   });
@@ -241,11 +349,18 @@ describe('the models admin API', () => {
     expect(added.status).toBe(201);
     expect(added.body).toMatchObject({ id: 'someone/tiny-chat', state: 'pulling', source: uri });
     const during = await chat(h, 'someone/tiny-chat');
-    expect([during.status, during.body.error.code, during.headers.get('retry-after')]).toEqual([503, 'model_warming_up', '120']);
+    expect([during.status, during.body.error.code, during.headers.get('retry-after')]).toEqual([
+      503,
+      'model_warming_up',
+      '120',
+    ]);
     // The follow stream: the view while it changes, until the pull settles (here: failed, the hub holds the second half).
     const r = await fetch(`${h.baseUrl}/api/v1/models/someone/tiny-chat?follow=1`, { headers: member });
     expect(r.headers.get('content-type')).toContain('text/event-stream');
-    const events = (await r.text()).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+    const events = (await r.text())
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => JSON.parse(e.slice(6)));
     expect(events.some((e) => e.state === 'pulling' && e.pull.percent >= 49)).toBe(true);
     expect(events.at(-1)).toMatchObject({ state: 'failed', error: expect.stringContaining('could not pull') });
     expect((await chat(h, 'someone/tiny-chat')).body.error.code).toBe('model_failed');
@@ -256,7 +371,9 @@ describe('the models admin API', () => {
     expect((await call(h, 'GET', '/api/v1/models/someone/other', undefined, owner)).status).toBe(404);
     hub.release();
     expect((await call(h, 'POST', '/api/v1/models/someone/tiny-chat/load', undefined, owner)).status).toBe(200);
-    await until(async () => (await states(h))['someone/tiny-chat'] === 'ready', 'the pulled model ready', { timeoutMs: 30_000 });
+    await until(async () => (await states(h))['someone/tiny-chat'] === 'ready', 'the pulled model ready', {
+      timeoutMs: 30_000,
+    });
     expect((await chat(h, 'someone/tiny-chat')).body.model).toBe('someone/tiny-chat');
     expect(fs.readdirSync(modelsDir)).toContain('hf_someone_tiny-chat.gguf');
     expect((await call(h, 'DELETE', '/api/v1/models/someone/tiny-chat', undefined, owner)).status).toBe(200);
@@ -264,12 +381,20 @@ describe('the models admin API', () => {
   }, 60_000);
 
   it('a model added through the API is served again after a restart (kept in the models dir); a removed one is not', async () => {
-    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/kept' }, owner)).status).toBe(201);
-    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/gone' }, owner)).status).toBe(201);
+    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/kept' }, owner)).status).toBe(
+      201,
+    );
+    expect((await call(h, 'POST', '/api/v1/models', { source: 'added.gguf', id: 'local/gone' }, owner)).status).toBe(
+      201,
+    );
     expect((await call(h, 'DELETE', '/api/v1/models/local/gone', undefined, owner)).status).toBe(200);
     const file = await tinyChatModel();
     await h.stop();
-    h = await startHearthProcess({ args: ['--engine', 'instant', '--slots', '2', '--model', `${file},id=local/a`, '--models-dir', modelsDir], dataDir: h.dataDir, env: { HF_ENDPOINT: hub.endpoint } });
+    h = await startHearthProcess({
+      args: ['--engine', 'instant', '--slots', '2', '--model', `${file},id=local/a`, '--models-dir', modelsDir],
+      dataDir: h.dataDir,
+      env: { HF_ENDPOINT: hub.endpoint },
+    });
     started.push(h);
     await h.waitReady();
     expect(await states(h)).toEqual({ 'local/a': 'ready', 'local/kept': 'unloaded' });

@@ -26,7 +26,10 @@ describe('warming up', () => {
     const file = await tinyChatModel();
     hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-    hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir], env: { HF_ENDPOINT: hub.endpoint } });
+    hearth = await startHearthProcess({
+      args: ['--model', MODEL_URI, '--models-dir', modelsDir],
+      env: { HF_ENDPOINT: hub.endpoint },
+    });
     const client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
 
     // Wait until the first half has arrived, so the progress is known.
@@ -51,15 +54,23 @@ describe('warming up', () => {
     expect(body.error.state).toBe('pulling');
     expect(body.error.progress).toBeGreaterThanOrEqual(49);
 
-    const sdkError = await client.chat.completions.create({ model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+    const sdkError = await client.chat.completions
+      .create({ model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
     expect(sdkError).toBeInstanceOf(OpenAI.APIError);
     expect((sdkError as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
-    const embedError = await client.embeddings.create({ model: 'someone/tiny-chat', input: 'hi' }).catch((e: unknown) => e);
+    const embedError = await client.embeddings
+      .create({ model: 'someone/tiny-chat', input: 'hi' })
+      .catch((e: unknown) => e);
     expect(embedError).toMatchObject({ status: 503, code: 'model_warming_up' });
 
     hub.release();
     await hearth.waitReady();
-    const r = await client.chat.completions.create({ model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }], temperature: 0 });
+    const r = await client.chat.completions.create({
+      model: 'someone/tiny-chat',
+      messages: [{ role: 'user', content: 'hi' }],
+      temperature: 0,
+    });
     expect(r.choices[0]!.finish_reason).toBe('stop');
     expect(fs.readdirSync(modelsDir)).toContain('hf_someone_tiny-chat.gguf');
   });
@@ -68,7 +79,10 @@ describe('warming up', () => {
     const file = await tinyChatModel();
     hub = await startFakeModelHub({ filePath: file, mode: 'missing' });
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-    hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir], env: { HF_ENDPOINT: hub.endpoint } });
+    hearth = await startHearthProcess({
+      args: ['--model', MODEL_URI, '--models-dir', modelsDir],
+      env: { HF_ENDPOINT: hub.endpoint },
+    });
     let health: { state: string; error?: string; hint?: string } = { state: 'pulling' };
     for (let i = 0; i < 600 && health.state !== 'failed'; i++) {
       health = (await (await fetch(`${hearth.baseUrl}/health`)).json()) as typeof health;
@@ -91,7 +105,10 @@ describe('warming up', () => {
     // A loopback port nobody listens on: the connection is refused at once, as an offline hub's would be.
     const closed = await freePort(); // free a moment ago: a connection to it is refused
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-    hearth = await startHearthProcess({ args: ['--model', MODEL_URI, '--models-dir', modelsDir], env: { HF_ENDPOINT: `http://127.0.0.1:${closed}/` } });
+    hearth = await startHearthProcess({
+      args: ['--model', MODEL_URI, '--models-dir', modelsDir],
+      env: { HF_ENDPOINT: `http://127.0.0.1:${closed}/` },
+    });
     let health: { state: string; error?: string; hint?: string; retry_after_seconds?: number } = { state: 'pulling' };
     // Well inside the 30 s stall time-out the pull would otherwise have waited for.
     for (let i = 0; i < 100 && health.state !== 'failed'; i++) {
@@ -113,7 +130,10 @@ describe('warming up', () => {
     const body = (await r.json()) as { error: { code: string; message: string } };
     expect(body.error.code).toBe('model_failed');
     expect(body.error.message).toContain(`cannot reach 127.0.0.1:${closed}`);
-    const failed = hearth.logs().split('\n').find((l) => l.includes('"msg":"model failed"'));
+    const failed = hearth
+      .logs()
+      .split('\n')
+      .find((l) => l.includes('"msg":"model failed"'));
     expect(failed).toContain('npm start -- --model path/to/model.gguf');
   });
 
@@ -127,7 +147,9 @@ describe('warming up', () => {
     expect(r.status).toBe(404);
     const body = (await r.json()) as { error: { code: string; param: string; message: string } };
     expect(body.error).toMatchObject({ code: 'model_not_found', param: 'model' });
-    expect(body.error.message).toBe("The model 'local/stories260K' does not exist; this server serves: local/tiny-chat");
+    expect(body.error.message).toBe(
+      "The model 'local/stories260K' does not exist; this server serves: local/tiny-chat",
+    );
   });
 
   it('a local GGUF that does not load is a failed state whose hint is about the file, not about pulling', async () => {

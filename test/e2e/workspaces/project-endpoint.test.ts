@@ -34,20 +34,45 @@ const good = {} as Record<ProviderName, Project>;
 const badKey = {} as Record<ProviderName, Project>;
 
 beforeAll(async () => {
-  for (const c of CASES) fakes[c.provider] = await startFakeUpstream(c.provider, { apiKey: providerKey(c.provider), reply: { text: REPLY } });
+  for (const c of CASES)
+    fakes[c.provider] = await startFakeUpstream(c.provider, {
+      apiKey: providerKey(c.provider),
+      reply: { text: REPLY },
+    });
   hearth = await startHearthProcess({
     args: [
-      '--model', await tinyChatModel(), '--engine', 'instant', '--workers', '1', '--slots', '1',
-      '--openai-base-url', fakes.openai.baseUrl,
-      '--anthropic-base-url', fakes.anthropic.baseUrl,
-      '--gemini-base-url', fakes.gemini.baseUrl,
-      '--mistral-base-url', fakes.mistral.baseUrl,
-      '--provider-timeout-ms', '60000', '--provider-max-retries', '0', // an abort seen within 10 s can only come from the client
+      '--model',
+      await tinyChatModel(),
+      '--engine',
+      'instant',
+      '--workers',
+      '1',
+      '--slots',
+      '1',
+      '--openai-base-url',
+      fakes.openai.baseUrl,
+      '--anthropic-base-url',
+      fakes.anthropic.baseUrl,
+      '--gemini-base-url',
+      fakes.gemini.baseUrl,
+      '--mistral-base-url',
+      fakes.mistral.baseUrl,
+      '--provider-timeout-ms',
+      '60000',
+      '--provider-max-retries',
+      '0', // an abort seen within 10 s can only come from the client
     ],
   });
   const ws = await readyWorkspace(hearth, 'sdk');
   for (const c of CASES) {
-    const create = (key: string) => createProject(hearth, ws, { name: `${c.provider} bot`, provider: c.provider, model: c.model, providerApiKey: key, temperature: 0.4 });
+    const create = (key: string) =>
+      createProject(hearth, ws, {
+        name: `${c.provider} bot`,
+        provider: c.provider,
+        model: c.model,
+        providerApiKey: key,
+        temperature: 0.4,
+      });
     good[c.provider] = await create(providerKey(c.provider));
     badKey[c.provider] = await create(`wrong-${c.provider}-key-9876543210`);
   }
@@ -59,8 +84,12 @@ afterAll(async () => {
   await Promise.all(Object.values(fakes).map((f) => f.close()));
 });
 
-const client = (p: Project) => new OpenAI({ apiKey: p.token, baseURL: `${hearth.baseUrl}/api/v1/inference/${p.projectId}`, maxRetries: 0 });
-const messages = [{ role: 'system' as const, content: 'Be brief.' }, { role: 'user' as const, content: 'Say hello' }];
+const client = (p: Project) =>
+  new OpenAI({ apiKey: p.token, baseURL: `${hearth.baseUrl}/api/v1/inference/${p.projectId}`, maxRetries: 0 });
+const messages = [
+  { role: 'system' as const, content: 'Be brief.' },
+  { role: 'user' as const, content: 'Say hello' },
+];
 
 describe.each(CASES)('a $provider project through the official openai SDK', (c) => {
   beforeEach(() => {
@@ -81,7 +110,13 @@ describe.each(CASES)('a $provider project through the official openai SDK', (c) 
   });
 
   it('streams chunks that reassemble to the reply, role first, usage last', async () => {
-    const stream = await client(good[c.provider]).chat.completions.create({ model: c.model, messages, stream: true, stream_options: { include_usage: true }, temperature: 0.9 });
+    const stream = await client(good[c.provider]).chat.completions.create({
+      model: c.model,
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+      temperature: 0.9,
+    });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
@@ -93,12 +128,17 @@ describe.each(CASES)('a $provider project through the official openai SDK', (c) 
     expect(fakes[c.provider].lastRequest()).toMatchObject({ model: c.model, stream: true, temperature: 0.9 });
   });
 
-  it('an upstream 401 (the project\'s provider key is wrong) is a 502 naming the provider, JSON and streaming', async () => {
+  it("an upstream 401 (the project's provider key is wrong) is a 502 naming the provider, JSON and streaming", async () => {
     const sdk = client(badKey[c.provider]);
     for (const stream of [false, true]) {
-      const err = await (stream
-        ? sdk.chat.completions.create({ model: c.model, messages, stream: true }).then(async (s) => { for await (const _ of s) { /* drain */ } })
-        : sdk.chat.completions.create({ model: c.model, messages })
+      const err = await (
+        stream
+          ? sdk.chat.completions.create({ model: c.model, messages, stream: true }).then(async (s) => {
+              for await (const _ of s) {
+                /* drain */
+              }
+            })
+          : sdk.chat.completions.create({ model: c.model, messages })
       ).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(OpenAI.APIError);
       const apiError = err as InstanceType<typeof OpenAI.APIError>;
@@ -117,7 +157,11 @@ describe.each(CASES)('a $provider project through the official openai SDK', (c) 
       const body = JSON.stringify({ model: c.model, messages, stream: true });
       const req = http.request(`${hearth.baseUrl}/api/v1/inference/${p.projectId}/chat/completions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${p.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        headers: {
+          authorization: `Bearer ${p.token}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
       });
       req.on('response', (res) => {
         expect(res.statusCode).toBe(200);
@@ -141,7 +185,12 @@ describe('secrets', () => {
   it('no provider key, project token or API key appears in any log line', async () => {
     const logs = hearth.logs();
     expect(logs).toContain('"msg":"provider call failed"'); // the failure paths above did log
-    const secrets = [hearth.key, ...CASES.map((c) => providerKey(c.provider)), ...CASES.flatMap((c) => [good[c.provider].token, badKey[c.provider].token]), ...CASES.map((c) => `wrong-${c.provider}-key-9876543210`)];
+    const secrets = [
+      hearth.key,
+      ...CASES.map((c) => providerKey(c.provider)),
+      ...CASES.flatMap((c) => [good[c.provider].token, badKey[c.provider].token]),
+      ...CASES.map((c) => `wrong-${c.provider}-key-9876543210`),
+    ];
     for (const secret of secrets) {
       expect(logs).not.toContain(secret);
       expect(logs).not.toContain(secretPart(secret)); // the secret part of a token alone

@@ -29,14 +29,34 @@ beforeAll(async () => {
   elsewhere = await startFakeUpstream('openai');
   hearth = await startHearthProcess({
     args: [
-      '--model', await tinyChatModel(), '--engine', 'instant', '--workers', '1', '--slots', '1',
-      '--mistral-base-url', fakes.mistral.baseUrl, '--anthropic-base-url', fakes.anthropic.baseUrl,
-      '--provider-timeout-ms', '10000', '--provider-deadline-ms', String(DEADLINE_MS), '--provider-max-retries', '0',
+      '--model',
+      await tinyChatModel(),
+      '--engine',
+      'instant',
+      '--workers',
+      '1',
+      '--slots',
+      '1',
+      '--mistral-base-url',
+      fakes.mistral.baseUrl,
+      '--anthropic-base-url',
+      fakes.anthropic.baseUrl,
+      '--provider-timeout-ms',
+      '10000',
+      '--provider-deadline-ms',
+      String(DEADLINE_MS),
+      '--provider-max-retries',
+      '0',
     ],
   });
   const ws = await readyWorkspace(hearth, 'hostile');
   for (const c of CASES) {
-    projects[c.provider] = await createProject(hearth, ws, { name: c.provider, provider: c.provider, model: c.model, providerApiKey: providerKey(c.provider) });
+    projects[c.provider] = await createProject(hearth, ws, {
+      name: c.provider,
+      provider: c.provider,
+      model: c.model,
+      providerApiKey: providerKey(c.provider),
+    });
     await projectReady(hearth, ws, projects[c.provider].projectId);
   }
 });
@@ -77,7 +97,9 @@ describe.each(CASES)('hostile $provider upstream, through the real server', (c) 
     const events = dataEvents(await r.text());
     expect(JSON.parse(events[0]!.slice(6)).choices[0].delta.role).toBe('assistant');
     expect(events.some((e) => e.includes('"content":"Hello "'))).toBe(true);
-    expect(JSON.parse(events.at(-1)!.slice(6))).toMatchObject({ error: { code: 'deadline_exceeded', type: 'upstream_error' } });
+    expect(JSON.parse(events.at(-1)!.slice(6))).toMatchObject({
+      error: { code: 'deadline_exceeded', type: 'upstream_error' },
+    });
     expect(events).not.toContain('data: [DONE]');
     expect((await fakes[c.provider].waitForAbort(5000)).completed).toBe(false);
   });
@@ -91,7 +113,11 @@ describe.each(CASES)('hostile $provider upstream, through the real server', (c) 
   });
 
   it('an in-stream error quoting the key never shows it to the client', async () => {
-    fakes[c.provider].script({ kind: 'stream-error', afterPieces: 1, message: `Unauthorized key ${providerKey(c.provider)}` });
+    fakes[c.provider].script({
+      kind: 'stream-error',
+      afterPieces: 1,
+      message: `Unauthorized key ${providerKey(c.provider)}`,
+    });
     const text = await (await chat(c.provider, true)).text();
     expect(dataEvents(text).at(-1)).toContain('Unauthorized key');
     expect(text).not.toContain(providerKey(c.provider));
@@ -103,6 +129,8 @@ describe('the server after hostile upstreams', () => {
   it('still answers a normal project call', async () => {
     const r = await chat('mistral', false);
     expect(r.status).toBe(200);
-    expect(((await r.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    expect(((await r.json()) as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content).toBe(
+      'Hello from the fake upstream.',
+    );
   });
 });

@@ -26,7 +26,11 @@ const expectUnauthorized = (fn: () => unknown) => {
 describe('ApiKeyRepository', () => {
   it('authenticates a created key and never stores or lists its secret', async () => {
     const created = await keys.create('ci', 'acct1');
-    expect(keys.authenticate(created.key)).toEqual({ keyId: created.id, accountId: 'acct1', limits: { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' } });
+    expect(keys.authenticate(created.key)).toEqual({
+      keyId: created.id,
+      accountId: 'acct1',
+      limits: { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' },
+    });
     const listed = keys.list('acct1');
     expect(listed).toHaveLength(1);
     expect(JSON.stringify(listed)).not.toContain(secretPart(created.key));
@@ -56,7 +60,12 @@ describe('ApiKeyRepository', () => {
     await keys.create('a', 'acct1');
     await keys.create('b', 'acct2');
     await keys.create('c', 'acct1');
-    expect(keys.list('acct1').map((k) => k.name).sort()).toEqual(['a', 'c']);
+    expect(
+      keys
+        .list('acct1')
+        .map((k) => k.name)
+        .sort(),
+    ).toEqual(['a', 'c']);
     expect(keys.list('acct2').map((k) => k.name)).toEqual(['b']);
   });
 
@@ -65,7 +74,8 @@ describe('ApiKeyRepository', () => {
     try {
       const created = await new ApiKeyRepository(other).create('from-cli');
       // LMDB: at once; PostgreSQL (HEARTH_TEST_RECORDS=postgres): once this replica hears of it, within 1 s.
-      for (let waited = 0; temp.store.dbs.apiKeys.get(created.id) === undefined && waited < 1_000; waited += 10) await new Promise((r) => setTimeout(r, 10));
+      for (let waited = 0; temp.store.dbs.apiKeys.get(created.id) === undefined && waited < 1_000; waited += 10)
+        await new Promise((r) => setTimeout(r, 10));
       expect(keys.authenticate(created.key).keyId).toBe(created.id);
     } finally {
       await other.close();
@@ -74,17 +84,48 @@ describe('ApiKeyRepository', () => {
 
   it('stores limits at creation, changes them by update (partial), and authenticate reads them fresh', async () => {
     const k = await keys.create('lim', 'acct1', { requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2 });
-    expect(k.limits).toEqual({ requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2, priority: 'interactive' });
-    expect(keys.authenticate(k.key).limits).toEqual({ requestsPerMinute: 10, tokensPerMinute: null, maxConcurrent: 2, priority: 'interactive' });
+    expect(k.limits).toEqual({
+      requestsPerMinute: 10,
+      tokensPerMinute: null,
+      maxConcurrent: 2,
+      priority: 'interactive',
+    });
+    expect(keys.authenticate(k.key).limits).toEqual({
+      requestsPerMinute: 10,
+      tokensPerMinute: null,
+      maxConcurrent: 2,
+      priority: 'interactive',
+    });
     expect(await keys.update(k.id, 'acct2', { limits: { maxConcurrent: 5 } })).toBeUndefined();
-    const updated = await keys.update(k.id, 'acct1', { name: 'renamed', limits: { tokensPerMinute: 1000, requestsPerMinute: null } });
-    expect(updated).toMatchObject({ name: 'renamed', limits: { requestsPerMinute: null, tokensPerMinute: 1000, maxConcurrent: 2 } });
-    expect(keys.authenticate(k.key).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: 1000, maxConcurrent: 2, priority: 'interactive' });
+    const updated = await keys.update(k.id, 'acct1', {
+      name: 'renamed',
+      limits: { tokensPerMinute: 1000, requestsPerMinute: null },
+    });
+    expect(updated).toMatchObject({
+      name: 'renamed',
+      limits: { requestsPerMinute: null, tokensPerMinute: 1000, maxConcurrent: 2 },
+    });
+    expect(keys.authenticate(k.key).limits).toEqual({
+      requestsPerMinute: null,
+      tokensPerMinute: 1000,
+      maxConcurrent: 2,
+      priority: 'interactive',
+    });
     // Priority is one of the limits: set by update, kept by an update that does not name it, read fresh.
     expect((await keys.update(k.id, 'acct1', { limits: { priority: 'batch' } }))?.limits.priority).toBe('batch');
     expect(keys.authenticate(k.key).limits.priority).toBe('batch');
-    expect((await keys.update(k.id, 'acct1', { limits: { maxConcurrent: 3 } }))?.limits).toEqual({ requestsPerMinute: null, tokensPerMinute: 1000, maxConcurrent: 3, priority: 'batch' });
-    const batchKey = await keys.create('bulk', 'acct1', { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'batch' });
+    expect((await keys.update(k.id, 'acct1', { limits: { maxConcurrent: 3 } }))?.limits).toEqual({
+      requestsPerMinute: null,
+      tokensPerMinute: 1000,
+      maxConcurrent: 3,
+      priority: 'batch',
+    });
+    const batchKey = await keys.create('bulk', 'acct1', {
+      requestsPerMinute: null,
+      tokensPerMinute: null,
+      maxConcurrent: null,
+      priority: 'batch',
+    });
     expect(keys.authenticate(batchKey.key).limits.priority).toBe('batch');
     expect(JSON.stringify(keys.list('acct1'))).not.toContain(k.key.slice(`hk_${k.id}_`.length));
   });

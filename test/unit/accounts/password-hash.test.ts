@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SCRYPT_PARAMS, hashPassword, verifyAgainstNothing, verifyPassword } from '../../../src/accounts/password-hash.ts';
+import {
+  DEFAULT_SCRYPT_PARAMS,
+  hashPassword,
+  verifyAgainstNothing,
+  verifyPassword,
+} from '../../../src/accounts/password-hash.ts';
 
 const FAST = { N: 2 ** 10, r: 8, p: 1 };
 
@@ -28,7 +33,16 @@ describe('password hashing (scrypt)', () => {
   it('answers false, never throws, for malformed or hostile stored hashes', async () => {
     const good = await hashPassword('secret-pass', FAST);
     const [, , r, p, salt, hash] = good.split('$');
-    for (const bad of ['', 'scrypt', 'bcrypt$1024$8$1$aa$bb', `scrypt$1000$${r}$${p}$${salt}$${hash}`, `scrypt$${2 ** 30}$${r}$${p}$${salt}$${hash}`, `scrypt$1024$0$${p}$${salt}$${hash}`, `scrypt$1024$${r}$${p}$$${hash}`, `scrypt$1024$${r}$${p}$${salt}$`]) {
+    for (const bad of [
+      '',
+      'scrypt',
+      'bcrypt$1024$8$1$aa$bb',
+      `scrypt$1000$${r}$${p}$${salt}$${hash}`,
+      `scrypt$${2 ** 30}$${r}$${p}$${salt}$${hash}`,
+      `scrypt$1024$0$${p}$${salt}$${hash}`,
+      `scrypt$1024$${r}$${p}$$${hash}`,
+      `scrypt$1024$${r}$${p}$${salt}$`,
+    ]) {
       expect(await verifyPassword('secret-pass', bad)).toBe(false);
     }
     expect(await verifyPassword('x'.repeat(5000), good)).toBe(false);

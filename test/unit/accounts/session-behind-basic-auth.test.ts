@@ -39,27 +39,51 @@ beforeEach(async () => {
 
 /** What the management routes read of a request: its method and these headers. */
 function request(method: string, headers: { authorization?: string; cookie?: string; origin?: string }): HttpExchange {
-  return { method, authorization: headers.authorization ?? '', cookie: headers.cookie ?? '', origin: headers.origin ?? '', host: HOST } as unknown as HttpExchange;
+  return {
+    method,
+    authorization: headers.authorization ?? '',
+    cookie: headers.cookie ?? '',
+    origin: headers.origin ?? '',
+    host: HOST,
+  } as unknown as HttpExchange;
 }
 
-const authenticate = (method: string, headers: Parameters<typeof request>[1]) => auth.authenticate(presentedCredentials(request(method, headers), SESSION_HTTP));
+const authenticate = (method: string, headers: Parameters<typeof request>[1]) =>
+  auth.authenticate(presentedCredentials(request(method, headers), SESSION_HTTP));
 const BASIC = `Basic ${Buffer.from('proxy-user:proxy-pass').toString('base64')}`;
 
 describe('a signed-in dashboard behind a proxy that adds Authorization: Basic', () => {
   it('reads with the cookie authenticate as the user', () => {
-    expect(authenticate('GET', { authorization: BASIC, cookie: `hearth_session=${sessionToken}` })).toMatchObject({ kind: 'session', accountId: 'acct-a', role: 'owner' });
-    expect(authenticate('GET', { authorization: 'Digest username="p", response="x"', cookie: `theme=dark; hearth_session=${sessionToken}` })).toMatchObject({ kind: 'session' });
+    expect(authenticate('GET', { authorization: BASIC, cookie: `hearth_session=${sessionToken}` })).toMatchObject({
+      kind: 'session',
+      accountId: 'acct-a',
+      role: 'owner',
+    });
+    expect(
+      authenticate('GET', {
+        authorization: 'Digest username="p", response="x"',
+        cookie: `theme=dark; hearth_session=${sessionToken}`,
+      }),
+    ).toMatchObject({ kind: 'session' });
   });
 
   it('changes with the cookie still need the service origin', () => {
     const cookie = `hearth_session=${sessionToken}`;
-    expect(authenticate('POST', { authorization: BASIC, cookie, origin: `https://${HOST}` })).toMatchObject({ kind: 'session' });
-    expect(() => authenticate('POST', { authorization: BASIC, cookie, origin: 'https://evil.example' })).toThrow(expect.objectContaining({ status: 403, code: 'origin_mismatch' }));
-    expect(() => authenticate('DELETE', { authorization: BASIC, cookie })).toThrow(expect.objectContaining({ status: 403, code: 'origin_mismatch' }));
+    expect(authenticate('POST', { authorization: BASIC, cookie, origin: `https://${HOST}` })).toMatchObject({
+      kind: 'session',
+    });
+    expect(() => authenticate('POST', { authorization: BASIC, cookie, origin: 'https://evil.example' })).toThrow(
+      expect.objectContaining({ status: 403, code: 'origin_mismatch' }),
+    );
+    expect(() => authenticate('DELETE', { authorization: BASIC, cookie })).toThrow(
+      expect.objectContaining({ status: 403, code: 'origin_mismatch' }),
+    );
   });
 
   it('a Basic header without a cookie is 401 invalid_api_key, as before', () => {
-    expect(() => authenticate('GET', { authorization: BASIC })).toThrow(expect.objectContaining({ status: 401, code: 'invalid_api_key' }));
+    expect(() => authenticate('GET', { authorization: BASIC })).toThrow(
+      expect.objectContaining({ status: 401, code: 'invalid_api_key' }),
+    );
   });
 });
 
@@ -67,9 +91,21 @@ describe('a Bearer header still decides over the cookie', () => {
   it('a valid key of another account wins; a wrong, empty or malformed Bearer is 401 even with a live cookie', async () => {
     const other = await keys.create('ci', 'acct-b');
     const cookie = `hearth_session=${sessionToken}`;
-    expect(authenticate('POST', { authorization: `bearer ${other.key}`, cookie })).toEqual({ kind: 'key', accountId: 'acct-b', keyId: other.id });
-    for (const authorization of ['Bearer hk_nope_nope', 'Bearer', 'BEARER ', `Bearer ${other.key} extra`, `Bearer ${other.key}, Bearer ${other.key}`]) {
-      expect(() => authenticate('GET', { authorization, cookie }), authorization).toThrow(expect.objectContaining({ status: 401, code: 'invalid_api_key' }));
+    expect(authenticate('POST', { authorization: `bearer ${other.key}`, cookie })).toEqual({
+      kind: 'key',
+      accountId: 'acct-b',
+      keyId: other.id,
+    });
+    for (const authorization of [
+      'Bearer hk_nope_nope',
+      'Bearer',
+      'BEARER ',
+      `Bearer ${other.key} extra`,
+      `Bearer ${other.key}, Bearer ${other.key}`,
+    ]) {
+      expect(() => authenticate('GET', { authorization, cookie }), authorization).toThrow(
+        expect.objectContaining({ status: 401, code: 'invalid_api_key' }),
+      );
     }
   });
 });

@@ -1,10 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import type { HttpExchange } from '../../../src/http/http-exchange.ts';
 import { originMismatch, sessionExpired, unauthorized } from '../../../src/errors/index.ts';
-import { clearedSessionCookie, clientAddress, isSameOrigin, readSessionCookie, sessionCookie, sessionErrorHeaders } from '../../../src/accounts/session-cookie.ts';
+import {
+  clearedSessionCookie,
+  clientAddress,
+  isSameOrigin,
+  readSessionCookie,
+  sessionCookie,
+  sessionErrorHeaders,
+} from '../../../src/accounts/session-cookie.ts';
 
 const ex = (h: Partial<Pick<HttpExchange, 'origin' | 'host' | 'forwardedProto' | 'forwardedFor'>>) =>
-  ({ origin: '', host: '', forwardedProto: '', forwardedFor: '', remoteAddress: () => '10.1.1.1', ...h }) as unknown as HttpExchange;
+  ({
+    origin: '',
+    host: '',
+    forwardedProto: '',
+    forwardedFor: '',
+    remoteAddress: () => '10.1.1.1',
+    ...h,
+  }) as unknown as HttpExchange;
 const opts = (publicUrl?: string, trustProxy = false) => ({ publicUrl, trustProxy, maxAgeMs: 3_600_000 });
 
 describe('session cookie helpers', () => {
@@ -17,24 +31,34 @@ describe('session cookie helpers', () => {
   });
 
   it('sets HttpOnly, SameSite=Strict, Path=/ and Max-Age; Secure behind https only', () => {
-    expect(sessionCookie(ex({}), opts(), 'tok')).toBe('hearth_session=tok; Path=/; HttpOnly; SameSite=Strict; Max-Age=3600');
+    expect(sessionCookie(ex({}), opts(), 'tok')).toBe(
+      'hearth_session=tok; Path=/; HttpOnly; SameSite=Strict; Max-Age=3600',
+    );
     expect(sessionCookie(ex({ forwardedProto: 'https' }), opts(), 'tok')).toMatch(/; Secure$/);
     expect(sessionCookie(ex({}), opts('https://hearth.example'), 'tok')).toMatch(/; Secure$/);
     expect(clearedSessionCookie(ex({}), opts())).toBe('hearth_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0');
   });
 
   it('error headers of the edge: session_expired clears the cookie (Secure behind https), other errors add nothing', () => {
-    expect(sessionErrorHeaders(opts())(sessionExpired(), ex({}))).toEqual([['set-cookie', 'hearth_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0']]);
-    expect(sessionErrorHeaders(opts('https://hearth.example'))(sessionExpired(), ex({}))).toEqual([['set-cookie', expect.stringMatching(/Max-Age=0; Secure$/)]]);
+    expect(sessionErrorHeaders(opts())(sessionExpired(), ex({}))).toEqual([
+      ['set-cookie', 'hearth_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0'],
+    ]);
+    expect(sessionErrorHeaders(opts('https://hearth.example'))(sessionExpired(), ex({}))).toEqual([
+      ['set-cookie', expect.stringMatching(/Max-Age=0; Secure$/)],
+    ]);
     for (const err of [unauthorized(), originMismatch()]) expect(sessionErrorHeaders(opts())(err, ex({}))).toEqual([]);
   });
 
   it('same origin: the public URL’s origin or the request’s own host; never missing, null or foreign', () => {
     expect(isSameOrigin(ex({ origin: 'http://127.0.0.1:8080', host: '127.0.0.1:8080' }), opts())).toBe(true);
-    expect(isSameOrigin(ex({ origin: 'https://hearth.example', host: 'internal:8080' }), opts('https://hearth.example'))).toBe(true);
+    expect(
+      isSameOrigin(ex({ origin: 'https://hearth.example', host: 'internal:8080' }), opts('https://hearth.example')),
+    ).toBe(true);
     expect(isSameOrigin(ex({ origin: 'https://hearth.example', host: 'internal:8080' }), opts())).toBe(false);
     expect(isSameOrigin(ex({ origin: 'http://127.0.0.1:9999', host: '127.0.0.1:8080' }), opts())).toBe(false);
-    expect(isSameOrigin(ex({ origin: 'http://evil.example', host: '127.0.0.1:8080' }), opts('https://hearth.example'))).toBe(false);
+    expect(
+      isSameOrigin(ex({ origin: 'http://evil.example', host: '127.0.0.1:8080' }), opts('https://hearth.example')),
+    ).toBe(false);
     expect(isSameOrigin(ex({ origin: 'null', host: 'null' }), opts())).toBe(false);
     expect(isSameOrigin(ex({ origin: '', host: '127.0.0.1:8080' }), opts())).toBe(false);
   });

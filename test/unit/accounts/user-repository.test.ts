@@ -13,12 +13,19 @@ beforeEach(() => {
 
 describe('UserRepository', () => {
   it('normalizes emails, keeps them unique across accounts, and never stores the password', async () => {
-    const ada = await users.create({ email: '  Ada@Example.COM ', password: 'correct horse', accountId: 'a1', role: 'owner' });
+    const ada = await users.create({
+      email: '  Ada@Example.COM ',
+      password: 'correct horse',
+      accountId: 'a1',
+      role: 'owner',
+    });
     expect(ada.email).toBe('ada@example.com');
     expect(ada.id).toMatch(/^usr_/);
     expect(ada.passwordHash).toMatch(/^scrypt\$/);
     expect(JSON.stringify(temp.store.dbs.users.get(ada.id))).not.toContain('correct horse');
-    await expect(users.create({ email: 'ADA@example.com', password: 'another one', accountId: 'a2', role: 'member' })).rejects.toMatchObject({ status: 409, code: 'email_taken' });
+    await expect(
+      users.create({ email: 'ADA@example.com', password: 'another one', accountId: 'a2', role: 'member' }),
+    ).rejects.toMatchObject({ status: 409, code: 'email_taken' });
     expect(users.getByEmail('ada@EXAMPLE.com')?.id).toBe(ada.id);
     expect(temp.store.dbs.accounts.get('a1')).toBeDefined();
   });
@@ -44,7 +51,9 @@ describe('UserRepository', () => {
     expect(await users.delete(o1.id)).toBe('deleted');
     expect(users.list('a1').map((u) => u.id)).toEqual([o2.id]);
     // the email is free again
-    expect((await users.create({ email: 'm@x.io', password: 'password1', accountId: 'a1', role: 'member' })).email).toBe('m@x.io');
+    expect(
+      (await users.create({ email: 'm@x.io', password: 'password1', accountId: 'a1', role: 'member' })).email,
+    ).toBe('m@x.io');
   });
 
   it('removing a user ends its sessions', async () => {

@@ -13,7 +13,14 @@ import { ApiError } from '../../../src/errors/index.ts';
  * argument limit (E2BIG at every launch, a deployment failing with `spawn E2BIG`), and PATCH adds to what
  * the app holds already.
  */
-const SANDBOX: SandboxOptions = { mode: 'bwrap', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256, network: { mode: 'host', pastaPath: 'pasta' } };
+const SANDBOX: SandboxOptions = {
+  mode: 'bwrap',
+  bwrapPath: 'bwrap',
+  memoryBytes: 1 << 30,
+  maxProcesses: 256,
+  maxOpenFiles: 256,
+  network: { mode: 'host', pastaPath: 'pasta' },
+};
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-app-env-'));
 fs.chmodSync(dir, 0o755);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -30,7 +37,8 @@ function refusal(run: () => unknown): ApiError {
   return err as ApiError;
 }
 
-const values = (count: number, size: number, prefix = 'V') => Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}${i}`, 'x'.repeat(size)]));
+const values = (count: number, size: number, prefix = 'V') =>
+  Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}${i}`, 'x'.repeat(size)]));
 
 describe('the size of an app env', () => {
   it('100 values of 32 K characters (3.2 MB: no process can start with it) are refused with a 400 naming env', () => {
@@ -50,7 +58,16 @@ describe('the size of an app env', () => {
       }
     }
     expect(Object.keys(env).length).toBeGreaterThan(1);
-    const r = await runToEnd(launchPlan(SANDBOX, dir, 'exit 0', { ...env, PORT: '1', NODE_ENV: 'production', HEARTH_API_KEY: `hk_${'k'.repeat(60)}` }), 20_000, () => {});
+    const r = await runToEnd(
+      launchPlan(SANDBOX, dir, 'exit 0', {
+        ...env,
+        PORT: '1',
+        NODE_ENV: 'production',
+        HEARTH_API_KEY: `hk_${'k'.repeat(60)}`,
+      }),
+      20_000,
+      () => {},
+    );
     expect(r.error).toBeUndefined();
     expect(r.code).toBe(0);
   });
@@ -65,15 +82,30 @@ describe('the size of an app env', () => {
   it('PATCH counts the bytes the app holds already', () => {
     const current = { env: values(30, 32 * 1024), apiKeyEnv: null };
     expect(refusal(() => parseAppPatch({ env: values(30, 32 * 1024, 'W') }, current)).param).toBe('env');
-    expect(parseAppPatch({ env: { ...values(30, 32 * 1024, 'W'), ...Object.fromEntries(Object.keys(current.env).map((k) => [k, null])) } }, current).env).toBeDefined();
+    expect(
+      parseAppPatch(
+        {
+          env: { ...values(30, 32 * 1024, 'W'), ...Object.fromEntries(Object.keys(current.env).map((k) => [k, null])) },
+        },
+        current,
+      ).env,
+    ).toBeDefined();
   });
 });
 
 describe("an env variable and the app's key variable", () => {
   it('PATCH env may not set the variable the app key goes to (POST refuses the same)', () => {
-    expect(refusal(() => parseAppInput({ name: 'a', env: { HEARTH_API_KEY: 'mine' }, apiKeyEnv: 'HEARTH_API_KEY' })).param).toBe('apiKeyEnv');
-    expect(refusal(() => parseAppPatch({ env: { HEARTH_API_KEY: 'mine' } }, { env: {}, apiKeyEnv: 'HEARTH_API_KEY' })).param).toBe('env.HEARTH_API_KEY');
-    expect(parseAppPatch({ env: { HEARTH_API_KEY: 'mine' }, apiKeyEnv: null }, { env: {}, apiKeyEnv: 'HEARTH_API_KEY' }).env).toEqual({ HEARTH_API_KEY: 'mine' });
-    expect(parseAppPatch({ env: { HEARTH_API_KEY: 'mine' } }, { env: {}, apiKeyEnv: null }).env).toEqual({ HEARTH_API_KEY: 'mine' });
+    expect(
+      refusal(() => parseAppInput({ name: 'a', env: { HEARTH_API_KEY: 'mine' }, apiKeyEnv: 'HEARTH_API_KEY' })).param,
+    ).toBe('apiKeyEnv');
+    expect(
+      refusal(() => parseAppPatch({ env: { HEARTH_API_KEY: 'mine' } }, { env: {}, apiKeyEnv: 'HEARTH_API_KEY' })).param,
+    ).toBe('env.HEARTH_API_KEY');
+    expect(
+      parseAppPatch({ env: { HEARTH_API_KEY: 'mine' }, apiKeyEnv: null }, { env: {}, apiKeyEnv: 'HEARTH_API_KEY' }).env,
+    ).toEqual({ HEARTH_API_KEY: 'mine' });
+    expect(parseAppPatch({ env: { HEARTH_API_KEY: 'mine' } }, { env: {}, apiKeyEnv: null }).env).toEqual({
+      HEARTH_API_KEY: 'mine',
+    });
   });
 });

@@ -17,7 +17,14 @@ import { useTempDirs } from '../../helpers/temp-dirs.ts';
 const tmp = useTempDirs('hearth-app-files-');
 
 const SECRET = 'TOP-SECRET-host-file-4711';
-const NO_SANDBOX: SandboxOptions = { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256, network: { mode: 'host', pastaPath: 'pasta' } };
+const NO_SANDBOX: SandboxOptions = {
+  mode: 'none',
+  bwrapPath: 'bwrap',
+  memoryBytes: 1 << 30,
+  maxProcesses: 256,
+  maxOpenFiles: 256,
+  network: { mode: 'host', pastaPath: 'pasta' },
+};
 
 function hostSecret(content: string): string {
   const file = path.join(tmp(), 'secret.txt');
@@ -26,7 +33,12 @@ function hostSecret(content: string): string {
 }
 
 async function failure(run: () => unknown): Promise<DeploymentFailure> {
-  const err = await Promise.resolve().then(run).then(() => null, (e: unknown) => e);
+  const err = await Promise.resolve()
+    .then(run)
+    .then(
+      () => null,
+      (e: unknown) => e,
+    );
   expect(err, 'the link was followed and accepted').toBeInstanceOf(DeploymentFailure);
   return err as DeploymentFailure;
 }
@@ -59,7 +71,11 @@ describe("Hearth's reads of an app's package.json and Procfile", () => {
     // In a child process, bounded: before the fix, opening the fifo blocked forever.
     const script = `import { startCommand } from ${JSON.stringify(path.resolve('src/apps/deployment-builder.ts'))};
       try { console.log('started', startCommand(${JSON.stringify(app)})); } catch (err) { console.log('refused', err.message); }`;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL' });
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      killSignal: 'SIGKILL',
+    });
     expect(child.signal, `the read blocked: ${child.stderr}`).toBeNull();
     expect(child.stdout).toMatch(/^refused build_failed: Procfile is not a regular file/m);
   });

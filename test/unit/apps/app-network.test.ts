@@ -2,7 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { apiUnreachableReason, hearthApiUrl } from '../../../src/apps/app-network.ts';
 import { isolatesNetwork, launchPlan, type SandboxOptions } from '../../../src/apps/sandbox.ts';
 
-const base: SandboxOptions = { mode: 'bwrap', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256, network: { mode: 'isolated', pastaPath: 'pasta' } };
+const base: SandboxOptions = {
+  mode: 'bwrap',
+  bwrapPath: 'bwrap',
+  memoryBytes: 1 << 30,
+  maxProcesses: 256,
+  maxOpenFiles: 256,
+  network: { mode: 'isolated', pastaPath: 'pasta' },
+};
 
 describe('HEARTH_API_URL', () => {
   it("is the namespace's loopback on the public port when isolated, whatever Hearth listens on", () => {
@@ -18,7 +25,8 @@ describe('HEARTH_API_URL', () => {
   });
 
   it("warns when an isolated app cannot reach it: Hearth not on the host's 127.0.0.1", () => {
-    for (const ok of ['127.0.0.1', '0.0.0.0', '::', 'localhost']) expect(apiUnreachableReason('isolated', ok)).toBeNull();
+    for (const ok of ['127.0.0.1', '0.0.0.0', '::', 'localhost'])
+      expect(apiUnreachableReason('isolated', ok)).toBeNull();
     expect(apiUnreachableReason('isolated', '10.1.2.3')).toMatch(/listens on 10\.1\.2\.3 only/);
     expect(apiUnreachableReason('host', '10.1.2.3')).toBeNull();
   });
@@ -32,7 +40,12 @@ describe('which launches are isolated', () => {
   });
 
   it('a plan inside a namespace enters it with nsenter before bwrap; without one bwrap runs directly', () => {
-    const net = { wrap: (command: string, args: string[]) => ({ command: '/usr/bin/nsenter', args: ['--net=/run/netns/hearth-1-1', '--', command, ...args] }) };
+    const net = {
+      wrap: (command: string, args: string[]) => ({
+        command: '/usr/bin/nsenter',
+        args: ['--net=/run/netns/hearth-1-1', '--', command, ...args],
+      }),
+    };
     const inside = launchPlan(base, '/tmp/app', 'node server.js', {}, net as never);
     expect(inside.command).toBe('/usr/bin/nsenter');
     expect(inside.args.slice(0, 3)).toEqual(['--net=/run/netns/hearth-1-1', '--', 'bwrap']);

@@ -25,7 +25,13 @@ beforeAll(async () => {
     seen.push(req.headers);
     req.resume();
     req.on('end', () => {
-      res.setHeader('set-cookie', ['hearth_session=app-chosen-value; Path=/api', 'app_pref=dark; Path=/apps/app_1', 'hearth_session =spaced; Path=/', 'hearth_session2=kept; Path=/', 'Hearth_Session=other-name; Path=/']);
+      res.setHeader('set-cookie', [
+        'hearth_session=app-chosen-value; Path=/api',
+        'app_pref=dark; Path=/apps/app_1',
+        'hearth_session =spaced; Path=/',
+        'hearth_session2=kept; Path=/',
+        'Hearth_Session=other-name; Path=/',
+      ]);
       res.setHeader('content-type', 'application/json');
       res.end('{"ok":true}');
     });
@@ -33,26 +39,46 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const port = (upstream.address() as AddressInfo).port;
   const host = { proxyTarget: () => ({ port }) } as unknown as AppHost;
-  const routes = appProxyRoutes({ host, bodyLimit: 1 << 20, headersTimeoutMs: 5000, idleTimeoutMs: 5000, proto: 'http', trustProxy: false });
-  server = await startHttpServer({ host: '127.0.0.1', port: 0, routes, metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
+  const routes = appProxyRoutes({
+    host,
+    bodyLimit: 1 << 20,
+    headersTimeoutMs: 5000,
+    idleTimeoutMs: 5000,
+    proto: 'http',
+    trustProxy: false,
+  });
+  server = await startHttpServer({
+    host: '127.0.0.1',
+    port: 0,
+    routes,
+    metrics: createMetrics({ defaultMetrics: false }),
+    log: silentLogger,
+  });
 });
 afterAll(async () => {
   server?.close();
   await new Promise((resolve) => upstream?.close(resolve));
 });
 
-async function visit(cookie: string | undefined, method = 'GET'): Promise<{ status: number; setCookies: string[]; forwarded: http.IncomingHttpHeaders }> {
+async function visit(
+  cookie: string | undefined,
+  method = 'GET',
+): Promise<{ status: number; setCookies: string[]; forwarded: http.IncomingHttpHeaders }> {
   seen = [];
   const headers: Record<string, string> = { authorization: 'Bearer app-own-token' };
   if (cookie !== undefined) headers.cookie = cookie;
-  const r = await fetch(`http://127.0.0.1:${server.port}/apps/app_1/page?x=1`, { method, headers, signal: AbortSignal.timeout(10_000) });
+  const r = await fetch(`http://127.0.0.1:${server.port}/apps/app_1/page?x=1`, {
+    method,
+    headers,
+    signal: AbortSignal.timeout(10_000),
+  });
   await r.text();
   expect(seen).toHaveLength(1);
   return { status: r.status, setCookies: r.headers.getSetCookie(), forwarded: seen[0]! };
 }
 
 describe('the app proxy and the dashboard session cookie', () => {
-  it('never forwards hearth_session to the app; the app\'s own cookies and Authorization pass', async () => {
+  it("never forwards hearth_session to the app; the app's own cookies and Authorization pass", async () => {
     const a = await visit('theme=light; hearth_session=owner-session-value-0123456789; app_sid=abc');
     expect(a.status).toBe(200);
     expect(a.forwarded.cookie).toBe('theme=light; app_sid=abc');
@@ -68,8 +94,12 @@ describe('the app proxy and the dashboard session cookie', () => {
     expect(none.forwarded.cookie).toBeUndefined();
   });
 
-  it('drops an app\'s Set-Cookie for hearth_session; its other cookies (names are case-sensitive) reach the browser', async () => {
+  it("drops an app's Set-Cookie for hearth_session; its other cookies (names are case-sensitive) reach the browser", async () => {
     const r = await visit('app_sid=abc');
-    expect(r.setCookies).toEqual(['app_pref=dark; Path=/apps/app_1', 'hearth_session2=kept; Path=/', 'Hearth_Session=other-name; Path=/']);
+    expect(r.setCookies).toEqual([
+      'app_pref=dark; Path=/apps/app_1',
+      'hearth_session2=kept; Path=/',
+      'Hearth_Session=other-name; Path=/',
+    ]);
   });
 });

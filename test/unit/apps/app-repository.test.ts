@@ -6,7 +6,14 @@ import { useTempStore } from '../../helpers/temp-store.ts';
 const temp = useTempStore('hearth-apps-store-');
 let apps: AppRepository;
 const cipher = new ProviderKeyCipher(Buffer.alloc(32, 7));
-const input = { accountId: 'acct', workspaceId: 'ws_1', name: 'app', env: { SECRET_TOKEN: 'very-secret-value-123', MODE: 'blue' }, apiKeyEnv: 'HEARTH_API_KEY', healthPath: '/health' };
+const input = {
+  accountId: 'acct',
+  workspaceId: 'ws_1',
+  name: 'app',
+  env: { SECRET_TOKEN: 'very-secret-value-123', MODE: 'blue' },
+  apiKeyEnv: 'HEARTH_API_KEY',
+  healthPath: '/health',
+};
 
 beforeEach(() => {
   apps = new AppRepository(temp.store, cipher);
@@ -51,6 +58,9 @@ describe('AppRepository', () => {
     const d = await apps.createDeployment(app, { kind: 'archive', bytes: 1 });
     await apps.setDeploymentState(d.id, 'building');
     expect(await apps.failInterrupted()).toBe(1);
-    expect(apps.getDeployment(app.id, d.id)).toMatchObject({ state: 'failed', reason: expect.stringMatching(/^build_failed: interrupted/) });
+    expect(apps.getDeployment(app.id, d.id)).toMatchObject({
+      state: 'failed',
+      reason: expect.stringMatching(/^build_failed: interrupted/),
+    });
   });
 });

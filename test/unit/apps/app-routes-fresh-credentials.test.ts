@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AuthenticatedKeyView, type KeyAuthenticator, ManagementAuthenticator } from '../../../src/accounts/authenticator.ts';
+import {
+  type AuthenticatedKeyView,
+  type KeyAuthenticator,
+  ManagementAuthenticator,
+} from '../../../src/accounts/authenticator.ts';
 import type { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import type { UserRepository } from '../../../src/accounts/user-repository.ts';
 import type { AppHost } from '../../../src/apps/app-host.ts';
@@ -25,7 +29,12 @@ let close: () => void;
 beforeAll(async () => {
   // Keys as a replica's records see them: the fresh key only once a catch-up (refresh) has run.
   const attempt = (presented: string | undefined): AuthenticatedKeyView => {
-    if (known && presented === KNOWN_AFTER_REFRESH) return { keyId: 'key_fresh', accountId: 'acct_1', limits: { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null } } as AuthenticatedKeyView;
+    if (known && presented === KNOWN_AFTER_REFRESH)
+      return {
+        keyId: 'key_fresh',
+        accountId: 'acct_1',
+        limits: { requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null },
+      } as AuthenticatedKeyView;
     throw unauthorized();
   };
   const refresh = async () => {
@@ -33,16 +42,33 @@ beforeAll(async () => {
     await new Promise((r) => setTimeout(r, 40)); // the catch-up query; the upload keeps coming meanwhile
     known = true;
   };
-  const keys: KeyAuthenticator = { authenticate: attempt, authenticateFresh: (p) => orRefreshed(() => attempt(p), refresh) };
+  const keys: KeyAuthenticator = {
+    authenticate: attempt,
+    authenticateFresh: (p) => orRefreshed(() => attempt(p), refresh),
+  };
   const auth = new ManagementAuthenticator(keys, {} as SessionRepository, {} as UserRepository, refresh);
   const host = {
     archiveLimit: 8 << 20,
     deployArchive: async (accountId: string, ws: string, appId: string, archive: Buffer) => {
-      deployed.push({ accountId, ws, appId, bytes: archive.length, sha256: createHash('sha256').update(archive).digest('hex') });
+      deployed.push({
+        accountId,
+        ws,
+        appId,
+        bytes: archive.length,
+        sha256: createHash('sha256').update(archive).digest('hex'),
+      });
       return { id: 'dep_1', status: 'building' };
     },
   } as unknown as AppHost;
-  ({ port, close } = await listenRoutes(appRoutes({ host, auth, session: { publicUrl: undefined, trustProxy: false, maxAgeMs: 60_000 }, bodyLimit: 1 << 20, keepAliveMs: 15_000 })));
+  ({ port, close } = await listenRoutes(
+    appRoutes({
+      host,
+      auth,
+      session: { publicUrl: undefined, trustProxy: false, maxAgeMs: 60_000 },
+      bodyLimit: 1 << 20,
+      keepAliveMs: 15_000,
+    }),
+  ));
 });
 afterAll(() => close());
 
@@ -50,7 +76,11 @@ afterAll(() => close());
 const archive = (size: number) => patternBytes(size, 7);
 
 const deploy = (key: string, body: Buffer) =>
-  fetch(`http://127.0.0.1:${port}/api/v1/workspaces/ws_1/apps/app_1/deployments`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/gzip' }, body });
+  fetch(`http://127.0.0.1:${port}/api/v1/workspaces/ws_1/apps/app_1/deployments`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/gzip' },
+    body,
+  });
 
 describe('apps API with credentials a moment old on another replica', () => {
   it('a key unknown until the records catch up deploys, and the archive uploaded meanwhile arrives whole', async () => {
@@ -58,7 +88,15 @@ describe('apps API with credentials a moment old on another replica', () => {
     const r = await deploy(KNOWN_AFTER_REFRESH, body);
     expect(r.status).toBe(202);
     expect(refreshes).toBe(1);
-    expect(deployed).toEqual([{ accountId: 'acct_1', ws: 'ws_1', appId: 'app_1', bytes: body.length, sha256: createHash('sha256').update(body).digest('hex') }]);
+    expect(deployed).toEqual([
+      {
+        accountId: 'acct_1',
+        ws: 'ws_1',
+        appId: 'app_1',
+        bytes: body.length,
+        sha256: createHash('sha256').update(body).digest('hex'),
+      },
+    ]);
   });
 
   it('a key nobody made is a 401 after one catch-up, and its upload is not deployed', async () => {

@@ -24,7 +24,14 @@ function crashingApp(): LaunchInput {
     `require('node:http').createServer((q, s) => { s.setHeader('content-type', 'application/json'); s.end('{"ok":true}'); setTimeout(() => process.exit(7), 150); })
       .listen(Number(process.env.PORT), '127.0.0.1');`,
   );
-  return { deploymentId: 'dep_test', codeDir: dir, command: `${process.execPath} server.js`, env: {}, healthPath: '/health', apiPort: null };
+  return {
+    deploymentId: 'dep_test',
+    codeDir: dir,
+    command: `${process.execPath} server.js`,
+    env: {},
+    healthPath: '/health',
+    apiPort: null,
+  };
 }
 
 describe('AppRuntime crash restarts', () => {
@@ -35,7 +42,14 @@ describe('AppRuntime crash restarts', () => {
     const rt = new AppRuntime(
       'app_test',
       {
-        sandbox: { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 2 << 30, maxProcesses: 4096, maxOpenFiles: 1024, network: { mode: 'host', pastaPath: 'pasta' } },
+        sandbox: {
+          mode: 'none',
+          bwrapPath: 'bwrap',
+          memoryBytes: 2 << 30,
+          maxProcesses: 4096,
+          maxOpenFiles: 1024,
+          network: { mode: 'host', pastaPath: 'pasta' },
+        },
         startTimeoutMs: 20_000,
         gracePeriodMs: 0,
         stopTimeoutMs: 1000,
@@ -46,12 +60,24 @@ describe('AppRuntime crash restarts', () => {
     );
     runtimes.push(rt);
     rt.goLive(await rt.launch(input));
-    const delays = () => rt.logs.tail(1000).filter((l) => l.line.startsWith('restarting in')).map((l) => l.line);
+    const delays = () =>
+      rt.logs
+        .tail(1000)
+        .filter((l) => l.line.startsWith('restarting in'))
+        .map((l) => l.line);
     for (let i = 0; i < 400 && delays().length < 5; i++) await new Promise((r) => setTimeout(r, 50));
-    expect(delays().slice(0, 5)).toEqual(['restarting in 100 ms', 'restarting in 200 ms', 'restarting in 400 ms', 'restarting in 400 ms', 'restarting in 400 ms']);
+    expect(delays().slice(0, 5)).toEqual([
+      'restarting in 100 ms',
+      'restarting in 200 ms',
+      'restarting in 400 ms',
+      'restarting in 400 ms',
+      'restarting in 400 ms',
+    ]);
     expect(restarts).toBeGreaterThanOrEqual(4);
     expect(states).toContain('crashed');
     expect(states).toContain('running');
-    expect(rt.logs.tail(1000).some((l) => l.stream === 'hearth' && l.line.startsWith('process exited (code 7)'))).toBe(true);
+    expect(rt.logs.tail(1000).some((l) => l.stream === 'hearth' && l.line.startsWith('process exited (code 7)'))).toBe(
+      true,
+    );
   }, 60_000);
 });

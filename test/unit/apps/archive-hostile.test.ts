@@ -16,7 +16,10 @@ const tmp = useTempDirs('hearth-archive-hostile-');
 const LIMITS = { maxFiles: 100, maxBytes: 1 << 20 };
 
 async function refusal(archive: Buffer, dest = tmp()): Promise<ArchiveError> {
-  const err = await unpackArchive(archive, dest, LIMITS).then(() => null, (e: unknown) => e);
+  const err = await unpackArchive(archive, dest, LIMITS).then(
+    () => null,
+    (e: unknown) => e,
+  );
   expect(err, 'the archive was accepted').toBeInstanceOf(ArchiveError);
   return err as ArchiveError;
 }
@@ -24,16 +27,31 @@ async function refusal(archive: Buffer, dest = tmp()): Promise<ArchiveError> {
 describe('entries that collide with an earlier entry', () => {
   it('a directory then a file of the same name is invalid_archive, naming the entry, without Hearth paths', async () => {
     const dest = tmp();
-    const err = await refusal(rawArchive([{ name: 'a/', typeFlag: '5' }, { name: 'a', typeFlag: '0', body: Buffer.from('x') }]), dest);
+    const err = await refusal(
+      rawArchive([
+        { name: 'a/', typeFlag: '5' },
+        { name: 'a', typeFlag: '0', body: Buffer.from('x') },
+      ]),
+      dest,
+    );
     expect(err.message).toContain("'a'");
     expect(err.message).not.toContain(dest);
   });
 
   it('a file then a file below it, a file then a directory, a hard link onto its own target: invalid_archive without Hearth paths', async () => {
     const cases = [
-      rawArchive([{ name: 'a', typeFlag: '0', body: Buffer.from('x') }, { name: 'a/b', typeFlag: '0', body: Buffer.from('y') }]),
-      rawArchive([{ name: 'a', typeFlag: '0', body: Buffer.from('x') }, { name: 'a/', typeFlag: '5' }]),
-      rawArchive([{ name: 'a', typeFlag: '0', body: Buffer.from('x') }, { name: 'a', typeFlag: '1', linkName: 'a' }]),
+      rawArchive([
+        { name: 'a', typeFlag: '0', body: Buffer.from('x') },
+        { name: 'a/b', typeFlag: '0', body: Buffer.from('y') },
+      ]),
+      rawArchive([
+        { name: 'a', typeFlag: '0', body: Buffer.from('x') },
+        { name: 'a/', typeFlag: '5' },
+      ]),
+      rawArchive([
+        { name: 'a', typeFlag: '0', body: Buffer.from('x') },
+        { name: 'a', typeFlag: '1', linkName: 'a' },
+      ]),
     ];
     for (const archive of cases) {
       const dest = tmp();
@@ -45,45 +63,67 @@ describe('entries that collide with an earlier entry', () => {
 describe('symbolic links that point outside through other links', () => {
   // Each target stays inside when read as text (path.resolve), but `u` is the root itself, so `u/..` is its parent.
   const chains: Array<[string, () => Buffer]> = [
-    ['a link through a link unpacked before it', () => rawArchive([
-      { name: 'a/b/', typeFlag: '5' },
-      { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
-      { name: 'esc', typeFlag: '2', linkName: 'a/b/u/../..' },
-    ])],
-    ['a link through a link unpacked after it', () => rawArchive([
-      { name: 'a/b/', typeFlag: '5' },
-      { name: 'esc', typeFlag: '2', linkName: 'a/b/u/../..' },
-      { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
-    ])],
-    ['a chain whose last link climbs out', () => rawArchive([
-      { name: 'a/b/', typeFlag: '5' },
-      { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
-      { name: 'v', typeFlag: '2', linkName: 'a/b/u/..' },
-      { name: 'esc', typeFlag: '2', linkName: 'v' },
-    ])],
+    [
+      'a link through a link unpacked before it',
+      () =>
+        rawArchive([
+          { name: 'a/b/', typeFlag: '5' },
+          { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
+          { name: 'esc', typeFlag: '2', linkName: 'a/b/u/../..' },
+        ]),
+    ],
+    [
+      'a link through a link unpacked after it',
+      () =>
+        rawArchive([
+          { name: 'a/b/', typeFlag: '5' },
+          { name: 'esc', typeFlag: '2', linkName: 'a/b/u/../..' },
+          { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
+        ]),
+    ],
+    [
+      'a chain whose last link climbs out',
+      () =>
+        rawArchive([
+          { name: 'a/b/', typeFlag: '5' },
+          { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
+          { name: 'v', typeFlag: '2', linkName: 'a/b/u/..' },
+          { name: 'esc', typeFlag: '2', linkName: 'v' },
+        ]),
+    ],
   ];
 
   it.each(chains)('%s is invalid_archive', async (_name, make) => {
     const dest = tmp();
-    const err = await unpackArchive(make(), dest, LIMITS).then(() => null, (e: unknown) => e);
+    const err = await unpackArchive(make(), dest, LIMITS).then(
+      () => null,
+      (e: unknown) => e,
+    );
     if (err === null) {
       // Accepted: show where it leads before failing.
-      expect(path.relative(dest, fs.realpathSync.native(path.join(dest, 'esc'))), 'esc resolves outside the root').not.toMatch(/^\.\./);
+      expect(
+        path.relative(dest, fs.realpathSync.native(path.join(dest, 'esc'))),
+        'esc resolves outside the root',
+      ).not.toMatch(/^\.\./);
     }
     expect(err).toBeInstanceOf(ArchiveError);
   });
 
   it('links to links inside, a loop of links and a dangling link inside are accepted (only an escape is refused)', async () => {
     const dest = tmp();
-    await unpackArchive(rawArchive([
-      { name: 'lib/x.js', typeFlag: '0', body: Buffer.from('x') },
-      { name: 'bin/', typeFlag: '5' },
-      { name: 'cur', typeFlag: '2', linkName: 'lib' },
-      { name: 'bin/x', typeFlag: '2', linkName: '../cur/x.js' },
-      { name: 'loop1', typeFlag: '2', linkName: 'loop2' },
-      { name: 'loop2', typeFlag: '2', linkName: 'loop1' },
-      { name: 'later', typeFlag: '2', linkName: 'not/there/yet' },
-    ]), dest, LIMITS);
+    await unpackArchive(
+      rawArchive([
+        { name: 'lib/x.js', typeFlag: '0', body: Buffer.from('x') },
+        { name: 'bin/', typeFlag: '5' },
+        { name: 'cur', typeFlag: '2', linkName: 'lib' },
+        { name: 'bin/x', typeFlag: '2', linkName: '../cur/x.js' },
+        { name: 'loop1', typeFlag: '2', linkName: 'loop2' },
+        { name: 'loop2', typeFlag: '2', linkName: 'loop1' },
+        { name: 'later', typeFlag: '2', linkName: 'not/there/yet' },
+      ]),
+      dest,
+      LIMITS,
+    );
     expect(fs.readFileSync(path.join(dest, 'bin/x'), 'utf8')).toBe('x');
   });
 });
@@ -91,7 +131,13 @@ describe('symbolic links that point outside through other links', () => {
 describe('bytes beyond the unpacked limit', () => {
   it('data attached to a directory entry counts: a 16 MiB one (a 16 KB gzip) is refused', async () => {
     const size = 16 << 20;
-    const archive = gzipSync(Buffer.concat([encodeHeader({ name: 'd/', mode: 0o755, size, typeFlag: '5' }), Buffer.alloc(size), Buffer.alloc(BLOCK * 2)]));
+    const archive = gzipSync(
+      Buffer.concat([
+        encodeHeader({ name: 'd/', mode: 0o755, size, typeFlag: '5' }),
+        Buffer.alloc(size),
+        Buffer.alloc(BLOCK * 2),
+      ]),
+    );
     expect(archive.length).toBeLessThan(LIMITS.maxBytes);
     expect((await refusal(archive)).message).toMatch(/more than 1048576 bytes/);
   });
@@ -99,13 +145,25 @@ describe('bytes beyond the unpacked limit', () => {
   it('extended headers count: 4 MiB of pax headers in front of one small file is refused', async () => {
     const pax = encodePax({ comment: 'x'.repeat(1000) });
     const flood = Buffer.concat(Array.from({ length: Math.ceil((4 << 20) / pax.length) }, () => pax));
-    const archive = gzipSync(Buffer.concat([flood, encodeHeader({ name: 'a.txt', mode: 0o644, size: 0, typeFlag: '0' }), Buffer.alloc(BLOCK * 2)]));
+    const archive = gzipSync(
+      Buffer.concat([
+        flood,
+        encodeHeader({ name: 'a.txt', mode: 0o644, size: 0, typeFlag: '0' }),
+        Buffer.alloc(BLOCK * 2),
+      ]),
+    );
     await refusal(archive);
   });
 
   it('64 empty extended headers in front of one entry are refused, however few bytes they hold', async () => {
     const empty = encodeHeader({ name: 'PaxHeader', mode: 0o644, size: 0, typeFlag: 'x' });
-    const archive = gzipSync(Buffer.concat([...Array.from({ length: 64 }, () => empty), encodeHeader({ name: 'a.txt', mode: 0o644, size: 0, typeFlag: '0' }), Buffer.alloc(BLOCK * 2)]));
+    const archive = gzipSync(
+      Buffer.concat([
+        ...Array.from({ length: 64 }, () => empty),
+        encodeHeader({ name: 'a.txt', mode: 0o644, size: 0, typeFlag: '0' }),
+        Buffer.alloc(BLOCK * 2),
+      ]),
+    );
     expect((await refusal(archive)).message).toMatch(/extended headers/);
   });
 
@@ -113,13 +171,21 @@ describe('bytes beyond the unpacked limit', () => {
     const dest = tmp();
     const long = `${'d/'.repeat(80)}f.txt`;
     const gnuName = Buffer.from(`${'g/'.repeat(80)}g.txt\0`);
-    const archive = gzipSync(Buffer.concat([
-      encodePax({ path: long }),
-      encodeHeader({ name: 'ignored', mode: 0o644, size: 1, typeFlag: '0' }), Buffer.from('L'), Buffer.alloc(BLOCK - 1),
-      encodeHeader({ name: '././@LongLink', mode: 0o644, size: gnuName.length, typeFlag: 'L' }), gnuName, Buffer.alloc(BLOCK - gnuName.length),
-      encodeHeader({ name: 'ignored', mode: 0o644, size: 1, typeFlag: '0' }), Buffer.from('G'), Buffer.alloc(BLOCK - 1),
-      Buffer.alloc(BLOCK * 2),
-    ]));
+    const archive = gzipSync(
+      Buffer.concat([
+        encodePax({ path: long }),
+        encodeHeader({ name: 'ignored', mode: 0o644, size: 1, typeFlag: '0' }),
+        Buffer.from('L'),
+        Buffer.alloc(BLOCK - 1),
+        encodeHeader({ name: '././@LongLink', mode: 0o644, size: gnuName.length, typeFlag: 'L' }),
+        gnuName,
+        Buffer.alloc(BLOCK - gnuName.length),
+        encodeHeader({ name: 'ignored', mode: 0o644, size: 1, typeFlag: '0' }),
+        Buffer.from('G'),
+        Buffer.alloc(BLOCK - 1),
+        Buffer.alloc(BLOCK * 2),
+      ]),
+    );
     await unpackArchive(archive, dest, LIMITS);
     expect(fs.readFileSync(path.join(dest, long), 'utf8')).toBe('L');
     expect(fs.readFileSync(path.join(dest, `${'g/'.repeat(80)}g.txt`), 'utf8')).toBe('G');

@@ -12,13 +12,21 @@ import type { SandboxOptions } from '../../../src/apps/sandbox.ts';
  * releases) is bounded like a line of the app's own log. Before, a build printing long lines arrived in
  * 64 KiB pieces, so one build held ~130 MB in Hearth's main process and left a file that size.
  */
-const NO_SANDBOX: SandboxOptions = { mode: 'none', bwrapPath: 'bwrap', memoryBytes: 1 << 30, maxProcesses: 256, maxOpenFiles: 256, network: { mode: 'host', pastaPath: 'pasta' } };
+const NO_SANDBOX: SandboxOptions = {
+  mode: 'none',
+  bwrapPath: 'bwrap',
+  memoryBytes: 1 << 30,
+  maxProcesses: 256,
+  maxOpenFiles: 256,
+  network: { mode: 'host', pastaPath: 'pasta' },
+};
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-build-log-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 describe('build log lines', () => {
   it(`are at most ${MAX_LOG_LINE} characters (and a mark), however long the lines a build prints`, async () => {
-    const script = "const l = 'y'.repeat(300000); for (let i = 0; i < 4; i++) process.stdout.write(l + '\\n'); console.log('done')";
+    const script =
+      "const l = 'y'.repeat(300000); for (let i = 0; i < 4; i++) process.stdout.write(l + '\\n'); console.log('done')";
     fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ scripts: { build: `node -e "${script}"` } }));
     const lines: string[] = [];
     await buildApp(dir, NO_SANDBOX, {}, 30_000, (l) => lines.push(l));
@@ -34,7 +42,12 @@ describe('build log lines', () => {
       const splitter = new LineSplitter((l) => lines.push(l));
       for (let i = 0; i < text.length; i += size) splitter.push(text.slice(i, i + size));
       splitter.flush();
-      expect(lines, String(size)).toEqual(['one', `${'z'.repeat(MAX_LOG_LINE)}...`, 'two', `${'w'.repeat(MAX_LOG_LINE)}...`]);
+      expect(lines, String(size)).toEqual([
+        'one',
+        `${'z'.repeat(MAX_LOG_LINE)}...`,
+        'two',
+        `${'w'.repeat(MAX_LOG_LINE)}...`,
+      ]);
     }
   });
 });

@@ -2,17 +2,33 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DeploymentFailure, isAcceptableRepositoryUrl, maskUrlCredentials, startCommand } from '../../../src/apps/deployment-builder.ts';
+import {
+  DeploymentFailure,
+  isAcceptableRepositoryUrl,
+  maskUrlCredentials,
+  startCommand,
+} from '../../../src/apps/deployment-builder.ts';
 
 describe('deployment builder helpers', () => {
   it('masks URL credentials wherever they appear', () => {
-    expect(maskUrlCredentials('clone https://bob:ghp_secret@github.com/x/y.git failed')).toBe('clone https://***@github.com/x/y.git failed');
-    expect(maskUrlCredentials('ssh://git@host/repo and file:///tmp/repo')).toBe('ssh://***@host/repo and file:///tmp/repo');
+    expect(maskUrlCredentials('clone https://bob:ghp_secret@github.com/x/y.git failed')).toBe(
+      'clone https://***@github.com/x/y.git failed',
+    );
+    expect(maskUrlCredentials('ssh://git@host/repo and file:///tmp/repo')).toBe(
+      'ssh://***@host/repo and file:///tmp/repo',
+    );
   });
 
   it('refuses repository "URLs" that are options or command transports', () => {
-    for (const bad of ['--upload-pack=touch /tmp/x', 'ext::sh -c touch% /tmp/x', 'fd::3', 'a\nb', '']) expect(isAcceptableRepositoryUrl(bad), bad).toBe(false);
-    for (const good of ['https://github.com/a/b.git', 'file:///srv/repo.git', '/srv/repo.git', 'git@github.com:a/b.git']) expect(isAcceptableRepositoryUrl(good), good).toBe(true);
+    for (const bad of ['--upload-pack=touch /tmp/x', 'ext::sh -c touch% /tmp/x', 'fd::3', 'a\nb', ''])
+      expect(isAcceptableRepositoryUrl(bad), bad).toBe(false);
+    for (const good of [
+      'https://github.com/a/b.git',
+      'file:///srv/repo.git',
+      '/srv/repo.git',
+      'git@github.com:a/b.git',
+    ])
+      expect(isAcceptableRepositoryUrl(good), good).toBe(true);
   });
 
   it('starts the Procfile web line, else the start script, else fails saying what to add', () => {

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { isIgnored, parseIgnoreRules } from '../../../src/apps/ignore-rules.ts';
 
 describe('.gitignore-style excludes of `hearth apps deploy <dir>`', () => {
-  const rules = parseIgnoreRules(['# comment', '*.log', '/build', 'tmp/', 'docs/**/*.draft', '!keep.log', 'secret?.txt', ''].join('\n'));
+  const rules = parseIgnoreRules(
+    ['# comment', '*.log', '/build', 'tmp/', 'docs/**/*.draft', '!keep.log', 'secret?.txt', ''].join('\n'),
+  );
   const cases: Array<[string, boolean, boolean]> = [
     ['app.log', false, true],
     ['logs/app.log', false, true],

@@ -5,17 +5,26 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appHostOptionsFrom } from '../../../src/apps/app-host-config.ts';
 import { DeploymentFailure, fetchRepository } from '../../../src/apps/deployment-builder.ts';
-import { decideRepository, nonPublicReason, pinnedResolve, type RepositoryDecision, type Resolver } from '../../../src/apps/repository-policy.ts';
+import {
+  decideRepository,
+  nonPublicReason,
+  pinnedResolve,
+  type RepositoryDecision,
+  type Resolver,
+} from '../../../src/apps/repository-policy.ts';
 import { ConfigError, parseServeConfig } from '../../../src/config/config.ts';
 import { type DumbGitServer, serveDumbGit } from '../../helpers/dumb-git-server.ts';
 
 /** A resolver that answers `addresses` for every name and records what it was asked. */
 function fixedResolver(addresses: string[]): Resolver & { asked: string[] } {
   const asked: string[] = [];
-  return Object.assign(async (host: string) => {
-    asked.push(host);
-    return addresses;
-  }, { asked });
+  return Object.assign(
+    async (host: string) => {
+      asked.push(host);
+      return addresses;
+    },
+    { asked },
+  );
 }
 
 const PUBLIC_V4 = '93.184.216.34';
@@ -25,27 +34,75 @@ describe('the --app-repositories setting', () => {
   it('defaults to public and reaches the app host; an unknown mode is a configuration error', () => {
     expect(appHostOptionsFrom(parseServeConfig([], {})).repositories).toBe('public');
     expect(appHostOptionsFrom(parseServeConfig(['--app-repositories', 'local'], {})).repositories).toBe('local');
-    expect(appHostOptionsFrom(parseServeConfig([], { HEARTH_APP_REPOSITORIES: 'network' })).repositories).toBe('network');
+    expect(appHostOptionsFrom(parseServeConfig([], { HEARTH_APP_REPOSITORIES: 'network' })).repositories).toBe(
+      'network',
+    );
     expect(() => parseServeConfig(['--app-repositories', 'any'], {})).toThrow(ConfigError);
   });
 });
 
 describe('the address classifier', () => {
   it.each([
-    '127.0.0.1', '127.255.255.254', '10.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '0.0.0.0', '0.1.2.3',
-    '100.64.0.1', '100.127.255.255', '224.0.0.1', '239.255.255.250', '240.0.0.1', '255.255.255.255', '192.0.2.1', '198.18.0.1', '203.0.113.9',
-    '::', '::1', 'fc00::1', 'fd12:3456::1', 'fe80::1', 'fe80::1%eth0', 'febf::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:a9fe:a9fe',
-    '::ffff:10.0.0.1', '::127.0.0.1', '::a00:1', '64:ff9b::7f00:1', '2001:db8::1', '2002:7f00:1::1', '2001::1', '100::1', '3fff::1',
+    '127.0.0.1',
+    '127.255.255.254',
+    '10.0.0.1',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '0.0.0.0',
+    '0.1.2.3',
+    '100.64.0.1',
+    '100.127.255.255',
+    '224.0.0.1',
+    '239.255.255.250',
+    '240.0.0.1',
+    '255.255.255.255',
+    '192.0.2.1',
+    '198.18.0.1',
+    '203.0.113.9',
+    '::',
+    '::1',
+    'fc00::1',
+    'fd12:3456::1',
+    'fe80::1',
+    'fe80::1%eth0',
+    'febf::1',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '::ffff:a9fe:a9fe',
+    '::ffff:10.0.0.1',
+    '::127.0.0.1',
+    '::a00:1',
+    '64:ff9b::7f00:1',
+    '2001:db8::1',
+    '2002:7f00:1::1',
+    '2001::1',
+    '100::1',
+    '3fff::1',
   ])('%s is not public', (address) => {
     expect(nonPublicReason(address)).not.toBeNull();
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', PUBLIC_V4, '100.63.255.255', '100.128.0.0', '172.15.255.255', '172.32.0.0', '192.169.0.1', '223.255.255.255', PUBLIC_V6, '2a00:1450:4001::200e', '2001:4860:4860::8888', '::ffff:8.8.8.8', '3fff:1000::1'])(
-    '%s is public',
-    (address) => {
-      expect(nonPublicReason(address)).toBeNull();
-    },
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    PUBLIC_V4,
+    '100.63.255.255',
+    '100.128.0.0',
+    '172.15.255.255',
+    '172.32.0.0',
+    '192.169.0.1',
+    '223.255.255.255',
+    PUBLIC_V6,
+    '2a00:1450:4001::200e',
+    '2001:4860:4860::8888',
+    '::ffff:8.8.8.8',
+    '3fff:1000::1',
+  ])('%s is public', (address) => {
+    expect(nonPublicReason(address)).toBeNull();
+  });
 
   it('names what an address is', () => {
     expect(nonPublicReason('127.0.0.1')).toBe('a loopback address');
@@ -63,11 +120,30 @@ function refusedReason(d: RepositoryDecision): string {
 
 describe('--app-repositories public (the default)', () => {
   it.each([
-    'http://127.0.0.1/x.git', 'http://2130706433/x.git', 'http://0x7f.1/x.git', 'http://0177.0.0.1/x.git', 'http://127.1:8080/x.git', 'http://0/x.git',
-    'http://[::ffff:127.0.0.1]/x.git', 'http://[::1]:9418/x.git', 'http://[::127.0.0.1]/x.git', 'http://[fe80::1]/x.git', 'http://[fc00::1]/x.git',
-    'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:a9fe:a9fe]/', 'https://10.1.2.3/x.git', 'https://172.16.5.4/x.git', 'https://192.168.0.10/x.git',
-    'https://100.64.0.1/x.git', 'http://0.0.0.0:8080/', 'http://224.0.0.1/', 'https://user:secret@127.0.0.1/x.git',
-    'http://127.0.0.%31/x.git', 'http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/x.git', 'http://127.0.0.1./x.git', 'http://[0:0:0:0:0:ffff:7f00:0001]/x.git',
+    'http://127.0.0.1/x.git',
+    'http://2130706433/x.git',
+    'http://0x7f.1/x.git',
+    'http://0177.0.0.1/x.git',
+    'http://127.1:8080/x.git',
+    'http://0/x.git',
+    'http://[::ffff:127.0.0.1]/x.git',
+    'http://[::1]:9418/x.git',
+    'http://[::127.0.0.1]/x.git',
+    'http://[fe80::1]/x.git',
+    'http://[fc00::1]/x.git',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://[::ffff:a9fe:a9fe]/',
+    'https://10.1.2.3/x.git',
+    'https://172.16.5.4/x.git',
+    'https://192.168.0.10/x.git',
+    'https://100.64.0.1/x.git',
+    'http://0.0.0.0:8080/',
+    'http://224.0.0.1/',
+    'https://user:secret@127.0.0.1/x.git',
+    'http://127.0.0.%31/x.git',
+    'http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/x.git',
+    'http://127.0.0.1./x.git',
+    'http://[0:0:0:0:0:ffff:7f00:0001]/x.git',
   ])('%s: refused without a lookup, naming the flag', async (url) => {
     const resolve = fixedResolver([PUBLIC_V4]);
     const reason = refusedReason(await decideRepository(url, 'public', resolve));
@@ -89,24 +165,41 @@ describe('--app-repositories public (the default)', () => {
     ['http://exa mple.com/a.git', 'a URL that does not parse is'],
   ])('%s: refused (%s not allowed)', async (url, what) => {
     const reason = refusedReason(await decideRepository(url, 'public', fixedResolver([PUBLIC_V4])));
-    expect(reason).toBe(`${what} not allowed: only http:// and https:// URLs of public hosts are (the default --app-repositories public)`);
+    expect(reason).toBe(
+      `${what} not allowed: only http:// and https:// URLs of public hosts are (the default --app-repositories public)`,
+    );
   });
 
   it('a name that resolves to loopback (localhost, the real resolver) is refused', async () => {
-    expect(refusedReason(await decideRepository('http://localhost:8080/x.git', 'public'))).toBe("'localhost' resolves to an address that is not public: only http:// and https:// URLs of public hosts are (the default --app-repositories public)");
+    expect(refusedReason(await decideRepository('http://localhost:8080/x.git', 'public'))).toBe(
+      "'localhost' resolves to an address that is not public: only http:// and https:// URLs of public hosts are (the default --app-repositories public)",
+    );
   });
 
   it('a name with one private address among public ones is refused, and the answer does not say which address', async () => {
-    const reason = refusedReason(await decideRepository('https://git.example.com/a.git', 'public', fixedResolver([PUBLIC_V4, '10.20.30.40'])));
+    const reason = refusedReason(
+      await decideRepository('https://git.example.com/a.git', 'public', fixedResolver([PUBLIC_V4, '10.20.30.40'])),
+    );
     expect(reason).not.toContain('10.20.30.40');
-    expect(refusedReason(await decideRepository('https://git.example.com/a.git', 'public', fixedResolver([PUBLIC_V6, '::ffff:192.168.1.1'])))).toContain('not public');
+    expect(
+      refusedReason(
+        await decideRepository(
+          'https://git.example.com/a.git',
+          'public',
+          fixedResolver([PUBLIC_V6, '::ffff:192.168.1.1']),
+        ),
+      ),
+    ).toContain('not public');
   });
 
   it('a name that does not resolve is unreachable, not refused', async () => {
     const failing: Resolver = async () => {
       throw Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' });
     };
-    expect(await decideRepository('https://nowhere.example/a.git', 'public', failing)).toEqual({ kind: 'unreachable', reason: "could not resolve host 'nowhere.example' (ENOTFOUND)" });
+    expect(await decideRepository('https://nowhere.example/a.git', 'public', failing)).toEqual({
+      kind: 'unreachable',
+      reason: "could not resolve host 'nowhere.example' (ENOTFOUND)",
+    });
   });
 
   it('pins git to exactly the addresses the check saw, for the URL it hands git, with no redirects and only http(s)', async () => {
@@ -117,38 +210,91 @@ describe('--app-repositories public (the default)', () => {
       kind: 'allowed',
       url: 'https://bob:tok@git.example.com/team/app.git',
       gitArgs: [
-        '-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always', '-c', 'protocol.http.allow=always', '-c', 'http.followRedirects=false',
-        '-c', `http.curloptResolve=git.example.com:443:${PUBLIC_V4},[${PUBLIC_V6}]`,
-        '-c', `http.curloptResolve=git.example.com.:443:${PUBLIC_V4},[${PUBLIC_V6}]`,
+        '-c',
+        'protocol.allow=never',
+        '-c',
+        'protocol.https.allow=always',
+        '-c',
+        'protocol.http.allow=always',
+        '-c',
+        'http.followRedirects=false',
+        '-c',
+        `http.curloptResolve=git.example.com:443:${PUBLIC_V4},[${PUBLIC_V6}]`,
+        '-c',
+        `http.curloptResolve=git.example.com.:443:${PUBLIC_V4},[${PUBLIC_V6}]`,
       ],
     });
     const plain = await decideRepository('http://git.example.com/a.git', 'public', fixedResolver([PUBLIC_V4]));
-    expect(plain.kind === 'allowed' && plain.gitArgs.filter((a) => a.startsWith('http.curloptResolve'))).toEqual([`http.curloptResolve=git.example.com:80:${PUBLIC_V4}`, `http.curloptResolve=git.example.com.:80:${PUBLIC_V4}`]);
+    expect(plain.kind === 'allowed' && plain.gitArgs.filter((a) => a.startsWith('http.curloptResolve'))).toEqual([
+      `http.curloptResolve=git.example.com:80:${PUBLIC_V4}`,
+      `http.curloptResolve=git.example.com.:80:${PUBLIC_V4}`,
+    ]);
     const port = await decideRepository('https://git.example.com.:8443/a.git', 'public', fixedResolver([PUBLIC_V4]));
-    expect(port.kind === 'allowed' && port.gitArgs.filter((a) => a.startsWith('http.curloptResolve'))).toEqual([`http.curloptResolve=git.example.com.:8443:${PUBLIC_V4}`, `http.curloptResolve=git.example.com:8443:${PUBLIC_V4}`]);
+    expect(port.kind === 'allowed' && port.gitArgs.filter((a) => a.startsWith('http.curloptResolve'))).toEqual([
+      `http.curloptResolve=git.example.com.:8443:${PUBLIC_V4}`,
+      `http.curloptResolve=git.example.com:8443:${PUBLIC_V4}`,
+    ]);
   });
 
   it('hands git the parsed URL, so git connects to the host that was checked', async () => {
     const d = await decideRepository('http://git.example.com\\@127.0.0.1/a.git', 'public', fixedResolver([PUBLIC_V4]));
     expect(d.kind === 'allowed' && d.url).toBe('http://git.example.com/@127.0.0.1/a.git');
     const literal = await decideRepository('https://8.8.8.8/a.git', 'public', fixedResolver([]));
-    expect(literal).toEqual({ kind: 'allowed', url: 'https://8.8.8.8/a.git', gitArgs: ['-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always', '-c', 'protocol.http.allow=always', '-c', 'http.followRedirects=false'] });
+    expect(literal).toEqual({
+      kind: 'allowed',
+      url: 'https://8.8.8.8/a.git',
+      gitArgs: [
+        '-c',
+        'protocol.allow=never',
+        '-c',
+        'protocol.https.allow=always',
+        '-c',
+        'protocol.http.allow=always',
+        '-c',
+        'http.followRedirects=false',
+      ],
+    });
   });
 });
 
 describe('--app-repositories network and local', () => {
   it('network: http(s), ssh:// and git:// to any address; no file:// or local path', async () => {
-    for (const url of ['http://127.0.0.1:8080/x.git', 'ssh://git@10.0.0.5/x.git', 'git://192.168.1.2/x.git', 'https://localhost/x.git']) {
+    for (const url of [
+      'http://127.0.0.1:8080/x.git',
+      'ssh://git@10.0.0.5/x.git',
+      'git://192.168.1.2/x.git',
+      'https://localhost/x.git',
+    ]) {
       const d = await decideRepository(url, 'network', fixedResolver([]));
       expect(d.kind, url).toBe('allowed');
-      expect(d.kind === 'allowed' && d.gitArgs).toEqual(['-c', 'protocol.allow=never', '-c', 'protocol.https.allow=always', '-c', 'protocol.http.allow=always', '-c', 'protocol.ssh.allow=always', '-c', 'protocol.git.allow=always']);
+      expect(d.kind === 'allowed' && d.gitArgs).toEqual([
+        '-c',
+        'protocol.allow=never',
+        '-c',
+        'protocol.https.allow=always',
+        '-c',
+        'protocol.http.allow=always',
+        '-c',
+        'protocol.ssh.allow=always',
+        '-c',
+        'protocol.git.allow=always',
+      ]);
     }
-    for (const url of ['file:///srv/x.git', '/srv/x.git', 'ftp://h/x']) expect(refusedReason(await decideRepository(url, 'network', fixedResolver([])))).toContain('(--app-repositories network)');
+    for (const url of ['file:///srv/x.git', '/srv/x.git', 'ftp://h/x'])
+      expect(refusedReason(await decideRepository(url, 'network', fixedResolver([])))).toContain(
+        '(--app-repositories network)',
+      );
   });
 
   it('local: anything (the caller has already refused options and command transports)', async () => {
-    expect(await decideRepository('/srv/x.git', 'local', fixedResolver([]))).toMatchObject({ kind: 'allowed', url: '/srv/x.git' });
-    expect(await decideRepository('file:///srv/x.git', 'local', fixedResolver([]))).toMatchObject({ kind: 'allowed', url: 'file:///srv/x.git' });
+    expect(await decideRepository('/srv/x.git', 'local', fixedResolver([]))).toMatchObject({
+      kind: 'allowed',
+      url: '/srv/x.git',
+    });
+    expect(await decideRepository('file:///srv/x.git', 'local', fixedResolver([]))).toMatchObject({
+      kind: 'allowed',
+      url: 'file:///srv/x.git',
+    });
   });
 });
 
@@ -160,19 +306,39 @@ describe('git under the permit (real git, a local http repository)', () => {
 
   const run = (args: string[]) =>
     new Promise<{ ok: boolean; stdout: string; stderr: string }>((resolve) => {
-      execFile('git', args, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/nonexistent', GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0' }, timeout: 20_000 }, (err, stdout, stderr) => resolve({ ok: err === null, stdout, stderr }));
+      execFile(
+        'git',
+        args,
+        {
+          env: {
+            PATH: process.env.PATH ?? '/usr/bin:/bin',
+            HOME: '/nonexistent',
+            GIT_CONFIG_NOSYSTEM: '1',
+            GIT_TERMINAL_PROMPT: '0',
+          },
+          timeout: 20_000,
+        },
+        (err, stdout, stderr) => resolve({ ok: err === null, stdout, stderr }),
+      );
     });
   /** The permit of a public host, its pin moved to the local server (what a public name resolving to it would give). */
   async function permitTo(host: string): Promise<{ url: string; gitArgs: string[] }> {
     const d = await decideRepository(`http://${host}:${port}/repo.git`, 'public', fixedResolver([PUBLIC_V4]));
     if (d.kind !== 'allowed') throw new Error('expected a permit');
-    const unpinned = d.gitArgs.filter((a, i, all) => !a.startsWith('http.curloptResolve') && !all[i + 1]?.startsWith('http.curloptResolve'));
+    const unpinned = d.gitArgs.filter(
+      (a, i, all) => !a.startsWith('http.curloptResolve') && !all[i + 1]?.startsWith('http.curloptResolve'),
+    );
     return { url: d.url, gitArgs: [...unpinned, ...pinnedResolve(host, port, ['127.0.0.1'])] };
   }
 
   beforeAll(async () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-dumb-http-'));
-    const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'pipe' });
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync(
+        'git',
+        ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args],
+        { cwd, stdio: 'pipe' },
+      );
     const work = path.join(root, 'work');
     fs.mkdirSync(work);
     fs.writeFileSync(path.join(work, 'Procfile'), 'web: node server.js\n');
@@ -224,9 +390,20 @@ describe('git under the permit (real git, a local http repository)', () => {
     const dest = path.join(root, 'clone-dest');
     const before = server.connections();
     const log: string[] = [];
-    const fetched = fetchRepository(`http://rebound.example:${port}/repo.git`, 'public', null, dest, 20_000, (l) => log.push(l), undefined, fixedResolver(['127.0.0.1']));
+    const fetched = fetchRepository(
+      `http://rebound.example:${port}/repo.git`,
+      'public',
+      null,
+      dest,
+      20_000,
+      (l) => log.push(l),
+      undefined,
+      fixedResolver(['127.0.0.1']),
+    );
     await expect(fetched).rejects.toThrow(DeploymentFailure);
-    await expect(fetched).rejects.toThrow("build_failed: repository not allowed: 'rebound.example' resolves to an address that is not public");
+    await expect(fetched).rejects.toThrow(
+      "build_failed: repository not allowed: 'rebound.example' resolves to an address that is not public",
+    );
     expect(fs.existsSync(dest)).toBe(false);
     expect(server.connections()).toBe(before);
   });

@@ -4,7 +4,8 @@ import type { BatchLine } from '../../../src/batch/batch-records.ts';
 
 /** checkInput: a JSONL input read chunk by chunk, each line checked as OpenAI's Batch API does, errors naming lines. */
 const URL = '/v1/chat/completions';
-const line = (id: string, over: Record<string, unknown> = {}) => JSON.stringify({ custom_id: id, method: 'POST', url: URL, body: { model: 'm' }, ...over });
+const line = (id: string, over: Record<string, unknown> = {}) =>
+  JSON.stringify({ custom_id: id, method: 'POST', url: URL, body: { model: 'm' }, ...over });
 
 async function check(text: string, chunk = 7, lineLimit = 1 << 20) {
   const bytes = Buffer.from(text);
@@ -12,7 +13,9 @@ async function check(text: string, chunk = 7, lineLimit = 1 << 20) {
     for (let i = 0; i < bytes.length; i += chunk) yield bytes.subarray(i, i + chunk);
   }
   const lines: BatchLine[] = [];
-  const result = await checkInput(chunks(), URL, lineLimit, async (g) => { lines.push(...g); });
+  const result = await checkInput(chunks(), URL, lineLimit, async (g) => {
+    lines.push(...g);
+  });
   return { ...result, emitted: lines };
 }
 
@@ -22,14 +25,35 @@ describe('checkInput', () => {
     for (const chunk of [1, 3, 7, 1000]) {
       const r = await check(text, chunk);
       expect(r.errors).toEqual([]);
-      expect(r.emitted.map((l) => [l.index, l.customId, l.body])).toEqual([[0, 'a', '{"model":"m"}'], [1, 'b', '{"model":"m"}'], [2, 'c', '{"model":"m"}']]);
+      expect(r.emitted.map((l) => [l.index, l.customId, l.body])).toEqual([
+        [0, 'a', '{"model":"m"}'],
+        [1, 'b', '{"model":"m"}'],
+        [2, 'c', '{"model":"m"}'],
+      ]);
     }
   });
 
   it('names each bad line (1-based) and emits nothing after the first', async () => {
-    const text = [line('a'), '{nope', line('a'), line('d', { method: 'GET' }), line('e', { url: '/v1/embeddings' }), line('f', { body: [] }), '[1]', line('')].join('\n');
+    const text = [
+      line('a'),
+      '{nope',
+      line('a'),
+      line('d', { method: 'GET' }),
+      line('e', { url: '/v1/embeddings' }),
+      line('f', { body: [] }),
+      '[1]',
+      line(''),
+    ].join('\n');
     const r = await check(text);
-    expect(r.errors.map((e) => [e.line, e.param])).toEqual([[2, null], [3, 'custom_id'], [4, 'method'], [5, 'url'], [6, 'body'], [7, null], [8, 'custom_id']]);
+    expect(r.errors.map((e) => [e.line, e.param])).toEqual([
+      [2, null],
+      [3, 'custom_id'],
+      [4, 'method'],
+      [5, 'url'],
+      [6, 'body'],
+      [7, null],
+      [8, 'custom_id'],
+    ]);
   });
 
   it('refuses a line over the limit without holding it, and an empty file', async () => {

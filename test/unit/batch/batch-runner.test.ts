@@ -25,12 +25,55 @@ const REVOKED: BatchError = { code: 'api_key_revoked', message: 'revoked', param
 async function storeWithBatch(name: string): Promise<{ store: LmdbBatchStore; id: string }> {
   const store = new LmdbBatchStore(path.join(dir, name));
   const input = path.join(store.scratchDir, 'input');
-  fs.writeFileSync(input, Array.from({ length: LINES }, (_, i) => JSON.stringify({ custom_id: `c${i}`, method: 'POST', url: '/v1/embeddings', body: { model: 'm', input: `t${i}` } })).join('\n'));
-  await store.putFile({ id: 'file-in', accountId: 'acct', filename: 'in.jsonl', purpose: 'batch', bytes: fs.statSync(input).size, createdAt: nowSeconds(), expiresAt: nowSeconds() + 3600 }, input);
+  fs.writeFileSync(
+    input,
+    Array.from({ length: LINES }, (_, i) =>
+      JSON.stringify({
+        custom_id: `c${i}`,
+        method: 'POST',
+        url: '/v1/embeddings',
+        body: { model: 'm', input: `t${i}` },
+      }),
+    ).join('\n'),
+  );
+  await store.putFile(
+    {
+      id: 'file-in',
+      accountId: 'acct',
+      filename: 'in.jsonl',
+      purpose: 'batch',
+      bytes: fs.statSync(input).size,
+      createdAt: nowSeconds(),
+      expiresAt: nowSeconds() + 3600,
+    },
+    input,
+  );
   const b: BatchRecord = {
-    id: 'batch_1', accountId: 'acct', keyId: 'key-1', endpoint: '/v1/embeddings', inputFileId: 'file-in', completionWindow: '24h', metadata: null, status: 'validating', errors: null,
-    outputFileId: null, errorFileId: null, total: 0, completed: 0, failed: 0, createdAt: nowSeconds(), order: nextOrder(), expiresAt: nowSeconds() + 86_400, keepUntil: nowSeconds() + 86_400,
-    inProgressAt: null, finalizingAt: null, completedAt: null, failedAt: null, expiredAt: null, cancellingAt: null, cancelledAt: null,
+    id: 'batch_1',
+    accountId: 'acct',
+    keyId: 'key-1',
+    endpoint: '/v1/embeddings',
+    inputFileId: 'file-in',
+    completionWindow: '24h',
+    metadata: null,
+    status: 'validating',
+    errors: null,
+    outputFileId: null,
+    errorFileId: null,
+    total: 0,
+    completed: 0,
+    failed: 0,
+    createdAt: nowSeconds(),
+    order: nextOrder(),
+    expiresAt: nowSeconds() + 86_400,
+    keepUntil: nowSeconds() + 86_400,
+    inProgressAt: null,
+    finalizingAt: null,
+    completedAt: null,
+    failedAt: null,
+    expiredAt: null,
+    cancellingAt: null,
+    cancelledAt: null,
   };
   await store.createBatch(b);
   return { store, id: b.id };
@@ -40,9 +83,17 @@ async function storeWithBatch(name: string): Promise<{ store: LmdbBatchStore; id
 function endpoints(calls: { n: number }): Record<DirectUrl, DirectEndpoint> {
   const answer: DirectEndpoint = () => {
     calls.n++;
-    return { done: Promise.resolve<DirectAnswer>({ status: 200, body: { ok: true }, retryable: false }), cancel: () => {} };
+    return {
+      done: Promise.resolve<DirectAnswer>({ status: 200, body: { ok: true }, retryable: false }),
+      cancel: () => {},
+    };
   };
-  return { '/v1/chat/completions': answer, '/v1/completions': answer, '/v1/embeddings': answer, '/v1/responses': answer };
+  return {
+    '/v1/chat/completions': answer,
+    '/v1/completions': answer,
+    '/v1/embeddings': answer,
+    '/v1/responses': answer,
+  };
 }
 
 async function settled(store: BatchStore, id: string): Promise<BatchRecord> {
@@ -53,11 +104,18 @@ async function settled(store: BatchStore, id: string): Promise<BatchRecord> {
   throw new Error('batch did not settle');
 }
 
-async function fileLines(store: BatchStore, id: string | null): Promise<Array<{ custom_id: string; error: { code: string } | null }>> {
+async function fileLines(
+  store: BatchStore,
+  id: string | null,
+): Promise<Array<{ custom_id: string; error: { code: string } | null }>> {
   if (id === null) return [];
   const chunks: Buffer[] = [];
   for await (const c of store.readFile(id)) chunks.push(c);
-  return Buffer.concat(chunks).toString().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { custom_id: string; error: { code: string } | null });
+  return Buffer.concat(chunks)
+    .toString()
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { custom_id: string; error: { code: string } | null });
 }
 
 const log = createLogger('error');
@@ -75,7 +133,13 @@ describe('BatchRunner', () => {
       return ok;
     };
     const owner: BatchOwnerCheck = () => (recorded < 3 ? null : REVOKED);
-    const runner = new BatchRunner(store, endpoints(calls), log, { concurrency: 1, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 }, owner);
+    const runner = new BatchRunner(
+      store,
+      endpoints(calls),
+      log,
+      { concurrency: 1, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 },
+      owner,
+    );
     try {
       const b = await settled(store, id);
       expect(b).toMatchObject({ status: 'cancelled', total: LINES, completed: 3, failed: 0, errors: [REVOKED] });
@@ -94,10 +158,23 @@ describe('BatchRunner', () => {
   it('a batch whose key is revoked before it validates runs no line (cancelled with nothing counted, as a cancel there)', async () => {
     const { store, id } = await storeWithBatch('revoked-early');
     const calls = { n: 0 };
-    const runner = new BatchRunner(store, endpoints(calls), log, { concurrency: 2, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 }, () => REVOKED);
+    const runner = new BatchRunner(
+      store,
+      endpoints(calls),
+      log,
+      { concurrency: 2, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 },
+      () => REVOKED,
+    );
     try {
       const b = await settled(store, id);
-      expect(b).toMatchObject({ status: 'cancelled', total: 0, completed: 0, outputFileId: null, errorFileId: null, errors: [REVOKED] });
+      expect(b).toMatchObject({
+        status: 'cancelled',
+        total: 0,
+        completed: 0,
+        outputFileId: null,
+        errorFileId: null,
+        errors: [REVOKED],
+      });
       expect(calls.n).toBe(0);
     } finally {
       await runner.stop();
@@ -114,12 +191,20 @@ describe('BatchRunner', () => {
       return finishLine(batchId, result);
     };
     const calls = { n: 0 };
-    const runner = new BatchRunner(store, endpoints(calls), log, { concurrency: 2, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 }, () => null);
+    const runner = new BatchRunner(
+      store,
+      endpoints(calls),
+      log,
+      { concurrency: 2, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 },
+      () => null,
+    );
     try {
       const b = await settled(store, id);
       expect(b).toMatchObject({ status: 'completed', completed: LINES });
       expect(calls.n).toBe(LINES + 1);
-      expect((await fileLines(store, b.outputFileId)).map((l) => l.custom_id).sort()).toEqual(Array.from({ length: LINES }, (_, i) => `c${i}`).sort());
+      expect((await fileLines(store, b.outputFileId)).map((l) => l.custom_id).sort()).toEqual(
+        Array.from({ length: LINES }, (_, i) => `c${i}`).sort(),
+      );
     } finally {
       await runner.stop();
       await store.close();

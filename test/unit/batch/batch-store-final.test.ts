@@ -21,20 +21,45 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 const pg = usePostgres();
 
 const batch = (id: string): BatchRecord => ({
-  id, accountId: 'acct', keyId: 'k', endpoint: '/v1/embeddings', inputFileId: 'f', completionWindow: '24h', metadata: null, status: 'in_progress', errors: null,
-  outputFileId: null, errorFileId: null, total: 3, completed: 0, failed: 0, createdAt: 1, order: nextOrder(), expiresAt: 2, keepUntil: 3,
-  inProgressAt: null, finalizingAt: null, completedAt: null, failedAt: null, expiredAt: null, cancellingAt: null, cancelledAt: null,
+  id,
+  accountId: 'acct',
+  keyId: 'k',
+  endpoint: '/v1/embeddings',
+  inputFileId: 'f',
+  completionWindow: '24h',
+  metadata: null,
+  status: 'in_progress',
+  errors: null,
+  outputFileId: null,
+  errorFileId: null,
+  total: 3,
+  completed: 0,
+  failed: 0,
+  createdAt: 1,
+  order: nextOrder(),
+  expiresAt: 2,
+  keepUntil: 3,
+  inProgressAt: null,
+  finalizingAt: null,
+  completedAt: null,
+  failedAt: null,
+  expiredAt: null,
+  cancellingAt: null,
+  cancelledAt: null,
 });
 
 const stores: Array<[string, () => Promise<BatchStore>]> = [
   ['LMDB', async () => new LmdbBatchStore(path.join(dir, 'lmdb'))],
-  ['PostgreSQL', async () => {
-    const url = await pg.server.createDatabase();
-    const client = new pgClient.Client({ connectionString: url });
-    await client.connect();
-    await migrate(client).finally(() => client.end()); // the records' schema, as the server makes it at start
-    return PostgresBatchStore.open(url, path.join(dir, 'pg'), createLogger('error'));
-  }],
+  [
+    'PostgreSQL',
+    async () => {
+      const url = await pg.server.createDatabase();
+      const client = new pgClient.Client({ connectionString: url });
+      await client.connect();
+      await migrate(client).finally(() => client.end()); // the records' schema, as the server makes it at start
+      return PostgresBatchStore.open(url, path.join(dir, 'pg'), createLogger('error'));
+    },
+  ],
 ];
 
 describe.each(stores)('%s batch store', (_name, open) => {
@@ -42,7 +67,10 @@ describe.each(stores)('%s batch store', (_name, open) => {
     const store = await open();
     try {
       await store.createBatch(batch('b1'));
-      await store.addLines('b1', Array.from({ length: 3 }, (_, i) => ({ index: i, customId: `c${i}`, body: '{}' })));
+      await store.addLines(
+        'b1',
+        Array.from({ length: 3 }, (_, i) => ({ index: i, customId: `c${i}`, body: '{}' })),
+      );
       expect((await store.claimLines('b1', 'me', 3)).map((l) => l.index)).toEqual([0, 1, 2]);
       expect(await store.finishLine('b1', { index: 0, ok: true, line: 'a' })).toBe(true);
       await store.updateBatch('b1', (b) => ({ ...b, status: 'cancelling' }));

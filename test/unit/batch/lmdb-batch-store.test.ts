@@ -10,9 +10,31 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-store-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const batch = (id: string, accountId = 'acct'): BatchRecord => ({
-  id, accountId, keyId: 'k', endpoint: '/v1/embeddings', inputFileId: 'f', completionWindow: '24h', metadata: null, status: 'in_progress', errors: null,
-  outputFileId: null, errorFileId: null, total: 0, completed: 0, failed: 0, createdAt: 1, order: nextOrder(), expiresAt: 2, keepUntil: 3,
-  inProgressAt: null, finalizingAt: null, completedAt: null, failedAt: null, expiredAt: null, cancellingAt: null, cancelledAt: null,
+  id,
+  accountId,
+  keyId: 'k',
+  endpoint: '/v1/embeddings',
+  inputFileId: 'f',
+  completionWindow: '24h',
+  metadata: null,
+  status: 'in_progress',
+  errors: null,
+  outputFileId: null,
+  errorFileId: null,
+  total: 0,
+  completed: 0,
+  failed: 0,
+  createdAt: 1,
+  order: nextOrder(),
+  expiresAt: 2,
+  keepUntil: 3,
+  inProgressAt: null,
+  finalizingAt: null,
+  completedAt: null,
+  failedAt: null,
+  expiredAt: null,
+  cancellingAt: null,
+  cancelledAt: null,
 });
 const lines = (n: number) => Array.from({ length: n }, (_, i) => ({ index: i, customId: `c${i}`, body: '{}' }));
 
@@ -35,7 +57,10 @@ describe('LmdbBatchStore', () => {
     expect(await store.openLineCount('b1')).toBe(3);
     const results = [];
     for await (const r of store.results('b1')) results.push(r);
-    expect(results).toEqual([{ index: 0, ok: true, line: 'x' }, { index: 1, ok: false, line: 'z' }]);
+    expect(results).toEqual([
+      { index: 0, ok: true, line: 'x' },
+      { index: 1, ok: false, line: 'z' },
+    ]);
     await store.close();
 
     const reopened = new LmdbBatchStore(path.join(dir, 'a')); // a restart: claims were in memory, answers are not

@@ -14,10 +14,16 @@ afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
 const BOUNDARY = '----formdata-test-123';
 const body = (file: string, purpose = 'batch') =>
-  Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\nContent-Type: application/octet-stream\r\n\r\n${file}\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n${purpose}\r\n--${BOUNDARY}--\r\n`);
+  Buffer.from(
+    `--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\nContent-Type: application/octet-stream\r\n\r\n${file}\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\n${purpose}\r\n--${BOUNDARY}--\r\n`,
+  );
 
 /** A fake exchange delivering `chunks` as uWS would (each call a view that is reused). */
-function exchange(chunks: Buffer[], contentType = `multipart/form-data; boundary=${BOUNDARY}`, declared?: number): HttpExchange {
+function exchange(
+  chunks: Buffer[],
+  contentType = `multipart/form-data; boundary=${BOUNDARY}`,
+  declared?: number,
+): HttpExchange {
   return {
     header: (name: string) => (name === 'content-type' ? contentType : ''),
     contentLength: declared,
@@ -45,7 +51,9 @@ describe('stageMultipartUpload', () => {
   it('reads the file part and the purpose field, split at every byte', async () => {
     const whole = body(file);
     for (let cut = 1; cut < whole.length; cut++) {
-      const s = await staged(stageMultipartUpload(exchange([whole.subarray(0, cut), whole.subarray(cut)]), scratch, limits));
+      const s = await staged(
+        stageMultipartUpload(exchange([whole.subarray(0, cut), whole.subarray(cut)]), scratch, limits),
+      );
       expect(s.text, `cut at ${cut}`).toBe(file);
       expect(s.fields.get('purpose')).toBe('batch');
       expect(s).toMatchObject({ filename: 'in.jsonl', bytes: Buffer.byteLength(file), lines: 2 });
@@ -60,18 +68,34 @@ describe('stageMultipartUpload', () => {
   });
 
   it('refuses a file over the byte limit (413) or the line limit (400), leaving no scratch file', async () => {
-    await expect(stageMultipartUpload(exchange([body('x'.repeat(2000))]), scratch, { fileBytes: 1000, lines: 10 })).rejects.toMatchObject({ status: 413 });
-    await expect(stageMultipartUpload(exchange([body('a\n'.repeat(11))]), scratch, limits)).rejects.toMatchObject({ status: 400, code: 'too_many_lines' });
-    await expect(stageMultipartUpload(exchange([body('x')], undefined, 1 << 30), scratch, { fileBytes: 1000, lines: 10 })).rejects.toMatchObject({ status: 413 });
+    await expect(
+      stageMultipartUpload(exchange([body('x'.repeat(2000))]), scratch, { fileBytes: 1000, lines: 10 }),
+    ).rejects.toMatchObject({ status: 413 });
+    await expect(stageMultipartUpload(exchange([body('a\n'.repeat(11))]), scratch, limits)).rejects.toMatchObject({
+      status: 400,
+      code: 'too_many_lines',
+    });
+    await expect(
+      stageMultipartUpload(exchange([body('x')], undefined, 1 << 30), scratch, { fileBytes: 1000, lines: 10 }),
+    ).rejects.toMatchObject({ status: 413 });
     await new Promise((r) => setTimeout(r, 50));
     expect(fs.readdirSync(scratch)).toEqual([]);
   });
 
   it('refuses what is not multipart, a truncated body and one without a file part (400)', async () => {
-    await expect(stageMultipartUpload(exchange([body(file)], 'application/json'), scratch, limits)).rejects.toMatchObject({ status: 400, code: 'invalid_content_type' });
+    await expect(
+      stageMultipartUpload(exchange([body(file)], 'application/json'), scratch, limits),
+    ).rejects.toMatchObject({ status: 400, code: 'invalid_content_type' });
     const whole = body(file);
-    await expect(stageMultipartUpload(exchange([whole.subarray(0, whole.length - 10)]), scratch, limits)).rejects.toMatchObject({ status: 400, code: 'invalid_multipart' });
-    const noFile = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${BOUNDARY}--\r\n`);
-    await expect(stageMultipartUpload(exchange([noFile]), scratch, limits)).rejects.toMatchObject({ status: 400, code: 'missing_file' });
+    await expect(
+      stageMultipartUpload(exchange([whole.subarray(0, whole.length - 10)]), scratch, limits),
+    ).rejects.toMatchObject({ status: 400, code: 'invalid_multipart' });
+    const noFile = Buffer.from(
+      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${BOUNDARY}--\r\n`,
+    );
+    await expect(stageMultipartUpload(exchange([noFile]), scratch, limits)).rejects.toMatchObject({
+      status: 400,
+      code: 'missing_file',
+    });
   });
 });

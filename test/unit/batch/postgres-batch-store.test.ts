@@ -30,11 +30,28 @@ describe('PostgresBatchStore', () => {
       try {
         const fifo = path.join(dir, 'upload.fifo');
         execFileSync('mkfifo', [fifo]);
-        const meta = { id: 'file-1', accountId: 'acct', filename: 'in.jsonl', purpose: 'batch' as const, bytes: 2, createdAt: 1, expiresAt: 2 };
-        const put = store.putFile(meta, fifo).then(() => 'stored', (e: unknown) => e);
-        const inTx = async () => (await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'")).rows;
+        const meta = {
+          id: 'file-1',
+          accountId: 'acct',
+          filename: 'in.jsonl',
+          purpose: 'batch' as const,
+          bytes: 2,
+          createdAt: 1,
+          expiresAt: 2,
+        };
+        const put = store.putFile(meta, fifo).then(
+          () => 'stored',
+          (e: unknown) => e,
+        );
+        const inTx = async () =>
+          (
+            await admin.query<{ pid: number }>(
+              "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'",
+            )
+          ).rows;
         let held: Array<{ pid: number }> = [];
-        for (const deadline = Date.now() + 10_000; held.length === 0 && Date.now() < deadline; held = await inTx()) await new Promise((r) => setTimeout(r, 20));
+        for (const deadline = Date.now() + 10_000; held.length === 0 && Date.now() < deadline; held = await inTx())
+          await new Promise((r) => setTimeout(r, 20));
         expect(held).toHaveLength(1);
         await admin.query('SELECT pg_terminate_backend($1)', [held[0]!.pid]);
         await new Promise((r) => setTimeout(r, 200)); // the client gets the FATAL message while it waits for the upload

@@ -25,10 +25,12 @@ describe('hearth config print', () => {
     vi.stubEnv('HEARTH_METRICS_TOKEN', 'env-token-value');
     const { code, out } = await hearth('config', 'print', '--config', file, '--port', '9100');
     expect(code).toBe(0);
-    const rows = new Map(out.split('\n').map((line) => {
-      const [name, value, source] = line.trim().split(/\s{2,}/);
-      return [name, { value, source }];
-    }));
+    const rows = new Map(
+      out.split('\n').map((line) => {
+        const [name, value, source] = line.trim().split(/\s{2,}/);
+        return [name, { value, source }];
+      }),
+    );
     expect(rows.size).toBe(SERVE_SETTINGS.length);
     expect(rows.get('port')).toEqual({ value: '9100', source: 'flag' });
     expect(rows.get('max-tokens')).toEqual({ value: '1024', source: 'env' });
@@ -45,7 +47,15 @@ describe('hearth config print', () => {
   });
 
   it('--json gives the same per name, secrets redacted, unset as null', async () => {
-    const { code, out } = await hearth('config', 'print', '--json', '--config', file, '--secret-key', 'flag-secret-value');
+    const { code, out } = await hearth(
+      'config',
+      'print',
+      '--json',
+      '--config',
+      file,
+      '--secret-key',
+      'flag-secret-value',
+    );
     expect(code).toBe(0);
     const settings = JSON.parse(out) as Record<string, { value: unknown; source: string }>;
     expect(Object.keys(settings)).toEqual(SERVE_SETTINGS.map((s) => s.flag.slice(2)));
@@ -58,16 +68,34 @@ describe('hearth config print', () => {
 
   it('keeps each model of a models: list: its source, id (given or derived) and own settings, in text and --json', async () => {
     const models = path.join(dir, 'models.yaml');
-    fs.writeFileSync(models, ['models:', '  - source: /m/stories260K.gguf', '    id: local/tiny-stories', '    slots: 4', '    context-size: 512', '  - /m/llama-2-tiny-random.gguf,gpu-layers=0', '  - hf:someone/chat-GGUF/chat-Q4.gguf', ''].join('\n'));
+    fs.writeFileSync(
+      models,
+      [
+        'models:',
+        '  - source: /m/stories260K.gguf',
+        '    id: local/tiny-stories',
+        '    slots: 4',
+        '    context-size: 512',
+        '  - /m/llama-2-tiny-random.gguf,gpu-layers=0',
+        '  - hf:someone/chat-GGUF/chat-Q4.gguf',
+        '',
+      ].join('\n'),
+    );
     const text = await hearth('config', 'print', '--config', models);
     expect(text.code).toBe(0);
-    const modelLines = text.out.split('\n').filter((l) => l.startsWith('model ')).map((l) => l.trim().split(/\s{2,}/));
+    const modelLines = text.out
+      .split('\n')
+      .filter((l) => l.startsWith('model '))
+      .map((l) => l.trim().split(/\s{2,}/));
     expect(modelLines).toEqual([
       ['model', '/m/stories260K.gguf,id=local/tiny-stories,slots=4,context-size=512', 'file'],
       ['model', '/m/llama-2-tiny-random.gguf,id=local/llama-2-tiny-random,gpu-layers=0', 'file'],
       ['model', 'hf:someone/chat-GGUF/chat-Q4.gguf,id=someone/chat', 'file'],
     ]);
-    const json = JSON.parse((await hearth('config', 'print', '--json', '--config', models)).out) as Record<string, { value: unknown; source: string; models?: unknown }>;
+    const json = JSON.parse((await hearth('config', 'print', '--json', '--config', models)).out) as Record<
+      string,
+      { value: unknown; source: string; models?: unknown }
+    >;
     expect(json['model']).toEqual({
       value: '/m/stories260K.gguf',
       source: 'file',
@@ -78,7 +106,9 @@ describe('hearth config print', () => {
       ],
     });
     // One model from a flag with --model-id: the id it is served as.
-    const one = JSON.parse((await hearth('config', 'print', '--json', '--model', '/m/a.gguf', '--model-id', 'team/a')).out) as Record<string, { models?: unknown }>;
+    const one = JSON.parse(
+      (await hearth('config', 'print', '--json', '--model', '/m/a.gguf', '--model-id', 'team/a')).out,
+    ) as Record<string, { models?: unknown }>;
     expect(one['model']!.models).toEqual([{ source: '/m/a.gguf', id: 'team/a' }]);
   });
 
@@ -98,7 +128,8 @@ describe('hearth serve --help and --help-all', () => {
       expect(listed(help, s.flag), s.flag).toBe(s.group === 'everyday');
       if ('deprecated' in s) expect(all).not.toContain(`${s.deprecated.flag} `);
     }
-    for (const seam of ['--engine', '--provision-delay-ms', '--cores', '--openai-base-url', '--thread-poll']) expect(listed(help, seam), seam).toBe(false);
+    for (const seam of ['--engine', '--provision-delay-ms', '--cores', '--openai-base-url', '--thread-poll'])
+      expect(listed(help, seam), seam).toBe(false);
     expect(help).toContain('--help-all');
   });
 });

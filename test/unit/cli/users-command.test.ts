@@ -10,7 +10,23 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-users-cli-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const create = (input: string, dataDir: string) =>
-  spawnSync(process.execPath, [BIN, 'users', 'create', '--email', 'ada@example.com', '--account', 'default', '--role', 'owner', '--data-dir', dataDir], { input, encoding: 'utf8' });
+  spawnSync(
+    process.execPath,
+    [
+      BIN,
+      'users',
+      'create',
+      '--email',
+      'ada@example.com',
+      '--account',
+      'default',
+      '--role',
+      'owner',
+      '--data-dir',
+      dataDir,
+    ],
+    { input, encoding: 'utf8' },
+  );
 
 describe('hearth users create', () => {
   it('with no password on stdin: exit 2, one line saying how to give one, and no store opened', () => {
@@ -18,7 +34,9 @@ describe('hearth users create', () => {
     const r = create('', dataDir);
     expect(r.status).toBe(2);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^hearth users: no password given: type it when asked \(on a terminal\), or pipe it on stdin: printf '%s' "\$PASSWORD" \| npx hearth users create --email ada@example\.com --account default/);
+    expect(r.stderr).toMatch(
+      /^hearth users: no password given: type it when asked \(on a terminal\), or pipe it on stdin: printf '%s' "\$PASSWORD" \| npx hearth users create --email ada@example\.com --account default/,
+    );
     expect(fs.existsSync(dataDir)).toBe(false);
   });
 

@@ -16,8 +16,13 @@ function yamlFile(text: string): string {
 
 describe('serve config file (--config, HEARTH_CONFIG)', () => {
   it('ranks flag over env over file over default, and says which won', () => {
-    const file = yamlFile('port: 7000\nworkers: 3\nslots: 5\nbody-limit-bytes: 2097152\nengine: instant\nweight-repack: false\n');
-    const { config, sources } = loadServeConfig(['--config', file, '--port', '9000'], { HEARTH_PORT: '8000', HEARTH_WORKERS: '2' });
+    const file = yamlFile(
+      'port: 7000\nworkers: 3\nslots: 5\nbody-limit-bytes: 2097152\nengine: instant\nweight-repack: false\n',
+    );
+    const { config, sources } = loadServeConfig(['--config', file, '--port', '9000'], {
+      HEARTH_PORT: '8000',
+      HEARTH_WORKERS: '2',
+    });
     expect([config.port, sources.port]).toEqual([9000, 'flag']);
     expect([config.workers, sources.workers]).toEqual([2, 'env']);
     expect([config.slots, sources.slots]).toEqual([5, 'file']);
@@ -63,7 +68,9 @@ describe('serve config file (--config, HEARTH_CONFIG)', () => {
   it('refuses a file it cannot read, naming it', () => {
     const missing = path.join(dir, 'missing.yaml');
     expect(() => loadServeConfig(['--config', missing], {})).toThrowError(ConfigError);
-    expect(() => loadServeConfig([], { HEARTH_CONFIG: missing })).toThrowError(`${missing}: cannot read the config file (ENOENT)`);
+    expect(() => loadServeConfig([], { HEARTH_CONFIG: missing })).toThrowError(
+      `${missing}: cannot read the config file (ENOENT)`,
+    );
   });
 });
 
@@ -71,7 +78,10 @@ describe('deprecated setting names', () => {
   it('take a former flag with one warning that names the new one', () => {
     const { config, warnings } = loadServeConfig(['--body-limit', '4096', '--app-memory-limit=512'], {});
     expect([config.bodyLimit, config.appMemoryLimit]).toEqual([4096, 512]);
-    expect(warnings).toEqual(['--body-limit is deprecated: use --body-limit-bytes', '--app-memory-limit is deprecated: use --app-memory-limit-mib']);
+    expect(warnings).toEqual([
+      '--body-limit is deprecated: use --body-limit-bytes',
+      '--app-memory-limit is deprecated: use --app-memory-limit-mib',
+    ]);
   });
 
   it('take a former variable when the new one is unset, with a warning', () => {
@@ -79,7 +89,9 @@ describe('deprecated setting names', () => {
     expect(old.config.appStartTimeout).toBe(30);
     expect(old.sources.appStartTimeout).toBe('env');
     expect(old.warnings).toEqual(['HEARTH_APP_START_TIMEOUT is deprecated: use HEARTH_APP_START_TIMEOUT_S']);
-    expect(loadServeConfig([], { HEARTH_APP_START_TIMEOUT: '30', HEARTH_APP_START_TIMEOUT_S: '45' }).config.appStartTimeout).toBe(45);
+    expect(
+      loadServeConfig([], { HEARTH_APP_START_TIMEOUT: '30', HEARTH_APP_START_TIMEOUT_S: '45' }).config.appStartTimeout,
+    ).toBe(45);
   });
 
   it('take a former key in the file with a warning, and name the former flag in its errors', () => {
@@ -87,7 +99,9 @@ describe('deprecated setting names', () => {
     const { config, warnings } = loadServeConfig(['--config', file], {});
     expect(config.streamBufferLimit).toBe(8192);
     expect(warnings).toEqual([`${file}: stream-buffer-limit is deprecated: use stream-buffer-limit-bytes`]);
-    expect(() => loadServeConfig(['--app-proxy-timeout', 'soon'], {})).toThrowError(/--app-proxy-timeout: expected an integer/);
+    expect(() => loadServeConfig(['--app-proxy-timeout', 'soon'], {})).toThrowError(
+      /--app-proxy-timeout: expected an integer/,
+    );
   });
 
   it('warn about nothing when only new names are used', () => {

@@ -36,22 +36,29 @@ describe('serve config', () => {
     expect(parseServeConfig(['--gpu-layers', '0'], {}).gpuLayers).toBe(0);
     expect(parseServeConfig(['--gpu-layers=12'], { HEARTH_GPU_LAYERS: 'auto' }).gpuLayers).toBe(12);
     expect(parseServeConfig([], { HEARTH_GPU_LAYERS: '99' }).gpuLayers).toBe(99);
-    expect(parseServeConfig(['--gpu-backend', 'rel/libggml-cuda.so'], {}).gpuBackend).toMatch(/^\/.*\/rel\/libggml-cuda\.so$/);
+    expect(parseServeConfig(['--gpu-backend', 'rel/libggml-cuda.so'], {}).gpuBackend).toMatch(
+      /^\/.*\/rel\/libggml-cuda\.so$/,
+    );
     for (const bad of ['-1', 'all', '1.5', '', ' ', '100001']) {
       expect(() => parseServeConfig(['--gpu-layers', bad], {}), bad).toThrowError(ConfigError);
     }
-    expect(() => parseServeConfig(['--gpu-layers', 'all'], {})).toThrowError(/--gpu-layers: expected auto or a number of layers/);
+    expect(() => parseServeConfig(['--gpu-layers', 'all'], {})).toThrowError(
+      /--gpu-layers: expected auto or a number of layers/,
+    );
     expect(() => parseServeConfig([], { HEARTH_GPU_LAYERS: 'max' })).toThrowError(/HEARTH_GPU_LAYERS: expected auto/);
   });
 
   it('--cpu-kernels takes auto, prebuilt, native or prebuilt:VARIANT', () => {
     expect(parseServeConfig([], {}).cpuKernels).toBe('auto');
-    for (const ok of ['auto', 'prebuilt', 'native', 'prebuilt:x64', 'prebuilt:haswell', 'prebuilt:zen4']) expect(parseServeConfig(['--cpu-kernels', ok], {}).cpuKernels).toBe(ok);
+    for (const ok of ['auto', 'prebuilt', 'native', 'prebuilt:x64', 'prebuilt:haswell', 'prebuilt:zen4'])
+      expect(parseServeConfig(['--cpu-kernels', ok], {}).cpuKernels).toBe(ok);
     expect(parseServeConfig([], { HEARTH_CPU_KERNELS: 'prebuilt:skylakex' }).cpuKernels).toBe('prebuilt:skylakex');
     for (const bad of ['fast', 'prebuilt:', 'prebuilt:../x', 'prebuilt:Haswell', 'native:x64', '']) {
       expect(() => parseServeConfig(['--cpu-kernels', bad], {}), bad).toThrowError(ConfigError);
     }
-    expect(() => parseServeConfig([], { HEARTH_CPU_KERNELS: 'prebuilt:/tmp/lib' })).toThrowError(/HEARTH_CPU_KERNELS: expected auto, prebuilt, native or prebuilt:VARIANT/);
+    expect(() => parseServeConfig([], { HEARTH_CPU_KERNELS: 'prebuilt:/tmp/lib' })).toThrowError(
+      /HEARTH_CPU_KERNELS: expected auto, prebuilt, native or prebuilt:VARIANT/,
+    );
   });
 
   it('names the variable for a bad env value', () => {
@@ -62,7 +69,9 @@ describe('serve config', () => {
     expect(parseServeConfig([], {}).promptCacheScope).toBe('account');
     expect(parseServeConfig(['--prompt-cache-scope', 'key'], {}).promptCacheScope).toBe('key');
     expect(parseServeConfig([], { HEARTH_PROMPT_CACHE_SCOPE: 'global' }).promptCacheScope).toBe('global');
-    expect(() => parseServeConfig(['--prompt-cache-scope', 'workspace'], {})).toThrowError(/--prompt-cache-scope: must be one of account, key, global/);
+    expect(() => parseServeConfig(['--prompt-cache-scope', 'workspace'], {})).toThrowError(
+      /--prompt-cache-scope: must be one of account, key, global/,
+    );
     expect(() => parseServeConfig([], { HEARTH_PROMPT_CACHE_SCOPE: 'none' })).toThrowError(/HEARTH_PROMPT_CACHE_SCOPE/);
   });
 });

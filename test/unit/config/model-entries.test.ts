@@ -21,7 +21,16 @@ describe('models to serve', () => {
   });
 
   it('--model given several times keeps every model in order, each with its own options', () => {
-    const { config } = loadServeConfig(['--model', '/m/a.gguf,id=local/a,slots=2', '--model=/m/b.gguf,context-size=512,gpu-layers=0', '--model', 'hf:u/r-GGUF/f.gguf,gpu-layers=auto'], {});
+    const { config } = loadServeConfig(
+      [
+        '--model',
+        '/m/a.gguf,id=local/a,slots=2',
+        '--model=/m/b.gguf,context-size=512,gpu-layers=0',
+        '--model',
+        'hf:u/r-GGUF/f.gguf,gpu-layers=auto',
+      ],
+      {},
+    );
     expect(config.models).toEqual([
       { source: '/m/a.gguf', id: 'local/a', slots: 2 },
       { source: '/m/b.gguf', contextSize: 512, gpuLayers: 0 },
@@ -46,11 +55,18 @@ describe('models to serve', () => {
   });
 
   it('the config file takes a models: list of sources and mappings; flags win over it', () => {
-    const file = yamlFile('models:\n  - /m/a.gguf,id=local/a\n  - source: /m/b.gguf\n    id: local/b\n    slots: 3\n    context-size: 1024\n    gpu-layers: 0\n');
+    const file = yamlFile(
+      'models:\n  - /m/a.gguf,id=local/a\n  - source: /m/b.gguf\n    id: local/b\n    slots: 3\n    context-size: 1024\n    gpu-layers: 0\n',
+    );
     const { config, sources } = loadServeConfig(['--config', file], {});
-    expect(config.models).toEqual([{ source: '/m/a.gguf', id: 'local/a' }, { source: '/m/b.gguf', id: 'local/b', slots: 3, contextSize: 1024, gpuLayers: 0 }]);
+    expect(config.models).toEqual([
+      { source: '/m/a.gguf', id: 'local/a' },
+      { source: '/m/b.gguf', id: 'local/b', slots: 3, contextSize: 1024, gpuLayers: 0 },
+    ]);
     expect(sources.model).toBe('file');
-    expect(loadServeConfig(['--config', file, '--model', '/m/c.gguf'], {}).config.models).toEqual([{ source: '/m/c.gguf' }]);
+    expect(loadServeConfig(['--config', file, '--model', '/m/c.gguf'], {}).config.models).toEqual([
+      { source: '/m/c.gguf' },
+    ]);
   });
 
   it.each([

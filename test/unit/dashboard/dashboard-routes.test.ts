@@ -16,7 +16,8 @@ import { PAGE_PATTERNS } from '../../../web/src/routes.ts';
  * routes of the API untouched.
  */
 const JS = `console.log(${JSON.stringify('x'.repeat(2000))});\n`;
-const INDEX = '<!doctype html><html><head><script type="module" src="/assets/index-AbC123.js"></script></head><body><div id="app"></div></body></html>';
+const INDEX =
+  '<!doctype html><html><head><script type="module" src="/assets/index-AbC123.js"></script></head><body><div id="app"></div></body></html>';
 
 function writeDist(manifest: unknown): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-dist-'));
@@ -36,7 +37,12 @@ const MANIFEST = { 'index.html': { file: 'assets/index-AbC123.js', isEntry: true
 // Stand-ins for the routes the dashboard must never shadow.
 const apiRoutes: Route[] = [
   { method: 'GET', pattern: '/health', name: 'health', handler: (ex) => ex.sendJson(200, { ok: true }) },
-  { method: 'GET', pattern: '/api/v1/workspaces', name: 'workspaces', handler: (ex) => ex.sendJson(200, { object: 'list', data: [] }) },
+  {
+    method: 'GET',
+    pattern: '/api/v1/workspaces',
+    name: 'workspaces',
+    handler: (ex) => ex.sendJson(200, { object: 'list', data: [] }),
+  },
 ];
 
 let server: RunningHttpServer;
@@ -47,8 +53,20 @@ beforeAll(async () => {
   const bundle = loadDashboardBundle(writeDist(MANIFEST));
   expect(bundle).not.toBeNull();
   const metrics = createMetrics({ defaultMetrics: false });
-  server = await startHttpServer({ host: '127.0.0.1', port: 0, routes: [...apiRoutes, ...dashboardRoutes({ bundle })], metrics, log: silentLogger });
-  bare = await startHttpServer({ host: '127.0.0.1', port: 0, routes: dashboardRoutes({ bundle: null }), metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
+  server = await startHttpServer({
+    host: '127.0.0.1',
+    port: 0,
+    routes: [...apiRoutes, ...dashboardRoutes({ bundle })],
+    metrics,
+    log: silentLogger,
+  });
+  bare = await startHttpServer({
+    host: '127.0.0.1',
+    port: 0,
+    routes: dashboardRoutes({ bundle: null }),
+    metrics: createMetrics({ defaultMetrics: false }),
+    log: silentLogger,
+  });
   base = `http://127.0.0.1:${server.port}`;
 });
 afterAll(() => {
@@ -67,7 +85,16 @@ describe('dashboard pages', () => {
     expect([...DASHBOARD_PAGES].sort()).toEqual(Object.values(PAGE_PATTERNS).sort());
   });
 
-  it.each(['/', '/sign-in', '/setup?token=abc', '/settings/keys', '/settings/users', '/workspaces', '/workspaces/ws_123', '/playground'])('GET %s is index.html, not cached, with the security headers', async (p) => {
+  it.each([
+    '/',
+    '/sign-in',
+    '/setup?token=abc',
+    '/settings/keys',
+    '/settings/users',
+    '/workspaces',
+    '/workspaces/ws_123',
+    '/playground',
+  ])('GET %s is index.html, not cached, with the security headers', async (p) => {
     const res = await fetch(base + p);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -105,7 +132,14 @@ describe('dashboard assets', () => {
     expect(await css.text()).toBe('body{margin:0}');
   });
 
-  it.each(['/assets/stray-file.js', '/assets/..%2Fsecret.txt', '/assets/%2e%2e%2fsecret.txt', '/assets/..%2F..%2Fpackage.json', '/assets/index-abc123.js', '/assets/'])('GET %s is a 404 (only manifest files, by exact name)', async (p) => {
+  it.each([
+    '/assets/stray-file.js',
+    '/assets/..%2Fsecret.txt',
+    '/assets/%2e%2e%2fsecret.txt',
+    '/assets/..%2F..%2Fpackage.json',
+    '/assets/index-abc123.js',
+    '/assets/',
+  ])('GET %s is a 404 (only manifest files, by exact name)', async (p) => {
     const res = await fetch(base + p);
     expect(res.status).toBe(404);
     const text = await res.text();
@@ -138,13 +172,21 @@ describe('dashboard assets', () => {
   });
 
   it('sends the gzip copy only when the request admits gzip', async () => {
-    const gz = await startHttpServer({ host: '127.0.0.1', port: 0, routes: dashboardRoutes({ bundle: loadDashboardBundle(writeDist(MANIFEST)) }), metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
+    const gz = await startHttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      routes: dashboardRoutes({ bundle: loadDashboardBundle(writeDist(MANIFEST)) }),
+      metrics: createMetrics({ defaultMetrics: false }),
+      log: silentLogger,
+    });
     try {
       const res = await fetch(`http://127.0.0.1:${gz.port}/assets/index-AbC123.js`);
       expect(res.headers.get('content-encoding')).toBe('gzip');
       expect(res.headers.get('vary')).toBe('accept-encoding');
       expect(await res.text()).toBe(JS); // fetch decodes it
-      const plain = await fetch(`http://127.0.0.1:${gz.port}/assets/index-AbC123.js`, { headers: { 'accept-encoding': 'identity' } });
+      const plain = await fetch(`http://127.0.0.1:${gz.port}/assets/index-AbC123.js`, {
+        headers: { 'accept-encoding': 'identity' },
+      });
       expect(plain.headers.get('content-encoding')).toBeNull();
       expect(await plain.text()).toBe(JS);
     } finally {

@@ -27,9 +27,17 @@ import { createMetrics } from '../../../src/metrics/metrics.ts';
  * v1.2.0 source, not run here), prometheus-adapter's rule beyond its shape.
  */
 const DIR = path.resolve(import.meta.dirname, '../../../deploy/kubernetes');
-const INFERENCE_POOL_SCHEMA = path.resolve(import.meta.dirname, '../../fixtures/kubernetes/inferencepool-v1.schema.json');
+const INFERENCE_POOL_SCHEMA = path.resolve(
+  import.meta.dirname,
+  '../../fixtures/kubernetes/inferencepool-v1.schema.json',
+);
 
-type Doc = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> }; [k: string]: unknown };
+type Doc = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  [k: string]: unknown;
+};
 type Model = new (data: never) => { validate(): void };
 
 /** Each kind's model (its schema validator) and, for the field-name check, the module and interface of its type. */
@@ -39,12 +47,30 @@ const MODELS: Record<string, { model: Model; types: [string, string] }> = {
   'v1/Service': { model: Service, types: ['kubernetes-models/v1', 'IService'] },
   'v1/ServiceAccount': { model: ServiceAccount, types: ['kubernetes-models/v1', 'IServiceAccount'] },
   'apps/v1/Deployment': { model: Deployment, types: ['kubernetes-models/apps/v1', 'IDeployment'] },
-  'autoscaling/v2/HorizontalPodAutoscaler': { model: HorizontalPodAutoscaler, types: ['kubernetes-models/autoscaling/v2', 'IHorizontalPodAutoscaler'] },
-  'policy/v1/PodDisruptionBudget': { model: PodDisruptionBudget, types: ['kubernetes-models/policy/v1', 'IPodDisruptionBudget'] },
-  'rbac.authorization.k8s.io/v1/Role': { model: Role, types: ['kubernetes-models/rbac.authorization.k8s.io/v1', 'IRole'] },
-  'rbac.authorization.k8s.io/v1/RoleBinding': { model: RoleBinding, types: ['kubernetes-models/rbac.authorization.k8s.io/v1', 'IRoleBinding'] },
-  'monitoring.coreos.com/v1/ServiceMonitor': { model: ServiceMonitor, types: ['@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1', 'IServiceMonitor'] },
-  'gateway.networking.k8s.io/v1/HTTPRoute': { model: HTTPRoute, types: ['@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1', 'IHTTPRoute'] },
+  'autoscaling/v2/HorizontalPodAutoscaler': {
+    model: HorizontalPodAutoscaler,
+    types: ['kubernetes-models/autoscaling/v2', 'IHorizontalPodAutoscaler'],
+  },
+  'policy/v1/PodDisruptionBudget': {
+    model: PodDisruptionBudget,
+    types: ['kubernetes-models/policy/v1', 'IPodDisruptionBudget'],
+  },
+  'rbac.authorization.k8s.io/v1/Role': {
+    model: Role,
+    types: ['kubernetes-models/rbac.authorization.k8s.io/v1', 'IRole'],
+  },
+  'rbac.authorization.k8s.io/v1/RoleBinding': {
+    model: RoleBinding,
+    types: ['kubernetes-models/rbac.authorization.k8s.io/v1', 'IRoleBinding'],
+  },
+  'monitoring.coreos.com/v1/ServiceMonitor': {
+    model: ServiceMonitor,
+    types: ['@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1', 'IServiceMonitor'],
+  },
+  'gateway.networking.k8s.io/v1/HTTPRoute': {
+    model: HTTPRoute,
+    types: ['@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1', 'IHTTPRoute'],
+  },
 };
 
 /**
@@ -62,12 +88,24 @@ function unknownFields(docs: Array<{ name: string; doc: Doc }>): Map<string, str
     imports.get(module)!.add(type);
     lines.push(`export const doc${i}: ${type} = ${JSON.stringify(doc)};`);
   }
-  const source = [...[...imports].map(([m, types]) => `import type { ${[...types].join(', ')} } from '${m}';`), ...lines].join('\n');
-  const options: ts.CompilerOptions = { noEmit: true, strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, types: [], skipLibCheck: true };
+  const source = [
+    ...[...imports].map(([m, types]) => `import type { ${[...types].join(', ')} } from '${m}';`),
+    ...lines,
+  ].join('\n');
+  const options: ts.CompilerOptions = {
+    noEmit: true,
+    strict: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    types: [],
+    skipLibCheck: true,
+  };
   const host = ts.createCompilerHost(options);
   const getSourceFile = host.getSourceFile.bind(host);
   const fileExists = host.fileExists.bind(host);
-  host.getSourceFile = (name, language, ...rest) => (name === file ? ts.createSourceFile(name, source, language) : getSourceFile(name, language, ...rest));
+  host.getSourceFile = (name, language, ...rest) =>
+    name === file ? ts.createSourceFile(name, source, language) : getSourceFile(name, language, ...rest);
   host.fileExists = (name) => name === file || fileExists(name);
   const program = ts.createProgram([file], options, host);
   const out = new Map<string, string[]>();
@@ -85,14 +123,21 @@ function strict(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(strict);
   if (schema === null || typeof schema !== 'object') return schema;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(schema)) out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v as object).map(([p, s]) => [p, p === 'metadata' ? s : strict(s)])) : strict(v);
+  for (const [k, v] of Object.entries(schema))
+    out[k] =
+      k === 'properties'
+        ? Object.fromEntries(Object.entries(v as object).map(([p, s]) => [p, p === 'metadata' ? s : strict(s)]))
+        : strict(v);
   if ('properties' in out && !('additionalProperties' in out)) out.additionalProperties = false;
   return out;
 }
 
 const ajv = new Ajv({ strict: false, allErrors: true });
 ajv.addFormat('date-time', { type: 'string', validate: (t: string) => !Number.isNaN(Date.parse(t)) });
-ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 });
+ajv.addFormat('int32', {
+  type: 'number',
+  validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31,
+});
 ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) });
 const inferencePoolSchema = strict(JSON.parse(fs.readFileSync(INFERENCE_POOL_SCHEMA, 'utf8')) as object) as object;
 const validateInferencePool = ajv.compile(inferencePoolSchema);
@@ -102,9 +147,17 @@ function validate(doc: Doc): void {
   const key = `${doc.apiVersion}/${doc.kind}`;
   if (key === 'inference.networking.k8s.io/v1/InferencePool') {
     if (!validateInferencePool(doc)) throw new Error(ajv.errorsText(validateInferencePool.errors));
-    const spec = doc.spec as { endpointPickerRef?: { kind?: string; port?: unknown }; targetPorts: Array<{ number: number }> };
+    const spec = doc.spec as {
+      endpointPickerRef?: { kind?: string; port?: unknown };
+      targetPorts: Array<{ number: number }>;
+    };
     // x-kubernetes-validations: "self.kind != 'Service' || has(self.port)" and unique target port numbers.
-    if (spec.endpointPickerRef && (spec.endpointPickerRef.kind ?? 'Service') === 'Service' && spec.endpointPickerRef.port === undefined) throw new Error('endpointPickerRef: port is required when kind is Service');
+    if (
+      spec.endpointPickerRef &&
+      (spec.endpointPickerRef.kind ?? 'Service') === 'Service' &&
+      spec.endpointPickerRef.port === undefined
+    )
+      throw new Error('endpointPickerRef: port is required when kind is Service');
     const ports = spec.targetPorts.map((p) => p.number);
     if (new Set(ports).size !== ports.length) throw new Error('targetPorts: port number must be unique');
     return;
@@ -116,10 +169,16 @@ function validate(doc: Doc): void {
 
 function load(): Map<string, Doc[]> {
   const files = new Map<string, Doc[]>();
-  for (const file of fs.readdirSync(DIR).filter((f) => f.endsWith('.yaml')).sort()) {
+  for (const file of fs
+    .readdirSync(DIR)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort()) {
     const docs = YAML.parseAllDocuments(fs.readFileSync(path.join(DIR, file), 'utf8'));
     for (const d of docs) if (d.errors.length > 0) throw new Error(`${file}: ${d.errors[0]!.message}`);
-    files.set(file, docs.map((d) => d.toJS() as Doc).filter((d) => d !== null));
+    files.set(
+      file,
+      docs.map((d) => d.toJS() as Doc).filter((d) => d !== null),
+    );
   }
   return files;
 }
@@ -132,18 +191,49 @@ const find = <T = Doc>(kind: string, name: string): T => {
   return d as T;
 };
 
-type Container = { name: string; ports: Array<{ name: string; containerPort: number }>; args?: string[]; env: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>; readinessProbe: { httpGet: { path: string; port: string } }; livenessProbe: { httpGet: { path: string; port: string } }; startupProbe: { httpGet: { path: string; port: string } }; lifecycle: { preStop: { sleep: { seconds: number } } } };
-type DeploymentDoc = Doc & { spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: { terminationGracePeriodSeconds: number; containers: Container[] } } } };
+type Container = {
+  name: string;
+  ports: Array<{ name: string; containerPort: number }>;
+  args?: string[];
+  env: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }>;
+  readinessProbe: { httpGet: { path: string; port: string } };
+  livenessProbe: { httpGet: { path: string; port: string } };
+  startupProbe: { httpGet: { path: string; port: string } };
+  lifecycle: { preStop: { sleep: { seconds: number } } };
+};
+type DeploymentDoc = Doc & {
+  spec: {
+    selector: { matchLabels: Record<string, string> };
+    template: {
+      metadata: { labels: Record<string, string> };
+      spec: { terminationGracePeriodSeconds: number; containers: Container[] };
+    };
+  };
+};
 const hearth = find<DeploymentDoc>('Deployment', 'hearth');
 const podLabels = hearth.spec.template.metadata.labels;
 const container = hearth.spec.template.spec.containers[0]!;
 const env = new Map(container.env.map((e) => [e.name, e]));
 const matches = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => podLabels[k] === v);
-const exported = (async () => (await createMetrics({ defaultMetrics: false }).registry.getMetricsAsJSON()).map((m) => m.name))();
+const exported = (async () =>
+  (await createMetrics({ defaultMetrics: false }).registry.getMetricsAsJSON()).map((m) => m.name))();
 
 describe('deploy/kubernetes manifests', () => {
   it('holds every part the fleet needs', () => {
-    expect([...new Set(all.map((d) => d.kind))].sort()).toEqual(['ConfigMap', 'Deployment', 'HTTPRoute', 'HorizontalPodAutoscaler', 'InferencePool', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Secret', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+    expect([...new Set(all.map((d) => d.kind))].sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'HTTPRoute',
+      'HorizontalPodAutoscaler',
+      'InferencePool',
+      'PodDisruptionBudget',
+      'Role',
+      'RoleBinding',
+      'Secret',
+      'Service',
+      'ServiceAccount',
+      'ServiceMonitor',
+    ]);
   });
 
   for (const [file, docs] of files) {
@@ -154,9 +244,15 @@ describe('deploy/kubernetes manifests', () => {
   }
 
   it('no built-in document has a field its kind does not define (and a misspelled field is caught)', () => {
-    const builtIn = [...files].flatMap(([file, docs]) => docs.filter((d) => d.kind !== 'InferencePool').map((doc) => ({ name: `${file}: ${doc.kind} ${doc.metadata.name}`, doc })));
+    const builtIn = [...files].flatMap(([file, docs]) =>
+      docs
+        .filter((d) => d.kind !== 'InferencePool')
+        .map((doc) => ({ name: `${file}: ${doc.kind} ${doc.metadata.name}`, doc })),
+    );
     const misspelled = structuredClone(hearth);
-    (misspelled.spec.template.spec.containers[0]! as unknown as Record<string, unknown>).readynessProbe = { httpGet: { path: '/health', port: 'http' } };
+    (misspelled.spec.template.spec.containers[0]! as unknown as Record<string, unknown>).readynessProbe = {
+      httpGet: { path: '/health', port: 'http' },
+    };
     const found = unknownFields([...builtIn, { name: 'misspelled', doc: misspelled }]);
     expect(found.get('misspelled')?.join(' ')).toMatch(/readynessProbe/);
     found.delete('misspelled');
@@ -167,7 +263,9 @@ describe('deploy/kubernetes manifests', () => {
     const broken = structuredClone(hearth);
     (broken.spec.template.spec.containers[0]!.ports[0] as { containerPort: unknown }).containerPort = 'http';
     expect(() => validate(broken)).toThrow(/containerPort/);
-    const noSelector = structuredClone(find('PodDisruptionBudget', 'hearth')) as Doc & { spec: { maxUnavailable: unknown } };
+    const noSelector = structuredClone(find('PodDisruptionBudget', 'hearth')) as Doc & {
+      spec: { maxUnavailable: unknown };
+    };
     noSelector.spec.maxUnavailable = { one: 1 };
     expect(() => validate(noSelector)).toThrow();
     const pool = find('InferencePool', 'hearth') as Doc & { spec: Record<string, unknown> };
@@ -183,31 +281,58 @@ describe('deploy/kubernetes manifests', () => {
     expect(() => validate({ ...pool, kind: 'Unknown' })).toThrow(/no schema/);
   });
 
-  it('the Service, the PodDisruptionBudget, the ServiceMonitor and the InferencePool select the Deployment\'s pods, on its port', () => {
+  it("the Service, the PodDisruptionBudget, the ServiceMonitor and the InferencePool select the Deployment's pods, on its port", () => {
     expect(matches(hearth.spec.selector.matchLabels)).toBe(true);
-    const service = find<Doc & { spec: { selector: Record<string, string>; ports: Array<{ name: string; targetPort: string }> } }>('Service', 'hearth');
+    const service = find<
+      Doc & { spec: { selector: Record<string, string>; ports: Array<{ name: string; targetPort: string }> } }
+    >('Service', 'hearth');
     expect(matches(service.spec.selector)).toBe(true);
     expect(service.spec.ports[0]!.targetPort).toBe(container.ports[0]!.name);
-    expect(matches(find<Doc & { spec: { selector: { matchLabels: Record<string, string> } } }>('PodDisruptionBudget', 'hearth').spec.selector.matchLabels)).toBe(true);
-    const monitor = find<Doc & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> } }>('ServiceMonitor', 'hearth');
-    expect(Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => service.metadata.labels?.[k] === v)).toBe(true);
+    expect(
+      matches(
+        find<Doc & { spec: { selector: { matchLabels: Record<string, string> } } }>('PodDisruptionBudget', 'hearth')
+          .spec.selector.matchLabels,
+      ),
+    ).toBe(true);
+    const monitor = find<
+      Doc & {
+        spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string }> };
+      }
+    >('ServiceMonitor', 'hearth');
+    expect(
+      Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => service.metadata.labels?.[k] === v),
+    ).toBe(true);
     expect(monitor.spec.endpoints[0]!).toMatchObject({ port: service.spec.ports[0]!.name, path: '/metrics' });
-    const pool = find<Doc & { spec: { selector: { matchLabels: Record<string, string> }; targetPorts: Array<{ number: number }>; endpointPickerRef: { name: string; port: { number: number } } } }>('InferencePool', 'hearth');
+    const pool = find<
+      Doc & {
+        spec: {
+          selector: { matchLabels: Record<string, string> };
+          targetPorts: Array<{ number: number }>;
+          endpointPickerRef: { name: string; port: { number: number } };
+        };
+      }
+    >('InferencePool', 'hearth');
     expect(matches(pool.spec.selector.matchLabels)).toBe(true);
     expect(pool.spec.targetPorts[0]!.number).toBe(container.ports[0]!.containerPort);
     expect(String(env.get('HEARTH_PORT')?.value)).toBe(String(container.ports[0]!.containerPort));
     // The picker's Service, and the route's backend.
     const epp = find<Doc & { spec: { ports: Array<{ port: number }> } }>('Service', pool.spec.endpointPickerRef.name);
     expect(epp.spec.ports.map((p) => p.port)).toContain(pool.spec.endpointPickerRef.port.number);
-    const route = find<Doc & { spec: { rules: Array<{ backendRefs: Array<{ kind: string; name: string }> }> } }>('HTTPRoute', 'hearth');
+    const route = find<Doc & { spec: { rules: Array<{ backendRefs: Array<{ kind: string; name: string }> }> } }>(
+      'HTTPRoute',
+      'hearth',
+    );
     expect(route.spec.rules[0]!.backendRefs[0]).toMatchObject({ kind: 'InferencePool', name: pool.metadata.name });
   });
 
   it('probes read /health; preStop and the drain fit within the termination grace period', () => {
-    for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe]) expect(probe.httpGet).toEqual({ path: '/health', port: 'http' });
+    for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe])
+      expect(probe.httpGet).toEqual({ path: '/health', port: 'http' });
     const drainSeconds = Number(env.get('HEARTH_SHUTDOWN_GRACE_MS')?.value) / 1000;
     // preStop sleep, Hearth's drain, and the 3 s its managed front gets to hand slow readers what it holds.
-    expect(container.lifecycle.preStop.sleep.seconds + drainSeconds + 3).toBeLessThan(hearth.spec.template.spec.terminationGracePeriodSeconds);
+    expect(container.lifecycle.preStop.sleep.seconds + drainSeconds + 3).toBeLessThan(
+      hearth.spec.template.spec.terminationGracePeriodSeconds,
+    );
   });
 
   it("every HEARTH_ variable is one of Hearth's settings; the database URL and master key come from the example Secret", () => {
@@ -225,12 +350,28 @@ describe('deploy/kubernetes manifests', () => {
 
   it('the autoscaler, the adapter rule and the endpoint picker name metrics Hearth exports', async () => {
     const names = await exported;
-    const hpa = find<Doc & { spec: { scaleTargetRef: { kind: string; name: string }; metrics: Array<{ type: string; pods: { metric: { name: string } } }> } }>('HorizontalPodAutoscaler', 'hearth');
+    const hpa = find<
+      Doc & {
+        spec: {
+          scaleTargetRef: { kind: string; name: string };
+          metrics: Array<{ type: string; pods: { metric: { name: string } } }>;
+        };
+      }
+    >('HorizontalPodAutoscaler', 'hearth');
     expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: hearth.metadata.name });
     expect(hpa.spec.metrics[0]!.type).toBe('Pods');
     const hpaMetric = hpa.spec.metrics[0]!.pods.metric.name;
     expect(names).toContain(hpaMetric);
-    const adapter = YAML.parse(find<Doc & { data: Record<string, string> }>('ConfigMap', 'prometheus-adapter-hearth').data['config.yaml']!) as { rules: Array<{ seriesQuery: string; resources: { overrides: Record<string, { resource: string }> }; name: { matches: string; as: string }; metricsQuery: string }> };
+    const adapter = YAML.parse(
+      find<Doc & { data: Record<string, string> }>('ConfigMap', 'prometheus-adapter-hearth').data['config.yaml']!,
+    ) as {
+      rules: Array<{
+        seriesQuery: string;
+        resources: { overrides: Record<string, { resource: string }> };
+        name: { matches: string; as: string };
+        metricsQuery: string;
+      }>;
+    };
     const rule = adapter.rules.find((r) => r.name.as === hpaMetric);
     expect(rule).toBeDefined();
     expect(rule!.seriesQuery.startsWith(`${hpaMetric}{`)).toBe(true);
@@ -241,6 +382,7 @@ describe('deploy/kubernetes manifests', () => {
     const flag = (name: string) => eppArgs.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
     expect(flag('total-queued-requests-metric')).toBe('hearth_num_requests_waiting');
     expect(flag('kv-cache-usage-percentage-metric')).toBe('hearth_kv_cache_usage_ratio');
-    for (const m of ['hearth_num_requests_waiting', 'hearth_num_requests_running', 'hearth_kv_cache_usage_ratio']) expect(names).toContain(m);
+    for (const m of ['hearth_num_requests_waiting', 'hearth_num_requests_running', 'hearth_kv_cache_usage_ratio'])
+      expect(names).toContain(m);
   });
 });

@@ -12,13 +12,26 @@ const read = (rel: string) => fs.readFileSync(path.join(ROOT, rel), 'utf8');
 const README_MAX_LINES = 400;
 
 /** GitHub's anchor for a heading: lower case, punctuation other than '-' dropped, spaces as '-'. */
-const anchorOf = (heading: string) => heading.trim().toLowerCase().replace(/[^\w\- ]/g, '').replace(/ /g, '-');
+const anchorOf = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\w\- ]/g, '')
+    .replace(/ /g, '-');
 const anchorsOf = (text: string) => new Set([...text.matchAll(/^#+\s+(.*)$/gm)].map((m) => anchorOf(m[1] ?? '')));
 /** Relative link targets outside code blocks. */
 const linksOf = (text: string) =>
-  [...text.replace(/```[\s\S]*?```/g, '').matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1] ?? '').filter((t) => !/^(https?|mailto):/.test(t));
+  [...text.replace(/```[\s\S]*?```/g, '').matchAll(/\]\(([^)\s]+)\)/g)]
+    .map((m) => m[1] ?? '')
+    .filter((t) => !/^(https?|mailto):/.test(t));
 
-const documents = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const documents = [
+  'README.md',
+  ...fs
+    .readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 describe('README as the landing page', () => {
   const readme = read('README.md');

@@ -13,7 +13,16 @@ const LABELS = { model: 'local/m' };
 
 function setup(o: { slots: number; queueLimit: number; preempts?: boolean; sharesSlots?: boolean }) {
   const metrics = createMetrics();
-  const admission = new Admission({ slots: () => o.slots, queueLimit: o.queueLimit, preempts: () => o.preempts ?? false, sharesSlots: () => o.sharesSlots ?? false }, metrics, LABELS);
+  const admission = new Admission(
+    {
+      slots: () => o.slots,
+      queueLimit: o.queueLimit,
+      preempts: () => o.preempts ?? false,
+      sharesSlots: () => o.sharesSlots ?? false,
+    },
+    metrics,
+    LABELS,
+  );
   const log: string[] = [];
   const admit = (name: string, schedule: GenerationSchedule): AdmittedPlace => {
     const place = admission.admit(schedule, {
@@ -71,14 +80,18 @@ describe('Admission', () => {
     const off = setup({ slots: 1, queueLimit: 4 });
     const x = off.admit('a1', a());
     x.start();
-    x.onSlot(() => { throw new Error('must not yield'); });
+    x.onSlot(() => {
+      throw new Error('must not yield');
+    });
     off.admit('b1', b());
     expect(off.log).toEqual(['run a1']);
 
     const on = setup({ slots: 1, queueLimit: 4, sharesSlots: true });
     const y = on.admit('a1', a());
     y.start();
-    y.onSlot(() => { throw new Error('must not yield: a runs only one'); });
+    y.onSlot(() => {
+      throw new Error('must not yield: a runs only one');
+    });
     on.admit('b1', b());
     on.admit('c1', b('batch'));
     expect(on.log).toEqual(['run a1']);
@@ -109,7 +122,7 @@ describe('Admission', () => {
     expect(log).toEqual(['run 1', 'run 3']);
   });
 
-  it('a full queue yields its newest batch place to another tenant\'s interactive newcomer, which is refused otherwise', () => {
+  it("a full queue yields its newest batch place to another tenant's interactive newcomer, which is refused otherwise", () => {
     const { admit, log } = setup({ slots: 1, queueLimit: 1 });
     admit('1', a('batch'));
     admit('2', a('batch'));
@@ -133,7 +146,10 @@ describe('Admission', () => {
     const first = admit('1', a());
     admit('2', a());
     void admission.embeddingTurn(b('batch')).then(() => log.push('embed b batch'));
-    const embed = admission.embeddingTurn(b()).then((p) => { log.push('embed b'); return p; });
+    const embed = admission.embeddingTurn(b()).then((p) => {
+      log.push('embed b');
+      return p;
+    });
     expect(admission.load()).toEqual({ running: 0, waiting: 4 });
     first.start();
     first.charge(10);
@@ -152,9 +168,15 @@ describe('Admission', () => {
     admit('1', a('batch')).start();
     admit('2', a('batch')).start();
     admit('3', b());
-    expect([await gauge('hearth_num_requests_running', 'batch'), await gauge('hearth_num_requests_waiting', 'interactive')]).toEqual([2, 1]);
+    expect([
+      await gauge('hearth_num_requests_running', 'batch'),
+      await gauge('hearth_num_requests_waiting', 'interactive'),
+    ]).toEqual([2, 1]);
     admission.setParked(1);
-    expect([await gauge('hearth_num_requests_running', 'batch'), await gauge('hearth_num_requests_waiting', 'batch')]).toEqual([1, 1]);
+    expect([
+      await gauge('hearth_num_requests_running', 'batch'),
+      await gauge('hearth_num_requests_waiting', 'batch'),
+    ]).toEqual([1, 1]);
   });
 
   it('after close() nothing more is handed over and waiting embedding requests are let go with shutting_down', async () => {
@@ -174,7 +196,9 @@ describe('Admission', () => {
     for (const name of ['a1', 'a2']) {
       const p = admit(name, a());
       p.start();
-      p.onSlot(() => { throw new Error('must not yield for an embedding'); });
+      p.onSlot(() => {
+        throw new Error('must not yield for an embedding');
+      });
     }
     const turn = admission.embeddingTurn(b());
     expect(log).toEqual(['run a1', 'run a2']);

@@ -2,7 +2,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chooseCpuKernels, type CpuKernelsMode, CpuKernelsUnavailable, type KernelProbe } from '../../../src/engine/cpu-kernels.ts';
+import {
+  chooseCpuKernels,
+  type CpuKernelsMode,
+  CpuKernelsUnavailable,
+  type KernelProbe,
+} from '../../../src/engine/cpu-kernels.ts';
 import type { CpuKernelProbeAnswer, CpuKernelProbeRequest } from '../../../src/engine/worker-protocol.ts';
 
 /**
@@ -20,7 +25,11 @@ beforeEach(() => {
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 /** A probe answering `describe` with `native` and each timing with the next ms of its kernels' list. */
-function scripted(native: { stamp: string } | { reason: string }, ms: { prebuilt: number[]; native: number[] }, extra: (r: CpuKernelProbeRequest) => CpuKernelProbeAnswer | null = () => null) {
+function scripted(
+  native: { stamp: string } | { reason: string },
+  ms: { prebuilt: number[]; native: number[] },
+  extra: (r: CpuKernelProbeRequest) => CpuKernelProbeAnswer | null = () => null,
+) {
   const calls: CpuKernelProbeRequest[] = [];
   const probe: KernelProbe = async (req) => {
     calls.push(req);
@@ -29,23 +38,43 @@ function scripted(native: { stamp: string } | { reason: string }, ms: { prebuilt
     if (req.action === 'describe') return { action: 'describe', native };
     const next = ms[req.kernels].shift();
     if (next === undefined) throw new Error(`no more ${req.kernels} timings scripted`);
-    return { action: 'time', cpuBackend: req.kernels === 'native' ? 'libggml-cpu-native.so' : 'libggml-cpu-haswell.so', timings: [{ threads: 1, msPerStep: next * 2 }, { threads: 2, msPerStep: next }] };
+    return {
+      action: 'time',
+      cpuBackend: req.kernels === 'native' ? 'libggml-cpu-native.so' : 'libggml-cpu-haswell.so',
+      timings: [
+        { threads: 1, msPerStep: next * 2 },
+        { threads: 2, msPerStep: next },
+      ],
+    };
   };
   return { probe, calls };
 }
 
-const input = (mode: CpuKernelsMode, cacheFile?: string) => ({ mode, modelPath, slots: 8, threads: 2, cores: 2, ...(cacheFile ? { cacheFile } : {}) });
+const input = (mode: CpuKernelsMode, cacheFile?: string) => ({
+  mode,
+  modelPath,
+  slots: 8,
+  threads: 2,
+  cores: 2,
+  ...(cacheFile ? { cacheFile } : {}),
+});
 
 describe('--cpu-kernels prebuilt and native', () => {
   it('prebuilt asks nothing', async () => {
     const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
-    expect(await chooseCpuKernels(input('prebuilt'), probe)).toEqual({ kernels: 'prebuilt', why: '--cpu-kernels prebuilt' });
+    expect(await chooseCpuKernels(input('prebuilt'), probe)).toEqual({
+      kernels: 'prebuilt',
+      why: '--cpu-kernels prebuilt',
+    });
     expect(calls).toEqual([]);
   });
 
   it('prebuilt:VARIANT asks nothing either (the worker loads that library or says why not)', async () => {
     const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
-    expect(await chooseCpuKernels(input('prebuilt:haswell'), probe)).toEqual({ kernels: 'prebuilt:haswell', why: '--cpu-kernels prebuilt:haswell' });
+    expect(await chooseCpuKernels(input('prebuilt:haswell'), probe)).toEqual({
+      kernels: 'prebuilt:haswell',
+      why: '--cpu-kernels prebuilt:haswell',
+    });
     expect(calls).toEqual([]);
   });
 
@@ -69,22 +98,60 @@ describe('--cpu-kernels auto', () => {
   it('times prebuilt, native, native, prebuilt and takes native when its mean step is >= 3 % shorter', async () => {
     const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [80, 82], native: [72, 74] });
     const choice = await chooseCpuKernels(input('auto'), probe);
-    expect(calls.map((c) => (c.action === 'time' ? c.kernels : c.action))).toEqual(['describe', 'prebuilt', 'native', 'native', 'prebuilt']);
+    expect(calls.map((c) => (c.action === 'time' ? c.kernels : c.action))).toEqual([
+      'describe',
+      'prebuilt',
+      'native',
+      'native',
+      'prebuilt',
+    ]);
     expect(calls[1]).toEqual({ action: 'time', kernels: 'prebuilt', modelPath, slots: 8, threads: 2, cores: 2 });
     expect(choice).toMatchObject({ kernels: 'native', msPerStep: { prebuilt: 81, native: 73 }, cached: false });
     expect(choice.why).toContain('0.901 x');
   });
 
   it('keeps the prebuilt kernels when native is less than 3 % faster, or slower', async () => {
-    expect((await chooseCpuKernels(input('auto'), scripted({ stamp: 's' }, { prebuilt: [100, 100], native: [98, 98] }).probe)).kernels).toBe('prebuilt');
-    expect((await chooseCpuKernels(input('auto'), scripted({ stamp: 's' }, { prebuilt: [60, 61], native: [64, 65] }).probe)).kernels).toBe('prebuilt');
-    expect((await chooseCpuKernels(input('auto'), scripted({ stamp: 's' }, { prebuilt: [100, 100], native: [97, 97] }).probe)).kernels).toBe('native');
+    expect(
+      (
+        await chooseCpuKernels(
+          input('auto'),
+          scripted({ stamp: 's' }, { prebuilt: [100, 100], native: [98, 98] }).probe,
+        )
+      ).kernels,
+    ).toBe('prebuilt');
+    expect(
+      (await chooseCpuKernels(input('auto'), scripted({ stamp: 's' }, { prebuilt: [60, 61], native: [64, 65] }).probe))
+        .kernels,
+    ).toBe('prebuilt');
+    expect(
+      (
+        await chooseCpuKernels(
+          input('auto'),
+          scripted({ stamp: 's' }, { prebuilt: [100, 100], native: [97, 97] }).probe,
+        )
+      ).kernels,
+    ).toBe('native');
   });
 
   it('a candidate is timed at up to the planned threads only', async () => {
-    const { probe } = scripted({ stamp: 's' }, { prebuilt: [], native: [] }, (req) => req.action === 'time'
-      ? { action: 'time', cpuBackend: 'x', timings: req.kernels === 'native' ? [{ threads: 1, msPerStep: 50 }, { threads: 2, msPerStep: 10 }] : [{ threads: 1, msPerStep: 40 }, { threads: 2, msPerStep: 30 }] }
-      : null);
+    const { probe } = scripted({ stamp: 's' }, { prebuilt: [], native: [] }, (req) =>
+      req.action === 'time'
+        ? {
+            action: 'time',
+            cpuBackend: 'x',
+            timings:
+              req.kernels === 'native'
+                ? [
+                    { threads: 1, msPerStep: 50 },
+                    { threads: 2, msPerStep: 10 },
+                  ]
+                : [
+                    { threads: 1, msPerStep: 40 },
+                    { threads: 2, msPerStep: 30 },
+                  ],
+          }
+        : null,
+    );
     // One planned thread: native's 10 ms at 2 threads does not count; 50 against 40 keeps prebuilt.
     const choice = await chooseCpuKernels({ ...input('auto'), threads: 1 }, probe);
     expect(choice).toMatchObject({ kernels: 'prebuilt', msPerStep: { prebuilt: 40, native: 50 } });
@@ -95,13 +162,23 @@ describe('--cpu-kernels auto', () => {
     const first = scripted({ stamp: 's1' }, { prebuilt: [80, 80], native: [70, 70] });
     expect((await chooseCpuKernels(input('auto', cache), first.probe)).cached).toBe(false);
     const second = scripted({ stamp: 's1' }, { prebuilt: [], native: [] });
-    expect(await chooseCpuKernels(input('auto', cache), second.probe)).toMatchObject({ kernels: 'native', cached: true, msPerStep: { prebuilt: 80, native: 70 } });
+    expect(await chooseCpuKernels(input('auto', cache), second.probe)).toMatchObject({
+      kernels: 'native',
+      cached: true,
+      msPerStep: { prebuilt: 80, native: 70 },
+    });
     expect(second.calls).toEqual([{ action: 'describe' }]);
     // Another slot count, or a rebuilt native library, is another question.
     const otherSlots = scripted({ stamp: 's1' }, { prebuilt: [50, 50], native: [60, 60] });
-    expect(await chooseCpuKernels({ ...input('auto', cache), slots: 4 }, otherSlots.probe)).toMatchObject({ kernels: 'prebuilt', cached: false });
+    expect(await chooseCpuKernels({ ...input('auto', cache), slots: 4 }, otherSlots.probe)).toMatchObject({
+      kernels: 'prebuilt',
+      cached: false,
+    });
     const rebuilt = scripted({ stamp: 's2' }, { prebuilt: [50, 50], native: [60, 60] });
-    expect(await chooseCpuKernels(input('auto', cache), rebuilt.probe)).toMatchObject({ kernels: 'prebuilt', cached: false });
+    expect(await chooseCpuKernels(input('auto', cache), rebuilt.probe)).toMatchObject({
+      kernels: 'prebuilt',
+      cached: false,
+    });
     expect(Object.keys(JSON.parse(fs.readFileSync(cache, 'utf8')) as object)).toHaveLength(3);
   });
 

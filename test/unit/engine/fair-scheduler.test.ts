@@ -23,7 +23,7 @@ describe('FairScheduler', () => {
     expect(drain(s)).toEqual(['a:1', 'a:2', 'a:3']);
   });
 
-  it('a flood of one tenant does not hold up another tenant\'s request that came after it', () => {
+  it("a flood of one tenant does not hold up another tenant's request that came after it", () => {
     const s = new FairScheduler<string>();
     for (let i = 0; i < 8; i++) s.enqueue(`${i}`, 'a', 'interactive');
     s.enqueue('x', 'b', 'interactive');
@@ -44,7 +44,7 @@ describe('FairScheduler', () => {
     expect(order.slice(0, 8).join('')).toBe('abbbabbb');
   });
 
-  it('interactive requests go before batch ones, whatever the tenants\' tokens', () => {
+  it("interactive requests go before batch ones, whatever the tenants' tokens", () => {
     const s = new FairScheduler<string>();
     s.enqueue('b1', 'heavy', 'batch');
     s.enqueue('i1', 'heavy', 'interactive');
@@ -54,7 +54,11 @@ describe('FairScheduler', () => {
     expect(s.peekPriority()).toBe('interactive');
     expect(s.waiting('interactive')).toBe(2);
     expect(s.waiting('batch')).toBe(2);
-    expect(drain(s).map((x) => x.split(':')[1]![0]).join('')).toBe('iibb');
+    expect(
+      drain(s)
+        .map((x) => x.split(':')[1]![0])
+        .join(''),
+    ).toBe('iibb');
     expect(s.waiting()).toBe(0);
     expect(s.peekPriority()).toBeNull();
   });

@@ -21,9 +21,20 @@ class GatedEngine implements ManagedEngine {
   private openStop: () => void = () => {};
   readonly started: Promise<void>;
   private readonly stopped: Promise<void>;
-  constructor(readonly modelId: string, gated: { start: boolean; stop: boolean }) {
-    this.started = gated.start ? new Promise((r) => { this.openStart = r; }) : Promise.resolve();
-    this.stopped = gated.stop ? new Promise((r) => { this.openStop = r; }) : Promise.resolve();
+  constructor(
+    readonly modelId: string,
+    gated: { start: boolean; stop: boolean },
+  ) {
+    this.started = gated.start
+      ? new Promise((r) => {
+          this.openStart = r;
+        })
+      : Promise.resolve();
+    this.stopped = gated.stop
+      ? new Promise((r) => {
+          this.openStop = r;
+        })
+      : Promise.resolve();
   }
   /** Whether the registry called start() (its load is under way). */
   starting = false;
@@ -32,14 +43,36 @@ class GatedEngine implements ManagedEngine {
     await this.started;
     this.state = 'ready';
   }
-  finishStart(): void { this.openStart(); }
-  finishStop(): void { this.openStop(); }
-  status(): ModelStatus {
-    return { state: this.state, modelId: this.modelId, pull: null, workersReady: 1, workers: 1, engine: 'instant', error: null, metadata: null, contextSize: 64, slots: 1, threads: 1, gpu: null, readyAt: null };
+  finishStart(): void {
+    this.openStart();
   }
-  load() { return { running: this.running, waiting: 0 }; }
+  finishStop(): void {
+    this.openStop();
+  }
+  status(): ModelStatus {
+    return {
+      state: this.state,
+      modelId: this.modelId,
+      pull: null,
+      workersReady: 1,
+      workers: 1,
+      engine: 'instant',
+      error: null,
+      metadata: null,
+      contextSize: 64,
+      slots: 1,
+      threads: 1,
+      gpu: null,
+      readyAt: null,
+    };
+  }
+  load() {
+    return { running: this.running, waiting: 0 };
+  }
   async drain(): Promise<void> {}
-  generate(): GenerationHandle { return { cancel: () => {} }; }
+  generate(): GenerationHandle {
+    return { cancel: () => {} };
+  }
   async dispose(): Promise<void> {
     await this.stopped;
     this.disposed = true;
@@ -48,16 +81,31 @@ class GatedEngine implements ManagedEngine {
 
 /** The process's RSS as the registry reads it: the test's own figure (a load adds what `loadGrowth` says). */
 let fakeRss = 0;
-const OPTIONS: ModelRegistryOptions = { loadWaitMs: 60_000, maxLoaded: 0, memoryBudgetBytes: 2 ** 40, idleUnloadMs: 0, workers: 1, slots: 1, contextSize: 64, modelsDir: '/nonexistent', rss: () => fakeRss };
+const OPTIONS: ModelRegistryOptions = {
+  loadWaitMs: 60_000,
+  maxLoaded: 0,
+  memoryBudgetBytes: 2 ** 40,
+  idleUnloadMs: 0,
+  workers: 1,
+  slots: 1,
+  contextSize: 64,
+  modelsDir: '/nonexistent',
+  rss: () => fakeRss,
+};
 
 function registryOf(ids: string[], options: Partial<ModelRegistryOptions> = {}, gated = { start: false, stop: false }) {
   const made: GatedEngine[] = [];
   const metrics: Metrics = createMetrics();
-  const registry = new ModelRegistry({ ...OPTIONS, ...options }, (id) => {
-    const engine = new GatedEngine(id, gated);
-    made.push(engine);
-    return engine;
-  }, metrics, silentLogger);
+  const registry = new ModelRegistry(
+    { ...OPTIONS, ...options },
+    (id) => {
+      const engine = new GatedEngine(id, gated);
+      made.push(engine);
+      return engine;
+    },
+    metrics,
+    silentLogger,
+  );
   for (const id of ids) registry.add({ source: { kind: 'local', path: `/nonexistent/${id}.gguf`, modelId: id } });
   const loadsOf = (id: string) => made.filter((e) => e.modelId === id).length;
   const state = (id: string) => registry.view(id).state;
@@ -108,7 +156,9 @@ describe('ModelRegistry', () => {
     (await registry.acquire('local/c')).release();
     expect([state('local/a'), state('local/b'), state('local/c')]).toEqual(['ready', 'unloaded', 'ready']);
     expect(made.find((e) => e.modelId === 'local/b')!.disposed).toBe(true);
-    expect(await metrics.registry.getSingleMetricAsString('hearth_model_unloads_total')).toContain('hearth_model_unloads_total{model="local/b",reason="max_loaded"} 1');
+    expect(await metrics.registry.getSingleMetricAsString('hearth_model_unloads_total')).toContain(
+      'hearth_model_unloads_total{model="local/b",reason="max_loaded"} 1',
+    );
   });
 
   it('never unloads a model under a held request: the new load waits until it is released', async () => {
@@ -138,7 +188,11 @@ describe('ModelRegistry', () => {
   });
 
   it('a request arriving while its model is being unloaded waits for the unload, then is served by a new load', async () => {
-    const { registry, made, state, loadsOf } = registryOf(['local/a', 'local/b'], { maxLoaded: 1 }, { start: false, stop: true });
+    const { registry, made, state, loadsOf } = registryOf(
+      ['local/a', 'local/b'],
+      { maxLoaded: 1 },
+      { start: false, stop: true },
+    );
     (await registry.acquire('local/a')).release();
     const wantB = registry.acquire('local/b'); // evicts a; its stop is held open
     await tick();
@@ -170,7 +224,9 @@ describe('ModelRegistry', () => {
     expect(registry.view('local/a').memoryBytes).toBe(3 << 20);
     (await registry.acquire('local/b')).release();
     expect([state('local/a'), state('local/b')]).toEqual(['unloaded', 'ready']);
-    expect(await metrics.registry.getSingleMetricAsString('hearth_model_unloads_total')).toContain('hearth_model_unloads_total{model="local/a",reason="memory"} 1');
+    expect(await metrics.registry.getSingleMetricAsString('hearth_model_unloads_total')).toContain(
+      'hearth_model_unloads_total{model="local/a",reason="memory"} 1',
+    );
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -178,7 +234,11 @@ describe('ModelRegistry', () => {
     // Files that are no GGUF are estimated at their size, 1 MiB each: two fit a 4.5 MiB budget on their estimates.
     // a's load grows the RSS by 4 MiB, so b's load must unload it; a's measure is kept for its next load.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-registry-'));
-    const { registry, made, state, metrics } = registryOf([], { memoryBudgetBytes: 4.5 * (1 << 20) }, { start: true, stop: false });
+    const { registry, made, state, metrics } = registryOf(
+      [],
+      { memoryBudgetBytes: 4.5 * (1 << 20) },
+      { start: true, stop: false },
+    );
     for (const id of ['local/a', 'local/b']) {
       const file = path.join(dir, `${id.slice(6)}.bin`);
       fs.writeFileSync(file, Buffer.alloc(1 << 20));
@@ -187,7 +247,8 @@ describe('ModelRegistry', () => {
     /** Acquires `id` while its engine's start allocates `grow` bytes, then releases it. */
     const load = async (id: string, grow: number) => {
       const held = registry.acquire(id);
-      for (let i = 0; i < 200 && !made.some((e) => e.modelId === id && e.starting && e.state === 'loading'); i++) await tick();
+      for (let i = 0; i < 200 && !made.some((e) => e.modelId === id && e.starting && e.state === 'loading'); i++)
+        await tick();
       fakeRss += grow;
       for (const e of made) if (e.modelId === id) e.finishStart();
       (await held).release();
@@ -196,7 +257,9 @@ describe('ModelRegistry', () => {
     expect(registry.view('local/a').memoryBytes).toBe(4 << 20);
     await load('local/b', 1 << 20);
     expect([state('local/a'), state('local/b')]).toEqual(['unloaded', 'ready']);
-    expect(await metrics.registry.getSingleMetricAsString('hearth_model_unloads_total')).toContain('hearth_model_unloads_total{model="local/a",reason="memory"} 1');
+    expect(await metrics.registry.getSingleMetricAsString('hearth_model_unloads_total')).toContain(
+      'hearth_model_unloads_total{model="local/a",reason="memory"} 1',
+    );
     // Loaded again, a is counted for its measure before its load runs: b makes room for it.
     await load('local/a', 0);
     expect([state('local/a'), state('local/b')]).toEqual(['ready', 'unloaded']);

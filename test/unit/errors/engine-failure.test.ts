@@ -9,7 +9,9 @@ describe('engine failures', () => {
     const raw = 'llama_decode failed: -3 at /home/build/models/secret-model.gguf (ggml_abort)';
     const crossed = structuredClone(engineFailure.internal('engine_error', new Error(raw))); // as posted on the task's port
     const e = toApiError(crossed);
-    expect(e.toBody()).toEqual({ error: { message: 'Internal server error', type: 'server_error', param: null, code: 'internal_error' } });
+    expect(e.toBody()).toEqual({
+      error: { message: 'Internal server error', type: 'server_error', param: null, code: 'internal_error' },
+    });
     expect(e.status).toBe(500);
     expect(JSON.stringify(e.toBody())).not.toContain('secret-model');
     expect(logged).toHaveLength(1);
@@ -28,8 +30,12 @@ describe('engine failures', () => {
     expect(logged).toHaveLength(0);
   });
 
-  it('a refused grammar is the request\'s 400 invalid_grammar, without the engine\'s message', () => {
-    const e = toApiError(structuredClone(engineFailure.internal('invalid_grammar', 'parse: expecting name at 3:7 in /opt/hearth/grammar.cpp')));
+  it("a refused grammar is the request's 400 invalid_grammar, without the engine's message", () => {
+    const e = toApiError(
+      structuredClone(
+        engineFailure.internal('invalid_grammar', 'parse: expecting name at 3:7 in /opt/hearth/grammar.cpp'),
+      ),
+    );
     expect(e.status).toBe(400);
     expect(e.code).toBe('invalid_grammar');
     expect(e.message).not.toContain('grammar.cpp');
@@ -37,7 +43,11 @@ describe('engine failures', () => {
 
   it('a failure with an unknown code is still the generic 500 (never its detail)', () => {
     setUnmappedErrorReporter(() => {});
-    const e = toApiError({ kind: 'engine-failure', code: 'callback_failed', detail: 'job callback failed: TypeError: x is undefined' });
+    const e = toApiError({
+      kind: 'engine-failure',
+      code: 'callback_failed',
+      detail: 'job callback failed: TypeError: x is undefined',
+    });
     expect(e.code).toBe('internal_error');
     expect(e.message).not.toContain('TypeError');
   });

@@ -1,9 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, modelWarmingUp, queueFull, setUnmappedErrorReporter, toApiError, unauthorized } from '../../../src/errors/index.ts';
+import {
+  ApiError,
+  modelWarmingUp,
+  queueFull,
+  setUnmappedErrorReporter,
+  toApiError,
+  unauthorized,
+} from '../../../src/errors/index.ts';
 
 describe('error model', () => {
   it('serializes to the OpenAI error body', () => {
-    expect(unauthorized().toBody()).toEqual({ error: { message: 'Unauthorized', type: 'authentication_error', param: null, code: 'invalid_api_key' } });
+    expect(unauthorized().toBody()).toEqual({
+      error: { message: 'Unauthorized', type: 'authentication_error', param: null, code: 'invalid_api_key' },
+    });
   });
 
   it('keeps details and Retry-After for warming up', () => {

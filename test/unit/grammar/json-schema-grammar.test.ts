@@ -38,7 +38,9 @@ describe('jsonSchemaToGrammar: every sampled document parses and validates (ajv)
       for (let seed = 1; seed <= SAMPLES; seed++) {
         const text = sampleGbnf(grammar, seed);
         let doc: unknown;
-        expect(() => { doc = JSON.parse(text); }, text).not.toThrow();
+        expect(() => {
+          doc = JSON.parse(text);
+        }, text).not.toThrow();
         expect(validate(doc), `${text}\n${JSON.stringify(validate.errors)}`).toBe(true);
         seen.add(text);
       }
@@ -49,7 +51,18 @@ describe('jsonSchemaToGrammar: every sampled document parses and validates (ajv)
 });
 
 describe('integer ranges', () => {
-  const cases: Array<[number | null, number | null]> = [[0, 9], [1, 5], [-120, 35], [7, 1234], [-50, -3], [100, 100], [99, 101], [0, 1_000_000], [null, -3], [1, null]];
+  const cases: Array<[number | null, number | null]> = [
+    [0, 9],
+    [1, 5],
+    [-120, 35],
+    [7, 1234],
+    [-50, -3],
+    [100, 100],
+    [99, 101],
+    [0, 1_000_000],
+    [null, -3],
+    [1, null],
+  ];
   for (const [min, max] of cases) {
     it(`admits exactly ${min}..${max}`, () => {
       const grammar = `root ::= ${integerRangeExpression(min, max)}\n`;
@@ -75,16 +88,31 @@ describe('refusals name the keyword', () => {
     [{ not: { type: 'null' } }, 'not'],
     [{ $ref: 'https://example.com/schema.json' }, '$ref'],
     [{ $ref: '#/$defs/missing' }, '$ref'],
-    [{ allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, additionalProperties: false }, { type: 'object', properties: { b: { type: 'string' } } }] }, 'allOf'],
+    [
+      {
+        allOf: [
+          { type: 'object', properties: { a: { type: 'integer' } }, additionalProperties: false },
+          { type: 'object', properties: { b: { type: 'string' } } },
+        ],
+      },
+      'allOf',
+    ],
     [{ allOf: [{ type: 'string', maxLength: 3 }, { type: 'integer' }] }, 'allOf'],
-    [{ type: 'object', properties: { id: { type: 'integer' } }, anyOf: [{ properties: { id: { type: 'string' } } }] }, 'anyOf'],
+    [
+      { type: 'object', properties: { id: { type: 'integer' } }, anyOf: [{ properties: { id: { type: 'string' } } }] },
+      'anyOf',
+    ],
     [{ type: 'object', minProperties: 1 }, 'minProperties'],
     [{ type: 'strin' }, 'type'],
   ];
   for (const [schema, keyword] of cases) {
     it(`${keyword}: ${JSON.stringify(schema)}`, () => {
       let error: unknown;
-      try { jsonSchemaToGrammar(schema); } catch (e) { error = e; }
+      try {
+        jsonSchemaToGrammar(schema);
+      } catch (e) {
+        error = e;
+      }
       expect(error).toBeInstanceOf(GrammarError);
       expect((error as GrammarError).keyword).toBe(keyword);
       expect((error as GrammarError).message).toContain(keyword);
@@ -92,7 +120,9 @@ describe('refusals name the keyword', () => {
   }
 
   it("intersects a client's '__proto__' property as a property, never a prototype", () => {
-    const schema = JSON.parse('{"allOf": [{"type": "object", "properties": {"__proto__": {"type": "integer"}}, "required": ["__proto__"]}, {"properties": {"__proto__": {"minimum": 1, "maximum": 3}}}]}') as Record<string, unknown>;
+    const schema = JSON.parse(
+      '{"allOf": [{"type": "object", "properties": {"__proto__": {"type": "integer"}}, "required": ["__proto__"]}, {"properties": {"__proto__": {"minimum": 1, "maximum": 3}}}]}',
+    ) as Record<string, unknown>;
     const grammar = jsonSchemaToGrammar(schema);
     expect(grammar).toContain('"\\"__proto__\\""');
     for (let seed = 1; seed <= 10; seed++) expect(sampleGbnf(grammar, seed)).toMatch(/^\{ ?"__proto__" ?: ?[1-3] ?\}$/);
@@ -118,7 +148,10 @@ describe('json_object and the cache', () => {
   it('caches by key, evicting the least recently used, and does not cache failures', () => {
     const cache = new GrammarCache(2);
     let builds = 0;
-    const build = (schema: Record<string, unknown>) => () => { builds++; return jsonSchemaToGrammar(schema); };
+    const build = (schema: Record<string, unknown>) => () => {
+      builds++;
+      return jsonSchemaToGrammar(schema);
+    };
     const g1 = cache.get('a', build({ type: 'string' }));
     expect(cache.get('a', build({ type: 'string' }))).toBe(g1);
     expect(builds).toBe(1);

@@ -15,21 +15,43 @@ let listen: us_listen_socket;
 
 beforeAll(async () => {
   const app = uWS.App();
-  mountRoutes(app, [{
-    method: 'GET',
-    pattern: '/who',
-    name: 'who',
-    handler: (ex) => ex.sendJson(200, { address: ex.remoteAddress(), headers: ex.headerList.map(([k]) => k), head: ex.requestHead().headers.map(([k]) => k) }),
-  }], () => {}, STYLE);
-  await new Promise<void>((resolve) => app.listen('127.0.0.1', 0, (s) => { listen = s; port = uWS.us_socket_local_port(s as unknown as us_socket); resolve(); }));
+  mountRoutes(
+    app,
+    [
+      {
+        method: 'GET',
+        pattern: '/who',
+        name: 'who',
+        handler: (ex) =>
+          ex.sendJson(200, {
+            address: ex.remoteAddress(),
+            headers: ex.headerList.map(([k]) => k),
+            head: ex.requestHead().headers.map(([k]) => k),
+          }),
+      },
+    ],
+    () => {},
+    STYLE,
+  );
+  await new Promise<void>((resolve) =>
+    app.listen('127.0.0.1', 0, (s) => {
+      listen = s;
+      port = uWS.us_socket_local_port(s as unknown as us_socket);
+      resolve();
+    }),
+  );
 });
 afterAll(() => uWS.us_listen_socket_close(listen));
 
 async function who(headers: Record<string, string>): Promise<{ address: string; headers: string[]; head: string[] }> {
-  return (await fetch(`http://127.0.0.1:${port}/who`, { headers })).json() as Promise<{ address: string; headers: string[]; head: string[] }>;
+  return (await fetch(`http://127.0.0.1:${port}/who`, { headers })).json() as Promise<{
+    address: string;
+    headers: string[];
+    head: string[];
+  }>;
 }
 
-describe('the managed front\'s headers', () => {
+describe("the managed front's headers", () => {
   it('with the right secret, the peer header is the client address', async () => {
     const r = await who({ [FRONT_HEADERS.secret]: SECRET, [FRONT_HEADERS.peer]: '203.0.113.7' });
     expect(r.address).toBe('203.0.113.7');
@@ -37,7 +59,10 @@ describe('the managed front\'s headers', () => {
 
   it('without it (a local process bypassing the front), the socket address counts', async () => {
     for (const secret of [undefined, 'b'.repeat(64), 'a'.repeat(63), `${SECRET}a`]) {
-      const r = await who({ ...(secret === undefined ? {} : { [FRONT_HEADERS.secret]: secret }), [FRONT_HEADERS.peer]: '203.0.113.7' });
+      const r = await who({
+        ...(secret === undefined ? {} : { [FRONT_HEADERS.secret]: secret }),
+        [FRONT_HEADERS.peer]: '203.0.113.7',
+      });
       expect(r.address, String(secret)).toBe('127.0.0.1');
     }
   });

@@ -42,8 +42,24 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   const port = (upstream.address() as AddressInfo).port;
   const host = { proxyTarget: () => ({ port }) } as unknown as AppHost;
-  const routes = [echo, ...appProxyRoutes({ host, bodyLimit: 1 << 20, headersTimeoutMs: 5000, idleTimeoutMs: 5000, proto: 'http', trustProxy: false })];
-  server = await startHttpServer({ host: '127.0.0.1', port: 0, routes, metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
+  const routes = [
+    echo,
+    ...appProxyRoutes({
+      host,
+      bodyLimit: 1 << 20,
+      headersTimeoutMs: 5000,
+      idleTimeoutMs: 5000,
+      proto: 'http',
+      trustProxy: false,
+    }),
+  ];
+  server = await startHttpServer({
+    host: '127.0.0.1',
+    port: 0,
+    routes,
+    metrics: createMetrics({ defaultMetrics: false }),
+    log: silentLogger,
+  });
 });
 afterAll(async () => {
   server?.close();
@@ -51,16 +67,28 @@ afterAll(async () => {
   await new Promise((resolve) => upstream?.close(resolve));
 });
 
-const bytes = (...parts: Array<string | number[] | Buffer>) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
+const bytes = (...parts: Array<string | number[] | Buffer>) =>
+  Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'latin1') : Buffer.from(p))));
 
 async function send(path: string, header: Buffer) {
-  const r = await rawExchange(server.port, bytes(`GET ${path} HTTP/1.1\r\nHost: x\r\n`, header, '\r\nConnection: close\r\n\r\n'), { expectResponses: 1, waitMs: 5000 });
+  const r = await rawExchange(
+    server.port,
+    bytes(`GET ${path} HTTP/1.1\r\nHost: x\r\n`, header, '\r\nConnection: close\r\n\r\n'),
+    { expectResponses: 1, waitMs: 5000 },
+  );
   expect(r.responses, r.text).toHaveLength(1);
   const res = r.responses[0]!;
   return { status: res.status, body: JSON.parse(res.body) as Record<string, unknown> };
 }
 
-const REFUSED = { error: { message: expect.stringMatching(/ASCII/), type: 'invalid_request_error', param: null, code: 'invalid_header_value' } };
+const REFUSED = {
+  error: {
+    message: expect.stringMatching(/ASCII/),
+    type: 'invalid_request_error',
+    param: null,
+    code: 'invalid_header_value',
+  },
+};
 
 describe('header values with bytes >= 0x80 (uWS alone)', () => {
   const inside: Array<[string, Buffer]> = [
@@ -78,7 +106,8 @@ describe('header values with bytes >= 0x80 (uWS alone)', () => {
 
   it('the app proxy refuses such a request (it was a 500), and the app is never called', async () => {
     upstreamCalls = 0;
-    for (const [, header] of inside) expect(await send('/apps/app_1/page', header)).toEqual({ status: 400, body: REFUSED });
+    for (const [, header] of inside)
+      expect(await send('/apps/app_1/page', header)).toEqual({ status: 400, body: REFUSED });
     expect(upstreamCalls).toBe(0);
   });
 

@@ -39,7 +39,8 @@ beforeAll(async () => {
 });
 afterAll(() => close());
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const head = (path: string, length: number) => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`;
+const head = (path: string, length: number) =>
+  `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`;
 
 describe('HttpExchange.holdBody', () => {
   it('a body sent whole with its head reaches the reader attached after the hold, intact (64 KiB and 3 MiB)', async () => {
@@ -52,8 +53,16 @@ describe('HttpExchange.holdBody', () => {
 
   it('a body sent in pieces before, during and after the hold arrives intact; the connection then serves its next request', async () => {
     const body = payload(300_000);
-    const pieces = [head('/held/read', body.length), body.subarray(0, 1000), body.subarray(1000, 150_000), body.subarray(150_000)];
-    const r = await rawWrites(port, [...pieces, 'GET /after HTTP/1.1\r\nHost: x\r\n\r\n'], { expectResponses: 2, waitMs: 10_000 });
+    const pieces = [
+      head('/held/read', body.length),
+      body.subarray(0, 1000),
+      body.subarray(1000, 150_000),
+      body.subarray(150_000),
+    ];
+    const r = await rawWrites(port, [...pieces, 'GET /after HTTP/1.1\r\nHost: x\r\n\r\n'], {
+      expectResponses: 2,
+      waitMs: 10_000,
+    });
     expect(r.responses.map((x) => x.status)).toEqual([200, 200]);
     expect(JSON.parse(r.responses[0]!.body)).toEqual({ bytes: body.length, sha256: sha(body) });
     expect(JSON.parse(r.responses[1]!.body)).toEqual({ after: true });
@@ -68,8 +77,14 @@ describe('HttpExchange.holdBody', () => {
   it('an answer instead of a read (401) drops the held body and reaches the client, not lost to a reset', async () => {
     const body = payload(1 << 20);
     for (let round = 0; round < 5; round++) {
-      const r = await rawWrites(port, [Buffer.concat([Buffer.from(head('/held/refuse', body.length)), body])], { expectResponses: 1, waitMs: 10_000 });
-      expect(r.responses.map((x) => x.status), `round ${round}`).toEqual([401]);
+      const r = await rawWrites(port, [Buffer.concat([Buffer.from(head('/held/refuse', body.length)), body])], {
+        expectResponses: 1,
+        waitMs: 10_000,
+      });
+      expect(
+        r.responses.map((x) => x.status),
+        `round ${round}`,
+      ).toEqual([401]);
     }
   });
 

@@ -12,7 +12,10 @@ import { rawExchange } from '../../helpers/raw-http.ts';
  * guarded percent-decoding, bounds, the per-route body, HEAD, and unsafe requests that run only while their
  * connection is open.
  */
-const STYLE: EdgeStyle = { jsonHeaders: [['content-type', 'application/json']], errorBody: (err: ApiError) => ({ oops: err.message, code: err.code }) };
+const STYLE: EdgeStyle = {
+  jsonHeaders: [['content-type', 'application/json']],
+  errorBody: (err: ApiError) => ({ oops: err.message, code: err.code }),
+};
 const ran: string[] = [];
 let port: number;
 let listen: us_listen_socket;
@@ -20,7 +23,15 @@ let listen: us_listen_socket;
 beforeAll(async () => {
   const routes: Route[] = [
     { method: 'GET', pattern: '/items/:id', name: 'item', handler: (ex) => ex.sendJson(200, { id: ex.params[0] }) },
-    { method: 'DELETE', pattern: '/items/:id', name: 'item', handler: (ex) => { ran.push(`delete ${ex.params[0]}`); ex.sendJson(200, { deleted: true }); } },
+    {
+      method: 'DELETE',
+      pattern: '/items/:id',
+      name: 'item',
+      handler: (ex) => {
+        ran.push(`delete ${ex.params[0]}`);
+        ex.sendJson(200, { deleted: true });
+      },
+    },
     {
       method: 'POST',
       pattern: '/items',
@@ -28,7 +39,8 @@ beforeAll(async () => {
       body: { kind: 'json', limit: 1024 },
       handler: async (ex) => {
         const body = (await ex.json()) as { name?: unknown } | undefined;
-        if (typeof body?.name !== 'string') throw invalidRequest('name is required', 'name', 'missing_required_parameter');
+        if (typeof body?.name !== 'string')
+          throw invalidRequest('name is required', 'name', 'missing_required_parameter');
         ran.push(`create ${body.name}`);
         ex.sendJson(201, { name: body.name });
       },
@@ -59,11 +71,23 @@ beforeAll(async () => {
           });
         }),
     },
-    { method: 'POST', pattern: '/raw', name: 'raw', body: { kind: 'raw', limit: 8 }, handler: async (ex) => ex.sendJson(200, { bytes: (await ex.bytes()).length }) },
+    {
+      method: 'POST',
+      pattern: '/raw',
+      name: 'raw',
+      body: { kind: 'raw', limit: 8 },
+      handler: async (ex) => ex.sendJson(200, { bytes: (await ex.bytes()).length }),
+    },
   ];
   const app = uWS.App();
   mountRoutes(app, routes, () => {}, STYLE);
-  await new Promise<void>((resolve) => app.listen('127.0.0.1', 0, (s) => { listen = s; port = uWS.us_socket_local_port(s as unknown as us_socket); resolve(); }));
+  await new Promise<void>((resolve) =>
+    app.listen('127.0.0.1', 0, (s) => {
+      listen = s;
+      port = uWS.us_socket_local_port(s as unknown as us_socket);
+      resolve();
+    }),
+  );
 });
 afterAll(() => uWS.us_listen_socket_close(listen));
 
@@ -76,7 +100,10 @@ describe('mountRoutes', () => {
       for (const method of ['GET', 'DELETE']) {
         const r = await fetch(url(`/items/${bad}`), { method });
         expect(r.status).toBe(400);
-        expect(await r.json()).toEqual({ oops: 'The request path is not valid percent-encoded UTF-8', code: 'invalid_path' });
+        expect(await r.json()).toEqual({
+          oops: 'The request path is not valid percent-encoded UTF-8',
+          code: 'invalid_path',
+        });
       }
     }
     expect(ran).toEqual([]);
@@ -91,10 +118,13 @@ describe('mountRoutes', () => {
   });
 
   it('hands the declared body to the handler: parsed JSON (depth-bounded) or bytes, 413 past the limit', async () => {
-    const post = (path: string, body: string) => fetch(url(path), { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    const post = (path: string, body: string) =>
+      fetch(url(path), { method: 'POST', body, headers: { 'content-type': 'application/json' } });
     expect((await post('/items', '{"name":"a"}')).status).toBe(201);
     expect(await (await post('/items', '{"name":')).json()).toMatchObject({ code: 'invalid_json' });
-    expect(await (await post('/items', `{"name":${'['.repeat(70)}${']'.repeat(70)}}`)).json()).toMatchObject({ code: 'json_too_deep' });
+    expect(await (await post('/items', `{"name":${'['.repeat(70)}${']'.repeat(70)}}`)).json()).toMatchObject({
+      code: 'json_too_deep',
+    });
     expect(await (await post('/raw', '1234')).json()).toEqual({ bytes: 4 });
     expect((await post('/raw', '123456789')).status).toBe(413);
   });
@@ -102,27 +132,50 @@ describe('mountRoutes', () => {
   it("a body the handler streams itself (kind 'handler') reaches it whole, chunked uploads included", async () => {
     const r = await fetch(url('/upload'), { method: 'PUT', body: 'x'.repeat(100_000) });
     expect(((await r.json()) as { received: string }).received.length).toBe(100_000);
-    const chunked = await rawExchange(port, 'PUT /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n', { expectResponses: 1 });
+    const chunked = await rawExchange(
+      port,
+      'PUT /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n',
+      { expectResponses: 1 },
+    );
     expect(JSON.parse(chunked.responses[0]!.body)).toEqual({ received: 'abcde' });
   });
 
   it('HEAD runs the GET route and sends no body', async () => {
-    const r = await rawExchange(port, 'HEAD /items/abc HTTP/1.1\r\nHost: x\r\n\r\nGET /items/def HTTP/1.1\r\nHost: x\r\n\r\n', { expectResponses: 2, headRequests: 1 });
-    expect(r.responses.map((x) => [x.status, x.body])).toEqual([[200, ''], [200, '{"id":"def"}']]);
+    const r = await rawExchange(
+      port,
+      'HEAD /items/abc HTTP/1.1\r\nHost: x\r\n\r\nGET /items/def HTTP/1.1\r\nHost: x\r\n\r\n',
+      { expectResponses: 2, headRequests: 1 },
+    );
+    expect(r.responses.map((x) => [x.status, x.body])).toEqual([
+      [200, ''],
+      [200, '{"id":"def"}'],
+    ]);
     expect(r.responses[0]!.headers.get('content-length')).toBe(String('{"id":"abc"}'.length));
   });
 
   it('a streamed GET answers its chunks; under HEAD only its headers', async () => {
     expect(await (await fetch(url('/stream/any/tail'))).text()).toBe('abc');
-    const r = await rawExchange(port, 'HEAD /stream/x HTTP/1.1\r\nHost: x\r\n\r\nGET /items/after HTTP/1.1\r\nHost: x\r\n\r\n', { expectResponses: 2, headRequests: 1 });
-    expect(r.responses.map((x) => [x.status, x.headers.get('content-type'), x.body])).toEqual([[200, 'text/plain', ''], [200, 'application/json', '{"id":"after"}']]);
+    const r = await rawExchange(
+      port,
+      'HEAD /stream/x HTTP/1.1\r\nHost: x\r\n\r\nGET /items/after HTTP/1.1\r\nHost: x\r\n\r\n',
+      { expectResponses: 2, headRequests: 1 },
+    );
+    expect(r.responses.map((x) => [x.status, x.headers.get('content-type'), x.body])).toEqual([
+      [200, 'text/plain', ''],
+      [200, 'application/json', '{"id":"after"}'],
+    ]);
   });
 
   it('unsafe requests pipelined in one write run only if their connection is still open (uWS closes it: none run)', async () => {
     ran.length = 0;
-    const create = (name: string) => `POST /items HTTP/1.1\r\nHost: x\r\nContent-Length: ${11 + name.length}\r\n\r\n{"name":"${name}"}`;
+    const create = (name: string) =>
+      `POST /items HTTP/1.1\r\nHost: x\r\nContent-Length: ${11 + name.length}\r\n\r\n{"name":"${name}"}`;
     const r1 = await rawExchange(port, create('p1') + create('p2'), { waitMs: 2000 });
-    const r2 = await rawExchange(port, 'DELETE /items/1 HTTP/1.1\r\nHost: x\r\n\r\nDELETE /items/2 HTTP/1.1\r\nHost: x\r\n\r\n', { waitMs: 2000 });
+    const r2 = await rawExchange(
+      port,
+      'DELETE /items/1 HTTP/1.1\r\nHost: x\r\n\r\nDELETE /items/2 HTTP/1.1\r\nHost: x\r\n\r\n',
+      { waitMs: 2000 },
+    );
     expect([r1.closed, r1.responses, r2.closed, r2.responses]).toEqual([true, [], true, []]);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(ran).toEqual([]);
@@ -160,7 +213,10 @@ describe('mountRoutes', () => {
 
   it('an answer waiting for a body that stops arriving goes out once it stalled, with connection: close; the rest is still read and dropped', async () => {
     // 10 of 100 declared bytes, then nothing: the 404 comes without the rest (after BODY_STALL_MS without a byte).
-    for (const [line, status] of [['POST /nowhere HTTP/1.1', 404], ['GET /items/x HTTP/1.1', 200]] as const) {
+    for (const [line, status] of [
+      ['POST /nowhere HTTP/1.1', 404],
+      ['GET /items/x HTTP/1.1', 200],
+    ] as const) {
       const socket = net.connect(port, '127.0.0.1');
       let text = '';
       socket.on('data', (d: Buffer) => (text += d.toString('latin1')));

@@ -1,10 +1,23 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { currentRuntime, refusal, refuseUnsupportedRuntime, type Runtime, supportedLine, SUPPORTED_TEXT } from '../../../src/http/runtime-support.ts';
+import {
+  currentRuntime,
+  refusal,
+  refuseUnsupportedRuntime,
+  type Runtime,
+  supportedLine,
+  SUPPORTED_TEXT,
+} from '../../../src/http/runtime-support.ts';
 import { uwsBuild } from '../../../src/http/uws.ts';
 
-const linux = (node: string, abi: string, glibc: string | null): Runtime => ({ node, abi, glibc, platform: 'linux', arch: 'x64' });
+const linux = (node: string, abi: string, glibc: string | null): Runtime => ({
+  node,
+  abi,
+  glibc,
+  platform: 'linux',
+  arch: 'x64',
+});
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 describe('supported runtimes (contract: Runtimes and the image)', () => {
@@ -35,7 +48,9 @@ describe('supported runtimes (contract: Runtimes and the image)', () => {
 
   it('the refusal is one line naming the Node version, ABI, glibc and what is supported', () => {
     const line = refusal(linux('v26.0.0', '147', '2.41'));
-    expect(line).toBe(`hearth serve: unsupported runtime: Node.js v26.0.0 (ABI 147), glibc 2.41, linux x64; supported: ${SUPPORTED_TEXT}`);
+    expect(line).toBe(
+      `hearth serve: unsupported runtime: Node.js v26.0.0 (ABI 147), glibc 2.41, linux x64; supported: ${SUPPORTED_TEXT}`,
+    );
     expect(refusal(linux('v24.21.0', '137', null))).toContain('Node.js v24.21.0 (ABI 137), no glibc, linux x64');
     expect(refusal(linux('v24.21.0', '137', '2.41'), 'a\nb')).not.toMatch(/\n/);
   });
@@ -50,15 +65,30 @@ describe('supported runtimes (contract: Runtimes and the image)', () => {
   });
 
   it('hearth serve on an unsupported runtime exits 2 at once with that line, loading no model', () => {
-    const res = spawnSync(process.execPath, ['--import', './test/fixtures/pretend-node-26.mjs', 'bin/hearth.js', 'serve', '--model', '/nonexistent.gguf', '--port', '0'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const res = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        './test/fixtures/pretend-node-26.mjs',
+        'bin/hearth.js',
+        'serve',
+        '--model',
+        '/nonexistent.gguf',
+        '--port',
+        '0',
+      ],
+      {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     expect(res.status).toBe(2);
     const lines = res.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^hearth serve: unsupported runtime: Node\.js v26\.0\.0 \(ABI 147\), glibc \d+\.\d+, linux x64; supported: Node\.js 22 or 24/);
+    expect(lines[0]).toMatch(
+      /^hearth serve: unsupported runtime: Node\.js v26\.0\.0 \(ABI 147\), glibc \d+\.\d+, linux x64; supported: Node\.js 22 or 24/,
+    );
     expect(res.stdout).toBe('');
   });
 });

@@ -8,18 +8,46 @@ import { sampleGbnf } from '../../helpers/gbnf-sampler.ts';
 
 const base = { model: 'local/m', messages: [{ role: 'user', content: 'hi' }] };
 const tool = (name: string, parameters?: object) => ({ type: 'function', function: { name, parameters } });
-const plan = (body: object, cache = new GrammarCache()) => planChatGeneration(validateChatRequest({ ...base, ...body }), cache);
+const plan = (body: object, cache = new GrammarCache()) =>
+  planChatGeneration(validateChatRequest({ ...base, ...body }), cache);
 
 describe('planChatGeneration', () => {
   it('a plain request: no grammar, no tools, no logprobs; sampler fields passed on', () => {
-    const p = plan({ temperature: 0.3, top_k: 5, min_p: 0.1, repetition_penalty: 1.2, seed: 4, stop: 'x', max_tokens: 9 });
+    const p = plan({
+      temperature: 0.3,
+      top_k: 5,
+      min_p: 0.1,
+      repetition_penalty: 1.2,
+      seed: 4,
+      stop: 'x',
+      max_tokens: 9,
+    });
     expect(p.toolNames).toBeNull();
-    expect(p.generation).toMatchObject({ grammar: undefined, tools: undefined, topLogprobs: undefined, temperature: 0.3, topK: 5, minP: 0.1, repetitionPenalty: 1.2, seed: 4, stop: ['x'], maxTokens: 9 });
+    expect(p.generation).toMatchObject({
+      grammar: undefined,
+      tools: undefined,
+      topLogprobs: undefined,
+      temperature: 0.3,
+      topK: 5,
+      minP: 0.1,
+      repetitionPenalty: 1.2,
+      seed: 4,
+      stop: ['x'],
+      maxTokens: 9,
+    });
   });
 
   it('json_schema: the schema grammar (cached per schema text)', () => {
     const cache = new GrammarCache();
-    const body = { response_format: { type: 'json_schema', json_schema: { name: 'o', schema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] } } } };
+    const body = {
+      response_format: {
+        type: 'json_schema',
+        json_schema: {
+          name: 'o',
+          schema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+        },
+      },
+    };
     const p = plan(body, cache);
     expect(JSON.parse(sampleGbnf(p.generation.grammar!, 1))).toHaveProperty('ok');
     expect(plan(body, cache).generation.grammar).toBe(p.generation.grammar);
@@ -41,10 +69,21 @@ describe('planChatGeneration', () => {
   });
 
   it('required and named choices force calls, and win over response_format', () => {
-    const required = plan({ tools: [tool('f'), tool('g')], tool_choice: 'required', response_format: { type: 'json_object' } });
+    const required = plan({
+      tools: [tool('f'), tool('g')],
+      tool_choice: 'required',
+      response_format: { type: 'json_object' },
+    });
     expect(sampleGbnf(required.generation.grammar!, 2)).toMatch(/^<tool_call>\n\{"name": "(f|g)", "arguments": /);
-    const named = plan({ tools: [tool('f'), tool('g')], tool_choice: { type: 'function', function: { name: 'g' } }, parallel_tool_calls: false });
-    for (let seed = 1; seed < 10; seed++) expect(sampleGbnf(named.generation.grammar!, seed)).toMatch(/^<tool_call>\n\{"name": "g", "arguments": \{.*\}\}\n<\/tool_call>$/s);
+    const named = plan({
+      tools: [tool('f'), tool('g')],
+      tool_choice: { type: 'function', function: { name: 'g' } },
+      parallel_tool_calls: false,
+    });
+    for (let seed = 1; seed < 10; seed++)
+      expect(sampleGbnf(named.generation.grammar!, seed)).toMatch(
+        /^<tool_call>\n\{"name": "g", "arguments": \{.*\}\}\n<\/tool_call>$/s,
+      );
   });
 
   it('logprobs: topLogprobs passed on', () => {
@@ -52,9 +91,22 @@ describe('planChatGeneration', () => {
   });
 
   it('a schema keyword the converter cannot express is a 400 naming it and the field', () => {
-    const err = (body: object) => { try { plan(body); } catch (e) { return e as ApiError; } throw new Error('expected an error'); };
-    const e1 = err({ response_format: { type: 'json_schema', json_schema: { name: 'o', schema: { type: 'string', pattern: 'a' } } } });
-    expect(e1).toMatchObject({ status: 400, param: 'response_format.json_schema.schema', code: 'unsupported_schema_keyword' });
+    const err = (body: object) => {
+      try {
+        plan(body);
+      } catch (e) {
+        return e as ApiError;
+      }
+      throw new Error('expected an error');
+    };
+    const e1 = err({
+      response_format: { type: 'json_schema', json_schema: { name: 'o', schema: { type: 'string', pattern: 'a' } } },
+    });
+    expect(e1).toMatchObject({
+      status: 400,
+      param: 'response_format.json_schema.schema',
+      code: 'unsupported_schema_keyword',
+    });
     expect(e1.message).toContain("'pattern'");
     const e2 = err({ tools: [tool('f', { type: 'object', properties: { a: { not: {} } } })], tool_choice: 'required' });
     expect(e2).toMatchObject({ status: 400, param: 'tools', code: 'unsupported_schema_keyword' });
@@ -63,7 +115,14 @@ describe('planChatGeneration', () => {
 
   it('a schema error names the field the caller sent it in: text.format.schema through the Responses API', () => {
     const err = (format: object) => {
-      try { planChatGeneration(validateResponsesRequest({ model: 'local/m', input: 'hi', text: { format } }).chat, new GrammarCache()); } catch (e) { return e as ApiError; }
+      try {
+        planChatGeneration(
+          validateResponsesRequest({ model: 'local/m', input: 'hi', text: { format } }).chat,
+          new GrammarCache(),
+        );
+      } catch (e) {
+        return e as ApiError;
+      }
       throw new Error('expected an error');
     };
     const e1 = err({ type: 'json_schema', name: 'o', schema: { type: 'string', pattern: 'a' } });

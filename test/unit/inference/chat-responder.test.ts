@@ -1,7 +1,12 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queueFull, storeUnavailable, upstreamDeadline } from '../../../src/errors/index.ts';
-import { chatCompletionFormat, respondFromDeltas, respondToChat, respondWith } from '../../../src/inference/chat-responder.ts';
+import {
+  chatCompletionFormat,
+  respondFromDeltas,
+  respondToChat,
+  respondWith,
+} from '../../../src/inference/chat-responder.ts';
 import { startHttpServer, type RunningHttpServer } from '../../../src/http/http-server.ts';
 import type { Route } from '../../../src/http/router.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
@@ -23,7 +28,13 @@ let server: RunningHttpServer;
 let settledBeforeEnd: boolean[] = [];
 
 beforeAll(async () => {
-  const options = (stream: boolean) => ({ stream, includeUsage: true, model: 'local/x', keepAliveMs: 100, streamBufferLimit: 1 << 20 });
+  const options = (stream: boolean) => ({
+    stream,
+    includeUsage: true,
+    model: 'local/x',
+    keepAliveMs: 100,
+    streamBufferLimit: 1 << 20,
+  });
   const routes: Route[] = [
     {
       method: 'POST',
@@ -33,7 +44,11 @@ beforeAll(async () => {
         const script = scripts.get(ex.params[1]!)!;
         await respondToChat(ex, options(ex.params[0] === 'sse'), (sink) => {
           script(sink);
-          return { cancel: () => { cancelled++; } };
+          return {
+            cancel: () => {
+              cancelled++;
+            },
+          };
         });
       },
     },
@@ -54,37 +69,67 @@ beforeAll(async () => {
       handler: async (ex) => {
         const format = chatCompletionFormat('local/x', false);
         let settled = false;
-        const wait = () => new Promise<void>((resolve, reject) => setTimeout(() => {
-          settled = true;
-          if (ex.params[1] === 'ok') resolve();
-          else reject(storeUnavailable());
-        }, 50));
+        const wait = () =>
+          new Promise<void>((resolve, reject) =>
+            setTimeout(() => {
+              settled = true;
+              if (ex.params[1] === 'ok') resolve();
+              else reject(storeUnavailable());
+            }, 50),
+          );
         let pending: Promise<void> | undefined;
-        const endAt = (done: boolean) => { if (done) settledBeforeEnd.push(settled); };
-        await respondWith(ex, options(ex.params[0] === 'sse'), {
-          ...format,
-          body: () => { const b = format.body(); pending = wait(); return b; },
-          streamEvent: (d) => { if (d.type === 'finish') pending = wait(); return format.streamEvent(d); },
-          settled: () => pending,
-        }, (sink) => {
-          sink.push({ type: 'content', text: 'hi' });
-          sink.push(finish);
-          sink.push({ type: 'content', text: 'ghost' }); // after the finish: ignored while the end waits
-          return { cancel: () => {} };
-        });
+        const endAt = (done: boolean) => {
+          if (done) settledBeforeEnd.push(settled);
+        };
+        await respondWith(
+          ex,
+          options(ex.params[0] === 'sse'),
+          {
+            ...format,
+            body: () => {
+              const b = format.body();
+              pending = wait();
+              return b;
+            },
+            streamEvent: (d) => {
+              if (d.type === 'finish') pending = wait();
+              return format.streamEvent(d);
+            },
+            settled: () => pending,
+          },
+          (sink) => {
+            sink.push({ type: 'content', text: 'hi' });
+            sink.push(finish);
+            sink.push({ type: 'content', text: 'ghost' }); // after the finish: ignored while the end waits
+            return { cancel: () => {} };
+          },
+        );
         endAt(true);
       },
     },
   ];
-  server = await startHttpServer({ host: '127.0.0.1', port: 0, routes, metrics: createMetrics({ defaultMetrics: false }), log: silentLogger });
+  server = await startHttpServer({
+    host: '127.0.0.1',
+    port: 0,
+    routes,
+    metrics: createMetrics({ defaultMetrics: false }),
+    log: silentLogger,
+  });
 });
 afterAll(() => server?.close());
 
 const call = (path: string) => fetch(`http://127.0.0.1:${server.port}${path}`, { method: 'POST', body: '{}' });
-const finish: ChatDelta = { type: 'finish', reason: 'stop', usage: { promptTokens: 1, completionTokens: 1, cachedTokens: 0 } };
+const finish: ChatDelta = {
+  type: 'finish',
+  reason: 'stop',
+  usage: { promptTokens: 1, completionTokens: 1, cachedTokens: 0 },
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const events = (text: string) => text.split('\n\n').filter((e) => e.startsWith('data: '));
-const chunks = (text: string) => events(text).filter((e) => e !== 'data: [DONE]').map((e) => JSON.parse(e.slice(6)));
+const chunks = (text: string) =>
+  events(text)
+    .filter((e) => e !== 'data: [DONE]')
+    .map((e) => JSON.parse(e.slice(6)));
 
 describe('respondToChat (push-based, streaming)', () => {
   it('an error before the first delta is a plain JSON error with its status', async () => {
@@ -96,7 +141,12 @@ describe('respondToChat (push-based, streaming)', () => {
   });
 
   it('sends keep-alive comments while the first delta is slow, then the stream', async () => {
-    scripts.set('slow', (sink) => setTimeout(() => { sink.push({ type: 'content', text: 'hi' }); sink.push(finish); }, 450));
+    scripts.set('slow', (sink) =>
+      setTimeout(() => {
+        sink.push({ type: 'content', text: 'hi' });
+        sink.push(finish);
+      }, 450),
+    );
     const r = await call('/push/sse/slow');
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toContain('text/event-stream');
@@ -109,7 +159,11 @@ describe('respondToChat (push-based, streaming)', () => {
   it('an error after the stream started is one error event and no [DONE]; later pushes are ignored', async () => {
     scripts.set('late-error', (sink) => {
       sink.push({ type: 'content', text: 'partial' });
-      setTimeout(() => { sink.fail(queueFull()); sink.push({ type: 'content', text: 'ghost' }); sink.push(finish); }, 20);
+      setTimeout(() => {
+        sink.fail(queueFull());
+        sink.push({ type: 'content', text: 'ghost' });
+        sink.push(finish);
+      }, 20);
     });
     const r = await call('/push/sse/late-error');
     expect(r.status).toBe(200);
@@ -126,10 +180,15 @@ describe('respondToChat (push-based, streaming)', () => {
     // reads nothing, so the writer waits for uWS to drain; the next delta and the end, pushed later, wait in its
     // queue after `finish`. The client is a raw socket left unread (fetch's client may read ahead on its own).
     const big = 'x'.repeat(16 << 20);
-    scripts.set('slow-reader', (sink) => setTimeout(() => {
-      sink.push({ type: 'content', text: big });
-      setTimeout(() => { sink.push({ type: 'content', text: 'end' }); sink.push(finish); }, 50);
-    }, 10));
+    scripts.set('slow-reader', (sink) =>
+      setTimeout(() => {
+        sink.push({ type: 'content', text: big });
+        setTimeout(() => {
+          sink.push({ type: 'content', text: 'end' });
+          sink.push(finish);
+        }, 50);
+      }, 10),
+    );
     const socket = net.connect(server.port, '127.0.0.1');
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     socket.write('POST /push/sse/slow-reader HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}');
@@ -140,9 +199,16 @@ describe('respondToChat (push-based, streaming)', () => {
     await new Promise<void>((resolve) => socket.once('close', () => resolve()));
     const raw = Buffer.concat(parts).toString('utf8');
     expect(raw.startsWith('HTTP/1.1 200')).toBe(true);
-    const body = dechunk(raw.slice(raw.indexOf('\r\n\r\n') + 4), /transfer-encoding: chunked/i.test(raw.slice(0, raw.indexOf('\r\n\r\n'))));
+    const body = dechunk(
+      raw.slice(raw.indexOf('\r\n\r\n') + 4),
+      /transfer-encoding: chunked/i.test(raw.slice(0, raw.indexOf('\r\n\r\n'))),
+    );
     expect(body.endsWith('data: [DONE]\n\n')).toBe(true);
-    expect(chunks(body).map((c) => c.choices?.[0]?.delta?.content ?? '').join('')).toBe(`${big}end`);
+    expect(
+      chunks(body)
+        .map((c) => c.choices?.[0]?.delta?.content ?? '')
+        .join(''),
+    ).toBe(`${big}end`);
     for (let i = 0; i < 100 && server.inFlight() > 0; i++) await sleep(10);
     expect(server.inFlight()).toBe(0);
   });
@@ -170,13 +236,37 @@ describe('respondToChat (push-based, streaming)', () => {
   });
 
   it('puts logprobs on content chunks in the OpenAI shape', async () => {
-    const lp = { token: 'hi', logprob: -0.5, bytes: [104, 105], top: [{ token: 'hi', logprob: -0.5, bytes: [104, 105] }, { token: 'yo', logprob: -1.5, bytes: [121, 111] }] };
-    scripts.set('logprobs', (sink) => { sink.push({ type: 'content', text: 'hi', logprobs: [lp] }); sink.push(finish); });
+    const lp = {
+      token: 'hi',
+      logprob: -0.5,
+      bytes: [104, 105],
+      top: [
+        { token: 'hi', logprob: -0.5, bytes: [104, 105] },
+        { token: 'yo', logprob: -1.5, bytes: [121, 111] },
+      ],
+    };
+    scripts.set('logprobs', (sink) => {
+      sink.push({ type: 'content', text: 'hi', logprobs: [lp] });
+      sink.push(finish);
+    });
     const got = chunks(await (await call('/push/sse/logprobs')).text());
     expect(got[1].choices[0]).toEqual({
       index: 0,
       delta: { content: 'hi' },
-      logprobs: { content: [{ token: 'hi', logprob: -0.5, bytes: [104, 105], top_logprobs: [{ token: 'hi', logprob: -0.5, bytes: [104, 105] }, { token: 'yo', logprob: -1.5, bytes: [121, 111] }] }], refusal: null },
+      logprobs: {
+        content: [
+          {
+            token: 'hi',
+            logprob: -0.5,
+            bytes: [104, 105],
+            top_logprobs: [
+              { token: 'hi', logprob: -0.5, bytes: [104, 105] },
+              { token: 'yo', logprob: -1.5, bytes: [121, 111] },
+            ],
+          },
+        ],
+        refusal: null,
+      },
       finish_reason: null,
     });
   });
@@ -187,16 +277,32 @@ describe('respondToChat (push-based, JSON)', () => {
     scripts.set('json-tools', (sink) => {
       sink.push({ type: 'tool_call', index: 0, id: 'call_1', name: 'get_weather', arguments: '{"city":' });
       sink.push({ type: 'tool_call', index: 0, arguments: '"Paris"}' });
-      sink.push({ type: 'finish', reason: 'tool_calls', usage: { promptTokens: 2, completionTokens: 3, cachedTokens: 1 } });
+      sink.push({
+        type: 'finish',
+        reason: 'tool_calls',
+        usage: { promptTokens: 2, completionTokens: 3, cachedTokens: 1 },
+      });
     });
     const body = (await (await call('/push/json/json-tools')).json()) as Record<string, any>;
     expect(body.choices[0]).toEqual({
       index: 0,
-      message: { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      message: {
+        role: 'assistant',
+        content: null,
+        refusal: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+        ],
+      },
       logprobs: null,
       finish_reason: 'tool_calls',
     });
-    expect(body.usage).toEqual({ prompt_tokens: 2, completion_tokens: 3, total_tokens: 5, prompt_tokens_details: { cached_tokens: 1 } });
+    expect(body.usage).toEqual({
+      prompt_tokens: 2,
+      completion_tokens: 3,
+      total_tokens: 5,
+      prompt_tokens_details: { cached_tokens: 1 },
+    });
   });
 
   it('aggregates text and logprobs', async () => {
@@ -263,7 +369,11 @@ describe('respondFromDeltas (pull-based, as upstream providers feed it)', () => 
       }
     });
     const controller = new AbortController();
-    const r = await fetch(`http://127.0.0.1:${server.port}/pull/sse/endless`, { method: 'POST', body: '{}', signal: controller.signal });
+    const r = await fetch(`http://127.0.0.1:${server.port}/pull/sse/endless`, {
+      method: 'POST',
+      body: '{}',
+      signal: controller.signal,
+    });
     const reader = r.body!.getReader();
     await reader.read();
     controller.abort();
@@ -280,7 +390,11 @@ describe('respondToChat cancels the producer', () => {
     const before = cancelled;
     scripts.set('never-ends', (sink) => sink.push({ type: 'content', text: 'x' }));
     const controller = new AbortController();
-    const r = await fetch(`http://127.0.0.1:${server.port}/push/sse/never-ends`, { method: 'POST', body: '{}', signal: controller.signal });
+    const r = await fetch(`http://127.0.0.1:${server.port}/push/sse/never-ends`, {
+      method: 'POST',
+      body: '{}',
+      signal: controller.signal,
+    });
     await r.body!.getReader().read();
     controller.abort();
     for (let i = 0; i < 200 && cancelled === before; i++) await sleep(10);
@@ -293,7 +407,9 @@ describe('respondWith: an end that waits for the format (a stored response commi
     settledBeforeEnd = [];
     const ok = await call('/settled/json/ok');
     expect(ok.status).toBe(200);
-    expect(((await ok.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe('hi');
+    expect(((await ok.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe(
+      'hi',
+    );
     const failed = await call('/settled/json/fail');
     expect(failed.status).toBe(503);
     expect(failed.headers.get('retry-after')).toBe('5');

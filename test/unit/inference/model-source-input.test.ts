@@ -34,14 +34,25 @@ const refusal = (body: unknown): ApiError => {
 describe('parseModelSourceInput', () => {
   it('takes a GGUF in the models dir (relative, absolute, nested, or a link that stays inside) at its real path', () => {
     const real = fs.realpathSync(path.join(dir, 'ok.gguf'));
-    expect(parseModelSourceInput({ source: 'ok.gguf' }, dir).source).toEqual({ kind: 'local', path: real, modelId: 'local/ok' });
-    expect(parseModelSourceInput({ source: path.join(dir, 'ok.gguf'), id: 'local/x' }, dir).source).toMatchObject({ path: real, modelId: 'local/x' });
+    expect(parseModelSourceInput({ source: 'ok.gguf' }, dir).source).toEqual({
+      kind: 'local',
+      path: real,
+      modelId: 'local/ok',
+    });
+    expect(parseModelSourceInput({ source: path.join(dir, 'ok.gguf'), id: 'local/x' }, dir).source).toMatchObject({
+      path: real,
+      modelId: 'local/x',
+    });
     expect(parseModelSourceInput({ source: 'sub/deep.gguf' }, dir).source).toMatchObject({ modelId: 'local/deep' });
     expect(parseModelSourceInput({ source: 'in.gguf' }, dir).source).toMatchObject({ path: real });
   });
 
   it('takes a hub URI, its id derived as --model derives it', () => {
-    expect(parseModelSourceInput({ source: 'hf:user/Some-Model-GGUF/some.Q4.gguf' }, dir).source).toEqual({ kind: 'hub', uri: 'hf:user/Some-Model-GGUF/some.Q4.gguf', modelId: 'user/Some-Model' });
+    expect(parseModelSourceInput({ source: 'hf:user/Some-Model-GGUF/some.Q4.gguf' }, dir).source).toEqual({
+      kind: 'hub',
+      uri: 'hf:user/Some-Model-GGUF/some.Q4.gguf',
+      modelId: 'user/Some-Model',
+    });
   });
 
   it.each([
@@ -78,6 +89,8 @@ describe('parseModelSourceInput', () => {
   });
 
   it('refuses a local path when the models dir does not exist', () => {
-    expect(() => parseModelSourceInput({ source: 'ok.gguf' }, path.join(root, 'absent'))).toThrowError(/models dir does not exist/);
+    expect(() => parseModelSourceInput({ source: 'ok.gguf' }, path.join(root, 'absent'))).toThrowError(
+      /models dir does not exist/,
+    );
   });
 });

@@ -21,7 +21,13 @@ function recordingEngine(): { engine: ChatEngine; requests: GenerationRequest[] 
   return { engine, requests };
 }
 
-const request = validateChatRequest({ model: 'local/m', messages: [{ role: 'system', content: 'secret' }, { role: 'user', content: 'hi' }] });
+const request = validateChatRequest({
+  model: 'local/m',
+  messages: [
+    { role: 'system', content: 'secret' },
+    { role: 'user', content: 'hi' },
+  ],
+});
 const sink = { push() {}, fail() {} };
 const callers = [
   { keyId: 'k1', accountId: 'acct-a', priority: 'interactive' as const },
@@ -54,6 +60,8 @@ describe('prompt-cache scope (issue #28)', () => {
   });
 
   it('an account id never names the same partition as a key id, whatever the strings', () => {
-    expect(cachePartitionOf('account', { keyId: 'x', accountId: 'x', priority: 'interactive' })).not.toBe(cachePartitionOf('key', { keyId: 'x', accountId: 'x', priority: 'interactive' }));
+    expect(cachePartitionOf('account', { keyId: 'x', accountId: 'x', priority: 'interactive' })).not.toBe(
+      cachePartitionOf('key', { keyId: 'x', accountId: 'x', priority: 'interactive' }),
+    );
   });
 });

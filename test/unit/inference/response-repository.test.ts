@@ -17,7 +17,10 @@ const response = (id: string, accountId = 'acct-a'): StoredResponse => ({
   accountId,
   response: { id, object: 'response', output: [] },
   inputItems: [{ id: 'msg_1', type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
-  history: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }],
+  history: [
+    { role: 'user', content: 'hi' },
+    { role: 'assistant', content: 'hello' },
+  ],
 });
 
 beforeEach(() => {
@@ -63,7 +66,9 @@ describe('ResponseRepository', () => {
     now += 25 * DAY; // resp_old expired 5 days ago; resp_new has 5 days left
     expect(await repo.sweep()).toBe(1);
     expect(store.dbs.responses.get('resp_old')).toBeUndefined();
-    expect([...store.dbs.index.getKeys({ start: ['response-expiry'], end: ['response-expiry', '\uffff'] })]).toHaveLength(1);
+    expect([
+      ...store.dbs.index.getKeys({ start: ['response-expiry'], end: ['response-expiry', '\uffff'] }),
+    ]).toHaveLength(1);
     expect(repo.get('acct-a', 'resp_new')).toBeDefined();
     expect(await repo.sweep()).toBe(0);
   });

@@ -3,7 +3,21 @@ import type { GenerationSink, ModelStatus } from '../../../src/engine/generation
 import { ApiError } from '../../../src/errors/index.ts';
 import { ServingStats } from '../../../src/inference/serving-stats.ts';
 
-const status = { state: 'ready', modelId: 'local/m', pull: null, workersReady: 1, workers: 1, engine: 'instant', error: null, metadata: null, contextSize: 256, slots: 2, threads: 1, gpu: null, readyAt: 0 } satisfies ModelStatus;
+const status = {
+  state: 'ready',
+  modelId: 'local/m',
+  pull: null,
+  workersReady: 1,
+  workers: 1,
+  engine: 'instant',
+  error: null,
+  metadata: null,
+  contextSize: 256,
+  slots: 2,
+  threads: 1,
+  gpu: null,
+  readyAt: 0,
+} satisfies ModelStatus;
 const engine = { modelId: 'local/m', status: () => status, load: () => ({ running: 1, waiting: 2 }) };
 const sink: GenerationSink = { onText: () => {}, onDone: () => {}, onError: () => {} };
 
@@ -16,12 +30,27 @@ describe('ServingStats', () => {
       s.onText('x');
       s.onDone({ finishReason: 'stop', promptTokens: 3, cachedTokens: 0, completionTokens: 6 });
     }
-    stats.observe(sink).onError(new ApiError({ status: 500, type: 'server_error', message: 'boom', code: null, param: null }));
+    stats
+      .observe(sink)
+      .onError(new ApiError({ status: 500, type: 'server_error', message: 'boom', code: null, param: null }));
     stats.observe(sink).onText('never finishes'); // cancelled: no onDone / onError
     const snap = stats.snapshot();
     expect(snap.requests).toEqual({ running: 1, waiting: 2 });
-    expect(snap.model).toMatchObject({ id: 'local/m', state: 'ready', engine: 'instant', workers: { ready: 1, total: 1 }, pull: null });
-    expect(snap.window).toMatchObject({ seconds: 60, requests: 21, errors: 1, promptTokens: 60, completionTokens: 120, tokensPerSecond: 2 });
+    expect(snap.model).toMatchObject({
+      id: 'local/m',
+      state: 'ready',
+      engine: 'instant',
+      workers: { ready: 1, total: 1 },
+      pull: null,
+    });
+    expect(snap.window).toMatchObject({
+      seconds: 60,
+      requests: 21,
+      errors: 1,
+      promptTokens: 60,
+      completionTokens: 120,
+      tokensPerSecond: 2,
+    });
     expect(snap.window.ttftMs.p50).toBeGreaterThanOrEqual(100);
     expect(snap.window.ttftMs.p95).toBeGreaterThanOrEqual(190);
     expect(snap.window.ttftMs.p95!).toBeGreaterThan(snap.window.ttftMs.p50!);

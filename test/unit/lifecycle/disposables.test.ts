@@ -6,9 +6,16 @@ describe('Disposables', () => {
   it('closes in reverse order of registration, awaiting each, once', async () => {
     const order: string[] = [];
     const d = new Disposables();
-    d.add('store', () => { order.push('store'); });
-    d.add('engine', async () => { await new Promise((r) => setTimeout(r, 5)); order.push('engine'); });
-    d.add('http', () => { order.push('http'); });
+    d.add('store', () => {
+      order.push('store');
+    });
+    d.add('engine', async () => {
+      await new Promise((r) => setTimeout(r, 5));
+      order.push('engine');
+    });
+    d.add('http', () => {
+      order.push('http');
+    });
     const log = createLogger('error', () => {});
     const [a, b] = await Promise.all([d.disposeAll(log), d.disposeAll(log)]);
     expect(order).toEqual(['http', 'engine', 'store']);
@@ -20,9 +27,13 @@ describe('Disposables', () => {
     const lines: string[] = [];
     const order: string[] = [];
     const d = new Disposables();
-    d.add('store', () => { order.push('store'); });
+    d.add('store', () => {
+      order.push('store');
+    });
     d.add('apps', () => Promise.reject(new Error('sandbox would not stop')));
-    d.add('http', () => { throw new Error('boom'); });
+    d.add('http', () => {
+      throw new Error('boom');
+    });
     const { failed } = await d.disposeAll(createLogger('error', (l) => lines.push(l)));
     expect(failed).toEqual(['http', 'apps']);
     expect(order).toEqual(['store']);

@@ -3,7 +3,9 @@ import { formatReset, KeyLimiter } from '../../../src/limits/key-limiter.ts';
 import { WindowCounter } from '../../../src/limits/window-counter.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 0, 0, 0);
-const limits = (l: Partial<{ requestsPerMinute: number | null; tokensPerMinute: number | null; maxConcurrent: number | null }>) => ({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, ...l });
+const limits = (
+  l: Partial<{ requestsPerMinute: number | null; tokensPerMinute: number | null; maxConcurrent: number | null }>,
+) => ({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, ...l });
 const header = (headers: Array<[string, string]>, name: string) => headers.find(([k]) => k === name)?.[1];
 
 describe('WindowCounter', () => {
@@ -49,7 +51,13 @@ describe('KeyLimiter', () => {
     const refused = l.admit('k', lim, T0 + 20_000);
     expect(refused.ok).toBe(false);
     if (refused.ok) return;
-    expect(refused.error).toMatchObject({ status: 429, type: 'rate_limit_error', code: 'rate_limit_exceeded', param: 'limits.requestsPerMinute', retryAfter: 40 });
+    expect(refused.error).toMatchObject({
+      status: 429,
+      type: 'rate_limit_error',
+      code: 'rate_limit_exceeded',
+      param: 'limits.requestsPerMinute',
+      retryAfter: 40,
+    });
     expect(refused.error.toBody().error.limit).toBe('requests');
     expect(header(refused.headers, 'x-ratelimit-remaining-requests')).toBe('0');
     expect(header(refused.headers, 'x-ratelimit-reset-requests')).toBe('55s');
@@ -82,7 +90,8 @@ describe('KeyLimiter', () => {
     expect(header(a.headers, 'x-ratelimit-remaining-concurrent')).toBe('0');
     const b = l.admit('busy', lim, T0);
     expect(b.ok).toBe(false);
-    if (!b.ok) expect(b.error).toMatchObject({ code: 'rate_limit_exceeded', param: 'limits.maxConcurrent', retryAfter: 1 });
+    if (!b.ok)
+      expect(b.error).toMatchObject({ code: 'rate_limit_exceeded', param: 'limits.maxConcurrent', retryAfter: 1 });
     expect(l.admit('other', lim, T0).ok).toBe(true);
     a.lease.release();
     a.lease.release();

@@ -54,7 +54,11 @@ const count = (all: Outcome[], status: number) => all.filter((o) => o.status ===
 
 describe('failed sign-in limits under parallel guesses', () => {
   it('20 wrong passwords for one email at once: at most the per-email limit are checked, the rest are 429', async () => {
-    const all = await Promise.all(Array.from({ length: 20 }, (_, i) => outcome(accounts.signIn({ email: 'ada@x.io', password: `guess-${i}` }, `10.0.0.${i}`))));
+    const all = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        outcome(accounts.signIn({ email: 'ada@x.io', password: `guess-${i}` }, `10.0.0.${i}`)),
+      ),
+    );
     expect(count(all, 401)).toBe(PER_EMAIL);
     expect(count(all, 429)).toBe(20 - PER_EMAIL);
     expect(verified).toBe(PER_EMAIL);
@@ -63,39 +67,66 @@ describe('failed sign-in limits under parallel guesses', () => {
       expect(o.retryAfter).toBeGreaterThanOrEqual(1);
     }
     // the limit then holds for the right password too, as for guesses made one after another
-    expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.0.1.1'))).toMatchObject({ status: 429 });
+    expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.0.1.1'))).toMatchObject(
+      { status: 429 },
+    );
   });
 
   it('20 wrong passwords from one address at once, over many emails: at most the per-address limit are checked', async () => {
-    const all = await Promise.all(Array.from({ length: 20 }, (_, i) => outcome(accounts.signIn({ email: `user${i}@x.io`, password: 'guess' }, '10.9.9.9'))));
+    const all = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        outcome(accounts.signIn({ email: `user${i}@x.io`, password: 'guess' }, '10.9.9.9')),
+      ),
+    );
     expect(count(all, 401)).toBe(PER_ADDRESS);
     expect(count(all, 429)).toBe(20 - PER_ADDRESS);
     expect(verified).toBe(PER_ADDRESS);
-    expect(await outcome(accounts.signIn({ email: 'bob@x.io', password: 'bobs-password' }, '10.9.9.9'))).toMatchObject({ status: 429 });
-    expect(await outcome(accounts.signIn({ email: 'bob@x.io', password: 'bobs-password' }, '10.9.9.8'))).toMatchObject({ status: 204 });
+    expect(await outcome(accounts.signIn({ email: 'bob@x.io', password: 'bobs-password' }, '10.9.9.9'))).toMatchObject({
+      status: 429,
+    });
+    expect(await outcome(accounts.signIn({ email: 'bob@x.io', password: 'bobs-password' }, '10.9.9.8'))).toMatchObject({
+      status: 204,
+    });
   });
 
   it('a check in progress holds its place only until it ends: right passwords at once all get in, and the places come back', async () => {
-    const all = await Promise.all(Array.from({ length: PER_EMAIL }, (_, i) => outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, `10.0.2.${i}`))));
+    const all = await Promise.all(
+      Array.from({ length: PER_EMAIL }, (_, i) =>
+        outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, `10.0.2.${i}`)),
+      ),
+    );
     expect(all.map((o) => o.status)).toEqual(Array(PER_EMAIL).fill(204));
     // nothing is left counted: the full per-email allowance of wrong guesses is still there, and no more
-    const guesses = await Promise.all(Array.from({ length: PER_EMAIL + 2 }, (_, i) => outcome(accounts.signIn({ email: 'ada@x.io', password: `nope-${i}` }, `10.0.3.${i}`))));
+    const guesses = await Promise.all(
+      Array.from({ length: PER_EMAIL + 2 }, (_, i) =>
+        outcome(accounts.signIn({ email: 'ada@x.io', password: `nope-${i}` }, `10.0.3.${i}`)),
+      ),
+    );
     expect(count(guesses, 401)).toBe(PER_EMAIL);
     expect(count(guesses, 429)).toBe(2);
   });
 
   it('a sign-in turned away by the bound on password work (32 at once) holds no place and counts nothing', async () => {
-    const others = Array.from({ length: 32 }, (_, i) => outcome(accounts.signIn({ email: `someone${i}@x.io`, password: 'guess' }, `10.1.0.${i}`)));
+    const others = Array.from({ length: 32 }, (_, i) =>
+      outcome(accounts.signIn({ email: `someone${i}@x.io`, password: 'guess' }, `10.1.0.${i}`)),
+    );
     // PER_EMAIL turned-away sign-ins: were their places kept, the next one would be refused by the email's limit
     for (let i = 0; i < PER_EMAIL; i++) {
-      expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.1.1.1'))).toMatchObject({ status: 429, code: 'too_many_sign_in_attempts', retryAfter: 1 });
+      expect(
+        await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.1.1.1')),
+      ).toMatchObject({ status: 429, code: 'too_many_sign_in_attempts', retryAfter: 1 });
     }
     expect((await Promise.all(others)).map((o) => o.status)).toEqual(Array(32).fill(401));
-    expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.1.1.1'))).toMatchObject({ status: 204 });
+    expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.1.1.1'))).toMatchObject(
+      { status: 204 },
+    );
   });
 
   it('a malformed sign-in body takes no place and counts nothing', async () => {
-    for (let i = 0; i < 10; i++) expect(await outcome(accounts.signIn({ email: 'ada@x.io' }, '10.0.4.1'))).toMatchObject({ status: 400 });
-    expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.0.4.1'))).toMatchObject({ status: 204 });
+    for (let i = 0; i < 10; i++)
+      expect(await outcome(accounts.signIn({ email: 'ada@x.io' }, '10.0.4.1'))).toMatchObject({ status: 400 });
+    expect(await outcome(accounts.signIn({ email: 'ada@x.io', password: 'right-password' }, '10.0.4.1'))).toMatchObject(
+      { status: 204 },
+    );
   });
 });

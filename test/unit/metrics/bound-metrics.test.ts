@@ -18,10 +18,32 @@ describe('bound metrics', () => {
   function both() {
     const theirs = new Registry();
     const ours = new Registry();
-    const pc = new Counter({ name: 't_total', help: 'a "help"\\ line', labelNames: ['route', 'status'], registers: [theirs] });
-    const ph = new Histogram({ name: 't_seconds', help: 'h', labelNames: ['route', 'status'], buckets, registers: [theirs] });
-    const bc = new BoundCounter({ name: 't_total', help: 'a "help"\\ line', labelNames: ['route', 'status'], registers: [ours] });
-    const bh = new BoundHistogram({ name: 't_seconds', help: 'h', labelNames: ['route', 'status'], buckets, registers: [ours] });
+    const pc = new Counter({
+      name: 't_total',
+      help: 'a "help"\\ line',
+      labelNames: ['route', 'status'],
+      registers: [theirs],
+    });
+    const ph = new Histogram({
+      name: 't_seconds',
+      help: 'h',
+      labelNames: ['route', 'status'],
+      buckets,
+      registers: [theirs],
+    });
+    const bc = new BoundCounter({
+      name: 't_total',
+      help: 'a "help"\\ line',
+      labelNames: ['route', 'status'],
+      registers: [ours],
+    });
+    const bh = new BoundHistogram({
+      name: 't_seconds',
+      help: 'h',
+      labelNames: ['route', 'status'],
+      buckets,
+      registers: [ours],
+    });
     return { theirs, ours, pc, ph, bc, bh };
   }
 

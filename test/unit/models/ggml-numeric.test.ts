@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
-  dequantizeQ8_0, f16BitsToF32, f32ToF16Bits, q8_0ByteLength, quantizeQ8_0, Q8_0_BLOCK_BYTES,
+  dequantizeQ8_0,
+  f16BitsToF32,
+  f32ToF16Bits,
+  q8_0ByteLength,
+  quantizeQ8_0,
+  Q8_0_BLOCK_BYTES,
 } from '../../../models/ggml-numeric.ts';
 import { SeededRandom } from '../../../models/seeded-random.ts';
 

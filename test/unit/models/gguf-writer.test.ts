@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gguf, serializeGgufMetadata, type GGUFTypedMetadata } from '@huggingface/gguf';
 import { dequantizeQ8_0, f16BitsToF32 } from '../../../models/ggml-numeric.ts';
 import {
-  encodeGguf, GGUFValueType, kv, layoutGguf, writeGgufFile, type GgufFileSpec, type GgufKv,
+  encodeGguf,
+  GGUFValueType,
+  kv,
+  layoutGguf,
+  writeGgufFile,
+  type GgufFileSpec,
+  type GgufKv,
 } from '../../../models/gguf-writer.ts';
 import { llamaParameterCount } from '../../../models/llama-gguf.ts';
 import { DEFAULT_TOKENIZER_SOURCE, realisticLlamaSpec } from '../../../models/realistic-llama.ts';
@@ -16,8 +22,12 @@ import { buildTinyVocabulary, isFormable, scriptPieces, SPM_SPACE, TOKEN_TYPE } 
 import { CHATML_TEMPLATE } from '../../../models/chat-templates.ts';
 
 let dir: string;
-beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'hearth-gguf-writer-')); });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hearth-gguf-writer-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 const sha256 = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
 
@@ -53,7 +63,12 @@ const SMALL_SPEC: GgufFileSpec = {
   tensors: [
     { name: 'a.f32', shape: [8, 2], type: 'F32', values: f32Values },
     { name: 'b.f16', shape: [5], type: 'F16', values: Float32Array.from([1, -2, 0.5, 65504, 1 / 3]) },
-    { name: 'c.q8_0', shape: [32, 3], type: 'Q8_0', values: (row, r) => row.set(q8Values.subarray(r * 32, r * 32 + 32)) },
+    {
+      name: 'c.q8_0',
+      shape: [32, 3],
+      type: 'Q8_0',
+      values: (row, r) => row.set(q8Values.subarray(r * 32, r * 32 + 32)),
+    },
   ],
 };
 
@@ -123,10 +138,12 @@ describe('writeGgufFile: parse-back with @huggingface/gguf', () => {
 
   it('rejects specs llama.cpp could not load', () => {
     const base = { metadata: [], tensors: [] } satisfies GgufFileSpec;
-    expect(() => layoutGguf({ ...base, tensors: [{ name: 'x', shape: [48], type: 'Q8_0', values: new Float32Array(48) }] }))
-      .toThrow(/multiple of 32/);
-    expect(() => layoutGguf({ ...base, tensors: [{ name: 'x', shape: [4], type: 'F32', values: new Float32Array(5) }] }))
-      .toThrow(/5 values/);
+    expect(() =>
+      layoutGguf({ ...base, tensors: [{ name: 'x', shape: [48], type: 'Q8_0', values: new Float32Array(48) }] }),
+    ).toThrow(/multiple of 32/);
+    expect(() =>
+      layoutGguf({ ...base, tensors: [{ name: 'x', shape: [4], type: 'F32', values: new Float32Array(5) }] }),
+    ).toThrow(/5 values/);
     const t = { name: 'x', shape: [4], type: 'F32', values: new Float32Array(4) } as const;
     expect(() => layoutGguf({ ...base, tensors: [t, t] })).toThrow(/duplicate tensor/);
     expect(() => layoutGguf({ ...base, tensors: [{ ...t, name: 'n'.repeat(64) }] })).toThrow(/too long/);
@@ -223,11 +240,13 @@ describe('scripted reply pieces', () => {
   });
 
   it('adds the pieces to the vocabulary of the written model', async () => {
-    const { metadata } = await parse(await (async () => {
-      const path = join(dir, 'tiny-reply.gguf');
-      await writeTinyLlama(path, { reply: 'Sure, here it is.' });
-      return path;
-    })());
+    const { metadata } = await parse(
+      await (async () => {
+        const path = join(dir, 'tiny-reply.gguf');
+        await writeTinyLlama(path, { reply: 'Sure, here it is.' });
+        return path;
+      })(),
+    );
     const tokens = (metadata as unknown as Record<string, unknown>)['tokenizer.ggml.tokens'] as string[];
     expect(tokens.slice(-2)).toEqual([`Sure,${SPM_SPACE}here`, `${SPM_SPACE}it${SPM_SPACE}is.`]);
   });
@@ -244,7 +263,16 @@ describe.skipIf(!existsSync(DEFAULT_TOKENIZER_SOURCE))('realistic llama spec (ne
       expect(entry?.value, key).toEqual(source.typedMetadata[key]?.value);
     }
     const params = llamaParameterCount(
-      { contextLength: 2048, embeddingLength: 512, blockCount: 8, feedForwardLength: 1376, headCount: 8, headCountKv: 4 }, 32000);
+      {
+        contextLength: 2048,
+        embeddingLength: 512,
+        blockCount: 8,
+        feedForwardLength: 1376,
+        headCount: 8,
+        headCountKv: 4,
+      },
+      32000,
+    );
     expect(params).toBeGreaterThan(55e6);
     expect(params).toBeLessThan(57e6);
     const elements = spec.tensors.reduce((n, t) => n + t.shape.reduce((a, b) => a * b, 1), 0);

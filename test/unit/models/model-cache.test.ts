@@ -6,14 +6,21 @@ import { ensureGeneratedFile, optionsHash } from '../../../models/model-cache.ts
 import { ensureTinyChatModel, ensureTinyModel } from '../../../models/test-model-path.ts';
 
 let dir: string;
-beforeAll(async () => { dir = await mkdtemp(join(tmpdir(), 'hearth-model-cache-')); });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'hearth-model-cache-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 describe('ensureGeneratedFile', () => {
   it('writes once for concurrent callers and reuses the file afterwards', async () => {
     const path = join(dir, 'once', 'x.bin');
     let writes = 0;
-    const write = async (tmp: string) => { writes++; await writeFile(tmp, 'content'); };
+    const write = async (tmp: string) => {
+      writes++;
+      await writeFile(tmp, 'content');
+    };
     const results = await Promise.all([ensureGeneratedFile(path, write), ensureGeneratedFile(path, write)]);
     expect(results).toEqual([path, path]);
     expect(await ensureGeneratedFile(path, write)).toBe(path);
@@ -24,7 +31,10 @@ describe('ensureGeneratedFile', () => {
 
   it('leaves nothing behind when the write fails, and tries again next time', async () => {
     const path = join(dir, 'fail', 'y.bin');
-    const failing = async (tmp: string) => { await writeFile(tmp, 'partial'); throw new Error('disk full'); };
+    const failing = async (tmp: string) => {
+      await writeFile(tmp, 'partial');
+      throw new Error('disk full');
+    };
     await expect(ensureGeneratedFile(path, failing)).rejects.toThrow('disk full');
     expect(await readdir(join(dir, 'fail'))).toEqual([]);
     await ensureGeneratedFile(path, (tmp) => writeFile(tmp, 'ok'));

@@ -16,7 +16,10 @@ describe('CompletionBuilder and SSE framing', () => {
     expect(e.startsWith('data: ')).toBe(true);
     expect(e.endsWith('\n\n')).toBe(true);
     expect(e.slice(0, -2)).not.toContain('\n');
-    expect(JSON.parse(e.slice(6))).toMatchObject({ object: 'chat.completion.chunk', choices: [{ delta: { content: 'a\nb\r\nc' } }] });
+    expect(JSON.parse(e.slice(6))).toMatchObject({
+      object: 'chat.completion.chunk',
+      choices: [{ delta: { content: 'a\nb\r\nc' } }],
+    });
     expect(SSE_DONE).toBe('data: [DONE]\n\n');
   });
 
@@ -25,11 +28,22 @@ describe('CompletionBuilder and SSE framing', () => {
     expect(b.finishChunk('length').choices[0]!.finish_reason).toBe('length');
     const u = b.usageChunk(makeUsage(3, 4, 1));
     expect(u.choices).toEqual([]);
-    expect(u.usage).toEqual({ prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, prompt_tokens_details: { cached_tokens: 1 } });
+    expect(u.usage).toEqual({
+      prompt_tokens: 3,
+      completion_tokens: 4,
+      total_tokens: 7,
+      prompt_tokens_details: { cached_tokens: 1 },
+    });
   });
 
   it('builds a completion body', () => {
     const c = b.completion('hi', 'stop', makeUsage(1, 1));
-    expect(c).toMatchObject({ id: 'chatcmpl-test', object: 'chat.completion', created: 1700000000, model: 'local/m', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }] });
+    expect(c).toMatchObject({
+      id: 'chatcmpl-test',
+      object: 'chat.completion',
+      created: 1700000000,
+      model: 'local/m',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+    });
   });
 });

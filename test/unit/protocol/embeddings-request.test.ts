@@ -19,9 +19,15 @@ describe('validateEmbeddingsRequest', () => {
     expect(validateEmbeddingsRequest({ model: 'm', input: ['a', 'b'] }).inputs).toEqual(['a', 'b']);
     expect(validateEmbeddingsRequest({ model: 'm', input: [1, 2, 3] }).inputs).toEqual([[1, 2, 3]]);
     expect(validateEmbeddingsRequest({ model: 'm', input: [[1, 2], [3]] }).inputs).toEqual([[1, 2], [3]]);
-    expect([['a'], 'a', [1, 2], [[1, 2]]].map((input) => validateEmbeddingsRequest({ model: 'm', input }).single)).toEqual([false, true, true, false]);
-    expect(validateEmbeddingsRequest({ model: 'm', input: 'a', user: 'u', dimensions: null }).encodingFormat).toBe('float');
-    expect(validateEmbeddingsRequest({ model: 'm', input: 'a', encoding_format: 'base64' }).encodingFormat).toBe('base64');
+    expect(
+      [['a'], 'a', [1, 2], [[1, 2]]].map((input) => validateEmbeddingsRequest({ model: 'm', input }).single),
+    ).toEqual([false, true, true, false]);
+    expect(validateEmbeddingsRequest({ model: 'm', input: 'a', user: 'u', dimensions: null }).encodingFormat).toBe(
+      'float',
+    );
+    expect(validateEmbeddingsRequest({ model: 'm', input: 'a', encoding_format: 'base64' }).encodingFormat).toBe(
+      'base64',
+    );
   });
 
   it('refuses with a 400 naming the field', () => {
@@ -32,8 +38,14 @@ describe('validateEmbeddingsRequest', () => {
     expect(refusal({ model: 'm', input: [[1, 1.5]] })).toEqual({ status: 400, param: 'input[0][1]' });
     expect(refusal({ model: 'm', input: [1, 'a'] })).toEqual({ status: 400, param: 'input[1]' });
     expect(refusal({ model: 'm', input: ['a', 7] })).toEqual({ status: 400, param: 'input[1]' });
-    expect(refusal({ model: 'm', input: Array.from({ length: MAX_EMBEDDING_INPUTS + 1 }, () => 'a') })).toEqual({ status: 400, param: 'input' });
-    expect(refusal({ model: 'm', input: 'a', encoding_format: 'int8' })).toEqual({ status: 400, param: 'encoding_format' });
+    expect(refusal({ model: 'm', input: Array.from({ length: MAX_EMBEDDING_INPUTS + 1 }, () => 'a') })).toEqual({
+      status: 400,
+      param: 'input',
+    });
+    expect(refusal({ model: 'm', input: 'a', encoding_format: 'int8' })).toEqual({
+      status: 400,
+      param: 'encoding_format',
+    });
     expect(refusal({ model: 'm', input: 'a', user: 3 })).toEqual({ status: 400, param: 'user' });
     expect(refusal({ model: 'm', input: 'a', n: 1 })).toEqual({ status: 400, param: 'n' });
     expect(refusal({ input: 'a' })).toEqual({ status: 400, param: 'model' });
@@ -41,7 +53,9 @@ describe('validateEmbeddingsRequest', () => {
   });
 
   it('accepts MAX_EMBEDDING_INPUTS inputs', () => {
-    expect(validateEmbeddingsRequest({ model: 'm', input: Array.from({ length: MAX_EMBEDDING_INPUTS }, () => 'a') }).inputs).toHaveLength(MAX_EMBEDDING_INPUTS);
+    expect(
+      validateEmbeddingsRequest({ model: 'm', input: Array.from({ length: MAX_EMBEDDING_INPUTS }, () => 'a') }).inputs,
+    ).toHaveLength(MAX_EMBEDDING_INPUTS);
   });
 });
 

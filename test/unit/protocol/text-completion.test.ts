@@ -6,24 +6,56 @@ import { type ChoiceDelta, TextCompletionRenderer } from '../../../src/protocol/
 /** Legacy completions' pure parts: the request validator and the text_completion renderer (JSON and SSE). */
 
 const lp = (token: string, logprob: number, top: Array<[string, number]> = []): TokenLogprob => ({
-  token, logprob, bytes: [...Buffer.from(token)], top: top.map(([t, l]) => ({ token: t, logprob: l, bytes: [...Buffer.from(t)] })),
+  token,
+  logprob,
+  bytes: [...Buffer.from(token)],
+  top: top.map(([t, l]) => ({ token: t, logprob: l, bytes: [...Buffer.from(t)] })),
 });
 
-const chunks = (sse: string) => sse.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)) as { choices: Array<{ index: number; text: string; finish_reason: string | null; logprobs: unknown }>; usage?: unknown });
+const chunks = (sse: string) =>
+  sse
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: {'))
+    .map(
+      (e) =>
+        JSON.parse(e.slice(6)) as {
+          choices: Array<{ index: number; text: string; finish_reason: string | null; logprobs: unknown }>;
+          usage?: unknown;
+        },
+    );
 
 describe('validateCompletionsRequest', () => {
   it('takes every prompt form and defaults max_tokens to 16', () => {
-    expect(validateCompletionsRequest({ model: 'm', prompt: 'a' })).toMatchObject({ prompts: ['a'], maxTokens: 16, echo: false, stream: false });
+    expect(validateCompletionsRequest({ model: 'm', prompt: 'a' })).toMatchObject({
+      prompts: ['a'],
+      maxTokens: 16,
+      echo: false,
+      stream: false,
+    });
     expect(validateCompletionsRequest({ model: 'm', prompt: ['a', 'b'] }).prompts).toEqual(['a', 'b']);
     expect(validateCompletionsRequest({ model: 'm', prompt: [1, 2, 3] }).prompts).toEqual([[1, 2, 3]]);
     expect(validateCompletionsRequest({ model: 'm', prompt: [[1], 'x'] }).prompts).toEqual([[1], 'x']);
-    expect(validateCompletionsRequest({ model: 'm', prompt: 'a', logprobs: 0, stream: true, stream_options: { include_usage: true } })).toMatchObject({ logprobs: 0, includeUsage: true });
+    expect(
+      validateCompletionsRequest({
+        model: 'm',
+        prompt: 'a',
+        logprobs: 0,
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    ).toMatchObject({ logprobs: 0, includeUsage: true });
   });
 
   it('refuses more than 64 prompts, a mixed token array, and __proto__ as a field', () => {
-    expect(() => validateCompletionsRequest({ model: 'm', prompt: Array.from({ length: 65 }, () => 'x') })).toThrow(expect.objectContaining({ param: 'prompt' }));
-    expect(() => validateCompletionsRequest({ model: 'm', prompt: [1, 'x'] })).toThrow(expect.objectContaining({ param: 'prompt[1]' }));
-    expect(() => validateCompletionsRequest(JSON.parse('{"model":"m","prompt":"a","__proto__":{"n":2}}'))).toThrow(expect.objectContaining({ param: '__proto__', code: 'unknown_parameter' }));
+    expect(() => validateCompletionsRequest({ model: 'm', prompt: Array.from({ length: 65 }, () => 'x') })).toThrow(
+      expect.objectContaining({ param: 'prompt' }),
+    );
+    expect(() => validateCompletionsRequest({ model: 'm', prompt: [1, 'x'] })).toThrow(
+      expect.objectContaining({ param: 'prompt[1]' }),
+    );
+    expect(() => validateCompletionsRequest(JSON.parse('{"model":"m","prompt":"a","__proto__":{"n":2}}'))).toThrow(
+      expect.objectContaining({ param: '__proto__', code: 'unknown_parameter' }),
+    );
   });
 });
 
@@ -31,7 +63,17 @@ describe('TextCompletionRenderer', () => {
   it('JSON: interleaved choices, each with its own text, finish and logprobs; usage from the finish', () => {
     const r = new TextCompletionRenderer('m', ['', ''], true, false);
     const deltas: ChoiceDelta[] = [
-      { type: 'content', text: 'He', logprobs: [lp('He', -0.1, [['He', -0.1], ['__proto__', -2]])], choice: 0 },
+      {
+        type: 'content',
+        text: 'He',
+        logprobs: [
+          lp('He', -0.1, [
+            ['He', -0.1],
+            ['__proto__', -2],
+          ]),
+        ],
+        choice: 0,
+      },
       { type: 'content', text: 'Yo', logprobs: [lp('Yo', -0.5)], choice: 1 },
       { type: 'content', text: 'llo', logprobs: [lp('llo', -0.2)], choice: 0 },
       { type: 'content', text: '', choice: 1, end: 'length' },
@@ -40,11 +82,20 @@ describe('TextCompletionRenderer', () => {
     ];
     for (const d of deltas) r.push(d);
     const c = r.completion();
-    expect(c).toMatchObject({ object: 'text_completion', model: 'm', usage: { prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 } });
+    expect(c).toMatchObject({
+      object: 'text_completion',
+      model: 'm',
+      usage: { prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 },
+    });
     expect(c.id).toMatch(/^cmpl-/);
-    expect(c.choices.map((x) => [x.index, x.text, x.finish_reason])).toEqual([[0, 'Hello', 'stop'], [1, 'Yo', 'length']]);
+    expect(c.choices.map((x) => [x.index, x.text, x.finish_reason])).toEqual([
+      [0, 'Hello', 'stop'],
+      [1, 'Yo', 'length'],
+    ]);
     // A token named '__proto__' is an own key (a plain object literal could not hold it).
-    expect(JSON.stringify(c.choices[0]!.logprobs)).toBe('{"tokens":["He","llo"],"token_logprobs":[-0.1,-0.2],"top_logprobs":[{"He":-0.1,"__proto__":-2},{}],"text_offset":[0,2]}');
+    expect(JSON.stringify(c.choices[0]!.logprobs)).toBe(
+      '{"tokens":["He","llo"],"token_logprobs":[-0.1,-0.2],"top_logprobs":[{"He":-0.1,"__proto__":-2},{}],"text_offset":[0,2]}',
+    );
   });
 
   it('JSON: echo starts the text with the prompt; a single generation ended by the finish alone', () => {
@@ -72,17 +123,41 @@ describe('TextCompletionRenderer', () => {
       { text: 'B', index: 1, logprobs: null, finish_reason: null },
     ]);
     const byChoice = (i: number) => all.flatMap((c) => c.choices).filter((x) => x.index === i);
-    expect(byChoice(0).map((x) => x.text).join('')).toBe('Ayz');
-    expect(byChoice(1).map((x) => x.text).join('')).toBe('Bx');
-    expect(byChoice(0).map((x) => x.finish_reason).filter((f) => f !== null)).toEqual(['length']);
-    expect(byChoice(1).map((x) => x.finish_reason).filter((f) => f !== null)).toEqual(['stop']);
-    expect(all.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 } });
+    expect(
+      byChoice(0)
+        .map((x) => x.text)
+        .join(''),
+    ).toBe('Ayz');
+    expect(
+      byChoice(1)
+        .map((x) => x.text)
+        .join(''),
+    ).toBe('Bx');
+    expect(
+      byChoice(0)
+        .map((x) => x.finish_reason)
+        .filter((f) => f !== null),
+    ).toEqual(['length']);
+    expect(
+      byChoice(1)
+        .map((x) => x.finish_reason)
+        .filter((f) => f !== null),
+    ).toEqual(['stop']);
+    expect(all.at(-1)).toMatchObject({
+      choices: [],
+      usage: { prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 },
+    });
   });
 
   it('SSE: logprobs ride on their text chunk with text_offset continuing across chunks', () => {
     const r = new TextCompletionRenderer('m', [''], true, false);
-    const sse = r.streamEvent({ type: 'content', text: 'ab', logprobs: [lp('a', -1), lp('b', -2)] }) + r.streamEvent({ type: 'content', text: 'c', logprobs: [lp('c', -3)] }) + r.streamEvent({ type: 'finish', reason: 'stop' });
-    const offsets = chunks(sse).flatMap((c) => (c.choices[0]?.logprobs as { text_offset: number[] } | null)?.text_offset ?? []);
+    const sse =
+      r.streamEvent({ type: 'content', text: 'ab', logprobs: [lp('a', -1), lp('b', -2)] }) +
+      r.streamEvent({ type: 'content', text: 'c', logprobs: [lp('c', -3)] }) +
+      r.streamEvent({ type: 'finish', reason: 'stop' });
+    const offsets = chunks(sse).flatMap(
+      (c) => (c.choices[0]?.logprobs as { text_offset: number[] } | null)?.text_offset ?? [],
+    );
     expect(offsets).toEqual([0, 1, 2]);
     expect(sse).not.toContain('"usage"');
   });

@@ -76,15 +76,39 @@ const CASES: Array<[string, string, Assembled]> = [
     { content: 'x <tool_call>{"name": "rm_rf", "arguments": {}}</tool_call>', calls: [] },
   ],
   ['a lone tag-like text', 'a <tool_ca b', { content: 'a <tool_ca b', calls: [] }],
-  ['unfinished call at the end', '<tool_call>\n{"name": "get_time", "arguments": {"zone": "U', { content: '', calls: [{ id: 'call_0', name: 'get_time', arguments: '{"zone": "U' }] }],
+  [
+    'unfinished call at the end',
+    '<tool_call>\n{"name": "get_time", "arguments": {"zone": "U',
+    { content: '', calls: [{ id: 'call_0', name: 'get_time', arguments: '{"zone": "U' }] },
+  ],
   // Cut by max_tokens after the arguments (seen on stories260K with a forced call): the body's brace and the start
   // of the closing tag are the wrapper's, not the arguments' (clients parse arguments as JSON).
-  ['a call cut inside its closing tag', '<tool_call>\n{ "name" : "get_weather" , "arguments" : { "city" :" S toys." }}\n</t', { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{ "city" :" S toys." }' }] }],
-  ['a call cut one character before its closing tag ends', '<tool_call>\n{ "name" : "get_weather" , "arguments" : { "city" :"" }}\n</tool_call', { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{ "city" :"" }' }] }],
-  ['a call cut after its body', '<tool_call>{"name": "get_weather", "arguments": {"city": "X"}}', { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{"city": "X"}' }] }],
+  [
+    'a call cut inside its closing tag',
+    '<tool_call>\n{ "name" : "get_weather" , "arguments" : { "city" :" S toys." }}\n</t',
+    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{ "city" :" S toys." }' }] },
+  ],
+  [
+    'a call cut one character before its closing tag ends',
+    '<tool_call>\n{ "name" : "get_weather" , "arguments" : { "city" :"" }}\n</tool_call',
+    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{ "city" :"" }' }] },
+  ],
+  [
+    'a call cut after its body',
+    '<tool_call>{"name": "get_weather", "arguments": {"city": "X"}}',
+    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{"city": "X"}' }] },
+  ],
   // Cut inside the arguments: a brace that could have been the body's belongs to them after all.
-  ['a call cut after an inner object', '<tool_call>{"name": "get_weather", "arguments": {"city": {"a": 1 }', { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{"city": {"a": 1 }' }] }],
-  ['escaped name', '<tool_call>{"name": "get\\u005ftime", "arguments": {}}</tool_call>', { content: '', calls: [{ id: 'call_0', name: 'get_time', arguments: '{}' }] }],
+  [
+    'a call cut after an inner object',
+    '<tool_call>{"name": "get_weather", "arguments": {"city": {"a": 1 }',
+    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{"city": {"a": 1 }' }] },
+  ],
+  [
+    'escaped name',
+    '<tool_call>{"name": "get\\u005ftime", "arguments": {}}</tool_call>',
+    { content: '', calls: [{ id: 'call_0', name: 'get_time', arguments: '{}' }] },
+  ],
 ];
 
 describe('ToolCallStreamParser', () => {

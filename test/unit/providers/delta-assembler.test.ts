@@ -30,7 +30,11 @@ describe('DeltaAssembler (vendor events -> ChatDeltas)', () => {
   });
 
   it('generates ids for calls without one, gives empty calls {} arguments, and says tool_calls when the vendor said stop', () => {
-    const deltas = run([{ type: 'tool_call', name: 'now', arguments: '' }, { type: 'tool_call', name: 'now', arguments: '' }, { type: 'finish', reason: 'stop' }]);
+    const deltas = run([
+      { type: 'tool_call', name: 'now', arguments: '' },
+      { type: 'tool_call', name: 'now', arguments: '' },
+      { type: 'finish', reason: 'stop' },
+    ]);
     const firsts = deltas.filter((d) => d.type === 'tool_call' && d.id !== undefined);
     expect(firsts.map((d) => d.type === 'tool_call' && d.index)).toEqual([0, 1]);
     expect(firsts.every((d) => d.type === 'tool_call' && /^call_[A-Za-z0-9_-]{24}$/.test(d.id!))).toBe(true);
@@ -39,18 +43,43 @@ describe('DeltaAssembler (vendor events -> ChatDeltas)', () => {
       { type: 'tool_call', index: 1, arguments: '{}' },
       { type: 'finish', reason: 'tool_calls', usage: undefined },
     ]);
-    expect(run([{ type: 'tool_call', name: 'f', arguments: '{}' }, { type: 'finish', reason: 'length' }]).at(-1)).toMatchObject({ reason: 'length' });
+    expect(
+      run([
+        { type: 'tool_call', name: 'f', arguments: '{}' },
+        { type: 'finish', reason: 'length' },
+      ]).at(-1),
+    ).toMatchObject({ reason: 'length' });
   });
 
   it('merges usage onto the one finish; a stream without end or finish is stream_interrupted; a JSON reply without finish stops', () => {
-    expect(run([{ type: 'usage', usage: { promptTokens: 3 } }, { type: 'text', text: 'hi' }, { type: 'usage', usage: { completionTokens: 2 } }, { type: 'finish', reason: 'stop' }]).at(-1))
-      .toEqual({ type: 'finish', reason: 'stop', usage: { promptTokens: 3, completionTokens: 2, cachedTokens: undefined } });
-    expect(() => run([{ type: 'text', text: 'cut' }])).toThrow(expect.objectContaining({ status: 502, code: 'stream_interrupted' }));
+    expect(
+      run([
+        { type: 'usage', usage: { promptTokens: 3 } },
+        { type: 'text', text: 'hi' },
+        { type: 'usage', usage: { completionTokens: 2 } },
+        { type: 'finish', reason: 'stop' },
+      ]).at(-1),
+    ).toEqual({
+      type: 'finish',
+      reason: 'stop',
+      usage: { promptTokens: 3, completionTokens: 2, cachedTokens: undefined },
+    });
+    expect(() => run([{ type: 'text', text: 'cut' }])).toThrow(
+      expect.objectContaining({ status: 502, code: 'stream_interrupted' }),
+    );
     expect(run([{ type: 'text', text: 'whole' }], false).at(-1)).toMatchObject({ type: 'finish', reason: 'stop' });
   });
 
   it('an error event throws a 502 with the message scrubbed of the key', () => {
-    expect(() => run([{ type: 'error', message: `Unauthorized key ${KEY}` }])).toThrow(expect.objectContaining({ status: 502, code: 'stream_error', message: expect.not.stringContaining('0123456789abcdef') }));
-    expect(() => run([{ type: 'error', status: 529, message: 'overloaded_error: Overloaded' }])).toThrow(expect.objectContaining({ status: 502, code: '529' }));
+    expect(() => run([{ type: 'error', message: `Unauthorized key ${KEY}` }])).toThrow(
+      expect.objectContaining({
+        status: 502,
+        code: 'stream_error',
+        message: expect.not.stringContaining('0123456789abcdef'),
+      }),
+    );
+    expect(() => run([{ type: 'error', status: 529, message: 'overloaded_error: Overloaded' }])).toThrow(
+      expect.objectContaining({ status: 502, code: '529' }),
+    );
   });
 });

@@ -9,7 +9,14 @@ const full = {
     { role: 'system' as const, content: 'sys' },
     { role: 'user' as const, content: 'u1' },
   ],
-  temperature: 0.7, topP: 0.9, maxTokens: 50, stop: ['x', 'y'], seed: 7, presencePenalty: 0.5, frequencyPenalty: -0.5, user: 'u-1',
+  temperature: 0.7,
+  topP: 0.9,
+  maxTokens: 50,
+  stop: ['x', 'y'],
+  seed: 7,
+  presencePenalty: 0.5,
+  frequencyPenalty: -0.5,
+  user: 'u-1',
 };
 
 describe('OpenAI translation', () => {
@@ -18,28 +25,52 @@ describe('OpenAI translation', () => {
     expect(req.url).toBe('http://upstream.test/base/chat/completions');
     expect(req.headers.authorization).toBe(`Bearer ${KEY}`);
     expect(bodyOf(req)).toEqual({
-      model: 'the-model', messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'u1' }],
-      temperature: 0.7, top_p: 0.9, max_completion_tokens: 50, stop: ['x', 'y'], seed: 7, presence_penalty: 0.5, frequency_penalty: -0.5, user: 'u-1',
+      model: 'the-model',
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'u1' },
+      ],
+      temperature: 0.7,
+      top_p: 0.9,
+      max_completion_tokens: 50,
+      stop: ['x', 'y'],
+      seed: 7,
+      presence_penalty: 0.5,
+      frequency_penalty: -0.5,
+      user: 'u-1',
     });
   });
 
   it('asks for usage on streams only, and uses the project temperature when the request has none', () => {
-    const req = bodyOf(openAiAdapter.buildRequest(makeCall({}, { defaultTemperature: 0.2 }), true, optionsFor('openai')));
+    const req = bodyOf(
+      openAiAdapter.buildRequest(makeCall({}, { defaultTemperature: 0.2 }), true, optionsFor('openai')),
+    );
     expect(req).toMatchObject({ stream: true, stream_options: { include_usage: true }, temperature: 0.2 });
-    expect(bodyOf(openAiAdapter.buildRequest(makeCall(), false, optionsFor('openai')))).not.toHaveProperty('stream_options');
+    expect(bodyOf(openAiAdapter.buildRequest(makeCall(), false, optionsFor('openai')))).not.toHaveProperty(
+      'stream_options',
+    );
   });
 
   it('parses replies and stream events', () => {
-    const reply = openAiAdapter.parseReply({ choices: [{ message: { content: 'hey' }, finish_reason: 'length' }], usage: { prompt_tokens: 3, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 1 } } });
+    const reply = openAiAdapter.parseReply({
+      choices: [{ message: { content: 'hey' }, finish_reason: 'length' }],
+      usage: { prompt_tokens: 3, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 1 } },
+    });
     expect(reply).toEqual([
       { type: 'text', text: 'hey' },
       { type: 'finish', reason: 'length' },
       { type: 'usage', usage: { promptTokens: 3, completionTokens: 2, cachedTokens: 1 } },
     ]);
-    expect(openAiAdapter.parseStreamEvent(ev({ choices: [{ delta: { content: 'a' }, finish_reason: null }] }))).toEqual([{ type: 'text', text: 'a' }]);
-    expect(openAiAdapter.parseStreamEvent(ev({ choices: [{ delta: {}, finish_reason: 'content_filter' }] }))).toEqual([{ type: 'finish', reason: 'stop' }]);
+    expect(openAiAdapter.parseStreamEvent(ev({ choices: [{ delta: { content: 'a' }, finish_reason: null }] }))).toEqual(
+      [{ type: 'text', text: 'a' }],
+    );
+    expect(openAiAdapter.parseStreamEvent(ev({ choices: [{ delta: {}, finish_reason: 'content_filter' }] }))).toEqual([
+      { type: 'finish', reason: 'stop' },
+    ]);
     expect(openAiAdapter.parseStreamEvent(ev('[DONE]'))).toEqual([{ type: 'end' }]);
-    expect(openAiAdapter.parseStreamEvent(ev({ error: { message: 'boom' } }))).toEqual([{ type: 'error', message: 'boom' }]);
+    expect(openAiAdapter.parseStreamEvent(ev({ error: { message: 'boom' } }))).toEqual([
+      { type: 'error', message: 'boom' },
+    ]);
     expect(() => openAiAdapter.parseStreamEvent(ev('{not json'))).toThrow(/not valid JSON/);
     expect(() => openAiAdapter.parseReply({ nothing: true })).toThrow(ApiError);
     expect(openAiFinishReason('tool_calls')).toBe('tool_calls');
@@ -54,18 +85,28 @@ describe('Mistral translation', () => {
     expect(req.headers.authorization).toBe(`Bearer ${KEY}`);
     const body = bodyOf(req);
     expect(body).toMatchObject({ max_tokens: 50, random_seed: 7, stream: true, stop: ['x', 'y'] });
-    for (const field of ['seed', 'user', 'stream_options', 'max_completion_tokens']) expect(body).not.toHaveProperty(field);
+    for (const field of ['seed', 'user', 'stream_options', 'max_completion_tokens'])
+      expect(body).not.toHaveProperty(field);
   });
 
   it('maps model_length to length and treats finish_reason error as an upstream failure', () => {
     expect(mistralFinishReason('model_length')).toBe('length');
     expect(mistralFinishReason('stop')).toBe('stop');
     expect(() => mistralFinishReason('error')).toThrow(ApiError);
-    expect(mistralAdapter.parseStreamEvent(ev({ choices: [{ delta: { content: [{ type: 'text', text: 'chunked' }] }, finish_reason: 'model_length' }], usage: { prompt_tokens: 1, completion_tokens: 2 } }))).toEqual([
+    expect(
+      mistralAdapter.parseStreamEvent(
+        ev({
+          choices: [{ delta: { content: [{ type: 'text', text: 'chunked' }] }, finish_reason: 'model_length' }],
+          usage: { prompt_tokens: 1, completion_tokens: 2 },
+        }),
+      ),
+    ).toEqual([
       { type: 'text', text: 'chunked' },
       { type: 'finish', reason: 'length' },
       { type: 'usage', usage: { promptTokens: 1, completionTokens: 2, cachedTokens: undefined } },
     ]);
-    expect(mistralAdapter.parseStreamEvent(ev({ object: 'error', message: 'bad' }))).toEqual([{ type: 'error', message: 'bad' }]);
+    expect(mistralAdapter.parseStreamEvent(ev({ object: 'error', message: 'bad' }))).toEqual([
+      { type: 'error', message: 'bad' },
+    ]);
   });
 });

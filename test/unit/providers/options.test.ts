@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PROVIDER_BASE_URLS, DEFAULT_PROVIDER_OPTIONS, PROVIDER_NAMES, resolveProviderOptions } from '../../../src/providers/chat-provider.ts';
+import {
+  DEFAULT_PROVIDER_BASE_URLS,
+  DEFAULT_PROVIDER_OPTIONS,
+  PROVIDER_NAMES,
+  resolveProviderOptions,
+} from '../../../src/providers/chat-provider.ts';
 import { createProvider } from '../../../src/providers/create-provider.ts';
 
 describe('provider options', () => {
@@ -8,8 +13,12 @@ describe('provider options', () => {
       expect(resolveProviderOptions(name).baseUrl).toBe(DEFAULT_PROVIDER_BASE_URLS[name]);
       expect(createProvider(name).name).toBe(name);
     }
-    expect(resolveProviderOptions('openai', { baseUrl: 'http://127.0.0.1:9/v1/' }).baseUrl).toBe('http://127.0.0.1:9/v1');
-    expect(resolveProviderOptions('openai', { timeoutMs: undefined }).timeoutMs).toBe(DEFAULT_PROVIDER_OPTIONS.timeoutMs);
+    expect(resolveProviderOptions('openai', { baseUrl: 'http://127.0.0.1:9/v1/' }).baseUrl).toBe(
+      'http://127.0.0.1:9/v1',
+    );
+    expect(resolveProviderOptions('openai', { timeoutMs: undefined }).timeoutMs).toBe(
+      DEFAULT_PROVIDER_OPTIONS.timeoutMs,
+    );
   });
 
   it('rejects bad options at construction, naming them', () => {

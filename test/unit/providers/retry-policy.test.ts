@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelayMs, isRetryableStatus, MAX_RETRY_HINT_MS, parseProtoDurationMs, retryAfterFromHeaders } from '../../../src/providers/retry-policy.ts';
+import {
+  backoffDelayMs,
+  isRetryableStatus,
+  MAX_RETRY_HINT_MS,
+  parseProtoDurationMs,
+  retryAfterFromHeaders,
+} from '../../../src/providers/retry-policy.ts';
 
 describe('retry policy', () => {
   it('retries 408, 409, 429 and 5xx (529 included), nothing else', () => {

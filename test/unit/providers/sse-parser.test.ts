@@ -32,7 +32,9 @@ describe('SseParser', () => {
 
   it('joins multi-line data, ignores comments and unknown fields, strips one leading space only', () => {
     const p = new SseParser();
-    expect(p.push(': keep-alive\n\nid: 7\nretry: 10\ndata:first\ndata:  second\n\n')).toEqual([{ event: 'message', data: 'first\n second' }]);
+    expect(p.push(': keep-alive\n\nid: 7\nretry: 10\ndata:first\ndata:  second\n\n')).toEqual([
+      { event: 'message', data: 'first\n second' },
+    ]);
   });
 
   it('decodes UTF-8 split across chunks and drops a leading BOM', () => {

@@ -14,8 +14,15 @@ describe('tool-call arguments and results sent to vendors that take objects', ()
   it('parses arguments into an object, or answers a 400 naming the field (not JSON, not an object, too deep)', () => {
     expect(argumentsObject('{"city":"Paris"}', 'p', 'anthropic')).toEqual({ city: 'Paris' });
     expect(argumentsObject('', 'p', 'anthropic')).toEqual({});
-    for (const bad of ['{oops', '[1,2]', '"text"', `{"a":${'['.repeat(MAX_ARGUMENT_DEPTH)}${']'.repeat(MAX_ARGUMENT_DEPTH)}}`]) {
-      expect(() => argumentsObject(bad, 'messages[1].tool_calls[0].function.arguments', 'anthropic')).toThrow(expect.objectContaining({ status: 400, param: 'messages[1].tool_calls[0].function.arguments' }));
+    for (const bad of [
+      '{oops',
+      '[1,2]',
+      '"text"',
+      `{"a":${'['.repeat(MAX_ARGUMENT_DEPTH)}${']'.repeat(MAX_ARGUMENT_DEPTH)}}`,
+    ]) {
+      expect(() => argumentsObject(bad, 'messages[1].tool_calls[0].function.arguments', 'anthropic')).toThrow(
+        expect.objectContaining({ status: 400, param: 'messages[1].tool_calls[0].function.arguments' }),
+      );
     }
   });
 
@@ -26,7 +33,9 @@ describe('tool-call arguments and results sent to vendors that take objects', ()
       { role: 'tool' as const, content: 'ok', toolCallId: 'c9' },
     ];
     expect(toolNameOf(messages, 1, 'gemini')).toBe('f');
-    expect(() => toolNameOf(messages, 2, 'gemini')).toThrow(expect.objectContaining({ status: 400, param: 'messages[2].tool_call_id' }));
+    expect(() => toolNameOf(messages, 2, 'gemini')).toThrow(
+      expect.objectContaining({ status: 400, param: 'messages[2].tool_call_id' }),
+    );
   });
 
   it('a 100,000-deep arguments text is a 400, never a stack overflow, for Anthropic and Gemini', () => {
@@ -37,7 +46,9 @@ describe('tool-call arguments and results sent to vendors that take objects', ()
       { role: 'tool' as const, content: deep, toolCallId: 'c1' },
     ];
     for (const adapter of [anthropicAdapter, geminiAdapter]) {
-      expect(() => adapter.buildRequest(makeCall({ messages }), false, optionsFor(adapter.name))).toThrow(expect.objectContaining({ status: 400, param: 'messages[1].tool_calls[0].function.arguments' }));
+      expect(() => adapter.buildRequest(makeCall({ messages }), false, optionsFor(adapter.name))).toThrow(
+        expect.objectContaining({ status: 400, param: 'messages[1].tool_calls[0].function.arguments' }),
+      );
     }
   });
 });

@@ -68,8 +68,14 @@ describe('over-long ids and credentials', () => {
 
 describe('parseCredential', () => {
   it('takes the id up to the first _ and keeps every _ of the secret', () => {
-    expect(parseCredential('hk', 'hk_abc123_se_cr_et_0123456789abcdef')).toEqual({ id: 'abc123', secret: 'se_cr_et_0123456789abcdef' });
-    expect(parseCredential('hk', 'hk_abc123__leading_underscore_secret')).toEqual({ id: 'abc123', secret: '_leading_underscore_secret' });
+    expect(parseCredential('hk', 'hk_abc123_se_cr_et_0123456789abcdef')).toEqual({
+      id: 'abc123',
+      secret: 'se_cr_et_0123456789abcdef',
+    });
+    expect(parseCredential('hk', 'hk_abc123__leading_underscore_secret')).toEqual({
+      id: 'abc123',
+      secret: '_leading_underscore_secret',
+    });
     for (let i = 0; i < 200; i++) {
       const issued = issueCredential('hp');
       expect(parseCredential('hp', issued.plaintext)?.id).toBe(issued.id);
@@ -96,7 +102,15 @@ describe('unknown id vs known id with a wrong secret', () => {
     const ws = await workspaces.create('acct1', 'ws');
     await workspaces.requestYam('acct1', ws.id);
     await workspaces.finishYam(ws.id, { ok: true });
-    const { project } = await projects.create({ accountId: 'acct1', workspaceId: ws.id, name: 'p', provider: 'openai', model: 'm', temperature: null, providerApiKey: 'sk-abcdWXYZ' });
+    const { project } = await projects.create({
+      accountId: 'acct1',
+      workspaceId: ws.id,
+      name: 'p',
+      provider: 'openai',
+      model: 'm',
+      temperature: null,
+      providerApiKey: 'sk-abcdWXYZ',
+    });
     secrets.calls = 0;
     expect(() => projects.authenticate(`hp_${project.tokenId}_${'x'.repeat(32)}`)).toThrow('Unauthorized');
     expect(secrets.calls).toBe(1);

@@ -33,7 +33,12 @@ function failCommits(failures: number): { calls: () => number } {
     if (calls > failures) return real(fn);
     fn();
     const error = Object.assign(new Error('Commit failed (see commitError for details)'), {
-      commitError: Promise.reject(Object.assign(new Error('MDB_BAD_TXN: Transaction must abort, has a child, or is invalid: mdb_page_touch no parent'), { code: -30782 })),
+      commitError: Promise.reject(
+        Object.assign(
+          new Error('MDB_BAD_TXN: Transaction must abort, has a child, or is invalid: mdb_page_touch no parent'),
+          { code: -30782 },
+        ),
+      ),
     });
     return Promise.reject(error);
   };
@@ -57,15 +62,19 @@ describe('HearthStore.transaction when a commit fails', () => {
 
   it('passes on a throw of the function itself at once', async () => {
     const commits = failCommits(0);
-    await expect(store.transaction(() => {
-      throw new Error('refused by the check');
-    })).rejects.toThrow('refused by the check');
+    await expect(
+      store.transaction(() => {
+        throw new Error('refused by the check');
+      }),
+    ).rejects.toThrow('refused by the check');
     expect(commits.calls()).toBe(1);
   });
 
   it('gives up after four failed commits with one clear error naming the cause', async () => {
     const commits = failCommits(10);
-    await expect(store.transaction(() => 1)).rejects.toThrow(/records could not be written \(LMDB commit failed 4 times: MDB_BAD_TXN/);
+    await expect(store.transaction(() => 1)).rejects.toThrow(
+      /records could not be written \(LMDB commit failed 4 times: MDB_BAD_TXN/,
+    );
     expect(commits.calls()).toBe(4);
   });
 });

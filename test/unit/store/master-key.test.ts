@@ -21,11 +21,15 @@ describe('master key', () => {
     expect(decodeMasterKey(HEX)).toEqual(bytes);
     expect(decodeMasterKey(bytes.toString('base64'))).toEqual(bytes);
     expect(decodeMasterKey(bytes.toString('base64url'))).toEqual(bytes);
-    for (const bad of ['', 'ab'.repeat(31), 'zz'.repeat(32), Buffer.alloc(31).toString('base64'), 'not a key']) expect(decodeMasterKey(bad)).toBeNull();
+    for (const bad of ['', 'ab'.repeat(31), 'zz'.repeat(32), Buffer.alloc(31).toString('base64'), 'not a key'])
+      expect(decodeMasterKey(bad)).toBeNull();
   });
 
   it('uses the setting when given, and rejects a malformed one without echoing it', () => {
-    expect(loadMasterKey({ secretKey: HEX, dataDir: dir })).toMatchObject({ source: 'setting', key: Buffer.from(HEX, 'hex') });
+    expect(loadMasterKey({ secretKey: HEX, dataDir: dir })).toMatchObject({
+      source: 'setting',
+      key: Buffer.from(HEX, 'hex'),
+    });
     expect(fs.existsSync(path.join(dir, MASTER_KEY_FILE))).toBe(false);
     const e = errorOf(() => loadMasterKey({ secretKey: 'secret-but-short', dataDir: dir }));
     expect(e.message).toContain('HEARTH_SECRET_KEY');

@@ -50,91 +50,209 @@ interface Expected {
 }
 
 describe('a fleet of three replicas, one deaf to NOTIFY', () => {
-  it(`a workspace, project, app or key created, changed or removed on one replica is read at once on the others, ${ROUNDS} times`, { timeout: 600_000 }, async () => {
-    const url = await pgServer.server.createDatabase();
-    const a = await PostgresStore.open(url);
-    const b = await PostgresStore.open(url);
-    const c = await PostgresStore.open(url, { pollMs: 600_000 }); // polls once in 10 minutes
-    open.push(a, b, c);
-    await (c as unknown as { listener: { query(sql: string): Promise<unknown> } }).listener.query('UNLISTEN *');
-    await c.refresh(); // the catch-up c queued when it began to listen has run: from now on it hears nothing by itself
-    const fleet = [a, b, c].map(replica);
-    const admin = await fleet[0]!.keys.create('admin', ACCOUNT);
-    const credentials: PresentedCredentials = { authorization: `Bearer ${admin.key}`, bearer: admin.key, sessionToken: undefined, changes: false, sameOrigin: false };
+  it(
+    `a workspace, project, app or key created, changed or removed on one replica is read at once on the others, ${ROUNDS} times`,
+    { timeout: 600_000 },
+    async () => {
+      const url = await pgServer.server.createDatabase();
+      const a = await PostgresStore.open(url);
+      const b = await PostgresStore.open(url);
+      const c = await PostgresStore.open(url, { pollMs: 600_000 }); // polls once in 10 minutes
+      open.push(a, b, c);
+      await (c as unknown as { listener: { query(sql: string): Promise<unknown> } }).listener.query('UNLISTEN *');
+      await c.refresh(); // the catch-up c queued when it began to listen has run: from now on it hears nothing by itself
+      const fleet = [a, b, c].map(replica);
+      const admin = await fleet[0]!.keys.create('admin', ACCOUNT);
+      const credentials: PresentedCredentials = {
+        authorization: `Bearer ${admin.key}`,
+        bearer: admin.key,
+        sessionToken: undefined,
+        changes: false,
+        sameOrigin: false,
+      };
 
-    let ws = '';
-    let project = '';
-    let app = '';
-    let key = '';
-    /** The changes in turn: each writes on `w` and says what the others must read next. */
-    const steps: ((w: Replica, n: number) => Promise<Expected>)[] = [
-      async (w, n) => {
-        ws = (await w.workspaces.create(ACCOUNT, `ws ${n}`)).id;
-        return { what: 'workspace created', read: (r) => ({ byId: r.workspaces.get(ACCOUNT, ws)?.name, inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws)?.name }), want: `ws ${n}` };
-      },
-      async (w) => {
-        await w.workspaces.requestYam(ACCOUNT, ws);
-        await w.workspaces.finishYam(ws, { ok: true });
-        return { what: 'Yam ready', read: (r) => ({ byId: r.workspaces.get(ACCOUNT, ws)?.yam?.state, inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws)?.yam?.state }), want: 'ready' };
-      },
-      async (w, n) => {
-        project = (await w.projects.create({ accountId: ACCOUNT, workspaceId: ws, name: `p ${n}`, provider: 'anthropic', model: 'm', temperature: null, providerApiKey: 'prov-key-0123456789' })).project.id;
-        return { what: 'project created', read: (r) => ({ byId: r.projects.get(ACCOUNT, ws, project)?.name, inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project)?.name }), want: `p ${n}` };
-      },
-      async (w, n) => {
-        await w.projects.update(ACCOUNT, ws, project, { name: `renamed p ${n}` });
-        return { what: 'project renamed', read: (r) => ({ byId: r.projects.get(ACCOUNT, ws, project)?.name, inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project)?.name }), want: `renamed p ${n}` };
-      },
-      async (w, n) => {
-        app = (await w.apps.create(AppRepository.newAppId(), { accountId: ACCOUNT, workspaceId: ws, name: `app ${n}`, env: { A: '1' }, apiKeyEnv: null, healthPath: '/' }, null)).id;
-        return { what: 'app created', read: (r) => ({ byId: r.apps.get(ACCOUNT, ws, app)?.name, inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app)?.name }), want: `app ${n}` };
-      },
-      async (w, n) => {
-        await w.apps.update(app, { name: `renamed app ${n}` });
-        return { what: 'app renamed', read: (r) => ({ byId: r.apps.get(ACCOUNT, ws, app)?.name, inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app)?.name }), want: `renamed app ${n}` };
-      },
-      async (w) => {
-        await w.apps.delete(app);
-        return { what: 'app deleted', read: (r) => ({ byId: r.apps.get(ACCOUNT, ws, app), inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app) }), want: undefined };
-      },
-      async (w) => {
-        await w.projects.delete(ACCOUNT, ws, project);
-        return { what: 'project deleted', read: (r) => ({ byId: r.projects.get(ACCOUNT, ws, project), inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project) }), want: undefined };
-      },
-      async (w, n) => {
-        key = (await w.keys.create(`key ${n}`, ACCOUNT)).id;
-        return { what: 'key created', read: (r) => ({ byId: r.keys.get(key)?.name, inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.name }), want: `key ${n}` };
-      },
-      async (w, n) => {
-        await w.keys.update(key, ACCOUNT, { name: `renamed key ${n}` });
-        return { what: 'key renamed', read: (r) => ({ byId: r.keys.get(key)?.name, inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.name }), want: `renamed key ${n}` };
-      },
-      async (w) => {
-        await w.keys.revoke(key, ACCOUNT);
-        return { what: 'key revoked', read: (r) => ({ byId: r.keys.get(key)?.revokedAt !== null, inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.revokedAt !== null }), want: true };
-      },
-      async (w) => {
-        await w.workspaces.delete(ACCOUNT, ws);
-        return { what: 'workspace deleted', read: (r) => ({ byId: r.workspaces.get(ACCOUNT, ws), inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws) }), want: undefined };
-      },
-    ];
+      let ws = '';
+      let project = '';
+      let app = '';
+      let key = '';
+      /** The changes in turn: each writes on `w` and says what the others must read next. */
+      const steps: ((w: Replica, n: number) => Promise<Expected>)[] = [
+        async (w, n) => {
+          ws = (await w.workspaces.create(ACCOUNT, `ws ${n}`)).id;
+          return {
+            what: 'workspace created',
+            read: (r) => ({
+              byId: r.workspaces.get(ACCOUNT, ws)?.name,
+              inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws)?.name,
+            }),
+            want: `ws ${n}`,
+          };
+        },
+        async (w) => {
+          await w.workspaces.requestYam(ACCOUNT, ws);
+          await w.workspaces.finishYam(ws, { ok: true });
+          return {
+            what: 'Yam ready',
+            read: (r) => ({
+              byId: r.workspaces.get(ACCOUNT, ws)?.yam?.state,
+              inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws)?.yam?.state,
+            }),
+            want: 'ready',
+          };
+        },
+        async (w, n) => {
+          project = (
+            await w.projects.create({
+              accountId: ACCOUNT,
+              workspaceId: ws,
+              name: `p ${n}`,
+              provider: 'anthropic',
+              model: 'm',
+              temperature: null,
+              providerApiKey: 'prov-key-0123456789',
+            })
+          ).project.id;
+          return {
+            what: 'project created',
+            read: (r) => ({
+              byId: r.projects.get(ACCOUNT, ws, project)?.name,
+              inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project)?.name,
+            }),
+            want: `p ${n}`,
+          };
+        },
+        async (w, n) => {
+          await w.projects.update(ACCOUNT, ws, project, { name: `renamed p ${n}` });
+          return {
+            what: 'project renamed',
+            read: (r) => ({
+              byId: r.projects.get(ACCOUNT, ws, project)?.name,
+              inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project)?.name,
+            }),
+            want: `renamed p ${n}`,
+          };
+        },
+        async (w, n) => {
+          app = (
+            await w.apps.create(
+              AppRepository.newAppId(),
+              {
+                accountId: ACCOUNT,
+                workspaceId: ws,
+                name: `app ${n}`,
+                env: { A: '1' },
+                apiKeyEnv: null,
+                healthPath: '/',
+              },
+              null,
+            )
+          ).id;
+          return {
+            what: 'app created',
+            read: (r) => ({
+              byId: r.apps.get(ACCOUNT, ws, app)?.name,
+              inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app)?.name,
+            }),
+            want: `app ${n}`,
+          };
+        },
+        async (w, n) => {
+          await w.apps.update(app, { name: `renamed app ${n}` });
+          return {
+            what: 'app renamed',
+            read: (r) => ({
+              byId: r.apps.get(ACCOUNT, ws, app)?.name,
+              inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app)?.name,
+            }),
+            want: `renamed app ${n}`,
+          };
+        },
+        async (w) => {
+          await w.apps.delete(app);
+          return {
+            what: 'app deleted',
+            read: (r) => ({
+              byId: r.apps.get(ACCOUNT, ws, app),
+              inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app),
+            }),
+            want: undefined,
+          };
+        },
+        async (w) => {
+          await w.projects.delete(ACCOUNT, ws, project);
+          return {
+            what: 'project deleted',
+            read: (r) => ({
+              byId: r.projects.get(ACCOUNT, ws, project),
+              inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project),
+            }),
+            want: undefined,
+          };
+        },
+        async (w, n) => {
+          key = (await w.keys.create(`key ${n}`, ACCOUNT)).id;
+          return {
+            what: 'key created',
+            read: (r) => ({
+              byId: r.keys.get(key)?.name,
+              inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.name,
+            }),
+            want: `key ${n}`,
+          };
+        },
+        async (w, n) => {
+          await w.keys.update(key, ACCOUNT, { name: `renamed key ${n}` });
+          return {
+            what: 'key renamed',
+            read: (r) => ({
+              byId: r.keys.get(key)?.name,
+              inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.name,
+            }),
+            want: `renamed key ${n}`,
+          };
+        },
+        async (w) => {
+          await w.keys.revoke(key, ACCOUNT);
+          return {
+            what: 'key revoked',
+            read: (r) => ({
+              byId: r.keys.get(key)?.revokedAt !== null,
+              inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.revokedAt !== null,
+            }),
+            want: true,
+          };
+        },
+        async (w) => {
+          await w.workspaces.delete(ACCOUNT, ws);
+          return {
+            what: 'workspace deleted',
+            read: (r) => ({
+              byId: r.workspaces.get(ACCOUNT, ws),
+              inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws),
+            }),
+            want: undefined,
+          };
+        },
+      ];
 
-    const misses: string[] = [];
-    for (let n = 0; n < ROUNDS; n++) {
-      const writer = n % 3;
-      const expected = await steps[n % steps.length]!(fleet[writer]!, n);
-      await Promise.all(
-        fleet.map(async (r, i) => {
-          if (i === writer) return;
-          const caller = await r.auth.authenticateFresh(credentials);
-          expect(caller.accountId).toBe(ACCOUNT);
-          const seen = expected.read(r);
-          if (seen.byId !== expected.want || seen.inList !== expected.want) misses.push(`round ${n}, ${expected.what} on replica ${writer}, read on ${i}: ${JSON.stringify(seen)}`);
-        }),
-      );
-    }
-    expect({ misses: misses.length, first: misses.slice(0, 5) }).toEqual({ misses: 0, first: [] });
-  });
+      const misses: string[] = [];
+      for (let n = 0; n < ROUNDS; n++) {
+        const writer = n % 3;
+        const expected = await steps[n % steps.length]!(fleet[writer]!, n);
+        await Promise.all(
+          fleet.map(async (r, i) => {
+            if (i === writer) return;
+            const caller = await r.auth.authenticateFresh(credentials);
+            expect(caller.accountId).toBe(ACCOUNT);
+            const seen = expected.read(r);
+            if (seen.byId !== expected.want || seen.inList !== expected.want)
+              misses.push(`round ${n}, ${expected.what} on replica ${writer}, read on ${i}: ${JSON.stringify(seen)}`);
+          }),
+        );
+      }
+      expect({ misses: misses.length, first: misses.slice(0, 5) }).toEqual({ misses: 0, first: [] });
+    },
+  );
 
   it('current(): callers waiting together share one catch-up query; one that comes while it runs waits for the next', async () => {
     const url = await pgServer.server.createDatabase();

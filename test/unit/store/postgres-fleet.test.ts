@@ -64,33 +64,67 @@ describe('PostgreSQL records shared by replicas', () => {
     const created = await new ApiKeyRepository(a!).create('ci', 'acct');
     const keysB = new ApiKeyRepository(b!);
     expect(() => keysB.authenticate(created.key)).toThrow('Unauthorized');
-    expect(await keysB.authenticateFresh(created.key)).toEqual({ keyId: created.id, accountId: 'acct', limits: LIMITS });
+    expect(await keysB.authenticateFresh(created.key)).toEqual({
+      keyId: created.id,
+      accountId: 'acct',
+      limits: LIMITS,
+    });
     // A key nobody made stays a 401 after the one refresh.
-    await expect(Promise.resolve().then(() => keysB.authenticateFresh('hk_nobody_0000000000000000000000000000000000'))).rejects.toThrow('Unauthorized');
+    await expect(
+      Promise.resolve().then(() => keysB.authenticateFresh('hk_nobody_0000000000000000000000000000000000')),
+    ).rejects.toThrow('Unauthorized');
 
     const sessionsA = new SessionRepository(a!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 });
     const users = new UserRepository(a!);
     await users.issueSetupToken(60_000);
-    const owner = await users.create({ email: 'o@example.com', password: 'a password 12', role: 'owner', accountId: 'acct' });
+    const owner = await users.create({
+      email: 'o@example.com',
+      password: 'a password 12',
+      role: 'owner',
+      accountId: 'acct',
+    });
     const { token } = await sessionsA.create(owner.id, 'acct');
-    const authB = new ManagementAuthenticator(keysB, new SessionRepository(b!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }), new UserRepository(b!), () => b!.current());
+    const authB = new ManagementAuthenticator(
+      keysB,
+      new SessionRepository(b!, { idleMs: 3_600_000, maxAgeMs: 86_400_000 }),
+      new UserRepository(b!),
+      () => b!.current(),
+    );
     const credentials = { authorization: '', bearer: undefined, sessionToken: token, changes: false, sameOrigin: true };
     expect(() => authB.authenticate(credentials)).toThrow();
-    expect(await authB.authenticateFresh(credentials)).toMatchObject({ kind: 'session', accountId: 'acct', userId: owner.id });
+    expect(await authB.authenticateFresh(credentials)).toMatchObject({
+      kind: 'session',
+      accountId: 'acct',
+      userId: owner.id,
+    });
 
     const workspaces = new WorkspaceRepository(a!);
     const ws = await workspaces.create('acct', 'ws');
     await workspaces.requestYam('acct', ws.id);
     await workspaces.finishYam(ws.id, { ok: true });
     const cipher = new ProviderKeyCipher(Buffer.alloc(32, 9));
-    const { project, token: projectToken } = await new ProjectRepository(a!, cipher).create({ accountId: 'acct', workspaceId: ws.id, name: 'p', provider: 'anthropic', model: 'm', temperature: null, providerApiKey: 'prov-key-0123456789' });
+    const { project, token: projectToken } = await new ProjectRepository(a!, cipher).create({
+      accountId: 'acct',
+      workspaceId: ws.id,
+      name: 'p',
+      provider: 'anthropic',
+      model: 'm',
+      temperature: null,
+      providerApiKey: 'prov-key-0123456789',
+    });
     const projectsB = new ProjectRepository(b!, cipher);
     expect(() => projectsB.authenticate(projectToken)).toThrow('Unauthorized');
     expect((await projectsB.authenticateFresh(projectToken)).id).toBe(project.id);
 
     // What the answer of a stored response waits for: its commit (not a.refresh(), which could return a catch-up
     // queued before the put, and so resolve before the commit: the flake of issue #35).
-    await new ResponseRepository(a!, 30).put({ id: 'resp_1', accountId: 'acct', response: { id: 'resp_1' }, inputItems: [], history: [] });
+    await new ResponseRepository(a!, 30).put({
+      id: 'resp_1',
+      accountId: 'acct',
+      response: { id: 'resp_1' },
+      inputItems: [],
+      history: [],
+    });
     const responsesB = new ResponseRepository(b!, 30);
     expect(responsesB.get('acct', 'resp_1')).toBeUndefined();
     expect((await responsesB.getCurrent('acct', 'resp_1'))?.response).toEqual({ id: 'resp_1' });
@@ -103,11 +137,24 @@ describe('PostgreSQL records shared by replicas', () => {
 
   it('a stored response is committed when put() resolves, also behind a transaction and a catch-up queued before it', async () => {
     const [a] = await replicas(1, { pollMs: 600_000 });
-    const committed = async () => Number((await a!.query<{ n: string }>("SELECT count(*) AS n FROM records WHERE tbl = 'responses' AND value IS NOT NULL")).rows[0]!.n);
+    const committed = async () =>
+      Number(
+        (
+          await a!.query<{ n: string }>(
+            "SELECT count(*) AS n FROM records WHERE tbl = 'responses' AND value IS NOT NULL",
+          )
+        ).rows[0]!.n,
+      );
     for (let i = 0; i < 20; i++) {
       const busy = a!.dbs.setupTokens.put(`t${i}`, { createdAt: 'c', expiresAt: 'e' }); // the queue is busy ...
       void a!.refresh(); // ... so this catch-up is queued before the put, not started (a refresh() now would join it)
-      const kept = new ResponseRepository(a!, 30).put({ id: `resp_${i}`, accountId: 'acct', response: {}, inputItems: [], history: [] });
+      const kept = new ResponseRepository(a!, 30).put({
+        id: `resp_${i}`,
+        accountId: 'acct',
+        response: {},
+        inputItems: [],
+        history: [],
+      });
       expect(kept).toBeInstanceOf(Promise);
       await kept;
       expect(await committed()).toBe(i + 1);
@@ -186,7 +233,14 @@ describe('PostgreSQL records shared by replicas', () => {
     pgServer.server.freeze();
     try {
       const started = Date.now();
-      const codes = await Promise.all([keys.create('one', 'acct'), keys.create('two', 'acct'), keys.revoke(created.id, 'acct')].map((p) => p.then(() => 'written', (e: unknown) => (e as ApiError).code)));
+      const codes = await Promise.all(
+        [keys.create('one', 'acct'), keys.create('two', 'acct'), keys.revoke(created.id, 'acct')].map((p) =>
+          p.then(
+            () => 'written',
+            (e: unknown) => (e as ApiError).code,
+          ),
+        ),
+      );
       expect(codes).toEqual(['store_unavailable', 'store_unavailable', 'store_unavailable']);
       expect(Date.now() - started).toBeLessThan(8_000); // one query timeout, not one per queued write
       expect(keys.authenticate(created.key).keyId).toBe(created.id);
@@ -201,10 +255,15 @@ describe('PostgreSQL records shared by replicas', () => {
     const [a] = await replicas(1);
     for (let i = 0; i < 20; i++) await a!.dbs.users.put(`u${i}`, { id: `u${i}` } as never);
     const explain = async (from: number) => {
-      const { rows } = await a!.query<{ 'QUERY PLAN': [{ JIT?: unknown; Plan: { 'Total Cost': number } }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${CHANGES_SQL}`, [from]);
+      const { rows } = await a!.query<{ 'QUERY PLAN': [{ JIT?: unknown; Plan: { 'Total Cost': number } }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${CHANGES_SQL}`,
+        [from],
+      );
       return rows[0]!['QUERY PLAN'][0];
     };
-    const jitAbove = Number((await a!.query<{ v: string }>("SELECT current_setting('jit_above_cost') AS v")).rows[0]!.v);
+    const jitAbove = Number(
+      (await a!.query<{ v: string }>("SELECT current_setting('jit_above_cost') AS v")).rows[0]!.v,
+    );
     for (const from of [-1, 10, 1_000]) {
       const plan = await explain(from);
       expect(plan.JIT, `from ${from}`).toBeUndefined();
@@ -216,7 +275,9 @@ describe('PostgreSQL records shared by replicas', () => {
     const url = await pgServer.server.createDatabase();
     const stores = await Promise.all([1, 2, 3].map(() => PostgresStore.open(url)));
     open.push(...stores);
-    const rows = await (stores[0] as unknown as { pool: { query(sql: string): Promise<{ rows: { version: number }[] }> } }).pool.query('SELECT version FROM schema_migrations ORDER BY version');
+    const rows = await (
+      stores[0] as unknown as { pool: { query(sql: string): Promise<{ rows: { version: number }[] }> } }
+    ).pool.query('SELECT version FROM schema_migrations ORDER BY version');
     expect(rows.rows.map((r) => r.version)).toEqual(readMigrations().map((m) => m.version)); // each once, in order
   });
 

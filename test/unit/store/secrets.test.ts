@@ -23,7 +23,14 @@ describe('credentials', () => {
 
   it('rejects malformed credentials and the wrong prefix', () => {
     const c = issueCredential('hk');
-    for (const bad of ['', 'hk_', 'hk__secretsecretsecret', 'hk_ID_secretsecretsecret', 'hk_abc_short', c.plaintext.replace('hk_', 'hp_')]) {
+    for (const bad of [
+      '',
+      'hk_',
+      'hk__secretsecretsecret',
+      'hk_ID_secretsecretsecret',
+      'hk_abc_short',
+      c.plaintext.replace('hk_', 'hp_'),
+    ]) {
       expect(parseCredential('hk', bad)).toBeNull();
     }
   });

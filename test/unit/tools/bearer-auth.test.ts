@@ -11,7 +11,16 @@ describe('BearerAuth', () => {
   });
 
   it('refuses anything else', () => {
-    for (const h of ['', 'Bearer', 'Bearer ', 's3cret-key', 'Basic s3cret-key', 'Bearer s3cret-ke', 'Bearer s3cret-key2', 'Bearer s3cret-key extra']) {
+    for (const h of [
+      '',
+      'Bearer',
+      'Bearer ',
+      's3cret-key',
+      'Basic s3cret-key',
+      'Bearer s3cret-ke',
+      'Bearer s3cret-key2',
+      'Bearer s3cret-key extra',
+    ]) {
       expect(auth.accepts(h), h).toBe(false);
     }
   });

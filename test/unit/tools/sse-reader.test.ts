@@ -4,7 +4,10 @@ import { SseReader } from '../../../examples/tool-server/sse-reader.ts';
 describe('SseReader', () => {
   it('parses data events, skipping comments', () => {
     const r = new SseReader();
-    expect(r.push(': keep-alive\n\ndata: {"a":1}\n\ndata: [DONE]\n\n').map((e) => e.data)).toEqual(['{"a":1}', '[DONE]']);
+    expect(r.push(': keep-alive\n\ndata: {"a":1}\n\ndata: [DONE]\n\n').map((e) => e.data)).toEqual([
+      '{"a":1}',
+      '[DONE]',
+    ]);
   });
 
   it('reassembles events split at any point, CRLF included', () => {

@@ -5,7 +5,12 @@ import { ToolRegistry } from '../../../src/tools/tool-registry.ts';
 import type { ToolDefinition } from '../../../src/tools/tool-definition.ts';
 
 const log = createLogger('error', () => {});
-const def = (name: string, handler: ToolDefinition['handler']): ToolDefinition => ({ name, description: 'd', input_schema: { type: 'object', properties: {} }, handler });
+const def = (name: string, handler: ToolDefinition['handler']): ToolDefinition => ({
+  name,
+  description: 'd',
+  input_schema: { type: 'object', properties: {} },
+  handler,
+});
 const registry = new ToolRegistry([
   def('sync-throw', () => {
     throw new Error('sync');
@@ -13,13 +18,15 @@ const registry = new ToolRegistry([
   def('undefined', async () => undefined as never),
   def('forever', () => new Promise(() => {})),
 ]);
-const run = (tool: string, signal = new AbortController().signal, timeoutMs = 1000) => invokeTool(registry, { tool, args: {}, transport: 'http', signal, timeoutMs }, log);
+const run = (tool: string, signal = new AbortController().signal, timeoutMs = 1000) =>
+  invokeTool(registry, { tool, args: {}, transport: 'http', signal, timeoutMs }, log);
 
 describe('invokeTool', () => {
   it('maps a synchronous throw to a generic failure', async () => {
     const o = await run('sync-throw');
     expect(o.ok).toBe(false);
-    if (!o.ok) expect([o.failure, o.error.status, o.error.message]).toEqual(['failed', 500, "Tool 'sync-throw' failed"]);
+    if (!o.ok)
+      expect([o.failure, o.error.status, o.error.message]).toEqual(['failed', 500, "Tool 'sync-throw' failed"]);
   });
 
   it('answers null for a handler that resolves to undefined', async () => {

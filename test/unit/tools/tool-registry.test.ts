@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { ToolDefinitionError, ToolRegistry } from '../../../src/tools/tool-registry.ts';
 import type { ToolDefinition } from '../../../src/tools/tool-definition.ts';
 
-const tool = (input_schema: ToolDefinition['input_schema'], name = 't'): ToolDefinition => ({ name, description: 'd', input_schema, handler: () => null });
+const tool = (input_schema: ToolDefinition['input_schema'], name = 't'): ToolDefinition => ({
+  name,
+  description: 'd',
+  input_schema,
+  handler: () => null,
+});
 
 describe('ToolRegistry', () => {
   it('adds the built-in healthcheck first', () => {
@@ -14,7 +19,12 @@ describe('ToolRegistry', () => {
     const r = new ToolRegistry([
       tool({
         type: 'object',
-        properties: { items: { type: 'array', items: { type: 'object', properties: { 'a/b': { type: 'integer' } }, required: ['q~r'] } } },
+        properties: {
+          items: {
+            type: 'array',
+            items: { type: 'object', properties: { 'a/b': { type: 'integer' } }, required: ['q~r'] },
+          },
+        },
       }),
     ]);
     const issues = r.get('t')!.check({ items: [{ 'a/b': 1.5 }] });
@@ -37,7 +47,11 @@ describe('ToolRegistry', () => {
   });
 
   it('throws ToolDefinitionError for unknown keywords (strict) and bad types', () => {
-    expect(() => new ToolRegistry([tool({ type: 'object', properties: { a: { type: 'string', minLenght: 1 } } })])).toThrow(ToolDefinitionError);
-    expect(() => new ToolRegistry([tool({ type: 'object', properties: { a: { type: 'nope' } } })])).toThrow(/invalid input_schema/);
+    expect(
+      () => new ToolRegistry([tool({ type: 'object', properties: { a: { type: 'string', minLenght: 1 } } })]),
+    ).toThrow(ToolDefinitionError);
+    expect(() => new ToolRegistry([tool({ type: 'object', properties: { a: { type: 'nope' } } })])).toThrow(
+      /invalid input_schema/,
+    );
   });
 });

@@ -18,7 +18,9 @@ describe('matchPath', () => {
     ['/playground', 'playground', {}],
   ])('%s -> %s', (p, page, params) => expect(matchPath(p)).toEqual({ page, params }));
 
-  it.each(['/nope', '/workspaces/a/b', '/settings', '/api/v1/keys'])('%s is no page', (p) => expect(matchPath(p)).toBeNull());
+  it.each(['/nope', '/workspaces/a/b', '/settings', '/api/v1/keys'])('%s is no page', (p) =>
+    expect(matchPath(p)).toBeNull(),
+  );
 });
 
 describe('niceMax', () => {
@@ -50,7 +52,9 @@ describe('stoppedBecause', () => {
   it('names a revoked or missing key, nothing for a batch without such an entry', () => {
     const entry = (code: string) => ({ code, message: 'm' });
     expect(stoppedBecause({ errors: { data: [entry('api_key_revoked')] } })).toBe('its key was revoked');
-    expect(stoppedBecause({ errors: { data: [entry('invalid_json'), entry('api_key_not_found')] } })).toBe('its key is gone');
+    expect(stoppedBecause({ errors: { data: [entry('invalid_json'), entry('api_key_not_found')] } })).toBe(
+      'its key is gone',
+    );
     expect(stoppedBecause({ errors: { data: [entry('invalid_json')] } })).toBeUndefined();
     expect(stoppedBecause({ errors: null })).toBeUndefined();
   });

@@ -20,11 +20,9 @@ async function collect(parts: string[]) {
 
 describe('SSE reader', () => {
   it('yields data events in order and stops at [DONE]', async () => {
-    expect(await collect(['data: {"a":1}\n\n', 'data: {"a":2}\n\ndata: [DONE]\n\n', 'data: {"after":true}\n\n'])).toEqual([
-      { kind: 'data', data: '{"a":1}' },
-      { kind: 'data', data: '{"a":2}' },
-      { kind: 'done' },
-    ]);
+    expect(
+      await collect(['data: {"a":1}\n\n', 'data: {"a":2}\n\ndata: [DONE]\n\n', 'data: {"after":true}\n\n']),
+    ).toEqual([{ kind: 'data', data: '{"a":1}' }, { kind: 'data', data: '{"a":2}' }, { kind: 'done' }]);
   });
 
   it('joins events split across chunks, even inside a multi-byte character', async () => {
@@ -42,11 +40,16 @@ describe('SSE reader', () => {
   });
 
   it('ignores keep-alive comments and handles CRLF framing', () => {
-    expect(splitEvents(': keep-alive\n\n: keep-alive\r\n\r\ndata: x\r\n\r\ndata: y')).toEqual({ events: [{ kind: 'data', data: 'x' }], rest: 'data: y' });
+    expect(splitEvents(': keep-alive\n\n: keep-alive\r\n\r\ndata: x\r\n\r\ndata: y')).toEqual({
+      events: [{ kind: 'data', data: 'x' }],
+      rest: 'data: y',
+    });
   });
 
   it('a last event without its blank line still counts at the end of the body', async () => {
-    expect(await collect(['data: {"error":{"message":"boom"}}'])).toEqual([{ kind: 'data', data: '{"error":{"message":"boom"}}' }]);
+    expect(await collect(['data: {"error":{"message":"boom"}}'])).toEqual([
+      { kind: 'data', data: '{"error":{"message":"boom"}}' },
+    ]);
   });
 
   it('joins multi-line data with newlines', () => {

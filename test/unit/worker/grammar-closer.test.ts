@@ -21,7 +21,10 @@ const EOS = 0;
 const id = (piece: string) => PIECES.indexOf(piece);
 const pieces: TokenPiece[] = PIECES.map((p, t) => (t === EOS ? 'end' : new TextEncoder().encode(p)));
 
-interface State { text: string; accepted: number }
+interface State {
+  text: string;
+  accepted: number;
+}
 const ops: GrammarOps<State> = {
   clone: (s) => ({ ...s }),
   allows: (s, token) => (token === EOS ? SENTENCE.test(s.text) : isPrefix(s.text + PIECES[token]!)),

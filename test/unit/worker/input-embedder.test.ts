@@ -1,11 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { RawPrompt } from '../../../src/protocol/chat-request.ts';
-import { InputEmbedder, INSTANT_EMBEDDING_DIMENSIONS, instantVectors, type TokenVectors } from '../../../src/worker/input-embedder.ts';
+import {
+  InputEmbedder,
+  INSTANT_EMBEDDING_DIMENSIONS,
+  instantVectors,
+  type TokenVectors,
+} from '../../../src/worker/input-embedder.ts';
 import { PromptTooLong } from '../../../src/worker/prompt-tokenizer.ts';
 
 /** One token per character (its code); a vector per input: [its first token, its length]. */
 const tokenize = async (input: RawPrompt, max: number) => {
-  const t = typeof input === 'string' ? Uint32Array.from([...input].map((c) => c.charCodeAt(0))) : Uint32Array.from(input);
+  const t =
+    typeof input === 'string' ? Uint32Array.from([...input].map((c) => c.charCodeAt(0))) : Uint32Array.from(input);
   if (t.length > max) throw new PromptTooLong(t.length);
   return t;
 };
@@ -26,7 +32,11 @@ describe('InputEmbedder', () => {
   it('gathers the requests that arrive during a call into the next one, each with its own vectors', async () => {
     const { calls, vectors } = recording();
     const embedder = new InputEmbedder(16, tokenize, vectors);
-    const [a, b, c] = await Promise.all([embedder.embed(['a']), embedder.embed(['bb', 'ccc']), embedder.embed([[9, 9]])]);
+    const [a, b, c] = await Promise.all([
+      embedder.embed(['a']),
+      embedder.embed(['bb', 'ccc']),
+      embedder.embed([[9, 9]]),
+    ]);
     expect(calls).toEqual([1, 3]);
     expect(a).toEqual({ ok: true, vectors: Float32Array.from([97, 1]), dimensions: 2, tokens: [1] });
     expect(b).toEqual({ ok: true, vectors: Float32Array.from([98, 2, 99, 3]), dimensions: 2, tokens: [2, 3] });
@@ -36,7 +46,13 @@ describe('InputEmbedder', () => {
   it('refuses an input longer than the context by its index, computing nothing', async () => {
     const { calls, vectors } = recording();
     const embedder = new InputEmbedder(4, tokenize, vectors);
-    expect(await embedder.embed(['ok', 'too long'])).toEqual({ ok: false, index: 1, reason: 'too_long', atLeastTokens: 8, contextSize: 4 });
+    expect(await embedder.embed(['ok', 'too long'])).toEqual({
+      ok: false,
+      index: 1,
+      reason: 'too_long',
+      atLeastTokens: 8,
+      contextSize: 4,
+    });
     expect(calls).toEqual([]);
   });
 
@@ -56,7 +72,9 @@ describe('instantVectors', () => {
   it('is a deterministic unit vector per input', async () => {
     const r = await instantVectors([], ['a', 'b', 'a', [1, 2]]);
     expect(r.dimensions).toBe(INSTANT_EMBEDDING_DIMENSIONS);
-    const rows = Array.from({ length: 4 }, (_, i) => Array.from(r.vectors.subarray(i * r.dimensions, (i + 1) * r.dimensions)));
+    const rows = Array.from({ length: 4 }, (_, i) =>
+      Array.from(r.vectors.subarray(i * r.dimensions, (i + 1) * r.dimensions)),
+    );
     for (const v of rows) expect(Math.hypot(...v)).toBeCloseTo(1, 5);
     expect(rows[0]).toEqual(rows[2]);
     expect(rows[0]).not.toEqual(rows[1]);

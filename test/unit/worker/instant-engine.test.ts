@@ -5,16 +5,25 @@ import { DEFAULT_SAMPLING } from '../../../src/engine/sampling-defaults.ts';
 import type { SlotJobResult } from '../../../src/worker/slot-engine.ts';
 import { submitJob, type TestJob } from '../../helpers/generation-job.ts';
 
-function run(job: Partial<TestJob>): Promise<{ text: string; calls: Array<TokenLogprob[] | undefined>; result: SlotJobResult }> {
+function run(
+  job: Partial<TestJob>,
+): Promise<{ text: string; calls: Array<TokenLogprob[] | undefined>; result: SlotJobResult }> {
   const engine = new InstantEngine(256, 2);
   const calls: Array<TokenLogprob[] | undefined> = [];
   let text = '';
   return new Promise((resolve, reject) => {
-    submitJob(engine, { promptTokens: new Uint32Array(4), maxTokens: 5, stops: [], sampling: DEFAULT_SAMPLING, ...job }, {
-      onText: (t, _n, lp) => { text += t; calls.push(lp); },
-      onDone: (result) => resolve({ text, calls, result }),
-      onError: (e) => reject(new Error(e.message)),
-    });
+    submitJob(
+      engine,
+      { promptTokens: new Uint32Array(4), maxTokens: 5, stops: [], sampling: DEFAULT_SAMPLING, ...job },
+      {
+        onText: (t, _n, lp) => {
+          text += t;
+          calls.push(lp);
+        },
+        onDone: (result) => resolve({ text, calls, result }),
+        onError: (e) => reject(new Error(e.message)),
+      },
+    );
   });
 }
 
@@ -32,9 +41,14 @@ describe('instant engine', () => {
     expect(asked.text).toBe(' the quick brown');
     const entries = asked.calls.flatMap((c) => c ?? []);
     expect(entries.map((e) => e.token)).toEqual([' the', ' quick', ' brown']); // the stop string's word is never emitted
-    expect(entries[0]).toEqual({ token: ' the', logprob: 0, bytes: [...Buffer.from(' the')], top: [
-      { token: ' the', logprob: 0, bytes: [...Buffer.from(' the')] },
-      { token: ' quick', logprob: -10, bytes: [...Buffer.from(' quick')] },
-    ] });
+    expect(entries[0]).toEqual({
+      token: ' the',
+      logprob: 0,
+      bytes: [...Buffer.from(' the')],
+      top: [
+        { token: ' the', logprob: 0, bytes: [...Buffer.from(' the')] },
+        { token: ' quick', logprob: -10, bytes: [...Buffer.from(' quick')] },
+      ],
+    });
   });
 });

@@ -9,7 +9,11 @@ describe('KvUseReporter', () => {
     vi.useFakeTimers();
     now = { used: 0, total: 1024 };
     posted = [];
-    reporter = new KvUseReporter(() => ({ ...now }), (u) => posted.push(u), 250);
+    reporter = new KvUseReporter(
+      () => ({ ...now }),
+      (u) => posted.push(u),
+      250,
+    );
   });
   afterEach(() => vi.useRealTimers());
 

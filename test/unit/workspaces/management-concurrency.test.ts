@@ -44,7 +44,13 @@ async function readyWorkspace(): Promise<string> {
   return ws.workspaceId;
 }
 
-const newProject = (ws: string, name = 'bot') => management.createProject(ACCOUNT, ws, { name, provider: 'openai', model: 'gpt-4o-mini', providerApiKey: 'sk-race-0123456789' });
+const newProject = (ws: string, name = 'bot') =>
+  management.createProject(ACCOUNT, ws, {
+    name,
+    provider: 'openai',
+    model: 'gpt-4o-mini',
+    providerApiKey: 'sk-race-0123456789',
+  });
 
 /** Whether `token` authenticates as project `id`. */
 function tokenWorks(token: string, id: string): boolean {
@@ -56,22 +62,36 @@ function tokenWorks(token: string, id: string): boolean {
 }
 
 /** Index entries of one kind, as [kind, owner, record] keys. */
-const indexEntries = (kind: string) => [...temp.store.dbs.index.getKeys({ start: [kind], end: [kind, '\uffff'] })].map((k) => k.map(String));
+const indexEntries = (kind: string) =>
+  [...temp.store.dbs.index.getKeys({ start: [kind], end: [kind, '\uffff'] })].map((k) => k.map(String));
 
-async function settled<T>(all: Array<Promise<T>>): Promise<Array<{ ok: true; value: T } | { ok: false; status: number; code: string }>> {
-  return Promise.all(all.map((p) => p.then((value) => ({ ok: true as const, value }), (e: { status: number; code: string }) => ({ ok: false as const, status: e.status, code: e.code }))));
+async function settled<T>(
+  all: Array<Promise<T>>,
+): Promise<Array<{ ok: true; value: T } | { ok: false; status: number; code: string }>> {
+  return Promise.all(
+    all.map((p) =>
+      p.then(
+        (value) => ({ ok: true as const, value }),
+        (e: { status: number; code: string }) => ({ ok: false as const, status: e.status, code: e.code }),
+      ),
+    ),
+  );
 }
 
 describe('concurrent changes to one project', () => {
   it('20 rotations at once: all answered, exactly the last committed token works, one token index entry', async () => {
     const ws = await readyWorkspace();
     const p = await newProject(ws);
-    const rotated = await Promise.all(Array.from({ length: 20 }, () => management.rotateToken(ACCOUNT, ws, p.projectId)));
+    const rotated = await Promise.all(
+      Array.from({ length: 20 }, () => management.rotateToken(ACCOUNT, ws, p.projectId)),
+    );
     const working = [p.token, ...rotated.map((r) => r.token)].filter((t) => tokenWorks(t, p.projectId));
     expect(working).toHaveLength(1);
     const record = projects.getById(p.projectId)!;
     expect(working[0]).toContain(`hp_${record.tokenId}_`);
-    expect(indexEntries('project-token').filter((k) => k[2] === p.projectId)).toEqual([['project-token', record.tokenId, p.projectId]]);
+    expect(indexEntries('project-token').filter((k) => k[2] === p.projectId)).toEqual([
+      ['project-token', record.tokenId, p.projectId],
+    ]);
   });
 
   it('a delete racing rotations and suspensions: one delete wins, the rest are 404, no token or index entry is left', async () => {
@@ -88,7 +108,12 @@ describe('concurrent changes to one project', () => {
     expect(deletes.filter((r) => r.ok)).toHaveLength(1);
     for (const r of results) if (!r.ok) expect(r).toMatchObject({ status: 404, code: 'project_not_found' });
     await provisioner.settle();
-    const tokens = [p.token, ...results.flatMap((r) => (r.ok && typeof r.value === 'object' && r.value !== null && 'token' in r.value ? [String(r.value.token)] : []))];
+    const tokens = [
+      p.token,
+      ...results.flatMap((r) =>
+        r.ok && typeof r.value === 'object' && r.value !== null && 'token' in r.value ? [String(r.value.token)] : [],
+      ),
+    ];
     expect(tokens.filter((t) => tokenWorks(t, p.projectId))).toEqual([]);
     expect(projects.getById(p.projectId)).toBeUndefined();
     expect(management.listProjects(ACCOUNT, ws).data).toEqual([]);
@@ -100,7 +125,14 @@ describe('concurrent changes to one project', () => {
     const ws = await readyWorkspace();
     const p = await newProject(ws);
     await provisioner.settle();
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => management.updateProject(ACCOUNT, ws, p.projectId, { state: i % 2 === 0 ? 'suspended' : 'ready', name: `n${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        management.updateProject(ACCOUNT, ws, p.projectId, {
+          state: i % 2 === 0 ? 'suspended' : 'ready',
+          name: `n${i}`,
+        }),
+      ),
+    );
     for (const a of answers) expect(['suspended', 'provisioning', 'ready']).toContain(a.state);
     await provisioner.settle();
     const now = management.getProject(ACCOUNT, ws, p.projectId);
@@ -117,7 +149,9 @@ describe('concurrent changes to a workspace and to keys', () => {
     // transaction commits between them, so the first 10 go with the workspace and the last 10 find none.
     const before = Array.from({ length: 10 }, (_, i) => newProject(ws, `before${i}`));
     const deletion = management.deleteWorkspace(ACCOUNT, ws);
-    const after = new Promise((resolve) => setImmediate(resolve)).then(() => settled(Array.from({ length: 10 }, (_, i) => newProject(ws, `after${i}`))));
+    const after = new Promise((resolve) => setImmediate(resolve)).then(() =>
+      settled(Array.from({ length: 10 }, (_, i) => newProject(ws, `after${i}`))),
+    );
     const created = await Promise.all(before);
     expect(await deletion).toEqual({ workspaceId: ws, deleted: true, projectsDeleted: 10 });
     for (const r of await after) expect(r).toMatchObject({ ok: false, status: 404, code: 'workspace_not_found' });
@@ -144,11 +178,20 @@ describe('concurrent changes to a workspace and to keys', () => {
   });
 
   it('30 keys created at once are all listed, each with its own id, and each authenticates', async () => {
-    const created = await Promise.all(Array.from({ length: 30 }, (_, i) => keyService.createKey(ACCOUNT, { name: `k${i}`, limits: { maxConcurrent: i + 1 } })));
+    const created = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        keyService.createKey(ACCOUNT, { name: `k${i}`, limits: { maxConcurrent: i + 1 } }),
+      ),
+    );
     expect(new Set(created.map((k) => k.id)).size).toBe(30);
     const listed = keyService.listKeys(ACCOUNT).data;
     expect(listed.map((k) => k.id).sort()).toEqual(created.map((k) => k.id).sort());
-    for (const k of created) expect(keys.authenticate(k.key)).toMatchObject({ keyId: k.id, accountId: ACCOUNT, limits: { maxConcurrent: k.limits.maxConcurrent } });
+    for (const k of created)
+      expect(keys.authenticate(k.key)).toMatchObject({
+        keyId: k.id,
+        accountId: ACCOUNT,
+        limits: { maxConcurrent: k.limits.maxConcurrent },
+      });
   });
 
   it('limit changes and a revocation of one key at once: every change applied, and the key stays revoked', async () => {
@@ -160,7 +203,10 @@ describe('concurrent changes to a workspace and to keys', () => {
       keyService.updateKey(ACCOUNT, k.id, { limits: { maxConcurrent: 2 }, name: 'renamed' }),
     ]);
     const now = keyService.listKeys(ACCOUNT).data.find((x) => x.id === k.id)!;
-    expect(now).toMatchObject({ name: 'renamed', limits: { requestsPerMinute: 60, tokensPerMinute: 1000, maxConcurrent: 2 } });
+    expect(now).toMatchObject({
+      name: 'renamed',
+      limits: { requestsPerMinute: 60, tokensPerMinute: 1000, maxConcurrent: 2 },
+    });
     expect(now.revokedAt).not.toBeNull();
     expect(() => keys.authenticate(k.key)).toThrow(expect.objectContaining({ status: 401 }));
   });

@@ -18,7 +18,10 @@ const APP = { env: { A: 'a' }, apiKeyEnv: 'HEARTH_KEY' };
 describe('null in a PATCH body', () => {
   it('inference project: name, model, providerApiKey and state cannot be null; temperature null clears it', () => {
     for (const field of ['name', 'model', 'providerApiKey', 'state']) {
-      expect(refusal(() => parseProjectPatch({ [field]: null })), field).toMatchObject(wrongType(field));
+      expect(
+        refusal(() => parseProjectPatch({ [field]: null })),
+        field,
+      ).toMatchObject(wrongType(field));
     }
     // Also when another field is valid: the null one is named.
     expect(refusal(() => parseProjectPatch({ model: 'gpt-4o', name: null }))).toMatchObject(wrongType('name'));
@@ -27,12 +30,20 @@ describe('null in a PATCH body', () => {
 
   it('API key: name cannot be null; limits null lifts them all and resets the priority', () => {
     expect(refusal(() => parseKeyPatch({ name: null }))).toMatchObject(wrongType('name'));
-    expect(parseKeyPatch({ limits: null }).limits).toEqual({ requestsPerMinute: null, tokensPerMinute: null, maxConcurrent: null, priority: 'interactive' });
+    expect(parseKeyPatch({ limits: null }).limits).toEqual({
+      requestsPerMinute: null,
+      tokensPerMinute: null,
+      maxConcurrent: null,
+      priority: 'interactive',
+    });
   });
 
   it('app: name, healthPath and env cannot be null; apiKeyEnv null removes the key, an env value null unsets it', () => {
     for (const field of ['name', 'healthPath', 'env']) {
-      expect(refusal(() => parseAppPatch({ [field]: null }, APP)), field).toMatchObject(wrongType(field));
+      expect(
+        refusal(() => parseAppPatch({ [field]: null }, APP)),
+        field,
+      ).toMatchObject(wrongType(field));
     }
     expect(parseAppPatch({ apiKeyEnv: null }, APP)).toMatchObject({ apiKeyEnv: null });
     expect(parseAppPatch({ env: { A: null } }, APP)).toMatchObject({ env: { A: null } });
@@ -41,7 +52,10 @@ describe('null in a PATCH body', () => {
   it('a value of another JSON type is invalid_type too; a string that breaks the rules stays invalid_value', () => {
     expect(refusal(() => parseProjectPatch({ name: 5 }))).toMatchObject(wrongType('name'));
     expect(refusal(() => parseAppPatch({ healthPath: 5 }, APP))).toMatchObject(wrongType('healthPath'));
-    expect(refusal(() => parseAppPatch({ healthPath: 'no-slash' }, APP))).toMatchObject({ param: 'healthPath', code: 'invalid_value' });
+    expect(refusal(() => parseAppPatch({ healthPath: 'no-slash' }, APP))).toMatchObject({
+      param: 'healthPath',
+      code: 'invalid_value',
+    });
     expect(refusal(() => parseProjectPatch({ name: '   ' }))).toMatchObject({ param: 'name', code: 'invalid_value' });
   });
 });

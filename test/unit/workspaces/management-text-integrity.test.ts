@@ -24,8 +24,21 @@ import { useTempStore } from '../../helpers/temp-store.ts';
  */
 const FAST_KDF = { N: 2 ** 10, r: 8, p: 1 };
 const ACCOUNT = 'acct-text';
-const LONE = ['a\ud800b', 'trailing \udfff', '\udc00 leading', 'reversed \udc00\ud800 pair', `${'x'.repeat(150)}\ud83d`];
-const WELL_FORMED = ['nul \u0000 inside', 'emoji 😀👩‍👩‍👧 family', '日本語のワークスペース', 'שלום \u202e rtl', 'tab\tand\nnewline', '😀'.repeat(100)];
+const LONE = [
+  'a\ud800b',
+  'trailing \udfff',
+  '\udc00 leading',
+  'reversed \udc00\ud800 pair',
+  `${'x'.repeat(150)}\ud83d`,
+];
+const WELL_FORMED = [
+  'nul \u0000 inside',
+  'emoji 😀👩‍👩‍👧 family',
+  '日本語のワークスペース',
+  'שלום \u202e rtl',
+  'tab\tand\nnewline',
+  '😀'.repeat(100),
+];
 
 const temp = useTempStore('hearth-text-integrity-');
 let provisioner: Provisioner;
@@ -41,7 +54,11 @@ beforeEach(async () => {
   management = new WorkspaceService({ workspaces, projects, provisioner, baseUrl: () => 'http://127.0.0.1:1' });
   keyService = new KeyService(new ApiKeyRepository(temp.store));
   const users = new UserRepository(temp.store, FAST_KDF);
-  accounts = new AccountService({ users, sessions: new SessionRepository(temp.store, { idleMs: 60_000, maxAgeMs: 3_600_000 }), signIns: new SignInLimiter() });
+  accounts = new AccountService({
+    users,
+    sessions: new SessionRepository(temp.store, { idleMs: 60_000, maxAgeMs: 3_600_000 }),
+    signIns: new SignInLimiter(),
+  });
   const u = await users.create({ email: 'owner@text.io', password: 'owner-pass', accountId: ACCOUNT, role: 'owner' });
   owner = { kind: 'session', accountId: ACCOUNT, userId: u.id, role: 'owner', sessionEndsAt: Date.now() + 60_000 };
 });
@@ -58,11 +75,17 @@ async function readyWorkspace(): Promise<string> {
   return ws.workspaceId;
 }
 
-const projectBody = (name: string) => ({ name, provider: 'openai', model: 'gpt-4o-mini', providerApiKey: 'sk-test-0123456789' });
+const projectBody = (name: string) => ({
+  name,
+  provider: 'openai',
+  model: 'gpt-4o-mini',
+  providerApiKey: 'sk-test-0123456789',
+});
 
 describe('a lone surrogate in stored text is a 400 naming the field', () => {
   it('workspace names: refused, and nothing is written', async () => {
-    for (const name of LONE) await expect(management.createWorkspace(ACCOUNT, { name })).rejects.toEqual(refusal('name'));
+    for (const name of LONE)
+      await expect(management.createWorkspace(ACCOUNT, { name })).rejects.toEqual(refusal('name'));
     expect(management.listWorkspaces(ACCOUNT).data).toEqual([]);
   });
 
@@ -70,23 +93,32 @@ describe('a lone surrogate in stored text is a 400 naming the field', () => {
     for (const name of LONE) await expect(keyService.createKey(ACCOUNT, { name })).rejects.toEqual(refusal('name'));
     expect(keyService.listKeys(ACCOUNT).data).toEqual([]);
     const k = await keyService.createKey(ACCOUNT, { name: 'ci' });
-    for (const name of LONE) await expect(keyService.updateKey(ACCOUNT, k.id, { name })).rejects.toEqual(refusal('name'));
+    for (const name of LONE)
+      await expect(keyService.updateKey(ACCOUNT, k.id, { name })).rejects.toEqual(refusal('name'));
     expect(keyService.listKeys(ACCOUNT).data.map((x) => x.name)).toEqual(['ci']);
   });
 
   it('project names, at creation and in a PATCH', async () => {
     const ws = await readyWorkspace();
-    for (const name of LONE) await expect(management.createProject(ACCOUNT, ws, projectBody(name))).rejects.toEqual(refusal('name'));
+    for (const name of LONE)
+      await expect(management.createProject(ACCOUNT, ws, projectBody(name))).rejects.toEqual(refusal('name'));
     expect(management.listProjects(ACCOUNT, ws).data).toEqual([]);
     const p = await management.createProject(ACCOUNT, ws, projectBody('bot'));
-    for (const name of LONE) await expect(management.updateProject(ACCOUNT, ws, p.projectId, { name })).rejects.toEqual(refusal('name'));
+    for (const name of LONE)
+      await expect(management.updateProject(ACCOUNT, ws, p.projectId, { name })).rejects.toEqual(refusal('name'));
     expect(management.getProject(ACCOUNT, ws, p.projectId).name).toBe('bot');
   });
 
   it('user emails and passwords, at creation and at sign-in', async () => {
-    await expect(accounts.createUser(owner, { email: 'b\ud800@x.io', password: '12345678' })).rejects.toEqual(refusal('email'));
-    await expect(accounts.createUser(owner, { email: 'pw@x.io', password: 'pass\udfffword' })).rejects.toEqual(refusal('password'));
-    await expect(accounts.signIn({ email: 'owner@text.io', password: 'owner-pass\ud800' }, '10.0.0.1')).rejects.toEqual(refusal('password'));
+    await expect(accounts.createUser(owner, { email: 'b\ud800@x.io', password: '12345678' })).rejects.toEqual(
+      refusal('email'),
+    );
+    await expect(accounts.createUser(owner, { email: 'pw@x.io', password: 'pass\udfffword' })).rejects.toEqual(
+      refusal('password'),
+    );
+    await expect(accounts.signIn({ email: 'owner@text.io', password: 'owner-pass\ud800' }, '10.0.0.1')).rejects.toEqual(
+      refusal('password'),
+    );
     expect(accounts.listUsers(owner).data.map((u) => u.email)).toEqual(['owner@text.io']);
   });
 });
@@ -101,7 +133,9 @@ describe('well-formed text reads back exactly as acknowledged', () => {
       expect(keyService.listKeys(ACCOUNT).data.find((k) => k.id === key.id)?.name).toBe(key.name);
       const p = await management.createProject(ACCOUNT, ws, projectBody(name));
       expect(management.getProject(ACCOUNT, ws, p.projectId).name).toBe(p.name);
-      const renamed = await management.updateProject(ACCOUNT, ws, p.projectId, { name: `${[...name].slice(0, 20).join('')} 2` });
+      const renamed = await management.updateProject(ACCOUNT, ws, p.projectId, {
+        name: `${[...name].slice(0, 20).join('')} 2`,
+      });
       expect(management.getProject(ACCOUNT, ws, p.projectId).name).toBe(renamed.name);
     }
   });

@@ -21,10 +21,22 @@ beforeEach(async () => {
   wsId = ws.id;
 });
 
-const input = (over: Partial<NewProject> = {}): NewProject => ({ accountId: 'acct1', workspaceId: wsId, name: 'bot', provider: 'anthropic', model: 'claude', temperature: 0.3, providerApiKey: PROVIDER_KEY, ...over });
+const input = (over: Partial<NewProject> = {}): NewProject => ({
+  accountId: 'acct1',
+  workspaceId: wsId,
+  name: 'bot',
+  provider: 'anthropic',
+  model: 'claude',
+  temperature: 0.3,
+  providerApiKey: PROVIDER_KEY,
+  ...over,
+});
 
 async function rejection(p: Promise<unknown>): Promise<ApiError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   expect(e).toBeInstanceOf(ApiError);
   return e as ApiError;
 }
@@ -32,7 +44,13 @@ async function rejection(p: Promise<unknown>): Promise<ApiError> {
 describe('ProjectRepository', () => {
   it('creates a provisioning project; stores the token hashed and the provider key encrypted', async () => {
     const { project, token } = await projects.create(input());
-    expect(project).toMatchObject({ workspaceId: wsId, accountId: 'acct1', state: 'provisioning', temperature: 0.3, providerKey: { last4: 'WXYZ' } });
+    expect(project).toMatchObject({
+      workspaceId: wsId,
+      accountId: 'acct1',
+      state: 'provisioning',
+      temperature: 0.3,
+      providerKey: { last4: 'WXYZ' },
+    });
     expect(project.id).toMatch(/^proj_[a-z0-9]{16}$/);
     expect(token).toMatch(new RegExp(`^hp_${project.tokenId}_.{32}$`));
     const raw = JSON.stringify(temp.store.dbs.projects.get(project.id));
@@ -42,7 +60,7 @@ describe('ProjectRepository', () => {
     expect(projects.pendingProvisioning()).toEqual([project.id]);
   });
 
-  it('refuses a workspace that is missing, someone else\'s, or whose Yam is missing or not ready, writing nothing', async () => {
+  it("refuses a workspace that is missing, someone else's, or whose Yam is missing or not ready, writing nothing", async () => {
     expect((await rejection(projects.create(input({ workspaceId: 'ws_nosuch' })))).code).toBe('workspace_not_found');
     expect((await rejection(projects.create(input({ accountId: 'acct2' })))).code).toBe('workspace_not_found');
     const bare = await workspaces.create('acct1', 'bare');
@@ -58,7 +76,14 @@ describe('ProjectRepository', () => {
     const second = await projects.create(input({ name: 'other' }));
     expect(projects.authenticate(token).id).toBe(project.id);
     expect(projects.authenticate(second.token).id).toBe(second.project.id);
-    for (const bad of [undefined, '', 'nope', `hk_${token.slice(3)}`, `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`, `hp_zzzzzz_${token.split('_').slice(2).join('_')}`]) {
+    for (const bad of [
+      undefined,
+      '',
+      'nope',
+      `hk_${token.slice(3)}`,
+      `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`,
+      `hp_zzzzzz_${token.split('_').slice(2).join('_')}`,
+    ]) {
       expect(() => projects.authenticate(bad)).toThrow('Unauthorized');
     }
     const rotated = await projects.rotateToken('acct1', wsId, project.id);
@@ -78,16 +103,32 @@ describe('ProjectRepository', () => {
     expect(projects.get('acct1', 'ws_other', project.id)).toBeUndefined();
     expect(await projects.update('acct2', wsId, project.id, { name: 'x' })).toBeUndefined();
 
-    const updated = await projects.update('acct1', wsId, project.id, { name: 'renamed', model: 'claude-2', temperature: null, providerApiKey: 'new-provider-key-ABCD' });
-    expect(updated).toMatchObject({ name: 'renamed', model: 'claude-2', temperature: null, providerKey: { last4: 'ABCD' } });
+    const updated = await projects.update('acct1', wsId, project.id, {
+      name: 'renamed',
+      model: 'claude-2',
+      temperature: null,
+      providerApiKey: 'new-provider-key-ABCD',
+    });
+    expect(updated).toMatchObject({
+      name: 'renamed',
+      model: 'claude-2',
+      temperature: null,
+      providerKey: { last4: 'ABCD' },
+    });
     expect(projects.providerKeyOf(updated!)).toBe('new-provider-key-ABCD');
   });
 
   it('transitions state only from the allowed states', async () => {
     const { project } = await projects.create(input());
     expect(await projects.transition(project.id, ['suspended'], 'ready')).toBeUndefined();
-    expect(await projects.transition(project.id, ['provisioning'], 'ready')).toMatchObject({ state: 'ready', stateReason: null });
-    expect(await projects.transition(project.id, ['ready'], 'suspended', 'paused by owner')).toMatchObject({ state: 'suspended', stateReason: 'paused by owner' });
+    expect(await projects.transition(project.id, ['provisioning'], 'ready')).toMatchObject({
+      state: 'ready',
+      stateReason: null,
+    });
+    expect(await projects.transition(project.id, ['ready'], 'suspended', 'paused by owner')).toMatchObject({
+      state: 'suspended',
+      stateReason: 'paused by owner',
+    });
     expect(projects.pendingProvisioning()).toEqual([]);
   });
 

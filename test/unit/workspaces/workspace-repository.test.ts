@@ -39,11 +39,17 @@ describe('WorkspaceRepository', () => {
     const ws = await workspaces.create('acct1', 'w');
     const first = await workspaces.requestYam('acct1', ws.id);
     expect(first).toMatchObject({ created: true, workspace: { yam: { state: 'creating', readyAt: null } } });
-    expect(await workspaces.requestYam('acct1', ws.id)).toMatchObject({ created: false, workspace: { yam: { state: 'creating' } } });
+    expect(await workspaces.requestYam('acct1', ws.id)).toMatchObject({
+      created: false,
+      workspace: { yam: { state: 'creating' } },
+    });
     expect(workspaces.pendingYams()).toEqual([ws.id]);
     await workspaces.finishYam(ws.id, { ok: false, error: 'no capacity' });
     expect(workspaces.get('acct1', ws.id)!.yam).toMatchObject({ state: 'failed', error: 'no capacity' });
-    expect(await workspaces.requestYam('acct1', ws.id)).toMatchObject({ created: true, workspace: { yam: { state: 'creating', error: null } } });
+    expect(await workspaces.requestYam('acct1', ws.id)).toMatchObject({
+      created: true,
+      workspace: { yam: { state: 'creating', error: null } },
+    });
     const ready = await workspaces.finishYam(ws.id, { ok: true });
     expect(ready!.yam).toMatchObject({ state: 'ready' });
     expect(ready!.yam!.readyAt).not.toBeNull();
@@ -59,8 +65,27 @@ describe('WorkspaceRepository', () => {
     const ws = await readyWorkspace();
     const other = await readyWorkspace('acct1', 'other');
     const made = [];
-    for (const name of ['p1', 'p2']) made.push(await projects.create({ accountId: 'acct1', workspaceId: ws.id, name, provider: 'openai', model: 'm', temperature: null, providerApiKey: 'k-123456' }));
-    const kept = await projects.create({ accountId: 'acct1', workspaceId: other.id, name: 'kept', provider: 'openai', model: 'm', temperature: null, providerApiKey: 'k-123456' });
+    for (const name of ['p1', 'p2'])
+      made.push(
+        await projects.create({
+          accountId: 'acct1',
+          workspaceId: ws.id,
+          name,
+          provider: 'openai',
+          model: 'm',
+          temperature: null,
+          providerApiKey: 'k-123456',
+        }),
+      );
+    const kept = await projects.create({
+      accountId: 'acct1',
+      workspaceId: other.id,
+      name: 'kept',
+      provider: 'openai',
+      model: 'm',
+      temperature: null,
+      providerApiKey: 'k-123456',
+    });
 
     expect(await workspaces.delete('acct2', ws.id)).toBeNull();
     expect(await workspaces.delete('acct1', ws.id)).toEqual({ projects: 2 });

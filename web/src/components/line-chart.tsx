@@ -16,7 +16,19 @@ const W = 320;
 const H = 120;
 const PAD = { top: 8, right: 8, bottom: 16, left: 36 };
 
-export function LineChart({ title, unit, series, capacity, format }: { title: string; unit: string; series: Series[]; capacity: number; format: (v: number) => string }) {
+export function LineChart({
+  title,
+  unit,
+  series,
+  capacity,
+  format,
+}: {
+  title: string;
+  unit: string;
+  series: Series[];
+  capacity: number;
+  format: (v: number) => string;
+}) {
   const all = series.flatMap((s) => s.values.filter((v): v is number => v !== null && Number.isFinite(v)));
   const max = niceMax(all.length ? Math.max(...all) : 0);
   const innerW = W - PAD.left - PAD.right;
@@ -39,7 +51,12 @@ export function LineChart({ title, unit, series, capacity, format }: { title: st
           ))}
         </span>
       </figcaption>
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${title}: ${latest.join(', ')}`} preserveAspectRatio="none">
+      <svg
+        viewBox={`0 0 ${W} ${H}`}
+        role="img"
+        aria-label={`${title}: ${latest.join(', ')}`}
+        preserveAspectRatio="none"
+      >
         <line class="axis" x1={PAD.left} y1={PAD.top + innerH} x2={W - PAD.right} y2={PAD.top + innerH} />
         <line class="grid" x1={PAD.left} y1={PAD.top} x2={W - PAD.right} y2={PAD.top} />
         <line class="grid" x1={PAD.left} y1={PAD.top + innerH / 2} x2={W - PAD.right} y2={PAD.top + innerH / 2} />
@@ -62,7 +79,19 @@ export function LineChart({ title, unit, series, capacity, format }: { title: st
           });
           return segments
             .filter((seg) => seg.length > 0)
-            .map((seg, k) => (seg.length === 1 ? <circle key={`${s.label}${k}`} class={`dot ${s.tone}`} cx={seg[0]!.split(',')[0]} cy={seg[0]!.split(',')[1]} r="2" /> : <polyline key={`${s.label}${k}`} class={`line ${s.tone}`} points={seg.join(' ')} />));
+            .map((seg, k) =>
+              seg.length === 1 ? (
+                <circle
+                  key={`${s.label}${k}`}
+                  class={`dot ${s.tone}`}
+                  cx={seg[0]!.split(',')[0]}
+                  cy={seg[0]!.split(',')[1]}
+                  r="2"
+                />
+              ) : (
+                <polyline key={`${s.label}${k}`} class={`line ${s.tone}`} points={seg.join(' ')} />
+              ),
+            );
         })}
       </svg>
     </figure>

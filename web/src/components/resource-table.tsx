@@ -12,7 +12,21 @@ export interface Column<T> {
  * actions column (its header for screen readers only) when `actions` is given. While `rows` is undefined
  * (still loading) the body is empty; with no rows it says `empty` (when given).
  */
-export function ResourceTable<T>({ label, columns, rows, rowKey, empty, actions }: { label: string; columns: Column<T>[]; rows: T[] | undefined; rowKey: (row: T) => string; empty?: string; actions?: (row: T) => ComponentChildren }) {
+export function ResourceTable<T>({
+  label,
+  columns,
+  rows,
+  rowKey,
+  empty,
+  actions,
+}: {
+  label: string;
+  columns: Column<T>[];
+  rows: T[] | undefined;
+  rowKey: (row: T) => string;
+  empty?: string;
+  actions?: (row: T) => ComponentChildren;
+}) {
   const width = columns.length + (actions ? 1 : 0);
   return (
     <table aria-label={label}>

@@ -16,7 +16,15 @@ export function ErrorNote({ error }: { error: unknown }) {
  * The end of a grid form: its submit button named `label` (disabled while `action` runs, or when `disabled`),
  * then the action's error across the whole grid.
  */
-export function FormFooter({ label, action, disabled }: { label: string; action: { busy: boolean; error: unknown }; disabled?: boolean }) {
+export function FormFooter({
+  label,
+  action,
+  disabled,
+}: {
+  label: string;
+  action: { busy: boolean; error: unknown };
+  disabled?: boolean;
+}) {
   return (
     <>
       <div class="form-actions">
@@ -43,7 +51,15 @@ export function Note({ children, tone = 'info' }: { children: ComponentChildren;
  * A labelled control: `<label for>` names the one child control (its accessible name is exactly `label`),
  * and the hint is tied to it with aria-describedby, so it describes without renaming.
  */
-export function Field({ label, hint, children }: { label: string; hint?: string; children: VNode<Record<string, unknown>> }) {
+export function Field({
+  label,
+  hint,
+  children,
+}: {
+  label: string;
+  hint?: string;
+  children: VNode<Record<string, unknown>>;
+}) {
   const id = useId();
   const hintId = `${id}-hint`;
   return (
@@ -106,7 +122,17 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
 }
 
 /** A destructive action asked twice: the first click shows "Confirm" and "Cancel" in place. */
-export function ConfirmButton({ label, confirmLabel, onConfirm, disabled }: { label: string; confirmLabel: string; onConfirm: () => void | Promise<void>; disabled?: boolean }) {
+export function ConfirmButton({
+  label,
+  confirmLabel,
+  onConfirm,
+  disabled,
+}: {
+  label: string;
+  confirmLabel: string;
+  onConfirm: () => void | Promise<void>;
+  disabled?: boolean;
+}) {
   const [asking, setAsking] = useState(false);
   if (!asking)
     return (
@@ -182,7 +208,12 @@ export function useInterval(fn: () => void, ms: number): void {
 }
 
 /** Tracks a submit: `busy` while it runs, `error` from the last failure (cleared on the next run). */
-export function useAction(): { busy: boolean; error: unknown; run: (fn: () => Promise<void>) => Promise<void>; clear: () => void } {
+export function useAction(): {
+  busy: boolean;
+  error: unknown;
+  run: (fn: () => Promise<void>) => Promise<void>;
+  clear: () => void;
+} {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const run = async (fn: () => Promise<void>) => {
@@ -203,17 +234,29 @@ export function useAction(): { busy: boolean; error: unknown; run: (fn: () => Pr
  * A form's text fields (inputs, textareas): their values, `bind(name)` to spread on the control (value and
  * onInput), and `reset` back to the initial values (of the named fields, or of all).
  */
-export function useFields<K extends string>(initial: Record<K, string>): { values: Record<K, string>; bind: (name: K) => { value: string; onInput: (e: Event) => void }; reset: (names?: K[]) => void } {
+export function useFields<K extends string>(
+  initial: Record<K, string>,
+): {
+  values: Record<K, string>;
+  bind: (name: K) => { value: string; onInput: (e: Event) => void };
+  reset: (names?: K[]) => void;
+} {
   const [values, setValues] = useState(initial);
-  const bind = (name: K) => ({ value: values[name], onInput: (e: Event) => setValues((v) => ({ ...v, [name]: (e.currentTarget as HTMLInputElement).value })) });
-  const reset = (names: K[] = Object.keys(initial) as K[]) => setValues((v) => ({ ...v, ...Object.fromEntries(names.map((n) => [n, initial[n]])) }));
+  const bind = (name: K) => ({
+    value: values[name],
+    onInput: (e: Event) => setValues((v) => ({ ...v, [name]: (e.currentTarget as HTMLInputElement).value })),
+  });
+  const reset = (names: K[] = Object.keys(initial) as K[]) =>
+    setValues((v) => ({ ...v, ...Object.fromEntries(names.map((n) => [n, initial[n]])) }));
   return { values, bind, reset };
 }
 
 export function formatTime(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  return Number.isNaN(d.getTime())
+    ? iso
+    : d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }
 
 /** `null`/blank -> null; otherwise a positive integer, or NaN for anything else. */

@@ -1,6 +1,18 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, type CallOptions, describeError, failureOf } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, FormFooter, Note, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  ErrorNote,
+  Field,
+  FormFooter,
+  Note,
+  StateBadge,
+  formatTime,
+  useAction,
+  useFields,
+  useInterval,
+  useLoad,
+} from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import { readEvents } from '../sse.ts';
 import type { AppLogLine, AppView, DeploymentView, ListOf } from '../types.ts';
@@ -12,7 +24,8 @@ const POLL_MS = 2000;
  * whose app routes take only Bearer keys would otherwise end every visit); a lost session is caught by the
  * page's other calls.
  */
-const appApi = <T,>(method: string, path: string, o: CallOptions = {}) => api<T>(method, path, { ...o, allowUnauthorized: true });
+const appApi = <T,>(method: string, path: string, o: CallOptions = {}) =>
+  api<T>(method, path, { ...o, allowUnauthorized: true });
 const BUSY_STATES = new Set(['queued', 'fetching', 'building', 'starting']);
 
 /**
@@ -23,7 +36,8 @@ const BUSY_STATES = new Set(['queued', 'fetching', 'building', 'starting']);
 export function AppsPanel({ base, yamReady }: { base: string; yamReady: boolean }) {
   const apps = useLoad(() => appApi<ListOf<AppView>>('GET', `${base}/apps`), [base, yamReady]);
   const [open, setOpen] = useState<string | null>(null);
-  const absent = apps.error instanceof ApiFailure && apps.error.status === 404 && apps.error.error.code !== 'workspace_not_found';
+  const absent =
+    apps.error instanceof ApiFailure && apps.error.status === 404 && apps.error.error.code !== 'workspace_not_found';
   const noYam = apps.error instanceof ApiFailure && apps.error.error.code === 'no_yam_configured';
   return (
     <div class="card" aria-label="Apps">
@@ -35,10 +49,23 @@ export function AppsPanel({ base, yamReady }: { base: string; yamReady: boolean 
       ) : (
         <>
           <ErrorNote error={apps.error} />
-          <CreateAppForm base={base} onCreated={(a) => { setOpen(a.appId); void apps.reload(); }} />
+          <CreateAppForm
+            base={base}
+            onCreated={(a) => {
+              setOpen(a.appId);
+              void apps.reload();
+            }}
+          />
           {apps.data?.data.length === 0 && <p class="muted">No apps yet.</p>}
           {apps.data?.data.map((a) => (
-            <AppCard key={a.appId} base={base} app={a} open={open === a.appId} onToggle={() => setOpen(open === a.appId ? null : a.appId)} onChanged={() => void apps.reload()} />
+            <AppCard
+              key={a.appId}
+              base={base}
+              app={a}
+              open={open === a.appId}
+              onToggle={() => setOpen(open === a.appId ? null : a.appId)}
+              onChanged={() => void apps.reload()}
+            />
           ))}
         </>
       )}
@@ -66,7 +93,9 @@ function CreateAppForm({ base, onCreated }: { base: string; onCreated: (a: AppVi
   const submit = (e: Event) => {
     e.preventDefault();
     void action.run(async () => {
-      const a = await appApi<AppView>('POST', `${base}/apps`, { body: { name: name.trim(), env: parseEnv(env), apiKeyEnv: apiKeyEnv.trim() === '' ? null : apiKeyEnv.trim() } });
+      const a = await appApi<AppView>('POST', `${base}/apps`, {
+        body: { name: name.trim(), env: parseEnv(env), apiKeyEnv: apiKeyEnv.trim() === '' ? null : apiKeyEnv.trim() },
+      });
       form.reset(['name', 'env']);
       onCreated(a);
     });
@@ -87,7 +116,19 @@ function CreateAppForm({ base, onCreated }: { base: string; onCreated: (a: AppVi
   );
 }
 
-function AppCard({ base, app: a, open, onToggle, onChanged }: { base: string; app: AppView; open: boolean; onToggle: () => void; onChanged: () => void }) {
+function AppCard({
+  base,
+  app: a,
+  open,
+  onToggle,
+  onChanged,
+}: {
+  base: string;
+  app: AppView;
+  open: boolean;
+  onToggle: () => void;
+  onChanged: () => void;
+}) {
   const path = `${base}/apps/${encodeURIComponent(a.appId)}`;
   const action = useAction();
   // Bumped by every deployment made here, so the deployments list shows it at once (and polls while it runs).
@@ -114,15 +155,39 @@ function AppCard({ base, app: a, open, onToggle, onChanged }: { base: string; ap
       </p>
       {open && (
         <>
-          <DeployForms path={path} onDeployed={() => { setDeployments((n) => n + 1); onChanged(); }} />
+          <DeployForms
+            path={path}
+            onDeployed={() => {
+              setDeployments((n) => n + 1);
+              onChanged();
+            }}
+          />
           <EnvEditor path={path} names={a.envNames} onChanged={onChanged} />
           <Deployments path={path} live={a.liveDeploymentId} made={deployments} onChanged={onChanged} />
           <Logs path={path} name={a.name} />
           <div class="row">
-            <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/restart`); onChanged(); })}>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() =>
+                action.run(async () => {
+                  await appApi('POST', `${path}/restart`);
+                  onChanged();
+                })
+              }
+            >
               Restart {a.name}
             </button>
-            <ConfirmButton label={`Delete ${a.name}`} confirmLabel={`Confirm deleting ${a.name}`} onConfirm={() => action.run(async () => { await appApi('DELETE', path); onChanged(); })} />
+            <ConfirmButton
+              label={`Delete ${a.name}`}
+              confirmLabel={`Confirm deleting ${a.name}`}
+              onConfirm={() =>
+                action.run(async () => {
+                  await appApi('DELETE', path);
+                  onChanged();
+                })
+              }
+            />
           </div>
           <ErrorNote error={action.error} />
         </>
@@ -149,11 +214,21 @@ function DeployForms({ path, onDeployed }: { path: string; onDeployed: () => voi
         onSubmit={(e) => {
           e.preventDefault();
           if (!file) return;
-          void action.run(async () => done(await appApi<DeploymentView>('POST', `${path}/deployments`, { raw: { data: file, contentType: 'application/gzip' } })));
+          void action.run(async () =>
+            done(
+              await appApi<DeploymentView>('POST', `${path}/deployments`, {
+                raw: { data: file, contentType: 'application/gzip' },
+              }),
+            ),
+          );
         }}
       >
         <Field label="Archive (.tar.gz)">
-          <input type="file" accept=".tar.gz,.tgz,application/gzip" onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
+          <input
+            type="file"
+            accept=".tar.gz,.tgz,application/gzip"
+            onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)}
+          />
         </Field>
         <button type="submit" class="align-end" disabled={!file || action.busy}>
           Deploy archive
@@ -164,11 +239,22 @@ function DeployForms({ path, onDeployed }: { path: string; onDeployed: () => voi
         aria-label="Deploy from a repository"
         onSubmit={(e) => {
           e.preventDefault();
-          void action.run(async () => done(await appApi<DeploymentView>('POST', `${path}/deployments`, { body: ref.trim() ? { repository: repo.trim(), ref: ref.trim() } : { repository: repo.trim() } })));
+          void action.run(async () =>
+            done(
+              await appApi<DeploymentView>('POST', `${path}/deployments`, {
+                body: ref.trim() ? { repository: repo.trim(), ref: ref.trim() } : { repository: repo.trim() },
+              }),
+            ),
+          );
         }}
       >
         <Field label="Repository URL">
-          <input required value={repo} onInput={(e) => setRepo(e.currentTarget.value)} placeholder="https://git.example.com/app.git" />
+          <input
+            required
+            value={repo}
+            onInput={(e) => setRepo(e.currentTarget.value)}
+            placeholder="https://git.example.com/app.git"
+          />
         </Field>
         <Field label="Ref">
           <input value={ref} onInput={(e) => setRef(e.currentTarget.value)} placeholder="main" />
@@ -199,14 +285,27 @@ function EnvEditor({ path, names, onChanged }: { path: string; names: string[]; 
         });
       }}
     >
-      <Field label="Set variables" hint={`NAME=value per line; a change starts a new release. Set: ${names.join(', ') || 'none'}`}>
+      <Field
+        label="Set variables"
+        hint={`NAME=value per line; a change starts a new release. Set: ${names.join(', ') || 'none'}`}
+      >
         <textarea rows={2} class="mono" value={text} onInput={(e) => setText(e.currentTarget.value)} />
       </Field>
       <button type="submit" class="align-end" disabled={action.busy || text.trim() === ''}>
         Save variables
       </button>
       {names.map((n) => (
-        <button key={n} type="button" class="secondary align-end" onClick={() => action.run(async () => { await appApi('PATCH', path, { body: { env: { [n]: null } } }); onChanged(); })}>
+        <button
+          key={n}
+          type="button"
+          class="secondary align-end"
+          onClick={() =>
+            action.run(async () => {
+              await appApi('PATCH', path, { body: { env: { [n]: null } } });
+              onChanged();
+            })
+          }
+        >
           Unset {n}
         </button>
       ))}
@@ -215,7 +314,17 @@ function EnvEditor({ path, names, onChanged }: { path: string; names: string[]; 
   );
 }
 
-function Deployments({ path, live, made, onChanged }: { path: string; live: string | null; made: number; onChanged: () => void }) {
+function Deployments({
+  path,
+  live,
+  made,
+  onChanged,
+}: {
+  path: string;
+  live: string | null;
+  made: number;
+  onChanged: () => void;
+}) {
   const list = useLoad(() => appApi<ListOf<DeploymentView>>('GET', `${path}/deployments`), [path, live, made]);
   const action = useAction();
   useInterval(() => {
@@ -254,7 +363,17 @@ function Deployments({ path, live, made, onChanged }: { path: string; live: stri
         actions={(d) =>
           d.state === 'retired' &&
           d.deploymentId !== live && (
-            <button type="button" class="secondary" onClick={() => action.run(async () => { await appApi('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } }); await list.reload(); onChanged(); })}>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() =>
+                action.run(async () => {
+                  await appApi('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } });
+                  await list.reload();
+                  onChanged();
+                })
+              }
+            >
               Roll back to {d.deploymentId}
             </button>
           )
@@ -289,7 +408,10 @@ function Logs({ path, name }: { path: string; name: string }) {
     abort.current = ctl;
     setFollowing(true);
     try {
-      const res = await fetch(`${path}/logs?follow=1`, { signal: ctl.signal, headers: { accept: 'text/event-stream' } });
+      const res = await fetch(`${path}/logs?follow=1`, {
+        signal: ctl.signal,
+        headers: { accept: 'text/event-stream' },
+      });
       if (!res.ok || !res.body) throw await failureOf(res);
       for await (const ev of readEvents(res.body)) {
         if (ev.kind !== 'data') continue;

@@ -24,8 +24,9 @@ export function BatchesPage() {
     <section aria-labelledby="batches-title">
       <h1 id="batches-title">Batches</h1>
       <p class="muted">
-        Batch API jobs of this account: upload a JSONL with <code>POST /api/inference/v1/files</code> and start it with <code>POST /api/inference/v1/batches</code> (an API key, as the
-        OpenAI SDK sends it). Lines run at batch priority, after interactive requests.
+        Batch API jobs of this account: upload a JSONL with <code>POST /api/inference/v1/files</code> and start it with{' '}
+        <code>POST /api/inference/v1/batches</code> (an API key, as the OpenAI SDK sends it). Lines run at batch
+        priority, after interactive requests.
       </p>
       <ErrorNote error={list.error} />
       <ResourceTable
@@ -48,9 +49,24 @@ export function BatchesPage() {
               );
             },
           },
-          { header: 'Requests', cell: (b) => `${b.request_counts.completed + b.request_counts.failed} / ${b.request_counts.total}${b.request_counts.failed > 0 ? ` (${b.request_counts.failed} failed)` : ''}`, class: 'nowrap' },
+          {
+            header: 'Requests',
+            cell: (b) =>
+              `${b.request_counts.completed + b.request_counts.failed} / ${b.request_counts.total}${b.request_counts.failed > 0 ? ` (${b.request_counts.failed} failed)` : ''}`,
+            class: 'nowrap',
+          },
           { header: 'Created', cell: (b) => formatTime(new Date(b.created_at * 1000).toISOString()), class: 'nowrap' },
-          { header: 'Output', cell: (b) => (b.output_file_id ? <a href={`/api/v1/batches/${encodeURIComponent(b.id)}/output`} download={`${b.id}_output.jsonl`}>Download</a> : '—') },
+          {
+            header: 'Output',
+            cell: (b) =>
+              b.output_file_id ? (
+                <a href={`/api/v1/batches/${encodeURIComponent(b.id)}/output`} download={`${b.id}_output.jsonl`}>
+                  Download
+                </a>
+              ) : (
+                '—'
+              ),
+          },
         ]}
       />
     </section>

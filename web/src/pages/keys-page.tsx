@@ -1,6 +1,18 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, FormFooter, SecretOnce, StateBadge, formatTime, optionalPositiveInt, useAction, useFields, useLoad } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  ErrorNote,
+  Field,
+  FormFooter,
+  SecretOnce,
+  StateBadge,
+  formatTime,
+  optionalPositiveInt,
+  useAction,
+  useFields,
+  useLoad,
+} from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ApiKeyView, CreatedKey, KeyLimits, KeyPriority, ListOf } from '../types.ts';
 
@@ -13,7 +25,10 @@ export function KeysPage() {
   return (
     <section aria-labelledby="keys-title">
       <h1 id="keys-title">API keys</h1>
-      <p class="muted">Keys call the shared endpoint (<code>/api/inference/v1</code>) and the management API. Hearth stores only a hash: a key is shown once.</p>
+      <p class="muted">
+        Keys call the shared endpoint (<code>/api/inference/v1</code>) and the management API. Hearth stores only a
+        hash: a key is shown once.
+      </p>
       <CreateKeyForm
         onCreated={(k) => {
           setCreated(k);
@@ -39,31 +54,33 @@ export function KeysPage() {
         actions={(k) =>
           !k.revokedAt && (
             <>
-            <button
-              type="button"
-              class="secondary small"
-              disabled={reprioritize.busy}
-              aria-label={`Make ${k.name} ${otherPriority(priorityOf(k.limits))}`}
-              onClick={() =>
-                reprioritize.run(async () => {
-                  await api('PATCH', `/api/v1/keys/${encodeURIComponent(k.id)}`, { body: { limits: { priority: otherPriority(priorityOf(k.limits)) } } });
-                  await keys.reload();
-                })
-              }
-            >
-              Make {otherPriority(priorityOf(k.limits))}
-            </button>
-            <ConfirmButton
-              label={`Revoke ${k.name}`}
-              confirmLabel={`Confirm revoking ${k.name}`}
-              disabled={revoke.busy}
-              onConfirm={() =>
-                revoke.run(async () => {
-                  await api('DELETE', `/api/v1/keys/${encodeURIComponent(k.id)}`);
-                  await keys.reload();
-                })
-              }
-            />
+              <button
+                type="button"
+                class="secondary small"
+                disabled={reprioritize.busy}
+                aria-label={`Make ${k.name} ${otherPriority(priorityOf(k.limits))}`}
+                onClick={() =>
+                  reprioritize.run(async () => {
+                    await api('PATCH', `/api/v1/keys/${encodeURIComponent(k.id)}`, {
+                      body: { limits: { priority: otherPriority(priorityOf(k.limits)) } },
+                    });
+                    await keys.reload();
+                  })
+                }
+              >
+                Make {otherPriority(priorityOf(k.limits))}
+              </button>
+              <ConfirmButton
+                label={`Revoke ${k.name}`}
+                confirmLabel={`Confirm revoking ${k.name}`}
+                disabled={revoke.busy}
+                onConfirm={() =>
+                  revoke.run(async () => {
+                    await api('DELETE', `/api/v1/keys/${encodeURIComponent(k.id)}`);
+                    await keys.reload();
+                  })
+                }
+              />
             </>
           )
         }
@@ -80,13 +97,19 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
   const action = useAction();
   const submit = (e: Event) => {
     e.preventDefault();
-    const limits: KeyLimits = { requestsPerMinute: optionalPositiveInt(rpm), tokensPerMinute: optionalPositiveInt(tpm), maxConcurrent: optionalPositiveInt(conc) };
+    const limits: KeyLimits = {
+      requestsPerMinute: optionalPositiveInt(rpm),
+      tokensPerMinute: optionalPositiveInt(tpm),
+      maxConcurrent: optionalPositiveInt(conc),
+    };
     const bad = Object.entries(limits).find(([, v]) => Number.isNaN(v));
     if (bad) return setInvalid('A limit is a whole number above 0, or empty for no limit.');
     setInvalid(null);
     const anyLimit = Object.values(limits).some((v) => v !== null) || priority !== 'interactive';
     void action.run(async () => {
-      const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: anyLimit ? { name: name.trim(), limits: { ...limits, priority } } : { name: name.trim() } });
+      const k = await api<CreatedKey>('POST', '/api/v1/keys', {
+        body: anyLimit ? { name: name.trim(), limits: { ...limits, priority } } : { name: name.trim() },
+      });
       form.reset();
       setPriority('interactive');
       onCreated(k);
@@ -132,6 +155,10 @@ function otherPriority(p: KeyPriority): KeyPriority {
 
 function describeLimits(l: KeyLimits | null | undefined): string {
   if (!l) return 'none';
-  const parts = [l.requestsPerMinute !== null && `${l.requestsPerMinute} req/min`, l.tokensPerMinute !== null && `${l.tokensPerMinute} tok/min`, l.maxConcurrent !== null && `${l.maxConcurrent} at once`].filter(Boolean);
+  const parts = [
+    l.requestsPerMinute !== null && `${l.requestsPerMinute} req/min`,
+    l.tokensPerMinute !== null && `${l.tokensPerMinute} tok/min`,
+    l.maxConcurrent !== null && `${l.maxConcurrent} at once`,
+  ].filter(Boolean);
   return parts.length ? parts.join(', ') : 'none';
 }

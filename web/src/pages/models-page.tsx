@@ -1,5 +1,16 @@
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, FormFooter, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  ErrorNote,
+  Field,
+  FormFooter,
+  StateBadge,
+  formatTime,
+  useAction,
+  useFields,
+  useInterval,
+  useLoad,
+} from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ListOf, ModelView, SessionUser } from '../types.ts';
 
@@ -31,10 +42,11 @@ export function ModelsPage({ user }: { user: SessionUser }) {
   const models = useLoad(() => api<ListOf<ModelView>>('GET', '/api/v1/models'));
   useInterval(() => void models.reload(), REFRESH_MS);
   const act = useAction();
-  const run = (fn: () => Promise<unknown>) => act.run(async () => {
-    await fn();
-    await models.reload();
-  });
+  const run = (fn: () => Promise<unknown>) =>
+    act.run(async () => {
+      await fn();
+      await models.reload();
+    });
   return (
     <section aria-labelledby="models-title">
       <h1 id="models-title">Models</h1>
@@ -61,25 +73,49 @@ export function ModelsPage({ user }: { user: SessionUser }) {
             ),
           },
           { header: 'Memory', cell: (m) => formatBytes(m.memory_bytes), class: 'nowrap' },
-          { header: 'Requests', cell: (m) => `${m.usage.requests} (${m.requests.running} running, ${m.requests.waiting} waiting)`, class: 'nowrap' },
+          {
+            header: 'Requests',
+            cell: (m) => `${m.usage.requests} (${m.requests.running} running, ${m.requests.waiting} waiting)`,
+            class: 'nowrap',
+          },
           { header: 'Tokens/s', cell: (m) => m.usage.tokens_per_second.toFixed(1), class: 'nowrap' },
           { header: 'Last used', cell: (m) => formatTime(m.last_used_at), class: 'nowrap' },
         ]}
-        actions={owner ? (m) => (
-            <>
-              {(m.state === 'unloaded' || m.state === 'failed') && (
-                <button type="button" class="secondary" aria-label={`Load ${m.id}`} disabled={act.busy} onClick={() => void run(() => api('POST', `${path(m.id)}/load`))}>
-                  Load
-                </button>
-              )}
-              {m.state === 'ready' && (
-                <button type="button" class="secondary" aria-label={`Unload ${m.id}`} disabled={act.busy} onClick={() => void run(() => api('POST', `${path(m.id)}/unload`))}>
-                  Unload
-                </button>
-              )}
-              <ConfirmButton label={`Remove ${m.id}`} confirmLabel={`Confirm removing ${m.id}`} onConfirm={() => run(() => api('DELETE', path(m.id)))} />
-            </>
-          ) : undefined}
+        actions={
+          owner
+            ? (m) => (
+                <>
+                  {(m.state === 'unloaded' || m.state === 'failed') && (
+                    <button
+                      type="button"
+                      class="secondary"
+                      aria-label={`Load ${m.id}`}
+                      disabled={act.busy}
+                      onClick={() => void run(() => api('POST', `${path(m.id)}/load`))}
+                    >
+                      Load
+                    </button>
+                  )}
+                  {m.state === 'ready' && (
+                    <button
+                      type="button"
+                      class="secondary"
+                      aria-label={`Unload ${m.id}`}
+                      disabled={act.busy}
+                      onClick={() => void run(() => api('POST', `${path(m.id)}/unload`))}
+                    >
+                      Unload
+                    </button>
+                  )}
+                  <ConfirmButton
+                    label={`Remove ${m.id}`}
+                    confirmLabel={`Confirm removing ${m.id}`}
+                    onConfirm={() => run(() => api('DELETE', path(m.id)))}
+                  />
+                </>
+              )
+            : undefined
+        }
       />
     </section>
   );

@@ -72,7 +72,13 @@ export function PlaygroundPage() {
     let firstAt = 0;
     let lastAt = 0;
     try {
-      const res = await fetch(url, { method: 'POST', signal: ctl.signal, credentials: 'omit', headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) });
+      const res = await fetch(url, {
+        method: 'POST',
+        signal: ctl.signal,
+        credentials: 'omit',
+        headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify(body),
+      });
       if (!res.ok || !res.body) {
         const fail = await failureOf(res);
         setFailure({ status: fail.status, error: fail.error });
@@ -104,7 +110,16 @@ export function PlaygroundPage() {
         setFigures({ ...f });
       }
     } catch (err) {
-      if (!ctl.signal.aborted) setFailure({ status: null, error: { message: err instanceof Error ? err.message : String(err), type: 'network_error', param: null, code: null } });
+      if (!ctl.signal.aborted)
+        setFailure({
+          status: null,
+          error: {
+            message: err instanceof Error ? err.message : String(err),
+            type: 'network_error',
+            param: null,
+            code: null,
+          },
+        });
     } finally {
       setRunning(false);
       abort.current = null;
@@ -115,98 +130,149 @@ export function PlaygroundPage() {
     <section aria-labelledby="pg-title">
       <h1 id="pg-title">Playground</h1>
       <div class="playground-layout">
-      <form class="card playground" onSubmit={send} aria-label="Chat request">
-        <RadioRow legend="Target" name="target" value={target} onChange={setTarget} options={[['shared', 'Shared model'], ['project', 'Inference project']]} />
-        {target === 'shared' && (
-          <RadioRow legend="API" name="api" value={protocol} onChange={setProtocol} options={[['chat', 'Chat completions'], ['messages', 'Anthropic Messages']]} />
-        )}
-        {target === 'shared' ? (
-          <div class="row">
-            <Field label="API key" hint="The inference endpoint takes a Bearer key, not your session.">
-              <input type="password" class="mono" autoComplete="off" value={apiKey} onInput={(e) => setApiKey(e.currentTarget.value)} placeholder="hk_…" />
-            </Field>
-            <button
-              type="button"
-              class="secondary align-end"
-              disabled={keyAction.busy}
-              onClick={() =>
-                keyAction.run(async () => {
-                  const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: { name: 'playground' } });
-                  setApiKey(k.key);
-                })
-              }
-            >
-              Create a playground key
-            </button>
-          </div>
-        ) : (
-          <div class="row top">
-            <ProjectPicker
-              onPick={(p) => {
-                setEndpoint(p.endpoint);
-                setModel(p.model);
-              }}
+        <form class="card playground" onSubmit={send} aria-label="Chat request">
+          <RadioRow
+            legend="Target"
+            name="target"
+            value={target}
+            onChange={setTarget}
+            options={[
+              ['shared', 'Shared model'],
+              ['project', 'Inference project'],
+            ]}
+          />
+          {target === 'shared' && (
+            <RadioRow
+              legend="API"
+              name="api"
+              value={protocol}
+              onChange={setProtocol}
+              options={[
+                ['chat', 'Chat completions'],
+                ['messages', 'Anthropic Messages'],
+              ]}
             />
-            <Field label="Project endpoint">
-              <input class="mono grow" value={endpoint} onInput={(e) => setEndpoint(e.currentTarget.value)} placeholder="http://…/api/v1/inference/proj_…/chat/completions" />
+          )}
+          {target === 'shared' ? (
+            <div class="row">
+              <Field label="API key" hint="The inference endpoint takes a Bearer key, not your session.">
+                <input
+                  type="password"
+                  class="mono"
+                  autoComplete="off"
+                  value={apiKey}
+                  onInput={(e) => setApiKey(e.currentTarget.value)}
+                  placeholder="hk_…"
+                />
+              </Field>
+              <button
+                type="button"
+                class="secondary align-end"
+                disabled={keyAction.busy}
+                onClick={() =>
+                  keyAction.run(async () => {
+                    const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: { name: 'playground' } });
+                    setApiKey(k.key);
+                  })
+                }
+              >
+                Create a playground key
+              </button>
+            </div>
+          ) : (
+            <div class="row top">
+              <ProjectPicker
+                onPick={(p) => {
+                  setEndpoint(p.endpoint);
+                  setModel(p.model);
+                }}
+              />
+              <Field label="Project endpoint">
+                <input
+                  class="mono grow"
+                  value={endpoint}
+                  onInput={(e) => setEndpoint(e.currentTarget.value)}
+                  placeholder="http://…/api/v1/inference/proj_…/chat/completions"
+                />
+              </Field>
+              <Field label="Project token">
+                <input
+                  type="password"
+                  class="mono"
+                  autoComplete="off"
+                  value={token}
+                  onInput={(e) => setToken(e.currentTarget.value)}
+                  placeholder="hp_…"
+                />
+              </Field>
+            </div>
+          )}
+          <ErrorNote error={keyAction.error} />
+          <div class="row">
+            <Field label="Model">
+              <input class="mono" required value={model} onInput={(e) => setModel(e.currentTarget.value)} />
             </Field>
-            <Field label="Project token">
-              <input type="password" class="mono" autoComplete="off" value={token} onInput={(e) => setToken(e.currentTarget.value)} placeholder="hp_…" />
+            <Field label="Max tokens">
+              <input type="number" min="1" value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
+            </Field>
+            <Field label="Temperature">
+              <input
+                type="number"
+                min="0"
+                max="2"
+                step="0.1"
+                value={temperature}
+                onInput={(e) => setTemperature(e.currentTarget.value)}
+                placeholder="default"
+              />
             </Field>
           </div>
-        )}
-        <ErrorNote error={keyAction.error} />
-        <div class="row">
-          <Field label="Model">
-            <input class="mono" required value={model} onInput={(e) => setModel(e.currentTarget.value)} />
+          <Field label="System prompt">
+            <textarea rows={2} value={system} onInput={(e) => setSystem(e.currentTarget.value)} />
           </Field>
-          <Field label="Max tokens">
-            <input type="number" min="1" value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
+          <Field label="Message">
+            <textarea rows={3} required value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} />
           </Field>
-          <Field label="Temperature">
-            <input type="number" min="0" max="2" step="0.1" value={temperature} onInput={(e) => setTemperature(e.currentTarget.value)} placeholder="default" />
-          </Field>
-        </div>
-        <Field label="System prompt">
-          <textarea rows={2} value={system} onInput={(e) => setSystem(e.currentTarget.value)} />
-        </Field>
-        <Field label="Message">
-          <textarea rows={3} required value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} />
-        </Field>
-        <div class="row">
-          <button type="submit" disabled={running}>
-            {running ? 'Streaming…' : 'Send'}
-          </button>
-          {running && (
-            <button type="button" class="secondary" onClick={() => abort.current?.abort()}>
-              Stop
+          <div class="row">
+            <button type="submit" disabled={running}>
+              {running ? 'Streaming…' : 'Send'}
             </button>
+            {running && (
+              <button type="button" class="secondary" onClick={() => abort.current?.abort()}>
+                Stop
+              </button>
+            )}
+          </div>
+        </form>
+        <div class="card">
+          <h2>Reply</h2>
+          {failure && <ReplyError failure={failure} />}
+          {thinking && (
+            <details class="thinking" open>
+              <summary>Thinking</summary>
+              <div class="reply muted" role="log" aria-label="Thinking">
+                {thinking}
+              </div>
+            </details>
           )}
+          <div class="reply" role="log" aria-label="Reply" aria-live="polite">
+            {output || (running ? '' : <span class="muted">Nothing yet.</span>)}
+          </div>
+          {figures && <Figures f={figures} />}
         </div>
-      </form>
-      <div class="card">
-        <h2>Reply</h2>
-        {failure && <ReplyError failure={failure} />}
-        {thinking && (
-          <details class="thinking" open>
-            <summary>Thinking</summary>
-            <div class="reply muted" role="log" aria-label="Thinking">
-              {thinking}
-            </div>
-          </details>
-        )}
-        <div class="reply" role="log" aria-label="Reply" aria-live="polite">
-          {output || (running ? '' : <span class="muted">Nothing yet.</span>)}
-        </div>
-        {figures && <Figures f={figures} />}
-      </div>
       </div>
     </section>
   );
 }
 
 /** A row of radio buttons for one choice (its legend read by screen readers only). */
-function RadioRow<T extends string>(p: { legend: string; name: string; value: T; onChange: (v: T) => void; options: Array<[T, string]> }) {
+function RadioRow<T extends string>(p: {
+  legend: string;
+  name: string;
+  value: T;
+  onChange: (v: T) => void;
+  options: Array<[T, string]>;
+}) {
   return (
     <fieldset class="row">
       <legend class="sr-only">{p.legend}</legend>
@@ -225,8 +291,20 @@ function ProjectPicker({ onPick }: { onPick: (p: ProjectView) => void }) {
   useEffect(() => {
     void (async () => {
       const ws = await api<ListOf<WorkspaceView>>('GET', '/api/v1/workspaces');
-      const lists = await Promise.all(ws.data.filter((w) => w.yam?.state === 'ready').map(async (w) => ({ w, ps: await api<ListOf<ProjectView>>('GET', `/api/v1/workspaces/${encodeURIComponent(w.workspaceId)}/inference`) })));
-      setProjects(lists.flatMap(({ w, ps }) => ps.data.map((p) => ({ label: `${w.name} / ${p.name} (${p.state})`, project: p }))));
+      const lists = await Promise.all(
+        ws.data
+          .filter((w) => w.yam?.state === 'ready')
+          .map(async (w) => ({
+            w,
+            ps: await api<ListOf<ProjectView>>(
+              'GET',
+              `/api/v1/workspaces/${encodeURIComponent(w.workspaceId)}/inference`,
+            ),
+          })),
+      );
+      setProjects(
+        lists.flatMap(({ w, ps }) => ps.data.map((p) => ({ label: `${w.name} / ${p.name} (${p.state})`, project: p }))),
+      );
     })().catch(() => setProjects([]));
   }, []);
   return (
@@ -271,7 +349,11 @@ function Figures({ f }: { f: RunFigures }) {
       <dt>Tokens per second</dt>
       <dd>{f.tokensPerSecond === null ? '—' : f.tokensPerSecond.toFixed(1)}</dd>
       <dt>Usage</dt>
-      <dd>{f.usage ? `${f.usage.prompt_tokens} prompt + ${f.usage.completion_tokens} completion = ${f.usage.total_tokens} tokens` : '—'}</dd>
+      <dd>
+        {f.usage
+          ? `${f.usage.prompt_tokens} prompt + ${f.usage.completion_tokens} completion = ${f.usage.total_tokens} tokens`
+          : '—'}
+      </dd>
       <dt>Finish</dt>
       <dd>{f.finishReason ?? '—'}</dd>
     </dl>

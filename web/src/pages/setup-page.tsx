@@ -32,7 +32,9 @@ export function SetupPage({ token, onSignedIn }: { token: string; onSignedIn: (u
       <form class="card auth-card" onSubmit={submit} aria-labelledby="setup-title">
         <h1 id="setup-title">Set up Hearth</h1>
         <p class="muted">Create the owner of this Hearth. The setup link works once.</p>
-        {token === '' && <Note tone="warn">This page needs the setup link from Hearth's log (it ends in ?token=…).</Note>}
+        {token === '' && (
+          <Note tone="warn">This page needs the setup link from Hearth's log (it ends in ?token=…).</Note>
+        )}
         <Field label="Email">
           <input type="email" autoComplete="username" required {...form.bind('email')} />
         </Field>

@@ -37,10 +37,22 @@ export function SignInPage({ flash, onSignedIn }: { flash: string | null; onSign
           </Note>
         )}
         <Field label="Email">
-          <input type="email" autoComplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
+          <input
+            type="email"
+            autoComplete="username"
+            required
+            value={email}
+            onInput={(e) => setEmail(e.currentTarget.value)}
+          />
         </Field>
         <Field label="Password">
-          <input type="password" autoComplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+          <input
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
         </Field>
         <ErrorNote error={action.error} />
         {retry && <p class="muted">Try again in {retry} s.</p>}

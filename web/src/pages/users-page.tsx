@@ -1,6 +1,16 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, FormFooter, StateBadge, formatTime, useAction, useFields, useLoad } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  ErrorNote,
+  Field,
+  FormFooter,
+  StateBadge,
+  formatTime,
+  useAction,
+  useFields,
+  useLoad,
+} from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ListOf, Role, SessionUser, UserView } from '../types.ts';
 
@@ -41,7 +51,11 @@ function OwnerUsers({ self }: { self: SessionUser }) {
           },
           { header: 'Role', cell: (u) => <StateBadge state={u.role} /> },
           { header: 'Added', cell: (u) => formatTime(u.createdAt), class: 'nowrap' },
-          { header: 'Last sign-in', cell: (u) => (u.lastSignInAt ? formatTime(u.lastSignInAt) : 'never'), class: 'nowrap' },
+          {
+            header: 'Last sign-in',
+            cell: (u) => (u.lastSignInAt ? formatTime(u.lastSignInAt) : 'never'),
+            class: 'nowrap',
+          },
         ]}
         actions={(u) =>
           u.email !== self.email && (

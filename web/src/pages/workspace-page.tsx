@@ -1,8 +1,29 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, api } from '../api.ts';
-import { ConfirmButton, CopyButton, ErrorNote, Field, FormFooter, Note, SecretOnce, StateBadge, formatTime, useAction, useFields, useInterval, useLoad } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  CopyButton,
+  ErrorNote,
+  Field,
+  FormFooter,
+  Note,
+  SecretOnce,
+  StateBadge,
+  formatTime,
+  useAction,
+  useFields,
+  useInterval,
+  useLoad,
+} from '../components/ui.tsx';
 import { navigate } from '../navigation.ts';
-import { PROVIDERS, type ListOf, type ProjectView, type ProjectWithToken, type Provider, type WorkspaceView } from '../types.ts';
+import {
+  PROVIDERS,
+  type ListOf,
+  type ProjectView,
+  type ProjectWithToken,
+  type Provider,
+  type WorkspaceView,
+} from '../types.ts';
 import { AppsPanel } from './apps-panel.tsx';
 
 const POLL_MS = 1500;
@@ -119,7 +140,15 @@ function Projects({ base, yamReady }: { base: string; yamReady: boolean }) {
   );
 }
 
-function CreateProjectForm({ base, disabled, onCreated }: { base: string; disabled: boolean; onCreated: (p: ProjectWithToken) => void }) {
+function CreateProjectForm({
+  base,
+  disabled,
+  onCreated,
+}: {
+  base: string;
+  disabled: boolean;
+  onCreated: (p: ProjectWithToken) => void;
+}) {
   const form = useFields({ name: '', model: '', key: '', temperature: '' });
   const { name, model, key, temperature } = form.values;
   const [provider, setProvider] = useState<Provider>('openai');
@@ -162,7 +191,17 @@ function CreateProjectForm({ base, disabled, onCreated }: { base: string; disabl
   );
 }
 
-function ProjectCard({ base, project: p, onRotated, onChanged }: { base: string; project: ProjectView; onRotated: (p: ProjectWithToken) => void; onChanged: () => void }) {
+function ProjectCard({
+  base,
+  project: p,
+  onRotated,
+  onChanged,
+}: {
+  base: string;
+  project: ProjectView;
+  onRotated: (p: ProjectWithToken) => void;
+  onChanged: () => void;
+}) {
   const action = useAction();
   const path = `${base}/inference/${encodeURIComponent(p.projectId)}`;
   const curl = curlSnippet(p);
@@ -170,7 +209,8 @@ function ProjectCard({ base, project: p, onRotated, onChanged }: { base: string;
     <article class="project" aria-label={`Project ${p.name}`}>
       <div class="row spread">
         <div>
-          <h3 class="inline">{p.name}</h3> <span class="muted small">
+          <h3 class="inline">{p.name}</h3>{' '}
+          <span class="muted small">
             {p.provider} · <span class="mono">{p.model}</span>
             {p.temperature !== null && ` · temperature ${p.temperature}`}
             {p.providerKey && ` · key …${p.providerKey.last4}`}
@@ -202,12 +242,30 @@ function ProjectCard({ base, project: p, onRotated, onChanged }: { base: string;
           }
         />
         {p.state === 'ready' && (
-          <button type="button" class="secondary" onClick={() => action.run(async () => { await api('PATCH', path, { body: { state: 'suspended' } }); onChanged(); })}>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() =>
+              action.run(async () => {
+                await api('PATCH', path, { body: { state: 'suspended' } });
+                onChanged();
+              })
+            }
+          >
             Suspend {p.name}
           </button>
         )}
         {(p.state === 'suspended' || p.state === 'failed') && (
-          <button type="button" class="secondary" onClick={() => action.run(async () => { await api('PATCH', path, { body: { state: 'ready' } }); onChanged(); })}>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() =>
+              action.run(async () => {
+                await api('PATCH', path, { body: { state: 'ready' } });
+                onChanged();
+              })
+            }
+          >
             Resume {p.name}
           </button>
         )}

@@ -1,5 +1,14 @@
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, StateBadge, formatTime, useAction, useFields, useLoad } from '../components/ui.tsx';
+import {
+  ConfirmButton,
+  ErrorNote,
+  Field,
+  StateBadge,
+  formatTime,
+  useAction,
+  useFields,
+  useLoad,
+} from '../components/ui.tsx';
 import { ResourceTable } from '../components/resource-table.tsx';
 import { navigate } from '../navigation.ts';
 import type { ListOf, WorkspaceView } from '../types.ts';
