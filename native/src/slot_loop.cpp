@@ -85,28 +85,25 @@ bool SlotLoop::submit(JobSpec job, SubmitRefusal & refusal) {
 }
 
 void SlotLoop::cancel(uint32_t jobId) {
+    Command c;
+    c.isCancel = true;
+    c.jobId = jobId;
+    post(std::move(c));
+}
+
+void SlotLoop::yieldSlot(uint32_t jobId) {
+    Command c;
+    c.isYield = true;
+    c.jobId = jobId;
+    post(std::move(c));
+}
+
+void SlotLoop::post(Command && c) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         if (stopRequested_) {
             return;  // every job is being cancelled anyway
         }
-        Command c;
-        c.isCancel = true;
-        c.jobId = jobId;
-        inbox_.push_back(std::move(c));
-    }
-    wake_.notify_one();
-}
-
-void SlotLoop::yieldSlot(uint32_t jobId) {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (stopRequested_) {
-            return;
-        }
-        Command c;
-        c.isYield = true;
-        c.jobId = jobId;
         inbox_.push_back(std::move(c));
     }
     wake_.notify_one();

@@ -153,6 +153,8 @@ private:
     };
 
     void run();
+    /** Queues a cancel or yield for the loop thread and wakes it; dropped once a stop was requested (any thread). */
+    void post(Command && c);
     bool load(std::string & error);
     void unload();
     /** Thread count (calibrated when asked) and persistent compute threads; after the context exists. */

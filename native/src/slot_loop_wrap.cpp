@@ -222,21 +222,19 @@ Napi::Value SlotLoopWrap::Submit(const Napi::CallbackInfo & info) {
 }
 
 Napi::Value SlotLoopWrap::Cancel(const Napi::CallbackInfo & info) {
-    if (info.Length() < 1 || !info[0].IsNumber()) {
-        throw Napi::TypeError::New(info.Env(), "usage: cancel(jobId)");
-    }
-    if (!finished_ && !envGone_) {
-        loop_->cancel(info[0].As<Napi::Number>().Uint32Value());
-    }
-    return info.Env().Undefined();
+    return forJob(info, "cancel", &SlotLoop::cancel);
 }
 
 Napi::Value SlotLoopWrap::YieldSlot(const Napi::CallbackInfo & info) {
+    return forJob(info, "yieldSlot", &SlotLoop::yieldSlot);
+}
+
+Napi::Value SlotLoopWrap::forJob(const Napi::CallbackInfo & info, const char * name, void (SlotLoop::*command)(uint32_t)) {
     if (info.Length() < 1 || !info[0].IsNumber()) {
-        throw Napi::TypeError::New(info.Env(), "usage: yieldSlot(jobId)");
+        throw Napi::TypeError::New(info.Env(), std::string("usage: ") + name + "(jobId)");
     }
     if (!finished_ && !envGone_) {
-        loop_->yieldSlot(info[0].As<Napi::Number>().Uint32Value());
+        (loop_.get()->*command)(info[0].As<Napi::Number>().Uint32Value());
     }
     return info.Env().Undefined();
 }

@@ -39,6 +39,8 @@ private:
     Napi::Value Submit(const Napi::CallbackInfo & info);
     Napi::Value Cancel(const Napi::CallbackInfo & info);
     Napi::Value YieldSlot(const Napi::CallbackInfo & info);
+    /** `usage: name(jobId)` checked, then `command` on the loop unless it has finished. */
+    Napi::Value forJob(const Napi::CallbackInfo & info, const char * name, void (SlotLoop::*command)(uint32_t));
     Napi::Value Dispose(const Napi::CallbackInfo & info);
     Napi::Value Stats(const Napi::CallbackInfo & info);
     /**

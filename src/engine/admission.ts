@@ -123,7 +123,7 @@ export class Admission {
       generation.handOver();
     };
     place.ticket = this.scheduler.enqueue(
-      { handOver, refuse: () => generation.refuse() },
+      { handOver, refuse: () => generation.refuse(), ...(generation.embedding ? { embedding: true as const } : {}) },
       schedule.tenant,
       schedule.priority,
     );
