@@ -1,10 +1,15 @@
 #include "row_pool.h"
 
+#include "thread_name.h"
+
 namespace hearth {
 
 RowPool::RowPool(int threads) {
     for (int i = 1; i < threads; i++) {
-        workers_.emplace_back([this] { work(); });
+        workers_.emplace_back([this] {
+            nameThisThread("hearth-sample");
+            work();
+        });
     }
 }
 

@@ -1,4 +1,5 @@
 #include "slot_loop.h"
+#include "thread_name.h"
 
 #include <algorithm>
 #include <chrono>
@@ -154,8 +155,12 @@ void SlotLoop::joinThread() {
 
 void SlotLoop::run() {
     quietLogsOnThisThreadWhen(&abortDecode_);
+    // The persistent ggml compute threads that load() creates take this name; the loop thread is renamed after.
+    nameThisThread("hearth-compute");
     std::string error;
-    if (!load(error)) {
+    const bool loaded = load(error);
+    nameThisThread("hearth-loop");
+    if (!loaded) {
         unload();
         LoopEvent failed;
         failed.kind = EventKind::LoadFailed;
