@@ -15,23 +15,12 @@ import {
   type NativeSlotEngine,
   type NativeSlotEngineOptions,
 } from '../../src/worker/native-slot-engine.ts';
-import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
-import { generationJob, submitJob } from '../helpers/generation-job.ts';
+import { generationJob, submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 
 /** The tiny vocabulary's byte token for "\n": after it the tiny model replies DEFAULT_TINY_REPLY (models/tiny-llama.ts). */
 const NEWLINE = 3 + 0x0a;

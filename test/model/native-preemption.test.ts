@@ -16,23 +16,13 @@ import {
 } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobHandle, SlotJobResult } from '../../src/worker/slot-engine.ts';
-import { submitJob } from '../helpers/generation-job.ts';
+import { submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 import { realTestModel, tinyModel } from '../helpers/test-model.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 const SAMPLED: SamplingParams = { ...GREEDY, temperature: 1, repeatPenalty: 1.1, seed: 1234 };
 
 /** Ordinary token ids below 500 (both test models' vocabularies hold them), different for each offset. */

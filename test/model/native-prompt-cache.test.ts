@@ -13,24 +13,13 @@ import {
   nativeAddonAvailable,
   type NativeSlotEngine,
 } from '../../src/worker/native-slot-engine.ts';
-import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
-import { submitJob } from '../helpers/generation-job.ts';
+import { submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 
 /** Ordinary pieces of the tiny vocabulary, different for each offset (no newline: the model never stops early). */
 const promptOf = (length: number, offset: number) =>
