@@ -109,3 +109,23 @@ export async function startHearthProcess(options: {
     },
   };
 }
+
+/**
+ * `hearth serve` arguments for one model on the native engine: `--model`, `--model-id`, then one worker and two
+ * slots unless `settings` says otherwise, and the other settings given (flag name without `--` -> value; `true`: a
+ * flag without a value).
+ */
+export function nativeModelArgs(
+  model: string,
+  modelId: string,
+  settings: Record<string, string | number | true> = {},
+): string[] {
+  const all: Record<string, string | number | true> = { engine: 'native', slots: 2, workers: 1, ...settings };
+  return [
+    '--model',
+    model,
+    '--model-id',
+    modelId,
+    ...Object.entries(all).flatMap(([flag, v]) => (v === true ? [`--${flag}`] : [`--${flag}`, String(v)])),
+  ];
+}
