@@ -215,6 +215,38 @@ const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--c
   [--budgets 0,32,128] [--paces 150,200] [--smooth-prompt-tokens 1500] [--no-flood] [--flood-all-shapes] [--flood-streams 8]
   [--flood-connections 50] [--hearth-args "--thread-pool false"]`;
 
+/** The Options fields of one type. */
+type FieldsOf<T> = { [K in keyof Options]: Options[K] extends T ? K : never }[keyof Options];
+/** Flags that set one field: to a positive integer, to a list of them, or to a fixed boolean. */
+const ONE_INT_FLAGS: Record<string, FieldsOf<number>> = {
+  '--context-size': 'contextSize',
+  '--context': 'contextSize',
+  '--batch-size': 'batchSize',
+  '--max-tokens': 'maxTokens',
+  '--prefix-trials': 'prefixTrials',
+  '--memory-concurrency': 'memoryConcurrency',
+  '--rounds': 'rounds',
+  '--smooth-prompt-tokens': 'smoothPromptTokens',
+  '--flood-streams': 'floodStreams',
+  '--flood-connections': 'floodConnections',
+};
+const INT_LIST_FLAGS: Record<string, FieldsOf<number[]>> = {
+  '--threads': 'threads',
+  '--slots': 'slots',
+  '--concurrency': 'concurrency',
+  '--prompt-lengths': 'promptLengths',
+};
+const SWITCH_FLAGS: Record<string, [FieldsOf<boolean>, boolean]> = {
+  '--no-llama-server': ['llamaServer', false],
+  '--no-prefix': ['prefix', false],
+  '--no-memory': ['memory', false],
+  '--no-results-md': ['resultsMd', false],
+  '--no-ceiling': ['ceiling', false],
+  '--no-smooth': ['smooth', false],
+  '--no-flood': ['flood', false],
+  '--flood-all-shapes': ['floodAllShapes', true],
+};
+
 function parseArgs(argv: string[]): Options {
   const o: Options = { ...DEFAULTS, ...(argv.includes('--quick') ? QUICK : {}) };
   const nonNegative = (s: string, flag: string): number[] => {
@@ -238,32 +270,26 @@ function parseArgs(argv: string[]): Options {
       if (v === undefined) throw new Error(`${flag} needs a value`);
       return v;
     };
+    if (Object.hasOwn(ONE_INT_FLAGS, flag)) {
+      o[ONE_INT_FLAGS[flag]!] = ints(next(), flag)[0]!;
+      continue;
+    }
+    if (Object.hasOwn(INT_LIST_FLAGS, flag)) {
+      o[INT_LIST_FLAGS[flag]!] = ints(next(), flag);
+      continue;
+    }
+    if (Object.hasOwn(SWITCH_FLAGS, flag)) {
+      const [field, value] = SWITCH_FLAGS[flag]!;
+      o[field] = value;
+      continue;
+    }
     switch (flag) {
-      case '--threads':
-        o.threads = ints(next(), flag);
-        break;
-      case '--slots':
-        o.slots = ints(next(), flag);
-        break;
-      case '--context-size':
-      case '--context':
-        o.contextSize = ints(next(), flag)[0]!;
-        break;
-      case '--batch-size':
-        o.batchSize = ints(next(), flag)[0]!;
-        break;
-      case '--concurrency':
-        o.concurrency = ints(next(), flag);
-        break;
       case '--duration': {
         const d = Number(next());
         if (!(d > 0)) throw new Error('--duration: expected seconds > 0');
         o.durationS = d;
         break;
       }
-      case '--max-tokens':
-        o.maxTokens = ints(next(), flag)[0]!;
-        break;
       case '--engines':
       case '--engine': {
         const list = next()
@@ -278,35 +304,14 @@ function parseArgs(argv: string[]): Options {
         o.engines = list as HearthEngine[];
         break;
       }
-      case '--no-llama-server':
-        o.llamaServer = false;
-        break;
-      case '--no-prefix':
-        o.prefix = false;
-        break;
-      case '--prefix-trials':
-        o.prefixTrials = ints(next(), flag)[0]!;
-        break;
-      case '--no-memory':
-        o.memory = false;
-        break;
       case '--memory-requests':
         o.memoryRequests = ints(next(), flag).sort((x, y) => x - y);
-        break;
-      case '--memory-concurrency':
-        o.memoryConcurrency = ints(next(), flag)[0]!;
         break;
       case '--model':
         o.model = resolve(next());
         break;
       case '--label':
         o.label = next();
-        break;
-      case '--no-results-md':
-        o.resultsMd = false;
-        break;
-      case '--rounds':
-        o.rounds = ints(next(), flag)[0]!;
         break;
       case '--quick':
         break;
@@ -316,35 +321,11 @@ function parseArgs(argv: string[]): Options {
           .map((s) => s.trim())
           .filter((s) => s !== '');
         break;
-      case '--prompt-lengths':
-        o.promptLengths = ints(next(), flag);
-        break;
-      case '--no-ceiling':
-        o.ceiling = false;
-        break;
-      case '--no-smooth':
-        o.smooth = false;
-        break;
       case '--budgets':
         o.budgets = nonNegative(next(), flag);
         break;
       case '--paces':
         o.paces = nonNegative(next(), flag).filter((x) => x > 0);
-        break;
-      case '--smooth-prompt-tokens':
-        o.smoothPromptTokens = ints(next(), flag)[0]!;
-        break;
-      case '--no-flood':
-        o.flood = false;
-        break;
-      case '--flood-all-shapes':
-        o.floodAllShapes = true;
-        break;
-      case '--flood-streams':
-        o.floodStreams = ints(next(), flag)[0]!;
-        break;
-      case '--flood-connections':
-        o.floodConnections = ints(next(), flag)[0]!;
         break;
       case '--hearth-args':
         o.hearthArgs = next()
@@ -889,30 +870,22 @@ async function runPrefix(t: Target, o: Options, runId: string): Promise<PrefixRe
   const trials: PrefixTrial[] = [];
   for (let i = 0; i < o.prefixTrials; i++) {
     const system = longSystemPrompt(`${runId}-${t.name}-${i}`);
-    const r1 = await streamTimed(
-      t.stream,
-      chatBody(
-        t,
-        [
-          { role: 'system', content: system },
-          { role: 'user', content: 'Summarise the notes in one line.' },
-        ],
-        8,
-      ),
-      agent,
-    );
-    const r2 = await streamTimed(
-      t.stream,
-      chatBody(
-        t,
-        [
-          { role: 'system', content: system },
-          { role: 'user', content: 'Which river is mentioned first?' },
-        ],
-        8,
-      ),
-      agent,
-    );
+    /** One question after the shared system prompt: the second finds the first's prefix cached. */
+    const ask = (question: string) =>
+      streamTimed(
+        t.stream,
+        chatBody(
+          t,
+          [
+            { role: 'system', content: system },
+            { role: 'user', content: question },
+          ],
+          8,
+        ),
+        agent,
+      );
+    const r1 = await ask('Summarise the notes in one line.');
+    const r2 = await ask('Which river is mentioned first?');
     if (!r1.ok || !r2.ok) throw new Error(`prefix request failed on ${t.name}: ${r1.error ?? r2.error}`);
     trials.push({
       promptTokens1: r1.promptTokens,
