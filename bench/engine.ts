@@ -348,6 +348,7 @@ const finite = (v: readonly number[]) => v.filter(Number.isFinite);
 const percentile = (v: readonly number[], p: number) => percentileAll(finite(v), p);
 const mean = (v: readonly number[]) => meanAll(finite(v));
 const median = (v: readonly number[]) => percentile(v, 50);
+const p50p95 = (v: readonly number[]) => ({ p50: percentile(v, 50), p95: percentile(v, 95) });
 const ratio = (a: number | null | undefined, b: number | null | undefined) =>
   a === null ||
   a === undefined ||
@@ -760,6 +761,7 @@ async function runLevel(
   for (const r of ok) finishReasons[r.finishReason ?? 'none'] = (finishReasons[r.finishReason ?? 'none'] ?? 0) + 1;
   const gaps = ok.flatMap((r) => r.gapsMs);
   const perReq = ok.map(streamTokens);
+  const firstTokenMs = ok.map((r) => r.firstTokenMs);
   const streams = summarizeStreams(results, t0);
   return {
     concurrency,
@@ -769,28 +771,9 @@ async function runLevel(
     contentEventsPerRequest: mean(ok.map((r) => r.contentEvents)),
     finishReasons,
     promptTokens: median(ok.map((r) => r.promptTokens ?? Number.NaN)),
-    firstTokenMs: {
-      p50: percentile(
-        ok.map((r) => r.firstTokenMs),
-        50,
-      ),
-      p95: percentile(
-        ok.map((r) => r.firstTokenMs),
-        95,
-      ),
-      max: Math.max(...ok.map((r) => r.firstTokenMs)),
-    },
+    firstTokenMs: { ...p50p95(firstTokenMs), max: Math.max(...firstTokenMs) },
     interTokenMs: { p50: percentile(gaps, 50), p95: percentile(gaps, 95), p99: percentile(gaps, 99) },
-    totalMs: {
-      p50: percentile(
-        ok.map((r) => r.totalMs),
-        50,
-      ),
-      p95: percentile(
-        ok.map((r) => r.totalMs),
-        95,
-      ),
-    },
+    totalMs: p50p95(ok.map((r) => r.totalMs)),
     serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
     cpuPerToken: cpuPerUnit(threads0, threads1, streams.tokens),
     loadAvg1Before: load1,
@@ -991,6 +974,21 @@ interface TargetRun {
   flood: FloodResult | null;
 }
 
+/** A target's run before anything ran: unavailable, no results. */
+function emptyRun(name: string): TargetRun {
+  return {
+    name,
+    available: false,
+    info: {},
+    levels: [],
+    prefix: null,
+    memory: null,
+    sectionErrors: [],
+    smooth: null,
+    flood: null,
+  };
+}
+
 interface ConfigRun {
   slots: number;
   threads: number;
@@ -1060,17 +1058,7 @@ async function runTarget(
   extras: boolean,
   plan: ShapePlan,
 ): Promise<TargetRun> {
-  const run: TargetRun = {
-    name,
-    available: false,
-    info: {},
-    levels: [],
-    prefix: null,
-    memory: null,
-    sectionErrors: [],
-    smooth: null,
-    flood: null,
-  };
+  const run = emptyRun(name);
   let t: Target;
   log(`starting ${name} (slots ${cfg.slots}, threads ${cfg.threads}, context ${cfg.contextSize}/slot)`);
   try {
@@ -1301,6 +1289,23 @@ async function shapeModel(
   return { path, label: spec.label, maxTokens: o.model ? o.maxTokens : spec.maxTokens, model };
 }
 
+/** One (prompt length, clients) cell of a shape's tables: the kernel ceiling at that many sequences, llama-server's level (a) and Hearth's (h). */
+function cellAt(
+  shape: ShapeRun,
+  slots: number,
+  ls: TargetRun | undefined,
+  hearth: TargetRun | undefined,
+  pl: number,
+  c: number,
+) {
+  const level = (t: TargetRun | undefined) => t?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+  return {
+    ceil: shape.ceiling.find((x) => x.promptLength === pl)?.rows.find((r) => r.sequences === Math.min(c, slots)),
+    a: level(ls),
+    h: level(hearth),
+  };
+}
+
 function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): string {
   const L: string[] = [];
   const cfg = shape.configs[0];
@@ -1321,11 +1326,7 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   L.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const pl of o.promptLengths)
     for (const c of o.concurrency) {
-      const ceil = shape.ceiling
-        .find((x) => x.promptLength === pl)
-        ?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
-      const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-      const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+      const { ceil, a, h } = cellAt(shape, cfg.slots, ls, hearth, pl, c);
       L.push(
         `| ${pl} | ${c} | ${fmt(ceil?.requestTokPerS)} / ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 2)}** (${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}) | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}**${o.rounds > 1 ? ` (${fmt(pairedRatio(hearth, ls, c, pl), 2)})` : ''} | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`,
       );
@@ -1401,11 +1402,7 @@ function targetsMarkdown(o: Options, shape: ShapeRun): string[] {
   };
   for (const pl of o.promptLengths)
     for (const c of o.concurrency) {
-      const ceil = shape.ceiling
-        .find((x) => x.promptLength === pl)
-        ?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
-      const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-      const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+      const { ceil, a, h } = cellAt(shape, cfg.slots, ls, hearth, pl, c);
       if (c === 8)
         judge(
           `prompt ${pl}, 8 streams: Hearth / ceiling with prefill`,
@@ -1630,18 +1627,7 @@ async function main(): Promise<void> {
           }
         }
         if (o.llamaServer && !bin)
-          cfg.targets.push({
-            name: 'llama-server',
-            available: false,
-            unavailableReason: binError ?? 'not built',
-            info: {},
-            levels: [],
-            prefix: null,
-            memory: null,
-            sectionErrors: [],
-            smooth: null,
-            flood: null,
-          });
+          cfg.targets.push({ ...emptyRun('llama-server'), unavailableReason: binError ?? 'not built' });
         cfg.targets.push(...byName.values());
         shape.configs.push(cfg);
       }
