@@ -111,16 +111,15 @@ export async function startHearthProcess(options: {
 }
 
 /**
- * `hearth serve` arguments for one model on the native engine: `--model`, `--model-id`, then one worker and two
- * slots unless `settings` says otherwise, and the other settings given (flag name without `--` -> value; `true`: a
- * flag without a value).
+ * `hearth serve` arguments for one model: `--model`, `--model-id`, then one worker and two slots unless `settings`
+ * says otherwise, and the other settings given (flag name without `--` -> value; `true`: a flag without a value).
  */
-export function nativeModelArgs(
+export function modelArgs(
   model: string,
   modelId: string,
   settings: Record<string, string | number | true> = {},
 ): string[] {
-  const all: Record<string, string | number | true> = { engine: 'native', slots: 2, workers: 1, ...settings };
+  const all: Record<string, string | number | true> = { slots: 2, workers: 1, ...settings };
   return [
     '--model',
     model,
@@ -128,4 +127,13 @@ export function nativeModelArgs(
     modelId,
     ...Object.entries(all).flatMap(([flag, v]) => (v === true ? [`--${flag}`] : [`--${flag}`, String(v)])),
   ];
+}
+
+/** modelArgs on the native engine. */
+export function nativeModelArgs(
+  model: string,
+  modelId: string,
+  settings: Record<string, string | number | true> = {},
+): string[] {
+  return modelArgs(model, modelId, { engine: 'native', ...settings });
 }
