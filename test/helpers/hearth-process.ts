@@ -21,13 +21,24 @@ export interface HearthProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Runs the `hearth` CLI synchronously (keys, workspaces ...). */
+/** Runs the `hearth` CLI synchronously (keys, workspaces ...); `input`: what it reads on stdin. */
 export function hearthCli(
   args: string[],
   env: NodeJS.ProcessEnv = {},
+  input?: string,
 ): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, input });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Creates a user of the default account with `hearth users create` (the password on stdin), as an operator would. */
+export function createUser(
+  dataDir: string,
+  who: { email: string; password: string },
+  role = 'owner',
+): { status: number | null; stdout: string; stderr: string } {
+  const args = ['users', 'create', '--email', who.email, '--account', 'default', '--role', role, '--data-dir', dataDir];
+  return hearthCli(args, {}, `${who.password}\n`);
 }
 
 export function createKey(dataDir: string, name = 'test', env: NodeJS.ProcessEnv = {}): string {
