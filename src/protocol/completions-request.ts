@@ -2,7 +2,7 @@ import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { RawPrompt, SamplingOptions } from './chat-request.ts';
 import { MAX_TOP_LOGPROBS, parseSamplerExtensions } from './validate-chat-features.ts';
-import { absent, isObject, type Json, tokenIds } from './json-fields.ts';
+import { absent, isObject, type Json, parseIncludeUsage, tokenIds } from './json-fields.ts';
 
 /**
  * The legacy completions request (`POST /completions`), validated once at the edge. The prompt reaches the
@@ -130,20 +130,7 @@ export function validateCompletionsRequest(body: unknown): CompletionsRequest {
     throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
   const prompts = parsePrompts(body.prompt);
   const stream = bool(body, 'stream');
-  let includeUsage = false;
-  const so = body.stream_options;
-  if (!absent(so)) {
-    if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
-    if (!stream)
-      throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
-    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean')
-      throw invalidRequest(
-        "'stream_options.include_usage' must be a boolean",
-        'stream_options.include_usage',
-        'invalid_type',
-      );
-    includeUsage = so.include_usage === true;
-  }
+  const includeUsage = parseIncludeUsage(body, stream);
   const echo = bool(body, 'echo');
   const logprobs = number(body, 'logprobs', 0, MAX_TOP_LOGPROBS, true);
   if (echo && prompts.some((p) => typeof p !== 'string'))

@@ -11,6 +11,7 @@ import {
   parseToolChoice,
   parseTools,
 } from './validate-chat-features.ts';
+import { isObject, type Json, parseIncludeUsage } from './json-fields.ts';
 
 /** Limits applied while validating; the gateway passes the configured values. */
 export interface ChatRequestLimits {
@@ -64,12 +65,6 @@ const ROLE_MAP: ReadonlyMap<string, ChatRole> = new Map([
   ['assistant', 'assistant'],
   ['tool', 'tool'],
 ]);
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function optionalNumber(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
   const v = body[field];
@@ -216,20 +211,7 @@ export function validateChatRequest(
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
     throw invalidRequest("'stream' must be a boolean", 'stream', 'invalid_type');
   const stream = body.stream === true;
-  let includeUsage = false;
-  const so = body.stream_options;
-  if (so !== undefined && so !== null) {
-    if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
-    if (!stream)
-      throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
-    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean')
-      throw invalidRequest(
-        "'stream_options.include_usage' must be a boolean",
-        'stream_options.include_usage',
-        'invalid_type',
-      );
-    includeUsage = so.include_usage === true;
-  }
+  const includeUsage = parseIncludeUsage(body, stream);
   const maxTokens = parseMaxTokens(body);
   if (body.user !== undefined && body.user !== null && typeof body.user !== 'string')
     throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
