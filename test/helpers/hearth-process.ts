@@ -41,8 +41,10 @@ export function createUser(
   return hearthCli(args, {}, `${who.password}\n`);
 }
 
-export function createKey(dataDir: string, name = 'test', env: NodeJS.ProcessEnv = {}): string {
-  const r = hearthCli(['keys', 'create', '--name', name, '--data-dir', dataDir, '--json'], env);
+/** Creates an API key with `hearth keys create` (in `account`, or the default one) and answers it. */
+export function createKey(dataDir: string, name = 'test', env: NodeJS.ProcessEnv = {}, account?: string): string {
+  const inAccount = account === undefined ? [] : ['--account', account];
+  const r = hearthCli(['keys', 'create', '--name', name, ...inAccount, '--data-dir', dataDir, '--json'], env);
   if (r.status !== 0) throw new Error(`keys create failed: ${r.stderr}`);
   return (JSON.parse(r.stdout) as { key: string }).key;
 }

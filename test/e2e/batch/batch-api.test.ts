@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createKey } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
 /**
@@ -76,18 +76,7 @@ function comparable(body: Record<string, unknown>): Record<string, unknown> {
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-api-'));
-  const other = hearthCli([
-    'keys',
-    'create',
-    '--name',
-    'other',
-    '--account',
-    'acct-other',
-    '--data-dir',
-    dataDir,
-    '--json',
-  ]);
-  expect(other.status).toBe(0);
+  const otherKey = createKey(dataDir, 'other', {}, 'acct-other');
   hearth = await startHearthProcess({
     dataDir,
     args: [
@@ -103,7 +92,7 @@ beforeAll(async () => {
   });
   await hearth.waitReady();
   client = clientFor(hearth, hearth.key);
-  otherAccount = clientFor(hearth, (JSON.parse(other.stdout) as { key: string }).key);
+  otherAccount = clientFor(hearth, otherKey);
 }, 120_000);
 
 afterAll(async () => {
