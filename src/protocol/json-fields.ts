@@ -40,3 +40,21 @@ export function parseIncludeUsage(body: Json, stream: boolean): boolean {
     );
   return so.include_usage === true;
 }
+
+/** `body[field]` as a number in [min, max] (an integer where `integer`); undefined when not sent; a 400 naming it otherwise. */
+export function optionalNumber(
+  body: Json,
+  field: string,
+  min: number,
+  max: number,
+  integer = false,
+): number | undefined {
+  const v = body[field];
+  if (absent(v)) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v))
+    throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
+  if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
+  if (v < min || v > max)
+    throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  return v;
+}

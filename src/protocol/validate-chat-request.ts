@@ -11,7 +11,7 @@ import {
   parseToolChoice,
   parseTools,
 } from './validate-chat-features.ts';
-import { isObject, type Json, parseIncludeUsage } from './json-fields.ts';
+import { isObject, type Json, optionalNumber, parseIncludeUsage } from './json-fields.ts';
 
 /** Limits applied while validating; the gateway passes the configured values. */
 export interface ChatRequestLimits {
@@ -65,17 +65,6 @@ const ROLE_MAP: ReadonlyMap<string, ChatRole> = new Map([
   ['assistant', 'assistant'],
   ['tool', 'tool'],
 ]);
-
-function optionalNumber(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v))
-    throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
-  if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
-  if (v < min || v > max)
-    throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
-  return v;
-}
 
 /**
  * `max_tokens` and its alias `max_completion_tokens` are one limit. Each one given is validated; when both
