@@ -8,6 +8,7 @@
  */
 import { startBenchHearth } from './lib/servers.ts';
 import { tinyChatModel } from '../test/helpers/test-model.ts';
+import { NESTED_SCHEMA } from '../test/helpers/schema-fixtures.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -16,20 +17,7 @@ const flag = (name: string) => {
 };
 const REQUESTS = Number(flag('--requests') ?? 12);
 const ENGINE = flag('--engine') ?? 'native';
-const SCHEMA = {
-  type: 'object',
-  properties: {
-    n: { type: 'string' },
-    o: {
-      type: 'object',
-      properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } },
-      required: ['t', 's'],
-      additionalProperties: false,
-    },
-  },
-  required: ['n', 'o'],
-  additionalProperties: false,
-};
+const SCHEMA = NESTED_SCHEMA;
 const FORMATS = {
   json_object: { type: 'json_object' },
   json_schema: { type: 'json_schema', json_schema: { name: 'cat', schema: SCHEMA, strict: true } },
