@@ -19,6 +19,16 @@ export async function batchEnded(client: OpenAI, batch: Batch, timeoutMs = 240_0
   return done;
 }
 
+/** Polls a batch every `everyMs` until it is past validation and has answered at least one line; its state then. */
+export async function batchStarted(client: OpenAI, batch: Batch, everyMs = 50): Promise<Batch> {
+  let b = batch;
+  while (b.request_counts?.completed === 0 || b.status === 'validating') {
+    await new Promise((r) => setTimeout(r, everyMs));
+    b = await client.batches.retrieve(batch.id);
+  }
+  return b;
+}
+
 /** The JSON lines of a batch's output or error file, in file order; none when the batch has no such file. */
 export async function batchFileLines<T = { custom_id: string }>(
   client: OpenAI,

@@ -1,7 +1,7 @@
 import OpenAI, { toFile } from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
-import { batchEnded, batchFileLines } from '../../helpers/batch-polling.ts';
+import { batchEnded, batchFileLines, batchStarted } from '../../helpers/batch-polling.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -116,12 +116,7 @@ describe('Batch API across two PostgreSQL replicas', () => {
       endpoint: '/v1/chat/completions',
       completion_window: '24h',
     });
-    for (
-      let b = batch;
-      b.request_counts?.completed === 0 || b.status === 'validating';
-      b = await reader.batches.retrieve(batch.id)
-    )
-      await new Promise((r) => setTimeout(r, 50));
+    await batchStarted(reader, batch);
     first.proc.kill('SIGSTOP');
     let done = batch;
     try {
