@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeModelHub, startFakeModelHub } from '../fakes/fake-model-hub.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { probeAppArchive } from '../helpers/app-archives.ts';
-import { type HearthProcess, startHearthProcess, createUser } from '../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createUser, modelArgs } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 import { browserAvailable, launchChromium } from './chromium.ts';
 import { callApi } from '../helpers/management-client.ts';
@@ -38,22 +38,11 @@ describe.runIf(run)('dashboard in a browser', () => {
   beforeAll(async () => {
     openai = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY, reply: { text: 'Hello from upstream.' } });
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        await tinyChatModel(),
-        '--model-id',
-        'local/instant',
-        '--engine',
-        'instant',
-        '--workers',
-        '1',
-        '--slots',
-        '2',
-        '--openai-base-url',
-        openai.baseUrl,
-        '--provider-max-retries',
-        '0',
-      ],
+      args: modelArgs(await tinyChatModel(), 'local/instant', {
+        engine: 'instant',
+        'openai-base-url': openai.baseUrl,
+        'provider-max-retries': 0,
+      }),
     });
     await hearth.waitReady();
     browser = await launchChromium();

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, startHearthProcess, createKey } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createKey, modelArgs } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import { batchFileLines, batchStarted } from '../../helpers/batch-polling.ts';
 
@@ -71,16 +71,7 @@ beforeAll(async () => {
   const otherKey = createKey(dataDir, 'other', {}, 'acct-other');
   hearth = await startHearthProcess({
     dataDir,
-    args: [
-      '--model',
-      await tinyChatModel(),
-      '--model-id',
-      MODEL_ID,
-      '--slots',
-      '2',
-      '--batch-file-limit-bytes',
-      String(FILE_LIMIT),
-    ],
+    args: modelArgs(await tinyChatModel(), MODEL_ID, { 'batch-file-limit-bytes': FILE_LIMIT }),
   });
   await hearth.waitReady();
   client = clientFor(hearth, hearth.key);
