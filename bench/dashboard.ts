@@ -4,7 +4,7 @@ import zlib from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { ensureTinyChatModel } from '../models/test-model-path.ts';
 import { launchChromium } from '../test/browser/chromium.ts';
-import { startHearthProcess } from '../test/helpers/hearth-process.ts';
+import { startHearthProcess, modelArgs } from '../test/helpers/hearth-process.ts';
 
 /**
  * bench:dashboard: the dashboard's weight and first load. Sizes of the built JS/CSS (raw and gzip -9, as the
@@ -55,18 +55,7 @@ async function firstLoad(page: Page, url: string, heading: string) {
 async function main() {
   const screenshots = process.argv.includes('--screenshots');
   const hearth = await startHearthProcess({
-    args: [
-      '--model',
-      await ensureTinyChatModel(),
-      '--model-id',
-      'local/tiny-chat',
-      '--engine',
-      'instant',
-      '--workers',
-      '1',
-      '--slots',
-      '2',
-    ],
+    args: modelArgs(await ensureTinyChatModel(), 'local/tiny-chat', { engine: 'instant' }),
   });
   const browser = await launchChromium();
   try {

@@ -215,6 +215,38 @@ const USAGE = `usage: npm run bench:engine -- [--threads 2[,1]] [--slots 8] [--c
   [--budgets 0,32,128] [--paces 150,200] [--smooth-prompt-tokens 1500] [--no-flood] [--flood-all-shapes] [--flood-streams 8]
   [--flood-connections 50] [--hearth-args "--thread-pool false"]`;
 
+/** The Options fields of one type. */
+type FieldsOf<T> = { [K in keyof Options]: Options[K] extends T ? K : never }[keyof Options];
+/** Flags that set one field: to a positive integer, to a list of them, or to a fixed boolean. */
+const ONE_INT_FLAGS: Record<string, FieldsOf<number>> = {
+  '--context-size': 'contextSize',
+  '--context': 'contextSize',
+  '--batch-size': 'batchSize',
+  '--max-tokens': 'maxTokens',
+  '--prefix-trials': 'prefixTrials',
+  '--memory-concurrency': 'memoryConcurrency',
+  '--rounds': 'rounds',
+  '--smooth-prompt-tokens': 'smoothPromptTokens',
+  '--flood-streams': 'floodStreams',
+  '--flood-connections': 'floodConnections',
+};
+const INT_LIST_FLAGS: Record<string, FieldsOf<number[]>> = {
+  '--threads': 'threads',
+  '--slots': 'slots',
+  '--concurrency': 'concurrency',
+  '--prompt-lengths': 'promptLengths',
+};
+const SWITCH_FLAGS: Record<string, [FieldsOf<boolean>, boolean]> = {
+  '--no-llama-server': ['llamaServer', false],
+  '--no-prefix': ['prefix', false],
+  '--no-memory': ['memory', false],
+  '--no-results-md': ['resultsMd', false],
+  '--no-ceiling': ['ceiling', false],
+  '--no-smooth': ['smooth', false],
+  '--no-flood': ['flood', false],
+  '--flood-all-shapes': ['floodAllShapes', true],
+};
+
 function parseArgs(argv: string[]): Options {
   const o: Options = { ...DEFAULTS, ...(argv.includes('--quick') ? QUICK : {}) };
   const nonNegative = (s: string, flag: string): number[] => {
@@ -238,32 +270,26 @@ function parseArgs(argv: string[]): Options {
       if (v === undefined) throw new Error(`${flag} needs a value`);
       return v;
     };
+    if (Object.hasOwn(ONE_INT_FLAGS, flag)) {
+      o[ONE_INT_FLAGS[flag]!] = ints(next(), flag)[0]!;
+      continue;
+    }
+    if (Object.hasOwn(INT_LIST_FLAGS, flag)) {
+      o[INT_LIST_FLAGS[flag]!] = ints(next(), flag);
+      continue;
+    }
+    if (Object.hasOwn(SWITCH_FLAGS, flag)) {
+      const [field, value] = SWITCH_FLAGS[flag]!;
+      o[field] = value;
+      continue;
+    }
     switch (flag) {
-      case '--threads':
-        o.threads = ints(next(), flag);
-        break;
-      case '--slots':
-        o.slots = ints(next(), flag);
-        break;
-      case '--context-size':
-      case '--context':
-        o.contextSize = ints(next(), flag)[0]!;
-        break;
-      case '--batch-size':
-        o.batchSize = ints(next(), flag)[0]!;
-        break;
-      case '--concurrency':
-        o.concurrency = ints(next(), flag);
-        break;
       case '--duration': {
         const d = Number(next());
         if (!(d > 0)) throw new Error('--duration: expected seconds > 0');
         o.durationS = d;
         break;
       }
-      case '--max-tokens':
-        o.maxTokens = ints(next(), flag)[0]!;
-        break;
       case '--engines':
       case '--engine': {
         const list = next()
@@ -278,35 +304,14 @@ function parseArgs(argv: string[]): Options {
         o.engines = list as HearthEngine[];
         break;
       }
-      case '--no-llama-server':
-        o.llamaServer = false;
-        break;
-      case '--no-prefix':
-        o.prefix = false;
-        break;
-      case '--prefix-trials':
-        o.prefixTrials = ints(next(), flag)[0]!;
-        break;
-      case '--no-memory':
-        o.memory = false;
-        break;
       case '--memory-requests':
         o.memoryRequests = ints(next(), flag).sort((x, y) => x - y);
-        break;
-      case '--memory-concurrency':
-        o.memoryConcurrency = ints(next(), flag)[0]!;
         break;
       case '--model':
         o.model = resolve(next());
         break;
       case '--label':
         o.label = next();
-        break;
-      case '--no-results-md':
-        o.resultsMd = false;
-        break;
-      case '--rounds':
-        o.rounds = ints(next(), flag)[0]!;
         break;
       case '--quick':
         break;
@@ -316,35 +321,11 @@ function parseArgs(argv: string[]): Options {
           .map((s) => s.trim())
           .filter((s) => s !== '');
         break;
-      case '--prompt-lengths':
-        o.promptLengths = ints(next(), flag);
-        break;
-      case '--no-ceiling':
-        o.ceiling = false;
-        break;
-      case '--no-smooth':
-        o.smooth = false;
-        break;
       case '--budgets':
         o.budgets = nonNegative(next(), flag);
         break;
       case '--paces':
         o.paces = nonNegative(next(), flag).filter((x) => x > 0);
-        break;
-      case '--smooth-prompt-tokens':
-        o.smoothPromptTokens = ints(next(), flag)[0]!;
-        break;
-      case '--no-flood':
-        o.flood = false;
-        break;
-      case '--flood-all-shapes':
-        o.floodAllShapes = true;
-        break;
-      case '--flood-streams':
-        o.floodStreams = ints(next(), flag)[0]!;
-        break;
-      case '--flood-connections':
-        o.floodConnections = ints(next(), flag)[0]!;
         break;
       case '--hearth-args':
         o.hearthArgs = next()
@@ -367,6 +348,7 @@ const finite = (v: readonly number[]) => v.filter(Number.isFinite);
 const percentile = (v: readonly number[], p: number) => percentileAll(finite(v), p);
 const mean = (v: readonly number[]) => meanAll(finite(v));
 const median = (v: readonly number[]) => percentile(v, 50);
+const p50p95 = (v: readonly number[]) => ({ p50: percentile(v, 50), p95: percentile(v, 95) });
 const ratio = (a: number | null | undefined, b: number | null | undefined) =>
   a === null ||
   a === undefined ||
@@ -779,6 +761,7 @@ async function runLevel(
   for (const r of ok) finishReasons[r.finishReason ?? 'none'] = (finishReasons[r.finishReason ?? 'none'] ?? 0) + 1;
   const gaps = ok.flatMap((r) => r.gapsMs);
   const perReq = ok.map(streamTokens);
+  const firstTokenMs = ok.map((r) => r.firstTokenMs);
   const streams = summarizeStreams(results, t0);
   return {
     concurrency,
@@ -788,28 +771,9 @@ async function runLevel(
     contentEventsPerRequest: mean(ok.map((r) => r.contentEvents)),
     finishReasons,
     promptTokens: median(ok.map((r) => r.promptTokens ?? Number.NaN)),
-    firstTokenMs: {
-      p50: percentile(
-        ok.map((r) => r.firstTokenMs),
-        50,
-      ),
-      p95: percentile(
-        ok.map((r) => r.firstTokenMs),
-        95,
-      ),
-      max: Math.max(...ok.map((r) => r.firstTokenMs)),
-    },
+    firstTokenMs: { ...p50p95(firstTokenMs), max: Math.max(...firstTokenMs) },
     interTokenMs: { p50: percentile(gaps, 50), p95: percentile(gaps, 95), p99: percentile(gaps, 99) },
-    totalMs: {
-      p50: percentile(
-        ok.map((r) => r.totalMs),
-        50,
-      ),
-      p95: percentile(
-        ok.map((r) => r.totalMs),
-        95,
-      ),
-    },
+    totalMs: p50p95(ok.map((r) => r.totalMs)),
     serverCpuS: cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null,
     cpuPerToken: cpuPerUnit(threads0, threads1, streams.tokens),
     loadAvg1Before: load1,
@@ -889,30 +853,22 @@ async function runPrefix(t: Target, o: Options, runId: string): Promise<PrefixRe
   const trials: PrefixTrial[] = [];
   for (let i = 0; i < o.prefixTrials; i++) {
     const system = longSystemPrompt(`${runId}-${t.name}-${i}`);
-    const r1 = await streamTimed(
-      t.stream,
-      chatBody(
-        t,
-        [
-          { role: 'system', content: system },
-          { role: 'user', content: 'Summarise the notes in one line.' },
-        ],
-        8,
-      ),
-      agent,
-    );
-    const r2 = await streamTimed(
-      t.stream,
-      chatBody(
-        t,
-        [
-          { role: 'system', content: system },
-          { role: 'user', content: 'Which river is mentioned first?' },
-        ],
-        8,
-      ),
-      agent,
-    );
+    /** One question after the shared system prompt: the second finds the first's prefix cached. */
+    const ask = (question: string) =>
+      streamTimed(
+        t.stream,
+        chatBody(
+          t,
+          [
+            { role: 'system', content: system },
+            { role: 'user', content: question },
+          ],
+          8,
+        ),
+        agent,
+      );
+    const r1 = await ask('Summarise the notes in one line.');
+    const r2 = await ask('Which river is mentioned first?');
     if (!r1.ok || !r2.ok) throw new Error(`prefix request failed on ${t.name}: ${r1.error ?? r2.error}`);
     trials.push({
       promptTokens1: r1.promptTokens,
@@ -1018,6 +974,21 @@ interface TargetRun {
   flood: FloodResult | null;
 }
 
+/** A target's run before anything ran: unavailable, no results. */
+function emptyRun(name: string): TargetRun {
+  return {
+    name,
+    available: false,
+    info: {},
+    levels: [],
+    prefix: null,
+    memory: null,
+    sectionErrors: [],
+    smooth: null,
+    flood: null,
+  };
+}
+
 interface ConfigRun {
   slots: number;
   threads: number;
@@ -1087,17 +1058,7 @@ async function runTarget(
   extras: boolean,
   plan: ShapePlan,
 ): Promise<TargetRun> {
-  const run: TargetRun = {
-    name,
-    available: false,
-    info: {},
-    levels: [],
-    prefix: null,
-    memory: null,
-    sectionErrors: [],
-    smooth: null,
-    flood: null,
-  };
+  const run = emptyRun(name);
   let t: Target;
   log(`starting ${name} (slots ${cfg.slots}, threads ${cfg.threads}, context ${cfg.contextSize}/slot)`);
   try {
@@ -1328,6 +1289,23 @@ async function shapeModel(
   return { path, label: spec.label, maxTokens: o.model ? o.maxTokens : spec.maxTokens, model };
 }
 
+/** One (prompt length, clients) cell of a shape's tables: the kernel ceiling at that many sequences, llama-server's level (a) and Hearth's (h). */
+function cellAt(
+  shape: ShapeRun,
+  slots: number,
+  ls: TargetRun | undefined,
+  hearth: TargetRun | undefined,
+  pl: number,
+  c: number,
+) {
+  const level = (t: TargetRun | undefined) => t?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+  return {
+    ceil: shape.ceiling.find((x) => x.promptLength === pl)?.rows.find((r) => r.sequences === Math.min(c, slots)),
+    a: level(ls),
+    h: level(hearth),
+  };
+}
+
 function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): string {
   const L: string[] = [];
   const cfg = shape.configs[0];
@@ -1348,11 +1326,7 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
   L.push('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const pl of o.promptLengths)
     for (const c of o.concurrency) {
-      const ceil = shape.ceiling
-        .find((x) => x.promptLength === pl)
-        ?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
-      const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-      const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+      const { ceil, a, h } = cellAt(shape, cfg.slots, ls, hearth, pl, c);
       L.push(
         `| ${pl} | ${c} | ${fmt(ceil?.requestTokPerS)} / ${fmt(ceil?.tgTokPerS)} | ${fmt(a?.tokensPerSecond)} | ${fmt(h?.tokensPerSecond)} | **${fmt(ratio(h?.tokensPerSecond, ceil?.requestTokPerS), 2)}** (${fmt(ratio(h?.tokensPerSecond, ceil?.tgTokPerS), 2)}) | **${fmt(ratio(h?.tokensPerSecond, a?.tokensPerSecond), 2)}**${o.rounds > 1 ? ` (${fmt(pairedRatio(hearth, ls, c, pl), 2)})` : ''} | ${fmt(a?.firstTokenMs.p50, 0)} / ${fmt(a?.firstTokenMs.p95, 0)} | ${fmt(h?.firstTokenMs.p50, 0)} / ${fmt(h?.firstTokenMs.p95, 0)} | ${fmt(a?.interTokenMs.p50)} / ${fmt(a?.interTokenMs.p99)} | ${fmt(h?.interTokenMs.p50)} / ${fmt(h?.interTokenMs.p99)} |`,
       );
@@ -1428,11 +1402,7 @@ function targetsMarkdown(o: Options, shape: ShapeRun): string[] {
   };
   for (const pl of o.promptLengths)
     for (const c of o.concurrency) {
-      const ceil = shape.ceiling
-        .find((x) => x.promptLength === pl)
-        ?.rows.find((r) => r.sequences === Math.min(c, cfg.slots));
-      const a = ls?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
-      const h = hearth?.levels.find((l) => l.concurrency === c && l.promptLength === pl);
+      const { ceil, a, h } = cellAt(shape, cfg.slots, ls, hearth, pl, c);
       if (c === 8)
         judge(
           `prompt ${pl}, 8 streams: Hearth / ceiling with prefill`,
@@ -1657,18 +1627,7 @@ async function main(): Promise<void> {
           }
         }
         if (o.llamaServer && !bin)
-          cfg.targets.push({
-            name: 'llama-server',
-            available: false,
-            unavailableReason: binError ?? 'not built',
-            info: {},
-            levels: [],
-            prefix: null,
-            memory: null,
-            sectionErrors: [],
-            smooth: null,
-            flood: null,
-          });
+          cfg.targets.push({ ...emptyRun('llama-server'), unavailableReason: binError ?? 'not built' });
         cfg.targets.push(...byName.values());
         shape.configs.push(cfg);
       }

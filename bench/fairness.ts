@@ -3,6 +3,7 @@ import path from 'node:path';
 import { ensureTinyModel } from '../models/test-model-path.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 import { type HearthProcess, startBenchHearth } from './lib/servers.ts';
+import { nativeModelArgs } from '../test/helpers/hearth-process.ts';
 import { keepAliveAgent, streamChat, type StreamOutcome } from './lib/sse-client.ts';
 import { percentile, sleep } from './lib/stats.ts';
 
@@ -46,24 +47,12 @@ const modelPath =
     headCountKv: 2,
     feedForwardLength: 1024,
   }));
-const SERVE = [
-  '--model',
-  modelPath,
-  '--model-id',
-  MODEL_ID,
-  '--engine',
-  'native',
-  '--slots',
-  String(SLOTS),
-  '--workers',
-  '1',
-  '--queue-limit',
-  String(16 * SLOTS),
-  '--max-tokens',
-  '100000',
-  '--context-size',
-  '512',
-];
+const SERVE = nativeModelArgs(modelPath, MODEL_ID, {
+  slots: SLOTS,
+  'queue-limit': 16 * SLOTS,
+  'max-tokens': 100000,
+  'context-size': 512,
+});
 
 interface Server {
   name: string;

@@ -8,6 +8,8 @@
  */
 import { startBenchHearth } from './lib/servers.ts';
 import { tinyChatModel } from '../test/helpers/test-model.ts';
+import { NESTED_SCHEMA } from '../test/helpers/schema-fixtures.ts';
+import { modelArgs } from '../test/helpers/hearth-process.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -16,20 +18,7 @@ const flag = (name: string) => {
 };
 const REQUESTS = Number(flag('--requests') ?? 12);
 const ENGINE = flag('--engine') ?? 'native';
-const SCHEMA = {
-  type: 'object',
-  properties: {
-    n: { type: 'string' },
-    o: {
-      type: 'object',
-      properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } },
-      required: ['t', 's'],
-      additionalProperties: false,
-    },
-  },
-  required: ['n', 'o'],
-  additionalProperties: false,
-};
+const SCHEMA = NESTED_SCHEMA;
 const FORMATS = {
   json_object: { type: 'json_object' },
   json_schema: { type: 'json_schema', json_schema: { name: 'cat', schema: SCHEMA, strict: true } },
@@ -42,16 +31,7 @@ async function measure(
   const env = horizon === undefined ? {} : { HEARTH_CLOSING_HORIZON: horizon };
   const previous = process.env.HEARTH_CLOSING_HORIZON;
   Object.assign(process.env, env);
-  const hearth = await startBenchHearth([
-    '--model',
-    model,
-    '--model-id',
-    'local/bench',
-    '--slots',
-    '1',
-    '--engine',
-    ENGINE,
-  ]);
+  const hearth = await startBenchHearth(modelArgs(model, 'local/bench', { slots: 1, engine: ENGINE }));
   if (previous === undefined) delete process.env.HEARTH_CLOSING_HORIZON;
   const out: Record<string, { tokensPerSecond: number; parsed: number }> = {};
   try {

@@ -27,7 +27,7 @@ import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { loadNativeSlotEngineInternal, type NativeSlotEngine } from '../src/worker/native-slot-engine.ts';
-import type { SamplingParams } from '../src/engine/sampling-defaults.ts';
+import { GREEDY_SAMPLING } from '../test/helpers/generation-job.ts';
 
 interface BenchOptions {
   models: string[];
@@ -62,17 +62,7 @@ const DEFAULT_BENCH_OPTIONS = {
 } satisfies Required<BenchOptions>;
 
 const SHARED_MODELS = resolve(import.meta.dirname, '../../shared/models');
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 const PROMPTS = [
   'Once upon a time',
   'The little dog ran',

@@ -4,6 +4,7 @@ import { fmt, recordResults, table } from './lib/report.ts';
 import { rssBytes, startBenchHearth } from './lib/servers.ts';
 import { keepAliveAgent, streamChat } from './lib/sse-client.ts';
 import { percentile, sleep } from './lib/stats.ts';
+import { modelArgs } from '../test/helpers/hearth-process.ts';
 
 /**
  * bench:overload: ten times more concurrent clients than the server can hold (slots + queue), for a
@@ -111,20 +112,9 @@ function classifyJson(a: JsonAnswer): Outcome {
 }
 
 const model = process.env.BENCH_OVERLOAD_MODEL ?? (await ensureTinyChatModel({ reply: null }));
-const hearth = await startBenchHearth([
-  '--model',
-  model,
-  '--model-id',
-  'local/tiny',
-  '--slots',
-  String(SLOTS),
-  '--workers',
-  '1',
-  '--queue-limit',
-  String(QUEUE),
-  '--engine',
-  ENGINE,
-]);
+const hearth = await startBenchHearth(
+  modelArgs(model, 'local/tiny', { slots: SLOTS, 'queue-limit': QUEUE, engine: ENGINE }),
+);
 const engine = ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { engine: { kind: string } }).engine.kind;
 const pid = hearth.proc.pid!;
 const url = `${hearth.baseUrl}/api/inference/v1/chat/completions`;

@@ -5,6 +5,7 @@ import { fmt, recordResults, table } from './lib/report.ts';
 import { startBenchHearth } from './lib/servers.ts';
 import { keepAliveAgent, type StreamOutcome, streamChat } from './lib/sse-client.ts';
 import { mean, percentile } from './lib/stats.ts';
+import { modelArgs } from '../test/helpers/hearth-process.ts';
 
 /**
  * bench:stream, two scenarios of streamed chat completions:
@@ -60,18 +61,9 @@ function checkStream(s: StreamOutcome, maxTokens: number, expected?: string): st
 
 async function tinyModelScenario(engineFlag: string) {
   const model = await ensureTinyChatModel({ reply: null });
-  const hearth = await startBenchHearth([
-    '--model',
-    model,
-    '--model-id',
-    'local/tiny',
-    '--slots',
-    String(SLOTS),
-    '--queue-limit',
-    String(CLIENTS * 2),
-    '--engine',
-    engineFlag,
-  ]);
+  const hearth = await startBenchHearth(
+    modelArgs(model, 'local/tiny', { slots: SLOTS, 'queue-limit': CLIENTS * 2, engine: engineFlag }),
+  );
   const agent = keepAliveAgent(CLIENTS);
   const url = `${hearth.baseUrl}/api/inference/v1/chat/completions`;
   const body = (i: number) => ({
@@ -124,22 +116,15 @@ async function fanOutScenario() {
   // model's declared context length: a tiny GGUF that declares 1M tokens lets a stream run long.
   const context = 1 << 20;
   const model = await ensureTinyModel({ contextLength: context });
-  const hearth = await startBenchHearth([
-    '--model',
-    model,
-    '--model-id',
-    'local/instant',
-    '--engine',
-    'instant',
-    '--slots',
-    String(FANOUT_STREAMS),
-    '--context-size',
-    String(context),
-    '--max-tokens',
-    String(Math.max(FANOUT_TOKENS, 4096)),
-    '--stream-buffer-limit',
-    String(64 << 20),
-  ]);
+  const hearth = await startBenchHearth(
+    modelArgs(model, 'local/instant', {
+      engine: 'instant',
+      slots: FANOUT_STREAMS,
+      'context-size': context,
+      'max-tokens': Math.max(FANOUT_TOKENS, 4096),
+      'stream-buffer-limit': 64 << 20,
+    }),
+  );
   const agent = keepAliveAgent(FANOUT_STREAMS);
   const url = `${hearth.baseUrl}/api/inference/v1/chat/completions`;
   const body = {

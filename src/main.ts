@@ -45,7 +45,7 @@ import { Disposables } from './lifecycle/disposables.ts';
 import { waitFor } from './lifecycle/wait-for.ts';
 import { createLogger, type Logger } from './log/logger.ts';
 import { createMetrics } from './metrics/metrics.ts';
-import { type ChatProvider, createProvider, PROVIDER_NAMES, type ProviderName } from './providers/index.ts';
+import { createProviders } from './providers/index.ts';
 import { ApiKeyRepository } from './accounts/api-key-repository.ts';
 import { AppRepository } from './apps/app-repository.ts';
 import { openRecordStore } from './store/open-record-store.ts';
@@ -96,7 +96,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
   setUnmappedErrorReporter((err) => log.error('unmapped error', { error: err instanceof Error ? err : String(err) }));
   const masterKey = loadMasterKey({ secretKey: config.secretKey, dataDir: config.dataDir }); // a bad key file fails the boot here
   if (masterKey.source === 'created') log.info('created the master key file', { file: masterKey.file });
-  const providers = providersFrom(config); // a bad provider option fails the boot here, before anything is opened
+  const providers = createProviders(config); // a bad provider option fails the boot here, before anything is opened
   const configured = modelsFrom(config); // and so do two models of one id
   const primaryId = configured[0]!.source.modelId;
   const disposables = new Disposables();
@@ -415,30 +415,6 @@ function modelsFrom(config: Config): RegisteredModel[] {
     ids.add(m.source.modelId);
   }
   return configured;
-}
-
-/** One shared provider per vendor, pointed at the configured base URLs, with the configured time-out, deadline and retries. */
-function providersFrom(config: Config): Record<ProviderName, ChatProvider> {
-  const baseUrls: Record<ProviderName, string> = {
-    openai: config.openaiBaseUrl,
-    anthropic: config.anthropicBaseUrl,
-    gemini: config.geminiBaseUrl,
-    mistral: config.mistralBaseUrl,
-  };
-  const entries = PROVIDER_NAMES.map(
-    (name) =>
-      [
-        name,
-        createProvider(name, {
-          baseUrl: baseUrls[name],
-          timeoutMs: config.providerTimeoutMs,
-          idleTimeoutMs: config.providerTimeoutMs,
-          deadlineMs: config.providerDeadlineMs,
-          maxRetries: config.providerMaxRetries,
-        }),
-      ] as const,
-  );
-  return Object.fromEntries(entries) as Record<ProviderName, ChatProvider>;
 }
 
 /** `http://host:port`, with a wildcard bind address replaced by loopback and IPv6 literals bracketed. */

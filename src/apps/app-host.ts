@@ -1,6 +1,4 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import {
   appNotFound,
   deploymentNotFound,
@@ -16,26 +14,21 @@ import type { AppRecord, DeploymentRecord, DeploymentSource } from '../store/dat
 import { type AppHostDeps, type AppHostOptions, DEFAULT_APP_HOST_OPTIONS } from './app-host-options.ts';
 import { AppFileLayout } from './app-file-layout.ts';
 import { parseAppInput, parseAppPatch, parseRepositoryInput, parseRollbackInput } from './app-input.ts';
-import { type AppRunState, AppRuntime, type LaunchInput, type RuntimeOptions } from './app-runtime.ts';
+import { AppRuntimes } from './app-runtimes.ts';
+import { type DeploymentHost, runDeployment } from './deployment-run.ts';
+import { sandboxProblem } from './sandbox-trial.ts';
 import { appView, type AppView, deploymentView, type DeploymentView } from './app-views.ts';
 import { ArchiveError, unpackArchive } from './archive-unpacker.ts';
-import {
-  buildApp,
-  DeploymentFailure,
-  fetchRepository,
-  isAcceptableRepositoryUrl,
-  probeRepository,
-  startCommand,
-} from './deployment-builder.ts';
+import { isAcceptableRepositoryUrl, probeRepository } from './deployment-builder.ts';
 import type { LogLine } from './log-ring.ts';
 import { decideRepository } from './repository-policy.ts';
-import { apiUnreachableReason, hearthApiUrl, networkProblem, removeStaleNamespaces } from './app-network.ts';
-import { handOver, isolatesNetwork, launchPlan } from './sandbox.ts';
+import { apiUnreachableReason, removeStaleNamespaces } from './app-network.ts';
+import { isolatesNetwork } from './sandbox.ts';
 
 export type { AppHostDeps, AppHostOptions } from './app-host-options.ts';
 export { DEFAULT_APP_HOST_OPTIONS } from './app-host-options.ts';
 
-export const APP_STATES: readonly AppRunState[] = ['created', 'starting', 'running', 'crashed', 'stopped'];
+export { APP_STATES } from './app-runtimes.ts';
 
 /**
  * The application host of every Yam (contract.md "Applications on the Yam"): app records, deployments
@@ -48,12 +41,14 @@ export const APP_STATES: readonly AppRunState[] = ['created', 'starting', 'runni
  */
 export class AppHost {
   private readonly options: AppHostOptions;
-  private readonly runtimes = new Map<string, AppRuntime>();
+  private readonly runtimes: AppRuntimes;
   private readonly pending = new Set<Promise<void>>();
   /** The fetch and build steps running now, by app (an app's deployments run one at a time): stopped when the app goes. */
   private readonly builds = new Map<string, AbortController>();
   private disposed = false;
   private readonly layout: AppFileLayout;
+  /** What a deployment's run (deployment-run.ts) works with: this host's parts. */
+  private readonly deployments: DeploymentHost;
 
   constructor(
     private readonly d: AppHostDeps,
@@ -61,6 +56,15 @@ export class AppHost {
   ) {
     this.options = { ...DEFAULT_APP_HOST_OPTIONS, ...options };
     this.layout = new AppFileLayout(this.options.rootDir);
+    this.runtimes = new AppRuntimes(d, this.options, this.layout);
+    this.deployments = {
+      d,
+      options: this.options,
+      layout: this.layout,
+      runtimes: this.runtimes,
+      builds: this.builds,
+      disposed: () => this.disposed,
+    };
   }
 
   get archiveLimit(): number {
@@ -76,31 +80,7 @@ export class AppHost {
     } catch (err) {
       return `cannot create the Yam's directory: ${(err as Error).message}`;
     }
-    return await this.sandboxProblem();
-  }
-
-  /** Why the configured sandbox cannot run here (a trial run of `true` inside it, a trial network namespace), or null. */
-  async sandboxProblem(): Promise<string | null> {
-    const s = this.options.sandbox;
-    if (s.mode === 'none') return null;
-    await fs.promises.mkdir(this.options.rootDir, { recursive: true, mode: 0o711 });
-    const dir = await fs.promises.mkdtemp(path.join(this.options.rootDir, '.sandbox-check-'));
-    try {
-      const plan = launchPlan(s, dir, 'exit 0', {});
-      const failure = await new Promise<{ code: string | number | null; stderr: string } | null>((resolve) => {
-        execFile(plan.command, plan.args, { env: plan.env, cwd: plan.cwd, timeout: 10_000 }, (err, _stdout, stderr) => {
-          resolve(
-            err ? { code: (err as NodeJS.ErrnoException).code ?? null, stderr: String(stderr) || err.message } : null,
-          );
-        });
-      });
-      if (failure === null) return isolatesNetwork(s) ? await networkProblem(s.network) : null;
-      if (failure.code === 'ENOENT')
-        return `the sandbox tool bubblewrap ('${s.bwrapPath}') is not installed: install the Debian package bubblewrap, or start Hearth with --app-sandbox none (no isolation)`;
-      return `the sandbox tool bubblewrap ('${s.bwrapPath}') cannot run here: ${failure.stderr.trim().slice(0, 300)}`;
-    } finally {
-      await fs.promises.rm(dir, { recursive: true, force: true });
-    }
+    return await sandboxProblem(this.options.sandbox, this.options.rootDir);
   }
 
   // Lifecycle -------------------------------------------------------------------------------------------
@@ -132,19 +112,19 @@ export class AppHost {
         await this.remove(app); // its workspace was deleted while Hearth was not running apps (e.g. by the CLI)
         continue;
       }
-      const rt = this.runtime(app.id);
+      const rt = this.runtimes.get(app.id);
       if (app.liveDeploymentId === null) continue;
       rt.setState('starting');
       this.track(rt.restartNow());
     }
-    this.updateGauge();
+    this.runtimes.updateGauge();
   }
 
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
     for (const b of this.builds.values()) b.abort();
-    await Promise.all([...this.runtimes.values()].map((r) => r.dispose()));
+    await Promise.all(this.runtimes.all().map((r) => r.dispose()));
   }
 
   // Apps ------------------------------------------------------------------------------------------------
@@ -155,8 +135,8 @@ export class AppHost {
     const id = AppRepository.newAppId();
     const key = input.apiKeyEnv === null ? null : await this.d.keys.create(`app:${id}`, accountId);
     const app = await this.d.apps.create(id, { accountId, workspaceId, ...input }, key && { id: key.id, key: key.key });
-    this.runtime(id);
-    this.updateGauge();
+    this.runtimes.get(id);
+    this.runtimes.updateGauge();
     return this.view(app);
   }
 
@@ -216,13 +196,12 @@ export class AppHost {
 
   private async remove(app: AppRecord): Promise<void> {
     this.builds.get(app.id)?.abort();
-    const rt = this.runtimes.get(app.id);
-    this.runtimes.delete(app.id);
+    const rt = this.runtimes.remove(app.id);
     await rt?.dispose();
     if (app.apiKeyId) await this.d.keys.revoke(app.apiKeyId);
     await this.d.apps.delete(app.id);
     await fs.promises.rm(this.layout.appDir(app), { recursive: true, force: true });
-    this.updateGauge();
+    this.runtimes.updateGauge();
     this.d.log.info('app deleted', { appId: app.id });
   }
 
@@ -312,14 +291,14 @@ export class AppHost {
     const app = this.app(accountId, workspaceId, appId);
     if (app.liveDeploymentId === null)
       throw invalidRequest('The app has no live deployment to restart', null, 'app_not_deployed');
-    const rt = this.runtime(appId);
+    const rt = this.runtimes.get(appId);
     await rt.serialize(() => rt.restartNow());
     return this.view(this.d.apps.getById(appId) ?? app);
   }
 
   logs(accountId: string, workspaceId: string, appId: string, lines: number): LogLine[] {
     this.app(accountId, workspaceId, appId);
-    return this.runtime(appId).logs.tail(lines);
+    return this.runtimes.get(appId).logs.tail(lines);
   }
 
   /** Subscribes to new log lines; `onEnd` runs when the app is deleted or Hearth stops. Returns the unsubscribe function. */
@@ -331,7 +310,7 @@ export class AppHost {
     onEnd: () => void,
   ): () => void {
     this.app(accountId, workspaceId, appId);
-    return this.runtime(appId).logs.subscribe(onLine, onEnd);
+    return this.runtimes.get(appId).logs.subscribe(onLine, onEnd);
   }
 
   // The proxy's view ------------------------------------------------------------------------------------
@@ -340,7 +319,7 @@ export class AppHost {
   proxyTarget(appId: string): { port: number } | { missing: true } | { retryAfter: number } {
     const app = this.d.apps.getById(appId);
     if (!app) return { missing: true };
-    const rt = this.runtimes.get(appId);
+    const rt = this.runtimes.find(appId);
     const port = rt?.livePort ?? null;
     if (port === null) return { retryAfter: rt?.retryAfterSeconds() ?? 5 };
     return { port };
@@ -355,162 +334,8 @@ export class AppHost {
   }
 
   private enqueue(app: AppRecord, dep: DeploymentRecord, firstLines: string[]): void {
-    const rt = this.runtime(app.id);
-    this.track(rt.serialize(() => this.runDeployment(app.id, dep, firstLines)));
-  }
-
-  /** queued -> fetching -> building -> starting -> live, or failed with a reason; the old live one is retired. */
-  private async runDeployment(appId: string, dep: DeploymentRecord, firstLines: string[]): Promise<void> {
-    const log: string[] = [...firstLines];
-    const appendLog = (line: string) => {
-      log.push(line);
-      if (log.length > 2000) log.splice(0, log.length - 2000);
-    };
-    const state = (s: DeploymentRecord['state'], reason?: string) =>
-      this.d.apps.setDeploymentState(dep.id, s, {
-        buildLog: `${log.join('\n')}\n`,
-        ...(reason !== undefined ? { reason } : {}),
-      });
-    const original = this.d.apps.getById(appId);
-    if (!original || this.disposed) return;
-    let app: AppRecord | undefined = original;
-    const rt = this.runtime(appId);
-    const codeDir = this.layout.codeDir(original, dep.codeFrom);
-    const build = new AbortController();
-    this.builds.set(appId, build);
-    try {
-      if (dep.source.kind !== 'release') {
-        await state('fetching');
-        if (dep.source.kind === 'repository') {
-          const commit = await fetchRepository(
-            dep.source.repository,
-            this.options.repositories,
-            dep.source.ref,
-            codeDir,
-            this.options.buildTimeoutMs,
-            appendLog,
-            build.signal,
-          );
-          await this.d.apps.setDeploymentState(dep.id, 'fetching', { source: { ...dep.source, commit } });
-        }
-        await handOver(codeDir, this.options.sandbox.mode);
-        await state('building');
-        await buildApp(
-          codeDir,
-          this.options.sandbox,
-          this.d.apps.envOf(original).env,
-          this.options.buildTimeoutMs,
-          appendLog,
-          build.signal,
-        );
-      }
-      const command = startCommand(codeDir);
-      await state('starting');
-      app = this.d.apps.getById(appId);
-      if (!app) return;
-      const launched = await rt.launch(this.launchInput(app, dep.id, codeDir, command));
-      appendLog(`healthy: GET ${app.healthPath} answered {"ok":true}`);
-      const previous = app.liveDeploymentId;
-      await this.d.apps.setLive(appId, dep.id);
-      rt.goLive(launched);
-      await state('live');
-      if (previous && previous !== dep.id) await this.d.apps.setDeploymentState(previous, 'retired');
-      this.d.metrics.appDeployments.inc({ result: 'live' });
-      this.d.log.info('deployment live', { appId, deploymentId: dep.id });
-    } catch (err) {
-      const reason =
-        err instanceof DeploymentFailure ||
-        (err instanceof Error && /^(build_failed|health_check_failed)/.test(err.message))
-          ? (err as Error).message
-          : `build_failed: ${(err as Error).message}`;
-      // What the process said before it failed its checks belongs in the build log too.
-      for (const l of rt.logs
-        .tail(200)
-        .filter((l) => l.deploymentId === dep.id && l.stream !== 'hearth')
-        .slice(-20))
-        appendLog(`[${l.stream}] ${l.line}`);
-      appendLog(reason);
-      await state('failed', reason);
-      if (dep.source.kind !== 'release')
-        await fs.promises.rm(codeDir, { recursive: true, force: true }).catch(() => {});
-      this.d.metrics.appDeployments.inc({ result: 'failed' });
-      this.d.log.warn('deployment failed', { appId, deploymentId: dep.id, reason });
-    } finally {
-      if (this.builds.get(appId) === build) this.builds.delete(appId);
-      // The whole build log beside the releases (the record keeps its tail); not for an app deleted meanwhile.
-      if (this.d.apps.getById(appId)) {
-        const dir = this.layout.logDir(original);
-        await fs.promises
-          .mkdir(dir, { recursive: true })
-          .then(() => fs.promises.writeFile(path.join(dir, `${dep.id}.log`), `${log.join('\n')}\n`))
-          .catch(() => {});
-      }
-      this.updateGauge();
-    }
-  }
-
-  /** The process's environment: exactly the app's env, NODE_ENV (production unless set), PORT (added at launch), HEARTH_API_URL and the key variable; PATH and HOME come from the sandbox. */
-  private launchInput(app: AppRecord, deploymentId: string, codeDir: string, command: string): LaunchInput {
-    const { env, unreadable } = this.d.apps.envOf(app);
-    if (unreadable.length > 0)
-      this.d.log.warn('app env values that no longer decrypt are left out (was the master key changed?)', {
-        appId: app.id,
-        names: unreadable,
-      });
-    const full: Record<string, string> = { NODE_ENV: 'production', ...env };
-    if (app.apiKeyEnv !== null) {
-      const key = this.d.apps.apiKeyOf(app);
-      if (key !== null) full[app.apiKeyEnv] = key;
-    }
-    const apiPort = this.d.apiPort();
-    if (apiPort !== null)
-      full.HEARTH_API_URL = hearthApiUrl(
-        isolatesNetwork(this.options.sandbox) ? 'isolated' : 'host',
-        this.options.listenHost,
-        apiPort,
-      );
-    return { deploymentId, codeDir, command, env: full, healthPath: app.healthPath, apiPort };
-  }
-
-  private runtime(appId: string): AppRuntime {
-    let rt = this.runtimes.get(appId);
-    if (!rt) {
-      const options: RuntimeOptions = {
-        sandbox: this.options.sandbox,
-        startTimeoutMs: this.options.startTimeoutMs,
-        gracePeriodMs: this.options.gracePeriodMs,
-        stopTimeoutMs: this.options.stopTimeoutMs,
-        backoffInitialMs: this.options.backoffInitialMs,
-        backoffMaxMs: this.options.backoffMaxMs,
-      };
-      rt = new AppRuntime(appId, options, {
-        onState: () => this.updateGauge(),
-        onRestart: () => this.d.metrics.appRestarts.inc(),
-        relaunchInput: () => {
-          const app = this.d.apps.getById(appId);
-          if (!app?.liveDeploymentId) return null;
-          const dep = this.d.apps.getDeployment(appId, app.liveDeploymentId);
-          if (!dep) return null;
-          const codeDir = this.layout.codeDir(app, dep.codeFrom);
-          try {
-            return this.launchInput(app, dep.id, codeDir, startCommand(codeDir));
-          } catch (err) {
-            // The app changed its own files (its Procfile, package.json) so that it cannot start again: it stays crashed, saying why.
-            this.runtimes.get(appId)?.logs.push('hearth', dep.id, `cannot restart: ${(err as Error).message}`);
-            this.d.log.warn('app cannot restart', { appId, reason: (err as Error).message });
-            return null;
-          }
-        },
-      });
-      this.runtimes.set(appId, rt);
-    }
-    return rt;
-  }
-
-  private updateGauge(): void {
-    const counts = Object.fromEntries(APP_STATES.map((s) => [s, 0])) as Record<AppRunState, number>;
-    for (const rt of this.runtimes.values()) counts[rt.state]++;
-    for (const s of APP_STATES) this.d.metrics.apps.set({ state: s }, counts[s]);
+    const rt = this.runtimes.get(app.id);
+    this.track(rt.serialize(() => runDeployment(this.deployments, app.id, dep, firstLines)));
   }
 
   private track(p: Promise<void>): void {
@@ -522,7 +347,7 @@ export class AppHost {
   }
 
   private view(app: AppRecord): AppView {
-    const rt = this.runtimes.get(app.id);
+    const rt = this.runtimes.find(app.id);
     return appView(
       app,
       rt?.state ?? (app.liveDeploymentId ? 'starting' : 'created'),

@@ -87,6 +87,36 @@ export function nextOrder(): number {
 
 export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
+/** What a new batch is made of; the rest starts empty (no errors, files, counts or state times). */
+export type NewBatch = Pick<
+  BatchRecord,
+  'id' | 'accountId' | 'keyId' | 'endpoint' | 'inputFileId' | 'metadata' | 'createdAt' | 'expiresAt' | 'keepUntil'
+> &
+  Partial<Pick<BatchRecord, 'status' | 'total'>>;
+
+/** A new batch record (POST /batches): `validating` unless `status` says otherwise, a 24h window, the next order. */
+export function newBatchRecord(b: NewBatch): BatchRecord {
+  return {
+    completionWindow: '24h',
+    status: 'validating',
+    errors: null,
+    outputFileId: null,
+    errorFileId: null,
+    total: 0,
+    completed: 0,
+    failed: 0,
+    order: nextOrder(),
+    inProgressAt: null,
+    finalizingAt: null,
+    completedAt: null,
+    failedAt: null,
+    expiredAt: null,
+    cancellingAt: null,
+    cancelledAt: null,
+    ...b,
+  };
+}
+
 /** OpenAI's File object. */
 export function fileObject(f: FileRecord): Record<string, unknown> {
   return {

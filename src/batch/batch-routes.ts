@@ -13,7 +13,14 @@ import type { Route } from '../http/router.ts';
 import { DIRECT_URLS } from '../inference/direct-answer.ts';
 import { readerKey } from '../inference/key-admission.ts';
 import type { InferenceCaller } from '../inference/prompt-cache-scope.ts';
-import { batchObject, type BatchRecord, fileObject, type FileRecord, nextOrder, nowSeconds } from './batch-records.ts';
+import {
+  batchObject,
+  type BatchRecord,
+  fileObject,
+  type FileRecord,
+  newBatchRecord,
+  nowSeconds,
+} from './batch-records.ts';
 import type { BatchStore } from './batch-store.ts';
 import { stageMultipartUpload } from './multipart-upload.ts';
 
@@ -160,33 +167,17 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
         if (file.purpose !== 'batch')
           throw invalidRequest("The input file's purpose must be 'batch'", 'input_file_id', 'invalid_value');
         const created = nowSeconds();
-        const record: BatchRecord = {
+        const record = newBatchRecord({
           id: newId('batch_'),
           accountId: c.accountId,
           keyId: c.keyId,
           endpoint: input.endpoint,
           inputFileId: file.id,
-          completionWindow: '24h',
           metadata: input.metadata,
-          status: 'validating',
-          errors: null,
-          outputFileId: null,
-          errorFileId: null,
-          total: 0,
-          completed: 0,
-          failed: 0,
           createdAt: created,
-          order: nextOrder(),
           expiresAt: created + WINDOW_S,
           keepUntil: created + d.ttlDays * DAY_S,
-          inProgressAt: null,
-          finalizingAt: null,
-          completedAt: null,
-          failedAt: null,
-          expiredAt: null,
-          cancellingAt: null,
-          cancelledAt: null,
-        };
+        });
         await d.store.createBatch(record);
         d.nudge();
         ex.sendJson(200, batchObject(record));

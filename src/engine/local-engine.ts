@@ -8,7 +8,6 @@ import type { RawPrompt } from '../protocol/chat-request.ts';
 import { reasoningSyntaxOf } from '../protocol/reasoning-split.ts';
 import { Admission } from './admission.ts';
 import { chooseKernels, DEFAULT_SLOTS, gpuSlots, placeOnGpu } from './compute-placement.ts';
-import type { CpuKernelsMode } from './cpu-kernels.ts';
 import type { EmbeddingEngine, EmbeddingResult } from './embedding.ts';
 import type { EmbeddingTaskResult } from './embedding-task.ts';
 import {
@@ -20,55 +19,18 @@ import {
   type GenerationSink,
   type ModelStatus,
 } from './generation.ts';
-import type { GpuLayersMode, GpuOffloadChoice } from './gpu-offload.ts';
-import { MainEventRelay, type RelayOpener } from './main-event-relay.ts';
+import { MainEventRelay } from './main-event-relay.ts';
 import { readModelMetadata } from './model-metadata.ts';
-import { ModelPullAborted, ModelPullError, pullModelLogged, type ModelSource } from './model-source.ts';
+import { ModelPullAborted, ModelPullError, pullModelLogged } from './model-source.ts';
 import { ModelWorkerPool, type WorkerPoolListener } from './model-worker-pool.ts';
 import { promptTokensAtLeast, rawPromptTokensAtLeast } from './prompt-bound.ts';
 import { type GenerationHost, startPooledGeneration } from './pooled-generation.ts';
 import { calibrationCores, planThreads } from './thread-plan.ts';
+import type { LocalEngineOptions } from './local-engine-options.ts';
 import { WorkerReports } from './worker-reports.ts';
-import { INSTANT_TOKEN_BYTES, type ModelWorkerData, type NativeTuning } from './worker-protocol.ts';
+import { INSTANT_TOKEN_BYTES, type ModelWorkerData } from './worker-protocol.ts';
 
-export interface LocalEngineOptions {
-  source: ModelSource;
-  modelsDir: string;
-  engine: ModelWorkerData['engine'];
-  workers: number;
-  /** Sequences per worker; undefined: DEFAULT_SLOTS, or DEFAULT_GPU_SLOTS when the native loop runs on a GPU. */
-  slots: number | undefined;
-  /** Native engine: layers to offload to a GPU (gpu-offload.ts); default 0 (CPU, nothing probed). */
-  gpuLayers?: GpuLayersMode;
-  /** Native engine: the ggml CUDA backend library to try (default: the ones found, gpu-offload.ts). */
-  gpuBackend?: string | undefined;
-  /**
-   * Shared by the engines of one server (several models): a probe that found no GPU at all (no CUDA library, or
-   * none that sees a device, under `auto`) is not run again for the next model's load, since that does not change
-   * while the process lives. Keyed by `--gpu-layers` and `--gpu-backend`.
-   */
-  cpuMachineMemo?: Map<string, GpuOffloadChoice>;
-  /** 0 = planned from `cores` (thread-plan.ts). */
-  threads: number;
-  cores: number;
-  contextSize: number;
-  batchSize: number;
-  /** Native engine tuning, as the config resolved it (passed to the workers as it is). */
-  native: NativeTuning;
-  /** Native engine: which ggml CPU kernels (cpu-kernels.ts); default `prebuilt`. */
-  cpuKernels?: CpuKernelsMode;
-  /** Server cap on completion tokens, and the default. */
-  maxTokens: number;
-  /** Requests allowed to wait for a slot. */
-  queueLimit: number;
-  showPullProgress: boolean;
-  /** A pull that receives no byte for this long fails (state `failed`). */
-  pullStallTimeoutMs: number;
-  /** Native engine: opens the event relay its workers' loops send tokens to (absent: every event crosses the task port). */
-  openRelay?: RelayOpener;
-  /** How long dispose() waits for the workers to stop before it terminates them (default WORKER_STOP_TIMEOUT_MS). */
-  workerStopTimeoutMs?: number;
-}
+export type { LocalEngineOptions } from './local-engine-options.ts';
 
 /**
  * dispose() waits at most this long (by default) for the cut generations to end and the workers to stop

@@ -4,8 +4,8 @@ import type { Metrics } from '../metrics/metrics.ts';
 import type { EmbeddingEngine } from './embedding.ts';
 import type { ChatEngine } from './generation.ts';
 import { LoadMeasures } from './load-measures.ts';
-import { modelMemoryEstimate } from './model-memory-estimate.ts';
-import { pulledModelPath } from './model-source.ts';
+import { leaseOn, type ModelLease } from './model-lease.ts';
+import { countedBytes, isIdle, nextRoomStep } from './model-room.ts';
 import { ModelUsage } from './model-usage.ts';
 import {
   entryState,
@@ -20,6 +20,7 @@ import { type ModelListing, type RegistryModelView, statusWhileUnloaded, viewOf 
 
 export type { ManagedEngine, RegisteredModel, RegistryState } from './registry-entry.ts';
 export type { ModelListing, RegistryModelView } from './registry-views.ts';
+export type { ModelLease } from './model-lease.ts';
 
 export interface ModelRegistryOptions {
   /** How long acquire() waits for a load it started or found (--load-wait-ms). */
@@ -38,17 +39,6 @@ export interface ModelRegistryOptions {
   modelsDir: string;
   /** The process's resident memory now, in bytes (default process.memoryUsage.rss; a test's own figures). */
   rss?: () => number;
-}
-
-/**
- * One request's handle on its model, from acquire() to its answer's end: the engine it is served by (looked up
- * once), where its usage is recorded, and the hold that keeps the model loaded until release() (idempotent).
- */
-export interface ModelLease {
-  readonly engine: ManagedEngine;
-  /** Records a finished generation's completion tokens for the model's figures (the dashboard's requests and tokens/s). */
-  recordUsage(completionTokens: number): void;
-  release(): void;
 }
 
 const ROOM_POLL_MS = 50;
@@ -194,7 +184,7 @@ export class ModelRegistry {
   async unloadNow(id: string): Promise<void> {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id, this.ids());
-    if (e.loading !== null || !this.idle(e))
+    if (e.loading !== null || !isIdle(e))
       throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
     await this.unload(e, 'request');
   }
@@ -246,7 +236,7 @@ export class ModelRegistry {
   async remove(id: string): Promise<RegisteredModel> {
     const e = this.entries.get(id);
     if (!e) throw modelNotFound(id, this.ids());
-    if (e.loading !== null || !this.idle(e))
+    if (e.loading !== null || !isIdle(e))
       throw conflict(`The model '${id}' is serving requests or loading; try again when it is idle`, 'model_busy');
     if (e.pullStop) {
       e.pullStop.abort.abort();
@@ -309,30 +299,12 @@ export class ModelRegistry {
   }
 
   private pin(e: RegistryEntry, engine: ManagedEngine): ModelLease {
-    e.pins++;
-    let held = true;
-    return {
-      engine,
-      recordUsage: (completionTokens) => e.usage.record(completionTokens),
-      release: () => {
-        if (!held) return;
-        held = false;
-        e.pins--;
-        this.touch(e);
-      },
-    };
+    return leaseOn(e, engine, () => this.touch(e));
   }
 
   private touch(e: RegistryEntry): void {
     e.lastUsed = Date.now();
     e.useSeq = ++this.uses;
-  }
-
-  /** Nothing holds it: no lease, no request running or waiting in its engine. */
-  private idle(e: RegistryEntry): boolean {
-    if (e.pins > 0) return false;
-    const load = e.engine?.load();
-    return load === undefined || load.running + load.waiting === 0;
   }
 
   /**
@@ -354,7 +326,7 @@ export class ModelRegistry {
           engine = this.createEngine(e.id, e.model);
           e.engine = engine;
         }
-        e.estimateBytes = await this.estimate(e);
+        e.estimateBytes = await countedBytes(e, this.o);
         await this.makeRoom(e);
         if (this.closed) return;
         e.counted = true;
@@ -372,7 +344,8 @@ export class ModelRegistry {
         const st = engine.status();
         e.lastStatus = st;
         if (st.state === 'ready' && grewBy !== null) e.measuredBytes = grewBy;
-        const counted = e.estimateBytes === 0 ? await this.estimate(e) : Math.max(e.estimateBytes, e.measuredBytes); // a hub model's file is there only now
+        const counted =
+          e.estimateBytes === 0 ? await countedBytes(e, this.o) : Math.max(e.estimateBytes, e.measuredBytes); // a hub model's file is there only now
         if (counted !== e.estimateBytes) {
           e.estimateBytes = counted;
           this.metrics.modelMemory.set({ model: e.id }, e.estimateBytes);
@@ -409,12 +382,9 @@ export class ModelRegistry {
   private async makeRoom(e: RegistryEntry): Promise<void> {
     for (;;) {
       if (this.closed) return;
-      const others = [...this.entries.values()].filter((o) => o !== e && o.counted);
-      const used = others.reduce((sum, o) => sum + o.estimateBytes, 0);
-      const overCount = this.o.maxLoaded > 0 && others.length + 1 > this.o.maxLoaded;
-      const overMemory = others.length > 0 && used + e.estimateBytes > this.o.memoryBudgetBytes;
-      if (!overCount && !overMemory) {
-        if (e.estimateBytes > this.o.memoryBudgetBytes)
+      const step = nextRoomStep(e, this.entries.values(), this.o);
+      if (step.kind === 'fits') {
+        if (step.oversized)
           this.log.warn('model larger than the memory budget: loading it alone', {
             model: e.id,
             estimatedMiB: Math.round(e.estimateBytes / (1 << 20)),
@@ -422,15 +392,8 @@ export class ModelRegistry {
           });
         return;
       }
-      const candidates = others.filter((o) => o.unloading === null && o.loading === null && this.idle(o));
-      const failed = candidates.find((o) => o.engine!.status().state === 'failed');
-      const victim = failed ?? candidates.sort((a, b) => a.useSeq - b.useSeq)[0];
-      if (victim) {
-        await this.unload(victim, overCount ? 'max_loaded' : 'memory');
-        continue;
-      }
-      const unloading = others.find((o) => o.unloading !== null);
-      if (unloading) await unloading.unloading;
+      if (step.kind === 'unload') await this.unload(step.victim, step.reason);
+      else if (step.unloading) await step.unloading;
       else await new Promise((r) => setTimeout(r, ROOM_POLL_MS));
     }
   }
@@ -460,27 +423,11 @@ export class ModelRegistry {
         e.engine &&
         e.unloading === null &&
         e.loading === null &&
-        this.idle(e) &&
+        isIdle(e) &&
         now - e.lastUsed >= this.o.idleUnloadMs
       )
         void this.unload(e, 'idle');
     }
-  }
-
-  /**
-   * What the model is counted for: its estimate (model-memory-estimate.ts, with its own slots and context), or what
-   * an earlier load of it was measured to take when that is more (the estimate leaves out compute buffers and the
-   * workers' own memory: a measured load took about four times its file).
-   */
-  private async estimate(e: RegistryEntry): Promise<number> {
-    const file =
-      e.model.source.kind === 'local' ? e.model.source.path : pulledModelPath(e.model.source, this.o.modelsDir);
-    const estimated = await modelMemoryEstimate(file, {
-      contextSize: e.model.contextSize ?? this.o.contextSize,
-      slots: e.model.slots ?? this.o.slots,
-      workers: this.o.workers,
-    });
-    return Math.max(estimated, e.measuredBytes);
   }
 
   private setStateMetric(id: string, state: RegistryState): void {

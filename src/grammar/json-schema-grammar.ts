@@ -2,6 +2,15 @@ import type { JsonSchema } from '../protocol/chat-request.ts';
 import { GRAMMAR_LIMITS, GrammarBuilder, GrammarError, gbnfLiteral, gbnfRepetition } from './gbnf.ts';
 import { integerRangeExpression } from './integer-range-grammar.ts';
 import { equal, intersectSchemas } from './schema-intersection.ts';
+import {
+  ANNOTATIONS,
+  isSchemaObject,
+  own,
+  repetitionBound,
+  SUPPORTED_FORMATS,
+  TYPES,
+  UNSUPPORTED_KEYWORDS,
+} from './schema-keywords.ts';
 
 /**
  * JSON Schema -> GBNF (llama.cpp grammar) so that constrained sampling can only produce JSON that validates
@@ -22,56 +31,6 @@ import { equal, intersectSchemas } from './schema-intersection.ts';
  * Pure and synchronous; main thread. Results are cached by the caller (`GrammarCache`).
  */
 
-/** Keywords a validator checks that the converter cannot express: refused, never silently dropped. */
-const UNSUPPORTED_KEYWORDS = [
-  'pattern',
-  'patternProperties',
-  'multipleOf',
-  'not',
-  'if',
-  'then',
-  'else',
-  'dependentRequired',
-  'dependentSchemas',
-  'dependencies',
-  'contains',
-  'minContains',
-  'maxContains',
-  'propertyNames',
-  'minProperties',
-  'maxProperties',
-  'unevaluatedProperties',
-  'unevaluatedItems',
-  '$dynamicRef',
-  '$recursiveRef',
-] as const;
-
-/** A Map, not an object literal: a client's format must never find an Object.prototype member ('toString'). */
-const SUPPORTED_FORMATS: ReadonlyMap<string, string> = new Map([
-  ['date', 'date-string'],
-  ['time', 'time-string'],
-  ['date-time', 'date-time-string'],
-  ['uuid', 'uuid-string'],
-]);
-const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'object', 'array']);
-/** Keywords that are only annotations (or structure handled elsewhere): not "siblings" of anyOf/oneOf. */
-const ANNOTATIONS = new Set([
-  'title',
-  'description',
-  'default',
-  'examples',
-  '$schema',
-  '$id',
-  '$comment',
-  'deprecated',
-  'readOnly',
-  'writeOnly',
-  '$defs',
-  'definitions',
-  'nullable',
-  'contentEncoding',
-  'contentMediaType',
-]);
 const MAX_DEPTH = 64;
 const MAX_REF_HOPS = 32;
 
@@ -81,29 +40,6 @@ export interface SchemaGrammarOptions {
 }
 
 type Schema = JsonSchema | boolean;
-
-function isSchemaObject(v: unknown): v is JsonSchema {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** minItems / maxItems / minLength / maxLength: an integer from 0 to GRAMMAR_LIMITS.maxRepetition. */
-function repetitionBound(schema: JsonSchema, key: string, path: string): number | undefined {
-  const v = schema[key];
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
-    throw new GrammarError(`'${key}' at ${path} must be a non-negative integer`, key);
-  if (v > GRAMMAR_LIMITS.maxRepetition)
-    throw new GrammarError(
-      `'${key}' at ${path} is ${v}; constrained output supports at most ${GRAMMAR_LIMITS.maxRepetition}`,
-      key,
-    );
-  return v;
-}
-
-/** `obj[key]` when it is obj's own property: a client's key must never reach an Object.prototype member. */
-function own(obj: Record<string, unknown>, key: string): unknown {
-  return Object.hasOwn(obj, key) ? obj[key] : undefined;
-}
 
 /**
  * Converts one root schema into rules of `builder`, rule names prefixed with `prefix`; returns the name of

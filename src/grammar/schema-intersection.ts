@@ -1,5 +1,6 @@
 import type { JsonSchema } from '../protocol/chat-request.ts';
 import { GrammarError } from './gbnf.ts';
+import { ANNOTATIONS } from './schema-keywords.ts';
 
 /**
  * The intersection of two JSON Schemas as one schema, for the converter's `allOf` members and for the
@@ -74,20 +75,6 @@ function intersectSubschemas(a: unknown, b: unknown, keyword: string, path: stri
   return intersectSchemas(a, b, keyword, path);
 }
 
-const ANNOTATIONS = new Set([
-  'title',
-  'description',
-  'default',
-  'examples',
-  '$schema',
-  '$id',
-  '$comment',
-  'deprecated',
-  'readOnly',
-  'writeOnly',
-  '$defs',
-  'definitions',
-]);
 const LOWER_BOUNDS = new Set(['minimum', 'exclusiveMinimum', 'minLength', 'minItems']);
 const UPPER_BOUNDS = new Set(['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems']);
 

@@ -2,7 +2,7 @@ import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { RawPrompt, SamplingOptions } from './chat-request.ts';
 import { MAX_TOP_LOGPROBS, parseSamplerExtensions } from './validate-chat-features.ts';
-import { absent, isObject, type Json, tokenIds } from './json-fields.ts';
+import { absent, isObject, type Json, optionalNumber, parseIncludeUsage, tokenIds } from './json-fields.ts';
 
 /**
  * The legacy completions request (`POST /completions`), validated once at the edge. The prompt reaches the
@@ -55,17 +55,6 @@ const HONOURED = new Set([
 const HARMLESS = new Set(['user', 'metadata', 'store', 'service_tier']);
 /** Refused unless given with their no-op value (checked below). */
 const CHECKED = new Set(['n', 'best_of', 'suffix', 'logit_bias']);
-
-function number(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
-  const v = body[field];
-  if (absent(v)) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v))
-    throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
-  if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
-  if (v < min || v > max)
-    throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
-  return v;
-}
 
 function bool(body: Json, field: string): boolean {
   const v = body[field];
@@ -130,22 +119,9 @@ export function validateCompletionsRequest(body: unknown): CompletionsRequest {
     throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
   const prompts = parsePrompts(body.prompt);
   const stream = bool(body, 'stream');
-  let includeUsage = false;
-  const so = body.stream_options;
-  if (!absent(so)) {
-    if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
-    if (!stream)
-      throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
-    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean')
-      throw invalidRequest(
-        "'stream_options.include_usage' must be a boolean",
-        'stream_options.include_usage',
-        'invalid_type',
-      );
-    includeUsage = so.include_usage === true;
-  }
+  const includeUsage = parseIncludeUsage(body, stream);
   const echo = bool(body, 'echo');
-  const logprobs = number(body, 'logprobs', 0, MAX_TOP_LOGPROBS, true);
+  const logprobs = optionalNumber(body, 'logprobs', 0, MAX_TOP_LOGPROBS, true);
   if (echo && prompts.some((p) => typeof p !== 'string'))
     throw unsupportedParameter('echo', 'is not supported with token-id prompts');
   if (echo && logprobs !== undefined)
@@ -160,13 +136,13 @@ export function validateCompletionsRequest(body: unknown): CompletionsRequest {
     includeUsage,
     echo,
     logprobs,
-    maxTokens: number(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true) ?? COMPLETIONS_DEFAULT_MAX_TOKENS,
+    maxTokens: optionalNumber(body, 'max_tokens', 1, Number.MAX_SAFE_INTEGER, true) ?? COMPLETIONS_DEFAULT_MAX_TOKENS,
     stop: parseStop(body.stop),
-    temperature: number(body, 'temperature', 0, 2),
-    topP: number(body, 'top_p', 0, 1),
-    seed: number(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true),
-    presencePenalty: number(body, 'presence_penalty', -2, 2),
-    frequencyPenalty: number(body, 'frequency_penalty', -2, 2),
+    temperature: optionalNumber(body, 'temperature', 0, 2),
+    topP: optionalNumber(body, 'top_p', 0, 1),
+    seed: optionalNumber(body, 'seed', Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, true),
+    presencePenalty: optionalNumber(body, 'presence_penalty', -2, 2),
+    frequencyPenalty: optionalNumber(body, 'frequency_penalty', -2, 2),
     priority: parseRequestPriority(body.priority),
   };
 }

@@ -21,3 +21,40 @@ export function tokenIds(list: unknown[], param: string): number[] {
   });
   return list as number[];
 }
+
+/**
+ * `stream_options` of the Chat Completions and Completions APIs: absent, or an object allowed only when `stream` is
+ * true, whose `include_usage` (a boolean) asks for a final usage chunk. Returns include_usage; a 400 otherwise.
+ */
+export function parseIncludeUsage(body: Json, stream: boolean): boolean {
+  const so = body.stream_options;
+  if (absent(so)) return false;
+  if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
+  if (!stream)
+    throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
+  if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean')
+    throw invalidRequest(
+      "'stream_options.include_usage' must be a boolean",
+      'stream_options.include_usage',
+      'invalid_type',
+    );
+  return so.include_usage === true;
+}
+
+/** `body[field]` as a number in [min, max] (an integer where `integer`); undefined when not sent; a 400 naming it otherwise. */
+export function optionalNumber(
+  body: Json,
+  field: string,
+  min: number,
+  max: number,
+  integer = false,
+): number | undefined {
+  const v = body[field];
+  if (absent(v)) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v))
+    throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
+  if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
+  if (v < min || v > max)
+    throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  return v;
+}

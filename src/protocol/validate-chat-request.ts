@@ -11,6 +11,7 @@ import {
   parseToolChoice,
   parseTools,
 } from './validate-chat-features.ts';
+import { isObject, type Json, optionalNumber, parseIncludeUsage } from './json-fields.ts';
 
 /** Limits applied while validating; the gateway passes the configured values. */
 export interface ChatRequestLimits {
@@ -64,23 +65,6 @@ const ROLE_MAP: ReadonlyMap<string, ChatRole> = new Map([
   ['assistant', 'assistant'],
   ['tool', 'tool'],
 ]);
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function optionalNumber(body: Json, field: string, min: number, max: number, integer = false): number | undefined {
-  const v = body[field];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v))
-    throw invalidRequest(`'${field}' must be a number`, field, 'invalid_type');
-  if (integer && !Number.isInteger(v)) throw invalidRequest(`'${field}' must be an integer`, field, 'invalid_type');
-  if (v < min || v > max)
-    throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
-  return v;
-}
 
 /**
  * `max_tokens` and its alias `max_completion_tokens` are one limit. Each one given is validated; when both
@@ -216,20 +200,7 @@ export function validateChatRequest(
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
     throw invalidRequest("'stream' must be a boolean", 'stream', 'invalid_type');
   const stream = body.stream === true;
-  let includeUsage = false;
-  const so = body.stream_options;
-  if (so !== undefined && so !== null) {
-    if (!isObject(so)) throw invalidRequest("'stream_options' must be an object", 'stream_options', 'invalid_type');
-    if (!stream)
-      throw invalidRequest("'stream_options' is only allowed when 'stream' is true", 'stream_options', 'invalid_value');
-    if (so.include_usage !== undefined && typeof so.include_usage !== 'boolean')
-      throw invalidRequest(
-        "'stream_options.include_usage' must be a boolean",
-        'stream_options.include_usage',
-        'invalid_type',
-      );
-    includeUsage = so.include_usage === true;
-  }
+  const includeUsage = parseIncludeUsage(body, stream);
   const maxTokens = parseMaxTokens(body);
   if (body.user !== undefined && body.user !== null && typeof body.user !== 'string')
     throw invalidRequest("'user' must be a string", 'user', 'invalid_type');

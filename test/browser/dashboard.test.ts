@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeModelHub, startFakeModelHub } from '../fakes/fake-model-hub.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { probeAppArchive } from '../helpers/app-archives.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createUser, modelArgs } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 import { browserAvailable, launchChromium } from './chromium.ts';
 import { callApi } from '../helpers/management-client.ts';
@@ -24,7 +23,6 @@ import OpenAI, { toFile } from 'openai';
 const OWNER = { email: 'owner@example.com', password: 'correct horse battery staple' };
 const MEMBER = { email: 'member@example.com', password: 'member password 123' };
 const PROVIDER_KEY = 'sk-upstream-test-key-0123456789';
-const BIN = path.resolve(import.meta.dirname, '../../bin/hearth.js');
 
 const run = browserAvailable();
 
@@ -40,22 +38,11 @@ describe.runIf(run)('dashboard in a browser', () => {
   beforeAll(async () => {
     openai = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY, reply: { text: 'Hello from upstream.' } });
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        await tinyChatModel(),
-        '--model-id',
-        'local/instant',
-        '--engine',
-        'instant',
-        '--workers',
-        '1',
-        '--slots',
-        '2',
-        '--openai-base-url',
-        openai.baseUrl,
-        '--provider-max-retries',
-        '0',
-      ],
+      args: modelArgs(await tinyChatModel(), 'local/instant', {
+        engine: 'instant',
+        'openai-base-url': openai.baseUrl,
+        'provider-max-retries': 0,
+      }),
     });
     await hearth.waitReady();
     browser = await launchChromium();
@@ -426,23 +413,7 @@ describe.runIf(run)('dashboard while the model downloads, and session expiry', (
       ],
       env: { HF_ENDPOINT: hub.endpoint },
     });
-    const made = spawnSync(
-      process.execPath,
-      [
-        BIN,
-        'users',
-        'create',
-        '--email',
-        OWNER.email,
-        '--account',
-        'default',
-        '--role',
-        'owner',
-        '--data-dir',
-        hearth.dataDir,
-      ],
-      { input: `${OWNER.password}\n`, encoding: 'utf8' },
-    );
+    const made = createUser(hearth.dataDir, OWNER);
     expect(made.status, made.stderr).toBe(0);
     browser = await launchChromium();
     page = await (await browser.newContext({ baseURL: hearth.baseUrl })).newPage();

@@ -1,10 +1,9 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createUser } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 import { browserAvailable, launchChromium } from './chromium.ts';
 
@@ -15,7 +14,6 @@ import { browserAvailable, launchChromium } from './chromium.ts';
  */
 const OWNER = { email: 'owner@example.com', password: 'owner password 123' };
 const MEMBER = { email: 'member@example.com', password: 'member password 123' };
-const BIN = path.resolve(import.meta.dirname, '../../bin/hearth.js');
 
 describe.runIf(browserAvailable())('the Models page', () => {
   let hearth: HearthProcess;
@@ -44,23 +42,7 @@ describe.runIf(browserAvailable())('the Models page', () => {
       [OWNER, 'owner'],
       [MEMBER, 'member'],
     ] as const) {
-      const made = spawnSync(
-        process.execPath,
-        [
-          BIN,
-          'users',
-          'create',
-          '--email',
-          who.email,
-          '--account',
-          'default',
-          '--role',
-          role,
-          '--data-dir',
-          hearth.dataDir,
-        ],
-        { input: `${who.password}\n`, encoding: 'utf8' },
-      );
+      const made = createUser(hearth.dataDir, who, role);
       expect(made.status, made.stderr).toBe(0);
     }
     await hearth.waitReady();

@@ -9,7 +9,7 @@ import {
   sendAndHold,
   untilCounts,
 } from '../helpers/abandoned-requests.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, modelArgs } from '../helpers/hearth-process.ts';
 
 /**
  * Hostile clients that leave (issue 36, contract "A client that leaves") against the real CLI server, as shipped
@@ -39,24 +39,13 @@ describe.each(['auto', 'off'] as const)('clients that leave (fast-check, fixed s
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null, contextLength: CONTEXT });
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        model,
-        '--model-id',
-        MODEL,
-        '--slots',
-        String(SLOTS),
-        '--queue-limit',
-        String(QUEUE),
-        '--workers',
-        '1',
-        '--max-tokens',
-        '100000',
-        '--context-size',
-        String(CONTEXT),
-        '--front',
+      args: modelArgs(model, MODEL, {
+        slots: SLOTS,
+        'queue-limit': QUEUE,
+        'max-tokens': 100000,
+        'context-size': CONTEXT,
         front,
-      ],
+      }),
     });
     await hearth.waitReady();
   }, 60_000);

@@ -693,15 +693,18 @@ async function expectServingAndIdle(): Promise<void> {
 describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
   const tally = new Map<string, number>();
   const count = (k: string) => tally.set(k, (tally.get(k) ?? 0) + 1);
+  /** `numRuns` bodies drawn from `bodies` (fixed seed) sent to `route`, each checked by sendAndCheck and tallied under `label`. */
+  const fuzzRoute = (label: string, route: Route, bodies: fc.Arbitrary<string>, numRuns: number) =>
+    fc.assert(
+      fc.asyncProperty(bodies, async (body) => {
+        count(`${label}:${await sendAndCheck(route, body)}`);
+      }),
+      { seed: SEED, numRuns, endOnFailure: true },
+    );
   afterAll(() => console.log(`[fuzz] inference bodies: ${JSON.stringify(Object.fromEntries([...tally].sort()))}`));
 
   it('chat completions: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fc.assert(
-      fc.asyncProperty(withRawKeys(chatBody), async (body) => {
-        count(`chat:${await sendAndCheck('chat/completions', body)}`);
-      }),
-      { seed: SEED, numRuns: 600, endOnFailure: true },
-    );
+    await fuzzRoute('chat', 'chat/completions', withRawKeys(chatBody), 600);
     await expectServingAndIdle();
   }, 120_000);
 
@@ -720,58 +723,28 @@ describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
           : { response_format: { type: 'json_schema', json_schema: { name: 'out', schema, strict } } }),
       }),
     );
-    await fc.assert(
-      fc.asyncProperty(body, async (b) => {
-        count(`schema:${await sendAndCheck('chat/completions', b)}`);
-      }),
-      { seed: SEED, numRuns: 400, endOnFailure: true },
-    );
+    await fuzzRoute('schema', 'chat/completions', body, 400);
     await expectServingAndIdle();
   }, 120_000);
 
   it('legacy completions: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fc.assert(
-      fc.asyncProperty(withRawKeys(completionsBody), async (body) => {
-        count(`completions:${await sendAndCheck('completions', body)}`);
-      }),
-      { seed: SEED, numRuns: 300, endOnFailure: true },
-    );
+    await fuzzRoute('completions', 'completions', withRawKeys(completionsBody), 300);
     await expectServingAndIdle();
   }, 120_000);
 
   it('embeddings: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fc.assert(
-      fc.asyncProperty(withRawKeys(embeddingsBody), async (body) => {
-        count(`embeddings:${await sendAndCheck('embeddings', body)}`);
-      }),
-      { seed: SEED, numRuns: 300, endOnFailure: true },
-    );
+    await fuzzRoute('embeddings', 'embeddings', withRawKeys(embeddingsBody), 300);
     await expectServingAndIdle();
   }, 120_000);
 
   it("Messages API and count_tokens: an answer in Anthropic's shape, never a 5xx or a hang", async () => {
-    await fc.assert(
-      fc.asyncProperty(withRawKeys(messagesBody), async (body) => {
-        count(`messages:${await sendAndCheck('messages', body)}`);
-      }),
-      { seed: SEED, numRuns: 300, endOnFailure: true },
-    );
-    await fc.assert(
-      fc.asyncProperty(withRawKeys(countTokensBody), async (body) => {
-        count(`count_tokens:${await sendAndCheck('messages/count_tokens', body)}`);
-      }),
-      { seed: SEED, numRuns: 150, endOnFailure: true },
-    );
+    await fuzzRoute('messages', 'messages', withRawKeys(messagesBody), 300);
+    await fuzzRoute('count_tokens', 'messages/count_tokens', withRawKeys(countTokensBody), 150);
     await expectServingAndIdle();
   }, 120_000);
 
   it('Responses API: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fc.assert(
-      fc.asyncProperty(withRawKeys(responsesBody), async (body) => {
-        count(`responses:${await sendAndCheck('responses', body)}`);
-      }),
-      { seed: SEED, numRuns: 400, endOnFailure: true },
-    );
+    await fuzzRoute('responses', 'responses', withRawKeys(responsesBody), 400);
     await expectServingAndIdle();
   }, 120_000);
 });

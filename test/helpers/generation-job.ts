@@ -1,5 +1,5 @@
 import type { GenerationJob, JobRelay } from '../../native/generation-job.ts';
-import { DEFAULT_SAMPLING } from '../../src/engine/sampling-defaults.ts';
+import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotEngine, SlotJobEvents, SlotJobHandle } from '../../src/worker/slot-engine.ts';
 
 /** A job as a test writes it: the prompt's tokens, a relay maybe, and the GenerationJob fields it sets. */
@@ -26,3 +26,16 @@ export function submitJob(engine: SlotEngine, job: TestJob, events: SlotJobEvent
   const { promptTokens, relay, ...fields } = job;
   return engine.submit(promptTokens, generationJob(fields), events, relay);
 }
+
+/** Greedy sampling with every other sampler neutral (no top-k/p, min-p or penalties) and a fixed seed: one output per prompt. */
+export const GREEDY_SAMPLING: Readonly<Required<SamplingParams>> = Object.freeze({
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  minP: 0,
+  repeatPenalty: 1,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  penaltyLastN: 64,
+  seed: 1,
+});

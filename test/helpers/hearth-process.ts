@@ -21,17 +21,30 @@ export interface HearthProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Runs the `hearth` CLI synchronously (keys, workspaces ...). */
+/** Runs the `hearth` CLI synchronously (keys, workspaces ...); `input`: what it reads on stdin. */
 export function hearthCli(
   args: string[],
   env: NodeJS.ProcessEnv = {},
+  input?: string,
 ): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, input });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-export function createKey(dataDir: string, name = 'test', env: NodeJS.ProcessEnv = {}): string {
-  const r = hearthCli(['keys', 'create', '--name', name, '--data-dir', dataDir, '--json'], env);
+/** Creates a user of the default account with `hearth users create` (the password on stdin), as an operator would. */
+export function createUser(
+  dataDir: string,
+  who: { email: string; password: string },
+  role = 'owner',
+): { status: number | null; stdout: string; stderr: string } {
+  const args = ['users', 'create', '--email', who.email, '--account', 'default', '--role', role, '--data-dir', dataDir];
+  return hearthCli(args, {}, `${who.password}\n`);
+}
+
+/** Creates an API key with `hearth keys create` (in `account`, or the default one) and answers it. */
+export function createKey(dataDir: string, name = 'test', env: NodeJS.ProcessEnv = {}, account?: string): string {
+  const inAccount = account === undefined ? [] : ['--account', account];
+  const r = hearthCli(['keys', 'create', '--name', name, ...inAccount, '--data-dir', dataDir, '--json'], env);
   if (r.status !== 0) throw new Error(`keys create failed: ${r.stderr}`);
   return (JSON.parse(r.stdout) as { key: string }).key;
 }
@@ -108,4 +121,32 @@ export async function startHearthProcess(options: {
       return stopping;
     },
   };
+}
+
+/**
+ * `hearth serve` arguments for one model: `--model`, `--model-id`, then one worker and two slots unless `settings`
+ * says otherwise, and the other settings given (flag name without `--` -> value; `true`: a flag without a value).
+ */
+export function modelArgs(
+  model: string,
+  modelId: string,
+  settings: Record<string, string | number | true> = {},
+): string[] {
+  const all: Record<string, string | number | true> = { slots: 2, workers: 1, ...settings };
+  return [
+    '--model',
+    model,
+    '--model-id',
+    modelId,
+    ...Object.entries(all).flatMap(([flag, v]) => (v === true ? [`--${flag}`] : [`--${flag}`, String(v)])),
+  ];
+}
+
+/** modelArgs on the native engine. */
+export function nativeModelArgs(
+  model: string,
+  modelId: string,
+  settings: Record<string, string | number | true> = {},
+): string[] {
+  return modelArgs(model, modelId, { engine: 'native', ...settings });
 }

@@ -132,12 +132,24 @@ export async function projectReady(
 /**
  * `callApi` and `until` bound to one process (`hearth` is read at each call, so it can be set in beforeAll):
  * every call bounded by `timeoutMs`, and a poll every 150 ms for at most 45 s that quotes the server's last
- * log lines when it gives up.
+ * log lines when it gives up; `deployLive` deploys an app's archive with them.
  */
 export function managementClient(hearth: () => HearthProcess, timeoutMs: number) {
   const api = <T>(method: string, url: string, body?: unknown, contentType = 'application/json') =>
     callApi<T>(hearth(), method, url, body, { contentType, timeoutMs });
   const poll = (check: () => Promise<boolean>, what: string) =>
     until(check, what, { timeoutMs: 45_000, everyMs: 150, logs: () => hearth().logs() });
-  return { api, until: poll };
+  /** Uploads `archive` (.tar.gz) as a deployment of the app and waits until it is live; a failed build throws its log. */
+  const deployLive = async (ws: string, appId: string, archive: Buffer, what: string): Promise<string> => {
+    const deployments = `/api/v1/workspaces/${ws}/apps/${appId}/deployments`;
+    const dep = await api<{ deploymentId: string }>('POST', deployments, archive, 'application/gzip');
+    if (dep.status !== 202) throw new Error(`deploying ${what}: ${dep.status} ${JSON.stringify(dep.body)}`);
+    await poll(async () => {
+      const d = await api<{ state: string; buildLog: string[] }>('GET', `${deployments}/${dep.body.deploymentId}`);
+      if (d.body.state === 'failed') throw new Error(d.body.buildLog.join('\n'));
+      return d.body.state === 'live';
+    }, `${what} to be live`);
+    return dep.body.deploymentId;
+  };
+  return { api, until: poll, deployLive };
 }

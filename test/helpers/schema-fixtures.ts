@@ -226,3 +226,22 @@ export const SCHEMA_FIXTURES: SchemaFixture[] = [
     invalid: '{"w": "abcd"}',
   },
 ];
+
+/**
+ * A nested object with a required array and strings (json-close test and bench:json-close-cost). Its shortest
+ * completion, `{"n":"","o":{"t":[],"s":""}}`, is 28 tokens of the tiny model's character-sized vocabulary.
+ */
+export const NESTED_SCHEMA = {
+  type: 'object',
+  properties: {
+    n: { type: 'string' },
+    o: {
+      type: 'object',
+      properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } },
+      required: ['t', 's'],
+      additionalProperties: false,
+    },
+  },
+  required: ['n', 'o'],
+  additionalProperties: false,
+} as const;

@@ -2,6 +2,9 @@ import type { us_listen_socket, us_socket } from 'uWebSockets.js';
 import { uWS } from '../../src/http/uws.ts';
 import type { EdgeStyle } from '../../src/http/http-exchange.ts';
 import { mountRoutes, type Route } from '../../src/http/router.ts';
+import { type HttpServerOptions, type RunningHttpServer, startHttpServer } from '../../src/http/http-server.ts';
+import { silentLogger } from '../../src/log/logger.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
 
 /** The router on a bare uWS app listening on a free loopback port (no metrics, no front). `close()` stops listening. */
 export async function listenRoutes(
@@ -24,4 +27,19 @@ export function patternBytes(size: number, seed = 31): Buffer {
   const b = Buffer.alloc(size);
   for (let i = 0; i < size; i++) b[i] = (i * seed + (i >> 8)) & 0xff;
   return b;
+}
+
+/** Hearth's HTTP server (http-server.ts) with `routes` on a free loopback port: no front, fresh metrics, a silent log. */
+export function startLoopbackServer(
+  routes: readonly Route[],
+  options: Partial<HttpServerOptions> = {},
+): Promise<RunningHttpServer> {
+  return startHttpServer({
+    host: '127.0.0.1',
+    port: 0,
+    routes,
+    metrics: createMetrics({ defaultMetrics: false }),
+    log: silentLogger,
+    ...options,
+  });
 }

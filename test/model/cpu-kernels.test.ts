@@ -9,7 +9,7 @@ import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { probeInChild } from '../../src/engine/cpu-kernels.ts';
 import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import { greedyReply, logLine } from '../helpers/hearth-log.ts';
-import { type HearthProcess, startHearthProcess } from '../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, nativeModelArgs } from '../helpers/hearth-process.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 
 /**
@@ -64,22 +64,11 @@ describe.skipIf(skip !== '')(`CPU kernels for real${skip ? ` (skipped: ${skip})`
 
   async function serve(kernels: string): Promise<HearthProcess> {
     const s = await startHearthProcess({
-      args: [
-        '--model',
-        await tinyChatModel(),
-        '--model-id',
-        'local/tiny-chat',
-        '--engine',
-        'native',
-        '--slots',
-        '2',
-        '--threads',
-        '2',
-        '--cpu-kernels',
-        kernels,
-        '--models-dir',
-        modelsDir,
-      ],
+      args: nativeModelArgs(await tinyChatModel(), 'local/tiny-chat', {
+        threads: 2,
+        'cpu-kernels': kernels,
+        'models-dir': modelsDir,
+      }),
     });
     servers.push(s);
     await s.waitReady(120_000);

@@ -5,7 +5,7 @@
  * changing anyone's output; the load-time thread calibration reports what it measured and picks one of
  * the counts it tried. Behaviour only: no timing is asserted. Skipped, saying why, without the addon.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadHearthNative } from '../../native/binding.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
@@ -13,25 +13,14 @@ import {
   loadNativeSlotEngineInternal,
   nativeAddonAvailable,
   type NativeSlotEngine,
-  type NativeSlotEngineOptions,
 } from '../../src/worker/native-slot-engine.ts';
-import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
-import { generationJob, submitJob } from '../helpers/generation-job.ts';
+import { generationJob, submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
+import { useNativeEngines } from '../helpers/native-engines.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 
 /** The tiny vocabulary's byte token for "\n": after it the tiny model replies DEFAULT_TINY_REPLY (models/tiny-llama.ts). */
 const NEWLINE = 3 + 0x0a;
@@ -75,19 +64,7 @@ function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens: number): 
 describe.skipIf(skipReason !== '')(
   `native compute threads and step budget${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    let modelPath: string;
-    const engines: NativeSlotEngine[] = [];
-    const load = async (o: Partial<NativeSlotEngineOptions>) => {
-      const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 512, slots: 4, threads: 2, ...o });
-      engines.push(e);
-      return e;
-    };
-    beforeAll(async () => {
-      modelPath = await ensureTinyModel();
-    });
-    afterAll(async () => {
-      await Promise.all(engines.map((e) => e.dispose()));
-    });
+    const load = useNativeEngines(() => ensureTinyModel(), { contextSize: 512, slots: 4, threads: 2 });
 
     it('decodes the same greedy tokens with persistent compute threads as with per-decode threads', async () => {
       const prompts = [promptOf(8, 0), promptOf(40, 3), promptOf(3, 9)];

@@ -9,7 +9,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyBert, ensureTinyModel } from '../../models/test-model-path.ts';
 import { BERT_CLS_ID, BERT_SEP_ID } from '../../models/tiny-bert.ts';
-import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import {
   loadNativeSlotEngineInternal,
   nativeAddonAvailable,
@@ -17,21 +16,11 @@ import {
 } from '../../src/worker/native-slot-engine.ts';
 import { realTestModel } from '../helpers/test-model.ts';
 import { tsWorker } from '../helpers/ts-worker.ts';
-import { submitJob } from '../helpers/generation-job.ts';
+import { submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 import { expectDistinct, expectSameEmbedding } from '../helpers/vector-agreement.ts';
 
 const addon = nativeAddonAvailable();
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 const CONTEXT = 1024;
 const REAL = realTestModel();
 const model = async () => REAL ?? (await ensureTinyModel());

@@ -14,6 +14,7 @@ import { MainEventRelay } from '../../src/engine/main-event-relay.ts';
 import type { JobRelay, WorkerEvent } from '../../src/engine/worker-protocol.ts';
 import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
 import { tsWorker } from '../helpers/ts-worker.ts';
+import { GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 
 const addon = nativeAddonAvailable();
 const skip = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
@@ -56,17 +57,7 @@ class EngineWorker {
       });
       parentPort.postMessage('ready');
     `;
-    const sampling = {
-      temperature: 0,
-      topP: 1,
-      topK: 0,
-      minP: 0,
-      repeatPenalty: 1,
-      presencePenalty: 0,
-      frequencyPenalty: 0,
-      penaltyLastN: 64,
-      seed: 1,
-    };
+    const sampling = GREEDY_SAMPLING;
     this.worker = tsWorker(body, { modelPath, sampling }, { engineModule: 'src/worker/native-slot-engine.ts' });
     this.ready = new Promise((ok, fail) => {
       this.worker.on('message', (m: 'ready' | { id: number; side: WorkerSide }) => {

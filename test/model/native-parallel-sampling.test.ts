@@ -6,27 +6,16 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
-import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import {
   loadNativeSlotEngineInternal,
   nativeAddonAvailable,
   type NativeSlotEngine,
 } from '../../src/worker/native-slot-engine.ts';
-import { submitJob, type TestJob } from '../helpers/generation-job.ts';
+import { submitJob, type TestJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 import { realTestModel } from '../helpers/test-model.ts';
 
 const addon = nativeAddonAvailable();
-const BASE: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const BASE = GREEDY_SAMPLING;
 const SLOTS = 12;
 
 /** Job i: greedy, sampled (seeded), penalised, under a grammar, or with logprobs, on its own short prompt. */

@@ -7,32 +7,19 @@
  * waiting interactive jobs go before waiting batch jobs; a parked or waiting job can be cancelled. On the
  * project's own tiny llama (always available), or $HEARTH_TEST_MODEL. Skipped, saying why, without the addon.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { GenerationJob } from '../../native/generation-job.ts';
-import {
-  loadNativeSlotEngineInternal,
-  nativeAddonAvailable,
-  type NativeSlotEngine,
-} from '../../src/worker/native-slot-engine.ts';
+import { nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobHandle, SlotJobResult } from '../../src/worker/slot-engine.ts';
-import { submitJob } from '../helpers/generation-job.ts';
+import { submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 import { realTestModel, tinyModel } from '../helpers/test-model.ts';
+import { useNativeEngines } from '../helpers/native-engines.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 const SAMPLED: SamplingParams = { ...GREEDY, temperature: 1, repeatPenalty: 1.1, seed: 1234 };
 
 /** Ordinary token ids below 500 (both test models' vocabularies hold them), different for each offset. */
@@ -87,19 +74,12 @@ function start(
 describe.skipIf(skipReason !== '')(
   `native loop priority and preemption${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
-    let modelPath: string;
-    const engines: NativeSlotEngine[] = [];
-    const load = async (promptCacheMiB = 16, slots = 1) => {
-      const e = await loadNativeSlotEngineInternal({ modelPath, contextSize: 256, slots, threads: 1, promptCacheMiB });
-      engines.push(e);
-      return e;
-    };
-    beforeAll(async () => {
-      modelPath = realTestModel() ?? (await tinyModel());
+    const loadEngine = useNativeEngines(async () => realTestModel() ?? (await tinyModel()), {
+      contextSize: 256,
+      slots: 1,
+      threads: 1,
     });
-    afterAll(async () => {
-      await Promise.all(engines.map((e) => e.dispose()));
-    });
+    const load = (promptCacheMiB = 16, slots = 1) => loadEngine({ promptCacheMiB, slots });
 
     /** The batch job alone, then the same batch job preempted by an interactive one after its first text. */
     async function preempted(engine: NativeSlotEngine, sampling: SamplingParams) {

@@ -6,31 +6,17 @@
  * a prompt restores and reuses only what its own partition left, in host memory or in a slot, and one
  * partition flooding the cache evicts its own entries, not another's. Skipped, saying why, without the addon.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
-import {
-  loadNativeSlotEngineInternal,
-  nativeAddonAvailable,
-  type NativeSlotEngine,
-} from '../../src/worker/native-slot-engine.ts';
-import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
+import { nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
 import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
-import { submitJob } from '../helpers/generation-job.ts';
+import { submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
+import { useNativeEngines } from '../helpers/native-engines.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 
 /** Ordinary pieces of the tiny vocabulary, different for each offset (no newline: the model never stops early). */
 const promptOf = (length: number, offset: number) =>
@@ -72,26 +58,9 @@ function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12, cach
 }
 
 describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  let modelPath: string;
-  const engines: NativeSlotEngine[] = [];
-  const load = async (promptCacheMiB: number, slots = 1, kvUnified = false) => {
-    const e = await loadNativeSlotEngineInternal({
-      modelPath,
-      contextSize: 256,
-      slots,
-      threads: 1,
-      promptCacheMiB,
-      kvUnified,
-    });
-    engines.push(e);
-    return e;
-  };
-  beforeAll(async () => {
-    modelPath = await ensureTinyModel();
-  });
-  afterAll(async () => {
-    await Promise.all(engines.map((e) => e.dispose()));
-  });
+  const loadEngine = useNativeEngines(() => ensureTinyModel(), { contextSize: 256, slots: 1, threads: 1 });
+  const load = (promptCacheMiB: number, slots = 1, kvUnified = false) =>
+    loadEngine({ promptCacheMiB, slots, kvUnified });
 
   it('restores a prompt no slot holds any more, reports it as cached, and generates the same text', async () => {
     const engine = await load(16);

@@ -20,7 +20,7 @@ import {
 } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
-import { generationJob, submitJob, type TestJob } from '../helpers/generation-job.ts';
+import { generationJob, submitJob, type TestJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 import { tsWorker } from '../helpers/ts-worker.ts';
 import { thrownBy } from '../helpers/thrown.ts';
 
@@ -32,17 +32,7 @@ const addon = nativeAddonAvailable();
 const addonSkip = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 const skipReason = addonSkip || (haveModels ? '' : `models missing in ${MODELS_DIR}`);
 
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topP: 1,
-  topK: 0,
-  minP: 0,
-  repeatPenalty: 1,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  penaltyLastN: 64,
-  seed: 1,
-};
+const GREEDY = GREEDY_SAMPLING;
 
 interface Run {
   text: string;

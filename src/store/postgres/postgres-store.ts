@@ -2,10 +2,10 @@ import pg from 'pg';
 import { ApiError, storeUnavailable } from '../../errors/index.ts';
 import type { RecordKey, RecordStore, RecordTables } from '../record-store.ts';
 import type { StoreHealth } from '../store-health.ts';
-import { decodeKey, encodeKey } from './key-order.ts';
+import { applyChangeRows, ReloadNeeded } from './change-rows.ts';
+import { encodeKey } from './key-order.ts';
 import { migrate } from './migrations.ts';
 import {
-  ARRAY_KEYED,
   type Capture,
   CHANGES_CHANNEL,
   type ChangeRow,
@@ -17,9 +17,10 @@ import {
   type Write,
 } from './postgres-store-types.ts';
 import { PostgresTable } from './postgres-table.ts';
-import { CHANGES_SQL, PRUNE_SQL, UPSERT_SQL } from './records-sql.ts';
 import { deepFreeze } from '../deep-freeze.ts';
+import { CHANGES_SQL, PRUNE_SQL, UPSERT_SQL } from './records-sql.ts';
 import { MirrorTable } from './mirror-table.ts';
+import { describe, StoreAvailability } from './store-availability.ts';
 
 export {
   CHANGES_CHANNEL,
@@ -71,13 +72,14 @@ export class PostgresStore implements RecordStore {
   private poller: NodeJS.Timeout | null = null;
   private pruner: NodeJS.Timeout | null = null;
   private closed = false;
-  private state: StoreHealth = { backend: 'postgres', up: true };
+  private readonly availability: StoreAvailability;
 
   private constructor(
     private readonly url: string,
     private readonly options: PostgresStoreOptions,
   ) {
     this.log = options.log ?? (() => {});
+    this.availability = new StoreAvailability(this.log, options.onHealth, () => this.closed);
     this.pollMs = options.pollMs ?? 500;
     this.tombstoneTtlMs = options.tombstoneTtlMs ?? 3_600_000;
     const timeout = (this.timeoutMs = options.queryTimeoutMs ?? 5_000);
@@ -122,7 +124,7 @@ export class PostgresStore implements RecordStore {
 
   /** Whether the database answered the last query, and if not why (for /health and hearth_store_up). */
   health(): StoreHealth {
-    return this.state;
+    return this.availability.state;
   }
 
   /**
@@ -151,7 +153,7 @@ export class PostgresStore implements RecordStore {
     return this.serial(async () => {
       // Known down (the poll says when it is back), or queued behind slow ones for a whole query timeout:
       // answer store_unavailable now rather than add a wait per transaction queued ahead.
-      if (!this.state.up || Date.now() - queuedAt > this.timeoutMs) throw storeUnavailable();
+      if (!this.availability.state.up || Date.now() - queuedAt > this.timeoutMs) throw storeUnavailable();
       let result!: T;
       await this.locked(async () => {
         try {
@@ -311,30 +313,9 @@ export class PostgresStore implements RecordStore {
     }
   }
 
-  /** Applies change rows (ordered by seq) to the mirror; `full`: they are every record (a load). */
+  /** Applies change rows to the mirror (change-rows.ts); `full`: they are every record (a load). */
   private apply(rows: ChangeRow[], full: boolean): void {
-    if (rows.length === 0) return;
-    const horizon = Number(rows[0]!.horizon);
-    if (!full && horizon > this.lastSeen) throw new ReloadNeeded();
-    let top = Math.max(this.lastSeen, horizon);
-    if (full) {
-      const byTable = new Map<string, [RecordKey, unknown][]>(TABLE_NAMES.map((t) => [t, []]));
-      for (const r of rows) {
-        if (r.seq === null) continue;
-        top = Math.max(top, Number(r.seq));
-        if (r.value !== null)
-          byTable.get(r.tbl!)?.push([decodeKey(r.key!, r.tbl === ARRAY_KEYED), deepFreeze(r.value)]);
-      }
-      for (const t of TABLE_NAMES) this.mirror[t].replaceAll(byTable.get(t)!);
-    } else {
-      for (const r of rows) {
-        if (r.seq === null) continue;
-        top = Math.max(top, Number(r.seq));
-        const table = this.mirror[r.tbl as TableName] as MirrorTable | undefined; // a kind a newer Hearth wrote: not ours
-        table?.set(decodeKey(r.key!, r.tbl === ARRAY_KEYED), r.value === null ? undefined : deepFreeze(r.value));
-      }
-    }
-    this.lastSeen = top;
+    this.lastSeen = applyChangeRows(this.mirror, rows, this.lastSeen, full);
   }
 
   /** RecordStore.refresh: the catch-up queued now (or the one already queued) has run; never rejects. */
@@ -350,7 +331,7 @@ export class PostgresStore implements RecordStore {
    */
   current(): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the record store is closed'));
-    if (!this.state.up) return Promise.reject(storeUnavailable(5, 'read'));
+    if (!this.availability.state.up) return Promise.reject(storeUnavailable(5, 'read'));
     return this.catchUp().then((failure) => {
       if (failure !== undefined) throw storeUnavailable(5, 'read');
     });
@@ -438,33 +419,15 @@ export class PostgresStore implements RecordStore {
   }
 
   private down(err: unknown): void {
-    if (this.closed) return;
-    const error = describe(err);
-    if (this.state.up || this.state.error !== error) {
-      const since = this.state.up ? new Date().toISOString() : this.state.since;
-      this.state = { backend: 'postgres', up: false, error, since };
-      if (since === this.state.since) this.log('error', 'the records database is unavailable', { error });
-      this.options.onHealth?.(this.state);
-    }
+    this.availability.down(err);
   }
 
   private up(): void {
-    if (this.state.up) return;
-    this.state = { backend: 'postgres', up: true };
-    this.log('info', 'the records database is reachable again');
-    this.options.onHealth?.(this.state);
+    this.availability.up();
   }
 }
-
-class ReloadNeeded extends Error {}
 
 /** An error of the transaction's own `fn` (not of the database), carried past the store_unavailable mapping. */
 class PassThrough {
   constructor(readonly error: unknown) {}
-}
-
-function describe(err: unknown): string {
-  if (err instanceof AggregateError && err.errors.length > 0) return describe(err.errors[0]);
-  if (err instanceof Error) return err.message || err.constructor.name;
-  return String(err);
 }

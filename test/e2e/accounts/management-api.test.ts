@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeModelHub, startFakeModelHub } from '../../fakes/fake-model-hub.ts';
 import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
-import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, hearthCli, startHearthProcess, createKey } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import { type ApiAnswer, callApi, waitFor } from '../../helpers/management-client.ts';
 import { secretPart } from '../../helpers/credentials.ts';
@@ -45,18 +45,7 @@ beforeAll(async () => {
     ],
     env: { HF_ENDPOINT: hub.endpoint },
   });
-  const other = hearthCli([
-    'keys',
-    'create',
-    '--name',
-    'other',
-    '--account',
-    'someone-else',
-    '--data-dir',
-    hearth.dataDir,
-    '--json',
-  ]);
-  otherKey = (JSON.parse(other.stdout) as { key: string }).key;
+  otherKey = createKey(hearth.dataDir, 'other', {}, 'someone-else');
 });
 
 afterAll(async () => {

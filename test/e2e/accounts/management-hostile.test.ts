@@ -1,8 +1,6 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createUser } from '../../helpers/hearth-process.ts';
 import { managementClient } from '../../helpers/management-client.ts';
 import { tinyModel } from '../../helpers/test-model.ts';
 
@@ -59,23 +57,7 @@ async function signIn(): Promise<string> {
 
 beforeAll(async () => {
   hearth = await startHearthProcess({ args: ['--model', await tinyModel(), '--engine', 'instant'] });
-  const created = spawnSync(
-    process.execPath,
-    [
-      path.resolve(import.meta.dirname, '../../../bin/hearth.js'),
-      'users',
-      'create',
-      '--email',
-      OWNER.email,
-      '--account',
-      'default',
-      '--role',
-      'owner',
-      '--data-dir',
-      hearth.dataDir,
-    ],
-    { input: `${OWNER.password}\n`, encoding: 'utf8' },
-  );
+  const created = createUser(hearth.dataDir, OWNER);
   expect(created.status, created.stderr).toBe(0);
   await hearth.waitReady();
   ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'hostile' })).body.workspaceId;

@@ -72,7 +72,7 @@ async function setup(args: string[]): Promise<Setup> {
     ],
   });
   await hearth.waitReady();
-  const { api, until } = managementClient(() => hearth, 60_000);
+  const { api, until, deployLive } = managementClient(() => hearth, 60_000);
   const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'net' })).body.workspaceId;
   await api('PUT', `/api/v1/workspaces/${ws}/yam`);
   await until(
@@ -83,21 +83,7 @@ async function setup(args: string[]): Promise<Setup> {
     const appId = (
       await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name, apiKeyEnv: 'HEARTH_API_KEY' })
     ).body.appId;
-    const dep = await api<{ deploymentId: string }>(
-      'POST',
-      `/api/v1/workspaces/${ws}/apps/${appId}/deployments`,
-      ARCHIVE,
-      'application/gzip',
-    );
-    expect(dep.status).toBe(202);
-    await until(async () => {
-      const d = await api<{ state: string; buildLog: string[] }>(
-        'GET',
-        `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${dep.body.deploymentId}`,
-      );
-      if (d.body.state === 'failed') throw new Error(d.body.buildLog.join('\n'));
-      return d.body.state === 'live';
-    }, `${name} to be live`);
+    await deployLive(ws, appId, ARCHIVE, name);
     return appId;
   };
   const [app, other] = await Promise.all([deployed('hostile'), deployed('neighbour')]);

@@ -41,7 +41,7 @@ let hearth: HearthProcess;
 let appId: string;
 const type = (r: Response) => r.headers.get('content-type') ?? '';
 
-const { api, until } = managementClient(() => hearth, 30_000);
+const { api, until, deployLive } = managementClient(() => hearth, 30_000);
 
 beforeAll(async () => {
   hearth = await startHearthProcess({
@@ -72,21 +72,7 @@ beforeAll(async () => {
     },
     { name: 'server.js', typeFlag: '0', body: Buffer.from(MIRROR) },
   ]);
-  const dep = await api<{ deploymentId: string }>(
-    'POST',
-    `/api/v1/workspaces/${ws}/apps/${appId}/deployments`,
-    archive,
-    'application/gzip',
-  );
-  expect(dep.status).toBe(202);
-  await until(async () => {
-    const d = await api<{ state: string; buildLog: string[] }>(
-      'GET',
-      `/api/v1/workspaces/${ws}/apps/${appId}/deployments/${dep.body.deploymentId}`,
-    );
-    if (d.body.state === 'failed') throw new Error(d.body.buildLog.join('\n'));
-    return d.body.state === 'live';
-  }, 'the mirror app to be live');
+  await deployLive(ws, appId, archive, 'the mirror app');
 }, 120_000);
 
 afterAll(async () => {

@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createKey, modelArgs } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
+import { batchFileLines, batchStarted } from '../../helpers/batch-polling.ts';
 
 /**
  * The Batch API (issue #41) end to end with the official `openai` SDK over a real `hearth serve` (native loop, the
@@ -44,15 +45,6 @@ async function finished(c: OpenAI, id: string, timeoutMs = 120_000): Promise<Ope
   }
 }
 
-async function outputLines(c: OpenAI, fileId: string | null | undefined): Promise<OutputLine[]> {
-  if (!fileId) return [];
-  const text = await (await c.files.content(fileId)).text();
-  return text
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as OutputLine);
-}
-
 /** Fields of an answer that differ between two answers of the same request (ids, times). */
 function comparable(body: Record<string, unknown>): Record<string, unknown> {
   const {
@@ -76,34 +68,14 @@ function comparable(body: Record<string, unknown>): Record<string, unknown> {
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-api-'));
-  const other = hearthCli([
-    'keys',
-    'create',
-    '--name',
-    'other',
-    '--account',
-    'acct-other',
-    '--data-dir',
-    dataDir,
-    '--json',
-  ]);
-  expect(other.status).toBe(0);
+  const otherKey = createKey(dataDir, 'other', {}, 'acct-other');
   hearth = await startHearthProcess({
     dataDir,
-    args: [
-      '--model',
-      await tinyChatModel(),
-      '--model-id',
-      MODEL_ID,
-      '--slots',
-      '2',
-      '--batch-file-limit-bytes',
-      String(FILE_LIMIT),
-    ],
+    args: modelArgs(await tinyChatModel(), MODEL_ID, { 'batch-file-limit-bytes': FILE_LIMIT }),
   });
   await hearth.waitReady();
   client = clientFor(hearth, hearth.key);
-  otherAccount = clientFor(hearth, (JSON.parse(other.stdout) as { key: string }).key);
+  otherAccount = clientFor(hearth, otherKey);
 }, 120_000);
 
 afterAll(async () => {
@@ -145,7 +117,7 @@ describe('Batch API', () => {
     expect(done.in_progress_at).toBeTypeOf('number');
     expect(done.completed_at).toBeTypeOf('number');
     expect(done.error_file_id).toBeNull();
-    const out = await outputLines(client, done.output_file_id);
+    const out = await batchFileLines<OutputLine>(client, done.output_file_id);
     expect(out.map((l) => l.custom_id).sort()).toEqual(lines.map((l) => l.custom_id).sort());
     for (const line of out) {
       const request = lines.find((l) => l.custom_id === line.custom_id)!;
@@ -207,11 +179,11 @@ describe('Batch API', () => {
       );
       expect(b.status, c.url).toBe('completed');
       expect(b.request_counts, c.url).toEqual({ total: 2, completed: 1, failed: 1 });
-      const [good] = await outputLines(client, b.output_file_id);
+      const [good] = await batchFileLines<OutputLine>(client, b.output_file_id);
       const sync = (await c.sync(c.body)) as unknown as Record<string, unknown>;
       expect(good!.custom_id).toBe('good');
       expect(comparable(good!.response!.body), c.url).toEqual(comparable(sync));
-      const [bad] = await outputLines(client, b.error_file_id);
+      const [bad] = await batchFileLines<OutputLine>(client, b.error_file_id);
       expect(bad).toMatchObject({
         custom_id: 'bad',
         response: { status_code: 404, body: { error: { code: 'model_not_found' } } },
@@ -258,19 +230,14 @@ describe('Batch API', () => {
       endpoint: '/v1/chat/completions',
       completion_window: '24h',
     });
-    for (
-      let b = created;
-      b.request_counts?.completed === 0 || b.status === 'validating';
-      b = await client.batches.retrieve(created.id)
-    )
-      await new Promise((r) => setTimeout(r, 50));
+    await batchStarted(client, created);
     const cancelling = await client.batches.cancel(created.id);
     expect(['cancelling', 'cancelled']).toContain(cancelling.status);
     const b = await finished(client, created.id);
     expect(b.status).toBe('cancelled');
     expect(b.cancelled_at).toBeTypeOf('number');
-    const answered = await outputLines(client, b.output_file_id);
-    const rest = await outputLines(client, b.error_file_id);
+    const answered = await batchFileLines<OutputLine>(client, b.output_file_id);
+    const rest = await batchFileLines<OutputLine>(client, b.error_file_id);
     expect(answered.length).toBeGreaterThan(0);
     expect(answered.length).toBeLessThan(400);
     expect(rest.every((l) => l.error?.code === 'batch_cancelled')).toBe(true);
@@ -301,12 +268,7 @@ describe('Batch API', () => {
       endpoint: '/v1/chat/completions',
       completion_window: '24h',
     });
-    for (
-      let b = created;
-      b.request_counts?.completed === 0 || b.status === 'validating';
-      b = await client.batches.retrieve(created.id)
-    )
-      await new Promise((r) => setTimeout(r, 50));
+    await batchStarted(client, created);
     expect((await manage('DELETE', `/api/v1/keys/${made.id}`)).status).toBe(200);
     // The key is gone for requests at once; the batch belongs to the account, so its other keys still read it.
     await expect(job.batches.retrieve(created.id)).rejects.toMatchObject({ status: 401 });
@@ -316,8 +278,8 @@ describe('Batch API', () => {
     expect(b.errors?.data).toEqual([
       expect.objectContaining({ code: 'api_key_revoked', message: expect.stringContaining(made.id), line: null }),
     ]);
-    const answered = await outputLines(client, b.output_file_id);
-    const rest = await outputLines(client, b.error_file_id);
+    const answered = await batchFileLines<OutputLine>(client, b.output_file_id);
+    const rest = await batchFileLines<OutputLine>(client, b.error_file_id);
     expect(answered.length).toBeGreaterThan(0);
     expect(answered.length).toBeLessThan(400);
     expect(answered.every((l) => l.response?.status_code === 200)).toBe(true);

@@ -1,6 +1,7 @@
 import OpenAI, { toFile } from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { batchEnded, batchFileLines, batchStarted } from '../../helpers/batch-polling.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -81,20 +82,10 @@ describe('Batch API across two PostgreSQL replicas', () => {
         paused.proc.kill('SIGCONT');
       }
     }
-    let done = batch;
-    for (
-      const deadline = Date.now() + 240_000;
-      done.status !== 'completed' && done.status !== 'failed' && Date.now() < deadline;
-      done = await b.batches.retrieve(batch.id)
-    )
-      await new Promise((r) => setTimeout(r, 200));
+    const done = await batchEnded(b, batch);
     expect(done.status).toBe('completed');
     expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
-    const text = await (await a.files.content(done.output_file_id!)).text();
-    const ids = text
-      .split('\n')
-      .filter((l) => l !== '')
-      .map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
+    const ids = (await batchFileLines(a, done.output_file_id)).map((l) => l.custom_id);
     expect(ids).toHaveLength(LINES);
     expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
   }, 300_000);
@@ -125,12 +116,7 @@ describe('Batch API across two PostgreSQL replicas', () => {
       endpoint: '/v1/chat/completions',
       completion_window: '24h',
     });
-    for (
-      let b = batch;
-      b.request_counts?.completed === 0 || b.status === 'validating';
-      b = await reader.batches.retrieve(batch.id)
-    )
-      await new Promise((r) => setTimeout(r, 50));
+    await batchStarted(reader, batch);
     first.proc.kill('SIGSTOP');
     let done = batch;
     try {
@@ -140,24 +126,14 @@ describe('Batch API across two PostgreSQL replicas', () => {
       });
       expect(revoked.status, revoked.stderr).toBe(0);
       // Only the second replica runs: it must see the revocation in the records and end the batch itself.
-      for (
-        const deadline = Date.now() + 60_000;
-        !['cancelled', 'completed', 'failed'].includes(done.status) && Date.now() < deadline;
-        done = await reader.batches.retrieve(batch.id)
-      )
-        await new Promise((r) => setTimeout(r, 100));
+      done = await batchEnded(reader, batch, 60_000, 100);
     } finally {
       first.proc.kill('SIGCONT');
     }
     expect(done.status).toBe('cancelled');
     expect(done.errors?.data).toEqual([expect.objectContaining({ code: 'api_key_revoked' })]);
-    const read = async (id: string | null | undefined) =>
-      id
-        ? (await (await reader.files.content(id)).text())
-            .split('\n')
-            .filter((l) => l !== '')
-            .map((l) => JSON.parse(l) as { custom_id: string; error: { code: string } | null })
-        : [];
+    type Line = { custom_id: string; error: { code: string } | null };
+    const read = (id: string | null | undefined) => batchFileLines<Line>(reader, id);
     const answered = await read(done.output_file_id);
     const rest = await read(done.error_file_id);
     expect(answered.length).toBeLessThan(LINES);

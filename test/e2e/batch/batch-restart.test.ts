@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
+import { batchEnded, batchFileLines } from '../../helpers/batch-polling.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -65,20 +66,10 @@ describe('Batch API across a SIGKILL', () => {
     client = clientOf(second);
     const resumed = await client.batches.retrieve(batch.id);
     expect(resumed.request_counts!.completed).toBeGreaterThanOrEqual(seen.request_counts!.completed); // the answers recorded survived
-    let done = resumed;
-    for (
-      const deadline = Date.now() + 240_000;
-      done.status !== 'completed' && Date.now() < deadline;
-      done = await client.batches.retrieve(batch.id)
-    )
-      await new Promise((r) => setTimeout(r, 200));
+    const done = await batchEnded(client, resumed);
     expect(done.status).toBe('completed');
     expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
-    const text = await (await client.files.content(done.output_file_id!)).text();
-    const ids = text
-      .split('\n')
-      .filter((l) => l !== '')
-      .map((l) => (JSON.parse(l) as { custom_id: string }).custom_id);
+    const ids = (await batchFileLines(client, done.output_file_id)).map((l) => l.custom_id);
     expect(ids).toHaveLength(LINES);
     expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
   }, 300_000);

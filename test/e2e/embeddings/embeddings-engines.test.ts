@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSTANT_EMBEDDING_DIMENSIONS } from '../../../src/worker/input-embedder.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
 /**
@@ -20,18 +20,7 @@ for (const engine of ['node-llama-cpp', 'instant'] as const) {
 
     beforeAll(async () => {
       hearth = await startHearthProcess({
-        args: [
-          '--model',
-          await tinyChatModel(),
-          '--model-id',
-          MODEL_ID,
-          '--engine',
-          engine,
-          '--slots',
-          '2',
-          '--context-size',
-          '128',
-        ],
+        args: modelArgs(await tinyChatModel(), MODEL_ID, { engine, 'context-size': 128 }),
       });
       await hearth.waitReady();
       client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });

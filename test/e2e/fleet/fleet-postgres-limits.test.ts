@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../../models/test-model-path.ts';
 import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
 import { type FleetFront, HAPROXY, startFleetFront } from '../../helpers/fleet-haproxy.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, nativeModelArgs } from '../../helpers/hearth-process.ts';
 import { callApi } from '../../helpers/management-client.ts';
 import { postgresBinDir, usePostgres } from '../../helpers/postgres.ts';
 
@@ -69,25 +69,12 @@ describe.skipIf(!ready)('per-key limits across a fleet of replicas on PostgreSQL
         [1, 2, 3].map(() =>
           startHearthProcess({
             env,
-            args: [
-              '--model',
-              model,
-              '--model-id',
-              MODEL,
-              '--engine',
-              'native',
-              '--slots',
-              '2',
-              '--workers',
-              '1',
-              '--threads',
-              '1',
-              '--context-size',
-              '4096',
-              '--max-tokens',
-              '4000',
-              '--trust-proxy',
-            ],
+            args: nativeModelArgs(model, MODEL, {
+              threads: 1,
+              'context-size': 4096,
+              'max-tokens': 4000,
+              'trust-proxy': true,
+            }),
           }),
         ),
       )),

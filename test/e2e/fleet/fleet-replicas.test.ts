@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FleetFront, HAPROXY, startFleetFront, until } from '../../helpers/fleet-haproxy.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, nativeModelArgs } from '../../helpers/hearth-process.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
@@ -104,23 +104,7 @@ describe.skipIf(HAPROXY === undefined || !addon.ok)(suiteName, () => {
     const addresses: Record<number, string> = {};
     for (let slot = 1; slot <= REPLICAS; slot++) {
       const p = await startHearthProcess({
-        args: [
-          '--model',
-          model,
-          '--model-id',
-          MODEL,
-          '--engine',
-          'native',
-          '--slots',
-          '2',
-          '--workers',
-          '1',
-          '--threads',
-          '1',
-          '--context-size',
-          '512',
-          '--trust-proxy',
-        ],
+        args: nativeModelArgs(model, MODEL, { threads: 1, 'context-size': 512, 'trust-proxy': true }),
         env: { HEARTH_SECRET_KEY: SECRET_KEY, HEARTH_LOG_LEVEL: 'info', HEARTH_DATABASE_URL: url },
       });
       if (slot === 1) key = p.key;

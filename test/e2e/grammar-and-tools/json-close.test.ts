@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
+import { NESTED_SCHEMA } from '../../helpers/schema-fixtures.ts';
 
 /**
  * Under a grammar both engines close the JSON in time (issue #26): a reply that reaches max_tokens is still
@@ -20,20 +21,7 @@ const MODEL_ID = 'local/json-close';
  * A nested object with a required array and strings. Its shortest completion, `{"n":"","o":{"t":[],"s":""}}`, is 28
  * tokens of this model's character-sized vocabulary (a tool call adds the `<tool_call>` wrapper and the name: about 90).
  */
-const SCHEMA = {
-  type: 'object',
-  properties: {
-    n: { type: 'string' },
-    o: {
-      type: 'object',
-      properties: { t: { type: 'array', items: { type: 'string' } }, s: { type: 'string' } },
-      required: ['t', 's'],
-      additionalProperties: false,
-    },
-  },
-  required: ['n', 'o'],
-  additionalProperties: false,
-} as const;
+const SCHEMA = NESTED_SCHEMA;
 const valid = new Ajv2020({ strict: false }).compile(SCHEMA);
 const ask = [{ role: 'user' as const, content: 'Describe a cat as JSON.' }];
 

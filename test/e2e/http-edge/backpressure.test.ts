@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
 import { parseResponses } from '../../helpers/raw-http.ts';
 import { tinyModel } from '../../helpers/test-model.ts';
 
@@ -13,22 +13,12 @@ const MODEL = 'local/instant';
 
 beforeAll(async () => {
   hearth = await startHearthProcess({
-    args: [
-      '--model',
-      await tinyModel(),
-      '--model-id',
-      MODEL,
-      '--engine',
-      'instant',
-      '--slots',
-      '2',
-      '--max-tokens',
-      '1000000',
-      '--context-size',
-      '1048576',
-      '--stream-buffer-limit',
-      '65536',
-    ],
+    args: modelArgs(await tinyModel(), MODEL, {
+      engine: 'instant',
+      'max-tokens': 1000000,
+      'context-size': 1048576,
+      'stream-buffer-limit': 65536,
+    }),
   });
   await hearth.waitReady();
 });

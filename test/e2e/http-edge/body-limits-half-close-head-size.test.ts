@@ -3,7 +3,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../../models/test-model-path.ts';
 import { uwsBuild } from '../../../src/http/uws.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
 import { parseResponses, type RawResponse, rawWrites } from '../../helpers/raw-http.ts';
 
 /**
@@ -89,24 +89,13 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null });
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        model,
-        '--model-id',
-        MODEL,
-        '--slots',
-        '1',
-        '--workers',
-        '1',
-        '--max-tokens',
-        '100000',
-        '--context-size',
-        '2048',
-        '--body-limit',
-        String(LIMIT),
-        '--front',
+      args: modelArgs(model, MODEL, {
+        slots: 1,
+        'max-tokens': 100000,
+        'context-size': 2048,
+        'body-limit': LIMIT,
         front,
-      ],
+      }),
       env: { HEARTH_FRONT_CLIENT_TIMEOUT: `${FRONT_CLIENT_TIMEOUT_S}s` },
     });
     await hearth.waitReady();

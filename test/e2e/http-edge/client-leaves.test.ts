@@ -8,7 +8,7 @@ import {
   sendAndHold,
   untilCounts,
 } from '../../helpers/abandoned-requests.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
 
 /**
  * Issue 36, contract "A client that leaves": a client that closes its connection, by FIN or by reset, streamed or
@@ -29,24 +29,7 @@ describe.each(['haproxy', 'off'] as const)('a client that leaves, --front %s', (
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null, contextLength: CONTEXT });
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        model,
-        '--model-id',
-        MODEL,
-        '--slots',
-        '2',
-        '--queue-limit',
-        '2',
-        '--workers',
-        '1',
-        '--max-tokens',
-        '100000',
-        '--context-size',
-        String(CONTEXT),
-        '--front',
-        front,
-      ],
+      args: modelArgs(model, MODEL, { 'queue-limit': 2, 'max-tokens': 100000, 'context-size': CONTEXT, front }),
     });
     await hearth.waitReady();
     expect(/"msg":"listening".*"front":"haproxy"/.test(hearth.logs())).toBe(front === 'haproxy');

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
 
 /**
  * A client that disconnects mid-stream cancels its generation and frees its slot at once: with one slot,
@@ -14,20 +14,7 @@ const MODEL = 'local/never-stops';
 beforeAll(async () => {
   const model = await ensureTinyModel({ reply: null }); // emits tokens forever: only cancel or max_tokens end it
   hearth = await startHearthProcess({
-    args: [
-      '--model',
-      model,
-      '--model-id',
-      MODEL,
-      '--slots',
-      '1',
-      '--workers',
-      '1',
-      '--max-tokens',
-      '100000',
-      '--context-size',
-      '2048',
-    ],
+    args: modelArgs(model, MODEL, { slots: 1, 'max-tokens': 100000, 'context-size': 2048 }),
   });
   await hearth.waitReady();
 });

@@ -1,7 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createUser } from '../../helpers/hearth-process.ts';
 import { rawExchange } from '../../helpers/raw-http.ts';
 import { tinyModel } from '../../helpers/test-model.ts';
 
@@ -17,7 +15,6 @@ import { tinyModel } from '../../helpers/test-model.ts';
 const servers: Record<'haproxy' | 'off', HearthProcess> = {} as Record<'haproxy' | 'off', HearthProcess>;
 const cookies: Record<string, string> = {};
 const OWNER = { email: 'owner@example.com', password: 'owner password 1' };
-const BIN = path.resolve(import.meta.dirname, '../../../bin/hearth.js');
 
 beforeAll(async () => {
   for (const front of ['haproxy', 'off'] as const) {
@@ -25,23 +22,7 @@ beforeAll(async () => {
       args: ['--model', await tinyModel(), '--engine', 'instant', '--front', front],
     });
     servers[front] = h;
-    const created = spawnSync(
-      process.execPath,
-      [
-        BIN,
-        'users',
-        'create',
-        '--email',
-        OWNER.email,
-        '--account',
-        'default',
-        '--role',
-        'owner',
-        '--data-dir',
-        h.dataDir,
-      ],
-      { input: `${OWNER.password}\n`, encoding: 'utf8' },
-    );
+    const created = createUser(h.dataDir, OWNER);
     expect(created.status, created.stderr).toBe(0);
     await h.waitReady();
     const r = await fetch(`${h.baseUrl}/api/v1/session`, {

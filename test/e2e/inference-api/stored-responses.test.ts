@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, createKey } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
 /**
@@ -30,21 +30,10 @@ const start = async () => {
 
 beforeAll(async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-stored-responses-'));
-  const other = hearthCli([
-    'keys',
-    'create',
-    '--name',
-    'other',
-    '--account',
-    'acct-other',
-    '--data-dir',
-    dataDir,
-    '--json',
-  ]);
-  expect(other.status).toBe(0);
+  const otherKey = createKey(dataDir, 'other', {}, 'acct-other');
   await start();
   client = clientFor(hearth, hearth.key);
-  otherAccount = clientFor(hearth, (JSON.parse(other.stdout) as { key: string }).key);
+  otherAccount = clientFor(hearth, otherKey);
 });
 
 afterAll(async () => {

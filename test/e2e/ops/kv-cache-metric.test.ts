@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, nativeModelArgs } from '../../helpers/hearth-process.ts';
 import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
 
 /**
@@ -24,24 +24,7 @@ describe.skipIf(!addon.ok)('KV-cache utilisation gauge (native engine)', () => {
   beforeAll(async () => {
     const model = await ensureTinyModel({ reply: null });
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        model,
-        '--model-id',
-        MODEL,
-        '--engine',
-        'native',
-        '--slots',
-        '2',
-        '--workers',
-        '1',
-        '--threads',
-        '1',
-        '--context-size',
-        '4096',
-        '--max-tokens',
-        '4000',
-      ],
+      args: nativeModelArgs(model, MODEL, { threads: 1, 'context-size': 4096, 'max-tokens': 4000 }),
     });
     await hearth.waitReady();
   }, 60_000);

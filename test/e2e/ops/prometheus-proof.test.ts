@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../../models/test-model-path.ts';
 import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { freePort } from '../../helpers/ports.ts';
 
@@ -288,20 +288,11 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
     fake = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY });
     const model = await ensureTinyChatModel();
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        model,
-        '--model-id',
-        MODEL,
-        '--slots',
-        '2',
-        '--metrics-token',
-        METRICS_TOKEN,
-        '--openai-base-url',
-        fake.baseUrl,
-        '--provider-max-retries',
-        '0',
-      ],
+      args: modelArgs(model, MODEL, {
+        'metrics-token': METRICS_TOKEN,
+        'openai-base-url': fake.baseUrl,
+        'provider-max-retries': 0,
+      }),
     });
     await hearth.waitReady();
     prom = await startPrometheus(`127.0.0.1:${hearth.port}`, dir);

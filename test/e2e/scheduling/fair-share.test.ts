@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { hearthCli, type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { hearthCli, type HearthProcess, startHearthProcess, nativeModelArgs } from '../../helpers/hearth-process.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
 
@@ -20,22 +20,7 @@ const MODEL = 'local/never-stops';
 beforeAll(async () => {
   const model = await ensureTinyModel({ reply: null });
   hearth = await startHearthProcess({
-    args: [
-      '--model',
-      model,
-      '--model-id',
-      MODEL,
-      '--engine',
-      'native',
-      '--slots',
-      '2',
-      '--workers',
-      '1',
-      '--max-tokens',
-      '100000',
-      '--context-size',
-      '2048',
-    ],
+    args: nativeModelArgs(model, MODEL, { 'max-tokens': 100000, 'context-size': 2048 }),
   });
   await hearth.waitReady();
 });

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
 
@@ -17,20 +17,7 @@ const MODEL = 'local/never-stops';
 beforeAll(async () => {
   const model = await ensureTinyModel({ reply: null });
   hearth = await startHearthProcess({
-    args: [
-      '--model',
-      model,
-      '--model-id',
-      MODEL,
-      '--slots',
-      '2',
-      '--workers',
-      '1',
-      '--max-tokens',
-      '100000',
-      '--context-size',
-      '2048',
-    ],
+    args: modelArgs(model, MODEL, { 'max-tokens': 100000, 'context-size': 2048 }),
   });
   await hearth.waitReady();
 });

@@ -1,11 +1,14 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readModelMetadata } from '../../../src/engine/model-metadata.ts';
 import { startFakeModelHub, type FakeModelHub } from '../../fakes/fake-model-hub.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import {
+  type HearthProcess,
+  startHearthProcess,
+  createUser as createHearthUser,
+} from '../../helpers/hearth-process.ts';
 import { until } from '../../helpers/management-client.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -16,7 +19,6 @@ import { tinyChatModel } from '../../helpers/test-model.ts';
  * under --max-loaded-models and under the memory budget, idle unload, and the owners' models admin API (add from
  * the models dir, pull with progress, a failed pull, remove; members only list).
  */
-const BIN = path.resolve(import.meta.dirname, '../../../bin/hearth.js');
 const started: HearthProcess[] = [];
 afterAll(async () => {
   await Promise.all(started.map((h) => h.stop()));
@@ -245,11 +247,7 @@ describe('the models admin API', () => {
     return { cookie, origin: h.baseUrl, authorization: '' };
   };
   const createUser = (who: { email: string; password: string }, role: string) => {
-    const made = spawnSync(
-      process.execPath,
-      [BIN, 'users', 'create', '--email', who.email, '--account', 'default', '--role', role, '--data-dir', h.dataDir],
-      { input: `${who.password}\n`, encoding: 'utf8' },
-    );
+    const made = createHearthUser(h.dataDir, who, role);
     expect(made.status, made.stderr).toBe(0);
   };
 

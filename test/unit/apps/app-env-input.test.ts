@@ -4,8 +4,9 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseAppInput, parseAppPatch } from '../../../src/apps/app-input.ts';
 import { runToEnd } from '../../../src/apps/app-process.ts';
-import { launchPlan, type SandboxOptions } from '../../../src/apps/sandbox.ts';
+import { launchPlan } from '../../../src/apps/sandbox.ts';
 import { ApiError } from '../../../src/errors/index.ts';
+import { testSandbox } from '../../helpers/sandbox-options.ts';
 
 /**
  * The app env the API accepts must be one an app can be started with, and the limits the API states hold
@@ -13,14 +14,7 @@ import { ApiError } from '../../../src/errors/index.ts';
  * argument limit (E2BIG at every launch, a deployment failing with `spawn E2BIG`), and PATCH adds to what
  * the app holds already.
  */
-const SANDBOX: SandboxOptions = {
-  mode: 'bwrap',
-  bwrapPath: 'bwrap',
-  memoryBytes: 1 << 30,
-  maxProcesses: 256,
-  maxOpenFiles: 256,
-  network: { mode: 'host', pastaPath: 'pasta' },
-};
+const SANDBOX = testSandbox('bwrap');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-app-env-'));
 fs.chmodSync(dir, 0o755);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

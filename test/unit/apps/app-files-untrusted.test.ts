@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildApp, DeploymentFailure, startCommand } from '../../../src/apps/deployment-builder.ts';
-import type { SandboxOptions } from '../../../src/apps/sandbox.ts';
 import { useTempDirs } from '../../helpers/temp-dirs.ts';
+import { testSandbox } from '../../helpers/sandbox-options.ts';
 
 /**
  * An app's directory is written by the app (its archive, its repository, its build steps and its running
@@ -17,14 +17,7 @@ import { useTempDirs } from '../../helpers/temp-dirs.ts';
 const tmp = useTempDirs('hearth-app-files-');
 
 const SECRET = 'TOP-SECRET-host-file-4711';
-const NO_SANDBOX: SandboxOptions = {
-  mode: 'none',
-  bwrapPath: 'bwrap',
-  memoryBytes: 1 << 30,
-  maxProcesses: 256,
-  maxOpenFiles: 256,
-  network: { mode: 'host', pastaPath: 'pasta' },
-};
+const NO_SANDBOX = testSandbox('none');
 
 function hostSecret(content: string): string {
   const file = path.join(tmp(), 'secret.txt');

@@ -1,15 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { apiUnreachableReason, hearthApiUrl } from '../../../src/apps/app-network.ts';
-import { isolatesNetwork, launchPlan, type SandboxOptions } from '../../../src/apps/sandbox.ts';
+import { isolatesNetwork, launchPlan } from '../../../src/apps/sandbox.ts';
+import { testSandbox } from '../../helpers/sandbox-options.ts';
 
-const base: SandboxOptions = {
-  mode: 'bwrap',
-  bwrapPath: 'bwrap',
-  memoryBytes: 1 << 30,
-  maxProcesses: 256,
-  maxOpenFiles: 256,
-  network: { mode: 'isolated', pastaPath: 'pasta' },
-};
+const base = testSandbox('bwrap', 'isolated');
 
 describe('HEARTH_API_URL', () => {
   it("is the namespace's loopback on the public port when isolated, whatever Hearth listens on", () => {

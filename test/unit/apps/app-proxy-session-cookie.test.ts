@@ -3,9 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppHost } from '../../../src/apps/app-host.ts';
 import { appProxyRoutes } from '../../../src/apps/app-proxy-routes.ts';
-import { type RunningHttpServer, startHttpServer } from '../../../src/http/http-server.ts';
-import { silentLogger } from '../../../src/log/logger.ts';
-import { createMetrics } from '../../../src/metrics/metrics.ts';
+import type { RunningHttpServer } from '../../../src/http/http-server.ts';
+import { startLoopbackServer } from '../../helpers/uws-routes.ts';
 
 /**
  * Apps are served on Hearth's own origin (`/apps/{appId}/...`), so a signed-in user's browser sends the
@@ -47,13 +46,7 @@ beforeAll(async () => {
     proto: 'http',
     trustProxy: false,
   });
-  server = await startHttpServer({
-    host: '127.0.0.1',
-    port: 0,
-    routes,
-    metrics: createMetrics({ defaultMetrics: false }),
-    log: silentLogger,
-  });
+  server = await startLoopbackServer(routes);
 });
 afterAll(async () => {
   server?.close();

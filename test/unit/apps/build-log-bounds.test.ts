@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/apps/deployment-builder.ts';
 import { LineSplitter, MAX_LOG_LINE } from '../../../src/apps/log-ring.ts';
-import type { SandboxOptions } from '../../../src/apps/sandbox.ts';
+import { testSandbox } from '../../helpers/sandbox-options.ts';
 
 /**
  * A build step's output is the app's: each line of it that reaches the build log (held in Hearth's memory
@@ -12,14 +12,7 @@ import type { SandboxOptions } from '../../../src/apps/sandbox.ts';
  * releases) is bounded like a line of the app's own log. Before, a build printing long lines arrived in
  * 64 KiB pieces, so one build held ~130 MB in Hearth's main process and left a file that size.
  */
-const NO_SANDBOX: SandboxOptions = {
-  mode: 'none',
-  bwrapPath: 'bwrap',
-  memoryBytes: 1 << 30,
-  maxProcesses: 256,
-  maxOpenFiles: 256,
-  network: { mode: 'host', pastaPath: 'pasta' },
-};
+const NO_SANDBOX = testSandbox('none');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-build-log-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AppProcess, runToEnd } from '../../../src/apps/app-process.ts';
-import { launchPlan, runsAsRoot, type SandboxOptions } from '../../../src/apps/sandbox.ts';
+import { launchPlan, runsAsRoot } from '../../../src/apps/sandbox.ts';
+import { testSandbox } from '../../helpers/sandbox-options.ts';
 
 /**
  * The app's env is the app's own: it reaches the app's command, and nothing that runs before the uid drop.
@@ -14,14 +15,7 @@ import { launchPlan, runsAsRoot, type SandboxOptions } from '../../../src/apps/s
  * dynamic loader's own LD_DEBUG shows which programs read the variables, without needing a compiler.
  * Needs bubblewrap (installed where the e2e app tests run).
  */
-const SANDBOX: SandboxOptions = {
-  mode: 'bwrap',
-  bwrapPath: 'bwrap',
-  memoryBytes: 1 << 30,
-  maxProcesses: 256,
-  maxOpenFiles: 256,
-  network: { mode: 'host', pastaPath: 'pasta' },
-};
+const SANDBOX = testSandbox('bwrap');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-sandbox-env-'));
 fs.chmodSync(dir, 0o755);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BatchError, BatchRecord } from '../../../src/batch/batch-records.ts';
-import { nextOrder, nowSeconds } from '../../../src/batch/batch-records.ts';
+import { newBatchRecord, nowSeconds } from '../../../src/batch/batch-records.ts';
 import type { BatchOwnerCheck } from '../../../src/batch/batch-owner.ts';
 import { BatchRunner } from '../../../src/batch/batch-runner.ts';
 import type { BatchStore } from '../../../src/batch/batch-store.ts';
@@ -48,33 +48,17 @@ async function storeWithBatch(name: string): Promise<{ store: LmdbBatchStore; id
     },
     input,
   );
-  const b: BatchRecord = {
+  const b = newBatchRecord({
     id: 'batch_1',
     accountId: 'acct',
     keyId: 'key-1',
     endpoint: '/v1/embeddings',
     inputFileId: 'file-in',
-    completionWindow: '24h',
     metadata: null,
-    status: 'validating',
-    errors: null,
-    outputFileId: null,
-    errorFileId: null,
-    total: 0,
-    completed: 0,
-    failed: 0,
     createdAt: nowSeconds(),
-    order: nextOrder(),
     expiresAt: nowSeconds() + 86_400,
     keepUntil: nowSeconds() + 86_400,
-    inProgressAt: null,
-    finalizingAt: null,
-    completedAt: null,
-    failedAt: null,
-    expiredAt: null,
-    cancellingAt: null,
-    cancelledAt: null,
-  };
+  });
   await store.createBatch(b);
   return { store, id: b.id };
 }

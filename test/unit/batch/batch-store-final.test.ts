@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type BatchRecord, nextOrder } from '../../../src/batch/batch-records.ts';
+import { type BatchRecord, newBatchRecord } from '../../../src/batch/batch-records.ts';
 import type { BatchStore } from '../../../src/batch/batch-store.ts';
 import { LmdbBatchStore } from '../../../src/batch/lmdb-batch-store.ts';
 import { PostgresBatchStore } from '../../../src/batch/postgres-batch-store.ts';
@@ -20,33 +20,20 @@ const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-final-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 const pg = usePostgres();
 
-const batch = (id: string): BatchRecord => ({
-  id,
-  accountId: 'acct',
-  keyId: 'k',
-  endpoint: '/v1/embeddings',
-  inputFileId: 'f',
-  completionWindow: '24h',
-  metadata: null,
-  status: 'in_progress',
-  errors: null,
-  outputFileId: null,
-  errorFileId: null,
-  total: 3,
-  completed: 0,
-  failed: 0,
-  createdAt: 1,
-  order: nextOrder(),
-  expiresAt: 2,
-  keepUntil: 3,
-  inProgressAt: null,
-  finalizingAt: null,
-  completedAt: null,
-  failedAt: null,
-  expiredAt: null,
-  cancellingAt: null,
-  cancelledAt: null,
-});
+const batch = (id: string): BatchRecord =>
+  newBatchRecord({
+    id,
+    accountId: 'acct',
+    keyId: 'k',
+    endpoint: '/v1/embeddings',
+    inputFileId: 'f',
+    metadata: null,
+    status: 'in_progress',
+    total: 3,
+    createdAt: 1,
+    expiresAt: 2,
+    keepUntil: 3,
+  });
 
 const stores: Array<[string, () => Promise<BatchStore>]> = [
   ['LMDB', async () => new LmdbBatchStore(path.join(dir, 'lmdb'))],

@@ -2,40 +2,26 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type BatchRecord, nextOrder } from '../../../src/batch/batch-records.ts';
+import { type BatchRecord, newBatchRecord } from '../../../src/batch/batch-records.ts';
 import { LmdbBatchStore } from '../../../src/batch/lmdb-batch-store.ts';
 
 /** LmdbBatchStore: a line is handed to one claimer and answered once; listing pages newest first; a reopened store resumes. */
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-store-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const batch = (id: string, accountId = 'acct'): BatchRecord => ({
-  id,
-  accountId,
-  keyId: 'k',
-  endpoint: '/v1/embeddings',
-  inputFileId: 'f',
-  completionWindow: '24h',
-  metadata: null,
-  status: 'in_progress',
-  errors: null,
-  outputFileId: null,
-  errorFileId: null,
-  total: 0,
-  completed: 0,
-  failed: 0,
-  createdAt: 1,
-  order: nextOrder(),
-  expiresAt: 2,
-  keepUntil: 3,
-  inProgressAt: null,
-  finalizingAt: null,
-  completedAt: null,
-  failedAt: null,
-  expiredAt: null,
-  cancellingAt: null,
-  cancelledAt: null,
-});
+const batch = (id: string, accountId = 'acct'): BatchRecord =>
+  newBatchRecord({
+    id,
+    accountId,
+    keyId: 'k',
+    endpoint: '/v1/embeddings',
+    inputFileId: 'f',
+    metadata: null,
+    status: 'in_progress',
+    createdAt: 1,
+    expiresAt: 2,
+    keepUntil: 3,
+  });
 const lines = (n: number) => Array.from({ length: n }, (_, i) => ({ index: i, customId: `c${i}`, body: '{}' }));
 
 describe('LmdbBatchStore', () => {

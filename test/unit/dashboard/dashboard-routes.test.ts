@@ -2,13 +2,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpServer, type RunningHttpServer } from '../../../src/http/http-server.ts';
+import type { RunningHttpServer } from '../../../src/http/http-server.ts';
 import { CONTENT_SECURITY_POLICY, DASHBOARD_PAGES, dashboardRoutes } from '../../../src/dashboard/dashboard-routes.ts';
 import type { Route } from '../../../src/http/router.ts';
 import { acceptsGzip, loadDashboardBundle } from '../../../src/dashboard/static-assets.ts';
-import { silentLogger } from '../../../src/log/logger.ts';
-import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { PAGE_PATTERNS } from '../../../web/src/routes.ts';
+import { startLoopbackServer } from '../../helpers/uws-routes.ts';
 
 /**
  * The dashboard's serving on a real uWS server over a hand-made build directory: index.html for every page
@@ -52,21 +51,8 @@ let base: string;
 beforeAll(async () => {
   const bundle = loadDashboardBundle(writeDist(MANIFEST));
   expect(bundle).not.toBeNull();
-  const metrics = createMetrics({ defaultMetrics: false });
-  server = await startHttpServer({
-    host: '127.0.0.1',
-    port: 0,
-    routes: [...apiRoutes, ...dashboardRoutes({ bundle })],
-    metrics,
-    log: silentLogger,
-  });
-  bare = await startHttpServer({
-    host: '127.0.0.1',
-    port: 0,
-    routes: dashboardRoutes({ bundle: null }),
-    metrics: createMetrics({ defaultMetrics: false }),
-    log: silentLogger,
-  });
+  server = await startLoopbackServer([...apiRoutes, ...dashboardRoutes({ bundle })]);
+  bare = await startLoopbackServer(dashboardRoutes({ bundle: null }));
   base = `http://127.0.0.1:${server.port}`;
 });
 afterAll(() => {
@@ -172,13 +158,7 @@ describe('dashboard assets', () => {
   });
 
   it('sends the gzip copy only when the request admits gzip', async () => {
-    const gz = await startHttpServer({
-      host: '127.0.0.1',
-      port: 0,
-      routes: dashboardRoutes({ bundle: loadDashboardBundle(writeDist(MANIFEST)) }),
-      metrics: createMetrics({ defaultMetrics: false }),
-      log: silentLogger,
-    });
+    const gz = await startLoopbackServer(dashboardRoutes({ bundle: loadDashboardBundle(writeDist(MANIFEST)) }));
     try {
       const res = await fetch(`http://127.0.0.1:${gz.port}/assets/index-AbC123.js`);
       expect(res.headers.get('content-encoding')).toBe('gzip');

@@ -129,6 +129,16 @@ describe('refusals name the keyword', () => {
     expect(({} as Record<string, unknown>)['type']).toBeUndefined();
   });
 
+  it('intersects annotations the converter ignores (nullable, contentMediaType) by keeping the first, never refusing', () => {
+    const grammar = jsonSchemaToGrammar({
+      allOf: [
+        { type: 'string', maxLength: 2, nullable: false, contentMediaType: 'text/plain' },
+        { nullable: true, contentMediaType: 'text/html' },
+      ],
+    });
+    expect(grammar).toBe(jsonSchemaToGrammar({ type: 'string', maxLength: 2 }));
+  });
+
   it('refuses a schema that nests without end', () => {
     let schema: Record<string, unknown> = { type: 'boolean' };
     for (let i = 0; i < 100; i++) schema = { type: 'array', items: schema };

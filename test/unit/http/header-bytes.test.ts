@@ -2,12 +2,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppHost } from '../../../src/apps/app-host.ts';
-import { type RunningHttpServer, startHttpServer } from '../../../src/http/http-server.ts';
+import type { RunningHttpServer } from '../../../src/http/http-server.ts';
 import type { Route } from '../../../src/http/router.ts';
 import { appProxyRoutes } from '../../../src/apps/app-proxy-routes.ts';
-import { silentLogger } from '../../../src/log/logger.ts';
-import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { rawExchange } from '../../helpers/raw-http.ts';
+import { startLoopbackServer } from '../../helpers/uws-routes.ts';
 
 /**
  * Header values with bytes >= 0x80, sent over a raw socket to uWS alone (no front). uWS v20.30 drops such bytes
@@ -53,13 +52,7 @@ beforeAll(async () => {
       trustProxy: false,
     }),
   ];
-  server = await startHttpServer({
-    host: '127.0.0.1',
-    port: 0,
-    routes,
-    metrics: createMetrics({ defaultMetrics: false }),
-    log: silentLogger,
-  });
+  server = await startLoopbackServer(routes);
 });
 afterAll(async () => {
   server?.close();

@@ -7,11 +7,10 @@ import {
   respondToChat,
   respondWith,
 } from '../../../src/inference/chat-responder.ts';
-import { startHttpServer, type RunningHttpServer } from '../../../src/http/http-server.ts';
+import type { RunningHttpServer } from '../../../src/http/http-server.ts';
 import type { Route } from '../../../src/http/router.ts';
-import { silentLogger } from '../../../src/log/logger.ts';
-import { createMetrics } from '../../../src/metrics/metrics.ts';
 import type { ChatDelta, ChatDeltaSink } from '../../../src/protocol/chat-delta.ts';
+import { startLoopbackServer } from '../../helpers/uws-routes.ts';
 
 /**
  * The one chat responder on a real uWS server, fed by scripted producers: push-based (as the shared model's
@@ -108,13 +107,7 @@ beforeAll(async () => {
       },
     },
   ];
-  server = await startHttpServer({
-    host: '127.0.0.1',
-    port: 0,
-    routes,
-    metrics: createMetrics({ defaultMetrics: false }),
-    log: silentLogger,
-  });
+  server = await startLoopbackServer(routes);
 });
 afterAll(() => server?.close());
 

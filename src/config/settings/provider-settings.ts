@@ -1,0 +1,88 @@
+import type { SettingSpec } from '../setting-spec.ts';
+
+/**
+ * Upstreams: the hosted providers' time-outs, retries and base URLs, and the model pull's stall time-out. One
+ * entry per setting; config-spec.ts joins the groups into SERVE_SETTINGS in this order.
+ */
+export const PROVIDER_SETTINGS = [
+  {
+    key: 'providerTimeoutMs',
+    flag: '--provider-timeout-ms',
+    env: 'HEARTH_PROVIDER_TIMEOUT_MS',
+    group: 'tuning',
+    type: 'int',
+    min: 100,
+    max: 3600000,
+    default: 60000,
+    help: 'Upstream provider time-out (headers, and between stream events)',
+  },
+  {
+    key: 'providerDeadlineMs',
+    flag: '--provider-deadline-ms',
+    env: 'HEARTH_PROVIDER_DEADLINE_MS',
+    group: 'tuning',
+    type: 'int',
+    min: 100,
+    max: 86400000,
+    default: 300000,
+    help: 'Deadline of one upstream call for the whole answer (retries, waits and every byte included): a trickling or endless upstream is cut here (504, or an error event once streaming)',
+  },
+  {
+    key: 'providerMaxRetries',
+    flag: '--provider-max-retries',
+    env: 'HEARTH_PROVIDER_MAX_RETRIES',
+    group: 'tuning',
+    type: 'int',
+    min: 0,
+    max: 10,
+    default: 2,
+    help: 'Retries of an upstream 429/5xx (with backoff, honouring Retry-After)',
+  },
+  {
+    key: 'openaiBaseUrl',
+    flag: '--openai-base-url',
+    env: 'HEARTH_OPENAI_BASE_URL',
+    group: 'testing',
+    type: 'string',
+    default: 'https://api.openai.com/v1',
+    help: 'OpenAI API base URL',
+  },
+  {
+    key: 'anthropicBaseUrl',
+    flag: '--anthropic-base-url',
+    env: 'HEARTH_ANTHROPIC_BASE_URL',
+    group: 'testing',
+    type: 'string',
+    default: 'https://api.anthropic.com',
+    help: 'Anthropic API base URL',
+  },
+  {
+    key: 'geminiBaseUrl',
+    flag: '--gemini-base-url',
+    env: 'HEARTH_GEMINI_BASE_URL',
+    group: 'testing',
+    type: 'string',
+    default: 'https://generativelanguage.googleapis.com',
+    help: 'Gemini API base URL',
+  },
+  {
+    key: 'mistralBaseUrl',
+    flag: '--mistral-base-url',
+    env: 'HEARTH_MISTRAL_BASE_URL',
+    group: 'testing',
+    type: 'string',
+    default: 'https://api.mistral.ai/v1',
+    help: 'Mistral API base URL',
+  },
+  {
+    key: 'pullStallTimeoutMs',
+    flag: '--pull-stall-timeout-ms',
+    env: 'HEARTH_PULL_STALL_TIMEOUT_MS',
+    group: 'tuning',
+    type: 'int',
+    min: 1000,
+    max: 86400000,
+    default: 30000,
+    help: 'A model pull that receives no byte for this long fails (state failed, with the reason in the log and /health)',
+  },
+] as const satisfies readonly SettingSpec[];
