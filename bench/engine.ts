@@ -45,7 +45,7 @@
  * Output: bench/out/engine-<timestamp>.json and a markdown section appended to bench/RESULTS.md.
  * The load generator runs in this process on the same cores as the server under test (same for both).
  */
-import { cpuPerUnit, threadCpu } from './lib/thread-cpu.ts';
+import { cpuPerUnit, processCpuSeconds as cpuSeconds, threadCpu } from './lib/thread-cpu.ts';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type http from 'node:http';
@@ -687,35 +687,6 @@ async function drive(
     }),
   );
   return { results, t0, t1: performance.now() };
-}
-
-/** CPU seconds (user + system) of `pid` and its child processes (Hearth's managed HAProxy front), null off Linux. */
-function cpuSeconds(pid: number): number | null {
-  const ticks = cpuTicks(pid);
-  return ticks === null ? null : ticks / 100; // USER_HZ is 100 on Linux
-}
-
-function cpuTicks(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const own = Number(fields[11]) + Number(fields[12]); // utime, stime
-    return childPids(pid).reduce((sum, child) => sum + (cpuTicks(child) ?? 0), own);
-  } catch {
-    return null;
-  }
-}
-
-function childPids(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-      .trim()
-      .split(/\s+/)
-      .filter((x) => x !== '')
-      .map(Number);
-  } catch {
-    return [];
-  }
 }
 
 /** The user message of request `n` at a prompt size of about `tokens` tokens (unique per request above 16: no prefix reuse). */

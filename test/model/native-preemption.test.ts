@@ -81,30 +81,42 @@ describe.skipIf(skipReason !== '')(
     });
     const load = (promptCacheMiB = 16, slots = 1) => loadEngine({ promptCacheMiB, slots });
 
-    /** The batch job alone, then the same batch job preempted by an interactive one after its first text. */
-    async function preempted(engine: NativeSlotEngine, sampling: SamplingParams) {
-      const batchPrompt = promptOf(30, 1);
-      const interactivePrompt = promptOf(20, 2);
-      const alone = await start(engine, batchPrompt, { priority: 'batch', sampling, maxTokens: 40 }).done;
+    /**
+     * A job alone, then the same job made to give its only slot to an interactive one after its first text: as a
+     * batch job (`by: 'priority'`), or as an interactive job asked to yield (`by: 'yield'`, fair share).
+     */
+    async function preempted(
+      engine: NativeSlotEngine,
+      sampling: SamplingParams,
+      by: 'priority' | 'yield' = 'priority',
+    ) {
+      const firstPrompt = promptOf(30, by === 'priority' ? 1 : 8);
+      const interactivePrompt = promptOf(20, by === 'priority' ? 2 : 9);
+      const first = {
+        priority: by === 'priority' ? ('batch' as const) : ('interactive' as const),
+        sampling,
+        maxTokens: 40,
+      };
+      const alone = await start(engine, firstPrompt, first).done;
       const interactiveAlone = await start(engine, interactivePrompt, { priority: 'interactive', maxTokens: 12 }).done;
       const before = engine.stats().preemptions;
       let interactive: Promise<Run> | null = null;
-      const batch = start(engine, batchPrompt, { priority: 'batch', sampling, maxTokens: 40 }, (r) => {
-        if (interactive === null && r.tokens >= 3)
-          interactive = start(engine, interactivePrompt, { priority: 'interactive', maxTokens: 12 }).done;
-      }).done;
-      const b = await batch;
+      const run = start(engine, firstPrompt, first, (r) => {
+        if (interactive !== null || r.tokens < 3) return;
+        if (by === 'yield') run.handle.yieldSlot!();
+        interactive = start(engine, interactivePrompt, { priority: 'interactive', maxTokens: 12 }).done;
+      });
+      const b = await run.done;
       expect(interactive).not.toBeNull();
       const i = await interactive!;
       return { alone, interactiveAlone, b, i, preemptions: engine.stats().preemptions - before };
     }
 
-    it("an interactive job takes a batch job's only slot at once; the batch job resumes and answers as if never preempted (greedy)", async () => {
-      const engine = await load();
-      const { alone, interactiveAlone, b, i, preemptions } = await preempted(engine, GREEDY);
+    /** The preempted job and the one that took its slot answer as if alone, and the latter did not wait. */
+    function expectUnchanged({ alone, interactiveAlone, b, i, preemptions }: Awaited<ReturnType<typeof preempted>>) {
       expect(alone.error).toBeUndefined();
       expect(preemptions).toBe(1);
-      expect(i.endedAt!).toBeLessThan(b.endedAt!); // it did not wait for the batch job to finish
+      expect(i.endedAt!).toBeLessThan(b.endedAt!); // it did not wait for the preempted job to finish
       expect(i.text).toBe(interactiveAlone.text);
       expect(b.text).toBe(alone.text);
       expect(b.result).toMatchObject({
@@ -112,6 +124,11 @@ describe.skipIf(skipReason !== '')(
         promptTokens: alone.result!.promptTokens,
         completionTokens: alone.result!.completionTokens,
       });
+    }
+
+    it("an interactive job takes a batch job's only slot at once; the batch job resumes and answers as if never preempted (greedy)", async () => {
+      const engine = await load();
+      expectUnchanged(await preempted(engine, GREEDY));
       expect(engine.stats().parked).toBe(0);
     });
 
@@ -146,29 +163,7 @@ describe.skipIf(skipReason !== '')(
 
     it('an interactive job asked to yield (fair share) gives its only slot to the next waiting job and answers as if never paused', async () => {
       const engine = await load();
-      const prompt = promptOf(30, 8);
-      const otherPrompt = promptOf(20, 9);
-      const alone = await start(engine, prompt, { maxTokens: 40 }).done;
-      const otherAlone = await start(engine, otherPrompt, { maxTokens: 12 }).done;
-      const before = engine.stats().preemptions;
-      let other: Promise<Run> | null = null;
-      const run = start(engine, prompt, { maxTokens: 40 }, (r) => {
-        if (other === null && r.tokens >= 3) {
-          run.handle.yieldSlot!();
-          other = start(engine, otherPrompt, { maxTokens: 12 }).done;
-        }
-      });
-      const a = await run.done;
-      const o = await other!;
-      expect(engine.stats().preemptions - before).toBe(1);
-      expect(o.endedAt!).toBeLessThan(a.endedAt!); // it did not wait for the job that yielded
-      expect(o.text).toBe(otherAlone.text);
-      expect(a.text).toBe(alone.text);
-      expect(a.result).toMatchObject({
-        finishReason: alone.result!.finishReason,
-        promptTokens: alone.result!.promptTokens,
-        completionTokens: alone.result!.completionTokens,
-      });
+      expectUnchanged(await preempted(engine, GREEDY, 'yield'));
       expect(engine.stats().parked).toBe(0);
     });
 
