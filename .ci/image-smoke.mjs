@@ -1,9 +1,10 @@
 // Drives a running Hearth image (started by .ci/image): waits for "model ready", then a chat completion, a
 // streamed one and /metrics, each checked. Prints the cold start (container start to /health 200). Exit 1 on
-// any failure, with the server's log tail. Usage: node .ci/image-smoke.mjs PORT START_NS SERVE_LOG KEY
+// any failure, with the server's log tail. Usage: node .ci/image-smoke.mjs PORT START_NS SERVE_LOG KEY DATA_DIR
+// (DATA_DIR: the host directory mounted at the container's /data)
 import fs from 'node:fs';
 
-const [port, startNs, logPath, key] = process.argv.slice(2);
+const [port, startNs, logPath, key, dataDir] = process.argv.slice(2);
 const base = `http://127.0.0.1:${port}`;
 const fail = (why) => {
   console.error(`image smoke: ${why}`);
@@ -30,6 +31,9 @@ const coldMs = (process.hrtime.bigint() - BigInt(startNs)) / 1_000_000n;
 const model = health.model;
 const log = fs.readFileSync(logPath, 'utf8');
 if (!/"msg":"model ready"/.test(log)) fail('/health is 200 but the log has no "model ready" line');
+// The server writes its master key file into its data dir at start: missing here, it is not serving the mounted one.
+if (!fs.existsSync(`${dataDir}/master.key`))
+  fail(`the server is not using the mounted data dir (no master.key in ${dataDir})`);
 const front = /"msg":"listening".*"front":"(\w+)"/.exec(log)?.[1];
 
 const chat = await fetch(`${base}/api/inference/v1/chat/completions`, {
