@@ -1568,10 +1568,18 @@ async function main(): Promise<void> {
         }
         // The other step budgets: a Hearth start each, smooth scenario only.
         if (plan.smooth && o.engines.includes('native')) {
-          for (const budget of o.budgets.filter((b) => b > 0)) {
+          // Hearth again per step token budget (> 0), then per prefill pace (budget 0): the smooth scenario only.
+          const variants = [
+            ...o.budgets.filter((b) => b > 0).map((budget) => ({ budget, pace: undefined as number | undefined })),
+            ...o.paces.map((pace) => ({ budget: 0, pace })),
+          ];
+          for (const { budget, pace } of variants) {
+            const what = pace === undefined ? `budget ${budget}` : `pace ${pace}%`;
+            const args =
+              pace === undefined ? ['--step-token-budget', String(budget)] : ['--prefill-step-percent', String(pace)];
             const run = await runTarget(
-              `hearth-native (budget ${budget})`,
-              () => startHearthTarget('native', modelPath, slots, threads, o, ['--step-token-budget', String(budget)]),
+              `hearth-native (${what})`,
+              () => startHearthTarget('native', modelPath, slots, threads, o, args),
               cfg,
               o,
               runId,
@@ -1579,24 +1587,15 @@ async function main(): Promise<void> {
               true,
               { ...plan, smoothOnly: true, flood: false },
             );
-            if (run.smooth) shape.smooth.push({ server: 'hearth-native', budget, result: run.smooth });
+            if (run.smooth)
+              shape.smooth.push({
+                server: 'hearth-native',
+                budget,
+                ...(pace === undefined ? {} : { pace }),
+                result: run.smooth,
+              });
             else if (run.unavailableReason || run.error)
-              log(`  budget ${budget}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
-          }
-          for (const pace of o.paces) {
-            const run = await runTarget(
-              `hearth-native (pace ${pace}%)`,
-              () => startHearthTarget('native', modelPath, slots, threads, o, ['--prefill-step-percent', String(pace)]),
-              cfg,
-              o,
-              runId,
-              'native',
-              true,
-              { ...plan, smoothOnly: true, flood: false },
-            );
-            if (run.smooth) shape.smooth.push({ server: 'hearth-native', budget: 0, pace, result: run.smooth });
-            else if (run.unavailableReason || run.error)
-              log(`  pace ${pace}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
+              log(`  ${what}: ${(run.unavailableReason ?? run.error ?? '').split('\n')[0]}`);
           }
         }
         if (o.llamaServer && !bin)

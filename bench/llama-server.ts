@@ -246,38 +246,14 @@ export async function ensureLlamaServer(
       .map(([k, v]) => `-D${k}=${v}`)
       .concat(extra);
     const generator = hasCommand('ninja') ? ['-G', 'Ninja'] : [];
-    const nice = hasCommand('nice') ? ['nice', '-n', '10'] : [];
+    // cmake at a lower priority where `nice` exists: the build must not slow what else runs on the machine.
+    const cmake = (args: string[]) =>
+      hasCommand('nice')
+        ? runLogged('nice', ['-n', '10', 'cmake', ...args], logFile)
+        : runLogged('cmake', args, logFile);
     const jobs = String(options.jobs ?? availableParallelism());
-    await runLogged(
-      nice[0] ?? 'cmake',
-      [
-        ...nice.slice(1),
-        ...(nice.length ? ['cmake'] : []),
-        '-S',
-        srcDir,
-        '-B',
-        buildDir,
-        ...generator,
-        ...cmakeOptions,
-      ],
-      logFile,
-    );
-    await runLogged(
-      nice[0] ?? 'cmake',
-      [
-        ...nice.slice(1),
-        ...(nice.length ? ['cmake'] : []),
-        '--build',
-        buildDir,
-        '--config',
-        'Release',
-        '--target',
-        'llama-server',
-        '-j',
-        jobs,
-      ],
-      logFile,
-    );
+    await cmake(['-S', srcDir, '-B', buildDir, ...generator, ...cmakeOptions]);
+    await cmake(['--build', buildDir, '--config', 'Release', '--target', 'llama-server', '-j', jobs]);
     const built = [join(buildDir, 'bin/llama-server'), join(buildDir, 'bin/Release/llama-server')].find((p) =>
       existsSync(p),
     );

@@ -96,17 +96,8 @@ export type NativeLoopEvent =
   | { type: 'disposed' };
 
 export interface NativeSubmitRefusal {
-  code: Extract<
-    NativeFailureCode,
-    | 'engine_disposed'
-    | 'engine_not_ready'
-    | 'model_embeddings_only'
-    | 'slots_busy'
-    | 'empty_prompt'
-    | 'context_length_exceeded'
-    | 'invalid_token'
-    | 'relay_closed'
-  >;
+  /** Every failure code but those only a running job (grammar) or an embedding ends with. */
+  code: Exclude<NativeFailureCode, 'invalid_grammar' | 'grammar_failed' | 'embedding_failed' | 'invalid_input'>;
   message: string;
 }
 

@@ -584,14 +584,7 @@ void SlotLoop::resume(Slot && parked) {
 }
 
 void SlotLoop::cancelWaiting(uint32_t jobId, int32_t promptTokens, int32_t cachedTokens, int32_t generated) {
-    LoopEvent e;
-    e.kind = EventKind::Done;
-    e.job = jobId;
-    e.code = "cancelled";
-    e.promptTokens = promptTokens;
-    e.cachedTokens = cachedTokens;
-    e.completionTokens = generated;
-    events_.push_back(std::move(e));
+    emitDone(jobId, "cancelled", promptTokens, cachedTokens, generated);
     std::lock_guard<std::mutex> lock(mutex_);
     reserved_--;
 }
@@ -1022,37 +1015,41 @@ void SlotLoop::finish(Slot & slot, const char * reason, bool keepCache, const st
         llama_memory_seq_rm(memory_, slot.seq, -1, -1);
         slot.cache.clear();
     }
+    emitDone(slot.jobId, reason, slot.promptSize, slot.cachedTokens, slot.generated, stop);
+    release(slot);
+}
+
+void SlotLoop::emitDone(uint32_t jobId, const char * reason, int32_t promptTokens, int32_t cachedTokens, int32_t completionTokens,
+                        const std::string & stop) {
     LoopEvent e;
     e.kind = EventKind::Done;
-    e.job = slot.jobId;
+    e.job = jobId;
     e.code = reason;
-    e.promptTokens = slot.promptSize;
-    e.cachedTokens = slot.cachedTokens;
-    e.completionTokens = slot.generated;
+    e.promptTokens = promptTokens;
+    e.cachedTokens = cachedTokens;
+    e.completionTokens = completionTokens;
     e.text = stop;
     events_.push_back(std::move(e));
-    release(slot);
 }
 
-void SlotLoop::fail(Slot & slot, const std::string & code, const std::string & message) {
-    llama_memory_seq_rm(memory_, slot.seq, -1, -1);
-    slot.cache.clear();
-    LoopEvent e;
-    e.kind = EventKind::Error;
-    e.job = slot.jobId;
-    e.code = code;
-    e.text = message;
-    events_.push_back(std::move(e));
-    release(slot);
-}
-
-void SlotLoop::refuse(uint32_t jobId, const std::string & code, const std::string & message) {
+void SlotLoop::emitError(uint32_t jobId, const std::string & code, const std::string & message) {
     LoopEvent e;
     e.kind = EventKind::Error;
     e.job = jobId;
     e.code = code;
     e.text = message;
     events_.push_back(std::move(e));
+}
+
+void SlotLoop::fail(Slot & slot, const std::string & code, const std::string & message) {
+    llama_memory_seq_rm(memory_, slot.seq, -1, -1);
+    slot.cache.clear();
+    emitError(slot.jobId, code, message);
+    release(slot);
+}
+
+void SlotLoop::refuse(uint32_t jobId, const std::string & code, const std::string & message) {
+    emitError(jobId, code, message);
     std::lock_guard<std::mutex> lock(mutex_);
     reserved_--;
 }

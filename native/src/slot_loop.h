@@ -202,6 +202,10 @@ private:
     /** `stop`: the stop string that ended the text (reason "stop" by a stop string), else empty. */
     void finish(Slot & slot, const char * reason, bool keepCache, const std::string & stop = std::string());
     void fail(Slot & slot, const std::string & code, const std::string & message);
+    /** Queues a job's Done event (reason, token counts, the stop string that ended it or empty) / its Error event. */
+    void emitDone(uint32_t jobId, const char * reason, int32_t promptTokens, int32_t cachedTokens, int32_t completionTokens,
+                  const std::string & stop = std::string());
+    void emitError(uint32_t jobId, const std::string & code, const std::string & message);
     /** Ends a job that never got a slot (its submit was counted in reserved_). */
     void refuse(uint32_t jobId, const std::string & code, const std::string & message);
     void recordLogprob(Slot & slot, llama_token token);
