@@ -60,23 +60,14 @@ const input = (mode: CpuKernelsMode, cacheFile?: string) => ({
 });
 
 describe('--cpu-kernels prebuilt and native', () => {
-  it('prebuilt asks nothing', async () => {
-    const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
-    expect(await chooseCpuKernels(input('prebuilt'), probe)).toEqual({
-      kernels: 'prebuilt',
-      why: '--cpu-kernels prebuilt',
-    });
-    expect(calls).toEqual([]);
-  });
-
-  it('prebuilt:VARIANT asks nothing either (the worker loads that library or says why not)', async () => {
-    const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
-    expect(await chooseCpuKernels(input('prebuilt:haswell'), probe)).toEqual({
-      kernels: 'prebuilt:haswell',
-      why: '--cpu-kernels prebuilt:haswell',
-    });
-    expect(calls).toEqual([]);
-  });
+  it.each<CpuKernelsMode>(['prebuilt', 'prebuilt:haswell'])(
+    '%s asks nothing (with a VARIANT, the worker loads that library or says why not)',
+    async (mode) => {
+      const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
+      expect(await chooseCpuKernels(input(mode), probe)).toEqual({ kernels: mode, why: `--cpu-kernels ${mode}` });
+      expect(calls).toEqual([]);
+    },
+  );
 
   it('native checks the build is usable here and times nothing', async () => {
     const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
