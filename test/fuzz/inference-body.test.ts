@@ -687,10 +687,19 @@ describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
     );
   afterAll(() => console.log(`[fuzz] inference bodies: ${JSON.stringify(Object.fromEntries([...tally].sort()))}`));
 
-  it('chat completions: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fuzzRoute('chat', 'chat/completions', withRawKeys(chatBody), 600);
-    await expectServingAndIdle();
-  }, 120_000);
+  it.each<[string, string, Route, fc.Arbitrary<Record<string, unknown>>, number]>([
+    ['chat completions', 'chat', 'chat/completions', chatBody, 600],
+    ['legacy completions', 'completions', 'completions', completionsBody, 300],
+    ['embeddings', 'embeddings', 'embeddings', embeddingsBody, 300],
+    ['Responses API', 'responses', 'responses', responsesBody, 400],
+  ])(
+    '%s: an answer in the documented shape, never a 5xx or a hang',
+    async (_api, label, route, bodies, numRuns) => {
+      await fuzzRoute(label, route, withRawKeys(bodies), numRuns);
+      await expectServingAndIdle();
+    },
+    120_000,
+  );
 
   it('chat completions with a schema (response_format or a forced tool) in an otherwise valid request', async () => {
     const body = fc.tuple(fc.boolean(), schemaArb, fc.boolean(), fc.boolean()).map(([forced, schema, strict, stream]) =>
@@ -711,24 +720,9 @@ describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
     await expectServingAndIdle();
   }, 120_000);
 
-  it('legacy completions: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fuzzRoute('completions', 'completions', withRawKeys(completionsBody), 300);
-    await expectServingAndIdle();
-  }, 120_000);
-
-  it('embeddings: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fuzzRoute('embeddings', 'embeddings', withRawKeys(embeddingsBody), 300);
-    await expectServingAndIdle();
-  }, 120_000);
-
   it("Messages API and count_tokens: an answer in Anthropic's shape, never a 5xx or a hang", async () => {
     await fuzzRoute('messages', 'messages', withRawKeys(messagesBody), 300);
     await fuzzRoute('count_tokens', 'messages/count_tokens', withRawKeys(countTokensBody), 150);
-    await expectServingAndIdle();
-  }, 120_000);
-
-  it('Responses API: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fuzzRoute('responses', 'responses', withRawKeys(responsesBody), 400);
     await expectServingAndIdle();
   }, 120_000);
 });
