@@ -18,6 +18,7 @@ import {
   type ToolServer,
 } from '../../src/tools/index.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
+import { rejectionBy } from '../helpers/unit-rejection.ts';
 
 const KEY = 'tool-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -502,12 +503,8 @@ describe('MCP Streamable HTTP on /api/v1/mcp', () => {
   it('answers an unknown tool with a JSON-RPC invalid-params error', async () => {
     const client = await connect();
     try {
-      const err = await client.callTool({ name: 'nope', arguments: {} }).then(
-        () => null,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(McpError);
-      expect((err as McpError).code).toBe(-32602);
+      const err = await rejectionBy(() => client.callTool({ name: 'nope', arguments: {} }), McpError);
+      expect(err.code).toBe(-32602);
     } finally {
       await client.close();
     }

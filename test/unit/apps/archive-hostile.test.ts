@@ -6,6 +6,7 @@ import { ArchiveError, unpackArchive } from '../../../src/apps/archive-unpacker.
 import { BLOCK, encodeHeader, encodePax } from '../../../src/apps/tar-format.ts';
 import { rawArchive } from '../../helpers/app-archives.ts';
 import { useTempDirs } from '../../helpers/temp-dirs.ts';
+import { rejectionBy } from '../../helpers/unit-rejection.ts';
 
 /**
  * Hostile archives the unpacker must refuse as invalid_archive (an ArchiveError, never another error that
@@ -16,12 +17,7 @@ const tmp = useTempDirs('hearth-archive-hostile-');
 const LIMITS = { maxFiles: 100, maxBytes: 1 << 20 };
 
 async function refusal(archive: Buffer, dest = tmp()): Promise<ArchiveError> {
-  const err = await unpackArchive(archive, dest, LIMITS).then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err, 'the archive was accepted').toBeInstanceOf(ArchiveError);
-  return err as ArchiveError;
+  return rejectionBy(() => unpackArchive(archive, dest, LIMITS), ArchiveError, 'the archive was accepted');
 }
 
 describe('entries that collide with an earlier entry', () => {
