@@ -14,6 +14,7 @@ import {
   defineTool,
   ToolDefinitionError,
   ToolError,
+  type JsonValue,
   type ToolDefinition,
   type ToolServer,
 } from '../../src/tools/index.ts';
@@ -544,7 +545,7 @@ function latch(): { opened: Promise<void>; open: () => void } {
 }
 
 /** A tool that opens `entered` when a call comes in, then answers `result` once the test opens `gate`. */
-function gatedTool(name: string, description: string, result: object) {
+function gatedTool(name: string, description: string, result: JsonValue) {
   const entered = latch();
   const gate = latch();
   const tool = defineTool({
