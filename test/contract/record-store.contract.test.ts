@@ -132,27 +132,13 @@ describe.each(backends)('RecordStore contract on $name', (backend) => {
 
   it('transactionSync: written before it returns; putSync/removeSync inside it', async () => {
     const { store, reopen } = await openFresh();
-    store.transactionSync(() =>
-      store.dbs.sessions.putSync('h1', {
-        userId: 'u',
-        accountId: 'a',
-        createdAt: 'c',
-        lastSeenAt: 'l',
-        expiresAt: 'e',
-      }),
-    );
+    /** A session record of `userId` (its other fields opaque strings). */
+    const session = (userId: string) => ({ userId, accountId: 'a', createdAt: 'c', lastSeenAt: 'l', expiresAt: 'e' });
+    store.transactionSync(() => store.dbs.sessions.putSync('h1', session('u')));
     expect(store.dbs.sessions.get('h1')?.userId).toBe('u');
     expect(store.transactionSync(() => store.dbs.sessions.removeSync('h1'))).toBe(true);
     expect(store.dbs.sessions.get('h1')).toBeUndefined();
-    store.transactionSync(() =>
-      store.dbs.sessions.putSync('h2', {
-        userId: 'v',
-        accountId: 'a',
-        createdAt: 'c',
-        lastSeenAt: 'l',
-        expiresAt: 'e',
-      }),
-    );
+    store.transactionSync(() => store.dbs.sessions.putSync('h2', session('v')));
     await store.transaction(() => {}); // on PostgreSQL a sync write commits in order before any later transaction
     await store.close();
     expect((await reopen()).dbs.sessions.get('h2')?.userId).toBe('v');

@@ -14,10 +14,12 @@ import {
   defineTool,
   ToolDefinitionError,
   ToolError,
+  type JsonValue,
   type ToolDefinition,
   type ToolServer,
 } from '../../src/tools/index.ts';
 import { rawExchange } from '../helpers/raw-http.ts';
+import { rejectionBy } from '../helpers/unit-rejection.ts';
 
 const KEY = 'tool-key-0123456789abcdef';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -502,12 +504,8 @@ describe('MCP Streamable HTTP on /api/v1/mcp', () => {
   it('answers an unknown tool with a JSON-RPC invalid-params error', async () => {
     const client = await connect();
     try {
-      const err = await client.callTool({ name: 'nope', arguments: {} }).then(
-        () => null,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(McpError);
-      expect((err as McpError).code).toBe(-32602);
+      const err = await rejectionBy(() => client.callTool({ name: 'nope', arguments: {} }), McpError);
+      expect(err.code).toBe(-32602);
     } finally {
       await client.close();
     }
@@ -546,25 +544,27 @@ function latch(): { opened: Promise<void>; open: () => void } {
   return { opened, open };
 }
 
+/** A tool that opens `entered` when a call comes in, then answers `result` once the test opens `gate`. */
+function gatedTool(name: string, description: string, result: JsonValue) {
+  const entered = latch();
+  const gate = latch();
+  const tool = defineTool({
+    name,
+    description,
+    input_schema: { type: 'object', properties: {} },
+    handler: async () => (entered.open(), await gate.opened, result),
+  });
+  return { tool, entered, gate };
+}
+
 /** A tool server without a key on a free local port, logging nothing; `options` as for createToolServer. */
 const openToolServer = (options: Omit<Parameters<typeof createToolServer>[0], 'apiKey' | 'port' | 'host' | 'logger'>) =>
   createToolServer({ apiKey: null, port: 0, host: '127.0.0.1', logger: createLogger('error', () => {}), ...options });
 
 describe('limits and lifecycle', () => {
   it('503 with Retry-After when maxConcurrentCalls are running', async () => {
-    const gate = latch();
-    const entered = latch();
-    const busy = openToolServer({
-      maxConcurrentCalls: 1,
-      tools: [
-        defineTool({
-          name: 'block',
-          description: 'Blocks until released',
-          input_schema: { type: 'object', properties: {} },
-          handler: async () => (entered.open(), await gate.opened, { done: true }),
-        }),
-      ],
-    });
+    const { tool, entered, gate } = gatedTool('block', 'Blocks until released', { done: true });
+    const busy = openToolServer({ maxConcurrentCalls: 1, tools: [tool] });
     const { port } = await busy.listen();
     try {
       const url = `http://127.0.0.1:${port}/api/v1/mcp`;
@@ -612,18 +612,8 @@ describe('limits and lifecycle', () => {
   });
 
   it('close() lets a running call finish within the grace period; meanwhile /health says 503', async () => {
-    const entered = latch();
-    const gate = latch();
-    const s = openToolServer({
-      tools: [
-        defineTool({
-          name: 'gated',
-          description: 'Finishes when released',
-          input_schema: { type: 'object', properties: {} },
-          handler: async () => (entered.open(), await gate.opened, { finished: true }),
-        }),
-      ],
-    });
+    const { tool, entered, gate } = gatedTool('gated', 'Finishes when released', { finished: true });
+    const s = openToolServer({ tools: [tool] });
     const { port } = await s.listen();
     // One kept-alive connection for /health, so a request can still arrive after the listen socket is closed.
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });

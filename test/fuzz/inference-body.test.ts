@@ -141,17 +141,19 @@ const schemaArb: fc.Arbitrary<unknown> = fc.letrec<{ schema: unknown }>((tie) =>
   ),
 })).schema;
 
+/** A record whose `type` is always there and whose other fields each may be missing (a part, a block, an item). */
+function typedRecord<T extends { type: fc.Arbitrary<unknown> } & Record<string, fc.Arbitrary<unknown>>>(fields: T) {
+  return fc.record(fields, { requiredKeys: ['type'] });
+}
+/** A part of one of `types` or a type named like an Object.prototype member, with a `text` beside it. */
+const otherPart = (...types: string[]) =>
+  typedRecord({ type: fc.constantFrom(...types, ...PROTO_KEYS), text: hostileString });
+
 // ---- chat completions bodies ----
 
 const contentPart = fc.oneof(
   fc.record({ type: fc.constant('text'), text: hostileString }),
-  fc.record(
-    {
-      type: fc.constantFrom('image_url', 'input_audio', 'file', 'refusal', 'input_text', ...PROTO_KEYS),
-      text: hostileString,
-    },
-    { requiredKeys: ['type'] },
-  ),
+  otherPart('image_url', 'input_audio', 'file', 'refusal', 'input_text'),
   anyValue,
 );
 const toolCallArb = fc.record(
@@ -325,21 +327,18 @@ const responsesInputItem = fc.oneof(
     },
     { requiredKeys: [] },
   ),
-  fc.record(
-    {
-      type: fc.oneof(
-        fc.constantFrom('message', 'function_call', 'function_call_output', 'reasoning', ...PROTO_KEYS),
-        wrongType,
-      ),
-      call_id: fc.oneof(hostileString, wrongType),
-      name: fc.oneof(fc.constant('f'), hostileString),
-      arguments: fc.oneof(fc.constant('{}'), wrongType),
-      output: fc.oneof(hostileString, wrongType),
-      role: fc.constant('user'),
-      content: hostileString,
-    },
-    { requiredKeys: ['type'] },
-  ),
+  typedRecord({
+    type: fc.oneof(
+      fc.constantFrom('message', 'function_call', 'function_call_output', 'reasoning', ...PROTO_KEYS),
+      wrongType,
+    ),
+    call_id: fc.oneof(hostileString, wrongType),
+    name: fc.oneof(fc.constant('f'), hostileString),
+    arguments: fc.oneof(fc.constant('{}'), wrongType),
+    output: fc.oneof(hostileString, wrongType),
+    role: fc.constant('user'),
+    content: hostileString,
+  }),
   anyValue,
 );
 const responsesBody = mutated(
@@ -468,31 +467,19 @@ const embeddingsBody = mutated(
 const anthropicText = fc.record({ type: fc.constant('text'), text: hostileString });
 const anthropicBlock = fc.oneof(
   anthropicText,
-  fc.record(
-    {
-      type: fc.constant('tool_use'),
-      id: fc.oneof(hostileString, wrongType),
-      name: fc.oneof(fc.constantFrom('f', 'get_weather'), hostileString),
-      input: fc.oneof(fc.jsonValue({ maxDepth: 2 }), wrongType),
-    },
-    { requiredKeys: ['type'] },
-  ),
-  fc.record(
-    {
-      type: fc.constant('tool_result'),
-      tool_use_id: fc.oneof(hostileString, wrongType),
-      content: fc.oneof(hostileString, fc.array(fc.oneof(anthropicText, anyValue), { maxLength: 2 }), wrongType),
-      is_error: fc.oneof(fc.boolean(), wrongType),
-    },
-    { requiredKeys: ['type'] },
-  ),
-  fc.record(
-    {
-      type: fc.constantFrom('image', 'document', 'thinking', 'redacted_thinking', 'server_tool_use', ...PROTO_KEYS),
-      text: hostileString,
-    },
-    { requiredKeys: ['type'] },
-  ),
+  typedRecord({
+    type: fc.constant('tool_use'),
+    id: fc.oneof(hostileString, wrongType),
+    name: fc.oneof(fc.constantFrom('f', 'get_weather'), hostileString),
+    input: fc.oneof(fc.jsonValue({ maxDepth: 2 }), wrongType),
+  }),
+  typedRecord({
+    type: fc.constant('tool_result'),
+    tool_use_id: fc.oneof(hostileString, wrongType),
+    content: fc.oneof(hostileString, fc.array(fc.oneof(anthropicText, anyValue), { maxLength: 2 }), wrongType),
+    is_error: fc.oneof(fc.boolean(), wrongType),
+  }),
+  otherPart('image', 'document', 'thinking', 'redacted_thinking', 'server_tool_use'),
   anyValue,
 );
 const anthropicMessage = fc.oneof(
@@ -530,14 +517,11 @@ const anthropicPromptFields = {
   system: fc.oneof(hostileString, fc.array(fc.oneof(anthropicText, anyValue), { maxLength: 2 }), wrongType),
   tools: fc.oneof(fc.array(anthropicTool, { maxLength: 3 }), wrongType),
   tool_choice: fc.oneof(
-    fc.record(
-      {
-        type: fc.constantFrom('auto', 'any', 'tool', 'none', 'x'),
-        name: fc.constantFrom('f', 'g', 'missing', '__proto__'),
-        disable_parallel_tool_use: fc.oneof(fc.boolean(), wrongType),
-      },
-      { requiredKeys: ['type'] },
-    ),
+    typedRecord({
+      type: fc.constantFrom('auto', 'any', 'tool', 'none', 'x'),
+      name: fc.constantFrom('f', 'g', 'missing', '__proto__'),
+      disable_parallel_tool_use: fc.oneof(fc.boolean(), wrongType),
+    }),
     wrongType,
   ),
   thinking: fc.oneof(fc.record({ type: fc.constantFrom('enabled', 'disabled') }), wrongType),
@@ -703,10 +687,19 @@ describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
     );
   afterAll(() => console.log(`[fuzz] inference bodies: ${JSON.stringify(Object.fromEntries([...tally].sort()))}`));
 
-  it('chat completions: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fuzzRoute('chat', 'chat/completions', withRawKeys(chatBody), 600);
-    await expectServingAndIdle();
-  }, 120_000);
+  it.each<[string, string, Route, fc.Arbitrary<Record<string, unknown>>, number]>([
+    ['chat completions', 'chat', 'chat/completions', chatBody, 600],
+    ['legacy completions', 'completions', 'completions', completionsBody, 300],
+    ['embeddings', 'embeddings', 'embeddings', embeddingsBody, 300],
+    ['Responses API', 'responses', 'responses', responsesBody, 400],
+  ])(
+    '%s: an answer in the documented shape, never a 5xx or a hang',
+    async (_api, label, route, bodies, numRuns) => {
+      await fuzzRoute(label, route, withRawKeys(bodies), numRuns);
+      await expectServingAndIdle();
+    },
+    120_000,
+  );
 
   it('chat completions with a schema (response_format or a forced tool) in an otherwise valid request', async () => {
     const body = fc.tuple(fc.boolean(), schemaArb, fc.boolean(), fc.boolean()).map(([forced, schema, strict, stream]) =>
@@ -727,24 +720,9 @@ describe('shared endpoint request bodies (fast-check, fixed seed)', () => {
     await expectServingAndIdle();
   }, 120_000);
 
-  it('legacy completions: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fuzzRoute('completions', 'completions', withRawKeys(completionsBody), 300);
-    await expectServingAndIdle();
-  }, 120_000);
-
-  it('embeddings: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fuzzRoute('embeddings', 'embeddings', withRawKeys(embeddingsBody), 300);
-    await expectServingAndIdle();
-  }, 120_000);
-
   it("Messages API and count_tokens: an answer in Anthropic's shape, never a 5xx or a hang", async () => {
     await fuzzRoute('messages', 'messages', withRawKeys(messagesBody), 300);
     await fuzzRoute('count_tokens', 'messages/count_tokens', withRawKeys(countTokensBody), 150);
-    await expectServingAndIdle();
-  }, 120_000);
-
-  it('Responses API: an answer in the documented shape, never a 5xx or a hang', async () => {
-    await fuzzRoute('responses', 'responses', withRawKeys(responsesBody), 400);
     await expectServingAndIdle();
   }, 120_000);
 });

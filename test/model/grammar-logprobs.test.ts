@@ -5,21 +5,14 @@
  * completed output parses; raw-distribution logprobs do not depend on sampler settings, and both engines
  * agree on them at temperature 0.
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  collectJob,
-  disposeEngineSubjects,
-  type EngineSubject,
-  loadEngineSubjects,
-} from '../helpers/engine-subjects.ts';
+import { collectJob, disposeEngineSubjects, type EngineSubject } from '../helpers/engine-subjects.ts';
+import { loadRandomWeightSubjects } from '../helpers/model-random-weights.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_SAMPLING, type SamplingParams } from '../../src/engine/sampling-defaults.ts';
 import { jsonGrammar, OK_OBJECT_GRAMMAR } from '../helpers/grammars.ts';
 
-const RANDOM_LLAMA2 = resolve(import.meta.dirname, '../../../shared/models/llama-2-tiny-random.gguf');
 const SLOTS = 3;
 const CONTEXT = 512;
 const JSON_GRAMMAR = jsonGrammar();
@@ -40,11 +33,11 @@ describe('grammar and logprobs on random weights', () => {
 
   beforeAll(async () => {
     llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
-    const paths: Array<[string, string]> = [];
-    for (const seed of [1, 2, 3]) paths.push([`tiny seed ${seed}`, await ensureTinyModel({ reply: null, seed })]);
-    if (existsSync(RANDOM_LLAMA2)) paths.push(['llama-2-tiny-random', RANDOM_LLAMA2]);
-    else console.warn(`[grammar-logprobs] ${RANDOM_LLAMA2} missing: only the generated models run`);
-    subjects.push(...(await loadEngineSubjects(llama, paths, { contextSize: CONTEXT, slots: SLOTS })));
+    const generated: Array<[string, string]> = [];
+    for (const seed of [1, 2, 3]) generated.push([`tiny seed ${seed}`, await ensureTinyModel({ reply: null, seed })]);
+    subjects.push(
+      ...(await loadRandomWeightSubjects(llama, 'grammar-logprobs', generated, { contextSize: CONTEXT, slots: SLOTS })),
+    );
   });
   afterAll(async () => {
     await disposeEngineSubjects(subjects);

@@ -6,17 +6,11 @@
  * always complete, contain no U+FFFD, and validate with ajv, on both token engines. llama.cpp's grammar alone
  * takes any byte as a UTF-8 continuation, so without the engines' UTF-8 guard these fail.
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { getLlama, LlamaLogLevel, type Llama, type LlamaModel } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  collectJob,
-  disposeEngineSubjects,
-  type EngineSubject,
-  loadEngineSubjects,
-} from '../helpers/engine-subjects.ts';
+import { collectJob, disposeEngineSubjects, type EngineSubject } from '../helpers/engine-subjects.ts';
+import { loadRandomWeightSubjects } from '../helpers/model-random-weights.ts';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_SAMPLING } from '../../src/engine/sampling-defaults.ts';
 import type { FunctionTool } from '../../src/protocol/chat-request.ts';
@@ -25,7 +19,6 @@ import { toolCallGrammar } from '../../src/grammar/tool-call-grammar.ts';
 import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../../src/protocol/tool-call-syntax.ts';
 import { llamaTokenPieces } from '../../src/worker/llama-token-pieces.ts';
 
-const RANDOM_LLAMA2 = resolve(import.meta.dirname, '../../../shared/models/llama-2-tiny-random.gguf');
 const SEEDS = [1, 2, 3, 4, 5, 6, 7, 8];
 const MAX_TOKENS = 256;
 
@@ -59,10 +52,14 @@ describe('grammar jobs write valid UTF-8 on random weights', () => {
 
   beforeAll(async () => {
     llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
-    const paths: Array<[string, string]> = [['tiny', await ensureTinyModel({ reply: null, seed: 4 })]];
-    if (existsSync(RANDOM_LLAMA2)) paths.push(['llama-2-tiny-random', RANDOM_LLAMA2]);
-    else console.warn(`[grammar-utf8] ${RANDOM_LLAMA2} missing: only the generated model runs`);
-    subjects.push(...(await loadEngineSubjects(llama, paths, { contextSize: 512, slots: 2 })));
+    subjects.push(
+      ...(await loadRandomWeightSubjects(
+        llama,
+        'grammar-utf8',
+        [['tiny', await ensureTinyModel({ reply: null, seed: 4 })]],
+        { contextSize: 512, slots: 2 },
+      )),
+    );
   });
   afterAll(async () => {
     await disposeEngineSubjects(subjects);

@@ -7,6 +7,7 @@ import { openEventRelay } from '../../native/binding.ts';
 import { ensureTinyChatModel, ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { LocalEngine } from '../../src/engine/local-engine.ts';
+import type { LocalEngineOptions } from '../../src/engine/local-engine-options.ts';
 import { resolveModelSource } from '../../src/engine/model-source.ts';
 import type { GenerationRequest, GenerationResult, TokenLogprob } from '../../src/engine/generation.ts';
 import type { ApiError } from '../../src/errors/api-error.ts';
@@ -43,14 +44,17 @@ function generate(engine: LocalEngine, request: Partial<GenerationRequest>): Pro
 /** Far above any load or cut on a loaded CI machine: the tests assert that the workers answered, not how fast. */
 const WORKER_STOP_TIMEOUT_MS = 60_000;
 
-/** As main.ts builds it (the native engine's events through the event relay). */
-async function startEngine(
+/**
+ * A LocalEngine as main.ts builds it (the native engine's events through the event relay): one worker with two
+ * slots unless `options` says otherwise; not started.
+ */
+function newEngine(
   modelPath: string,
   kind: 'native' | 'node-llama-cpp' | 'instant',
-  log: Logger = silentLogger,
-  limits = { contextSize: 512, maxTokens: 64 },
-): Promise<LocalEngine> {
-  const engine = new LocalEngine(
+  log: Logger,
+  options: Partial<LocalEngineOptions> = {},
+): LocalEngine {
+  return new LocalEngine(
     {
       source: resolveModelSource(modelPath),
       modelsDir: '',
@@ -63,14 +67,26 @@ async function startEngine(
       queueLimit: 8,
       showPullProgress: false,
       native: TEST_NATIVE_TUNING,
-      ...limits,
+      contextSize: 512,
+      maxTokens: 64,
       pullStallTimeoutMs: 30_000,
       openRelay: openEventRelay,
       workerStopTimeoutMs: WORKER_STOP_TIMEOUT_MS,
+      ...options,
     },
     createMetrics({ defaultMetrics: false }),
     log,
   );
+}
+
+/** newEngine's engine, started and ready. */
+async function startEngine(
+  modelPath: string,
+  kind: 'native' | 'node-llama-cpp' | 'instant',
+  log: Logger = silentLogger,
+  limits = { contextSize: 512, maxTokens: 64 },
+): Promise<LocalEngine> {
+  const engine = newEngine(modelPath, kind, log, limits);
   await engine.start();
   if (engine.status().state !== 'ready') throw new Error(`engine not ready: ${engine.status().error}`);
   return engine;
@@ -245,28 +261,7 @@ describe.each(kinds)('local engine (%s)', (kind) => {
           disposed = engine!.dispose();
         });
     });
-    engine = new LocalEngine(
-      {
-        source: resolveModelSource(await ensureTinyChatModel()),
-        modelsDir: '',
-        engine: kind,
-        workers: 2,
-        slots: 1,
-        threads: 1,
-        cores: 2,
-        batchSize: 128,
-        queueLimit: 8,
-        showPullProgress: false,
-        native: TEST_NATIVE_TUNING,
-        contextSize: 512,
-        maxTokens: 64,
-        pullStallTimeoutMs: 30_000,
-        openRelay: openEventRelay,
-        workerStopTimeoutMs: WORKER_STOP_TIMEOUT_MS,
-      },
-      createMetrics({ defaultMetrics: false }),
-      log,
-    );
+    engine = newEngine(await ensureTinyChatModel(), kind, log, { workers: 2, slots: 1 });
     await engine.start();
     await disposed;
     expect(engine.status().state).toBe('loading');

@@ -46,6 +46,16 @@ interface Run {
   order: string[];
 }
 
+/** The error submitting a 4-token greedy job on `promptTokens` throws at once, expected to be a `type`. */
+function submitRefused<E extends Error>(
+  engine: NativeSlotEngine,
+  promptTokens: Uint32Array,
+  type: abstract new (...args: never[]) => E,
+): E {
+  const job = { promptTokens, maxTokens: 4, stops: [], sampling: GREEDY };
+  return thrownBy(() => submitJob(engine, job, { onText() {}, onDone() {}, onError() {} }), type);
+}
+
 /** Submits a job and resolves at its terminal callback; `onChunk` may act (e.g. cancel) mid-stream. */
 function submit(
   engine: NativeSlotEngine,
@@ -297,17 +307,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(engine.contextSize).toBe(64);
     const tooLong = new Uint32Array(64).fill(300);
     tooLong[0] = 1;
-    expect(
-      thrownBy(
-        () =>
-          submitJob(
-            engine,
-            { promptTokens: tooLong, maxTokens: 4, stops: [], sampling: GREEDY },
-            { onText() {}, onDone() {}, onError() {} },
-          ),
-        ApiError,
-      ).code,
-    ).toBe('context_length_exceeded');
+    expect(submitRefused(engine, tooLong, ApiError).code).toBe('context_length_exceeded');
 
     const nearlyFull = tooLong.subarray(0, 60);
     const run = await submit(engine, { promptTokens: nearlyFull, maxTokens: 1000 });
@@ -379,17 +379,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     expect(run.result?.finishReason).toBe('cancelled');
     expect((await waiting).result).toMatchObject({ finishReason: 'cancelled', completionTokens: 0 });
     await engine.dispose();
-    expect(
-      thrownBy(
-        () =>
-          submitJob(
-            engine,
-            { promptTokens: prompt, maxTokens: 4, stops: [], sampling: GREEDY },
-            { onText() {}, onDone() {}, onError() {} },
-          ),
-        NativeEngineError,
-      ).code,
-    ).toBe('engine_disposed');
+    expect(submitRefused(engine, prompt, NativeEngineError).code).toBe('engine_disposed');
   });
 
   it('fails to load a missing model with a clear error', async () => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { buildApp, DeploymentFailure, startCommand } from '../../../src/apps/deployment-builder.ts';
 import { useTempDirs } from '../../helpers/temp-dirs.ts';
 import { testSandbox } from '../../helpers/sandbox-options.ts';
+import { rejectionBy } from '../../helpers/unit-rejection.ts';
 
 /**
  * An app's directory is written by the app (its archive, its repository, its build steps and its running
@@ -25,16 +26,8 @@ function hostSecret(content: string): string {
   return file;
 }
 
-async function failure(run: () => unknown): Promise<DeploymentFailure> {
-  const err = await Promise.resolve()
-    .then(run)
-    .then(
-      () => null,
-      (e: unknown) => e,
-    );
-  expect(err, 'the link was followed and accepted').toBeInstanceOf(DeploymentFailure);
-  return err as DeploymentFailure;
-}
+const failure = (run: () => unknown): Promise<DeploymentFailure> =>
+  rejectionBy(run, DeploymentFailure, 'the link was followed and accepted');
 
 describe("Hearth's reads of an app's package.json and Procfile", () => {
   it('a package.json that is a symbolic link to a host file: build_failed, nothing of the file in the reason or the log', async () => {

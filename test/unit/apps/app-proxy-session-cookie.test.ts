@@ -1,9 +1,7 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppHost } from '../../../src/apps/app-host.ts';
-import { appProxyRoutes } from '../../../src/apps/app-proxy-routes.ts';
 import type { RunningHttpServer } from '../../../src/http/http-server.ts';
+import { appBehindProxy } from '../../helpers/unit-app-proxy.ts';
 import { startLoopbackServer } from '../../helpers/uws-routes.ts';
 
 /**
@@ -20,7 +18,7 @@ let server: RunningHttpServer;
 let seen: http.IncomingHttpHeaders[] = [];
 
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
+  const proxy = await appBehindProxy((req, res) => {
     seen.push(req.headers);
     req.resume();
     req.on('end', () => {
@@ -35,18 +33,8 @@ beforeAll(async () => {
       res.end('{"ok":true}');
     });
   });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const port = (upstream.address() as AddressInfo).port;
-  const host = { proxyTarget: () => ({ port }) } as unknown as AppHost;
-  const routes = appProxyRoutes({
-    host,
-    bodyLimit: 1 << 20,
-    headersTimeoutMs: 5000,
-    idleTimeoutMs: 5000,
-    proto: 'http',
-    trustProxy: false,
-  });
-  server = await startLoopbackServer(routes);
+  upstream = proxy.app;
+  server = await startLoopbackServer(proxy.routes);
 });
 afterAll(async () => {
   server?.close();

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { ArchiveError, unpackArchive } from '../../../src/apps/archive-unpacker.ts';
 import { BLOCK, encodeHeader, encodePax } from '../../../src/apps/tar-format.ts';
 import { rawArchive } from '../../helpers/app-archives.ts';
+import { tarDir, tarFile, tarHardLink, tarSymlink } from '../../helpers/unit-tar-entries.ts';
 import { useTempDirs } from '../../helpers/temp-dirs.ts';
+import { rejectionBy } from '../../helpers/unit-rejection.ts';
 
 /**
  * Hostile archives the unpacker must refuse as invalid_archive (an ArchiveError, never another error that
@@ -16,42 +18,22 @@ const tmp = useTempDirs('hearth-archive-hostile-');
 const LIMITS = { maxFiles: 100, maxBytes: 1 << 20 };
 
 async function refusal(archive: Buffer, dest = tmp()): Promise<ArchiveError> {
-  const err = await unpackArchive(archive, dest, LIMITS).then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err, 'the archive was accepted').toBeInstanceOf(ArchiveError);
-  return err as ArchiveError;
+  return rejectionBy(() => unpackArchive(archive, dest, LIMITS), ArchiveError, 'the archive was accepted');
 }
 
 describe('entries that collide with an earlier entry', () => {
   it('a directory then a file of the same name is invalid_archive, naming the entry, without Hearth paths', async () => {
     const dest = tmp();
-    const err = await refusal(
-      rawArchive([
-        { name: 'a/', typeFlag: '5' },
-        { name: 'a', typeFlag: '0', body: Buffer.from('x') },
-      ]),
-      dest,
-    );
+    const err = await refusal(rawArchive([tarDir('a/'), tarFile('a', 'x')]), dest);
     expect(err.message).toContain("'a'");
     expect(err.message).not.toContain(dest);
   });
 
   it('a file then a file below it, a file then a directory, a hard link onto its own target: invalid_archive without Hearth paths', async () => {
     const cases = [
-      rawArchive([
-        { name: 'a', typeFlag: '0', body: Buffer.from('x') },
-        { name: 'a/b', typeFlag: '0', body: Buffer.from('y') },
-      ]),
-      rawArchive([
-        { name: 'a', typeFlag: '0', body: Buffer.from('x') },
-        { name: 'a/', typeFlag: '5' },
-      ]),
-      rawArchive([
-        { name: 'a', typeFlag: '0', body: Buffer.from('x') },
-        { name: 'a', typeFlag: '1', linkName: 'a' },
-      ]),
+      rawArchive([tarFile('a', 'x'), tarFile('a/b', 'y')]),
+      rawArchive([tarFile('a', 'x'), tarDir('a/')]),
+      rawArchive([tarFile('a', 'x'), tarHardLink('a', 'a')]),
     ];
     for (const archive of cases) {
       const dest = tmp();
@@ -65,31 +47,16 @@ describe('symbolic links that point outside through other links', () => {
   const chains: Array<[string, () => Buffer]> = [
     [
       'a link through a link unpacked before it',
-      () =>
-        rawArchive([
-          { name: 'a/b/', typeFlag: '5' },
-          { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
-          { name: 'esc', typeFlag: '2', linkName: 'a/b/u/../..' },
-        ]),
+      () => rawArchive([tarDir('a/b/'), tarSymlink('a/b/u', '../..'), tarSymlink('esc', 'a/b/u/../..')]),
     ],
     [
       'a link through a link unpacked after it',
-      () =>
-        rawArchive([
-          { name: 'a/b/', typeFlag: '5' },
-          { name: 'esc', typeFlag: '2', linkName: 'a/b/u/../..' },
-          { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
-        ]),
+      () => rawArchive([tarDir('a/b/'), tarSymlink('esc', 'a/b/u/../..'), tarSymlink('a/b/u', '../..')]),
     ],
     [
       'a chain whose last link climbs out',
       () =>
-        rawArchive([
-          { name: 'a/b/', typeFlag: '5' },
-          { name: 'a/b/u', typeFlag: '2', linkName: '../..' },
-          { name: 'v', typeFlag: '2', linkName: 'a/b/u/..' },
-          { name: 'esc', typeFlag: '2', linkName: 'v' },
-        ]),
+        rawArchive([tarDir('a/b/'), tarSymlink('a/b/u', '../..'), tarSymlink('v', 'a/b/u/..'), tarSymlink('esc', 'v')]),
     ],
   ];
 
@@ -113,13 +80,13 @@ describe('symbolic links that point outside through other links', () => {
     const dest = tmp();
     await unpackArchive(
       rawArchive([
-        { name: 'lib/x.js', typeFlag: '0', body: Buffer.from('x') },
-        { name: 'bin/', typeFlag: '5' },
-        { name: 'cur', typeFlag: '2', linkName: 'lib' },
-        { name: 'bin/x', typeFlag: '2', linkName: '../cur/x.js' },
-        { name: 'loop1', typeFlag: '2', linkName: 'loop2' },
-        { name: 'loop2', typeFlag: '2', linkName: 'loop1' },
-        { name: 'later', typeFlag: '2', linkName: 'not/there/yet' },
+        tarFile('lib/x.js', 'x'),
+        tarDir('bin/'),
+        tarSymlink('cur', 'lib'),
+        tarSymlink('bin/x', '../cur/x.js'),
+        tarSymlink('loop1', 'loop2'),
+        tarSymlink('loop2', 'loop1'),
+        tarSymlink('later', 'not/there/yet'),
       ]),
       dest,
       LIMITS,

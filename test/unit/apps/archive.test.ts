@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { packDirectory } from '../../../src/apps/archive-packer.ts';
 import { ArchiveError, unpackArchive } from '../../../src/apps/archive-unpacker.ts';
 import { rawArchive } from '../../helpers/app-archives.ts';
+import { tarDir, tarFile, tarHardLink, tarSymlink } from '../../helpers/unit-tar-entries.ts';
 import { useTempDirs } from '../../helpers/temp-dirs.ts';
 
 const tmp = useTempDirs('hearth-archive-');
@@ -39,28 +40,21 @@ describe('packing a directory and unpacking it safely', () => {
 
   it('never writes through a link unpacked before, even one pointing inside', async () => {
     const dest = tmp();
-    const archive = rawArchive([
-      { name: 'sub/', typeFlag: '5' },
-      { name: 'alias', typeFlag: '2', linkName: 'sub' },
-      { name: 'alias/file', typeFlag: '0', body: Buffer.from('x') },
-    ]);
+    const archive = rawArchive([tarDir('sub/'), tarSymlink('alias', 'sub'), tarFile('alias/file', 'x')]);
     await expect(unpackArchive(archive, dest, LIMITS)).rejects.toThrow(ArchiveError);
     expect(fs.existsSync(path.join(dest, 'sub/file'))).toBe(false);
   });
 
   it('drops setuid bits and accepts a hard link to a file of the same archive', async () => {
     const dest = tmp();
-    const archive = rawArchive([
-      { name: 'tool', typeFlag: '0', body: Buffer.from('x'), mode: 0o4755 },
-      { name: 'tool2', typeFlag: '1', linkName: 'tool' },
-    ]);
+    const archive = rawArchive([{ ...tarFile('tool', 'x'), mode: 0o4755 }, tarHardLink('tool2', 'tool')]);
     await unpackArchive(archive, dest, LIMITS);
     expect(fs.statSync(path.join(dest, 'tool')).mode & 0o7777).toBe(0o755);
     expect(fs.statSync(path.join(dest, 'tool2')).ino).toBe(fs.statSync(path.join(dest, 'tool')).ino);
   });
 
   it('refuses a truncated archive', async () => {
-    const whole = rawArchive([{ name: 'a.txt', typeFlag: '0', body: Buffer.alloc(5000, 'a') }]);
+    const whole = rawArchive([tarFile('a.txt', Buffer.alloc(5000, 'a'))]);
     await expect(unpackArchive(whole.subarray(0, whole.length - 20), tmp(), LIMITS)).rejects.toThrow(ArchiveError);
   });
 });

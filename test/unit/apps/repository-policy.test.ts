@@ -27,6 +27,11 @@ function fixedResolver(addresses: string[]): Resolver & { asked: string[] } {
   );
 }
 
+/** The `-c name=value` arguments git takes for each of `settings`, in order. */
+const gitConfig = (...settings: string[]): string[] => settings.flatMap((setting) => ['-c', setting]);
+/** Every permit starts by allowing no transport but http(s). */
+const HTTP_ONLY = ['protocol.allow=never', 'protocol.https.allow=always', 'protocol.http.allow=always'];
+
 const PUBLIC_V4 = '93.184.216.34';
 const PUBLIC_V6 = '2606:2800:220:1:248:1893:25c8:1946';
 
@@ -209,20 +214,12 @@ describe('--app-repositories public (the default)', () => {
     expect(d).toEqual({
       kind: 'allowed',
       url: 'https://bob:tok@git.example.com/team/app.git',
-      gitArgs: [
-        '-c',
-        'protocol.allow=never',
-        '-c',
-        'protocol.https.allow=always',
-        '-c',
-        'protocol.http.allow=always',
-        '-c',
+      gitArgs: gitConfig(
+        ...HTTP_ONLY,
         'http.followRedirects=false',
-        '-c',
         `http.curloptResolve=git.example.com:443:${PUBLIC_V4},[${PUBLIC_V6}]`,
-        '-c',
         `http.curloptResolve=git.example.com.:443:${PUBLIC_V4},[${PUBLIC_V6}]`,
-      ],
+      ),
     });
     const plain = await decideRepository('http://git.example.com/a.git', 'public', fixedResolver([PUBLIC_V4]));
     expect(plain.kind === 'allowed' && plain.gitArgs.filter((a) => a.startsWith('http.curloptResolve'))).toEqual([
@@ -243,16 +240,7 @@ describe('--app-repositories public (the default)', () => {
     expect(literal).toEqual({
       kind: 'allowed',
       url: 'https://8.8.8.8/a.git',
-      gitArgs: [
-        '-c',
-        'protocol.allow=never',
-        '-c',
-        'protocol.https.allow=always',
-        '-c',
-        'protocol.http.allow=always',
-        '-c',
-        'http.followRedirects=false',
-      ],
+      gitArgs: gitConfig(...HTTP_ONLY, 'http.followRedirects=false'),
     });
   });
 });
@@ -267,18 +255,9 @@ describe('--app-repositories network and local', () => {
     ]) {
       const d = await decideRepository(url, 'network', fixedResolver([]));
       expect(d.kind, url).toBe('allowed');
-      expect(d.kind === 'allowed' && d.gitArgs).toEqual([
-        '-c',
-        'protocol.allow=never',
-        '-c',
-        'protocol.https.allow=always',
-        '-c',
-        'protocol.http.allow=always',
-        '-c',
-        'protocol.ssh.allow=always',
-        '-c',
-        'protocol.git.allow=always',
-      ]);
+      expect(d.kind === 'allowed' && d.gitArgs).toEqual(
+        gitConfig(...HTTP_ONLY, 'protocol.ssh.allow=always', 'protocol.git.allow=always'),
+      );
     }
     for (const url of ['file:///srv/x.git', '/srv/x.git', 'ftp://h/x'])
       expect(refusedReason(await decideRepository(url, 'network', fixedResolver([])))).toContain(

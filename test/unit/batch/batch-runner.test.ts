@@ -104,10 +104,35 @@ async function fileLines(
 
 const log = createLogger('error');
 
+/**
+ * Runs `check` while a BatchRunner works on `store` (`concurrency` lines at a time, `owner` its owner check, over
+ * endpoints that count their calls in `calls`), then stops the runner and closes the store, whatever `check` threw.
+ */
+async function whileRunning(
+  store: BatchStore,
+  concurrency: number,
+  owner: BatchOwnerCheck,
+  check: (calls: { n: number }) => Promise<void>,
+): Promise<void> {
+  const calls = { n: 0 };
+  const runner = new BatchRunner(
+    store,
+    endpoints(calls),
+    log,
+    { concurrency, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 },
+    owner,
+  );
+  try {
+    await check(calls);
+  } finally {
+    await runner.stop();
+    await store.close();
+  }
+}
+
 describe('BatchRunner', () => {
   it('asks the owner check before each claim: a key revoked mid-batch stops it at the next line', async () => {
     const { store, id } = await storeWithBatch('revoked');
-    const calls = { n: 0 };
     // Revoked once three answers are recorded: between two claims (concurrency 1).
     let recorded = 0;
     const finishLine = store.finishLine.bind(store);
@@ -117,14 +142,7 @@ describe('BatchRunner', () => {
       return ok;
     };
     const owner: BatchOwnerCheck = () => (recorded < 3 ? null : REVOKED);
-    const runner = new BatchRunner(
-      store,
-      endpoints(calls),
-      log,
-      { concurrency: 1, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 },
-      owner,
-    );
-    try {
+    await whileRunning(store, 1, owner, async (calls) => {
       const b = await settled(store, id);
       expect(b).toMatchObject({ status: 'cancelled', total: LINES, completed: 3, failed: 0, errors: [REVOKED] });
       expect(calls.n).toBe(3);
@@ -133,37 +151,28 @@ describe('BatchRunner', () => {
       expect(out.map((l) => l.custom_id)).toEqual(['c0', 'c1', 'c2']);
       expect(rest).toHaveLength(LINES - 3);
       expect(rest.every((l) => l.error?.code === 'api_key_revoked')).toBe(true);
-    } finally {
-      await runner.stop();
-      await store.close();
-    }
+    });
   });
 
   it('a batch whose key is revoked before it validates runs no line (cancelled with nothing counted, as a cancel there)', async () => {
     const { store, id } = await storeWithBatch('revoked-early');
-    const calls = { n: 0 };
-    const runner = new BatchRunner(
+    await whileRunning(
       store,
-      endpoints(calls),
-      log,
-      { concurrency: 2, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 },
+      2,
       () => REVOKED,
+      async (calls) => {
+        const b = await settled(store, id);
+        expect(b).toMatchObject({
+          status: 'cancelled',
+          total: 0,
+          completed: 0,
+          outputFileId: null,
+          errorFileId: null,
+          errors: [REVOKED],
+        });
+        expect(calls.n).toBe(0);
+      },
     );
-    try {
-      const b = await settled(store, id);
-      expect(b).toMatchObject({
-        status: 'cancelled',
-        total: 0,
-        completed: 0,
-        outputFileId: null,
-        errorFileId: null,
-        errors: [REVOKED],
-      });
-      expect(calls.n).toBe(0);
-    } finally {
-      await runner.stop();
-      await store.close();
-    }
   });
 
   it('gives back a line whose answer could not be recorded, and answers it again', async () => {
@@ -174,24 +183,18 @@ describe('BatchRunner', () => {
       if (result.index === 4 && failures++ === 0) throw new Error('connection lost');
       return finishLine(batchId, result);
     };
-    const calls = { n: 0 };
-    const runner = new BatchRunner(
+    await whileRunning(
       store,
-      endpoints(calls),
-      log,
-      { concurrency: 2, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 },
+      2,
       () => null,
+      async (calls) => {
+        const b = await settled(store, id);
+        expect(b).toMatchObject({ status: 'completed', completed: LINES });
+        expect(calls.n).toBe(LINES + 1);
+        expect((await fileLines(store, b.outputFileId)).map((l) => l.custom_id).sort()).toEqual(
+          Array.from({ length: LINES }, (_, i) => `c${i}`).sort(),
+        );
+      },
     );
-    try {
-      const b = await settled(store, id);
-      expect(b).toMatchObject({ status: 'completed', completed: LINES });
-      expect(calls.n).toBe(LINES + 1);
-      expect((await fileLines(store, b.outputFileId)).map((l) => l.custom_id).sort()).toEqual(
-        Array.from({ length: LINES }, (_, i) => `c${i}`).sort(),
-      );
-    } finally {
-      await runner.stop();
-      await store.close();
-    }
   });
 });

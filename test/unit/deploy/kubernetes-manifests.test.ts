@@ -40,38 +40,37 @@ type Doc = {
 };
 type Model = new (data: never) => { validate(): void };
 
-/** Each kind's model (its schema validator) and, for the field-name check, the module and interface of its type. */
-const MODELS: Record<string, { model: Model; types: [string, string] }> = {
-  'v1/ConfigMap': { model: ConfigMap, types: ['kubernetes-models/v1', 'IConfigMap'] },
-  'v1/Secret': { model: Secret, types: ['kubernetes-models/v1', 'ISecret'] },
-  'v1/Service': { model: Service, types: ['kubernetes-models/v1', 'IService'] },
-  'v1/ServiceAccount': { model: ServiceAccount, types: ['kubernetes-models/v1', 'IServiceAccount'] },
-  'apps/v1/Deployment': { model: Deployment, types: ['kubernetes-models/apps/v1', 'IDeployment'] },
-  'autoscaling/v2/HorizontalPodAutoscaler': {
-    model: HorizontalPodAutoscaler,
-    types: ['kubernetes-models/autoscaling/v2', 'IHorizontalPodAutoscaler'],
-  },
-  'policy/v1/PodDisruptionBudget': {
-    model: PodDisruptionBudget,
-    types: ['kubernetes-models/policy/v1', 'IPodDisruptionBudget'],
-  },
-  'rbac.authorization.k8s.io/v1/Role': {
-    model: Role,
-    types: ['kubernetes-models/rbac.authorization.k8s.io/v1', 'IRole'],
-  },
-  'rbac.authorization.k8s.io/v1/RoleBinding': {
-    model: RoleBinding,
-    types: ['kubernetes-models/rbac.authorization.k8s.io/v1', 'IRoleBinding'],
-  },
-  'monitoring.coreos.com/v1/ServiceMonitor': {
-    model: ServiceMonitor,
-    types: ['@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1', 'IServiceMonitor'],
-  },
-  'gateway.networking.k8s.io/v1/HTTPRoute': {
-    model: HTTPRoute,
-    types: ['@kubernetes-models/gateway-api/gateway.networking.k8s.io/v1', 'IHTTPRoute'],
-  },
+/** The package holding an API group's types: kubernetes-models for the built-in groups, its own for each CRD. */
+const TYPE_PACKAGES: Record<string, string> = {
+  'monitoring.coreos.com/v1': '@kubernetes-models/prometheus-operator',
+  'gateway.networking.k8s.io/v1': '@kubernetes-models/gateway-api',
 };
+
+/**
+ * Each kind's model (its schema validator) by "apiVersion/kind" and, for the field-name check, the module and
+ * interface of its type (`I` + kind, in the package of its API group).
+ */
+const MODELS: Record<string, { model: Model; types: [string, string] }> = Object.fromEntries(
+  [
+    ConfigMap,
+    Secret,
+    Service,
+    ServiceAccount,
+    Deployment,
+    HorizontalPodAutoscaler,
+    PodDisruptionBudget,
+    Role,
+    RoleBinding,
+    ServiceMonitor,
+    HTTPRoute,
+  ].map((model) => [
+    `${model.apiVersion}/${model.kind}`,
+    {
+      model,
+      types: [`${TYPE_PACKAGES[model.apiVersion] ?? 'kubernetes-models'}/${model.apiVersion}`, `I${model.kind}`],
+    },
+  ]),
+);
 
 /**
  * Unknown (misspelled) fields in the built-in kinds, which their validators let through: each document becomes an

@@ -60,23 +60,14 @@ const input = (mode: CpuKernelsMode, cacheFile?: string) => ({
 });
 
 describe('--cpu-kernels prebuilt and native', () => {
-  it('prebuilt asks nothing', async () => {
-    const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
-    expect(await chooseCpuKernels(input('prebuilt'), probe)).toEqual({
-      kernels: 'prebuilt',
-      why: '--cpu-kernels prebuilt',
-    });
-    expect(calls).toEqual([]);
-  });
-
-  it('prebuilt:VARIANT asks nothing either (the worker loads that library or says why not)', async () => {
-    const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
-    expect(await chooseCpuKernels(input('prebuilt:haswell'), probe)).toEqual({
-      kernels: 'prebuilt:haswell',
-      why: '--cpu-kernels prebuilt:haswell',
-    });
-    expect(calls).toEqual([]);
-  });
+  it.each<CpuKernelsMode>(['prebuilt', 'prebuilt:haswell'])(
+    '%s asks nothing (with a VARIANT, the worker loads that library or says why not)',
+    async (mode) => {
+      const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
+      expect(await chooseCpuKernels(input(mode), probe)).toEqual({ kernels: mode, why: `--cpu-kernels ${mode}` });
+      expect(calls).toEqual([]);
+    },
+  );
 
   it('native checks the build is usable here and times nothing', async () => {
     const { probe, calls } = scripted({ stamp: 's' }, { prebuilt: [], native: [] });
@@ -111,26 +102,12 @@ describe('--cpu-kernels auto', () => {
   });
 
   it('keeps the prebuilt kernels when native is less than 3 % faster, or slower', async () => {
-    expect(
-      (
-        await chooseCpuKernels(
-          input('auto'),
-          scripted({ stamp: 's' }, { prebuilt: [100, 100], native: [98, 98] }).probe,
-        )
-      ).kernels,
-    ).toBe('prebuilt');
-    expect(
-      (await chooseCpuKernels(input('auto'), scripted({ stamp: 's' }, { prebuilt: [60, 61], native: [64, 65] }).probe))
-        .kernels,
-    ).toBe('prebuilt');
-    expect(
-      (
-        await chooseCpuKernels(
-          input('auto'),
-          scripted({ stamp: 's' }, { prebuilt: [100, 100], native: [97, 97] }).probe,
-        )
-      ).kernels,
-    ).toBe('native');
+    /** The kernels `auto` picks when the candidates time `ms` (a usable native build). */
+    const autoPicks = async (ms: { prebuilt: number[]; native: number[] }) =>
+      (await chooseCpuKernels(input('auto'), scripted({ stamp: 's' }, ms).probe)).kernels;
+    expect(await autoPicks({ prebuilt: [100, 100], native: [98, 98] })).toBe('prebuilt');
+    expect(await autoPicks({ prebuilt: [60, 61], native: [64, 65] })).toBe('prebuilt');
+    expect(await autoPicks({ prebuilt: [100, 100], native: [97, 97] })).toBe('native');
   });
 
   it('a candidate is timed at up to the planned threads only', async () => {

@@ -7,6 +7,7 @@ import { type ManagedEngine, ModelRegistry, type ModelRegistryOptions } from '..
 import { ApiError } from '../../../src/errors/index.ts';
 import { silentLogger } from '../../../src/log/logger.ts';
 import { createMetrics, type Metrics } from '../../../src/metrics/metrics.ts';
+import { instantModelStatus } from '../../helpers/unit-model-status.ts';
 
 /**
  * The model registry's rules with engines whose start and stop the test releases (no model, no timing): one load
@@ -50,21 +51,7 @@ class GatedEngine implements ManagedEngine {
     this.openStop();
   }
   status(): ModelStatus {
-    return {
-      state: this.state,
-      modelId: this.modelId,
-      pull: null,
-      workersReady: 1,
-      workers: 1,
-      engine: 'instant',
-      error: null,
-      metadata: null,
-      contextSize: 64,
-      slots: 1,
-      threads: 1,
-      gpu: null,
-      readyAt: null,
-    };
+    return instantModelStatus({ state: this.state, modelId: this.modelId });
   }
   load() {
     return { running: this.running, waiting: 0 };

@@ -7,6 +7,7 @@ import { GrammarCache } from '../../../src/grammar/grammar-cache.ts';
 import { jsonObjectGrammar, jsonSchemaToGrammar } from '../../../src/grammar/json-schema-grammar.ts';
 import { sampleGbnf } from '../../helpers/gbnf-sampler.ts';
 import { SCHEMA_FIXTURES } from '../../helpers/schema-fixtures.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
 const SAMPLES = 40;
@@ -107,15 +108,9 @@ describe('refusals name the keyword', () => {
   ];
   for (const [schema, keyword] of cases) {
     it(`${keyword}: ${JSON.stringify(schema)}`, () => {
-      let error: unknown;
-      try {
-        jsonSchemaToGrammar(schema);
-      } catch (e) {
-        error = e;
-      }
-      expect(error).toBeInstanceOf(GrammarError);
-      expect((error as GrammarError).keyword).toBe(keyword);
-      expect((error as GrammarError).message).toContain(keyword);
+      const error = thrownBy(() => jsonSchemaToGrammar(schema), GrammarError);
+      expect(error.keyword).toBe(keyword);
+      expect(error.message).toContain(keyword);
     });
   }
 

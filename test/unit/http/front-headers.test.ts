@@ -1,8 +1,7 @@
-import type { us_listen_socket, us_socket } from 'uWebSockets.js';
-import { uWS } from '../../../src/http/uws.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EdgeStyle, FRONT_HEADERS } from '../../../src/http/http-exchange.ts';
-import { mountRoutes, OPENAI_STYLE } from '../../../src/http/router.ts';
+import { OPENAI_STYLE } from '../../../src/http/router.ts';
+import { listenRoutes } from '../../helpers/uws-routes.ts';
 
 /**
  * Behind the managed front (EdgeStyle.frontSecret) the client address comes from x-hearth-peer, but only next to
@@ -11,12 +10,10 @@ import { mountRoutes, OPENAI_STYLE } from '../../../src/http/router.ts';
 const SECRET = 'a'.repeat(64);
 const STYLE: EdgeStyle = { ...OPENAI_STYLE, frontSecret: Buffer.from(SECRET) };
 let port: number;
-let listen: us_listen_socket;
+let close: () => void;
 
 beforeAll(async () => {
-  const app = uWS.App();
-  mountRoutes(
-    app,
+  ({ port, close } = await listenRoutes(
     [
       {
         method: 'GET',
@@ -30,18 +27,10 @@ beforeAll(async () => {
           }),
       },
     ],
-    () => {},
     STYLE,
-  );
-  await new Promise<void>((resolve) =>
-    app.listen('127.0.0.1', 0, (s) => {
-      listen = s;
-      port = uWS.us_socket_local_port(s as unknown as us_socket);
-      resolve();
-    }),
-  );
+  ));
 });
-afterAll(() => uWS.us_listen_socket_close(listen));
+afterAll(() => close());
 
 async function who(headers: Record<string, string>): Promise<{ address: string; headers: string[]; head: string[] }> {
   return (await fetch(`http://127.0.0.1:${port}/who`, { headers })).json() as Promise<{

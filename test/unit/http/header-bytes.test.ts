@@ -1,11 +1,9 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppHost } from '../../../src/apps/app-host.ts';
 import type { RunningHttpServer } from '../../../src/http/http-server.ts';
 import type { Route } from '../../../src/http/router.ts';
-import { appProxyRoutes } from '../../../src/apps/app-proxy-routes.ts';
 import { rawExchange } from '../../helpers/raw-http.ts';
+import { appBehindProxy } from '../../helpers/unit-app-proxy.ts';
 import { startLoopbackServer } from '../../helpers/uws-routes.ts';
 
 /**
@@ -34,25 +32,12 @@ const echo: Route = {
 };
 
 beforeAll(async () => {
-  upstream = http.createServer((req, res) => {
+  const proxy = await appBehindProxy((_req, res) => {
     upstreamCalls++;
     res.end('{"ok":true}');
   });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  const port = (upstream.address() as AddressInfo).port;
-  const host = { proxyTarget: () => ({ port }) } as unknown as AppHost;
-  const routes = [
-    echo,
-    ...appProxyRoutes({
-      host,
-      bodyLimit: 1 << 20,
-      headersTimeoutMs: 5000,
-      idleTimeoutMs: 5000,
-      proto: 'http',
-      trustProxy: false,
-    }),
-  ];
-  server = await startLoopbackServer(routes);
+  upstream = proxy.app;
+  server = await startLoopbackServer([echo, ...proxy.routes]);
 });
 afterAll(async () => {
   server?.close();

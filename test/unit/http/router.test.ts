@@ -1,11 +1,10 @@
 import net from 'node:net';
-import type { us_listen_socket, us_socket } from 'uWebSockets.js';
-import { uWS } from '../../../src/http/uws.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiError, invalidRequest } from '../../../src/errors/index.ts';
 import type { EdgeStyle } from '../../../src/http/http-exchange.ts';
-import { mountRoutes, type Route } from '../../../src/http/router.ts';
+import type { Route } from '../../../src/http/router.ts';
 import { rawExchange } from '../../helpers/raw-http.ts';
+import { listenRoutes } from '../../helpers/uws-routes.ts';
 
 /**
  * The one router on a bare uWS app, with an injected error style (as the tool-server kit injects its own):
@@ -18,7 +17,7 @@ const STYLE: EdgeStyle = {
 };
 const ran: string[] = [];
 let port: number;
-let listen: us_listen_socket;
+let close: () => void;
 
 beforeAll(async () => {
   const routes: Route[] = [
@@ -79,17 +78,9 @@ beforeAll(async () => {
       handler: async (ex) => ex.sendJson(200, { bytes: (await ex.bytes()).length }),
     },
   ];
-  const app = uWS.App();
-  mountRoutes(app, routes, () => {}, STYLE);
-  await new Promise<void>((resolve) =>
-    app.listen('127.0.0.1', 0, (s) => {
-      listen = s;
-      port = uWS.us_socket_local_port(s as unknown as us_socket);
-      resolve();
-    }),
-  );
+  ({ port, close } = await listenRoutes(routes, STYLE));
 });
-afterAll(() => uWS.us_listen_socket_close(listen));
+afterAll(() => close());
 
 const url = (path: string) => `http://127.0.0.1:${port}${path}`;
 

@@ -1,23 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { GenerationSink, ModelStatus } from '../../../src/engine/generation.ts';
+import type { GenerationSink } from '../../../src/engine/generation.ts';
 import { ApiError } from '../../../src/errors/index.ts';
 import { ServingStats } from '../../../src/inference/serving-stats.ts';
+import { instantModelStatus } from '../../helpers/unit-model-status.ts';
 
-const status = {
-  state: 'ready',
-  modelId: 'local/m',
-  pull: null,
-  workersReady: 1,
-  workers: 1,
-  engine: 'instant',
-  error: null,
-  metadata: null,
-  contextSize: 256,
-  slots: 2,
-  threads: 1,
-  gpu: null,
-  readyAt: 0,
-} satisfies ModelStatus;
+const status = instantModelStatus({ contextSize: 256, slots: 2, readyAt: 0 });
 const engine = { modelId: 'local/m', status: () => status, load: () => ({ running: 1, waiting: 2 }) };
 const sink: GenerationSink = { onText: () => {}, onDone: () => {}, onError: () => {} };
 

@@ -15,35 +15,17 @@ describe('bound metrics', () => {
     { route: 'chat "completions"\\x\n', status: '429' },
   ];
 
+  /** One counter and one histogram, each declared with the same options in both libraries. */
+  const counter = { name: 't_total', help: 'a "help"\\ line', labelNames: ['route', 'status'] };
+  const histogram = { name: 't_seconds', help: 'h', labelNames: ['route', 'status'], buckets };
+
   function both() {
     const theirs = new Registry();
     const ours = new Registry();
-    const pc = new Counter({
-      name: 't_total',
-      help: 'a "help"\\ line',
-      labelNames: ['route', 'status'],
-      registers: [theirs],
-    });
-    const ph = new Histogram({
-      name: 't_seconds',
-      help: 'h',
-      labelNames: ['route', 'status'],
-      buckets,
-      registers: [theirs],
-    });
-    const bc = new BoundCounter({
-      name: 't_total',
-      help: 'a "help"\\ line',
-      labelNames: ['route', 'status'],
-      registers: [ours],
-    });
-    const bh = new BoundHistogram({
-      name: 't_seconds',
-      help: 'h',
-      labelNames: ['route', 'status'],
-      buckets,
-      registers: [ours],
-    });
+    const pc = new Counter({ ...counter, registers: [theirs] });
+    const ph = new Histogram({ ...histogram, registers: [theirs] });
+    const bc = new BoundCounter({ ...counter, registers: [ours] });
+    const bh = new BoundHistogram({ ...histogram, registers: [ours] });
     return { theirs, ours, pc, ph, bc, bh };
   }
 

@@ -5,6 +5,7 @@ import { invalidRequest, modelWarmingUp, unauthorized } from '../../../src/error
 import type { ChatDelta } from '../../../src/protocol/chat-delta.ts';
 import { MessageRenderer } from '../../../src/protocol/messages-events.ts';
 import { validateMessagesRequest } from '../../../src/protocol/messages-request.ts';
+import { thrownBy } from '../../helpers/thrown.ts';
 
 /** The Messages API's pure parts: request -> ChatRequest, ChatDeltas -> message / events, errors -> Anthropic's shape. */
 
@@ -185,14 +186,7 @@ describe('validateMessagesRequest', () => {
       '__proto__',
     ],
   ])('%j -> 400 naming %s', (body, param) => {
-    let caught: unknown;
-    try {
-      validateMessagesRequest(body);
-    } catch (err) {
-      caught = err;
-    }
-    expect(caught).toBeInstanceOf(ApiError);
-    expect(caught).toMatchObject({ status: 400, param });
+    expect(thrownBy(() => validateMessagesRequest(body), ApiError)).toMatchObject({ status: 400, param });
   });
 });
 

@@ -47,12 +47,18 @@ function splits(text: string): string[][] {
   return out;
 }
 
+/** What a reply that is nothing but one call of `name` with `args` assembles to. */
+const onlyCall = (name: string, args: string): Assembled => ({
+  content: '',
+  calls: [{ id: 'call_0', name, arguments: args }],
+});
+
 const CASES: Array<[string, string, Assembled]> = [
   ['plain text', 'Hello there, no calls.\n', { content: 'Hello there, no calls.\n', calls: [] }],
   [
     'one call',
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
-    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{"city": "Paris"}' }] },
+    onlyCall('get_weather', '{"city": "Paris"}'),
   ],
   [
     'text then two calls with nested braces',
@@ -68,7 +74,7 @@ const CASES: Array<[string, string, Assembled]> = [
   [
     'arguments before name (parsed whole)',
     '<tool_call>{"arguments": {"zone": "CET"}, "name": "get_time"}</tool_call>',
-    { content: '', calls: [{ id: 'call_0', name: 'get_time', arguments: '{"zone":"CET"}' }] },
+    onlyCall('get_time', '{"zone":"CET"}'),
   ],
   [
     'an undeclared function stays content',
@@ -79,36 +85,32 @@ const CASES: Array<[string, string, Assembled]> = [
   [
     'unfinished call at the end',
     '<tool_call>\n{"name": "get_time", "arguments": {"zone": "U',
-    { content: '', calls: [{ id: 'call_0', name: 'get_time', arguments: '{"zone": "U' }] },
+    onlyCall('get_time', '{"zone": "U'),
   ],
   // Cut by max_tokens after the arguments (seen on stories260K with a forced call): the body's brace and the start
   // of the closing tag are the wrapper's, not the arguments' (clients parse arguments as JSON).
   [
     'a call cut inside its closing tag',
     '<tool_call>\n{ "name" : "get_weather" , "arguments" : { "city" :" S toys." }}\n</t',
-    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{ "city" :" S toys." }' }] },
+    onlyCall('get_weather', '{ "city" :" S toys." }'),
   ],
   [
     'a call cut one character before its closing tag ends',
     '<tool_call>\n{ "name" : "get_weather" , "arguments" : { "city" :"" }}\n</tool_call',
-    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{ "city" :"" }' }] },
+    onlyCall('get_weather', '{ "city" :"" }'),
   ],
   [
     'a call cut after its body',
     '<tool_call>{"name": "get_weather", "arguments": {"city": "X"}}',
-    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{"city": "X"}' }] },
+    onlyCall('get_weather', '{"city": "X"}'),
   ],
   // Cut inside the arguments: a brace that could have been the body's belongs to them after all.
   [
     'a call cut after an inner object',
     '<tool_call>{"name": "get_weather", "arguments": {"city": {"a": 1 }',
-    { content: '', calls: [{ id: 'call_0', name: 'get_weather', arguments: '{"city": {"a": 1 }' }] },
+    onlyCall('get_weather', '{"city": {"a": 1 }'),
   ],
-  [
-    'escaped name',
-    '<tool_call>{"name": "get\\u005ftime", "arguments": {}}</tool_call>',
-    { content: '', calls: [{ id: 'call_0', name: 'get_time', arguments: '{}' }] },
-  ],
+  ['escaped name', '<tool_call>{"name": "get\\u005ftime", "arguments": {}}</tool_call>', onlyCall('get_time', '{}')],
 ];
 
 describe('ToolCallStreamParser', () => {

@@ -1,10 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
+import { ApiKeyRepository, type ApiKeyView } from '../../../src/accounts/api-key-repository.ts';
 import { ManagementAuthenticator, type PresentedCredentials } from '../../../src/accounts/authenticator.ts';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import { UserRepository } from '../../../src/accounts/user-repository.ts';
 import { AppRepository } from '../../../src/apps/app-repository.ts';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.ts';
+import type { AppRecord, ProjectRecord, WorkspaceRecord } from '../../../src/store/records.ts';
 import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
@@ -49,6 +50,19 @@ interface Expected {
   want: unknown;
 }
 
+/** What a reader takes of a record (undefined where it found none). */
+type Reading<T> = (record: T | undefined) => unknown;
+
+/** One record as a replica reads it: `pick` of it read by id and of it found (by `id`) in its list. */
+function readBoth<T extends { id: string }>(
+  byId: T | undefined,
+  list: T[],
+  id: string,
+  pick: Reading<T>,
+): { byId: unknown; inList: unknown } {
+  return { byId: pick(byId), inList: pick(list.find((x) => x.id === id)) };
+}
+
 describe('a fleet of three replicas, one deaf to NOTIFY', () => {
   it(
     `a workspace, project, app or key created, changed or removed on one replica is read at once on the others, ${ROUNDS} times`,
@@ -75,16 +89,22 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
       let project = '';
       let app = '';
       let key = '';
+      /** What replica `r` reads of the current workspace, project, app or key: `pick` of it by id and in its list. */
+      const seenWorkspace = (pick: Reading<WorkspaceRecord>) => (r: Replica) =>
+        readBoth(r.workspaces.get(ACCOUNT, ws), r.workspaces.list(ACCOUNT), ws, pick);
+      const seenProject = (pick: Reading<ProjectRecord>) => (r: Replica) =>
+        readBoth(r.projects.get(ACCOUNT, ws, project), r.projects.list(ACCOUNT, ws), project, pick);
+      const seenApp = (pick: Reading<AppRecord>) => (r: Replica) =>
+        readBoth(r.apps.get(ACCOUNT, ws, app), r.apps.list(ACCOUNT, ws), app, pick);
+      const seenKey = (pick: Reading<ApiKeyView>) => (r: Replica) =>
+        readBoth(r.keys.get(key), r.keys.list(ACCOUNT), key, pick);
       /** The changes in turn: each writes on `w` and says what the others must read next. */
       const steps: ((w: Replica, n: number) => Promise<Expected>)[] = [
         async (w, n) => {
           ws = (await w.workspaces.create(ACCOUNT, `ws ${n}`)).id;
           return {
             what: 'workspace created',
-            read: (r) => ({
-              byId: r.workspaces.get(ACCOUNT, ws)?.name,
-              inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws)?.name,
-            }),
+            read: seenWorkspace((x) => x?.name),
             want: `ws ${n}`,
           };
         },
@@ -93,10 +113,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           await w.workspaces.finishYam(ws, { ok: true });
           return {
             what: 'Yam ready',
-            read: (r) => ({
-              byId: r.workspaces.get(ACCOUNT, ws)?.yam?.state,
-              inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws)?.yam?.state,
-            }),
+            read: seenWorkspace((x) => x?.yam?.state),
             want: 'ready',
           };
         },
@@ -114,10 +131,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           ).project.id;
           return {
             what: 'project created',
-            read: (r) => ({
-              byId: r.projects.get(ACCOUNT, ws, project)?.name,
-              inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project)?.name,
-            }),
+            read: seenProject((x) => x?.name),
             want: `p ${n}`,
           };
         },
@@ -125,10 +139,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           await w.projects.update(ACCOUNT, ws, project, { name: `renamed p ${n}` });
           return {
             what: 'project renamed',
-            read: (r) => ({
-              byId: r.projects.get(ACCOUNT, ws, project)?.name,
-              inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project)?.name,
-            }),
+            read: seenProject((x) => x?.name),
             want: `renamed p ${n}`,
           };
         },
@@ -149,10 +160,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           ).id;
           return {
             what: 'app created',
-            read: (r) => ({
-              byId: r.apps.get(ACCOUNT, ws, app)?.name,
-              inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app)?.name,
-            }),
+            read: seenApp((x) => x?.name),
             want: `app ${n}`,
           };
         },
@@ -160,10 +168,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           await w.apps.update(app, { name: `renamed app ${n}` });
           return {
             what: 'app renamed',
-            read: (r) => ({
-              byId: r.apps.get(ACCOUNT, ws, app)?.name,
-              inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app)?.name,
-            }),
+            read: seenApp((x) => x?.name),
             want: `renamed app ${n}`,
           };
         },
@@ -171,10 +176,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           await w.apps.delete(app);
           return {
             what: 'app deleted',
-            read: (r) => ({
-              byId: r.apps.get(ACCOUNT, ws, app),
-              inList: r.apps.list(ACCOUNT, ws).find((x) => x.id === app),
-            }),
+            read: seenApp((x) => x),
             want: undefined,
           };
         },
@@ -182,10 +184,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           await w.projects.delete(ACCOUNT, ws, project);
           return {
             what: 'project deleted',
-            read: (r) => ({
-              byId: r.projects.get(ACCOUNT, ws, project),
-              inList: r.projects.list(ACCOUNT, ws).find((x) => x.id === project),
-            }),
+            read: seenProject((x) => x),
             want: undefined,
           };
         },
@@ -193,10 +192,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           key = (await w.keys.create(`key ${n}`, ACCOUNT)).id;
           return {
             what: 'key created',
-            read: (r) => ({
-              byId: r.keys.get(key)?.name,
-              inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.name,
-            }),
+            read: seenKey((x) => x?.name),
             want: `key ${n}`,
           };
         },
@@ -204,10 +200,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           await w.keys.update(key, ACCOUNT, { name: `renamed key ${n}` });
           return {
             what: 'key renamed',
-            read: (r) => ({
-              byId: r.keys.get(key)?.name,
-              inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.name,
-            }),
+            read: seenKey((x) => x?.name),
             want: `renamed key ${n}`,
           };
         },
@@ -215,10 +208,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           await w.keys.revoke(key, ACCOUNT);
           return {
             what: 'key revoked',
-            read: (r) => ({
-              byId: r.keys.get(key)?.revokedAt !== null,
-              inList: r.keys.list(ACCOUNT).find((x) => x.id === key)?.revokedAt !== null,
-            }),
+            read: seenKey((x) => x?.revokedAt !== null),
             want: true,
           };
         },
@@ -226,10 +216,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
           await w.workspaces.delete(ACCOUNT, ws);
           return {
             what: 'workspace deleted',
-            read: (r) => ({
-              byId: r.workspaces.get(ACCOUNT, ws),
-              inList: r.workspaces.list(ACCOUNT).find((x) => x.id === ws),
-            }),
+            read: seenWorkspace((x) => x),
             want: undefined,
           };
         },

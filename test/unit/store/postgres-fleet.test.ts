@@ -9,6 +9,7 @@ import { readMigrations } from '../../../src/store/postgres/migrations.ts';
 import { PostgresStore } from '../../../src/store/postgres/postgres-store.ts';
 import { CHANGES_SQL } from '../../../src/store/postgres/records-sql.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
+import { rejectionBy } from '../../helpers/unit-rejection.ts';
 import { ProjectRepository } from '../../../src/workspaces/project-repository.ts';
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
@@ -198,14 +199,10 @@ describe('PostgreSQL records shared by replicas', () => {
     await pgServer.server.stop();
     try {
       const started = Date.now();
-      const err = await keys.create('during', 'acct').then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      expect(err).toBeInstanceOf(ApiError);
-      expect((err as ApiError).status).toBe(503);
-      expect((err as ApiError).code).toBe('store_unavailable');
-      expect((err as ApiError).retryAfter).toBeGreaterThan(0);
+      const err = await rejectionBy(() => keys.create('during', 'acct'), ApiError);
+      expect(err.status).toBe(503);
+      expect(err.code).toBe('store_unavailable');
+      expect(err.retryAfter).toBeGreaterThan(0);
       expect(Date.now() - started).toBeLessThan(10_000); // bounded, never a hang
       expect(keys.authenticate(created.key).keyId).toBe(created.id);
       await expect(a!.query('SELECT 1')).rejects.toMatchObject({ status: 503, code: 'store_unavailable' });
