@@ -192,6 +192,8 @@ export interface HearthNativeBinding {
    * `backendDir` is such a load). Returns the file name of the library in use; throws when none can be loaded.
    */
   loadCpuBackend(dir?: string): string;
+  /** The greedy sampler's choice: the index of the first largest value; `plainScan` = the reference scan's answer. */
+  firstMaxIndex(values: Float32Array, plainScan?: boolean): number;
 }
 
 /** The addon's own exports: deliveries come as flat arrays (native/src/loop_event_js.h). */
@@ -200,6 +202,7 @@ interface RawBinding {
   EventRelay: new (onEvents: (flat: unknown[]) => void) => NativeEventRelay;
   buildInfo(): NativeBuildInfo;
   loadCpuBackend(dir?: string): string;
+  firstMaxIndex(values: Float32Array, plainScan?: boolean): number;
 }
 
 /** Slots per event in a delivery (kEventSlots), and the slot-0 codes (EventKind's order). */
@@ -279,6 +282,7 @@ function decodingBinding(raw: RawBinding): HearthNativeBinding {
     EventRelay: EventRelay as unknown as HearthNativeBinding['EventRelay'],
     buildInfo: () => raw.buildInfo(),
     loadCpuBackend: (dir?: string) => raw.loadCpuBackend(dir),
+    firstMaxIndex: (values: Float32Array, plainScan?: boolean) => raw.firstMaxIndex(values, plainScan),
   };
 }
 

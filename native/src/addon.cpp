@@ -1,4 +1,5 @@
-// Module entry of hearth_native.node: exports `SlotLoop`, `EventRelay`, `buildInfo()` and `loadCpuBackend()`.
+// Module entry of hearth_native.node: exports `SlotLoop`, `EventRelay`, `buildInfo()`, `loadCpuBackend()` and
+// `firstMaxIndex()` (the greedy choice, exported for the tests that hold it to the plain scan).
 // A context-aware Node-API addon: every environment (main thread or worker_thread) that loads it gets
 // its own exports and its own instances; the only process-wide state is llama.cpp's (see llama_runtime.h)
 // and the registry of event relays (event_relay.h).
@@ -10,6 +11,7 @@
 #include "llama_runtime.h"
 #include "napi.h"
 #include "event_relay.h"
+#include "first_max.h"
 #include "slot_loop_wrap.h"
 
 namespace hearth {
@@ -42,6 +44,7 @@ public:
         DefineAddon(exports, {
             InstanceMethod("buildInfo", &HearthAddon::BuildInfo),
             InstanceMethod("loadCpuBackend", &HearthAddon::LoadCpuBackend),
+            InstanceMethod("firstMaxIndex", &HearthAddon::FirstMaxIndex),
             InstanceValue("SlotLoop", SlotLoopWrap::Define(env), napi_enumerable),
             InstanceValue("EventRelay", EventRelayWrap::Define(env), napi_enumerable),
         });
@@ -64,6 +67,20 @@ private:
         }
         o.Set("maxSlots", (double) llama_max_parallel_sequences());
         return o;
+    }
+
+    // firstMaxIndex(values: Float32Array, plainScan?: boolean): number. The greedy sampler's choice over `values`
+    // (first_max.h); with plainScan, the reference scan's.
+    Napi::Value FirstMaxIndex(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array) {
+            Napi::TypeError::New(env, "firstMaxIndex(values: Float32Array, plainScan?: boolean)").ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        const Napi::Float32Array values = info[0].As<Napi::Float32Array>();
+        const bool scan = info.Length() > 1 && info[1].ToBoolean().Value();
+        const int32_t n = (int32_t) values.ElementLength();
+        return Napi::Number::New(env, scan ? firstMaxIndexScan(values.Data(), n) : firstMaxIndex(values.Data(), n));
     }
 
     // loadCpuBackend(dir?: string): string. Loads ggml's CPU backend for the process now (llama_runtime.h:

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "first_max.h"
+
 namespace hearth {
 
 namespace {
@@ -86,15 +88,7 @@ llama_token SlotSampler::sample(const float * logits, std::string & error, int32
         return sampleWithGrammar(logits, error, remaining);
     }
     if (plainGreedy_) {
-        llama_token best = 0;
-        float bestLogit = logits[0];
-        for (int32_t t = 1; t < nVocab_; t++) {
-            if (logits[t] > bestLogit) {  // first maximum wins, as llama.cpp's greedy sampler
-                bestLogit = logits[t];
-                best = t;
-            }
-        }
-        return best;
+        return firstMaxIndex(logits, nVocab_);  // first maximum wins, as llama.cpp's greedy sampler
     }
     // llama_sampler_sample's CPU path, on logits the caller fetched (so that rows can be sampled on other threads).
     fillCandidates(logits);
