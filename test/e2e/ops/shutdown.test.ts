@@ -10,6 +10,7 @@ import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
 import { probeAppArchive } from '../../helpers/app-archives.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { createProject, mustCall, projectReady, readyWorkspace, until } from '../../helpers/management-client.ts';
+import { TINY_CHAT_ON_HUB } from '../../helpers/pulling-server.ts';
 import { tinyChatModel, tinyModel } from '../../helpers/test-model.ts';
 
 /**
@@ -47,7 +48,6 @@ const INSTANT = [
   '--stream-buffer-limit',
   String(256 << 20),
 ];
-const MODEL_URI = 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf';
 
 type Health = { state: string; pull?: { percent: number } };
 const health = async (h: HearthProcess): Promise<Health> =>
@@ -108,7 +108,7 @@ describe('shutdown in every model state', () => {
     const file = await tinyChatModel();
     hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-    const args = ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'];
+    const args = ['--model', TINY_CHAT_ON_HUB, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'];
     hearth = await startHearthProcess({ args, env: { HF_ENDPOINT: hub.endpoint } });
     const h = hearth;
     await until(async () => ((await health(h)).pull?.percent ?? 0) >= 49, 'the pull to stall half-way');
@@ -141,7 +141,7 @@ describe('shutdown in every model state', () => {
       });
     try {
       hearth = await startHearthProcess({
-        args: ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'],
+        args: ['--model', TINY_CHAT_ON_HUB, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'],
         env: { HF_ENDPOINT: `http://127.0.0.1:${(dropper.address() as net.AddressInfo).port}` },
       });
       const h = hearth;
