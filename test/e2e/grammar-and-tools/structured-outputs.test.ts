@@ -148,23 +148,17 @@ describe('json_object', () => {
 
   it('answers a JSON object, JSON and streaming', async () => {
     const c = new OpenAI({ apiKey: jsonHearth.key, baseURL: `${jsonHearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const r = await c.chat.completions.create({
+    const request = {
       model: MODEL_ID,
       messages: ask,
-      response_format: { type: 'json_object' },
+      response_format: { type: 'json_object' as const },
       max_tokens: MAX_TOKENS,
       temperature: 0,
-    });
+    };
+    const r = await c.chat.completions.create(request);
     expect(r.choices[0]!.finish_reason).toBe('stop');
     expect(JSON.parse(r.choices[0]!.message.content!)).toEqual({ mood: 'calm', score: 3 });
-    const stream = await c.chat.completions.create({
-      model: MODEL_ID,
-      messages: ask,
-      response_format: { type: 'json_object' },
-      max_tokens: MAX_TOKENS,
-      temperature: 0,
-      stream: true,
-    });
+    const stream = await c.chat.completions.create({ ...request, stream: true });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(JSON.parse(text)).toEqual({ mood: 'calm', score: 3 });
