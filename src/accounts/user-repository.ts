@@ -10,16 +10,7 @@ import {
   verifyPassword,
 } from './password-hash.ts';
 import { sha256Hex, sortableId } from '../store/secrets.ts';
-
-/** What the API and CLI show of a user: never the password hash. */
-export interface UserView {
-  id: string;
-  email: string;
-  role: UserRole;
-  accountId: string;
-  createdAt: string;
-  lastSignInAt: string | null;
-}
+import type { UserView } from './account-views.ts';
 
 export interface NewUser {
   email: string;
