@@ -231,6 +231,22 @@ export function useAction(): {
 }
 
 /**
+ * useAction for calls that change what the page shows: `change(call)` runs the call, then `after` (a reload, the
+ * parent's onChanged); a failed call skips `after` and leaves its error in `error`.
+ */
+export function useChangeAction(after: () => unknown): ReturnType<typeof useAction> & {
+  change: (call: () => Promise<unknown>) => Promise<void>;
+} {
+  const action = useAction();
+  const change = (call: () => Promise<unknown>) =>
+    action.run(async () => {
+      await call();
+      await after();
+    });
+  return { ...action, change };
+}
+
+/**
  * A form's text fields (inputs, textareas): their values, `bind(name)` to spread on the control (value and
  * onInput), and `reset` back to the initial values (of the named fields, or of all).
  */

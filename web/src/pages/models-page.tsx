@@ -7,6 +7,7 @@ import {
   StateBadge,
   formatTime,
   useAction,
+  useChangeAction,
   useFields,
   useInterval,
   useLoad,
@@ -41,12 +42,7 @@ export function ModelsPage({ user }: { user: SessionUser }) {
   const owner = user.role === 'owner';
   const models = useLoad(() => api<ListOf<ModelView>>('GET', '/api/v1/models'));
   useInterval(() => void models.reload(), REFRESH_MS);
-  const act = useAction();
-  const run = (fn: () => Promise<unknown>) =>
-    act.run(async () => {
-      await fn();
-      await models.reload();
-    });
+  const act = useChangeAction(() => models.reload());
   return (
     <section aria-labelledby="models-title">
       <h1 id="models-title">Models</h1>
@@ -91,7 +87,7 @@ export function ModelsPage({ user }: { user: SessionUser }) {
                       class="secondary"
                       aria-label={`Load ${m.id}`}
                       disabled={act.busy}
-                      onClick={() => void run(() => api('POST', `${path(m.id)}/load`))}
+                      onClick={() => void act.change(() => api('POST', `${path(m.id)}/load`))}
                     >
                       Load
                     </button>
@@ -102,7 +98,7 @@ export function ModelsPage({ user }: { user: SessionUser }) {
                       class="secondary"
                       aria-label={`Unload ${m.id}`}
                       disabled={act.busy}
-                      onClick={() => void run(() => api('POST', `${path(m.id)}/unload`))}
+                      onClick={() => void act.change(() => api('POST', `${path(m.id)}/unload`))}
                     >
                       Unload
                     </button>
@@ -110,7 +106,7 @@ export function ModelsPage({ user }: { user: SessionUser }) {
                   <ConfirmButton
                     label={`Remove ${m.id}`}
                     confirmLabel={`Confirm removing ${m.id}`}
-                    onConfirm={() => run(() => api('DELETE', path(m.id)))}
+                    onConfirm={() => act.change(() => api('DELETE', path(m.id)))}
                   />
                 </>
               )

@@ -11,6 +11,7 @@ import {
   StateBadge,
   formatTime,
   useAction,
+  useChangeAction,
   useFields,
   useInterval,
   useLoad,
@@ -202,7 +203,7 @@ function ProjectCard({
   onRotated: (p: ProjectWithToken) => void;
   onChanged: () => void;
 }) {
-  const action = useAction();
+  const action = useChangeAction(onChanged);
   const path = `${base}/inference/${encodeURIComponent(p.projectId)}`;
   const curl = curlSnippet(p);
   return (
@@ -234,23 +235,13 @@ function ProjectCard({
         <ConfirmButton
           label={`Rotate token of ${p.name}`}
           confirmLabel="Confirm rotation (the old token stops working now)"
-          onConfirm={() =>
-            action.run(async () => {
-              onRotated(await api<ProjectWithToken>('POST', `${path}/token`));
-              onChanged();
-            })
-          }
+          onConfirm={() => action.change(async () => onRotated(await api<ProjectWithToken>('POST', `${path}/token`)))}
         />
         {p.state === 'ready' && (
           <button
             type="button"
             class="secondary"
-            onClick={() =>
-              action.run(async () => {
-                await api('PATCH', path, { body: { state: 'suspended' } });
-                onChanged();
-              })
-            }
+            onClick={() => action.change(() => api('PATCH', path, { body: { state: 'suspended' } }))}
           >
             Suspend {p.name}
           </button>
@@ -259,12 +250,7 @@ function ProjectCard({
           <button
             type="button"
             class="secondary"
-            onClick={() =>
-              action.run(async () => {
-                await api('PATCH', path, { body: { state: 'ready' } });
-                onChanged();
-              })
-            }
+            onClick={() => action.change(() => api('PATCH', path, { body: { state: 'ready' } }))}
           >
             Resume {p.name}
           </button>
@@ -272,12 +258,7 @@ function ProjectCard({
         <ConfirmButton
           label={`Delete ${p.name}`}
           confirmLabel={`Confirm deleting ${p.name}`}
-          onConfirm={() =>
-            action.run(async () => {
-              await api('DELETE', path);
-              onChanged();
-            })
-          }
+          onConfirm={() => action.change(() => api('DELETE', path))}
         />
       </div>
       <ErrorNote error={action.error} />
