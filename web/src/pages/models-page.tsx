@@ -20,6 +20,12 @@ const REFRESH_MS = 2_000;
 
 const path = (id: string) => `/api/v1/models/${encodeURIComponent(id)}`;
 
+/** The owner's load and unload buttons: the states each shows in, and the POST /api/v1/models/{id}/{verb} it sends. */
+const LOAD_ACTIONS: ReadonlyArray<{ label: string; verb: string; from: ReadonlyArray<ModelView['state']> }> = [
+  { label: 'Load', verb: 'load', from: ['unloaded', 'failed'] },
+  { label: 'Unload', verb: 'unload', from: ['ready'] },
+];
+
 /** `1.5 GiB`, `640 MiB`, `12 KiB`; `—` for 0. */
 export function formatBytes(bytes: number): string {
   if (!(bytes > 0)) return '—';
@@ -81,28 +87,18 @@ export function ModelsPage({ user }: { user: SessionUser }) {
           owner
             ? (m) => (
                 <>
-                  {(m.state === 'unloaded' || m.state === 'failed') && (
+                  {LOAD_ACTIONS.filter((l) => l.from.includes(m.state)).map((l) => (
                     <button
+                      key={l.label}
                       type="button"
                       class="secondary"
-                      aria-label={`Load ${m.id}`}
+                      aria-label={`${l.label} ${m.id}`}
                       disabled={act.busy}
-                      onClick={() => void act.change(() => api('POST', `${path(m.id)}/load`))}
+                      onClick={() => void act.change(() => api('POST', `${path(m.id)}/${l.verb}`))}
                     >
-                      Load
+                      {l.label}
                     </button>
-                  )}
-                  {m.state === 'ready' && (
-                    <button
-                      type="button"
-                      class="secondary"
-                      aria-label={`Unload ${m.id}`}
-                      disabled={act.busy}
-                      onClick={() => void act.change(() => api('POST', `${path(m.id)}/unload`))}
-                    >
-                      Unload
-                    </button>
-                  )}
+                  ))}
                   <ConfirmButton
                     label={`Remove ${m.id}`}
                     confirmLabel={`Confirm removing ${m.id}`}

@@ -237,24 +237,16 @@ function ProjectCard({
           confirmLabel="Confirm rotation (the old token stops working now)"
           onConfirm={() => action.change(async () => onRotated(await api<ProjectWithToken>('POST', `${path}/token`)))}
         />
-        {p.state === 'ready' && (
+        {STATE_ACTIONS.filter((s) => s.from.includes(p.state)).map((s) => (
           <button
+            key={s.label}
             type="button"
             class="secondary"
-            onClick={() => action.change(() => api('PATCH', path, { body: { state: 'suspended' } }))}
+            onClick={() => action.change(() => api('PATCH', path, { body: { state: s.to } }))}
           >
-            Suspend {p.name}
+            {s.label} {p.name}
           </button>
-        )}
-        {(p.state === 'suspended' || p.state === 'failed') && (
-          <button
-            type="button"
-            class="secondary"
-            onClick={() => action.change(() => api('PATCH', path, { body: { state: 'ready' } }))}
-          >
-            Resume {p.name}
-          </button>
-        )}
+        ))}
         <ConfirmButton
           label={`Delete ${p.name}`}
           confirmLabel={`Confirm deleting ${p.name}`}
@@ -265,6 +257,16 @@ function ProjectCard({
     </article>
   );
 }
+
+/** A project's suspend and resume buttons: the states each shows in, and the state its PATCH asks for. */
+const STATE_ACTIONS: ReadonlyArray<{
+  label: string;
+  from: ReadonlyArray<ProjectView['state']>;
+  to: ProjectView['state'];
+}> = [
+  { label: 'Suspend', from: ['ready'], to: 'suspended' },
+  { label: 'Resume', from: ['suspended', 'failed'], to: 'ready' },
+];
 
 function curlSnippet(p: ProjectView): string {
   const body = JSON.stringify({ model: p.model, messages: [{ role: 'user', content: 'Hello' }], stream: true });
