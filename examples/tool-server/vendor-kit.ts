@@ -41,15 +41,14 @@ fs.writeFileSync(
     `export const uwsClosesAnsweredIdle = ${uws.uwsClosesAnsweredIdle};\nexport const UWS_MAX_HEAD_BYTES = ${uws.UWS_MAX_HEAD_BYTES};\n` +
     `export const LEGACY_ABI = ${JSON.stringify(uws.LEGACY_ABI)};\nexport function loadUws() { return { uWS, build: uwsBuild }; }\n`,
 );
+/** How both bundles are built: one ESM file for Node 20+, its imports bundled in. */
+const NODE20_ESM_BUNDLE = { bundle: true, platform: 'node', format: 'esm', target: 'node20' } as const;
 const banner =
   "import { createRequire as __hearthCreateRequire } from 'node:module'; const require = __hearthCreateRequire(import.meta.url);";
 await build({
   entryPoints: [path.join(root, 'src/tools/index.ts')],
   outfile: path.join(vendor, 'tools.js'),
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
+  ...NODE20_ESM_BUNDLE,
   plugins: [
     {
       name: 'vendored-uws',
@@ -86,10 +85,7 @@ fs.writeFileSync(
 await build({
   entryPoints: [path.join(here, 'server.ts')],
   outfile: path.join(here, 'dist/server.js'),
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
+  ...NODE20_ESM_BUNDLE,
   external: ['hearth', 'hearth/*'],
   logLevel: 'warning',
 });

@@ -9,9 +9,9 @@ import {
   userNotFound,
 } from '../errors/index.ts';
 import { DEFAULT_ACCOUNT_ID } from './api-key-repository.ts';
-import type { UserRole } from '../store/database.ts';
 import type { LiveSession, SessionRepository } from './session-repository.ts';
-import { normalizeEmail, type UserRepository, type UserView, userView } from './user-repository.ts';
+import { normalizeEmail, type UserRepository, userView } from './user-repository.ts';
+import type { UserView, WhoAmI } from './account-views.ts';
 import type { Principal } from './authenticator.ts';
 import { parseSetupInput, parseSignInInput, parseUserInput } from './account-input.ts';
 import { listView, type ListView } from '../http/list-view.ts';
@@ -30,15 +30,6 @@ export interface StartedSession {
   token: string;
   session: LiveSession;
   user: UserView;
-}
-
-/** GET /api/v1/session. */
-export interface WhoAmI {
-  auth: 'session' | 'key';
-  accountId: string;
-  user: UserView | null;
-  role: UserRole | null;
-  expiresAt: string | null;
 }
 
 /** Password hashes in progress or waiting for libuv's pool at once; beyond it sign-ins are turned away (429). */

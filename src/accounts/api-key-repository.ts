@@ -2,23 +2,8 @@ import { unauthorized } from '../errors/index.ts';
 import { orRefreshed } from './fresh-credentials.ts';
 import type { RecordStore } from '../store/record-store.ts';
 import type { ApiKeyRecord, KeyLimits } from '../store/database.ts';
+import type { ApiKeyView, CreatedApiKey } from './account-views.ts';
 import { issueCredential, parseCredential, randomId, secretMatches, UNKNOWN_ID_SECRET_HASH } from '../store/secrets.ts';
-
-/** What the API and CLI show of a key: never the secret or its hash. */
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  accountId: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  limits: Required<KeyLimits>;
-}
-
-export interface CreatedApiKey extends ApiKeyView {
-  /** The whole key; shown once. */
-  key: string;
-}
 
 export interface AuthenticatedKey {
   keyId: string;

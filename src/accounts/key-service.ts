@@ -1,7 +1,8 @@
 import { notFound } from '../errors/index.ts';
 import { listView, type ListView } from '../http/list-view.ts';
 import { parseKeyInput, parseKeyPatch } from './account-input.ts';
-import type { ApiKeyRepository, ApiKeyView, CreatedApiKey } from './api-key-repository.ts';
+import type { ApiKeyRepository } from './api-key-repository.ts';
+import type { ApiKeyView, CreatedApiKey } from './account-views.ts';
 
 const keyNotFound = () => notFound('API key not found', 'key_not_found');
 

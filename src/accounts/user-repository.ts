@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { RecordStore } from '../store/record-store.ts';
 import { emailTaken } from '../errors/index.ts';
-import { indexKeys, indexRange, type UserRecord, type UserRole } from '../store/database.ts';
+import {
+  indexedRecords,
+  indexKeys,
+  indexRange,
+  oldestFirst,
+  type UserRecord,
+  type UserRole,
+} from '../store/database.ts';
 import {
   DEFAULT_SCRYPT_PARAMS,
   hashPassword,
@@ -10,16 +17,7 @@ import {
   verifyPassword,
 } from './password-hash.ts';
 import { sha256Hex, sortableId } from '../store/secrets.ts';
-
-/** What the API and CLI show of a user: never the password hash. */
-export interface UserView {
-  id: string;
-  email: string;
-  role: UserRole;
-  accountId: string;
-  createdAt: string;
-  lastSignInAt: string | null;
-}
+import type { UserView } from './account-views.ts';
 
 export interface NewUser {
   email: string;
@@ -102,15 +100,11 @@ export class UserRepository {
   /** An account's users (or every user), oldest first. */
   list(accountId?: string): UserRecord[] {
     const { users, index } = this.store.dbs;
-    const out: UserRecord[] = [];
-    if (accountId === undefined) for (const { value } of users.getRange()) out.push(value);
-    else {
-      for (const { key } of index.getRange(indexRange('user', accountId))) {
-        const u = users.get(String(key[2]));
-        if (u) out.push(u);
-      }
-    }
-    return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    const out: UserRecord[] =
+      accountId === undefined
+        ? [...users.getRange()].map(({ value }) => value)
+        : indexedRecords(index, users, 'user', accountId);
+    return out.sort(oldestFirst);
   }
 
   /** Removes a user (of `accountId` when given) and ends its sessions; refuses to remove an account's last owner. */

@@ -85,23 +85,11 @@ const appTimeout = (ms: number) =>
 export function appProxyRoutes(d: AppProxyDeps): Route[] {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const handler = (ex: HttpExchange) => proxy(new AppExchange(ex), d, agent);
-  return [
-    // The handler streams the body upstream itself, as it arrives (body kind 'handler': run at once).
-    ...METHODS.map((method): Route => ({
-      method,
-      pattern: '/apps/:appId/*',
-      name: 'app_proxy',
-      body: { kind: 'handler' },
-      handler,
-    })),
-    ...METHODS.map((method): Route => ({
-      method,
-      pattern: '/apps/:appId',
-      name: 'app_proxy',
-      body: { kind: 'handler' },
-      handler,
-    })),
-  ];
+  // Every method, under the app's path and at the app's root. The handler streams the body upstream itself, as it
+  // arrives (body kind 'handler': run at once).
+  return ['/apps/:appId/*', '/apps/:appId'].flatMap((pattern) =>
+    METHODS.map((method): Route => ({ method, pattern, name: 'app_proxy', body: { kind: 'handler' }, handler })),
+  );
 }
 
 function proxy(ex: AppExchange, d: AppProxyDeps, agent: http.Agent): Promise<void> {

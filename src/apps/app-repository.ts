@@ -4,6 +4,7 @@ import {
   type DeploymentSource,
   type DeploymentState,
   indexKeys,
+  indexedRecords,
   indexRange,
 } from '../store/database.ts';
 import type { RecordStore } from '../store/record-store.ts';
@@ -94,12 +95,9 @@ export class AppRepository {
 
   list(accountId: string, workspaceId: string): AppRecord[] {
     const { apps, index } = this.store.dbs;
-    const out: AppRecord[] = [];
-    for (const { key } of index.getRange(indexRange('app', workspaceId))) {
-      const a = apps.get(String(key[2]));
-      if (a && a.accountId === accountId) out.push(a);
-    }
-    return out.sort((a, b) => a.id.localeCompare(b.id));
+    return indexedRecords(index, apps, 'app', workspaceId)
+      .filter((a) => a.accountId === accountId)
+      .sort((a, b) => a.id.localeCompare(b.id));
   }
 
   /** Every app of every workspace (boot: supervise them, start the live ones again). Scans; boot only. */
@@ -220,12 +218,7 @@ export class AppRepository {
   /** An app's deployments, newest first. */
   listDeployments(appId: string): DeploymentRecord[] {
     const { deployments, index } = this.store.dbs;
-    const out: DeploymentRecord[] = [];
-    for (const { key } of index.getRange(indexRange('deployment', appId))) {
-      const d = deployments.get(String(key[2]));
-      if (d) out.push(d);
-    }
-    return out.sort((a, b) => b.id.localeCompare(a.id));
+    return indexedRecords(index, deployments, 'deployment', appId).sort((a, b) => b.id.localeCompare(a.id));
   }
 
   /** Moves a deployment to `state` (with a reason and the build log tail when given); undefined when it is gone. */

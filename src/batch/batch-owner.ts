@@ -1,4 +1,4 @@
-import type { ApiKeyView } from '../accounts/api-key-repository.ts';
+import type { ApiKeyView } from '../accounts/account-views.ts';
 import type { BatchError, BatchRecord } from './batch-records.ts';
 
 /**

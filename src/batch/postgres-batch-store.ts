@@ -251,28 +251,29 @@ export class PostgresBatchStore implements BatchStore {
   }
 
   async *results(batchId: string): AsyncIterable<LineResult> {
-    for (let from = 0; ;) {
-      const rows = (
-        await this.pool.query<{ idx: number; ok: boolean; result: string }>(
-          'SELECT idx, ok, result FROM batch_lines WHERE batch_id = $1 AND idx >= $2 AND result IS NOT NULL ORDER BY idx LIMIT $3',
-          [batchId, from, PAGE],
-        )
-      ).rows;
-      for (const r of rows) yield { index: r.idx, ok: r.ok, line: r.result };
-      if (rows.length < PAGE) return;
-      from = rows.at(-1)!.idx + 1;
-    }
+    const lines = this.linesByIdx<{ idx: number; ok: boolean; result: string }>(
+      'SELECT idx, ok, result FROM batch_lines WHERE batch_id = $1 AND idx >= $2 AND result IS NOT NULL ORDER BY idx LIMIT $3',
+      batchId,
+    );
+    for await (const r of lines) yield { index: r.idx, ok: r.ok, line: r.result };
   }
 
   async *unanswered(batchId: string): AsyncIterable<BatchLine> {
+    const lines = this.linesByIdx<{ idx: number; custom_id: string; body: string }>(
+      'SELECT idx, custom_id, body FROM batch_lines WHERE batch_id = $1 AND idx >= $2 AND result IS NULL ORDER BY idx LIMIT $3',
+      batchId,
+    );
+    for await (const r of lines) yield { index: r.idx, customId: r.custom_id, body: r.body };
+  }
+
+  /**
+   * The rows `sql` selects of a batch's lines, a page (PAGE rows) a query as the caller reads on: `sql` takes the
+   * batch id ($1), the first idx ($2) and the page size ($3), and orders by idx.
+   */
+  private async *linesByIdx<R extends { idx: number }>(sql: string, batchId: string): AsyncIterable<R> {
     for (let from = 0; ;) {
-      const rows = (
-        await this.pool.query<{ idx: number; custom_id: string; body: string }>(
-          'SELECT idx, custom_id, body FROM batch_lines WHERE batch_id = $1 AND idx >= $2 AND result IS NULL ORDER BY idx LIMIT $3',
-          [batchId, from, PAGE],
-        )
-      ).rows;
-      for (const r of rows) yield { index: r.idx, customId: r.custom_id, body: r.body };
+      const rows = (await this.pool.query<R>(sql, [batchId, from, PAGE])).rows;
+      yield* rows;
       if (rows.length < PAGE) return;
       from = rows.at(-1)!.idx + 1;
     }

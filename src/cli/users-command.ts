@@ -1,7 +1,8 @@
 import { settingsHelp } from '../config/config.ts';
 import type { SettingSpec } from '../config/config-spec.ts';
 import { parseUserInput } from '../accounts/account-input.ts';
-import { UserRepository, type UserView, userView } from '../accounts/user-repository.ts';
+import { UserRepository, userView } from '../accounts/user-repository.ts';
+import type { UserView } from '../accounts/account-views.ts';
 import { ConfigError, RECORDS_SETTINGS, JSON_SETTING, commandArgs } from './cli-args.ts';
 import { withStore } from './record-store.ts';
 import { readPassword } from './password-prompt.ts';

@@ -14,11 +14,12 @@ import {
   type ManagedEngine,
   type RegisteredModel,
   type RegistryEntry,
-  type RegistryState,
 } from './registry-entry.ts';
+import type { RegistryState } from './registry-state.ts';
 import { type ModelListing, type RegistryModelView, statusWhileUnloaded, viewOf } from './registry-views.ts';
 
-export type { ManagedEngine, RegisteredModel, RegistryState } from './registry-entry.ts';
+export type { ManagedEngine, RegisteredModel } from './registry-entry.ts';
+export type { RegistryState } from './registry-state.ts';
 export type { ModelListing, RegistryModelView } from './registry-views.ts';
 export type { ModelLease } from './model-lease.ts';
 

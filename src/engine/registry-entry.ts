@@ -2,6 +2,7 @@ import type { EmbeddingEngine } from './embedding.ts';
 import type { ChatEngine, ModelStatus } from './generation.ts';
 import type { ModelSource } from './model-source.ts';
 import type { ModelUsage } from './model-usage.ts';
+import type { RegistryState } from './registry-state.ts';
 
 /** One model the registry knows: its id and source, and where its slots and context differ from the server's. */
 export interface RegisteredModel {
@@ -10,9 +11,6 @@ export interface RegisteredModel {
   contextSize?: number | undefined;
   gpuLayers?: 'auto' | number | undefined;
 }
-
-/** A model's state as GET /models shows it (contract.md: `hearth.state`). */
-export type RegistryState = 'unloaded' | 'pulling' | 'loading' | 'ready' | 'failed';
 
 /** What the registry needs of a loaded model: serving, its status, and a start and a stop (LocalEngine). */
 export type ManagedEngine = ChatEngine & Partial<EmbeddingEngine> & { start?(): Promise<void> };

@@ -1,7 +1,8 @@
 import type { ModelStatus } from './generation.ts';
 import type { ModelSource } from './model-source.ts';
 import type { UsageView } from './model-usage.ts';
-import { entryState, pullPercent, type RegistryEntry, type RegistryState } from './registry-entry.ts';
+import { entryState, pullPercent, type RegistryEntry } from './registry-entry.ts';
+import type { RegistryState } from './registry-state.ts';
 
 /** A model's row in the registry's view (GET /models, the admin API, the dashboard). */
 export interface RegistryModelView {

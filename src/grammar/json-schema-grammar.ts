@@ -41,6 +41,14 @@ export interface SchemaGrammarOptions {
 
 type Schema = JsonSchema | boolean;
 
+/** The keywords that imply a type when `type` is absent, in the order they are tried (the first match wins). */
+const IMPLIED_TYPES: ReadonlyArray<readonly [string, ReadonlyArray<keyof JsonSchema>]> = [
+  ['object', ['properties', 'additionalProperties', 'required']],
+  ['array', ['items', 'prefixItems', 'minItems', 'maxItems']],
+  ['string', ['minLength', 'maxLength', 'format']],
+  ['number', ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']],
+];
+
 /**
  * Converts one root schema into rules of `builder`, rule names prefixed with `prefix`; returns the name of
  * the rule matching the whole document. Several roots may share one builder (the tool-call grammar).
@@ -167,25 +175,7 @@ export class SchemaConverter {
 
   /** The type implied by type-specific keywords when `type` is absent; undefined = any value. */
   private inferType(schema: JsonSchema): string | undefined {
-    if (schema.properties !== undefined || schema.additionalProperties !== undefined || schema.required !== undefined)
-      return 'object';
-    if (
-      schema.items !== undefined ||
-      schema.prefixItems !== undefined ||
-      schema.minItems !== undefined ||
-      schema.maxItems !== undefined
-    )
-      return 'array';
-    if (schema.minLength !== undefined || schema.maxLength !== undefined || schema.format !== undefined)
-      return 'string';
-    if (
-      schema.minimum !== undefined ||
-      schema.maximum !== undefined ||
-      schema.exclusiveMinimum !== undefined ||
-      schema.exclusiveMaximum !== undefined
-    )
-      return 'number';
-    return undefined;
+    return IMPLIED_TYPES.find(([, keywords]) => keywords.some((k) => schema[k] !== undefined))?.[0];
   }
 
   /** The schema a local `$ref` points to; GrammarError for any other reference. */

@@ -14,6 +14,7 @@ import type { Route } from '../http/router.ts';
 import { SseWriter } from '../http/sse-writer.ts';
 import { parseModelSourceInput } from './model-source-input.ts';
 import type { AddedModelsFile } from './added-models-file.ts';
+import type { ModelView } from './model-view-types.ts';
 
 export interface ModelAdminRouteDeps extends AuthenticatedRouteDeps {
   models: ModelRegistry;
@@ -129,7 +130,7 @@ function answerModel(ex: HttpExchange, d: ModelAdminRouteDeps): void | Promise<v
 }
 
 /** A model as the admin API shows it (docs/models.md). */
-export function modelView(v: RegistryModelView): Record<string, unknown> {
+export function modelView(v: RegistryModelView): ModelView {
   return {
     id: v.id,
     object: 'model',

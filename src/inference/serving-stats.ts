@@ -1,4 +1,5 @@
 import type { ChatEngine, GenerationSink } from '../engine/generation.ts';
+import type { Percentiles, StatsBucket, StatsView } from './stats-view-types.ts';
 
 /** Figures of one finished shared-endpoint generation. */
 interface RequestFigures {
@@ -9,43 +10,6 @@ interface RequestFigures {
   promptTokens: number;
   completionTokens: number;
   ok: boolean;
-}
-
-export interface Percentiles {
-  p50: number | null;
-  p95: number | null;
-}
-
-export interface StatsBucket {
-  t: string;
-  requests: number;
-  completionTokens: number;
-  tokensPerSecond: number;
-  ttftMs: Percentiles;
-}
-
-/** The body of GET /api/v1/stats (docs/management-api.md). */
-export interface StatsView {
-  at: string;
-  model: {
-    id: string;
-    state: string;
-    engine: string | null;
-    workers: { ready: number; total: number };
-    pull: { downloadedBytes: number; totalBytes: number; percent: number } | null;
-    error: string | null;
-  };
-  requests: { running: number; waiting: number };
-  window: {
-    seconds: number;
-    requests: number;
-    errors: number;
-    promptTokens: number;
-    completionTokens: number;
-    tokensPerSecond: number;
-    ttftMs: Percentiles;
-  };
-  series: StatsBucket[];
 }
 
 const WINDOW_MS = 60_000;

@@ -120,25 +120,29 @@ export function keyRefusal(keyId: string, limits: KeyLimits, st: KeyState, now: 
       1,
     );
   }
-  if (rpm !== null && st.requests.total(now) + 1 > rpm) {
-    const wait = seconds(st.requests.msUntilRoom(rpm, now));
-    return keyRateLimited(
-      `Rate limit reached for key ${keyId}: ${rpm} requests per minute; retry in ${wait} s`,
-      'limits.requestsPerMinute',
-      'requests',
-      wait,
-    );
-  }
-  if (tpm !== null && st.tokens.total(now) + 1 > tpm) {
-    const wait = seconds(st.tokens.msUntilRoom(tpm, now));
-    return keyRateLimited(
-      `Rate limit reached for key ${keyId}: ${tpm} tokens per minute; retry in ${wait} s`,
-      'limits.tokensPerMinute',
-      'tokens',
-      wait,
-    );
-  }
-  return null;
+  return (
+    windowRefusal(keyId, rpm, st.requests, now, 'requests', 'limits.requestsPerMinute') ??
+    windowRefusal(keyId, tpm, st.tokens, now, 'tokens', 'limits.tokensPerMinute')
+  );
+}
+
+/** The refusal of one more request by a per-minute window (requests or tokens) at `limit` (null: none), or null. */
+function windowRefusal(
+  keyId: string,
+  limit: number | null,
+  window: WindowCounter,
+  now: number,
+  kind: 'requests' | 'tokens',
+  param: string,
+): ApiError | null {
+  if (limit === null || !(window.total(now) + 1 > limit)) return null;
+  const wait = seconds(window.msUntilRoom(limit, now));
+  return keyRateLimited(
+    `Rate limit reached for key ${keyId}: ${limit} ${kind} per minute; retry in ${wait} s`,
+    param,
+    kind,
+    wait,
+  );
 }
 
 /** The x-ratelimit-* headers of a key in state `st`. */

@@ -2,7 +2,7 @@ import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { RawPrompt, SamplingOptions } from './chat-request.ts';
 import { MAX_TOP_LOGPROBS, parseSamplerExtensions } from './validate-chat-features.ts';
-import { absent, isObject, type Json, optionalNumber, parseIncludeUsage, tokenIds } from './json-fields.ts';
+import { absent, isObject, type Json, optionalNumber, parseIncludeUsage, promptList } from './json-fields.ts';
 
 /**
  * The legacy completions request (`POST /completions`), validated once at the edge. The prompt reaches the
@@ -63,27 +63,6 @@ function bool(body: Json, field: string): boolean {
   return v;
 }
 
-/** `prompt`: a string, an array of strings, an array of token ids, or an array of token-id arrays. */
-function parsePrompts(raw: unknown): RawPrompt[] {
-  if (raw === undefined) throw invalidRequest("'prompt' is required", 'prompt', 'missing_required_parameter');
-  if (typeof raw === 'string') return [raw];
-  const shape = "'prompt' must be a string, an array of strings, an array of token ids or an array of token-id arrays";
-  if (!Array.isArray(raw)) throw invalidRequest(shape, 'prompt', 'invalid_type');
-  if (raw.length === 0) throw invalidRequest("'prompt' must not be empty", 'prompt', 'empty_array');
-  if (typeof raw[0] === 'number') return [tokenIds(raw, 'prompt')];
-  if (raw.length > MAX_PROMPTS)
-    throw invalidRequest(
-      `'prompt' holds ${raw.length} prompts; the limit is ${MAX_PROMPTS}`,
-      'prompt',
-      'invalid_value',
-    );
-  return raw.map((p, i) => {
-    if (typeof p === 'string') return p;
-    if (Array.isArray(p)) return tokenIds(p, `prompt[${i}]`);
-    throw invalidRequest(shape, `prompt[${i}]`, 'invalid_type');
-  });
-}
-
 function parseStop(raw: unknown): string[] {
   if (absent(raw)) return [];
   const list = typeof raw === 'string' ? [raw] : raw;
@@ -117,7 +96,7 @@ export function validateCompletionsRequest(body: unknown): CompletionsRequest {
   if (body.model === undefined) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
   if (typeof body.model !== 'string' || body.model.length === 0)
     throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
-  const prompts = parsePrompts(body.prompt);
+  const prompts = promptList(body.prompt, 'prompt', { max: MAX_PROMPTS, noun: 'prompts' });
   const stream = bool(body, 'stream');
   const includeUsage = parseIncludeUsage(body, stream);
   const echo = bool(body, 'echo');

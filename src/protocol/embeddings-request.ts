@@ -1,6 +1,6 @@
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { RawPrompt } from './chat-request.ts';
-import { absent, isObject, type Json, tokenIds } from './json-fields.ts';
+import { absent, isObject, type Json, promptList } from './json-fields.ts';
 
 /**
  * The embeddings request (`POST /embeddings`, OpenAI's shape), validated once at the edge. Every refusal is a
@@ -23,30 +23,10 @@ export const MAX_EMBEDDING_INPUTS = 2048;
 
 const ACCEPTED = new Set(['model', 'input', 'encoding_format', 'dimensions', 'user']);
 
-function textInput(s: string, param: string): string {
+/** An input string: an empty one has nothing to embed and is refused. */
+function nonEmptyText(s: string, param: string): string {
   if (s === '') throw invalidRequest(`'${param}' must not be an empty string`, param, 'invalid_value');
   return s;
-}
-
-/** `input`: a string, an array of strings, an array of token ids (one input), or an array of token-id arrays. */
-function parseInputs(raw: unknown): RawPrompt[] {
-  if (raw === undefined) throw invalidRequest("'input' is required", 'input', 'missing_required_parameter');
-  if (typeof raw === 'string') return [textInput(raw, 'input')];
-  const shape = "'input' must be a string, an array of strings, an array of token ids or an array of token-id arrays";
-  if (!Array.isArray(raw)) throw invalidRequest(shape, 'input', 'invalid_type');
-  if (raw.length === 0) throw invalidRequest("'input' must not be empty", 'input', 'empty_array');
-  if (typeof raw[0] === 'number') return [tokenIds(raw, 'input')];
-  if (raw.length > MAX_EMBEDDING_INPUTS)
-    throw invalidRequest(
-      `'input' holds ${raw.length} inputs; the limit is ${MAX_EMBEDDING_INPUTS}`,
-      'input',
-      'invalid_value',
-    );
-  return raw.map((p, i) => {
-    if (typeof p === 'string') return textInput(p, `input[${i}]`);
-    if (Array.isArray(p)) return tokenIds(p, `input[${i}]`);
-    throw invalidRequest(shape, `input[${i}]`, 'invalid_type');
-  });
 }
 
 /** A parsed JSON body -> EmbeddingsRequest, or a 400 naming the field. Pure. */
@@ -59,7 +39,7 @@ export function validateEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   if (body.model === undefined) throw invalidRequest("'model' is required", 'model', 'missing_required_parameter');
   if (typeof body.model !== 'string' || body.model.length === 0)
     throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
-  const inputs = parseInputs(body.input);
+  const inputs = promptList(body.input, 'input', { max: MAX_EMBEDDING_INPUTS, noun: 'inputs' }, nonEmptyText);
   const format = body.encoding_format;
   if (!absent(format) && format !== 'float' && format !== 'base64')
     throw invalidRequest("'encoding_format' must be 'float' or 'base64'", 'encoding_format', 'invalid_value');

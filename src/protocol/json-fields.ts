@@ -23,6 +23,36 @@ export function tokenIds(list: unknown[], param: string): number[] {
 }
 
 /**
+ * A list of prompts, `prompt` of Completions or `input` of Embeddings: a string, an array of strings, an array of
+ * token ids (one prompt), or an array of token-id arrays; at most `max` of them (`noun`: what the limit's message
+ * calls them). `text` checks each string (Embeddings refuses an empty one). A 400 naming the field otherwise.
+ */
+export function promptList(
+  raw: unknown,
+  param: string,
+  limit: { max: number; noun: string },
+  text: (s: string, param: string) => string = (s) => s,
+): Array<string | number[]> {
+  if (raw === undefined) throw invalidRequest(`'${param}' is required`, param, 'missing_required_parameter');
+  if (typeof raw === 'string') return [text(raw, param)];
+  const shape = `'${param}' must be a string, an array of strings, an array of token ids or an array of token-id arrays`;
+  if (!Array.isArray(raw)) throw invalidRequest(shape, param, 'invalid_type');
+  if (raw.length === 0) throw invalidRequest(`'${param}' must not be empty`, param, 'empty_array');
+  if (typeof raw[0] === 'number') return [tokenIds(raw, param)];
+  if (raw.length > limit.max)
+    throw invalidRequest(
+      `'${param}' holds ${raw.length} ${limit.noun}; the limit is ${limit.max}`,
+      param,
+      'invalid_value',
+    );
+  return raw.map((p, i) => {
+    if (typeof p === 'string') return text(p, `${param}[${i}]`);
+    if (Array.isArray(p)) return tokenIds(p, `${param}[${i}]`);
+    throw invalidRequest(shape, `${param}[${i}]`, 'invalid_type');
+  });
+}
+
+/**
  * `stream_options` of the Chat Completions and Completions APIs: absent, or an object allowed only when `stream` is
  * true, whose `include_usage` (a boolean) asks for a final usage chunk. Returns include_usage; a 400 otherwise.
  */

@@ -86,27 +86,12 @@ export class ResponseRenderer {
         this.close(out);
         item = { kind: 'message', id: hexId('msg'), text: '', logprobs: [] };
         this.openItem(item, out);
-        out.push(
-          this.event('response.content_part.added', {
-            item_id: item.id,
-            output_index: this.items.length - 1,
-            content_index: 0,
-            part: this.textPart('', []),
-          }),
-        );
+        out.push(this.partEvent('response.content_part.added', item, { part: this.textPart('', []) }));
       }
       const logprobs = this.withLogprobs ? (d.logprobs ?? []).map(wireLogprob) : [];
       item.text += d.text;
       item.logprobs.push(...logprobs);
-      out.push(
-        this.event('response.output_text.delta', {
-          item_id: item.id,
-          output_index: this.items.length - 1,
-          content_index: 0,
-          delta: d.text,
-          logprobs,
-        }),
-      );
+      out.push(this.partEvent('response.output_text.delta', item, { delta: d.text, logprobs }));
     } else if (d.type === 'reasoning') {
       if (d.text === '') return out;
       let item = this.open;
@@ -114,24 +99,10 @@ export class ResponseRenderer {
         this.close(out);
         item = { kind: 'reasoning', id: hexId('rs'), text: '' };
         this.openItem(item, out);
-        out.push(
-          this.event('response.content_part.added', {
-            item_id: item.id,
-            output_index: this.items.length - 1,
-            content_index: 0,
-            part: { type: 'reasoning_text', text: '' },
-          }),
-        );
+        out.push(this.partEvent('response.content_part.added', item, { part: { type: 'reasoning_text', text: '' } }));
       }
       item.text += d.text;
-      out.push(
-        this.event('response.reasoning_text.delta', {
-          item_id: item.id,
-          output_index: this.items.length - 1,
-          content_index: 0,
-          delta: d.text,
-        }),
-      );
+      out.push(this.partEvent('response.reasoning_text.delta', item, { delta: d.text }));
     } else if (d.type === 'tool_call') {
       if (d.id !== undefined) {
         this.close(out);
@@ -218,6 +189,11 @@ export class ResponseRenderer {
     return { type, sequence_number: this.sequence++, ...fields };
   }
 
+  /** An event of the open item's one content part (index 0): item_id, output_index and content_index, then `fields`. */
+  private partEvent(type: string, item: Item, fields: Json): ResponseEvent {
+    return this.event(type, { item_id: item.id, output_index: this.items.length - 1, content_index: 0, ...fields });
+  }
+
   private textPart(text: string, logprobs: Json[]): Json {
     return this.withLogprobs
       ? { type: 'output_text', text, annotations: [], logprobs }
@@ -259,40 +235,13 @@ export class ResponseRenderer {
     this.open = null;
     const index = this.items.length - 1;
     if (item.kind === 'reasoning') {
+      out.push(this.partEvent('response.reasoning_text.done', item, { text: item.text }));
       out.push(
-        this.event('response.reasoning_text.done', {
-          item_id: item.id,
-          output_index: index,
-          content_index: 0,
-          text: item.text,
-        }),
-      );
-      out.push(
-        this.event('response.content_part.done', {
-          item_id: item.id,
-          output_index: index,
-          content_index: 0,
-          part: { type: 'reasoning_text', text: item.text },
-        }),
+        this.partEvent('response.content_part.done', item, { part: { type: 'reasoning_text', text: item.text } }),
       );
     } else if (item.kind === 'message') {
-      out.push(
-        this.event('response.output_text.done', {
-          item_id: item.id,
-          output_index: index,
-          content_index: 0,
-          text: item.text,
-          logprobs: item.logprobs,
-        }),
-      );
-      out.push(
-        this.event('response.content_part.done', {
-          item_id: item.id,
-          output_index: index,
-          content_index: 0,
-          part: this.textPart(item.text, item.logprobs),
-        }),
-      );
+      out.push(this.partEvent('response.output_text.done', item, { text: item.text, logprobs: item.logprobs }));
+      out.push(this.partEvent('response.content_part.done', item, { part: this.textPart(item.text, item.logprobs) }));
     } else {
       out.push(
         this.event('response.function_call_arguments.done', {

@@ -1,14 +1,7 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
-import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import {
-  chatCompletionMessages,
-  chatCompletionsAdapter,
-  chatCompletionsRequest,
-  chatCompletionToolFields,
-} from './openai-wire.ts';
-import type { UpstreamRequest } from './upstream-fetch.ts';
-import { compact, effectiveTemperature, type VendorAdapter } from './vendor-adapter.ts';
+import { chatCompletionsAdapter } from './openai-wire.ts';
+import type { VendorAdapter } from './vendor-adapter.ts';
 
 /**
  * Mistral chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE
@@ -26,30 +19,8 @@ export function mistralFinishReason(reason: string, provider = 'mistral'): ChatF
   return 'stop';
 }
 
-export function buildMistralRequest(
-  call: ProviderCall,
-  stream: boolean,
-  options: ResolvedProviderOptions,
-): UpstreamRequest {
-  const r = call.request;
-  const body = compact({
-    model: call.model,
-    messages: chatCompletionMessages(call),
-    temperature: effectiveTemperature(call),
-    top_p: r.topP,
-    max_tokens: r.maxTokens,
-    stop: r.stop.length > 0 ? r.stop : undefined,
-    random_seed: r.seed,
-    presence_penalty: r.presencePenalty,
-    frequency_penalty: r.frequencyPenalty,
-    ...chatCompletionToolFields(r),
-    stream: stream ? true : undefined,
-  });
-  return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);
-}
-
 export const mistralAdapter: VendorAdapter = chatCompletionsAdapter(
   'mistral',
-  buildMistralRequest,
+  { maxTokensField: 'max_tokens', seedField: 'random_seed', sendsUser: false, asksStreamUsage: false },
   mistralFinishReason,
 );

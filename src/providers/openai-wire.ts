@@ -1,11 +1,13 @@
 import { upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ChatRequest } from '../protocol/chat-request.ts';
-import type { ProviderCall } from './chat-provider.ts';
+import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
 import {
+  compact,
   count,
+  effectiveTemperature,
   isObject,
   parseUpstreamJson,
   type UsageCounts,
@@ -150,17 +152,46 @@ export function parseChatCompletionEvent(event: SseEvent, provider: string, mapF
   return out;
 }
 
-/** POST {baseUrl}/chat/completions with a Bearer key: the request shape OpenAI and Mistral share. */
+/** Where OpenAI's and Mistral's chat-completions requests differ: two field names, and two fields only OpenAI is sent. */
+export interface ChatCompletionsDialect {
+  maxTokensField: 'max_completion_tokens' | 'max_tokens';
+  seedField: 'seed' | 'random_seed';
+  /** Sends the request's `user` (Mistral rejects unknown fields with 422). */
+  sendsUser: boolean;
+  /** Asks a stream for its usage (`stream_options.include_usage`); a vendor that always sends it is not asked. */
+  asksStreamUsage: boolean;
+}
+
+/**
+ * POST {baseUrl}/chat/completions with a Bearer key, the body in the vendor's dialect: every request field Hearth
+ * honours, tools included (chatCompletionToolFields); fields the request leaves unset are not sent.
+ */
 export function chatCompletionsRequest(
-  baseUrl: string,
-  apiKey: string,
-  body: unknown,
+  dialect: ChatCompletionsDialect,
+  call: ProviderCall,
   stream: boolean,
+  options: ResolvedProviderOptions,
 ): UpstreamRequest {
+  const r = call.request;
+  const body = compact({
+    model: call.model,
+    messages: chatCompletionMessages(call),
+    temperature: effectiveTemperature(call),
+    top_p: r.topP,
+    [dialect.maxTokensField]: r.maxTokens,
+    stop: r.stop.length > 0 ? r.stop : undefined,
+    [dialect.seedField]: r.seed,
+    presence_penalty: r.presencePenalty,
+    frequency_penalty: r.frequencyPenalty,
+    user: dialect.sendsUser ? r.user : undefined,
+    ...chatCompletionToolFields(r),
+    stream: stream ? true : undefined,
+    stream_options: stream && dialect.asksStreamUsage ? { include_usage: true } : undefined,
+  });
   return {
-    url: `${baseUrl}/chat/completions`,
+    url: `${options.baseUrl}/chat/completions`,
     headers: {
-      authorization: `Bearer ${apiKey}`,
+      authorization: `Bearer ${call.apiKey}`,
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',
     },
@@ -168,15 +199,15 @@ export function chatCompletionsRequest(
   };
 }
 
-/** The adapter of a vendor that speaks OpenAI's chat completions wire: its own request body and finish reasons. */
+/** The adapter of a vendor that speaks OpenAI's chat completions wire: its own request dialect and finish reasons. */
 export function chatCompletionsAdapter(
   name: VendorAdapter['name'],
-  buildRequest: VendorAdapter['buildRequest'],
+  dialect: ChatCompletionsDialect,
   mapFinish: FinishMap,
 ): VendorAdapter {
   return {
     name,
-    buildRequest,
+    buildRequest: (call, stream, options) => chatCompletionsRequest(dialect, call, stream, options),
     parseReply: (body: unknown): VendorEvent[] => parseChatCompletionReply(body, name, mapFinish),
     parseStreamEvent: (event: SseEvent): VendorEvent[] => parseChatCompletionEvent(event, name, mapFinish),
   };

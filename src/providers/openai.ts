@@ -1,13 +1,6 @@
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
-import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
-import {
-  chatCompletionMessages,
-  chatCompletionsAdapter,
-  chatCompletionsRequest,
-  chatCompletionToolFields,
-} from './openai-wire.ts';
-import type { UpstreamRequest } from './upstream-fetch.ts';
-import { compact, effectiveTemperature, type VendorAdapter } from './vendor-adapter.ts';
+import { chatCompletionsAdapter } from './openai-wire.ts';
+import type { VendorAdapter } from './vendor-adapter.ts';
 
 /**
  * OpenAI chat completions: POST {base}/chat/completions, `Authorization: Bearer <key>`, JSON or SSE.
@@ -23,28 +16,8 @@ export function openAiFinishReason(reason: string): ChatFinishReason {
   return 'stop'; // 'stop', 'content_filter'
 }
 
-export function buildOpenAiRequest(
-  call: ProviderCall,
-  stream: boolean,
-  options: ResolvedProviderOptions,
-): UpstreamRequest {
-  const r = call.request;
-  const body = compact({
-    model: call.model,
-    messages: chatCompletionMessages(call),
-    temperature: effectiveTemperature(call),
-    top_p: r.topP,
-    max_completion_tokens: r.maxTokens,
-    stop: r.stop.length > 0 ? r.stop : undefined,
-    seed: r.seed,
-    presence_penalty: r.presencePenalty,
-    frequency_penalty: r.frequencyPenalty,
-    user: r.user,
-    ...chatCompletionToolFields(r),
-    stream: stream ? true : undefined,
-    stream_options: stream ? { include_usage: true } : undefined,
-  });
-  return chatCompletionsRequest(options.baseUrl, call.apiKey, body, stream);
-}
-
-export const openAiAdapter: VendorAdapter = chatCompletionsAdapter('openai', buildOpenAiRequest, openAiFinishReason);
+export const openAiAdapter: VendorAdapter = chatCompletionsAdapter(
+  'openai',
+  { maxTokensField: 'max_completion_tokens', seedField: 'seed', sendsUser: true, asksStreamUsage: true },
+  openAiFinishReason,
+);

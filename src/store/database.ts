@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { deepFreeze } from './deep-freeze.ts';
-import type { RecordStore } from './record-store.ts';
+import type { RecordStore, RecordTable } from './record-store.ts';
 import type {
   AccountRecord,
   ApiKeyRecord,
@@ -95,6 +95,28 @@ export const indexKeys = {
 export function indexRange(...prefix: string[]): { start: string[]; end: string[] } {
   return { start: prefix, end: [...prefix, '\uffff'] };
 }
+
+/**
+ * The records of `table` that the index lists under `[kind, ownerId]` (one short range read, then a get each), in
+ * index order; an entry whose record is gone is skipped. Callers filter by account and sort as their API promises.
+ */
+export function indexedRecords<V>(
+  index: RecordTable<true, (string | number)[]>,
+  table: RecordTable<V>,
+  kind: string,
+  ownerId: string,
+): V[] {
+  const out: V[] = [];
+  for (const { key } of index.getRange(indexRange(kind, ownerId))) {
+    const r = table.get(String(key[2]));
+    if (r !== undefined) out.push(r);
+  }
+  return out;
+}
+
+/** Oldest first by `createdAt`, then by id (the order lists of users, workspaces and projects promise). */
+export const oldestFirst = (a: { createdAt: string; id: string }, b: { createdAt: string; id: string }): number =>
+  a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id);
 
 /**
  * The longest key (UTF-8 bytes, all parts of an array key) that is ever looked up or written. LMDB refuses

@@ -183,16 +183,18 @@ export default async function generate(task: GenerationTask): Promise<void> {
       if (cancelled) handle.cancel();
     });
     kvUse?.jobEnded();
-    reportPromptCache(engine);
-    reportPreemptions(engine);
+    reportNativeStats(engine);
   } catch (err) {
     post({ t: 'error', failure: failureOf(err, promptSize) });
   }
   // The main thread closes the port after the terminal event (closing here could drop queued events).
 }
 
-/** The native engine's host prompt cache, to the main thread's metrics (hearth_prompt_cache_*), after each job. */
-function reportPromptCache(engine: ModelHost['engine']): void {
+/**
+ * The native loop's figures to the main thread's metrics after each job: its host prompt cache (hearth_prompt_cache_*)
+ * and its preemptions (hearth_preemptions_total, parked jobs in the gauges), one stats() read for both messages.
+ */
+function reportNativeStats(engine: ModelHost['engine']): void {
   if (engine.kind !== 'native') return;
   const st = (engine as unknown as NativeSlotEngine).stats();
   parentPort?.postMessage({
@@ -203,12 +205,6 @@ function reportPromptCache(engine: ModelHost['engine']): void {
     bytes: st.promptCacheBytes,
     entries: st.promptCacheEntries,
   } satisfies WorkerStatus);
-}
-
-/** The native loop's preemptions, to the main thread's metrics (hearth_preemptions_total, parked jobs in the gauges), after each job. */
-function reportPreemptions(engine: ModelHost['engine']): void {
-  if (engine.kind !== 'native') return;
-  const st = (engine as unknown as NativeSlotEngine).stats();
   parentPort?.postMessage({
     hearth: 'preemptions',
     worker: threadId,

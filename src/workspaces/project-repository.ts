@@ -1,7 +1,14 @@
 import { orRefreshed } from '../accounts/fresh-credentials.ts';
 import { noYamConfigured, unauthorized, workspaceNotFound } from '../errors/index.ts';
 import type { RecordStore } from '../store/record-store.ts';
-import { indexKeys, indexRange, type ProjectRecord, type ProjectState } from '../store/database.ts';
+import {
+  indexedRecords,
+  indexKeys,
+  indexRange,
+  oldestFirst,
+  type ProjectRecord,
+  type ProjectState,
+} from '../store/database.ts';
 import type { ProviderKeyCipher } from './provider-key-cipher.ts';
 import {
   issueCredential,
@@ -110,12 +117,9 @@ export class ProjectRepository {
   /** A workspace's projects, oldest first (the caller checks the workspace belongs to the account). */
   list(accountId: string, workspaceId: string): ProjectRecord[] {
     const { projects, index } = this.store.dbs;
-    const out: ProjectRecord[] = [];
-    for (const { key } of index.getRange(indexRange('project', workspaceId))) {
-      const p = projects.get(String(key[2]));
-      if (p && p.accountId === accountId) out.push(p);
-    }
-    return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return indexedRecords(index, projects, 'project', workspaceId)
+      .filter((p) => p.accountId === accountId)
+      .sort(oldestFirst);
   }
 
   /** Applies `changes` (a new provider key is encrypted here); undefined when there is no such project. */

@@ -1,4 +1,11 @@
-import { indexKeys, indexRange, type WorkspaceRecord, type YamRecord } from '../store/database.ts';
+import {
+  indexedRecords,
+  indexKeys,
+  indexRange,
+  oldestFirst,
+  type WorkspaceRecord,
+  type YamRecord,
+} from '../store/database.ts';
 import type { RecordStore } from '../store/record-store.ts';
 import { sortableId } from '../store/secrets.ts';
 
@@ -41,12 +48,7 @@ export class WorkspaceRepository {
   /** An account's workspaces, oldest first. */
   list(accountId: string): WorkspaceRecord[] {
     const { workspaces, index } = this.store.dbs;
-    const out: WorkspaceRecord[] = [];
-    for (const { key } of index.getRange(indexRange('workspace', accountId))) {
-      const r = workspaces.get(String(key[2]));
-      if (r) out.push(r);
-    }
-    return out.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return indexedRecords(index, workspaces, 'workspace', accountId).sort(oldestFirst);
   }
 
   /**

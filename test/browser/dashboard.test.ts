@@ -1,12 +1,17 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeModelHub, startFakeModelHub } from '../fakes/fake-model-hub.ts';
+import type { FakeModelHub } from '../fakes/fake-model-hub.ts';
 import { type FakeUpstream, startFakeUpstream } from '../fakes/index.ts';
 import { probeAppArchive } from '../helpers/app-archives.ts';
-import { type HearthProcess, startHearthProcess, createUser, modelArgs } from '../helpers/hearth-process.ts';
+import {
+  type HearthProcess,
+  startHearthProcess,
+  createUser,
+  modelArgs,
+  serveFlags,
+} from '../helpers/hearth-process.ts';
+import { startPullingServer } from '../helpers/pulling-server.ts';
 import { tinyChatModel } from '../helpers/test-model.ts';
 import { browserAvailable, launchChromium } from './chromium.ts';
 import { callApi } from '../helpers/management-client.ts';
@@ -395,24 +400,7 @@ describe.runIf(run)('dashboard while the model downloads, and session expiry', (
 
   beforeAll(async () => {
     // The shared model is pulled from a local hub that holds the download at half: the server stays warming up.
-    const file = await tinyChatModel();
-    hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
-    const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-    hearth = await startHearthProcess({
-      args: [
-        '--model',
-        'hf:someone/tiny-chat-GGUF/tiny-chat.gguf',
-        '--models-dir',
-        modelsDir,
-        '--workers',
-        '1',
-        '--slots',
-        '1',
-        '--session-idle-ms',
-        '4000',
-      ],
-      env: { HF_ENDPOINT: hub.endpoint },
-    });
+    ({ hearth, hub } = await startPullingServer(serveFlags({ workers: 1, slots: 1, 'session-idle-ms': 4000 })));
     const made = createUser(hearth.dataDir, OWNER);
     expect(made.status, made.stderr).toBe(0);
     browser = await launchChromium();

@@ -24,3 +24,8 @@ export function startFakeUpstream(name: ProviderName, options?: FakeUpstreamOpti
       return startMistralFake(options);
   }
 }
+
+/** `hearth serve` settings (see serveFlags) that send each provider in `fakes` to its fake: `<provider>-base-url`. */
+export function providerBaseUrls(fakes: Partial<Record<ProviderName, FakeUpstream>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(fakes).map(([provider, fake]) => [`${provider}-base-url`, fake.baseUrl]));
+}

@@ -27,10 +27,12 @@ export function probeAppArchive(config: { version: string; healthy: boolean }): 
   }
 }
 
-/** A local bare git repository holding the probe app, with the given tag on its only commit. */
-export function probeAppRepository(config: { version: string; healthy: boolean }, tag: string): string {
-  const work = probeAppCopy(config);
-  const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-probe-repo-'));
+/**
+ * A new local bare git repository (a fresh temporary directory the caller removes) holding the files of `work` as
+ * one commit on main, with `tag` on it when given. `work` becomes a git working tree; it is left where it is.
+ */
+export function bareRepositoryOf(work: string, tag?: string): string {
+  const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-test-repo-'));
   const git = (cwd: string, ...args: string[]) =>
     execFileSync(
       'git',
@@ -40,11 +42,24 @@ export function probeAppRepository(config: { version: string; healthy: boolean }
   git(bare, 'init', '--quiet', '--bare');
   git(work, 'init', '--quiet');
   git(work, 'add', '.');
-  git(work, 'commit', '--quiet', '-m', 'probe app');
-  git(work, 'tag', tag);
-  git(work, 'push', '--quiet', bare, 'HEAD:refs/heads/main', `refs/tags/${tag}`);
-  fs.rmSync(work, { recursive: true, force: true });
+  git(work, 'commit', '--quiet', '-m', 'test app');
+  const refs = ['HEAD:refs/heads/main'];
+  if (tag !== undefined) {
+    git(work, 'tag', tag);
+    refs.push(`refs/tags/${tag}`);
+  }
+  git(work, 'push', '--quiet', bare, ...refs);
   return bare;
+}
+
+/** A local bare git repository holding the probe app, with the given tag on its only commit. */
+export function probeAppRepository(config: { version: string; healthy: boolean }, tag: string): string {
+  const work = probeAppCopy(config);
+  try {
+    return bareRepositoryOf(work, tag);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
 }
 
 export interface RawEntry {
@@ -73,4 +88,12 @@ export function rawArchive(entries: RawEntry[]): Buffer {
   }
   parts.push(Buffer.alloc(BLOCK * 2));
   return gzipSync(Buffer.concat(parts));
+}
+
+/** A .tar.gz of an app made of `packageJson` (as package.json) and `files` (name -> content), regular files only. */
+export function appArchive(packageJson: object, files: Record<string, string | Buffer>): Buffer {
+  return rawArchive([
+    { name: 'package.json', typeFlag: '0', body: Buffer.from(JSON.stringify(packageJson)) },
+    ...Object.entries(files).map(([name, body]) => ({ name, typeFlag: '0', body: Buffer.from(body) })),
+  ]);
 }

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { collectOutput } from './child-output.ts';
 import { freePort } from './ports.ts';
 
 /**
@@ -27,17 +28,11 @@ export async function startFleetFront(o: { replicas: Record<number, string>; app
   for (const [slot, address] of Object.entries(o.replicas)) env[`HEARTH_REPLICA_${slot}`] = address;
   if (o.appHost !== undefined) env.HEARTH_FLEET_APP_HOST = o.appHost;
   const proc = spawn(HAPROXY, ['-db', '-f', FLEET_CONFIG], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  proc.stdout!.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  proc.stderr!.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
+  const logs = collectOutput(proc);
   const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
   const baseUrl = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
-    if (proc.exitCode !== null) throw new Error(`haproxy exited with ${proc.exitCode}:\n${output}`);
+    if (proc.exitCode !== null) throw new Error(`haproxy exited with ${proc.exitCode}:\n${logs()}`);
     const r = await fetch(`${baseUrl}/health`).catch(() => null);
     if (r !== null) {
       await r.arrayBuffer();
@@ -45,14 +40,14 @@ export async function startFleetFront(o: { replicas: Record<number, string>; app
     }
     if (i > 200) {
       proc.kill('SIGKILL');
-      throw new Error(`haproxy did not listen:\n${output}`);
+      throw new Error(`haproxy did not listen:\n${logs()}`);
     }
     await new Promise((res) => setTimeout(res, 50));
   }
   return {
     baseUrl,
     proc,
-    logs: () => output,
+    logs,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       await exited;

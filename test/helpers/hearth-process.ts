@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { collectOutput } from './child-output.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BIN = path.join(ROOT, 'bin/hearth.js');
@@ -67,18 +68,12 @@ export async function startHearthProcess(options: {
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
-  let output = '';
-  proc.stdout!.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  proc.stderr!.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
+  const logs = collectOutput(proc);
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs()}`)), 30_000);
     const check = () => {
-      const m = /"msg":"listening".*?"port":(\d+)/.exec(output);
+      const m = /"msg":"listening".*?"port":(\d+)/.exec(logs());
       if (m) {
         clearTimeout(timer);
         resolve(Number(m[1]));
@@ -87,7 +82,7 @@ export async function startHearthProcess(options: {
     proc.stderr!.on('data', check);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${output}`));
+      reject(new Error(`server exited with ${code}:\n${logs()}`));
     });
   });
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -98,17 +93,17 @@ export async function startHearthProcess(options: {
     key,
     dataDir,
     proc,
-    logs: () => output,
+    logs,
     async waitReady(timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
         const r = await fetch(`${baseUrl}/health`).catch(() => null);
         if (r?.status === 200) return;
         const body = r ? ((await r.json()) as { state?: string; error?: string }) : null;
-        if (body?.state === 'failed') throw new Error(`model failed: ${body.error}\n${output}`);
+        if (body?.state === 'failed') throw new Error(`model failed: ${body.error}\n${logs()}`);
         await new Promise((res) => setTimeout(res, 100));
       }
-      throw new Error(`not ready after ${timeoutMs} ms:\n${output}`);
+      throw new Error(`not ready after ${timeoutMs} ms:\n${logs()}`);
     },
     stop(signal: NodeJS.Signals = 'SIGTERM') {
       stopping ??= (async () => {
@@ -123,30 +118,32 @@ export async function startHearthProcess(options: {
   };
 }
 
+/** `hearth serve` settings: flag name without `--` -> value; `true`: a flag without a value. */
+export type ServeSettings = Record<string, string | number | true>;
+
+/** The `hearth serve` flags of `settings`, in their order. */
+export function serveFlags(settings: ServeSettings): string[] {
+  return Object.entries(settings).flatMap(([flag, v]) => (v === true ? [`--${flag}`] : [`--${flag}`, String(v)]));
+}
+
 /**
  * `hearth serve` arguments for one model: `--model`, `--model-id`, then one worker and two slots unless `settings`
- * says otherwise, and the other settings given (flag name without `--` -> value; `true`: a flag without a value).
+ * says otherwise, and the other settings given.
  */
-export function modelArgs(
-  model: string,
-  modelId: string,
-  settings: Record<string, string | number | true> = {},
-): string[] {
-  const all: Record<string, string | number | true> = { slots: 2, workers: 1, ...settings };
-  return [
-    '--model',
-    model,
-    '--model-id',
-    modelId,
-    ...Object.entries(all).flatMap(([flag, v]) => (v === true ? [`--${flag}`] : [`--${flag}`, String(v)])),
-  ];
+export function modelArgs(model: string, modelId: string, settings: ServeSettings = {}): string[] {
+  return ['--model', model, '--model-id', modelId, ...serveFlags({ slots: 2, workers: 1, ...settings })];
 }
 
 /** modelArgs on the native engine. */
-export function nativeModelArgs(
-  model: string,
-  modelId: string,
-  settings: Record<string, string | number | true> = {},
-): string[] {
+export function nativeModelArgs(model: string, modelId: string, settings: ServeSettings = {}): string[] {
   return modelArgs(model, modelId, { engine: 'native', ...settings });
+}
+
+/**
+ * `hearth serve` arguments for a server whose local model is beside the point (workspaces, apps, providers,
+ * records): `model` on the instant engine, then `settings` (nothing else defaulted; the default model id unless
+ * `settings` names one).
+ */
+export function instantModelArgs(model: string, settings: ServeSettings = {}): string[] {
+  return ['--model', model, '--engine', 'instant', ...serveFlags(settings)];
 }

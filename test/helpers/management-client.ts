@@ -92,12 +92,21 @@ export async function until(
   await waitFor(check, (ok) => ok, what, opts);
 }
 
-/** Creates a workspace named `name`, asks for its Yam and waits until the Yam is ready; answers the workspace id. */
-export async function readyWorkspace(h: HearthProcess, name: string, opts: PollOptions = {}): Promise<string> {
-  const ws = (await mustCall<{ workspaceId: string }>(h, 'POST', '/api/v1/workspaces', { name })).workspaceId;
-  await mustCall(h, 'PUT', `/api/v1/workspaces/${ws}/yam`);
+/**
+ * Creates a workspace named `name`, asks for its Yam and waits until the Yam is ready (polling as `opts` says,
+ * each call made with `call`); answers the workspace id. A failed step throws.
+ */
+export async function readyWorkspace(
+  h: HearthProcess,
+  name: string,
+  opts: PollOptions = {},
+  call: ApiOptions = {},
+): Promise<string> {
+  const ws = (await mustCall<{ workspaceId: string }>(h, 'POST', '/api/v1/workspaces', { name }, call)).workspaceId;
+  const yam = `/api/v1/workspaces/${ws}/yam`;
+  await mustCall(h, 'PUT', yam, undefined, call);
   await until(
-    async () => (await mustCall<{ state: string }>(h, 'GET', `/api/v1/workspaces/${ws}/yam`)).state === 'ready',
+    async () => (await mustCall<{ state: string }>(h, 'GET', yam, undefined, call)).state === 'ready',
     'the Yam',
     opts,
   );
@@ -132,13 +141,14 @@ export async function projectReady(
 /**
  * `callApi` and `until` bound to one process (`hearth` is read at each call, so it can be set in beforeAll):
  * every call bounded by `timeoutMs`, and a poll every 150 ms for at most 45 s that quotes the server's last
- * log lines when it gives up; `deployLive` deploys an app's archive with them.
+ * log lines when it gives up; `deployLive` deploys an app's archive with them, and `readyWorkspace` makes a
+ * workspace whose Yam is ready.
  */
 export function managementClient(hearth: () => HearthProcess, timeoutMs: number) {
   const api = <T>(method: string, url: string, body?: unknown, contentType = 'application/json') =>
     callApi<T>(hearth(), method, url, body, { contentType, timeoutMs });
-  const poll = (check: () => Promise<boolean>, what: string) =>
-    until(check, what, { timeoutMs: 45_000, everyMs: 150, logs: () => hearth().logs() });
+  const pollOptions: PollOptions = { timeoutMs: 45_000, everyMs: 150, logs: () => hearth().logs() };
+  const poll = (check: () => Promise<boolean>, what: string) => until(check, what, pollOptions);
   /** Uploads `archive` (.tar.gz) as a deployment of the app and waits until it is live; a failed build throws its log. */
   const deployLive = async (ws: string, appId: string, archive: Buffer, what: string): Promise<string> => {
     const deployments = `/api/v1/workspaces/${ws}/apps/${appId}/deployments`;
@@ -151,5 +161,6 @@ export function managementClient(hearth: () => HearthProcess, timeoutMs: number)
     }, `${what} to be live`);
     return dep.body.deploymentId;
   };
-  return { api, until: poll, deployLive };
+  const workspace = (name: string) => readyWorkspace(hearth(), name, pollOptions, { timeoutMs });
+  return { api, until: poll, deployLive, readyWorkspace: workspace };
 }

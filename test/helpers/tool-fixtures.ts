@@ -1,16 +1,17 @@
+import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { FunctionTool } from '../../src/protocol/chat-request.ts';
+
+/** The weather function every form below declares: its name and description, and the cities it knows. */
+const GET_WEATHER = { name: 'get_weather', description: 'Current weather in a city' };
+const CITY = { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] };
 
 /** Two declared functions whose arguments a random walk (or random weights) can complete quickly. */
 export const WEATHER_TOOLS: FunctionTool[] = [
   {
-    name: 'get_weather',
-    description: 'Current weather in a city',
+    ...GET_WEATHER,
     parameters: {
       type: 'object',
-      properties: {
-        city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] },
-        unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-      },
+      properties: { city: CITY, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
       required: ['city'],
       additionalProperties: false,
     },
@@ -22,3 +23,21 @@ export const WEATHER_TOOLS: FunctionTool[] = [
     strict: true,
   },
 ];
+
+/**
+ * get_weather as the official SDK sends a chat-completions tool, strict, every argument required: a call the
+ * grammar forces names a city and a unit ('c' or 'f') and nothing else.
+ */
+export const STRICT_WEATHER_TOOL = {
+  type: 'function',
+  function: {
+    ...GET_WEATHER,
+    parameters: {
+      type: 'object',
+      properties: { city: CITY, unit: { type: 'string', enum: ['c', 'f'] } },
+      required: ['city', 'unit'],
+      additionalProperties: false,
+    },
+    strict: true,
+  },
+} satisfies ChatCompletionTool;

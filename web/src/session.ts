@@ -1,18 +1,10 @@
 import { api } from './api.ts';
-import type { SessionUser } from './types.ts';
-
-interface SessionAnswer {
-  auth: 'session' | 'key';
-  accountId: string;
-  user: { id: string; email: string; role: 'owner' | 'member'; accountId: string } | null;
-  role: 'owner' | 'member' | null;
-  expiresAt: string | null;
-}
+import type { SessionUser, WhoAmI } from './types.ts';
 
 /** The signed-in user (GET /api/v1/session), or null when signed out or the session ended. */
 export async function fetchSession(): Promise<SessionUser | null> {
   try {
-    const r = await api<SessionAnswer>('GET', '/api/v1/session', { allowUnauthorized: true });
+    const r = await api<WhoAmI>('GET', '/api/v1/session', { allowUnauthorized: true });
     if (!r?.user) return null;
     return { id: r.user.id, email: r.user.email, role: r.role ?? r.user.role, accountId: r.accountId };
   } catch {

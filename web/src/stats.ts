@@ -1,43 +1,19 @@
+import type { StatsView } from '../../src/inference/stats-view-types.ts';
+
 /**
- * GET /api/v1/stats (docs/management-api.md "Live figures"): the model's state, the requests running and waiting, the
- * last window's figures and 10-second buckets of the last 5 minutes. A percentile with no request is null.
+ * GET /api/v1/stats (docs/management-api.md "Live figures"), its types imported from the service (type-only): the
+ * model's state, the requests running and waiting, the last window's figures and 10-second buckets of the last 5
+ * minutes.
  */
-export interface Percentiles {
-  p50: number | null;
-  p95: number | null;
-}
+export type { Percentiles, StatsBucket, StatsView } from '../../src/inference/stats-view-types.ts';
 
-export interface StatsModel {
-  id: string;
-  state: string;
-  engine: string | null;
-  workers: { ready: number; total: number } | null;
+/**
+ * The model the Overview shows: the stats' model, or one read from GET /health while the stats cannot be read (which
+ * may not know the workers or a pull's total size).
+ */
+export interface StatsModel extends Omit<StatsView['model'], 'workers' | 'pull'> {
+  workers: StatsView['model']['workers'] | null;
   pull: { downloadedBytes: number; totalBytes: number | null; percent: number } | null;
-  error: string | null;
-}
-
-export interface StatsBucket {
-  t: string;
-  requests: number;
-  completionTokens: number;
-  tokensPerSecond: number | null;
-  ttftMs: Percentiles;
-}
-
-export interface StatsView {
-  at: string;
-  model: StatsModel;
-  requests: { running: number; waiting: number };
-  window: {
-    seconds: number;
-    requests: number;
-    errors: number;
-    promptTokens: number;
-    completionTokens: number;
-    tokensPerSecond: number | null;
-    ttftMs: Percentiles;
-  };
-  series: StatsBucket[];
 }
 
 /** One queue sample per poll (the series has no queue depth). */

@@ -4,52 +4,24 @@
  * one contract.
  */
 export type { AppRunState, AppView, DeploymentView } from '../../src/apps/app-view-types.ts';
-export type { KeyLimits, KeyPriority } from '../../src/store/records.ts';
+export type { KeyLimits, KeyPriority, UserRole as Role } from '../../src/store/records.ts';
+export type { ApiKeyView, CreatedApiKey as CreatedKey, UserView, WhoAmI } from '../../src/accounts/account-views.ts';
+export type { ModelView } from '../../src/inference/model-view-types.ts';
+import type { UserView } from '../../src/accounts/account-views.ts';
 export type {
   ProjectView,
   ProjectViewWithToken as ProjectWithToken,
   WorkspaceView,
   YamView,
 } from '../../src/workspaces/workspace-views.ts';
-import type { KeyLimits } from '../../src/store/records.ts';
 
 export interface ListOf<T> {
   object: 'list';
   data: T[];
 }
 
-export type Role = 'owner' | 'member';
-
-/** The signed-in user, from GET /api/v1/session. */
-export interface SessionUser {
-  id: string;
-  email: string;
-  role: Role;
-  accountId: string;
-}
-
-/** `User` of docs/management-api.md. */
-export interface UserView {
-  id: string;
-  email: string;
-  role: Role;
-  accountId: string;
-  createdAt: string;
-  lastSignInAt: string | null;
-}
-
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  limits?: KeyLimits | null;
-}
-
-export interface CreatedKey extends ApiKeyView {
-  key: string;
-}
+/** The signed-in user as the dashboard keeps it: the session's user, with the session's role (web/src/session.ts). */
+export type SessionUser = Pick<UserView, 'id' | 'email' | 'role' | 'accountId'>;
 
 export type Provider = 'openai' | 'anthropic' | 'gemini' | 'mistral';
 export const PROVIDERS: readonly Provider[] = ['openai', 'anthropic', 'gemini', 'mistral'];
@@ -73,24 +45,6 @@ export interface HealthView {
   pull?: { downloaded_bytes: number; total_bytes: number | null; percent: number };
   error?: string;
   hint?: string;
-}
-
-/** A model as GET /api/v1/models shows it (docs/models.md). */
-export interface ModelView {
-  id: string;
-  object: 'model';
-  source: string;
-  state: 'unloaded' | 'pulling' | 'loading' | 'ready' | 'failed';
-  error: string | null;
-  pull: { downloaded_bytes: number; total_bytes: number; percent: number } | null;
-  memory_bytes: number;
-  context_length: number | null;
-  slots: number | null;
-  engine: string | null;
-  requests: { running: number; waiting: number };
-  usage: { requests: number; completion_tokens: number; tokens_per_second: number };
-  last_used_at: string | null;
-  loads: number;
 }
 
 /** A Batch API batch as GET /api/v1/batches lists it (OpenAI's Batch object). */

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, hearthCli, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
 /**
@@ -40,16 +40,7 @@ describe('hearth keys create, ten at once, while the server writes', () => {
   let hearth: HearthProcess;
   beforeAll(async () => {
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        await tinyChatModel(),
-        '--model-id',
-        'local/tiny-chat',
-        '--engine',
-        'instant',
-        '--front',
-        'off',
-      ],
+      args: instantModelArgs(await tinyChatModel(), { 'model-id': 'local/tiny-chat', front: 'off' }),
     });
     await hearth.waitReady();
   });

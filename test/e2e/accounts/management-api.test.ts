@@ -1,11 +1,8 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FakeModelHub, startFakeModelHub } from '../../fakes/fake-model-hub.ts';
-import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
-import { type HearthProcess, hearthCli, startHearthProcess, createKey } from '../../helpers/hearth-process.ts';
-import { tinyChatModel } from '../../helpers/test-model.ts';
+import type { FakeModelHub } from '../../fakes/fake-model-hub.ts';
+import { type FakeUpstream, providerBaseUrls, startFakeUpstream } from '../../fakes/index.ts';
+import { type HearthProcess, hearthCli, createKey, serveFlags } from '../../helpers/hearth-process.ts';
+import { startPullingServer } from '../../helpers/pulling-server.ts';
 import { type ApiAnswer, callApi, waitFor } from '../../helpers/management-client.ts';
 import { secretPart } from '../../helpers/credentials.ts';
 
@@ -24,27 +21,15 @@ const PROVIDER_KEY = 'prov-openai-key-0123456789-ABCD';
 const PROVISION_DELAY_MS = 2000;
 
 beforeAll(async () => {
-  const file = await tinyChatModel();
-  hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
   openai = await startFakeUpstream('openai', { apiKey: PROVIDER_KEY, reply: { text: 'Hello from upstream.' } });
-  const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-  hearth = await startHearthProcess({
-    args: [
-      '--model',
-      'hf:someone/tiny-chat-GGUF/tiny-chat.gguf',
-      '--models-dir',
-      modelsDir,
-      '--provision-delay-ms',
-      String(PROVISION_DELAY_MS),
-      '--openai-base-url',
-      openai.baseUrl,
-      '--provider-max-retries',
-      '0',
-      '--pull-stall-timeout-ms',
-      '600000',
-    ],
-    env: { HF_ENDPOINT: hub.endpoint },
-  });
+  ({ hearth, hub } = await startPullingServer(
+    serveFlags({
+      'provision-delay-ms': PROVISION_DELAY_MS,
+      ...providerBaseUrls({ openai }),
+      'provider-max-retries': 0,
+      'pull-stall-timeout-ms': 600000,
+    }),
+  ));
   otherKey = createKey(hearth.dataDir, 'other', {}, 'someone-else');
 });
 
@@ -117,6 +102,15 @@ async function createProject(
     ...over,
   });
 }
+
+/**
+ * `hearth projects create --json` of an openai gpt-4o-mini project named `name` in `ws`, with `extra` flags, on the
+ * server's data dir while it runs; `env` holds what the CLI reads there (the provider key, a master key).
+ */
+const cliCreateProject = (ws: string, name: string, env: NodeJS.ProcessEnv, ...extra: string[]) => {
+  const project = ['--workspace', ws, '--name', name, '--provider', 'openai', '--model', 'gpt-4o-mini', ...extra];
+  return hearthCli(['projects', 'create', ...project, '--data-dir', hearth.dataDir, '--json'], env);
+};
 
 const projectState = (ws: string, id: string) => api('GET', `/api/v1/workspaces/${ws}/inference/${id}`);
 const untilReady = (ws: string, id: string) =>
@@ -384,27 +378,10 @@ describe('inference projects', () => {
 
   it('Provider configuration missing: a provider key stored under another master key', async () => {
     // The CLI works on the same data dir; with a different master key the stored key is unreadable to the server.
-    const r = hearthCli(
-      [
-        'projects',
-        'create',
-        '--workspace',
-        ws,
-        '--name',
-        'wrong master key',
-        '--provider',
-        'openai',
-        '--model',
-        'gpt-4o-mini',
-        '--data-dir',
-        hearth.dataDir,
-        '--json',
-      ],
-      {
-        HEARTH_SECRET_KEY: 'cd'.repeat(32),
-        HEARTH_PROVIDER_API_KEY: PROVIDER_KEY,
-      },
-    );
+    const r = cliCreateProject(ws, 'wrong master key', {
+      HEARTH_SECRET_KEY: 'cd'.repeat(32),
+      HEARTH_PROVIDER_API_KEY: PROVIDER_KEY,
+    });
     expect([r.status, r.stderr]).toEqual([0, '']);
     const p = JSON.parse(r.stdout) as CreatedProject;
     expect(p.state).toBe('ready');
@@ -446,26 +423,7 @@ describe('CLI', () => {
       name: 'from the CLI',
       yam: { state: 'ready' },
     });
-    const r = hearthCli(
-      [
-        'projects',
-        'create',
-        '--workspace',
-        ws,
-        '--name',
-        'cli bot',
-        '--provider',
-        'openai',
-        '--model',
-        'gpt-4o-mini',
-        '--temperature',
-        '0.2',
-        '--data-dir',
-        hearth.dataDir,
-        '--json',
-      ],
-      { HEARTH_PROVIDER_API_KEY: PROVIDER_KEY },
-    );
+    const r = cliCreateProject(ws, 'cli bot', { HEARTH_PROVIDER_API_KEY: PROVIDER_KEY }, '--temperature', '0.2');
     const p = JSON.parse(r.stdout) as CreatedProject;
     expect(p).toMatchObject({ state: 'ready', temperature: 0.2 });
     expect((await chat(p.projectId, p.token)).status).toBe(200);

@@ -17,7 +17,7 @@ const BOUND_MS = 30_000;
 const OWNER = { email: 'owner@example.com', password: 'owner password 1' };
 type ErrorBody = { error: { message: string; type: string; param: string | null; code: string | null } };
 
-const { api, until } = managementClient(() => hearth, BOUND_MS);
+const { api, readyWorkspace } = managementClient(() => hearth, BOUND_MS);
 
 /** A request as the dashboard in a browser makes it: the session cookie, and its own Origin. */
 async function withCookie(
@@ -60,12 +60,7 @@ beforeAll(async () => {
   const created = createUser(hearth.dataDir, OWNER);
   expect(created.status, created.stderr).toBe(0);
   await hearth.waitReady();
-  ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'hostile' })).body.workspaceId;
-  await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(
-    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
-    'the Yam',
-  );
+  ws = await readyWorkspace('hostile');
   appId = (
     await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, {
       name: 'app',

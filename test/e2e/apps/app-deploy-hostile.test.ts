@@ -1,12 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BLOCK, encodeHeader } from '../../../src/apps/tar-format.ts';
-import { rawArchive } from '../../helpers/app-archives.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { appArchive, bareRepositoryOf, rawArchive } from '../../helpers/app-archives.ts';
+import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { managementClient } from '../../helpers/management-client.ts';
 import { tinyModel } from '../../helpers/test-model.ts';
 
@@ -30,7 +29,7 @@ interface DeploymentView {
   buildLog: string[];
 }
 
-const { api, until } = managementClient(() => hearth, 70_000);
+const { api, until, readyWorkspace } = managementClient(() => hearth, 70_000);
 
 const apps = () => `/api/v1/workspaces/${ws}/apps`;
 
@@ -49,47 +48,26 @@ async function settled(appId: string, deploymentId: string): Promise<DeploymentV
   return last;
 }
 
+/** A bare repository of the files `files` writes into an empty directory; both are removed after the suite. */
 function bareRepository(files: (dir: string) => void): string {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-hostile-work-'));
-  const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-hostile-repo-'));
-  scratch.push(work, bare);
+  scratch.push(work);
   files(work);
-  const git = (cwd: string, ...args: string[]) =>
-    execFileSync(
-      'git',
-      ['-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'init.defaultBranch=main', ...args],
-      { cwd, stdio: 'pipe' },
-    );
-  git(bare, 'init', '--quiet', '--bare');
-  git(work, 'init', '--quiet');
-  git(work, 'add', '.');
-  git(work, 'commit', '--quiet', '-m', 'x');
-  git(work, 'push', '--quiet', bare, 'HEAD:refs/heads/main');
+  const bare = bareRepositoryOf(work);
+  scratch.push(bare);
   return bare;
 }
 
 beforeAll(async () => {
   hearth = await startHearthProcess({
-    args: [
-      '--model',
-      await tinyModel(),
-      '--engine',
-      'instant',
-      '--app-start-timeout',
-      '20',
-      '--app-max-unpacked-bytes',
-      String(1 << 20),
-      '--app-repositories',
-      'local',
-    ],
+    args: instantModelArgs(await tinyModel(), {
+      'app-start-timeout': 20,
+      'app-max-unpacked-bytes': 1 << 20,
+      'app-repositories': 'local',
+    }),
   });
   await hearth.waitReady();
-  ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'hostile' })).body.workspaceId;
-  await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(
-    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
-    'the Yam',
-  );
+  ws = await readyWorkspace('hostile');
 }, 120_000);
 
 afterAll(async () => {
@@ -216,14 +194,7 @@ describe('an app that turns its own files against Hearth', () => {
     const dep = await api<DeploymentView>(
       'POST',
       `${apps()}/${appId}/deployments`,
-      rawArchive([
-        {
-          name: 'package.json',
-          typeFlag: '0',
-          body: Buffer.from(JSON.stringify({ scripts: { start: 'node server.js' } })),
-        },
-        { name: 'server.js', typeFlag: '0', body: Buffer.from(server) },
-      ]),
+      appArchive({ scripts: { start: 'node server.js' } }, { 'server.js': server }),
       'application/gzip',
     );
     expect((await settled(appId, dep.body.deploymentId)).state).toBe('live');
@@ -264,14 +235,10 @@ describe('deleting an app while it builds', () => {
     const dep = await api<DeploymentView>(
       'POST',
       `${apps()}/${appId}/deployments`,
-      rawArchive([
-        {
-          name: 'package.json',
-          typeFlag: '0',
-          body: Buffer.from(JSON.stringify({ scripts: { build: `node build.js ${marker}`, start: 'node build.js' } })),
-        },
-        { name: 'build.js', typeFlag: '0', body: Buffer.from('setInterval(() => {}, 1000);') },
-      ]),
+      appArchive(
+        { scripts: { build: `node build.js ${marker}`, start: 'node build.js' } },
+        { 'build.js': 'setInterval(() => {}, 1000);' },
+      ),
       'application/gzip',
     );
     expect(dep.status).toBe(202);

@@ -4,8 +4,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawArchive } from '../../helpers/app-archives.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { appArchive } from '../../helpers/app-archives.ts';
+import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { managementClient } from '../../helpers/management-client.ts';
 import { tinyModel } from '../../helpers/test-model.ts';
 import { namespaceWithServer, type TestNamespace } from '../../helpers/test-netns.ts';
@@ -44,41 +44,18 @@ interface Setup {
   other: string;
 }
 
-const ARCHIVE = rawArchive([
-  {
-    name: 'package.json',
-    typeFlag: '0',
-    body: Buffer.from(JSON.stringify({ name: 'net-probe', scripts: { start: 'node server.js' } })),
-  },
-  {
-    name: 'server.js',
-    typeFlag: '0',
-    body: fs.readFileSync(path.resolve(import.meta.dirname, '../../fixtures/apps/net-probe.js')),
-  },
-]);
+const ARCHIVE = appArchive(
+  { name: 'net-probe', scripts: { start: 'node server.js' } },
+  { 'server.js': fs.readFileSync(path.resolve(import.meta.dirname, '../../fixtures/apps/net-probe.js')) },
+);
 
 async function setup(args: string[]): Promise<Setup> {
   const hearth = await startHearthProcess({
-    args: [
-      '--model',
-      await tinyModel(),
-      '--engine',
-      'instant',
-      '--front',
-      'haproxy',
-      '--app-start-timeout',
-      '20',
-      ...args,
-    ],
+    args: [...instantModelArgs(await tinyModel(), { front: 'haproxy', 'app-start-timeout': 20 }), ...args],
   });
   await hearth.waitReady();
-  const { api, until, deployLive } = managementClient(() => hearth, 60_000);
-  const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'net' })).body.workspaceId;
-  await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(
-    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
-    'the Yam',
-  );
+  const { api, deployLive, readyWorkspace } = managementClient(() => hearth, 60_000);
+  const ws = await readyWorkspace('net');
   const deployed = async (name: string) => {
     const appId = (
       await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name, apiKeyEnv: 'HEARTH_API_KEY' })

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawArchive } from '../../helpers/app-archives.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { appArchive } from '../../helpers/app-archives.ts';
+import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { managementClient } from '../../helpers/management-client.ts';
 import { isFrontParserAnswer, parseResponses, rawExchange } from '../../helpers/raw-http.ts';
 import { tinyModel } from '../../helpers/test-model.ts';
@@ -41,37 +41,16 @@ let hearth: HearthProcess;
 let appId: string;
 const type = (r: Response) => r.headers.get('content-type') ?? '';
 
-const { api, until, deployLive } = managementClient(() => hearth, 30_000);
+const { api, deployLive, readyWorkspace } = managementClient(() => hearth, 30_000);
 
 beforeAll(async () => {
   hearth = await startHearthProcess({
-    args: [
-      '--model',
-      await tinyModel(),
-      '--engine',
-      'instant',
-      '--app-start-timeout',
-      '20',
-      '--app-proxy-timeout',
-      '2',
-    ],
+    args: instantModelArgs(await tinyModel(), { 'app-start-timeout': 20, 'app-proxy-timeout': 2 }),
   });
   await hearth.waitReady();
-  const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'proxy' })).body.workspaceId;
-  await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(
-    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
-    'the Yam',
-  );
+  const ws = await readyWorkspace('proxy');
   appId = (await api<{ appId: string }>('POST', `/api/v1/workspaces/${ws}/apps`, { name: 'mirror' })).body.appId;
-  const archive = rawArchive([
-    {
-      name: 'package.json',
-      typeFlag: '0',
-      body: Buffer.from(JSON.stringify({ name: 'mirror', scripts: { start: 'node server.js' } })),
-    },
-    { name: 'server.js', typeFlag: '0', body: Buffer.from(MIRROR) },
-  ]);
+  const archive = appArchive({ name: 'mirror', scripts: { start: 'node server.js' } }, { 'server.js': MIRROR });
   await deployLive(ws, appId, archive, 'the mirror app');
 }, 120_000);
 

@@ -45,13 +45,8 @@ function on(hearth: () => HearthProcess) {
 
 async function withYam(hearth: HearthProcess): Promise<void> {
   await hearth.waitReady();
-  const { api, until } = managementClient(() => hearth, 70_000);
-  const ws = (await api<{ workspaceId: string }>('POST', '/api/v1/workspaces', { name: 'repos' })).body.workspaceId;
-  await api('PUT', `/api/v1/workspaces/${ws}/yam`);
-  await until(
-    async () => (await api<{ state: string }>('GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
-    'the Yam',
-  );
+  const { readyWorkspace } = managementClient(() => hearth, 70_000);
+  const ws = await readyWorkspace('repos');
   clients.set(hearth, { ws });
 }
 

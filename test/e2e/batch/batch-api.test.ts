@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, startHearthProcess, createKey, modelArgs } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import { batchFileLines, batchStarted } from '../../helpers/batch-polling.ts';
+import { chatBatchLines } from '../../helpers/chat-batch.ts';
 
 /**
  * The Batch API (issue #41) end to end with the official `openai` SDK over a real `hearth serve` (native loop, the
@@ -219,12 +220,7 @@ describe('Batch API', () => {
   });
 
   it('cancels mid-way: cancelling, then cancelled with what was answered and the rest as batch_cancelled', async () => {
-    const lines = Array.from({ length: 400 }, (_, i) => ({
-      custom_id: `c-${i}`,
-      method: 'POST',
-      url: '/v1/chat/completions',
-      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 64 },
-    }));
+    const lines = chatBatchLines(MODEL_ID, 400, 'c-', (i) => `Story ${i}`, 64);
     const created = await client.batches.create({
       input_file_id: (await upload(client, jsonl(lines))).id,
       endpoint: '/v1/chat/completions',
@@ -257,12 +253,7 @@ describe('Batch API', () => {
       key: string;
     };
     const job = clientFor(hearth, made.key);
-    const lines = Array.from({ length: 400 }, (_, i) => ({
-      custom_id: `r-${i}`,
-      method: 'POST',
-      url: '/v1/chat/completions',
-      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 64 },
-    }));
+    const lines = chatBatchLines(MODEL_ID, 400, 'r-', (i) => `Story ${i}`, 64);
     const created = await job.batches.create({
       input_file_id: (await upload(job, jsonl(lines))).id,
       endpoint: '/v1/chat/completions',

@@ -1,7 +1,8 @@
-import OpenAI, { toFile } from 'openai';
+import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { batchEnded, batchFileLines, batchStarted } from '../../helpers/batch-polling.ts';
+import { batchInputText, chatBatchLines, createChatBatch } from '../../helpers/chat-batch.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -40,22 +41,9 @@ describe('Batch API across two PostgreSQL replicas', () => {
     const [a, b] = replicas.map(
       (r) => new OpenAI({ apiKey: replicas[0]!.key, baseURL: `${r.baseUrl}/api/inference/v1`, maxRetries: 0 }),
     ) as [OpenAI, OpenAI];
-    const lines = Array.from({ length: LINES }, (_, i) => ({
-      custom_id: `line-${i}`,
-      method: 'POST',
-      url: '/v1/chat/completions',
-      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Tell story number ${i}.` }], max_tokens: 32 },
-    }));
-    const file = await a.files.create({
-      file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'),
-      purpose: 'batch',
-    });
-    expect(await (await b.files.content(file.id)).text()).toBe(lines.map((l) => JSON.stringify(l)).join('\n'));
-    const batch = await a.batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const lines = chatBatchLines(MODEL_ID, LINES, 'line-', (i) => `Tell story number ${i}.`, 32);
+    const batch = await createChatBatch(a, lines);
+    expect(await (await b.files.content(batch.input_file_id)).text()).toBe(batchInputText(lines));
     const counts = async (c: OpenAI) => {
       const now = await c.batches.retrieve(batch.id);
       return { status: now.status, answered: (now.request_counts?.completed ?? 0) + (now.request_counts?.failed ?? 0) };
@@ -101,21 +89,8 @@ describe('Batch API across two PostgreSQL replicas', () => {
     const key = JSON.parse(made.stdout) as { id: string; key: string };
     const job = new OpenAI({ apiKey: key.key, baseURL: `${first.baseUrl}/api/inference/v1`, maxRetries: 0 });
     const reader = new OpenAI({ apiKey: first.key, baseURL: `${second.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const lines = Array.from({ length: LINES }, (_, i) => ({
-      custom_id: `r-${i}`,
-      method: 'POST',
-      url: '/v1/chat/completions',
-      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 32 },
-    }));
-    const file = await job.files.create({
-      file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'),
-      purpose: 'batch',
-    });
-    const batch = await job.batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const lines = chatBatchLines(MODEL_ID, LINES, 'r-', (i) => `Story ${i}`, 32);
+    const batch = await createChatBatch(job, lines);
     await batchStarted(reader, batch);
     first.proc.kill('SIGSTOP');
     let done = batch;

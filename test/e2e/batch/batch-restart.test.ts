@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import OpenAI, { toFile } from 'openai';
+import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { batchEnded, batchFileLines } from '../../helpers/batch-polling.ts';
+import { chatBatchLines, createChatBatch } from '../../helpers/chat-batch.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -38,21 +39,8 @@ describe('Batch API across a SIGKILL', () => {
     const clientOf = (h: HearthProcess) =>
       new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
     let client = clientOf(first);
-    const lines = Array.from({ length: LINES }, (_, i) => ({
-      custom_id: `line-${i}`,
-      method: 'POST',
-      url: '/v1/chat/completions',
-      body: { model: MODEL_ID, messages: [{ role: 'user', content: `Tell story number ${i}.` }], max_tokens: 32 },
-    }));
-    const file = await client.files.create({
-      file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'in.jsonl'),
-      purpose: 'batch',
-    });
-    const batch = await client.batches.create({
-      input_file_id: file.id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const lines = chatBatchLines(MODEL_ID, LINES, 'line-', (i) => `Tell story number ${i}.`, 32);
+    const batch = await createChatBatch(client, lines);
     let seen = batch;
     while (seen.status === 'validating' || (seen.request_counts?.completed ?? 0) < 4) {
       await new Promise((r) => setTimeout(r, 20));

@@ -86,16 +86,17 @@ function closesJson(engine: 'native' | 'node-llama-cpp') {
     expect(finish).toBe(tokens === maxTokens ? 'length' : 'stop');
   });
 
+  /** A json_schema answer sampled freely and cut by max_tokens: what the closing tokens must complete. */
+  const CUT_SCHEMA_REQUEST = {
+    model: MODEL_ID,
+    messages: ask,
+    response_format: JSON_SCHEMA,
+    max_tokens: 40,
+    temperature: 1,
+  };
+
   it('streams the same closed JSON', async () => {
-    const stream = await client.chat.completions.create({
-      model: MODEL_ID,
-      messages: ask,
-      response_format: JSON_SCHEMA,
-      max_tokens: 40,
-      seed: 7,
-      temperature: 1,
-      stream: true,
-    });
+    const stream = await client.chat.completions.create({ ...CUT_SCHEMA_REQUEST, seed: 7, stream: true });
     let text = '';
     let finish: string | null = null;
     for await (const chunk of stream) {
@@ -107,16 +108,7 @@ function closesJson(engine: 'native' | 'node-llama-cpp') {
   });
 
   it('reports a finite logprob for every token, the closing ones included', async () => {
-    const r = await client.chat.completions.create({
-      model: MODEL_ID,
-      messages: ask,
-      response_format: JSON_SCHEMA,
-      max_tokens: 40,
-      seed: 5,
-      temperature: 1,
-      logprobs: true,
-      top_logprobs: 2,
-    });
+    const r = await client.chat.completions.create({ ...CUT_SCHEMA_REQUEST, seed: 5, logprobs: true, top_logprobs: 2 });
     expect(valid(JSON.parse(r.choices[0]!.message.content ?? ''))).toBe(true);
     const logprobs = r.choices[0]!.logprobs!.content!;
     expect(logprobs.length).toBeGreaterThan(0);

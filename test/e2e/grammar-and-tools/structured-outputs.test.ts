@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { serveModel } from '../../helpers/served-model.ts';
+import { STRICT_WEATHER_TOOL } from '../../helpers/tool-fixtures.ts';
 import { ensureTinyChatModel } from '../../../models/test-model-path.ts';
 
 /**
@@ -45,23 +46,6 @@ const WEATHER_REPORT = (() => {
 })();
 const validReport = new Ajv2020({ strict: false }).compile(WEATHER_REPORT);
 
-const WEATHER_TOOL = {
-  type: 'function' as const,
-  function: {
-    name: 'get_weather',
-    description: 'Current weather in a city',
-    parameters: {
-      type: 'object',
-      properties: {
-        city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] },
-        unit: { type: 'string', enum: ['c', 'f'] },
-      },
-      required: ['city', 'unit'],
-      additionalProperties: false,
-    },
-    strict: true,
-  },
-};
 const TIME_TOOL = {
   type: 'function' as const,
   function: {
@@ -75,6 +59,13 @@ const TIME_TOOL = {
     strict: true,
   },
 };
+/** Both functions as the Responses API declares them. */
+const RESPONSES_TOOLS = [STRICT_WEATHER_TOOL, TIME_TOOL].map((t) => ({
+  type: 'function' as const,
+  name: t.function.name,
+  parameters: t.function.parameters,
+  strict: true,
+}));
 
 beforeAll(async () => {
   ({ hearth, client } = await serveModel(MODEL_ID));
@@ -157,23 +148,17 @@ describe('json_object', () => {
 
   it('answers a JSON object, JSON and streaming', async () => {
     const c = new OpenAI({ apiKey: jsonHearth.key, baseURL: `${jsonHearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
-    const r = await c.chat.completions.create({
+    const request = {
       model: MODEL_ID,
       messages: ask,
-      response_format: { type: 'json_object' },
+      response_format: { type: 'json_object' as const },
       max_tokens: MAX_TOKENS,
       temperature: 0,
-    });
+    };
+    const r = await c.chat.completions.create(request);
     expect(r.choices[0]!.finish_reason).toBe('stop');
     expect(JSON.parse(r.choices[0]!.message.content!)).toEqual({ mood: 'calm', score: 3 });
-    const stream = await c.chat.completions.create({
-      model: MODEL_ID,
-      messages: ask,
-      response_format: { type: 'json_object' },
-      max_tokens: MAX_TOKENS,
-      temperature: 0,
-      stream: true,
-    });
+    const stream = await c.chat.completions.create({ ...request, stream: true });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(JSON.parse(text)).toEqual({ mood: 'calm', score: 3 });
@@ -194,16 +179,10 @@ describe('Responses API: text.format and forced function calls', () => {
   });
 
   it('responses.stream with tool_choice required yields function_call items for declared functions', async () => {
-    const tools = [WEATHER_TOOL, TIME_TOOL].map((t) => ({
-      type: 'function' as const,
-      name: t.function.name,
-      parameters: t.function.parameters,
-      strict: true,
-    }));
     const stream = client.responses.stream({
       model: MODEL_ID,
       input: 'Weather in Oslo?',
-      tools,
+      tools: RESPONSES_TOOLS,
       tool_choice: 'required',
       parallel_tool_calls: false,
       max_output_tokens: MAX_TOKENS,
@@ -219,22 +198,16 @@ describe('Responses API: text.format and forced function calls', () => {
     expect(call.call_id).toMatch(/^call_/);
     expect(argDeltas.join('')).toBe(call.arguments);
     expect(call.arguments).not.toContain('\uFFFD');
-    const declared = [WEATHER_TOOL, TIME_TOOL].find((t) => t.function.name === call.name)!;
+    const declared = [STRICT_WEATHER_TOOL, TIME_TOOL].find((t) => t.function.name === call.name)!;
     const validate = new Ajv2020({ strict: false }).compile(declared.function.parameters);
     expect(validate(JSON.parse(call.arguments)), call.arguments).toBe(true);
   });
 
   it('a named function in a multi-turn conversation with function_call_output', async () => {
-    const tools = [WEATHER_TOOL, TIME_TOOL].map((t) => ({
-      type: 'function' as const,
-      name: t.function.name,
-      parameters: t.function.parameters,
-      strict: true,
-    }));
     const r = await client.responses.create({
       model: MODEL_ID,
       max_output_tokens: MAX_TOKENS,
-      tools,
+      tools: RESPONSES_TOOLS,
       tool_choice: { type: 'function', name: 'get_time' },
       // One call: with parallel calls the grammar repeats calls without bound, so random weights may run
       // into max_output_tokens mid-call (this API takes no seed).

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../../models/tiny-llama.ts';
 import type { HearthProcess } from '../../helpers/hearth-process.ts';
 import { serveModel } from '../../helpers/served-model.ts';
+import { STRICT_WEATHER_TOOL } from '../../helpers/tool-fixtures.ts';
 
 /**
  * Chat-completions tool calls and logprobs end to end with the official SDK and the AI SDK, over a real
@@ -20,23 +21,7 @@ const MODEL_ID = 'local/tiny-chat';
 const MAX_TOKENS = 200;
 
 const TOOLS: ChatCompletionTool[] = [
-  {
-    type: 'function',
-    function: {
-      name: 'get_weather',
-      description: 'Current weather in a city',
-      parameters: {
-        type: 'object',
-        properties: {
-          city: { type: 'string', enum: ['Paris', 'Oslo', 'Lima'] },
-          unit: { type: 'string', enum: ['c', 'f'] },
-        },
-        required: ['city', 'unit'],
-        additionalProperties: false,
-      },
-      strict: true,
-    },
-  },
+  STRICT_WEATHER_TOOL,
   {
     type: 'function',
     function: {
@@ -189,9 +174,7 @@ describe('AI SDK tool call', () => {
       tools: {
         get_weather: tool({
           description: 'Current weather in a city',
-          inputSchema: jsonSchema<{ city: string; unit: string }>(
-            TOOLS[0]!.type === 'function' ? (TOOLS[0]!.function.parameters! as never) : {},
-          ),
+          inputSchema: jsonSchema<{ city: string; unit: string }>(STRICT_WEATHER_TOOL.function.parameters as never),
         }),
       },
       toolChoice: 'required',

@@ -2,6 +2,8 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../../models/test-model-path.ts';
+import { collectOutput } from '../../helpers/child-output.ts';
+import { HAPROXY } from '../../helpers/fleet-haproxy.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { freePort } from '../../helpers/ports.ts';
 import { parseResponses, rawExchange, type RawResult } from '../../helpers/raw-http.ts';
@@ -14,10 +16,6 @@ import { parseResponses, rawExchange, type RawResult } from '../../helpers/raw-h
  * HAProxy comes from Debian (`.ci/apt-packages` installs it); the suite skips only where the binary is absent.
  */
 const CONFIG = path.resolve(import.meta.dirname, '../../../deploy/haproxy/haproxy.cfg');
-/** The haproxy binary (Debian puts it in /usr/sbin, which a non-root PATH may lack), or undefined. */
-const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].find(
-  (bin) => spawnSync(bin, ['-v'], { encoding: 'utf8' }).status === 0,
-);
 /**
  * HAProxy 3.0+ (Debian 13, the image): its parser refuses a NUL byte in a header value itself (2.6 passes it on to
  * the front's rule), and after its own early 413 it keeps reading the declared body until the client time-out
@@ -42,21 +40,15 @@ async function startFront(
     env: { ...process.env, HEARTH_BACKEND: backend, HEARTH_FRONT_BIND: `127.0.0.1:${port}` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  proc.stdout!.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
-  proc.stderr!.on('data', (d: Buffer) => {
-    output += d.toString();
-  });
+  const logs = collectOutput(proc);
   for (let i = 0; i < 200; i++) {
-    if (proc.exitCode !== null) throw new Error(`haproxy exited with ${proc.exitCode}:\n${output}`);
+    if (proc.exitCode !== null) throw new Error(`haproxy exited with ${proc.exitCode}:\n${logs()}`);
     const r = await fetch(`http://127.0.0.1:${port}/health`).catch(() => null);
-    if (r?.status === readyStatus) return { port, proc, logs: () => output };
+    if (r?.status === readyStatus) return { port, proc, logs };
     await new Promise((res) => setTimeout(res, 50));
   }
   proc.kill();
-  throw new Error(`haproxy did not answer ${readyStatus} on /health:\n${output}`);
+  throw new Error(`haproxy did not answer ${readyStatus} on /health:\n${logs()}`);
 }
 
 async function stopFront(f: { proc: ChildProcess } | undefined): Promise<void> {

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY_FILE } from '../../../src/store/master-key.ts';
 import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
-import { callApi, until } from '../../helpers/management-client.ts';
+import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { callApi, readyWorkspace, until } from '../../helpers/management-client.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
 /**
@@ -18,20 +18,12 @@ let args: string[];
 
 beforeAll(async () => {
   fake = await startFakeUpstream('mistral', { apiKey: PROVIDER_KEY, reply: { text: 'Still here.' } });
-  args = [
-    '--model',
-    await tinyChatModel(),
-    '--engine',
-    'instant',
-    '--workers',
-    '1',
-    '--slots',
-    '1',
-    '--mistral-base-url',
-    fake.baseUrl,
-    '--provider-max-retries',
-    '0',
-  ];
+  args = instantModelArgs(await tinyChatModel(), {
+    workers: 1,
+    slots: 1,
+    'mistral-base-url': fake.baseUrl,
+    'provider-max-retries': 0,
+  });
 });
 
 afterAll(async () => {
@@ -54,12 +46,7 @@ describe('durability', () => {
     const first = await startHearthProcess({ args: [...args, '--provision-delay-ms', '3000'] });
     hearth = first;
     const apiKey = first.key;
-    const ws = (await callApi(first, 'POST', '/api/v1/workspaces', { name: 'durable' })).body.workspaceId as string;
-    await callApi(first, 'PUT', `/api/v1/workspaces/${ws}/yam`);
-    await until(
-      async () => (await callApi(first, 'GET', `/api/v1/workspaces/${ws}/yam`)).body.state === 'ready',
-      'the Yam',
-    );
+    const ws = await readyWorkspace(first, 'durable');
     const project = (
       await callApi(first, 'POST', `/api/v1/workspaces/${ws}/inference`, {
         name: 'ready one',

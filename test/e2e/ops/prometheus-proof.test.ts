@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../../models/test-model-path.ts';
 import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
+import { collectOutput } from '../../helpers/child-output.ts';
 import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { freePort } from '../../helpers/ports.ts';
@@ -117,13 +118,7 @@ async function startPrometheus(target: string, dir: string): Promise<Prometheus>
       ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
-    let output = '';
-    proc.stdout!.on('data', (d: Buffer) => {
-      output += d.toString();
-    });
-    proc.stderr!.on('data', (d: Buffer) => {
-      output += d.toString();
-    });
+    const logs = collectOutput(proc);
     const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
     const url = `http://127.0.0.1:${port}`;
     const stop = async () => {
@@ -135,11 +130,11 @@ async function startPrometheus(target: string, dir: string): Promise<Prometheus>
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline && proc.exitCode === null) {
       const r = await fetch(`${url}/-/ready`).catch(() => null);
-      if (r?.status === 200) return { url, proc, logs: () => output, stop };
+      if (r?.status === 200) return { url, proc, logs, stop };
       await sleep(200);
     }
     await stop();
-    if (attempt >= 2) throw new Error(`prometheus did not become ready:\n${output}`);
+    if (attempt >= 2) throw new Error(`prometheus did not become ready:\n${logs()}`);
   }
 }
 
@@ -368,6 +363,18 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
     expect(exprs).toContain('histogram_quantile(0.99');
   });
 
+  /** Each of `panelQueries` answered at least one series, and one of them has a finite value. */
+  const expectFiniteSeries = (panelQueries: PanelQuery[]) => {
+    for (const q of panelQueries) {
+      const series = results.get(`${q.panel}/${q.refId}`)!.data!.result;
+      expect(series.length, `${q.panel} [${q.refId}] returned no series: ${q.expr}`).toBeGreaterThan(0);
+      expect(
+        series.some((s) => Number.isFinite(Number(s.value[1]))),
+        `${q.panel} [${q.refId}] has only NaN/Inf: ${q.expr}`,
+      ).toBe(true);
+    }
+  };
+
   it('no panel query fails', () => {
     for (const q of queries) {
       const r = results.get(`${q.panel}/${q.refId}`)!;
@@ -377,14 +384,7 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
   });
 
   it('every shared-model, HTTP and process panel returns a series with a finite value', () => {
-    for (const q of queries.filter((x) => !x.provider)) {
-      const series = results.get(`${q.panel}/${q.refId}`)!.data!.result;
-      expect(series.length, `${q.panel} [${q.refId}] returned no series: ${q.expr}`).toBeGreaterThan(0);
-      expect(
-        series.some((s) => Number.isFinite(Number(s.value[1]))),
-        `${q.panel} [${q.refId}] has only NaN/Inf: ${q.expr}`,
-      ).toBe(true);
-    }
+    expectFiniteSeries(queries.filter((x) => !x.provider));
   });
 
   it('model state shows ready, and the token counters reached Prometheus intact', async () => {
@@ -401,14 +401,7 @@ describe.skipIf(!PROMETHEUS)('every Grafana panel query returns data from a real
       );
       ctx.skip();
     }
-    for (const q of queries.filter((x) => x.provider)) {
-      const series = results.get(`${q.panel}/${q.refId}`)!.data!.result;
-      expect(series.length, `${q.panel} [${q.refId}] returned no series: ${q.expr}`).toBeGreaterThan(0);
-      expect(
-        series.some((s) => Number.isFinite(Number(s.value[1]))),
-        `${q.panel} [${q.refId}] has only NaN/Inf: ${q.expr}`,
-      ).toBe(true);
-    }
+    expectFiniteSeries(queries.filter((x) => x.provider));
     const providers = new Set(
       queries
         .filter((x) => x.provider)

@@ -6,10 +6,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeModelHub, type FakeModelHub } from '../../fakes/fake-model-hub.ts';
-import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
+import { type FakeUpstream, providerBaseUrls, startFakeUpstream } from '../../fakes/index.ts';
 import { probeAppArchive } from '../../helpers/app-archives.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import {
+  type HearthProcess,
+  instantModelArgs,
+  type ServeSettings,
+  startHearthProcess,
+} from '../../helpers/hearth-process.ts';
 import { createProject, mustCall, projectReady, readyWorkspace, until } from '../../helpers/management-client.ts';
+import { TINY_CHAT_ON_HUB } from '../../helpers/pulling-server.ts';
 import { tinyChatModel, tinyModel } from '../../helpers/test-model.ts';
 
 /**
@@ -34,20 +40,19 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-// The instant engine outruns a test client on a loaded machine: a large stream buffer keeps a slow reader from being dropped (that is backpressure, tested elsewhere).
-const INSTANT = [
-  '--model-id',
-  'local/instant',
-  '--engine',
-  'instant',
-  '--context-size',
-  '1048576',
-  '--max-tokens',
-  '1000000',
-  '--stream-buffer-limit',
-  String(256 << 20),
-];
-const MODEL_URI = 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf';
+/**
+ * `hearth serve` arguments: the tiny model as local/instant on the instant engine, then `settings`. The instant
+ * engine outruns a test client on a loaded machine: a large stream buffer keeps a slow reader from being dropped
+ * (that is backpressure, tested elsewhere).
+ */
+const instantArgs = async (settings: ServeSettings = {}) =>
+  instantModelArgs(await tinyModel(), {
+    'model-id': 'local/instant',
+    'context-size': 1048576,
+    'max-tokens': 1000000,
+    'stream-buffer-limit': 256 << 20,
+    ...settings,
+  });
 
 type Health = { state: string; pull?: { percent: number } };
 const health = async (h: HearthProcess): Promise<Health> =>
@@ -95,7 +100,7 @@ async function runningStream(
 /** A ready server on the instant engine with `--shutdown-grace-ms graceMs`, a stream running on it, then SIGTERM. */
 async function stoppingWithStream(graceMs: number, maxTokens?: number) {
   hearth = await startHearthProcess({
-    args: ['--model', await tinyModel(), ...INSTANT, '--shutdown-grace-ms', String(graceMs)],
+    args: await instantArgs({ 'shutdown-grace-ms': graceMs }),
   });
   await hearth.waitReady();
   const h = hearth;
@@ -108,7 +113,7 @@ describe('shutdown in every model state', () => {
     const file = await tinyChatModel();
     hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-    const args = ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'];
+    const args = ['--model', TINY_CHAT_ON_HUB, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'];
     hearth = await startHearthProcess({ args, env: { HF_ENDPOINT: hub.endpoint } });
     const h = hearth;
     await until(async () => ((await health(h)).pull?.percent ?? 0) >= 49, 'the pull to stall half-way');
@@ -141,7 +146,7 @@ describe('shutdown in every model state', () => {
       });
     try {
       hearth = await startHearthProcess({
-        args: ['--model', MODEL_URI, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'],
+        args: ['--model', TINY_CHAT_ON_HUB, '--models-dir', modelsDir, '--shutdown-grace-ms', '10000'],
         env: { HF_ENDPOINT: `http://127.0.0.1:${(dropper.address() as net.AddressInfo).port}` },
       });
       const h = hearth;
@@ -169,7 +174,7 @@ describe('shutdown in every model state', () => {
     const bin = path.resolve(import.meta.dirname, '../../../bin/hearth.js');
     const child = spawn(
       process.execPath,
-      [bin, 'serve', '--port', '0', '--data-dir', dataDir, '--model', await tinyModel(), ...INSTANT],
+      [bin, 'serve', '--port', '0', '--data-dir', dataDir, ...(await instantArgs())],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
     let logs = '';
@@ -262,19 +267,12 @@ describe('shutdown in every model state', () => {
   it('upstream calls in flight: a project request to a silent upstream is cut after the grace period and aborted upstream', async () => {
     upstream = await startFakeUpstream('openai', { apiKey: 'prov-openai-key-0123456789' });
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        await tinyModel(),
-        ...INSTANT,
-        '--openai-base-url',
-        upstream.baseUrl,
-        '--provider-timeout-ms',
-        '600000',
-        '--provider-max-retries',
-        '0',
-        '--shutdown-grace-ms',
-        '500',
-      ],
+      args: await instantArgs({
+        ...providerBaseUrls({ openai: upstream }),
+        'provider-timeout-ms': 600000,
+        'provider-max-retries': 0,
+        'shutdown-grace-ms': 500,
+      }),
     });
     const h = hearth;
     const ws = await readyWorkspace(h, 'shutdown');
@@ -308,17 +306,7 @@ describe('shutdown in every model state', () => {
 
   it('app processes: a request proxied to a live app is cut after the grace period, the app process is stopped, exit 3', async () => {
     hearth = await startHearthProcess({
-      args: [
-        '--model',
-        await tinyModel(),
-        ...INSTANT,
-        '--app-start-timeout',
-        '10',
-        '--app-grace-period',
-        '1',
-        '--shutdown-grace-ms',
-        '500',
-      ],
+      args: await instantArgs({ 'app-start-timeout': 10, 'app-grace-period': 1, 'shutdown-grace-ms': 500 }),
     });
     const h = hearth;
     const ws = await readyWorkspace(h, 'apps');

@@ -51,6 +51,12 @@ async function chat(key: string, maxTokens = 3, body: Record<string, unknown> = 
   return { status: r.status, headers: r.headers, body: (await r.json()) as Record<string, any> & ErrorBody };
 }
 
+/** `r` is the 429 rate_limit_exceeded that names the key limit `field` (param limits.<field>) and its `limit` kind. */
+function expectRefusedBy(r: Awaited<ReturnType<typeof chat>>, field: keyof Limits, limit: string): void {
+  expect(r.status).toBe(429);
+  expect(r.body.error).toMatchObject({ code: 'rate_limit_exceeded', param: `limits.${field}`, limit });
+}
+
 /** Opens a stream for `key` and resolves once its first event arrived: the request is in progress until `close()`. */
 const holdStream = (key: string, extra: Record<string, unknown> = {}) =>
   holdStreamOf(hearth.baseUrl, MODEL, key, extra);
@@ -116,12 +122,7 @@ describe('per-key limits', () => {
     expect(first.headers.get('x-ratelimit-limit-tokens')).toBe('10');
     expect(first.headers.get('x-ratelimit-remaining-tokens')).toBe('10'); // decided before this request's usage was known
     const limited = await chat(k.key);
-    expect(limited.status).toBe(429);
-    expect(limited.body.error).toMatchObject({
-      code: 'rate_limit_exceeded',
-      param: 'limits.tokensPerMinute',
-      limit: 'tokens',
-    });
+    expectRefusedBy(limited, 'tokensPerMinute', 'tokens');
     expect(limited.headers.get('x-ratelimit-remaining-tokens')).toBe('0');
     expect(limited.headers.get('x-ratelimit-reset-tokens')).toMatch(/^(\d+s|1m0s)$/);
 
@@ -141,12 +142,7 @@ describe('per-key limits', () => {
     expect(stream.headers['x-ratelimit-remaining-concurrent']).toBe('0');
 
     const refused = await chat(busy.key);
-    expect(refused.status).toBe(429);
-    expect(refused.body.error).toMatchObject({
-      code: 'rate_limit_exceeded',
-      param: 'limits.maxConcurrent',
-      limit: 'concurrent',
-    });
+    expectRefusedBy(refused, 'maxConcurrent', 'concurrent');
     expect(refused.headers.get('retry-after')).toBe('1');
 
     const flowing = await chat(other.key, 4);

@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeModelHub, type FakeModelHub } from '../../fakes/fake-model-hub.ts';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { TINY_CHAT_ON_HUB, startPullingServer } from '../../helpers/pulling-server.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,17 +20,11 @@ afterEach(async () => {
   hub = undefined;
 });
 
-const MODEL_URI = 'hf:someone/tiny-chat-GGUF/tiny-chat.gguf';
-
 describe('warming up', () => {
   it('answers 503 model_warming_up with Retry-After and progress while pulling, then serves', async () => {
-    const file = await tinyChatModel();
-    hub = await startFakeModelHub({ filePath: file, heldAfterBytes: Math.floor(fs.statSync(file).size / 2) });
-    const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
-    hearth = await startHearthProcess({
-      args: ['--model', MODEL_URI, '--models-dir', modelsDir],
-      env: { HF_ENDPOINT: hub.endpoint },
-    });
+    const pulling = await startPullingServer();
+    ({ hearth, hub } = pulling);
+    const { modelsDir } = pulling;
     const client = new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 });
 
     // Wait until the first half has arrived, so the progress is known.
@@ -80,7 +75,7 @@ describe('warming up', () => {
     hub = await startFakeModelHub({ filePath: file, mode: 'missing' });
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
     hearth = await startHearthProcess({
-      args: ['--model', MODEL_URI, '--models-dir', modelsDir],
+      args: ['--model', TINY_CHAT_ON_HUB, '--models-dir', modelsDir],
       env: { HF_ENDPOINT: hub.endpoint },
     });
     let health: { state: string; error?: string; hint?: string } = { state: 'pulling' };
@@ -106,7 +101,7 @@ describe('warming up', () => {
     const closed = await freePort(); // free a moment ago: a connection to it is refused
     const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-models-'));
     hearth = await startHearthProcess({
-      args: ['--model', MODEL_URI, '--models-dir', modelsDir],
+      args: ['--model', TINY_CHAT_ON_HUB, '--models-dir', modelsDir],
       env: { HF_ENDPOINT: `http://127.0.0.1:${closed}/` },
     });
     let health: { state: string; error?: string; hint?: string; retry_after_seconds?: number } = { state: 'pulling' };

@@ -2,8 +2,8 @@ import http from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ProviderName } from '../../../src/providers/chat-provider.ts';
-import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
-import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type FakeUpstream, providerBaseUrls, startFakeUpstream } from '../../fakes/index.ts';
+import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import { createProject, projectReady, readyWorkspace } from '../../helpers/management-client.ts';
 import { secretPart } from '../../helpers/credentials.ts';
@@ -40,28 +40,13 @@ beforeAll(async () => {
       reply: { text: REPLY },
     });
   hearth = await startHearthProcess({
-    args: [
-      '--model',
-      await tinyChatModel(),
-      '--engine',
-      'instant',
-      '--workers',
-      '1',
-      '--slots',
-      '1',
-      '--openai-base-url',
-      fakes.openai.baseUrl,
-      '--anthropic-base-url',
-      fakes.anthropic.baseUrl,
-      '--gemini-base-url',
-      fakes.gemini.baseUrl,
-      '--mistral-base-url',
-      fakes.mistral.baseUrl,
-      '--provider-timeout-ms',
-      '60000',
-      '--provider-max-retries',
-      '0', // an abort seen within 10 s can only come from the client
-    ],
+    args: instantModelArgs(await tinyChatModel(), {
+      workers: 1,
+      slots: 1,
+      ...providerBaseUrls(fakes),
+      'provider-timeout-ms': 60000,
+      'provider-max-retries': 0, // an abort seen within 10 s can only come from the client
+    }),
   });
   const ws = await readyWorkspace(hearth, 'sdk');
   for (const c of CASES) {

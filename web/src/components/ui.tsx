@@ -231,24 +231,44 @@ export function useAction(): {
 }
 
 /**
+ * useAction for calls that change what the page shows: `change(call)` runs the call, then `after` (a reload, the
+ * parent's onChanged); a failed call skips `after` and leaves its error in `error`.
+ */
+export function useChangeAction(after: () => unknown): ReturnType<typeof useAction> & {
+  change: (call: () => Promise<unknown>) => Promise<void>;
+} {
+  const action = useAction();
+  const change = (call: () => Promise<unknown>) =>
+    action.run(async () => {
+      await call();
+      await after();
+    });
+  return { ...action, change };
+}
+
+/**
  * A form's text fields (inputs, textareas): their values, `bind(name)` to spread on the control (value and
- * onInput), and `reset` back to the initial values (of the named fields, or of all).
+ * onInput), `set` for a value the page fills in itself (a value, or one made from the current one), and `reset` back
+ * to the initial values (of the named fields, or of all).
  */
 export function useFields<K extends string>(
   initial: Record<K, string>,
 ): {
   values: Record<K, string>;
   bind: (name: K) => { value: string; onInput: (e: Event) => void };
+  set: (name: K, value: string | ((current: string) => string)) => void;
   reset: (names?: K[]) => void;
 } {
   const [values, setValues] = useState(initial);
+  const set = (name: K, value: string | ((current: string) => string)) =>
+    setValues((v) => ({ ...v, [name]: typeof value === 'function' ? value(v[name]) : value }));
   const bind = (name: K) => ({
     value: values[name],
-    onInput: (e: Event) => setValues((v) => ({ ...v, [name]: (e.currentTarget as HTMLInputElement).value })),
+    onInput: (e: Event) => set(name, (e.currentTarget as HTMLInputElement).value),
   });
   const reset = (names: K[] = Object.keys(initial) as K[]) =>
     setValues((v) => ({ ...v, ...Object.fromEntries(names.map((n) => [n, initial[n]])) }));
-  return { values, bind, reset };
+  return { values, bind, set, reset };
 }
 
 export function formatTime(iso: string | null | undefined): string {

@@ -9,6 +9,7 @@ import {
   StateBadge,
   formatTime,
   useAction,
+  useChangeAction,
   useFields,
   useInterval,
   useLoad,
@@ -130,7 +131,7 @@ function AppCard({
   onChanged: () => void;
 }) {
   const path = `${base}/apps/${encodeURIComponent(a.appId)}`;
-  const action = useAction();
+  const action = useChangeAction(onChanged);
   // Bumped by every deployment made here, so the deployments list shows it at once (and polls while it runs).
   const [deployments, setDeployments] = useState(0);
   return (
@@ -169,24 +170,14 @@ function AppCard({
             <button
               type="button"
               class="secondary"
-              onClick={() =>
-                action.run(async () => {
-                  await appApi('POST', `${path}/restart`);
-                  onChanged();
-                })
-              }
+              onClick={() => action.change(() => appApi('POST', `${path}/restart`))}
             >
               Restart {a.name}
             </button>
             <ConfirmButton
               label={`Delete ${a.name}`}
               confirmLabel={`Confirm deleting ${a.name}`}
-              onConfirm={() =>
-                action.run(async () => {
-                  await appApi('DELETE', path);
-                  onChanged();
-                })
-              }
+              onConfirm={() => action.change(() => appApi('DELETE', path))}
             />
           </div>
           <ErrorNote error={action.error} />
@@ -271,17 +262,16 @@ function DeployForms({ path, onDeployed }: { path: string; onDeployed: () => voi
 
 function EnvEditor({ path, names, onChanged }: { path: string; names: string[]; onChanged: () => void }) {
   const [text, setText] = useState('');
-  const action = useAction();
+  const action = useChangeAction(onChanged);
   return (
     <form
       class="row"
       aria-label="Change environment"
       onSubmit={(e) => {
         e.preventDefault();
-        void action.run(async () => {
+        void action.change(async () => {
           await appApi('PATCH', path, { body: { env: parseEnv(text) } });
           setText('');
-          onChanged();
         });
       }}
     >
@@ -299,12 +289,7 @@ function EnvEditor({ path, names, onChanged }: { path: string; names: string[]; 
           key={n}
           type="button"
           class="secondary align-end"
-          onClick={() =>
-            action.run(async () => {
-              await appApi('PATCH', path, { body: { env: { [n]: null } } });
-              onChanged();
-            })
-          }
+          onClick={() => action.change(() => appApi('PATCH', path, { body: { env: { [n]: null } } }))}
         >
           Unset {n}
         </button>
@@ -326,7 +311,7 @@ function Deployments({
   onChanged: () => void;
 }) {
   const list = useLoad(() => appApi<ListOf<DeploymentView>>('GET', `${path}/deployments`), [path, live, made]);
-  const action = useAction();
+  const action = useChangeAction(onChanged);
   useInterval(() => {
     if (list.data?.data.some((d) => BUSY_STATES.has(d.state))) void list.reload().then(onChanged);
   }, POLL_MS);
@@ -367,10 +352,9 @@ function Deployments({
               type="button"
               class="secondary"
               onClick={() =>
-                action.run(async () => {
+                action.change(async () => {
                   await appApi('POST', `${path}/rollback`, { body: { deploymentId: d.deploymentId } });
                   await list.reload();
-                  onChanged();
                 })
               }
             >

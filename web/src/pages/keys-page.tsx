@@ -145,16 +145,15 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
   );
 }
 
-function priorityOf(l: KeyLimits | null | undefined): KeyPriority {
-  return l?.priority === 'batch' ? 'batch' : 'interactive';
+function priorityOf(l: KeyLimits): KeyPriority {
+  return l.priority === 'batch' ? 'batch' : 'interactive';
 }
 
 function otherPriority(p: KeyPriority): KeyPriority {
   return p === 'batch' ? 'interactive' : 'batch';
 }
 
-function describeLimits(l: KeyLimits | null | undefined): string {
-  if (!l) return 'none';
+function describeLimits(l: KeyLimits): string {
   const parts = [
     l.requestsPerMinute !== null && `${l.requestsPerMinute} req/min`,
     l.tokensPerMinute !== null && `${l.tokensPerMinute} tok/min`,

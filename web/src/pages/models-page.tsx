@@ -7,6 +7,7 @@ import {
   StateBadge,
   formatTime,
   useAction,
+  useChangeAction,
   useFields,
   useInterval,
   useLoad,
@@ -18,6 +19,12 @@ import type { ListOf, ModelView, SessionUser } from '../types.ts';
 const REFRESH_MS = 2_000;
 
 const path = (id: string) => `/api/v1/models/${encodeURIComponent(id)}`;
+
+/** The owner's load and unload buttons: the states each shows in, and the POST /api/v1/models/{id}/{verb} it sends. */
+const LOAD_ACTIONS: ReadonlyArray<{ label: string; verb: string; from: ReadonlyArray<ModelView['state']> }> = [
+  { label: 'Load', verb: 'load', from: ['unloaded', 'failed'] },
+  { label: 'Unload', verb: 'unload', from: ['ready'] },
+];
 
 /** `1.5 GiB`, `640 MiB`, `12 KiB`; `—` for 0. */
 export function formatBytes(bytes: number): string {
@@ -41,12 +48,7 @@ export function ModelsPage({ user }: { user: SessionUser }) {
   const owner = user.role === 'owner';
   const models = useLoad(() => api<ListOf<ModelView>>('GET', '/api/v1/models'));
   useInterval(() => void models.reload(), REFRESH_MS);
-  const act = useAction();
-  const run = (fn: () => Promise<unknown>) =>
-    act.run(async () => {
-      await fn();
-      await models.reload();
-    });
+  const act = useChangeAction(() => models.reload());
   return (
     <section aria-labelledby="models-title">
       <h1 id="models-title">Models</h1>
@@ -85,32 +87,22 @@ export function ModelsPage({ user }: { user: SessionUser }) {
           owner
             ? (m) => (
                 <>
-                  {(m.state === 'unloaded' || m.state === 'failed') && (
+                  {LOAD_ACTIONS.filter((l) => l.from.includes(m.state)).map((l) => (
                     <button
+                      key={l.label}
                       type="button"
                       class="secondary"
-                      aria-label={`Load ${m.id}`}
+                      aria-label={`${l.label} ${m.id}`}
                       disabled={act.busy}
-                      onClick={() => void run(() => api('POST', `${path(m.id)}/load`))}
+                      onClick={() => void act.change(() => api('POST', `${path(m.id)}/${l.verb}`))}
                     >
-                      Load
+                      {l.label}
                     </button>
-                  )}
-                  {m.state === 'ready' && (
-                    <button
-                      type="button"
-                      class="secondary"
-                      aria-label={`Unload ${m.id}`}
-                      disabled={act.busy}
-                      onClick={() => void run(() => api('POST', `${path(m.id)}/unload`))}
-                    >
-                      Unload
-                    </button>
-                  )}
+                  ))}
                   <ConfirmButton
                     label={`Remove ${m.id}`}
                     confirmLabel={`Confirm removing ${m.id}`}
-                    onConfirm={() => run(() => api('DELETE', path(m.id)))}
+                    onConfirm={() => act.change(() => api('DELETE', path(m.id)))}
                   />
                 </>
               )

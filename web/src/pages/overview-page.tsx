@@ -67,11 +67,7 @@ export function OverviewPage() {
           <Tile label="Requests" value={String(w.requests)} sub={`last ${w.seconds} s`} />
           <Tile label="Errors" value={String(w.errors)} sub={`last ${w.seconds} s`} />
           <Tile label="TTFT p50 / p95" value={`${fmtMs(w.ttftMs.p50)} / ${fmtMs(w.ttftMs.p95)}`} sub="ms" />
-          <Tile
-            label="Tokens per second"
-            value={w.tokensPerSecond === null ? '—' : fmtRate(w.tokensPerSecond)}
-            sub={`${w.completionTokens} generated`}
-          />
+          <Tile label="Tokens per second" value={fmtRate(w.tokensPerSecond)} sub={`${w.completionTokens} generated`} />
           <Tile
             label="Running / waiting"
             value={stats ? `${stats.requests.running} / ${stats.requests.waiting}` : '—'}

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, failureOf, type ApiErrorBody } from '../api.ts';
-import { ErrorNote, Field, useAction } from '../components/ui.tsx';
+import { ErrorNote, Field, useAction, useFields } from '../components/ui.tsx';
 import { API_PATHS, type PlaygroundApi, readPiece, requestBody, type Usage } from '../playground-protocol.ts';
 import { readEvents } from '../sse.ts';
 import type { CreatedKey, HealthView, ListOf, ProjectView, WorkspaceView } from '../types.ts';
@@ -26,14 +26,17 @@ let rememberedKey = ''; // module memory: survives page switches, not a reload
 export function PlaygroundPage() {
   const [target, setTarget] = useState<Target>('shared');
   const [protocol, setProtocol] = useState<PlaygroundApi>('chat');
-  const [apiKey, setApiKey] = useState(rememberedKey);
-  const [endpoint, setEndpoint] = useState('');
-  const [token, setToken] = useState('');
-  const [model, setModel] = useState('');
-  const [system, setSystem] = useState('');
-  const [prompt, setPrompt] = useState('Once upon a time');
-  const [maxTokens, setMaxTokens] = useState('64');
-  const [temperature, setTemperature] = useState('');
+  const form = useFields({
+    apiKey: rememberedKey,
+    endpoint: '',
+    token: '',
+    model: '',
+    system: '',
+    prompt: 'Once upon a time',
+    maxTokens: '64',
+    temperature: '',
+  });
+  const { apiKey, endpoint, token, model, system, prompt, maxTokens, temperature } = form.values;
   const [output, setOutput] = useState('');
   const [thinking, setThinking] = useState('');
   const [figures, setFigures] = useState<RunFigures | null>(null);
@@ -45,7 +48,7 @@ export function PlaygroundPage() {
   useEffect(() => {
     void fetch('/health')
       .then((r) => r.json() as Promise<HealthView>)
-      .then((h) => setModel((m) => m || h.model))
+      .then((h) => form.set('model', (m) => m || h.model))
       .catch(() => {});
     return () => abort.current?.abort();
   }, []);
@@ -156,14 +159,7 @@ export function PlaygroundPage() {
           {target === 'shared' ? (
             <div class="row">
               <Field label="API key" hint="The inference endpoint takes a Bearer key, not your session.">
-                <input
-                  type="password"
-                  class="mono"
-                  autoComplete="off"
-                  value={apiKey}
-                  onInput={(e) => setApiKey(e.currentTarget.value)}
-                  placeholder="hk_…"
-                />
+                <input type="password" class="mono" autoComplete="off" {...form.bind('apiKey')} placeholder="hk_…" />
               </Field>
               <button
                 type="button"
@@ -172,7 +168,7 @@ export function PlaygroundPage() {
                 onClick={() =>
                   keyAction.run(async () => {
                     const k = await api<CreatedKey>('POST', '/api/v1/keys', { body: { name: 'playground' } });
-                    setApiKey(k.key);
+                    form.set('apiKey', k.key);
                   })
                 }
               >
@@ -183,55 +179,39 @@ export function PlaygroundPage() {
             <div class="row top">
               <ProjectPicker
                 onPick={(p) => {
-                  setEndpoint(p.endpoint);
-                  setModel(p.model);
+                  form.set('endpoint', p.endpoint);
+                  form.set('model', p.model);
                 }}
               />
               <Field label="Project endpoint">
                 <input
                   class="mono grow"
-                  value={endpoint}
-                  onInput={(e) => setEndpoint(e.currentTarget.value)}
+                  {...form.bind('endpoint')}
                   placeholder="http://…/api/v1/inference/proj_…/chat/completions"
                 />
               </Field>
               <Field label="Project token">
-                <input
-                  type="password"
-                  class="mono"
-                  autoComplete="off"
-                  value={token}
-                  onInput={(e) => setToken(e.currentTarget.value)}
-                  placeholder="hp_…"
-                />
+                <input type="password" class="mono" autoComplete="off" {...form.bind('token')} placeholder="hp_…" />
               </Field>
             </div>
           )}
           <ErrorNote error={keyAction.error} />
           <div class="row">
             <Field label="Model">
-              <input class="mono" required value={model} onInput={(e) => setModel(e.currentTarget.value)} />
+              <input class="mono" required {...form.bind('model')} />
             </Field>
             <Field label="Max tokens">
-              <input type="number" min="1" value={maxTokens} onInput={(e) => setMaxTokens(e.currentTarget.value)} />
+              <input type="number" min="1" {...form.bind('maxTokens')} />
             </Field>
             <Field label="Temperature">
-              <input
-                type="number"
-                min="0"
-                max="2"
-                step="0.1"
-                value={temperature}
-                onInput={(e) => setTemperature(e.currentTarget.value)}
-                placeholder="default"
-              />
+              <input type="number" min="0" max="2" step="0.1" {...form.bind('temperature')} placeholder="default" />
             </Field>
           </div>
           <Field label="System prompt">
-            <textarea rows={2} value={system} onInput={(e) => setSystem(e.currentTarget.value)} />
+            <textarea rows={2} {...form.bind('system')} />
           </Field>
           <Field label="Message">
-            <textarea rows={3} required value={prompt} onInput={(e) => setPrompt(e.currentTarget.value)} />
+            <textarea rows={3} required {...form.bind('prompt')} />
           </Field>
           <div class="row">
             <button type="submit" disabled={running}>

@@ -1,13 +1,13 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure } from '../api.ts';
-import { ErrorNote, Field, Note, useAction } from '../components/ui.tsx';
+import { ErrorNote, Field, Note, useAction, useFields } from '../components/ui.tsx';
 import { fetchSession, setupRequired, signIn } from '../session.ts';
 import type { SessionUser } from '../types.ts';
 
 /** Email + password -> POST /api/v1/session (cookie), then the session's user. */
 export function SignInPage({ flash, onSignedIn }: { flash: string | null; onSignedIn: (u: SessionUser) => void }) {
-  const [email, setEmail] = useState('');
-  const [password, setPassword] = useState('');
+  const form = useFields({ email: '', password: '' });
+  const { email, password } = form.values;
   const [needsSetup, setNeedsSetup] = useState(false);
   const action = useAction();
   useEffect(() => {
@@ -19,7 +19,7 @@ export function SignInPage({ flash, onSignedIn }: { flash: string | null; onSign
       await signIn(email.trim(), password);
       const u = await fetchSession();
       if (!u) throw new Error('Signed in, but the session was not kept: are cookies blocked for this site?');
-      setPassword('');
+      form.reset(['password']);
       onSignedIn(u);
     });
   };
@@ -37,22 +37,10 @@ export function SignInPage({ flash, onSignedIn }: { flash: string | null; onSign
           </Note>
         )}
         <Field label="Email">
-          <input
-            type="email"
-            autoComplete="username"
-            required
-            value={email}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-          />
+          <input type="email" autoComplete="username" required {...form.bind('email')} />
         </Field>
         <Field label="Password">
-          <input
-            type="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
+          <input type="password" autoComplete="current-password" required {...form.bind('password')} />
         </Field>
         <ErrorNote error={action.error} />
         {retry && <p class="muted">Try again in {retry} s.</p>}

@@ -11,6 +11,7 @@ import {
   StateBadge,
   formatTime,
   useAction,
+  useChangeAction,
   useFields,
   useInterval,
   useLoad,
@@ -202,7 +203,7 @@ function ProjectCard({
   onRotated: (p: ProjectWithToken) => void;
   onChanged: () => void;
 }) {
-  const action = useAction();
+  const action = useChangeAction(onChanged);
   const path = `${base}/inference/${encodeURIComponent(p.projectId)}`;
   const curl = curlSnippet(p);
   return (
@@ -234,56 +235,38 @@ function ProjectCard({
         <ConfirmButton
           label={`Rotate token of ${p.name}`}
           confirmLabel="Confirm rotation (the old token stops working now)"
-          onConfirm={() =>
-            action.run(async () => {
-              onRotated(await api<ProjectWithToken>('POST', `${path}/token`));
-              onChanged();
-            })
-          }
+          onConfirm={() => action.change(async () => onRotated(await api<ProjectWithToken>('POST', `${path}/token`)))}
         />
-        {p.state === 'ready' && (
+        {STATE_ACTIONS.filter((s) => s.from.includes(p.state)).map((s) => (
           <button
+            key={s.label}
             type="button"
             class="secondary"
-            onClick={() =>
-              action.run(async () => {
-                await api('PATCH', path, { body: { state: 'suspended' } });
-                onChanged();
-              })
-            }
+            onClick={() => action.change(() => api('PATCH', path, { body: { state: s.to } }))}
           >
-            Suspend {p.name}
+            {s.label} {p.name}
           </button>
-        )}
-        {(p.state === 'suspended' || p.state === 'failed') && (
-          <button
-            type="button"
-            class="secondary"
-            onClick={() =>
-              action.run(async () => {
-                await api('PATCH', path, { body: { state: 'ready' } });
-                onChanged();
-              })
-            }
-          >
-            Resume {p.name}
-          </button>
-        )}
+        ))}
         <ConfirmButton
           label={`Delete ${p.name}`}
           confirmLabel={`Confirm deleting ${p.name}`}
-          onConfirm={() =>
-            action.run(async () => {
-              await api('DELETE', path);
-              onChanged();
-            })
-          }
+          onConfirm={() => action.change(() => api('DELETE', path))}
         />
       </div>
       <ErrorNote error={action.error} />
     </article>
   );
 }
+
+/** A project's suspend and resume buttons: the states each shows in, and the state its PATCH asks for. */
+const STATE_ACTIONS: ReadonlyArray<{
+  label: string;
+  from: ReadonlyArray<ProjectView['state']>;
+  to: ProjectView['state'];
+}> = [
+  { label: 'Suspend', from: ['ready'], to: 'suspended' },
+  { label: 'Resume', from: ['suspended', 'failed'], to: 'ready' },
+];
 
 function curlSnippet(p: ProjectView): string {
   const body = JSON.stringify({ model: p.model, messages: [{ role: 'user', content: 'Hello' }], stream: true });

@@ -1,0 +1,37 @@
+import OpenAI, { toFile } from 'openai';
+
+/** One line of a Batch API input file: a chat completion with one user message. */
+export interface ChatBatchLine {
+  custom_id: string;
+  method: 'POST';
+  url: '/v1/chat/completions';
+  body: { model: string; messages: Array<{ role: 'user'; content: string }>; max_tokens: number };
+}
+
+/** `count` chat lines for `model`: line i has custom_id `${idPrefix}${i}`, the user message `prompt(i)`, `maxTokens`. */
+export function chatBatchLines(
+  model: string,
+  count: number,
+  idPrefix: string,
+  prompt: (i: number) => string,
+  maxTokens: number,
+): ChatBatchLine[] {
+  return Array.from({ length: count }, (_, i) => ({
+    custom_id: `${idPrefix}${i}`,
+    method: 'POST',
+    url: '/v1/chat/completions',
+    body: { model, messages: [{ role: 'user', content: prompt(i) }], max_tokens: maxTokens },
+  }));
+}
+
+/** The input file text of `lines`: one JSON line each, joined by '\n' (no newline after the last). */
+export const batchInputText = (lines: readonly unknown[]): string => lines.map((l) => JSON.stringify(l)).join('\n');
+
+/** Uploads `lines` as `in.jsonl` (batchInputText) with `client` and creates a 24-hour chat-completions batch of it. */
+export async function createChatBatch(client: OpenAI, lines: readonly unknown[]): Promise<OpenAI.Batches.Batch> {
+  const file = await client.files.create({
+    file: await toFile(Buffer.from(batchInputText(lines)), 'in.jsonl'),
+    purpose: 'batch',
+  });
+  return client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+}
