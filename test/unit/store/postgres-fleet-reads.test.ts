@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiKeyRepository, type ApiKeyView } from '../../../src/accounts/api-key-repository.ts';
+import type { ApiKeyView } from '../../../src/accounts/account-views.ts';
+import { ApiKeyRepository } from '../../../src/accounts/api-key-repository.ts';
 import { ManagementAuthenticator, type PresentedCredentials } from '../../../src/accounts/authenticator.ts';
 import { SessionRepository } from '../../../src/accounts/session-repository.ts';
 import { UserRepository } from '../../../src/accounts/user-repository.ts';
