@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, failureOf, type ApiErrorBody } from '../api.ts';
-import { ErrorNote, Field, useAction, useFields } from '../components/ui.tsx';
+import { ErrorNote, Field } from '../components/ui.tsx';
+import { useAction, useFields } from '../hooks.ts';
 import { API_PATHS, type PlaygroundApi, readPiece, requestBody, type Usage } from '../playground-protocol.ts';
 import { readEvents } from '../sse.ts';
 import type { CreatedKey, HealthView, ListOf, ProjectView, WorkspaceView } from '../types.ts';
