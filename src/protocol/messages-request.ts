@@ -2,7 +2,7 @@ import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, FunctionTool, ToolCall, ToolChoice } from './chat-request.ts';
 import { checkToolChoice, functionName, MAX_TOOLS } from './validate-chat-features.ts';
-import { absent, isObject, type Json } from './json-fields.ts';
+import { absent, isObject, type Json, requiredFieldError } from './json-fields.ts';
 
 /**
  * The Anthropic Messages API request (`POST /messages`, and `/messages/count_tokens` without `max_tokens`),
@@ -205,11 +205,7 @@ function parseTools(raw: unknown): FunctionTool[] {
     if (!absent(t.description) && typeof t.description !== 'string')
       throw invalidRequest(`${p}.description: must be a string`, `${p}.description`, 'invalid_type');
     if (!isObject(t.input_schema))
-      throw invalidRequest(
-        `${p}.input_schema: must be a JSON Schema object`,
-        `${p}.input_schema`,
-        absent(t.input_schema) ? 'missing_required_parameter' : 'invalid_type',
-      );
+      throw requiredFieldError(`${p}.input_schema: must be a JSON Schema object`, `${p}.input_schema`, t.input_schema);
     return {
       name,
       description: typeof t.description === 'string' ? t.description : undefined,
