@@ -256,16 +256,9 @@ async function benchModel(llama: Llama, modelPath: string, o: BenchOptions): Pro
     });
     try {
       await runNative(engine, prompts.slice(0, 1), 16); // warm-up: graph allocation, page cache
-      let salt = 0;
+      const salted = saltedPrompts(prompts);
       for (const n of o.concurrency) {
-        // A different second token per job and run, so the prefix cache does not skip prompt evaluation.
-        const run = await repeatRuns(o.repeat, () =>
-          runNative(
-            engine,
-            prompts.slice(0, n).map((p) => Uint32Array.from([p[0]!, 100 + (salt++ % 300), ...p.subarray(1)])),
-            o.tokens,
-          ),
-        );
+        const run = await repeatRuns(o.repeat, () => runNative(engine, salted(n), o.tokens));
         rows.push({ model: name, engine: 'native', concurrency: n, ...run });
         print(rows.at(-1)!);
       }
@@ -297,15 +290,9 @@ async function benchModel(llama: Llama, modelPath: string, o: BenchOptions): Pro
           Uint32Array.from([vocab.tokens.bos!, ...vocab.tokenize(PROMPTS[i % PROMPTS.length]!)]),
         );
         await runLlamaServer(server.baseUrl, prompts.slice(0, 1), 16);
-        let salt = 0;
+        const salted = saltedPrompts(prompts);
         for (const n of o.concurrency) {
-          const run = await repeatRuns(o.repeat, () =>
-            runLlamaServer(
-              server.baseUrl,
-              prompts.slice(0, n).map((p) => Uint32Array.from([p[0]!, 100 + (salt++ % 300), ...p.subarray(1)])),
-              o.tokens,
-            ),
-          );
+          const run = await repeatRuns(o.repeat, () => runLlamaServer(server.baseUrl, salted(n), o.tokens));
           rows.push({ model: name, engine: 'llama-server', concurrency: n, ...run });
           print(rows.at(-1)!);
         }
@@ -351,3 +338,12 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/**
+ * The first `n` of `prompts`, each with a second token that differs per job and run (from a counter each returned
+ * function keeps), so the prefix cache does not skip prompt evaluation.
+ */
+function saltedPrompts(prompts: readonly Uint32Array[]): (n: number) => Uint32Array[] {
+  let salt = 0;
+  return (n) => prompts.slice(0, n).map((p) => Uint32Array.from([p[0]!, 100 + (salt++ % 300), ...p.subarray(1)]));
+}

@@ -7,7 +7,8 @@ import {
   indexedRecords,
   indexRange,
 } from '../store/database.ts';
-import type { RecordStore } from '../store/record-store.ts';
+import type { RecordStore, RecordTable } from '../store/record-store.ts';
+import type { IndexKey } from '../store/records.ts';
 import type { ProviderKeyCipher } from '../workspaces/provider-key-cipher.ts';
 import { sortableId } from '../store/secrets.ts';
 
@@ -58,7 +59,7 @@ export class AppRepository {
 
   /** Creates an app; `apiKey` is the key made for it (or null). The caller checked the workspace and its Yam. */
   async create(id: string, input: NewApp, apiKey: { id: string; key: string } | null): Promise<AppRecord> {
-    const { apps, index } = this.store.dbs;
+    const { apps } = this.store.dbs;
     const now = new Date().toISOString();
     const env: AppRecord['env'] = {};
     for (const [name, value] of Object.entries(input.env)) env[name] = this.cipher.encrypt(value, envContext(id, name));
@@ -76,11 +77,7 @@ export class AppRepository {
       createdAt: now,
       updatedAt: now,
     };
-    await this.store.transaction(() => {
-      apps.put(id, record);
-      index.put(indexKeys.app(input.workspaceId, id), true);
-    });
-    return record;
+    return this.insert(apps, record, indexKeys.app(input.workspaceId, id));
   }
 
   get(accountId: string, workspaceId: string, appId: string): AppRecord | undefined {
@@ -179,6 +176,15 @@ export class AppRepository {
     return app.apiKey === null ? null : this.cipher.decrypt(app.apiKey, keyContext(app.id));
   }
 
+  /** Writes a new record and its index entry in one transaction; resolves to the record once durable. */
+  private async insert<R extends { id: string }>(table: RecordTable<R>, record: R, indexKey: IndexKey): Promise<R> {
+    await this.store.transaction(() => {
+      table.put(record.id, record);
+      this.store.dbs.index.put(indexKey, true);
+    });
+    return record;
+  }
+
   // Deployments ----------------------------------------------------------------------------------------
 
   async createDeployment(
@@ -186,7 +192,7 @@ export class AppRepository {
     source: DeploymentSource,
     id = AppRepository.newDeploymentId(),
   ): Promise<DeploymentRecord> {
-    const { deployments, index } = this.store.dbs;
+    const { deployments } = this.store.dbs;
     const now = new Date().toISOString();
     const codeFrom = source.kind === 'release' ? (deployments.get(source.from)?.codeFrom ?? source.from) : id;
     const record: DeploymentRecord = {
@@ -203,11 +209,7 @@ export class AppRepository {
       updatedAt: now,
       liveAt: null,
     };
-    await this.store.transaction(() => {
-      deployments.put(id, record);
-      index.put(indexKeys.deployment(app.id, id), true);
-    });
-    return record;
+    return this.insert(deployments, record, indexKeys.deployment(app.id, id));
   }
 
   getDeployment(appId: string, deploymentId: string): DeploymentRecord | undefined {

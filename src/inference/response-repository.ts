@@ -80,28 +80,23 @@ export class ResponseRepository {
    */
   delete(accountId: string, id: string): boolean | Promise<boolean> {
     const { responses, index } = this.store.dbs;
-    const live = () => {
+    /** The removal, in a transaction (async) or in a synchronous one (removeSync, as transactionSync requires). */
+    const removeLive = (sync: boolean) => (): boolean => {
       const rec = responses.get(id);
-      return rec !== undefined && rec.accountId === accountId && Date.parse(rec.expiresAt) > this.now()
-        ? rec
-        : undefined;
-    };
-    if (this.store.current !== undefined) {
-      return this.store.transaction(() => {
-        const rec = live();
-        if (rec === undefined) return false;
+      if (rec === undefined || rec.accountId !== accountId || !(Date.parse(rec.expiresAt) > this.now())) return false;
+      const expiry = indexKeys.responseExpiry(rec.expiresAt, id);
+      if (sync) {
+        responses.removeSync(id);
+        index.removeSync(expiry);
+      } else {
         responses.remove(id);
-        index.remove(indexKeys.responseExpiry(rec.expiresAt, id));
-        return true;
-      });
-    }
-    return this.store.transactionSync(() => {
-      const rec = live();
-      if (rec === undefined) return false;
-      responses.removeSync(id);
-      index.removeSync(indexKeys.responseExpiry(rec.expiresAt, id));
+        index.remove(expiry);
+      }
       return true;
-    });
+    };
+    return this.store.current !== undefined
+      ? this.store.transaction(removeLive(false))
+      : this.store.transactionSync(removeLive(true));
   }
 
   /** Removes every expired response (a short range read over the expiry index); returns how many. */

@@ -1,4 +1,4 @@
-import { invalidRequest } from '../errors/index.ts';
+import { type ApiError, invalidRequest } from '../errors/index.ts';
 
 /** A parsed JSON object (a request body or one of its members), its values still unchecked. */
 export type Json = Record<string, unknown>;
@@ -8,6 +8,11 @@ export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !=
 
 /** Whether a field counts as not sent: absent or null (OpenAI's SDKs send null for "default"). */
 export const absent = (v: unknown): v is undefined | null => v === undefined || v === null;
+
+/** The 400 of a required field that is not sent (missing_required_parameter) or not of its type (invalid_type). */
+export function requiredFieldError(message: string, param: string, value: unknown): ApiError {
+  return invalidRequest(message, param, absent(value) ? 'missing_required_parameter' : 'invalid_type');
+}
 
 const isTokenId = (t: unknown): t is number =>
   typeof t === 'number' && Number.isInteger(t) && t >= 0 && t <= 0xffffffff;

@@ -2,7 +2,7 @@ import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, FunctionTool, ToolCall, ToolChoice } from './chat-request.ts';
 import { checkToolChoice, functionName, MAX_TOOLS } from './validate-chat-features.ts';
-import { absent, isObject, type Json } from './json-fields.ts';
+import { absent, isObject, type Json, requiredFieldError } from './json-fields.ts';
 
 /**
  * The Anthropic Messages API request (`POST /messages`, and `/messages/count_tokens` without `max_tokens`),
@@ -44,6 +44,13 @@ function number(body: Json, field: string, min: number, max: number, integer = f
     throw invalidRequest(`${field}: must be ${integer ? 'an integer' : 'a number'}`, field, 'invalid_type');
   if (v < min || v > max)
     throw invalidRequest(`${field}: must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
+  return v;
+}
+
+/** `v` when it is a non-empty string; a 400 naming `param` otherwise. */
+function nonEmptyString(v: unknown, param: string): string {
+  if (typeof v !== 'string' || v === '')
+    throw invalidRequest(`${param}: must be a non-empty string`, param, 'invalid_type');
   return v;
 }
 
@@ -113,26 +120,24 @@ function convertMessage(m: unknown, i: number, out: ChatMessage[]): void {
       case 'tool_use': {
         if (role !== 'assistant')
           throw invalidRequest(`${bp}: tool_use blocks belong in assistant messages`, bp, 'invalid_value');
-        if (typeof block.id !== 'string' || block.id === '')
-          throw invalidRequest(`${bp}.id: must be a non-empty string`, `${bp}.id`, 'invalid_type');
+        const id = nonEmptyString(block.id, `${bp}.id`);
         const name = functionName(block.name, `${bp}.name`);
         if (!isObject(block.input))
           throw invalidRequest(`${bp}.input: must be an object`, `${bp}.input`, 'invalid_type');
-        calls.push({ id: block.id, name, arguments: JSON.stringify(block.input) });
+        calls.push({ id, name, arguments: JSON.stringify(block.input) });
         return;
       }
       case 'tool_result': {
         if (role !== 'user')
           throw invalidRequest(`${bp}: tool_result blocks belong in user messages`, bp, 'invalid_value');
-        if (typeof block.tool_use_id !== 'string' || block.tool_use_id === '')
-          throw invalidRequest(`${bp}.tool_use_id: must be a non-empty string`, `${bp}.tool_use_id`, 'invalid_type');
+        const toolCallId = nonEmptyString(block.tool_use_id, `${bp}.tool_use_id`);
         if (!absent(block.is_error) && typeof block.is_error !== 'boolean')
           throw invalidRequest(`${bp}.is_error: must be a boolean`, `${bp}.is_error`, 'invalid_type');
         const result = toolResultText(block.content, `${bp}.content`);
         out.push({
           role: 'tool',
           content: block.is_error === true ? `Error: ${result}` : result,
-          toolCallId: block.tool_use_id,
+          toolCallId,
         });
         return;
       }
@@ -200,11 +205,7 @@ function parseTools(raw: unknown): FunctionTool[] {
     if (!absent(t.description) && typeof t.description !== 'string')
       throw invalidRequest(`${p}.description: must be a string`, `${p}.description`, 'invalid_type');
     if (!isObject(t.input_schema))
-      throw invalidRequest(
-        `${p}.input_schema: must be a JSON Schema object`,
-        `${p}.input_schema`,
-        absent(t.input_schema) ? 'missing_required_parameter' : 'invalid_type',
-      );
+      throw requiredFieldError(`${p}.input_schema: must be a JSON Schema object`, `${p}.input_schema`, t.input_schema);
     return {
       name,
       description: typeof t.description === 'string' ? t.description : undefined,
@@ -283,8 +284,7 @@ export function validateMessagesRequest(body: unknown, countOnly = false): Messa
   if (!isObject(body)) throw invalidRequest('The request body must be a JSON object', null, 'invalid_type');
   checkFields(body, countOnly);
   if (body.model === undefined) throw invalidRequest('model: Field required', 'model', 'missing_required_parameter');
-  if (typeof body.model !== 'string' || body.model === '')
-    throw invalidRequest('model: must be a non-empty string', 'model', 'invalid_type');
+  const model = nonEmptyString(body.model, 'model');
   let maxTokens: number | undefined;
   if (!countOnly) {
     if (absent(body.max_tokens))
@@ -300,7 +300,7 @@ export function validateMessagesRequest(body: unknown, countOnly = false): Messa
   const { choice, parallel } = parseToolChoice(body.tool_choice, tools);
   return {
     chat: {
-      model: body.model,
+      model,
       messages,
       stream: body.stream === true,
       includeUsage: false,

@@ -11,7 +11,7 @@ import {
 } from './chat-request.ts';
 import { hexId } from './ids.ts';
 import { checkToolChoice, functionName as name, MAX_TOOLS, MAX_TOP_LOGPROBS } from './validate-chat-features.ts';
-import { absent, isObject, type Json } from './json-fields.ts';
+import { absent, isObject, type Json, requiredFieldError } from './json-fields.ts';
 
 /**
  * The OpenAI Responses API request (`POST /responses`), validated and turned into the ChatRequest the shared
@@ -299,11 +299,7 @@ function parseTextFormat(raw: unknown): { format: ResponseFormat; echo: Response
     );
   const n = name(f.name, 'text.format.name');
   if (!isObject(f.schema))
-    throw invalidRequest(
-      "'text.format.schema' must be a JSON Schema object",
-      'text.format.schema',
-      absent(f.schema) ? 'missing_required_parameter' : 'invalid_type',
-    );
+    throw requiredFieldError("'text.format.schema' must be a JSON Schema object", 'text.format.schema', f.schema);
   if (!absent(f.strict) && typeof f.strict !== 'boolean')
     throw invalidRequest("'text.format.strict' must be a boolean", 'text.format.strict', 'invalid_type');
   const strict = f.strict === true;
@@ -364,11 +360,7 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
     );
   const reasoningEffort = parseReasoningEffort(reasoning.effort, 'reasoning.effort');
   if (typeof body.model !== 'string' || body.model === '')
-    throw invalidRequest(
-      "'model' must be a non-empty string",
-      'model',
-      absent(body.model) ? 'missing_required_parameter' : 'invalid_type',
-    );
+    throw requiredFieldError("'model' must be a non-empty string", 'model', body.model);
   if (!absent(body.instructions) && typeof body.instructions !== 'string')
     throw invalidRequest("'instructions' must be a string", 'instructions', 'invalid_type');
   const instructions = typeof body.instructions === 'string' ? body.instructions : undefined;

@@ -1,6 +1,6 @@
 import { invalidRequest } from '../errors/index.ts';
 import type { ChatRequest, FunctionTool, JsonSchema, ResponseFormat, ToolCall, ToolChoice } from './chat-request.ts';
-import { absent, type Json } from './json-fields.ts';
+import { absent, type Json, requiredFieldError } from './json-fields.ts';
 
 /**
  * Validation of the chat-completions fields beyond plain chat: tools, tool_choice, parallel_tool_calls,
@@ -27,12 +27,7 @@ function optionalBoolean(v: unknown, param: string): boolean | undefined {
 
 /** A function name by OpenAI's rule (1-64 of [a-zA-Z0-9_-]); a 400 naming `param` otherwise. */
 export function functionName(v: unknown, param: string): string {
-  if (typeof v !== 'string')
-    throw invalidRequest(
-      `'${param}' must be a string`,
-      param,
-      absent(v) ? 'missing_required_parameter' : 'invalid_type',
-    );
+  if (typeof v !== 'string') throw requiredFieldError(`'${param}' must be a string`, param, v);
   if (!FUNCTION_NAME.test(v))
     throw invalidRequest(
       `'${param}' must be 1 to 64 letters, digits, '_' or '-'; got ${JSON.stringify(v)}`,
@@ -63,12 +58,7 @@ export function parseTools(raw: unknown): FunctionTool[] {
         'invalid_value',
       );
     const f = t.function;
-    if (!isObject(f))
-      throw invalidRequest(
-        `'${p}.function' must be an object`,
-        `${p}.function`,
-        absent(f) ? 'missing_required_parameter' : 'invalid_type',
-      );
+    if (!isObject(f)) throw requiredFieldError(`'${p}.function' must be an object`, `${p}.function`, f);
     const name = functionName(f.name, `${p}.function.name`);
     if (seen.has(name))
       throw invalidRequest(
@@ -213,10 +203,6 @@ export function parseMessageToolCalls(raw: unknown, param: string): ToolCall[] |
 /** `messages[i].tool_call_id` of a tool message. */
 export function parseToolCallId(raw: unknown, param: string): string {
   if (typeof raw !== 'string' || raw === '')
-    throw invalidRequest(
-      `'${param}' must be a non-empty string`,
-      param,
-      absent(raw) ? 'missing_required_parameter' : 'invalid_type',
-    );
+    throw requiredFieldError(`'${param}' must be a non-empty string`, param, raw);
   return raw;
 }

@@ -3,18 +3,7 @@ import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { deepFreeze } from './deep-freeze.ts';
 import type { RecordStore, RecordTable } from './record-store.ts';
-import type {
-  AccountRecord,
-  ApiKeyRecord,
-  AppRecord,
-  DeploymentRecord,
-  ProjectRecord,
-  SessionRecord,
-  SetupTokenRecord,
-  StoredResponseRecord,
-  UserRecord,
-  WorkspaceRecord,
-} from './records.ts';
+import type { IndexKey, TableRecords } from './records.ts';
 /** The record types, where the repositories have always imported them from. */
 export type {
   StoredResponseRecord,
@@ -44,25 +33,9 @@ export type {
  * use the same data dir at once. Writes are awaited to commit (durable: a record acknowledged before a
  * `kill -9` is there after restart). Lifetime: one per process; `close()` is idempotent.
  */
-export interface HearthDatabases {
-  accounts: Database<AccountRecord, string>;
-  apiKeys: Database<ApiKeyRecord, string>;
-  workspaces: Database<WorkspaceRecord, string>;
-  projects: Database<ProjectRecord, string>;
-  /** Applications on Yams and their deployments (app-repository.ts). */
-  apps: Database<AppRecord, string>;
-  deployments: Database<DeploymentRecord, string>;
-  /** People who sign in (user-repository.ts). */
-  users: Database<UserRecord, string>;
-  /** Dashboard sessions, keyed by the hex SHA-256 of the cookie value (session-repository.ts). */
-  sessions: Database<SessionRecord, string>;
-  /** First-run setup tokens, keyed by the hex SHA-256 of the token (user-repository.ts). */
-  setupTokens: Database<SetupTokenRecord, string>;
-  /** Stored Responses API responses (inference/response-repository.ts), by response id. */
-  responses: Database<StoredResponseRecord, string>;
-  /** Secondary indexes, keyed `[kind, ownerId, recordId]` -> true. */
-  index: Database<true, (string | number)[]>;
-}
+export type HearthDatabases = { [T in keyof TableRecords]: Database<TableRecords[T], string> } & {
+  index: Database<true, IndexKey>;
+};
 
 /**
  * Keys of the `index` database, one function per kind. Every secondary lookup is a short range read
@@ -101,7 +74,7 @@ export function indexRange(...prefix: string[]): { start: string[]; end: string[
  * index order; an entry whose record is gone is skipped. Callers filter by account and sort as their API promises.
  */
 export function indexedRecords<V>(
-  index: RecordTable<true, (string | number)[]>,
+  index: RecordTable<true, IndexKey>,
   table: RecordTable<V>,
   kind: string,
   ownerId: string,
@@ -211,17 +184,17 @@ export class HearthStore implements RecordStore {
   private constructor(root: RootDatabase) {
     this.root = root;
     this.dbs = {
-      accounts: guardKeys(root.openDB<AccountRecord, string>({ name: 'accounts' })),
-      apiKeys: validatedReads(guardKeys(root.openDB<ApiKeyRecord, string>({ name: 'api-keys' }))),
-      workspaces: guardKeys(root.openDB<WorkspaceRecord, string>({ name: 'workspaces' })),
-      projects: guardKeys(root.openDB<ProjectRecord, string>({ name: 'projects' })),
-      apps: guardKeys(root.openDB<AppRecord, string>({ name: 'apps' })),
-      deployments: guardKeys(root.openDB<DeploymentRecord, string>({ name: 'deployments' })),
-      users: validatedReads(guardKeys(root.openDB<UserRecord, string>({ name: 'users' }))),
-      sessions: validatedReads(guardKeys(root.openDB<SessionRecord, string>({ name: 'sessions' }))),
-      setupTokens: guardKeys(root.openDB<SetupTokenRecord, string>({ name: 'setup-tokens' })),
-      responses: guardKeys(root.openDB<StoredResponseRecord, string>({ name: 'responses' })),
-      index: guardKeys(root.openDB<true, (string | number)[]>({ name: 'index' })),
+      accounts: guardKeys(root.openDB<TableRecords['accounts'], string>({ name: 'accounts' })),
+      apiKeys: validatedReads(guardKeys(root.openDB<TableRecords['apiKeys'], string>({ name: 'api-keys' }))),
+      workspaces: guardKeys(root.openDB<TableRecords['workspaces'], string>({ name: 'workspaces' })),
+      projects: guardKeys(root.openDB<TableRecords['projects'], string>({ name: 'projects' })),
+      apps: guardKeys(root.openDB<TableRecords['apps'], string>({ name: 'apps' })),
+      deployments: guardKeys(root.openDB<TableRecords['deployments'], string>({ name: 'deployments' })),
+      users: validatedReads(guardKeys(root.openDB<TableRecords['users'], string>({ name: 'users' }))),
+      sessions: validatedReads(guardKeys(root.openDB<TableRecords['sessions'], string>({ name: 'sessions' }))),
+      setupTokens: guardKeys(root.openDB<TableRecords['setupTokens'], string>({ name: 'setup-tokens' })),
+      responses: guardKeys(root.openDB<TableRecords['responses'], string>({ name: 'responses' })),
+      index: guardKeys(root.openDB<true, IndexKey>({ name: 'index' })),
     };
   }
 

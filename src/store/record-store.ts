@@ -1,15 +1,4 @@
-import type {
-  AccountRecord,
-  ApiKeyRecord,
-  AppRecord,
-  DeploymentRecord,
-  ProjectRecord,
-  SessionRecord,
-  SetupTokenRecord,
-  StoredResponseRecord,
-  UserRecord,
-  WorkspaceRecord,
-} from './records.ts';
+import type { IndexKey, TableRecords } from './records.ts';
 
 /**
  * The one interface every repository is written against: tables of records by id, one index table, and
@@ -57,25 +46,10 @@ export interface RecordTable<V, K extends RecordKey = string> {
   getKeys(options?: RangeOptions<K>): Iterable<K>;
 }
 
-export interface RecordTables {
-  accounts: RecordTable<AccountRecord>;
-  apiKeys: RecordTable<ApiKeyRecord>;
-  workspaces: RecordTable<WorkspaceRecord>;
-  projects: RecordTable<ProjectRecord>;
-  /** Applications on Yams and their deployments (apps/app-repository.ts). */
-  apps: RecordTable<AppRecord>;
-  deployments: RecordTable<DeploymentRecord>;
-  /** People who sign in (accounts/user-repository.ts). */
-  users: RecordTable<UserRecord>;
-  /** Dashboard sessions, keyed by the hex SHA-256 of the cookie value (accounts/session-repository.ts). */
-  sessions: RecordTable<SessionRecord>;
-  /** First-run setup tokens, keyed by the hex SHA-256 of the token (accounts/user-repository.ts). */
-  setupTokens: RecordTable<SetupTokenRecord>;
-  /** Stored Responses API responses (inference/response-repository.ts). */
-  responses: RecordTable<StoredResponseRecord>;
-  /** Secondary indexes, keyed `[kind, ownerId, recordId]` (database.ts indexKeys). */
-  index: RecordTable<true, (string | number)[]>;
-}
+/** Every table: each record kind of TableRecords by its id, and the secondary index (`[kind, ownerId, recordId] -> true`). */
+export type RecordTables = { [T in keyof TableRecords]: RecordTable<TableRecords[T]> } & {
+  index: RecordTable<true, IndexKey>;
+};
 
 export interface RecordStore {
   readonly dbs: RecordTables;

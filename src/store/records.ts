@@ -179,3 +179,28 @@ export interface DeploymentRecord {
   updatedAt: string;
   liveAt: string | null;
 }
+
+/**
+ * The record each table of the store holds by its id, by table name: the one list of tables that RecordTables
+ * (record-store.ts) and the LMDB databases (database.ts) are made from.
+ */
+export interface TableRecords {
+  accounts: AccountRecord;
+  apiKeys: ApiKeyRecord;
+  workspaces: WorkspaceRecord;
+  projects: ProjectRecord;
+  /** Applications on Yams and their deployments (apps/app-repository.ts). */
+  apps: AppRecord;
+  deployments: DeploymentRecord;
+  /** People who sign in (accounts/user-repository.ts). */
+  users: UserRecord;
+  /** Dashboard sessions, keyed by the hex SHA-256 of the cookie value (accounts/session-repository.ts). */
+  sessions: SessionRecord;
+  /** First-run setup tokens, keyed by the hex SHA-256 of the token (accounts/user-repository.ts). */
+  setupTokens: SetupTokenRecord;
+  /** Stored Responses API responses (inference/response-repository.ts), by response id. */
+  responses: StoredResponseRecord;
+}
+
+/** A key of the secondary index: `[kind, ownerId, recordId]` (database.ts indexKeys). */
+export type IndexKey = (string | number)[];

@@ -1,19 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, type CallOptions, describeError, failureOf } from '../api.ts';
-import {
-  ConfirmButton,
-  ErrorNote,
-  Field,
-  FormFooter,
-  Note,
-  StateBadge,
-  formatTime,
-  useAction,
-  useChangeAction,
-  useFields,
-  useInterval,
-  useLoad,
-} from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, Note, StateBadge } from '../components/ui.tsx';
+import { formatTime } from '../format.ts';
+import { useAction, useChangeAction, useFields, useInterval, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import { readEvents } from '../sse.ts';
 import type { AppLogLine, AppView, DeploymentView, ListOf } from '../types.ts';

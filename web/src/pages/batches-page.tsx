@@ -1,6 +1,8 @@
 import { useEffect } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ErrorNote, StateBadge, formatTime, useLoad } from '../components/ui.tsx';
+import { ErrorNote, StateBadge } from '../components/ui.tsx';
+import { formatTime } from '../format.ts';
+import { useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { BatchView } from '../types.ts';
 import { stoppedBecause } from '../batch-state.ts';

@@ -1,18 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import {
-  ConfirmButton,
-  ErrorNote,
-  Field,
-  FormFooter,
-  SecretOnce,
-  StateBadge,
-  formatTime,
-  optionalPositiveInt,
-  useAction,
-  useFields,
-  useLoad,
-} from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, SecretOnce, StateBadge } from '../components/ui.tsx';
+import { formatTime, optionalPositiveInt } from '../format.ts';
+import { useAction, useFields, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ApiKeyView, CreatedKey, KeyLimits, KeyPriority, ListOf } from '../types.ts';
 

@@ -1,17 +1,7 @@
 import { api } from '../api.ts';
-import {
-  ConfirmButton,
-  ErrorNote,
-  Field,
-  FormFooter,
-  StateBadge,
-  formatTime,
-  useAction,
-  useChangeAction,
-  useFields,
-  useInterval,
-  useLoad,
-} from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, StateBadge } from '../components/ui.tsx';
+import { formatTime } from '../format.ts';
+import { useAction, useChangeAction, useFields, useInterval, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ListOf, ModelView, SessionUser } from '../types.ts';
 

@@ -1,7 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure, api } from '../api.ts';
 import { LineChart } from '../components/line-chart.tsx';
-import { ErrorNote, Note, StateBadge, useInterval } from '../components/ui.tsx';
+import { ErrorNote, Note, StateBadge } from '../components/ui.tsx';
+import { useInterval } from '../hooks.ts';
 import { pushSample, type QueueSample, type StatsModel, type StatsView } from '../stats.ts';
 import type { HealthView } from '../types.ts';
 

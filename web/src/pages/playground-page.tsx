@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, failureOf, type ApiErrorBody } from '../api.ts';
-import { ErrorNote, Field, useAction, useFields } from '../components/ui.tsx';
+import { ErrorNote, Field } from '../components/ui.tsx';
+import { useAction, useFields } from '../hooks.ts';
 import { API_PATHS, type PlaygroundApi, readPiece, requestBody, type Usage } from '../playground-protocol.ts';
 import { readEvents } from '../sse.ts';
 import type { CreatedKey, HealthView, ListOf, ProjectView, WorkspaceView } from '../types.ts';
@@ -21,6 +22,15 @@ interface RunFigures {
 }
 
 type Target = 'shared' | 'project';
+/** The choices of the two radio rows: what the request goes to, and which API it speaks to the shared model. */
+const TARGETS: Array<[Target, string]> = [
+  ['shared', 'Shared model'],
+  ['project', 'Inference project'],
+];
+const PROTOCOLS: Array<[PlaygroundApi, string]> = [
+  ['chat', 'Chat completions'],
+  ['messages', 'Anthropic Messages'],
+];
 let rememberedKey = ''; // module memory: survives page switches, not a reload
 
 export function PlaygroundPage() {
@@ -134,27 +144,9 @@ export function PlaygroundPage() {
       <h1 id="pg-title">Playground</h1>
       <div class="playground-layout">
         <form class="card playground" onSubmit={send} aria-label="Chat request">
-          <RadioRow
-            legend="Target"
-            name="target"
-            value={target}
-            onChange={setTarget}
-            options={[
-              ['shared', 'Shared model'],
-              ['project', 'Inference project'],
-            ]}
-          />
+          <RadioRow legend="Target" name="target" value={target} onChange={setTarget} options={TARGETS} />
           {target === 'shared' && (
-            <RadioRow
-              legend="API"
-              name="api"
-              value={protocol}
-              onChange={setProtocol}
-              options={[
-                ['chat', 'Chat completions'],
-                ['messages', 'Anthropic Messages'],
-              ]}
-            />
+            <RadioRow legend="API" name="api" value={protocol} onChange={setProtocol} options={PROTOCOLS} />
           )}
           {target === 'shared' ? (
             <div class="row">

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ErrorNote, Field, Note, useAction, useFields } from '../components/ui.tsx';
+import { ErrorNote, Field, Note } from '../components/ui.tsx';
+import { useAction, useFields } from '../hooks.ts';
 import { navigate } from '../navigation.ts';
 import { fetchSession, signIn } from '../session.ts';
 import type { SessionUser } from '../types.ts';

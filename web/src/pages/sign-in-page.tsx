@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure } from '../api.ts';
-import { ErrorNote, Field, Note, useAction, useFields } from '../components/ui.tsx';
+import { ErrorNote, Field, Note } from '../components/ui.tsx';
+import { useAction, useFields } from '../hooks.ts';
 import { fetchSession, setupRequired, signIn } from '../session.ts';
 import type { SessionUser } from '../types.ts';
 

@@ -1,16 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import {
-  ConfirmButton,
-  ErrorNote,
-  Field,
-  FormFooter,
-  StateBadge,
-  formatTime,
-  useAction,
-  useFields,
-  useLoad,
-} from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, FormFooter, StateBadge } from '../components/ui.tsx';
+import { formatTime } from '../format.ts';
+import { useAction, useFields, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ListOf, Role, SessionUser, UserView } from '../types.ts';
 

@@ -9,13 +9,9 @@ import {
   Note,
   SecretOnce,
   StateBadge,
-  formatTime,
-  useAction,
-  useChangeAction,
-  useFields,
-  useInterval,
-  useLoad,
 } from '../components/ui.tsx';
+import { formatTime } from '../format.ts';
+import { useAction, useChangeAction, useFields, useInterval, useLoad } from '../hooks.ts';
 import { navigate } from '../navigation.ts';
 import {
   PROVIDERS,

@@ -1,14 +1,7 @@
 import { api } from '../api.ts';
-import {
-  ConfirmButton,
-  ErrorNote,
-  Field,
-  StateBadge,
-  formatTime,
-  useAction,
-  useFields,
-  useLoad,
-} from '../components/ui.tsx';
+import { ConfirmButton, ErrorNote, Field, StateBadge } from '../components/ui.tsx';
+import { formatTime } from '../format.ts';
+import { useAction, useFields, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import { navigate } from '../navigation.ts';
 import type { ListOf, WorkspaceView } from '../types.ts';
