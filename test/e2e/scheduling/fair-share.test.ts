@@ -79,6 +79,10 @@ function sample(text: string, name: string, labels: Record<string, string>): num
   return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
+/** Waits until `count` requests of `priority` are running, as /metrics says (`what` names the wait). */
+const untilRunning = (priority: 'interactive' | 'batch', count: number, what: string) =>
+  until(async () => sample(await metrics(), 'hearth_num_requests_running', { priority }) === count, what);
+
 describe('priority of keys and requests', () => {
   it("a key's priority: interactive by default, set at creation and by PATCH, null resets it, a bad value is a 400 naming it", async () => {
     const plain = await callApi<{ id: string; limits: Record<string, unknown> }>(hearth, 'POST', '/api/v1/keys', {
@@ -171,10 +175,7 @@ describe('scheduling', () => {
     const bulk = cliKey('bulk-streams', ['--priority', 'batch']);
     const streams = [await holdStream(bulk.key), await holdStream(bulk.key)];
     try {
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'batch' }) === 2,
-        'two batch streams running',
-      );
+      await untilRunning('batch', 2, 'two batch streams running');
       const r = await chat(hearth.key, 5);
       expect(r.status).toBe(200);
       expect(r.body.usage.completion_tokens).toBe(5);
@@ -196,10 +197,7 @@ describe('scheduling', () => {
     } finally {
       for (const s of streams) s.close();
     }
-    await until(
-      async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'batch' }) === 0,
-      'batch streams ended',
-    );
+    await untilRunning('batch', 0, 'batch streams ended');
   });
 
   it('a request that lowers itself to batch yields too', async () => {
@@ -261,10 +259,7 @@ describe('scheduling', () => {
     } finally {
       for (const s of streams) s.close();
     }
-    await until(
-      async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'batch' }) === 0,
-      'batch embeddings ended',
-    );
+    await untilRunning('batch', 0, 'batch embeddings ended');
   });
 
   it('Batch API embedding lines of an interactive key wait at batch priority behind an interactive request', async () => {
@@ -341,10 +336,7 @@ describe('scheduling', () => {
       expect(sample(m, 'hearth_preemptions_total', {})).toBe(preemptedBefore + 1);
       expect(sample(m, 'hearth_num_requests_waiting', { priority: 'interactive' })).toBe(4);
       // The stream that yielded is back on its slot: both of a's streams run, a's queue still waits.
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'interactive' }) === 2,
-        "a's two streams run again",
-      );
+      await untilRunning('interactive', 2, "a's two streams run again");
     } finally {
       for (const s of flood) s.close();
     }
