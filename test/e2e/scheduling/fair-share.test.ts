@@ -79,9 +79,9 @@ function sample(text: string, name: string, labels: Record<string, string>): num
   return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-/** Waits until `count` requests of `priority` are running, as /metrics says (`what` names the wait). */
-const untilRunning = (priority: 'interactive' | 'batch', count: number, what: string) =>
-  until(async () => sample(await metrics(), 'hearth_num_requests_running', { priority }) === count, what);
+/** Waits until /metrics counts `count` requests of `priority` in `state` (`what` names the wait). */
+const untilRequests = (state: 'running' | 'waiting', priority: 'interactive' | 'batch', count: number, what: string) =>
+  until(async () => sample(await metrics(), `hearth_num_requests_${state}`, { priority }) === count, what);
 
 describe('priority of keys and requests', () => {
   it("a key's priority: interactive by default, set at creation and by PATCH, null resets it, a bad value is a 400 naming it", async () => {
@@ -175,7 +175,7 @@ describe('scheduling', () => {
     const bulk = cliKey('bulk-streams', ['--priority', 'batch']);
     const streams = [await holdStream(bulk.key), await holdStream(bulk.key)];
     try {
-      await untilRunning('batch', 2, 'two batch streams running');
+      await untilRequests('running', 'batch', 2, 'two batch streams running');
       const r = await chat(hearth.key, 5);
       expect(r.status).toBe(200);
       expect(r.body.usage.completion_tokens).toBe(5);
@@ -197,7 +197,7 @@ describe('scheduling', () => {
     } finally {
       for (const s of streams) s.close();
     }
-    await untilRunning('batch', 0, 'batch streams ended');
+    await untilRequests('running', 'batch', 0, 'batch streams ended');
   });
 
   it('a request that lowers itself to batch yields too', async () => {
@@ -218,10 +218,7 @@ describe('scheduling', () => {
     const streams = [await holdStream(hearth.key), await holdStream(hearth.key)];
     try {
       const waiting = chat(hearth.key, 2);
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1,
-        'the third request waits',
-      );
+      await untilRequests('waiting', 'interactive', 1, 'the third request waits');
       streams.pop()!.close();
       expect((await waiting).status).toBe(200);
     } finally {
@@ -240,18 +237,12 @@ describe('scheduling', () => {
       }),
     );
     try {
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'batch' }) === 3,
-        'three batch embeddings wait',
-      );
+      await untilRequests('waiting', 'batch', 3, 'three batch embeddings wait');
       const interactive = chat(hearth.key, 2).then((r) => {
         order.push('chat');
         return r;
       });
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1,
-        'the interactive request waits too',
-      );
+      await untilRequests('waiting', 'interactive', 1, 'the interactive request waits too');
       streams.pop()!.close(); // one slot frees: the interactive request takes it, though the embeddings came first
       expect((await interactive).status).toBe(200);
       for (const e of await Promise.all(embeddings)) expect(e.status).toBe(200);
@@ -259,7 +250,7 @@ describe('scheduling', () => {
     } finally {
       for (const s of streams) s.close();
     }
-    await untilRunning('batch', 0, 'batch embeddings ended');
+    await untilRequests('running', 'batch', 0, 'batch embeddings ended');
   });
 
   it('Batch API embedding lines of an interactive key wait at batch priority behind an interactive request', async () => {
@@ -295,15 +286,9 @@ describe('scheduling', () => {
         })
       ).json()) as { status: string; request_counts: { completed: number } };
     try {
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'batch' }) === 3,
-        'three batch lines wait',
-      );
+      await untilRequests('waiting', 'batch', 3, 'three batch lines wait');
       const interactive = chat(hearth.key, 2);
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1,
-        'the interactive request waits too',
-      );
+      await untilRequests('waiting', 'interactive', 1, 'the interactive request waits too');
       streams.pop()!.close();
       expect((await interactive).status).toBe(200);
       await until(async () => (await counts()).status === 'completed', 'the batch completes after it');
@@ -321,10 +306,7 @@ describe('scheduling', () => {
     const order: string[] = [];
     for (const q of queued) void q.then(() => order.push('a'));
     try {
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 4,
-        'four requests of account a wait',
-      );
+      await untilRequests('waiting', 'interactive', 4, 'four requests of account a wait');
       const preemptedBefore = sample(await metrics(), 'hearth_preemptions_total', {});
       // Slots go round-robin between accounts: a's newest stream yields its slot (paused, resumed later) to b,
       // whose request ends while both of a's streams are still held open.
@@ -336,7 +318,7 @@ describe('scheduling', () => {
       expect(sample(m, 'hearth_preemptions_total', {})).toBe(preemptedBefore + 1);
       expect(sample(m, 'hearth_num_requests_waiting', { priority: 'interactive' })).toBe(4);
       // The stream that yielded is back on its slot: both of a's streams run, a's queue still waits.
-      await untilRunning('interactive', 2, "a's two streams run again");
+      await untilRequests('running', 'interactive', 2, "a's two streams run again");
     } finally {
       for (const s of flood) s.close();
     }
