@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
+import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { postJson } from '../../helpers/held-stream.ts';
 
 /**
@@ -12,11 +12,7 @@ let hearth: HearthProcess;
 const MODEL = 'local/never-stops';
 
 beforeAll(async () => {
-  const model = await ensureTinyModel({ reply: null }); // emits tokens forever: only cancel or max_tokens end it
-  hearth = await startHearthProcess({
-    args: modelArgs(model, MODEL, { slots: 1, 'max-tokens': 100000, 'context-size': 2048 }),
-  });
-  await hearth.waitReady();
+  hearth = await serveNeverStopping(MODEL, { slots: 1, 'max-tokens': 100000, 'context-size': 2048 });
 });
 
 afterAll(async () => {

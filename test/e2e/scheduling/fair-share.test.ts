@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { hearthCli, type HearthProcess, startHearthProcess, nativeModelArgs } from '../../helpers/hearth-process.ts';
+import { hearthCli, type HearthProcess } from '../../helpers/hearth-process.ts';
+import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
 
@@ -18,11 +18,7 @@ let hearth: HearthProcess;
 const MODEL = 'local/never-stops';
 
 beforeAll(async () => {
-  const model = await ensureTinyModel({ reply: null });
-  hearth = await startHearthProcess({
-    args: nativeModelArgs(model, MODEL, { 'max-tokens': 100000, 'context-size': 2048 }),
-  });
-  await hearth.waitReady();
+  hearth = await serveNeverStopping(MODEL, { engine: 'native', 'max-tokens': 100000, 'context-size': 2048 });
 });
 
 afterAll(async () => {
