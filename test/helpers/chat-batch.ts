@@ -1,4 +1,6 @@
 import OpenAI, { toFile } from 'openai';
+import { expect } from 'vitest';
+import { batchEnded, batchFileLines } from './batch-polling.ts';
 
 /** One line of a Batch API input file: a chat completion with one user message. */
 export interface ChatBatchLine {
@@ -34,4 +36,22 @@ export async function createChatBatch(client: OpenAI, lines: readonly unknown[])
     purpose: 'batch',
   });
   return client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+}
+
+/**
+ * Waits (batchEnded, polling through `client`) for `batch` and asserts it completed every one of `lines` without a
+ * failure, its output file (read through `outputReader`) holding each line's custom_id exactly once.
+ */
+export async function expectEveryLineAnswered(
+  client: OpenAI,
+  batch: OpenAI.Batches.Batch,
+  lines: readonly ChatBatchLine[],
+  outputReader: OpenAI = client,
+): Promise<void> {
+  const done = await batchEnded(client, batch);
+  expect(done.status).toBe('completed');
+  expect(done.request_counts).toEqual({ total: lines.length, completed: lines.length, failed: 0 });
+  const ids = (await batchFileLines(outputReader, done.output_file_id)).map((l) => l.custom_id);
+  expect(ids).toHaveLength(lines.length);
+  expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
 }

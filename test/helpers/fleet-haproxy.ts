@@ -1,6 +1,7 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { collectOutput } from './child-output.ts';
+import { hostToolRuns } from './host-tools.ts';
 import { freePort } from './ports.ts';
 
 /**
@@ -10,9 +11,7 @@ import { freePort } from './ports.ts';
 export const FLEET_CONFIG = path.resolve(import.meta.dirname, '../../deploy/haproxy/fleet.cfg');
 
 /** The haproxy binary (Debian puts it in /usr/sbin, which a non-root PATH may lack), or undefined. */
-export const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].find(
-  (bin) => spawnSync(bin, ['-v'], { encoding: 'utf8' }).status === 0,
-);
+export const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].find((bin) => hostToolRuns(bin, ['-v']));
 
 export interface FleetFront {
   baseUrl: string;

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
-import { type HearthProcess, startHearthProcess } from './hearth-process.ts';
+import { ensureTinyModel } from '../../models/test-model-path.ts';
+import { type HearthProcess, modelArgs, type ServeSettings, startHearthProcess } from './hearth-process.ts';
 import { tinyChatModel } from './test-model.ts';
 
 export interface ServedModel {
@@ -25,4 +26,22 @@ export async function serveModel(
     hearth,
     client: new OpenAI({ apiKey: hearth.key, baseURL: `${hearth.baseUrl}/api/inference/v1`, maxRetries: 0 }),
   };
+}
+
+/**
+ * A ready `hearth serve` on the tiny model that never stops on its own (only max_tokens or a cancel end a
+ * generation, so a stream holds its slot as long as a test wants), as `modelId` with modelArgs' `settings`
+ * (`engine: 'native'` for the native loop) and `env`. The caller stops it (afterAll).
+ */
+export async function serveNeverStopping(
+  modelId: string,
+  settings: ServeSettings,
+  env: NodeJS.ProcessEnv = {},
+): Promise<HearthProcess> {
+  const hearth = await startHearthProcess({
+    args: modelArgs(await ensureTinyModel({ reply: null }), modelId, settings),
+    env,
+  });
+  await hearth.waitReady();
+  return hearth;
 }

@@ -1,6 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appArchive } from '../../helpers/app-archives.ts';
 import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';

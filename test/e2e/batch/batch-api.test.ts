@@ -35,6 +35,13 @@ const clientFor = (h: HearthProcess, key: string) =>
 const jsonl = (lines: unknown[]) => `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`;
 const upload = async (c: OpenAI, text: string, name = 'input.jsonl') =>
   c.files.create({ file: await toFile(Buffer.from(text), name), purpose: 'batch' });
+/** Uploads `text` (upload) with `c` and creates a 24-hour chat-completions batch of it. */
+const chatBatchOf = async (c: OpenAI, text: string) =>
+  c.batches.create({
+    input_file_id: (await upload(c, text)).id,
+    endpoint: '/v1/chat/completions',
+    completion_window: '24h',
+  });
 
 async function finished(c: OpenAI, id: string, timeoutMs = 120_000): Promise<OpenAI.Batches.Batch> {
   const deadline = Date.now() + timeoutMs;
@@ -200,16 +207,7 @@ describe('Batch API', () => {
       body: { model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }] },
     };
     const text = `${JSON.stringify(good)}\n{not json\n${JSON.stringify({ ...good, custom_id: 'a' })}\n`;
-    const b = await finished(
-      client,
-      (
-        await client.batches.create({
-          input_file_id: (await upload(client, text)).id,
-          endpoint: '/v1/chat/completions',
-          completion_window: '24h',
-        })
-      ).id,
-    );
+    const b = await finished(client, (await chatBatchOf(client, text)).id);
     expect(b.status).toBe('failed');
     expect(b.failed_at).toBeTypeOf('number');
     expect(b.errors?.data).toEqual([
@@ -221,11 +219,7 @@ describe('Batch API', () => {
 
   it('cancels mid-way: cancelling, then cancelled with what was answered and the rest as batch_cancelled', async () => {
     const lines = chatBatchLines(MODEL_ID, 400, 'c-', (i) => `Story ${i}`, 64);
-    const created = await client.batches.create({
-      input_file_id: (await upload(client, jsonl(lines))).id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const created = await chatBatchOf(client, jsonl(lines));
     await batchStarted(client, created);
     const cancelling = await client.batches.cancel(created.id);
     expect(['cancelling', 'cancelled']).toContain(cancelling.status);
@@ -254,11 +248,7 @@ describe('Batch API', () => {
     };
     const job = clientFor(hearth, made.key);
     const lines = chatBatchLines(MODEL_ID, 400, 'r-', (i) => `Story ${i}`, 64);
-    const created = await job.batches.create({
-      input_file_id: (await upload(job, jsonl(lines))).id,
-      endpoint: '/v1/chat/completions',
-      completion_window: '24h',
-    });
+    const created = await chatBatchOf(job, jsonl(lines));
     await batchStarted(client, created);
     expect((await manage('DELETE', `/api/v1/keys/${made.id}`)).status).toBe(200);
     // The key is gone for requests at once; the batch belongs to the account, so its other keys still read it.

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { batchEnded, batchFileLines, batchStarted } from '../../helpers/batch-polling.ts';
-import { batchInputText, chatBatchLines, createChatBatch } from '../../helpers/chat-batch.ts';
+import { batchInputText, chatBatchLines, createChatBatch, expectEveryLineAnswered } from '../../helpers/chat-batch.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -70,12 +70,7 @@ describe('Batch API across two PostgreSQL replicas', () => {
         paused.proc.kill('SIGCONT');
       }
     }
-    const done = await batchEnded(b, batch);
-    expect(done.status).toBe('completed');
-    expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
-    const ids = (await batchFileLines(a, done.output_file_id)).map((l) => l.custom_id);
-    expect(ids).toHaveLength(LINES);
-    expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
+    await expectEveryLineAnswered(b, batch, lines, a);
   }, 300_000);
 
   it('stops the batch of a key revoked elsewhere on a replica that did not revoke it', async () => {

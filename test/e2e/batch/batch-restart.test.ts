@@ -3,8 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
-import { batchEnded, batchFileLines } from '../../helpers/batch-polling.ts';
-import { chatBatchLines, createChatBatch } from '../../helpers/chat-batch.ts';
+import { chatBatchLines, createChatBatch, expectEveryLineAnswered } from '../../helpers/chat-batch.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
@@ -54,11 +53,6 @@ describe('Batch API across a SIGKILL', () => {
     client = clientOf(second);
     const resumed = await client.batches.retrieve(batch.id);
     expect(resumed.request_counts!.completed).toBeGreaterThanOrEqual(seen.request_counts!.completed); // the answers recorded survived
-    const done = await batchEnded(client, resumed);
-    expect(done.status).toBe('completed');
-    expect(done.request_counts).toEqual({ total: LINES, completed: LINES, failed: 0 });
-    const ids = (await batchFileLines(client, done.output_file_id)).map((l) => l.custom_id);
-    expect(ids).toHaveLength(LINES);
-    expect(new Set(ids)).toEqual(new Set(lines.map((l) => l.custom_id)));
+    await expectEveryLineAnswered(client, resumed, lines);
   }, 300_000);
 });

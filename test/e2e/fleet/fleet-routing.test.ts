@@ -191,22 +191,21 @@ describe.skipIf(HAPROXY === undefined)(suiteName, () => {
     const mapped = await routes(f, KEYS.slice(0, 40));
     const onR1 = KEYS.slice(0, 40).filter((k) => mapped.get(k) === 'r1');
     expect(onR1.length).toBeGreaterThan(0);
+    /** A chat request whose affinity key maps to r1. */
+    const toR1 = () =>
+      fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' },
+        body: '{"model":"m"}',
+      });
     stubs[0]!.answer = 503;
     const before = stubs[0]!.served;
-    const r = await fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' },
-      body: '{"model":"m"}',
-    });
+    const r = await toR1();
     expect(r.status).toBe(200);
     expect(((await r.json()) as { replica: string }).replica).toBe('r2');
     expect(stubs[0]!.served).toBe(before + 1);
     stubs[0]!.answer = 500;
-    const again = await fetch(`${f.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'x-session-affinity': onR1[0]!, 'content-type': 'application/json' },
-      body: '{"model":"m"}',
-    });
+    const again = await toR1();
     expect(again.status).toBe(500);
     expect(((await again.json()) as { replica: string }).replica).toBe('r1');
   });

@@ -60,17 +60,12 @@ beforeAll(async () => {
 afterAll(() => hearth?.stop());
 
 const question: ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is the weather in Paris?' }];
+/** The weather question with both tools declared: each test adds its tool_choice. */
+const ASKED_WITH_TOOLS = { model: MODEL_ID, messages: question, tools: TOOLS, max_tokens: MAX_TOKENS };
 
 describe('tool calls (official SDK)', () => {
   it("tool_choice 'required': well-formed calls to declared functions, finish_reason tool_calls", async () => {
-    const r = await client.chat.completions.create({
-      model: MODEL_ID,
-      messages: question,
-      tools: TOOLS,
-      tool_choice: 'required',
-      max_tokens: MAX_TOKENS,
-      seed: 1,
-    });
+    const r = await client.chat.completions.create({ ...ASKED_WITH_TOOLS, tool_choice: 'required', seed: 1 });
     const choice = r.choices[0]!;
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.tool_calls!.length).toBeGreaterThanOrEqual(1);
@@ -79,12 +74,9 @@ describe('tool calls (official SDK)', () => {
 
   it('a named function, parallel_tool_calls false: exactly that one call', async () => {
     const r = await client.chat.completions.create({
-      model: MODEL_ID,
-      messages: question,
-      tools: TOOLS,
+      ...ASKED_WITH_TOOLS,
       tool_choice: { type: 'function', function: { name: 'get_time' } },
       parallel_tool_calls: false,
-      max_tokens: MAX_TOKENS,
     });
     expect(r.choices[0]!.finish_reason).toBe('tool_calls');
     expect(r.choices[0]!.message.tool_calls!.length).toBe(1);
@@ -118,12 +110,9 @@ describe('tool calls (official SDK)', () => {
 
   it('streams delta.tool_calls as OpenAI does (index, id and name first, then arguments)', async () => {
     const stream = await client.chat.completions.create({
-      model: MODEL_ID,
-      messages: question,
-      tools: TOOLS,
+      ...ASKED_WITH_TOOLS,
       tool_choice: 'required',
       parallel_tool_calls: false,
-      max_tokens: MAX_TOKENS,
       stream: true,
       seed: 3,
     });

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
 import { uwsBuild } from '../../../src/http/uws.ts';
-import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
+import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { parseResponses, type RawResponse, rawWrites } from '../../helpers/raw-http.ts';
 
 /**
@@ -87,18 +87,11 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
   }
 
   beforeAll(async () => {
-    const model = await ensureTinyModel({ reply: null });
-    hearth = await startHearthProcess({
-      args: modelArgs(model, MODEL, {
-        slots: 1,
-        'max-tokens': 100000,
-        'context-size': 2048,
-        'body-limit': LIMIT,
-        front,
-      }),
-      env: { HEARTH_FRONT_CLIENT_TIMEOUT: `${FRONT_CLIENT_TIMEOUT_S}s` },
-    });
-    await hearth.waitReady();
+    hearth = await serveNeverStopping(
+      MODEL,
+      { slots: 1, 'max-tokens': 100000, 'context-size': 2048, 'body-limit': LIMIT, front },
+      { HEARTH_FRONT_CLIENT_TIMEOUT: `${FRONT_CLIENT_TIMEOUT_S}s` },
+    );
     expect(/"msg":"listening".*"front":"haproxy"/.test(hearth.logs())).toBe(front === 'haproxy');
   }, 60_000);
 

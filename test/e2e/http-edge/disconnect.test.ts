@@ -1,7 +1,7 @@
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
+import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { serveNeverStopping } from '../../helpers/served-model.ts';
+import { postJson } from '../../helpers/held-stream.ts';
 
 /**
  * A client that disconnects mid-stream cancels its generation and frees its slot at once: with one slot,
@@ -12,11 +12,7 @@ let hearth: HearthProcess;
 const MODEL = 'local/never-stops';
 
 beforeAll(async () => {
-  const model = await ensureTinyModel({ reply: null }); // emits tokens forever: only cancel or max_tokens end it
-  hearth = await startHearthProcess({
-    args: modelArgs(model, MODEL, { slots: 1, 'max-tokens': 100000, 'context-size': 2048 }),
-  });
-  await hearth.waitReady();
+  hearth = await serveNeverStopping(MODEL, { slots: 1, 'max-tokens': 100000, 'context-size': 2048 });
 });
 
 afterAll(async () => {
@@ -32,19 +28,11 @@ async function metric(name: string, labels = ''): Promise<number> {
 /** Opens a streaming request, waits for `events` SSE data events, then destroys the socket. */
 function streamThenDisconnect(events: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const body = JSON.stringify({
+    const req = postJson(`${hearth.baseUrl}/api/inference/v1/chat/completions`, hearth.key, {
       model: MODEL,
       messages: [{ role: 'user', content: 'go' }],
       stream: true,
       max_tokens: 2000,
-    });
-    const req = http.request(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${hearth.key}`,
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(body),
-      },
     });
     let seen = 0;
     req.on('response', (res) => {
@@ -59,7 +47,6 @@ function streamThenDisconnect(events: number): Promise<number> {
       });
     });
     req.on('error', (e) => (seen >= events ? undefined : reject(e)));
-    req.end(body);
   });
 }
 

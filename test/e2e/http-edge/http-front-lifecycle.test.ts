@@ -1,7 +1,7 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { HAPROXY } from '../../helpers/fleet-haproxy.ts';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { until } from '../../helpers/management-client.ts';
 import { portFree } from '../../helpers/ports.ts';
@@ -11,7 +11,6 @@ import { tinyModel } from '../../helpers/test-model.ts';
  * The managed HTTP front's life (src/front/haproxy-front.ts): it starts with `hearth serve`, is started again if it
  * dies, stops with Hearth (signal or crash), and `--front off` / a taken port behave as documented.
  */
-const HAPROXY = ['haproxy', '/usr/sbin/haproxy'].some((bin) => spawnSync(bin, ['-v']).status === 0);
 // A real GGUF (serve refuses a --model that is not one at start); the instant engine answers without computing.
 const ARGS = ['--engine', 'instant', '--model', await tinyModel(), '--model-id', 'local/instant'];
 
@@ -50,7 +49,7 @@ async function healthAnswered(h: HearthProcess): Promise<boolean> {
   return r !== null && r.headers.get('x-request-id') !== null;
 }
 
-describe.skipIf(!HAPROXY)('the managed HTTP front (hearth serve --front auto)', () => {
+describe.skipIf(HAPROXY === undefined)('the managed HTTP front (hearth serve --front auto)', () => {
   let hearth: HearthProcess | undefined;
   afterEach(async () => {
     await hearth?.stop();

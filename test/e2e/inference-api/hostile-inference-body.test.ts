@@ -66,26 +66,22 @@ describe('defect: a role or format named like an Object.prototype member', () =>
   // ROLE_MAP['constructor'] was the Object function: validation passed, the worker could not clone it (500).
   const PROTO_NAMES = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'];
 
-  it('a chat message role is a 400 naming messages[0].role', async () => {
-    for (const role of PROTO_NAMES) {
-      // Written out by hand: JSON.stringify of a {__proto__: ...} literal would not send the key.
-      const r = await post(
-        'chat/completions',
-        `{"model":"${MODEL_ID}","max_tokens":4,"messages":[{"role":"${role}","content":"x"}]}`,
-      );
-      expect400(r, 'messages[0].role', 'invalid_value');
-    }
-    await expectServingAndIdle();
-  });
-
-  it('a Responses API input role is a 400 naming input[0].role', async () => {
-    for (const role of PROTO_NAMES) {
-      const r = await post(
-        'responses',
-        `{"model":"${MODEL_ID}","max_output_tokens":4,"input":[{"role":"${role}","content":"x"}]}`,
-      );
-      expect400(r, 'input[0].role', 'invalid_value');
-    }
+  // Bodies written out by hand: JSON.stringify of a {__proto__: ...} literal would not send the key.
+  it.each([
+    [
+      'a chat message role',
+      'messages[0].role',
+      'chat/completions' as const,
+      (role: string) => `{"model":"${MODEL_ID}","max_tokens":4,"messages":[{"role":"${role}","content":"x"}]}`,
+    ],
+    [
+      'a Responses API input role',
+      'input[0].role',
+      'responses' as const,
+      (role: string) => `{"model":"${MODEL_ID}","max_output_tokens":4,"input":[{"role":"${role}","content":"x"}]}`,
+    ],
+  ])('%s is a 400 naming %s', async (_what, param, route, bodyWithRole) => {
+    for (const role of PROTO_NAMES) expect400(await post(route, bodyWithRole(role)), param, 'invalid_value');
     await expectServingAndIdle();
   });
 

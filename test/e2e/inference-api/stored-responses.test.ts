@@ -20,6 +20,10 @@ let otherAccount: OpenAI;
 
 const clientFor = (h: HearthProcess, key: string) =>
   new OpenAI({ apiKey: key, baseURL: `${h.baseUrl}/api/inference/v1`, maxRetries: 0 });
+/** A turn that continues the stored response `previousId` with `input`, asked through `c`. */
+const nextTurn = (c: OpenAI, previousId: string, input: string, maxOutputTokens: number) =>
+  c.responses.create({ model: MODEL_ID, previous_response_id: previousId, input, max_output_tokens: maxOutputTokens });
+
 const start = async () => {
   hearth = await startHearthProcess({
     dataDir,
@@ -78,24 +82,14 @@ describe('stored responses', () => {
       input: 'Tell me a story about a cat.',
       max_output_tokens: 8,
     });
-    const second = await client.responses.create({
-      model: MODEL_ID,
-      previous_response_id: first.id,
-      input: 'And then?',
-      max_output_tokens: 8,
-    });
+    const second = await nextTurn(client, first.id, 'And then?', 8);
     expect(second.previous_response_id).toBe(first.id);
     // The second prompt holds the first turn (its input and its output) before the new input ...
     expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens + first.usage!.output_tokens);
     // ... and the first turn's evaluated prompt is reused, not evaluated again.
     expect(second.usage!.input_tokens_details.cached_tokens).toBeGreaterThan(0);
     // A third turn chains through the second.
-    const third = await client.responses.create({
-      model: MODEL_ID,
-      previous_response_id: second.id,
-      input: 'The end.',
-      max_output_tokens: 4,
-    });
+    const third = await nextTurn(client, second.id, 'The end.', 4);
     expect(third.usage!.input_tokens).toBeGreaterThan(second.usage!.input_tokens);
   });
 
@@ -168,12 +162,7 @@ describe('stored responses', () => {
     await start();
     const after = clientFor(hearth, hearth.key);
     expect((await after.responses.retrieve(r.id)).id).toBe(r.id);
-    const next = await after.responses.create({
-      model: MODEL_ID,
-      previous_response_id: r.id,
-      input: 'Still there?',
-      max_output_tokens: 4,
-    });
+    const next = await nextTurn(after, r.id, 'Still there?', 4);
     expect(next.previous_response_id).toBe(r.id);
   });
 });

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MASTER_KEY_FILE } from '../../../src/store/master-key.ts';
 import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
-import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { callApi, readyWorkspace, until } from '../../helpers/management-client.ts';
-import { tinyChatModel } from '../../helpers/test-model.ts';
+import { providerHostArgs } from '../../helpers/provider-host.ts';
 
 /**
  * Records acknowledged by the API survive a `kill -9`: the real server is killed with SIGKILL right after
@@ -18,12 +18,7 @@ let args: string[];
 
 beforeAll(async () => {
   fake = await startFakeUpstream('mistral', { apiKey: PROVIDER_KEY, reply: { text: 'Still here.' } });
-  args = instantModelArgs(await tinyChatModel(), {
-    workers: 1,
-    slots: 1,
-    'mistral-base-url': fake.baseUrl,
-    'provider-max-retries': 0,
-  });
+  args = await providerHostArgs({ mistral: fake });
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess, nativeModelArgs } from '../../helpers/hearth-process.ts';
+import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
 
 /**
@@ -22,11 +22,12 @@ async function ratio(): Promise<number | undefined> {
 
 describe.skipIf(!addon.ok)('KV-cache utilisation gauge (native engine)', () => {
   beforeAll(async () => {
-    const model = await ensureTinyModel({ reply: null });
-    hearth = await startHearthProcess({
-      args: nativeModelArgs(model, MODEL, { threads: 1, 'context-size': 4096, 'max-tokens': 4000 }),
+    hearth = await serveNeverStopping(MODEL, {
+      engine: 'native',
+      threads: 1,
+      'context-size': 4096,
+      'max-tokens': 4000,
     });
-    await hearth.waitReady();
   }, 60_000);
   afterAll(async () => {
     await hearth?.stop();

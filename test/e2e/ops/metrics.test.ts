@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureTinyChatModel } from '../../../models/test-model-path.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { postJson } from '../../helpers/held-stream.ts';
+import { hostToolRuns } from '../../helpers/host-tools.ts';
 
 /**
  * The metrics tell the truth: a server on the tiny chat model gets a known set of requests (JSON,
@@ -161,11 +162,7 @@ function assertNoSecretsInLabels(s: Scrape, secrets: string[]): void {
   }
 }
 
-function hasPromtool(): boolean {
-  const r = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
-  return !r.error && r.status === 0;
-}
-const PROMTOOL = hasPromtool();
+const PROMTOOL = hostToolRuns('promtool');
 if (!PROMTOOL)
   console.warn(
     'metrics.test.ts: SKIPPING `promtool check metrics`: promtool is not on PATH (apt-get install prometheus; .ci/apt-packages does it in CI)',
@@ -361,20 +358,12 @@ describe('a client that disconnects mid-stream is counted once, as cancelled', (
   /** Streams until `events` content events arrived, then destroys the socket. Returns the events seen. */
   function streamThenDisconnect(events: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      const body = JSON.stringify({
+      const req = postJson(`${hearth.baseUrl}${CHAT}`, hearth.key, {
         model: NEVER_STOPS,
         messages: [{ role: 'user', content: 'Say hello.' }],
         temperature: 0,
         stream: true,
         max_tokens: 50_000,
-      });
-      const req = http.request(`${hearth.baseUrl}${CHAT}`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${hearth.key}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-        },
       });
       let seen = 0;
       let buffered = '';
@@ -391,7 +380,6 @@ describe('a client that disconnects mid-stream is counted once, as cancelled', (
         });
       });
       req.on('error', (e) => (seen >= events ? undefined : reject(e)));
-      req.end(body);
     });
   }
 

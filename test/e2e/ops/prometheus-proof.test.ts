@@ -7,6 +7,7 @@ import { ensureTinyChatModel } from '../../../models/test-model-path.ts';
 import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
 import { collectOutput } from '../../helpers/child-output.ts';
 import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
+import { hostToolRuns } from '../../helpers/host-tools.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { freePort } from '../../helpers/ports.ts';
 
@@ -32,11 +33,7 @@ const PROVIDER_KEY = 'sk-proof-upstream-key-7f3e2a';
 /** What Grafana's variables become for the proof: all instances and models, a 1-minute rate window (60 scrapes). */
 const VARIABLES: Record<string, string> = { __rate_interval: '1m', __interval: '1m', instance: '.*', model: '.*' };
 
-function hasPrometheus(): boolean {
-  const r = spawnSync('prometheus', ['--version'], { encoding: 'utf8' });
-  return !r.error && r.status === 0;
-}
-const PROMETHEUS = hasPrometheus();
+const PROMETHEUS = hostToolRuns('prometheus');
 if (!PROMETHEUS)
   console.warn(
     'prometheus-proof.test.ts: SKIPPED: no `prometheus` binary on PATH (apt-get install prometheus; .ci/apt-packages does it in CI)',

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { hearthCli, type HearthProcess, startHearthProcess, nativeModelArgs } from '../../helpers/hearth-process.ts';
+import { hearthCli, type HearthProcess } from '../../helpers/hearth-process.ts';
+import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
 
@@ -18,11 +18,7 @@ let hearth: HearthProcess;
 const MODEL = 'local/never-stops';
 
 beforeAll(async () => {
-  const model = await ensureTinyModel({ reply: null });
-  hearth = await startHearthProcess({
-    args: nativeModelArgs(model, MODEL, { 'max-tokens': 100000, 'context-size': 2048 }),
-  });
-  await hearth.waitReady();
+  hearth = await serveNeverStopping(MODEL, { engine: 'native', 'max-tokens': 100000, 'context-size': 2048 });
 });
 
 afterAll(async () => {
@@ -78,6 +74,10 @@ function sample(text: string, name: string, labels: Record<string, string>): num
     .find((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
   return line === undefined ? NaN : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
+
+/** Waits until /metrics counts `count` requests of `priority` in `state` (`what` names the wait). */
+const untilRequests = (state: 'running' | 'waiting', priority: 'interactive' | 'batch', count: number, what: string) =>
+  until(async () => sample(await metrics(), `hearth_num_requests_${state}`, { priority }) === count, what);
 
 describe('priority of keys and requests', () => {
   it("a key's priority: interactive by default, set at creation and by PATCH, null resets it, a bad value is a 400 naming it", async () => {
@@ -171,10 +171,7 @@ describe('scheduling', () => {
     const bulk = cliKey('bulk-streams', ['--priority', 'batch']);
     const streams = [await holdStream(bulk.key), await holdStream(bulk.key)];
     try {
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'batch' }) === 2,
-        'two batch streams running',
-      );
+      await untilRequests('running', 'batch', 2, 'two batch streams running');
       const r = await chat(hearth.key, 5);
       expect(r.status).toBe(200);
       expect(r.body.usage.completion_tokens).toBe(5);
@@ -196,10 +193,7 @@ describe('scheduling', () => {
     } finally {
       for (const s of streams) s.close();
     }
-    await until(
-      async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'batch' }) === 0,
-      'batch streams ended',
-    );
+    await untilRequests('running', 'batch', 0, 'batch streams ended');
   });
 
   it('a request that lowers itself to batch yields too', async () => {
@@ -220,10 +214,7 @@ describe('scheduling', () => {
     const streams = [await holdStream(hearth.key), await holdStream(hearth.key)];
     try {
       const waiting = chat(hearth.key, 2);
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1,
-        'the third request waits',
-      );
+      await untilRequests('waiting', 'interactive', 1, 'the third request waits');
       streams.pop()!.close();
       expect((await waiting).status).toBe(200);
     } finally {
@@ -242,18 +233,12 @@ describe('scheduling', () => {
       }),
     );
     try {
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'batch' }) === 3,
-        'three batch embeddings wait',
-      );
+      await untilRequests('waiting', 'batch', 3, 'three batch embeddings wait');
       const interactive = chat(hearth.key, 2).then((r) => {
         order.push('chat');
         return r;
       });
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1,
-        'the interactive request waits too',
-      );
+      await untilRequests('waiting', 'interactive', 1, 'the interactive request waits too');
       streams.pop()!.close(); // one slot frees: the interactive request takes it, though the embeddings came first
       expect((await interactive).status).toBe(200);
       for (const e of await Promise.all(embeddings)) expect(e.status).toBe(200);
@@ -261,10 +246,7 @@ describe('scheduling', () => {
     } finally {
       for (const s of streams) s.close();
     }
-    await until(
-      async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'batch' }) === 0,
-      'batch embeddings ended',
-    );
+    await untilRequests('running', 'batch', 0, 'batch embeddings ended');
   });
 
   it('Batch API embedding lines of an interactive key wait at batch priority behind an interactive request', async () => {
@@ -300,15 +282,9 @@ describe('scheduling', () => {
         })
       ).json()) as { status: string; request_counts: { completed: number } };
     try {
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'batch' }) === 3,
-        'three batch lines wait',
-      );
+      await untilRequests('waiting', 'batch', 3, 'three batch lines wait');
       const interactive = chat(hearth.key, 2);
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 1,
-        'the interactive request waits too',
-      );
+      await untilRequests('waiting', 'interactive', 1, 'the interactive request waits too');
       streams.pop()!.close();
       expect((await interactive).status).toBe(200);
       await until(async () => (await counts()).status === 'completed', 'the batch completes after it');
@@ -326,10 +302,7 @@ describe('scheduling', () => {
     const order: string[] = [];
     for (const q of queued) void q.then(() => order.push('a'));
     try {
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_waiting', { priority: 'interactive' }) === 4,
-        'four requests of account a wait',
-      );
+      await untilRequests('waiting', 'interactive', 4, 'four requests of account a wait');
       const preemptedBefore = sample(await metrics(), 'hearth_preemptions_total', {});
       // Slots go round-robin between accounts: a's newest stream yields its slot (paused, resumed later) to b,
       // whose request ends while both of a's streams are still held open.
@@ -341,10 +314,7 @@ describe('scheduling', () => {
       expect(sample(m, 'hearth_preemptions_total', {})).toBe(preemptedBefore + 1);
       expect(sample(m, 'hearth_num_requests_waiting', { priority: 'interactive' })).toBe(4);
       // The stream that yielded is back on its slot: both of a's streams run, a's queue still waits.
-      await until(
-        async () => sample(await metrics(), 'hearth_num_requests_running', { priority: 'interactive' }) === 2,
-        "a's two streams run again",
-      );
+      await untilRequests('running', 'interactive', 2, "a's two streams run again");
     } finally {
       for (const s of flood) s.close();
     }

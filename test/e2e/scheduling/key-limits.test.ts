@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
+import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
 
@@ -15,11 +15,7 @@ let hearth: HearthProcess;
 const MODEL = 'local/never-stops';
 
 beforeAll(async () => {
-  const model = await ensureTinyModel({ reply: null });
-  hearth = await startHearthProcess({
-    args: modelArgs(model, MODEL, { 'max-tokens': 100000, 'context-size': 2048 }),
-  });
-  await hearth.waitReady();
+  hearth = await serveNeverStopping(MODEL, { 'max-tokens': 100000, 'context-size': 2048 });
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
-import { type HearthProcess, startHearthProcess, nativeModelArgs } from '../../helpers/hearth-process.ts';
+import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
 
 /**
@@ -41,17 +41,14 @@ function chat(content: string): Promise<number> {
 
 describe.skipIf(!addon.ok)('host prompt cache metrics (native engine)', () => {
   beforeAll(async () => {
-    const model = await ensureTinyModel({ reply: null });
-    hearth = await startHearthProcess({
-      args: nativeModelArgs(model, MODEL, {
-        slots: 1,
-        'queue-limit': 1,
-        'prompt-cache-mib': CACHE_MIB,
-        'max-tokens': 64,
-        'context-size': 512,
-      }),
+    hearth = await serveNeverStopping(MODEL, {
+      engine: 'native',
+      slots: 1,
+      'queue-limit': 1,
+      'prompt-cache-mib': CACHE_MIB,
+      'max-tokens': 64,
+      'context-size': 512,
     });
-    await hearth.waitReady();
   }, 60_000);
 
   afterAll(async () => {

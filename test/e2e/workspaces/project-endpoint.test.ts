@@ -1,10 +1,10 @@
-import http from 'node:http';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ProviderName } from '../../../src/providers/chat-provider.ts';
-import { type FakeUpstream, providerBaseUrls, startFakeUpstream } from '../../fakes/index.ts';
-import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
-import { tinyChatModel } from '../../helpers/test-model.ts';
+import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
+import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { postJson } from '../../helpers/held-stream.ts';
+import { providerHostArgs } from '../../helpers/provider-host.ts';
 import { createProject, projectReady, readyWorkspace } from '../../helpers/management-client.ts';
 import { secretPart } from '../../helpers/credentials.ts';
 
@@ -40,13 +40,8 @@ beforeAll(async () => {
       reply: { text: REPLY },
     });
   hearth = await startHearthProcess({
-    args: instantModelArgs(await tinyChatModel(), {
-      workers: 1,
-      slots: 1,
-      ...providerBaseUrls(fakes),
-      'provider-timeout-ms': 60000,
-      'provider-max-retries': 0, // an abort seen within 10 s can only come from the client
-    }),
+    // No retries: an abort seen within 10 s can only come from the client.
+    args: await providerHostArgs(fakes, { 'provider-timeout-ms': 60000 }),
   });
   const ws = await readyWorkspace(hearth, 'sdk');
   for (const c of CASES) {
@@ -139,15 +134,8 @@ describe.each(CASES)('a $provider project through the official openai SDK', (c) 
     fake.script({ kind: 'stall-mid-stream', afterPieces: 1 });
     const p = good[c.provider];
     await new Promise<void>((resolve, reject) => {
-      const body = JSON.stringify({ model: c.model, messages, stream: true });
-      const req = http.request(`${hearth.baseUrl}/api/v1/inference/${p.projectId}/chat/completions`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${p.token}`,
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-        },
-      });
+      const url = `${hearth.baseUrl}/api/v1/inference/${p.projectId}/chat/completions`;
+      const req = postJson(url, p.token, { model: c.model, messages, stream: true });
       req.on('response', (res) => {
         expect(res.statusCode).toBe(200);
         res.on('data', (d: Buffer) => {
@@ -159,7 +147,6 @@ describe.each(CASES)('a $provider project through the official openai SDK', (c) 
       });
       req.on('error', () => {});
       setTimeout(() => reject(new Error('no stream data')), 20_000).unref();
-      req.end(body);
     });
     const aborted = await fake.waitForAbort(10_000);
     expect(aborted.completed).toBe(false);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ProviderName } from '../../../src/providers/chat-provider.ts';
-import { type FakeUpstream, providerBaseUrls, startFakeUpstream } from '../../fakes/index.ts';
-import { type HearthProcess, instantModelArgs, startHearthProcess } from '../../helpers/hearth-process.ts';
-import { tinyChatModel } from '../../helpers/test-model.ts';
+import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
+import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { providerHostArgs } from '../../helpers/provider-host.ts';
 import { createProject, projectReady, readyWorkspace } from '../../helpers/management-client.ts';
 
 /**
@@ -28,14 +28,7 @@ beforeAll(async () => {
   for (const c of CASES) fakes[c.provider] = await startFakeUpstream(c.provider, { apiKey: providerKey(c.provider) });
   elsewhere = await startFakeUpstream('openai');
   hearth = await startHearthProcess({
-    args: instantModelArgs(await tinyChatModel(), {
-      workers: 1,
-      slots: 1,
-      ...providerBaseUrls(fakes),
-      'provider-timeout-ms': 10000,
-      'provider-deadline-ms': DEADLINE_MS,
-      'provider-max-retries': 0,
-    }),
+    args: await providerHostArgs(fakes, { 'provider-timeout-ms': 10000, 'provider-deadline-ms': DEADLINE_MS }),
   });
   const ws = await readyWorkspace(hearth, 'hostile');
   for (const c of CASES) {
