@@ -205,12 +205,14 @@ describe.skipIf(skipReason !== '')(
 
     it('a parked batch job and a waiting one can be cancelled: each ends cancelled, and the loop goes on', async () => {
       // Two slots: one interactive job runs throughout; the batch job on the other slot is parked for a second one.
-      const engine = await load(16, 2);
+      // The batch job gets a long runway (2,048-token context, 1,800 tokens): it must not reach its end while the
+      // second job is being started from its event on a busy machine (a 256-token context ended it there once).
+      const engine = await loadEngine({ promptCacheMiB: 16, slots: 2, contextSize: 2048 });
       const longRunning = start(engine, promptOf(20, 16), { maxTokens: 120 });
       let parkedHandle: SlotJobHandle | null = null;
       let interactive: Promise<Run> | null = null;
       let waiting: { done: Promise<Run>; handle: SlotJobHandle } | null = null;
-      const batch = start(engine, promptOf(30, 8), { priority: 'batch', maxTokens: 200 }, (r) => {
+      const batch = start(engine, promptOf(30, 8), { priority: 'batch', maxTokens: 1800 }, (r) => {
         if (interactive !== null || r.tokens < 2) return;
         interactive = start(engine, promptOf(20, 9), { maxTokens: 30 }, (ir) => {
           if (ir.tokens === 1) {
