@@ -74,8 +74,11 @@ function start(
 describe.skipIf(skipReason !== '')(
   `native loop priority and preemption${skipReason ? ` (skipped: ${skipReason})` : ''}`,
   () => {
+    // The jobs that another is started against from their own events get runways of hundreds of tokens (a context of
+    // 2,048): the test's reaction to an event comes late on a loaded machine, and a job that ended meanwhile would
+    // leave nothing to preempt (40 tokens did once: 10 ms on the tiny model).
     const loadEngine = useNativeEngines(async () => realTestModel() ?? (await tinyModel()), {
-      contextSize: 256,
+      contextSize: 2048,
       slots: 1,
       threads: 1,
     });
@@ -95,7 +98,7 @@ describe.skipIf(skipReason !== '')(
       const first = {
         priority: by === 'priority' ? ('batch' as const) : ('interactive' as const),
         sampling,
-        maxTokens: 40,
+        maxTokens: 600,
       };
       const alone = await start(engine, firstPrompt, first).done;
       const interactiveAlone = await start(engine, interactivePrompt, { priority: 'interactive', maxTokens: 12 }).done;
@@ -186,9 +189,9 @@ describe.skipIf(skipReason !== '')(
 
     it('waiting interactive work goes before waiting batch work, whatever the arrival order', async () => {
       const engine = await load(16, 2);
-      const other = start(engine, promptOf(20, 15), { maxTokens: 40 }).done;
+      const other = start(engine, promptOf(20, 15), { maxTokens: 600 }).done;
       let waiters: Array<Promise<Run>> | null = null;
-      const first = start(engine, promptOf(20, 5), { maxTokens: 16 }, (r) => {
+      const first = start(engine, promptOf(20, 5), { maxTokens: 300 }, (r) => {
         if (waiters === null && r.tokens >= 2) {
           waiters = [
             start(engine, promptOf(20, 6), { priority: 'batch', maxTokens: 4 }).done,
@@ -205,9 +208,7 @@ describe.skipIf(skipReason !== '')(
 
     it('a parked batch job and a waiting one can be cancelled: each ends cancelled, and the loop goes on', async () => {
       // Two slots: one interactive job runs throughout; the batch job on the other slot is parked for a second one.
-      // The batch job gets a long runway (2,048-token context, 1,800 tokens): it must not reach its end while the
-      // second job is being started from its event on a busy machine (a 256-token context ended it there once).
-      const engine = await loadEngine({ promptCacheMiB: 16, slots: 2, contextSize: 2048 });
+      const engine = await load(16, 2);
       const longRunning = start(engine, promptOf(20, 16), { maxTokens: 120 });
       let parkedHandle: SlotJobHandle | null = null;
       let interactive: Promise<Run> | null = null;
