@@ -194,6 +194,8 @@ export interface HearthNativeBinding {
   loadCpuBackend(dir?: string): string;
   /** The greedy sampler's choice: the index of the first largest value; `plainScan` = the reference scan's answer. */
   firstMaxIndex(values: Float32Array, plainScan?: boolean): number;
+  /** The tokens of the k largest values, largest first (the lower token first among equals): top-k's candidates. */
+  topKTokens(values: Float32Array, k: number): Int32Array;
 }
 
 /** The addon's own exports: deliveries come as flat arrays (native/src/loop_event_js.h). */
@@ -203,6 +205,7 @@ interface RawBinding {
   buildInfo(): NativeBuildInfo;
   loadCpuBackend(dir?: string): string;
   firstMaxIndex(values: Float32Array, plainScan?: boolean): number;
+  topKTokens(values: Float32Array, k: number): Int32Array;
 }
 
 /** Slots per event in a delivery (kEventSlots), and the slot-0 codes (EventKind's order). */
@@ -283,6 +286,7 @@ function decodingBinding(raw: RawBinding): HearthNativeBinding {
     buildInfo: () => raw.buildInfo(),
     loadCpuBackend: (dir?: string) => raw.loadCpuBackend(dir),
     firstMaxIndex: (values: Float32Array, plainScan?: boolean) => raw.firstMaxIndex(values, plainScan),
+    topKTokens: (values: Float32Array, k: number) => raw.topKTokens(values, k),
   };
 }
 

@@ -1,5 +1,5 @@
-// Module entry of hearth_native.node: exports `SlotLoop`, `EventRelay`, `buildInfo()`, `loadCpuBackend()` and
-// `firstMaxIndex()` (the greedy choice, exported for the tests that hold it to the plain scan).
+// Module entry of hearth_native.node: exports `SlotLoop`, `EventRelay`, `buildInfo()`, `loadCpuBackend()`, and for the
+// tests that hold the samplers' shortcuts to their references, `firstMaxIndex()` and `topKTokens()`.
 // A context-aware Node-API addon: every environment (main thread or worker_thread) that loads it gets
 // its own exports and its own instances; the only process-wide state is llama.cpp's (see llama_runtime.h)
 // and the registry of event relays (event_relay.h).
@@ -13,6 +13,7 @@
 #include "event_relay.h"
 #include "first_max.h"
 #include "slot_loop_wrap.h"
+#include "top_k.h"
 
 namespace hearth {
 
@@ -45,6 +46,7 @@ public:
             InstanceMethod("buildInfo", &HearthAddon::BuildInfo),
             InstanceMethod("loadCpuBackend", &HearthAddon::LoadCpuBackend),
             InstanceMethod("firstMaxIndex", &HearthAddon::FirstMaxIndex),
+            InstanceMethod("topKTokens", &HearthAddon::TopKTokens),
             InstanceValue("SlotLoop", SlotLoopWrap::Define(env), napi_enumerable),
             InstanceValue("EventRelay", EventRelayWrap::Define(env), napi_enumerable),
         });
@@ -81,6 +83,27 @@ private:
         const bool scan = info.Length() > 1 && info[1].ToBoolean().Value();
         const int32_t n = (int32_t) values.ElementLength();
         return Napi::Number::New(env, scan ? firstMaxIndexScan(values.Data(), n) : firstMaxIndex(values.Data(), n));
+    }
+
+    // topKTokens(values: Float32Array, k: number): Int32Array. The tokens top_k.h keeps, largest first (1 <= k <= n).
+    Napi::Value TopKTokens(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        const bool floats = info.Length() >= 2 && info[0].IsTypedArray() &&
+                            info[0].As<Napi::TypedArray>().TypedArrayType() == napi_float32_array && info[1].IsNumber();
+        const Napi::Float32Array values = floats ? info[0].As<Napi::Float32Array>() : Napi::Float32Array();
+        const int32_t n = floats ? (int32_t) values.ElementLength() : 0;
+        const int32_t k = floats ? info[1].As<Napi::Number>().Int32Value() : 0;
+        if (!floats || k < 1 || k > n) {
+            Napi::TypeError::New(env, "topKTokens(values: Float32Array, k: 1..values.length)").ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        std::vector<llama_token_data> out;
+        topKCandidates(values.Data(), n, k, out);
+        Napi::Int32Array tokens = Napi::Int32Array::New(env, out.size());
+        for (size_t i = 0; i < out.size(); i++) {
+            tokens[i] = out[i].id;
+        }
+        return tokens;
     }
 
     // loadCpuBackend(dir?: string): string. Loads ggml's CPU backend for the process now (llama_runtime.h:

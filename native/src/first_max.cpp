@@ -1,31 +1,10 @@
 #include "first_max.h"
 
-#include <cstring>
-
-// The 64-byte vector type is passed in registers only where AVX-512 is on: GCC notes that ABI difference for every
-// function taking or returning one, here only the inlined `load`.
-#pragma GCC diagnostic ignored "-Wpsabi"
+#include "lanes.h"
 
 namespace hearth {
 
 namespace {
-
-constexpr int32_t kLanes = 16;
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-typedef int32_t BlockLanes __attribute__((vector_size(kLanes * sizeof(int32_t))));
-
-// Inlined into each CPU clone below, so the copy is that clone's vector load.
-__attribute__((always_inline)) inline Lanes load(const float * p) {
-    Lanes v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define HEARTH_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define HEARTH_CPU_CLONES
-#endif
 
 /**
  * The first index of the largest of values[0..n), n >= kLanes, none of values[0..kLanes) NaN. Lane j sees the
@@ -34,14 +13,14 @@ __attribute__((always_inline)) inline Lanes load(const float * p) {
  * among the lanes holding the overall largest, unless the tail after the last whole block holds a larger one.
  */
 HEARTH_CPU_CLONES int32_t firstMaxInLanes(const float * values, int32_t n) {
-    Lanes best = load(values);
-    BlockLanes bestBlock = BlockLanes{};
-    BlockLanes block = BlockLanes{};
-    const BlockLanes one = BlockLanes{} + 1;
+    Lanes best = loadLanes(values);
+    IndexLanes bestBlock = IndexLanes{};
+    IndexLanes block = IndexLanes{};
+    const IndexLanes one = IndexLanes{} + 1;
     int32_t i = kLanes;
     for (; i + kLanes <= n; i += kLanes) {
         block += one;
-        const Lanes x = load(values + i);
+        const Lanes x = loadLanes(values + i);
         const auto larger = x > best;
         best = larger ? x : best;
         bestBlock = larger ? block : bestBlock;

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "first_max.h"
+#include "top_k.h"
 
 namespace hearth {
 
@@ -53,7 +54,11 @@ SlotSampler::SlotSampler(const SamplingSpec & s, const llama_vocab * vocab, int3
         llama_sampler_chain_add(chain_, llama_sampler_init_greedy());
         plainGreedy_ = !penalties && llama_sampler_chain_n(chain_) == 1 && grammar_ == nullptr;
     } else {
-        if (s.topK > 0) {
+        // Nothing before top-k and no grammar: the k candidates come straight from the logits (top_k.h), the chain
+        // starts after them.
+        if (s.topK > 0 && s.topK < nVocab_ && llama_sampler_chain_n(chain_) == 0 && grammar_ == nullptr) {
+            directTopK_ = s.topK;
+        } else if (s.topK > 0) {
             llama_sampler_chain_add(chain_, llama_sampler_init_top_k(s.topK));
         }
         if (s.topP < 1.0f) {
@@ -91,8 +96,12 @@ llama_token SlotSampler::sample(const float * logits, std::string & error, int32
         return firstMaxIndex(logits, nVocab_);  // first maximum wins, as llama.cpp's greedy sampler
     }
     // llama_sampler_sample's CPU path, on logits the caller fetched (so that rows can be sampled on other threads).
-    fillCandidates(logits);
-    llama_token_data_array cur{ candidates_.data(), candidates_.size(), -1, false };
+    if (directTopK_ > 0) {
+        topKCandidates(logits, nVocab_, directTopK_, candidates_);  // what llama.cpp's top-k leaves: k of them, sorted
+    } else {
+        fillCandidates(logits);
+    }
+    llama_token_data_array cur{ candidates_.data(), candidates_.size(), -1, directTopK_ > 0 };
     llama_sampler_apply(chain_, &cur);
     if (cur.selected < 0 || cur.selected >= (int64_t) cur.size) {
         error = "the sampler chain selected no token";
