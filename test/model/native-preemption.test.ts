@@ -189,9 +189,9 @@ describe.skipIf(skipReason !== '')(
 
     it('waiting interactive work goes before waiting batch work, whatever the arrival order', async () => {
       const engine = await load(16, 2);
-      const other = start(engine, promptOf(20, 15), { maxTokens: 600 }).done;
+      const other = start(engine, promptOf(20, 15), { maxTokens: 1800 }).done;
       let waiters: Array<Promise<Run>> | null = null;
-      const first = start(engine, promptOf(20, 5), { maxTokens: 300 }, (r) => {
+      const first = start(engine, promptOf(20, 5), { maxTokens: 1000 }, (r) => {
         if (waiters === null && r.tokens >= 2) {
           waiters = [
             start(engine, promptOf(20, 6), { priority: 'batch', maxTokens: 4 }).done,
@@ -209,14 +209,18 @@ describe.skipIf(skipReason !== '')(
     it('a parked batch job and a waiting one can be cancelled: each ends cancelled, and the loop goes on', async () => {
       // Two slots: one interactive job runs throughout; the batch job on the other slot is parked for a second one.
       const engine = await load(16, 2);
-      const longRunning = start(engine, promptOf(20, 16), { maxTokens: 120 });
+      // It holds its slot until cancelled: had it ended before the second job came, that job would take its slot
+      // instead of parking the batch job, which then ran on to its end (seen in CI with 120 tokens).
+      const longRunning = start(engine, promptOf(20, 16), { maxTokens: 1800 });
       let parkedHandle: SlotJobHandle | null = null;
       let interactive: Promise<Run> | null = null;
       let waiting: { done: Promise<Run>; handle: SlotJobHandle } | null = null;
       const batch = start(engine, promptOf(30, 8), { priority: 'batch', maxTokens: 1800 }, (r) => {
         if (interactive !== null || r.tokens < 2) return;
-        interactive = start(engine, promptOf(20, 9), { maxTokens: 30 }, (ir) => {
-          if (ir.tokens === 1) {
+        // Long enough that the batch job is still parked when the test hears of the first tokens (on a busy machine
+        // they come several to an event: `ir.tokens === 1` never held once, and nothing was cancelled).
+        interactive = start(engine, promptOf(20, 9), { maxTokens: 400 }, (ir) => {
+          if (waiting === null && ir.tokens >= 1) {
             // The batch job is parked now; another batch job waits behind it.
             parkedHandle!.cancel();
             waiting = start(engine, promptOf(20, 10), { priority: 'batch', maxTokens: 50 });
