@@ -9,8 +9,9 @@ import { tinyChatModel } from '../../helpers/test-model.ts';
  * PostgreSQL take bursts of workspace creations from concurrent clients; one replica is killed with SIGKILL in the
  * middle of its burst while the other keeps taking its own. Then every creation that was answered 201, on either
  * replica, is a workspace the survivor lists (exactly once), and a replica started afterwards on the same database
- * lists the same set. Creations cut by the kill (no answer) may or may not have committed: they are counted apart,
- * never required, and never duplicated.
+ * lists the same set. Creations cut by the kill (no answer, or the replica's managed front answering 502 bad_gateway
+ * for the process that died under it) may or may not have committed: they are counted apart, never required, and
+ * never duplicated.
  */
 const pgServer = usePostgres();
 const SECRET_KEY = randomBytes(32).toString('hex');
@@ -33,13 +34,17 @@ function burst(baseUrl: string, key: string, prefix: string, stop: () => boolean
           headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
           body: JSON.stringify({ name }),
         });
-        if (r.status === 201) out.acknowledged.push(name);
-        else
-          out.refused.push({
-            name,
-            status: r.status,
-            code: ((await r.json()) as { error?: { code?: string } }).error?.code ?? '',
-          });
+        if (r.status === 201) {
+          out.acknowledged.push(name);
+          continue;
+        }
+        const code = ((await r.json()) as { error?: { code?: string } }).error?.code ?? '';
+        if (r.status === 502 && code === 'bad_gateway') {
+          // The replica's front answered for it: Hearth died with the request in flight, no answer from it.
+          out.cut.push(name);
+          return;
+        }
+        out.refused.push({ name, status: r.status, code });
       } catch {
         out.cut.push(name); // the connection died with the replica: no answer
         return;
