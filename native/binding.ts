@@ -198,14 +198,10 @@ export interface HearthNativeBinding {
   topKTokens(values: Float32Array, k: number): Int32Array;
 }
 
-/** The addon's own exports: deliveries come as flat arrays (native/src/loop_event_js.h). */
-interface RawBinding {
+/** The addon's own exports: the same, except that deliveries come as flat arrays (native/src/loop_event_js.h). */
+interface RawBinding extends Omit<HearthNativeBinding, 'SlotLoop' | 'EventRelay'> {
   SlotLoop: new (options: NativeLoopOptions, onEvents: (flat: unknown[]) => void) => NativeSlotLoop;
   EventRelay: new (onEvents: (flat: unknown[]) => void) => NativeEventRelay;
-  buildInfo(): NativeBuildInfo;
-  loadCpuBackend(dir?: string): string;
-  firstMaxIndex(values: Float32Array, plainScan?: boolean): number;
-  topKTokens(values: Float32Array, k: number): Int32Array;
 }
 
 /** Slots per event in a delivery (kEventSlots), and the slot-0 codes (EventKind's order). */

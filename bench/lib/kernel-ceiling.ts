@@ -252,7 +252,7 @@ export function probeCpuBackend(root: string): string {
   const code = `import { ensureTinyModel } from './models/test-model-path.ts';
 import { loadNativeSlotEngineInternal } from './src/worker/native-slot-engine.ts';
 const e = await loadNativeSlotEngineInternal({ modelPath: await ensureTinyModel(), contextSize: 64, slots: 1, threads: 1 });
-process.stdout.write('CPU_BACKEND=' + e.cpuBackend + '\\n');
+process.stdout.write('CPU_BACKEND=' + e.loaded.cpuBackend + '\\n');
 await e.dispose();`;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
     cwd: root,

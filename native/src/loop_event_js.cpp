@@ -82,6 +82,11 @@ Napi::Array eventsToJs(Napi::Env env, const std::vector<LoopEvent> & events) {
     auto number = [&](double d) { return Napi::Number::New(env, d); };
     for (const LoopEvent & e : events) {
         set(0, number((double) e.kind));
+        const bool jobEvent = e.kind == EventKind::Prompt || e.kind == EventKind::Text || e.kind == EventKind::Done ||
+                              e.kind == EventKind::Error;
+        if (jobEvent) {
+            set(1, number(e.job));
+        }
         switch (e.kind) {
             case EventKind::Ready:
                 set(6, readyToJs(env, e));
@@ -90,13 +95,11 @@ Napi::Array eventsToJs(Napi::Env env, const std::vector<LoopEvent> & events) {
                 set(5, Napi::String::New(env, e.text));
                 break;
             case EventKind::Prompt:
-                set(1, number(e.job));
                 set(2, number(e.promptTokens));
                 set(3, number(e.cachedTokens));
                 set(4, number(e.promptSteps));
                 break;
             case EventKind::Text:
-                set(1, number(e.job));
                 set(2, number(e.tokenCount));
                 set(5, Napi::String::New(env, e.text));
                 if (!e.logprobs.empty()) {
@@ -104,7 +107,6 @@ Napi::Array eventsToJs(Napi::Env env, const std::vector<LoopEvent> & events) {
                 }
                 break;
             case EventKind::Done:
-                set(1, number(e.job));
                 set(2, number(e.promptTokens));
                 set(3, number(e.cachedTokens));
                 set(4, number(e.completionTokens));
@@ -114,7 +116,6 @@ Napi::Array eventsToJs(Napi::Env env, const std::vector<LoopEvent> & events) {
                 }
                 break;
             case EventKind::Error:
-                set(1, number(e.job));
                 set(5, Napi::String::New(env, e.code));
                 set(6, Napi::String::New(env, e.text));
                 break;

@@ -122,20 +122,7 @@ void SlotLoop::requestStop(bool abortDecode) {
 }
 
 LoopStats SlotLoop::stats() const {
-    LoopStats st;
-    st.steps = statSteps_.load(std::memory_order_relaxed);
-    st.promptTokens = statPromptTokens_.load(std::memory_order_relaxed);
-    st.generatedTokens = statGenerated_.load(std::memory_order_relaxed);
-    st.migrations = statMigrations_.load(std::memory_order_relaxed);
-    st.promptCacheRestores = statPromptCacheRestores_.load(std::memory_order_relaxed);
-    st.promptCacheLookups = statPromptCacheLookups_.load(std::memory_order_relaxed);
-    st.promptCacheBytes = statPromptCacheBytes_.load(std::memory_order_relaxed);
-    st.promptCacheEntries = statPromptCacheEntries_.load(std::memory_order_relaxed);
-    st.kvCellsUsed = statKvCellsUsed_.load(std::memory_order_relaxed);
-    st.kvCellsTotal = statKvCellsTotal_.load(std::memory_order_relaxed);
-    st.preemptions = statPreemptions_.load(std::memory_order_relaxed);
-    st.parked = statParked_.load(std::memory_order_relaxed);
-    return st;
+    return counters_.snapshot();
 }
 
 void SlotLoop::join() {
@@ -182,7 +169,7 @@ void SlotLoop::run() {
     ready.contextSize = contextSize_;
     ready.contextTotal = ctx_ != nullptr ? (int32_t) llama_n_ctx(ctx_) : 0;
     ready.embeddingsOnly = embeddingsOnly_;
-    statKvCellsTotal_.store((uint64_t) ready.contextTotal, std::memory_order_relaxed);
+    counters_.kvCellsTotal.store((uint64_t) ready.contextTotal, std::memory_order_relaxed);
     ready.batchSize = nBatch_;
     ready.vocabSize = vocabSize_;
     ready.threads = threads_;
@@ -248,7 +235,7 @@ void SlotLoop::run() {
         cancelWaiting(waiting_.front().id, (int32_t) waiting_.front().prompt.size(), 0, 0);
         waiting_.pop_front();
     }
-    statParked_.store(0, std::memory_order_relaxed);
+    counters_.parked.store(0, std::memory_order_relaxed);
     flushEvents();
     unload();
     LoopEvent gone;
@@ -431,7 +418,7 @@ void SlotLoop::publishKvUse() {
             used += slot.cache.size();
         }
     }
-    statKvCellsUsed_.store(used, std::memory_order_relaxed);
+    counters_.kvCellsUsed.store(used, std::memory_order_relaxed);
 }
 
 bool SlotLoop::anyBusy() const {
@@ -477,7 +464,7 @@ void SlotLoop::apply(std::vector<Command> & commands) {
             if (it->jobId == c.jobId) {
                 cancelWaiting(it->jobId, it->promptSize, it->cachedTokens, it->generated);
                 parked_.erase(it);
-                statParked_.store(parked_.size(), std::memory_order_relaxed);
+                counters_.parked.store(parked_.size(), std::memory_order_relaxed);
                 found = true;
                 break;
             }
@@ -536,7 +523,7 @@ void SlotLoop::schedule() {
         parked_.pop_front();
         resume(std::move(p));
     }
-    statParked_.store(parked_.size(), std::memory_order_relaxed);
+    counters_.parked.store(parked_.size(), std::memory_order_relaxed);
     while (!waiting_.empty() && hasFreeSlot()) {
         JobSpec job = std::move(waiting_.front());
         waiting_.pop_front();
@@ -566,8 +553,8 @@ void SlotLoop::park(Slot & slot) {
     p.outputIndex = -1;
     p.yields = false;
     parked_.push_back(std::move(p));
-    statPreemptions_.fetch_add(1, std::memory_order_relaxed);
-    statParked_.store(parked_.size(), std::memory_order_relaxed);
+    counters_.preemptions.fetch_add(1, std::memory_order_relaxed);
+    counters_.parked.store(parked_.size(), std::memory_order_relaxed);
 }
 
 void SlotLoop::resume(Slot && parked) {
@@ -668,14 +655,14 @@ void SlotLoop::placeKv(Slot & slot, const std::vector<llama_token> & tokens, con
         if (restored > 0) {
             slot.cache = std::move(held);
             reuse = restored;
-            statPromptCacheRestores_.fetch_add(1, std::memory_order_relaxed);
+            counters_.promptCacheRestores.fetch_add(1, std::memory_order_relaxed);
         } else if (restored < 0) {
             slot.cache.clear();
             reuse = 0;
         }
-        statPromptCacheLookups_.fetch_add(1, std::memory_order_relaxed);
-        statPromptCacheBytes_.store(promptCache_->bytes(), std::memory_order_relaxed);
-        statPromptCacheEntries_.store(promptCache_->entries(), std::memory_order_relaxed);
+        counters_.promptCacheLookups.fetch_add(1, std::memory_order_relaxed);
+        counters_.promptCacheBytes.store(promptCache_->bytes(), std::memory_order_relaxed);
+        counters_.promptCacheEntries.store(promptCache_->entries(), std::memory_order_relaxed);
     }
     if (!llama_memory_seq_rm(memory_, slot.seq, reuse, -1)) {
         // This memory cannot drop a partial sequence (e.g. recurrent state): start from scratch.
@@ -732,7 +719,7 @@ void SlotLoop::compact() {
 void SlotLoop::migrate(Slot & from, Slot & to) {
     // Queues a copy of the whole stream; llama.cpp performs it at the start of the next llama_decode.
     llama_memory_seq_cp(memory_, from.seq, to.seq, -1, -1);
-    statMigrations_.fetch_add(1, std::memory_order_relaxed);
+    counters_.migrations.fetch_add(1, std::memory_order_relaxed);
     const int32_t fromSeq = from.seq;
     const int32_t toSeq = to.seq;
     std::swap(from, to);
@@ -826,7 +813,7 @@ void SlotLoop::step() {
             pacer_.mixedStep(stepMs, promptRows, promptCap);
         }
     }
-    statSteps_.fetch_add(1, std::memory_order_relaxed);
+    counters_.steps.fetch_add(1, std::memory_order_relaxed);
     profile_.lap(StepProfile::Decode);
     if (ret != 0) {
         if (abortDecode_.load()) {
@@ -851,7 +838,7 @@ void SlotLoop::step() {
             slot.cache.insert(slot.cache.end(), slot.prompt.begin() + slot.promptPos, slot.prompt.begin() + slot.promptPos + slot.chunk);
             slot.promptPos += slot.chunk;
             slot.promptSteps++;
-            statPromptTokens_.fetch_add((uint64_t) slot.chunk, std::memory_order_relaxed);
+            counters_.promptTokens.fetch_add((uint64_t) slot.chunk, std::memory_order_relaxed);
         }
     }
     // Wait for the step's results once, here (on a GPU llama_decode only launched it), then sample every output
@@ -979,7 +966,7 @@ void SlotLoop::onToken(Slot & slot, llama_token token) {
     }
     slot.generated++;
     slot.tokensSinceText++;
-    statGenerated_.fetch_add(1, std::memory_order_relaxed);
+    counters_.generatedTokens.fetch_add(1, std::memory_order_relaxed);
     emitText(slot, slot.scanner->push(piece(token)));
     if (slot.scanner->stopped()) {
         finish(slot, "stop", true, slot.scanner->matched());

@@ -25,6 +25,7 @@
 #include "step_profile.h"
 #include "grammar_cache.h"
 #include "llama.h"
+#include "loop_stats.h"
 #include "loop_types.h"
 #include "prefill_pacer.h"
 #include "prompt_cache.h"
@@ -33,22 +34,6 @@
 #include "utf8_guard.h"
 
 namespace hearth {
-
-/** Counters since the loop started; read from any thread. */
-struct LoopStats {
-    uint64_t steps = 0;          // llama_decode calls
-    uint64_t promptTokens = 0;   // prompt tokens evaluated (cached ones excluded)
-    uint64_t generatedTokens = 0;
-    uint64_t migrations = 0;     // KV streams copied to close gaps between busy slots
-    uint64_t promptCacheRestores = 0;  // jobs that started from a host prompt cache entry
-    uint64_t promptCacheLookups = 0;   // jobs that looked in the host prompt cache
-    uint64_t promptCacheBytes = 0;     // state bytes the host prompt cache holds now
-    uint64_t promptCacheEntries = 0;   // entries it holds now
-    uint64_t kvCellsUsed = 0;   // KV cells the running jobs' sequences hold now (prompt + generated, reused prefix included)
-    uint64_t kvCellsTotal = 0;  // KV cells of the whole context (llama_n_ctx; 0 before the model is loaded)
-    uint64_t preemptions = 0;   // batch jobs parked so that a waiting interactive job got their slot
-    uint64_t parked = 0;        // batch jobs parked now (waiting to resume)
-};
 
 /** Why submit() refused a job: a stable code and a human-readable message. */
 struct SubmitRefusal {
@@ -234,24 +219,14 @@ private:
     ggml_backend_dev_t gpu_ = nullptr;
 
     std::atomic<bool> abortDecode_{false};
-    std::atomic<uint64_t> statSteps_{0};
+    /** The counters stats() reads (loop_stats.h). */
+    LoopCounters counters_;
     StepProfile profile_;
     /** Threads that sample output rows in parallel (on a GPU; null: the loop thread alone). */
     std::unique_ptr<RowPool> rowPool_;
     std::vector<Slot *> sampleRows_;
     /** Fewer rows than this are sampled on the loop thread (waking the pool costs more than they do). */
     static constexpr size_t kParallelSampleRows = 8;
-    std::atomic<uint64_t> statPromptTokens_{0};
-    std::atomic<uint64_t> statGenerated_{0};
-    std::atomic<uint64_t> statMigrations_{0};
-    std::atomic<uint64_t> statPromptCacheRestores_{0};
-    std::atomic<uint64_t> statPromptCacheLookups_{0};
-    std::atomic<uint64_t> statPromptCacheBytes_{0};
-    std::atomic<uint64_t> statPromptCacheEntries_{0};
-    std::atomic<uint64_t> statKvCellsUsed_{0};
-    std::atomic<uint64_t> statKvCellsTotal_{0};
-    std::atomic<uint64_t> statPreemptions_{0};
-    std::atomic<uint64_t> statParked_{0};
 
     // Loop thread only.
     llama_model * model_ = nullptr;

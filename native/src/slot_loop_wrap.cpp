@@ -252,18 +252,9 @@ Napi::Value SlotLoopWrap::Dispose(const Napi::CallbackInfo & info) {
 Napi::Value SlotLoopWrap::Stats(const Napi::CallbackInfo & info) {
     const LoopStats st = loop_->stats();
     Napi::Object o = Napi::Object::New(info.Env());
-    o.Set("steps", (double) st.steps);
-    o.Set("promptTokens", (double) st.promptTokens);
-    o.Set("generatedTokens", (double) st.generatedTokens);
-    o.Set("migrations", (double) st.migrations);
-    o.Set("promptCacheRestores", (double) st.promptCacheRestores);
-    o.Set("promptCacheLookups", (double) st.promptCacheLookups);
-    o.Set("promptCacheBytes", (double) st.promptCacheBytes);
-    o.Set("promptCacheEntries", (double) st.promptCacheEntries);
-    o.Set("kvCellsUsed", (double) st.kvCellsUsed);
-    o.Set("kvCellsTotal", (double) st.kvCellsTotal);
-    o.Set("preemptions", (double) st.preemptions);
-    o.Set("parked", (double) st.parked);
+#define HEARTH_STAT_SET(name) o.Set(#name, (double) st.name);
+    HEARTH_LOOP_STATS(HEARTH_STAT_SET)
+#undef HEARTH_STAT_SET
     return o;
 }
 

@@ -15,6 +15,7 @@ export interface AppInput {
 
 export interface AppPatch {
   name?: string | undefined;
+  /** A value sets the variable, null unsets it. */
   env?: Record<string, string | null> | undefined;
   apiKeyEnv?: string | null | undefined;
   healthPath?: string | undefined;

@@ -9,8 +9,10 @@ import {
 } from '../store/database.ts';
 import type { RecordStore, RecordTable } from '../store/record-store.ts';
 import type { IndexKey } from '../store/records.ts';
+import { WorkspaceScopedReads } from '../store/workspace-scoped-reads.ts';
 import type { ProviderKeyCipher } from '../workspaces/provider-key-cipher.ts';
 import { sortableId } from '../store/secrets.ts';
+import type { AppInput, AppPatch } from './app-input.ts';
 
 /**
  * Apps on Yams and their deployments (releases). Reads that take (accountId, workspaceId) treat anything
@@ -18,21 +20,14 @@ import { sortableId } from '../store/secrets.ts';
  * associated data binding each envelope to its app and variable), and leave this class only through
  * `envOf` / `apiKeyOf`, for the process launcher. Multi-record changes are one transaction. Main thread.
  */
-export interface NewApp {
+/** A new app: the validated input (app-input.ts) and where it lives. */
+export interface NewApp extends AppInput {
   accountId: string;
   workspaceId: string;
-  name: string;
-  env: Record<string, string>;
-  apiKeyEnv: string | null;
-  healthPath: string;
 }
 
-export interface AppChanges {
-  name?: string | undefined;
-  /** A value sets the variable, null unsets it. */
-  env?: Record<string, string | null> | undefined;
-  apiKeyEnv?: string | null | undefined;
-  healthPath?: string | undefined;
+/** A validated patch, and the app's own key when the patch changes `apiKeyEnv`. */
+export interface AppChanges extends AppPatch {
   /** The app's key: set when `apiKeyEnv` goes from null to a name, cleared when it goes to null. */
   apiKey?: { id: string; key: string } | null | undefined;
 }
@@ -43,11 +38,13 @@ export const BUILD_LOG_TAIL_BYTES = 16 * 1024;
 const envContext = (appId: string, name: string) => `app:${appId}:env:${name}`;
 const keyContext = (appId: string) => `app:${appId}:api-key`;
 
-export class AppRepository {
+export class AppRepository extends WorkspaceScopedReads<AppRecord> {
   constructor(
-    private readonly store: RecordStore,
+    store: RecordStore,
     private readonly cipher: ProviderKeyCipher,
-  ) {}
+  ) {
+    super(store, { table: (dbs) => dbs.apps, kind: 'app', order: (a, b) => a.id.localeCompare(b.id) });
+  }
 
   static newAppId(): string {
     return `app_${sortableId()}`;
@@ -78,23 +75,6 @@ export class AppRepository {
       updatedAt: now,
     };
     return this.insert(apps, record, indexKeys.app(input.workspaceId, id));
-  }
-
-  get(accountId: string, workspaceId: string, appId: string): AppRecord | undefined {
-    const a = this.store.dbs.apps.get(appId);
-    return a !== undefined && a.accountId === accountId && a.workspaceId === workspaceId ? a : undefined;
-  }
-
-  /** Any app by id (internal: the proxy and the supervisor). */
-  getById(appId: string): AppRecord | undefined {
-    return this.store.dbs.apps.get(appId);
-  }
-
-  list(accountId: string, workspaceId: string): AppRecord[] {
-    const { apps, index } = this.store.dbs;
-    return indexedRecords(index, apps, 'app', workspaceId)
-      .filter((a) => a.accountId === accountId)
-      .sort((a, b) => a.id.localeCompare(b.id));
   }
 
   /** Every app of every workspace (boot: supervise them, start the live ones again). Scans; boot only. */

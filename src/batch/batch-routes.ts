@@ -9,6 +9,7 @@ import type { KeyAuthenticator } from '../accounts/authenticator.ts';
 import type { KeyLimiting } from '../limits/key-limiter.ts';
 import { invalidRequest, notFound } from '../errors/index.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
+import { type CursorPage, cursorPage, pageLimit, pageOrder } from '../http/list-view.ts';
 import type { Route } from '../http/router.ts';
 import { DIRECT_URLS } from '../inference/direct-answer.ts';
 import { readerKey } from '../inference/key-admission.ts';
@@ -103,28 +104,8 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
       pattern: `${BASE}/files`,
       name: 'files',
       handler: async (ex) => {
-        const c = await caller(ex);
-        const q = new URLSearchParams(ex.query);
-        const purpose = q.get('purpose');
-        const limit = pageLimit(q, 10_000);
-        const order = q.get('order') ?? 'desc';
-        if (order !== 'asc' && order !== 'desc')
-          throw invalidRequest("'order' must be 'asc' or 'desc'", 'order', 'invalid_value');
-        const now = nowSeconds();
-        let files = (await d.store.listFiles(c.accountId)).filter(
-          (f) => f.expiresAt > now && (purpose === null || f.purpose === purpose),
-        );
-        if (order === 'asc') files = files.reverse();
-        const after = q.get('after');
-        if (after !== null) files = files.slice(files.findIndex((f) => f.id === after) + 1);
-        const data = files.slice(0, limit);
-        ex.sendJson(200, {
-          object: 'list',
-          data: data.map(fileObject),
-          first_id: data[0]?.id ?? null,
-          last_id: data.at(-1)?.id ?? null,
-          has_more: files.length > limit,
-        });
+        const { accountId } = await caller(ex);
+        ex.sendJson(200, filesPage(await d.store.listFiles(accountId), new URLSearchParams(ex.query), nowSeconds()));
       },
     },
     {
@@ -191,13 +172,7 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
         const c = await caller(ex);
         const q = new URLSearchParams(ex.query);
         const page = await d.store.listBatches(c.accountId, q.get('after'), pageLimit(q, 100));
-        ex.sendJson(200, {
-          object: 'list',
-          data: page.data.map(batchObject),
-          first_id: page.data[0]?.id ?? null,
-          last_id: page.data.at(-1)?.id ?? null,
-          has_more: page.hasMore,
-        });
+        ex.sendJson(200, cursorPage(page.data.map(batchObject), page.hasMore));
       },
     },
     {
@@ -232,12 +207,18 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
 }
 
 /** `limit` of a list: 1 to `max`, 20 when absent. */
-function pageLimit(q: URLSearchParams, max: number): number {
-  const text = q.get('limit');
-  const limit = text === null ? 20 : Number(text);
-  if (!Number.isInteger(limit) || limit < 1 || limit > max)
-    throw invalidRequest(`'limit' must be an integer from 1 to ${max}`, 'limit', 'invalid_value');
-  return limit;
+/**
+ * One page of an account's files (newest first as the store lists them): those not expired at `now`, of the query's
+ * `purpose` if given, in its `order`, after its `after` id, at most `limit` (1-10,000, default 20).
+ */
+function filesPage(files: FileRecord[], q: URLSearchParams, now: number): CursorPage<Record<string, unknown>> {
+  const purpose = q.get('purpose');
+  const limit = pageLimit(q, 10_000);
+  let live = files.filter((f) => f.expiresAt > now && (purpose === null || f.purpose === purpose));
+  if (pageOrder(q) === 'asc') live = live.reverse();
+  const after = q.get('after');
+  if (after !== null) live = live.slice(live.findIndex((f) => f.id === after) + 1);
+  return cursorPage(live.slice(0, limit).map(fileObject), live.length > limit);
 }
 
 interface CreateBatch {

@@ -8,6 +8,7 @@ import { type AnswerFormat } from './chat-responder.ts';
 import type { InferenceCaller } from './prompt-cache-scope.ts';
 import type { ResponseRepository } from './response-repository.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
+import { type CursorPage, cursorPage, pageLimit, pageOrder } from '../http/list-view.ts';
 import type { Route } from '../http/router.ts';
 import { readerKey } from './key-admission.ts';
 
@@ -139,15 +140,9 @@ function assistantTurn(response: Json): ChatMessage {
 const MAX_PAGE = 100;
 
 /** One page of input items, as OpenAI lists them: `limit` 1-100 (20), `order` desc (default) or asc, `after` an item id. */
-function inputItemsPage(items: Json[], q: URLSearchParams): Json {
-  const limitText = q.get('limit');
-  const limit = limitText === null ? 20 : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE)
-    throw invalidRequest(`'limit' must be an integer from 1 to ${MAX_PAGE}`, 'limit', 'invalid_value');
-  const order = q.get('order') ?? 'desc';
-  if (order !== 'asc' && order !== 'desc')
-    throw invalidRequest("'order' must be 'asc' or 'desc'", 'order', 'invalid_value');
-  const ordered = order === 'asc' ? items : [...items].reverse();
+function inputItemsPage(items: Json[], q: URLSearchParams): CursorPage<Json> {
+  const limit = pageLimit(q, MAX_PAGE);
+  const ordered = pageOrder(q) === 'asc' ? items : [...items].reverse();
   const after = q.get('after');
   let from = 0;
   if (after !== null) {
@@ -155,14 +150,7 @@ function inputItemsPage(items: Json[], q: URLSearchParams): Json {
     if (at < 0) throw invalidRequest(`'after' names no input item of this response`, 'after', 'invalid_value');
     from = at + 1;
   }
-  const data = ordered.slice(from, from + limit);
-  return {
-    object: 'list',
-    data,
-    first_id: data[0]?.id ?? null,
-    last_id: data.at(-1)?.id ?? null,
-    has_more: from + limit < ordered.length,
-  };
+  return cursorPage(ordered.slice(from, from + limit), from + limit < ordered.length);
 }
 
 /**

@@ -1,20 +1,13 @@
-import { invalidRequest, unsupportedParameter, upstreamBadResponse } from '../errors/errors.ts';
+import { unsupportedParameter, upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatMessage, ChatRequest } from '../protocol/chat-request.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import { argumentsObject, toolNameOf } from './tool-arguments.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import {
-  compact,
-  count,
-  effectiveTemperature,
-  isObject,
-  parseUpstreamJson,
-  type UsageCounts,
-  type VendorAdapter,
-  type VendorEvent,
-} from './vendor-adapter.ts';
+import { alternatingTurns } from './alternating-turns.ts';
+import { compact, count, effectiveTemperature, isObject, parseUpstreamJson } from './vendor-adapter.ts';
+import type { UsageCounts, VendorAdapter, VendorEvent } from './vendor-adapter.ts';
 
 /**
  * Anthropic Messages API: POST {base}/v1/messages with `x-api-key` and `anthropic-version` headers.
@@ -76,28 +69,19 @@ export function toAnthropicMessages(messages: readonly ChatMessage[]): {
   system: string | undefined;
   messages: AnthropicMessage[];
 } {
-  const system: string[] = [];
-  const out: AnthropicMessage[] = [];
-  messages.forEach((m, i) => {
-    if (m.role === 'system') {
-      system.push(m.content);
-      return;
-    }
-    const role = m.role === 'assistant' ? 'assistant' : 'user';
-    const plain = m.role !== 'tool' && (m.toolCalls === undefined || m.toolCalls.length === 0);
-    const next: AnthropicMessage = { role, content: plain ? m.content : blocksOf(m, i, messages) };
-    const last = out[out.length - 1];
-    if (last !== undefined && last.role === role) merge(last, next);
-    else out.push(next);
-  });
-  if (out.length === 0) {
-    throw invalidRequest(
-      "Provider anthropic needs at least one user or assistant message; 'messages' has only system messages",
-      'messages',
-      'invalid_value',
-    );
-  }
-  return { system: system.length > 0 ? system.join('\n\n') : undefined, messages: out };
+  const { system, turns } = alternatingTurns(
+    'anthropic',
+    messages,
+    (m, i): AnthropicMessage => {
+      const plain = m.role !== 'tool' && (m.toolCalls === undefined || m.toolCalls.length === 0);
+      return {
+        role: m.role === 'assistant' ? 'assistant' : 'user',
+        content: plain ? m.content : blocksOf(m, i, messages),
+      };
+    },
+    merge,
+  );
+  return { system, messages: turns };
 }
 
 /**

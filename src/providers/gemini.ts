@@ -1,4 +1,4 @@
-import { invalidRequest, upstreamBadResponse } from '../errors/errors.ts';
+import { upstreamBadResponse } from '../errors/errors.ts';
 import type { ChatMessage, ChatRequest } from '../protocol/chat-request.ts';
 import type { ChatFinishReason } from '../protocol/chat-delta.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
@@ -7,17 +7,9 @@ import { newToolCallId } from './delta-assembler.ts';
 import { toGeminiSchema } from './gemini-schema.ts';
 import { argumentsObject, jsonDepth, MAX_ARGUMENT_DEPTH, toolNameOf } from './tool-arguments.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import {
-  compact,
-  count,
-  effectiveTemperature,
-  isObject,
-  parseUpstreamJson,
-  type Json,
-  type UsageCounts,
-  type VendorAdapter,
-  type VendorEvent,
-} from './vendor-adapter.ts';
+import { alternatingTurns } from './alternating-turns.ts';
+import { compact, count, effectiveTemperature, isObject, parseUpstreamJson } from './vendor-adapter.ts';
+import type { Json, UsageCounts, VendorAdapter, VendorEvent } from './vendor-adapter.ts';
 
 /**
  * Gemini API: POST {base}/v1beta/models/{model}:generateContent, or :streamGenerateContent?alt=sse
@@ -95,35 +87,22 @@ export function toGeminiContents(messages: readonly ChatMessage[]): {
   systemInstruction: { parts: Array<{ text: string }> } | undefined;
   contents: GeminiContent[];
 } {
-  const system: string[] = [];
-  const contents: GeminiContent[] = [];
-  messages.forEach((m, i) => {
-    if (m.role === 'system') {
-      system.push(m.content);
-      return;
-    }
-    const role = m.role === 'assistant' ? 'model' : 'user';
-    const parts = partsOf(m, i, messages);
-    const last = contents[contents.length - 1];
-    if (last === undefined || last.role !== role) {
-      contents.push({ role, parts });
-      return;
-    }
-    // Same role again: text joins the previous text part (blank line); other parts are appended.
-    for (const part of parts) {
-      const prev = last.parts[last.parts.length - 1];
-      if ('text' in part && prev !== undefined && 'text' in prev) prev.text = `${prev.text}\n\n${part.text}`;
-      else last.parts.push(part);
-    }
-  });
-  if (contents.length === 0) {
-    throw invalidRequest(
-      "Provider gemini needs at least one user or assistant message; 'messages' has only system messages",
-      'messages',
-      'invalid_value',
-    );
+  const { system, turns } = alternatingTurns(
+    'gemini',
+    messages,
+    (m, i): GeminiContent => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: partsOf(m, i, messages) }),
+    mergeParts,
+  );
+  return { systemInstruction: system === undefined ? undefined : { parts: [{ text: system }] }, contents: turns };
+}
+
+/** Same role again: text joins the previous text part (blank line); other parts are appended. */
+function mergeParts(into: GeminiContent, add: GeminiContent): void {
+  for (const part of add.parts) {
+    const prev = into.parts[into.parts.length - 1];
+    if ('text' in part && prev !== undefined && 'text' in prev) prev.text = `${prev.text}\n\n${part.text}`;
+    else into.parts.push(part);
   }
-  return { systemInstruction: system.length > 0 ? { parts: [{ text: system.join('\n\n') }] } : undefined, contents };
 }
 
 /**

@@ -4,16 +4,8 @@ import type { ChatRequest } from '../protocol/chat-request.ts';
 import type { ProviderCall, ResolvedProviderOptions } from './chat-provider.ts';
 import type { SseEvent } from './sse-parser.ts';
 import type { UpstreamRequest } from './upstream-fetch.ts';
-import {
-  compact,
-  count,
-  effectiveTemperature,
-  isObject,
-  parseUpstreamJson,
-  type UsageCounts,
-  type VendorAdapter,
-  type VendorEvent,
-} from './vendor-adapter.ts';
+import { compact, count, effectiveTemperature, isObject, parseUpstreamJson } from './vendor-adapter.ts';
+import type { UsageCounts, VendorAdapter, VendorEvent } from './vendor-adapter.ts';
 
 /**
  * The chat-completions wire format shared by OpenAI and Mistral (same JSON bodies, `data:` SSE events

@@ -31,10 +31,10 @@ async function answer(req: CpuKernelProbeRequest): Promise<CpuKernelProbeAnswer>
     calibrateCores: Math.max(1, req.cores),
     ...(backendDir ? { backendDir } : {}),
   });
-  const timings = (engine.calibration ?? []).map((t) => ({ threads: t.threads, msPerStep: t.msPerStep }));
+  const timings = (engine.loaded.calibration ?? []).map((t) => ({ threads: t.threads, msPerStep: t.msPerStep }));
   await engine.dispose();
-  if (engine.embeddingsOnly) throw new Error('an embeddings-only model (an encoder) has no decode step to time');
-  return { action: 'time', cpuBackend: engine.cpuBackend, timings };
+  if (engine.loaded.embeddingsOnly) throw new Error('an embeddings-only model (an encoder) has no decode step to time');
+  return { action: 'time', cpuBackend: engine.loaded.cpuBackend, timings };
 }
 
 serveProbe(answer);

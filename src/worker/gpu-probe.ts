@@ -42,8 +42,8 @@ async function answer(req: GpuProbeRequest): Promise<GpuProbeAnswer> {
     return { ok: false, reason, sawDevice: !/could not load the GPU backend|found no GPU device/.test(reason) };
   }
   try {
-    const device = engine.gpuDevices[0];
-    if (!device || engine.gpuLayers === 0)
+    const device = engine.loaded.gpuDevices[0];
+    if (!device || engine.loaded.gpuLayers === 0)
       return { ok: false, reason: 'the model was not offloaded', sawDevice: device !== undefined };
     const started = performance.now();
     const done = await new Promise<{ completionTokens: number }>((resolve, reject) => {
@@ -56,8 +56,8 @@ async function answer(req: GpuProbeRequest): Promise<GpuProbeAnswer> {
     return {
       ok: true,
       device,
-      gpuLayers: engine.gpuLayers,
-      modelLayers: engine.modelLayers,
+      gpuLayers: engine.loaded.gpuLayers,
+      modelLayers: engine.loaded.modelLayers,
       decodeMs: performance.now() - started,
       completionTokens: done.completionTokens,
     };

@@ -49,7 +49,7 @@ export class ModelHost {
    * answered with the failure `model_embeddings_only` (a 400 naming `model`) before any prompt is built.
    */
   get embeddingsOnly(): boolean {
-    if (this.engine.kind === 'native') return (this.engine as unknown as NativeSlotEngine).embeddingsOnly;
+    if (this.engine.kind === 'native') return (this.engine as unknown as NativeSlotEngine).loaded.embeddingsOnly;
     return this.model !== null && servesEmbeddingsOnly(this.model.fileInfo.metadata);
   }
 
@@ -99,10 +99,10 @@ export class ModelHost {
           }),
         );
         const compute = {
-          threads: e.threads,
-          threadPool: e.threadPool,
-          cpuBackend: e.cpuBackend,
-          ...(e.calibration ? { calibration: [...e.calibration] } : {}),
+          threads: e.loaded.threads,
+          threadPool: e.loaded.threadPool,
+          cpuBackend: e.loaded.cpuBackend,
+          ...(e.loaded.calibration ? { calibration: [...e.loaded.calibration] } : {}),
         };
         return new ModelHost(e, new PromptBuilder(model), undefined, compute, llama, model, nativeGpuInfo(e));
       }
@@ -250,12 +250,12 @@ async function tryLoadNative(
 
 /** The native loop's GPU offload as /health and "model ready" report it (CPU: backend false). */
 function nativeGpuInfo(e: NativeSlotEngine): GpuInfo {
-  const d = e.gpuDevices[0];
-  if (!d || e.gpuLayers === 0) return { backend: false, devices: [], gpuLayers: 0 };
+  const d = e.loaded.gpuDevices[0];
+  if (!d || e.loaded.gpuLayers === 0) return { backend: false, devices: [], gpuLayers: 0 };
   return {
     backend: 'cuda',
     devices: [d.description || d.name],
-    gpuLayers: e.gpuLayers,
+    gpuLayers: e.loaded.gpuLayers,
     memory: { freeBytes: d.memoryFreeBytes, totalBytes: d.memoryTotalBytes },
   };
 }

@@ -5,8 +5,6 @@ import {
   type NativeLoopOptions,
   type NativeLoopStats,
   type NativeSlotLoop,
-  type NativeThreadTiming,
-  type NativeGpuDevice,
 } from '../../native/binding.ts';
 import { contextLengthExceeded } from '../errors/index.ts';
 import type { EngineFailureCode } from '../errors/engine-failure.ts';
@@ -30,6 +28,15 @@ import type { SlotEngine, SlotJobEvents, SlotJobHandle, SlotJobResult } from './
  * out takes the addon's own value. contextSize is the KV tokens per slot (a prompt may use contextSize - 1).
  */
 export type NativeSlotEngineOptions = NativeLoopOptions;
+
+/**
+ * The loop's 'ready' event: llama_n_ctx (contextTotal), llama_n_batch (batchSize), the compute threads decoding uses
+ * (the calibrated count when calibrateCores was set) and whether they persist (threadPool), the ggml CPU backend
+ * library in use (e.g. libggml-cpu-zen4.so), the calibration's measurements (absent when not calibrated), the layers
+ * offloaded to the GPU (0: computes on the CPU) and that GPU, and whether it is a BERT-family encoder that embeds and
+ * refuses every generation job (embeddingsOnly, native/src/model_kind.h).
+ */
+export type NativeLoadReport = Omit<Extract<NativeLoopEvent, { type: 'ready' }>, 'type'>;
 
 /** A refusal of submit() or a load failure; `code` is stable, the message is for people. */
 export class NativeEngineError extends Error {
@@ -105,24 +112,8 @@ export class NativeSlotEngine implements SlotEngine {
   readonly relaysEvents = true;
   readonly contextSize: number;
   readonly slotCount: number;
-  /** llama_n_ctx: KV cells of the whole context. */
-  readonly contextTotal: number;
-  /** llama_n_batch: the most tokens one step decodes. */
-  readonly batchSize: number;
-  /** Compute threads decoding uses (the calibrated count when calibrateCores was set). */
-  readonly threads: number;
-  /** Persistent compute threads are attached. */
-  readonly threadPool: boolean;
-  /** The ggml CPU backend library in use, e.g. libggml-cpu-zen4.so. */
-  readonly cpuBackend: string;
-  /** The load-time thread calibration's measurements (absent when not calibrated). */
-  readonly calibration: readonly NativeThreadTiming[] | undefined;
-  /** Model layers offloaded to the GPU (0: computes on the CPU) and the GPU (empty on the CPU). */
-  readonly gpuLayers: number;
-  readonly modelLayers: number;
-  readonly gpuDevices: readonly NativeGpuDevice[];
-  /** A BERT-family encoder (native/src/model_kind.h): it embeds, and refuses every generation job. */
-  readonly embeddingsOnly: boolean;
+  /** What the loop reported once the model loaded: context, batch, threads, CPU backend, GPU placement, calibration. */
+  readonly loaded: NativeLoadReport;
 
   /** Jobs submitted whose terminal native event has not arrived yet (their slots are taken). */
   private readonly jobs = new Map<number, JobState>();
@@ -138,16 +129,8 @@ export class NativeSlotEngine implements SlotEngine {
   ) {
     this.contextSize = ready.contextSize;
     this.slotCount = slots;
-    this.contextTotal = ready.contextTotal;
-    this.batchSize = ready.batchSize;
-    this.threads = ready.threads;
-    this.threadPool = ready.threadPool;
-    this.cpuBackend = ready.cpuBackend;
-    this.gpuLayers = ready.gpuLayers;
-    this.modelLayers = ready.modelLayers;
-    this.gpuDevices = ready.gpuDevices;
-    this.calibration = ready.calibration;
-    this.embeddingsOnly = ready.embeddingsOnly;
+    const { type: _, ...loaded } = ready;
+    this.loaded = loaded;
   }
 
   /** Jobs holding a slot right now. */

@@ -1,15 +1,9 @@
 import { orRefreshed } from '../accounts/fresh-credentials.ts';
 import { noYamConfigured, unauthorized, workspaceNotFound } from '../errors/index.ts';
 import type { RecordStore } from '../store/record-store.ts';
-import {
-  indexedRecords,
-  indexKeys,
-  indexRange,
-  oldestFirst,
-  type ProjectRecord,
-  type ProjectState,
-} from '../store/database.ts';
+import { indexKeys, indexRange, oldestFirst, type ProjectRecord, type ProjectState } from '../store/database.ts';
 import type { ProviderKeyCipher } from './provider-key-cipher.ts';
+import { WorkspaceScopedReads } from '../store/workspace-scoped-reads.ts';
 import {
   issueCredential,
   parseCredential,
@@ -56,11 +50,13 @@ export interface ProjectWithToken {
 
 const keyContext = (projectId: string) => `project:${projectId}:provider-key`;
 
-export class ProjectRepository {
+export class ProjectRepository extends WorkspaceScopedReads<ProjectRecord> {
   constructor(
-    private readonly store: RecordStore,
+    store: RecordStore,
     private readonly cipher: ProviderKeyCipher,
-  ) {}
+  ) {
+    super(store, { table: (dbs) => dbs.projects, kind: 'project', order: oldestFirst });
+  }
 
   static newId(): string {
     return `proj_${sortableId()}`;
@@ -101,25 +97,6 @@ export class ProjectRepository {
       index.put(indexKeys.projectToken(cred.id, id), true);
     });
     return { project, token: cred.plaintext };
-  }
-
-  /** The project when it is in that workspace of that account; undefined otherwise. */
-  get(accountId: string, workspaceId: string, projectId: string): ProjectRecord | undefined {
-    const p = this.store.dbs.projects.get(projectId);
-    return p !== undefined && p.accountId === accountId && p.workspaceId === workspaceId ? p : undefined;
-  }
-
-  /** Any project by id (internal use: provisioning). */
-  getById(projectId: string): ProjectRecord | undefined {
-    return this.store.dbs.projects.get(projectId);
-  }
-
-  /** A workspace's projects, oldest first (the caller checks the workspace belongs to the account). */
-  list(accountId: string, workspaceId: string): ProjectRecord[] {
-    const { projects, index } = this.store.dbs;
-    return indexedRecords(index, projects, 'project', workspaceId)
-      .filter((p) => p.accountId === accountId)
-      .sort(oldestFirst);
   }
 
   /** Applies `changes` (a new provider key is encrypted here); undefined when there is no such project. */

@@ -1,4 +1,4 @@
-import type { ProjectRecord, ProjectState, WorkspaceRecord, YamState } from '../store/records.ts';
+import type { ProjectRecord, WorkspaceRecord, YamState } from '../store/records.ts';
 
 /**
  * What the management API (and the CLI) shows of records: ids named `workspaceId` / `projectId`, the
@@ -19,22 +19,24 @@ export interface WorkspaceView {
   yam: YamView | null;
 }
 
-export interface ProjectView {
+/** The stored fields a project view shows as they are (the record's types and comments are the contract). */
+type ProjectShownField =
+  | 'workspaceId'
+  | 'name'
+  | 'provider'
+  | 'model'
+  | 'temperature'
+  | 'state'
+  | 'stateReason'
+  | 'tokenIssuedAt'
+  | 'createdAt'
+  | 'updatedAt';
+
+export interface ProjectView extends Pick<ProjectRecord, ProjectShownField> {
   projectId: string;
-  workspaceId: string;
-  name: string;
-  provider: string;
-  model: string;
-  temperature: number | null;
-  state: ProjectState;
-  /** Why the project is failed or suspended. */
-  stateReason: string | null;
   /** `{base_url}/api/v1/inference/{projectId}/chat/completions` */
   endpoint: string;
   providerKey: { last4: string } | null;
-  tokenIssuedAt: string;
-  createdAt: string;
-  updatedAt: string;
 }
 
 /** A project view with the plaintext bearer token: the answer to creation and rotation only. */

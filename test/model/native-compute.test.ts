@@ -71,8 +71,8 @@ describe.skipIf(skipReason !== '')(
       const outputs: string[][] = [];
       for (const threadPool of [false, true]) {
         const engine = await load({ persistentThreads: threadPool, threadPoll: 50 });
-        expect(engine.threadPool).toBe(threadPool);
-        expect(engine.threads).toBe(2);
+        expect(engine.loaded.threadPool).toBe(threadPool);
+        expect(engine.loaded.threads).toBe(2);
         outputs.push(
           (await Promise.all(prompts.map((p) => run(engine, p, 40)))).map((r) => {
             expect(r.finishReason).toBe('length');
@@ -87,7 +87,7 @@ describe.skipIf(skipReason !== '')(
 
     it('names the ggml CPU backend library it computes with', async () => {
       const engine = await load({ threads: 1 });
-      expect(engine.cpuBackend).toMatch(/^libggml-cpu.*\.so$/);
+      expect(engine.loaded.cpuBackend).toMatch(/^libggml-cpu.*\.so$/);
     });
   },
 );
@@ -223,15 +223,15 @@ describe.skipIf(skipReason !== '')(`native thread calibration${skipReason ? ` (s
       calibrateCores: 2,
     });
     try {
-      expect(engine.calibration?.map((t) => t.threads)).toEqual([1, 2]);
-      for (const t of engine.calibration!) {
+      expect(engine.loaded.calibration?.map((t) => t.threads)).toEqual([1, 2]);
+      for (const t of engine.loaded.calibration!) {
         expect(t.msPerStep).toBeGreaterThan(0);
         expect(t.estimateMs).toBeGreaterThanOrEqual(t.msPerStep);
       }
-      expect([1, 2]).toContain(engine.threads);
-      const best = [...engine.calibration!].sort((a, b) => a.estimateMs - b.estimateMs)[0]!;
+      expect([1, 2]).toContain(engine.loaded.threads);
+      const best = [...engine.loaded.calibration!].sort((a, b) => a.estimateMs - b.estimateMs)[0]!;
       // The chosen count is the best estimate, or fewer threads within 3% of it.
-      const chosen = engine.calibration!.find((t) => t.threads === engine.threads)!;
+      const chosen = engine.loaded.calibration!.find((t) => t.threads === engine.loaded.threads)!;
       expect(chosen.estimateMs).toBeLessThanOrEqual(best.estimateMs / 0.97);
       const r = await run(engine, promptOf(10, 2), 12);
       expect(r.finishReason).toBe('length');

@@ -162,7 +162,7 @@ describe.skipIf(!addon.ok)('native embedder on a BERT encoder (embeddings only)'
   });
 
   it('loads as embeddings-only, its context held to the trained positions', () => {
-    expect(engine.embeddingsOnly).toBe(true);
+    expect(engine.loaded.embeddingsOnly).toBe(true);
     expect(engine.contextSize).toBe(128);
   });
 
