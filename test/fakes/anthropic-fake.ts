@@ -1,8 +1,6 @@
 import { isObj, num } from './chat-completions-dialect.ts';
 import {
   fakeId,
-  FakeUpstream,
-  type FakeUpstreamOptions,
   type NormalizedMessage,
   type NormalizedRequest,
   type ResolvedReply,
@@ -323,6 +321,3 @@ export const anthropicDialect: VendorDialect = {
     };
   },
 };
-
-export const startAnthropicFake = (options?: FakeUpstreamOptions): Promise<FakeUpstream> =>
-  FakeUpstream.start(anthropicDialect, options);

@@ -6,14 +6,7 @@ import {
   DONE_EVENT,
   isObj,
 } from './chat-completions-dialect.ts';
-import {
-  fakeId,
-  FakeUpstream,
-  type FakeUpstreamOptions,
-  type ResolvedReply,
-  type VendorDialect,
-  type VendorResponse,
-} from './fake-upstream.ts';
+import { fakeId, type ResolvedReply, type VendorDialect, type VendorResponse } from './fake-upstream.ts';
 
 /**
  * Mistral chat completions (docs.mistral.ai/api, client-ts ChatCompletionRequest): POST /v1/chat/completions,
@@ -153,6 +146,3 @@ export const mistralDialect: VendorDialect = {
     dataEvent({ object: 'error', message, type: 'internal_server_error', param: null, code: null }),
   describe: (body) => describeChatCompletions(body, ['max_tokens'], 'random_seed'),
 };
-
-export const startMistralFake = (options?: FakeUpstreamOptions): Promise<FakeUpstream> =>
-  FakeUpstream.start(mistralDialect, options);

@@ -6,13 +6,7 @@ import {
   DONE_EVENT,
   isObj,
 } from './chat-completions-dialect.ts';
-import {
-  fakeId,
-  FakeUpstream,
-  type FakeUpstreamOptions,
-  type VendorDialect,
-  type VendorResponse,
-} from './fake-upstream.ts';
+import { fakeId, type VendorDialect, type VendorResponse } from './fake-upstream.ts';
 
 /**
  * OpenAI chat completions (platform.openai.com/docs/api-reference/chat): POST /v1/chat/completions,
@@ -217,6 +211,3 @@ export const openAiDialect: VendorDialect = {
   streamError: (message) => dataEvent({ error: { message, type: 'server_error', param: null, code: null } }),
   describe: (body) => describeChatCompletions(body, ['max_completion_tokens', 'max_tokens'], 'seed'),
 };
-
-export const startOpenAiFake = (options?: FakeUpstreamOptions): Promise<FakeUpstream> =>
-  FakeUpstream.start(openAiDialect, options);
