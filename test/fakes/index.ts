@@ -1,10 +1,12 @@
 import type { ProviderName } from '../../src/providers/chat-provider.ts';
 import { anthropicDialect } from './anthropic-fake.ts';
-import { FakeUpstream, type FakeUpstreamOptions, type VendorDialect } from './fake-upstream.ts';
+import type { VendorDialect } from './dialect.ts';
+import { FakeUpstream, type FakeUpstreamOptions } from './fake-upstream.ts';
 import { geminiDialect } from './gemini-fake.ts';
 import { mistralDialect } from './mistral-fake.ts';
 import { openAiDialect } from './openai-fake.ts';
 
+export * from './dialect.ts';
 export * from './fake-upstream.ts';
 
 /** Each provider's dialect, the only vendor-specific part of its fake. */
