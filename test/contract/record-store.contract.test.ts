@@ -172,20 +172,12 @@ describe.each(backends)('RecordStore contract on $name', (backend) => {
     const created = await keys.create('ci', 'acct');
     expect(keys.authenticate(created.key).keyId).toBe(created.id);
     const users = new UserRepository(store);
-    const owner = await users.create({
-      email: 'owner@example.com',
-      password: 'correct horse battery',
-      role: 'owner',
-      accountId: 'acct',
-    });
+    const createUser = (email: string, role: 'owner' | 'member') =>
+      users.create({ email, password: 'correct horse battery', role, accountId: 'acct' });
+    const owner = await createUser('owner@example.com', 'owner');
     expect(users.getByEmail('owner@example.com')?.id).toBe(owner.id);
     const sessions = new SessionRepository(store, { idleMs: 3_600_000, maxAgeMs: 86_400_000 });
-    const member = await users.create({
-      email: 'member@example.com',
-      password: 'correct horse battery',
-      role: 'member',
-      accountId: 'acct',
-    });
+    const member = await createUser('member@example.com', 'member');
     const { token } = await sessions.create(member.id, 'acct');
     expect(sessions.resolve(token)?.userId).toBe(member.id);
     const workspaces = new WorkspaceRepository(store);

@@ -1,14 +1,5 @@
-import { isObj, num } from './chat-completions-dialect.ts';
-import {
-  fakeId,
-  FakeUpstream,
-  type FakeUpstreamOptions,
-  type NormalizedMessage,
-  type NormalizedRequest,
-  type ResolvedReply,
-  type VendorDialect,
-  type VendorResponse,
-} from './fake-upstream.ts';
+import type { NormalizedMessage, NormalizedRequest, ResolvedReply, VendorDialect, VendorResponse } from './dialect.ts';
+import { fakeId, isObj, num } from './vendor-json.ts';
 
 /**
  * Anthropic Messages API (docs.anthropic.com/en/api/messages, /en/api/messages-streaming, /en/api/errors):
@@ -323,6 +314,3 @@ export const anthropicDialect: VendorDialect = {
     };
   },
 };
-
-export const startAnthropicFake = (options?: FakeUpstreamOptions): Promise<FakeUpstream> =>
-  FakeUpstream.start(anthropicDialect, options);

@@ -1,11 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { NormalizedMessage, NormalizedRequest, VendorDialect } from './fake-upstream.ts';
+import type { NormalizedMessage, NormalizedRequest, VendorDialect } from './dialect.ts';
+import { isObj, type JsonObject, num } from './vendor-json.ts';
 
 /** Pieces shared by the OpenAI and Mistral fakes (both speak the chat-completions wire format). */
-
-export type JsonObject = Record<string, unknown>;
-export const isObj = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-export const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
 export function bearerKey(headers: IncomingHttpHeaders): string | undefined {
   const auth = headers.authorization;
@@ -59,12 +56,8 @@ function describeMessage(m: JsonObject): NormalizedMessage {
   return message;
 }
 
-/** Reads a chat-completions body back into neutral terms; `maxTokensField` and `seedField` differ per vendor. */
-export function describeChatCompletions(
-  body: unknown,
-  maxTokensFields: string[],
-  seedField: string,
-): NormalizedRequest {
+/** Reads a chat-completions body back into neutral terms; `maxTokensFields` and `seedField` differ per vendor. */
+function describeChatCompletions(body: unknown, maxTokensFields: string[], seedField: string): NormalizedRequest {
   const b = isObj(body) ? body : {};
   const raw = Array.isArray(b.messages) ? b.messages.filter(isObj) : [];
   const system = raw.filter((m) => m.role === 'system').map((m) => String(m.content));
@@ -178,12 +171,17 @@ export const SSE_HEADERS = {
   connection: 'keep-alive',
 };
 
-/** What every chat-completions dialect shares: POST /v1/chat/completions, Bearer keys, SSE, `stop` and `tool_calls`. */
-export const CHAT_COMPLETIONS_BASE = {
-  basePath: '/v1',
-  stopReason: 'stop',
-  toolStopReason: 'tool_calls',
-  streamHeaders: SSE_HEADERS,
-  route: (method, url, body) => chatCompletionsRoute(method, url, body, '/v1'),
-  apiKeyOf: (headers) => bearerKey(headers),
-} satisfies Partial<VendorDialect>;
+/**
+ * What every chat-completions dialect shares: POST /v1/chat/completions, Bearer keys, SSE, `stop` and `tool_calls`,
+ * and reading a body back (see describeChatCompletions for the two fields that differ per vendor).
+ */
+export const chatCompletionsBase = (maxTokensFields: string[], seedField: string) =>
+  ({
+    basePath: '/v1',
+    stopReason: 'stop',
+    toolStopReason: 'tool_calls',
+    streamHeaders: SSE_HEADERS,
+    route: (method, url, body) => chatCompletionsRoute(method, url, body, '/v1'),
+    apiKeyOf: (headers) => bearerKey(headers),
+    describe: (body) => describeChatCompletions(body, maxTokensFields, seedField),
+  }) satisfies Partial<VendorDialect>;

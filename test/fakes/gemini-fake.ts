@@ -1,14 +1,5 @@
-import { isObj, num } from './chat-completions-dialect.ts';
-import {
-  fakeId,
-  FakeUpstream,
-  type FakeUpstreamOptions,
-  type NormalizedMessage,
-  type NormalizedRequest,
-  type ResolvedReply,
-  type VendorDialect,
-  type VendorResponse,
-} from './fake-upstream.ts';
+import type { NormalizedMessage, NormalizedRequest, ResolvedReply, VendorDialect, VendorResponse } from './dialect.ts';
+import { fakeId, isObj, num } from './vendor-json.ts';
 
 /**
  * Gemini API (ai.google.dev/api/generate-content): POST /v1beta/models/{model}:generateContent and
@@ -52,30 +43,15 @@ const googleError = (code: number, message: string, details?: unknown[]): Vendor
 
 const ROUTE = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
 
-const SCHEMA_FIELDS = new Set([
-  'type',
-  'format',
-  'title',
-  'description',
-  'nullable',
-  'enum',
-  'maxItems',
-  'minItems',
-  'properties',
-  'required',
-  'minProperties',
-  'maxProperties',
-  'minLength',
-  'maxLength',
-  'pattern',
-  'example',
-  'anyOf',
-  'propertyOrdering',
-  'default',
-  'items',
-  'minimum',
-  'maximum',
-]);
+/** The fields of Gemini's `Schema` (ai.google.dev/api/caching#Schema), by the kind of value they constrain. */
+const SCHEMA_FIELDS_BY_KIND = {
+  any: ['type', 'format', 'title', 'description', 'nullable', 'enum', 'example', 'default', 'anyOf'],
+  object: ['properties', 'required', 'minProperties', 'maxProperties', 'propertyOrdering'],
+  array: ['items', 'minItems', 'maxItems'],
+  string: ['minLength', 'maxLength', 'pattern'],
+  number: ['minimum', 'maximum'],
+};
+const SCHEMA_FIELDS = new Set(Object.values(SCHEMA_FIELDS_BY_KIND).flat());
 const SCHEMA_TYPES = new Set(['STRING', 'NUMBER', 'INTEGER', 'BOOLEAN', 'ARRAY', 'OBJECT', 'NULL']);
 
 /** The first problem of a Schema, as the real API words it, or null. */
@@ -395,6 +371,3 @@ export const geminiDialect: VendorDialect = {
     };
   },
 };
-
-export const startGeminiFake = (options?: FakeUpstreamOptions): Promise<FakeUpstream> =>
-  FakeUpstream.start(geminiDialect, options);

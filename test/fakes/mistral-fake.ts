@@ -1,19 +1,6 @@
-import {
-  CHAT_COMPLETIONS_BASE,
-  chatCompletionsToolProblem,
-  dataEvent,
-  describeChatCompletions,
-  DONE_EVENT,
-  isObj,
-} from './chat-completions-dialect.ts';
-import {
-  fakeId,
-  FakeUpstream,
-  type FakeUpstreamOptions,
-  type ResolvedReply,
-  type VendorDialect,
-  type VendorResponse,
-} from './fake-upstream.ts';
+import { chatCompletionsBase, chatCompletionsToolProblem, dataEvent, DONE_EVENT } from './chat-completions-dialect.ts';
+import type { ResolvedReply, VendorDialect, VendorResponse } from './dialect.ts';
+import { fakeId, isObj } from './vendor-json.ts';
 
 /**
  * Mistral chat completions (docs.mistral.ai/api, client-ts ChatCompletionRequest): POST /v1/chat/completions,
@@ -68,7 +55,7 @@ const toolCalls = (calls: ResolvedReply['toolCalls']) =>
 
 export const mistralDialect: VendorDialect = {
   name: 'mistral',
-  ...CHAT_COMPLETIONS_BASE,
+  ...chatCompletionsBase(['max_tokens'], 'random_seed'),
   unauthorized: () => ({ status: 401, body: { message: 'Unauthorized', request_id: fakeId(32) } }),
   validate(_headers, body) {
     if (!isObj(body)) return mistralError(400, 'Invalid JSON body', 'invalid_request_error');
@@ -151,8 +138,4 @@ export const mistralDialect: VendorDialect = {
   },
   streamError: (message) =>
     dataEvent({ object: 'error', message, type: 'internal_server_error', param: null, code: null }),
-  describe: (body) => describeChatCompletions(body, ['max_tokens'], 'random_seed'),
 };
-
-export const startMistralFake = (options?: FakeUpstreamOptions): Promise<FakeUpstream> =>
-  FakeUpstream.start(mistralDialect, options);

@@ -1,18 +1,6 @@
-import {
-  CHAT_COMPLETIONS_BASE,
-  chatCompletionsToolProblem,
-  dataEvent,
-  describeChatCompletions,
-  DONE_EVENT,
-  isObj,
-} from './chat-completions-dialect.ts';
-import {
-  fakeId,
-  FakeUpstream,
-  type FakeUpstreamOptions,
-  type VendorDialect,
-  type VendorResponse,
-} from './fake-upstream.ts';
+import { chatCompletionsBase, chatCompletionsToolProblem, dataEvent, DONE_EVENT } from './chat-completions-dialect.ts';
+import type { VendorDialect, VendorResponse } from './dialect.ts';
+import { fakeId, isObj } from './vendor-json.ts';
 
 /**
  * OpenAI chat completions (platform.openai.com/docs/api-reference/chat): POST /v1/chat/completions,
@@ -36,7 +24,7 @@ const openAiError = (
 
 export const openAiDialect: VendorDialect = {
   name: 'openai',
-  ...CHAT_COMPLETIONS_BASE,
+  ...chatCompletionsBase(['max_completion_tokens', 'max_tokens'], 'seed'),
   unauthorized: (key) =>
     key === undefined
       ? openAiError(
@@ -215,8 +203,4 @@ export const openAiDialect: VendorDialect = {
     };
   },
   streamError: (message) => dataEvent({ error: { message, type: 'server_error', param: null, code: null } }),
-  describe: (body) => describeChatCompletions(body, ['max_completion_tokens', 'max_tokens'], 'seed'),
 };
-
-export const startOpenAiFake = (options?: FakeUpstreamOptions): Promise<FakeUpstream> =>
-  FakeUpstream.start(openAiDialect, options);

@@ -21,12 +21,11 @@ export interface ApiOptions {
 }
 
 /** One call of `method url` on `h`, with `body` as JSON unless it is a Buffer or a string. */
+type ApiCall = [h: HearthProcess, method: string, url: string, body?: unknown, opts?: ApiOptions];
+
+/** Makes the call (see ApiCall) and answers what came back, whatever its status. */
 export async function callApi<T = Record<string, unknown>>(
-  h: HearthProcess,
-  method: string,
-  url: string,
-  body?: unknown,
-  opts: ApiOptions = {},
+  ...[h, method, url, body, opts = {}]: ApiCall
 ): Promise<ApiAnswer<T>> {
   const key = opts.key === undefined ? h.key : opts.key;
   const headers: Record<string, string> = {};
@@ -44,14 +43,9 @@ export async function callApi<T = Record<string, unknown>>(
 }
 
 /** `callApi` for a set-up step that must succeed: throws on a status of 300 or more, answers the body. */
-export async function mustCall<T = Record<string, unknown>>(
-  h: HearthProcess,
-  method: string,
-  url: string,
-  body?: unknown,
-  opts: ApiOptions = {},
-): Promise<T> {
-  const r = await callApi<T>(h, method, url, body, opts);
+export async function mustCall<T = Record<string, unknown>>(...call: ApiCall): Promise<T> {
+  const r = await callApi<T>(...call);
+  const [, method, url] = call;
   if (r.status >= 300) throw new Error(`${method} ${url}: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
 }

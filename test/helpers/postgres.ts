@@ -60,20 +60,8 @@ export async function startPostgres(): Promise<PostgresServer> {
   const data = path.join(dir, 'data');
   fs.mkdirSync(data, { mode: 0o700 });
   if (asRoot) spawnSync('chown', ['-R', 'postgres:postgres', dir]);
-  const [cmd, ...args] = asPostgres([
-    path.join(bin, 'initdb'),
-    '-D',
-    data,
-    '-U',
-    USER,
-    '-A',
-    'trust',
-    '--no-sync',
-    '-E',
-    'UTF8',
-    '--locale',
-    'C',
-  ]);
+  const initdbFlags = ['-D', data, '-U', USER, '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C'];
+  const [cmd, ...args] = asPostgres([path.join(bin, 'initdb'), ...initdbFlags]);
   const init = spawnSync(cmd!, args, { encoding: 'utf8' });
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr || init.stdout}`);
   const port = await freePort();
@@ -81,21 +69,8 @@ export async function startPostgres(): Promise<PostgresServer> {
   let log = '';
 
   const start = async () => {
-    const [c, ...a] = asPostgres([
-      path.join(bin, 'postgres'),
-      '-D',
-      data,
-      '-k',
-      dir,
-      '-p',
-      String(port),
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'fsync=off',
-      '-c',
-      'max_connections=200',
-    ]);
+    const settings = ['listen_addresses=127.0.0.1', 'fsync=off', 'max_connections=200'].flatMap((s) => ['-c', s]);
+    const [c, ...a] = asPostgres([path.join(bin, 'postgres'), '-D', data, '-k', dir, '-p', String(port), ...settings]);
     const proc = spawn(c!, a, { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
     proc.stdout.on('data', (d: Buffer) => (log += d.toString()));

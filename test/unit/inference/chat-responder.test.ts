@@ -10,6 +10,7 @@ import {
 import type { RunningHttpServer } from '../../../src/http/http-server.ts';
 import type { Route } from '../../../src/http/router.ts';
 import type { ChatDelta, ChatDeltaSink } from '../../../src/protocol/chat-delta.ts';
+import { tokenLogprob, wireLogprob } from '../../helpers/token-logprobs.ts';
 import { startLoopbackServer } from '../../helpers/uws-routes.ts';
 
 /**
@@ -229,15 +230,10 @@ describe('respondToChat (push-based, streaming)', () => {
   });
 
   it('puts logprobs on content chunks in the OpenAI shape', async () => {
-    const lp = {
-      token: 'hi',
-      logprob: -0.5,
-      bytes: [104, 105],
-      top: [
-        { token: 'hi', logprob: -0.5, bytes: [104, 105] },
-        { token: 'yo', logprob: -1.5, bytes: [121, 111] },
-      ],
-    };
+    const lp = tokenLogprob('hi', -0.5, [
+      ['hi', -0.5],
+      ['yo', -1.5],
+    ]);
     scripts.set('logprobs', (sink) => {
       sink.push({ type: 'content', text: 'hi', logprobs: [lp] });
       sink.push(finish);
@@ -247,17 +243,7 @@ describe('respondToChat (push-based, streaming)', () => {
       index: 0,
       delta: { content: 'hi' },
       logprobs: {
-        content: [
-          {
-            token: 'hi',
-            logprob: -0.5,
-            bytes: [104, 105],
-            top_logprobs: [
-              { token: 'hi', logprob: -0.5, bytes: [104, 105] },
-              { token: 'yo', logprob: -1.5, bytes: [121, 111] },
-            ],
-          },
-        ],
+        content: [wireLogprob(lp)],
         refusal: null,
       },
       finish_reason: null,

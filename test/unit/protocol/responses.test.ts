@@ -5,6 +5,7 @@ import { type ResponseEvent, ResponseRenderer } from '../../../src/protocol/resp
 import { validateResponsesRequest } from '../../../src/protocol/responses-request.ts';
 import { ApiError } from '../../../src/errors/index.ts';
 import { expectParamRefusal, thrownBy } from '../../helpers/thrown.ts';
+import { tokenLogprob, wireLogprob } from '../../helpers/token-logprobs.ts';
 
 const fail = (body: unknown) => thrownBy(() => validateResponsesRequest(body), ApiError);
 
@@ -294,15 +295,10 @@ describe('ResponseRenderer', () => {
   });
 
   it('logprobs ride on the text deltas and the final part', async () => {
-    const lp = {
-      token: 'Hi',
-      logprob: -0.5,
-      bytes: [72, 105],
-      top: [
-        { token: 'Hi', logprob: -0.5, bytes: [72, 105] },
-        { token: 'Yo', logprob: -1.5, bytes: [89, 111] },
-      ],
-    };
+    const lp = tokenLogprob('Hi', -0.5, [
+      ['Hi', -0.5],
+      ['Yo', -1.5],
+    ]);
     const { final } = await throughSdk(
       [
         { type: 'content', text: 'Hi', logprobs: [lp] },
@@ -311,17 +307,7 @@ describe('ResponseRenderer', () => {
       true,
     );
     const part = (final.output[0] as { content: Array<{ logprobs: unknown[] }> }).content[0]!;
-    expect(part.logprobs).toEqual([
-      {
-        token: 'Hi',
-        logprob: -0.5,
-        bytes: [72, 105],
-        top_logprobs: [
-          { token: 'Hi', logprob: -0.5, bytes: [72, 105] },
-          { token: 'Yo', logprob: -1.5, bytes: [89, 111] },
-        ],
-      },
-    ]);
+    expect(part.logprobs).toEqual([wireLogprob(lp)]);
   });
 });
 

@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { TokenLogprob } from '../../../src/protocol/chat-delta.ts';
 import { validateCompletionsRequest } from '../../../src/protocol/completions-request.ts';
 import { type ChoiceDelta, TextCompletionRenderer } from '../../../src/protocol/text-completion.ts';
+import { tokenLogprob } from '../../helpers/token-logprobs.ts';
 
 /** Legacy completions' pure parts: the request validator and the text_completion renderer (JSON and SSE). */
-
-const lp = (token: string, logprob: number, top: Array<[string, number]> = []): TokenLogprob => ({
-  token,
-  logprob,
-  bytes: [...Buffer.from(token)],
-  top: top.map(([t, l]) => ({ token: t, logprob: l, bytes: [...Buffer.from(t)] })),
-});
 
 const chunks = (sse: string) =>
   sse
@@ -67,15 +60,15 @@ describe('TextCompletionRenderer', () => {
         type: 'content',
         text: 'He',
         logprobs: [
-          lp('He', -0.1, [
+          tokenLogprob('He', -0.1, [
             ['He', -0.1],
             ['__proto__', -2],
           ]),
         ],
         choice: 0,
       },
-      { type: 'content', text: 'Yo', logprobs: [lp('Yo', -0.5)], choice: 1 },
-      { type: 'content', text: 'llo', logprobs: [lp('llo', -0.2)], choice: 0 },
+      { type: 'content', text: 'Yo', logprobs: [tokenLogprob('Yo', -0.5)], choice: 1 },
+      { type: 'content', text: 'llo', logprobs: [tokenLogprob('llo', -0.2)], choice: 0 },
       { type: 'content', text: '', choice: 1, end: 'length' },
       { type: 'content', text: '', choice: 0, end: 'stop' },
       { type: 'finish', reason: 'stop', usage: { promptTokens: 4, completionTokens: 3 } },
@@ -152,8 +145,8 @@ describe('TextCompletionRenderer', () => {
   it('SSE: logprobs ride on their text chunk with text_offset continuing across chunks', () => {
     const r = new TextCompletionRenderer('m', [''], true, false);
     const sse =
-      r.streamEvent({ type: 'content', text: 'ab', logprobs: [lp('a', -1), lp('b', -2)] }) +
-      r.streamEvent({ type: 'content', text: 'c', logprobs: [lp('c', -3)] }) +
+      r.streamEvent({ type: 'content', text: 'ab', logprobs: [tokenLogprob('a', -1), tokenLogprob('b', -2)] }) +
+      r.streamEvent({ type: 'content', text: 'c', logprobs: [tokenLogprob('c', -3)] }) +
       r.streamEvent({ type: 'finish', reason: 'stop' });
     const offsets = chunks(sse).flatMap(
       (c) => (c.choices[0]?.logprobs as { text_offset: number[] } | null)?.text_offset ?? [],
