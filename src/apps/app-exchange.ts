@@ -12,10 +12,6 @@ import { SseWriter } from '../http/sse-writer.ts';
  * (it reads the request head at once, before any await). Main thread; owned by one request.
  */
 export class AppExchange {
-  readonly method: string;
-  readonly path: string;
-  readonly params: readonly string[];
-  readonly authorization: string;
   readonly headers: ReadonlyArray<[string, string]>;
   readonly query: URLSearchParams;
   readonly rawQuery: string;
@@ -23,14 +19,28 @@ export class AppExchange {
 
   constructor(private readonly ex: HttpExchange) {
     const head = ex.requestHead();
-    this.method = ex.method;
-    this.path = ex.url;
-    this.params = ex.params;
-    this.authorization = ex.authorization;
     this.headers = head.headers;
     this.rawQuery = head.query;
     this.query = new URLSearchParams(head.query);
     this.remoteAddress = head.remoteAddress;
+  }
+
+  get method(): string {
+    return this.ex.method;
+  }
+
+  /** The raw path (still percent-encoded), without the query. */
+  get path(): string {
+    return this.ex.url;
+  }
+
+  /** Decoded path parameters. */
+  get params(): readonly string[] {
+    return this.ex.params;
+  }
+
+  get authorization(): string {
+    return this.ex.authorization;
   }
 
   /** The API key or session cookie the request presents (management auth); call synchronously. */

@@ -17,12 +17,15 @@ export function parseJsonBody(bytes: Buffer, maxDepth: number = REQUEST_LIMITS.m
   }
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_ARRAY = 0x5b;
-const OPEN_OBJECT = 0x7b;
-const CLOSE_ARRAY = 0x5d;
-const CLOSE_OBJECT = 0x7d;
+/** The character codes the nesting scan looks at. */
+const enum Code {
+  Quote = 0x22,
+  Backslash = 0x5c,
+  OpenArray = 0x5b,
+  OpenObject = 0x7b,
+  CloseArray = 0x5d,
+  CloseObject = 0x7d,
+}
 
 /** Whether `[`/`{` outside strings nest deeper than `max`. Linear; malformed text is left to JSON.parse. */
 export function nestingExceeds(text: string, max: number): boolean {
@@ -30,19 +33,19 @@ export function nestingExceeds(text: string, max: number): boolean {
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c === QUOTE) {
+    if (c === Code.Quote) {
       // Skip the string: find the next quote not escaped by an odd run of backslashes.
       for (;;) {
         const q = text.indexOf('"', i + 1);
         if (q === -1) return false;
         let slashes = 0;
-        for (let j = q - 1; text.charCodeAt(j) === BACKSLASH; j--) slashes++;
+        for (let j = q - 1; text.charCodeAt(j) === Code.Backslash; j--) slashes++;
         i = q;
         if (slashes % 2 === 0) break;
       }
-    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+    } else if (c === Code.OpenArray || c === Code.OpenObject) {
       if (++depth > max) return true;
-    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+    } else if (c === Code.CloseArray || c === Code.CloseObject) {
       depth--;
     }
   }

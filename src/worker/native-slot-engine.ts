@@ -111,7 +111,6 @@ export class NativeSlotEngine implements SlotEngine {
   readonly kind = 'native' as const;
   readonly relaysEvents = true;
   readonly contextSize: number;
-  readonly slotCount: number;
   /** What the loop reported once the model loaded: context, batch, threads, CPU backend, GPU placement, calibration. */
   readonly loaded: NativeLoadReport;
 
@@ -124,11 +123,10 @@ export class NativeSlotEngine implements SlotEngine {
   /** @internal created by loadNativeSlotEngine once the loop reported 'ready'. */
   constructor(
     private readonly loop: NativeSlotLoop,
-    slots: number,
+    readonly slotCount: number,
     ready: Extract<NativeLoopEvent, { type: 'ready' }>,
   ) {
     this.contextSize = ready.contextSize;
-    this.slotCount = slots;
     const { type: _, ...loaded } = ready;
     this.loaded = loaded;
   }
