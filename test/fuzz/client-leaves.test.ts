@@ -1,15 +1,14 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../models/test-model-path.ts';
 import {
   countsWithinBound,
   type Leave,
   type PendingClient,
-  rawChatRequest,
   sendAndHold,
   untilCounts,
 } from '../helpers/abandoned-requests.ts';
-import { type HearthProcess, startHearthProcess, modelArgs } from '../helpers/hearth-process.ts';
+import { expectServed, leavingRequest, nextChat, serveNeverStopping32k } from '../helpers/clients-that-leave.ts';
+import { type HearthProcess } from '../helpers/hearth-process.ts';
 
 /**
  * Hostile clients that leave (issue 36, contract "A client that leaves") against the real CLI server, as shipped
@@ -19,54 +18,20 @@ import { type HearthProcess, startHearthProcess, modelArgs } from '../helpers/he
  * it), and the next real request is served. Four slots and a queue of eight; the model never stops by itself and
  * its context is 32k tokens, so only a cancel frees a slot in time. Fixed seed, bounded runs.
  */
-const MODEL = 'local/never-stops';
-const CONTEXT = 32_768;
 const SLOTS = 4;
 const QUEUE = 8;
 const SEED = 0x36c1ea5;
 
 describe.each(['auto', 'off'] as const)('clients that leave (fast-check, fixed seed), --front %s', (front) => {
   let hearth: HearthProcess;
-  const request = (stream: boolean) =>
-    rawChatRequest(hearth.key, {
-      model: MODEL,
-      messages: [{ role: 'user', content: 'go' }],
-      max_tokens: 90_000,
-      stream,
-    });
+  const request = (stream: boolean) => leavingRequest(hearth.key, stream);
   const freed = (c: { running: number; waiting: number }) => c.running === 0 && c.waiting === 0;
 
   beforeAll(async () => {
-    const model = await ensureTinyModel({ reply: null, contextLength: CONTEXT });
-    hearth = await startHearthProcess({
-      args: modelArgs(model, MODEL, {
-        slots: SLOTS,
-        'queue-limit': QUEUE,
-        'max-tokens': 100000,
-        'context-size': CONTEXT,
-        front,
-      }),
-    });
-    await hearth.waitReady();
+    hearth = await serveNeverStopping32k({ slots: SLOTS, 'queue-limit': QUEUE, front });
   }, 60_000);
 
-  afterAll(async () => {
-    await hearth?.stop();
-  });
-
-  async function chat(maxTokens: number): Promise<Response> {
-    return fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'next' }], max_tokens: maxTokens }),
-    });
-  }
-
-  async function expectServing(what: string): Promise<void> {
-    const r = await chat(2);
-    expect(r.status, what).toBe(200);
-    expect(((await r.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens, what).toBe(2);
-  }
+  afterAll(() => hearth?.stop());
 
   it('8 non-streaming clients disconnect mid-generation: slots freed within 1 s', async () => {
     const clients = await Promise.all(Array.from({ length: 8 }, () => sendAndHold(hearth.port, request(false))));
@@ -74,7 +39,7 @@ describe.each(['auto', 'off'] as const)('clients that leave (fast-check, fixed s
     const leftAt = Date.now();
     await Promise.all(clients.map((c) => c.leave('fin')));
     expect(await countsWithinBound(hearth.baseUrl, leftAt, freed)).toEqual({ running: 0, waiting: 0 });
-    await expectServing('after 8 non-streaming clients left');
+    await expectServed(await nextChat(hearth), 'after 8 non-streaming clients left');
   }, 60_000);
 
   it('client disconnects while its request waits in the queue: its place is free within 1 s', async () => {
@@ -91,13 +56,11 @@ describe.each(['auto', 'off'] as const)('clients that leave (fast-check, fixed s
       waiting: 0,
     });
     // The next request takes a place in the queue (it was 503 queue_full while the abandoned ones held it) ...
-    const next = chat(2);
+    const next = nextChat(hearth);
     await untilCounts(hearth.baseUrl, (c) => c.waiting === 1, 'the next request queued');
     // ... and runs once the slots' clients leave too.
     await Promise.all(holders.map((c) => c.leave('reset')));
-    const r = await next;
-    expect(r.status).toBe(200);
-    expect(((await r.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
+    await expectServed(await next);
     await untilCounts(hearth.baseUrl, freed, 'all free');
   }, 60_000);
 
@@ -137,7 +100,7 @@ describe.each(['auto', 'off'] as const)('clients that leave (fast-check, fixed s
         ]);
         const leftAt = Date.now();
         expect(await countsWithinBound(hearth.baseUrl, leftAt, freed), what).toEqual({ running: 0, waiting: 0 });
-        await expectServing(what);
+        await expectServed(await nextChat(hearth), what);
       }),
       { seed: SEED, numRuns: 12, endOnFailure: true },
     );

@@ -234,6 +234,19 @@ const responseFormatArb = fc.oneof(
   fc.record({ type: fc.oneof(fc.constantFrom('text', 'json_object', 'json_schema', 'xml'), wrongType) }),
   wrongType,
 );
+
+/** The sampling fields Chat Completions and legacy Completions share, each fed any value. */
+const samplingFields = {
+  temperature: anyValue,
+  top_p: anyValue,
+  max_tokens: anyValue,
+  seed: anyValue,
+  presence_penalty: anyValue,
+  frequency_penalty: anyValue,
+  top_k: anyValue,
+  min_p: anyValue,
+  repetition_penalty: anyValue,
+};
 const chatFields = {
   model: fc.oneof(
     { weight: 8, arbitrary: fc.constant(MODEL_ID) },
@@ -254,16 +267,8 @@ const chatFields = {
   ),
   stream: fc.oneof(fc.boolean(), wrongType),
   stream_options: fc.oneof(fc.record({ include_usage: fc.oneof(fc.boolean(), wrongType) }), wrongType),
-  temperature: anyValue,
-  top_p: anyValue,
-  max_tokens: anyValue,
+  ...samplingFields,
   max_completion_tokens: anyValue,
-  seed: anyValue,
-  presence_penalty: anyValue,
-  frequency_penalty: anyValue,
-  top_k: anyValue,
-  min_p: anyValue,
-  repetition_penalty: anyValue,
   reasoning_effort: fc.oneof(fc.constantFrom('none', 'minimal', 'low', 'medium', 'high'), anyValue),
   n: fc.oneof(fc.constantFrom(1, 2, 0, 1.0), wrongType),
   logprobs: fc.oneof(fc.boolean(), wrongType),
@@ -407,18 +412,21 @@ const responsesBody = mutated(
 // ---- legacy completions bodies ----
 
 const tokenId = fc.oneof(fc.integer({ min: 0, max: 5000 }), fc.constantFrom(-1, 0xffffffff, 4294967296, 1.5));
+/** A `prompt` or `input`: text, texts, token ids (some out of range), lists of them, `tooMany` entries, a wrong type. */
+const textOrTokens = (tooMany: fc.Arbitrary<unknown[]>) =>
+  fc.oneof(
+    hostileString,
+    fc.array(hostileString, { maxLength: 4 }),
+    fc.array(fc.oneof(tokenId, wrongType), { maxLength: 6 }),
+    fc.array(fc.array(tokenId, { maxLength: 4 }), { maxLength: 3 }),
+    tooMany,
+    wrongType,
+  );
 const completionsBody = mutated(
   { model: MODEL_ID, prompt: 'hi', max_tokens: 4 },
   {
     model: chatFields.model,
-    prompt: fc.oneof(
-      hostileString,
-      fc.array(hostileString, { maxLength: 4 }),
-      fc.array(fc.oneof(tokenId, wrongType), { maxLength: 6 }),
-      fc.array(fc.array(tokenId, { maxLength: 4 }), { maxLength: 3 }),
-      fc.integer({ min: 60, max: 70 }).map((n) => Array.from({ length: n }, () => 'x')),
-      wrongType,
-    ),
+    prompt: textOrTokens(fc.integer({ min: 60, max: 70 }).map((n) => Array.from({ length: n }, () => 'x'))),
     echo: fc.oneof(fc.boolean(), wrongType),
     logprobs: fc.oneof(fc.integer({ min: -1, max: 21 }), wrongType),
     suffix: anyValue,
@@ -427,15 +435,7 @@ const completionsBody = mutated(
     stream: chatFields.stream,
     stream_options: chatFields.stream_options,
     stop: chatFields.stop,
-    temperature: anyValue,
-    top_p: anyValue,
-    max_tokens: anyValue,
-    seed: anyValue,
-    presence_penalty: anyValue,
-    frequency_penalty: anyValue,
-    top_k: anyValue,
-    min_p: anyValue,
-    repetition_penalty: anyValue,
+    ...samplingFields,
     user: anyValue,
     logit_bias: anyValue,
     messages: anyValue,
@@ -448,14 +448,7 @@ const embeddingsBody = mutated(
   { model: MODEL_ID, input: 'hi' },
   {
     model: chatFields.model,
-    input: fc.oneof(
-      hostileString,
-      fc.array(hostileString, { maxLength: 4 }),
-      fc.array(fc.oneof(tokenId, wrongType), { maxLength: 6 }),
-      fc.array(fc.array(tokenId, { maxLength: 4 }), { maxLength: 3 }),
-      fc.integer({ min: 2040, max: 2056 }).map((n) => Array.from({ length: n }, (_, i) => `x${i}`)),
-      wrongType,
-    ),
+    input: textOrTokens(fc.integer({ min: 2040, max: 2056 }).map((n) => Array.from({ length: n }, (_, i) => `x${i}`))),
     encoding_format: fc.oneof(fc.constantFrom('float', 'base64', 'int8', ''), wrongType),
     dimensions: fc.oneof(fc.integer({ min: -1, max: 4096 }), wrongType),
     user: anyValue,

@@ -14,13 +14,12 @@ import {
   nativeAddonAvailable,
   type NativeSlotEngine,
 } from '../../src/worker/native-slot-engine.ts';
-import { generationJob, submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
+import { generationJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
+import { type JobRun, startJob } from '../helpers/job-run.ts';
 import { useNativeEngines } from '../helpers/native-engines.ts';
 
 const addon = nativeAddonAvailable();
 const skipReason = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
-
-const GREEDY = GREEDY_SAMPLING;
 
 /** The tiny vocabulary's byte token for "\n": after it the tiny model replies DEFAULT_TINY_REPLY (models/tiny-llama.ts). */
 const NEWLINE = 3 + 0x0a;
@@ -29,36 +28,10 @@ const NEWLINE = 3 + 0x0a;
 const promptOf = (length: number, offset: number) =>
   Uint32Array.from({ length }, (_, i) => 200 + ((i * 37 + offset) % 900));
 
-interface Run {
-  text: string;
-  tokens: number;
-  finishReason?: string;
-  error?: string;
-}
-
-function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens: number): Promise<Run> {
-  return new Promise((resolve) => {
-    const r: Run = { text: '', tokens: 0 };
-    submitJob(
-      engine,
-      { promptTokens: prompt, maxTokens, stops: [], sampling: GREEDY },
-      {
-        onPrompt: () => {},
-        onText: (text, n) => {
-          r.text += text;
-          r.tokens += n;
-        },
-        onDone: (res) => {
-          r.finishReason = res.finishReason;
-          resolve(r);
-        },
-        onError: (e) => {
-          r.error = `${e.code}: ${e.message}`;
-          resolve(r);
-        },
-      },
-    );
-  });
+/** A greedy job of `maxTokens` on `prompt`, run to its end. */
+function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens: number): Promise<JobRun> {
+  const job = { promptTokens: prompt, maxTokens, stops: [], sampling: GREEDY_SAMPLING };
+  return startJob(engine, job, { text: '', tokens: 0 }).done;
 }
 
 describe.skipIf(skipReason !== '')(
@@ -75,7 +48,7 @@ describe.skipIf(skipReason !== '')(
         expect(engine.loaded.threads).toBe(2);
         outputs.push(
           (await Promise.all(prompts.map((p) => run(engine, p, 40)))).map((r) => {
-            expect(r.finishReason).toBe('length');
+            expect(r.result?.finishReason).toBe('length');
             return r.text;
           }),
         );
@@ -130,7 +103,11 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
           (events) => {
             for (const e of events) {
               if (e.type === 'ready') {
-                const refused = loop.submit(1, promptOf(12, 1), generationJob({ maxTokens: 1000, sampling: GREEDY }));
+                const refused = loop.submit(
+                  1,
+                  promptOf(12, 1),
+                  generationJob({ maxTokens: 1000, sampling: GREEDY_SAMPLING }),
+                );
                 if (refused) reject(new Error(refused.message));
               } else if (e.type === 'text') {
                 text.set(e.job, text.get(e.job)! + e.text);
@@ -140,7 +117,7 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
                   const refused = loop.submit(
                     2,
                     Uint32Array.from([...promptOf(299, 5), NEWLINE]),
-                    generationJob({ maxTokens: 40, sampling: GREEDY }),
+                    generationJob({ maxTokens: 40, sampling: GREEDY_SAMPLING }),
                   );
                   if (refused) reject(new Error(refused.message));
                 }
@@ -200,7 +177,8 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
         { modelPath, contextSize: 512, slots: 2, threads: 1, stepTokenBudget: 16 },
         (events) => {
           for (const e of events) {
-            if (e.type === 'ready') loop.submit(1, promptOf(300, 5), generationJob({ maxTokens: 2, sampling: GREEDY }));
+            if (e.type === 'ready')
+              loop.submit(1, promptOf(300, 5), generationJob({ maxTokens: 2, sampling: GREEDY_SAMPLING }));
             else if (e.type === 'prompt') seen = e.promptSteps;
             else if (e.type === 'done') loop.dispose();
             else if (e.type === 'disposed') resolve(seen);
@@ -234,7 +212,7 @@ describe.skipIf(skipReason !== '')(`native thread calibration${skipReason ? ` (s
       const chosen = engine.loaded.calibration!.find((t) => t.threads === engine.loaded.threads)!;
       expect(chosen.estimateMs).toBeLessThanOrEqual(best.estimateMs / 0.97);
       const r = await run(engine, promptOf(10, 2), 12);
-      expect(r.finishReason).toBe('length');
+      expect(r.result?.finishReason).toBe('length');
     } finally {
       await engine.dispose();
     }

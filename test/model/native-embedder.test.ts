@@ -20,7 +20,6 @@ import { submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
 import { expectDistinct, expectSameEmbedding } from '../helpers/vector-agreement.ts';
 
 const addon = nativeAddonAvailable();
-const GREEDY = GREEDY_SAMPLING;
 const CONTEXT = 1024;
 const REAL = realTestModel();
 const model = async () => REAL ?? (await ensureTinyModel());
@@ -82,7 +81,7 @@ describe.skipIf(!addon.ok)(`native embedder${addon.ok ? '' : ` (skipped: ${addon
     const generation = new Promise<string>((resolve, reject) => {
       submitJob(
         engine,
-        { promptTokens: Uint32Array.from([1, 5, 9]), maxTokens: 40, stops: [], sampling: GREEDY },
+        { promptTokens: Uint32Array.from([1, 5, 9]), maxTokens: 40, stops: [], sampling: GREEDY_SAMPLING },
         {
           onText: () => {},
           onDone: (r) => resolve(r.finishReason),

@@ -11,8 +11,9 @@ import { describe, expect, it } from 'vitest';
 import type { GenerationJob } from '../../native/generation-job.ts';
 import { nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
 import type { SamplingParams } from '../../src/engine/sampling-defaults.ts';
-import type { SlotJobHandle, SlotJobResult } from '../../src/worker/slot-engine.ts';
+import type { SlotJobHandle } from '../../src/worker/slot-engine.ts';
 import { submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
+import { type JobRun, startJob } from '../helpers/job-run.ts';
 import { realTestModel, tinyModel } from '../helpers/test-model.ts';
 import { useNativeEngines } from '../helpers/native-engines.ts';
 
@@ -26,49 +27,22 @@ const SAMPLED: SamplingParams = { ...GREEDY, temperature: 1, repeatPenalty: 1.1,
 const promptOf = (length: number, offset: number) =>
   Uint32Array.from({ length }, (_, i) => 3 + ((i * 37 + offset) % 490));
 
-interface Run {
-  text: string;
-  /** Completion tokens seen in onText, in order of arrival. */
-  tokens: number;
-  result?: SlotJobResult;
-  error?: string;
+interface Run extends JobRun {
+  /** When the job ended, in the order of the test's jobs' terminal events (1, 2, ...). */
   endedAt?: number;
 }
 
 let clock = 0;
 
+/** A job on `prompt` (48 greedy tokens unless `job` says otherwise); `onText` sees its run after each text event. */
 function start(
   engine: NativeSlotEngine,
   prompt: Uint32Array,
   job: Partial<GenerationJob>,
   onText?: (r: Run) => void,
 ): { done: Promise<Run>; handle: SlotJobHandle } {
-  let handle!: SlotJobHandle;
-  const done = new Promise<Run>((resolve) => {
-    const r: Run = { text: '', tokens: 0 };
-    handle = submitJob(
-      engine,
-      { promptTokens: prompt, maxTokens: 48, stops: [], sampling: GREEDY, ...job },
-      {
-        onText: (text, n) => {
-          r.text += text;
-          r.tokens += n;
-          onText?.(r);
-        },
-        onDone: (result) => {
-          r.result = result;
-          r.endedAt = ++clock;
-          resolve(r);
-        },
-        onError: (e) => {
-          r.error = `${e.code}: ${e.message}`;
-          r.endedAt = ++clock;
-          resolve(r);
-        },
-      },
-    );
-  });
-  return { done, handle };
+  const full = { promptTokens: prompt, maxTokens: 48, stops: [], sampling: GREEDY, ...job };
+  return startJob<Run>(engine, full, { text: '', tokens: 0 }, { onText, onEnd: (r) => (r.endedAt = ++clock) });
 }
 
 describe.skipIf(skipReason !== '')(

@@ -9,8 +9,8 @@
 import { describe, expect, it } from 'vitest';
 import { ensureTinyModel } from '../../models/test-model-path.ts';
 import { nativeAddonAvailable, type NativeSlotEngine } from '../../src/worker/native-slot-engine.ts';
-import type { SlotJobResult } from '../../src/worker/slot-engine.ts';
-import { submitJob, GREEDY_SAMPLING } from '../helpers/generation-job.ts';
+import { GREEDY_SAMPLING } from '../helpers/generation-job.ts';
+import { type JobRun, startJob } from '../helpers/job-run.ts';
 import { useNativeEngines } from '../helpers/native-engines.ts';
 
 const addon = nativeAddonAvailable();
@@ -22,39 +22,16 @@ const GREEDY = GREEDY_SAMPLING;
 const promptOf = (length: number, offset: number) =>
   Uint32Array.from({ length }, (_, i) => 200 + ((i * 37 + offset) % 900));
 
-interface Run {
-  text: string;
-  result?: SlotJobResult;
-  error?: string;
-}
-
-function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12, cachePartition?: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const r: Run = { text: '' };
-    submitJob(
-      engine,
-      {
-        promptTokens: prompt,
-        maxTokens,
-        stops: [],
-        sampling: GREEDY,
-        ...(cachePartition !== undefined ? { cachePartition } : {}),
-      },
-      {
-        onText: (text) => {
-          r.text += text;
-        },
-        onDone: (result) => {
-          r.result = result;
-          resolve(r);
-        },
-        onError: (e) => {
-          r.error = `${e.code}: ${e.message}`;
-          resolve(r);
-        },
-      },
-    );
-  });
+/** A greedy job of `maxTokens` on `prompt` (in `cachePartition` when given), run to its end. */
+function run(engine: NativeSlotEngine, prompt: Uint32Array, maxTokens = 12, cachePartition?: string): Promise<JobRun> {
+  const job = {
+    promptTokens: prompt,
+    maxTokens,
+    stops: [],
+    sampling: GREEDY,
+    ...(cachePartition !== undefined ? { cachePartition } : {}),
+  };
+  return startJob(engine, job, { text: '', tokens: 0 }).done;
 }
 
 describe.skipIf(skipReason !== '')(`native host prompt cache${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {

@@ -367,42 +367,37 @@ describe(`example tool server against ${USE_REAL ? 'the real' : 'a fake'} Hearth
 describe('example tool server: failure handling (fake Hearth)', () => {
   // A short Hearth time-out, for the 'hang' scenario.
   const fixture = useExampleAgainst(startFakeHearth, 1_500);
-  const call = (args: Record<string, unknown>) => callTool(fixture.example, 'complete', args);
   const attempts = (prompt: string) => fixture.hearth.fake!.attempts(prompt);
+  /** The tool's answer to `prompt` (a fake Hearth scenario), its status expected to be `status`. */
+  const answered = async (prompt: string, status: number) => {
+    const a = await callTool(fixture.example, 'complete', { prompt });
+    expect(a.status).toBe(status);
+    return a;
+  };
 
   it('retries a 503 and a 429 honouring Retry-After, then succeeds', async () => {
-    const busy = await call({ prompt: 'busy-once' });
-    expect(busy.status).toBe(200);
-    expect(busy.body.content).toBe('Once upon a time');
+    expect((await answered('busy-once', 200)).body.content).toBe('Once upon a time');
     expect(attempts('busy-once')).toBe(2);
 
-    const limited = await call({ prompt: 'rate-limited-twice' });
-    expect(limited.status).toBe(200);
+    await answered('rate-limited-twice', 200);
     expect(attempts('rate-limited-twice')).toBe(3);
   });
 
   it('does not sit out a long Retry-After: 503 with the Retry-After passed on', async () => {
-    const a = await call({ prompt: 'warming-up' });
-    expect(a.status).toBe(503);
+    const a = await answered('warming-up', 503);
     expect(a.headers.get('retry-after')).toBe('120');
     expect(a.body.code).toBe('model_warming_up');
     expect(attempts('warming-up')).toBe(1);
   });
 
   it('502 when the stream fails midway or ends without [DONE], with no retry of a started stream', async () => {
-    const mid = await call({ prompt: 'fail-mid-stream' });
-    expect(mid.status).toBe(502);
-    expect(mid.body.error).toContain('the engine crashed');
-    const truncated = await call({ prompt: 'truncated' });
-    expect(truncated.status).toBe(502);
-    expect(truncated.body.error).toContain('[DONE]');
+    expect((await answered('fail-mid-stream', 502)).body.error).toContain('the engine crashed');
+    expect((await answered('truncated', 502)).body.error).toContain('[DONE]');
     expect(attempts('fail-mid-stream')).toBe(1);
   });
 
   it('504 when Hearth does not answer within the time-out', async () => {
-    const a = await call({ prompt: 'hang' });
-    expect(a.status).toBe(504);
-    expect(a.body.code).toBe('hearth_timeout');
+    expect((await answered('hang', 504)).body.code).toBe('hearth_timeout');
   });
 });
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, startHearthProcess, createKey, modelArgs } from '../../helpers/hearth-process.ts';
+import { stopThenRemove } from '../../helpers/suite-cleanup.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import { batchFileLines, batchStarted } from '../../helpers/batch-polling.ts';
 import { chatBatchLines } from '../../helpers/chat-batch.ts';
@@ -86,10 +87,7 @@ beforeAll(async () => {
   otherAccount = clientFor(hearth, otherKey);
 }, 120_000);
 
-afterAll(async () => {
-  await hearth?.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => stopThenRemove(hearth, dataDir));
 
 describe('Batch API', () => {
   it('answers chat completion lines exactly as the synchronous route does, each custom_id once', async () => {

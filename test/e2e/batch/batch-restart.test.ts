@@ -5,6 +5,7 @@ import OpenAI from 'openai';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chatBatchLines, createChatBatch, expectEveryLineAnswered } from '../../helpers/chat-batch.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { stopThenRemove } from '../../helpers/suite-cleanup.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
 /**
@@ -26,10 +27,7 @@ const start = async () => {
   return hearth;
 };
 
-afterAll(async () => {
-  await hearth?.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => stopThenRemove(hearth, dataDir));
 
 describe('Batch API across a SIGKILL', () => {
   it('resumes the batch after a restart: every line answered once', async () => {

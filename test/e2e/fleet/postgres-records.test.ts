@@ -14,6 +14,7 @@ import { ProjectRepository } from '../../../src/workspaces/project-repository.ts
 import { ProviderKeyCipher } from '../../../src/workspaces/provider-key-cipher.ts';
 import { WorkspaceRepository } from '../../../src/workspaces/workspace-repository.ts';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { stopThenRemove } from '../../helpers/suite-cleanup.ts';
 import { callApi, waitFor } from '../../helpers/management-client.ts';
 import { usePostgres } from '../../helpers/postgres.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
@@ -106,10 +107,7 @@ beforeAll(async () => {
   url = await pgServer.server.createDatabase();
 }, 60_000);
 
-afterAll(async () => {
-  await hearth?.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => stopThenRemove(hearth, dataDir));
 
 describe('hearth db import', () => {
   it('copies every record of every kind, equal, and refuses to run twice into the same database', async () => {

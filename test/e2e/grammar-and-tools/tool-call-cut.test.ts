@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { postChat } from '../../helpers/chat-request.ts';
 import { realTestModel, tinyChatModel } from '../../helpers/test-model.ts';
 
 /**
@@ -35,19 +36,15 @@ const TOOLS = [
 ];
 
 function request(seed: number, stream: boolean, maxTokens: number) {
-  return fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model,
-      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
-      tools: TOOLS,
-      tool_choice: { type: 'function', function: { name: 'get_weather' } },
-      max_tokens: maxTokens,
-      seed,
-      temperature: 1,
-      stream,
-    }),
+  return postChat(hearth, {
+    model,
+    messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    tools: TOOLS,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    max_tokens: maxTokens,
+    seed,
+    temperature: 1,
+    stream,
   });
 }
 

@@ -62,6 +62,8 @@ afterAll(() => hearth?.stop());
 const question: ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is the weather in Paris?' }];
 /** The weather question with both tools declared: each test adds its tool_choice. */
 const ASKED_WITH_TOOLS = { model: MODEL_ID, messages: question, tools: TOOLS, max_tokens: MAX_TOKENS };
+/** A short chat ('Hi'): the tiny model answers it with its script, DEFAULT_TINY_REPLY. */
+const SAID_HI = { model: MODEL_ID, messages: [{ role: 'user', content: 'Hi' }] as ChatCompletionMessageParam[] };
 
 describe('tool calls (official SDK)', () => {
   it("tool_choice 'required': well-formed calls to declared functions, finish_reason tool_calls", async () => {
@@ -86,21 +88,18 @@ describe('tool calls (official SDK)', () => {
   it('a manual tool loop: call, answer with tool messages, then a plain reply', async () => {
     const messages: ChatCompletionMessageParam[] = [...question];
     const first = await client.chat.completions.create({
-      model: MODEL_ID,
+      ...ASKED_WITH_TOOLS,
       messages,
-      tools: TOOLS,
       tool_choice: 'required',
       parallel_tool_calls: false,
-      max_tokens: MAX_TOKENS,
     });
     const msg = first.choices[0]!.message;
     messages.push(msg);
     for (const call of msg.tool_calls!)
       messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify({ ok: true, celsius: 21 }) });
     const second = await client.chat.completions.create({
-      model: MODEL_ID,
+      ...ASKED_WITH_TOOLS,
       messages,
-      tools: TOOLS,
       tool_choice: 'none',
       max_tokens: 20,
     });
@@ -139,12 +138,7 @@ describe('tool calls (official SDK)', () => {
   });
 
   it("'auto' with the scripted reply: plain content, no calls", async () => {
-    const r = await client.chat.completions.create({
-      model: MODEL_ID,
-      messages: [{ role: 'user', content: 'Hi' }],
-      tools: TOOLS,
-      max_tokens: 20,
-    });
+    const r = await client.chat.completions.create({ ...SAID_HI, tools: TOOLS, max_tokens: 20 });
     expect(r.choices[0]!.finish_reason).toBe('stop');
     expect(r.choices[0]!.message.content).toBe(DEFAULT_TINY_REPLY);
   });
@@ -178,13 +172,7 @@ describe('AI SDK tool call', () => {
 
 describe('logprobs', () => {
   it('JSON: one entry per completion token, with top_logprobs alternatives', async () => {
-    const r = await client.chat.completions.create({
-      model: MODEL_ID,
-      messages: [{ role: 'user', content: 'Hi' }],
-      logprobs: true,
-      top_logprobs: 3,
-      temperature: 0,
-    });
+    const r = await client.chat.completions.create({ ...SAID_HI, logprobs: true, top_logprobs: 3, temperature: 0 });
     const content = r.choices[0]!.logprobs!.content!;
     expect(content.length).toBe(r.usage!.completion_tokens);
     expect(content.map((c) => c.token).join('')).toBe(r.choices[0]!.message.content);
@@ -196,13 +184,7 @@ describe('logprobs', () => {
   });
 
   it('streaming: logprobs ride on the content chunks', async () => {
-    const stream = await client.chat.completions.create({
-      model: MODEL_ID,
-      messages: [{ role: 'user', content: 'Hi' }],
-      logprobs: true,
-      top_logprobs: 2,
-      stream: true,
-    });
+    const stream = await client.chat.completions.create({ ...SAID_HI, logprobs: true, top_logprobs: 2, stream: true });
     let tokens = 0;
     let text = '';
     for await (const c of stream) {

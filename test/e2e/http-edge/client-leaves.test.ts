@@ -1,14 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureTinyModel } from '../../../models/test-model-path.ts';
 import {
   countsWithinBound,
   type Leave,
   type PendingClient,
-  rawChatRequest,
   sendAndHold,
   untilCounts,
 } from '../../helpers/abandoned-requests.ts';
-import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers/hearth-process.ts';
+import {
+  expectServed,
+  leavingRequest,
+  NEVER_STOPS,
+  nextChat,
+  serveNeverStopping32k,
+} from '../../helpers/clients-that-leave.ts';
+import { postChat } from '../../helpers/chat-request.ts';
+import { type HearthProcess } from '../../helpers/hearth-process.ts';
 
 /**
  * Issue 36, contract "A client that leaves": a client that closes its connection, by FIN or by reset, streamed or
@@ -20,34 +26,15 @@ import { type HearthProcess, startHearthProcess, modelArgs } from '../../helpers
  * queued request whose client closed held its slot to its last token).
  * The model never stops by itself and its context is 32k tokens: only a cancel ends these generations in time.
  */
-const MODEL = 'local/never-stops';
-const CONTEXT = 32_768;
-
 describe.each(['haproxy', 'off'] as const)('a client that leaves, --front %s', (front) => {
   let hearth: HearthProcess;
 
   beforeAll(async () => {
-    const model = await ensureTinyModel({ reply: null, contextLength: CONTEXT });
-    hearth = await startHearthProcess({
-      args: modelArgs(model, MODEL, { 'queue-limit': 2, 'max-tokens': 100000, 'context-size': CONTEXT, front }),
-    });
-    await hearth.waitReady();
+    hearth = await serveNeverStopping32k({ 'queue-limit': 2, front });
     expect(/"msg":"listening".*"front":"haproxy"/.test(hearth.logs())).toBe(front === 'haproxy');
   }, 60_000);
 
-  afterAll(async () => {
-    await hearth?.stop();
-  });
-
-  async function expectServing(): Promise<void> {
-    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'next' }], max_tokens: 2 }),
-    });
-    expect(r.status).toBe(200);
-    expect(((await r.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(2);
-  }
+  afterAll(() => hearth?.stop());
 
   const cases: Array<[Leave, boolean]> = [
     ['fin', false],
@@ -58,12 +45,7 @@ describe.each(['haproxy', 'off'] as const)('a client that leaves, --front %s', (
   it.each(cases)(
     'leaving by %s (streamed: %s): queued requests free their places, running ones their slots, within 1 s',
     async (how, stream) => {
-      const raw = rawChatRequest(hearth.key, {
-        model: MODEL,
-        messages: [{ role: 'user', content: 'go' }],
-        max_tokens: 90_000,
-        stream,
-      });
+      const raw = leavingRequest(hearth.key, stream);
       const running: PendingClient[] = [];
       const queued: PendingClient[] = [];
       for (let i = 0; i < 2; i++) running.push(await sendAndHold(hearth.port, raw));
@@ -84,24 +66,20 @@ describe.each(['haproxy', 'off'] as const)('a client that leaves, --front %s', (
         await countsWithinBound(hearth.baseUrl, leftAt, (c) => c.running === 0 && c.waiting === 0),
         'the slots, 1 s after their clients left',
       ).toEqual({ running: 0, waiting: 0 });
-      await expectServing();
+      await expectServed(await nextChat(hearth));
     },
     60_000,
   );
 
   it('every slot and queue place held by clients that then close (FIN): all free within 1 s, and the next request is served, not refused 503', async () => {
     // The issue's shape: slots and queue taken by requests whose clients close (a plain close) once they are in.
-    const raw = rawChatRequest(hearth.key, {
-      model: MODEL,
-      messages: [{ role: 'user', content: 'go' }],
-      max_tokens: 90_000,
-    });
+    const raw = leavingRequest(hearth.key);
     const clients = await Promise.all(Array.from({ length: 4 }, () => sendAndHold(hearth.port, raw)));
     await untilCounts(hearth.baseUrl, (c) => c.running === 2 && c.waiting === 2, 'slots and queue full');
-    const refused = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'one more' }], max_tokens: 2 }),
+    const refused = await postChat(hearth, {
+      model: NEVER_STOPS,
+      messages: [{ role: 'user', content: 'one more' }],
+      max_tokens: 2,
     });
     expect(refused.status).toBe(503); // the queue is full: what an abandoned queue would do to every next request
     await refused.body?.cancel();
@@ -111,6 +89,6 @@ describe.each(['haproxy', 'off'] as const)('a client that leaves, --front %s', (
       running: 0,
       waiting: 0,
     });
-    await expectServing();
+    await expectServed(await nextChat(hearth));
   }, 60_000);
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { postChat } from '../../helpers/chat-request.ts';
 import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { postJson } from '../../helpers/held-stream.ts';
 
@@ -56,11 +57,7 @@ describe('client disconnect', () => {
     expect(seen).toBeGreaterThanOrEqual(5);
 
     // The next request needs the single slot.
-    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'again' }], max_tokens: 4 }),
-    });
+    const r = await postChat(hearth, { model: MODEL, messages: [{ role: 'user', content: 'again' }], max_tokens: 4 });
     expect(r.status).toBe(200);
     const json = (await r.json()) as {
       usage: { completion_tokens: number };
@@ -77,11 +74,7 @@ describe('client disconnect', () => {
 
   it('repeated disconnects never leak the slot', async () => {
     for (let i = 0; i < 5; i++) await streamThenDisconnect(2);
-    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 2 }),
-    });
+    const r = await postChat(hearth, { model: MODEL, messages: [{ role: 'user', content: 'x' }], max_tokens: 2 });
     expect(r.status).toBe(200);
     expect(await metric('hearth_request_success_total', 'finished_reason="cancelled"')).toBe(6);
   });

@@ -13,6 +13,8 @@ import { serveModel } from '../../helpers/served-model.ts';
 let hearth: HearthProcess;
 let client: OpenAI;
 const MODEL_ID = 'local/tiny-chat';
+/** 'Hi\n' greedily: the tiny model answers it with its script, DEFAULT_TINY_REPLY (3 tokens, then EOS). */
+const SCRIPTED = { model: MODEL_ID, prompt: 'Hi\n', temperature: 0 };
 
 beforeAll(async () => {
   ({ hearth, client } = await serveModel(MODEL_ID, ['--slots', '2', '--queue-limit', '8']));
@@ -28,14 +30,7 @@ const post = (body: unknown, headers: Record<string, string> = {}) =>
 
 describe('completions.create (JSON)', () => {
   it('answers a raw prompt in the text_completion shape', async () => {
-    const r = await client.completions.create({
-      model: MODEL_ID,
-      prompt: 'Hi\n',
-      max_tokens: 20,
-      temperature: 0,
-      seed: 7,
-      top_p: 0.9,
-    });
+    const r = await client.completions.create({ ...SCRIPTED, max_tokens: 20, seed: 7, top_p: 0.9 });
     expect(r.object).toBe('text_completion');
     expect(r.id).toMatch(/^cmpl-/);
     expect(r.model).toBe(MODEL_ID);
@@ -60,17 +55,17 @@ describe('completions.create (JSON)', () => {
   });
 
   it('echo puts the prompt before the completion', async () => {
-    const r = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', echo: true, temperature: 0 });
+    const r = await client.completions.create({ ...SCRIPTED, echo: true });
     expect(r.choices[0]!.text).toBe(`Hi\n${DEFAULT_TINY_REPLY}`);
   });
 
   it('stop ends the text before the stop string', async () => {
-    const r = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', stop: [' am'], temperature: 0 });
+    const r = await client.completions.create({ ...SCRIPTED, stop: [' am'] });
     expect(r.choices[0]).toMatchObject({ text: 'Hello! I', finish_reason: 'stop' });
   });
 
   it('an array of prompts gives one choice per prompt, in order, with usage summed', async () => {
-    const one = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', temperature: 0 });
+    const one = await client.completions.create(SCRIPTED);
     const r = await client.completions.create({
       model: MODEL_ID,
       prompt: ['Hi\n', 'Hey', 'Hello\n'],
@@ -99,13 +94,11 @@ describe('completions.create (JSON)', () => {
     await expect
       .poll(async () => ((await (await fetch(`${hearth.baseUrl}/health`)).json()) as { requests: unknown }).requests)
       .toEqual({ running: 0, waiting: 0 });
-    expect(
-      (await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', temperature: 0 })).choices[0]!.text,
-    ).toBe(DEFAULT_TINY_REPLY);
+    expect((await client.completions.create(SCRIPTED)).choices[0]!.text).toBe(DEFAULT_TINY_REPLY);
   });
 
   it('logprobs (legacy shape): tokens, token_logprobs, top_logprobs, text_offset', async () => {
-    const r = await client.completions.create({ model: MODEL_ID, prompt: 'Hi\n', logprobs: 2, temperature: 0 });
+    const r = await client.completions.create({ ...SCRIPTED, logprobs: 2 });
     const c = r.choices[0]!;
     expect(c.text).toBe(DEFAULT_TINY_REPLY);
     const lp = c.logprobs!;
@@ -143,11 +136,9 @@ describe('completions.create (JSON)', () => {
 describe('completions.create (stream)', () => {
   it('streams text_completion chunks, a finish chunk, the usage chunk, then [DONE]', async () => {
     const stream = await client.completions.create({
-      model: MODEL_ID,
-      prompt: 'Hi\n',
+      ...SCRIPTED,
       stream: true,
       stream_options: { include_usage: true },
-      temperature: 0,
     });
     let text = '';
     const finishes: Array<string | null> = [];
@@ -166,7 +157,7 @@ describe('completions.create (stream)', () => {
   });
 
   it('is SSE on the wire, echoes first, and ends with data: [DONE]', async () => {
-    const res = await post({ model: MODEL_ID, prompt: 'Hi\n', stream: true, echo: true, temperature: 0 });
+    const res = await post({ ...SCRIPTED, stream: true, echo: true });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const body = await res.text();
@@ -202,13 +193,7 @@ describe('completions.create (stream)', () => {
   });
 
   it('streams logprobs with each text chunk', async () => {
-    const stream = await client.completions.create({
-      model: MODEL_ID,
-      prompt: 'Hi\n',
-      stream: true,
-      logprobs: 1,
-      temperature: 0,
-    });
+    const stream = await client.completions.create({ ...SCRIPTED, stream: true, logprobs: 1 });
     const tokens: string[] = [];
     const offsets: number[] = [];
     for await (const chunk of stream) {

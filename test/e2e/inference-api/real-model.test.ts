@@ -24,14 +24,16 @@ suite('a real trained model', () => {
   });
 
   const storyWords = /\b(the|a|was|and|she|he|to|little|day|they)\b/i;
+  /** A greedy request of up to 48 tokens that continues `story`: the body Chat Completions and Messages share. */
+  const continuing = (story: string) => ({
+    model: id,
+    messages: [{ role: 'user' as const, content: story }],
+    temperature: 0,
+    max_tokens: 48,
+  });
 
   it('writes English text (JSON mode)', async () => {
-    const r = await client.chat.completions.create({
-      model: id,
-      messages: [{ role: 'user', content: 'Once upon a time, there was a little girl' }],
-      temperature: 0,
-      max_tokens: 48,
-    });
+    const r = await client.chat.completions.create(continuing('Once upon a time, there was a little girl'));
     const text = r.choices[0]!.message.content!;
     expect(text.length).toBeGreaterThan(20);
     expect(text).toMatch(storyWords);
@@ -39,13 +41,7 @@ suite('a real trained model', () => {
   });
 
   it('writes English text (streaming)', async () => {
-    const stream = await client.chat.completions.create({
-      model: id,
-      messages: [{ role: 'user', content: 'Once upon a time' }],
-      temperature: 0,
-      max_tokens: 48,
-      stream: true,
-    });
+    const stream = await client.chat.completions.create({ ...continuing('Once upon a time'), stream: true });
     let text = '';
     for await (const c of stream) text += c.choices[0]?.delta.content ?? '';
     expect(text).toMatch(storyWords);
@@ -65,12 +61,7 @@ suite('a real trained model', () => {
     const res = await fetch(`${hearth.baseUrl}/api/inference/v1/messages`, {
       method: 'POST',
       headers: { 'x-api-key': hearth.key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: id,
-        max_tokens: 48,
-        temperature: 0,
-        messages: [{ role: 'user', content: 'Once upon a time, there was a little girl' }],
-      }),
+      body: JSON.stringify(continuing('Once upon a time, there was a little girl')),
     });
     const m = (await res.json()) as {
       content: Array<{ type: string; text: string }>;

@@ -4,6 +4,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess, startHearthProcess, createKey } from '../../helpers/hearth-process.ts';
+import { stopThenRemove } from '../../helpers/suite-cleanup.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 
 /**
@@ -40,10 +41,7 @@ beforeAll(async () => {
   otherAccount = clientFor(hearth, otherKey);
 });
 
-afterAll(async () => {
-  await hearth?.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => stopThenRemove(hearth, dataDir));
 
 describe('stored responses', () => {
   it('keeps a response by default: retrieve returns it as answered, with its input items', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { postChat } from '../../helpers/chat-request.ts';
+import { type HearthProcess, type ServeSettings } from '../../helpers/hearth-process.ts';
 import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
 
@@ -12,6 +13,8 @@ import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts'
  */
 const addon = nativeAddonAvailable();
 const MODEL = 'local/kv-gauge';
+/** The native loop, 4096 cells a slot (the bound on one request's share below), generations up to 4000 tokens. */
+const SETTINGS: ServeSettings = { engine: 'native', threads: 1, 'context-size': 4096, 'max-tokens': 4000 };
 let hearth: HearthProcess;
 
 async function ratio(): Promise<number | undefined> {
@@ -22,31 +25,23 @@ async function ratio(): Promise<number | undefined> {
 
 describe.skipIf(!addon.ok)('KV-cache utilisation gauge (native engine)', () => {
   beforeAll(async () => {
-    hearth = await serveNeverStopping(MODEL, {
-      engine: 'native',
-      threads: 1,
-      'context-size': 4096,
-      'max-tokens': 4000,
-    });
+    hearth = await serveNeverStopping(MODEL, SETTINGS);
   }, 60_000);
-  afterAll(async () => {
-    await hearth?.stop();
-  });
+  afterAll(() => hearth?.stop());
 
   it('is 0 when idle, between 0 and 1 while a request runs, and 0 again after it', async () => {
     await expect.poll(ratio, { timeout: 10_000 }).toBe(0);
     const controller = new AbortController();
-    const running = fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
+    const running = postChat(
+      hearth,
+      {
         model: MODEL,
         messages: [{ role: 'user', content: 'a prompt of some length '.repeat(8) }],
         max_tokens: 4000,
         stream: true,
-      }),
-      signal: controller.signal,
-    });
+      },
+      { signal: controller.signal },
+    );
     const response = await running;
     expect(response.status).toBe(200);
     const reader = response.body!.getReader();

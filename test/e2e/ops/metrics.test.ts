@@ -17,6 +17,12 @@ import { hostToolRuns } from '../../helpers/host-tools.ts';
 const METRICS_TOKEN = 'metrics-token-5d1c9a7e0b3f4e21';
 const MODEL = 'local/tiny-chat';
 const CHAT = '/api/inference/v1/chat/completions';
+/** The latency histograms with one observation per finished request. */
+const PER_REQUEST_HISTOGRAMS = [
+  'hearth_time_to_first_token_seconds',
+  'hearth_e2e_request_latency_seconds',
+  'hearth_request_queue_time_seconds',
+];
 
 interface Sample {
   name: string;
@@ -253,11 +259,7 @@ describe('metrics match the traffic exactly (tiny chat model)', () => {
   });
 
   it('latency histograms count every finished request once', () => {
-    for (const h of [
-      'hearth_time_to_first_token_seconds',
-      'hearth_e2e_request_latency_seconds',
-      'hearth_request_queue_time_seconds',
-    ]) {
+    for (const h of PER_REQUEST_HISTOGRAMS) {
       expect(final.sum(`${h}_count`, { model: MODEL }), h).toBe(results.length);
       expect(final.sum(`${h}_bucket`, { model: MODEL, le: '+Inf' }), h).toBe(results.length);
     }

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeModelHub, type FakeModelHub } from '../../fakes/fake-model-hub.ts';
 import { type FakeUpstream, providerBaseUrls, startFakeUpstream } from '../../fakes/index.ts';
 import { probeAppArchive } from '../../helpers/app-archives.ts';
+import { postChat } from '../../helpers/chat-request.ts';
 import {
   type HearthProcess,
   instantModelArgs,
@@ -63,16 +64,12 @@ async function runningStream(
   h: HearthProcess,
   maxTokens = 900_000,
 ): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; rest: () => Promise<string> }> {
-  const res = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model: 'local/instant',
-      messages: [{ role: 'user', content: 'x' }],
-      stream: true,
-      max_tokens: maxTokens,
-      stream_options: { include_usage: true },
-    }),
+  const res = await postChat(h, {
+    model: 'local/instant',
+    messages: [{ role: 'user', content: 'x' }],
+    stream: true,
+    max_tokens: maxTokens,
+    stream_options: { include_usage: true },
   });
   expect(res.status).toBe(200);
   const reader = res.body!.getReader();
@@ -206,14 +203,10 @@ describe('shutdown in every model state', () => {
   it('ready on the default engine (native loop where built): the model workers and their native threads stop, exit 0', async () => {
     hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat'] });
     await hearth.waitReady();
-    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'local/tiny-chat',
-        messages: [{ role: 'user', content: 'Say hello.' }],
-        max_tokens: 8,
-      }),
+    const r = await postChat(hearth, {
+      model: 'local/tiny-chat',
+      messages: [{ role: 'user', content: 'Say hello.' }],
+      max_tokens: 8,
     });
     expect(r.status).toBe(200);
     expect(await hearth.stop('SIGTERM')).toBe(0);

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HearthProcess } from '../../helpers/hearth-process.ts';
+import { postChat } from '../../helpers/chat-request.ts';
 import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { callApi, until } from '../../helpers/management-client.ts';
 import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
@@ -39,11 +40,10 @@ async function createKey(name: string, limits?: Limits): Promise<{ id: string; k
 }
 
 async function chat(key: string, maxTokens = 3, body: Record<string, unknown> = {}) {
-  const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: maxTokens, ...body }),
-  });
+  const r = await postChat(
+    { baseUrl: hearth.baseUrl, key },
+    { model: MODEL, messages: [{ role: 'user', content: 'go' }], max_tokens: maxTokens, ...body },
+  );
   return { status: r.status, headers: r.headers, body: (await r.json()) as Record<string, any> & ErrorBody };
 }
 

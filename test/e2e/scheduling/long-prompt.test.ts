@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TINY_REPLY } from '../../../models/tiny-llama.ts';
 import type { HearthProcess } from '../../helpers/hearth-process.ts';
+import { postChat } from '../../helpers/chat-request.ts';
 import { serveModel } from '../../helpers/served-model.ts';
 
 /**
@@ -23,11 +24,7 @@ function chat(
   messages: Array<{ role: string; content: string }>,
   extra: Record<string, unknown> = {},
 ): Promise<Response> {
-  return fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL_ID, messages, temperature: 0, ...extra }),
-  });
+  return postChat(hearth, { model: MODEL_ID, messages, temperature: 0, ...extra });
 }
 
 /** A small streaming request (4 tokens at most); resolves with the whole stream's text. */

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postChat } from '../../helpers/chat-request.ts';
 import { type HearthProcess } from '../../helpers/hearth-process.ts';
 import { serveNeverStopping } from '../../helpers/served-model.ts';
 import { nativeAddonAvailable } from '../../../src/worker/native-slot-engine.ts';
@@ -29,11 +30,7 @@ async function metrics(): Promise<Map<string, number>> {
 }
 
 function chat(content: string): Promise<number> {
-  return fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content }], max_tokens: 4 }),
-  }).then(async (r) => {
+  return postChat(hearth, { model: MODEL, messages: [{ role: 'user', content }], max_tokens: 4 }).then(async (r) => {
     await r.arrayBuffer();
     return r.status;
   });
@@ -51,9 +48,7 @@ describe.skipIf(!addon.ok)('host prompt cache metrics (native engine)', () => {
     });
   }, 60_000);
 
-  afterAll(async () => {
-    await hearth?.stop();
-  });
+  afterAll(() => hearth?.stop());
 
   it('exports the capacity from --prompt-cache-mib and starts empty', async () => {
     const m = await metrics();

@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeModelHub, type FakeModelHub } from '../../fakes/fake-model-hub.ts';
 import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers/hearth-process.ts';
+import { postChat } from '../../helpers/chat-request.ts';
 import { TINY_CHAT_ON_HUB, startPullingServer } from '../../helpers/pulling-server.ts';
 import { tinyChatModel } from '../../helpers/test-model.ts';
 import fs from 'node:fs';
@@ -37,11 +38,7 @@ describe('warming up', () => {
     }
     expect(health.state).toBe('pulling');
 
-    const raw = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }] }),
-    });
+    const raw = await postChat(hearth, { model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }] });
     expect(raw.status).toBe(503);
     expect(raw.headers.get('retry-after')).toBe('120');
     const body = (await raw.json()) as { error: { code: string; state: string; progress: number } };
@@ -115,11 +112,7 @@ describe('warming up', () => {
     expect(health.retry_after_seconds).toBeUndefined();
     expect(health.hint).toContain('npm start -- --model path/to/model.gguf');
     expect(health.hint!.replaceAll('npx hearth ', '')).not.toContain('hearth '); // never the bare `hearth`: not on the PATH after npm ci
-    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }] }),
-    });
+    const r = await postChat(hearth, { model: 'someone/tiny-chat', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(503);
     expect(r.headers.get('retry-after')).toBeNull();
     const body = (await r.json()) as { error: { code: string; message: string } };
@@ -134,11 +127,7 @@ describe('warming up', () => {
 
   it('a model id the server does not serve is a 404 naming the ids it serves', async () => {
     hearth = await startHearthProcess({ args: ['--model', await tinyChatModel(), '--model-id', 'local/tiny-chat'] });
-    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'local/stories260K', messages: [{ role: 'user', content: 'hi' }] }),
-    });
+    const r = await postChat(hearth, { model: 'local/stories260K', messages: [{ role: 'user', content: 'hi' }] });
     expect(r.status).toBe(404);
     const body = (await r.json()) as { error: { code: string; param: string; message: string } };
     expect(body.error).toMatchObject({ code: 'model_not_found', param: 'model' });
