@@ -307,10 +307,10 @@ function Deployments({
   return (
     <div>
       <h4>Deployments</h4>
-      <ErrorNote error={list.error ?? action.error} />
       <ResourceTable
         label="Deployments"
-        rows={list.data?.data}
+        list={list}
+        actionError={action.error}
         rowKey={(d) => d.deploymentId}
         columns={[
           { header: 'Deployment', cell: (d) => d.deploymentId, class: 'mono small' },
