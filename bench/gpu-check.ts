@@ -40,6 +40,7 @@ import { startHearthProcess, type HearthProcess } from '../test/helpers/hearth-p
 import { SHAPES } from './lib/model-shapes.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 import { percentile } from './lib/stats.ts';
+import { closedLoop } from './lib/closed-loop.ts';
 import {
   makeAgent,
   type StreamLoadSummary,
@@ -255,16 +256,9 @@ async function level(
   const agent = makeAgent(clients);
   const results: TimedStream[] = [];
   const t0 = performance.now();
-  const deadline = t0 + durationS * 1000;
-  let issued = 0;
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      do {
-        const n = issued++;
-        results.push(await streamTimed(target, body(model, PROMPTS[n % PROMPTS.length]!, maxTokens, true), agent));
-      } while (performance.now() < deadline);
-    }),
-  );
+  await closedLoop({ clients, durationS, atLeastOnce: true }, async (n) => {
+    results.push(await streamTimed(target, body(model, PROMPTS[n % PROMPTS.length]!, maxTokens, true), agent));
+  });
   agent.destroy();
   const ok = results.filter((r) => r.ok);
   const summary = summarizeStreams(results, t0);
