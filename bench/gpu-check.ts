@@ -49,6 +49,7 @@ import {
   summarizeStreams,
   type TimedStream,
 } from './lib/timed-sse.ts';
+import { postChat } from './lib/chat-fetch.ts';
 
 type Engine = 'node-llama-cpp' | 'native';
 
@@ -200,11 +201,7 @@ function body(model: string, content: string, maxTokens: number, stream: boolean
 
 /** Non-streaming completion; returns its text or pushes what is wrong with the response onto `failures`. */
 async function checkJson(h: HearthProcess, model: string, failures: string[]): Promise<string> {
-  const res = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body(model, PROMPTS[0]!, 32, false)),
-  });
+  const res = await postChat(h.baseUrl, h.key, body(model, PROMPTS[0]!, 32, false));
   const json = (await res.json()) as {
     object?: string;
     choices?: { message?: { role?: string; content?: unknown }; finish_reason?: string }[];
