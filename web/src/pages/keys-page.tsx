@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, Field, FormFooter, SecretOnce, StateBadge } from '../components/ui.tsx';
+import { ConfirmButton, Field, FormFooter, NameField, SecretOnce, StateBadge } from '../components/ui.tsx';
 import { formatTime, optionalPositiveInt } from '../format.ts';
 import { useAction, useChangeAction, useFields, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
@@ -100,9 +100,7 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
   };
   return (
     <form class="card form-grid" onSubmit={submit} aria-label="Create an API key">
-      <Field label="Key name">
-        <input required maxLength={200} {...form.bind('name')} placeholder="ci" />
-      </Field>
+      <NameField label="Key name" placeholder="ci" bind={form.bind('name')} />
       <Field label="Requests per minute" hint="Empty: no limit">
         <input inputMode="numeric" {...form.bind('rpm')} />
       </Field>

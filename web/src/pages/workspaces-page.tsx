@@ -1,5 +1,5 @@
 import { api } from '../api.ts';
-import { ConfirmButton, Field, StateBadge } from '../components/ui.tsx';
+import { ConfirmButton, NameField, StateBadge } from '../components/ui.tsx';
 import { formatTime } from '../format.ts';
 import { useAction, useChangeAction, useFields, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
@@ -25,9 +25,7 @@ export function WorkspacesPage() {
     <section aria-labelledby="ws-title">
       <h1 id="ws-title">Workspaces</h1>
       <form class="card row" onSubmit={submit} aria-label="Create a workspace">
-        <Field label="Workspace name">
-          <input required maxLength={200} {...form.bind('name')} placeholder="Client A" />
-        </Field>
+        <NameField label="Workspace name" placeholder="Client A" bind={form.bind('name')} />
         <button type="submit" class="align-end" disabled={create.busy}>
           Create workspace
         </button>
