@@ -5,6 +5,7 @@ import type { Page } from 'playwright-core';
 import { ensureTinyChatModel } from '../models/test-model-path.ts';
 import { launchChromium } from '../test/browser/chromium.ts';
 import { startHearthProcess, modelArgs } from '../test/helpers/hearth-process.ts';
+import { postChat } from './lib/chat-fetch.ts';
 
 /**
  * bench:dashboard: the dashboard's weight and first load. Sizes of the built JS/CSS (raw and gzip -9, as the
@@ -143,15 +144,11 @@ async function main() {
     });
     const traffic = async () => {
       for (let i = 0; i < 40; i++) {
-        const r = await fetch(`${base}/api/inference/v1/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${k.key as string}`, 'content-type': 'application/json' },
-          body: JSON.stringify({
-            model: 'local/tiny-chat',
-            messages: [{ role: 'user', content: 'Hi' }],
-            max_tokens: 20 + (i % 7) * 10,
-            stream: true,
-          }),
+        const r = await postChat(base, k.key as string, {
+          model: 'local/tiny-chat',
+          messages: [{ role: 'user', content: 'Hi' }],
+          max_tokens: 20 + (i % 7) * 10,
+          stream: true,
         });
         await r.text();
         await new Promise((res) => setTimeout(res, 1000)); // spread over several 10-second buckets

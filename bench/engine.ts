@@ -78,13 +78,7 @@ import {
   type SmoothResult,
 } from './lib/engine-scenarios.ts';
 import { SHAPES } from './lib/model-shapes.ts';
-import {
-  type CeilingRow,
-  ensureCeilingTools,
-  probeCpuBackend,
-  quantizeModel,
-  runBatchedBench,
-} from './lib/kernel-ceiling.ts';
+import * as ceiling from './lib/kernel-ceiling.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const OUT_DIR = join(ROOT, 'bench/out');
@@ -1221,7 +1215,7 @@ interface ShapeRun {
   maxTokens: number;
   configs: ConfigRun[];
   /** Kernel ceiling rows per prompt length (llama-batched-bench), or why there are none. */
-  ceiling: { promptLength: number; threads: number; rows: CeilingRow[]; args: string[] }[];
+  ceiling: { promptLength: number; threads: number; rows: ceiling.CeilingRow[]; args: string[] }[];
   ceilingError?: string;
   /** The CPU library the ceiling ran on (Hearth's choice for this model). */
   ceilingLibrary?: string;
@@ -1248,7 +1242,14 @@ async function shapeModel(
     if (!variant) throw new Error('quantizing needs the native addon (to pick the CPU variant) and llama-quantize');
     path = q8.replace(/\.gguf$/, `-${spec.quantizeTo}.gguf`);
     if (!existsSync(path)) log(`writing ${path} with llama-quantize (takes a minute)`);
-    quantizeModel(await ensureCeilingTools(log), variant, q8, path, spec.quantizeTo, Math.max(1, o.threads[0]!));
+    ceiling.quantizeModel(
+      await ceiling.ensureCeilingTools(log),
+      variant,
+      q8,
+      path,
+      spec.quantizeTo,
+      Math.max(1, o.threads[0]!),
+    );
   }
   const model = {
     ...(await modelShape(path, false)),
@@ -1346,7 +1347,8 @@ function summaryMarkdown(o: Options, shape: ShapeRun, variant: string | null): s
     }
     L.push('');
   }
-  L.push(...targetsMarkdown(o, shape));
+  const targets = targetsMarkdown(o, shape);
+  if (targets.length) L.push(...targets, '');
   return L.join('\n');
 }
 
@@ -1419,15 +1421,12 @@ function targetsMarkdown(o: Options, shape: ShapeRun): string[] {
   const hFlood = hearth?.flood;
   if (lsFlood || hFlood)
     judge("flood: Hearth pace ratio / llama-server's", ratio(hFlood?.paceRatio, lsFlood?.paceRatio), 1, true);
-  if (rows.length === 0) return [];
-  return [
+  return captionedTable(
     'Targets (issues #10 and #39), judged on this run:',
-    '',
     '| target | value | bound | verdict |',
     '|---|---:|---:|---|',
-    ...rows,
-    '',
-  ];
+    rows,
+  );
 }
 
 async function main(): Promise<void> {
@@ -1438,7 +1437,7 @@ async function main(): Promise<void> {
   log(`machine: ${machineLine(m.info)}`);
   let variant: string | null = null;
   try {
-    variant = probeCpuBackend(ROOT);
+    variant = ceiling.probeCpuBackend(ROOT);
     log(`Hearth's native loop loads ${variant}`);
   } catch (e) {
     log(`CPU backend unknown (${e instanceof Error ? e.message.split('\n')[0] : String(e)}); no ceiling, no Q4_K_M`);
@@ -1480,7 +1479,7 @@ async function main(): Promise<void> {
       `${longSystemPrompt(`${runId}-${key}-smooth-${longN++}`, Math.round(o.smoothPromptTokens / 1.32))}\nSummarise the notes.`;
     if (o.ceiling && variant) {
       try {
-        const tools = await ensureCeilingTools(log);
+        const tools = await ceiling.ensureCeilingTools(log);
         const slotsMax = Math.max(...o.slots);
         const library = await ceilingLibrary(variant, modelPath, slotsMax, o);
         shape.ceilingLibrary = library;
@@ -1488,7 +1487,7 @@ async function main(): Promise<void> {
         for (const pl of o.promptLengths) {
           // Best of 3 runs per row: ggml's spinning barriers make one disturbed run orders of magnitude slower.
           const runs = [0, 1, 2].map(() =>
-            runBatchedBench(tools, library, modelPath, {
+            ceiling.runBatchedBench(tools, library, modelPath, {
               threads: o.threads[0]!,
               promptTokens: pl,
               genTokens: sm.maxTokens,
@@ -1656,12 +1655,15 @@ function splitTable(o: Options, shown: TargetRun[]): string[] {
           `| ${fmt(l.promptTokens, 0)} | ${c} | ${t.name} | ${fmt(1e6 / l.tokensPerSecond, 0)} | ${fmt(total, 0)} | ${roles} |`,
         );
       }
-  if (rows.length === 0) return [];
-  return [
+  return captionedTable(
     'CPU per generated token by thread (/proc schedstat): run time, and in brackets the time ready but waiting for a core, in us; wall = 1 / tok/s.',
-    '',
     '| prompt (tok) | clients | server | wall us/token | CPU us/token | by thread: run (wait) |',
     '|---:|---:|---|---:|---:|---|',
-    ...rows,
-  ];
+    rows,
+  );
+}
+
+/** A markdown table (`header`, `align`, `rows`) under its caption line and a blank one; nothing when there are no rows. */
+function captionedTable(caption: string, header: string, align: string, rows: string[]): string[] {
+  return rows.length === 0 ? [] : [caption, '', header, align, ...rows];
 }

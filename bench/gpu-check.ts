@@ -40,6 +40,7 @@ import { startHearthProcess, type HearthProcess } from '../test/helpers/hearth-p
 import { SHAPES } from './lib/model-shapes.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 import { percentile } from './lib/stats.ts';
+import { closedLoop } from './lib/closed-loop.ts';
 import {
   makeAgent,
   type StreamLoadSummary,
@@ -48,6 +49,7 @@ import {
   summarizeStreams,
   type TimedStream,
 } from './lib/timed-sse.ts';
+import { postChat } from './lib/chat-fetch.ts';
 
 type Engine = 'node-llama-cpp' | 'native';
 
@@ -199,11 +201,7 @@ function body(model: string, content: string, maxTokens: number, stream: boolean
 
 /** Non-streaming completion; returns its text or pushes what is wrong with the response onto `failures`. */
 async function checkJson(h: HearthProcess, model: string, failures: string[]): Promise<string> {
-  const res = await fetch(`${h.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body(model, PROMPTS[0]!, 32, false)),
-  });
+  const res = await postChat(h.baseUrl, h.key, body(model, PROMPTS[0]!, 32, false));
   const json = (await res.json()) as {
     object?: string;
     choices?: { message?: { role?: string; content?: unknown }; finish_reason?: string }[];
@@ -255,16 +253,9 @@ async function level(
   const agent = makeAgent(clients);
   const results: TimedStream[] = [];
   const t0 = performance.now();
-  const deadline = t0 + durationS * 1000;
-  let issued = 0;
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      do {
-        const n = issued++;
-        results.push(await streamTimed(target, body(model, PROMPTS[n % PROMPTS.length]!, maxTokens, true), agent));
-      } while (performance.now() < deadline);
-    }),
-  );
+  await closedLoop({ clients, durationS, atLeastOnce: true }, async (n) => {
+    results.push(await streamTimed(target, body(model, PROMPTS[n % PROMPTS.length]!, maxTokens, true), agent));
+  });
   agent.destroy();
   const ok = results.filter((r) => r.ok);
   const summary = summarizeStreams(results, t0);

@@ -10,6 +10,7 @@ import { startBenchHearth } from './lib/servers.ts';
 import { tinyChatModel } from '../test/helpers/test-model.ts';
 import { NESTED_SCHEMA } from '../test/helpers/schema-fixtures.ts';
 import { modelArgs } from '../test/helpers/hearth-process.ts';
+import { postChat } from './lib/chat-fetch.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -41,17 +42,13 @@ async function measure(
         let parsed = 0;
         const start = performance.now();
         for (let seed = 1; seed <= REQUESTS; seed++) {
-          const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-            body: JSON.stringify({
-              model: 'local/bench',
-              messages: [{ role: 'user', content: 'Describe a cat as JSON.' }],
-              response_format: format,
-              max_tokens: maxTokens,
-              seed,
-              temperature: 1,
-            }),
+          const r = await postChat(hearth.baseUrl, hearth.key, {
+            model: 'local/bench',
+            messages: [{ role: 'user', content: 'Describe a cat as JSON.' }],
+            response_format: format,
+            max_tokens: maxTokens,
+            seed,
+            temperature: 1,
           });
           const body = (await r.json()) as {
             choices: { message: { content: string } }[];

@@ -125,7 +125,7 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-export async function withLock<T>(lockPath: string, log: (s: string) => void, fn: () => Promise<T>): Promise<T> {
+async function withLock<T>(lockPath: string, log: (s: string) => void, fn: () => Promise<T>): Promise<T> {
   mkdirSync(dirname(lockPath), { recursive: true });
   let announced = false;
   for (;;) {
@@ -151,6 +151,27 @@ export async function withLock<T>(lockPath: string, log: (s: string) => void, fn
   } finally {
     rmSync(lockPath, { force: true });
   }
+}
+
+/**
+ * A build kept in `dir`: what `cached()` finds there; else, under `<dir>.lock` (one builder at a time across
+ * processes), what `cached()` finds once the lock is held (another process built it meanwhile), else
+ * `build(logFile)` in the created `dir`, logging to `<dir>/build.log`.
+ */
+export async function cachedBuild<T>(
+  dir: string,
+  log: (s: string) => void,
+  cached: () => T | null,
+  build: (logFile: string) => Promise<T>,
+): Promise<T> {
+  const hit = cached();
+  if (hit) return hit;
+  return withLock(`${dir}.lock`, log, async () => {
+    const again = cached();
+    if (again) return again;
+    mkdirSync(dir, { recursive: true });
+    return build(join(dir, 'build.log'));
+  });
 }
 
 const runningBuildSteps = new Set<ChildProcess>();
@@ -223,14 +244,7 @@ export async function ensureLlamaServer(
     }
     return { path: binary, commit, tag, version, source: 'cache', cmakeOptions };
   };
-  const hit = cached();
-  if (hit) return hit;
-
-  return withLock(`${dir}.lock`, log, async () => {
-    const again = cached();
-    if (again) return again;
-    mkdirSync(dir, { recursive: true });
-    const logFile = join(dir, 'build.log');
+  return cachedBuild(dir, log, cached, async (logFile) => {
     const srcDir = join(dir, 'src');
     const buildDir = join(dir, 'build');
     log(`building llama-server ${tag ?? ''} (${commit.slice(0, 12)}) in ${dir}; log: ${logFile} (takes minutes)`);

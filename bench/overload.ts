@@ -2,8 +2,9 @@ import http from 'node:http';
 import { ensureTinyChatModel } from '../models/test-model-path.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 import { rssBytes, startBenchHearth } from './lib/servers.ts';
-import { keepAliveAgent, streamChat } from './lib/sse-client.ts';
+import { keepAliveAgent, postApiRequest, streamChat } from './lib/sse-client.ts';
 import { percentile, sleep } from './lib/stats.ts';
+import { closedLoop } from './lib/closed-loop.ts';
 import { modelArgs } from '../test/helpers/hearth-process.ts';
 
 /**
@@ -58,15 +59,7 @@ function postJson(url: string, key: string, body: unknown, agent: http.Agent): P
       clearTimeout(timer);
       resolve({ ...a, ms: performance.now() - started });
     };
-    const req = http.request(url, {
-      method: 'POST',
-      agent,
-      headers: {
-        authorization: `Bearer ${key}`,
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
-      },
-    });
+    const req = postApiRequest(url, key, payload, agent);
     const timer = setTimeout(() => {
       req.destroy();
       done({ status: 0, retryAfter: null, body: '', error: 'timeout' });
@@ -140,48 +133,41 @@ try {
   await sleep(1000);
   rssBefore = rssBytes(pid);
   const started = performance.now();
-  const deadline = started + SECONDS * 1000;
   const sampler = setInterval(() => rss.push({ t: (performance.now() - started) / 1000, bytes: rssBytes(pid) }), 1000);
-  let n = 0;
-  await Promise.all(
-    Array.from({ length: CLIENTS }, async (_, client) => {
-      while (performance.now() < deadline) {
-        const i = n++;
-        const body = {
-          model: 'local/tiny',
-          messages: [{ role: 'user', content: `Request ${i} from client ${client}.` }],
-          max_tokens: MAX_TOKENS,
-        };
-        let outcome: Outcome;
-        let ms: number;
-        if (i % 2 === 0) {
-          const a = await postJson(url, hearth.key, body, agent);
-          outcome = classifyJson(a);
-          ms = a.ms;
-        } else {
-          const s = await streamChat(
-            url,
-            hearth.key,
-            { ...body, stream_options: { include_usage: true } },
-            { agent, timeoutMs: TIMEOUT_MS },
-          );
-          ms = s.endedAt - s.sentAt;
-          if (s.error?.startsWith('client time-out')) outcome = 'hung';
-          else if (s.status === 200) outcome = s.done && !s.error && s.chunks.at(-1)?.usage ? 'ok' : 'incomplete';
-          else if (s.status === 429 || s.status === 503)
-            outcome = s.retryAfter ? `rejected ${s.status}` : `rejected ${s.status} WITHOUT Retry-After`;
-          else if (s.status === 0) outcome = 'network error';
-          else outcome = `status ${s.status}`;
-        }
-        counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
-        if (outcome === 'ok') okLatency.push(ms);
-        else if (outcome.startsWith('rejected')) {
-          rejectLatency.push(ms);
-          await sleep(20); // a rejected client comes straight back (not honouring Retry-After: worst case)
-        }
-      }
-    }),
-  );
+  await closedLoop({ clients: CLIENTS, durationS: SECONDS }, async (i, client) => {
+    const body = {
+      model: 'local/tiny',
+      messages: [{ role: 'user', content: `Request ${i} from client ${client}.` }],
+      max_tokens: MAX_TOKENS,
+    };
+    let outcome: Outcome;
+    let ms: number;
+    if (i % 2 === 0) {
+      const a = await postJson(url, hearth.key, body, agent);
+      outcome = classifyJson(a);
+      ms = a.ms;
+    } else {
+      const s = await streamChat(
+        url,
+        hearth.key,
+        { ...body, stream_options: { include_usage: true } },
+        { agent, timeoutMs: TIMEOUT_MS },
+      );
+      ms = s.endedAt - s.sentAt;
+      if (s.error?.startsWith('client time-out')) outcome = 'hung';
+      else if (s.status === 200) outcome = s.done && !s.error && s.chunks.at(-1)?.usage ? 'ok' : 'incomplete';
+      else if (s.status === 429 || s.status === 503)
+        outcome = s.retryAfter ? `rejected ${s.status}` : `rejected ${s.status} WITHOUT Retry-After`;
+      else if (s.status === 0) outcome = 'network error';
+      else outcome = `status ${s.status}`;
+    }
+    counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
+    if (outcome === 'ok') okLatency.push(ms);
+    else if (outcome.startsWith('rejected')) {
+      rejectLatency.push(ms);
+      await sleep(20); // a rejected client comes straight back (not honouring Retry-After: worst case)
+    }
+  });
   clearInterval(sampler);
   wall = (performance.now() - started) / 1000;
   rssAfter = rssBytes(pid);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ensureRealisticModel } from '../models/test-model-path.ts';
 import { startHearthProcess } from '../test/helpers/hearth-process.ts';
+import { postChat } from './lib/chat-fetch.ts';
 
 /**
  * bench:several-models: one `hearth serve` (native engine) of three copies of the 56M-parameter realistic model
@@ -40,15 +41,11 @@ const rssMiB = () => {
 /** Time to the first content chunk of a streamed chat request, in ms. */
 async function ttft(model: string): Promise<number> {
   const t = performance.now();
-  const r = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      model,
-      stream: true,
-      max_tokens: 8,
-      messages: [{ role: 'user', content: 'Tell me a story.' }],
-    }),
+  const r = await postChat(hearth.baseUrl, hearth.key, {
+    model,
+    stream: true,
+    max_tokens: 8,
+    messages: [{ role: 'user', content: 'Tell me a story.' }],
   });
   if (r.status !== 200) throw new Error(`${model}: ${r.status} ${await r.text()}`);
   const reader = r.body!.getReader();

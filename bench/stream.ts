@@ -5,6 +5,7 @@ import { fmt, recordResults, table } from './lib/report.ts';
 import { startBenchHearth } from './lib/servers.ts';
 import { keepAliveAgent, type StreamOutcome, streamChat } from './lib/sse-client.ts';
 import { mean, percentile } from './lib/stats.ts';
+import { closedLoop } from './lib/closed-loop.ts';
 import { modelArgs } from '../test/helpers/hearth-process.ts';
 
 /**
@@ -78,14 +79,9 @@ async function tinyModelScenario(engineFlag: string) {
     for (let i = 0; i < SLOTS; i++) await streamChat(url, hearth.key, body(i), { agent }); // warm-up
     const outcomes: StreamOutcome[] = [];
     const started = performance.now();
-    const deadline = started + SECONDS * 1000;
-    let n = 0;
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async () => {
-        while (performance.now() < deadline)
-          outcomes.push(await streamChat(url, hearth.key, body(n++), { agent, timeoutMs: 120_000 }));
-      }),
-    );
+    await closedLoop({ clients: CLIENTS, durationS: SECONDS }, async (n) => {
+      outcomes.push(await streamChat(url, hearth.key, body(n), { agent, timeoutMs: 120_000 }));
+    });
     const wall = (performance.now() - started) / 1000;
     const ok = outcomes.filter((s) => checkStream(s, MAX_TOKENS).length === 0);
     const failures = outcomes.length - ok.length;

@@ -4,6 +4,7 @@ import { ensureTinyChatModel } from '../models/test-model-path.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 import { startBenchHearth } from './lib/servers.ts';
 import { sleep } from './lib/stats.ts';
+import { postChat } from './lib/chat-fetch.ts';
 
 /**
  * bench:tokenize-stall (issue 9, item 4): a prompt of characters outside the vocabulary must not stall
@@ -29,11 +30,7 @@ async function chat(
   maxTokens: number,
 ): Promise<{ ms: number; status: number; code: string | null }> {
   const started = performance.now();
-  const r = await fetch(`${base}/api/inference/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model, messages, max_tokens: maxTokens, temperature: 0 }),
-  });
+  const r = await postChat(base, key, { model, messages, max_tokens: maxTokens, temperature: 0 });
   const body = (await r.json()) as { error?: { code: string | null } };
   return { ms: performance.now() - started, status: r.status, code: body.error?.code ?? null };
 }

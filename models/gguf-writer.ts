@@ -107,6 +107,32 @@ function alignUp(n: number, alignment: number): number {
   return Math.ceil(n / alignment) * alignment;
 }
 
+/** How one fixed-size value is written: its size in bytes, and the DataView setter at an offset (little-endian). */
+interface FixedWidth {
+  size: number;
+  set: (view: DataView, at: number, v: number | bigint) => void;
+}
+
+/** The GGUF value types of a fixed size: all but BOOL (written as a UINT8), STRING and ARRAY. */
+const FIXED_WIDTH = {
+  [GGUFValueType.UINT8]: { size: 1, set: (d, at, v) => d.setUint8(at, Number(v)) },
+  [GGUFValueType.INT8]: { size: 1, set: (d, at, v) => d.setInt8(at, Number(v)) },
+  [GGUFValueType.UINT16]: { size: 2, set: (d, at, v) => d.setUint16(at, Number(v), true) },
+  [GGUFValueType.INT16]: { size: 2, set: (d, at, v) => d.setInt16(at, Number(v), true) },
+  [GGUFValueType.UINT32]: { size: 4, set: (d, at, v) => d.setUint32(at, Number(v), true) },
+  [GGUFValueType.INT32]: { size: 4, set: (d, at, v) => d.setInt32(at, Number(v), true) },
+  [GGUFValueType.FLOAT32]: { size: 4, set: (d, at, v) => d.setFloat32(at, Number(v), true) },
+  [GGUFValueType.FLOAT64]: { size: 8, set: (d, at, v) => d.setFloat64(at, Number(v), true) },
+  [GGUFValueType.UINT64]: { size: 8, set: (d, at, v) => d.setBigUint64(at, BigInt(v), true) },
+  [GGUFValueType.INT64]: { size: 8, set: (d, at, v) => d.setBigInt64(at, BigInt(v), true) },
+} satisfies Record<number, FixedWidth>;
+
+type FixedType = keyof typeof FIXED_WIDTH;
+
+function isFixed(type: GGUFValueType): type is FixedType {
+  return type in FIXED_WIDTH;
+}
+
 /** A growable little-endian byte buffer for the header. */
 class ByteSink {
   #bytes = new Uint8Array(1 << 16);
@@ -123,55 +149,18 @@ class ByteSink {
     this.#bytes = bigger;
     this.#view = new DataView(bigger.buffer);
   }
-  u8(v: number): void {
-    this.#reserve(1);
-    this.#view.setUint8(this.length, v);
-    this.length += 1;
-  }
-  i8(v: number): void {
-    this.#reserve(1);
-    this.#view.setInt8(this.length, v);
-    this.length += 1;
-  }
-  u16(v: number): void {
-    this.#reserve(2);
-    this.#view.setUint16(this.length, v, true);
-    this.length += 2;
-  }
-  i16(v: number): void {
-    this.#reserve(2);
-    this.#view.setInt16(this.length, v, true);
-    this.length += 2;
+  /** Appends `v` as the fixed-size GGUF type `type`. */
+  fixed(type: FixedType, v: number | bigint): void {
+    const { size, set } = FIXED_WIDTH[type];
+    this.#reserve(size);
+    set(this.#view, this.length, v);
+    this.length += size;
   }
   u32(v: number): void {
-    this.#reserve(4);
-    this.#view.setUint32(this.length, v, true);
-    this.length += 4;
-  }
-  i32(v: number): void {
-    this.#reserve(4);
-    this.#view.setInt32(this.length, v, true);
-    this.length += 4;
-  }
-  f32(v: number): void {
-    this.#reserve(4);
-    this.#view.setFloat32(this.length, v, true);
-    this.length += 4;
-  }
-  f64(v: number): void {
-    this.#reserve(8);
-    this.#view.setFloat64(this.length, v, true);
-    this.length += 8;
+    this.fixed(GGUFValueType.UINT32, v);
   }
   u64(v: number | bigint): void {
-    this.#reserve(8);
-    this.#view.setBigUint64(this.length, BigInt(v), true);
-    this.length += 8;
-  }
-  i64(v: number | bigint): void {
-    this.#reserve(8);
-    this.#view.setBigInt64(this.length, BigInt(v), true);
-    this.length += 8;
+    this.fixed(GGUFValueType.UINT64, v);
   }
   bytes(b: Uint8Array): void {
     this.#reserve(b.length);
@@ -199,40 +188,14 @@ function writeScalar(sink: ByteSink, type: GGUFValueType, value: MetadataValue, 
     if (typeof value === 'bigint') return Number(value);
     throw new TypeError(`GGUF key ${key}: expected a number, got ${typeof value}`);
   };
+  if (isFixed(type)) {
+    sink.fixed(type, typeof value === 'bigint' ? value : num());
+    return;
+  }
   switch (type) {
-    case GGUFValueType.UINT8:
-      sink.u8(num());
-      return;
-    case GGUFValueType.INT8:
-      sink.i8(num());
-      return;
-    case GGUFValueType.UINT16:
-      sink.u16(num());
-      return;
-    case GGUFValueType.INT16:
-      sink.i16(num());
-      return;
-    case GGUFValueType.UINT32:
-      sink.u32(num());
-      return;
-    case GGUFValueType.INT32:
-      sink.i32(num());
-      return;
-    case GGUFValueType.FLOAT32:
-      sink.f32(num());
-      return;
-    case GGUFValueType.FLOAT64:
-      sink.f64(num());
-      return;
-    case GGUFValueType.UINT64:
-      sink.u64(typeof value === 'bigint' ? value : num());
-      return;
-    case GGUFValueType.INT64:
-      sink.i64(typeof value === 'bigint' ? value : num());
-      return;
     case GGUFValueType.BOOL:
       if (typeof value !== 'boolean') throw new TypeError(`GGUF key ${key}: expected a boolean`);
-      sink.u8(value ? 1 : 0);
+      sink.fixed(GGUFValueType.UINT8, value ? 1 : 0);
       return;
     case GGUFValueType.STRING:
       if (typeof value !== 'string') throw new TypeError(`GGUF key ${key}: expected a string`);

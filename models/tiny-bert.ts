@@ -135,32 +135,33 @@ export function tinyBertSpec(options: TinyBertOptions = {}): GgufFileSpec {
     type: 'F32',
     values: value === null ? random(name, 0.1) : (row: Float32Array) => void row.fill(value),
   });
+  /** A dense layer `name`: its weight (inputs x outputs, random) and its bias (random, small). */
+  const linear = (name: string, inputs: number, outputs: number) => [
+    matrix(`${name}.weight`, inputs, outputs),
+    vector(`${name}.bias`, outputs, null),
+  ];
+  /** A layer norm `name`: weight 1, bias 0 (the identity, before the data moves it). */
+  const norm = (name: string, length: number) => [
+    vector(`${name}.weight`, length, 1),
+    vector(`${name}.bias`, length, 0),
+  ];
   const tensors: GgufTensor[] = [
     matrix('token_embd.weight', e, vocab.tokens.length, 1),
     matrix('token_types.weight', e, 2, 0.1),
     matrix('position_embd.weight', e, o.contextLength, 0.5),
-    vector('token_embd_norm.weight', e, 1),
-    vector('token_embd_norm.bias', e, 0),
+    ...norm('token_embd_norm', e),
   ];
   for (let b = 0; b < o.blockCount; b++) {
     const p = `blk.${b}.`;
     tensors.push(
-      matrix(`${p}attn_q.weight`, e, e),
-      vector(`${p}attn_q.bias`, e, null),
-      matrix(`${p}attn_k.weight`, e, e),
-      vector(`${p}attn_k.bias`, e, null),
-      matrix(`${p}attn_v.weight`, e, e),
-      vector(`${p}attn_v.bias`, e, null),
-      matrix(`${p}attn_output.weight`, e, e),
-      vector(`${p}attn_output.bias`, e, null),
-      vector(`${p}attn_output_norm.weight`, e, 1),
-      vector(`${p}attn_output_norm.bias`, e, 0),
-      matrix(`${p}ffn_up.weight`, e, ff),
-      vector(`${p}ffn_up.bias`, ff, null),
-      matrix(`${p}ffn_down.weight`, ff, e),
-      vector(`${p}ffn_down.bias`, e, null),
-      vector(`${p}layer_output_norm.weight`, e, 1),
-      vector(`${p}layer_output_norm.bias`, e, 0),
+      ...linear(`${p}attn_q`, e, e),
+      ...linear(`${p}attn_k`, e, e),
+      ...linear(`${p}attn_v`, e, e),
+      ...linear(`${p}attn_output`, e, e),
+      ...norm(`${p}attn_output_norm`, e),
+      ...linear(`${p}ffn_up`, e, ff),
+      ...linear(`${p}ffn_down`, ff, e),
+      ...norm(`${p}layer_output_norm`, e),
     );
   }
   return { metadata, tensors };

@@ -13,6 +13,7 @@ import type http from 'node:http';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { percentile } from './stats.ts';
+import { closedLoop } from './closed-loop.ts';
 import { makeAgent, type StreamTarget, streamTimed, type TimedStream } from './timed-sse.ts';
 
 export interface ScenarioServer {
@@ -157,24 +158,18 @@ async function paced(
   maxTokens: number,
 ): Promise<{ tokPerS: number; errors: number }> {
   const agent = makeAgent(streams);
-  const deadline = performance.now() + durationS * 1000;
   const t0 = performance.now();
   let tokens = 0;
   let errors = 0;
-  let n = 0;
-  await Promise.all(
-    Array.from({ length: streams }, async () => {
-      do {
-        const r = await streamTimed(
-          s.stream,
-          s.body([{ role: 'user', content: `Pace ${n++}: describe a winter morning.` }], maxTokens),
-          agent,
-        );
-        if (r.ok) tokens += r.completionTokens ?? r.contentEvents;
-        else errors++;
-      } while (performance.now() < deadline);
-    }),
-  );
+  await closedLoop({ clients: streams, durationS, atLeastOnce: true }, async (n) => {
+    const r = await streamTimed(
+      s.stream,
+      s.body([{ role: 'user', content: `Pace ${n}: describe a winter morning.` }], maxTokens),
+      agent,
+    );
+    if (r.ok) tokens += r.completionTokens ?? r.contentEvents;
+    else errors++;
+  });
   agent.destroy();
   return { tokPerS: tokens / ((performance.now() - t0) / 1000), errors };
 }

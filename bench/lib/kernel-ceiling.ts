@@ -12,10 +12,10 @@
  * LD_LIBRARY_PATH swap of the CPU library into a llama.cpp build of its own: libllama is the same file too.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { findPrebuiltLlama } from '../../native/paths.ts';
-import { BUNDLE, bundleInfo, llamaServerCacheRoot, runLogged, withLock } from '../llama-server.ts';
+import { BUNDLE, bundleInfo, cachedBuild, llamaServerCacheRoot, runLogged } from '../llama-server.ts';
 
 export interface CeilingTools {
   dir: string;
@@ -45,13 +45,7 @@ export async function ensureCeilingTools(log: (s: string) => void): Promise<Ceil
       ? { dir, batchedBench: bb!, quantize: q!, libDir: pre.binDir, commit }
       : null;
   };
-  const hit = result();
-  if (hit) return hit;
-  return withLock(`${dir}.lock`, log, async () => {
-    const again = result();
-    if (again) return again;
-    mkdirSync(dir, { recursive: true });
-    const logFile = join(dir, 'build.log');
+  return cachedBuild(dir, log, result, async (logFile) => {
     const src = join(dir, 'src');
     log(`building llama-batched-bench and llama-quantize against ${pre.binDir}; log: ${logFile}`);
     if (!existsSync(join(src, 'include/llama.h'))) {

@@ -22,6 +22,19 @@ export interface StreamOutcome {
 
 export const keepAliveAgent = (maxSockets: number) => new http.Agent({ keepAlive: true, maxSockets });
 
+/** A POST of the JSON `payload` to Hearth's API with `key` (Bearer): the caller adds its listeners, then `end(payload)`. */
+export function postApiRequest(url: string, key: string, payload: string, agent?: http.Agent): http.ClientRequest {
+  return http.request(url, {
+    method: 'POST',
+    agent,
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(payload),
+    },
+  });
+}
+
 /**
  * POSTs a streaming chat request with node:http and parses its SSE events as they arrive (each one
  * JSON.parse'd: the checks are real, not a byte count). Resolves when the response ends, errors, or
@@ -56,15 +69,7 @@ export function streamChat(
       if (error !== null) r.error = error;
       resolve(r);
     };
-    const req = http.request(url, {
-      method: 'POST',
-      agent: o.agent,
-      headers: {
-        authorization: `Bearer ${key}`,
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(payload),
-      },
-    });
+    const req = postApiRequest(url, key, payload, o.agent);
     const timer = setTimeout(() => {
       req.destroy();
       finish(`client time-out after ${o.timeoutMs} ms`);

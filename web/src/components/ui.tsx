@@ -77,6 +77,26 @@ export function Field({
   );
 }
 
+/** The longest name of a key, workspace, project or app (the API's MAX_NAME, src/http/body-fields.ts). */
+const MAX_NAME = 200;
+
+/** A form's name field for a new key, workspace, project or app: required, at most the API's MAX_NAME characters. */
+export function NameField({
+  label,
+  placeholder,
+  bind,
+}: {
+  label: string;
+  placeholder?: string;
+  bind: { value: string; onInput: (e: Event) => void };
+}) {
+  return (
+    <Field label={label}>
+      <input required maxLength={MAX_NAME} {...bind} placeholder={placeholder} />
+    </Field>
+  );
+}
+
 export function StateBadge({ state }: { state: string }) {
   return <span class={`badge state-${state}`}>{state}</span>;
 }
@@ -119,6 +139,11 @@ export function SecretOnce({ label, value, onDone }: { label: string; value: str
       </div>
     </section>
   );
+}
+
+/** The ConfirmButton that deletes the record `name`: "Delete {name}", then "Confirm deleting {name}". */
+export function DeleteButton({ name, onConfirm }: { name: string; onConfirm: () => void | Promise<void> }) {
+  return <ConfirmButton label={`Delete ${name}`} confirmLabel={`Confirm deleting ${name}`} onConfirm={onConfirm} />;
 }
 
 /** A destructive action asked twice: the first click shows "Confirm" and "Cancel" in place. */

@@ -1,9 +1,10 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, api, type CallOptions, describeError, failureOf } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, FormFooter, Note, StateBadge } from '../components/ui.tsx';
+import { DeleteButton, ErrorNote, Field, FormFooter, NameField, Note, StateBadge } from '../components/ui.tsx';
 import { formatTime } from '../format.ts';
 import { useAction, useChangeAction, useFields, useInterval, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
+import { CardList } from '../components/card-list.tsx';
 import { readEvents } from '../sse.ts';
 import type { AppLogLine, AppView, DeploymentView, ListOf } from '../types.ts';
 
@@ -46,17 +47,17 @@ export function AppsPanel({ base, yamReady }: { base: string; yamReady: boolean 
               void apps.reload();
             }}
           />
-          {apps.data?.data.length === 0 && <p class="muted">No apps yet.</p>}
-          {apps.data?.data.map((a) => (
-            <AppCard
-              key={a.appId}
-              base={base}
-              app={a}
-              open={open === a.appId}
-              onToggle={() => setOpen(open === a.appId ? null : a.appId)}
-              onChanged={() => void apps.reload()}
-            />
-          ))}
+          <CardList list={apps} empty="No apps yet." keyOf={(a) => a.appId}>
+            {(a) => (
+              <AppCard
+                base={base}
+                app={a}
+                open={open === a.appId}
+                onToggle={() => setOpen(open === a.appId ? null : a.appId)}
+                onChanged={() => void apps.reload()}
+              />
+            )}
+          </CardList>
         </>
       )}
     </div>
@@ -92,9 +93,7 @@ function CreateAppForm({ base, onCreated }: { base: string; onCreated: (a: AppVi
   };
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Create an app">
-      <Field label="App name">
-        <input required maxLength={200} {...form.bind('name')} />
-      </Field>
+      <NameField label="App name" bind={form.bind('name')} />
       <Field label="API key variable" hint="Receives a Hearth API key; empty: none">
         <input {...form.bind('apiKeyEnv')} />
       </Field>
@@ -163,11 +162,7 @@ function AppCard({
             >
               Restart {a.name}
             </button>
-            <ConfirmButton
-              label={`Delete ${a.name}`}
-              confirmLabel={`Confirm deleting ${a.name}`}
-              onConfirm={() => action.change(() => appApi('DELETE', path))}
-            />
+            <DeleteButton name={a.name} onConfirm={() => action.change(() => appApi('DELETE', path))} />
           </div>
           <ErrorNote error={action.error} />
         </>
@@ -307,10 +302,10 @@ function Deployments({
   return (
     <div>
       <h4>Deployments</h4>
-      <ErrorNote error={list.error ?? action.error} />
       <ResourceTable
         label="Deployments"
-        rows={list.data?.data}
+        list={list}
+        actionError={action.error}
         rowKey={(d) => d.deploymentId}
         columns={[
           { header: 'Deployment', cell: (d) => d.deploymentId, class: 'mono small' },

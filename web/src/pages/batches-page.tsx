@@ -1,6 +1,6 @@
 import { useEffect } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ErrorNote, StateBadge } from '../components/ui.tsx';
+import { StateBadge } from '../components/ui.tsx';
 import { formatTime } from '../format.ts';
 import { useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
@@ -30,11 +30,9 @@ export function BatchesPage() {
         <code>POST /api/inference/v1/batches</code> (an API key, as the OpenAI SDK sends it). Lines run at batch
         priority, after interactive requests.
       </p>
-      <ErrorNote error={list.error} />
       <ResourceTable
         label="Batches"
-        rows={list.data?.data}
-        rowKey={(b) => b.id}
+        list={list}
         empty="No batches yet."
         columns={[
           { header: 'Batch', cell: (b) => <code>{b.id}</code> },

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, FormFooter, SecretOnce, StateBadge } from '../components/ui.tsx';
+import { ConfirmButton, Field, FormFooter, NameField, SecretOnce, StateBadge } from '../components/ui.tsx';
 import { formatTime, optionalPositiveInt } from '../format.ts';
-import { useAction, useFields, useLoad } from '../hooks.ts';
+import { useAction, useChangeAction, useFields, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ApiKeyView, CreatedKey, KeyLimits, KeyPriority, ListOf } from '../types.ts';
 
@@ -10,8 +10,8 @@ import type { ApiKeyView, CreatedKey, KeyLimits, KeyPriority, ListOf } from '../
 export function KeysPage() {
   const keys = useLoad(() => api<ListOf<ApiKeyView>>('GET', '/api/v1/keys'));
   const [created, setCreated] = useState<CreatedKey | null>(null);
-  const revoke = useAction();
-  const reprioritize = useAction();
+  const revoke = useChangeAction(() => keys.reload());
+  const reprioritize = useChangeAction(() => keys.reload());
   return (
     <section aria-labelledby="keys-title">
       <h1 id="keys-title">API keys</h1>
@@ -26,11 +26,10 @@ export function KeysPage() {
         }}
       />
       {created && <SecretOnce label="New API key" value={created.key} onDone={() => setCreated(null)} />}
-      <ErrorNote error={keys.error ?? revoke.error ?? reprioritize.error} />
       <ResourceTable
         label="API keys"
-        rows={keys.data?.data}
-        rowKey={(k) => k.id}
+        list={keys}
+        actionError={revoke.error ?? reprioritize.error}
         empty="No keys yet."
         columns={[
           { header: 'Name', cell: (k) => k.name },
@@ -50,12 +49,11 @@ export function KeysPage() {
                 disabled={reprioritize.busy}
                 aria-label={`Make ${k.name} ${otherPriority(priorityOf(k.limits))}`}
                 onClick={() =>
-                  reprioritize.run(async () => {
-                    await api('PATCH', `/api/v1/keys/${encodeURIComponent(k.id)}`, {
+                  reprioritize.change(() =>
+                    api('PATCH', `/api/v1/keys/${encodeURIComponent(k.id)}`, {
                       body: { limits: { priority: otherPriority(priorityOf(k.limits)) } },
-                    });
-                    await keys.reload();
-                  })
+                    }),
+                  )
                 }
               >
                 Make {otherPriority(priorityOf(k.limits))}
@@ -64,12 +62,7 @@ export function KeysPage() {
                 label={`Revoke ${k.name}`}
                 confirmLabel={`Confirm revoking ${k.name}`}
                 disabled={revoke.busy}
-                onConfirm={() =>
-                  revoke.run(async () => {
-                    await api('DELETE', `/api/v1/keys/${encodeURIComponent(k.id)}`);
-                    await keys.reload();
-                  })
-                }
+                onConfirm={() => revoke.change(() => api('DELETE', `/api/v1/keys/${encodeURIComponent(k.id)}`))}
               />
             </>
           )
@@ -107,9 +100,7 @@ function CreateKeyForm({ onCreated }: { onCreated: (k: CreatedKey) => void }) {
   };
   return (
     <form class="card form-grid" onSubmit={submit} aria-label="Create an API key">
-      <Field label="Key name">
-        <input required maxLength={200} {...form.bind('name')} placeholder="ci" />
-      </Field>
+      <NameField label="Key name" placeholder="ci" bind={form.bind('name')} />
       <Field label="Requests per minute" hint="Empty: no limit">
         <input inputMode="numeric" {...form.bind('rpm')} />
       </Field>

@@ -1,5 +1,5 @@
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, FormFooter, StateBadge } from '../components/ui.tsx';
+import { ConfirmButton, Field, FormFooter, StateBadge } from '../components/ui.tsx';
 import { formatTime } from '../format.ts';
 import { useAction, useChangeAction, useFields, useInterval, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
@@ -47,11 +47,10 @@ export function ModelsPage({ user }: { user: SessionUser }) {
       ) : (
         <p class="muted">An owner of this account loads, unloads and pulls models; you can see them here.</p>
       )}
-      <ErrorNote error={models.error ?? act.error} />
       <ResourceTable
         label="Models"
-        rows={models.data?.data}
-        rowKey={(m) => m.id}
+        list={models}
+        actionError={act.error}
         columns={[
           { header: 'Model', cell: (m) => <span title={m.source}>{m.id}</span> },
           {

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, FormFooter, StateBadge } from '../components/ui.tsx';
+import { ConfirmButton, Field, FormFooter, StateBadge } from '../components/ui.tsx';
 import { formatTime } from '../format.ts';
-import { useAction, useFields, useLoad } from '../hooks.ts';
+import { useAction, useChangeAction, useFields, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import type { ListOf, Role, SessionUser, UserView } from '../types.ts';
 
@@ -22,16 +22,15 @@ export function UsersPage({ user }: { user: SessionUser }) {
 
 function OwnerUsers({ self }: { self: SessionUser }) {
   const users = useLoad(() => api<ListOf<UserView>>('GET', '/api/v1/users'));
-  const remove = useAction();
+  const remove = useChangeAction(() => users.reload());
   return (
     <section aria-labelledby="users-title">
       <h1 id="users-title">Users</h1>
       <AddUserForm onAdded={() => void users.reload()} />
-      <ErrorNote error={users.error ?? remove.error} />
       <ResourceTable
         label="Users"
-        rows={users.data?.data}
-        rowKey={(u) => u.id}
+        list={users}
+        actionError={remove.error}
         columns={[
           {
             header: 'Email',
@@ -54,12 +53,7 @@ function OwnerUsers({ self }: { self: SessionUser }) {
             <ConfirmButton
               label={`Remove ${u.email}`}
               confirmLabel={`Confirm removing ${u.email}`}
-              onConfirm={() =>
-                remove.run(async () => {
-                  await api('DELETE', `/api/v1/users/${encodeURIComponent(u.id)}`);
-                  await users.reload();
-                })
-              }
+              onConfirm={() => remove.change(() => api('DELETE', `/api/v1/users/${encodeURIComponent(u.id)}`))}
             />
           )
         }

@@ -3,9 +3,11 @@ import { ApiFailure, api } from '../api.ts';
 import {
   ConfirmButton,
   CopyButton,
+  DeleteButton,
   ErrorNote,
   Field,
   FormFooter,
+  NameField,
   Note,
   SecretOnce,
   StateBadge,
@@ -22,6 +24,7 @@ import {
   type WorkspaceView,
 } from '../types.ts';
 import { AppsPanel } from './apps-panel.tsx';
+import { CardList } from '../components/card-list.tsx';
 
 const POLL_MS = 1500;
 
@@ -123,16 +126,16 @@ function Projects({ base, yamReady }: { base: string; yamReady: boolean }) {
         </div>
       )}
       <ErrorNote error={list.error} />
-      {list.data?.data.length === 0 && <p class="muted">No projects yet.</p>}
-      {list.data?.data.map((p) => (
-        <ProjectCard
-          key={p.projectId}
-          base={base}
-          project={p}
-          onRotated={(r) => setSecret({ label: 'Project token', token: r.token, project: r })}
-          onChanged={() => void list.reload()}
-        />
-      ))}
+      <CardList list={list} empty="No projects yet." keyOf={(p) => p.projectId}>
+        {(p) => (
+          <ProjectCard
+            base={base}
+            project={p}
+            onRotated={(r) => setSecret({ label: 'Project token', token: r.token, project: r })}
+            onChanged={() => void list.reload()}
+          />
+        )}
+      </CardList>
     </div>
   );
 }
@@ -162,9 +165,7 @@ function CreateProjectForm({
   };
   return (
     <form class="form-grid" onSubmit={submit} aria-label="Create an inference project">
-      <Field label="Project name">
-        <input required maxLength={200} {...form.bind('name')} placeholder="support bot" />
-      </Field>
+      <NameField label="Project name" placeholder="support bot" bind={form.bind('name')} />
       <Field label="Provider">
         <select value={provider} onChange={(e) => setProvider(e.currentTarget.value as Provider)}>
           {PROVIDERS.map((p) => (
@@ -243,11 +244,7 @@ function ProjectCard({
             {s.label} {p.name}
           </button>
         ))}
-        <ConfirmButton
-          label={`Delete ${p.name}`}
-          confirmLabel={`Confirm deleting ${p.name}`}
-          onConfirm={() => action.change(() => api('DELETE', path))}
-        />
+        <DeleteButton name={p.name} onConfirm={() => action.change(() => api('DELETE', path))} />
       </div>
       <ErrorNote error={action.error} />
     </article>

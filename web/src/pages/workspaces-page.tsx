@@ -1,7 +1,7 @@
 import { api } from '../api.ts';
-import { ConfirmButton, ErrorNote, Field, StateBadge } from '../components/ui.tsx';
+import { ConfirmButton, NameField, StateBadge } from '../components/ui.tsx';
 import { formatTime } from '../format.ts';
-import { useAction, useFields, useLoad } from '../hooks.ts';
+import { useAction, useChangeAction, useFields, useLoad } from '../hooks.ts';
 import { ResourceTable } from '../components/resource-table.tsx';
 import { navigate } from '../navigation.ts';
 import type { ListOf, WorkspaceView } from '../types.ts';
@@ -12,7 +12,7 @@ export function WorkspacesPage() {
   const form = useFields({ name: '' });
   const { name } = form.values;
   const create = useAction();
-  const remove = useAction();
+  const remove = useChangeAction(() => list.reload());
   const submit = (e: Event) => {
     e.preventDefault();
     void create.run(async () => {
@@ -25,17 +25,15 @@ export function WorkspacesPage() {
     <section aria-labelledby="ws-title">
       <h1 id="ws-title">Workspaces</h1>
       <form class="card row" onSubmit={submit} aria-label="Create a workspace">
-        <Field label="Workspace name">
-          <input required maxLength={200} {...form.bind('name')} placeholder="Client A" />
-        </Field>
+        <NameField label="Workspace name" placeholder="Client A" bind={form.bind('name')} />
         <button type="submit" class="align-end" disabled={create.busy}>
           Create workspace
         </button>
       </form>
-      <ErrorNote error={create.error ?? list.error ?? remove.error} />
       <ResourceTable
         label="Workspaces"
-        rows={list.data?.data}
+        list={list}
+        actionError={create.error ?? remove.error}
         rowKey={(ws) => ws.workspaceId}
         empty="No workspaces yet."
         columns={[
@@ -48,10 +46,7 @@ export function WorkspacesPage() {
             label={`Delete ${ws.name}`}
             confirmLabel={`Confirm deleting ${ws.name} and its projects`}
             onConfirm={() =>
-              remove.run(async () => {
-                await api('DELETE', `/api/v1/workspaces/${encodeURIComponent(ws.workspaceId)}`);
-                await list.reload();
-              })
+              remove.change(() => api('DELETE', `/api/v1/workspaces/${encodeURIComponent(ws.workspaceId)}`))
             }
           />
         )}
