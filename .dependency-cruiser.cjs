@@ -66,7 +66,7 @@ module.exports = {
     only('inference', [...LEAVES, 'accounts', 'engine', 'grammar', 'http', 'limits', 'metrics', 'protocol', 'store']),
     only('providers', [...LEAVES, 'protocol']),
     only('workspaces', [...LEAVES, 'accounts', 'http', 'inference', 'metrics', 'protocol', 'providers', 'store']),
-    only('apps', [...LEAVES, 'accounts', 'config', 'http', 'metrics', 'protocol', 'store', 'workspaces']),
+    only('apps', [...LEAVES, 'accounts', 'config', 'http', 'lifecycle', 'metrics', 'protocol', 'store', 'workspaces']),
     only('batch', [...LEAVES, 'accounts', 'http', 'inference', 'limits']),
     only('dashboard', [...LEAVES, 'http']),
     only('ops', [...LEAVES, 'http', 'inference', 'metrics']),

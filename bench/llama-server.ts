@@ -34,6 +34,7 @@ import {
 import { createServer } from 'node:net';
 import { availableParallelism, homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { processAlive } from '../src/lifecycle/process-alive.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const NODE_LLAMA_CPP_LLAMA_DIR = join(ROOT, 'node_modules/node-llama-cpp/llama');
@@ -116,15 +117,6 @@ function binaryVersion(path: string): string | null {
   return (wanted.length ? wanted : lines.slice(0, 4)).join('\n');
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 async function withLock<T>(lockPath: string, log: (s: string) => void, fn: () => Promise<T>): Promise<T> {
   mkdirSync(dirname(lockPath), { recursive: true });
   let announced = false;
@@ -137,7 +129,7 @@ async function withLock<T>(lockPath: string, log: (s: string) => void, fn: () =>
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       const pid = Number(readFileSync(lockPath, 'utf8').trim());
-      if (!Number.isFinite(pid) || pid <= 0 || !pidAlive(pid)) {
+      if (!Number.isFinite(pid) || pid <= 0 || !processAlive(pid)) {
         rmSync(lockPath, { force: true });
         continue;
       }

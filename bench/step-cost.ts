@@ -88,6 +88,7 @@ const compile = spawnSync(
     '-std=c++17',
     `-I${path.join(headerDir, 'include')}`,
     `-I${path.join(headerDir, 'ggml', 'include')}`,
+    `-I${path.join(BENCH_DIR, '..', 'native', 'src')}`,
     source,
     '-o',
     binary,

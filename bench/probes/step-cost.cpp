@@ -17,6 +17,7 @@
 
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
+#include "batch_row.h"
 #include "llama.h"
 
 namespace {
@@ -27,12 +28,7 @@ llama_batch g_batch;
 std::vector<int> g_len;  // tokens held by each sequence
 
 void add(llama_token token, int pos, int seq, bool output) {
-    const int i = g_batch.n_tokens++;
-    g_batch.token[i] = token;
-    g_batch.pos[i] = pos;
-    g_batch.n_seq_id[i] = 1;
-    g_batch.seq_id[i][0] = seq;
-    g_batch.logits[i] = output ? 1 : 0;
+    hearth::addBatchRow(g_batch, token, pos, seq, output);
 }
 
 void decodeOrDie() {

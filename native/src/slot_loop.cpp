@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "batch_row.h"
 #include "live_loops.h"
 #include "model_kind.h"
 #include "llama_runtime.h"
@@ -766,13 +767,7 @@ void SlotLoop::step() {
     // Rows in sequence-id order so that consecutive busy slots share one micro-batch.
     batch_.n_tokens = 0;
     auto add = [&](llama_token token, llama_pos pos, llama_seq_id seq, bool output) {
-        const int32_t i = batch_.n_tokens++;
-        batch_.token[i] = token;
-        batch_.pos[i] = pos;
-        batch_.n_seq_id[i] = 1;
-        batch_.seq_id[i][0] = seq;
-        batch_.logits[i] = output ? 1 : 0;
-        return i;
+        return addBatchRow(batch_, token, pos, seq, output);
     };
     bool interactiveRows = false;
     bool interactivePrompt = false;

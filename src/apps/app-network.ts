@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import { processAlive } from '../lifecycle/process-alive.ts';
 
 /**
  * Apps and the network (contract "Apps and the network"). With `isolated` (the default), every app process
@@ -205,22 +206,13 @@ export async function removeStaleNamespaces(): Promise<number> {
   let removed = 0;
   for (const name of names) {
     const m = STALE_NAME.exec(name);
-    if (!m || Number(m[1]) === process.pid || alive(Number(m[1]))) continue;
+    if (!m || Number(m[1]) === process.pid || processAlive(Number(m[1]))) continue;
     await run(ipBinary(), ['netns', 'delete', name]).then(
       () => removed++,
       () => {},
     );
   }
   return removed;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

@@ -6,6 +6,7 @@ import { type HearthProcess, hearthCli, startHearthProcess } from '../../helpers
 import { until } from '../../helpers/management-client.ts';
 import { portFree } from '../../helpers/ports.ts';
 import { tinyModel } from '../../helpers/test-model.ts';
+import { processAlive } from '../../../src/lifecycle/process-alive.ts';
 
 /**
  * The managed HTTP front's life (src/front/haproxy-front.ts): it starts with `hearth serve`, is started again if it
@@ -33,15 +34,6 @@ function childrenOf(pid: number): Array<{ pid: number; name: string }> {
 
 function haproxyOf(h: HearthProcess): number | undefined {
   return childrenOf(h.proc.pid!).find((c) => c.name === 'haproxy')?.pid;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function healthAnswered(h: HearthProcess): Promise<boolean> {
@@ -72,7 +64,7 @@ describe.skipIf(HAPROXY === undefined)('the managed HTTP front (hearth serve --f
     hearth = await startHearthProcess({ args: ARGS });
     const front = haproxyOf(hearth)!;
     expect(await hearth.stop()).toBe(0);
-    expect(alive(front)).toBe(false);
+    expect(processAlive(front)).toBe(false);
     expect(await portFree(hearth.port)).toBe(true);
   });
 
@@ -82,7 +74,7 @@ describe.skipIf(HAPROXY === undefined)('the managed HTTP front (hearth serve --f
     const exited = new Promise((r) => hearth!.proc.once('exit', r));
     hearth.proc.kill('SIGKILL');
     await exited;
-    await until(() => !alive(front), 'haproxy is gone');
+    await until(() => !processAlive(front), 'haproxy is gone');
     await until(() => portFree(hearth!.port), 'the port is free');
   });
 
