@@ -105,7 +105,8 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
       name: 'files',
       handler: async (ex) => {
         const { accountId } = await caller(ex);
-        ex.sendJson(200, filesPage(await d.store.listFiles(accountId), new URLSearchParams(ex.query), nowSeconds()));
+        const query = filesQuery(new URLSearchParams(ex.query)); // a bad query is a 400 before any store read
+        ex.sendJson(200, filesPage(await d.store.listFiles(accountId), query, nowSeconds()));
       },
     },
     {
@@ -206,17 +207,23 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
   ];
 }
 
-/** `limit` of a list: 1 to `max`, 20 when absent. */
-/**
- * One page of an account's files (newest first as the store lists them): those not expired at `now`, of the query's
- * `purpose` if given, in its `order`, after its `after` id, at most `limit` (1-10,000, default 20).
- */
-function filesPage(files: FileRecord[], q: URLSearchParams, now: number): CursorPage<Record<string, unknown>> {
-  const purpose = q.get('purpose');
-  const limit = pageLimit(q, 10_000);
+/** What a files listing asks for: `purpose` (any when null), `order`, `after` (an id), `limit` (1-10,000, default 20). */
+interface FilesQuery {
+  purpose: string | null;
+  order: 'asc' | 'desc';
+  after: string | null;
+  limit: number;
+}
+
+function filesQuery(q: URLSearchParams): FilesQuery {
+  return { limit: pageLimit(q, 10_000), order: pageOrder(q), purpose: q.get('purpose'), after: q.get('after') };
+}
+
+/** One page of an account's files (newest first as the store lists them): those not expired at `now`, as `query` asks. */
+function filesPage(files: FileRecord[], query: FilesQuery, now: number): CursorPage<Record<string, unknown>> {
+  const { purpose, order, after, limit } = query;
   let live = files.filter((f) => f.expiresAt > now && (purpose === null || f.purpose === purpose));
-  if (pageOrder(q) === 'asc') live = live.reverse();
-  const after = q.get('after');
+  if (order === 'asc') live = live.reverse();
   if (after !== null) live = live.slice(live.findIndex((f) => f.id === after) + 1);
   return cursorPage(live.slice(0, limit).map(fileObject), live.length > limit);
 }

@@ -36,7 +36,7 @@ export type NativeSlotEngineOptions = NativeLoopOptions;
  * offloaded to the GPU (0: computes on the CPU) and that GPU, and whether it is a BERT-family encoder that embeds and
  * refuses every generation job (embeddingsOnly, native/src/model_kind.h).
  */
-export type NativeLoadReport = Omit<Extract<NativeLoopEvent, { type: 'ready' }>, 'type'>;
+export type NativeLoadReport = Readonly<Omit<Extract<NativeLoopEvent, { type: 'ready' }>, 'type'>>;
 
 /** A refusal of submit() or a load failure; `code` is stable, the message is for people. */
 export class NativeEngineError extends Error {
