@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import { applyHearthKernels, hearthKernelsStamp } from './cpu-kernels/hearth-kernels.ts';
 import {
   CPU_KERNELS_BUILD_FILE,
   CPU_KERNELS_DIR,
@@ -31,6 +32,8 @@ import {
  * follow /proc/cpuinfo, so ggml's own feature check (`ggml_backend_score`) refuses the library on a CPU
  * that lacks them; `build.json` records the CPU it was built for and Hearth uses it on that CPU only.
  * x86-64 Linux with cmake only; anything else leaves no library (Hearth then uses the prebuilt ones).
+ * Hearth's own kernels go in before the configure (cpu-kernels/hearth-kernels.ts): on AVX-512 VNNI CPUs, a
+ * Q8_0 matrix multiply twice as fast as llamafile's at 8 sequences on Zen 5.
  */
 
 /** ggml's x86 ISA options and the /proc/cpuinfo flag each needs. */
@@ -93,12 +96,14 @@ export async function buildCpuKernels(
   const cpu = cpuFingerprint();
   if (cpu === null) throw new CpuKernelsNotBuilt('cannot read /proc/cpuinfo');
   const base = fileStamp(join(prebuilt.binDir, prebuilt.libggmlBase));
+  const kernels = hearthKernelsStamp();
   const existing = readCpuKernelsBuild();
   if (
     !force &&
     existing &&
     existing.commit === commit &&
     existing.base === base &&
+    existing.hearthKernels === kernels &&
     existing.cpu?.flags === cpu.flags &&
     existsSync(join(CPU_KERNELS_DIR, CPU_KERNELS_LIBRARY))
   ) {
@@ -128,6 +133,11 @@ export async function buildCpuKernels(
     await run('sh', ['-c', `git --git-dir='${repo}' archive release ggml | tar -x -C '${src}'`], log);
     // The bundle leaves out ggml's pkg-config template, which a standalone configure insists on.
     writeFileSync(join(src, 'ggml', 'ggml.pc.in'), '');
+    try {
+      applyHearthKernels(join(src, 'ggml'));
+    } catch (e) {
+      throw new CpuKernelsNotBuilt(e instanceof Error ? e.message : String(e));
+    }
 
     const have = new Set(cpu.flags.split(' '));
     const isa = X86_OPTIONS.map(([option, flag]) => `-D${option}=${have.has(flag) ? 'ON' : 'OFF'}`);
@@ -173,6 +183,7 @@ export async function buildCpuKernels(
       base,
       cpu,
       flags: ['-march=native', ...isa],
+      hearthKernels: kernels,
       builtAt: new Date().toISOString(),
     };
     writeFileSync(join(staging, CPU_KERNELS_BUILD_FILE), `${JSON.stringify(build, null, 2)}\n`);

@@ -127,6 +127,8 @@ export interface CpuKernelsBuild {
   base: string;
   cpu: CpuFingerprint;
   flags: string[];
+  /** hearthKernelsStamp() of the kernels Hearth added (cpu-kernels/hearth-kernels.ts). */
+  hearthKernels?: string;
   builtAt: string;
 }
 

@@ -3,8 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { hearthKernelsStamp } from '../../native/cpu-kernels/hearth-kernels.ts';
 import { nativeCpuKernels } from '../../native/paths.ts';
-import { ensureTinyModel } from '../../models/test-model-path.ts';
+import { ensureTinyChatModel, ensureTinyModel } from '../../models/test-model-path.ts';
 import { DEFAULT_TINY_REPLY } from '../../models/tiny-llama.ts';
 import { probeInChild } from '../../src/engine/cpu-kernels.ts';
 import { nativeAddonAvailable } from '../../src/worker/native-slot-engine.ts';
@@ -30,9 +31,10 @@ const skip = !addon.ok
     : '';
 
 describe.skipIf(!canBuild || !addon.ok)('npm run build:native', () => {
-  it('built the CPU kernels for this machine (linux-x64 with cmake installed)', () => {
+  it("built the CPU kernels for this machine (linux-x64 with cmake installed), with Hearth's own kernels in", () => {
     expect(native).toMatchObject({
       library: expect.stringMatching(/native\/build\/cpu-kernels\/libggml-cpu-native\.so$/),
+      build: { hearthKernels: hearthKernelsStamp() },
     });
   });
 });
@@ -62,9 +64,9 @@ describe.skipIf(skip !== '')(`CPU kernels for real${skip ? ` (skipped: ${skip})`
     }
   });
 
-  async function serve(kernels: string): Promise<HearthProcess> {
+  async function serve(kernels: string, model?: string): Promise<HearthProcess> {
     const s = await startHearthProcess({
-      args: nativeModelArgs(await tinyChatModel(), 'local/tiny-chat', {
+      args: nativeModelArgs(model ?? (await tinyChatModel()), 'local/tiny-chat', {
         threads: 2,
         'cpu-kernels': kernels,
         'models-dir': modelsDir,
@@ -82,6 +84,43 @@ describe.skipIf(skip !== '')(`CPU kernels for real${skip ? ` (skipped: ${skip})`
     expect(logLine(s, 'cpu kernels')).toMatchObject({ kernels: 'native', why: '--cpu-kernels native' });
     expect(logLine(s, 'model ready')).toMatchObject({ engine: 'native', cpuBackend: 'libggml-cpu-native.so' });
     expect(await reply(s)).toBe(DEFAULT_TINY_REPLY);
+  });
+
+  /** The top 5 next tokens after a prompt the script does not answer, with their log probabilities. */
+  async function nextTokens(s: HearthProcess): Promise<Record<string, number>> {
+    const r = await fetch(`${s.baseUrl}/api/inference/v1/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${s.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'local/tiny-chat',
+        prompt: 'one two three',
+        max_tokens: 1,
+        temperature: 0,
+        logprobs: 5,
+      }),
+    });
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { choices: [{ logprobs: { top_logprobs: Record<string, number>[] } }] };
+    return body.choices[0].logprobs.top_logprobs[0]!;
+  }
+
+  it("Q8_0 matrices (Hearth's Q8_0 kernel on AVX-512 VNNI CPUs, llamafile's elsewhere): the prebuilt build's answers", async () => {
+    const model = await ensureTinyChatModel({ matrixType: 'Q8_0' });
+    const seen: Record<string, number>[] = [];
+    for (const kernels of ['native', 'prebuilt']) {
+      const s = await serve(kernels, model);
+      expect(logLine(s, 'model ready').cpuBackend).toEqual(
+        kernels === 'native' ? 'libggml-cpu-native.so' : expect.stringMatching(/^libggml-cpu-(?!native)/),
+      );
+      expect(await reply(s)).toBe(DEFAULT_TINY_REPLY);
+      seen.push(await nextTokens(s));
+      await s.stop();
+    }
+    // The same tokens; log probabilities equal but for float summation order (here 4e-6 apart; a kernel that
+    // mishandles its sign correction is off by tens).
+    const [native, prebuilt] = seen as [Record<string, number>, Record<string, number>];
+    expect(Object.keys(native).sort()).toEqual(Object.keys(prebuilt).sort());
+    for (const [token, logprob] of Object.entries(prebuilt)) expect(native[token]).toBeCloseTo(logprob, 2);
   });
 
   it('--cpu-kernels auto: times both at the first start, loads the one it names, and remembers it at the next', async () => {
