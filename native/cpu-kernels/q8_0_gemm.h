@@ -114,6 +114,12 @@ inline void rowTile(int64_t k, const Block *A, int64_t lda, const PreparedPair *
 // Columns prepared per pass: enough to fill the 4 x 4 tiles, few enough that the prepared copy stays in L1/L2.
 constexpr int64_t kColumnsPerPass = 16;
 
+// Up to this many columns (decode: one per sequence) the weights go one row at a time, in memory order; more
+// (a prompt's tokens) go in 4-row tiles, which load each prepared column once for four rows. Measured on Zen 5
+// (llama-batched-bench, 56M and 0.5B Q8_0 llamas, 2 threads): at 1-8 columns rows one at a time decode 1.2-1.5x
+// faster than 4-row tiles; at 16 and more the tiles prefill up to 1.3x faster.
+constexpr int64_t kStreamingColumns = 8;
+
 template <typename Block>
 inline bool gemm(int64_t m, int64_t n, int64_t k, const Block *A, int64_t lda, const Block *B, int64_t ldb,
                  float *C, int64_t ldc, int ith, int nth) {
@@ -139,6 +145,10 @@ inline bool gemm(int64_t m, int64_t n, int64_t k, const Block *A, int64_t lda, c
         }
         float *c = C + ldc * j0;
         int64_t i = from;
+        if (cn <= kStreamingColumns) {
+            for (; i < to; ++i) rowTile<1>(k, A, lda, cols, cn, c, ldc, i);
+            continue;
+        }
         for (; i + 4 <= to; i += 4) rowTile<4>(k, A, lda, cols, cn, c, ldc, i);
         switch (to - i) {
             case 3: rowTile<3>(k, A, lda, cols, cn, c, ldc, i); break;
