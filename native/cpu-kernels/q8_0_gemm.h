@@ -97,21 +97,28 @@ inline void tile(int64_t k, const Block *A, int64_t lda, const PreparedPair *con
         for (int i = 0; i < RM; ++i) C[ldc * j + ii + i] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
-// Every column tile of rows ii..ii+RM: the rows' blocks stay in L1 while the columns pass over them.
-template <int RM, typename Block>
-inline void rowTile(int64_t k, const Block *A, int64_t lda, const PreparedPair *const *cols, int64_t cn, float *C,
-                    int64_t ldc, int64_t ii) {
-    int64_t j = 0;
-    for (; j + 4 <= cn; j += 4) tile<RM, 4>(k, A, lda, cols + j, C + ldc * j, ldc, ii);
-    switch (cn - j) {
-        case 3: tile<RM, 3>(k, A, lda, cols + j, C + ldc * j, ldc, ii); break;
-        case 2: tile<RM, 2>(k, A, lda, cols + j, C + ldc * j, ldc, ii); break;
-        case 1: tile<RM, 1>(k, A, lda, cols + j, C + ldc * j, ldc, ii); break;
-        default: break;
+// The last columns of rows ii..ii+RM, fewer than a whole column tile: a tile of exactly `rest` columns.
+template <int RM, int RN, typename Block>
+inline void columnRest(int64_t rest, int64_t k, const Block *A, int64_t lda, const PreparedPair *const *cols,
+                       float *C, int64_t ldc, int64_t ii) {
+    if constexpr (RN > 0) {
+        if (rest == RN) return tile<RM, RN>(k, A, lda, cols, C, ldc, ii);
+        columnRest<RM, RN - 1>(rest, k, A, lda, cols, C, ldc, ii);
     }
 }
 
-// Columns prepared per pass: enough to fill the 4 x 4 tiles, few enough that the prepared copy stays in L1/L2.
+// Every column tile of rows ii..ii+RM: the rows' blocks stay in L1 while the columns pass over them. A single row
+// takes 8 columns a tile (its weights' preparation shared by more columns), 4 rows 4 (16 accumulators).
+template <int RM, typename Block>
+inline void rowTile(int64_t k, const Block *A, int64_t lda, const PreparedPair *const *cols, int64_t cn, float *C,
+                    int64_t ldc, int64_t ii) {
+    constexpr int RN = RM == 1 ? 8 : 4;
+    int64_t j = 0;
+    for (; j + RN <= cn; j += RN) tile<RM, RN>(k, A, lda, cols + j, C + ldc * j, ldc, ii);
+    if (j < cn) columnRest<RM, RN - 1>(cn - j, k, A, lda, cols + j, C + ldc * j, ldc, ii);
+}
+
+// Columns prepared per pass: enough to fill the tiles, few enough that the prepared copy stays in L1/L2.
 constexpr int64_t kColumnsPerPass = 16;
 
 // Up to this many columns (decode: one per sequence) the weights go one row at a time, in memory order; more

@@ -1,8 +1,9 @@
-// Checks q8_0_gemm.h against a plain reference: every shape class the kernel has (row and column tails, an
-// odd number of blocks, more columns than one pass prepares, strided rows, several threads), random quants
-// over the whole int8 range and random fp16 scales. Prints "skip: <why>" and exits 0 when this CPU build
-// has no AVX-512 VNNI (the kernel is not compiled then); exits 1 with the first mismatch otherwise.
-// Built and run by test/unit/cpu-kernels-q8-0-gemm.test.ts: g++ -O2 -march=native.
+// Checks q8_0_gemm.h against a plain reference: every shape class the kernel has (one row at a time with 1-12
+// columns, 4-row tiles beyond; row and column tails, an odd number of blocks, more columns than one pass prepares,
+// strided rows, several threads), random quants over the whole int8 range and random fp16 scales. Prints
+// "skip: <why>" and exits 0 when this CPU build has no AVX-512 VNNI (the kernel is not compiled then); exits 1
+// with the first mismatch otherwise.
+// Built and run by test/model/cpu-kernels-q8-0-gemm.test.ts: g++ -O2 -march=native.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -38,7 +39,9 @@ int main() {
     const Shape shapes[] = {
         {1, 1, 1, 0, 0, 1},    {4, 4, 2, 0, 0, 1},    {7, 3, 5, 1, 2, 1},   {64, 8, 16, 0, 0, 2},
         {33, 9, 43, 3, 0, 2},  {257, 17, 43, 0, 1, 3}, {512, 1, 16, 0, 0, 2}, {130, 40, 7, 2, 5, 4},
-        {5, 16, 3, 0, 0, 8},   {300, 33, 28, 0, 0, 2},
+        {5, 16, 3, 0, 0, 8},   {300, 33, 28, 0, 0, 2},  {3, 2, 8, 0, 0, 1},    {20, 5, 9, 0, 0, 2},
+        {11, 6, 4, 1, 1, 1},   {9, 7, 17, 0, 3, 2},     {17, 10, 2, 0, 0, 3},  {8, 11, 5, 2, 0, 2},
+        {12, 12, 6, 0, 0, 1},  {6, 13, 3, 0, 0, 2},
     };
     int checked = 0;
     for (const Shape &s : shapes) {
