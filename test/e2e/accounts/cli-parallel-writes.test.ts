@@ -50,45 +50,39 @@ describe('hearth keys create, ten at once, while the server writes', () => {
 
   const authorized = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
 
+  /**
+   * One request of the server's own writes, which must answer `status`. Anything else (another status, or no
+   * answer: a connection closed under it) throws with the evidence: whether the server process is still running,
+   * and the end of its log.
+   */
+  async function serverCall(url: string, body: unknown, status: number): Promise<void> {
+    let answer: string;
+    try {
+      const r = await fetch(`${hearth.baseUrl}${url}`, {
+        method: 'POST',
+        headers: authorized(hearth.key),
+        body: JSON.stringify(body),
+      });
+      if (r.status === status) return;
+      answer = `answered ${r.status} ${await r.text()}`;
+    } catch (e) {
+      answer = `had no answer (${String(e)}${e instanceof Error && e.cause ? `: ${String(e.cause)}` : ''})`;
+    }
+    const { exitCode, signalCode } = hearth.proc;
+    const state = exitCode === null && signalCode === null ? 'running' : `exited (${exitCode ?? signalCode})`;
+    const log = hearth.logs().split('\n').slice(-30).join('\n');
+    throw new Error(`POST ${url} ${answer}; the server is ${state}; its log ends:\n${log}`);
+  }
+
   /** The server's own writes until `stop()`: a key through the API, then a chat completion (its last use), in turn. */
   function serverWrites(): { stop: () => Promise<number> } {
     let running = true;
     let writes = 0;
     const loop = (async () => {
       while (running) {
-        const created = await fetch(`${hearth.baseUrl}/api/v1/keys`, {
-          method: 'POST',
-          headers: authorized(hearth.key),
-          body: JSON.stringify({ name: `api-${writes}` }),
-        });
-        // On a failure the server's own log says why (its error lines are the evidence, not the 500's body).
-        if (created.status !== 201)
-          throw new Error(
-            `POST /api/v1/keys answered ${created.status} ${await created.text()}; server log:\n${hearth
-              .logs()
-              .split('\n')
-              .filter((l) => /error|warn/i.test(l))
-              .slice(-20)
-              .join('\n')}`,
-          );
-        const chat = await fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
-          method: 'POST',
-          headers: authorized(hearth.key),
-          body: JSON.stringify({
-            model: 'local/tiny-chat',
-            messages: [{ role: 'user', content: 'hi' }],
-            max_tokens: 2,
-          }),
-        });
-        if (chat.status !== 200)
-          throw new Error(
-            `chat answered ${chat.status} ${await chat.text()}; server log:\n${hearth
-              .logs()
-              .split('\n')
-              .filter((l) => /error|warn/i.test(l))
-              .slice(-20)
-              .join('\n')}`,
-          );
+        await serverCall('/api/v1/keys', { name: `api-${writes}` }, 201);
+        const chat = { model: 'local/tiny-chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 };
+        await serverCall('/api/inference/v1/chat/completions', chat, 200);
         writes += 2;
       }
     })();
