@@ -12,6 +12,7 @@ import {
 } from './lib/kernel-ceiling.ts';
 import { SHAPES } from './lib/model-shapes.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
+import { percentile } from './lib/stats.ts';
 
 /**
  * bench:cpu-kernels: the two ggml CPU libraries `--cpu-kernels auto` chooses between, on the kernels alone. It runs
@@ -53,11 +54,6 @@ const prebuilt = probeCpuBackend(process.cwd());
 const libraries = { prebuilt, native: nativeLibrary };
 const tools = await ensureCeilingTools(log);
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
-
 const sections: string[] = [];
 const data: Record<string, unknown> = {};
 for (const key of values.shapes.split(',')) {
@@ -84,7 +80,10 @@ for (const key of values.shapes.split(',')) {
     }
   }
   const at = (which: keyof typeof libraries, n: number, field: 'tgTokPerS' | 'ppTokPerS') =>
-    median(runs[which].map((rows) => rows.find((row) => row.sequences === n)?.[field] ?? NaN));
+    percentile(
+      runs[which].map((rows) => rows.find((row) => row.sequences === n)?.[field] ?? NaN),
+      50,
+    );
   const rows = sequences.map((n) => {
     const [tgP, tgN, ppP, ppN] = [
       at('prebuilt', n, 'tgTokPerS'),
@@ -122,7 +121,7 @@ for (const key of values.shapes.split(',')) {
 
 const build = readCpuKernelsBuild();
 const markdown = [
-  `llama-batched-bench (\`-npp ${promptTokens} -ntg ${genTokens} -t ${threads}\`), medians of ${rounds} alternating rounds: node-llama-cpp's ${path.basename(prebuilt)} against the native build (${build?.flags[0] ?? '?'}, Hearth's kernels ${build?.hearthKernels ?? 'none'}).`,
+  `llama-batched-bench (\`-npp ${promptTokens} -ntg ${genTokens} -t ${threads}\`), medians (nearest rank) of ${rounds} alternating rounds: node-llama-cpp's ${path.basename(prebuilt)} against the native build (${build?.flags[0] ?? '?'}, Hearth's kernels ${build?.hearthKernels ?? 'none'}).`,
   ...sections,
 ].join('\n\n');
 if (values['no-results-md']) console.log(markdown);

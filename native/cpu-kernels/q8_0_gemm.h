@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
@@ -28,16 +27,12 @@
 
 namespace hearth_q8_0 {
 
-constexpr int kBlock = 32;  // QK8_0
-
 // One column of B prepared once per call: per block pair, the 64 quants made unsigned (a + 128) and the 16
 // lanes' scales (lanes 0-7 block 2p, lanes 8-15 block 2p + 1; an odd k's last pair has zeros on top).
 struct alignas(64) PreparedPair {
     uint8_t quants[64];
     float scales[16];
 };
-
-inline float halfToFloat(uint16_t h) { return _cvtsh_ss(h); }
 
 template <typename Block>
 inline __m512 scalePair(const Block *first, bool both) {
