@@ -72,6 +72,8 @@ interface Profile {
   sampleMs: number;
   emitMs: number;
   busyShare: number;
+  /** Share of steps whose compute graph llama.cpp reused from the step before (no rebuild; on CUDA, its graph replays). */
+  graphsReused: number;
 }
 
 interface Level {
@@ -244,10 +246,11 @@ function profileSince(logs: string, fromChars: number): Profile | undefined {
   let busy = 0;
   let window = 0;
   const ms = { build: 0, decode: 0, sync: 0, sample: 0, emit: 0 };
+  let reused = 0;
   for (const m of logs
     .slice(fromChars)
     .matchAll(
-      /hearth-native-profile steps=(\d+) rows_per_step=([\d.]+) window_ms=([\d.]+) busy_ms=([\d.]+) build_ms=([\d.]+) decode_ms=([\d.]+) sync_ms=([\d.]+) sample_ms=([\d.]+) emit_ms=([\d.]+)/g,
+      /hearth-native-profile steps=(\d+) rows_per_step=([\d.]+) window_ms=([\d.]+) busy_ms=([\d.]+) build_ms=([\d.]+) decode_ms=([\d.]+) sync_ms=([\d.]+) sample_ms=([\d.]+) emit_ms=([\d.]+) ms_per_step=[\d.]+ graphs_reused=([\d.]+)/g,
     )) {
     const s = Number(m[1]);
     steps += s;
@@ -259,6 +262,7 @@ function profileSince(logs: string, fromChars: number): Profile | undefined {
     ms.sync += Number(m[7]);
     ms.sample += Number(m[8]);
     ms.emit += Number(m[9]);
+    reused += s * Number(m[10]);
   }
   if (steps === 0) return undefined;
   return {
@@ -271,6 +275,7 @@ function profileSince(logs: string, fromChars: number): Profile | undefined {
     sampleMs: ms.sample / steps,
     emitMs: ms.emit / steps,
     busyShare: window > 0 ? busy / window : 0,
+    graphsReused: reused / steps,
   };
 }
 
@@ -355,7 +360,7 @@ async function runServer(server: Server, o: Options, model: string): Promise<Ser
       const profile = hearth ? profileSince(hearth.logs(), from) : undefined;
       if (profile) l.profile = profile;
       log(
-        `${server} x${clients}${sampled ? ' sampled' : ''}: ${fmt.num(l.tokPerS)} tok/s, TTFT p50 ${fmt.ms(l.ttftP50)}, ${l.requests} requests, ${l.errors} errors${profile ? `, ${fmt.num(profile.rowsPerStep)} rows/step, ${profile.msPerStep.toFixed(2)} ms/step (decode ${profile.decodeMs.toFixed(2)}, GPU wait ${profile.syncMs.toFixed(2)}, sample ${profile.sampleMs.toFixed(2)}, emit ${profile.emitMs.toFixed(2)}, build ${profile.buildMs.toFixed(2)}), busy ${fmt.pct(profile.busyShare)}` : ''}`,
+        `${server} x${clients}${sampled ? ' sampled' : ''}: ${fmt.num(l.tokPerS)} tok/s, TTFT p50 ${fmt.ms(l.ttftP50)}, ${l.requests} requests, ${l.errors} errors${profile ? `, ${fmt.num(profile.rowsPerStep)} rows/step, ${profile.msPerStep.toFixed(2)} ms/step (decode ${profile.decodeMs.toFixed(2)}, GPU wait ${profile.syncMs.toFixed(2)}, sample ${profile.sampleMs.toFixed(2)}, emit ${profile.emitMs.toFixed(2)}, build ${profile.buildMs.toFixed(2)}), busy ${fmt.pct(profile.busyShare)}, graph reused ${fmt.pct(profile.graphsReused)}` : ''}`,
       );
       levels.push(l);
     }
@@ -459,6 +464,7 @@ async function main(): Promise<void> {
           p.sampleMs.toFixed(3),
           p.emitMs.toFixed(3),
           fmt.pct(p.busyShare),
+          fmt.pct(p.graphsReused),
         ];
       }),
   );
@@ -487,7 +493,7 @@ async function main(): Promise<void> {
     '',
     ...(profileRows.length
       ? [
-          "Hearth's loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping.",
+          "Hearth's loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping; graph reused = share of steps whose compute graph llama.cpp kept from the step before (a rebuilt graph also costs its CUDA graph a capture).",
           '',
           table(
             [
@@ -501,6 +507,7 @@ async function main(): Promise<void> {
               'sample',
               'emit',
               'busy',
+              'graph reused',
             ],
             profileRows,
           ),

@@ -5,49 +5,86 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * Hearth's own kernels in its native build of ggml's CPU backend (cpu-kernels-build.ts), on top of the sources of
- * node-llama-cpp's bundle. Today one: q8_0_gemm.h, Q8_0 weights x Q8_0 activations on AVX-512 VNNI CPUs (see its
- * comment), which llamafile_sgemm tries before its own kernels. The prebuilt libraries and llama-server stay
- * ggml's; `--cpu-kernels auto` keeps timing the two builds per model and loads the faster.
+ * node-llama-cpp's bundle:
+ * - q8_0_gemm.h: Q8_0 weights x Q8_0 activations on AVX-512 VNNI CPUs, which llamafile_sgemm tries before its own;
+ * - flash_attn_decode.h: attention of generating rows on AVX-512 CPUs, which ggml's flash-attention op tries first.
+ * Each header says why and what it takes. The prebuilt libraries and llama-server stay ggml's; `--cpu-kernels auto`
+ * keeps timing the two builds per model and loads the faster.
  */
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-const KERNEL_HEADERS = ['q8_0_gemm.h'];
-const SGEMM = join('src', 'ggml-cpu', 'llamafile', 'sgemm.cpp');
 
-/** Each edit of sgemm.cpp: an anchor that occurs exactly once, and what goes right before or after it. */
-const EDITS: { anchor: string; before?: string; after?: string }[] = [
-  { anchor: '#include "simd-mappings.h"\n', after: '#include "q8_0_gemm.h"\n' },
+/** One source file of ggml's tree: the headers copied beside it, and its edits. */
+interface SourcePatch {
+  file: string;
+  headers: string[];
+  /** Each edit: an anchor that occurs exactly once in the file, and what goes right before or after it. */
+  edits: { anchor: string; before?: string; after?: string }[];
+}
+
+const PATCHES: SourcePatch[] = [
   {
-    anchor: '    // only enable sgemm for prompt processing\n',
-    before: [
-      '#if defined(HEARTH_Q8_0_GEMM)',
-      '    if (Atype == GGML_TYPE_Q8_0 && Btype == GGML_TYPE_Q8_0 && Ctype == GGML_TYPE_F32)',
-      '        return hearth_q8_0::gemm(m, n, k, (const block_q8_0 *)A, lda, (const block_q8_0 *)B, ldb, (float *)C, ldc,',
-      '                                 params->ith, params->nth);',
-      '#endif',
-      '',
-    ].join('\n'),
+    file: join('src', 'ggml-cpu', 'llamafile', 'sgemm.cpp'),
+    headers: ['q8_0_gemm.h'],
+    edits: [
+      { anchor: '#include "simd-mappings.h"\n', after: '#include "q8_0_gemm.h"\n' },
+      {
+        anchor: '    // only enable sgemm for prompt processing\n',
+        before: [
+          '#if defined(HEARTH_Q8_0_GEMM)',
+          '    if (Atype == GGML_TYPE_Q8_0 && Btype == GGML_TYPE_Q8_0 && Ctype == GGML_TYPE_F32)',
+          '        return hearth_q8_0::gemm(m, n, k, (const block_q8_0 *)A, lda, (const block_q8_0 *)B, ldb, (float *)C, ldc,',
+          '                                 params->ith, params->nth);',
+          '#endif',
+          '',
+        ].join('\n'),
+      },
+    ],
+  },
+  {
+    file: join('src', 'ggml-cpu', 'ops.cpp'),
+    headers: ['flash_attn_decode.h', 'flash_attn_decode_ggml.h'],
+    edits: [
+      {
+        anchor:
+          'static void ggml_compute_forward_flash_attn_ext_f16(\n        const ggml_compute_params * params,\n        ggml_tensor * dst) {\n',
+        before: '#include "flash_attn_decode_ggml.h"\n\n',
+        after: [
+          '#if defined(HEARTH_FLASH_ATTN_DECODE)',
+          '    if (hearth_flash_attn_decode(params, dst)) return;',
+          '#endif',
+          '',
+        ].join('\n'),
+      },
+    ],
   },
 ];
 
 /** Identity of the kernels and edits: build.json keeps it, so a changed kernel rebuilds the library. */
 export function hearthKernelsStamp(): string {
   const hash = createHash('sha256');
-  for (const h of KERNEL_HEADERS) hash.update(readFileSync(join(HERE, h)));
-  hash.update(JSON.stringify(EDITS));
+  for (const p of PATCHES) for (const h of p.headers) hash.update(readFileSync(join(HERE, h)));
+  hash.update(JSON.stringify(PATCHES));
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Puts the kernels into ggml's source tree `ggmlDir` (the bundle's ggml/); throws when an anchor is not there once. */
+/**
+ * Puts the kernels into ggml's source tree `ggmlDir` (the bundle's ggml/). Throws, before writing anything, when an
+ * anchor is not in its file exactly once.
+ */
 export function applyHearthKernels(ggmlDir: string): void {
-  for (const h of KERNEL_HEADERS) copyFileSync(join(HERE, h), join(ggmlDir, dirname(SGEMM), h));
-  const file = join(ggmlDir, SGEMM);
-  let text = readFileSync(file, 'utf8');
-  for (const e of EDITS) {
-    const at = text.indexOf(e.anchor);
-    if (at < 0 || text.indexOf(e.anchor, at + 1) >= 0)
-      throw new Error(`${SGEMM} of this llama.cpp release does not have "${e.anchor.trim()}" exactly once`);
-    text = text.slice(0, at) + (e.before ?? '') + e.anchor + (e.after ?? '') + text.slice(at + e.anchor.length);
+  const edited = PATCHES.map((p) => {
+    let text = readFileSync(join(ggmlDir, p.file), 'utf8');
+    for (const e of p.edits) {
+      const at = text.indexOf(e.anchor);
+      if (at < 0 || text.indexOf(e.anchor, at + 1) >= 0)
+        throw new Error(`${p.file} of this llama.cpp release does not have "${e.anchor.trim()}" exactly once`);
+      text = text.slice(0, at) + (e.before ?? '') + e.anchor + (e.after ?? '') + text.slice(at + e.anchor.length);
+    }
+    return { p, text };
+  });
+  for (const { p, text } of edited) {
+    for (const h of p.headers) copyFileSync(join(HERE, h), join(ggmlDir, dirname(p.file), h));
+    writeFileSync(join(ggmlDir, p.file), text);
   }
-  writeFileSync(file, text);
 }

@@ -213,7 +213,7 @@ void SlotLoop::run() {
             const int32_t rows = batch_.n_tokens;
             flushEvents();
             profile_.lap(StepProfile::Emit);
-            profile_.end(rows);
+            profile_.end(rows, profile_.enabled() ? llama_perf_context(ctx_).n_reused : 0);
             if (shareKind_ != ShareKind::None) {
                 shareStep(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - turnStarted).count(), shareKind_ == ShareKind::WithBatch);
             }

@@ -1,8 +1,8 @@
 // Where the loop thread's time goes, step by step, printed to stderr every few seconds when HEARTH_NATIVE_PROFILE
 // is set (bench:gpu reads it): batch building, llama_decode (on a GPU: building and launching the graph), waiting
 // for the step's results (llama_synchronize: the GPU's own time past the launch), sampling, events to JavaScript,
-// and the rows per step. Off: one branch
-// per step and nothing measured.
+// the rows per step, and the share of steps whose compute graph llama.cpp reused from the step before (no graph
+// build or allocation: same rows, same sequences, same KV window). Off: one branch per step and nothing measured.
 #pragma once
 
 #include <chrono>
@@ -39,8 +39,11 @@ public:
         mark_ = now;
     }
 
-    /** Ends a step of `rows` batch rows; prints the window's figures every kWindowS seconds. */
-    void end(int rows) {
+    /**
+     * Ends a step of `rows` batch rows; `graphsReused` is llama.cpp's running count of reused graphs
+     * (llama_perf_context().n_reused). Prints the window's figures every kWindowS seconds.
+     */
+    void end(int rows, long graphsReused) {
         if (!enabled_) {
             return;
         }
@@ -53,12 +56,14 @@ public:
         const double busy = ms_[Build] + ms_[Decode] + ms_[Sync] + ms_[Sample] + ms_[Emit];
         std::fprintf(stderr,
                      "hearth-native-profile steps=%ld rows_per_step=%.1f window_ms=%.0f busy_ms=%.0f build_ms=%.1f decode_ms=%.1f "
-                     "sync_ms=%.1f sample_ms=%.1f emit_ms=%.1f ms_per_step=%.3f\n",
+                     "sync_ms=%.1f sample_ms=%.1f emit_ms=%.1f ms_per_step=%.3f graphs_reused=%.2f\n",
                      steps_, steps_ > 0 ? (double) rows_ / (double) steps_ : 0.0, windowMs, busy, ms_[Build], ms_[Decode], ms_[Sync],
-                     ms_[Sample], ms_[Emit], steps_ > 0 ? busy / (double) steps_ : 0.0);
+                     ms_[Sample], ms_[Emit], steps_ > 0 ? busy / (double) steps_ : 0.0,
+                     steps_ > 0 ? (double) (graphsReused - reusedAtWindowStart_) / (double) steps_ : 0.0);
         std::fflush(stderr);
         steps_ = 0;
         rows_ = 0;
+        reusedAtWindowStart_ = graphsReused;
         for (double & m : ms_) {
             m = 0.0;
         }
@@ -74,6 +79,7 @@ private:
     double ms_[kPhases] = {};
     long steps_ = 0;
     long rows_ = 0;
+    long reusedAtWindowStart_ = 0;  // llama.cpp's count starts at 0 with the context, which lives as long as this
 };
 
 }  // namespace hearth
