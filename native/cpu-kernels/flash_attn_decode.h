@@ -7,8 +7,8 @@
 // query row)'s heads at once, a block of cells at a time:
 //
 //   1. the block's unmasked K rows converted to fp32 once (all the unit's key/value heads of a cell lie side by
-//      side: one contiguous read, the next block's rows prefetched), every head's scores q.k (q pre-scaled),
-//      16 cells' dot products summed at once;
+//      side: one contiguous read; the next block's rows and this block's V rows prefetched), every head's scores
+//      q.k (q pre-scaled), 16 cells' dot products summed at once;
 //   2. per head, the block's maximum, the running sums rescaled when it grows, exp(s - max) 16 lanes at a time;
 //   3. the block's V rows converted likewise, added into each head's fp32 accumulator with its weights.
 //
@@ -154,9 +154,14 @@ void unit(const Problem &p, int64_t s, int64_t r, int64_t kv0, int64_t kv1, int6
     auto convert = [&](const char *base, size_t cellStride, size_t headStride, int live) {
         for (int t = 0; t < live; ++t) {
             const char *cell = base + cellOf[t] * cellStride + kv0 * headStride;
-            // The next block's row at this position, ahead of time (the rows stream from memory).
+            // Ahead of time, as the rows stream from memory: the next block's row at this position, and while the K
+            // rows are converted, this block's V rows (wanted once the scores are done).
             const char *ahead = cell + block * cellStride;
             for (int64_t b = 0; b < nkv * D * 2; b += 64) _mm_prefetch(ahead + b, _MM_HINT_T0);
+            if (base == kBase) {
+                const char *v = vBase + cellOf[t] * p.vCell + kv0 * p.vHead;
+                for (int64_t b = 0; b < nkv * D * 2; b += 64) _mm_prefetch(v + b, _MM_HINT_T0);
+            }
             if (packed) {
                 toFloat((const uint16_t *) cell, rows + t * nkv * D, nkv * D);
             } else {
