@@ -29,17 +29,20 @@ export async function serveModel(
 }
 
 /**
- * A ready `hearth serve` on the tiny model that never stops on its own (only max_tokens or a cancel end a
- * generation, so a stream holds its slot as long as a test wants), as `modelId` with modelArgs' `settings`
- * (`engine: 'native'` for the native loop) and `env`. The caller stops it (afterAll).
+ * A ready `hearth serve` on the tiny model that never stops on its own, as `modelId` with modelArgs' `settings`
+ * (`engine: 'native'` for the native loop) and `env`. Only max_tokens, a cancel or a full context end a generation:
+ * the model writes about 2,000 tokens in half a second here, so a stream that must hold its slot for a test's
+ * length needs a long context: `trainedContext` (the model's own, to which `context-size` is capped; default 2048)
+ * and `context-size` both. The caller stops it (afterAll).
  */
 export async function serveNeverStopping(
   modelId: string,
   settings: ServeSettings,
   env: NodeJS.ProcessEnv = {},
+  trainedContext = 2048,
 ): Promise<HearthProcess> {
   const hearth = await startHearthProcess({
-    args: modelArgs(await ensureTinyModel({ reply: null }), modelId, settings),
+    args: modelArgs(await ensureTinyModel({ reply: null, contextLength: trainedContext }), modelId, settings),
     env,
   });
   await hearth.waitReady();

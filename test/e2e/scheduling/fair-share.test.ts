@@ -16,9 +16,16 @@ import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
  */
 let hearth: HearthProcess;
 const MODEL = 'local/never-stops';
+const LONG_CONTEXT = 65_536;
 
 beforeAll(async () => {
-  hearth = await serveNeverStopping(MODEL, { engine: 'native', 'max-tokens': 100000, 'context-size': 2048 });
+  // Streams hold their slots for a test's length: 65,536 tokens of context take this model over 15 s to fill.
+  hearth = await serveNeverStopping(
+    MODEL,
+    { engine: 'native', 'max-tokens': 100000, 'context-size': LONG_CONTEXT },
+    {},
+    LONG_CONTEXT,
+  );
 });
 
 afterAll(async () => {
@@ -310,6 +317,11 @@ describe('scheduling', () => {
       expect(b.status).toBe(200);
       expect(b.body.usage.completion_tokens).toBe(2);
       expect(order).toEqual([]);
+      // The worker reports preemptions on its own channel after b's job: they may reach the metrics after b's answer.
+      await until(
+        async () => sample(await metrics(), 'hearth_preemptions_total', {}) >= preemptedBefore + 1,
+        "b's preemption counted",
+      );
       const m = await metrics();
       expect(sample(m, 'hearth_preemptions_total', {})).toBe(preemptedBefore + 1);
       expect(sample(m, 'hearth_num_requests_waiting', { priority: 'interactive' })).toBe(4);
