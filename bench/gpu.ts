@@ -6,7 +6,7 @@
  * Hearth finds the CUDA backend as `--gpu-layers auto` does (native/build/cuda/libggml-cuda.so first).
  *
  *   npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurrency 1,8,32,64] [--duration 12] [--max-tokens 128]
- *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server,hearth-1t] [--temperature 0] [--sampled 64]
+ *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server,hearth-1t,hearth-first-node] [--temperature 0] [--sampled 64]
  *     [--out-dir bench/out] [--no-results-md]
  *
  * Per server and level: N clients loop streaming chat completions (a short distinct user message: ~16 prompt
@@ -58,8 +58,18 @@ interface Options {
   resultsMd: boolean;
 }
 
-/** hearth-1t: Hearth sampling its rows on the loop thread alone (HEARTH_SAMPLER_THREADS=1), the A/B of parallel sampling. */
-type Target = 'ceiling' | 'hearth' | 'hearth-1t' | 'llama-server';
+/**
+ * Hearth with one change, the A/B of a choice in the same run: hearth-1t samples its rows on the loop thread alone (of
+ * parallel sampling); hearth-first-node keys ggml-cuda's CUDA graphs by the first node only, as ggml does (of
+ * native/cuda-patches/cuda_graph_key.h; the other targets use the shape key of Hearth's build).
+ */
+const HEARTH_VARIANTS = {
+  'hearth-1t': { env: { HEARTH_SAMPLER_THREADS: '1' }, label: 'rows sampled on 1 thread' },
+  'hearth-first-node': { env: { HEARTH_CUDA_GRAPH_KEY: 'first-node' }, label: "ggml's CUDA-graph key" },
+} as const;
+type Variant = keyof typeof HEARTH_VARIANTS;
+const VARIANTS = Object.keys(HEARTH_VARIANTS) as Variant[];
+type Target = 'ceiling' | 'hearth' | Variant | 'llama-server';
 type Server = Exclude<Target, 'ceiling'>;
 
 interface Profile {
@@ -99,7 +109,7 @@ interface ServerRun {
 }
 
 const USAGE = `usage: npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurrency 1,8,32,64] [--duration 12] [--max-tokens 128]
-  [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server] [--temperature 0] [--sampled 64] [--out-dir bench/out] [--no-results-md]`;
+  [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server,hearth-1t,hearth-first-node] [--temperature 0] [--sampled 64] [--out-dir bench/out] [--no-results-md]`;
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
@@ -312,7 +322,7 @@ async function runServer(server: Server, o: Options, model: string): Promise<Ser
       env: {
         HEARTH_NATIVE_PROFILE: '1',
         HEARTH_LOG_LEVEL: 'info',
-        ...(server === 'hearth-1t' ? { HEARTH_SAMPLER_THREADS: '1' } : {}),
+        ...(server === 'hearth' ? {} : HEARTH_VARIANTS[server].env),
       },
     });
     await hearth.waitReady(300_000);
@@ -400,7 +410,7 @@ async function main(): Promise<void> {
   for (const r of ceilingRows)
     log(`ceiling x${r.sequences}: decode ${fmt.num(r.tgTokPerS)} tok/s, with prefill ${fmt.num(r.requestTokPerS)}`);
   const runs: ServerRun[] = [];
-  for (const server of ['hearth', 'llama-server', 'hearth-1t'] as const) {
+  for (const server of ['hearth', 'llama-server', ...VARIANTS] as const) {
     if (!o.targets.has(server)) continue;
     try {
       runs.push(await runServer(server, o, model));
@@ -421,7 +431,7 @@ async function main(): Promise<void> {
   }
 
   const hearthRun = runs.find((r) => r.server === 'hearth');
-  const serialRun = runs.find((r) => r.server === 'hearth-1t');
+  const variantRuns = runs.filter((r): r is ServerRun & { server: Variant } => r.server in HEARTH_VARIANTS);
   const llamaRun = runs.find((r) => r.server === 'llama-server');
   const rowKeys = [
     ...o.concurrency.map((c) => ({ c, sampled: false })),
@@ -431,7 +441,6 @@ async function main(): Promise<void> {
     const h = hearthRun?.levels.find((l) => l.clients === c && !!l.sampled === sampled);
     const l = llamaRun?.levels.find((x) => x.clients === c && !!x.sampled === sampled);
     const ceil = ceilingRows.find((r) => r.sequences === c);
-    const h1 = serialRun?.levels.find((x) => x.clients === c && !!x.sampled === sampled);
     const ratio = (a: number | undefined, b: number | undefined) =>
       a !== undefined && b !== undefined && b > 0 ? (a / b).toFixed(2) : '–';
     return [
@@ -445,16 +454,19 @@ async function main(): Promise<void> {
       l ? `${fmt.ms(l.ttftP50)} / ${fmt.ms(l.ttftP95)}` : '–',
       h ? `${fmt.ms(h.ttftP50)} / ${fmt.ms(h.ttftP95)}` : '–',
       `${l?.errors ?? '–'} / ${h?.errors ?? '–'}`,
-      ...(serialRun ? [h1 ? fmt.num(h1.tokPerS) : '–', ratio(h?.tokPerS, h1?.tokPerS)] : []),
+      ...variantRuns.flatMap((v) => {
+        const hv = v.levels.find((x) => x.clients === c && !!x.sampled === sampled);
+        return [hv ? fmt.num(hv.tokPerS) : '–', ratio(h?.tokPerS, hv?.tokPerS)];
+      }),
     ];
   });
-  const profileRows = [hearthRun, serialRun].flatMap((run) =>
+  const profileRows = [hearthRun, ...variantRuns].flatMap((run) =>
     (run?.levels ?? [])
       .filter((l) => l.profile)
       .map((l) => {
         const p = l.profile!;
         return [
-          run!.server === 'hearth' ? 'parallel' : '1 thread',
+          run!.server === 'hearth' ? 'as built' : HEARTH_VARIANTS[run!.server as Variant].label,
           l.sampled ? `${l.clients} (sampled)` : l.clients,
           fmt.num(p.rowsPerStep),
           p.msPerStep.toFixed(2),
@@ -486,18 +498,21 @@ async function main(): Promise<void> {
         'TTFT p50 / p95 llama-server',
         'TTFT p50 / p95 Hearth',
         'errors (llama-server / Hearth)',
-        ...(serialRun ? ['Hearth, rows sampled on 1 thread, tok/s', 'parallel / 1 thread'] : []),
+        ...variantRuns.flatMap((v) => [
+          `Hearth, ${HEARTH_VARIANTS[v.server].label}, tok/s`,
+          `Hearth / Hearth with ${HEARTH_VARIANTS[v.server].label}`,
+        ]),
       ],
       rows,
     ),
     '',
     ...(profileRows.length
       ? [
-          "Hearth's loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping; graph reused = share of steps whose compute graph llama.cpp kept from the step before (a rebuilt graph also costs its CUDA graph a capture).",
+          "Hearth's loop thread per step (HEARTH_NATIVE_PROFILE, ms): building the batch, llama_decode (building and launching the graph), waiting for the GPU (llama_synchronize), sampling the rows, events to JavaScript; busy = share of the time the loop was stepping; graph reused = share of steps whose compute graph llama.cpp kept from the step before (ggml-cuda replays a rebuilt graph's CUDA graph when that shape's is warm, native/cuda-patches/cuda_graph_key.h).",
           '',
           table(
             [
-              'sampling',
+              'Hearth',
               'clients',
               'rows / step',
               'ms / step',

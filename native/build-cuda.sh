@@ -15,8 +15,8 @@
 #                  baselines of npm run bench:gpu
 # Environment: HEARTH_CUDA_BUILD_DIR (default native/build/cuda/build), HEARTH_CUDA_CMAKE_ARGS (extra -D options,
 # space separated), HEARTH_CUDA_JOBS (default: all cores).
-# Needs nvcc (CUDA 12.4+), cmake, ninja or make, git, and cuBLAS. One architecture takes ~4.5 minutes on 16 cores,
-# ~40 minutes on 2.
+# Needs nvcc (CUDA 12.4+), cmake, ninja or make, git, cuBLAS, and Node with this repository's node_modules (it
+# applies Hearth's edits). One architecture takes ~4.5 minutes on 16 cores, ~40 minutes on 2.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ARCH=""
@@ -42,6 +42,15 @@ COMMIT=$(git bundle list-heads "$BUNDLE" | awk 'NR==1{print $1}')
 if [ "$(git -C "$SRC" rev-parse HEAD 2>/dev/null || true)" != "$COMMIT" ]; then
   rm -rf "$SRC" && mkdir -p "$WORK" && git clone -q "$BUNDLE" "$SRC" && git -C "$SRC" checkout -q "$COMMIT"
 fi
+# Hearth's edits of ggml-cuda (native/cuda-patches/: each batch shape keeps its own warm CUDA graph), applied to a
+# pristine tree; a tree that already has these very edits is left alone, so a rebuild stays incremental.
+PATCHES_CLI=(node --import tsx "$ROOT/native/cuda-patches/hearth-cuda-patches.ts")
+STAMP=$("${PATCHES_CLI[@]}" stamp)
+if [ "$(cat "$SRC/.hearth-cuda-patches" 2>/dev/null || true)" != "$STAMP" ]; then
+  git -C "$SRC" checkout -q -f "$COMMIT" && git -C "$SRC" clean -qfd -- ggml
+  "${PATCHES_CLI[@]}" apply "$SRC/ggml"
+  echo "$STAMP" >"$SRC/.hearth-cuda-patches"
+fi
 GEN=(-G Ninja); command -v ninja >/dev/null || GEN=()
 # shellcheck disable=SC2086
 cmake -S "$SRC" -B "$WORK/b" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF \
@@ -63,5 +72,5 @@ if [ "${#TARGETS[@]}" -gt 1 ]; then
   strip --strip-unneeded "$OUT"/bin/llama-server "$OUT"/bin/llama-batched-bench "$OUT"/bin/lib*.so* 2>/dev/null || true
   ln -sf ../libggml-cuda.so "$OUT/bin/libggml-cuda.so"
 fi
-printf '{"commit":"%s","arch":"%s","nvcc":"%s","seconds":%d}\n' "$COMMIT" "$ARCH" "$(nvcc --version | tail -1)" "$(( $(date +%s) - started ))" >"$OUT/build.json"
+printf '{"commit":"%s","arch":"%s","nvcc":"%s","hearthCudaPatches":"%s","seconds":%d}\n' "$COMMIT" "$ARCH" "$(nvcc --version | tail -1)" "$STAMP" "$(( $(date +%s) - started ))" >"$OUT/build.json"
 echo "build:cuda: $OUT/libggml-cuda.so for sm_$ARCH ($(( $(date +%s) - started )) s)${TARGETS[1]:+; bench tools in $OUT/bin}"

@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { applySourcePatches, sourcePatchesStamp, type SourcePatch } from '../ggml-source-patches.ts';
 
 /**
  * Hearth's own kernels in its native build of ggml's CPU backend (cpu-kernels-build.ts), on top of the sources of
@@ -13,14 +12,6 @@ import { fileURLToPath } from 'node:url';
  */
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-
-/** One source file of ggml's tree: the headers copied beside it, and its edits. */
-interface SourcePatch {
-  file: string;
-  headers: string[];
-  /** Each edit: an anchor that occurs exactly once in the file, and what goes right before or after it. */
-  edits: { anchor: string; before?: string; after?: string }[];
-}
 
 const PATCHES: SourcePatch[] = [
   {
@@ -62,10 +53,7 @@ const PATCHES: SourcePatch[] = [
 
 /** Identity of the kernels and edits: build.json keeps it, so a changed kernel rebuilds the library. */
 export function hearthKernelsStamp(): string {
-  const hash = createHash('sha256');
-  for (const p of PATCHES) for (const h of p.headers) hash.update(readFileSync(join(HERE, h)));
-  hash.update(JSON.stringify(PATCHES));
-  return hash.digest('hex').slice(0, 16);
+  return sourcePatchesStamp(HERE, PATCHES);
 }
 
 /**
@@ -73,18 +61,5 @@ export function hearthKernelsStamp(): string {
  * anchor is not in its file exactly once.
  */
 export function applyHearthKernels(ggmlDir: string): void {
-  const edited = PATCHES.map((p) => {
-    let text = readFileSync(join(ggmlDir, p.file), 'utf8');
-    for (const e of p.edits) {
-      const at = text.indexOf(e.anchor);
-      if (at < 0 || text.indexOf(e.anchor, at + 1) >= 0)
-        throw new Error(`${p.file} of this llama.cpp release does not have "${e.anchor.trim()}" exactly once`);
-      text = text.slice(0, at) + (e.before ?? '') + e.anchor + (e.after ?? '') + text.slice(at + e.anchor.length);
-    }
-    return { p, text };
-  });
-  for (const { p, text } of edited) {
-    for (const h of p.headers) copyFileSync(join(HERE, h), join(ggmlDir, dirname(p.file), h));
-    writeFileSync(join(ggmlDir, p.file), text);
-  }
+  applySourcePatches(ggmlDir, HERE, PATCHES);
 }
