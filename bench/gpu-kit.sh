@@ -3,6 +3,7 @@
 # needs at run time, prepared on a machine that has them, in one folder that travels with the repository.
 #
 #   bash bench/gpu-kit.sh pack [DIR]                   here, after npm ci and npm run build:cuda -- ARCH --bench-tools
+#                                                      (--link-stubs where this machine has no cuBLAS)
 #   bash bench/gpu-kit.sh run [DIR] [bench:gpu options] there, at the root of a copy of the repository
 #
 # DIR (default .gpu-kit, git-ignored) holds node.xz (this machine's node binary) and runtime.tar.xz: the
@@ -41,10 +42,20 @@ pack() {
     other+=(--exclude="node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-cpu-$v.so")
   done
   tar -cf - "${other[@]}" --exclude='node_modules/@types' --exclude='*.d.ts' --exclude='*.d.mts' --exclude='*.d.cts' --exclude='*.md' --exclude='node_modules/node-llama-cpp/llama/gitRelease.bundle' --exclude='node_modules/node-llama-cpp/llama/llama.cpp' \
-      --exclude='node_modules/uWebSockets.js/binaries' --exclude='node_modules/uWebSockets.js/dist/*.node' --exclude='*.map' \
+      --exclude='node_modules/uWebSockets.js/*.node' --exclude='node_modules/uws-legacy-node20/binaries' \
+      --exclude='node_modules/uws-legacy-node20/dist/*.node' --exclude='*.map' \
+      `# sources native modules were built from, and packages' test data and lock files: nothing loads them` \
+      --exclude='*.c' --exclude='*.cc' --exclude='*.cpp' --exclude='*.h' --exclude='*.hpp' --exclude='yarn.lock' \
+      --exclude='node_modules/bintrees/test' \
       -T "$list" native/build/hearth_native.node native/build/cuda/libggml-cuda.so $tools \
     | xz -T0 -9e >"$DIR/runtime.tar.xz"
-  tar -cf - node_modules/uWebSockets.js/binaries/uws_linux_x64_"$abi".node | xz -T0 -6 >"$DIR/uws.tar.xz"
+  # uWS for this Node only: the btc-vision build (glibc 2.38+) and, for Node 20, the legacy one (src/http/uws.ts).
+  uws=()
+  for f in node_modules/uWebSockets.js/uws_linux_x64_"$abi".node node_modules/uws-legacy-node20/binaries/uws_linux_x64_"$abi".node; do
+    [ -f "$f" ] && uws+=("$f")
+  done
+  [ "${#uws[@]}" -gt 0 ] || { echo "gpu-kit: no uWebSockets.js binary for Node ABI $abi" >&2; exit 2; }
+  tar -cf - "${uws[@]}" | xz -T0 -6 >"$DIR/uws.tar.xz"
   if ! [ "$DIR/node.xz" -nt "$(command -v node)" ]; then
     # Its symbol table only (addons bind through .dynsym, which stays): 12 MB less, 2 MB less compressed.
     cp "$(command -v node)" "$DIR/node" && { strip --strip-all "$DIR/node" 2>/dev/null || true; }

@@ -13,6 +13,10 @@
 #   ARCH           compute capability without the dot (default: the first GPU's, from nvidia-smi; 90 for H100/H200)
 #   --bench-tools  also llama-server and llama-batched-bench of the same build (native/build/cuda/bin/), the
 #                  baselines of npm run bench:gpu
+#   --link-stubs   for a machine without cuBLAS or a GPU driver (building here for a GPU machine, bench/gpu-kit.sh):
+#                  compiles against native/cuda-link-stubs/cublas_v2.h and links (--no-as-needed) to empty libraries
+#                  that carry only the SONAMEs (libcublas.so.N, libcublasLt.so.N, libcuda.so.1): NEEDED entries the
+#                  real libraries satisfy where it runs
 # Environment: HEARTH_CUDA_BUILD_DIR (default native/build/cuda/build), HEARTH_CUDA_CMAKE_ARGS (extra -D options,
 # space separated), HEARTH_CUDA_JOBS (default: all cores).
 # Needs nvcc (CUDA 12.4+), cmake, ninja or make, git, cuBLAS, and Node with this repository's node_modules (it
@@ -21,11 +25,13 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ARCH=""
 TARGETS=(ggml-cuda)
+LINK_STUBS=""
 for a in "$@"; do
   case "$a" in
     --bench-tools) TARGETS+=(llama-server llama-batched-bench) ;;
+    --link-stubs) LINK_STUBS=1 ;;
     [0-9]*) ARCH="$a" ;;
-    *) echo "usage: npm run build:cuda -- [ARCH] [--bench-tools]" >&2; exit 2 ;;
+    *) echo "usage: npm run build:cuda -- [ARCH] [--bench-tools] [--link-stubs]" >&2; exit 2 ;;
   esac
 done
 if [ -z "$ARCH" ]; then
@@ -52,12 +58,24 @@ if [ "$(cat "$SRC/.hearth-cuda-patches" 2>/dev/null || true)" != "$STAMP" ]; the
   echo "$STAMP" >"$SRC/.hearth-cuda-patches"
 fi
 GEN=(-G Ninja); command -v ninja >/dev/null || GEN=()
+STUB_ARGS=()
+if [ -n "$LINK_STUBS" ]; then
+  STUBS=$WORK/link-stubs
+  CUDA_MAJOR=$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+  mkdir -p "$STUBS" && echo 'void hearth_link_stub(void) {}' >"$STUBS/stub.c"
+  for so in "libcublas.so.$CUDA_MAJOR" "libcublasLt.so.$CUDA_MAJOR" libcuda.so.1; do
+    cc -shared -fPIC -o "$STUBS/${so%%.so.*}.so" -Wl,-soname,"$so" "$STUBS/stub.c"
+  done
+  STUB_ARGS=(-DCUDA_cublas_LIBRARY="$STUBS/libcublas.so" -DCUDA_cublasLt_LIBRARY="$STUBS/libcublasLt.so"
+    -DCUDA_cuda_driver_LIBRARY="$STUBS/libcuda.so" -DCMAKE_CUDA_FLAGS="-I$ROOT/native/cuda-link-stubs"
+    -DCMAKE_CXX_FLAGS="-I$ROOT/native/cuda-link-stubs" -DCMAKE_MODULE_LINKER_FLAGS=-Wl,--no-as-needed)
+fi
 # shellcheck disable=SC2086
 cmake -S "$SRC" -B "$WORK/b" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF \
   -DGGML_OPENMP=OFF -DCMAKE_CUDA_ARCHITECTURES="${ARCH}-real" -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   `# NEEDED libggml-base.so (not .so.0) and no rpath: in Hearth's process it binds to node-llama-cpp's prebuilt base` \
-  -DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON -DCMAKE_SKIP_RPATH=ON -DGGML_CUDA_NCCL=OFF \
+  -DCMAKE_PLATFORM_NO_VERSIONED_SONAME=ON -DCMAKE_SKIP_RPATH=ON -DGGML_CUDA_NCCL=OFF "${STUB_ARGS[@]}" \
   ${HEARTH_CUDA_CMAKE_ARGS:-} >"$WORK/cmake.log"
 started=$(date +%s)
 cmake --build "$WORK/b" --target "${TARGETS[@]}" -j "${HEARTH_CUDA_JOBS:-$(nproc)}" >"$WORK/build.log" 2>&1 || { tail -30 "$WORK/build.log" >&2; exit 1; }
