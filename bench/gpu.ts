@@ -6,7 +6,7 @@
  * Hearth finds the CUDA backend as `--gpu-layers auto` does (native/build/cuda/libggml-cuda.so first).
  *
  *   npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurrency 1,8,32,64] [--duration 12] [--max-tokens 128]
- *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server,hearth-1t,hearth-first-node,hearth-kv-unified] [--temperature 0] [--sampled 64]
+ *     [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server,hearth-1t,hearth-first-node,hearth-kv-unified,hearth-prompt-ride] [--temperature 0] [--sampled 64]
  *     [--out-dir bench/out] [--no-results-md]
  *
  * Per server and level: N clients loop streaming chat completions (a short distinct user message: ~16 prompt
@@ -63,12 +63,14 @@ interface Options {
  * parallel sampling); hearth-first-node keys ggml-cuda's CUDA graphs by the first node only, as ggml does (of
  * native/cuda-patches/cuda_graph_key.h; the other targets use the shape key of Hearth's build); hearth-kv-unified
  * keeps all slots in one KV buffer, so a step where a prompt chunk joins is one pass instead of two (of
- * --kv-unified, off by default).
+ * --kv-unified, off by default); hearth-prompt-ride feeds prompts of up to 64 tokens one token a step in the
+ * generating rows' pass, the other way to one pass a step (of --prompt-ride-tokens, off by default).
  */
 const HEARTH_VARIANTS = {
   'hearth-1t': { env: { HEARTH_SAMPLER_THREADS: '1' }, label: 'rows sampled on 1 thread' },
   'hearth-first-node': { env: { HEARTH_CUDA_GRAPH_KEY: 'first-node' }, label: "ggml's CUDA-graph key" },
   'hearth-kv-unified': { env: { HEARTH_KV_UNIFIED: 'true' }, label: 'one KV buffer (--kv-unified)' },
+  'hearth-prompt-ride': { env: { HEARTH_PROMPT_RIDE_TOKENS: '64' }, label: 'prompts riding (--prompt-ride-tokens 64)' },
 } as const;
 type Variant = keyof typeof HEARTH_VARIANTS;
 const VARIANTS = Object.keys(HEARTH_VARIANTS) as Variant[];
@@ -112,7 +114,7 @@ interface ServerRun {
 }
 
 const USAGE = `usage: npm run bench:gpu -- [--model 0.5b-q8|<gguf>] [--concurrency 1,8,32,64] [--duration 12] [--max-tokens 128]
-  [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server,hearth-1t,hearth-first-node,hearth-kv-unified] [--temperature 0] [--sampled 64] [--out-dir bench/out] [--no-results-md]`;
+  [--slots 64] [--tools native/build/cuda/bin] [--targets ceiling,hearth,llama-server,hearth-1t,hearth-first-node,hearth-kv-unified,hearth-prompt-ride] [--temperature 0] [--sampled 64] [--out-dir bench/out] [--no-results-md]`;
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {

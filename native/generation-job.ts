@@ -110,6 +110,11 @@ export interface NativeTuning {
   promptCacheMiB: number;
   /** Prefill pacing: while slots generate, a step with prompt chunks takes at most this % of a decode-only step (0 = off). */
   prefillStepPercent: number;
+  /**
+   * While slots generate, a prompt of at most this many tokens to evaluate rides in their pass, one token a step,
+   * instead of a pass of its own (0 = off).
+   */
+  promptRideTokens: number;
   /** One KV buffer shared by all slots instead of a stream per slot. */
   kvUnified: boolean;
 }

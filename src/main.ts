@@ -151,6 +151,7 @@ export async function startHearth(config: Config, log: Logger = createLogger(con
       stepTokenBudget: config.stepTokenBudget,
       promptCacheMiB: config.promptCacheMiB ?? defaultPromptCacheMiB(config.workers),
       prefillStepPercent: config.prefillStepPercent,
+      promptRideTokens: config.promptRideTokens,
       kvUnified: config.kvUnified,
     },
     maxTokens: config.maxTokens,

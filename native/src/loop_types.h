@@ -46,6 +46,12 @@ struct LoopOptions {
     int32_t threadPoll = 0;
     /** Most tokens per step while a slot is generating (step_budget.h); 0 = batchSize. */
     int32_t stepTokenBudget = 0;
+    /**
+     * > 0: while slots generate, a prompt with at most this many tokens to evaluate (at its start) is fed one token
+     * a step in their pass instead of a pass of its own (llama.cpp splits a step whose sequences bring unequal
+     * token counts into passes): one pass a step, its first token up to this many steps later. 0 = off.
+     */
+    int32_t promptRideTokens = 0;
     /** > 100: while slots generate, a step with prompt chunks takes at most this % of a decode-only step (prefill_pacer.h); 0 = off. */
     double prefillStepPercent = 0.0;
     /** Host-memory prompt cache (prompt_cache.h), MiB of KV state kept; 0 = none. */

@@ -568,6 +568,7 @@ void SlotLoop::resume(Slot && parked) {
     slot.seq = seq;
     slot.cache = std::move(cache);
     slot.promptPos = (size_t) reuse;
+    slot.rides = ridesWithDecoders(slot);
     slot.lastUsed = ++clock_;
 }
 
@@ -643,6 +644,7 @@ void SlotLoop::assign(JobSpec && job) {
     slot.pendingLogprobs.clear();
     slot.scanner = std::make_unique<StopScanner>(std::move(job.stops));
     slot.prompt = std::move(job.prompt);
+    slot.rides = ridesWithDecoders(slot);
 }
 
 void SlotLoop::placeKv(Slot & slot, const std::vector<llama_token> & tokens, const std::string & partition, int32_t & reuse) {
@@ -672,6 +674,11 @@ void SlotLoop::placeKv(Slot & slot, const std::vector<llama_token> & tokens, con
     }
     slot.cache.resize(reuse);
     slot.partition = partition;
+}
+
+bool SlotLoop::ridesWithDecoders(const Slot & slot) const {
+    const size_t left = slot.prompt.size() - slot.promptPos;
+    return options_.promptRideTokens > 0 && left <= (size_t) options_.promptRideTokens;
 }
 
 void SlotLoop::compact() {
@@ -760,7 +767,8 @@ void SlotLoop::step() {
     std::sort(prompting.begin(), prompting.end(), [](const Slot * a, const Slot * b) { return a->serial < b->serial; });
     for (Slot * slot : prompting) {
         const int32_t left = (int32_t) (slot->prompt.size() - slot->promptPos);
-        slot->chunk = std::max(0, std::min(budget, left));
+        const int32_t most = slot->rides && generatingRows > 0 ? 1 : budget;
+        slot->chunk = std::max(0, std::min({most, budget, left}));
         budget -= slot->chunk;
     }
 

@@ -128,6 +128,7 @@ private:
         std::string sampleError;
         int32_t chunk = 0;         // prompt tokens in this step's batch
         int32_t promptSteps = 0;   // steps that evaluated some of this job's prompt
+        bool rides = false;        // prompt fed one token a step in the generating rows' pass (promptRideTokens)
     };
 
     struct Command {
@@ -179,6 +180,8 @@ private:
     bool anyBusy() const;
     /** Publishes the KV cells busy slots hold (LoopStats::kvCellsUsed); after each command batch and each step. */
     void publishKvUse();
+    /** Whether `slot`'s prompt (prompt and promptPos set) rides in the generating rows' pass (promptRideTokens). */
+    bool ridesWithDecoders(const Slot & slot) const;
     void compact();
     void migrate(Slot & from, Slot & to);
     void step();

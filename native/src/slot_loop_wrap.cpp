@@ -84,6 +84,7 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
     options.persistentThreads = o.Get("persistentThreads").IsUndefined() ? true : o.Get("persistentThreads").ToBoolean().Value();
     options.threadPoll = o.Get("threadPoll").IsUndefined() ? options.threadPoll : requiredInt(o, "threadPoll", 0, 100);
     options.stepTokenBudget = o.Get("stepTokenBudget").IsUndefined() ? 0 : requiredInt(o, "stepTokenBudget", 0, 1 << 20);
+    options.promptRideTokens = o.Get("promptRideTokens").IsUndefined() ? 0 : requiredInt(o, "promptRideTokens", 0, 1 << 20);
     options.prefillStepPercent = numberOr(o, "prefillStepPercent", 0.0);
     options.promptCacheMiB = o.Get("promptCacheMiB").IsUndefined() ? 0 : requiredInt(o, "promptCacheMiB", 0, 1 << 20);
     options.calibrateCores = o.Get("calibrateCores").IsUndefined() ? 0 : requiredInt(o, "calibrateCores", 0, 4096);

@@ -8,5 +8,6 @@ export const TEST_NATIVE_TUNING: NativeTuning = {
   stepTokenBudget: 0,
   promptCacheMiB: 0,
   prefillStepPercent: 0,
+  promptRideTokens: 0,
   kvUnified: false,
 };

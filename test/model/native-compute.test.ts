@@ -76,7 +76,7 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
    * 1,000 tokens; once its first text arrives, job L brings a 300-token prompt ending in "\n". Returns L's prompt steps,
    * whether G was still generating when L's prompt was done, and both outputs.
    */
-  const scenario = (stepTokenBudget: number, stepTimeRatio = 0, submitAfterTokens = 1) =>
+  const scenario = (stepTokenBudget: number, stepTimeRatio = 0, submitAfterTokens = 1, promptRideTokens = 0) =>
     new Promise<{ promptSteps: number; genStillRunning: boolean; g: string; l: string; gTokens: number }>(
       (resolve, reject) => {
         const native = loadHearthNative();
@@ -99,6 +99,7 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
             threads: 1,
             stepTokenBudget,
             prefillStepPercent: stepTimeRatio * 100,
+            promptRideTokens,
           },
           (events) => {
             for (const e of events) {
@@ -168,27 +169,44 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
     expect(paced.l).toBe(DEFAULT_TINY_REPLY);
   });
 
-  it('uses the whole batch for a prompt when no slot is generating', async () => {
-    const native = loadHearthNative();
-    if (!native.ok) throw new Error(native.reason);
-    const steps = await new Promise<number>((resolve, reject) => {
-      let seen = -1;
-      const loop = new native.binding.SlotLoop(
-        { modelPath, contextSize: 512, slots: 2, threads: 1, stepTokenBudget: 16 },
-        (events) => {
-          for (const e of events) {
-            if (e.type === 'ready')
-              loop.submit(1, promptOf(300, 5), generationJob({ maxTokens: 2, sampling: GREEDY_SAMPLING }));
-            else if (e.type === 'prompt') seen = e.promptSteps;
-            else if (e.type === 'done') loop.dispose();
-            else if (e.type === 'disposed') resolve(seen);
-            else if (e.type === 'loadFailed' || e.type === 'error') reject(new Error(e.message));
-          }
-        },
-      );
-    });
-    expect(steps).toBe(1);
+  it("feeds a prompt of at most --prompt-ride-tokens one token a step in the generating rows' pass, its reply unchanged", async () => {
+    // L's 300 prompt tokens (none cached) ride with G's row: one pass a step, 300 steps. With 299 allowed, the
+    // prompt takes a pass of its own, in one step, as without the setting.
+    const rides = await scenario(0, 0, 1, 300);
+    const own = await scenario(0, 0, 1, 299);
+    for (const s of [rides, own]) {
+      expect(s.genStillRunning).toBe(true);
+      expect(s.gTokens).toBe(1000);
+      expect(s.l).toBe(DEFAULT_TINY_REPLY);
+    }
+    expect(rides.promptSteps).toBe(300);
+    expect(own.promptSteps).toBe(1);
   });
+
+  it.each([{ stepTokenBudget: 16 }, { promptRideTokens: 300 }])(
+    'uses the whole batch for a prompt when no slot is generating (%o)',
+    async (tuning) => {
+      const native = loadHearthNative();
+      if (!native.ok) throw new Error(native.reason);
+      const steps = await new Promise<number>((resolve, reject) => {
+        let seen = -1;
+        const loop = new native.binding.SlotLoop(
+          { modelPath, contextSize: 512, slots: 2, threads: 1, ...tuning },
+          (events) => {
+            for (const e of events) {
+              if (e.type === 'ready')
+                loop.submit(1, promptOf(300, 5), generationJob({ maxTokens: 2, sampling: GREEDY_SAMPLING }));
+              else if (e.type === 'prompt') seen = e.promptSteps;
+              else if (e.type === 'done') loop.dispose();
+              else if (e.type === 'disposed') resolve(seen);
+              else if (e.type === 'loadFailed' || e.type === 'error') reject(new Error(e.message));
+            }
+          },
+        );
+      });
+      expect(steps).toBe(1);
+    },
+  );
 });
 
 describe.skipIf(skipReason !== '')(`native thread calibration${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {

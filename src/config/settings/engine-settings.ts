@@ -185,6 +185,17 @@ export const ENGINE_SETTINGS = [
     help: 'Native engine: most tokens per decode step while any slot is generating, so long prompts are prefilled in chunks and streams keep their pace (0 = --batch-size)',
   },
   {
+    key: 'promptRideTokens',
+    flag: '--prompt-ride-tokens',
+    env: 'HEARTH_PROMPT_RIDE_TOKENS',
+    group: 'tuning',
+    type: 'int',
+    min: 0,
+    max: 1 << 16,
+    default: 0,
+    help: "Native engine: while slots are generating, a prompt with at most this many tokens to evaluate rides in their decode pass, one token a step, instead of a pass of its own (llama.cpp gives a prompt chunk its own pass over the weights): one pass a step, which suits a GPU, where every pass costs its kernel launches; that prompt's first token comes up to this many steps later. 0 = off",
+  },
+  {
     key: 'maxTokens',
     flag: '--max-tokens',
     env: 'HEARTH_MAX_TOKENS',
