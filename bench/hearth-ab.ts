@@ -5,7 +5,10 @@
  * ratio B / A. No results are recorded: it decides a default, the benches that record figures measure it.
  *
  *   npm run bench:hearth-ab -- --model FILE --b-args="--prompt-ride-tokens 64" [--a-args="FLAGS"] [--clients 64]
- *       [--slots 64] [--rounds 4] [--duration 10] [--cpu-kernels native]
+ *       [--slots 64] [--rounds 4] [--duration 10] [--cpu-kernels native] [--args="FLAGS"]
+ *
+ * --args go to both sides, e.g. --args="--threads 2": the thread count each start calibrates can differ between
+ * starts on a small model, which would show as noise between rounds.
  */
 import { parseArgs } from 'node:util';
 import { startBenchHearth } from './lib/servers.ts';
@@ -17,6 +20,7 @@ import { makeAgent, streamTimed } from './lib/timed-sse.ts';
 const { values } = parseArgs({
   options: {
     model: { type: 'string' },
+    args: { type: 'string', default: '' },
     'a-args': { type: 'string', default: '' },
     'b-args': { type: 'string' },
     clients: { type: 'string', default: '64' },
@@ -47,6 +51,7 @@ async function measure(flags: string): Promise<Round> {
     [
       ...['--model', values.model!, '--model-id', 'local/ab', '--engine', 'native', '--workers', '1'],
       ...['--slots', String(slots), '--context-size', '512', '--cpu-kernels', values['cpu-kernels']],
+      ...split(values.args),
       ...split(flags),
     ],
     {},
@@ -83,7 +88,9 @@ async function measure(flags: string): Promise<Round> {
 }
 
 console.log(machineLine(describeMachine()));
-console.log(`model ${values.model}, ${clients} clients, ${slots} slots; A: "${sides.A}", B: "${sides.B}"`);
+console.log(
+  `model ${values.model}, ${clients} clients, ${slots} slots, both "${values.args}"; A: "${sides.A}", B: "${sides.B}"`,
+);
 const results: Record<'A' | 'B', Round[]> = { A: [], B: [] };
 for (let round = 1; round <= rounds; round++) {
   for (const side of round % 2 === 1 ? (['A', 'B'] as const) : (['B', 'A'] as const)) {
