@@ -35,8 +35,9 @@ export interface NativeLoopOptions extends Partial<NativeTuning> {
   samplerThreads?: number;
   /** > 0: time 1..threads compute threads at load and use the best for a machine of this many cores. */
   calibrateCores?: number;
-  /** JavaScript work per step (ms) the calibration allows for. Defaults to 1. */
+  /** JavaScript work (ms) the calibration allows for per step (default 0.05) and per token a step forwards (default 0.025). */
   calibrateJsStepMs?: number;
+  calibrateJsTokenMs?: number;
 }
 
 /** The GPU a loop's model was offloaded to (ggml's device name, e.g. CUDA0, and description, e.g. NVIDIA H100 80GB HBM3). */
@@ -56,6 +57,13 @@ export interface NativeThreadTiming {
   estimateMs: number;
 }
 
+/** The step the calibration timed: `rows` tokens over `history` positions per sequence, and the JavaScript allowance it added (ms). */
+export interface NativeCalibrationStep {
+  rows: number;
+  history: number;
+  jsMs: number;
+}
+
 /** Events of one slot loop, delivered in order, in arrays (one call per loop step or fewer). */
 export type NativeLoopEvent =
   | {
@@ -68,6 +76,7 @@ export type NativeLoopEvent =
       threadPool: boolean;
       cpuBackend: string;
       calibration?: NativeThreadTiming[];
+      calibrationStep?: NativeCalibrationStep;
       gpuLayers: number;
       modelLayers: number;
       embeddingsOnly: boolean;

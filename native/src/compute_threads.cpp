@@ -89,22 +89,54 @@ ComputeThreads::~ComputeThreads() {
     }
 }
 
-ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t maxThreads, int32_t cores, double jsStepMs, int32_t poll, bool persistent,
-                                   std::vector<std::unique_ptr<ComputeThreads>> & pools) {
+ThreadCalibration calibrateThreads(llama_context * ctx, const CalibrationSpec & spec, std::vector<std::unique_ptr<ComputeThreads>> & pools) {
     using Clock = std::chrono::steady_clock;
     ThreadCalibration out;
-    rows = std::max(1, std::min(rows, (int32_t) llama_n_batch(ctx)));
+    const int32_t rows = std::max(1, std::min(spec.rows, (int32_t) llama_n_batch(ctx)));
     out.rows = rows;
+    out.jsMs = spec.jsStepMs + spec.jsTokenMs * rows;
     llama_memory_t memory = llama_get_memory(ctx);
     const llama_vocab * vocab = llama_model_get_vocab(llama_get_model(ctx));
     const int32_t nVocab = llama_vocab_n_tokens(vocab);
-    llama_batch batch = llama_batch_init(rows, 0, 1);
-    // Positions 0..depth-1 of every sequence: a short history so attention is not trivially empty.
-    constexpr int32_t kDepth = 4;
+    const int32_t nBatch = (int32_t) llama_n_batch(ctx);
+    auto tokenAt = [&](int32_t i, int32_t pos) { return (llama_token) ((i * 7919 + pos * 104729 + 1) % nVocab); };
+
+    // One warm-up step, then at least 3 timed ones and at most ~1 s of them, at positions history..+kSteps.
+    constexpr int32_t kSteps = 1 + 12;
+    constexpr int32_t kHistory = 128;
+    // Cells each sequence may use; when all sequences share one stream (--kv-unified, or one sequence),
+    // the copied history shares its cells but each row's steps take their own.
+    const int32_t room = (int32_t) llama_n_ctx_seq(ctx);
+    const bool shared = room == (int32_t) llama_n_ctx(ctx);
+    const int32_t stepCells = shared ? rows * kSteps : kSteps;
+    out.history = std::max(0, std::min({ kHistory, spec.slotContext / 2, room - stepCells }));
+
+    llama_batch batch = llama_batch_init(std::max(rows, std::min(out.history, nBatch)), 0, 1);
+    // Prefills positions 0..history-1 of sequence 0 and copies them to sequences 1..rows-1.
+    auto buildHistory = [&]() {
+        llama_memory_clear(memory, true);
+        for (int32_t p0 = 0; p0 < out.history; p0 += nBatch) {
+            batch.n_tokens = std::min(nBatch, out.history - p0);
+            for (int32_t j = 0; j < batch.n_tokens; j++) {
+                batch.token[j] = tokenAt(0, p0 + j);
+                batch.pos[j] = p0 + j;
+                batch.n_seq_id[j] = 1;
+                batch.seq_id[j][0] = 0;
+                batch.logits[j] = 0;
+            }
+            if (llama_decode(ctx, batch) != 0) {
+                return false;
+            }
+        }
+        for (int32_t s = 1; s < rows && out.history > 0; s++) {
+            llama_memory_seq_cp(memory, 0, s, -1, -1);
+        }
+        return true;
+    };
     auto stepAt = [&](int32_t pos) {
         batch.n_tokens = rows;
         for (int32_t i = 0; i < rows; i++) {
-            batch.token[i] = (llama_token) ((i * 7919 + pos * 104729 + 1) % nVocab);
+            batch.token[i] = tokenAt(i, pos);
             batch.pos[i] = pos;
             batch.n_seq_id[i] = 1;
             batch.seq_id[i][0] = i;
@@ -112,56 +144,59 @@ ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t ma
         }
         return llama_decode(ctx, batch) == 0;
     };
+
     std::vector<int32_t> candidates;
-    maxThreads = std::max(1, maxThreads);
+    const int32_t maxThreads = std::max(1, spec.maxThreads);
     for (int32_t t = 1; t <= maxThreads; t = maxThreads <= 8 ? t + 1 : t * 2) {
         candidates.push_back(t);
     }
     if (candidates.back() != maxThreads) {
         candidates.push_back(maxThreads);
     }
+    bool historyReady = false;
     for (int32_t t : candidates) {
         std::string why;
-        std::unique_ptr<ComputeThreads> pool = persistent ? ComputeThreads::create(t, t, poll, why) : nullptr;
+        std::unique_ptr<ComputeThreads> pool = spec.persistent ? ComputeThreads::create(t, t, spec.poll, why) : nullptr;
         if (pool) {
             pool->attach(ctx);
         } else {
             llama_set_n_threads(ctx, t, t);
         }
+        // Back to the bare history: drop the previous candidate's steps, or (memory that cannot drop a
+        // tail, e.g. recurrent state) build it again on this candidate's threads.
+        bool ok = historyReady && llama_memory_seq_rm(memory, -1, out.history, -1);
+        ok = ok || buildHistory();
+        historyReady = ok;
         std::vector<double> ms;
         const auto began = Clock::now();
-        bool ok = true;
-        // One warm-up step, then at least 3 timed ones and at most ~1 s of them.
-        for (int32_t k = 0; ok && k < 1 + 12; k++) {
+        for (int32_t k = 0; ok && k < kSteps; k++) {
             const auto s = Clock::now();
-            ok = stepAt(k % kDepth);
+            ok = stepAt(out.history + k);
             const double took = std::chrono::duration<double, std::milli>(Clock::now() - s).count();
             if (k > 0) {
                 ms.push_back(took);
-            }
-            if ((k + 1) % kDepth == 0) {
-                llama_memory_clear(memory, true);
             }
             if (k >= 3 && std::chrono::duration<double, std::milli>(Clock::now() - began).count() > 1000.0) {
                 break;
             }
         }
-        llama_memory_clear(memory, true);
         if (pool) {
             pool->detach();
             pools.push_back(std::move(pool));
         }
         if (!ok || ms.empty()) {
+            historyReady = false;
             continue;
         }
         ThreadTiming timing;
         timing.threads = t;
         timing.msPerStep = medianOf(ms);
-        timing.estimateMs = t >= cores ? timing.msPerStep + jsStepMs : std::max(timing.msPerStep, jsStepMs);
+        timing.estimateMs = t >= spec.cores ? timing.msPerStep + out.jsMs : std::max(timing.msPerStep, out.jsMs);
         out.timings.push_back(timing);
     }
+    llama_memory_clear(memory, true);
     llama_batch_free(batch);
-    out.chosen = std::max(1, maxThreads);
+    out.chosen = maxThreads;
     double best = -1;
     for (const auto & timing : out.timings) {
         // Ties (within 3%) go to fewer threads: the same pace with a core left for everything else.

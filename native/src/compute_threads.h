@@ -54,21 +54,39 @@ struct ThreadTiming {
     double estimateMs = 0;  // with the JavaScript allowance: what a served step is expected to cost
 };
 
+/** What the calibration times and how it weighs the JavaScript threads that share the cores. */
+struct CalibrationSpec {
+    int32_t rows = 1;        // tokens per timed step, one per sequence 0..rows-1 (clipped to n_batch)
+    int32_t maxThreads = 1;  // the most compute threads tried
+    int32_t slotContext = 0; // positions a slot may hold; the history is at most half of it
+    int32_t cores = 1;       // cores this loop may use
+    // JavaScript work per served step (the wake-ups of the worker and main threads) and per token it
+    // forwards (event, SSE frame, socket write): on a 2-core Zen 5 the main thread spends 13-15 us a
+    // token at 8 and 64 streams (per-thread schedstat); the default allows about twice that.
+    double jsStepMs = 0.05;
+    double jsTokenMs = 0.025;
+    int32_t poll = 0;
+    bool persistent = true;  // time persistent pools (ComputeThreads), as the loop then decodes on one
+};
+
 struct ThreadCalibration {
     int32_t chosen = 0;
     int32_t rows = 0;
+    int32_t history = 0;  // positions of history every sequence had when its steps were timed
+    double jsMs = 0;      // the JavaScript allowance per step: jsStepMs + jsTokenMs * rows
     std::vector<ThreadTiming> timings;
 };
 
 /**
  * Times one decode step of `rows` tokens (one per sequence 0..rows-1, the shape of `rows` streams
- * generating) with 1..maxThreads threads (persistent pools when `persistent`), then picks the count with
- * the lowest estimate: ms(t) + jsStepMs when t threads leave no core free (t >= cores: ggml's threads
- * and the JavaScript threads take turns), max(ms(t), jsStepMs) otherwise (they run side by side).
+ * generating) over a history of up to 128 positions per sequence (at most half the slot context) (prefilled once on sequence 0 and
+ * copied to the others; attention over the history is much of a small model's step), with
+ * 1..maxThreads threads, then picks the count with the lowest estimate: ms(t) + jsMs when t threads
+ * leave no core free (t >= cores: ggml's threads and the JavaScript threads take turns), max(ms(t),
+ * jsMs) otherwise (they run side by side). Ties within 3% go to fewer threads.
  * Tries 1..maxThreads when maxThreads <= 8, else 1, 2, 4, ... and maxThreads. Leaves the context's
  * memory empty; the pools it used (when `persistent`) are appended to `pools`, which must outlive ctx.
  */
-ThreadCalibration calibrateThreads(llama_context * ctx, int32_t rows, int32_t maxThreads, int32_t cores, double jsStepMs, int32_t poll, bool persistent,
-                                   std::vector<std::unique_ptr<ComputeThreads>> & pools);
+ThreadCalibration calibrateThreads(llama_context * ctx, const CalibrationSpec & spec, std::vector<std::unique_ptr<ComputeThreads>> & pools);
 
 }  // namespace hearth

@@ -70,6 +70,13 @@ Napi::Object readyToJs(Napi::Env env, const LoopEvent & e) {
         }
         o.Set("calibration", timings);
     }
+    if (e.calibrationStep.size() == 3) {
+        Napi::Object step = Napi::Object::New(env);
+        step.Set("rows", e.calibrationStep[0]);
+        step.Set("history", e.calibrationStep[1]);
+        step.Set("jsMs", e.calibrationStep[2]);
+        o.Set("calibrationStep", step);
+    }
     return o;
 }
 

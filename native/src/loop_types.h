@@ -58,8 +58,9 @@ struct LoopOptions {
     int32_t promptCacheMiB = 0;
     /** > 0: choose 1..threads compute threads at load by timing them (calibrateThreads), for this many cores. */
     int32_t calibrateCores = 0;
-    /** The JavaScript work per step the calibration allows for (ms). */
-    double calibrateJsStepMs = 1.0;
+    /** The JavaScript work the calibration allows for (ms): per step, and per token a step forwards (CalibrationSpec). */
+    double calibrateJsStepMs = 0.05;
+    double calibrateJsTokenMs = 0.025;
 };
 
 /** Sampler chain settings of one job (native/generation-job.ts SamplingParams, the same field names). */
@@ -152,6 +153,7 @@ struct LoopEvent {
     bool threadPool = false;         // persistent compute threads attached
     std::string cpuBackend;          // file of the ggml CPU backend library in use
     std::vector<double> calibration; // (threads, ms per step, estimate ms) triples, when calibrated
+    std::vector<double> calibrationStep; // (rows, history, JavaScript allowance ms) of the timed step, when calibrated
     int32_t gpuLayers = 0;           // layers on the GPU (0: computes on the CPU)
     int32_t modelLayers = 0;         // llama_model_n_layer (+1 output layer offloadable)
     bool embeddingsOnly = false;     // an encoder that serves embeddings only (model_kind.h): no generation context

@@ -184,6 +184,9 @@ void SlotLoop::run() {
     for (const auto & t : calibration_.timings) {
         ready.calibration.insert(ready.calibration.end(), { (double) t.threads, t.msPerStep, t.estimateMs });
     }
+    if (!calibration_.timings.empty()) {
+        ready.calibrationStep = { (double) calibration_.rows, (double) calibration_.history, calibration_.jsMs };
+    }
     events_.push_back(std::move(ready));
     flushEvents();
 
@@ -356,8 +359,16 @@ void SlotLoop::setUpComputeThreads(int32_t slots) {
     threads_ = options_.threads;
     int32_t threadsBatch = options_.threadsBatch;
     if (options_.calibrateCores > 0 && options_.threads > 1) {
-        calibration_ = calibrateThreads(ctx_, slots, options_.threads, options_.calibrateCores, options_.calibrateJsStepMs,
-                                        options_.threadPoll, options_.persistentThreads, computePools_);
+        CalibrationSpec spec;
+        spec.rows = slots;
+        spec.maxThreads = options_.threads;
+        spec.slotContext = options_.contextSize;
+        spec.cores = options_.calibrateCores;
+        spec.jsStepMs = std::max(0.0, options_.calibrateJsStepMs);
+        spec.jsTokenMs = std::max(0.0, options_.calibrateJsTokenMs);
+        spec.poll = options_.threadPoll;
+        spec.persistent = options_.persistentThreads;
+        calibration_ = calibrateThreads(ctx_, spec, computePools_);
         threadsBatch = threadsBatch == threads_ ? calibration_.chosen : threadsBatch;
         threads_ = calibration_.chosen;
     }

@@ -89,6 +89,7 @@ SlotLoopWrap::SlotLoopWrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<S
     options.promptCacheMiB = o.Get("promptCacheMiB").IsUndefined() ? 0 : requiredInt(o, "promptCacheMiB", 0, 1 << 20);
     options.calibrateCores = o.Get("calibrateCores").IsUndefined() ? 0 : requiredInt(o, "calibrateCores", 0, 4096);
     options.calibrateJsStepMs = numberOr(o, "calibrateJsStepMs", options.calibrateJsStepMs);
+    options.calibrateJsTokenMs = numberOr(o, "calibrateJsTokenMs", options.calibrateJsTokenMs);
 
     embedMaxTokens_ = options.contextSize;
     embedThreads_ = options.threadsBatch;

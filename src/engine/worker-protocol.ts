@@ -43,6 +43,8 @@ export interface NativeComputeInfo {
   cpuBackend: string;
   /** The load-time thread calibration (`--threads 0`): ms per decode step for each thread count tried. */
   calibration?: { threads: number; msPerStep: number; estimateMs: number }[];
+  /** The step it timed: rows (tokens), history (positions per sequence), jsMs (the JavaScript allowance per step). */
+  calibrationStep?: { rows: number; history: number; jsMs: number };
 }
 
 /** Where a worker's llama.cpp computes, as loaded (logged with "model ready", in /health's engine). */

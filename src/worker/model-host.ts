@@ -103,6 +103,7 @@ export class ModelHost {
           threadPool: e.loaded.threadPool,
           cpuBackend: e.loaded.cpuBackend,
           ...(e.loaded.calibration ? { calibration: [...e.loaded.calibration] } : {}),
+          ...(e.loaded.calibrationStep ? { calibrationStep: { ...e.loaded.calibrationStep } } : {}),
         };
         return new ModelHost(e, new PromptBuilder(model), undefined, compute, llama, model, nativeGpuInfo(e));
       }

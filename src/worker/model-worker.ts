@@ -50,6 +50,7 @@ const loading = (async () => {
               threadPool: host.compute.threadPool,
               cpuBackend: host.compute.cpuBackend,
               ...(host.compute.calibration ? { calibration: host.compute.calibration } : {}),
+              ...(host.compute.calibrationStep ? { calibrationStep: host.compute.calibrationStep } : {}),
             },
           }
         : {}),

@@ -210,27 +210,70 @@ describe.skipIf(skipReason !== '')(`native step token budget${skipReason ? ` (sk
 });
 
 describe.skipIf(skipReason !== '')(`native thread calibration${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
-  it('times each thread count from 1 to the most allowed and uses one of them', async () => {
+  it('times each thread count over a history, weighs the JavaScript allowance, and leaves the context as it found it', async () => {
+    const slots = 4;
     const engine = await loadNativeSlotEngineInternal({
       modelPath: await ensureTinyModel(),
       contextSize: 256,
-      slots: 4,
+      slots,
+      threads: 2,
+      calibrateCores: 2,
+      calibrateJsStepMs: 0.5,
+      calibrateJsTokenMs: 0.25,
+    });
+    let calibratedText = '';
+    let chosen = 0;
+    try {
+      const step = engine.loaded.calibrationStep!;
+      // One row per slot, over half the slot's context (at most 128), with the allowance 0.5 + 0.25 per row.
+      expect(step).toEqual({ rows: slots, history: 128, jsMs: 0.5 + 0.25 * slots });
+      expect(engine.loaded.calibration?.map((t) => t.threads)).toEqual([1, 2]);
+      for (const t of engine.loaded.calibration!) {
+        expect(t.msPerStep).toBeGreaterThan(0);
+        // 2 threads on 2 cores leave none free: the JavaScript work adds up; 1 thread runs beside it.
+        const expected = t.threads >= 2 ? t.msPerStep + step.jsMs : Math.max(t.msPerStep, step.jsMs);
+        expect(t.estimateMs).toBeCloseTo(expected, 9);
+      }
+      const best = [...engine.loaded.calibration!].sort((a, b) => a.estimateMs - b.estimateMs)[0]!;
+      // The chosen count is the best estimate, or fewer threads within 3% of it.
+      chosen = engine.loaded.threads;
+      const pick = engine.loaded.calibration!.find((t) => t.threads === chosen)!;
+      expect(pick.estimateMs).toBeLessThanOrEqual(best.estimateMs / 0.97);
+      const r = await run(engine, Uint32Array.of(...promptOf(10, 2), NEWLINE), 40);
+      expect(r.result?.finishReason).not.toBe('error');
+      calibratedText = r.text;
+    } finally {
+      await engine.dispose();
+    }
+    // The calibration's history and steps leave nothing behind: the reply equals one from a context that never calibrated.
+    const plain = await loadNativeSlotEngineInternal({
+      modelPath: await ensureTinyModel(),
+      contextSize: 256,
+      slots,
+      threads: chosen,
+    });
+    try {
+      expect(plain.loaded.calibration).toBeUndefined();
+      const r = await run(plain, Uint32Array.of(...promptOf(10, 2), NEWLINE), 40);
+      expect(calibratedText).toBe(r.text);
+      expect(r.text).toContain(DEFAULT_TINY_REPLY.slice(0, 8));
+    } finally {
+      await plain.dispose();
+    }
+  });
+
+  it('times a shorter history when the slot context is small', async () => {
+    const engine = await loadNativeSlotEngineInternal({
+      modelPath: await ensureTinyModel(),
+      contextSize: 40,
+      slots: 2,
       threads: 2,
       calibrateCores: 2,
     });
     try {
-      expect(engine.loaded.calibration?.map((t) => t.threads)).toEqual([1, 2]);
-      for (const t of engine.loaded.calibration!) {
-        expect(t.msPerStep).toBeGreaterThan(0);
-        expect(t.estimateMs).toBeGreaterThanOrEqual(t.msPerStep);
-      }
-      expect([1, 2]).toContain(engine.loaded.threads);
-      const best = [...engine.loaded.calibration!].sort((a, b) => a.estimateMs - b.estimateMs)[0]!;
-      // The chosen count is the best estimate, or fewer threads within 3% of it.
-      const chosen = engine.loaded.calibration!.find((t) => t.threads === engine.loaded.threads)!;
-      expect(chosen.estimateMs).toBeLessThanOrEqual(best.estimateMs / 0.97);
-      const r = await run(engine, promptOf(10, 2), 12);
-      expect(r.result?.finishReason).toBe('length');
+      // Half of the 40-position slot context; the default allowance 0.05 ms a step + 0.025 ms a token.
+      expect(engine.loaded.calibrationStep).toEqual({ rows: 2, history: 20, jsMs: 0.05 + 0.025 * 2 });
+      expect(engine.loaded.calibration?.length).toBe(2);
     } finally {
       await engine.dispose();
     }
