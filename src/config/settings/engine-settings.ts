@@ -48,7 +48,7 @@ export const ENGINE_SETTINGS = [
     min: 0,
     max: 256,
     default: 0,
-    help: 'Compute threads per worker; 0 = chosen from the core count (see README)',
+    help: 'Compute threads per worker; 0 = chosen at load (native engine: timed from 1 up to cores / workers; docs/engine.md "Threads")',
   },
   {
     key: 'contextSize',
