@@ -20,8 +20,8 @@
 // where head h reads key/value head h / (n_head / n_head_kv) of key/value sequence s / (n_seq / kv_seq), and
 // mask_c is the fp16 mask row of (r, s % mask_seq) shared by the heads (no mask: 0). A row whose cells are all
 // masked gets zeros (as ggml). Threads ith of nth each write a disjoint set of rows. Returns false (nothing
-// written) for shapes it does not take: head sizes other than 64 and 128, over kMaxHeads query heads, or too few
-// rows and heads to give every thread a share (ggml then splits the cells among them).
+// written) for shapes it does not take: head sizes that are not a multiple of 16 from 16 to 256, over kMaxHeads
+// query heads, or too few rows and heads to give every thread a share (ggml then splits the cells among them).
 #pragma once
 
 #include <algorithm>
@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <utility>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -61,6 +62,7 @@ struct Problem {
 constexpr int kMaxBlock = 32;        // cells per block at most
 constexpr int kBlockFloats = 8192;   // a block's converted rows: 32 KiB, within L1
 constexpr int kMaxHeads = 256;
+constexpr int kMaxHeadSize = 256;    // head sizes 16, 32, ... 256: one instance of unit() per size
 
 // exp(x) for x <= 0 (and -inf): 2^n * e^r, r in [-ln2/2, ln2/2], Cephes' expf polynomial, vscalefps for 2^n.
 inline __m512 exp512(__m512 x) {
@@ -253,13 +255,25 @@ void unit(const Problem &p, int64_t s, int64_t r, int64_t kv0, int64_t kv1, int6
     }
 }
 
+using UnitFn = void (*)(const Problem &, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t);
+
+// unit<D> for a head size D in 16, 32, ... kMaxHeadSize.
+template <int... Lanes>
+inline UnitFn unitFrom(int64_t headSize, std::integer_sequence<int, Lanes...>) {
+    static constexpr UnitFn units[] = {&unit<16 * (Lanes + 1)>...};
+    return units[headSize / 16 - 1];
+}
+inline UnitFn unitOf(int64_t headSize) {
+    return unitFrom(headSize, std::make_integer_sequence<int, kMaxHeadSize / 16>{});
+}
+
 /**
  * Thread ith of nth computes its share of the rows; false when the shape is not one this kernel takes. A unit is a
  * (sequence, query row) with all its heads while there are enough of them to share out evenly; otherwise the
  * key/value heads are split among units, and then a key/value head's group of query heads.
  */
 inline bool run(const Problem &p, int ith, int nth) {
-    if (p.headSize != 64 && p.headSize != 128) return false;
+    if (p.headSize % 16 != 0 || p.headSize < 16 || p.headSize > kMaxHeadSize) return false;
     if (p.kvHeads <= 0 || p.heads % p.kvHeads != 0 || p.heads > kMaxHeads) return false;
     if (p.kvSeqs <= 0 || p.seqs % p.kvSeqs != 0 || (p.mask != nullptr && p.maskSeqs <= 0)) return false;
     const int64_t group = p.heads / p.kvHeads;
@@ -288,10 +302,7 @@ inline bool run(const Problem &p, int ith, int nth) {
         const int64_t h0 = split == 1 ? kv0 * group : kv0 * group + part * subGroup;
         const int64_t h1 = split == 1 ? kv1 * group : std::min<int64_t>(h0 + subGroup, kv1 * group);
         if (h0 >= h1) continue;
-        if (p.headSize == 64)
-            unit<64>(p, sr / p.rows, sr % p.rows, kv0, kv1, h0, h1);
-        else
-            unit<128>(p, sr / p.rows, sr % p.rows, kv0, kv1, h0, h1);
+        unitOf(p.headSize)(p, sr / p.rows, sr % p.rows, kv0, kv1, h0, h1);
     }
     return true;
 }

@@ -1,4 +1,5 @@
-// Checks flash_attn_decode.h against a plain reference in double precision: head sizes 64 and 128, groups of 1 to
+// Checks flash_attn_decode.h against a plain reference in double precision: head sizes 16 to 256 (64 and 128 most),
+// groups of 1 to
 // 16 query heads per key/value head, 1-3 query rows per sequence, 1-8 sequences with their own or one shared
 // key/value sequence, masks with -inf holes, rows masked whole, finite mask values, and no mask, a cell's heads side
 // by side (ggml's KV cache) or apart, padded strides, 1-16 threads (units split by key/value heads, then by query
@@ -44,8 +45,14 @@ int main() {
         {64, 45, 1, 17, 1, 3, 3, 1, 3, 2, true, true},    {128, 90, 5, 32, 8, 1, 1, 2, 1, 4, true, true},
         {64, 40, 1, 14, 2, 1, 1, 1, 1, 8, true, true},    {64, 40, 1, 8, 4, 3, 3, 1, 3, 2, true, true},
         {64, 40, 1, 14, 2, 1, 1, 1, 1, 16, false, true},  {64, 50, 2, 8, 4, 2, 2, 1, 2, 1, true, false},
-        {64, 10, 1, 1, 1, 1, 1, 0, 1, 2, false, true},    {80, 10, 1, 4, 4, 1, 1, 0, 1, 1, false, true},
-        {64, 4, 1, 257, 1, 1, 1, 0, 1, 1, false, true},
+        {64, 10, 1, 1, 1, 1, 1, 0, 1, 2, false, true},    {72, 10, 1, 4, 4, 1, 1, 0, 1, 1, false, true},
+        {64, 4, 1, 257, 1, 1, 1, 0, 1, 1, false, true},   {8, 10, 1, 8, 8, 1, 1, 0, 1, 1, false, true},
+        {272, 10, 1, 4, 4, 1, 1, 0, 1, 1, false, true},   {16, 77, 1, 8, 8, 2, 2, 1, 2, 2, true, true},
+        {32, 45, 2, 16, 4, 1, 1, 2, 1, 3, true, false},   {80, 130, 1, 32, 32, 2, 2, 1, 2, 2, true, true},
+        {96, 300, 1, 32, 8, 1, 1, 2, 1, 2, true, true},   {96, 64, 3, 12, 4, 3, 1, 3, 1, 4, true, false},
+        {112, 50, 1, 7, 7, 2, 2, 1, 2, 1, true, true},    {192, 40, 1, 8, 2, 2, 2, 1, 2, 2, true, true},
+        {256, 513, 1, 4, 1, 1, 1, 1, 1, 2, true, true},   {256, 70, 2, 8, 4, 4, 4, 2, 4, 3, true, false},
+        {256, 33, 1, 16, 8, 2, 2, 3, 2, 8, true, true},
     };
     long compared = 0;
     for (const Shape &s : shapes) {
