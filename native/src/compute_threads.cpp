@@ -153,6 +153,9 @@ ThreadCalibration calibrateThreads(llama_context * ctx, const CalibrationSpec & 
     if (candidates.back() != maxThreads) {
         candidates.push_back(maxThreads);
     }
+    // The most threads first: the history is prefilled on the first candidate's threads (for a large model on many
+    // cores, 1 thread would make that prefill the longest part of the load).
+    std::reverse(candidates.begin(), candidates.end());
     bool historyReady = false;
     for (int32_t t : candidates) {
         std::string why;
@@ -196,10 +199,11 @@ ThreadCalibration calibrateThreads(llama_context * ctx, const CalibrationSpec & 
     }
     llama_memory_clear(memory, true);
     llama_batch_free(batch);
+    std::sort(out.timings.begin(), out.timings.end(), [](const ThreadTiming & a, const ThreadTiming & b) { return a.threads < b.threads; });
     out.chosen = maxThreads;
     double best = -1;
     for (const auto & timing : out.timings) {
-        // Ties (within 3%) go to fewer threads: the same pace with a core left for everything else.
+        // In order of thread count: ties (within 3%) go to fewer threads, the same pace with a core left for everything else.
         if (best < 0 || timing.estimateMs < best * 0.97) {
             best = timing.estimateMs;
             out.chosen = timing.threads;

@@ -78,14 +78,14 @@ struct ThreadCalibration {
 };
 
 /**
- * Times one decode step of `rows` tokens (one per sequence 0..rows-1, the shape of `rows` streams
- * generating) over a history of up to 128 positions per sequence (at most half the slot context) (prefilled once on sequence 0 and
- * copied to the others; attention over the history is much of a small model's step), with
- * 1..maxThreads threads, then picks the count with the lowest estimate: ms(t) + jsMs when t threads
- * leave no core free (t >= cores: ggml's threads and the JavaScript threads take turns), max(ms(t),
- * jsMs) otherwise (they run side by side). Ties within 3% go to fewer threads.
- * Tries 1..maxThreads when maxThreads <= 8, else 1, 2, 4, ... and maxThreads. Leaves the context's
- * memory empty; the pools it used (when `persistent`) are appended to `pools`, which must outlive ctx.
+ * Times one decode step of `rows` tokens (one per sequence 0..rows-1, the shape of `rows` streams generating) over a
+ * history of up to 128 positions per sequence, at most half the slot context (prefilled once on sequence 0 and copied
+ * to the others: attention over the history is much of a small model's step), with 1..maxThreads threads. Then picks
+ * the count with the lowest estimate: ms(t) + jsMs when t threads leave no core free (t >= cores: ggml's threads and
+ * the JavaScript threads take turns), max(ms(t), jsMs) otherwise (they run side by side). Ties within 3% go to fewer
+ * threads. Tries 1..maxThreads when maxThreads <= 8, else 1, 2, 4, ... and maxThreads, the most first (the history is
+ * prefilled on its threads); the timings come back in increasing thread count. Leaves the context's memory empty; the
+ * pools it used (when `persistent`) are appended to `pools`, which must outlive ctx.
  */
 ThreadCalibration calibrateThreads(llama_context * ctx, const CalibrationSpec & spec, std::vector<std::unique_ptr<ComputeThreads>> & pools);
 
