@@ -78,6 +78,7 @@ import {
   type SmoothResult,
 } from './lib/engine-scenarios.ts';
 import { SHAPES } from './lib/model-shapes.ts';
+import { modelReadyFields } from './lib/servers.ts';
 import * as ceiling from './lib/kernel-ceiling.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -551,16 +552,7 @@ async function startHearthTarget(
     await h.stop();
     throw e;
   }
-  const ready = h
-    .logs()
-    .split('\n')
-    .find((l) => l.includes('"msg":"model ready"'));
-  let readyInfo: Record<string, unknown> = {};
-  try {
-    if (ready) readyInfo = JSON.parse(ready) as Record<string, unknown>;
-  } catch {
-    /* not JSON */
-  }
+  const readyInfo = modelReadyFields(h);
   const models = (await (
     await fetch(`${h.baseUrl}/api/inference/v1/models`, { headers: { authorization: `Bearer ${h.key}` } })
   ).json()) as { data: { id: string; hearth?: Record<string, unknown> }[] };

@@ -38,6 +38,7 @@ import { performance } from 'node:perf_hooks';
 import { ensureRealisticModel } from '../models/test-model-path.ts';
 import { startHearthProcess, type HearthProcess } from '../test/helpers/hearth-process.ts';
 import { SHAPES } from './lib/model-shapes.ts';
+import { modelReadyFields } from './lib/servers.ts';
 import { fmt, recordResults, table } from './lib/report.ts';
 import { percentile } from './lib/stats.ts';
 import { closedLoop } from './lib/closed-loop.ts';
@@ -309,12 +310,8 @@ async function runOne(path: string, label: string, engine: Engine, o: Options): 
     });
     await h.waitReady(300_000);
     run.loadS = (performance.now() - t0) / 1000;
-    const ready = h
-      .logs()
-      .split('\n')
-      .find((l) => l.includes('"msg":"model ready"'));
-    if (ready) run.ready = JSON.parse(ready) as Record<string, unknown>;
-    log(`${engine} ready in ${run.loadS.toFixed(1)} s: ${ready ?? '(no "model ready" line)'}`);
+    run.ready = modelReadyFields(h);
+    log(`${engine} ready in ${run.loadS.toFixed(1)} s: ${JSON.stringify(run.ready)}`);
     if (run.ready['engine'] !== engine)
       run.failures.push(`asked for --engine ${engine}, loaded ${String(run.ready['engine'])}`);
     const gpu = run.ready['gpu'] as { backend?: unknown; gpuLayers?: number } | undefined;

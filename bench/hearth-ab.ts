@@ -11,7 +11,7 @@
  * starts on a small model, which would show as noise between rounds.
  */
 import { parseArgs } from 'node:util';
-import { startBenchHearth } from './lib/servers.ts';
+import { modelReadyFields, startBenchHearth } from './lib/servers.ts';
 import { closedLoop } from './lib/closed-loop.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
 import { percentile } from './lib/stats.ts';
@@ -44,6 +44,8 @@ const split = (flags: string) => flags.split(' ').filter(Boolean);
 interface Round {
   tokPerS: number;
   ttftP50: number;
+  /** Compute threads the start used (`--threads 0` calibrates them: two starts of one side can differ). */
+  threads: unknown;
 }
 
 async function measure(flags: string): Promise<Round> {
@@ -56,6 +58,7 @@ async function measure(flags: string): Promise<Round> {
     ],
     {},
   );
+  const threads = modelReadyFields(hearth)['threads'];
   const agent = makeAgent(clients);
   try {
     const target = {
@@ -80,7 +83,7 @@ async function measure(flags: string): Promise<Round> {
       tokens += r.completionTokens ?? 0;
       if (Number.isFinite(r.firstTokenMs)) ttft.push(r.firstTokenMs);
     });
-    return { tokPerS: tokens / ((performance.now() - started) / 1000), ttftP50: percentile(ttft, 50) };
+    return { tokPerS: tokens / ((performance.now() - started) / 1000), ttftP50: percentile(ttft, 50), threads };
   } finally {
     agent.destroy();
     await hearth.stop();
@@ -96,10 +99,12 @@ for (let round = 1; round <= rounds; round++) {
   for (const side of round % 2 === 1 ? (['A', 'B'] as const) : (['B', 'A'] as const)) {
     const r = await measure(sides[side]);
     results[side].push(r);
-    console.log(`round ${round} ${side}: ${r.tokPerS.toFixed(0)} tok/s, TTFT p50 ${r.ttftP50.toFixed(1)} ms`);
+    console.log(
+      `round ${round} ${side}: ${r.tokPerS.toFixed(0)} tok/s, TTFT p50 ${r.ttftP50.toFixed(1)} ms, ${String(r.threads)} threads`,
+    );
   }
 }
-const median = (side: 'A' | 'B', key: keyof Round) =>
+const median = (side: 'A' | 'B', key: 'tokPerS' | 'ttftP50') =>
   percentile(
     results[side].map((r) => r[key]),
     50,

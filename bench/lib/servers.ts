@@ -29,6 +29,19 @@ export async function startBenchHearth(
   return hearth;
 }
 
+/** The fields of a Hearth's "model ready" log line (engine, threads, calibration ...); {} when it has none. */
+export function modelReadyFields(hearth: HearthProcess): Record<string, unknown> {
+  const line = hearth
+    .logs()
+    .split('\n')
+    .find((l) => l.includes('"msg":"model ready"'));
+  try {
+    return line ? (JSON.parse(line) as Record<string, unknown>) : {};
+  } catch {
+    return {}; // not JSON
+  }
+}
+
 /** Resident set size of a process from /proc/<pid>/status (VmRSS), in bytes; NaN where unavailable. */
 export function rssBytes(pid: number): number {
   try {
