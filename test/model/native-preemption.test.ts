@@ -116,8 +116,11 @@ describe.skipIf(skipReason !== '')(
       expect(b.text).toBe(alone.text);
     });
 
+    // On the generated tiny llama, whose logits are far apart: KV evaluated again in one batch can differ in the last
+    // bits from KV computed a token at a time, and on stories260K a greedy answer parted at a near tie once the
+    // preemption came late (6 loaded runs in 30).
     it("without a prompt cache the parked job's tokens are evaluated again, with the same answer", async () => {
-      const engine = await load(0);
+      const engine = await loadEngine({ promptCacheMiB: 0, slots: 1, modelPath: await tinyModel() });
       const { alone, b, preemptions } = await preempted(engine, GREEDY);
       expect(preemptions).toBe(1);
       expect(b.text).toBe(alone.text);

@@ -33,6 +33,13 @@ const addonSkip = addon.ok ? '' : `native addon unavailable: ${addon.reason}`;
 const skipReason = addonSkip || (haveModels ? '' : `models missing in ${MODELS_DIR}`);
 
 const GREEDY = GREEDY_SAMPLING;
+/**
+ * A budget for jobs cancelled from their own events: the cancel reaches the loop some tokens after the event that
+ * asked for it (99th percentile 36-75 of stories260K's tokens on a loaded 2-core machine), and a job that ran its
+ * whole budget meanwhile ends 'length' on the loop. Greedy stories260K runs all 2,000 from "Once upon a time".
+ */
+const RUNWAY = 2000;
+const RUNWAY_CONTEXT = 2048;
 
 interface Run {
   text: string;
@@ -219,14 +226,14 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
   });
 
   it('cancels mid-generation: the job ends cancelled, its KV is freed, and slots never leak', async () => {
-    const engine = await load(STORIES, 2);
+    const engine = await load(STORIES, 2, RUNWAY_CONTEXT);
     const prompt = tokens(stories, 'Once upon a time');
     const cached = await submit(engine, { promptTokens: prompt, maxTokens: 8 });
     expect(cached.result?.finishReason).toBe('length');
 
     const [a, b] = await Promise.all(
       [0, 1].map(() =>
-        submit(engine, { promptTokens: prompt, maxTokens: 200 }, (run, cancel) => {
+        submit(engine, { promptTokens: prompt, maxTokens: RUNWAY }, (run, cancel) => {
           if (run.chunks.length === 3) {
             cancel();
             cancel(); // idempotent
@@ -236,7 +243,7 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
     );
     for (const run of [a!, b!]) {
       expect(run.result?.finishReason).toBe('cancelled');
-      expect(run.result!.completionTokens).toBeLessThan(200);
+      expect(run.result!.completionTokens).toBeLessThan(RUNWAY);
       expect(run.chunks.length).toBe(3); // no text after cancel()
       expect(run.order.at(-1)).toBe('done');
     }
@@ -272,14 +279,20 @@ describe.skipIf(skipReason !== '')(`native slot engine${skipReason ? ` (skipped:
   });
 
   it("frees a cancelled slot's KV cells at once (no prefix left to reuse)", async () => {
-    const engine = await load(STORIES, 1);
+    const engine = await load(STORIES, 1, RUNWAY_CONTEXT);
     const prompt = tokens(stories, 'Once upon a time');
     await submit(engine, { promptTokens: prompt, maxTokens: 8 });
-    const reused = await submit(engine, { promptTokens: prompt, maxTokens: 100 }, (run, cancel) => {
-      if (run.chunks.length === 2) cancel();
-    });
+    let reused: Run;
+    // An attempt whose job ran its whole runway before the cancel reached the loop kept its KV; it is tried again.
+    for (let attempt = 1; ; attempt++) {
+      reused = await submit(engine, { promptTokens: prompt, maxTokens: RUNWAY }, (run, cancel) => {
+        if (run.chunks.length === 2) cancel();
+      });
+      if (reused.result?.completionTokens !== RUNWAY || attempt === 3) break;
+    }
     expect(reused.prompt?.cachedTokens).toBe(prompt.length - 1);
     expect(reused.result?.finishReason).toBe('cancelled');
+    expect(reused.result!.completionTokens).toBeLessThan(RUNWAY);
     const after = await submit(engine, { promptTokens: prompt, maxTokens: 4 });
     expect(after.prompt?.cachedTokens).toBe(0);
     expect(after.result?.cachedTokens).toBe(0);

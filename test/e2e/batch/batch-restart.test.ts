@@ -14,7 +14,8 @@ import { tinyChatModel } from '../../helpers/test-model.ts';
  * nothing answered twice), and request_counts agree with it.
  */
 const MODEL_ID = 'local/tiny-chat';
-const LINES = 48;
+/** Enough that the kill lands mid-way: 48 lines finished 32-140 ms after the 4th on a loaded 2-core machine. */
+const LINES = 400;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-batch-restart-'));
 let hearth: HearthProcess | undefined;
 

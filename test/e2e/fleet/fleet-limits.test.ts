@@ -88,21 +88,24 @@ describe.skipIf(!available)('fleet-wide limits in PostgreSQL', () => {
   });
 
   it('a replica that stops renewing (killed) gives its concurrency back once its leases expire', async () => {
-    const dying = replica({ ttlMs: 3_000, renewMs: 500 });
-    const survivor = replica({ ttlMs: 3_000, renewMs: 500 });
+    // The renewals are timers in this process: a lease time of 6 s over renewals every 0.5 s outlasts a stall of
+    // 5 s on a loaded machine (3 s over 0.5 s did not leave enough).
+    const ttlMs = 6_000;
+    const dying = replica({ ttlMs, renewMs: 500 });
+    const survivor = replica({ ttlMs, renewMs: 500 });
     const id = keyId();
     const lim = limits({ maxConcurrent: 1 });
     expect((await dying.keys.admit(id, lim)).ok).toBe(true); // never released: the replica "dies" holding it
     // Renewals keep it held past its lease time ...
-    await new Promise((r) => setTimeout(r, 4_000));
+    await new Promise((r) => setTimeout(r, ttlMs + 1_000));
     expect((await survivor.keys.admit(id, lim)).ok).toBe(false);
     // ... and without them (SIGKILL) it expires: the survivor admits again within the lease time.
     dying.leases.halt();
     await vi.waitFor(async () => expect((await survivor.keys.admit(id, lim)).ok).toBe(true), {
-      timeout: 3_000 + 2_000,
+      timeout: ttlMs + 4_000,
       interval: 200,
     });
-  }, 20_000);
+  }, 30_000);
 
   it("tokens counted on one replica hold back the key's next request on another", async () => {
     const [a, b] = [replica(), replica()];

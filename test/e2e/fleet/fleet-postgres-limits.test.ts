@@ -61,7 +61,8 @@ describe.skipIf(!ready)('per-key limits across a fleet of replicas on PostgreSQL
 
   beforeAll(async () => {
     const url = await pgServer.server.createDatabase();
-    const model = await ensureTinyModel({ reply: null });
+    // A held stream runs until its replica is killed: 16,384 tokens take this model seconds (4,000 about 2 s).
+    const model = await ensureTinyModel({ reply: null, contextLength: 16_384 });
     const env = { HEARTH_DATABASE_URL: url, HEARTH_SECRET_KEY: SECRET_KEY, HEARTH_LOG_LEVEL: 'info' };
     // Started together: the migrations run once, under their lock.
     replicas.push(
@@ -71,8 +72,8 @@ describe.skipIf(!ready)('per-key limits across a fleet of replicas on PostgreSQL
             env,
             args: nativeModelArgs(model, MODEL, {
               threads: 1,
-              'context-size': 4096,
-              'max-tokens': 4000,
+              'context-size': 16_384,
+              'max-tokens': 16_000,
               'trust-proxy': true,
             }),
           }),
@@ -112,7 +113,7 @@ describe.skipIf(!ready)('per-key limits across a fleet of replicas on PostgreSQL
   it("a replica killed while holding a key's only concurrent request: another replica admits the key again within 10 s", async () => {
     const key = await createKey({ maxConcurrent: 1 });
     const [holder, other] = [replicas[1]!, replicas[2]!];
-    const running = await chat(holder.baseUrl, key, { stream: true, maxTokens: 4000 });
+    const running = await chat(holder.baseUrl, key, { stream: true, maxTokens: 16_000 });
     expect(running.status).toBe(200);
     const reader = running.body!.getReader();
     await reader.read(); // admitted: its lease is in the database

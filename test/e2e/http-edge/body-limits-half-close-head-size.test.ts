@@ -29,6 +29,7 @@ import { parseResponses, type RawResponse, rawWrites } from '../../helpers/raw-h
  */
 const MODEL = 'local/never-stops';
 const LIMIT = 65_536;
+const LONG_CONTEXT = 65_536;
 /** The front's client time-out for this file's server (HEARTH_FRONT_CLIENT_TIMEOUT; 10 s by default), in seconds. */
 const FRONT_CLIENT_TIMEOUT_S = 3;
 /** uWS's own idle time-out without the front (compiled into the pinned build), in seconds. */
@@ -87,10 +88,13 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
   }
 
   beforeAll(async () => {
+    // A generation holds the one slot until cancelled: 65,536 tokens of context take this model over 15 s to fill
+    // (2,048 filled in 1-2 s, and a held stream then ended before the client time-out it was meant to outlast).
     hearth = await serveNeverStopping(
       MODEL,
-      { slots: 1, 'max-tokens': 100000, 'context-size': 2048, 'body-limit': LIMIT, front },
+      { slots: 1, 'max-tokens': 100000, 'context-size': LONG_CONTEXT, 'body-limit': LIMIT, front },
       { HEARTH_FRONT_CLIENT_TIMEOUT: `${FRONT_CLIENT_TIMEOUT_S}s` },
+      LONG_CONTEXT,
     );
     expect(/"msg":"listening".*"front":"haproxy"/.test(hearth.logs())).toBe(front === 'haproxy');
   }, 60_000);
@@ -238,10 +242,17 @@ describe.each(['haproxy', 'off'] as const)('body limits, half-close and head siz
         headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
         body: chat({ max_tokens: 2 }),
       });
+      let settledEarly = false;
+      void waiting.then(
+        () => (settledEarly = true),
+        () => (settledEarly = true),
+      );
       for (let i = 0; i < 100 && (await metric('hearth_num_requests_waiting')) < 1; i++)
         await new Promise((r) => setTimeout(r, 50));
       expect(await metric('hearth_num_requests_waiting')).toBe(1);
       await new Promise((r) => setTimeout(r, 2 * FRONT_CLIENT_TIMEOUT_S * 1000));
+      expect(settledEarly).toBe(false); // it did wait the whole time, silent, behind the held slot
+      expect(await metric('hearth_num_requests_waiting')).toBe(1);
       holder.resetAndDestroy();
       const r = await waiting;
       expect(r.status).toBe(200);

@@ -346,9 +346,14 @@ describe('a client that disconnects mid-stream is counted once, as cancelled', (
   const NEVER_STOPS = 'local/tiny-chat-never-stops';
 
   beforeAll(async () => {
-    const model = await ensureTinyChatModel({ reply: null }); // never emits EOS: only max_tokens or a cancel ends it
+    // Never emits EOS: only max_tokens or a cancel ends it; a context of 65,536 takes it over 15 s to fill, so the
+    // stream still runs when its client leaves (2,048 filled in 1-2 s).
+    const model = await ensureTinyChatModel({ reply: null, contextLength: 65_536 });
     hearth = await startHearthProcess({
-      args: ['--model', model, '--model-id', NEVER_STOPS, '--slots', '1', '--max-tokens', '100000'],
+      args: [
+        ...['--model', model, '--model-id', NEVER_STOPS, '--slots', '1'],
+        ...['--max-tokens', '100000', '--context-size', '65536'],
+      ],
     });
     await hearth.waitReady();
   });

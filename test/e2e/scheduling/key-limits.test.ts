@@ -15,8 +15,11 @@ import { holdStream as holdStreamOf } from '../../helpers/held-stream.ts';
 let hearth: HearthProcess;
 const MODEL = 'local/never-stops';
 
+/** Held streams outlast the test: 65,536 tokens of context take this model over 15 s to fill (2,048 took 1-2 s). */
+const LONG_CONTEXT = 65_536;
+
 beforeAll(async () => {
-  hearth = await serveNeverStopping(MODEL, { 'max-tokens': 100000, 'context-size': 2048 });
+  hearth = await serveNeverStopping(MODEL, { 'max-tokens': 100000, 'context-size': LONG_CONTEXT }, {}, LONG_CONTEXT);
 });
 
 afterAll(async () => {

@@ -260,7 +260,9 @@ describe('the models admin API', () => {
     fs.copyFileSync(file, path.join(outside, 'secret.gguf'));
     fs.symlinkSync(path.join(outside, 'secret.gguf'), path.join(modelsDir, 'link.gguf'));
     fs.writeFileSync(path.join(modelsDir, 'notes.gguf'), 'not a model');
-    h = await serve(['--model', `${file},id=local/a`, '--models-dir', modelsDir, '--pull-stall-timeout-ms', '3000'], {
+    // The pull stalls halfway, and the test's next requests (a chat, the follow stream) must reach it before the
+    // stall time-out fails it: 5 s leaves room for a loaded machine.
+    h = await serve(['--model', `${file},id=local/a`, '--models-dir', modelsDir, '--pull-stall-timeout-ms', '5000'], {
       HF_ENDPOINT: hub.endpoint,
     });
     createUser(OWNER, 'owner');
