@@ -1,4 +1,4 @@
-import { queueFull, shuttingDown } from '../errors/errors.ts';
+import { clientClosedRequest, queueFull, shuttingDown } from '../errors/errors.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Priority } from '../protocol/priority.ts';
 import { FairScheduler, type SchedulerTicket } from './fair-scheduler.ts';
@@ -134,24 +134,34 @@ export class Admission {
    * An embedding request's turn: it waits in the scheduler with the generations (its tenant's share, its priority;
    * queue_full when full and no other tenant's place can be taken), and resolves with its place once the pool may
    * have it (running from then). The caller charges its tokens (place.charge) and ends it (place.leave) once.
-   * close() lets a waiting one go with shutting_down.
+   * close() lets a waiting one go with shutting_down; `signal` aborting lets it go with client_closed_request.
    */
-  embeddingTurn(schedule: GenerationSchedule): Promise<AdmittedPlace> {
+  embeddingTurn(schedule: GenerationSchedule, signal?: AbortSignal): Promise<AdmittedPlace> {
     return new Promise((resolve, reject) => {
+      // The client left while the request waited: its queue place is freed at once.
+      const left = () => {
+        if (!this.embeddingsWaiting.delete(place)) return;
+        place.leave();
+        reject(clientClosedRequest());
+      };
       const place: AdmittedPlace = this.admit(schedule, {
         embedding: true,
         handOver: () => {
+          signal?.removeEventListener('abort', left);
           this.embeddingsWaiting.delete(place);
           place.start();
           resolve(place);
         },
         refuse: () => {
+          signal?.removeEventListener('abort', left);
           this.embeddingsWaiting.delete(place);
           place.leave();
           reject(queueFull(1));
         },
       });
       this.embeddingsWaiting.set(place, reject);
+      signal?.addEventListener('abort', left, { once: true });
+      if (signal?.aborted) return left();
       this.pump();
     });
   }

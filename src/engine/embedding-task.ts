@@ -8,6 +8,11 @@ import type { RawPrompt } from '../protocol/chat-request.ts';
 /** The worker task: tokenize every input with the model's vocabulary (no chat template), then embed them. */
 export interface EmbeddingTask {
   inputs: RawPrompt[];
+  /**
+   * One Int32 that the main thread sets to 1 (Atomics.store) once the request's client left: the worker computes
+   * nothing more for it and answers `cancelled` (input-embedder.ts reads it between its calls).
+   */
+  cancel?: SharedArrayBuffer;
 }
 
 /**
@@ -17,4 +22,5 @@ export interface EmbeddingTask {
 export type EmbeddingTaskResult =
   | { ok: true; vectors: Float32Array; dimensions: number; tokens: number[] }
   | { ok: false; index: number; reason: 'too_long'; atLeastTokens: number; contextSize: number }
-  | { ok: false; index: number; reason: 'invalid_token'; vocabularySize: number };
+  | { ok: false; index: number; reason: 'invalid_token'; vocabularySize: number }
+  | { ok: false; reason: 'cancelled' };

@@ -16,5 +16,6 @@ export interface EmbeddingEngine {
    * outside the vocabulary. `schedule`: who it is for and at which priority, as a generation's (absent:
    * interactive, the anonymous tenant): it waits for the pool in the scheduler's order, with the generations.
    */
-  embed(inputs: readonly RawPrompt[], schedule?: GenerationSchedule): Promise<EmbeddingResult>;
+  /** `signal` aborts once the request's client left: the engine stops its work for it and rejects. */
+  embed(inputs: readonly RawPrompt[], schedule?: GenerationSchedule, signal?: AbortSignal): Promise<EmbeddingResult>;
 }

@@ -1,5 +1,12 @@
 import { engineFailure } from '../errors/engine-failure.ts';
-import { contextLengthExceeded, invalidRequest, modelFailed, modelWarmingUp, shuttingDown } from '../errors/errors.ts';
+import {
+  clientClosedRequest,
+  contextLengthExceeded,
+  invalidRequest,
+  modelFailed,
+  modelWarmingUp,
+  shuttingDown,
+} from '../errors/errors.ts';
 import { toApiError } from '../errors/to-api-error.ts';
 import { waitFor } from '../lifecycle/wait-for.ts';
 import type { Logger } from '../log/logger.ts';
@@ -327,9 +334,15 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * computes their vectors (batched by the native loop). Admitted as a generation is (503 while warming up,
    * failed, shutting down, or with the queue full) and counted as one running request while it runs; an input
    * that cannot fit the context is refused here from its bytes, or by the worker once tokenized: a 400 naming
-   * `input[i]`. No generation metrics are recorded.
+   * `input[i]`. No generation metrics are recorded. Once `signal` aborts (the client left), a waiting request
+   * leaves the queue at once and a running one at the worker's next call (about one pass: input-embedder.ts),
+   * rejecting with client_closed_request.
    */
-  async embed(inputs: readonly RawPrompt[], schedule: GenerationSchedule = DEFAULT_SCHEDULE): Promise<EmbeddingResult> {
+  async embed(
+    inputs: readonly RawPrompt[],
+    schedule: GenerationSchedule = DEFAULT_SCHEDULE,
+    signal?: AbortSignal,
+  ): Promise<EmbeddingResult> {
     const pool = this.servingPool();
     const contextSize = this.st.contextSize;
     if (this.maxTokenBytes !== null && contextSize !== null) {
@@ -339,17 +352,23 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
       }
     }
     // In the scheduler with the generations (at most the slots' worth of tasks in the pool), charged as a prompt.
-    const place = await this.admission.embeddingTurn(schedule);
+    const place = await this.admission.embeddingTurn(schedule, signal);
+    const cancel = new SharedArrayBuffer(4);
+    const left = () => Atomics.store(new Int32Array(cancel), 0, 1);
+    signal?.addEventListener('abort', left, { once: true });
+    if (signal?.aborted) left();
     let r: EmbeddingTaskResult | undefined;
     try {
-      r = await pool.runEmbedding({ inputs: [...inputs] });
+      r = await pool.runEmbedding({ inputs: [...inputs], cancel });
     } catch (err) {
       throw this.disposed ? shuttingDown() : toApiError(engineFailure.internal('embedding_failed', err));
     } finally {
+      signal?.removeEventListener('abort', left);
       if (r?.ok === true) place.charge(r.tokens.reduce((a, b) => a + b, 0));
       place.leave();
     }
     if (!r.ok) {
+      if (r.reason === 'cancelled') throw clientClosedRequest();
       if (r.reason === 'too_long') throw inputTooLong(r.index, r.atLeastTokens, r.contextSize);
       throw invalidRequest(
         `'input[${r.index}]' holds a token id outside the vocabulary (0..${r.vocabularySize - 1})`,

@@ -86,6 +86,19 @@ export const shuttingDown = () =>
     retryAfter: 5,
   });
 
+/**
+ * A request whose client closed its connection before the answer (nginx's 499): nothing is sent (the exchange is
+ * gone); it ends the request's work and names the end in the log.
+ */
+export const clientClosedRequest = () =>
+  new ApiError({
+    status: 499,
+    type: 'invalid_request_error',
+    message: 'The client closed its connection before the answer',
+    param: null,
+    code: 'client_closed_request',
+  });
+
 export const internalError = () =>
   new ApiError({
     status: 500,

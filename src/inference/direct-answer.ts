@@ -72,10 +72,11 @@ export function directEndpoints(
       return { done, cancel: () => cancelProducer() };
     };
   const embeddings: DirectEndpoint = (json, caller) => {
+    const cancelled = new AbortController();
     const done = (async (): Promise<DirectAnswer> => {
       const request = validateEmbeddingsRequest(json);
       const result = await withModel(d.gateway, request.model, (model) =>
-        d.gateway.embed(model, request, caller),
+        d.gateway.embed(model, request, caller, cancelled.signal),
       ).catch((e: unknown) => {
         throw namedAsSent(e, request);
       });
@@ -85,7 +86,7 @@ export function directEndpoints(
         retryable: false,
       };
     })().catch(answerOf);
-    return { done, cancel: () => {} };
+    return { done, cancel: () => cancelled.abort() };
   };
   return {
     '/v1/chat/completions': generating(chatCompletionsPlan(d)),

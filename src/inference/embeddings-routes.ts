@@ -25,7 +25,7 @@ export function embeddingsRoutes(d: EmbeddingsRouteDeps): Route[] {
         withKeyAdmission(ex, d.keys, d.limiter, async (json, meter, caller) => {
           const request = validateEmbeddingsRequest(json);
           const result = await withModel(d.gateway, request.model, (model) =>
-            d.gateway.embed(model, request, caller),
+            d.gateway.embed(model, request, caller, ex.signal),
           ).catch((e: unknown) => {
             throw namedAsSent(e, request);
           });

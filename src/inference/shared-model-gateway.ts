@@ -263,13 +263,18 @@ export class SharedModelGateway {
    * The embeddings of a validated request's inputs (unit vectors, in order) and their token count. Rejects with
    * a 400 naming `model` when the engine serves no embeddings,
    * and as the engine's embed() does (EmbeddingEngine). Scheduled as a generation of `caller` would be (its
-   * account's share, its key's priority; the Batch API's caller is at `batch`).
+   * account's share, its key's priority; the Batch API's caller is at `batch`); `signal` aborts once its client left.
    */
-  async embed(model: ModelLease, request: EmbeddingsRequest, caller: InferenceCaller): Promise<EmbeddingResult> {
+  async embed(
+    model: ModelLease,
+    request: EmbeddingsRequest,
+    caller: InferenceCaller,
+    signal?: AbortSignal,
+  ): Promise<EmbeddingResult> {
     const engine = model.engine;
     if (engine.embed === undefined)
       throw invalidRequest(`The model '${request.model}' serves no embeddings`, 'model', 'model_not_supported');
-    return engine.embed(request.inputs, scheduleOf(caller, undefined));
+    return engine.embed(request.inputs, scheduleOf(caller, undefined), signal);
   }
 
   /** GET /models/{id} as JSON text; model_not_found (404) for an id the server does not serve. */

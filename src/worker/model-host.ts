@@ -172,9 +172,9 @@ export class ModelHost {
    * Text is tokenized as buildRawPrompt does (no template, BOS when the vocabulary asks: a BERT vocabulary's
    * [CLS]), with the token that ends an input after it when the vocabulary asks for one (inputEndToken).
    */
-  embed(inputs: RawPrompt[]): Promise<EmbeddingTaskResult> {
+  embed(inputs: RawPrompt[], cancelled?: () => boolean): Promise<EmbeddingTaskResult> {
     this.embedder ??= this.createEmbedder();
-    return this.embedder.embed(inputs);
+    return this.embedder.embed(inputs, cancelled);
   }
 
   private createEmbedder(): InputEmbedder {

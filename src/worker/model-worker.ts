@@ -227,9 +227,10 @@ function failureOf(err: unknown, prompt: { tokens: number; contextSize: number }
 /**
  * Piscina task `embed` (the pool runs it with `{ name: 'embed' }`): the inputs' unit vectors, tokenized with this
  * worker's vocabulary (ModelHost.embed); an input that is too long or holds a token outside the vocabulary is
- * answered as a refusal, not thrown.
+ * answered as a refusal, not thrown; a request whose client left (`task.cancel` set) answers `cancelled`.
  */
 export async function embed(task: EmbeddingTask): Promise<EmbeddingTaskResult> {
   if (!host) throw new Error(`model not loaded: ${loadError ?? 'unknown error'}`);
-  return host.embed(task.inputs);
+  const flag = task.cancel ? new Int32Array(task.cancel) : null;
+  return host.embed(task.inputs, flag ? () => Atomics.load(flag, 0) !== 0 : undefined);
 }

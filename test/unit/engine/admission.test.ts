@@ -191,6 +191,29 @@ describe('Admission', () => {
     expect(admission.load()).toEqual({ running: 0, waiting: 1 });
   });
 
+  it('an embedding request whose client leaves while it waits frees its queue place at once; the next one goes', async () => {
+    const { admission, admit, log } = setup({ slots: 1, queueLimit: 2 });
+    const first = admit('1', a());
+    first.start();
+    const left = new AbortController();
+    const leaving = admission.embeddingTurn(b(), left.signal);
+    const staying = admission.embeddingTurn(b());
+    expect(admission.load()).toEqual({ running: 1, waiting: 2 });
+    left.abort();
+    await expect(leaving).rejects.toMatchObject({ code: 'client_closed_request', status: 499 });
+    expect(admission.load()).toEqual({ running: 1, waiting: 1 });
+    first.leave();
+    const place = await staying;
+    expect(admission.load()).toEqual({ running: 1, waiting: 0 });
+    place.leave();
+    // A signal that aborted before the turn was asked: refused, no place kept.
+    await expect(admission.embeddingTurn(a(), AbortSignal.abort())).rejects.toMatchObject({
+      code: 'client_closed_request',
+    });
+    expect(admission.load()).toEqual({ running: 0, waiting: 0 });
+    expect(log).toEqual(['run 1']);
+  });
+
   it('an embedding request takes no slot from another tenant (it runs beside the loop), and is refused when full', async () => {
     const { admission, admit, log } = setup({ slots: 2, queueLimit: 1, sharesSlots: true });
     for (const name of ['a1', 'a2']) {
