@@ -33,6 +33,22 @@ function recording(): { calls: number[]; vectors: TokenVectors } {
 /** Calls held at MIN_CALL_TOKENS, whatever they take: the tests of turns and cuts count calls. */
 const EVERY_CALL_MINIMAL = { targetCallMs: 0 };
 
+/** An embedder at EVERY_CALL_MINIMAL whose calls (5 ms each) record each input's first token, call by call. */
+function firstTokensSeen(contextSize: number): { seen: number[][]; embedder: InputEmbedder } {
+  const seen: number[][] = [];
+  const embedder = new InputEmbedder(
+    contextSize,
+    tokenize,
+    async (tokens) => {
+      seen.push(tokens.map((t) => t[0]!));
+      await new Promise((r) => setTimeout(r, 5));
+      return { vectors: new Float32Array(tokens.length), dimensions: 1 };
+    },
+    EVERY_CALL_MINIMAL,
+  );
+  return { seen, embedder };
+}
+
 describe('InputEmbedder', () => {
   it('gathers the requests that arrive during a call into the next one, each with its own vectors', async () => {
     const { calls, vectors } = recording();
@@ -68,17 +84,7 @@ describe('InputEmbedder', () => {
   });
 
   it("a short request that arrives during a long one's call is in the next call, not after the long one", async () => {
-    const seen: number[][] = [];
-    const embedder = new InputEmbedder(
-      MIN_CALL_TOKENS,
-      tokenize,
-      async (tokens) => {
-        seen.push(tokens.map((t) => t[0]!));
-        await new Promise((r) => setTimeout(r, 5));
-        return { vectors: new Float32Array(tokens.length), dimensions: 1 };
-      },
-      EVERY_CALL_MINIMAL,
-    );
+    const { seen, embedder } = firstTokensSeen(MIN_CALL_TOKENS);
     const half = MIN_CALL_TOKENS / 2;
     const long = embedder.embed(Array.from({ length: 8 }, () => Array.from({ length: half }, () => 1)));
     await new Promise((r) => setTimeout(r, 1)); // the long request's first call is running
@@ -92,17 +98,7 @@ describe('InputEmbedder', () => {
   });
 
   it('a short request gets into the next call even when each input of a long one fills a call alone', async () => {
-    const seen: number[][] = [];
-    const embedder = new InputEmbedder(
-      2 * MIN_CALL_TOKENS,
-      tokenize,
-      async (tokens) => {
-        seen.push(tokens.map((t) => t[0]!));
-        await new Promise((r) => setTimeout(r, 5));
-        return { vectors: new Float32Array(tokens.length), dimensions: 1 };
-      },
-      EVERY_CALL_MINIMAL,
-    );
+    const { seen, embedder } = firstTokensSeen(2 * MIN_CALL_TOKENS);
     const long = embedder.embed(Array.from({ length: 6 }, () => Array.from({ length: MIN_CALL_TOKENS + 1 }, () => 1)));
     await new Promise((r) => setTimeout(r, 1));
     const short = embedder.embed([[2], [2]]);
