@@ -26,6 +26,9 @@ export const malformedJson = (detail: string) =>
     code: 'invalid_json',
   });
 
+/** A client's string as an error message echoes it: at most 64 characters, then '...' (README "Limits"). */
+export const echoed = (s: string): string => (s.length > 64 ? `${s.slice(0, 64)}...` : s);
+
 /** `atLeast`: the count is a lower bound (tokenizing stopped early, or it was bounded from the prompt's bytes). */
 export const contextLengthExceeded = (promptTokens: number, contextSize: number, atLeast = false) =>
   new ApiError({
@@ -55,7 +58,7 @@ export const responseNotFound = (id: string, param: string | null = null) =>
   new ApiError({
     status: 404,
     type: 'invalid_request_error',
-    message: `Response with id '${id}' not found.`,
+    message: `Response with id '${echoed(id)}' not found.`,
     param,
     code: param === null ? 'response_not_found' : 'previous_response_not_found',
   });

@@ -1,4 +1,5 @@
 import { ApiError } from './api-error.ts';
+import { echoed } from './request-errors.ts';
 
 /**
  * The service cannot answer it now or at all: an unknown model, a full queue, a model warming up or failed, shutdown,
@@ -11,7 +12,7 @@ export const modelNotFound = (model: string, served: readonly string[] = []) =>
     status: 404,
     type: 'not_found_error',
     message:
-      `The model '${model}' does not exist` +
+      `The model '${echoed(model)}' does not exist` +
       (served.length > 0
         ? `; this server serves: ${served.slice(0, 20).join(', ')}${served.length > 20 ? `, and ${served.length - 20} more (GET /models)` : ''}`
         : ''),

@@ -259,16 +259,21 @@ export class SchemaConverter {
       throw new GrammarError(`'required' at ${path} must be an array of strings`, 'required');
     const names = Object.keys(props);
     const required = new Set(this.strict ? names : (requiredList as string[]));
-    for (const r of required) {
-      if (!Object.hasOwn(props, r) && !this.strict) {
-        // A required property the schema does not describe: any value.
-        names.push(r);
-      }
-    }
+    // A required key 'properties' does not describe: refused where no such key may appear (strict mode, as OpenAI's;
+    // additionalProperties false: no object satisfies the schema), else one more property, of additionalProperties.
+    const undescribed = (requiredList as string[]).filter((r) => !Object.hasOwn(props, r));
+    if (undescribed.length > 0 && (this.strict || schema.additionalProperties === false))
+      throw new GrammarError(
+        `'required' at ${path} names ${JSON.stringify(undescribed[0]!.slice(0, 64))}, which 'properties' does not describe` +
+          (this.strict ? ' (strict: every required key must be a property)' : ', and additionalProperties is false'),
+        'required',
+      );
+    for (const r of undescribed) names.push(r);
     const kv = new Map<string, string>();
     for (const p of names) {
+      const additional = isSchemaObject(schema.additionalProperties) ? (schema.additionalProperties as Schema) : true;
       const valueRule = this.visit(
-        (own(props, p) as Schema | undefined) ?? true,
+        (own(props, p) as Schema | undefined) ?? additional,
         `${name}-${p}`,
         `${path}/properties/${p}`,
         depth + 1,
@@ -379,11 +384,14 @@ export class SchemaConverter {
     if (exMin !== null) min = Math.max(min ?? -Infinity, Math.floor(exMin) + 1);
     if (exMax !== null) max = Math.min(max ?? Infinity, Math.ceil(exMax) - 1);
     if (min === null && max === null) return this.builder.add(name, this.builder.primitive('integer'));
+    let range: string;
     try {
-      return this.builder.add(name, `(${integerRangeExpression(min, max)})`);
+      range = integerRangeExpression(min, max);
     } catch {
       throw new GrammarError(`'minimum'/'maximum' at ${path} leave no integer`, 'minimum');
     }
+    // Outside the try: the builder's own refusal (the grammar grew past its bounds) is not an empty range.
+    return this.builder.add(name, `(${range})`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { startNamingPromptAs } from './prompt-field-naming.ts';
 import { type GenerationAnswer, generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { validateCompletionsRequest } from '../protocol/completions-request.ts';
 import { sseData } from '../protocol/sse.ts';
@@ -32,7 +33,9 @@ export function completionsPlan(d: Pick<GenerationRouteDeps, 'gateway'>): (json:
       model: request.model,
       stream: request.stream,
       format: textCompletionFormat(renderer),
-      start: (sink, caller, model) => d.gateway.startCompletions(model, request, sink, caller),
+      start: startNamingPromptAs('prompt', (sink, caller, model) =>
+        d.gateway.startCompletions(model, request, sink, caller),
+      ),
     };
   };
 }

@@ -1,4 +1,4 @@
-import { invalidRequest } from '../errors/index.ts';
+import { echoed, invalidRequest } from '../errors/index.ts';
 import type { ChatRequest, FunctionTool, JsonSchema, ResponseFormat, ToolCall, ToolChoice } from './chat-request.ts';
 import { absent, type Json, requiredFieldError } from './json-fields.ts';
 
@@ -30,7 +30,7 @@ export function functionName(v: unknown, param: string): string {
   if (typeof v !== 'string') throw requiredFieldError(`'${param}' must be a string`, param, v);
   if (!FUNCTION_NAME.test(v))
     throw invalidRequest(
-      `'${param}' must be 1 to 64 letters, digits, '_' or '-'; got ${JSON.stringify(v)}`,
+      `'${param}' must be 1 to 64 letters, digits, '_' or '-'; got ${JSON.stringify(echoed(v))}`,
       param,
       'invalid_value',
     );

@@ -1,6 +1,6 @@
 import { parseRequestPriority } from './priority.ts';
 import { parseReasoningEffort } from './chat-request.ts';
-import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
+import { echoed, invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { ChatMessage, ChatRequest, ChatRole } from './chat-request.ts';
 import {
   parseLogprobs,
@@ -118,7 +118,7 @@ function messageContent(raw: unknown, index: number): string {
 
 /** A short description of a client value for an error message; never walks into it (its depth is the client's). */
 function describeValue(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}...` : v);
+  if (typeof v === 'string') return JSON.stringify(echoed(v));
   if (Array.isArray(v)) return 'an array';
   if (v === null || typeof v !== 'object') return String(v);
   return 'an object';

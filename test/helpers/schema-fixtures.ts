@@ -168,6 +168,16 @@ export const SCHEMA_FIXTURES: SchemaFixture[] = [
     invalid: '{"k": 4}',
   },
   {
+    name: 'a required key no property describes: of additionalProperties',
+    schema: {
+      type: 'object',
+      properties: { a: { type: 'boolean' } },
+      required: ['a', 'n'],
+      additionalProperties: { type: 'integer', minimum: 5, maximum: 6 },
+    },
+    invalid: '{"a": true, "n": 7}',
+  },
+  {
     name: 'allOf with one member',
     schema: { allOf: [{ type: 'object', properties: { x: { type: 'boolean' } }, required: ['x'] }] },
     invalid: '{}',

@@ -195,11 +195,47 @@ describe('bad input over raw HTTP', () => {
     expect((await errorOf(r)).code).toBe('payload_too_large');
   });
 
-  it('a prompt longer than the context -> 400 context_length_exceeded', async () => {
+  it("a prompt longer than the context -> 400 context_length_exceeded, naming the API's own prompt field", async () => {
     const words = Array.from({ length: 2500 }, (_, i) => `w${i % 10}`).join(' ');
     const r = await post(JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: words }] }));
     expect(r.status).toBe(400);
-    expect((await errorOf(r)).code).toBe('context_length_exceeded');
+    expect(await errorOf(r)).toMatchObject({ code: 'context_length_exceeded', param: 'messages' });
+    for (const [path, body, field] of [
+      ['completions', { prompt: words }, 'prompt'],
+      ['completions', { prompt: Array.from({ length: 3000 }, () => 5) }, 'prompt'],
+      ['responses', { input: words }, 'input'],
+    ] as const) {
+      const other = await fetch(`${hearth.baseUrl}/api/inference/v1/${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL_ID, ...body }),
+      });
+      expect(other.status, path).toBe(400);
+      const e = await errorOf(other);
+      expect(e, path).toMatchObject({ code: 'context_length_exceeded', param: field });
+      expect(e.message, path).toContain(`'${field}' uses`);
+    }
+  });
+
+  it('an error echoes a long client value cut at 64 characters (a model id, a tool name, a response id)', async () => {
+    const long = 'm'.repeat(5_000);
+    const cut = `${'m'.repeat(64)}...`;
+    const unknownModel = await post(JSON.stringify({ model: long, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(unknownModel.status).toBe(404);
+    expect((await errorOf(unknownModel)).message).toContain(`'${cut}'`);
+    const tool = { type: 'function', function: { name: long, parameters: { type: 'object' } } };
+    const badTool = await post(
+      JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], tools: [tool] }),
+    );
+    expect(badTool.status).toBe(400);
+    const toolError = await errorOf(badTool);
+    expect(toolError.message).toContain(`"${cut}"`);
+    expect(toolError.message.length).toBeLessThan(300);
+    const response = await fetch(`${hearth.baseUrl}/api/inference/v1/responses/resp_${long.slice(0, 1000)}`, {
+      headers: { authorization: `Bearer ${hearth.key}` },
+    });
+    expect(response.status).toBe(404);
+    expect((await errorOf(response)).message.length).toBeLessThan(200);
   });
 
   it('missing or malformed bearer -> 401 Unauthorized', async () => {

@@ -105,6 +105,7 @@ describe('refusals name the keyword', () => {
     ],
     [{ type: 'object', minProperties: 1 }, 'minProperties'],
     [{ type: 'strin' }, 'type'],
+    [{ type: 'object', properties: {}, required: ['a'], additionalProperties: false }, 'required'],
   ];
   for (const [schema, keyword] of cases) {
     it(`${keyword}: ${JSON.stringify(schema)}`, () => {
@@ -113,6 +114,22 @@ describe('refusals name the keyword', () => {
       expect(error.message).toContain(keyword);
     });
   }
+
+  it('many integer ranges past the grammar bounds: too complex, not an empty range', () => {
+    const range = { type: 'integer', minimum: -123456789, maximum: 987654321 };
+    const names = Array.from({ length: 300 }, (_, i) => `p${i}`);
+    const schema = { type: 'object', properties: Object.fromEntries(names.map((n) => [n, range])), required: names };
+    const error = thrownBy(() => jsonSchemaToGrammar(schema), GrammarError);
+    expect(error.message).not.toContain('leave no integer');
+    expect(error.message).toMatch(/too complex|grammar/i);
+  });
+
+  it('strict: a required key that is no property is refused (OpenAI refuses it too)', () => {
+    const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['zzz'] };
+    const error = thrownBy(() => jsonSchemaToGrammar(schema, { strict: true }), GrammarError);
+    expect(error.keyword).toBe('required');
+    expect(error.message).toContain('"zzz"');
+  });
 
   it("intersects a client's '__proto__' property as a property, never a prototype", () => {
     const schema = JSON.parse(
