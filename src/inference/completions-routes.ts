@@ -1,4 +1,4 @@
-import { startNamingPromptAs } from './prompt-field-naming.ts';
+import { COMPLETIONS_FIELDS, startNamingFieldsAs } from './prompt-field-naming.ts';
 import { type GenerationAnswer, generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { validateCompletionsRequest } from '../protocol/completions-request.ts';
 import { sseData } from '../protocol/sse.ts';
@@ -33,7 +33,7 @@ export function completionsPlan(d: Pick<GenerationRouteDeps, 'gateway'>): (json:
       model: request.model,
       stream: request.stream,
       format: textCompletionFormat(renderer),
-      start: startNamingPromptAs('prompt', (sink, caller, model) =>
+      start: startNamingFieldsAs(COMPLETIONS_FIELDS, (sink, caller, model) =>
         d.gateway.startCompletions(model, request, sink, caller),
       ),
     };

@@ -1,32 +1,43 @@
 import { ApiError } from '../errors/index.ts';
 import type { GenerationAnswer } from './generation-route.ts';
 
+/** Chat's field names -> another API's own, for the refusals the engine and gateway name after chat's fields. */
+export type FieldNames = Readonly<Record<string, string>>;
+
+/** Completions' prompt is `prompt`. */
+export const COMPLETIONS_FIELDS: FieldNames = { messages: 'prompt' };
+/** Responses' prompt is `input`, its reasoning effort `reasoning.effort`. */
+export const RESPONSES_FIELDS: FieldNames = { messages: 'input', reasoning_effort: 'reasoning.effort' };
+
 /**
- * The engine names a prompt that cannot fit the context after chat's field (`context_length_exceeded`, param
- * `messages`); an API whose prompt is another field (completions' `prompt`, Responses' `input`) names its own.
+ * The engine and the gateway name a refusal after chat's fields (`context_length_exceeded` names `messages`, a
+ * model without a thinking switch `reasoning_effort`); an API whose field is called otherwise names its own.
  */
-export function namingPromptAs(field: string, e: unknown): unknown {
-  if (!(e instanceof ApiError) || e.code !== 'context_length_exceeded' || e.param !== 'messages') return e;
+export function namingFieldsAs(names: FieldNames, e: unknown): unknown {
+  if (!(e instanceof ApiError) || e.param === null || !Object.hasOwn(names, e.param)) return e;
+  const from = e.param;
+  const to = names[from]!;
   return new ApiError({
     ...e.toData(),
-    param: field,
+    param: to,
     message: e.message
-      .replace('the messages use', `'${field}' uses`)
-      .replace('Shorten the messages', `Shorten '${field}'`),
+      .replace(`'${from}'`, `'${to}'`)
+      .replace(`the ${from} use`, `'${to}' uses`)
+      .replace(`Shorten the ${from}`, `Shorten '${to}'`),
   });
 }
 
-/** `start` with its refusals (thrown, or failed on the sink) naming `field` as namingPromptAs does. */
-export function startNamingPromptAs(field: string, start: GenerationAnswer['start']): GenerationAnswer['start'] {
+/** `start` with its refusals (thrown, or failed on the sink) naming the API's fields as namingFieldsAs does. */
+export function startNamingFieldsAs(names: FieldNames, start: GenerationAnswer['start']): GenerationAnswer['start'] {
   return (sink, caller, model) => {
     const named = {
       push: (delta: Parameters<typeof sink.push>[0]) => sink.push(delta),
-      fail: (e: ApiError) => sink.fail(namingPromptAs(field, e) as ApiError),
+      fail: (e: ApiError) => sink.fail(namingFieldsAs(names, e) as ApiError),
     };
     try {
       return start(named, caller, model);
     } catch (e) {
-      throw namingPromptAs(field, e);
+      throw namingFieldsAs(names, e);
     }
   };
 }

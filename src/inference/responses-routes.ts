@@ -1,4 +1,4 @@
-import { startNamingPromptAs } from './prompt-field-naming.ts';
+import { RESPONSES_FIELDS, startNamingFieldsAs } from './prompt-field-naming.ts';
 import { whenReady } from '../accounts/fresh-credentials.ts';
 import { type GenerationAnswer, generationRoute, type GenerationRouteDeps } from './generation-route.ts';
 import { invalidRequest, responseNotFound } from '../errors/index.ts';
@@ -105,7 +105,7 @@ export function responsesPlan(
         model: chat.model,
         stream: chat.stream,
         format: responsesFormat(renderer, keep),
-        start: startNamingPromptAs('input', (sink, c, model) => d.gateway.startChat(model, chat, sink, c)),
+        start: startNamingFieldsAs(RESPONSES_FIELDS, (sink, c, model) => d.gateway.startChat(model, chat, sink, c)),
       };
     });
   };

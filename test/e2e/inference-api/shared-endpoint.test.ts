@@ -217,6 +217,22 @@ describe('bad input over raw HTTP', () => {
     }
   });
 
+  it("Responses names its own field when the model has no thinking switch: 'reasoning.effort'", async () => {
+    const r = await fetch(`${hearth.baseUrl}/api/inference/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hearth.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: MODEL_ID, input: 'hi', reasoning: { effort: 'low' } }),
+    });
+    expect(r.status).toBe(400);
+    const e = await errorOf(r);
+    expect(e).toMatchObject({ code: 'unsupported_parameter', param: 'reasoning.effort' });
+    expect(e.message).toContain("'reasoning.effort'");
+    const chat = await post(
+      JSON.stringify({ model: MODEL_ID, messages: [{ role: 'user', content: 'hi' }], reasoning_effort: 'low' }),
+    );
+    expect(await errorOf(chat)).toMatchObject({ code: 'unsupported_parameter', param: 'reasoning_effort' });
+  });
+
   it('an error echoes a long client value cut at 64 characters (a model id, a tool name, a response id)', async () => {
     const long = 'm'.repeat(5_000);
     const cut = `${'m'.repeat(64)}...`;

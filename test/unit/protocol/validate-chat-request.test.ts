@@ -127,6 +127,16 @@ describe('validateChatRequest', () => {
       'messages[0].content[0]',
       'unsupported_content_part',
     ],
+    [
+      { ...base, messages: [{ role: 'user', content: [{ type: 'text' }] }] },
+      'messages[0].content[0].text',
+      'missing_required_parameter',
+    ],
+    [
+      { ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 5 }] }] },
+      'messages[0].content[0].text',
+      'invalid_type',
+    ],
     [{ ...base, temperature: 2.5 }, 'temperature', 'invalid_value'],
     [{ ...base, top_p: -0.1 }, 'top_p', 'invalid_value'],
     [{ ...base, max_tokens: 0 }, 'max_tokens', 'invalid_value'],
