@@ -15,7 +15,7 @@ export interface EmbeddingEngine {
    * generate() does, and a 400 naming `input[i]` for an input longer than the context or with a token id
    * outside the vocabulary. `schedule`: who it is for and at which priority, as a generation's (absent:
    * interactive, the anonymous tenant): it waits for the pool in the scheduler's order, with the generations.
+   * `signal` aborts once the request's client left: the engine stops its work for it and rejects.
    */
-  /** `signal` aborts once the request's client left: the engine stops its work for it and rejects. */
   embed(inputs: readonly RawPrompt[], schedule?: GenerationSchedule, signal?: AbortSignal): Promise<EmbeddingResult>;
 }

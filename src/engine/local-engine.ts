@@ -335,7 +335,7 @@ export class LocalEngine implements ChatEngine, EmbeddingEngine {
    * failed, shutting down, or with the queue full) and counted as one running request while it runs; an input
    * that cannot fit the context is refused here from its bytes, or by the worker once tokenized: a 400 naming
    * `input[i]`. No generation metrics are recorded. Once `signal` aborts (the client left), a waiting request
-   * leaves the queue at once and a running one at the worker's next call (about one pass: input-embedder.ts),
+   * leaves the queue at once and a running one at the worker's next call (input-embedder.ts: about 250 ms),
    * rejecting with client_closed_request.
    */
   async embed(

@@ -269,9 +269,9 @@ export class SchemaConverter {
         'required',
       );
     for (const r of undescribed) names.push(r);
+    const additional = isSchemaObject(schema.additionalProperties) ? (schema.additionalProperties as Schema) : true;
     const kv = new Map<string, string>();
     for (const p of names) {
-      const additional = isSchemaObject(schema.additionalProperties) ? (schema.additionalProperties as Schema) : true;
       const valueRule = this.visit(
         (own(props, p) as Schema | undefined) ?? additional,
         `${name}-${p}`,

@@ -1,4 +1,5 @@
 import { ApiError } from '../errors/index.ts';
+import type { ChatDeltaSink } from '../protocol/chat-delta.ts';
 import type { GenerationAnswer } from './generation-route.ts';
 
 /** Chat's field names -> another API's own, for the refusals the engine and gateway name after chat's fields. */
@@ -30,9 +31,9 @@ export function namingFieldsAs(names: FieldNames, e: unknown): unknown {
 /** `start` with its refusals (thrown, or failed on the sink) naming the API's fields as namingFieldsAs does. */
 export function startNamingFieldsAs(names: FieldNames, start: GenerationAnswer['start']): GenerationAnswer['start'] {
   return (sink, caller, model) => {
-    const named = {
-      push: (delta: Parameters<typeof sink.push>[0]) => sink.push(delta),
-      fail: (e: ApiError) => sink.fail(namingFieldsAs(names, e) as ApiError),
+    const named: ChatDeltaSink = {
+      push: (delta) => sink.push(delta),
+      fail: (e) => sink.fail(namingFieldsAs(names, e) as ApiError),
     };
     try {
       return start(named, caller, model);

@@ -101,15 +101,7 @@ function messageContent(raw: unknown, index: number): string {
   if (Array.isArray(raw)) {
     let text = '';
     raw.forEach((part, j) => {
-      if (isObject(part) && part.type === 'text' && typeof part.text !== 'string')
-        throw part.text === undefined
-          ? invalidRequest(
-              `${param}[${j}].text is required in a text part`,
-              `${param}[${j}].text`,
-              'missing_required_parameter',
-            )
-          : invalidRequest(`${param}[${j}].text must be a string`, `${param}[${j}].text`, 'invalid_type');
-      if (!isObject(part) || part.type !== 'text' || typeof part.text !== 'string') {
+      if (!isObject(part) || part.type !== 'text') {
         const type = isObject(part) && typeof part.type === 'string' ? part.type : typeof part;
         throw invalidRequest(
           `${param}[${j}] must be a text part ({"type":"text","text":...}); '${type}' parts are not supported`,
@@ -117,6 +109,14 @@ function messageContent(raw: unknown, index: number): string {
           'unsupported_content_part',
         );
       }
+      if (typeof part.text !== 'string')
+        throw part.text === undefined
+          ? invalidRequest(
+              `${param}[${j}].text is required in a text part`,
+              `${param}[${j}].text`,
+              'missing_required_parameter',
+            )
+          : invalidRequest(`${param}[${j}].text must be a string`, `${param}[${j}].text`, 'invalid_type');
       text += part.text;
     });
     return text;

@@ -46,7 +46,6 @@ interface Waiting {
   /** Inputs embedded so far (the next call goes on from here), and their vectors. */
   done: number;
   parts: Float32Array[];
-  dimensions: number;
   cancelled: () => boolean;
   resolve: (r: { vectors: Float32Array; dimensions: number } | typeof EMBEDDING_CANCELLED) => void;
   reject: (err: unknown) => void;
@@ -103,7 +102,7 @@ export class InputEmbedder {
     }
     const r = await new Promise<{ vectors: Float32Array; dimensions: number } | typeof EMBEDDING_CANCELLED>(
       (resolve, reject) => {
-        this.waiting.push({ tokens, inputs, done: 0, parts: [], dimensions: 0, cancelled, resolve, reject });
+        this.waiting.push({ tokens, inputs, done: 0, parts: [], cancelled, resolve, reject });
         if (!this.computing) void this.compute();
       },
     );
@@ -132,7 +131,6 @@ export class InputEmbedder {
         let at = 0;
         for (const { w, count } of call) {
           w.parts.push(vectors.slice(at * dimensions, (at + count) * dimensions));
-          w.dimensions = dimensions;
           w.done += count;
           at += count;
           if (w.done === w.tokens.length) this.finish(w, () => w.resolve({ vectors: joined(w.parts), dimensions }));
