@@ -195,6 +195,11 @@ export class GrammarBuilder {
     return this.rules.has(name);
   }
 
+  /** The rules so far (name -> body), for analysis (gbnf-termination.ts). */
+  ruleSet(): ReadonlyMap<string, string> {
+    return this.rules;
+  }
+
   /** A JSON primitive (and the primitives it uses) under its own name. */
   primitive(name: keyof typeof PRIMITIVES | string): string {
     const p = PRIMITIVES[name];

@@ -1,5 +1,6 @@
 import type { JsonSchema } from '../protocol/chat-request.ts';
 import { GRAMMAR_LIMITS, GrammarBuilder, GrammarError, gbnfLiteral, gbnfRepetition } from './gbnf.ts';
+import { checkTermination } from './gbnf-termination.ts';
 import { integerRangeExpression } from './integer-range-grammar.ts';
 import { equal, intersectSchemas } from './schema-intersection.ts';
 import {
@@ -65,6 +66,25 @@ export class SchemaConverter {
 
   convert(): string {
     return this.visit(this.root, this.prefix, '#', 0);
+  }
+
+  /**
+   * What is wrong when the builder's rules cannot finish (gbnf-termination.ts) because of this schema: a
+   * GrammarError naming the `$ref` at fault, or null when none of the faulty rules is one of its references.
+   */
+  fault(problem: 'left-recursion' | 'no-finite-value', rules: readonly string[]): GrammarError | null {
+    const faulty = new Set(rules);
+    const ref = [...this.refRules].find(([, rule]) => faulty.has(rule))?.[0];
+    if (ref === undefined) return null;
+    const shown = JSON.stringify(ref.slice(0, 64));
+    return problem === 'left-recursion'
+      ? new GrammarError(
+          `'$ref' ${shown} refers back to itself before any character of output (left recursion), which constrained output cannot enforce`,
+          '$ref',
+        )
+      : new GrammarError(
+          `The schema at ${shown} admits no finite JSON value (its '$ref's lead back to it with no way to end), so constrained output could never finish`,
+        );
   }
 
   private visit(schema: Schema, name: string, path: string, depth: number): string {
@@ -398,9 +418,29 @@ export class SchemaConverter {
 /** The grammar of one JSON document valid against `schema` (root rule `root`). Throws GrammarError. */
 export function jsonSchemaToGrammar(schema: JsonSchema, options: SchemaGrammarOptions = {}): string {
   const builder = new GrammarBuilder();
-  const rule = new SchemaConverter(builder, schema, 'root', options.strict === true).convert();
+  const converter = new SchemaConverter(builder, schema, 'root', options.strict === true);
+  const rule = converter.convert();
   if (rule !== 'root') builder.add('root', rule);
+  assertTerminates(builder, [converter], (err) => err);
   return builder.text();
+}
+
+/**
+ * Throws when `builder`'s rules cannot finish (gbnf-termination.ts): the first of `converters` that owns a
+ * faulty rule says why, its error passed through `wrap(error, index)`.
+ */
+export function assertTerminates(
+  builder: GrammarBuilder,
+  converters: readonly SchemaConverter[],
+  wrap: (error: GrammarError, index: number) => GrammarError,
+): void {
+  const termination = checkTermination(builder.ruleSet());
+  if (termination.ok) return;
+  for (const [i, converter] of converters.entries()) {
+    const error = converter.fault(termination.problem, termination.rules);
+    if (error !== null) throw wrap(error, i);
+  }
+  throw new GrammarError('The schema admits no finite JSON value that constrained output could enforce');
 }
 
 /** `response_format: json_object`: any JSON object. */

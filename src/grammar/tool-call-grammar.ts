@@ -1,6 +1,6 @@
 import type { FunctionTool } from '../protocol/chat-request.ts';
 import { GrammarBuilder, GrammarError, gbnfLiteral } from './gbnf.ts';
-import { SchemaConverter } from './json-schema-grammar.ts';
+import { assertTerminates, SchemaConverter } from './json-schema-grammar.ts';
 import { TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from '../protocol/tool-call-syntax.ts';
 
 export interface ToolCallGrammarOptions {
@@ -24,13 +24,15 @@ export function toolCallGrammar(tools: readonly FunctionTool[], o: ToolCallGramm
   if (chosen.length === 0)
     throw new GrammarError('tool_choice names a function that is not declared in tools', 'tool_choice');
   const builder = new GrammarBuilder();
+  const ofTool = (err: GrammarError, i: number) =>
+    new GrammarError(`tools[${tools.indexOf(chosen[i]!)}] (${chosen[i]!.name}): ${err.message}`, err.keyword);
+  const converters = chosen.map((tool, i) => new SchemaConverter(builder, tool.parameters, `fn${i}-args`, tool.strict));
   const alternatives = chosen.map((tool, i) => {
     let args: string;
     try {
-      args = new SchemaConverter(builder, tool.parameters, `fn${i}-args`, tool.strict).convert();
+      args = converters[i]!.convert();
     } catch (err) {
-      if (err instanceof GrammarError)
-        throw new GrammarError(`tools[${tools.indexOf(tool)}] (${tool.name}): ${err.message}`, err.keyword);
+      if (err instanceof GrammarError) throw ofTool(err, i);
       throw err;
     }
     return builder.add(`fn${i}`, `${gbnfLiteral(`${JSON.stringify(tool.name)}, "arguments": `)} ${args}`);
@@ -40,5 +42,6 @@ export function toolCallGrammar(tools: readonly FunctionTool[], o: ToolCallGramm
     `${gbnfLiteral(`${TOOL_CALL_OPEN}\n{"name": `)} (${alternatives.join(' | ')}) ${gbnfLiteral(`}\n${TOOL_CALL_CLOSE}`)}`,
   );
   builder.add('root', o.parallel ? `${call} ("\\n" ${call})*` : call);
+  assertTerminates(builder, converters, ofTool);
   return builder.text();
 }

@@ -16,7 +16,7 @@ function parse(grammar: string): { _testText(t: string): boolean } {
 }
 
 /** The grammar, or null when the converter refused the schema with a GrammarError naming `keyword`. */
-function convert(schema: JsonSchema, keyword: string): string | null {
+function convert(schema: JsonSchema, keyword: string | null): string | null {
   try {
     return jsonSchemaToGrammar(schema);
   } catch (err) {
@@ -128,5 +128,22 @@ describe('property names that are Object.prototype members', () => {
       expect(g._testText('{}'), name).toBe(false);
       expect(g._testText(`{"${name}": 1}`), name).toBe(true);
     }
+  });
+});
+
+describe('recursive schemas (llama.cpp refuses left recursion and cannot end a rule that never ends)', () => {
+  it('recursion that can end parses and matches; what cannot end is refused before llama.cpp sees it', () => {
+    const list = {
+      type: 'object',
+      properties: { next: { anyOf: [{ $ref: '#' }, { type: 'null' }] } },
+      required: ['next'],
+    };
+    const g = parse(jsonSchemaToGrammar(list));
+    expect(g._testText('{"next": {"next": null}}')).toBe(true);
+    expect(g._testText('{"next": {}}')).toBe(false);
+    // Before the check this grammar reached llama.cpp, which refused it (left recursion) in a log line of its own.
+    expect(convert({ anyOf: [{ $ref: '#' }, { type: 'null' }] }, '$ref')).toBeNull();
+    // And this one llama.cpp accepted: sampling under it nests until max_tokens, never valid JSON.
+    expect(convert({ type: 'object', properties: { a: { $ref: '#' } }, required: ['a'] }, null)).toBeNull();
   });
 });

@@ -5,6 +5,7 @@ import { GrammarError } from '../../../src/grammar/gbnf.ts';
 import { integerRangeExpression } from '../../../src/grammar/integer-range-grammar.ts';
 import { GrammarCache } from '../../../src/grammar/grammar-cache.ts';
 import { jsonObjectGrammar, jsonSchemaToGrammar } from '../../../src/grammar/json-schema-grammar.ts';
+import { toolCallGrammar } from '../../../src/grammar/tool-call-grammar.ts';
 import { sampleGbnf } from '../../helpers/gbnf-sampler.ts';
 import { SCHEMA_FIXTURES } from '../../helpers/schema-fixtures.ts';
 import { thrownBy } from '../../helpers/thrown.ts';
@@ -149,6 +150,62 @@ describe('refusals name the keyword', () => {
       ],
     });
     expect(grammar).toBe(jsonSchemaToGrammar({ type: 'string', maxLength: 2 }));
+  });
+
+  describe('recursive schemas', () => {
+    const list = {
+      type: 'object',
+      properties: { next: { anyOf: [{ $ref: '#' }, { type: 'null' }] } },
+      required: ['next'],
+    };
+    it('converts recursion that can end; sampled documents nest and end', () => {
+      const grammar = jsonSchemaToGrammar(list);
+      for (let seed = 1; seed <= 10; seed++)
+        expect(sampleGbnf(grammar, seed, 8)).toMatch(/^(\{ ?"next" ?: ?)+null( ?\})+$/);
+    });
+
+    it('refuses a reference back to itself before any output (left recursion, which llama.cpp refuses)', () => {
+      const error = thrownBy(() => jsonSchemaToGrammar({ anyOf: [{ $ref: '#' }, { type: 'null' }] }), GrammarError);
+      expect(error.keyword).toBe('$ref');
+      expect(error.message).toContain('left recursion');
+    });
+
+    const endless: Array<[string, Record<string, unknown>, string]> = [
+      ['a reference to itself alone', { $ref: '#' }, '"#"'],
+      ['an object that requires another', { type: 'object', properties: { a: { $ref: '#' } }, required: ['a'] }, '"#"'],
+      [
+        'an array of at least one of itself',
+        { $defs: { n: { type: 'array', items: { $ref: '#/$defs/n' }, minItems: 1 } }, $ref: '#/$defs/n' },
+        '"#/$defs/n"',
+      ],
+      [
+        'an optional property of an endless kind (a trap once opened)',
+        {
+          type: 'object',
+          properties: { x: { type: 'object', properties: { y: { $ref: '#/properties/x' } }, required: ['y'] } },
+        },
+        '"#/properties/x"',
+      ],
+    ];
+    for (const [what, schema, ref] of endless) {
+      it(`refuses a schema with no finite value: ${what}`, () => {
+        const error = thrownBy(() => jsonSchemaToGrammar(schema), GrammarError);
+        expect(error.message).toContain(`The schema at ${ref} admits no finite JSON value`);
+      });
+    }
+
+    it('names the tool whose parameters cannot end', () => {
+      const tools = [
+        { name: 'ok', parameters: list, strict: false },
+        {
+          name: 'loop',
+          parameters: { type: 'object', properties: { a: { $ref: '#' } }, required: ['a'] },
+          strict: false,
+        },
+      ];
+      const error = thrownBy(() => toolCallGrammar(tools, { choice: 'required', parallel: false }), GrammarError);
+      expect(error.message).toMatch(/^tools\[1\] \(loop\): The schema at "#" admits no finite JSON value/);
+    });
   });
 
   it('refuses a schema that nests without end', () => {
