@@ -47,7 +47,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD']);
 /**
  * Mounts a route table on a uWS app: the one router of Hearth's HTTP edges (service and tool-server kit).
  * Each pattern is registered once with `any` and dispatched by method here, so a known path with the wrong
- * method is a 405 and an unknown path a 404, in the edge's error shape. HEAD runs the GET handler and
+ * method is a 405 and an unknown path a 404, in the edge's error shape (below a route of another API: in its). HEAD runs the GET handler and
  * answers without a body. A header value that is not ASCII text is a 400 before any handler runs. Everything
  * derived from the request (percent-decoding, bounds, the body) is handled in this guarded path: a thrown
  * error becomes the error answer unless the response is committed.
@@ -116,6 +116,13 @@ export function mountRoutes(
       ex.armAbort();
       setImmediate(() => (ex.aborted ? observe(ex, route.name) : run(ex, route.name, route.handler)));
     });
+    // A path under a route of another API (the Messages API's /messages/batches) is its 404, in its shape.
+    if (errorBody && !pattern.endsWith('*')) {
+      app.any(`${pattern}/*`, (res, req) => {
+        const ex = new HttpExchange(res, req, groupStyle, 0);
+        fail(ex, 'not_found', routeNotFound(ex.method, clip(ex.url)));
+      });
+    }
   }
   app.any('/*', (res, req) => {
     const ex = new HttpExchange(res, req, style, 0);

@@ -322,6 +322,20 @@ describe("errors in Anthropic's shape", () => {
     );
   });
 
+  it("an unknown path under /messages (the Message Batches API) is a 404 in Anthropic's shape, the SDK's NotFoundError", async () => {
+    for (const path of ['messages/batches', 'messages/count_tokens/x', 'messages/']) {
+      await expectError(await post(path, { requests: [] }), 404, 'not_found_error');
+    }
+    // Static paths still win over the subtree's catch-all.
+    expect((await post('messages/count_tokens', { model: MODEL_ID, messages: hi })).status).toBe(200);
+    const list = (client.messages as unknown as { batches: { list(): Promise<unknown> } }).batches.list();
+    await expect(list).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    // Outside it, the service's own shape.
+    const other = await post('nothing-here', {});
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as { type?: string }).type).toBeUndefined();
+  });
+
   it('takes the key as Authorization: Bearer too', async () => {
     const res = await post(
       'messages',
