@@ -67,7 +67,7 @@ module.exports = {
     only('providers', [...LEAVES, 'protocol']),
     only('workspaces', [...LEAVES, 'accounts', 'http', 'inference', 'metrics', 'protocol', 'providers', 'store']),
     only('apps', [...LEAVES, 'accounts', 'config', 'http', 'lifecycle', 'metrics', 'protocol', 'store', 'workspaces']),
-    only('batch', [...LEAVES, 'accounts', 'http', 'inference', 'limits']),
+    only('batch', [...LEAVES, 'accounts', 'http', 'inference', 'limits', 'protocol']),
     only('dashboard', [...LEAVES, 'http']),
     only('ops', [...LEAVES, 'http', 'inference', 'metrics']),
     // The standalone tool-server kit (hearth/tools): the edge core and the leaves only.

@@ -1,3 +1,5 @@
+import { ApiError } from '../errors/index.ts';
+import { checkWellFormedText } from '../http/json-body.ts';
 import type { BatchError, BatchLine } from './batch-records.ts';
 
 /** What a batch's input file holds: its lines once every one is well-formed, else the errors naming them. */
@@ -92,6 +94,12 @@ function lineProblem(
     return { message: 'not valid JSON', param: null };
   }
   if (typeof o !== 'object' || o === null || Array.isArray(o)) return { message: 'not a JSON object', param: null };
+  try {
+    checkWellFormedText(text, o); // a custom_id is stored as text: a lone surrogate would come back as another id
+  } catch (err) {
+    if (err instanceof ApiError) return { message: err.message, param: err.param };
+    throw err;
+  }
   const r = o as Record<string, unknown>;
   if (typeof r.custom_id !== 'string' || r.custom_id === '' || r.custom_id.length > 512)
     return { message: "'custom_id' must be a non-empty string (at most 512 characters)", param: 'custom_id' };

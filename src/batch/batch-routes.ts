@@ -14,6 +14,7 @@ import type { Route } from '../http/router.ts';
 import { DIRECT_URLS } from '../inference/direct-answer.ts';
 import { readerKey } from '../inference/key-admission.ts';
 import type { InferenceCaller } from '../inference/prompt-cache-scope.ts';
+import { parseMetadata } from '../protocol/json-fields.ts';
 import {
   batchObject,
   type BatchRecord,
@@ -244,20 +245,7 @@ function validateCreateBatch(json: unknown): CreateBatch {
     throw invalidRequest(`'endpoint' must be one of ${DIRECT_URLS.join(', ')}`, 'endpoint', 'invalid_value');
   if (o.completion_window !== '24h')
     throw invalidRequest("'completion_window' must be '24h'", 'completion_window', 'invalid_value');
-  let metadata: Record<string, string> | null = null;
-  if (o.metadata !== undefined && o.metadata !== null) {
-    if (typeof o.metadata !== 'object' || Array.isArray(o.metadata))
-      throw invalidRequest("'metadata' must be an object of strings", 'metadata', 'invalid_value');
-    const entries = Object.entries(o.metadata as Record<string, unknown>);
-    if (entries.length > 16 || entries.some(([k, v]) => k.length > 64 || typeof v !== 'string' || v.length > 512))
-      throw invalidRequest(
-        "'metadata' holds at most 16 keys of 64 characters, each a string of at most 512",
-        'metadata',
-        'invalid_value',
-      );
-    metadata = Object.fromEntries(entries) as Record<string, string>;
-  }
-  return { inputFileId: o.input_file_id, endpoint: o.endpoint, metadata };
+  return { inputFileId: o.input_file_id, endpoint: o.endpoint, metadata: parseMetadata(o.metadata) };
 }
 
 export interface BatchDashboardRouteDeps extends AuthenticatedRouteDeps {

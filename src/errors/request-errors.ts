@@ -17,6 +17,16 @@ export const unsupportedParameter = (param: string, why = 'is not supported') =>
     code: 'unsupported_parameter',
   });
 
+/** `param`: where in the body (`messages[0].content`), or null for the body's own text. */
+export const loneSurrogate = (param: string | null) =>
+  new ApiError({
+    status: 400,
+    type: 'invalid_request_error',
+    message: `${param === null ? 'The request body' : `'${param}'`} is not valid Unicode text: it holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair)`,
+    param,
+    code: 'invalid_unicode',
+  });
+
 export const malformedJson = (detail: string) =>
   new ApiError({
     status: 400,

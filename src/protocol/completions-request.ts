@@ -2,7 +2,17 @@ import { parseRequestPriority } from './priority.ts';
 import { invalidRequest, unsupportedParameter } from '../errors/index.ts';
 import type { RawPrompt, SamplingOptions } from './chat-request.ts';
 import { MAX_TOP_LOGPROBS, parseSamplerExtensions } from './validate-chat-features.ts';
-import { absent, isObject, type Json, optionalNumber, parseIncludeUsage, promptList } from './json-fields.ts';
+import {
+  absent,
+  checkServiceTier,
+  isObject,
+  type Json,
+  optionalBoolean,
+  optionalNumber,
+  parseIncludeUsage,
+  parseMetadata,
+  promptList,
+} from './json-fields.ts';
 
 /**
  * The legacy completions request (`POST /completions`), validated once at the edge. The prompt reaches the
@@ -56,13 +66,6 @@ const HARMLESS = new Set(['user', 'metadata', 'store', 'service_tier']);
 /** Refused unless given with their no-op value (checked below). */
 const CHECKED = new Set(['n', 'best_of', 'suffix', 'logit_bias']);
 
-function bool(body: Json, field: string): boolean {
-  const v = body[field];
-  if (absent(v)) return false;
-  if (typeof v !== 'boolean') throw invalidRequest(`'${field}' must be a boolean`, field, 'invalid_type');
-  return v;
-}
-
 function parseStop(raw: unknown): string[] {
   if (absent(raw)) return [];
   const list = typeof raw === 'string' ? [raw] : raw;
@@ -97,9 +100,9 @@ export function validateCompletionsRequest(body: unknown): CompletionsRequest {
   if (typeof body.model !== 'string' || body.model.length === 0)
     throw invalidRequest("'model' must be a non-empty string", 'model', 'invalid_type');
   const prompts = promptList(body.prompt, 'prompt', { max: MAX_PROMPTS, noun: 'prompts' });
-  const stream = bool(body, 'stream');
+  const stream = optionalBoolean(body, 'stream') === true;
   const includeUsage = parseIncludeUsage(body, stream);
-  const echo = bool(body, 'echo');
+  const echo = optionalBoolean(body, 'echo') === true;
   const logprobs = optionalNumber(body, 'logprobs', 0, MAX_TOP_LOGPROBS, true);
   if (echo && prompts.some((p) => typeof p !== 'string'))
     throw unsupportedParameter('echo', 'is not supported with token-id prompts');
@@ -107,6 +110,9 @@ export function validateCompletionsRequest(body: unknown): CompletionsRequest {
     throw unsupportedParameter('echo', 'is not supported together with logprobs (prompt tokens get no logprobs)');
   if (body.user !== undefined && body.user !== null && typeof body.user !== 'string')
     throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  optionalBoolean(body, 'store');
+  parseMetadata(body.metadata);
+  checkServiceTier(body.service_tier);
   return {
     ...parseSamplerExtensions(body),
     model: body.model,

@@ -29,7 +29,7 @@ export function tokenIds(list: unknown[], param: string): number[] {
 
 /**
  * A list of prompts, `prompt` of Completions or `input` of Embeddings: a string, an array of strings, an array of
- * token ids (one prompt), or an array of token-id arrays; at most `max` of them (`noun`: what the limit's message
+ * token ids (one prompt), or an array of token-id arrays (strings among them too, as llama-server takes it); at most `max` of them (`noun`: what the limit's message
  * calls them). `text` checks each string (Embeddings refuses an empty one). A 400 naming the field otherwise.
  */
 export function promptList(
@@ -92,4 +92,50 @@ export function optionalNumber(
   if (v < min || v > max)
     throw invalidRequest(`'${field}' must be between ${min} and ${max}, got ${v}`, field, 'invalid_value');
   return v;
+}
+
+/** `body[field]` as a boolean; undefined when not sent; a 400 naming it otherwise. */
+export function optionalBoolean(body: Json, field: string): boolean | undefined {
+  const v = body[field];
+  if (absent(v)) return undefined;
+  if (typeof v !== 'boolean') throw invalidRequest(`'${field}' must be a boolean`, field, 'invalid_type');
+  return v;
+}
+
+/** OpenAI's bounds on `metadata`: 16 keys of at most 64 characters, each a string of at most 512. */
+export const METADATA_LIMITS = { maxKeys: 16, maxKeyLength: 64, maxValueLength: 512 } as const;
+
+/**
+ * OpenAI's `metadata` (chat, completions, Responses, Batch API): an object of strings within METADATA_LIMITS;
+ * null when not sent; a 400 naming the field, or the key at fault, otherwise. A client's '__proto__' key stays data.
+ */
+export function parseMetadata(raw: unknown, param = 'metadata'): Record<string, string> | null {
+  if (absent(raw)) return null;
+  if (!isObject(raw)) throw invalidRequest(`'${param}' must be an object of strings`, param, 'invalid_type');
+  const entries = Object.entries(raw);
+  const { maxKeys, maxKeyLength, maxValueLength } = METADATA_LIMITS;
+  if (entries.length > maxKeys)
+    throw invalidRequest(`'${param}' holds ${entries.length} keys; at most ${maxKeys}`, param, 'invalid_value');
+  for (const [key, value] of entries) {
+    if (key.length > maxKeyLength)
+      throw invalidRequest(`'${param}' keys are at most ${maxKeyLength} characters`, param, 'invalid_value');
+    const at = `${param}.${key}`;
+    if (typeof value !== 'string') throw invalidRequest(`'${at}' must be a string`, at, 'invalid_type');
+    if (value.length > maxValueLength)
+      throw invalidRequest(`'${at}' is longer than ${maxValueLength} characters`, at, 'invalid_value');
+  }
+  return Object.fromEntries(entries) as Record<string, string>;
+}
+
+/** OpenAI's `service_tier` values; accepted without effect (one tier here). */
+const SERVICE_TIERS: ReadonlySet<unknown> = new Set(['auto', 'default', 'flex', 'scale', 'priority']);
+
+/** Checks `service_tier` (chat, completions, Responses): absent, null or one of OpenAI's values; a 400 otherwise. */
+export function checkServiceTier(raw: unknown): void {
+  if (absent(raw) || SERVICE_TIERS.has(raw)) return;
+  throw invalidRequest(
+    `'service_tier' must be one of ${[...SERVICE_TIERS].join(', ')}`,
+    'service_tier',
+    typeof raw === 'string' ? 'invalid_value' : 'invalid_type',
+  );
 }

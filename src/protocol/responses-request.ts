@@ -11,7 +11,7 @@ import {
 } from './chat-request.ts';
 import { hexId } from './ids.ts';
 import { checkToolChoice, functionName as name, MAX_TOOLS, MAX_TOP_LOGPROBS } from './validate-chat-features.ts';
-import { absent, isObject, type Json, requiredFieldError } from './json-fields.ts';
+import { absent, checkServiceTier, isObject, type Json, parseMetadata, requiredFieldError } from './json-fields.ts';
 
 /**
  * The OpenAI Responses API request (`POST /responses`), validated and turned into the ChatRequest the shared
@@ -370,8 +370,8 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
     throw invalidRequest("'parallel_tool_calls' must be a boolean", 'parallel_tool_calls', 'invalid_type');
   if (!absent(body.user) && typeof body.user !== 'string')
     throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
-  if (!absent(body.metadata) && !isObject(body.metadata))
-    throw invalidRequest("'metadata' must be an object", 'metadata', 'invalid_type');
+  const metadata = parseMetadata(body.metadata) ?? {};
+  checkServiceTier(body.service_tier);
 
   const input = parseInput(body.input);
   const instructionMessages: ChatMessage[] =
@@ -417,7 +417,7 @@ export function validateResponsesRequest(body: unknown): ResponsesRequest {
     echo: {
       instructions: instructions ?? null,
       max_output_tokens: maxTokens ?? null,
-      metadata: isObject(body.metadata) ? (body.metadata as Record<string, string>) : {},
+      metadata,
       parallel_tool_calls: parallel,
       temperature: temperature ?? null,
       top_p: topP ?? null,

@@ -11,7 +11,16 @@ import {
   parseToolChoice,
   parseTools,
 } from './validate-chat-features.ts';
-import { isObject, type Json, optionalNumber, parseIncludeUsage } from './json-fields.ts';
+import {
+  absent,
+  checkServiceTier,
+  isObject,
+  type Json,
+  optionalBoolean,
+  optionalNumber,
+  parseIncludeUsage,
+  parseMetadata,
+} from './json-fields.ts';
 
 /** Limits applied while validating; the gateway passes the configured values. */
 export interface ChatRequestLimits {
@@ -154,6 +163,8 @@ function parseMessages(raw: unknown, limits: ChatRequestLimits): ChatMessage[] {
     }
     if (m.function_call !== undefined && m.function_call !== null)
       throw unsupportedParameter(`messages[${i}].function_call`, 'is not supported (use tool_calls)');
+    if (!absent(m.name) && typeof m.name !== 'string')
+      throw invalidRequest(`'messages[${i}].name' must be a string`, `messages[${i}].name`, 'invalid_type');
     if (m.tool_calls !== undefined && m.tool_calls !== null && role !== 'assistant')
       throw invalidRequest(
         `'messages[${i}].tool_calls' is only allowed on assistant messages`,
@@ -212,6 +223,10 @@ export function validateChatRequest(
   const maxTokens = parseMaxTokens(body);
   if (body.user !== undefined && body.user !== null && typeof body.user !== 'string')
     throw invalidRequest("'user' must be a string", 'user', 'invalid_type');
+  // Accepted without effect, still checked: a client's typo is a 400, not silence.
+  optionalBoolean(body, 'store');
+  parseMetadata(body.metadata);
+  checkServiceTier(body.service_tier);
   const tools = parseTools(body.tools);
   const parallel = body.parallel_tool_calls;
   if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean')

@@ -187,9 +187,9 @@ describe('defect 3: deep nesting', () => {
   it('64 levels are accepted by the parser, 65 are not', async () => {
     const at = (n: number) =>
       call('POST', '/api/inference/v1/chat/completions', {
-        body: `{"model":"${MODEL_ID}","messages":[{"role":"user","content":"x"}],"metadata":${deep(n - 1)}}`,
+        body: `{"model":"${MODEL_ID}","messages":[{"role":"user","content":"x"}],"max_tokens":4,"tool_choice":"none","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","examples":${deep(n - 5)}}}}]}`,
       });
-    // 1 level for the outer object + (n-1) arrays = n levels; metadata is accepted without effect
+    // outer object, tools, the tool, function, parameters: 5 levels + (n-5) arrays = n; 'examples' is an annotation
     expect((await at(64)).status).toBe(200);
     const over = await at(65);
     expect(over.status).toBe(400);

@@ -43,6 +43,7 @@ describe('checkInput', () => {
       line('f', { body: [] }),
       '[1]',
       line(''),
+      line('x\ud800'),
     ].join('\n');
     const r = await check(text);
     expect(r.errors.map((e) => [e.line, e.param])).toEqual([
@@ -53,6 +54,7 @@ describe('checkInput', () => {
       [6, 'body'],
       [7, null],
       [8, 'custom_id'],
+      [9, 'custom_id'], // a lone surrogate: stored, it would come back as another id
     ]);
   });
 

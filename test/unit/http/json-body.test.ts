@@ -35,6 +35,25 @@ describe('parseJsonBody', () => {
     expect(codeOf(() => parseJsonBody(Buffer.from('['.repeat(65) + ']'.repeat(65))))).toBe('json_too_deep');
   });
 
+  it('refuses a lone surrogate naming where it is (invalid_unicode); pairs, escaped or raw, pass', () => {
+    const paramOf = (text: string): string | null | undefined => {
+      try {
+        parseJsonBody(Buffer.from(text));
+        return undefined;
+      } catch (err) {
+        expect((err as ApiError).code).toBe('invalid_unicode');
+        return (err as ApiError).param;
+      }
+    };
+    expect(paramOf('{"messages":[{"role":"user","content":"a\\ud800"}]}')).toBe('messages[0].content');
+    expect(paramOf('{"metadata":{"k":"\\uDFFF"}}')).toBe('metadata.k');
+    expect(paramOf('["ok","\\udc00\\ud800"]')).toBe('[1]'); // a reversed pair is two lone halves
+    expect(paramOf('"\\ud83d"')).toBeNull(); // the body itself
+    expect(paramOf('{"a":{"\\ud800":1}}')).toBe('a'); // a key: named by the object that holds it
+    for (const ok of ['{"e":"\\ud83d\\udca1"}', '{"e":"💡"}', '{"e":"\\\\ud800"}', '{"e":"\\u00e9"}'])
+      expect(paramOf(ok), ok).toBeUndefined();
+  });
+
   it('does not count brackets inside strings, escaped quotes included', () => {
     const text = JSON.stringify({ s: '['.repeat(500) + '\\"[[[' + '"{{{', t: ['\\', '"]]]"'] });
     expect(nestingExceeds(text, 2)).toBe(false);

@@ -238,6 +238,36 @@ describe('validateChatRequest', () => {
     ).not.toThrow();
   });
 
+  it('still checks the fields without effect: store, metadata (OpenAI bounds), service_tier, messages[].name', () => {
+    expect(() =>
+      validateChatRequest({
+        ...base,
+        messages: [{ role: 'user', content: 'hi', name: 'ada' }],
+        store: true,
+        metadata: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`.padEnd(64, 'x'), 'v'.repeat(512)])),
+        service_tier: 'flex',
+      }),
+    ).not.toThrow();
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ store: 'yes' }, 'store', 'invalid_type'],
+      [{ metadata: [] }, 'metadata', 'invalid_type'],
+      [{ metadata: { a: 1 } }, 'metadata.a', 'invalid_type'],
+      [{ metadata: { a: 'v'.repeat(513) } }, 'metadata.a', 'invalid_value'],
+      [{ metadata: { ['k'.repeat(65)]: 'v' } }, 'metadata', 'invalid_value'],
+      [
+        { metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) },
+        'metadata',
+        'invalid_value',
+      ],
+      [{ service_tier: 'gold' }, 'service_tier', 'invalid_value'],
+      [{ service_tier: 1 }, 'service_tier', 'invalid_type'],
+      [{ messages: [{ role: 'user', content: 'hi', name: 7 }] }, 'messages[0].name', 'invalid_type'],
+    ];
+    for (const [extra, param, code] of cases) expectParamRefusal(fail({ ...base, ...extra }), param, code);
+    // A client's '__proto__' key is data, never the object's prototype.
+    expect(() => validateChatRequest({ ...base, metadata: JSON.parse('{"__proto__": {"x": 1}}') })).toThrow(ApiError);
+  });
+
   it('parses tools, tool_choice, response_format, logprobs and the sampler extensions', () => {
     const weather = {
       type: 'function',
