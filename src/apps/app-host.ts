@@ -7,6 +7,7 @@ import {
   noYamConfigured,
   repositoryNotAllowed,
   repositoryUnreachable,
+  shuttingDown,
   workspaceNotFound,
 } from '../errors/index.ts';
 import { AppRepository } from './app-repository.ts';
@@ -43,8 +44,12 @@ export class AppHost {
   private readonly options: AppHostOptions;
   private readonly runtimes: AppRuntimes;
   private readonly pending = new Set<Promise<void>>();
-  /** The fetch and build steps running now, by app (an app's deployments run one at a time): stopped when the app goes. */
-  private readonly builds = new Map<string, AbortController>();
+  /**
+   * Per app: `stop`, aborted when the app goes (deleted, its workspace deleted, Hearth stopping), and the work
+   * writing into its directory now (an archive unpacking, a deployment's run). Removal stops that work and waits
+   * for it before it removes the files, so nothing is written into a directory being removed.
+   */
+  private readonly lives = new Map<string, { stop: AbortController; work: Set<Promise<unknown>> }>();
   private disposed = false;
   private readonly layout: AppFileLayout;
   /** What a deployment's run (deployment-run.ts) works with: this host's parts. */
@@ -62,7 +67,7 @@ export class AppHost {
       options: this.options,
       layout: this.layout,
       runtimes: this.runtimes,
-      builds: this.builds,
+      stopSignal: (appId) => this.life(appId).stop.signal,
       disposed: () => this.disposed,
     };
   }
@@ -123,7 +128,7 @@ export class AppHost {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    for (const b of this.builds.values()) b.abort();
+    for (const life of this.lives.values()) life.stop.abort();
     await Promise.all(this.runtimes.all().map((r) => r.dispose()));
   }
 
@@ -195,12 +200,15 @@ export class AppHost {
   }
 
   private async remove(app: AppRecord): Promise<void> {
-    this.builds.get(app.id)?.abort();
+    const life = this.life(app.id);
+    life.stop.abort();
     const rt = this.runtimes.remove(app.id);
-    await rt?.dispose();
+    await rt?.dispose(); // a process still starting included: a deployment's run waiting on it ends
+    while (life.work.size > 0) await Promise.allSettled([...life.work]);
     if (app.apiKeyId) await this.d.keys.revoke(app.apiKeyId);
     await this.d.apps.delete(app.id);
-    await fs.promises.rm(this.layout.appDir(app), { recursive: true, force: true });
+    await fs.promises.rm(this.layout.appDir(app), { recursive: true, force: true, maxRetries: 3 });
+    this.lives.delete(app.id); // only now: work that came in meanwhile found the app stopped
     this.runtimes.updateGauge();
     this.d.log.info('app deleted', { appId: app.id });
   }
@@ -210,22 +218,24 @@ export class AppHost {
   /** A .tar.gz upload: unpacked (safely) before the answer, so a bad archive is a 400; the build runs after. */
   async deployArchive(accountId: string, workspaceId: string, appId: string, archive: Buffer): Promise<DeploymentView> {
     const app = this.app(accountId, workspaceId, appId);
-    const deploymentId = AppRepository.newDeploymentId();
-    const codeDir = this.layout.codeDir(app, deploymentId);
-    await fs.promises.mkdir(codeDir, { recursive: true, mode: 0o755 });
-    try {
-      await unpackArchive(archive, codeDir, {
-        maxFiles: this.options.maxFiles,
-        maxBytes: this.options.maxUnpackedBytes,
-      });
-    } catch (err) {
-      await fs.promises.rm(codeDir, { recursive: true, force: true });
-      if (err instanceof ArchiveError) throw invalidArchive(err.message);
-      throw err;
-    }
-    const dep = await this.d.apps.createDeployment(app, { kind: 'archive', bytes: archive.length }, deploymentId);
-    this.enqueue(app, dep, [`unpacked the archive (${archive.length} bytes)`]);
-    return deploymentView(dep);
+    return this.during(app.id, async (stop) => {
+      const deploymentId = AppRepository.newDeploymentId();
+      const codeDir = this.layout.codeDir(app, deploymentId);
+      try {
+        await fs.promises.mkdir(codeDir, { recursive: true, mode: 0o755 });
+        const limits = { maxFiles: this.options.maxFiles, maxBytes: this.options.maxUnpackedBytes };
+        await unpackArchive(archive, codeDir, limits, stop);
+        stop.throwIfAborted();
+      } catch (err) {
+        await fs.promises.rm(codeDir, { recursive: true, force: true, maxRetries: 3 });
+        if (stop.aborted) throw this.disposed ? shuttingDown() : appNotFound(); // the app went meanwhile
+        if (err instanceof ArchiveError) throw invalidArchive(err.message);
+        throw err;
+      }
+      const dep = await this.d.apps.createDeployment(app, { kind: 'archive', bytes: archive.length }, deploymentId);
+      this.enqueue(app, dep, [`unpacked the archive (${archive.length} bytes)`]);
+      return deploymentView(dep);
+    });
   }
 
   /** JSON {repository, ref?}: the repository must be allowed (else 400 repository_not_allowed) and answer `git ls-remote` (else 400 repository_unreachable). */
@@ -335,7 +345,30 @@ export class AppHost {
 
   private enqueue(app: AppRecord, dep: DeploymentRecord, firstLines: string[]): void {
     const rt = this.runtimes.get(app.id);
-    this.track(rt.serialize(() => runDeployment(this.deployments, app.id, dep, firstLines)));
+    this.track(this.during(app.id, () => rt.serialize(() => runDeployment(this.deployments, app.id, dep, firstLines))));
+  }
+
+  /** The app's life (see `lives`), made on first use. */
+  private life(appId: string): { stop: AbortController; work: Set<Promise<unknown>> } {
+    let life = this.lives.get(appId);
+    if (!life) {
+      life = { stop: new AbortController(), work: new Set() };
+      if (this.disposed) life.stop.abort();
+      this.lives.set(appId, life);
+    }
+    return life;
+  }
+
+  /** Runs `task` as work on the app's files (removal stops it through `stop`, then waits for it). */
+  private async during<T>(appId: string, task: (stop: AbortSignal) => Promise<T>): Promise<T> {
+    const life = this.life(appId);
+    const work = task(life.stop.signal);
+    life.work.add(work);
+    try {
+      return await work;
+    } finally {
+      life.work.delete(work);
+    }
   }
 
   private track(p: Promise<void>): void {

@@ -1,3 +1,4 @@
+import { requiredFieldError } from '../protocol/json-fields.ts';
 import { invalidRequest } from '../errors/index.ts';
 
 /**
@@ -73,6 +74,8 @@ function envName(v: string, param: string): string {
     );
   if ((RESERVED_ENV as readonly string[]).includes(v))
     throw invalidRequest(`'${param}': ${v} is set by Hearth`, param, 'invalid_value');
+  // A valid name, but as a key of a JavaScript object it is the prototype, never a variable: refused, not dropped.
+  if (v === '__proto__') throw invalidRequest(`'${param}': __proto__ is not allowed`, param, 'invalid_value');
   return v;
 }
 
@@ -212,6 +215,6 @@ export function parseRollbackInput(body: unknown): string {
   const b = object(body);
   onlyFields(b, ['deploymentId']);
   if (typeof b.deploymentId !== 'string' || b.deploymentId === '')
-    throw invalidRequest("'deploymentId' is required", 'deploymentId', 'missing_required_parameter');
+    throw requiredFieldError("'deploymentId' is required (a deployment id)", 'deploymentId', b.deploymentId);
   return b.deploymentId;
 }

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { processAlive } from '../lifecycle/process-alive.ts';
 
 /**
@@ -121,6 +122,8 @@ function hostAddresses(): string[] {
  */
 export class IsolatedNetwork {
   private closed: Promise<void> | null = null;
+  /** pasta's pid (its --pid file), killed at close should it outlive the namespace; null if not started. */
+  private pastaPid: number | null = null;
 
   private constructor(readonly name: string) {}
 
@@ -152,8 +155,11 @@ export class IsolatedNetwork {
         'none',
         '--netns',
         net.path,
+        '--pid',
+        net.pidFile,
       ];
       await run(o.pastaPath, pasta); // returns once the namespace is configured (pasta goes on in the background)
+      net.pastaPid = await readPid(net.pidFile);
       const routes = [...ALWAYS_BLOCKED, ...hostAddresses()]
         .map((dst) => `route replace unreachable ${dst}\n`)
         .join('');
@@ -170,11 +176,39 @@ export class IsolatedNetwork {
     return { command: nsenterBinary(), args: [`--net=${this.path}`, '--', command, ...args] };
   }
 
-  /** Deletes the namespace (pasta leaves with it). */
+  /** Where pasta writes its pid (written by the time its foreground part returns). */
+  private get pidFile(): string {
+    return path.join(os.tmpdir(), `${this.name}.pasta.pid`);
+  }
+
+  /**
+   * Deletes the namespace; pasta leaves with it. Once a pasta was seen to outlive its namespace (and SIGTERM) on
+   * Debian 12's passt, so it is then killed by pid, when that pid is still a pasta of this namespace.
+   */
   close(): Promise<void> {
-    this.closed ??= run(ipBinary(), ['netns', 'delete', this.name]).catch(() => {});
+    this.closed ??= (async () => {
+      await run(ipBinary(), ['netns', 'delete', this.name]).catch(() => {});
+      await fs.promises.rm(this.pidFile, { force: true }).catch(() => {});
+      const pid = this.pastaPid;
+      if (pid === null) return;
+      const cmdline = await fs.promises.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      if (cmdline.split('\0').includes(this.path)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone meanwhile
+        }
+      }
+    })();
     return this.closed;
   }
+}
+
+/** The pid pasta wrote to `file`, or null (an older pasta, or none written). */
+async function readPid(file: string): Promise<number | null> {
+  const text = await fs.promises.readFile(file, 'utf8').catch(() => '');
+  const pid = Number.parseInt(text.trim(), 10);
+  return Number.isInteger(pid) && pid > 1 ? pid : null;
 }
 
 /** Why isolated networking cannot work here (a trial namespace), or null; nothing to check for `host`. */

@@ -60,6 +60,8 @@ export class AppRuntime {
   readonly logs = new LogRing();
   private live: Launched | null = null;
   private readonly retiring = new Set<Launched>();
+  /** Processes started and not yet healthy (launch is waiting on them): stopped with the rest. */
+  private readonly launching = new Set<AppProcess>();
   private queue: Promise<void> = Promise.resolve();
   private restartTimer: NodeJS.Timeout | null = null;
   private restartAt = 0;
@@ -128,7 +130,16 @@ export class AppRuntime {
       network && (() => network.close()),
     );
     this.logs.push('hearth', input.deploymentId, `starting: ${input.command} (port ${port})`);
-    const problem = await awaitHealthy(port, input.healthPath, this.options.startTimeoutMs, proc.exited);
+    // Disposed while the network was being made: stop at once. Disposed later: stopAll stops it, ending the wait.
+    this.launching.add(proc);
+    let problem: string | null;
+    try {
+      problem = this.disposed
+        ? null
+        : await awaitHealthy(port, input.healthPath, this.options.startTimeoutMs, proc.exited);
+    } finally {
+      this.launching.delete(proc);
+    }
     if (problem !== null || this.disposed) {
       await proc.stop(this.options.stopTimeoutMs);
       const reason = problem ?? 'health_check_failed: Hearth is shutting down';
@@ -177,13 +188,14 @@ export class AppRuntime {
     }
   }
 
-  /** Nothing is live any more (app deleted, or Hearth stopping): stop every process. */
+  /** Nothing is live any more (app deleted, or Hearth stopping): stop every process, one still starting included. */
   async stopAll(): Promise<void> {
     this.cancelRestart();
-    const all = [...this.retiring, ...(this.live ? [this.live] : [])];
+    const all = [...this.retiring, ...(this.live ? [this.live] : [])].map((l) => l.process);
+    all.push(...this.launching);
     this.live = null;
     this.retiring.clear();
-    await Promise.all(all.map((l) => l.process.stop(this.options.stopTimeoutMs)));
+    await Promise.all(all.map((p) => p.stop(this.options.stopTimeoutMs)));
   }
 
   async dispose(): Promise<void> {

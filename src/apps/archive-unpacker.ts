@@ -15,7 +15,8 @@ import { BLOCK, isZeroBlock, padding, parseHeader, parsePax, type TarHeader } fr
  * with an earlier one (a file where a directory is, ...), and input that is not gzip or not tar. Nothing
  * is ever written through a link: an entry whose path runs through (or lands on) a link unpacked before
  * is refused. Messages name entries, never the destination's path on disk. Modes keep only the permission bits (no setuid/setgid).
- * On failure the caller removes the directory; what was written stays inside it. Streams: memory use is
+ * On failure the caller removes the directory; what was written stays inside it. An aborted `signal` stops it
+ * between entries (its reason is thrown). Streams: memory use is
  * bounded by one read chunk, whatever the archive's size.
  */
 export interface UnpackLimits {
@@ -107,6 +108,7 @@ export async function unpackArchive(
   archive: Buffer | string,
   dest: string,
   limits: UnpackLimits,
+  signal?: AbortSignal,
 ): Promise<{ files: number; bytes: number }> {
   const head = typeof archive === 'string' ? await readHead(archive) : archive.subarray(0, 2);
   if (head.length < 2 || head[0] !== GZIP_MAGIC[0] || head[1] !== GZIP_MAGIC[1])
@@ -141,6 +143,7 @@ export async function unpackArchive(
   };
   try {
     for (;;) {
+      signal?.throwIfAborted(); // between entries: the caller stops writing into `dest` (the app was deleted)
       const block = await reader.read(BLOCK);
       if (block.length === 0) break;
       if (block.length < BLOCK) throw new ArchiveError('truncated tar archive');

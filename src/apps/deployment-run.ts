@@ -10,15 +10,17 @@ import { handOver } from './sandbox.ts';
 /**
  * One deployment's run on the app host (contract.md "Applications on the Yam"), on the main thread inside the app's
  * runtime queue (one deployment of an app at a time): fetch, build, health-gated launch, go-live, and the build log
- * written beside the releases. The host (app-host.ts) owns everything passed in; the run registers its abort
- * controller in `builds` for its duration, so deleting the app or stopping Hearth stops its fetch and build.
+ * written beside the releases. The host (app-host.ts) owns everything passed in; the app's stop signal (aborted when
+ * the app is deleted or Hearth stops) stops its fetch and build, and the host waits for the run before it removes
+ * the app's files.
  */
 export interface DeploymentHost {
   d: AppHostDeps;
   options: AppHostOptions;
   layout: AppFileLayout;
   runtimes: AppRuntimes;
-  builds: Map<string, AbortController>;
+  /** Aborted when the app goes (deleted, or Hearth stopping). */
+  stopSignal: (appId: string) => AbortSignal;
   disposed: () => boolean;
 }
 
@@ -29,7 +31,9 @@ export async function runDeployment(
   dep: DeploymentRecord,
   firstLines: string[],
 ): Promise<void> {
-  const { d, options, layout, runtimes, builds } = host;
+  const { d, options, layout, runtimes } = host;
+  const stop = host.stopSignal(appId);
+  if (stop.aborted) return; // queued behind a run when the app went
   const log: string[] = [...firstLines];
   const appendLog = (line: string) => {
     log.push(line);
@@ -45,8 +49,6 @@ export async function runDeployment(
   let app: AppRecord | undefined = original;
   const rt = runtimes.get(appId);
   const codeDir = layout.codeDir(original, dep.codeFrom);
-  const build = new AbortController();
-  builds.set(appId, build);
   try {
     if (dep.source.kind !== 'release') {
       await state('fetching');
@@ -58,25 +60,18 @@ export async function runDeployment(
           codeDir,
           options.buildTimeoutMs,
           appendLog,
-          build.signal,
+          stop,
         );
         await d.apps.setDeploymentState(dep.id, 'fetching', { source: { ...dep.source, commit } });
       }
       await handOver(codeDir, options.sandbox.mode);
       await state('building');
-      await buildApp(
-        codeDir,
-        options.sandbox,
-        d.apps.envOf(original).env,
-        options.buildTimeoutMs,
-        appendLog,
-        build.signal,
-      );
+      await buildApp(codeDir, options.sandbox, d.apps.envOf(original).env, options.buildTimeoutMs, appendLog, stop);
     }
     const command = startCommand(codeDir);
     await state('starting');
     app = d.apps.getById(appId);
-    if (!app) return;
+    if (!app || stop.aborted) return;
     const launched = await rt.launch(runtimes.launchInput(app, dep.id, codeDir, command));
     appendLog(`healthy: GET ${app.healthPath} answered {"ok":true}`);
     const previous = app.liveDeploymentId;
@@ -98,13 +93,20 @@ export async function runDeployment(
       .filter((l) => l.deploymentId === dep.id && l.stream !== 'hearth')
       .slice(-20))
       appendLog(`[${l.stream}] ${l.line}`);
+    if (stop.aborted) {
+      // Not the deployment's failure: the app is being deleted (its records go too) or Hearth is stopping.
+      appendLog(host.disposed() ? 'stopped: Hearth is stopping' : 'stopped: the app is being deleted');
+      await state('failed', 'cancelled: the app was deleted or Hearth stopped').catch(() => {});
+      if (dep.source.kind !== 'release')
+        await fs.promises.rm(codeDir, { recursive: true, force: true }).catch(() => {});
+      return;
+    }
     appendLog(reason);
     await state('failed', reason);
     if (dep.source.kind !== 'release') await fs.promises.rm(codeDir, { recursive: true, force: true }).catch(() => {});
     d.metrics.appDeployments.inc({ result: 'failed' });
     d.log.warn('deployment failed', { appId, deploymentId: dep.id, reason });
   } finally {
-    if (builds.get(appId) === build) builds.delete(appId);
     // The whole build log beside the releases (the record keeps its tail); not for an app deleted meanwhile.
     if (d.apps.getById(appId)) {
       const dir = layout.logDir(original);

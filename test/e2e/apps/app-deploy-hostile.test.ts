@@ -247,4 +247,30 @@ describe('deleting an app while it builds', () => {
     await until(async () => processesWith(marker).length === 0, 'the build to be stopped');
     expect(fs.existsSync(path.join(hearth.dataDir, 'apps', ws, appId))).toBe(false);
   });
+
+  it('while its archive unpacks: the delete succeeds, the upload is a 404 (not a 500), nothing is left on disk', async () => {
+    // Before the fix: a 500 (rm met files still being written: ENOTEMPTY, or the unpack met a removed directory:
+    // ENOENT), a 202 for the deleted app, and thousands of files no API could reach.
+    const appId = await newApp('unpacking');
+    const files = Array.from({ length: 9_000 }, (_, i) => ({
+      name: `d${i % 90}/f${i}`,
+      typeFlag: '0',
+      body: Buffer.from('x'),
+    }));
+    const archive = rawArchive([{ name: 'package.json', typeFlag: '0', body: Buffer.from('{}') }, ...files]);
+    const appDir = path.join(hearth.dataDir, 'apps', ws, appId);
+    const upload = api<ErrorBody>('POST', `${apps()}/${appId}/deployments`, archive, 'application/gzip');
+    await until(async () => fs.existsSync(path.join(appDir, 'releases')), 'the unpack to start');
+    const deleted = await api<{ deleted: boolean }>('DELETE', `${apps()}/${appId}`);
+    expect(deleted.status).toBe(200);
+    const uploaded = await upload;
+    // Mid-unpack (this machine, every time: 9,000 files take about a second), the upload learns the app is gone. A
+    // machine that unpacks them before the delete arrives answers 202 instead; the run is then stopped all the same.
+    if (uploaded.status !== 202) {
+      expect(uploaded.status).toBe(404);
+      expect(uploaded.body.error.code).toBe('app_not_found');
+    }
+    expect(fs.existsSync(appDir)).toBe(false);
+    expect((await api('GET', `${apps()}/${appId}`)).status).toBe(404);
+  });
 });
