@@ -41,9 +41,12 @@ export const userView = (u: UserRecord): UserView => ({
   lastSignInAt: u.lastSignInAt,
 });
 
-/** Emails are compared trimmed and lower-cased (one user per mailbox, whatever the spelling). */
+/**
+ * Emails are compared trimmed, lower-cased and in Unicode NFC (one user per mailbox, whatever the spelling: `ä`
+ * composed or as `a` + a combining mark are one address).
+ */
 export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
+  return email.trim().toLowerCase().normalize('NFC');
 }
 
 /**
@@ -93,7 +96,8 @@ export class UserRepository {
   }
 
   getByEmail(email: string): UserRecord | undefined {
-    const id = this.idByEmail(normalizeEmail(email));
+    // A user stored before emails were NFC-normalized (2026-11-28) keeps the key of its spelling then.
+    const id = this.idByEmail(normalizeEmail(email)) ?? this.idByEmail(email.trim().toLowerCase());
     return id === undefined ? undefined : this.get(id);
   }
 

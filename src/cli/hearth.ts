@@ -1,5 +1,6 @@
 import { ConfigError } from '../config/config.ts';
 import { refuseUnsupportedRuntime } from '../http/runtime-support.ts';
+import { terminalSafe } from './terminal-text.ts';
 
 /** The `hearth` command: serve, keys (and the record commands). Exit codes: 0 ok, 1 failed, 2 usage. */
 const HELP = `Usage: hearth <command> [options]
@@ -31,7 +32,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 
 export async function runCli(
   argv: string[],
-  out: (s: string) => void = (s) => process.stdout.write(`${s}\n`),
+  out: (s: string) => void = (s) => process.stdout.write(`${terminalSafe(s)}\n`),
 ): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {

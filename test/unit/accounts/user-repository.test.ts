@@ -27,6 +27,18 @@ describe('UserRepository', () => {
       users.create({ email: 'ADA@example.com', password: 'another one', accountId: 'a2', role: 'member' }),
     ).rejects.toMatchObject({ status: 409, code: 'email_taken' });
     expect(users.getByEmail('ada@EXAMPLE.com')?.id).toBe(ada.id);
+    // One mailbox however its letters are encoded: 'ä' composed (NFC) or as 'a' + U+0308 (NFD).
+    const nfd = await users.create({
+      email: 'Zoe\u0308@x.io',
+      password: 'pass-word-9',
+      accountId: 'a1',
+      role: 'member',
+    });
+    expect(nfd.email).toBe('zo\u00eb@x.io');
+    await expect(
+      users.create({ email: 'zo\u00eb@x.io', password: 'pass-word-9', accountId: 'a2', role: 'member' }),
+    ).rejects.toMatchObject({ status: 409, code: 'email_taken' });
+    expect(users.getByEmail('ZOE\u0308@X.IO')?.id).toBe(nfd.id);
     expect(temp.store.dbs.accounts.get('a1')).toBeDefined();
   });
 

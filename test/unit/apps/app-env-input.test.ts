@@ -34,6 +34,13 @@ function refusal(run: () => unknown): ApiError {
 const values = (count: number, size: number, prefix = 'V') =>
   Object.fromEntries(Array.from({ length: count }, (_, i) => [`${prefix}${i}`, 'x'.repeat(size)]));
 
+describe('env names', () => {
+  it("'__proto__' is refused naming it (as an object key it would be dropped, not set)", () => {
+    const body = JSON.parse('{"name":"x","env":{"__proto__":"v"}}') as unknown;
+    expect(refusal(() => parseAppInput(body)).param).toBe('env.__proto__');
+  });
+});
+
 describe('the size of an app env', () => {
   it('100 values of 32 K characters (3.2 MB: no process can start with it) are refused with a 400 naming env', () => {
     const err = refusal(() => parseAppInput({ name: 'big', env: values(100, 32 * 1024) }));
