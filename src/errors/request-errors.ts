@@ -61,6 +61,16 @@ export const payloadTooLarge = (limitBytes: number) =>
 export const unauthorized = (message = 'Unauthorized') =>
   new ApiError({ status: 401, type: 'authentication_error', message, param: null, code: 'invalid_api_key' });
 
+/** The key of a running request was revoked (or rotated away, or deleted): the request ends here. */
+export const keyRevokedMidRequest = () =>
+  new ApiError({
+    status: 401,
+    type: 'authentication_error',
+    message: 'The API key was revoked while this request ran; it was stopped',
+    param: null,
+    code: 'api_key_revoked',
+  });
+
 export const notFound = (message: string, code: string) =>
   new ApiError({ status: 404, type: 'not_found_error', message, param: null, code });
 

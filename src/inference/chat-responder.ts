@@ -156,6 +156,7 @@ export function respondWith(
         if (finished || ending) return;
         ex.sendError(e);
         finish();
+        producer?.cancel(); // a failure from outside the producer (its key revoked) stops it too; idempotent otherwise
       },
     };
   } else {
@@ -208,6 +209,7 @@ export function respondWith(
           sse.end(format.streamError(e));
           finish(sse.ended);
         }
+        producer?.cancel(); // a failure from outside the producer (its key revoked) stops it too; idempotent otherwise
       },
     };
   }

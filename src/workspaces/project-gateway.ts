@@ -56,6 +56,9 @@ export function providerErrorKind(e: ApiError): ProviderErrorKind {
   return 'upstream';
 }
 
+/** How often a running call checks that its project is still open (as the shared endpoint checks its key). */
+const REVOCATION_CHECK_MS = 500;
+
 export class ProjectGateway {
   constructor(private readonly d: ProjectGatewayDeps) {}
 
@@ -64,7 +67,43 @@ export class ProjectGateway {
    * looked up once more after the records caught up (made on another replica a moment ago: fresh-credentials.ts).
    */
   open(projectId: string, bearer: string | undefined): ProjectSession | Promise<ProjectSession> {
-    return whenReady(this.d.projects.authenticateFresh(bearer), (project) => this.sessionFor(projectId, project));
+    return whenReady(this.d.projects.authenticateFresh(bearer), (project) => {
+      const session = this.sessionFor(projectId, project);
+      return { ...session, chat: (request, signal) => this.whileOpen(projectId, bearer, signal, session, request) };
+    });
+  }
+
+  /**
+   * The session's call, ended with the project's refusal (401 for a token rotated away or a project deleted, 503
+   * project_not_ready for one suspended) when that happens while it runs: checked every REVOCATION_CHECK_MS against
+   * this replica's records, so the upstream call, and what it spends of the stored provider key, stops within
+   * about a second.
+   */
+  private async *whileOpen(
+    projectId: string,
+    bearer: string | undefined,
+    signal: AbortSignal,
+    session: ProjectSession,
+    request: ChatRequest,
+  ): AsyncGenerator<ChatDelta> {
+    const closed = new AbortController();
+    const timer = setInterval(() => {
+      try {
+        this.sessionFor(projectId, this.d.projects.authenticate(bearer));
+      } catch (err) {
+        clearInterval(timer);
+        closed.abort(err);
+      }
+    }, REVOCATION_CHECK_MS);
+    timer.unref();
+    try {
+      for await (const delta of session.chat(request, AbortSignal.any([signal, closed.signal]))) yield delta;
+    } catch (err) {
+      if (!closed.signal.aborted || signal.aborted) throw err;
+    } finally {
+      clearInterval(timer);
+    }
+    if (closed.signal.aborted && !signal.aborted) throw closed.signal.reason;
   }
 
   private sessionFor(projectId: string, project: ProjectRecord): ProjectSession {

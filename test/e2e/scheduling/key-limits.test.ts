@@ -57,6 +57,12 @@ function expectRefusedBy(r: Awaited<ReturnType<typeof chat>>, field: keyof Limit
 }
 
 /** Opens a stream for `key` and resolves once its first event arrived: the request is in progress until `close()`. */
+/** hearth_num_requests_running, summed over its labels. */
+async function runningRequests(): Promise<number> {
+  const text = await (await fetch(`${hearth.baseUrl}/metrics`)).text();
+  return [...text.matchAll(/^hearth_num_requests_running\{[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+}
+
 const holdStream = (key: string, extra: Record<string, unknown> = {}) =>
   holdStreamOf(hearth.baseUrl, MODEL, key, extra);
 
@@ -155,6 +161,33 @@ describe('per-key limits', () => {
       'the busy key to be admitted again after its stream was dropped',
     );
   });
+
+  it('a key revoked mid-request ends its stream and its JSON answer with api_key_revoked, and frees the slots', async () => {
+    const doomed = await createKey('doomed');
+    const post = (stream: boolean) =>
+      fetch(`${hearth.baseUrl}/api/inference/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${doomed.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go' }], stream, max_tokens: 50_000 }),
+      });
+    const streamed = await post(true);
+    expect(streamed.status).toBe(200);
+    const reader = streamed.body!.getReader();
+    await reader.read(); // generating
+    const json = post(false);
+    await until(async () => (await runningRequests()) === 2, 'both requests to run');
+    expect((await callApi(hearth, 'DELETE', `/api/v1/keys/${doomed.id}`)).status).toBe(200);
+
+    // Without the check both would run on to max_tokens (over 15 s of this model); the test's 10 s bound would fail.
+    let text = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+    expect(text).toContain('"code":"api_key_revoked"');
+    expect(text).not.toContain('[DONE]');
+    const answered = await json;
+    expect(answered.status).toBe(401);
+    expect(((await answered.json()) as ErrorBody).error.code).toBe('api_key_revoked');
+    await until(async () => (await runningRequests()) === 0, 'the slots to be free');
+  }, 10_000);
 
   it('PATCH changes limits for the next request; null lifts them; bad limits are 400 naming the field', async () => {
     const k = await createKey('patched', { maxConcurrent: 1 });

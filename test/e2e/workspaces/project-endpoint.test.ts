@@ -5,7 +5,7 @@ import { type FakeUpstream, startFakeUpstream } from '../../fakes/index.ts';
 import { type HearthProcess, startHearthProcess } from '../../helpers/hearth-process.ts';
 import { postJson } from '../../helpers/held-stream.ts';
 import { providerHostArgs } from '../../helpers/provider-host.ts';
-import { createProject, projectReady, readyWorkspace } from '../../helpers/management-client.ts';
+import { callApi, createProject, projectReady, readyWorkspace } from '../../helpers/management-client.ts';
 import { secretPart } from '../../helpers/credentials.ts';
 
 /**
@@ -29,6 +29,7 @@ interface Project {
 }
 
 let hearth: HearthProcess;
+let ws: string;
 const fakes = {} as Record<ProviderName, FakeUpstream>;
 const good = {} as Record<ProviderName, Project>;
 const badKey = {} as Record<ProviderName, Project>;
@@ -43,7 +44,7 @@ beforeAll(async () => {
     // No retries: an abort seen within 10 s can only come from the client.
     args: await providerHostArgs(fakes, { 'provider-timeout-ms': 60000 }),
   });
-  const ws = await readyWorkspace(hearth, 'sdk');
+  ws = await readyWorkspace(hearth, 'sdk');
   for (const c of CASES) {
     const create = (key: string) =>
       createProject(hearth, ws, {
@@ -151,6 +152,52 @@ describe.each(CASES)('a $provider project through the official openai SDK', (c) 
     const aborted = await fake.waitForAbort(10_000);
     expect(aborted.completed).toBe(false);
   });
+});
+
+describe('a project changed while a call runs on it', () => {
+  const CHANGES: Array<[string, (projectId: string) => Promise<unknown>, string]> = [
+    [
+      'suspended: project_not_ready',
+      (id) => callApi(hearth, 'PATCH', `/api/v1/workspaces/${ws}/inference/${id}`, { state: 'suspended' }),
+      'project_not_ready',
+    ],
+    [
+      'deleted: invalid_api_key',
+      (id) => callApi(hearth, 'DELETE', `/api/v1/workspaces/${ws}/inference/${id}`),
+      'invalid_api_key',
+    ],
+  ];
+  it.each(CHANGES)(
+    '%s ends its stream with that error and aborts the upstream call',
+    async (_, change, code) => {
+      const c = CASES[0]!;
+      const fake = fakes[c.provider];
+      fake.reset({ apiKey: providerKey(c.provider), reply: { text: REPLY } });
+      fake.script({ kind: 'stall-mid-stream', afterPieces: 1 }); // without the check, only the 60 s timeout would end it
+      const p = await createProject(hearth, ws, {
+        name: 'changing',
+        provider: c.provider,
+        model: c.model,
+        providerApiKey: providerKey(c.provider),
+      });
+      await projectReady(hearth, ws, p.projectId);
+      const r = await fetch(`${hearth.baseUrl}/api/v1/inference/${p.projectId}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${p.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: c.model, messages, stream: true }),
+      });
+      expect(r.status).toBe(200);
+      const reader = r.body!.getReader();
+      let text = new TextDecoder().decode((await reader.read()).value);
+      await change(p.projectId);
+      for (let next = await reader.read(); !next.done; next = await reader.read())
+        text += new TextDecoder().decode(next.value);
+      expect(text).toContain(`"code":"${code}"`);
+      expect(text).not.toContain('[DONE]');
+      expect((await fake.waitForAbort(5_000)).completed).toBe(false);
+    },
+    15_000,
+  );
 });
 
 describe('secrets', () => {
