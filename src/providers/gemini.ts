@@ -253,6 +253,9 @@ function responseEvents(body: Json): VendorEvent[] {
 
 export function parseGeminiReply(body: unknown): VendorEvent[] {
   if (!isObject(body)) throw upstreamBadResponse('gemini', 'the answer is not a JSON object');
+  // A whole answer has a candidate, or says why not (a blocked prompt), or is an error: else a 502, not an empty 200.
+  if (!Array.isArray(body.candidates) && !isObject(body.promptFeedback) && !isObject(body.error))
+    throw upstreamBadResponse('gemini', 'the answer has no candidates');
   return responseEvents(body);
 }
 

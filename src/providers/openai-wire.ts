@@ -107,6 +107,12 @@ export function parseChatCompletionReply(body: unknown, provider: string, mapFin
   const choice = isObject(body) && Array.isArray(body.choices) ? body.choices[0] : undefined;
   if (!isObject(choice)) throw upstreamBadResponse(provider, 'the answer has no choices');
   const message = isObject(choice.message) ? choice.message : {};
+  // What no OpenAI-compatible server sends: a 502 naming it, not an empty 200.
+  const content = message.content;
+  if (content !== undefined && content !== null && typeof content !== 'string' && !Array.isArray(content))
+    throw upstreamBadResponse(provider, "the answer's message content is neither text nor a list of parts");
+  if (choice.finish_reason !== undefined && choice.finish_reason !== null && typeof choice.finish_reason !== 'string')
+    throw upstreamBadResponse(provider, "the answer's finish_reason is not a string");
   const out: VendorEvent[] = [
     { type: 'text', text: contentText(message.content) },
     ...toolCallEvents(message.tool_calls),

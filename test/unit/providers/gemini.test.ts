@@ -106,6 +106,8 @@ describe('Gemini translation', () => {
       { type: 'finish', reason: 'stop' },
       { type: 'usage', usage: { promptTokens: 3, completionTokens: undefined, cachedTokens: undefined } },
     ]);
+    // Neither a candidate nor a reason for none: a 502 bad_response, not an empty 200.
+    expect(() => geminiAdapter.parseReply({ usageMetadata: { promptTokenCount: 3 } })).toThrow(/no candidates/);
   });
 
   it('parses stream chunks and error chunks', () => {

@@ -73,6 +73,15 @@ describe('OpenAI translation', () => {
     ]);
     expect(() => openAiAdapter.parseStreamEvent(ev('{not json'))).toThrow(/not valid JSON/);
     expect(() => openAiAdapter.parseReply({ nothing: true })).toThrow(ApiError);
+    // Shapes no compatible server sends are a 502 bad_response naming them, not an empty 200.
+    for (const choice of [
+      { message: { content: { text: 'x' } }, finish_reason: 'stop' },
+      { message: { content: 'x' }, finish_reason: 42 },
+    ])
+      expect(() => openAiAdapter.parseReply({ choices: [choice] })).toThrow(/content|finish_reason/);
+    expect(openAiAdapter.parseReply({ choices: [{ message: { content: null }, finish_reason: null }] })).toEqual([
+      { type: 'text', text: '' },
+    ]);
     expect(openAiFinishReason('tool_calls')).toBe('tool_calls');
     expect(openAiFinishReason('content_filter')).toBe('stop');
   });
