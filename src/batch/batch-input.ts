@@ -1,5 +1,6 @@
 import { ApiError } from '../errors/index.ts';
-import { checkWellFormedText } from '../http/json-body.ts';
+import { checkWellFormedText, nestingExceeds } from '../http/json-body.ts';
+import { REQUEST_LIMITS } from '../http/request-limits.ts';
 import type { BatchError, BatchLine } from './batch-records.ts';
 
 /** What a batch's input file holds: its lines once every one is well-formed, else the errors naming them. */
@@ -40,7 +41,7 @@ export async function checkInput(
     const text = bytes.toString('utf8').trim();
     if (text === '') return;
     const problem = lineProblem(text, endpoint, seen);
-    if (problem !== null) return fail(problem.message, problem.param);
+    if (problem !== null) return fail(problem.message, problem.param, problem.code);
     if (errors.length > 0) return;
     const o = JSON.parse(text) as { custom_id: string; body: unknown };
     group.push({ index: index++, customId: o.custom_id, body: JSON.stringify(o.body) });
@@ -86,7 +87,14 @@ function lineProblem(
   text: string,
   endpoint: string,
   seen: Set<string>,
-): { message: string; param: string | null } | null {
+): { message: string; param: string | null; code?: string } | null {
+  // The synchronous routes' bound, plus the line's own object: past it JSON.stringify of the body overflows the stack.
+  if (nestingExceeds(text, REQUEST_LIMITS.maxJsonDepth + 1))
+    return {
+      message: `the request body is nested deeper than ${REQUEST_LIMITS.maxJsonDepth} levels`,
+      param: 'body',
+      code: 'json_too_deep',
+    };
   let o: unknown;
   try {
     o = JSON.parse(text);

@@ -45,6 +45,10 @@ export class BatchRunner {
   readonly claimer = randomUUID();
   private readonly inflight = new Map<string, InflightLine>();
   private readonly busy = new Set<string>();
+  /** Batches whose background step failed, by how many times in a row (its retry waits: background). */
+  private readonly failures = new Map<string, number>();
+  /** Which account fillFairly starts with (one further every tick). */
+  private turn = 0;
   /** Claimed lines no longer in flight that could not be given back yet (released at the next tick). */
   private readonly giveBack: Array<{ batchId: string; index: number }> = [];
   private readonly timer: NodeJS.Timeout;
@@ -93,6 +97,7 @@ export class BatchRunner {
     for (const l of this.giveBack.splice(0))
       await this.store.releaseLine(l.batchId, l.index, this.claimer).catch(() => this.giveBack.push(l));
     await this.store.renewClaims(this.claimer);
+    const running: BatchRecord[] = [];
     for (const id of await this.store.activeBatchIds()) {
       if (this.stopped) return;
       let b = await this.store.getBatch(id);
@@ -102,24 +107,66 @@ export class BatchRunner {
       if (b.status === 'validating') this.background(id, () => this.validate(b));
       else if (b.status === 'in_progress') {
         if (nowSeconds() >= b.expiresAt) this.background(id, () => this.finalize(b.id, 'in_progress', 'expired'));
-        else await this.fill(b);
+        else running.push(b);
       } else if (b.status === 'cancelling') {
         if (this.inflightOf(id) === 0) this.background(id, () => this.finalize(b.id, 'cancelling', 'cancelled'));
       } else if (b.status === 'finalizing') this.background(id, () => this.finalize(b.id, 'finalizing', 'completed'));
     }
+    await this.fillFairly(running);
+  }
+
+  /**
+   * Shares the free line slots between the running batches a line at a time, round-robin between accounts (each
+   * account's batches in turn), starting one account further every tick: a 50,000-line batch no longer holds every
+   * slot until it ends while a later batch, of its account or another's, waits (contract "Fair share").
+   */
+  private async fillFairly(running: BatchRecord[]): Promise<void> {
+    const byAccount = new Map<string, BatchRecord[]>();
+    for (const b of running) byAccount.set(b.accountId, [...(byAccount.get(b.accountId) ?? []), b]);
+    const accounts = [...byAccount.values()];
+    const turn = this.turn++;
+    const order: BatchRecord[] = [];
+    for (let round = 0; order.length < running.length; round++) {
+      for (let a = 0; a < accounts.length; a++) {
+        const batches = accounts[(a + turn) % accounts.length]!;
+        const b = batches[(round + turn) % batches.length];
+        if (round < batches.length && b !== undefined) order.push(b);
+      }
+    }
+    const drained = new Set<string>();
+    for (let claimed = true; claimed && !this.stopped;) {
+      claimed = false;
+      for (const b of order) {
+        if (drained.has(b.id) || this.o.concurrency - this.inflight.size <= 0) continue;
+        if ((await this.claim(b, 1)) > 0) claimed = true;
+        else drained.add(b.id);
+      }
+    }
+    for (const b of order) await this.finalizeIfDone(b);
   }
 
   /** Runs a batch's one long step (validation, finalization) while the tick goes on; one at a time per batch here. */
   private background(id: string, step: () => Promise<void>): void {
     this.busy.add(id);
     void step()
-      .catch((err: unknown) =>
-        this.log.warn('batch step failed', { batch: id, error: err instanceof Error ? err.message : String(err) }),
+      .then(
+        () => {
+          this.busy.delete(id);
+          this.failures.delete(id);
+        },
+        (err: unknown) => {
+          // Tried again at the next ticks, each time after twice as long (1 s .. 60 s): never in a tight loop.
+          const failures = (this.failures.get(id) ?? 0) + 1;
+          this.failures.set(id, failures);
+          this.log.warn('batch step failed', {
+            batch: id,
+            failures,
+            error: err instanceof Error ? err.message : String(err),
+          });
+          setTimeout(() => this.busy.delete(id), Math.min(60_000, 1_000 * 2 ** (failures - 1))).unref();
+        },
       )
-      .finally(() => {
-        this.busy.delete(id);
-        this.nudge();
-      });
+      .finally(() => this.nudge());
   }
 
   /**
@@ -190,18 +237,22 @@ export class BatchRunner {
     );
   }
 
-  private async fill(b: BatchRecord): Promise<void> {
-    const free = this.o.concurrency - this.inflight.size;
-    if (free > 0 && Date.now() >= this.pausedUntil && this.owner(b) === null) {
-      const claimed = await this.store.claimLines(b.id, this.claimer, free);
-      if (claimed.length > 0) this.log.debug('batch lines claimed', { batch: b.id, lines: claimed.length });
-      // Revoked while the claim was on its way: the lines go back unanswered (the next tick ends the batch).
-      if (this.owner(b) !== null) {
-        for (const line of claimed) await this.store.releaseLine(b.id, line.index, this.claimer);
-        return;
-      }
-      for (const line of claimed) this.answer(b, line);
+  /** Claims up to `n` of the batch's open lines and starts them; answers how many it claimed. */
+  private async claim(b: BatchRecord, n: number): Promise<number> {
+    if (Date.now() < this.pausedUntil || this.owner(b) !== null) return 0;
+    const claimed = await this.store.claimLines(b.id, this.claimer, n);
+    if (claimed.length > 0) this.log.debug('batch lines claimed', { batch: b.id, lines: claimed.length });
+    // Revoked while the claim was on its way: the lines go back unanswered (the next tick ends the batch).
+    if (this.owner(b) !== null) {
+      for (const line of claimed) await this.store.releaseLine(b.id, line.index, this.claimer);
+      return 0;
     }
+    for (const line of claimed) this.answer(b, line);
+    return claimed.length;
+  }
+
+  /** A running batch with no line open or in flight moves to `finalizing`, and its files are written. */
+  private async finalizeIfDone(b: BatchRecord): Promise<void> {
     if (this.inflightOf(b.id) === 0 && (await this.store.openLineCount(b.id)) === 0) {
       const now = nowSeconds();
       const next = await this.store.updateBatch(b.id, (c) =>

@@ -181,6 +181,9 @@ class MultipartParser {
   }
 
   private finish(): void {
+    // The body has arrived whole: a pause the last chunk took waits for a 'drain' that end() may never emit, and a
+    // paused keep-alive socket reads no next request.
+    this.ex.resumeBody();
     if (this.state !== 'end') throw malformed();
     const file = this.file;
     if (file === null) throw invalidRequest("The upload has no 'file' part", 'file', 'missing_file');

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
@@ -349,4 +350,53 @@ describe('Batch API', () => {
       }),
     ).rejects.toMatchObject({ status: 400, param: 'endpoint' });
   });
+});
+
+describe('an upload on a kept-alive connection, without the HTTP front', () => {
+  it('the connection takes the next request (the last chunk paused the socket; nothing resumed it)', async () => {
+    const direct = await startHearthProcess({ args: modelArgs(await tinyChatModel(), MODEL_ID, { front: 'off' }) });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      await direct.waitReady();
+      const send = (method: string, p: string, headers: Record<string, string | number> = {}, body?: Buffer) =>
+        new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+          const req = http.request(`${direct.baseUrl}/api/inference/v1${p}`, {
+            method,
+            agent,
+            headers: { authorization: `Bearer ${direct.key}`, ...headers },
+          });
+          req.on('response', (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode!, reused: req.reusedSocket }));
+          });
+          req.on('error', reject);
+          req.setTimeout(10_000, () => req.destroy(new Error(`${method} ${p}: no answer in 10 s`)));
+          req.end(body);
+        });
+      const boundary = 'hearth-test-boundary';
+      const text = jsonl(Array.from({ length: 2000 }, (_, i) => ({ custom_id: `k${i}`, pad: 'x'.repeat(100) })));
+      const body = Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n` +
+          `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.jsonl"\r\n\r\n${text}\r\n--${boundary}--\r\n`,
+      );
+      // Before the fix most rounds of a 64-300 KB upload failed the next request with a reset.
+      for (let round = 0; round < 5; round++) {
+        const up = await send(
+          'POST',
+          '/files',
+          {
+            'content-type': `multipart/form-data; boundary=${boundary}`,
+            'content-length': body.length,
+          },
+          body,
+        );
+        expect(up.status).toBe(200);
+        const next = await send('GET', '/files');
+        expect(next).toEqual({ status: 200, reused: true });
+      }
+    } finally {
+      agent.destroy();
+      await direct.stop();
+    }
+  }, 60_000);
 });

@@ -44,6 +44,7 @@ describe('checkInput', () => {
       '[1]',
       line(''),
       line('x\ud800'),
+      line('deep').replace('"body":{', `"body":{"x":${'['.repeat(5000)}${']'.repeat(5000)},`),
     ].join('\n');
     const r = await check(text);
     expect(r.errors.map((e) => [e.line, e.param])).toEqual([
@@ -55,7 +56,9 @@ describe('checkInput', () => {
       [7, null],
       [8, 'custom_id'],
       [9, 'custom_id'], // a lone surrogate: stored, it would come back as another id
+      [10, 'body'], // 5,000 levels: JSON.stringify of it overflowed the stack, and validation ran again without end
     ]);
+    expect(r.errors.at(-1)!.code).toBe('json_too_deep');
   });
 
   it('refuses a line over the limit without holding it, and an empty file', async () => {

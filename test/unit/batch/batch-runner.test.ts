@@ -197,4 +197,58 @@ describe('BatchRunner', () => {
       },
     );
   });
+
+  it('shares the slots between batches: a later, small batch of another account ends long before a large one', async () => {
+    const { store, id: large } = await storeWithBatch('fair');
+    // batch_1 (12 lines) first in the store's order, then batch_2 (1 line) of another account, both validating.
+    const input = path.join(store.scratchDir, 'input-2');
+    const line = { custom_id: 'only', method: 'POST', url: '/v1/embeddings', body: { model: 'm', input: 'x' } };
+    fs.writeFileSync(input, JSON.stringify(line));
+    const at = nowSeconds();
+    await store.putFile(
+      {
+        id: 'file-2',
+        accountId: 'acct-2',
+        filename: 'b.jsonl',
+        purpose: 'batch',
+        bytes: 1,
+        createdAt: at,
+        expiresAt: at + 3600,
+      },
+      input,
+    );
+    const small = newBatchRecord({
+      id: 'batch_2',
+      accountId: 'acct-2',
+      keyId: 'key-2',
+      endpoint: '/v1/embeddings',
+      inputFileId: 'file-2',
+      metadata: null,
+      createdAt: at,
+      expiresAt: at + 86_400,
+      keepUntil: at + 86_400,
+    });
+    await store.createBatch(small);
+    // Each line takes 30 ms: one slot, so the large batch alone would hold it for 12 x 30 ms.
+    const slow: DirectEndpoint = () => ({
+      done: new Promise<DirectAnswer>((r) => setTimeout(() => r({ status: 200, body: {}, retryable: false }), 30)),
+      cancel: () => {},
+    });
+    const runner = new BatchRunner(
+      store,
+      { '/v1/chat/completions': slow, '/v1/completions': slow, '/v1/embeddings': slow, '/v1/responses': slow },
+      log,
+      { concurrency: 1, tickMs: 20, lineLimit: 1 << 20, ttlDays: 1 },
+      () => null,
+    );
+    try {
+      expect((await settled(store, small.id)).status).toBe('completed');
+      const meanwhile = (await store.getBatch(large))!;
+      expect(meanwhile.status).toBe('in_progress'); // before the fix: completed first, all 12 lines before the one
+      expect((await settled(store, large)).status).toBe('completed');
+    } finally {
+      await runner.stop();
+      await store.close();
+    }
+  });
 });
