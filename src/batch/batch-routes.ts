@@ -281,10 +281,26 @@ export function batchDashboardRoutes(d: BatchDashboardRouteDeps): Route[] {
 }
 
 /** Streams a stored file as a JSONL download, waiting for the client to drain each chunk. */
+/**
+ * `attachment` with the stored name: an ASCII `filename` (anything else, quotes, backslashes and controls as `_`)
+ * and, when the name is not plain ASCII, RFC 5987's `filename*` in UTF-8. A header value must be ASCII text: a raw
+ * NUL or UTF-8 byte there made the download unreadable (clients refuse the header).
+ */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  if (ascii === filename) return `attachment; filename="${ascii}"`;
+  const printable = filename.replace(/[\u0000-\u001f\u007f]/g, '_').replace(/\p{Surrogate}/gu, '\ufffd');
+  const encoded = encodeURIComponent(printable).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
 async function streamFile(ex: HttpExchange, store: BatchStore, fileId: string, filename: string): Promise<void> {
   const headers = [
     ['content-type', 'application/jsonl'],
-    ['content-disposition', `attachment; filename="${filename.replace(/["\\\r\n]/g, '_')}"`],
+    ['content-disposition', contentDisposition(filename)],
   ] as const;
   let sent = false;
   for await (const chunk of store.readFile(fileId)) {
