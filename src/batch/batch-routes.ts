@@ -7,7 +7,7 @@ import {
 } from '../accounts/authenticated-route.ts';
 import type { KeyAuthenticator } from '../accounts/authenticator.ts';
 import type { KeyLimiting } from '../limits/key-limiter.ts';
-import { invalidRequest, notFound } from '../errors/index.ts';
+import { echoed, invalidRequest, notFound } from '../errors/index.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
 import { type CursorPage, cursorPage, pageLimit, pageOrder } from '../http/list-view.ts';
 import type { Route } from '../http/router.ts';
@@ -44,8 +44,8 @@ export interface BatchRouteDeps {
 const BASE = '/api/inference/v1';
 const DAY_S = 86_400;
 const WINDOW_S = 24 * 3_600;
-export const fileNotFound = (id: string) => notFound(`No such File object: ${id}`, 'file_not_found');
-export const batchNotFound = (id: string) => notFound(`No such Batch object: ${id}`, 'batch_not_found');
+export const fileNotFound = (id: string) => notFound(`No such File object: ${echoed(id)}`, 'file_not_found');
+export const batchNotFound = (id: string) => notFound(`No such Batch object: ${echoed(id)}`, 'batch_not_found');
 const newId = (prefix: string) => `${prefix}${randomBytes(12).toString('hex')}`;
 
 /**
@@ -173,7 +173,10 @@ export function batchRoutes(d: BatchRouteDeps): Route[] {
       handler: async (ex) => {
         const c = await caller(ex);
         const q = new URLSearchParams(ex.query);
-        const page = await d.store.listBatches(c.accountId, q.get('after'), pageLimit(q, 100));
+        const after = q.get('after');
+        const limit = pageLimit(q, 100);
+        if (after !== null && (await d.store.getBatch(after))?.accountId !== c.accountId) throw unknownCursor('batch');
+        const page = await d.store.listBatches(c.accountId, after, limit);
         ex.sendJson(200, cursorPage(page.data.map(batchObject), page.hasMore));
       },
     },
@@ -225,8 +228,20 @@ function filesPage(files: FileRecord[], query: FilesQuery, now: number): CursorP
   const { purpose, order, after, limit } = query;
   let live = files.filter((f) => f.expiresAt > now && (purpose === null || f.purpose === purpose));
   if (order === 'asc') live = live.reverse();
-  if (after !== null) live = live.slice(live.findIndex((f) => f.id === after) + 1);
+  if (after !== null) {
+    const at = live.findIndex((f) => f.id === after);
+    if (at < 0) throw unknownCursor('file');
+    live = live.slice(at + 1);
+  }
   return cursorPage(live.slice(0, limit).map(fileObject), live.length > limit);
+}
+
+/**
+ * An `after` that names nothing of the account's (deleted meanwhile, never one, another account's): a 400, as the
+ * Responses input items answer it; restarting from the top would repeat what the client has seen.
+ */
+function unknownCursor(what: 'file' | 'batch') {
+  return invalidRequest(`'after' names no ${what} of this account (deleted, or never one)`, 'after', 'invalid_value');
 }
 
 interface CreateBatch {
@@ -235,10 +250,16 @@ interface CreateBatch {
   metadata: Record<string, string> | null;
 }
 
+const CREATE_BATCH_FIELDS = ['input_file_id', 'endpoint', 'completion_window', 'metadata'];
+
 function validateCreateBatch(json: unknown): CreateBatch {
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw invalidRequest('The body must be a JSON object', null, 'invalid_body');
   const o = json as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!CREATE_BATCH_FIELDS.includes(key))
+      throw invalidRequest(`Unrecognized request argument supplied: ${echoed(key)}`, echoed(key), 'unknown_parameter');
+  }
   if (typeof o.input_file_id !== 'string' || o.input_file_id === '')
     throw invalidRequest("'input_file_id' is required (a string)", 'input_file_id', 'missing_required_parameter');
   if (typeof o.endpoint !== 'string' || !(DIRECT_URLS as readonly string[]).includes(o.endpoint))

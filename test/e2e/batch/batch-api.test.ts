@@ -326,6 +326,17 @@ describe('Batch API', () => {
     await expect(client.files.retrieve('file-nope')).rejects.toMatchObject({ status: 404, code: 'file_not_found' });
     await client.files.delete(file.id);
     await expect(client.files.retrieve(file.id)).rejects.toMatchObject({ status: 404 });
+    // A cursor naming nothing of the account's (deleted, another account's, never one) is a 400, not the first
+    // page again (files) or an empty one (batches).
+    for (const after of [file.id, 'nope']) {
+      await expect(client.files.list({ after })).rejects.toMatchObject({ status: 400, param: 'after' });
+      await expect(client.batches.list({ after })).rejects.toMatchObject({ status: 400, param: 'after' });
+    }
+    await expect(otherAccount.batches.list({ after: batch.id })).rejects.toMatchObject({ status: 400, param: 'after' });
+    await expect(client.files.retrieve('x'.repeat(1000))).rejects.toMatchObject({
+      status: 404,
+      message: expect.stringMatching(/No such File object: x{64}\.\.\.$/) as unknown,
+    });
   });
 
   it('refuses an upload over the limit with 413, and a wrong purpose or window with 400 naming it', async () => {
@@ -349,6 +360,14 @@ describe('Batch API', () => {
         completion_window: '24h',
       }),
     ).rejects.toMatchObject({ status: 400, param: 'endpoint' });
+    await expect(
+      client.batches.create({
+        input_file_id: file.id,
+        endpoint: '/v1/embeddings',
+        completion_window: '24h',
+        foo: 1,
+      } as OpenAI.Batches.BatchCreateParams),
+    ).rejects.toMatchObject({ status: 400, code: 'unknown_parameter', param: 'foo' });
   });
 });
 
