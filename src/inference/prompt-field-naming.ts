@@ -7,8 +7,12 @@ export type FieldNames = Readonly<Record<string, string>>;
 
 /** Completions' prompt is `prompt`. */
 export const COMPLETIONS_FIELDS: FieldNames = { messages: 'prompt' };
-/** Responses' prompt is `input`, its reasoning effort `reasoning.effort`. */
-export const RESPONSES_FIELDS: FieldNames = { messages: 'input', reasoning_effort: 'reasoning.effort' };
+/** Responses' prompt is `input`, its reasoning effort `reasoning.effort`, its token budget `max_output_tokens`. */
+export const RESPONSES_FIELDS: FieldNames = {
+  messages: 'input',
+  reasoning_effort: 'reasoning.effort',
+  max_tokens: 'max_output_tokens',
+};
 
 /**
  * The engine and the gateway name a refusal after chat's fields (`context_length_exceeded` names `messages`, a
@@ -24,7 +28,11 @@ export function namingFieldsAs(names: FieldNames, e: unknown): unknown {
     message: e.message
       .replace(`'${from}'`, `'${to}'`)
       .replace(`the ${from} use`, `'${to}' uses`)
-      .replace(`Shorten the ${from}`, `Shorten '${to}'`),
+      .replace(`Shorten the ${from}`, `Shorten '${to}'`)
+      .replace(
+        ' or max_tokens.',
+        Object.hasOwn(names, 'max_tokens') ? ` or '${names.max_tokens}'.` : ' or max_tokens.',
+      ),
   });
 }
 

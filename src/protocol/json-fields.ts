@@ -107,7 +107,7 @@ export const METADATA_LIMITS = { maxKeys: 16, maxKeyLength: 64, maxValueLength: 
 
 /**
  * OpenAI's `metadata` (chat, completions, Responses, Batch API): an object of strings within METADATA_LIMITS;
- * null when not sent; a 400 naming the field, or the key at fault, otherwise. A client's '__proto__' key stays data.
+ * null when not sent; a 400 naming the field, or the key at fault, otherwise ('__proto__' included: see below).
  */
 export function parseMetadata(raw: unknown, param = 'metadata'): Record<string, string> | null {
   if (absent(raw)) return null;
@@ -119,6 +119,9 @@ export function parseMetadata(raw: unknown, param = 'metadata'): Record<string, 
   for (const [key, value] of entries) {
     if (key.length > maxKeyLength)
       throw invalidRequest(`'${param}' keys are at most ${maxKeyLength} characters`, param, 'invalid_value');
+    // Stored (a Response, a batch): LMDB's msgpack reads the key '__proto__' back as '__proto_', another key.
+    if (key === '__proto__')
+      throw invalidRequest(`'${param}' may not have the key '__proto__'`, param, 'invalid_value');
     const at = `${param}.${key}`;
     if (typeof value !== 'string') throw invalidRequest(`'${at}' must be a string`, at, 'invalid_type');
     if (value.length > maxValueLength)
