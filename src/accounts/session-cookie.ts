@@ -17,14 +17,18 @@ export interface SessionHttpOptions {
   maxAgeMs: number;
 }
 
-/** The value of the `hearth_session` cookie in a Cookie header, if any. */
+/**
+ * The value of the `hearth_session` cookie in a Cookie header, if any. A malformed one (too long, odd characters) is
+ * returned too: it resolves to no session, so the caller gets 401 session_expired and the cookie is cleared, rather
+ * than being treated as a request with no credentials at all.
+ */
 export function readSessionCookie(cookieHeader: string): string | undefined {
   if (cookieHeader === '') return undefined;
   for (const part of cookieHeader.split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0 || part.slice(0, eq).trim() !== SESSION_COOKIE) continue;
     const value = part.slice(eq + 1).trim();
-    return /^[A-Za-z0-9_-]{1,128}$/.test(value) ? value : undefined;
+    return value === '' ? undefined : value;
   }
   return undefined;
 }

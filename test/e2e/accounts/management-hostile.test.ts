@@ -177,6 +177,13 @@ describe('an ended session on every /api/v1 route family', () => {
       expect(isCleared(r.setCookie), `${method} ${url}: ${JSON.stringify(r.setCookie)}`).toBe(true);
     }
     expect((await api<{ name: string }>('GET', app)).body.name).toBe('app');
+    // A malformed cookie (5,000 characters, a space) is an ended session too, cleared; it was a plain 401 that kept it.
+    for (const bad of [`hearth_session=${'a'.repeat(5000)}`, 'hearth_session=not a token']) {
+      const r = await withCookie('GET', '/api/v1/workspaces', bad);
+      expect(r.status).toBe(401);
+      expect(r.body.error.code).toBe('session_expired');
+      expect(isCleared(r.setCookie)).toBe(true);
+    }
   });
 
   it('a 401 that is not about a session (a wrong Bearer key) sets no cookie', async () => {

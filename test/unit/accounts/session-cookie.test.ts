@@ -25,8 +25,11 @@ describe('session cookie helpers', () => {
   it('reads hearth_session among other cookies and refuses odd values', () => {
     expect(readSessionCookie('a=1; hearth_session=abc_DEF-123; b=2')).toBe('abc_DEF-123');
     expect(readSessionCookie('hearth_sessionx=1; xhearth_session=2')).toBeUndefined();
-    expect(readSessionCookie('hearth_session=bad value;')).toBeUndefined();
-    expect(readSessionCookie(`hearth_session=${'a'.repeat(129)}`)).toBeUndefined();
+    // A malformed value is still the session cookie: it resolves to no session (401 session_expired, the cookie
+    // cleared), not to a request without credentials (401 invalid_api_key, the bad cookie kept).
+    expect(readSessionCookie('hearth_session=bad value;')).toBe('bad value');
+    expect(readSessionCookie(`hearth_session=${'a'.repeat(5000)}`)).toBe('a'.repeat(5000));
+    expect(readSessionCookie('hearth_session=; b=2')).toBeUndefined();
     expect(readSessionCookie('')).toBeUndefined();
   });
 
