@@ -19,6 +19,20 @@ describe('scrubSecrets', () => {
       'The model `gpt-4o-mini` does not exist',
     );
   });
+
+  it('removes the key in base64 at any alignment, and withholds text that spells it out', () => {
+    for (const prefix of ['', 'u:', 'us:', 'user:']) {
+      const b64 = Buffer.from(prefix + KEY).toString('base64');
+      for (const token of [b64, b64.replace(/\+/g, '-').replace(/\//g, '_')]) {
+        const scrubbed = scrubSecrets(`Authorization: Basic ${token} refused`, [KEY]);
+        expect(scrubbed, prefix).toBe('Authorization: Basic [redacted] refused');
+      }
+    }
+    expect(scrubSecrets(`bad key ${[...KEY].join(' ')}`, [KEY])).not.toContain('a b c d');
+    expect(scrubSecrets('Rate limit reached for gpt-4o in organization org-123', [KEY])).toBe(
+      'Rate limit reached for gpt-4o in organization org-123',
+    );
+  });
 });
 
 describe('SecretScrubber', () => {
