@@ -88,8 +88,8 @@ export class AccountService {
   }
 
   /** Sign-out: ends the cookie's session if it is live. Idempotent. */
-  async signOut(sessionToken: string | undefined): Promise<void> {
-    if (sessionToken) await this.d.sessions.end(sessionToken);
+  async signOut(sessionTokens: readonly string[]): Promise<void> {
+    for (const token of sessionTokens) await this.d.sessions.end(token);
   }
 
   whoAmI(p: Principal): WhoAmI {

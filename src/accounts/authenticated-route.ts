@@ -2,7 +2,7 @@ import { whenReady } from './fresh-credentials.ts';
 import type { HttpExchange } from '../http/http-exchange.ts';
 import { bearerToken, type HttpMethod, type Route } from '../http/router.ts';
 import type { ManagementAuthenticator, Principal, PresentedCredentials } from './authenticator.ts';
-import { isSameOrigin, readSessionCookie, type SessionHttpOptions } from './session-cookie.ts';
+import { isSameOrigin, readSessionCookies, type SessionHttpOptions } from './session-cookie.ts';
 
 /** What every authenticated /api/v1 route builder needs. */
 export interface AuthenticatedRouteDeps {
@@ -23,13 +23,13 @@ const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The credentials of a request, read from what the exchange captured synchronously. */
 export function presentedCredentials(ex: HttpExchange, session: SessionHttpOptions): PresentedCredentials {
-  const sessionToken = readSessionCookie(ex.cookie);
+  const sessionTokens = readSessionCookies(ex.cookie);
   return {
     authorization: ex.authorization,
     bearer: bearerToken(ex.authorization),
-    sessionToken,
+    sessionTokens,
     changes: CHANGES.has(ex.method),
-    sameOrigin: sessionToken !== undefined && isSameOrigin(ex, session),
+    sameOrigin: sessionTokens.length > 0 && isSameOrigin(ex, session),
   };
 }
 

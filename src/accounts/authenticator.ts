@@ -6,7 +6,7 @@ import type { UserRepository } from './user-repository.ts';
 
 /** Whether a request authenticates with an API key (a Bearer header, or no session cookie) rather than its session. */
 function usesKey(c: PresentedCredentials): boolean {
-  return BEARER_SCHEME.test(c.authorization) || c.sessionToken === undefined;
+  return BEARER_SCHEME.test(c.authorization) || c.sessionTokens.length === 0;
 }
 
 /** Resolves a presented bearer key to its owner, or throws `unauthorized()` (401). Implemented by the key store. */
@@ -36,8 +36,11 @@ export interface PresentedCredentials {
   authorization: string;
   /** The Bearer token of that header, if it is one. */
   bearer: string | undefined;
-  /** The `hearth_session` cookie value, if any. */
-  sessionToken: string | undefined;
+  /**
+   * The `hearth_session` cookie values, in the order sent (usually one; a cookie a sibling subdomain set for the
+   * parent domain comes beside Hearth's own, and must not sign the user out: the first live one counts).
+   */
+  sessionTokens: readonly string[];
   /** Whether the request changes something (POST, PUT, PATCH, DELETE). */
   changes: boolean;
   /** Whether its Origin header names the service's own origin. */
@@ -77,14 +80,19 @@ export class ManagementAuthenticator {
   }
 
   authenticate(c: PresentedCredentials): Principal {
-    const sessionToken = usesKey(c) ? undefined : c.sessionToken;
-    if (sessionToken === undefined) {
+    if (usesKey(c)) {
       const k = this.keys.authenticate(c.bearer);
       return { kind: 'key', accountId: k.accountId, keyId: k.keyId };
     }
-    const session = this.sessions.resolve(sessionToken);
-    const user = session && this.users.get(session.userId);
-    if (!session || !user || user.accountId !== session.accountId) throw sessionExpired();
+    let session: ReturnType<SessionRepository['resolve']> = null;
+    let user: ReturnType<UserRepository['get']>;
+    for (const token of c.sessionTokens) {
+      session = this.sessions.resolve(token);
+      user = session ? this.users.get(session.userId) : undefined;
+      if (session && user && user.accountId === session.accountId) break;
+      session = null;
+    }
+    if (!session || !user) throw sessionExpired();
     if (c.changes && !c.sameOrigin) throw originMismatch();
     return {
       kind: 'session',

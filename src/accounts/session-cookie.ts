@@ -18,19 +18,20 @@ export interface SessionHttpOptions {
 }
 
 /**
- * The value of the `hearth_session` cookie in a Cookie header, if any. A malformed one (too long, odd characters) is
- * returned too: it resolves to no session, so the caller gets 401 session_expired and the cookie is cleared, rather
- * than being treated as a request with no credentials at all.
+ * The values of the `hearth_session` cookies in a Cookie header, in order (usually none or one). A malformed one
+ * (too long, odd characters) is kept: it resolves to no session, so the caller gets 401 session_expired and the
+ * cookie is cleared, rather than being treated as a request with no credentials at all.
  */
-export function readSessionCookie(cookieHeader: string): string | undefined {
-  if (cookieHeader === '') return undefined;
+export function readSessionCookies(cookieHeader: string): string[] {
+  const out: string[] = [];
+  if (cookieHeader === '') return out;
   for (const part of cookieHeader.split(';')) {
     const eq = part.indexOf('=');
     if (eq < 0 || part.slice(0, eq).trim() !== SESSION_COOKIE) continue;
     const value = part.slice(eq + 1).trim();
-    return value === '' ? undefined : value;
+    if (value !== '') out.push(value);
   }
-  return undefined;
+  return out;
 }
 
 const cookieName = (pair: string) => {

@@ -7,7 +7,7 @@ import {
   clearedSessionCookie,
   clientAddress,
   isSameOrigin,
-  readSessionCookie,
+  readSessionCookies,
   type SessionHttpOptions,
   sessionCookie,
 } from './session-cookie.ts';
@@ -69,9 +69,9 @@ export function sessionRoutes(d: SessionRouteDeps): Route[] {
       pattern: '/api/v1/session',
       name: 'session',
       handler: async (ex) => {
-        const token = readSessionCookie(ex.cookie);
-        if (token !== undefined && !isSameOrigin(ex, d.session)) throw originMismatch();
-        await d.accounts.signOut(token);
+        const tokens = readSessionCookies(ex.cookie);
+        if (tokens.length > 0 && !isSameOrigin(ex, d.session)) throw originMismatch();
+        await d.accounts.signOut(tokens);
         ex.send(204, '', [['set-cookie', clearedSessionCookie(ex, d.session)]]);
       },
     },

@@ -28,7 +28,7 @@ beforeEach(async () => {
 const cookie = (sessionToken: string, more: Partial<PresentedCredentials> = {}): PresentedCredentials => ({
   authorization: '',
   bearer: undefined,
-  sessionToken,
+  sessionTokens: [sessionToken],
   changes: false,
   sameOrigin: false,
   ...more,
@@ -70,13 +70,18 @@ describe('AccountService + ManagementAuthenticator', () => {
       expect.objectContaining({ status: 403, code: 'origin_mismatch' }),
     );
     expect(auth.authenticate(cookie(s.token, { changes: true, sameOrigin: true })).kind).toBe('session');
+    // A cookie planted for the parent domain, sent before Hearth's own, neither signs the user out nor wins.
+    expect(auth.authenticate(cookie('', { sessionTokens: ['planted', s.token] }))).toMatchObject({
+      kind: 'session',
+      accountId: 'a1',
+    });
     expect(() => auth.authenticate(cookie(s.token, { authorization: 'Bearer nope', bearer: 'nope' }))).toThrow(
       expect.objectContaining({ status: 401, code: 'invalid_api_key' }),
     );
     const k = await keys.create('ci', 'a1');
     expect(
       auth.authenticate(
-        cookie('', { authorization: `Bearer ${k.key}`, bearer: k.key, sessionToken: undefined, changes: true }),
+        cookie('', { authorization: `Bearer ${k.key}`, bearer: k.key, sessionTokens: [], changes: true }),
       ),
     ).toEqual({ kind: 'key', accountId: 'a1', keyId: k.id });
     expect(() => auth.authenticate(cookie('unknown-session-value'))).toThrow(
@@ -86,7 +91,7 @@ describe('AccountService + ManagementAuthenticator', () => {
       auth.authenticate({
         authorization: '',
         bearer: undefined,
-        sessionToken: undefined,
+        sessionTokens: [],
         changes: false,
         sameOrigin: false,
       }),

@@ -5,7 +5,7 @@ import {
   clearedSessionCookie,
   clientAddress,
   isSameOrigin,
-  readSessionCookie,
+  readSessionCookies,
   sessionCookie,
   sessionErrorHeaders,
 } from '../../../src/accounts/session-cookie.ts';
@@ -22,15 +22,17 @@ const ex = (h: Partial<Pick<HttpExchange, 'origin' | 'host' | 'forwardedProto' |
 const opts = (publicUrl?: string, trustProxy = false) => ({ publicUrl, trustProxy, maxAgeMs: 3_600_000 });
 
 describe('session cookie helpers', () => {
-  it('reads hearth_session among other cookies and refuses odd values', () => {
-    expect(readSessionCookie('a=1; hearth_session=abc_DEF-123; b=2')).toBe('abc_DEF-123');
-    expect(readSessionCookie('hearth_sessionx=1; xhearth_session=2')).toBeUndefined();
+  it('reads every hearth_session value among other cookies, in order, odd ones included', () => {
+    expect(readSessionCookies('a=1; hearth_session=abc_DEF-123; b=2')).toEqual(['abc_DEF-123']);
+    expect(readSessionCookies('hearth_sessionx=1; xhearth_session=2')).toEqual([]);
     // A malformed value is still the session cookie: it resolves to no session (401 session_expired, the cookie
     // cleared), not to a request without credentials (401 invalid_api_key, the bad cookie kept).
-    expect(readSessionCookie('hearth_session=bad value;')).toBe('bad value');
-    expect(readSessionCookie(`hearth_session=${'a'.repeat(5000)}`)).toBe('a'.repeat(5000));
-    expect(readSessionCookie('hearth_session=; b=2')).toBeUndefined();
-    expect(readSessionCookie('')).toBeUndefined();
+    expect(readSessionCookies('hearth_session=bad value;')).toEqual(['bad value']);
+    expect(readSessionCookies(`hearth_session=${'a'.repeat(5000)}`)).toEqual(['a'.repeat(5000)]);
+    expect(readSessionCookies('hearth_session=; b=2')).toEqual([]);
+    expect(readSessionCookies('')).toEqual([]);
+    // A parent-domain cookie beside Hearth's own: both, for the first live one to count.
+    expect(readSessionCookies('hearth_session=planted; hearth_session=mine')).toEqual(['planted', 'mine']);
   });
 
   it('sets HttpOnly, SameSite=Strict, Path=/ and Max-Age; Secure behind https only', () => {

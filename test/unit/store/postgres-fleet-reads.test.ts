@@ -81,7 +81,7 @@ describe('a fleet of three replicas, one deaf to NOTIFY', () => {
       const credentials: PresentedCredentials = {
         authorization: `Bearer ${admin.key}`,
         bearer: admin.key,
-        sessionToken: undefined,
+        sessionTokens: [],
         changes: false,
         sameOrigin: false,
       };

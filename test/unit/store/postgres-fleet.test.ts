@@ -91,7 +91,13 @@ describe('PostgreSQL records shared by replicas', () => {
       new UserRepository(b!),
       () => b!.current(),
     );
-    const credentials = { authorization: '', bearer: undefined, sessionToken: token, changes: false, sameOrigin: true };
+    const credentials = {
+      authorization: '',
+      bearer: undefined,
+      sessionTokens: [token],
+      changes: false,
+      sameOrigin: true,
+    };
     expect(() => authB.authenticate(credentials)).toThrow();
     expect(await authB.authenticateFresh(credentials)).toMatchObject({
       kind: 'session',
