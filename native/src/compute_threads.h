@@ -63,7 +63,7 @@ struct CalibrationSpec {
     // JavaScript work per served step (the wake-ups of the worker and main threads) and per token it
     // forwards (event, SSE frame, socket write): on a 2-core Zen 5 the main thread spends 13-15 us a
     // token at 8 and 64 streams (per-thread schedstat); the default allows about twice that.
-    double jsStepMs = 0.05;
+    double jsStepMs = 0.025;
     double jsTokenMs = 0.025;
     int32_t poll = 0;
     bool persistent = true;  // time persistent pools (ComputeThreads), as the loop then decodes on one
@@ -84,7 +84,8 @@ struct ThreadCalibration {
  * the count with the lowest estimate: ms(t) + jsMs when t threads leave no core free (t >= cores: ggml's threads and
  * the JavaScript threads take turns), max(ms(t), jsMs) otherwise (they run side by side). Ties within 3% go to fewer
  * threads. Tries 1..maxThreads when maxThreads <= 8, else 1, 2, 4, ... and maxThreads, the most first (the history is
- * prefilled on its threads); the timings come back in increasing thread count. Leaves the context's memory empty; the
+ * prefilled on its threads), each after 30 ms of warm-up steps; the most is timed again when it did not win (it ran
+ * first, beside the process's start-up). The timings come back in increasing thread count. Leaves the context's memory empty; the
  * pools it used (when `persistent`) are appended to `pools`, which must outlive ctx.
  */
 ThreadCalibration calibrateThreads(llama_context * ctx, const CalibrationSpec & spec, std::vector<std::unique_ptr<ComputeThreads>> & pools);

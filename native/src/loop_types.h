@@ -59,7 +59,7 @@ struct LoopOptions {
     /** > 0: choose 1..threads compute threads at load by timing them (calibrateThreads), for this many cores. */
     int32_t calibrateCores = 0;
     /** The JavaScript work the calibration allows for (ms): per step, and per token a step forwards (CalibrationSpec). */
-    double calibrateJsStepMs = 0.05;
+    double calibrateJsStepMs = 0.025;
     double calibrateJsTokenMs = 0.025;
 };
 

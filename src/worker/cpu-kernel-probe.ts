@@ -8,8 +8,8 @@ import { loadNativeSlotEngineInternal } from './native-slot-engine.ts';
  * The CPU kernel probe, a child process of engine/cpu-kernels.ts (entry: cpu-kernel-probe-entry.mjs): the CPU
  * backend is process-wide, so each timed candidate gets a process of its own. Protocol: CpuKernelProbeRequest
  * in argv[2], one CpuKernelProbeAnswer line on stdout, exit code 0; or exit code 1 with the reason on stderr.
- * The timing is the native loop's load-time thread calibration (native/src/compute_threads.cpp): the median of
- * up to 12 decode steps of one row per slot, for 1..threads compute threads.
+ * The timing is the native loop's load-time thread calibration (native/src/compute_threads.cpp): after a warm-up,
+ * the median of 12 to 48 decode steps of one row per slot, for 1..threads compute threads.
  */
 async function answer(req: CpuKernelProbeRequest): Promise<CpuKernelProbeAnswer> {
   if (req.action === 'describe') {

@@ -271,8 +271,8 @@ describe.skipIf(skipReason !== '')(`native thread calibration${skipReason ? ` (s
       calibrateCores: 2,
     });
     try {
-      // Half of the 40-position slot context; the default allowance 0.05 ms a step + 0.025 ms a token.
-      expect(engine.loaded.calibrationStep).toEqual({ rows: 2, history: 20, jsMs: 0.05 + 0.025 * 2 });
+      // Half of the 40-position slot context; the default allowance 0.025 ms a step + 0.025 ms a token.
+      expect(engine.loaded.calibrationStep).toEqual({ rows: 2, history: 20, jsMs: 0.025 + 0.025 * 2 });
       expect(engine.loaded.calibration?.length).toBe(2);
     } finally {
       await engine.dispose();
