@@ -29,7 +29,8 @@ const idOf = (item: { id?: unknown } | undefined): string | null => (typeof item
 /** The query's `limit`: a whole number from 1 to `max`, 20 when absent; anything else is a 400 naming `limit`. */
 export function pageLimit(q: URLSearchParams, max: number): number {
   const text = q.get('limit');
-  const limit = text === null ? 20 : Number(text);
+  // Decimal digits only: Number() would also read '0x2', '1e1' and ' 2 '.
+  const limit = text === null ? 20 : /^[0-9]{1,9}$/.test(text) ? Number(text) : NaN;
   if (!Number.isInteger(limit) || limit < 1 || limit > max)
     throw invalidRequest(`'limit' must be an integer from 1 to ${max}`, 'limit', 'invalid_value');
   return limit;
