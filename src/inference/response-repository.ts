@@ -40,7 +40,7 @@ export class ResponseRepository {
       accountId: r.accountId,
       createdAt: new Date(created).toISOString(),
       expiresAt: new Date(created + this.ttlDays * DAY_MS).toISOString(),
-      response: r.response,
+      response: JSON.stringify(r.response),
       inputItems: r.inputItems,
       history: r.history as unknown as Record<string, unknown>[],
     };
@@ -59,7 +59,7 @@ export class ResponseRepository {
     return {
       id: rec.id,
       accountId: rec.accountId,
-      response: rec.response,
+      response: typeof rec.response === 'string' ? (JSON.parse(rec.response) as Record<string, unknown>) : rec.response,
       inputItems: rec.inputItems as InputItem[],
       history: rec.history as unknown as ChatMessage[],
     };

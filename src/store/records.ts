@@ -11,7 +11,11 @@ export interface StoredResponseRecord {
   accountId: string;
   createdAt: string;
   expiresAt: string;
-  response: Record<string, unknown>;
+  /**
+   * The Response object as JSON text (LMDB's msgpack reads a key '__proto__' back as '__proto_', and a tool's or a
+   * format's schema may have one); an object in records written before 2026-11-28.
+   */
+  response: Record<string, unknown> | string;
   inputItems: Record<string, unknown>[];
   history: Record<string, unknown>[];
 }

@@ -42,6 +42,20 @@ describe('ResponseRepository', () => {
     expect(repo.get('acct-a', 'resp_2')).toBeUndefined();
   });
 
+  it("keeps a schema's '__proto__' property as sent (msgpack read it back as '__proto_'), and reads older records", () => {
+    const tools = JSON.parse(
+      '[{"type":"function","name":"f","parameters":{"type":"object","properties":{"__proto__":{"type":"string"}}}}]',
+    ) as unknown;
+    const r = { ...response('resp_p'), response: { id: 'resp_p', object: 'response', tools, output: [] } };
+    repo.put(r);
+    const back = repo.get('acct-a', 'resp_p')!;
+    expect(JSON.stringify(back.response)).toBe(JSON.stringify(r.response));
+    // A record written before the response was kept as JSON text: its object as stored.
+    const old = { ...store.dbs.responses.get('resp_p')!, id: 'resp_old', response: { id: 'resp_old', output: [] } };
+    store.dbs.responses.putSync('resp_old', old);
+    expect(repo.get('acct-a', 'resp_old')?.response).toEqual({ id: 'resp_old', output: [] });
+  });
+
   it('an expired response reads as absent and cannot be deleted', () => {
     repo.put(response('resp_1'));
     now += 30 * DAY - 1;
