@@ -81,3 +81,65 @@ describe('AppRuntime crash restarts', () => {
     );
   }, 60_000);
 });
+
+describe('AppRuntime dispose', () => {
+  it('stops a process still starting (never healthy): the launch ends at once and the process is gone', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-runtime-'));
+    dirs.push(dir);
+    const pidFile = path.join(dir, 'pid');
+    // Listens, but never answers its health check: the launch would wait the whole start timeout.
+    fs.writeFileSync(
+      path.join(dir, 'server.js'),
+      `require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));
+       require('node:http').createServer(() => {}).listen(Number(process.env.PORT), '127.0.0.1');`,
+    );
+    const rt = new AppRuntime(
+      'app_slow',
+      {
+        sandbox: {
+          mode: 'none',
+          bwrapPath: 'bwrap',
+          memoryBytes: 2 << 30,
+          maxProcesses: 4096,
+          maxOpenFiles: 1024,
+          network: { mode: 'host', pastaPath: 'pasta' },
+        },
+        startTimeoutMs: 60_000,
+        gracePeriodMs: 0,
+        stopTimeoutMs: 1000,
+        backoffInitialMs: 100,
+        backoffMaxMs: 400,
+      },
+      { onState: () => {}, onRestart: () => {}, relaunchInput: () => null },
+    );
+    const launch = rt.launch({
+      deploymentId: 'dep_slow',
+      codeDir: dir,
+      command: `${process.execPath} server.js`,
+      env: {},
+      healthPath: '/health',
+      apiPort: null,
+    });
+    const settled = launch.then(
+      () => 'healthy',
+      (err: Error) => err.message,
+    );
+    for (let i = 0; i < 200 && !fs.existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 25));
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    const started = Date.now();
+    await rt.dispose();
+    // Before: dispose stopped only live and retiring processes; this one ran on, the launch waiting 60 s.
+    expect(await settled).toMatch(/health_check_failed/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 20)); // killed, then reaped
+    expect(alive()).toBe(false);
+  }, 20_000);
+});
