@@ -129,15 +129,15 @@ export class BatchRunner {
     for (let round = 0; order.length < running.length; round++) {
       for (let a = 0; a < accounts.length; a++) {
         const batches = accounts[(a + turn) % accounts.length]!;
-        const b = batches[(round + turn) % batches.length];
-        if (round < batches.length && b !== undefined) order.push(b);
+        if (round < batches.length) order.push(batches[(round + turn) % batches.length]!);
       }
     }
     const drained = new Set<string>();
     for (let claimed = true; claimed && !this.stopped;) {
       claimed = false;
       for (const b of order) {
-        if (drained.has(b.id) || this.o.concurrency - this.inflight.size <= 0) continue;
+        if (this.inflight.size >= this.o.concurrency) break;
+        if (drained.has(b.id)) continue;
         if ((await this.claim(b, 1)) > 0) claimed = true;
         else drained.add(b.id);
       }

@@ -62,10 +62,11 @@ export async function withKeyAdmission(
 }
 
 /**
- * How often a running generation checks that its key is still live. A revocation reaches this replica's records at
- * once (LMDB) or within 0.5 s (PostgreSQL's NOTIFY or poll), so a generation ends within about a second of it.
+ * How often running work checks that its credential is still live (a generation its key, a project call its project).
+ * A revocation reaches this replica's records at once (LMDB) or within 0.5 s (PostgreSQL's NOTIFY or poll), so the
+ * work ends within about a second of it.
  */
-const REVOCATION_CHECK_MS = 500;
+export const REVOCATION_CHECK_MS = 500;
 
 /** Whether `token` still authenticates (not revoked, rotated away or deleted): a synchronous read of the records. */
 function stillValid(keys: KeyAuthenticator, token: string | undefined): boolean {

@@ -13,6 +13,7 @@ import { type ChatProvider, isAbortError, isProviderName, type ProviderName } fr
 import type { ProjectRepository } from './project-repository.ts';
 import type { ProjectRecord } from '../store/records.ts';
 import { whenReady } from '../accounts/fresh-credentials.ts';
+import { REVOCATION_CHECK_MS } from '../inference/key-admission.ts';
 
 /**
  * Routes per-project chat requests to the project's upstream provider. `open()` decides, in this order
@@ -55,9 +56,6 @@ export function providerErrorKind(e: ApiError): ProviderErrorKind {
   if (e.code === 'stream_interrupted') return 'interrupted';
   return 'upstream';
 }
-
-/** How often a running call checks that its project is still open (as the shared endpoint checks its key). */
-const REVOCATION_CHECK_MS = 500;
 
 export class ProjectGateway {
   constructor(private readonly d: ProjectGatewayDeps) {}

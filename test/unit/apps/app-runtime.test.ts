@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AppRuntime, type AppRunState, type LaunchInput } from '../../../src/apps/app-runtime.ts';
+import { AppRuntime, type AppRunState, type LaunchInput, type RuntimeOptions } from '../../../src/apps/app-runtime.ts';
 
 /**
  * The supervisor with real processes (sandbox `none`, so no bubblewrap needed here; the sandboxed path is
@@ -13,6 +13,23 @@ const runtimes: AppRuntime[] = [];
 afterEach(async () => {
   for (const r of runtimes.splice(0)) await r.dispose();
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** Supervisor options without a sandbox (no bubblewrap needed here), backing off 100 ms up to 400 ms. */
+const runtimeOptions = (startTimeoutMs: number): RuntimeOptions => ({
+  sandbox: {
+    mode: 'none',
+    bwrapPath: 'bwrap',
+    memoryBytes: 2 << 30,
+    maxProcesses: 4096,
+    maxOpenFiles: 1024,
+    network: { mode: 'host', pastaPath: 'pasta' },
+  },
+  startTimeoutMs,
+  gracePeriodMs: 0,
+  stopTimeoutMs: 1000,
+  backoffInitialMs: 100,
+  backoffMaxMs: 400,
 });
 
 /** An app that exits shortly after its first health check passed: a crash loop. */
@@ -39,25 +56,11 @@ describe('AppRuntime crash restarts', () => {
     const input = crashingApp();
     const states: AppRunState[] = [];
     let restarts = 0;
-    const rt = new AppRuntime(
-      'app_test',
-      {
-        sandbox: {
-          mode: 'none',
-          bwrapPath: 'bwrap',
-          memoryBytes: 2 << 30,
-          maxProcesses: 4096,
-          maxOpenFiles: 1024,
-          network: { mode: 'host', pastaPath: 'pasta' },
-        },
-        startTimeoutMs: 20_000,
-        gracePeriodMs: 0,
-        stopTimeoutMs: 1000,
-        backoffInitialMs: 100,
-        backoffMaxMs: 400,
-      },
-      { onState: () => states.push(rt.state), onRestart: () => restarts++, relaunchInput: () => input },
-    );
+    const rt = new AppRuntime('app_test', runtimeOptions(20_000), {
+      onState: () => states.push(rt.state),
+      onRestart: () => restarts++,
+      relaunchInput: () => input,
+    });
     runtimes.push(rt);
     rt.goLive(await rt.launch(input));
     const delays = () =>
@@ -93,25 +96,11 @@ describe('AppRuntime dispose', () => {
       `require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));
        require('node:http').createServer(() => {}).listen(Number(process.env.PORT), '127.0.0.1');`,
     );
-    const rt = new AppRuntime(
-      'app_slow',
-      {
-        sandbox: {
-          mode: 'none',
-          bwrapPath: 'bwrap',
-          memoryBytes: 2 << 30,
-          maxProcesses: 4096,
-          maxOpenFiles: 1024,
-          network: { mode: 'host', pastaPath: 'pasta' },
-        },
-        startTimeoutMs: 60_000,
-        gracePeriodMs: 0,
-        stopTimeoutMs: 1000,
-        backoffInitialMs: 100,
-        backoffMaxMs: 400,
-      },
-      { onState: () => {}, onRestart: () => {}, relaunchInput: () => null },
-    );
+    const rt = new AppRuntime('app_slow', runtimeOptions(60_000), {
+      onState: () => {},
+      onRestart: () => {},
+      relaunchInput: () => null,
+    });
     const launch = rt.launch({
       deploymentId: 'dep_slow',
       codeDir: dir,
@@ -124,8 +113,11 @@ describe('AppRuntime dispose', () => {
       () => 'healthy',
       (err: Error) => err.message,
     );
-    for (let i = 0; i < 200 && !fs.existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 25));
-    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    // The file can exist before its pid is written in it (pid 0 would be this test's own process group).
+    const pidIn = () => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : 0);
+    for (let i = 0; i < 200 && !(pidIn() > 0); i++) await new Promise((r) => setTimeout(r, 25));
+    const pid = pidIn();
+    expect(pid).toBeGreaterThan(0);
     const started = Date.now();
     await rt.dispose();
     // Before: dispose stopped only live and retiring processes; this one ran on, the launch waiting 60 s.
